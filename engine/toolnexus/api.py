@@ -1,0 +1,46 @@
+"""The pure public functions: no network, no state, rules compiled once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .inbound import RequestBody, UnknownFields
+from .result import TranslateResult
+from .rulebook import RulesArg, load_rules
+
+
+def translate_request(
+    provider: str,
+    request: dict[str, Any],
+    *,
+    system: str | None = None,
+    default_system: str | None = None,
+    rules: RulesArg = None,
+    unknown_fields: UnknownFields = "error",
+) -> RequestBody:
+    """An OpenAI Chat Completions request -> the provider-native body.
+
+    `system` (per call) overrides the transcript's system/developer messages,
+    which override `default_system` (a client-wide default). A request field the
+    rules neither map nor list as unsupported raises, unless `unknown_fields="drop"`.
+    The returned dict's `.notes` lists every drop, rewrite and synthesized value.
+    """
+    return load_rules(rules).get(provider).inbound.translate(
+        request, system=system, default_system=default_system, unknown_fields=unknown_fields
+    )
+
+
+def translate_response(
+    provider: str,
+    response: dict[str, Any],
+    *,
+    requested_model: str | None = None,
+    rules: RulesArg = None,
+) -> TranslateResult:
+    """A provider's decoded response -> an OpenAI-shaped TranslateResult."""
+    return load_rules(rules).get(provider).outbound.translate(response, requested_model=requested_model)
+
+
+def providers(rules: RulesArg = None) -> list[str]:
+    """The providers the rules define."""
+    return load_rules(rules).names()

@@ -1,0 +1,394 @@
+"""OpenAI request -> provider request: compiled from a rule file's request, messages,
+tools and tool_choice sections, then run once per call.
+
+Order of a call: take the request's fields (null and a max_tokens of 0 mean "not
+given"), settle every field the rules do not map (unsupported table, else the
+unknown-fields policy), read the transcript into the middle form, choose the
+system prompt, write messages, tools and tool_choice, and finally render the
+body template over the request with those translated values in place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import Note, TranslationError
+from .loader import Key, RuleSource
+from .paths import MISSING
+from .reader import READ_KEYS, ROLES, read_messages, read_tool_choice, read_tools
+from .templates import Ctx, Env, Render, compile_template
+
+UnknownFields = Literal["error", "drop"]
+
+# Fields the engine translates through their own sections before the body renders.
+SECTION_FIELDS = frozenset({"messages", "tools", "tool_choice"})
+# Keys of the body scope the engine computes; not OpenAI request fields.
+COMPUTED_FIELDS = frozenset({"system"})
+# Optional middle-form part keys (and where they sit in the request part): a part
+# template that reads neither them nor `source` drops them, which is reported.
+OPTIONAL_PART_KEYS = (("detail", "image_url.detail"),)
+ZERO_MEANS_ABSENT = frozenset({"max_tokens", "max_completion_tokens"})
+
+
+class RequestBody(dict[str, Any]):
+    """The provider-native body (a plain dict) plus the notes of its translation."""
+
+    notes: tuple[Note, ...] = ()
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    action: Literal["drop", "error"]
+    accept: tuple[Any, ...] = ()
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class RoleRule:
+    render: Render
+    drop_if_empty: bool
+    merge_consecutive: bool
+    consumed: frozenset[str] | None  # message keys read; None = all
+
+
+@dataclass
+class Inbound:
+    provider: str
+    body: Render
+    consumed: frozenset[str]
+    unsupported: dict[str, Unsupported]
+    hoist: frozenset[str]
+    join: str
+    system_message: Render | None
+    roles: dict[str, RoleRule]
+    message_unsupported: dict[str, Unsupported]
+    declaration: Render
+    tool_keys_read: frozenset[str] | None
+    tool_unsupported: dict[str, Unsupported]
+    tool_choice: dict[str, Render]
+    plan: dict[str, Any] = field(default_factory=dict)
+
+    def translate(
+        self,
+        request: Any,
+        *,
+        system: str | None = None,
+        default_system: str | None = None,
+        unknown_fields: UnknownFields = "error",
+    ) -> RequestBody:
+        provider = self.provider
+        if not isinstance(request, dict):
+            raise TranslationError("", f"the request must be an object, got {type(request).__name__}", provider=provider)
+        ctx = Ctx(provider)
+        scope: dict[str, Any] = {}
+        for name, value in request.items():
+            if value is None or (name in ZERO_MEANS_ABSENT and type(value) is int and value == 0):
+                continue
+            if name in self.consumed:
+                scope[name] = value
+            else:
+                self._settle(name, value, name, self.unsupported, ctx, unknown_fields)
+        if "messages" not in scope:
+            raise TranslationError("messages", "is required", provider=provider)
+        parallel = scope.get("parallel_tool_calls", MISSING)
+        if parallel is not MISSING and type(parallel) is not bool:
+            raise TranslationError("parallel_tool_calls", "must be true or false", provider=provider)
+
+        turns, hoisted = read_messages(scope["messages"], self.hoist, provider)
+        chosen = self._choose_system(hoisted, turns, system, default_system, ctx)
+        messages = self._write_messages(turns, hoisted, chosen, ctx, unknown_fields)
+        scope["messages"] = messages
+        if self.system_message is None:
+            scope["system"] = chosen
+
+        declared: set[str] | None = None
+        if "tools" in scope:
+            tools = read_tools(scope["tools"], provider)
+            declared = {t["name"] for t in tools}
+            scope["tools"] = [self._write_tool(t, ctx, unknown_fields) for t in tools]
+        choice = read_tool_choice(scope.get("tool_choice", MISSING), parallel, provider)
+        if choice["name"] is not MISSING and declared is not None and choice["name"] not in declared:
+            raise TranslationError("tool_choice.function.name", f"no tool named {choice['name']!r} is declared", provider=provider)
+        writer = self.tool_choice.get(choice["kind"])
+        if writer is None:
+            raise TranslationError("tool_choice", f"a {choice['kind']!r} tool_choice cannot be sent to {provider}", provider=provider)
+        ctx.path = "tool_choice"
+        scope["tool_choice"] = writer(choice, ctx)
+        ctx.path = ""
+
+        body = RequestBody(self.body(scope, ctx) or {})
+        body.notes = tuple(ctx.notes)
+        return body
+
+    def _settle(
+        self,
+        name: str,
+        value: Any,
+        path: str,
+        table: dict[str, Unsupported],
+        ctx: Ctx,
+        unknown_fields: UnknownFields,
+    ) -> None:
+        """A field the rules do not map: accept, drop with a note, or refuse."""
+        rule = table.get(name)
+        if rule is None:
+            if unknown_fields == "drop":
+                ctx.notes.append(Note("dropped", path, f"not mapped by the {self.provider} rules"))
+                return
+            raise TranslationError(
+                path,
+                f"is not mapped by the {self.provider} rules (list it under `unsupported`, or pass unknown_fields='drop')",
+                provider=self.provider,
+            )
+        if any(json_equal(value, ok) for ok in rule.accept):
+            return
+        if rule.action == "drop":
+            ctx.notes.append(Note("dropped", path, rule.doc or f"{self.provider} has no counterpart"))
+            return
+        raise TranslationError(path, f"cannot be sent to {self.provider}" + (f": {rule.doc}" if rule.doc else ""), provider=self.provider)
+
+    def _choose_system(
+        self,
+        hoisted: list[tuple[str, str, int, dict[str, Any]]],
+        turns: list[dict[str, Any]],
+        system: str | None,
+        default_system: str | None,
+        ctx: Ctx,
+    ) -> Any:
+        """Per-call system > the transcript's hoisted prompts > the client-wide default."""
+        if system is not None:
+            for _, path, _, _ in hoisted:
+                ctx.notes.append(Note("dropped", path, "overridden by the per-call system prompt"))
+            return system
+        if hoisted:
+            first_turn = int(turns[0]["path"][9:-1]) if turns else None
+            for _, path, index, _ in hoisted:
+                if first_turn is not None and index > first_turn:
+                    ctx.notes.append(Note("rewritten", path, "moved into the system prompt, ahead of earlier turns"))
+            return self.join.join(text for text, _, _, _ in hoisted)
+        return default_system if default_system is not None else MISSING
+
+    def _write_messages(
+        self,
+        turns: list[dict[str, Any]],
+        hoisted: list[tuple[str, str, int, dict[str, Any]]],
+        chosen: Any,
+        ctx: Ctx,
+        unknown_fields: UnknownFields,
+    ) -> list[Any]:
+        out: list[Any] = []
+        if self.system_message is not None and chosen is not MISSING:
+            out.append(self.system_message({"text": chosen}, ctx))
+        for _, path, _, source in hoisted:
+            self._check_message_keys(source, path, frozenset(), ctx, unknown_fields, "system")
+        merging: str | None = None
+        for turn in turns:
+            role = turn["role"]
+            rule = self.roles[role]
+            path = turn["path"]
+            self._check_message_keys(turn["source"], path, rule.consumed, ctx, unknown_fields, role)
+            if rule.drop_if_empty and not turn["parts"]:
+                ctx.notes.append(Note("dropped", path, f"an empty {role} turn cannot be sent to {self.provider}"))
+                merging = None
+                continue
+            ctx.path = path
+            message = rule.render(turn, ctx)
+            ctx.path = ""
+            if rule.merge_consecutive and merging == role and out:
+                out[-1] = merge_messages(out[-1], message)
+            else:
+                out.append(message)
+            merging = role if rule.merge_consecutive else None
+        return out
+
+    def _check_message_keys(
+        self,
+        source: dict[str, Any],
+        path: str,
+        consumed: frozenset[str] | None,
+        ctx: Ctx,
+        unknown_fields: UnknownFields,
+        role: str,
+    ) -> None:
+        if consumed is None:
+            return
+        read = READ_KEYS[role]
+        for key, value in source.items():
+            if key in consumed or key in read or value is None:
+                continue
+            self._settle(key, value, f"{path}.{key}", self.message_unsupported, ctx, unknown_fields)
+
+    def _write_tool(self, tool: dict[str, Any], ctx: Ctx, unknown_fields: UnknownFields) -> Any:
+        if self.tool_keys_read is not None:
+            for key, value in tool["function"].items():
+                if key not in self.tool_keys_read and value is not None:
+                    self._settle(key, value, f"{tool['path']}.{key}", self.tool_unsupported, ctx, unknown_fields)
+        ctx.path = tool["path"]
+        written = self.declaration(tool, ctx)
+        ctx.path = ""
+        return written
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Equality that keeps JSON types apart (True is not 1)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def merge_messages(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """Consecutive messages of one role become one: list values concatenate, others must agree."""
+    merged = dict(first)
+    for key, value in second.items():
+        if isinstance(value, list) and isinstance(merged.get(key), list):
+            merged[key] = merged[key] + value
+        else:
+            merged[key] = value
+    return merged
+
+
+# ---------------------------------------------------------------- compiling
+
+
+def compile_inbound(source: RuleSource) -> Inbound:
+    data = source.data
+    provider = data["provider"]
+    request = data["request"]
+    msgs = data["messages"]
+
+    unsupported = _unsupported_table(request.get("unsupported", {}), ("request", "unsupported"), source)
+
+    parts: dict[str, tuple[Render, frozenset[str] | None]] = {}
+    for kind, template in msgs["parts"].items():
+        env = Env(source)
+        parts[kind] = (compile_template(template, ("messages", "parts", kind), env), _frozen(env.fields_read()))
+
+    def content_factory(spec: dict[str, Any], key: Key) -> Render:
+        return _content_writer(spec, key, parts, source, provider)
+
+    roles: dict[str, RoleRule] = {}
+    hoist = frozenset(msgs["system"]["roles"])
+    for role in ROLES:
+        rule = msgs["roles"].get(role)
+        if rule is None:
+            if role not in hoist:
+                raise source.error(("messages", "roles"), f"role '{role}' is neither hoisted nor given a rule")
+            continue
+        env = Env(source, content=content_factory)
+        render = compile_template(rule["message"], ("messages", "roles", role, "message"), env)
+        if "parts" not in env.reads and env.fields_read("source") is not None:
+            raise source.error(("messages", "roles", role, "message"), "never writes the message's content (use $content or $get: source)")
+        consumed = env.fields_read("source")
+        roles[role] = RoleRule(
+            render=render,
+            drop_if_empty=bool(rule.get("drop_if_empty", False)),
+            merge_consecutive=bool(rule.get("merge_consecutive", False)),
+            consumed=None if consumed is None else frozenset(consumed),
+        )
+
+    system_rule = msgs["system"]
+    system_message = None
+    if "message" in system_rule:
+        system_message = compile_template(system_rule["message"], ("messages", "system", "message"), Env(source))
+
+    body_env = Env(source)
+    body = compile_template(request["body"], ("request", "body"), body_env)
+    body_reads = body_env.fields_read()
+    if body_reads is None:
+        raise source.error(("request", "body"), "body paths must name request fields (no `@` or projections at the top)")
+    for needed in sorted(SECTION_FIELDS):
+        if needed not in body_reads:
+            raise source.error(("request", "body"), f"never places `{needed}` (add {needed}: {{$get: {needed}}})")
+    if system_message is None and "system" not in body_reads:
+        raise source.error(("request", "body"), "never places the system prompt (add {$get: system}, or give messages.system.message)")
+
+    choice_env = Env(source)
+    tool_choice = {
+        kind: compile_template(template, ("tool_choice", kind), choice_env)
+        for kind, template in data["tool_choice"].items()
+    }
+    consumed = (body_reads - COMPUTED_FIELDS) | SECTION_FIELDS
+    if "parallel_tool_calls" in (choice_env.fields_read() or ()):
+        consumed |= {"parallel_tool_calls"}
+    for name in unsupported:
+        if name in consumed:
+            raise source.error(("request", "unsupported", name), f"'{name}' is both mapped and listed as unsupported")
+
+    tools = data["tools"]
+    decl_env = Env(source)
+    declaration = compile_template(tools["declaration"], ("tools", "declaration"), decl_env)
+    decl_reads = decl_env.fields_read()
+    tool_keys_read = None if decl_reads is None or {"source", "function"} & decl_reads else frozenset(decl_reads)
+
+    return Inbound(
+        provider=provider,
+        body=body,
+        consumed=frozenset(consumed),
+        unsupported=unsupported,
+        hoist=hoist,
+        join=system_rule["join"],
+        system_message=system_message,
+        roles=roles,
+        message_unsupported=_unsupported_table(msgs.get("unsupported", {}), ("messages", "unsupported"), source),
+        declaration=declaration,
+        tool_keys_read=tool_keys_read,
+        tool_unsupported=_unsupported_table(tools.get("unsupported", {}), ("tools", "unsupported"), source),
+        tool_choice=tool_choice,
+        plan={"consumed": sorted(consumed), "hoist": sorted(hoist), "parts": sorted(parts)},
+    )
+
+
+def _frozen(fields: set[str] | None) -> frozenset[str] | None:
+    return None if fields is None else frozenset(fields)
+
+
+def _unsupported_table(table: dict[str, Any], key: Key, source: RuleSource) -> dict[str, Unsupported]:
+    return {
+        name: Unsupported(action=spec["action"], accept=tuple(spec.get("accept", ())), doc=spec.get("doc", ""))
+        for name, spec in table.items()
+    }
+
+
+def _content_writer(
+    spec: dict[str, Any],
+    key: Key,
+    parts: dict[str, tuple[Render, frozenset[str] | None]],
+    source: RuleSource,
+    provider: str,
+) -> Render:
+    """Compile `$content`: write a message's parts through the parts table."""
+    policy = spec["$content"]
+    kinds = spec.get("kinds")
+    if kinds is not None:
+        if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+            raise source.error((*key, "kinds"), "kinds must be a list of part kinds")
+        for i, k in enumerate(kinds):
+            if k not in parts:
+                raise source.error((*key, "kinds", i), f"no part template for kind '{k}' in messages.parts")
+    wanted = frozenset(kinds) if kinds is not None else None
+    flatten = policy == "text_or_blocks"
+
+    def render(turn: Any, ctx: Ctx) -> Any:
+        selected = turn["parts"] if wanted is None else [p for p in turn["parts"] if p["kind"] in wanted]
+        if flatten and all(p["kind"] == "text" for p in selected):
+            return "".join(p["text"] for p in selected)
+        blocks = []
+        for part in selected:
+            writer = parts.get(part["kind"])
+            if writer is None:
+                raise ctx.fail(part["path"], f"{part['kind']} parts cannot be sent to {provider}")
+            write, reads = writer
+            if reads is not None:
+                for optional, where in OPTIONAL_PART_KEYS:
+                    if optional in part and optional not in reads and "source" not in reads:
+                        ctx.notes.append(Note("dropped", f"{part['path']}.{where}", f"{provider} has no counterpart"))
+            blocks.append(write(part, ctx))
+        return blocks if blocks else MISSING
+
+    return render
+

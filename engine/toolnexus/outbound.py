@@ -1,0 +1,207 @@
+"""Provider response -> OpenAI-shaped TranslateResult, compiled from a rule file's
+`response` section.
+
+The response is read through *item sources*: each names a path (`each:` a list,
+or `one:` object) and templates that turn an element into any of
+`{text: ...}` and `{tool_call: {id, name, arguments}}`. Texts concatenate in
+provider order, tool calls keep provider order, and elements of a kind the rules
+do not know are reported as notes and left in `raw`. Then the finish-reason
+table (any tool call wins), usage and model.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import Note, ResponseError
+from .loader import RuleSource
+from .paths import MISSING, Getter
+from .result import TranslatedToolCall, TranslateResult
+from .templates import Ctx, Env, Render, compile_template, path_getter
+
+FINISH_TOOL_CALLS = "tool_calls"
+
+
+@dataclass(frozen=True)
+class ItemSource:
+    path: str
+    getter: Getter
+    each: bool
+    optional: bool
+    kind: Getter | None
+    kinds: dict[str, Render]
+    template: Render | None
+
+
+@dataclass
+class Outbound:
+    provider: str
+    model: Render | None
+    sources: tuple[ItemSource, ...]
+    stop_path: str
+    stop: Getter
+    table: dict[str, str]
+    unknown: str
+    missing: str | None
+    usage: Render
+
+    def translate(self, response: Any, *, requested_model: str | None = None) -> TranslateResult:
+        provider = self.provider
+        if not isinstance(response, dict):
+            raise ResponseError("", f"the response must be an object, got {type(response).__name__}", provider=provider)
+        ctx = Ctx(provider, outbound=True)
+        texts: list[str] = []
+        calls: list[TranslatedToolCall] = []
+        for src in self.sources:
+            self._read_source(src, response, ctx, texts, calls)
+
+        finish = self._finish_reason(response, bool(calls), ctx)
+        usage = self.usage(response, ctx)
+        usage = {} if usage is MISSING else usage
+        for key, value in usage.items():
+            if not isinstance(value, (int, dict)) or isinstance(value, bool):
+                raise ResponseError(f"usage.{key}", f"expected an integer, got {type(value).__name__}", provider=provider)
+        model = self.model(response, ctx) if self.model is not None else MISSING
+        if model is MISSING or not isinstance(model, str):
+            model = requested_model or ""
+        return TranslateResult(
+            text="".join(texts),
+            tool_calls=calls,
+            finish_reason=finish,
+            usage=usage,
+            model=model,
+            raw=response,
+            notes=tuple(ctx.notes),
+        )
+
+    def _read_source(
+        self, src: ItemSource, response: dict[str, Any], ctx: Ctx, texts: list[str], calls: list[TranslatedToolCall]
+    ) -> None:
+        container = src.getter(response)
+        if container is MISSING or container is None:
+            if src.optional:
+                return
+            raise ResponseError(src.path, "is missing", provider=self.provider)
+        if src.each:
+            if not isinstance(container, list):
+                raise ResponseError(src.path, f"must be a list, got {type(container).__name__}", provider=self.provider)
+            elements = [(f"{src.path}[{i}]", el) for i, el in enumerate(container)]
+        else:
+            elements = [(src.path, container)]
+        for path, element in elements:
+            template = src.template
+            if src.kind is not None:
+                if not isinstance(element, dict):
+                    raise ResponseError(path, f"must be an object, got {type(element).__name__}", provider=self.provider)
+                kind = src.kind(element)
+                template = src.kinds.get(kind) if isinstance(kind, str) else None
+                if template is None:
+                    ctx.notes.append(Note("unknown", path, f"unknown {self.provider} item kind {kind!r}; kept in raw"))
+                    continue
+            assert template is not None
+            ctx.path = path
+            item = template(element, ctx)
+            ctx.path = ""
+            if item is MISSING:
+                continue
+            text = item.get("text", MISSING)
+            if text is not MISSING and text is not None:
+                if not isinstance(text, str):
+                    raise ResponseError(path, f"text must be a string, got {type(text).__name__}", provider=self.provider)
+                texts.append(text)
+            call = item.get("tool_call", MISSING)
+            if call is not MISSING:
+                calls.append(self._tool_call(call, path))
+
+    def _tool_call(self, call: Any, path: str) -> TranslatedToolCall:
+        call_id, name, arguments = call.get("id"), call.get("name"), call.get("arguments", MISSING)
+        if not isinstance(call_id, str) or not call_id:
+            raise ResponseError(path, "a tool call needs a non-empty string id", provider=self.provider)
+        if not isinstance(name, str) or not name:
+            raise ResponseError(path, "a tool call needs a non-empty string name", provider=self.provider)
+        if isinstance(arguments, dict):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        elif not isinstance(arguments, str):
+            got = "nothing" if arguments is MISSING else type(arguments).__name__
+            raise ResponseError(path, f"tool input must be a JSON object, got {got}", provider=self.provider)
+        return TranslatedToolCall(id=call_id, name=name, arguments=arguments)
+
+    def _finish_reason(self, response: dict[str, Any], has_tool_calls: bool, ctx: Ctx) -> str:
+        stop = self.stop(response)
+        if has_tool_calls:
+            return FINISH_TOOL_CALLS
+        if stop is MISSING or stop is None:
+            if self.missing is None:
+                raise ResponseError(self.stop_path, "is missing", provider=self.provider)
+            ctx.notes.append(Note("synthesized", self.stop_path, f"no stop reason given; reported as {self.missing!r}"))
+            return self.missing
+        mapped = self.table.get(stop) if isinstance(stop, str) else None
+        if mapped is None:
+            ctx.notes.append(Note("unknown", self.stop_path, f"unknown stop reason {stop!r}; reported as {self.unknown!r}"))
+            return self.unknown
+        return mapped
+
+    def finish_reason_for(self, has_tool_calls: bool, provider_stop: str | None) -> str:
+        """The finish reason alone, without a response (the seed's named helper)."""
+        if has_tool_calls:
+            return FINISH_TOOL_CALLS
+        if provider_stop is None:
+            return self.missing or self.unknown
+        return self.table.get(provider_stop, self.unknown)
+
+
+# ---------------------------------------------------------------- compiling
+
+
+def compile_outbound(source: RuleSource) -> Outbound:
+    data = source.data
+    rule = data["response"]
+    key = ("response",)
+    sources = []
+    for i, spec in enumerate(rule["items"]):
+        at = (*key, "items", i)
+        has_each, has_one = "each" in spec, "one" in spec
+        if has_each == has_one:
+            raise source.error(at, "give exactly one of `each` (a list) or `one` (an object)")
+        path = spec["each"] if has_each else spec["one"]
+        has_kind, has_as = "kind" in spec, "as" in spec
+        if has_kind == has_as:
+            raise source.error(at, "give either `kind` with `kinds`, or `as`")
+        if has_kind and not isinstance(spec.get("kinds"), dict):
+            raise source.error(at, "`kind` needs a `kinds` table")
+        kinds = {
+            name: compile_template(tmpl, (*at, "kinds", name), Env(source))
+            for name, tmpl in (spec.get("kinds") or {}).items()
+        }
+        sources.append(
+            ItemSource(
+                path=path,
+                getter=path_getter(path, (*at, "each" if has_each else "one"), Env(source)),
+                each=has_each,
+                optional=bool(spec.get("optional", False)),
+                kind=path_getter(spec["kind"], (*at, "kind"), Env(source)) if has_kind else None,
+                kinds=kinds,
+                template=compile_template(spec["as"], (*at, "as"), Env(source)) if has_as else None,
+            )
+        )
+
+    finish = rule["finish_reason"]
+    missing_values = [v for v in finish["documented"] if v not in finish["table"]]
+    if missing_values:
+        raise source.error(
+            (*key, "finish_reason", "table"),
+            f"does not cover the documented stop reason(s) {', '.join(missing_values)}",
+        )
+    return Outbound(
+        provider=data["provider"],
+        model=compile_template(rule["model"], (*key, "model"), Env(source)) if "model" in rule else None,
+        sources=tuple(sources),
+        stop_path=finish["from"],
+        stop=path_getter(finish["from"], (*key, "finish_reason", "from"), Env(source)),
+        table=dict(finish["table"]),
+        unknown=finish["unknown"],
+        missing=finish.get("missing"),
+        usage=compile_template(rule["usage"], (*key, "usage"), Env(source)),
+    )

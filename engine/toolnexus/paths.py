@@ -1,0 +1,113 @@
+"""Read paths: JMESPath syntax, compiled once into a getter.
+
+A plain chain (`usage.input_tokens`, `choices[0].message`, `@`) compiles to a
+tuple walk that tells *absent* (MISSING) from *null* (None); anything richer
+(filters, projections) runs on jmespath's compiled expression, where absent and
+null both read as MISSING.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import jmespath
+from jmespath.exceptions import JMESPathError
+
+
+class _Missing:
+    """Absent, as opposed to null: an operation that yields it omits its key."""
+
+    _instance: _Missing | None = None
+
+    def __new__(cls) -> _Missing:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Final = _Missing()
+
+Getter = Callable[[Any], Any]
+
+
+class PathSyntaxError(ValueError):
+    """A rule path is not valid JMESPath."""
+
+
+def compile_path(expression: str) -> Getter:
+    """Compile `expression` into a getter; raise PathSyntaxError when it does not parse."""
+    try:
+        parsed = jmespath.compile(expression)
+    except JMESPathError as exc:
+        raise PathSyntaxError(str(exc).splitlines()[0]) from None
+    steps = _simple_steps(parsed.parsed)
+    if steps is None:
+
+        def search(data: Any) -> Any:
+            value = parsed.search(data)
+            return MISSING if value is None else value
+
+        return search
+    if not steps:
+        return lambda data: data
+    if len(steps) == 1 and isinstance(steps[0], str):
+        only = steps[0]
+
+        def get_one(data: Any) -> Any:
+            if type(data) is dict:
+                return data.get(only, MISSING)
+            return MISSING
+
+        return get_one
+    walk = tuple(steps)
+
+    def get(data: Any) -> Any:
+        for step in walk:
+            if isinstance(step, str):
+                if not isinstance(data, dict) or step not in data:
+                    return MISSING
+                data = data[step]
+            else:
+                if not isinstance(data, list) or not -len(data) <= step < len(data):
+                    return MISSING
+                data = data[step]
+        return data
+
+    return get
+
+
+def first_field(expression: str) -> str | None:
+    """The top-level field a path reads (`usage.input_tokens` -> `usage`), if plain."""
+    try:
+        steps = _simple_steps(jmespath.compile(expression).parsed)
+    except JMESPathError:
+        return None
+    if steps and isinstance(steps[0], str):
+        return steps[0]
+    return None
+
+
+def _simple_steps(node: dict[str, Any]) -> list[str | int] | None:
+    kind = node["type"]
+    if kind == "current":
+        return []
+    if kind == "field":
+        return [node["value"]]
+    if kind == "index":
+        return [node["value"]]
+    if kind in ("subexpression", "index_expression"):
+        out: list[str | int] = []
+        for child in node["children"]:
+            steps = _simple_steps(child)
+            if steps is None:
+                return None
+            out.extend(steps)
+        return out
+    return None
