@@ -1,0 +1,216 @@
+"""The conformance check: golden fixtures and case tables, diffed with deepdiff.
+
+Two kinds of data files drive it, both shipped with the package:
+
+- golden fixtures, `fixtures/*.input.json`: an OpenAI request and provider
+  responses whose translation, picked into named keys, must equal an agreed
+  output file byte for byte (key-sorted JSON, indent 1);
+- case tables, `fixtures/<provider>/<case>.yaml`: one concern each, with an
+  OpenAI request and the expected provider body (or an expected error kind and
+  path), and/or a provider response and the expected OpenAI-shaped result.
+
+`toolnexus check` and the test suite run the same code, so a case is added by
+adding a file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from deepdiff import DeepDiff
+
+from . import errors
+from .api import translate_request, translate_response
+from .rulebook import Rulebook, RulesArg, load_rules
+
+GOLDEN_SUFFIX = ".input.json"
+CASE_KEYS = {
+    "doc", "request", "options", "expect_request", "expect_error", "expect_notes",
+    "response", "requested_model", "expect_result", "expect_response_error", "expect_result_notes",
+}  # fmt: skip
+
+
+def fixtures_dir() -> Path:
+    """The shipped fixtures: inside the installed package, or the repo's fixtures/."""
+    packaged = Path(str(resources.files("toolnexus"))) / "fixtures"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "fixtures"
+
+
+@dataclass
+class Outcome:
+    """One golden fixture or case, and what went wrong with it (nothing when it passed)."""
+
+    name: str
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _diff(expected: Any, actual: Any) -> str:
+    diff = DeepDiff(expected, actual, ignore_order=False, verbose_level=2)
+    return diff.pretty() if diff else ""
+
+
+# ---------------------------------------------------------------- golden fixtures
+
+
+def golden_files(directory: Path | None = None) -> list[Path]:
+    return sorted((directory or fixtures_dir()).glob(f"*{GOLDEN_SUFFIX}"))
+
+
+def build_golden(spec: dict[str, Any], rules: RulesArg = None) -> dict[str, Any]:
+    """Translate a golden input and pick the agreed keys out of the result."""
+    provider = spec["provider"]
+    body = translate_request(provider, spec["request"], rules=rules)
+    out: dict[str, Any] = {name: body.get(key) for name, key in spec["request_parts"].items()}
+    for name, response in spec.get("finish_reasons", {}).items():
+        out[name] = translate_response(provider, response, rules=rules).finish_reason
+    return out
+
+
+def golden_text(value: Any) -> str:
+    """The agreed serialization: key-sorted, indent 1, trailing newline."""
+    return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def check_golden(path: Path, rules: RulesArg = None) -> Outcome:
+    spec = json.loads(path.read_text(encoding="utf-8"))
+    expected_path = path.with_name(spec["expected"])
+    outcome = Outcome(expected_path.name)
+    try:
+        actual = build_golden(spec, rules)
+    except errors.ToolnexusError as exc:
+        outcome.problems.append(f"translation failed: {exc}")
+        return outcome
+    expected_text = expected_path.read_text(encoding="utf-8")
+    diff = _diff(json.loads(expected_text), actual)
+    if diff:
+        outcome.problems.append(diff)
+    elif golden_text(actual) != expected_text:
+        outcome.problems.append("same values, but the serialization differs from the agreed bytes")
+    return outcome
+
+
+# ---------------------------------------------------------------- case tables
+
+
+def case_files(directory: Path | None = None) -> dict[str, list[Path]]:
+    """Case files by provider directory name."""
+    base = directory or fixtures_dir()
+    return {d.name: sorted(d.glob("*.yaml")) for d in sorted(base.iterdir()) if d.is_dir()}
+
+
+def load_case(path: Path) -> dict[str, Any]:
+    case = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(case, dict):
+        raise ValueError(f"{path}: a case file holds a mapping")
+    unknown = set(case) - CASE_KEYS
+    if unknown:
+        raise ValueError(f"{path}: unknown case keys {sorted(unknown)}")
+    if not ({"request", "response"} & set(case)):
+        raise ValueError(f"{path}: a case needs a request or a response")
+    if "request" in case and not ({"expect_request", "expect_error"} & set(case)):
+        raise ValueError(f"{path}: a request needs expect_request or expect_error")
+    if "response" in case and not ({"expect_result", "expect_response_error"} & set(case)):
+        raise ValueError(f"{path}: a response needs expect_result or expect_response_error")
+    return case
+
+
+def _expect_error(kind_and_path: dict[str, str], exc: errors.ToolnexusError | None, what: str) -> list[str]:
+    if exc is None:
+        return [f"{what}: expected {kind_and_path['kind']} at {kind_and_path.get('path')!r}, but it translated"]
+    actual = {"kind": type(exc).__name__, "path": getattr(exc, "path", None)}
+    expected = {"kind": kind_and_path["kind"], "path": kind_and_path.get("path")}
+    return [] if actual == expected else [f"{what}: expected error {expected}, got {actual} ({exc})"]
+
+
+def _notes(notes: tuple[errors.Note, ...]) -> list[dict[str, str]]:
+    return [{"kind": n.kind, "path": n.path} for n in notes]
+
+
+def run_case(provider: str, path: Path, rules: RulesArg = None) -> Outcome:
+    outcome = Outcome(f"{provider}/{path.stem}")
+    try:
+        case = load_case(path)
+    except (ValueError, yaml.YAMLError) as exc:
+        outcome.problems.append(str(exc))
+        return outcome
+    if "request" in case:
+        outcome.problems += _run_request(provider, case, rules)
+    if "response" in case:
+        outcome.problems += _run_response(provider, case, rules)
+    return outcome
+
+
+def _run_request(provider: str, case: dict[str, Any], rules: RulesArg) -> list[str]:
+    try:
+        body = translate_request(provider, case["request"], rules=rules, **case.get("options", {}))
+    except errors.TranslationError as exc:
+        if "expect_error" in case:
+            return _expect_error(case["expect_error"], exc, "request")
+        return [f"request: unexpected {type(exc).__name__}: {exc}"]
+    if "expect_error" in case:
+        return _expect_error(case["expect_error"], None, "request")
+    problems = []
+    diff = _diff(case["expect_request"], dict(body))
+    if diff:
+        problems.append(f"request body differs:\n{diff}")
+    if "expect_notes" in case and _notes(body.notes) != case["expect_notes"]:
+        problems.append(f"request notes: expected {case['expect_notes']}, got {_notes(body.notes)}")
+    return problems
+
+
+def _run_response(provider: str, case: dict[str, Any], rules: RulesArg) -> list[str]:
+    try:
+        result = translate_response(provider, case["response"], requested_model=case.get("requested_model"), rules=rules)
+    except errors.TranslationError as exc:
+        if "expect_response_error" in case:
+            return _expect_error(case["expect_response_error"], exc, "response")
+        return [f"response: unexpected {type(exc).__name__}: {exc}"]
+    if "expect_response_error" in case:
+        return _expect_error(case["expect_response_error"], None, "response")
+    problems = []
+    actual = result.to_dict()
+    actual.pop("notes")
+    diff = _diff(case["expect_result"], actual)
+    if diff:
+        problems.append(f"result differs:\n{diff}")
+    if result.raw is not case["response"]:
+        problems.append("result.raw is not the provider response as given")
+    if "expect_result_notes" in case and _notes(result.notes) != case["expect_result_notes"]:
+        problems.append(f"result notes: expected {case['expect_result_notes']}, got {_notes(result.notes)}")
+    return problems
+
+
+# ---------------------------------------------------------------- the whole check
+
+
+def run_check(rules: RulesArg = None) -> Iterator[Outcome]:
+    """Load every rule file, then every golden fixture and case. Yields outcomes.
+
+    Cases come from the shipped fixtures/ and, for a user rules directory, from
+    its own `fixtures/<provider>/` (so a provider added there can carry its cases).
+    """
+    book: Rulebook = load_rules(rules)  # raises RuleError on a broken rule file
+    for path in golden_files():
+        yield check_golden(path, book)
+    cases = case_files()
+    if isinstance(rules, (str, Path)) and (Path(rules) / "fixtures").is_dir():
+        for provider, files in case_files(Path(rules) / "fixtures").items():
+            cases[provider] = cases.get(provider, []) + files
+    for provider in book.names():
+        files = cases.get(provider, [])
+        if not files:
+            yield Outcome(f"{provider}/*", [f"provider '{provider}' has no cases in fixtures/{provider}/"])
+        for path in files:
+            yield run_case(provider, path, book)
