@@ -68,10 +68,11 @@ def golden_files(directory: Path | None = None) -> list[Path]:
     return sorted((directory or fixtures_dir()).glob(f"*{GOLDEN_SUFFIX}"))
 
 
-def build_golden(spec: dict[str, Any], rules: RulesArg = None) -> dict[str, Any]:
-    """Translate a golden input and pick the agreed keys out of the result."""
+def build_golden(spec: dict[str, Any], base: Path, rules: RulesArg = None) -> dict[str, Any]:
+    """Translate a golden input (its request file is beside it) and pick the agreed keys out."""
     provider = spec["provider"]
-    body = translate_request(provider, spec["request"], rules=rules)
+    request = json.loads((base / spec["request"]).read_text(encoding="utf-8"))
+    body = translate_request(provider, request, rules=rules)
     out: dict[str, Any] = {name: body.get(key) for name, key in spec["request_parts"].items()}
     for name, response in spec.get("finish_reasons", {}).items():
         out[name] = translate_response(provider, response, rules=rules).finish_reason
@@ -88,7 +89,7 @@ def check_golden(path: Path, rules: RulesArg = None) -> Outcome:
     expected_path = path.with_name(spec["expected"])
     outcome = Outcome(expected_path.name)
     try:
-        actual = build_golden(spec, rules)
+        actual = build_golden(spec, path.parent, rules)
     except errors.ToolnexusError as exc:
         outcome.problems.append(f"translation failed: {exc}")
         return outcome

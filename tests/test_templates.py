@@ -1,0 +1,186 @@
+"""Each template operation alone: a before/after example, its absent case, its errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolnexus import Note, RuleError, TranslationError
+from toolnexus.loader import parse_rule_text
+from toolnexus.paths import MISSING, compile_path
+from toolnexus.templates import Ctx, Env, compile_template
+
+
+def render(template_yaml: str, scope: Any, ctx: Ctx | None = None) -> Any:
+    """Compile the YAML under `t:` and render it over `scope`."""
+    source = parse_rule_text("t: " + template_yaml if "\n" not in template_yaml else template_yaml, "test.yaml")
+    fn = compile_template(source.data["t"], ("t",), Env(source))
+    return fn(scope, ctx or Ctx("test"))
+
+
+def compile_error(template_yaml: str) -> RuleError:
+    source = parse_rule_text(template_yaml, "test.yaml")
+    with pytest.raises(RuleError) as info:
+        compile_template(source.data["t"], ("t",), Env(source))
+    return info.value
+
+
+# ---------------------------------------------------------------- constants and objects
+
+
+def test_constants_render_as_themselves() -> None:
+    assert render("{type: object, properties: {}}", {}) == {"type": "object", "properties": {}}
+    assert render("[1, two, true]", {}) == [1, "two", True]
+
+
+def test_constant_containers_are_fresh_copies() -> None:
+    first = render("{a: {b: []}}", {})
+    first["a"]["b"].append("mutated")
+    assert render("{a: {b: []}}", {}) == {"a": {"b": []}}
+
+
+def test_absent_values_omit_their_key_and_an_all_absent_object_is_absent() -> None:
+    assert render("{x: {$get: a}, y: {$get: b}}", {"a": 1}) == {"x": 1}
+    assert render("{meta: {user_id: {$get: user}}}", {}) is MISSING
+
+
+def test_null_is_not_absent() -> None:
+    assert render("{x: {$get: a}}", {"a": None}) == {"x": None}
+
+
+# ---------------------------------------------------------------- $get
+
+
+def test_get_reads_plain_and_indexed_paths() -> None:
+    scope = {"choices": [{"message": {"content": "hi"}}]}
+    assert render("{$get: 'choices[0].message.content'}", scope) == "hi"
+    assert render("{$get: 'choices[1].message'}", scope) is MISSING
+
+
+def test_get_first_present_of_a_list_notes_the_others() -> None:
+    ctx = Ctx("test")
+    assert render("{$get: [a, b]}", {"a": 1, "b": 2}, ctx) == 1
+    assert ctx.notes == [Note("dropped", "b", "a was also given and is sent instead")]
+    assert render("{$get: [a, b]}", {"b": 2}) == 2
+
+
+def test_get_default_is_synthesized_and_reported() -> None:
+    ctx = Ctx("test")
+    assert render("{$get: max_tokens, default: 4096}", {}, ctx) == 4096
+    assert [(n.kind, n.path) for n in ctx.notes] == [("synthesized", "max_tokens")]
+
+
+def test_get_required_raises_with_the_path() -> None:
+    ctx = Ctx("test")
+    ctx.path = "tools[2].function"
+    with pytest.raises(TranslationError) as info:
+        render("{$get: name, required: true}", {}, ctx)
+    assert info.value.path == "tools[2].function.name"
+
+
+def test_get_with_a_projection_uses_jmespath() -> None:
+    scope = {"content": [{"type": "text", "text": "a"}, {"type": "x"}, {"type": "text", "text": "b"}]}
+    assert render("{$get: \"content[?type=='text'].text\"}", scope) == ["a", "b"]
+
+
+# ---------------------------------------------------------------- $when
+
+
+def test_when_renders_then_only_on_an_equal_value_of_the_same_type() -> None:
+    template = "{$when: parallel_tool_calls, is: false, then: {type: auto}}"
+    assert render(template, {"parallel_tool_calls": False}) == {"type": "auto"}
+    assert render(template, {"parallel_tool_calls": True}) is MISSING
+    assert render(template, {"parallel_tool_calls": 0}) is MISSING  # 0 is not false
+    assert render(template, {}) is MISSING
+
+
+# ---------------------------------------------------------------- $list
+
+
+def test_list_wraps_a_string_and_keeps_a_list() -> None:
+    assert render("{$list: stop}", {"stop": "END"}) == ["END"]
+    assert render("{$list: stop}", {"stop": ["a", "b"]}) == ["a", "b"]
+    assert render("{$list: stop}", {}) is MISSING
+    with pytest.raises(TranslationError) as info:
+        render("{$list: stop}", {"stop": 3})
+    assert info.value.path == "stop"
+
+
+# ---------------------------------------------------------------- $sum
+
+
+def test_sum_adds_the_integers_present() -> None:
+    template = "{$sum: [u.a, u.b, u.c]}"
+    assert render(template, {"u": {"a": 1, "c": 5}}) == 6
+    assert render(template, {"u": {}}) is MISSING
+    assert render(template, {"u": {"a": None, "b": 2}}) == 2
+
+
+def test_sum_refuses_a_non_integer_as_a_response_error() -> None:
+    from toolnexus import ResponseError
+
+    with pytest.raises(ResponseError) as info:
+        render("{$sum: [u.a]}", {"u": {"a": "7"}}, Ctx("test", outbound=True))
+    assert info.value.path == "u.a"
+
+
+# ---------------------------------------------------------------- $merge
+
+
+def test_merge_overlays_keys_and_removes_absent_ones_without_touching_the_source() -> None:
+    source = {"role": "assistant", "content": "x", "tool_calls": []}
+    scope = {"source": source, "calls": MISSING, "name": "n"}
+    out = render("{$merge: source, with: {tool_calls: {$get: calls}, name: {$get: name}}}", scope)
+    assert out == {"role": "assistant", "content": "x", "name": "n"}
+    assert source == {"role": "assistant", "content": "x", "tool_calls": []}
+
+
+# ---------------------------------------------------------------- compile-time errors
+
+
+def test_unknown_operation_suggests_the_closest() -> None:
+    err = compile_error("t:\n  a: {$gett: x}\n")
+    assert (err.line, err.rule) == (2, "t.a.$gett")
+    assert "did you mean '$get'" in err.message
+
+
+def test_unknown_option_and_two_operations_are_refused() -> None:
+    assert compile_error("t: {$get: x, defualt: 1}\n").rule == "t.defualt"
+    assert "one operation" in compile_error("t: {$get: x, $list: y}\n").message
+
+
+def test_dollar_strings_are_reserved() -> None:
+    assert compile_error("t:\n  x: $get\n").line == 2
+
+
+def test_bad_path_is_a_located_rule_error() -> None:
+    err = compile_error("t:\n  x: {$get: 'a[?'}\n")
+    assert err.line == 2 and "bad path" in err.message
+
+
+def test_content_outside_a_role_message_is_refused() -> None:
+    assert "only allowed" in compile_error("t: {$content: blocks}\n").message
+
+
+# ---------------------------------------------------------------- paths
+
+
+@pytest.mark.parametrize(
+    ("path", "data", "expected"),
+    [
+        ("a", {"a": 1}, 1),
+        ("a.b", {"a": {"b": None}}, None),
+        ("a.b", {"a": {}}, MISSING),
+        ("a[0]", {"a": []}, MISSING),
+        ("a[-1]", {"a": [1, 2]}, 2),
+        ("@", {"x": 1}, {"x": 1}),
+        ("a.b", {"a": "not a mapping"}, MISSING),
+    ],
+)
+def test_plain_paths_tell_absent_from_null(path: str, data: Any, expected: Any) -> None:
+    value = compile_path(path)(data)
+    if expected is MISSING:
+        assert value is MISSING
+    else:
+        assert value == expected
