@@ -25,8 +25,10 @@ def translate_request(
     rules neither map nor list as unsupported raises, unless `unknown_fields="drop"`.
     The returned dict's `.notes` lists every drop, rewrite and synthesized value.
     """
-    return load_rules(rules).get(provider).inbound.translate(
-        request, system=system, default_system=default_system, unknown_fields=unknown_fields
+    return (
+        load_rules(rules)
+        .get(provider)
+        .inbound.translate(request, system=system, default_system=default_system, unknown_fields=unknown_fields)
     )
 
 

@@ -38,6 +38,8 @@ def openai_tool_choice_to_anthropic(choice: Any, *, rules: RulesArg = None) -> d
     return body.get("tool_choice")
 
 
-def finish_reason_for(has_tool_calls: bool, provider_stop: str | None, *, provider: str = _SEED_PROVIDER, rules: RulesArg = None) -> str:
+def finish_reason_for(
+    has_tool_calls: bool, provider_stop: str | None, *, provider: str = _SEED_PROVIDER, rules: RulesArg = None
+) -> str:
     """The OpenAI finish reason for a provider stop reason; any tool call wins."""
     return load_rules(rules).get(provider).outbound.finish_reason_for(has_tool_calls, provider_stop)

@@ -173,7 +173,9 @@ def _run_request(provider: str, case: dict[str, Any], rules: RulesArg) -> list[s
 
 def _run_response(provider: str, case: dict[str, Any], rules: RulesArg) -> list[str]:
     try:
-        result = translate_response(provider, case["response"], requested_model=case.get("requested_model"), rules=rules)
+        result = translate_response(
+            provider, case["response"], requested_model=case.get("requested_model"), rules=rules
+        )
     except errors.TranslationError as exc:
         if "expect_response_error" in case:
             return _expect_error(case["expect_response_error"], exc, "response")

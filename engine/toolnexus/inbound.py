@@ -79,7 +79,9 @@ class Inbound:
     ) -> RequestBody:
         provider = self.provider
         if not isinstance(request, dict):
-            raise TranslationError("", f"the request must be an object, got {type(request).__name__}", provider=provider)
+            raise TranslationError(
+                "", f"the request must be an object, got {type(request).__name__}", provider=provider
+            )
         ctx = Ctx(provider)
         scope: dict[str, Any] = {}
         for name, value in request.items():
@@ -109,10 +111,14 @@ class Inbound:
             scope["tools"] = [self._write_tool(t, ctx, unknown_fields) for t in tools]
         choice = read_tool_choice(scope.get("tool_choice", MISSING), parallel, provider)
         if choice["name"] is not MISSING and declared is not None and choice["name"] not in declared:
-            raise TranslationError("tool_choice.function.name", f"no tool named {choice['name']!r} is declared", provider=provider)
+            raise TranslationError(
+                "tool_choice.function.name", f"no tool named {choice['name']!r} is declared", provider=provider
+            )
         writer = self.tool_choice.get(choice["kind"])
         if writer is None:
-            raise TranslationError("tool_choice", f"a {choice['kind']!r} tool_choice cannot be sent to {provider}", provider=provider)
+            raise TranslationError(
+                "tool_choice", f"a {choice['kind']!r} tool_choice cannot be sent to {provider}", provider=provider
+            )
         ctx.path = "tool_choice"
         scope["tool_choice"] = writer(choice, ctx)
         ctx.path = ""
@@ -138,7 +144,8 @@ class Inbound:
                 return
             raise TranslationError(
                 path,
-                f"is not mapped by the {self.provider} rules (list it under `unsupported`, or pass unknown_fields='drop')",
+                f"is not mapped by the {self.provider} rules"
+                " (list it under `unsupported`, or pass unknown_fields='drop')",
                 provider=self.provider,
             )
         if any(json_equal(value, ok) for ok in rule.accept):
@@ -146,7 +153,9 @@ class Inbound:
         if rule.action == "drop":
             ctx.notes.append(Note("dropped", path, rule.doc or f"{self.provider} has no counterpart"))
             return
-        raise TranslationError(path, f"cannot be sent to {self.provider}" + (f": {rule.doc}" if rule.doc else ""), provider=self.provider)
+        raise TranslationError(
+            path, f"cannot be sent to {self.provider}" + (f": {rule.doc}" if rule.doc else ""), provider=self.provider
+        )
 
     def _choose_system(
         self,
@@ -162,7 +171,7 @@ class Inbound:
                 ctx.notes.append(Note("dropped", path, "overridden by the per-call system prompt"))
             return system
         if hoisted:
-            first_turn = int(turns[0]["path"][9:-1]) if turns else None
+            first_turn = turns[0]["index"] if turns else None
             for _, path, index, _ in hoisted:
                 if first_turn is not None and index > first_turn:
                     ctx.notes.append(Note("rewritten", path, "moved into the system prompt, ahead of earlier turns"))
@@ -282,7 +291,10 @@ def compile_inbound(source: RuleSource) -> Inbound:
         env = Env(source, content=content_factory)
         render = compile_template(rule["message"], ("messages", "roles", role, "message"), env)
         if "parts" not in env.reads and env.fields_read("source") is not None:
-            raise source.error(("messages", "roles", role, "message"), "never writes the message's content (use $content or $get: source)")
+            raise source.error(
+                ("messages", "roles", role, "message"),
+                "never writes the message's content (use $content or $get: source)",
+            )
         consumed = env.fields_read("source")
         roles[role] = RoleRule(
             render=render,
@@ -300,12 +312,16 @@ def compile_inbound(source: RuleSource) -> Inbound:
     body = compile_template(request["body"], ("request", "body"), body_env)
     body_reads = body_env.fields_read()
     if body_reads is None:
-        raise source.error(("request", "body"), "body paths must name request fields (no `@` or projections at the top)")
+        raise source.error(
+            ("request", "body"), "body paths must name request fields (no `@` or projections at the top)"
+        )
     for needed in sorted(SECTION_FIELDS):
         if needed not in body_reads:
             raise source.error(("request", "body"), f"never places `{needed}` (add {needed}: {{$get: {needed}}})")
     if system_message is None and "system" not in body_reads:
-        raise source.error(("request", "body"), "never places the system prompt (add {$get: system}, or give messages.system.message)")
+        raise source.error(
+            ("request", "body"), "never places the system prompt (add {$get: system}, or give messages.system.message)"
+        )
 
     choice_env = Env(source)
     tool_choice = {
@@ -391,4 +407,3 @@ def _content_writer(
         return blocks if blocks else MISSING
 
     return render
-

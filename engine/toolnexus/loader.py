@@ -131,7 +131,8 @@ def rule_schema() -> dict[str, Any]:
 @cache
 def _validator() -> jsonschema.protocols.Validator:
     cls = jsonschema.validators.validator_for(rule_schema())
-    return cls(rule_schema())  # type: ignore[no-any-return]
+    validator: jsonschema.protocols.Validator = cls(rule_schema())
+    return validator
 
 
 def validate_against_schema(source: RuleSource) -> None:
@@ -142,7 +143,7 @@ def validate_against_schema(source: RuleSource) -> None:
     err = errors[0]
     key: Key = tuple(err.absolute_path)
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
-        allowed = err.schema.get("properties", {})
+        allowed = err.schema.get("properties", {}) if isinstance(err.schema, dict) else {}
         extra = [k for k in err.instance if k not in allowed]
         if extra:
             raise source.error((*key, extra[0]), f"unknown key '{extra[0]}'{did_you_mean(extra[0], allowed)}")

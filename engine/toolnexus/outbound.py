@@ -62,7 +62,9 @@ class Outbound:
         usage = {} if usage is MISSING else usage
         for key, value in usage.items():
             if not isinstance(value, (int, dict)) or isinstance(value, bool):
-                raise ResponseError(f"usage.{key}", f"expected an integer, got {type(value).__name__}", provider=provider)
+                raise ResponseError(
+                    f"usage.{key}", f"expected an integer, got {type(value).__name__}", provider=provider
+                )
         model = self.model(response, ctx) if self.model is not None else MISSING
         if model is MISSING or not isinstance(model, str):
             model = requested_model or ""
@@ -94,7 +96,9 @@ class Outbound:
             template = src.template
             if src.kind is not None:
                 if not isinstance(element, dict):
-                    raise ResponseError(path, f"must be an object, got {type(element).__name__}", provider=self.provider)
+                    raise ResponseError(
+                        path, f"must be an object, got {type(element).__name__}", provider=self.provider
+                    )
                 kind = src.kind(element)
                 template = src.kinds.get(kind) if isinstance(kind, str) else None
                 if template is None:
@@ -109,7 +113,9 @@ class Outbound:
             text = item.get("text", MISSING)
             if text is not MISSING and text is not None:
                 if not isinstance(text, str):
-                    raise ResponseError(path, f"text must be a string, got {type(text).__name__}", provider=self.provider)
+                    raise ResponseError(
+                        path, f"text must be a string, got {type(text).__name__}", provider=self.provider
+                    )
                 texts.append(text)
             call = item.get("tool_call", MISSING)
             if call is not MISSING:
@@ -139,7 +145,9 @@ class Outbound:
             return self.missing
         mapped = self.table.get(stop) if isinstance(stop, str) else None
         if mapped is None:
-            ctx.notes.append(Note("unknown", self.stop_path, f"unknown stop reason {stop!r}; reported as {self.unknown!r}"))
+            ctx.notes.append(
+                Note("unknown", self.stop_path, f"unknown stop reason {stop!r}; reported as {self.unknown!r}")
+            )
             return self.unknown
         return mapped
 

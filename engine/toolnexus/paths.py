@@ -94,7 +94,7 @@ def first_field(expression: str) -> str | None:
     return None
 
 
-def _simple_steps(node: dict[str, Any]) -> list[str | int] | None:
+def _simple_steps(node: Any) -> list[str | int] | None:
     kind = node["type"]
     if kind == "current":
         return []

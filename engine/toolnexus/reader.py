@@ -5,7 +5,7 @@ Reading validates everything and raises TranslationError with the path of the
 culprit; nothing here knows any other provider. The middle form is plain dicts
 (cheap to build, and usable directly as template scopes):
 
-  message: {role, parts: [part...], source, path}
+  message: {role, parts: [part...], source, path, index}
   part:    {kind: text, text}
            {kind: image_base64, media_type, data, source}
            {kind: image_url, url, source}
@@ -46,9 +46,7 @@ def _fail(provider: str, path: str, message: str) -> TranslationError:
 Hoisted = tuple[str, str, int, dict[str, Any]]
 
 
-def read_messages(
-    messages: Any, hoist: frozenset[str], provider: str
-) -> tuple[list[dict[str, Any]], list[Hoisted]]:
+def read_messages(messages: Any, hoist: frozenset[str], provider: str) -> tuple[list[dict[str, Any]], list[Hoisted]]:
     """Split the transcript into middle-form turns and hoisted (text, path, index, message) prompts."""
     if not isinstance(messages, list):
         raise _fail(provider, "messages", f"must be a list, got {type(messages).__name__}")
@@ -65,7 +63,11 @@ def read_messages(
         if role is MISSING:
             raise _fail(provider, f"{path}.role", "is required")
         if role not in ROLES:
-            hint = " (the deprecated 'function' role: send tool messages)" if role == "function" else did_you_mean(str(role), ROLES)
+            hint = (
+                " (the deprecated 'function' role: send tool messages)"
+                if role == "function"
+                else did_you_mean(str(role), ROLES)
+            )
             raise _fail(provider, f"{path}.role", f"unknown role {role!r}{hint}")
         if role in hoist:
             hoisted.append((_text_only(msg, path, provider), path, i, msg))
@@ -81,7 +83,7 @@ def read_messages(
             parts = [_tool_result(msg, path, provider, pending, answered)]
         else:  # a system/developer role this provider does not hoist
             parts = [{"kind": "text", "text": _text_only(msg, path, provider), "path": f"{path}.content"}]
-        turns.append({"role": role, "parts": parts, "source": msg, "path": path})
+        turns.append({"role": role, "parts": parts, "source": msg, "path": path, "index": i})
     return turns, hoisted
 
 
@@ -162,10 +164,8 @@ def _data_url(url: str, path: str, provider: str) -> tuple[str, str]:
     return media_type, data
 
 
-def _assistant_parts(
-    msg: dict[str, Any], path: str, provider: str, seen_ids: dict[str, str]
-) -> list[dict[str, Any]]:
-    content = msg.get("content", None)
+def _assistant_parts(msg: dict[str, Any], path: str, provider: str, seen_ids: dict[str, str]) -> list[dict[str, Any]]:
+    content = msg.get("content")
     parts: list[dict[str, Any]] = []
     if isinstance(content, str):
         if content:
@@ -176,8 +176,10 @@ def _assistant_parts(
             if p["kind"] != "text" or p["text"]:
                 parts.append(p)
     elif content is not None:
-        raise _fail(provider, f"{path}.content", f"must be a string, a list of parts or null, got {type(content).__name__}")
-    calls = msg.get("tool_calls", None)
+        raise _fail(
+            provider, f"{path}.content", f"must be a string, a list of parts or null, got {type(content).__name__}"
+        )
+    calls = msg.get("tool_calls")
     if calls is None:
         return parts
     if not isinstance(calls, list):
@@ -186,7 +188,9 @@ def _assistant_parts(
         call_path = f"{path}.tool_calls[{k}]"
         part = _tool_call(call, call_path, provider)
         if part["id"] in seen_ids:
-            raise _fail(provider, f"{call_path}.id", f"tool call id {part['id']!r} is already used at {seen_ids[part['id']]}")
+            raise _fail(
+                provider, f"{call_path}.id", f"tool call id {part['id']!r} is already used at {seen_ids[part['id']]}"
+            )
         seen_ids[part["id"]] = f"{call_path}.id"
         parts.append(part)
     return parts
@@ -203,7 +207,9 @@ def _tool_call(call: Any, path: str, provider: str) -> dict[str, Any]:
     if not isinstance(function, dict):
         raise _fail(provider, f"{path}.function", "is required" if function is MISSING else "must be an object")
     name = _string(function, "name", f"{path}.function", provider, nonempty=True)
-    arguments, arguments_json = read_arguments(function.get("arguments", MISSING), f"{path}.function.arguments", provider)
+    arguments, arguments_json = read_arguments(
+        function.get("arguments", MISSING), f"{path}.function.arguments", provider
+    )
     return {
         "kind": "tool_call",
         "id": call_id,
@@ -222,7 +228,7 @@ def read_arguments(raw: Any, path: str, provider: str) -> tuple[dict[str, Any], 
             return {}, raw
         try:
             parsed = json.loads(raw)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise _fail(provider, path, f"is not valid JSON ({exc.msg} at character {exc.pos})") from None
         if not isinstance(parsed, dict):
             raise _fail(provider, path, f"must be a JSON object, got {type(parsed).__name__}")
@@ -239,7 +245,9 @@ def _tool_result(
 ) -> dict[str, Any]:
     call_id = _string(msg, "tool_call_id", path, provider, nonempty=True)
     if call_id not in pending:
-        raise _fail(provider, f"{path}.tool_call_id", f"{call_id!r} answers no tool call of the preceding assistant turn")
+        raise _fail(
+            provider, f"{path}.tool_call_id", f"{call_id!r} answers no tool call of the preceding assistant turn"
+        )
     if call_id in answered:
         raise _fail(provider, f"{path}.tool_call_id", f"tool call {call_id!r} is already answered")
     answered.add(call_id)
@@ -278,15 +286,17 @@ def read_tools(tools: Any, provider: str) -> list[dict[str, Any]]:
         parameters = function.get("parameters", MISSING)
         if parameters is not MISSING and not isinstance(parameters, dict):
             raise _fail(provider, f"{fpath}.parameters", "must be a JSON Schema object")
-        out.append({
-            "name": name,
-            "description": description,
-            "parameters": parameters,
-            "strict": function.get("strict", MISSING),
-            "source": tool,
-            "function": function,
-            "path": fpath,
-        })
+        out.append(
+            {
+                "name": name,
+                "description": description,
+                "parameters": parameters,
+                "strict": function.get("strict", MISSING),
+                "source": tool,
+                "function": function,
+                "path": fpath,
+            }
+        )
     return out
 
 
@@ -295,7 +305,9 @@ def read_tool_choice(choice: Any, parallel: Any, provider: str) -> dict[str, Any
         return {"kind": "auto", "name": MISSING, "parallel_tool_calls": parallel, "source": MISSING}
     if isinstance(choice, str):
         if choice not in ("auto", "none", "required"):
-            raise _fail(provider, "tool_choice", f"unknown value {choice!r}{did_you_mean(choice, ['auto', 'none', 'required'])}")
+            raise _fail(
+                provider, "tool_choice", f"unknown value {choice!r}{did_you_mean(choice, ['auto', 'none', 'required'])}"
+            )
         return {"kind": choice, "name": MISSING, "parallel_tool_calls": parallel, "source": choice}
     if not isinstance(choice, dict):
         raise _fail(provider, "tool_choice", f"must be a string or an object, got {type(choice).__name__}")

@@ -93,7 +93,8 @@ class Rulebook:
             return self.providers[name]
         except KeyError:
             raise RuleError(
-                f"no rules for provider '{name}'{did_you_mean(name, self.providers)}; known: {', '.join(self.providers)}"
+                f"no rules for provider '{name}'{did_you_mean(name, self.providers)};"
+                f" known: {', '.join(self.providers)}"
             ) from None
 
 

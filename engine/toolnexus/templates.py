@@ -42,7 +42,7 @@ from .paths import MISSING, Getter, PathSyntaxError, compile_path, first_field
 class Ctx:
     """Per-call state threaded through rendering: notes collected, where we are."""
 
-    __slots__ = ("notes", "path", "provider", "outbound")
+    __slots__ = ("notes", "outbound", "path", "provider")
 
     def __init__(self, provider: str, *, outbound: bool = False) -> None:
         self.notes: list[Note] = []
@@ -126,7 +126,9 @@ def _compile(value: Any, key: Key, env: Env) -> tuple[Render, bool]:
         renders = [r for r, _ in items]
         return (lambda scope, ctx: [r(scope, ctx) for r in renders]), False
     if isinstance(value, str) and value.startswith("$"):
-        raise env.error(key, f"'{value}': strings starting with '$' are reserved for operations (write {{{value}: ...}})")
+        raise env.error(
+            key, f"'{value}': strings starting with '$' are reserved for operations (write {{{value}: ...}})"
+        )
     return _constant(value), True
 
 
@@ -211,7 +213,11 @@ def _compile_op(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Ren
     if env.content is None:
         raise env.error(at, "$content is only allowed in a role's `message`")
     if arg not in ("text_or_blocks", "blocks"):
-        raise env.error(at, f"$content takes text_or_blocks or blocks, got {arg!r}{did_you_mean(str(arg), ['text_or_blocks', 'blocks'])}")
+        raise env.error(
+            at,
+            f"$content takes text_or_blocks or blocks, got {arg!r}"
+            + did_you_mean(str(arg), ["text_or_blocks", "blocks"]),
+        )
     env.reads.add("parts")
     return env.content(spec, key)
 
@@ -240,7 +246,9 @@ def _op_get(spec: dict[str, Any], arg: Any, at: Key, key: Key, env: Env) -> Rend
         if required:
             raise ctx.fail(ctx.at(paths[0][0]), "is required")
         if default is not None:
-            ctx.notes.append(Note("synthesized", ctx.at(paths[-1][0]), f"not given; the rule's default is sent as {out_name}"))
+            ctx.notes.append(
+                Note("synthesized", ctx.at(paths[-1][0]), f"not given; the rule's default is sent as {out_name}")
+            )
             return default(scope, ctx)
         return MISSING
 
