@@ -5,28 +5,49 @@ them once and runs them in both directions. See README.md.
 """
 
 from .api import providers, translate_request, translate_response
+from .client import Client, LLMEvent, create_client
 from .compat import (
     finish_reason_for,
     openai_messages_to_anthropic,
     openai_tool_choice_to_anthropic,
     openai_tools_to_anthropic,
 )
-from .errors import Note, ResponseError, RuleError, ToolnexusError, TranslationError
+from .errors import (
+    Cancelled,
+    ConfigError,
+    Note,
+    ProviderError,
+    ResponseError,
+    RuleError,
+    ToolnexusError,
+    TranslationError,
+)
 from .inbound import RequestBody
 from .result import TranslatedToolCall, TranslateResult
 from .rulebook import Provider, Rulebook, load_rules
+from .toolkit import Tool, Toolkit, create_toolkit, define_tool
 
 __all__ = [
+    "Cancelled",
+    "Client",
+    "ConfigError",
+    "LLMEvent",
     "Note",
     "Provider",
+    "ProviderError",
     "RequestBody",
     "ResponseError",
     "RuleError",
     "Rulebook",
+    "Tool",
+    "Toolkit",
     "ToolnexusError",
     "TranslateResult",
     "TranslatedToolCall",
     "TranslationError",
+    "create_client",
+    "create_toolkit",
+    "define_tool",
     "finish_reason_for",
     "load_rules",
     "openai_messages_to_anthropic",

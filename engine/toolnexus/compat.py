@@ -24,9 +24,7 @@ def openai_messages_to_anthropic(messages: list[Any], *, rules: RulesArg = None)
 
 def openai_tools_to_anthropic(tools: list[Any], *, rules: RulesArg = None) -> list[Any]:
     """OpenAI tool declarations -> Anthropic tool declarations."""
-    body = translate_request(_SEED_PROVIDER, {"model": _PLACEHOLDER_MODEL, "messages": [], "tools": tools}, rules=rules)
-    result: list[Any] = body["tools"]
-    return result
+    return load_rules(rules).get(_SEED_PROVIDER).inbound.write_tools(tools)
 
 
 def openai_tool_choice_to_anthropic(choice: Any, *, rules: RulesArg = None) -> dict[str, Any] | None:

@@ -3,9 +3,13 @@
     ToolnexusError                 base of everything toolnexus raises on purpose
     ├── RuleError                  a rule file is broken; raised at load, never at translate time
     │                              (.file, .line, .column, .rule)
-    └── TranslationError           an input cannot be translated; raised before anything is returned
-        │                          (.path, e.g. "messages[3].tool_calls[0].function.arguments")
-        └── ResponseError          a provider response cannot be read (.path into the response)
+    ├── TranslationError           an input cannot be translated; raised before anything is sent
+    │   │                          (.path, e.g. "messages[3].tool_calls[0].function.arguments")
+    │   └── ResponseError          a provider response cannot be read (.path into the response)
+    ├── ConfigError                a client cannot be built as asked (no API key, a refused option)
+    ├── ProviderError              the provider call failed: HTTP error, connection, timeout, bad body
+    │                              (.provider, .status, .error_type, .message, .request_id, .kind)
+    └── Cancelled                  the caller's cancel event was set during the call
 
 Locations are attributes, so callers and tests assert them rather than message text.
 Errors never carry request bodies or credentials; only paths and short descriptions.
@@ -64,6 +68,52 @@ class TranslationError(ToolnexusError):
 
 class ResponseError(TranslationError):
     """A provider response cannot be read; `.path` points into the response."""
+
+
+class ConfigError(ToolnexusError):
+    """A client cannot be built as asked; raised before any request is made."""
+
+
+ProviderErrorKind = Literal["http", "connection", "timeout", "decode"]
+
+
+class ProviderError(ToolnexusError):
+    """The one provider call failed; mapped from httpx at one boundary (`raise ... from`).
+
+    kind: http (a non-2xx status; .status, .error_type and .message come from the
+    provider's error body as its rule file describes it), connection, timeout
+    (per attempt or overall), decode (a 2xx body that is not JSON; .message holds
+    its first bytes). Never carries request headers or the API key.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str,
+        kind: ProviderErrorKind,
+        status: int | None = None,
+        error_type: str | None = None,
+        request_id: str | None = None,
+        attempts: int = 1,
+    ) -> None:
+        self.message = message
+        self.provider = provider
+        self.kind = kind
+        self.status = status
+        self.error_type = error_type
+        self.request_id = request_id
+        self.attempts = attempts
+        head = f"{provider} {status}" if status is not None else f"{provider} {kind}"
+        extra = "".join(
+            f", {name} {value}" for name, value in (("type", error_type), ("request id", request_id)) if value
+        )
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        super().__init__(f"{head}{tries}: {message}{' (' + extra[2:] + ')' if extra else ''}")
+
+
+class Cancelled(ToolnexusError):
+    """The caller set its cancel event; the in-flight call was aborted and nothing is returned."""
 
 
 NoteKind = Literal["dropped", "rewritten", "synthesized", "unknown"]

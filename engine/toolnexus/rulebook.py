@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from .endpoint import Endpoint, compile_endpoint
 from .errors import RuleError
 from .inbound import Inbound, compile_inbound
 from .loader import RuleSource, builtin_rules_dir, did_you_mean, dotted, parse_rule_text, validate_against_schema
@@ -30,7 +31,7 @@ class Provider:
     name: str
     file: str
     doc: str
-    endpoint: dict[str, Any]
+    endpoint: Endpoint
     inbound: Inbound
     outbound: Outbound
     source: RuleSource
@@ -72,7 +73,7 @@ def compile_rule_file(path: Path, display: str | None = None) -> Provider:
         name=name,
         file=display,
         doc=source.data.get("doc", ""),
-        endpoint=source.data["endpoint"],
+        endpoint=compile_endpoint(source),
         inbound=compile_inbound(source),
         outbound=compile_outbound(source),
         source=source,

@@ -1,0 +1,340 @@
+"""client.translate: OpenAI shapes in, exactly one provider call over httpx, OpenAI shapes out.
+
+Nothing executes and nothing is remembered between calls. The body is exactly
+what `translate_request` returns (then `request_params`, then `before_llm`);
+the result is `translate_response` of the decoded answer. Around the one call:
+retries (tenacity) on connection errors, timeouts, 408/409/429/5xx, honouring
+retry-after; hooks that fire once; a cancel event; one `llm` event per call.
+The API key lives only in the httpx client's default headers: it is never in an
+error, a log line, an event, a repr or `raw`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import httpx
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from .endpoint import excerpt
+from .errors import Cancelled, ConfigError, ProviderError, ToolnexusError
+from .result import TranslateResult
+from .rulebook import Provider, RulesArg, load_rules
+from .toolkit import Toolkit
+
+logger = logging.getLogger("toolnexus")
+
+RETRY_STATUSES = frozenset({408, 409, 429})
+REFUSED_PARAMS = frozenset({"messages", "tools", "stream"})
+MAX_RETRY_AFTER = 60.0
+
+BeforeLLM = Callable[[dict[str, Any]], "dict[str, Any] | Awaitable[dict[str, Any] | None] | None"]
+AfterLLM = Callable[[dict[str, Any]], "Awaitable[None] | None"]
+
+
+@dataclass(frozen=True)
+class LLMEvent:
+    """What one translate did, for observability. Holds no body, header or key."""
+
+    provider: str
+    model: str
+    attempts: int
+    latency_s: float
+    status: int | None
+    usage: dict[str, Any]
+    outcome: str  # ok | error | cancelled
+    error: str | None = None
+
+
+class _RetryableStatus(Exception):
+    """A retryable HTTP status; carried through tenacity, mapped to ProviderError if it is the last."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future) else value
+
+
+class Client:
+    """Translates one OpenAI-shaped turn through one provider call. Safe to share across tasks."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        style: str,
+        model: str,
+        api_key: str | None = None,
+        system_prompt: str | None = None,
+        headers: dict[str, str] | None = None,
+        timeout: float = 60.0,
+        overall_timeout: float | None = None,
+        max_retries: int = 2,
+        backoff: tuple[float, float] = (0.5, 8.0),
+        rules: RulesArg = None,
+        before_llm: BeforeLLM | None = None,
+        after_llm: AfterLLM | None = None,
+        request_params: dict[str, Any] | None = None,
+        on_event: Callable[[LLMEvent], None] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        if max_retries < 0:
+            raise ConfigError("max_retries must be 0 or more")
+        refused = REFUSED_PARAMS & set(request_params or {})
+        if refused:
+            raise ConfigError(f"request_params cannot set {', '.join(sorted(refused))}: translate owns them")
+        self._provider: Provider = load_rules(rules).get(style)
+        endpoint = self._provider.endpoint
+        key = endpoint.resolve_key(api_key)
+        self.style = style
+        self.model = model
+        self.base_url = base_url
+        self.system_prompt = system_prompt
+        self.max_retries = max_retries
+        self.overall_timeout = overall_timeout
+        self._backoff = backoff
+        self._url = endpoint.url(base_url, model)
+        self._before = before_llm
+        self._after = after_llm
+        self._params = dict(request_params or {})
+        self._on_event = on_event
+        self._http = httpx.AsyncClient(
+            headers={**endpoint.auth_headers(key), **(headers or {}), "content-type": "application/json"},
+            timeout=httpx.Timeout(timeout),
+            transport=transport,
+        )
+
+    def __repr__(self) -> str:
+        return f"Client(style={self.style!r}, model={self.model!r}, base_url={self.base_url!r}, api_key='***')"
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Release the connection pool."""
+        await self._http.aclose()
+
+    # ------------------------------------------------------------ the call
+
+    async def translate(
+        self,
+        messages: list[Any],
+        *,
+        tools: list[Any] | None = None,
+        toolkit: Toolkit | None = None,
+        tool_choice: Any = None,
+        system: str | None = None,
+        max_tokens: int = 0,
+        cancel: asyncio.Event | None = None,
+    ) -> TranslateResult:
+        """Exactly one provider call (retries aside): OpenAI messages in, a TranslateResult out."""
+        body = self.build_body(messages, tools=tools, toolkit=toolkit, tool_choice=tool_choice, system=system,
+                               max_tokens=max_tokens)  # fmt: skip
+        if self._before is not None:
+            replaced = await _maybe_await(self._before(body))
+            if replaced is not None:
+                body = replaced
+        if cancel is None:
+            return await self._send(body)
+        return await self._cancellable(self._send(body), cancel)
+
+    def build_body(
+        self,
+        messages: list[Any],
+        *,
+        tools: list[Any] | None = None,
+        toolkit: Toolkit | None = None,
+        tool_choice: Any = None,
+        system: str | None = None,
+        max_tokens: int = 0,
+    ) -> dict[str, Any]:
+        """The provider body translate would send (before `before_llm`): the pure translation + request_params."""
+        request: dict[str, Any] = {"model": self.model, "messages": messages}
+        declared = (toolkit.to_openai() if toolkit is not None else []) + list(tools or [])
+        if declared:
+            request["tools"] = declared
+        if tool_choice is not None:
+            request["tool_choice"] = tool_choice
+        if max_tokens:
+            request["max_tokens"] = max_tokens
+        body = self._provider.inbound.translate(request, system=system, default_system=self.system_prompt)
+        return {**body, **self._params} if self._params else body
+
+    async def _cancellable(self, call: Awaitable[TranslateResult], cancel: asyncio.Event) -> TranslateResult:
+        task = asyncio.ensure_future(call)
+        waiter = asyncio.ensure_future(cancel.wait())
+        try:
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not task.done():
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
+            waiter.cancel()
+        if task.cancelled():
+            self._emit(0, time.perf_counter(), None, {}, "cancelled", None)
+            raise Cancelled("the call was cancelled by the caller's cancel event")
+        return task.result()
+
+    async def _send(self, body: dict[str, Any]) -> TranslateResult:
+        content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        started = time.perf_counter()
+        attempts = 0
+        status: int | None = None
+        try:
+            async with asyncio.timeout(self.overall_timeout):
+                async for attempt in AsyncRetrying(
+                    stop=stop_after_attempt(self.max_retries + 1),
+                    wait=self._wait,
+                    retry=retry_if_exception(_is_retryable),
+                    reraise=True,
+                ):
+                    with attempt:
+                        attempts = attempt.retry_state.attempt_number
+                        response = await self._post(content)
+            status = response.status_code
+            data = self._decode(response, attempts)
+            if self._after is not None:
+                await _maybe_await(self._after(data))
+            result = self._provider.outbound.translate(data, requested_model=self.model)
+        except TimeoutError:
+            error = ProviderError(
+                f"no answer within the overall timeout of {self.overall_timeout} s",
+                provider=self.style, kind="timeout", attempts=max(attempts, 1),
+            )  # fmt: skip
+            self._emit(attempts, started, status, {}, "error", error)
+            raise error from None
+        except _RetryableStatus as exc:
+            error = self._http_error(exc.response, attempts)
+            self._emit(attempts, started, exc.response.status_code, {}, "error", error)
+            raise error from None
+        except httpx.TimeoutException as exc:
+            error = ProviderError(f"timed out: {type(exc).__name__}", provider=self.style, kind="timeout",
+                                  attempts=attempts)  # fmt: skip
+            self._emit(attempts, started, None, {}, "error", error)
+            raise error from exc
+        except httpx.TransportError as exc:
+            error = ProviderError(f"connection failed: {type(exc).__name__}", provider=self.style, kind="connection",
+                                  attempts=attempts)  # fmt: skip
+            self._emit(attempts, started, None, {}, "error", error)
+            raise error from exc
+        except asyncio.CancelledError:
+            self._emit(attempts, started, status, {}, "cancelled", None)
+            raise
+        except ToolnexusError as exc:
+            self._emit(attempts, started, status, {}, "error", exc)
+            raise
+        self._emit(attempts, started, status, result.usage, "ok", None, model=result.model)
+        return result
+
+    async def _post(self, content: bytes) -> httpx.Response:
+        response = await self._http.post(self._url, content=content)
+        if response.status_code in RETRY_STATUSES or response.status_code >= 500:
+            raise _RetryableStatus(response)
+        return response
+
+    def _decode(self, response: httpx.Response, attempts: int) -> dict[str, Any]:
+        if not response.is_success:
+            raise self._http_error(response, attempts)
+        try:
+            data = response.json()
+        except ValueError:
+            raise ProviderError(
+                f"the answer is not JSON: {excerpt(response.content)}",
+                provider=self.style, kind="decode", status=response.status_code,
+                request_id=self._request_id(response), attempts=attempts,
+            ) from None  # fmt: skip
+        if not isinstance(data, dict):
+            raise ProviderError(f"the answer is not a JSON object: {excerpt(response.content)}", provider=self.style,
+                                kind="decode", status=response.status_code, attempts=attempts)  # fmt: skip
+        return data
+
+    def _http_error(self, response: httpx.Response, attempts: int) -> ProviderError:
+        error_type, message = self._provider.endpoint.describe_error(response.content)
+        return ProviderError(
+            message, provider=self.style, kind="http", status=response.status_code, error_type=error_type,
+            request_id=self._request_id(response), attempts=attempts,
+        )  # fmt: skip
+
+    def _request_id(self, response: httpx.Response) -> str | None:
+        header = self._provider.endpoint.request_id_header
+        return response.headers.get(header) if header else None
+
+    def _wait(self, state: RetryCallState) -> float:
+        """Backoff before the next attempt: the server's retry-after if it gave one, else exponential + jitter."""
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, _RetryableStatus):
+            after = _retry_after(exc.response.headers)
+            if after is not None:
+                return after
+        initial, ceiling = self._backoff
+        delay: float = min(initial * 2 ** (state.attempt_number - 1), ceiling)
+        return delay * (1 - 0.25 * random.random())
+
+    def _emit(
+        self,
+        attempts: int,
+        started: float,
+        status: int | None,
+        usage: dict[str, Any],
+        outcome: str,
+        error: Exception | None,
+        *,
+        model: str | None = None,
+    ) -> None:
+        event = LLMEvent(
+            provider=self.style,
+            model=model or self.model,
+            attempts=attempts,
+            latency_s=round(time.perf_counter() - started, 6),
+            status=status,
+            usage=usage,
+            outcome=outcome,
+            error=type(error).__name__ if error is not None else None,
+        )
+        logger.debug("llm %s", json.dumps(asdict(event)))
+        if self._on_event is not None:
+            self._on_event(event)
+
+
+def _is_retryable(exc: BaseException) -> bool:
+    return isinstance(exc, (_RetryableStatus, httpx.TransportError))
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    """retry-after-ms (milliseconds) or retry-after (seconds); an HTTP date is not honoured."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            continue
+        if 0 <= seconds <= MAX_RETRY_AFTER:
+            return seconds
+    return None
+
+
+def create_client(
+    base_url: str,
+    style: str,
+    model: str,
+    api_key: str | None = None,
+    **options: Any,
+) -> Client:
+    """A Client for one provider style (any provider the rules define). See Client for the options."""
+    return Client(base_url=base_url, style=style, model=model, api_key=api_key, **options)

@@ -1,0 +1,114 @@
+"""The case tables in fixtures/<provider>/<case>.yaml, run through toolnexus.conformance.
+
+One concern per case file; a case is added by adding a file, not Python. These
+tests also check that every provider has cases, that translating never mutates
+the caller's input, and that each canned provider response is a response the
+provider's own SDK accepts (so the cases stay realistic).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import anthropic.types
+import openai.types.chat
+import pydantic
+import pytest
+
+import toolnexus
+from toolnexus import TranslationError, translate_request, translate_response
+from toolnexus.conformance import case_files, load_case, run_case
+
+ALL_CASES: list[tuple[str, Path]] = [(provider, path) for provider, paths in case_files().items() for path in paths]
+
+
+def _ids(cases: list[tuple[str, Path]]) -> list[str]:
+    return [f"{provider}/{path.stem}" for provider, path in cases]
+
+
+def _response_cases() -> list[tuple[str, Path]]:
+    return [(provider, path) for provider, path in ALL_CASES if "response" in load_case(path)]
+
+
+@pytest.mark.parametrize(("provider", "path"), ALL_CASES, ids=_ids(ALL_CASES))
+def test_case(provider: str, path: Path) -> None:
+    outcome = run_case(provider, path)
+    problems = "\n\n".join(outcome.problems)
+    assert outcome.ok, f"{outcome.name} ({path}):\n{problems}"
+
+
+def test_cases_exist() -> None:
+    assert ALL_CASES, "no case files found under fixtures/<provider>/"
+
+
+@pytest.mark.parametrize("provider", toolnexus.providers())
+def test_every_provider_has_cases(provider: str) -> None:
+    files = case_files().get(provider, [])
+    assert files, f"provider '{provider}' has no case files in fixtures/{provider}/"
+
+
+@pytest.mark.parametrize(("provider", "path"), ALL_CASES, ids=_ids(ALL_CASES))
+def test_inputs_not_mutated(provider: str, path: Path) -> None:
+    case = load_case(path)
+    if "request" in case:
+        request = case["request"]
+        before = copy.deepcopy(request)
+        try:
+            translate_request(provider, request, **case.get("options", {}))
+        except TranslationError:
+            pass
+        assert request == before, "translate_request mutated the request"
+    if "response" in case:
+        response = case["response"]
+        before = copy.deepcopy(response)
+        try:
+            result = translate_response(provider, response, requested_model=case.get("requested_model"))
+        except TranslationError:
+            pass
+        else:
+            assert result.raw is response, "result.raw is not the response as given"
+        assert response == before, "translate_response mutated the response"
+
+
+# ---------------------------------------------------------------- canned responses are real
+
+
+def _anthropic(response: dict[str, Any]) -> None:
+    anthropic.types.Message.model_validate(response)
+
+
+def _openai(response: dict[str, Any]) -> None:
+    openai.types.chat.ChatCompletion.model_validate(response, strict=True)
+
+
+SDK_VALIDATORS = {"anthropic": _anthropic, "openai": _openai}
+
+
+def _off_spec(case: dict[str, Any]) -> bool:
+    """A response that is off the provider's documented shape on purpose.
+
+    Such a case expects a ResponseError, or notes (an unknown block or stop
+    reason, a synthesized finish reason), or tests the requested-model fallback
+    with a response that names no model. Its response may fail SDK validation.
+    """
+    return (
+        "expect_response_error" in case
+        or bool(case.get("expect_result_notes"))
+        or ("requested_model" in case and "model" not in case["response"])
+    )
+
+
+@pytest.mark.parametrize(("provider", "path"), _response_cases(), ids=_ids(_response_cases()))
+def test_canned_response_is_valid_for_the_sdk(provider: str, path: Path) -> None:
+    validate = SDK_VALIDATORS.get(provider)
+    if validate is None:
+        pytest.skip(f"no SDK validator for {provider}")
+    case = load_case(path)
+    try:
+        validate(copy.deepcopy(case["response"]))
+    except pydantic.ValidationError as exc:
+        if _off_spec(case):
+            pytest.skip(f"deliberately off-spec response: {exc.error_count()} SDK validation error(s)")
+        raise AssertionError(f"{provider}/{path.stem}: the canned response is not a valid {provider} response:\n{exc}") from None

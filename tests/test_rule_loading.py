@@ -1,0 +1,274 @@
+"""Loading rule files: broken files fail at load with a located RuleError; user
+rule directories change a mapping or add a provider with no Python change.
+
+The broken files are a corpus, `tests/bad_rules/<case>.yaml`: each is a shipped
+rule file with one change, and its first line says what loading it must raise:
+
+    # expect: as=anthropic.yaml line=25 column=13 rule=request.body.model.$gett contains="did you mean '$get'"
+
+- `as`: the file name the case is loaded under (the loader requires a file's
+  name to equal its `provider:`), copied into an otherwise empty rules directory;
+- `line` (and optionally `column`): where the culprit is, counted in the corpus
+  file itself (the header lines included);
+- `rule`: the dotted rule path of `RuleError.rule` (`""` for errors that have no
+  rule, such as YAML syntax);
+- `contains`: a short substring of the message, to tell the error's kind apart;
+  the location attributes are the point, not the wording.
+
+A new case is a new file; no Python changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+import toolnexus
+from toolnexus import RuleError
+from toolnexus.cli import main as cli_main
+
+REPO = Path(__file__).resolve().parents[1]
+RULES = REPO / "rules"
+CORPUS = REPO / "tests" / "bad_rules"
+SCHEMA_LINE = "# yaml-language-server: $schema="
+HEADER = "# expect: "
+
+
+# ---------------------------------------------------------------- the corpus
+
+
+def parse_header(path: Path) -> dict[str, Any]:
+    """The `# expect:` line of a corpus file, as typed values."""
+    first = path.read_text(encoding="utf-8").split("\n", 1)[0]
+    assert first.startswith(HEADER), f"{path.name}: the first line must start with {HEADER!r}"
+    fields = dict(item.split("=", 1) for item in shlex.split(first[len(HEADER) :]))
+    unknown = set(fields) - {"as", "line", "column", "rule", "contains"}
+    assert not unknown, f"{path.name}: unknown header fields {sorted(unknown)}"
+    missing = {"as", "line", "rule", "contains"} - set(fields)
+    assert not missing, f"{path.name}: header lacks {sorted(missing)}"
+    return {
+        "as": fields["as"],
+        "line": int(fields["line"]),
+        "column": int(fields["column"]) if "column" in fields else None,
+        "rule": fields["rule"],
+        "contains": fields["contains"],
+    }
+
+
+CASES = sorted(CORPUS.glob("*.yaml"))
+
+
+def test_the_corpus_has_cases() -> None:
+    assert len(CASES) >= 20
+    for path in CASES:
+        parse_header(path)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[p.stem for p in CASES])
+def test_a_broken_rule_file_fails_at_load_with_its_location(case: Path, tmp_path: Path) -> None:
+    expect = parse_header(case)
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    target = rules_dir / expect["as"]
+    shutil.copyfile(case, target)
+
+    try:
+        toolnexus.load_rules(rules_dir)
+    except RuleError as exc:
+        err = exc
+    except Exception as exc:  # the point of the test: nothing but RuleError escapes the loader
+        pytest.fail(f"{case.name}: loading raised {type(exc).__name__}, not RuleError: {exc}")
+    else:
+        pytest.fail(f"{case.name}: loaded without a RuleError")
+
+    got = {"file": err.file, "line": err.line, "rule": err.rule}
+    want = {"file": str(target), "line": expect["line"], "rule": expect["rule"]}
+    if expect["column"] is not None:
+        got["column"], want["column"] = err.column, expect["column"]
+    assert got == want, f"{case.name}: {err}"
+    assert expect["contains"] in err.message, f"{case.name}: {err}"
+    assert str(err).startswith(err.location_text())
+
+
+def test_an_unreadable_rule_file_is_a_rule_error(tmp_path: Path) -> None:
+    target = tmp_path / "anthropic.yaml"
+    target.write_bytes(b"provider: anthropic\ndoc: \xff\xfe not utf-8\n")
+    with pytest.raises(RuleError) as info:
+        toolnexus.load_rules(tmp_path)
+    assert info.value.file == str(target)
+
+
+def test_absurdly_deep_nesting_is_a_rule_error_not_a_recursion_error(tmp_path: Path) -> None:
+    deep = "[" * 3000 + "]" * 3000
+    target = copy_rule(
+        "anthropic", tmp_path, edits=(("    seed: {action: drop}\n", f"    seed: {{action: drop, accept: {deep}}}\n"),)
+    )
+    try:
+        toolnexus.load_rules(tmp_path)
+    except RuleError as exc:
+        assert exc.file == str(target)
+    except Exception as exc:
+        pytest.fail(f"loading raised {type(exc).__name__}, not RuleError")
+    else:
+        pytest.fail("loaded without a RuleError")
+
+
+def test_a_missing_rules_directory_is_a_rule_error(tmp_path: Path) -> None:
+    with pytest.raises(RuleError):
+        toolnexus.load_rules(tmp_path / "nowhere")
+
+
+# ---------------------------------------------------------------- shipped rule files
+
+SHIPPED = sorted(RULES.glob("*.yaml"))
+
+
+def test_the_schema_is_a_valid_json_schema() -> None:
+    schema = json.loads((RULES / "rules.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validators.validator_for(schema).check_schema(schema)
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_a_shipped_rule_file_validates_against_the_schema(path: Path) -> None:
+    schema = json.loads((RULES / "rules.schema.json").read_text(encoding="utf-8"))
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    problems = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(data)]
+    assert problems == []
+    assert data["provider"] == path.stem
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_a_shipped_rule_file_names_its_schema_on_the_first_line(path: Path) -> None:
+    first = path.read_text(encoding="utf-8").split("\n", 1)[0]
+    assert first.startswith(SCHEMA_LINE)
+    assert (path.parent / first[len(SCHEMA_LINE) :].strip()).is_file()
+
+
+def test_shipped_rule_files_are_the_built_in_providers() -> None:
+    assert toolnexus.providers() == sorted(p.stem for p in SHIPPED)
+
+
+# ---------------------------------------------------------------- user rule directories
+
+ANTHROPIC_MAX_TOKENS = {
+    "id": "msg_01",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-test",
+    "content": [{"type": "text", "text": "cut off mid"}],
+    "stop_reason": "max_tokens",
+    "usage": {"input_tokens": 3, "output_tokens": 5},
+}
+
+
+def copy_rule(name: str, into: Path, *, edits: tuple[tuple[str, str], ...] = (), as_name: str | None = None) -> Path:
+    """Copy a shipped rule file into `into`, applying exact one-occurrence text edits."""
+    text = (RULES / f"{name}.yaml").read_text(encoding="utf-8")
+    for old, new in edits:
+        assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times in rules/{name}.yaml"
+        text = text.replace(old, new)
+    into.mkdir(parents=True, exist_ok=True)
+    target = into / f"{as_name or name}.yaml"
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+def rewrite(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def test_a_user_copy_changes_a_mapping_with_no_python_change(tmp_path: Path) -> None:
+    assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS).finish_reason == "length"
+    user = tmp_path / "my-rules"
+    copy_rule("anthropic", user, edits=(("      max_tokens: length\n", "      max_tokens: stop\n"),))
+
+    result = toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user)
+
+    assert result.finish_reason == "stop"
+    assert result.text == "cut off mid"
+    # the built-in rules are untouched, before and after the user directory was loaded
+    assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS).finish_reason == "length"
+    assert "max_tokens: length" in (RULES / "anthropic.yaml").read_text(encoding="utf-8")
+
+
+def test_a_user_directory_adds_a_provider(tmp_path: Path) -> None:
+    user = tmp_path / "my-rules"
+    copy_rule("openai", user, edits=(("provider: openai\n", "provider: myproxy\n"),), as_name="myproxy")
+
+    assert toolnexus.providers(rules=user) == ["anthropic", "myproxy", "openai"]
+    assert "myproxy" not in toolnexus.providers()
+    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.5}
+    body = toolnexus.translate_request("myproxy", request, rules=user)
+    assert body == toolnexus.translate_request("openai", request)
+    with pytest.raises(RuleError):
+        toolnexus.translate_request("myproxy", request)
+
+
+def test_a_user_directory_is_reread_when_a_file_changes(tmp_path: Path) -> None:
+    user = tmp_path / "my-rules"
+    path = copy_rule("anthropic", user)
+    assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user).finish_reason == "length"
+
+    rewrite(path, "      max_tokens: length\n", "      max_tokens: stop\n")
+    assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user).finish_reason == "stop"
+
+    rewrite(path, "      max_tokens: stop\n", "      max_tokens: content_filter\n")
+    assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user).finish_reason == "content_filter"
+
+
+def test_an_edit_keeping_the_file_size_is_picked_up(tmp_path: Path) -> None:
+    user = tmp_path / "my-rules"
+    path = copy_rule("anthropic", user, edits=(("      max_tokens: length\n", "      max_tokens: stop  \n"),))
+    assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user).finish_reason == "stop"
+    before = path.stat()
+    rewrite(path, "      max_tokens: stop  \n", "      max_tokens: length\n")
+    # same size; make sure the modification time moves even on a coarse-clock file system
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    assert path.stat().st_size == before.st_size
+    assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user).finish_reason == "length"
+
+
+def test_a_file_added_or_broken_after_loading_is_seen_on_the_next_call(tmp_path: Path) -> None:
+    user = tmp_path / "my-rules"
+    path = copy_rule("anthropic", user)
+    assert toolnexus.providers(rules=user) == ["anthropic", "openai"]
+
+    copy_rule("openai", user, edits=(("provider: openai\n", "provider: myproxy\n"),), as_name="myproxy")
+    assert toolnexus.providers(rules=user) == ["anthropic", "myproxy", "openai"]
+
+    rewrite(path, "      pause_turn: stop\n", "")
+    with pytest.raises(RuleError) as info:
+        toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user)
+    assert (info.value.file, info.value.rule) == (str(path), "response.finish_reason.table")
+    # a broken user directory does not poison the built-in rules
+    assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS).finish_reason == "length"
+
+
+# ---------------------------------------------------------------- what the user sees (pinned text)
+
+
+def test_what_the_user_sees_for_a_misspelt_operation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The one pinned message of the RuleError family, from the API and from the CLI."""
+    user = tmp_path / "rules"
+    good = "    model: {$get: model, required: true}\n"
+    path = copy_rule("anthropic", user, edits=((good, "    model: {$gett: model, required: true}\n"),))
+    line = (RULES / "anthropic.yaml").read_text(encoding="utf-8").splitlines().index(good.rstrip("\n")) + 1
+    expected = f"{path}:{line}:13 request.body.model.$gett: unknown operation '$gett' (did you mean '$get'?)"
+
+    with pytest.raises(RuleError) as info:
+        toolnexus.translate_request("anthropic", {"model": "m", "messages": []}, rules=user)
+    assert str(info.value) == expected
+
+    assert cli_main(["providers", "--rules", str(user)]) == 2
+    assert capsys.readouterr().err == f"toolnexus: error: {expected}\n"
