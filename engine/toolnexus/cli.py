@@ -1,4 +1,4 @@
-"""The `toolnexus` command: check, request, response, providers, explain.
+"""The `toolnexus` command: check, request, response, providers, explain, demo.
 
 Errors print one line (with the path or rule location) and exit 2; a failed
 check prints its diffs and exits 1.
@@ -87,6 +87,12 @@ def cmd_explain(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    from .demo import main as demo_main  # the client stack loads only for the demo
+
+    return demo_main(out, args.rules)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="toolnexus", description="OpenAI tool-calling shapes in, any provider's out.")
     rules = argparse.ArgumentParser(add_help=False)
@@ -112,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("providers", parents=[rules], help="list the providers the rules define")
     p.set_defaults(run=cmd_providers)
+
+    p = sub.add_parser("demo", parents=[rules], help="a two-turn tool-calling exchange per provider, offline")
+    p.set_defaults(run=cmd_demo)
 
     p = sub.add_parser("explain", parents=[rules], help="show a provider's compiled rules beside their source lines")
     p.add_argument("provider")

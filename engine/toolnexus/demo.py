@@ -1,0 +1,100 @@
+"""`toolnexus demo`: a full two-turn tool-calling exchange against an embedded stub per provider.
+
+For every provider the rules define, a local stub on 127.0.0.1 answers with the
+canned provider-native replies in `fixtures/demo/<provider>.json`: first a tool
+call, then the final answer. The demo itself executes the tool (toolnexus never
+does), sends the result back through `client.translate`, and prints the OpenAI
+request, the provider-native body on the wire and the OpenAI-shaped result of
+each turn. It fails (exit 1) when a turn does not come out as expected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any, TextIO
+
+from .client import create_client
+from .conformance import fixtures_dir
+from .rulebook import RulesArg, load_rules
+from .stub import ProviderStub, scripted
+from .toolkit import Toolkit, create_toolkit, define_tool
+
+DEMO_KEY = "demo-key-not-secret"
+QUESTION = "What is 21 + 21? Use the add tool."
+
+
+def add(a: float, b: float) -> str:
+    """Add two numbers and return the sum."""
+    total = a + b
+    return str(int(total) if float(total).is_integer() else total)
+
+
+def _show(out: TextIO, title: str, value: Any) -> None:
+    out.write(f"  {title}:\n    {_pretty(value, '    ')}\n")
+
+
+def _pretty(value: Any, indent: str, width: int = 100) -> str:
+    """JSON that keeps short objects on one line, so a turn reads at a glance."""
+    flat = json.dumps(value, ensure_ascii=False)
+    if len(flat) + len(indent) <= width or not isinstance(value, (dict, list)) or not value:
+        return flat
+    inner = indent + "  "
+    if isinstance(value, dict):
+        items = [f"{inner}{json.dumps(k)}: {_pretty(v, inner, width)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
+    return "[\n" + ",\n".join(inner + _pretty(v, inner, width) for v in value) + f"\n{indent}]"
+
+
+async def demo_provider(name: str, script: dict[str, Any], out: TextIO, rules: RulesArg = None) -> list[str]:
+    """Run the exchange for one provider; return what went wrong (nothing when it worked)."""
+    problems: list[str] = []
+    toolkit: Toolkit = await create_toolkit()
+    toolkit.register(define_tool(add))
+    with ProviderStub(scripted(script["replies"])) as stub:
+        async with create_client(stub.base_url, name, script["model"], api_key=DEMO_KEY, rules=rules) as client:
+            messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
+            for turn in (1, 2):
+                out.write(f"\n{name} · turn {turn}\n")
+                _show(out, "OpenAI request (messages)", messages)
+                result = await client.translate(messages, toolkit=toolkit)
+                _show(out, f"{name} body on the wire ({stub.requests[-1].path})", stub.requests[-1].body)
+                _show(out, "OpenAI-shaped result", result.to_dict())
+                if turn == 1:
+                    if result.finish_reason != "tool_calls" or not result.tool_calls:
+                        problems.append(f"turn 1 should ask for a tool, got {result.finish_reason!r}")
+                        break
+                    messages.append({"role": "assistant", "content": result.text or None,
+                                     "tool_calls": result.tool_calls_json()})  # fmt: skip
+                    for call in result.tool_calls:
+                        value = add(**json.loads(call.arguments))  # the demo runs the tool, not toolnexus
+                        out.write(f"  the demo runs {call.name}({call.arguments}) -> {value}\n")
+                        messages.append({"role": "tool", "tool_call_id": call.id, "content": value})
+                else:
+                    if "42" not in json.dumps(stub.requests[-1].body):
+                        problems.append("turn 2's body on the wire does not carry the tool result")
+                    if result.finish_reason != "stop" or "42" not in result.text:
+                        problems.append(f"turn 2 should answer 42, got {result.text!r} ({result.finish_reason})")
+    await toolkit.close()
+    return problems
+
+
+async def run_demo(out: TextIO, rules: RulesArg = None) -> int:
+    failures = 0
+    for name in load_rules(rules).names():
+        path = Path(fixtures_dir()) / "demo" / f"{name}.json"
+        if not path.exists():
+            out.write(f"\n{name}: no demo script at fixtures/demo/{name}.json\n")
+            failures += 1
+            continue
+        problems = await demo_provider(name, json.loads(path.read_text(encoding="utf-8")), out, rules)
+        for problem in problems:
+            out.write(f"  FAIL: {problem}\n")
+        out.write(f"{name}: {'FAILED' if problems else 'ok'}\n")
+        failures += bool(problems)
+    return 1 if failures else 0
+
+
+def main(out: TextIO, rules: RulesArg = None) -> int:
+    return asyncio.run(run_demo(out, rules))

@@ -1,0 +1,28 @@
+"""The README's main job: `toolnexus demo` runs a two-turn exchange per provider, offline."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from pathlib import Path
+
+from toolnexus import providers
+from toolnexus.conformance import fixtures_dir
+from toolnexus.demo import demo_provider, run_demo
+
+
+def test_demo_succeeds_for_every_provider() -> None:
+    out = io.StringIO()
+    assert asyncio.run(run_demo(out)) == 0, out.getvalue()
+    text = out.getvalue()
+    for name in providers():
+        assert f"{name}: ok" in text
+        assert f"{name} · turn 2" in text
+
+
+def test_demo_fails_when_the_provider_never_asks_for_the_tool() -> None:
+    script = json.loads((Path(fixtures_dir()) / "demo" / "anthropic.json").read_text())
+    script["replies"] = [script["replies"][1]]  # answers at once, no tool call
+    problems = asyncio.run(demo_provider("anthropic", script, io.StringIO()))
+    assert problems and "turn 1 should ask for a tool" in problems[0]
