@@ -25,9 +25,6 @@ UnknownFields = Literal["error", "drop"]
 SECTION_FIELDS = frozenset({"messages", "tools", "tool_choice"})
 # Keys of the body scope the engine computes; not OpenAI request fields.
 COMPUTED_FIELDS = frozenset({"system"})
-# Optional middle-form part keys (and where they sit in the request part): a part
-# template that reads neither them nor `source` drops them, which is reported.
-OPTIONAL_PART_KEYS = (("detail", "image_url.detail"),)
 ZERO_MEANS_ABSENT = frozenset({"max_tokens", "max_completion_tokens"})
 
 
@@ -375,6 +372,16 @@ def _unsupported_table(table: dict[str, Any], key: Key, source: RuleSource) -> d
     }
 
 
+def _report_part(part: dict[str, Any], reads: frozenset[str], ctx: Ctx) -> None:
+    """Notes for what a part template drops (unread optional keys) or rewrites (derived keys it reads)."""
+    for key, where in part.get("optional", {}).items():
+        if key not in reads:
+            ctx.notes.append(Note("dropped", f"{part['path']}.{where}", f"{ctx.provider} has no counterpart"))
+    for key, (where, how) in part.get("derived", {}).items():
+        if key in reads:
+            ctx.notes.append(Note("rewritten", f"{part['path']}.{where}", how))
+
+
 def _content_writer(
     spec: dict[str, Any],
     key: Key,
@@ -404,10 +411,8 @@ def _content_writer(
             if writer is None:
                 raise ctx.fail(part["path"], f"{part['kind']} parts cannot be sent to {provider}")
             write, reads = writer
-            if reads is not None:
-                for optional, where in OPTIONAL_PART_KEYS:
-                    if optional in part and optional not in reads and "source" not in reads:
-                        ctx.notes.append(Note("dropped", f"{part['path']}.{where}", f"{provider} has no counterpart"))
+            if reads is not None and "source" not in reads:
+                _report_part(part, reads, ctx)
             blocks.append(write(part, ctx))
         return blocks if blocks else MISSING
 

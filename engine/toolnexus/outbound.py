@@ -33,6 +33,8 @@ class ItemSource:
     kind: Getter | None
     kinds: dict[str, Render]
     template: Render | None
+    arguments: str  # object | text | any: the form tool-call arguments must arrive in
+    field_paths: dict[str, dict[str, str]]  # kind ("" without kinds) -> tool_call field -> path in the element
 
 
 @dataclass
@@ -94,6 +96,7 @@ class Outbound:
             elements = [(src.path, container)]
         for path, element in elements:
             template = src.template
+            fields = src.field_paths.get("", {})
             if src.kind is not None:
                 if not isinstance(element, dict):
                     raise ResponseError(
@@ -101,6 +104,7 @@ class Outbound:
                     )
                 kind = src.kind(element)
                 template = src.kinds.get(kind) if isinstance(kind, str) else None
+                fields = src.field_paths.get(kind, {}) if isinstance(kind, str) else {}
                 if template is None:
                     ctx.notes.append(Note("unknown", path, f"unknown {self.provider} item kind {kind!r}; kept in raw"))
                     continue
@@ -119,19 +123,25 @@ class Outbound:
                 texts.append(text)
             call = item.get("tool_call", MISSING)
             if call is not MISSING:
-                calls.append(self._tool_call(call, path))
+                calls.append(self._tool_call(call, path, fields, src.arguments))
 
-    def _tool_call(self, call: Any, path: str) -> TranslatedToolCall:
+    def _tool_call(self, call: Any, path: str, fields: dict[str, str], form: str) -> TranslatedToolCall:
+        """Validate one tool call; errors point at the field inside the element when the rule reads it plainly."""
+
+        def where(name: str) -> str:
+            return f"{path}.{fields[name]}" if name in fields else path
+
         call_id, name, arguments = call.get("id"), call.get("name"), call.get("arguments", MISSING)
         if not isinstance(call_id, str) or not call_id:
-            raise ResponseError(path, "a tool call needs a non-empty string id", provider=self.provider)
+            raise ResponseError(where("id"), "a tool call needs a non-empty string id", provider=self.provider)
         if not isinstance(name, str) or not name:
-            raise ResponseError(path, "a tool call needs a non-empty string name", provider=self.provider)
-        if isinstance(arguments, dict):
+            raise ResponseError(where("name"), "a tool call needs a non-empty string name", provider=self.provider)
+        if isinstance(arguments, dict) and form != "text":
             arguments = json.dumps(arguments, ensure_ascii=False)
-        elif not isinstance(arguments, str):
+        elif not isinstance(arguments, str) or form == "object":
             got = "nothing" if arguments is MISSING else type(arguments).__name__
-            raise ResponseError(path, f"tool input must be a JSON object, got {got}", provider=self.provider)
+            wanted = "a JSON string" if form == "text" else "a JSON object"
+            raise ResponseError(where("arguments"), f"tool input must be {wanted}, got {got}", provider=self.provider)
         return TranslatedToolCall(id=call_id, name=name, arguments=arguments)
 
     def _finish_reason(self, response: dict[str, Any], has_tool_calls: bool, ctx: Ctx) -> str:
@@ -192,6 +202,11 @@ def compile_outbound(source: RuleSource) -> Outbound:
                 kind=path_getter(spec["kind"], (*at, "kind"), Env(source)) if has_kind else None,
                 kinds=kinds,
                 template=compile_template(spec["as"], (*at, "as"), Env(source)) if has_as else None,
+                arguments=spec.get("arguments", "any"),
+                field_paths={
+                    name: _tool_call_paths(tmpl)
+                    for name, tmpl in ({"": spec["as"]} if has_as else spec["kinds"]).items()
+                },
             )
         )
 
@@ -213,3 +228,15 @@ def compile_outbound(source: RuleSource) -> Outbound:
         missing=finish.get("missing"),
         usage=compile_template(rule["usage"], (*key, "usage"), Env(source)),
     )
+
+
+def _tool_call_paths(template: Any) -> dict[str, str]:
+    """For error paths: which element field a tool_call template reads, where it is a plain `$get`."""
+    call = template.get("tool_call") if isinstance(template, dict) else None
+    if not isinstance(call, dict):
+        return {}
+    return {
+        name: spec["$get"]
+        for name, spec in call.items()
+        if isinstance(spec, dict) and isinstance(spec.get("$get"), str) and len(spec) == 1
+    }

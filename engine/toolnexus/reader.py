@@ -15,7 +15,11 @@ culprit; nothing here knows any other provider. The middle form is plain dicts
   tool:    {name, description, parameters, strict, source, path}
   tool_choice: {kind: auto|none|required|function|<type>, name, parallel_tool_calls, source}
 
-Every part also carries `path`, its location in the request.
+Every part also carries `path`, its location in the request. Two optional keys let
+the writer report what a rule's template does with a part: `optional` ({key: where})
+names caller information that is dropped when the template does not read it;
+`derived` ({key: (where, how)}) names values computed from another form, reported
+as rewritten when the template reads them.
 """
 
 from __future__ import annotations
@@ -151,6 +155,7 @@ def _part(part: Any, path: str, provider: str) -> dict[str, Any]:
         detail = image.get("detail")
         if detail is not None and detail != "auto":
             out["detail"] = detail
+            out["optional"] = {"detail": "image_url.detail"}
         return out
     return {"kind": kind, "source": part, "path": path}
 
@@ -207,10 +212,9 @@ def _tool_call(call: Any, path: str, provider: str) -> dict[str, Any]:
     if not isinstance(function, dict):
         raise _fail(provider, f"{path}.function", "is required" if function is MISSING else "must be an object")
     name = _string(function, "name", f"{path}.function", provider, nonempty=True)
-    arguments, arguments_json = read_arguments(
-        function.get("arguments", MISSING), f"{path}.function.arguments", provider
-    )
-    return {
+    raw = function.get("arguments", MISSING)
+    arguments, arguments_json = read_arguments(raw, f"{path}.function.arguments", provider)
+    part = {
         "kind": "tool_call",
         "id": call_id,
         "name": name,
@@ -219,6 +223,11 @@ def _tool_call(call: Any, path: str, provider: str) -> dict[str, Any]:
         "source": call,
         "path": path,
     }
+    if isinstance(raw, dict):
+        part["derived"] = {"arguments_json": ("function.arguments", "given as an object; sent as its JSON text")}
+    elif not arguments:
+        part["derived"] = {"arguments": ("function.arguments", "given as empty text; sent as {}")}
+    return part
 
 
 def read_arguments(raw: Any, path: str, provider: str) -> tuple[dict[str, Any], str]:

@@ -50,6 +50,8 @@ class ProviderStub:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body leave at once, no delayed-ACK stall
+            wbufsize = -1  # buffered: one write per answer
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -69,7 +71,9 @@ class ProviderStub:
 
         self._server = _Server(("127.0.0.1", 0), Handler)
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, name="toolnexus-stub", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="toolnexus-stub", daemon=True
+        )
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, reply: StubReply) -> None:
