@@ -96,6 +96,7 @@ class Client:
         self._provider: Provider = load_rules(rules).get(style)
         endpoint = self._provider.endpoint
         key = endpoint.resolve_key(api_key)
+        self._redact = key  # only to scrub a provider that echoes the key back in an error body
         self.style = style
         self.model = model
         self.base_url = base_url
@@ -185,7 +186,6 @@ class Client:
                     await task
             waiter.cancel()
         if task.cancelled():
-            self._emit(0, time.perf_counter(), None, {}, "cancelled", None)
             raise Cancelled("the call was cancelled by the caller's cancel event")
         return task.result()
 
@@ -253,21 +253,28 @@ class Client:
             data = response.json()
         except ValueError:
             raise ProviderError(
-                f"the answer is not JSON: {excerpt(response.content)}",
+                f"the answer is not JSON: {self._scrub(excerpt(response.content))}",
                 provider=self.style, kind="decode", status=response.status_code,
                 request_id=self._request_id(response), attempts=attempts,
             ) from None  # fmt: skip
         if not isinstance(data, dict):
-            raise ProviderError(f"the answer is not a JSON object: {excerpt(response.content)}", provider=self.style,
-                                kind="decode", status=response.status_code, attempts=attempts)  # fmt: skip
+            raise ProviderError(
+                f"the answer is not a JSON object: {self._scrub(excerpt(response.content))}",
+                provider=self.style, kind="decode", status=response.status_code, attempts=attempts,
+            )  # fmt: skip
         return data
 
     def _http_error(self, response: httpx.Response, attempts: int) -> ProviderError:
         error_type, message = self._provider.endpoint.describe_error(response.content)
+        message = self._scrub(message)
         return ProviderError(
             message, provider=self.style, kind="http", status=response.status_code, error_type=error_type,
             request_id=self._request_id(response), attempts=attempts,
         )  # fmt: skip
+
+    def _scrub(self, text: str) -> str:
+        """The API key never leaves in an error, even when the provider quotes it."""
+        return text.replace(self._redact, "***") if self._redact else text
 
     def _request_id(self, response: httpx.Response) -> str | None:
         header = self._provider.endpoint.request_id_header

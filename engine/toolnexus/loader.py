@@ -76,20 +76,35 @@ def parse_rule_text(text: str, file: str) -> RuleSource:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
-        raise RuleError(f"YAML syntax: {exc.problem or exc}", file=file, line=line, column=column) from None
+        what = "; ".join(part for part in (exc.context, exc.problem) if part) or str(exc)
+        raise RuleError(f"YAML syntax: {what}", file=file, line=line, column=column) from None
+    except yaml.reader.ReaderError as exc:
+        line = text[: exc.position].count("\n") + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        raise RuleError(f"YAML: character #x{code:04x} is not allowed", file=file, line=line) from None
     except yaml.YAMLError as exc:
         raise RuleError(f"YAML: {exc}", file=file) from None
+    except RecursionError:
+        raise RuleError("YAML: nested too deeply", file=file) from None
     if node is None:
         raise RuleError("the file is empty", file=file, line=1)
     source = RuleSource(file=file, data=None)
-    source.data = _build(node, (), source, set())
+    try:
+        source.data = _build(node, (), source, set())
+    except RecursionError:
+        raise RuleError("nested too deeply", file=file) from None
     return source
 
 
+def _mark(node: yaml.Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
 def _build(node: yaml.Node, key: Key, source: RuleSource, active: set[int]) -> Any:
-    source.positions.setdefault(key, (node.start_mark.line + 1, node.start_mark.column + 1))
+    source.positions.setdefault(key, _mark(node))
     if node.tag not in _SAFE_TAGS:
-        raise source.error(key, f"tag {node.tag!r} is not allowed: rule files are plain data")
+        hint = " (an unquoted date: quote it)" if node.tag.endswith(":timestamp") else ""
+        raise source.error(key, f"tag {node.tag!r} is not allowed: rule files are plain data{hint}")
     if id(node) in active:
         raise source.error(key, "an alias refers to its own parent (a cycle)")
     if isinstance(node, yaml.ScalarNode):
@@ -104,20 +119,28 @@ def _build(node: yaml.Node, key: Key, source: RuleSource, active: set[int]) -> A
         assert isinstance(node, yaml.MappingNode)
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            name = _build(key_node, (*key, "<key>"), source, active)
-            if not isinstance(name, str):
-                raise source.error(key, f"keys must be strings, got {name!r}")
-            if name == "<<":
-                raise source.error(key, "YAML merge keys (<<) are not supported; write the keys out")
+            name = _key_name(key_node, key, source)
             child = (*key, name)
+            source.positions[child] = _mark(key_node)
             if name in out:
-                source.positions[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
                 raise source.error(child, f"duplicate key '{name}'")
-            source.positions[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
             out[name] = _build(value_node, child, source, active)
         return out
     finally:
         active.discard(id(node))
+
+
+def _key_name(node: yaml.Node, parent: Key, source: RuleSource) -> str:
+    """A mapping key: a plain string, located at its own line when it is not."""
+    line, column = _mark(node)
+    if node.tag == "tag:yaml.org,2002:merge":
+        raise RuleError("YAML merge keys (<<) are not supported; write the keys out",
+                        file=source.file, line=line, column=column, rule=dotted(parent))  # fmt: skip
+    if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:str":
+        shown = node.value if isinstance(node, yaml.ScalarNode) else type(node).__name__
+        raise RuleError(f"keys must be strings, got {shown!r} ({node.tag})",
+                        file=source.file, line=line, column=column, rule=dotted(parent))  # fmt: skip
+    return str(node.value)
 
 
 @cache

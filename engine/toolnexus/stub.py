@@ -38,6 +38,7 @@ Responder = Callable[[StubRequest], "StubReply | dict[str, Any]"]
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 256  # many concurrent clients connect at once
 
 
 class ProviderStub:

@@ -180,6 +180,12 @@ def _paths(value: Any, key: Key, env: Env) -> list[tuple[str, Getter]]:
     return [(str(e), path_getter(e, (*key, i) if isinstance(value, list) else key, env)) for i, e in enumerate(exprs)]
 
 
+def _one_path(value: Any, key: Key, env: Env) -> tuple[str, Getter]:
+    if isinstance(value, list):
+        raise env.error(key, "takes one path, not a list")
+    return str(value), path_getter(value, key, env)
+
+
 def _compile_op(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Render:
     if len(ops) > 1:
         raise env.error(key, f"one operation per mapping, found {', '.join(ops)}")
@@ -198,7 +204,7 @@ def _compile_op(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Ren
             raise env.error(key, "$when needs `is` and `then`")
         return _op_when(path_getter(arg, at, env), spec["is"], compile_template(spec["then"], (*key, "then"), env))
     if op == "$list":
-        return _op_list(*_paths(arg, at, env)[0])
+        return _op_list(*_one_path(arg, at, env))
     if op == "$sum":
         if not isinstance(arg, list):
             raise env.error(at, "$sum takes a list of paths")
@@ -208,7 +214,7 @@ def _compile_op(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Ren
         if not isinstance(with_spec, dict):
             raise env.error((*key, "with"), "`with` must be a mapping")
         sets = tuple((k, compile_template(v, (*key, "with", k), env)) for k, v in with_spec.items())
-        return _op_merge(*_paths(arg, at, env)[0], sets)
+        return _op_merge(*_one_path(arg, at, env), sets)
     # $content
     if env.content is None:
         raise env.error(at, "$content is only allowed in a role's `message`")

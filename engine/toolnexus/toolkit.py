@@ -55,7 +55,12 @@ def define_tool(
 
 def infer_schema(fn: Callable[..., Any]) -> dict[str, Any]:
     """A JSON Schema object for `fn`'s parameters, from its annotations and defaults."""
-    hints = typing.get_type_hints(fn)
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception as exc:  # unresolvable forward references and the like
+        raise ConfigError(
+            f"tool {getattr(fn, '__name__', fn)!r}: cannot read its type hints ({exc}); pass input_schema="
+        ) from exc
     properties: dict[str, Any] = {}
     required: list[str] = []
     for param in inspect.signature(fn).parameters.values():

@@ -1,0 +1,1492 @@
+"""client.translate and toolkits (issue 3), every behaviour against a REAL local HTTP server.
+
+Each test starts a `ProviderStub` (a threaded HTTP/1.1 server on 127.0.0.1 with
+scripted replies) and drives the real client (real httpx, real sockets) at it.
+Async code runs under `asyncio.run` inside plain test functions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import logging
+import re
+import ssl
+import threading
+import time
+import traceback
+from typing import Any, Literal, Optional
+
+import httpx
+import pytest
+
+import toolnexus
+from toolnexus import (
+    Cancelled,
+    ConfigError,
+    LLMEvent,
+    ProviderError,
+    ToolnexusError,
+    create_client,
+    create_toolkit,
+    define_tool,
+    translate_request,
+)
+from toolnexus.stub import ProviderStub, StubReply, StubRequest, scripted
+
+STYLES = ["anthropic", "openai"]
+FAST = (0.01, 0.05)  # backoff for tests
+ANSWERED = {"anthropic": "claude-answered-7", "openai": "gpt-answered-7"}
+PATH = {"anthropic": "/v1/messages", "openai": "/v1/chat/completions"}
+KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+REQUEST_ID_HEADER = {"anthropic": "request-id", "openai": "x-request-id"}
+
+
+# ----------------------------------------------------------------- provider shapes
+
+
+def text_reply(style: str, text: str = "hello there") -> dict[str, Any]:
+    if style == "anthropic":
+        return {
+            "id": "msg_01",
+            "type": "message",
+            "role": "assistant",
+            "model": ANSWERED[style],
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 11, "output_tokens": 4},
+        }
+    return {
+        "id": "chatcmpl-01",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": ANSWERED[style],
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop", "logprobs": None}
+        ],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 4, "total_tokens": 15},
+    }
+
+
+def tool_reply(style: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    if style == "anthropic":
+        return {
+            "id": "msg_02",
+            "type": "message",
+            "role": "assistant",
+            "model": ANSWERED[style],
+            "content": [{"type": "tool_use", "id": "toolu_01", "name": name, "input": args}],
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 20, "output_tokens": 9},
+        }
+    return {
+        "id": "chatcmpl-02",
+        "object": "chat.completion",
+        "model": ANSWERED[style],
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": "call_01", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                    ],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 9, "total_tokens": 29},
+    }
+
+
+def error_body(style: str, error_type: str, message: str) -> dict[str, Any]:
+    if style == "anthropic":
+        return {"type": "error", "error": {"type": error_type, "message": message}}
+    return {"error": {"message": message, "type": error_type, "param": None, "code": None}}
+
+
+class Stub(ProviderStub):
+    """The shipped ProviderStub, with two test-side tweaks that change no behaviour under test.
+
+    - a listen backlog of 256: the stock socketserver backlog (5) makes the kernel reset
+      some of 100 simultaneous connects (see test_the_stock_stub_accepts_100_simultaneous_connections);
+    - stop() returns in ~10 ms instead of up to 0.5 s (serve_forever's default poll interval),
+      which keeps this suite fast.
+    """
+
+    def __init__(self, responder: Any) -> None:
+        super().__init__(responder)
+        self._server.socket.listen(256)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, name="toolnexus-stub", daemon=True
+        )
+
+
+def always(reply: Any) -> Any:
+    """A responder that answers every request with a fresh copy of `reply`."""
+    return lambda request: copy.deepcopy(reply)
+
+
+# One TLS context for the whole suite: building one costs ~85 ms (loading the CA bundle),
+# which httpx does for every new client even for http:// URLs. The transport is otherwise
+# httpx's default (fresh pool per client). Tests that pass transport=None use the client's own.
+_SHARED_SSL = ssl.create_default_context()
+
+
+def fresh_transport() -> httpx.AsyncHTTPTransport:
+    return httpx.AsyncHTTPTransport(verify=_SHARED_SSL)
+
+
+def make_client(stub: ProviderStub, style: str, **options: Any) -> toolnexus.Client:
+    options.setdefault("api_key", "test-key")
+    options.setdefault("backoff", FAST)
+    if "transport" not in options:
+        options["transport"] = fresh_transport()
+    return create_client(base_url=stub.base_url, style=style, model="m", **options)
+
+
+USER = [{"role": "user", "content": "hi"}]
+
+
+# ----------------------------------------------------------------- endpoint and auth
+
+
+def test_anthropic_endpoint_and_auth_come_from_the_rule_file() -> None:
+    with Stub(always(text_reply("anthropic"))) as stub:
+
+        async def main() -> None:
+            async with make_client(stub, "anthropic", api_key="k-anthropic", transport=None) as client:
+                await client.translate(USER)
+
+        asyncio.run(main())
+    [request] = stub.requests
+    assert request.path == "/v1/messages"
+    assert request.headers["x-api-key"] == "k-anthropic"
+    assert request.headers["anthropic-version"] == "2023-06-01"
+    assert "authorization" not in request.headers
+    assert request.headers["content-type"].startswith("application/json")
+
+
+def test_openai_endpoint_and_auth_come_from_the_rule_file() -> None:
+    with Stub(always(text_reply("openai"))) as stub:
+
+        async def main() -> None:
+            async with make_client(stub, "openai", api_key="k-openai", transport=None) as client:
+                await client.translate(USER)
+
+        asyncio.run(main())
+    [request] = stub.requests
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == "Bearer k-openai"
+    assert "x-api-key" not in request.headers
+    assert "anthropic-version" not in request.headers
+
+
+def auth_value(style: str, request: StubRequest) -> str:
+    return request.headers["x-api-key"] if style == "anthropic" else request.headers["authorization"]
+
+
+def expected_auth(style: str, key: str) -> str:
+    return key if style == "anthropic" else f"Bearer {key}"
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_key_comes_from_the_env_var_the_rules_name(style: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in KEY_ENV.values():
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(KEY_ENV[style], f"env-key-{style}")
+    with Stub(always(text_reply(style))) as stub:
+
+        async def main() -> None:
+            async with create_client(base_url=stub.base_url, style=style, model="m") as client:
+                await client.translate(USER)
+
+        asyncio.run(main())
+    assert auth_value(style, stub.requests[0]) == expected_auth(style, f"env-key-{style}")
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_an_explicit_api_key_wins_over_the_env_var(style: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV[style], "env-key")
+    with Stub(always(text_reply(style))) as stub:
+
+        async def main() -> None:
+            async with make_client(stub, style, api_key="explicit-key") as client:
+                await client.translate(USER)
+
+        asyncio.run(main())
+    assert auth_value(style, stub.requests[0]) == expected_auth(style, "explicit-key")
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_missing_key_is_a_config_error_before_any_request(style: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in KEY_ENV.values():
+        monkeypatch.delenv(name, raising=False)
+    with Stub(always(text_reply(style))) as stub:
+        with pytest.raises(ConfigError) as info:
+            create_client(base_url=stub.base_url, style=style, model="m")
+        assert KEY_ENV[style] in str(info.value)
+        assert stub.requests == []
+
+
+def test_the_other_providers_env_var_does_not_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "openai-only")
+    with pytest.raises(ConfigError):
+        create_client(base_url="http://127.0.0.1:9/v1", style="anthropic", model="m")
+
+
+def test_an_unknown_style_is_refused_at_create_client() -> None:
+    with pytest.raises(ToolnexusError):
+        create_client(base_url="http://127.0.0.1:9/v1", style="no-such-provider", model="m", api_key="k")
+
+
+# ----------------------------------------------------------------- system precedence
+
+
+def sent_system(style: str, body: dict[str, Any]) -> Any:
+    """The system prompt in a provider body; on OpenAI also asserts it is ONE system message at the front."""
+    if style == "anthropic":
+        return body.get("system")
+    messages = body["messages"]
+    system_like = [m for m in messages if m.get("role") in ("system", "developer")]
+    if not system_like:
+        return None
+    assert len(system_like) == 1, messages
+    assert messages[0] is system_like[0] or messages[0] == system_like[0]
+    assert messages[0]["role"] == "system"
+    return messages[0]["content"]
+
+
+PRECEDENCE_CASES = [
+    # (id, transcript, per-call system, client system_prompt, expected prompt)
+    ("client-default-only", USER, None, "client default", "client default"),
+    ("transcript-beats-default", [{"role": "system", "content": "from transcript"}, *USER], None, "client default",
+     "from transcript"),
+    ("developer-beats-default", [{"role": "developer", "content": "from developer"}, *USER], None, "client default",
+     "from developer"),
+    ("per-call-beats-transcript", [{"role": "system", "content": "from transcript"}, *USER], "per call",
+     "client default", "per call"),
+    ("per-call-beats-default", USER, "per call", "client default", "per call"),
+    ("per-call-beats-developer", [*USER, {"role": "developer", "content": "late developer"}], "per call", None,
+     "per call"),
+    ("none-at-all", USER, None, None, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize(
+    ("transcript", "system", "default", "expected"),
+    [case[1:] for case in PRECEDENCE_CASES],
+    ids=[case[0] for case in PRECEDENCE_CASES],
+)
+def test_system_precedence(style: str, transcript: list[Any], system: str | None, default: str | None,
+                           expected: str | None) -> None:  # fmt: skip
+    with Stub(always(text_reply(style))) as stub:
+
+        async def main() -> None:
+            async with make_client(stub, style, system_prompt=default) as client:
+                await client.translate(transcript, system=system)
+
+        asyncio.run(main())
+    body = stub.requests[0].body
+    assert sent_system(style, body) == expected
+    # the user turn is still there, and no system/developer message survives elsewhere
+    assert {"role": "user", "content": "hi"} in body["messages"]
+    if style == "anthropic":
+        assert all(m["role"] in ("user", "assistant") for m in body["messages"])
+
+
+def test_openai_chosen_prompt_is_one_system_message_at_the_front_even_from_mid_transcript() -> None:
+    transcript = [
+        {"role": "user", "content": "first"},
+        {"role": "system", "content": "late system"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "developer", "content": "late developer"},
+        {"role": "user", "content": "second"},
+    ]
+    with Stub(always(text_reply("openai"))) as stub:
+
+        async def main() -> None:
+            async with make_client(stub, "openai", system_prompt="client default") as client:
+                await client.translate(transcript)
+
+        asyncio.run(main())
+    messages = stub.requests[0].body["messages"]
+    assert messages[0] == {"role": "system", "content": "late system\n\nlate developer"}
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+
+
+# ----------------------------------------------------------------- max_tokens
+
+
+@pytest.mark.parametrize(
+    ("style", "max_tokens", "expected"),
+    [("openai", 0, None), ("openai", 50, 50), ("anthropic", 0, 4096), ("anthropic", 50, 50)],
+)
+def test_max_tokens_is_sent_only_when_positive_except_the_provider_default(
+    style: str, max_tokens: int, expected: int | None
+) -> None:
+    with Stub(always(text_reply(style))) as stub:
+
+        async def main() -> None:
+            async with make_client(stub, style) as client:
+                await client.translate(USER, max_tokens=max_tokens)
+
+        asyncio.run(main())
+    body = stub.requests[0].body
+    if expected is None:
+        assert "max_tokens" not in body and "max_completion_tokens" not in body
+    else:
+        assert body["max_tokens"] == expected
+
+
+# ----------------------------------------------------------------- body on the wire / raw / model
+
+RICH_TRANSCRIPT = [
+    {"role": "system", "content": "transcript system"},
+    {"role": "user", "content": "What is the weather in Chennai and 2+2?"},
+    {
+        "role": "assistant",
+        "content": "Let me check.",
+        "tool_calls": [
+            {"id": "call_a", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Chennai"}'}},
+            {"id": "call_b", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 2}'}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_a", "content": "sunny, 31C"},
+    {"role": "tool", "tool_call_id": "call_b", "content": "4"},
+    {"role": "user", "content": [{"type": "text", "text": "thanks, summarise"}]},
+]
+RICH_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "weather",
+            "description": "Weather for a city.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        },
+    }
+]
+
+
+def add(a: float, b: float) -> str:
+    """Add two numbers."""
+    return str(a + b)
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("per_call_system", [None, "per-call system"])
+def test_the_body_on_the_wire_is_exactly_translate_request(style: str, per_call_system: str | None) -> None:
+    toolkit = asyncio.run(create_toolkit())
+    toolkit.register(define_tool(add))
+    reply = text_reply(style, "Chennai is sunny; 2+2 is 4.")
+    with Stub(always(reply)) as stub:
+
+        async def main() -> toolnexus.TranslateResult:
+            async with make_client(stub, style, system_prompt="client default") as client:
+                return await client.translate(
+                    RICH_TRANSCRIPT, tools=RICH_TOOLS, toolkit=toolkit, tool_choice="auto", system=per_call_system,
+                    max_tokens=300,
+                )  # fmt: skip
+
+        result = asyncio.run(main())
+    expected = translate_request(
+        style,
+        {
+            "model": "m",
+            "messages": RICH_TRANSCRIPT,
+            "tools": toolkit.to_openai() + RICH_TOOLS,
+            "tool_choice": "auto",
+            "max_tokens": 300,
+        },
+        system=per_call_system,
+        default_system="client default",
+    )
+    expected_wire = json.loads(json.dumps(expected))
+    [request] = stub.requests
+    assert request.body == expected_wire
+    assert list(request.body) == list(expected_wire)  # same keys, same order: nothing added, nothing moved
+    # raw is the provider's decoded response, unchanged; model is the one the provider names
+    assert result.raw == reply
+    assert result.model == ANSWERED[style] != "m"
+    assert result.text == "Chennai is sunny; 2+2 is 4."
+    assert result.finish_reason == "stop"
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_minimal_body_equals_translate_request_and_raw_is_unchanged(style: str) -> None:
+    reply = text_reply(style)
+    reply["unexpected_provider_field"] = {"nested": [1, 2, {"x": None}]}
+    with Stub(always(reply)) as stub:
+
+        async def main() -> toolnexus.TranslateResult:
+            async with make_client(stub, style) as client:
+                return await client.translate(USER)
+
+        result = asyncio.run(main())
+    assert stub.requests[0].body == json.loads(json.dumps(translate_request(style, {"model": "m", "messages": USER})))
+    assert result.raw == reply
+    assert result.usage["total_tokens"] == 15
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_result_model_is_what_the_provider_says(style: str) -> None:
+    reply = text_reply(style)
+    reply["model"] = "some-other-snapshot-2025"
+    with Stub(always(reply)) as stub:
+
+        async def main() -> toolnexus.TranslateResult:
+            async with make_client(stub, style) as client:
+                return await client.translate(USER)
+
+        assert asyncio.run(main()).model == "some-other-snapshot-2025"
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_nothing_is_remembered_between_calls(style: str) -> None:
+    with Stub(always(text_reply(style))) as stub:
+
+        async def main() -> None:
+            async with make_client(stub, style) as client:
+                await client.translate([{"role": "user", "content": "first turn"}])
+                await client.translate([{"role": "user", "content": "second turn"}])
+
+        asyncio.run(main())
+    _first, second = stub.requests
+    assert "first turn" not in json.dumps(second.body)
+    assert second.body == json.loads(
+        json.dumps(translate_request(style, {"model": "m", "messages": [{"role": "user", "content": "second turn"}]}))
+    )
+
+
+# ----------------------------------------------------------------- request_params and before_llm
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_request_params_are_shallow_merged_after_translation_and_win(style: str) -> None:
+    params = {"temperature": 0.25, "max_tokens": 77, "top_k": 5, "metadata": {"user_id": "u-1"}}
+    with Stub(always(text_reply(style))) as stub:
+
+        async def main() -> None:
+            async with make_client(stub, style, request_params=params) as client:
+                await client.translate(USER, max_tokens=300)
+
+        asyncio.run(main())
+    translated = json.loads(json.dumps(translate_request(style, {"model": "m", "messages": USER, "max_tokens": 300})))
+    assert stub.requests[0].body == {**translated, **params}
+    assert stub.requests[0].body["max_tokens"] == 77  # the caller's key wins on collision
+
+
+@pytest.mark.parametrize("refused", ["messages", "tools", "stream"])
+@pytest.mark.parametrize("style", STYLES)
+def test_request_params_refuse_messages_tools_stream_at_create_client(style: str, refused: str) -> None:
+    with Stub(always(text_reply(style))) as stub:
+        with pytest.raises(ConfigError) as info:
+            make_client(stub, style, request_params={"temperature": 0.1, refused: []})
+        assert refused in str(info.value)
+        assert stub.requests == []
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_order_is_translation_then_request_params_then_before_llm(style: str) -> None:
+    seen: list[dict[str, Any]] = []
+    replacement = {"model": "replaced-model", "messages": [{"role": "user", "content": "replaced"}], "x_extra": 1}
+
+    def before(body: dict[str, Any]) -> dict[str, Any]:
+        seen.append(copy.deepcopy(body))
+        return replacement
+
+    with Stub(always(text_reply(style))) as stub:
+
+        async def main() -> None:
+            async with make_client(stub, style, request_params={"temperature": 0.5}, before_llm=before) as client:
+                await client.translate(USER)
+
+        asyncio.run(main())
+    translated = json.loads(json.dumps(translate_request(style, {"model": "m", "messages": USER})))
+    assert seen == [{**translated, "temperature": 0.5}]  # before_llm sees the merged body
+    assert stub.requests[0].body == replacement  # and its replacement is what goes on the wire
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_an_async_before_llm_may_replace_and_one_returning_none_keeps_the_body(style: str) -> None:
+    async def replace(body: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(0)
+        return {**body, "temperature": 0.9}
+
+    def inspect_only(body: dict[str, Any]) -> None:
+        return None
+
+    with Stub(always(text_reply(style))) as stub:
+
+        async def main() -> None:
+            async with make_client(stub, style, before_llm=replace) as client:
+                await client.translate(USER)
+            async with make_client(stub, style, before_llm=inspect_only) as client:
+                await client.translate(USER)
+
+        asyncio.run(main())
+    translated = json.loads(json.dumps(translate_request(style, {"model": "m", "messages": USER})))
+    assert stub.requests[0].body == {**translated, "temperature": 0.9}
+    assert stub.requests[1].body == translated
+
+
+# ----------------------------------------------------------------- hooks fire once, retries included
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_hooks_fire_exactly_once_per_translate_even_with_a_retry(style: str) -> None:
+    reply = text_reply(style)
+    before_calls: list[dict[str, Any]] = []
+    after_calls: list[dict[str, Any]] = []
+    events: list[LLMEvent] = []
+    responder = scripted([StubReply(status=429, body=error_body(style, "rate_limit_error", "slow down"),
+                                    headers={"retry-after-ms": "10"}), reply])  # fmt: skip
+    with Stub(responder) as stub:
+
+        async def main() -> None:
+            async with make_client(
+                stub, style, before_llm=before_calls.append, after_llm=after_calls.append, on_event=events.append
+            ) as client:
+                await client.translate(USER)
+
+        asyncio.run(main())
+    assert len(stub.requests) == 2
+    assert len(before_calls) == 1
+    assert after_calls == [reply]  # the decoded provider response
+    assert [e.attempts for e in events] == [2]
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_after_llm_does_not_fire_on_a_failed_call_and_before_llm_fires_once(style: str) -> None:
+    before_calls: list[Any] = []
+    after_calls: list[Any] = []
+    with Stub(always(StubReply(status=503, body=error_body(style, "overloaded_error", "busy")))) as stub:
+
+        async def main() -> None:
+            async with make_client(
+                stub, style, max_retries=2, before_llm=before_calls.append, after_llm=after_calls.append
+            ) as client:
+                with pytest.raises(ProviderError):
+                    await client.translate(USER)
+
+        asyncio.run(main())
+    assert len(stub.requests) == 3
+    assert len(before_calls) == 1
+    assert after_calls == []
+
+
+# ----------------------------------------------------------------- concurrency
+
+
+def test_the_stock_stub_accepts_100_simultaneous_connections() -> None:
+    """The shipped ProviderStub itself (no test tweak), raw httpx, 200 POSTs / 100 connections at once.
+
+    The issue's concurrency test runs against this stub; with socketserver's default
+    listen backlog of 5 the kernel resets some of the connects (httpx.ReadError).
+    """
+    with ProviderStub(always({"ok": True})) as stub:
+
+        async def main() -> list[Any]:
+            async with httpx.AsyncClient() as http:
+                return await asyncio.gather(
+                    *(http.post(stub.base_url + "/chat/completions", json={"i": i}) for i in range(200)),
+                    return_exceptions=True,
+                )
+
+        outcomes = asyncio.run(main())
+    failures = [type(o).__name__ for o in outcomes if not isinstance(o, httpx.Response)]
+    assert failures == []
+    assert len(stub.requests) == 200
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_200_concurrent_translates_on_one_client_each_carry_their_own_messages(style: str) -> None:
+    marker = re.compile(r"<m(\d{3})>")
+
+    def echo(request: StubRequest) -> dict[str, Any]:
+        found = sorted(set(marker.findall(json.dumps(request.body))))
+        return text_reply(style, "echo " + ",".join(found))
+
+    def transcript(i: int) -> list[dict[str, Any]]:
+        return [
+            {"role": "system", "content": f"system for <m{i:03d}>"},
+            {"role": "user", "content": f"question <m{i:03d}>"},
+            {"role": "assistant", "content": f"answer <m{i:03d}>"},
+            {"role": "user", "content": f"follow-up <m{i:03d}>"},
+        ]
+
+    n = 200
+    with Stub(echo) as stub:
+
+        async def main() -> list[toolnexus.TranslateResult]:
+            async with make_client(stub, style, max_retries=0, transport=None) as client:
+                return await asyncio.gather(*(client.translate(transcript(i)) for i in range(n)))
+
+        results = asyncio.run(main())
+    assert [r.text for r in results] == [f"echo {i:03d}" for i in range(n)]
+    assert len(stub.requests) == n
+    by_marker: dict[str, dict[str, Any]] = {}
+    for request in stub.requests:
+        found = set(marker.findall(json.dumps(request.body)))
+        assert len(found) == 1, found
+        by_marker[found.pop()] = request.body
+    assert len(by_marker) == n
+    for i in range(n):
+        expected = json.loads(json.dumps(translate_request(style, {"model": "m", "messages": transcript(i)})))
+        assert by_marker[f"{i:03d}"] == expected
+
+
+# ----------------------------------------------------------------- toolkits
+
+
+def test_define_tool_infers_the_schema_from_type_hints() -> None:
+    def lookup(
+        query: str,
+        limit: int,
+        ratio: float,
+        exact: bool,
+        ids: list[int],
+        filters: dict,  # type: ignore[type-arg]
+        note: Optional[str],  # noqa: UP045
+        mode: Literal["a", "b"],
+        page: int = 1,
+        label: str = "x",
+    ) -> str:
+        """Look things up in the catalogue.
+
+        Longer explanation here.
+        """
+        raise AssertionError("never called")
+
+    tool = define_tool(lookup)
+    assert tool.name == "lookup"
+    assert tool.description.startswith("Look things up in the catalogue.")
+    schema = tool.input_schema
+    assert schema["type"] == "object"
+    props = schema["properties"]
+    assert props["query"] == {"type": "string"}
+    assert props["limit"] == {"type": "integer"}
+    assert props["ratio"] == {"type": "number"}
+    assert props["exact"] == {"type": "boolean"}
+    assert props["ids"] == {"type": "array", "items": {"type": "integer"}}
+    assert props["filters"] == {"type": "object"}
+    assert props["note"] in (
+        {"type": "string"},
+        {"type": ["string", "null"]},
+        {"anyOf": [{"type": "string"}, {"type": "null"}]},
+    )
+    assert props["mode"]["enum"] == ["a", "b"]
+    assert props["mode"].get("type", "string") == "string"
+    assert props["page"] == {"type": "integer", "default": 1}
+    assert props["label"] == {"type": "string", "default": "x"}
+    assert list(props) == ["query", "limit", "ratio", "exact", "ids", "filters", "note", "mode", "page", "label"]
+    assert schema["required"] == ["query", "limit", "ratio", "exact", "ids", "filters", "mode"]
+
+
+def test_define_tool_explicit_name_description_and_schema_win() -> None:
+    def f(x: int) -> int:
+        """Docstring."""
+        return x
+
+    schema = {"type": "object", "properties": {"y": {"type": "string"}}}
+    tool = define_tool(f, name="renamed", description="Explicit.", input_schema=schema)
+    assert (tool.name, tool.description, tool.input_schema) == ("renamed", "Explicit.", schema)
+
+
+def test_define_tool_without_a_docstring_has_an_empty_description_and_no_params_schema() -> None:
+    def ping() -> None:
+        pass
+
+    tool = define_tool(ping)
+    assert tool.description == ""
+    assert tool.input_schema == {"type": "object", "properties": {}}
+
+
+class Custom:
+    pass
+
+
+def test_define_tool_refuses_what_it_cannot_infer() -> None:
+    def f(x: Custom) -> None: ...
+
+    def g(*args: int) -> None: ...
+
+    with pytest.raises(ConfigError):
+        define_tool(f)
+    with pytest.raises(ConfigError):
+        define_tool(g)
+    with pytest.raises(ConfigError):
+        define_tool(lambda x: x)
+
+
+def test_define_tool_with_an_unresolvable_annotation_is_a_config_error_not_a_name_error() -> None:
+    """A hint that cannot be resolved (a local class under postponed annotations) is still 'cannot infer'."""
+
+    class Local:
+        pass
+
+    def f(x: Local) -> None: ...
+
+    with pytest.raises(ConfigError):
+        define_tool(f)
+    # and input_schema= is the documented way out
+    assert define_tool(f, input_schema={"type": "object"}).input_schema == {"type": "object"}
+
+
+def test_toolkit_to_openai_and_to_anthropic() -> None:
+    async def main() -> None:
+        toolkit = await create_toolkit()
+        toolkit.register(define_tool(add))
+        assert toolkit.to_openai() == [
+            {
+                "type": "function",
+                "function": {
+                    "name": "add",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                        "required": ["a", "b"],
+                    },
+                    "description": "Add two numbers.",
+                },
+            }
+        ]
+        assert toolkit.to_anthropic() == [
+            {
+                "name": "add",
+                "description": "Add two numbers.",
+                "input_schema": {
+                    "type": "object",
+                    "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                    "required": ["a", "b"],
+                },
+            }
+        ]
+        # the same rules translate uses
+        body = translate_request("anthropic", {"model": "m", "messages": USER, "tools": toolkit.to_openai()})
+        assert toolkit.to_anthropic() == body["tools"]
+        with pytest.raises(ConfigError):
+            toolkit.register(define_tool(add))  # one name, once
+        await toolkit.close()
+        assert toolkit.to_openai() == []
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_toolkit_tools_are_declared_before_tools_entries(style: str) -> None:
+    def alpha(x: str) -> str:
+        """Alpha."""
+        return x
+
+    def beta(y: int) -> int:
+        """Beta."""
+        return y
+
+    async def main() -> None:
+        toolkit = await create_toolkit()
+        toolkit.register(define_tool(alpha))
+        toolkit.register(define_tool(beta))
+        with Stub(always(text_reply(style))) as stub:
+            async with make_client(stub, style) as client:
+                await client.translate(USER, toolkit=toolkit, tools=RICH_TOOLS)
+        await toolkit.close()
+        tools = stub.requests[0].body["tools"]
+        names = [t["name"] if style == "anthropic" else t["function"]["name"] for t in tools]
+        assert names == ["alpha", "beta", "weather"]
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_declared_tool_is_never_executed_even_when_the_model_asks_for_it(style: str) -> None:
+    called = threading.Event()
+
+    def launch_missiles(target: str, count: int = 1) -> str:
+        """Irreversible. Must never run inside toolnexus."""
+        called.set()
+        raise AssertionError("translate executed a tool")
+
+    async def main() -> toolnexus.TranslateResult:
+        toolkit = await create_toolkit()
+        toolkit.register(define_tool(launch_missiles))
+        try:
+            with Stub(always(tool_reply(style, "launch_missiles", {"target": "moon", "count": 3}))) as stub:
+                async with make_client(stub, style) as client:
+                    result = await client.translate(USER, toolkit=toolkit)
+            declared = stub.requests[0].body["tools"]
+            assert [t["name"] if style == "anthropic" else t["function"]["name"] for t in declared] == [
+                "launch_missiles"
+            ]
+            return result
+        finally:
+            await toolkit.close()
+
+    result = asyncio.run(main())
+    assert not called.is_set()
+    assert result.finish_reason == "tool_calls"
+    [call] = result.tool_calls
+    assert call.name == "launch_missiles"
+    assert json.loads(call.arguments) == {"target": "moon", "count": 3}
+
+
+# ----------------------------------------------------------------- retries
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_429_with_retry_after_ms_is_retried_and_the_header_is_honoured(style: str) -> None:
+    events: list[LLMEvent] = []
+    responder = scripted([StubReply(status=429, body=error_body(style, "rate_limit_error", "slow down"),
+                                    headers={"retry-after-ms": "10"}), text_reply(style)])  # fmt: skip
+    with Stub(responder) as stub:
+
+        async def main() -> float:
+            # a 2 s backoff: only honouring retry-after-ms (10 ms) keeps this fast
+            async with make_client(stub, style, backoff=(2.0, 2.0), on_event=events.append) as client:
+                started = time.perf_counter()
+                result = await client.translate(USER)
+                assert result.text == "hello there"
+                return time.perf_counter() - started
+
+        elapsed = asyncio.run(main())
+    assert len(stub.requests) == 2
+    assert [e.attempts for e in events] == [2]
+    assert events[0].outcome == "ok" and events[0].status == 200
+    assert elapsed < 1.0
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_retry_after_in_seconds_is_honoured(style: str) -> None:
+    responder = scripted([StubReply(status=429, body=error_body(style, "rate_limit_error", "slow down"),
+                                    headers={"retry-after": "0"}), text_reply(style)])  # fmt: skip
+    with Stub(responder) as stub:
+
+        async def main() -> float:
+            async with make_client(stub, style, backoff=(2.0, 2.0)) as client:
+                started = time.perf_counter()
+                await client.translate(USER)
+                return time.perf_counter() - started
+
+        elapsed = asyncio.run(main())
+    assert len(stub.requests) == 2
+    assert elapsed < 1.0
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_without_retry_after_the_exponential_backoff_is_waited(style: str) -> None:
+    responder = scripted([StubReply(status=503, body=error_body(style, "overloaded_error", "busy")),
+                          StubReply(status=503, body=error_body(style, "overloaded_error", "busy")),
+                          text_reply(style)])  # fmt: skip
+    with Stub(responder) as stub:
+
+        async def main() -> float:
+            async with make_client(stub, style, backoff=(0.1, 0.15)) as client:
+                started = time.perf_counter()
+                await client.translate(USER)
+                return time.perf_counter() - started
+
+        elapsed = asyncio.run(main())
+    assert len(stub.requests) == 3
+    # waits of ~0.1 s then ~0.15 s (capped), each with up to 25% jitter off: at least 0.18 s in all
+    assert 0.18 <= elapsed < 1.5
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504, 529, 408, 409])
+@pytest.mark.parametrize("style", STYLES)
+def test_retryable_statuses_are_retried(style: str, status: int) -> None:
+    events: list[LLMEvent] = []
+    responder = scripted([StubReply(status=status, body=error_body(style, "api_error", "transient")),
+                          text_reply(style)])  # fmt: skip
+    with Stub(responder) as stub:
+
+        async def main() -> toolnexus.TranslateResult:
+            async with make_client(stub, style, on_event=events.append) as client:
+                return await client.translate(USER)
+
+        result = asyncio.run(main())
+    assert result.text == "hello there"
+    assert len(stub.requests) == 2
+    assert [e.attempts for e in events] == [2]
+
+
+NON_RETRYABLE = [
+    (400, "invalid_request_error", "messages: roles must alternate"),
+    (401, "authentication_error", "invalid x-api-key"),
+    (403, "permission_error", "not allowed"),
+    (404, "not_found_error", "model: no such model"),
+    (422, "invalid_request_error", "unprocessable"),
+]
+
+
+@pytest.mark.parametrize(("status", "error_type", "message"), NON_RETRYABLE, ids=[str(c[0]) for c in NON_RETRYABLE])
+@pytest.mark.parametrize("style", STYLES)
+def test_non_retryable_errors_raise_provider_error_parsed_from_the_error_body(
+    style: str, status: int, error_type: str, message: str
+) -> None:
+    events: list[LLMEvent] = []
+    reply = StubReply(status=status, body=error_body(style, error_type, message),
+                      headers={REQUEST_ID_HEADER[style]: "req_0123abc"})  # fmt: skip
+    with Stub(always(reply)) as stub:
+
+        async def main() -> ProviderError:
+            async with make_client(stub, style, max_retries=3, on_event=events.append) as client:
+                with pytest.raises(ProviderError) as info:
+                    await client.translate(USER)
+                return info.value
+
+        error = asyncio.run(main())
+    assert len(stub.requests) == 1  # not retried
+    assert isinstance(error, ToolnexusError)
+    assert error.status == status
+    assert error.provider == style
+    assert error.kind == "http"
+    assert error.error_type == error_type
+    assert error.message == message
+    assert error.request_id == "req_0123abc"
+    assert error.attempts == 1
+    assert message in str(error) and str(status) in str(error)
+    assert [(e.outcome, e.status, e.attempts) for e in events] == [("error", status, 1)]
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_request_id_header_of_the_other_provider_is_not_used(style: str) -> None:
+    other = REQUEST_ID_HEADER["openai" if style == "anthropic" else "anthropic"]
+    reply = StubReply(status=400, body=error_body(style, "invalid_request_error", "bad"), headers={other: "wrong"})
+    with Stub(always(reply)) as stub:
+
+        async def main() -> ProviderError:
+            async with make_client(stub, style) as client:
+                with pytest.raises(ProviderError) as info:
+                    await client.translate(USER)
+                return info.value
+
+        assert asyncio.run(main()).request_id is None
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_max_retries_zero_means_exactly_one_attempt(style: str) -> None:
+    events: list[LLMEvent] = []
+    with Stub(always(StubReply(status=503, body=error_body(style, "overloaded_error", "busy")))) as stub:
+
+        async def main() -> ProviderError:
+            async with make_client(stub, style, max_retries=0, on_event=events.append) as client:
+                with pytest.raises(ProviderError) as info:
+                    await client.translate(USER)
+                return info.value
+
+        error = asyncio.run(main())
+    assert len(stub.requests) == 1
+    assert error.attempts == 1 and error.status == 503
+    assert [e.attempts for e in events] == [1]
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("max_retries", [1, 3])
+def test_exhausted_retries_raise_provider_error_with_all_attempts(style: str, max_retries: int) -> None:
+    reply = StubReply(status=503, body=error_body(style, "overloaded_error", "Overloaded"),
+                      headers={REQUEST_ID_HEADER[style]: "req_last"})  # fmt: skip
+    events: list[LLMEvent] = []
+    with Stub(always(reply)) as stub:
+
+        async def main() -> ProviderError:
+            async with make_client(stub, style, max_retries=max_retries, on_event=events.append) as client:
+                with pytest.raises(ProviderError) as info:
+                    await client.translate(USER)
+                return info.value
+
+        error = asyncio.run(main())
+    assert len(stub.requests) == max_retries + 1
+    assert error.attempts == max_retries + 1
+    assert (error.status, error.kind, error.error_type) == (503, "http", "overloaded_error")
+    assert error.message == "Overloaded"
+    assert error.request_id == "req_last"
+    assert [e.attempts for e in events] == [max_retries + 1]
+
+
+def test_negative_max_retries_is_a_config_error() -> None:
+    with pytest.raises(ConfigError):
+        create_client(base_url="http://127.0.0.1:9/v1", style="openai", model="m", api_key="k", max_retries=-1)
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_connection_refused_is_retried_then_a_connection_provider_error(style: str) -> None:
+    with Stub(always(text_reply(style))) as stub:
+        base_url = stub.base_url
+    # the stub is stopped: nothing listens on that port any more
+
+    async def main() -> ProviderError:
+        async with create_client(base_url=base_url, style=style, model="m", api_key="k", max_retries=2,
+                                 backoff=FAST) as client:  # fmt: skip
+            with pytest.raises(ProviderError) as info:
+                await client.translate(USER)
+            return info.value
+
+    error = asyncio.run(main())
+    assert error.kind == "connection"
+    assert error.attempts == 3
+    assert error.status is None
+
+
+# ----------------------------------------------------------------- unreadable bodies
+
+HTML_502 = (
+    b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n"
+    b"<hr><center>nginx/1.25.3</center>\r\n</body>\r\n</html>\r\n" + b"<!-- padding -->" * 40
+)
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("max_retries", [0, 1])
+def test_an_html_502_page_gives_a_clear_provider_error_with_its_first_bytes(style: str, max_retries: int) -> None:
+    with Stub(always(StubReply(status=502, body=HTML_502, headers={"Content-Type": "text/html"}))) as stub:
+
+        async def main() -> ProviderError:
+            async with make_client(stub, style, max_retries=max_retries) as client:
+                with pytest.raises(ProviderError) as info:
+                    await client.translate(USER)
+                return info.value
+
+        error = asyncio.run(main())
+    assert type(error) is ProviderError
+    assert len(stub.requests) == max_retries + 1
+    assert error.status == 502
+    assert error.error_type is None
+    assert "502 Bad Gateway" in error.message
+    assert "<html>" in str(error)
+    assert len(str(error)) < 600  # the first bytes, not the whole page
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_200_with_a_non_json_body_is_a_decode_provider_error(style: str) -> None:
+    body = b"<html><body>captive portal login</body></html>"
+    with Stub(always(StubReply(status=200, body=body, headers={"Content-Type": "text/html"}))) as stub:
+
+        async def main() -> ProviderError:
+            async with make_client(stub, style) as client:
+                with pytest.raises(ProviderError) as info:
+                    await client.translate(USER)
+                return info.value
+
+        error = asyncio.run(main())
+    assert type(error) is ProviderError
+    assert error.kind == "decode"
+    assert error.status == 200
+    assert "captive portal" in str(error)
+    assert len(stub.requests) == 1
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_200_with_a_json_non_object_is_a_decode_provider_error(style: str) -> None:
+    with Stub(always(StubReply(status=200, body=[1, 2, 3]))) as stub:
+
+        async def main() -> ProviderError:
+            async with make_client(stub, style) as client:
+                with pytest.raises(ProviderError) as info:
+                    await client.translate(USER)
+                return info.value
+
+        error = asyncio.run(main())
+    assert error.kind == "decode"
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("max_retries", [0, 2])
+def test_a_cut_connection_gives_a_provider_error_not_a_raw_exception(style: str, max_retries: int) -> None:
+    with Stub(always(StubReply(body=text_reply(style), cut=True))) as stub:
+
+        async def main() -> BaseException:
+            async with make_client(stub, style, max_retries=max_retries) as client:
+                try:
+                    await client.translate(USER)
+                except BaseException as exc:  # its type is asserted below
+                    return exc
+                raise AssertionError("a cut body was accepted")
+
+        error = asyncio.run(main())
+    assert type(error) is ProviderError, repr(error)
+    assert not isinstance(error, (httpx.HTTPError, json.JSONDecodeError))
+    assert error.kind in ("connection", "decode")
+    assert error.provider == style
+    assert len(stub.requests) == max_retries + 1
+    assert error.attempts == max_retries + 1
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_cut_connection_then_success_is_retried(style: str) -> None:
+    responder = scripted([StubReply(body=text_reply(style), cut=True), text_reply(style)])
+    with Stub(responder) as stub:
+
+        async def main() -> toolnexus.TranslateResult:
+            async with make_client(stub, style) as client:
+                return await client.translate(USER)
+
+        assert asyncio.run(main()).text == "hello there"
+    assert len(stub.requests) == 2
+
+
+# ----------------------------------------------------------------- cancel
+
+
+def slow_then_fast(style: str, delay: float = 5.0) -> Any:
+    """First request: answer after `delay` s; every later one: at once."""
+    return scripted([StubReply(body=text_reply(style, "slow"), delay=delay), text_reply(style, "fast")])
+
+
+def one_connection() -> httpx.AsyncHTTPTransport:
+    """A pool of ONE connection: a leaked connection would make the next call wait forever."""
+    return httpx.AsyncHTTPTransport(
+        verify=_SHARED_SSL, limits=httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    )
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_setting_the_cancel_event_aborts_promptly_and_the_client_still_works(style: str) -> None:
+    events: list[LLMEvent] = []
+    with Stub(slow_then_fast(style)) as stub:
+
+        async def main() -> tuple[float, list[str]]:
+            async with make_client(stub, style, transport=one_connection(), on_event=events.append) as client:
+                cancel = asyncio.Event()
+                asyncio.get_running_loop().call_later(0.1, cancel.set)
+                started = time.perf_counter()
+                with pytest.raises(Cancelled):
+                    await client.translate(USER, cancel=cancel)
+                elapsed = time.perf_counter() - started
+                # the same client, same single-connection pool, still works
+                after = [
+                    (await asyncio.wait_for(client.translate(USER), timeout=3.0)).text,
+                    (await asyncio.wait_for(client.translate(USER, cancel=asyncio.Event()), timeout=3.0)).text,
+                ]
+                return elapsed, after
+
+        elapsed, after = asyncio.run(main())
+    assert elapsed < 1.0
+    assert after == ["fast", "fast"]
+    assert isinstance(Cancelled("x"), ToolnexusError)
+    assert len(stub.requests) == 3
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_cancelling_the_task_works_and_the_client_still_works(style: str) -> None:
+    with Stub(slow_then_fast(style)) as stub:
+
+        async def main() -> tuple[float, str]:
+            async with make_client(stub, style, transport=one_connection()) as client:
+                task = asyncio.create_task(client.translate(USER))
+                await asyncio.sleep(0.1)
+                started = time.perf_counter()
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+                elapsed = time.perf_counter() - started
+                result = await asyncio.wait_for(client.translate(USER), timeout=3.0)
+                return elapsed, result.text
+
+        elapsed, text = asyncio.run(main())
+    assert elapsed < 1.0
+    assert text == "fast"
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_cancelled_call_emits_exactly_one_cancelled_event(style: str) -> None:
+    events: list[LLMEvent] = []
+    with Stub(slow_then_fast(style)) as stub:
+
+        async def main() -> None:
+            async with make_client(stub, style, on_event=events.append) as client:
+                cancel = asyncio.Event()
+                asyncio.get_running_loop().call_later(0.1, cancel.set)
+                with pytest.raises(Cancelled):
+                    await client.translate(USER, cancel=cancel)
+
+        asyncio.run(main())
+    assert [e.outcome for e in events] == ["cancelled"]
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_cancel_event_during_retry_backoff_aborts_promptly(style: str) -> None:
+    reply = StubReply(status=503, body=error_body(style, "overloaded_error", "busy"))
+    with Stub(always(reply)) as stub:
+
+        async def main() -> float:
+            async with make_client(stub, style, backoff=(5.0, 5.0), max_retries=3) as client:
+                cancel = asyncio.Event()
+                asyncio.get_running_loop().call_later(0.2, cancel.set)
+                started = time.perf_counter()
+                with pytest.raises(Cancelled):
+                    await client.translate(USER, cancel=cancel)
+                return time.perf_counter() - started
+
+        assert asyncio.run(main()) < 1.0
+    assert len(stub.requests) == 1
+
+
+def test_an_already_set_cancel_event_sends_nothing_or_aborts() -> None:
+    with Stub(slow_then_fast("openai")) as stub:
+
+        async def main() -> float:
+            async with make_client(stub, "openai") as client:
+                cancel = asyncio.Event()
+                cancel.set()
+                started = time.perf_counter()
+                with pytest.raises(Cancelled):
+                    await client.translate(USER, cancel=cancel)
+                return time.perf_counter() - started
+
+        assert asyncio.run(main()) < 1.0
+
+
+# ----------------------------------------------------------------- timeouts
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_per_attempt_timeout(style: str) -> None:
+    events: list[LLMEvent] = []
+    with Stub(always(StubReply(body=text_reply(style), delay=1.0))) as stub:
+
+        async def main() -> tuple[ProviderError, float]:
+            async with make_client(stub, style, timeout=0.2, max_retries=0, on_event=events.append) as client:
+                started = time.perf_counter()
+                with pytest.raises(ProviderError) as info:
+                    await client.translate(USER)
+                return info.value, time.perf_counter() - started
+
+        error, elapsed = asyncio.run(main())
+    assert error.kind == "timeout"
+    assert error.attempts == 1
+    assert len(stub.requests) == 1
+    assert elapsed < 0.9
+    assert [(e.outcome, e.attempts) for e in events] == [("error", 1)]
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_per_attempt_timeout_is_retried(style: str) -> None:
+    responder = scripted([StubReply(body=text_reply(style, "slow"), delay=1.0), text_reply(style, "fast")])
+    with Stub(responder) as stub:
+
+        async def main() -> toolnexus.TranslateResult:
+            async with make_client(stub, style, timeout=0.2, max_retries=1) as client:
+                return await client.translate(USER)
+
+        assert asyncio.run(main()).text == "fast"
+    assert len(stub.requests) == 2
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_overall_timeout_bounds_all_retries(style: str) -> None:
+    events: list[LLMEvent] = []
+    reply = StubReply(status=503, body=error_body(style, "overloaded_error", "busy"))
+    with Stub(always(reply)) as stub:
+
+        async def main() -> tuple[ProviderError, float]:
+            # retries alone would take ~10 x 0.2 s = 2 s
+            async with make_client(
+                stub, style, overall_timeout=0.3, max_retries=10, backoff=(0.2, 0.2), on_event=events.append
+            ) as client:
+                started = time.perf_counter()
+                with pytest.raises(ProviderError) as info:
+                    await client.translate(USER)
+                return info.value, time.perf_counter() - started
+
+        error, elapsed = asyncio.run(main())
+    assert error.kind == "timeout"
+    assert elapsed < 1.0
+    assert 1 <= len(stub.requests) < 11
+    assert len(events) == 1 and events[0].outcome == "error"
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_overall_timeout_bounds_one_slow_attempt(style: str) -> None:
+    with Stub(always(StubReply(body=text_reply(style), delay=2.0))) as stub:
+
+        async def main() -> tuple[ProviderError, float]:
+            async with make_client(stub, style, overall_timeout=0.3, timeout=30.0) as client:
+                started = time.perf_counter()
+                with pytest.raises(ProviderError) as info:
+                    await client.translate(USER)
+                return info.value, time.perf_counter() - started
+
+        error, elapsed = asyncio.run(main())
+    assert error.kind == "timeout"
+    assert elapsed < 1.0
+
+
+# ----------------------------------------------------------------- observability
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_exactly_one_event_and_one_debug_record_per_translate(style: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="toolnexus")
+    events: list[LLMEvent] = []
+    responder = scripted([
+        text_reply(style),
+        StubReply(status=429, body=error_body(style, "rate_limit_error", "slow"), headers={"retry-after-ms": "5"}),
+        text_reply(style),
+        StubReply(status=400, body=error_body(style, "invalid_request_error", "bad")),
+    ])  # fmt: skip
+    with Stub(responder) as stub:
+
+        async def main() -> list[toolnexus.TranslateResult]:
+            async with make_client(stub, style, on_event=events.append) as client:
+                first = await client.translate(USER)
+                second = await client.translate(USER)
+                with pytest.raises(ProviderError):
+                    await client.translate(USER)
+                return [first, second]
+
+        first, second = asyncio.run(main())
+    assert len(stub.requests) == 4
+    assert len(events) == 3
+    ok1, ok2, failed = events
+    for event, result, attempts in ((ok1, first, 1), (ok2, second, 2)):
+        assert event.provider == style
+        assert event.model == ANSWERED[style] == result.model
+        assert event.attempts == attempts
+        assert event.status == 200
+        assert event.outcome == "ok"
+        assert event.usage == result.usage and event.usage["total_tokens"] == 15
+        assert isinstance(event.latency_s, float) and 0 < event.latency_s < 5
+    assert (failed.provider, failed.status, failed.outcome, failed.attempts) == (style, 400, "error", 1)
+    records = [r for r in caplog.records if r.name == "toolnexus"]
+    assert len(records) == 3
+    assert all(r.levelno == logging.DEBUG for r in records)
+    assert all("llm" in r.getMessage() for r in records)
+    assert style in records[0].getMessage()
+
+
+def test_no_event_callback_is_fine_and_the_logger_still_gets_one_record(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="toolnexus")
+    with Stub(always(text_reply("openai"))) as stub:
+
+        async def main() -> None:
+            async with make_client(stub, "openai") as client:
+                await client.translate(USER)
+
+        asyncio.run(main())
+    assert len([r for r in caplog.records if r.name == "toolnexus"]) == 1
+
+
+# ----------------------------------------------------------------- secrets
+
+SECRET = "sk-test-SECRET-123"
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_the_api_key_is_never_in_repr_errors_tracebacks_events_logs_or_raw(
+    style: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="toolnexus")
+    events: list[LLMEvent] = []
+    responder = scripted([
+        text_reply(style),
+        StubReply(status=401, body=error_body(style, "authentication_error", "invalid api key"),
+                  headers={REQUEST_ID_HEADER[style]: "req_secret_test"}),
+        StubReply(status=503, body=HTML_502),
+        StubReply(body=text_reply(style), cut=True),
+    ])  # fmt: skip
+    with Stub(responder) as stub:
+
+        async def main() -> tuple[Any, list[ProviderError], str]:
+            client = make_client(stub, style, api_key=SECRET, on_event=events.append, max_retries=0)
+            try:
+                result = await client.translate(USER)
+                errors = []
+                for _ in range(3):  # 401, an unreadable 503, a cut connection
+                    with pytest.raises(ProviderError) as info:
+                        await client.translate(USER)
+                    errors.append(info.value)
+                return result, errors, repr(client)
+            finally:
+                await client.aclose()
+
+        result, errors, client_repr = asyncio.run(main())
+    # the key really was sent (so this test can fail)
+    assert SECRET in auth_value(style, stub.requests[0])
+    assert len(events) == 4
+    haystacks = {
+        "repr(client)": client_repr,
+        "events": repr(events) + json.dumps([e.__dict__ for e in events]),
+        "caplog": caplog.text,
+        "raw": json.dumps(result.raw),
+        "result": repr(result),
+    }
+    for i, error in enumerate(errors):
+        haystacks[f"str(error {i})"] = str(error)
+        haystacks[f"repr(error {i})"] = repr(error)
+        haystacks[f"traceback(error {i})"] = "".join(traceback.format_exception(error))
+        haystacks[f"vars(error {i})"] = repr(vars(error))
+        cause = error.__cause__ or error.__context__
+        if cause is not None:
+            haystacks[f"cause(error {i})"] = repr(cause) + str(cause) + repr(getattr(cause, "args", ""))
+    leaks = [where for where, text in haystacks.items() if SECRET in text]
+    assert leaks == []
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_the_api_key_is_not_in_an_error_even_if_the_provider_echoes_it(style: str) -> None:
+    message = f"Incorrect API key provided: {SECRET}. You can find your API key at https://example.invalid"
+    reply = StubReply(status=401, body=error_body(style, "invalid_request_error", message))
+    with Stub(always(reply)) as stub:
+
+        async def main() -> ProviderError:
+            async with make_client(stub, style, api_key=SECRET) as client:
+                with pytest.raises(ProviderError) as info:
+                    await client.translate(USER)
+                return info.value
+
+        error = asyncio.run(main())
+    assert error.status == 401
+    text = str(error) + repr(error) + "".join(traceback.format_exception(error)) + repr(vars(error))
+    assert SECRET not in text
+
+
+# ----------------------------------------------------------------- lifecycle
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_async_with_and_aclose_release_the_client(style: str) -> None:
+    with Stub(always(text_reply(style))) as stub:
+
+        async def main() -> None:
+            async with make_client(stub, style) as client:
+                assert isinstance(client, toolnexus.Client)
+                assert (await client.translate(USER)).text == "hello there"
+            # released: a later call fails and sends nothing
+            with pytest.raises((ToolnexusError, RuntimeError)):
+                await client.translate(USER)
+
+            other = make_client(stub, style)
+            assert (await other.translate(USER)).text == "hello there"
+            await other.aclose()
+            await other.aclose()  # idempotent
+            with pytest.raises((ToolnexusError, RuntimeError)):
+                await other.translate(USER)
+
+        asyncio.run(main())
+    assert len(stub.requests) == 2
+
+
+def test_repr_names_the_client_without_the_key() -> None:
+    client = create_client(base_url="http://127.0.0.1:9/v1", style="anthropic", model="m", api_key=SECRET)
+    try:
+        text = repr(client)
+        assert "anthropic" in text and "'m'" in text and SECRET not in text
+    finally:
+        asyncio.run(client.aclose())
+
+
+def test_sequential_calls_reuse_a_one_connection_pool() -> None:
+    """Many sequential calls on one client reuse its pool (keep-alive), within one loop."""
+    with Stub(always(text_reply("openai"))) as stub:
+
+        async def main() -> list[str]:
+            async with make_client(stub, "openai", transport=one_connection()) as client:
+                return [(await client.translate(USER)).text for _ in range(20)]
+
+        assert asyncio.run(main()) == ["hello there"] * 20
+    assert len(stub.requests) == 20
