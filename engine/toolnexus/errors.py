@@ -17,8 +17,7 @@ Errors never carry request bodies or credentials; only paths and short descripti
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 
 class ToolnexusError(Exception):
@@ -119,13 +118,13 @@ class Cancelled(ToolnexusError):
 NoteKind = Literal["dropped", "rewritten", "synthesized", "unknown"]
 
 
-@dataclass(frozen=True, slots=True)
-class Note:
+class Note(NamedTuple):
     """One thing the translation did that the caller did not literally ask for.
 
     kind: dropped (a value was not sent), rewritten (sent in another form),
     synthesized (a value the caller did not give), unknown (a provider value the
     rules do not know; kept in `raw`). `path` points into the input the note is about.
+    (A NamedTuple: notes are made on hot paths, and are plain immutable values.)
     """
 
     kind: NoteKind

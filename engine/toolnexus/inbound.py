@@ -16,10 +16,23 @@ from typing import Any, Literal
 from .errors import Note, TranslationError
 from .loader import Key, RuleSource
 from .paths import MISSING
-from .reader import READ_KEYS, ROLES, read_messages, read_tool_choice, read_tools
+from .reader import READ_KEYS, ROLES, part_path, read_messages, read_tool_choice, read_tools
 from .templates import Ctx, Env, Render, compile_template
 
 UnknownFields = Literal["error", "drop"]
+
+
+class _Sequence:
+    """A request list whose element paths are formatted only when a note or an error needs one."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def element_path(self, index: int) -> str:
+        return f"{self.name}[{index}]"
+
+
+MESSAGES = _Sequence("messages")
 
 # Fields the engine translates through their own sections before the body renders.
 SECTION_FIELDS = frozenset({"messages", "tools", "tool_choice"})
@@ -46,7 +59,7 @@ class RoleRule:
     render: Render
     drop_if_empty: bool
     merge_consecutive: bool
-    consumed: frozenset[str] | None  # message keys read; None = all
+    allowed: frozenset[str] | None  # message keys read by the reader or the template; None = all
 
 
 @dataclass
@@ -64,6 +77,7 @@ class Inbound:
     tool_keys_read: frozenset[str] | None
     tool_unsupported: dict[str, Unsupported]
     tool_choice: dict[str, Render]
+    reads_arguments_json: bool
     plan: dict[str, Any] = field(default_factory=dict)
 
     def translate(
@@ -94,7 +108,9 @@ class Inbound:
         if parallel is not MISSING and type(parallel) is not bool:
             raise TranslationError("parallel_tool_calls", "must be true or false", provider=provider)
 
-        turns, hoisted = read_messages(scope["messages"], self.hoist, provider)
+        turns, hoisted = read_messages(
+            scope["messages"], self.hoist, provider, arguments_json=self.reads_arguments_json
+        )
         chosen = self._choose_system(hoisted, turns, system, default_system, ctx)
         messages = self._write_messages(turns, hoisted, chosen, ctx, unknown_fields)
         scope["messages"] = messages
@@ -192,43 +208,47 @@ class Inbound:
         if self.system_message is not None and chosen is not MISSING:
             out.append(self.system_message({"text": chosen}, ctx))
         for _, path, _, source in hoisted:
-            self._check_message_keys(source, path, frozenset(), ctx, unknown_fields, "system")
-        merging: str | None = None
+            if not source.keys() <= READ_KEYS["system"]:
+                self._check_message_keys(source, path, READ_KEYS["system"], ctx, unknown_fields)
+        merging: str | None = None  # the role whose consecutive messages are being merged
+        merged = False  # whether out[-1] is already our own merged copy
+        roles = self.roles
         for turn in turns:
             role = turn["role"]
-            rule = self.roles[role]
-            path = turn["path"]
-            self._check_message_keys(turn["source"], path, rule.consumed, ctx, unknown_fields, role)
+            rule = roles[role]
+            source = turn["source"]
+            if rule.allowed is not None and not source.keys() <= rule.allowed:
+                self._check_message_keys(source, f"messages[{turn['index']}]", rule.allowed, ctx, unknown_fields)
             if rule.drop_if_empty and not turn["parts"]:
+                path = f"messages[{turn['index']}]"
                 ctx.notes.append(Note("dropped", path, f"an empty {role} turn cannot be sent to {self.provider}"))
                 merging = None
                 continue
-            ctx.path = path
+            ctx.path = (MESSAGES, turn["index"])
             message = rule.render(turn, ctx)
-            ctx.path = ""
-            if rule.merge_consecutive and merging == role and out:
-                out[-1] = merge_messages(out[-1], message)
+            if message is MISSING:
+                raise ctx.fail(
+                    f"messages[{turn['index']}]", f"the {self.provider} rules wrote nothing for this message"
+                )
+            if merging == role:
+                if not merged:
+                    out[-1] = {k: list(v) if isinstance(v, list) else v for k, v in out[-1].items()}
+                    merged = True
+                merge_into(out[-1], message)
             else:
                 out.append(message)
+                merged = False
             merging = role if rule.merge_consecutive else None
+        ctx.path = ""
         return out
 
     def _check_message_keys(
-        self,
-        source: dict[str, Any],
-        path: str,
-        consumed: frozenset[str] | None,
-        ctx: Ctx,
-        unknown_fields: UnknownFields,
-        role: str,
+        self, source: dict[str, Any], path: str, allowed: frozenset[str], ctx: Ctx, unknown_fields: UnknownFields
     ) -> None:
-        if consumed is None:
-            return
-        read = READ_KEYS[role]
+        """The slow path: settle each message key the rules do not read."""
         for key, value in source.items():
-            if key in consumed or key in read or value is None:
-                continue
-            self._settle(key, value, f"{path}.{key}", self.message_unsupported, ctx, unknown_fields)
+            if key not in allowed and value is not None:
+                self._settle(key, value, f"{path}.{key}", self.message_unsupported, ctx, unknown_fields)
 
     def _write_tool(self, tool: dict[str, Any], ctx: Ctx, unknown_fields: UnknownFields) -> Any:
         if self.tool_keys_read is not None:
@@ -252,15 +272,13 @@ def json_equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def merge_messages(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
-    """Consecutive messages of one role become one: list values concatenate, others must agree."""
-    merged = dict(first)
-    for key, value in second.items():
+def merge_into(merged: dict[str, Any], message: dict[str, Any]) -> None:
+    """Consecutive messages of one role become one: list values concatenate, the others are the latest."""
+    for key, value in message.items():
         if isinstance(value, list) and isinstance(merged.get(key), list):
-            merged[key] = merged[key] + value
+            merged[key].extend(value)
         else:
             merged[key] = value
-    return merged
 
 
 # ---------------------------------------------------------------- compiling
@@ -302,7 +320,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
             render=render,
             drop_if_empty=bool(rule.get("drop_if_empty", False)),
             merge_consecutive=bool(rule.get("merge_consecutive", False)),
-            consumed=None if consumed is None else frozenset(consumed),
+            allowed=None if consumed is None else frozenset(consumed) | READ_KEYS[role],
         )
 
     system_rule = msgs["system"]
@@ -355,10 +373,19 @@ def compile_inbound(source: RuleSource) -> Inbound:
         message_unsupported=_unsupported_table(msgs.get("unsupported", {}), ("messages", "unsupported"), source),
         declaration=declaration,
         tool_keys_read=tool_keys_read,
+        reads_arguments_json=_reads(parts.get("tool_call"), "arguments_json"),
         tool_unsupported=_unsupported_table(tools.get("unsupported", {}), ("tools", "unsupported"), source),
         tool_choice=tool_choice,
         plan={"consumed": sorted(consumed), "hoist": sorted(hoist), "parts": sorted(parts)},
     )
+
+
+def _reads(part: tuple[Render, frozenset[str] | None] | None, key: str) -> bool:
+    """Whether a part template reads `key` of the middle form (unknown reads count as yes)."""
+    if part is None:
+        return False
+    reads = part[1]
+    return reads is None or key in reads
 
 
 def _frozen(fields: set[str] | None) -> frozenset[str] | None:
@@ -372,14 +399,15 @@ def _unsupported_table(table: dict[str, Any], key: Key, source: RuleSource) -> d
     }
 
 
-def _report_part(part: dict[str, Any], reads: frozenset[str], ctx: Ctx) -> None:
+def _report_part(turn: dict[str, Any], part: dict[str, Any], reads: frozenset[str], ctx: Ctx) -> None:
     """Notes for what a part template drops (unread optional keys) or rewrites (derived keys it reads)."""
-    for key, where in part.get("optional", {}).items():
+    report = part["report"]
+    for key, where in report.get("optional", {}).items():
         if key not in reads:
-            ctx.notes.append(Note("dropped", f"{part['path']}.{where}", f"{ctx.provider} has no counterpart"))
-    for key, (where, how) in part.get("derived", {}).items():
+            ctx.notes.append(Note("dropped", f"{part_path(turn, part)}.{where}", f"{ctx.provider} has no counterpart"))
+    for key, (where, how) in report.get("derived", {}).items():
         if key in reads:
-            ctx.notes.append(Note("rewritten", f"{part['path']}.{where}", how))
+            ctx.notes.append(Note("rewritten", f"{part_path(turn, part)}.{where}", how))
 
 
 def _content_writer(
@@ -403,16 +431,20 @@ def _content_writer(
 
     def render(turn: Any, ctx: Ctx) -> Any:
         selected = turn["parts"] if wanted is None else [p for p in turn["parts"] if p["kind"] in wanted]
-        if flatten and all(p["kind"] == "text" for p in selected):
-            return "".join(p["text"] for p in selected)
+        if flatten:
+            for p in selected:
+                if p["kind"] != "text":
+                    break
+            else:
+                return selected[0]["text"] if len(selected) == 1 else "".join(p["text"] for p in selected)
         blocks = []
         for part in selected:
             writer = parts.get(part["kind"])
             if writer is None:
-                raise ctx.fail(part["path"], f"{part['kind']} parts cannot be sent to {provider}")
+                raise ctx.fail(part_path(turn, part), f"{part['kind']} parts cannot be sent to {provider}")
             write, reads = writer
-            if reads is not None and "source" not in reads:
-                _report_part(part, reads, ctx)
+            if "report" in part and reads is not None and "source" not in reads:
+                _report_part(turn, part, reads, ctx)
             blocks.append(write(part, ctx))
         return blocks if blocks else MISSING
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import Note, ResponseError
 from .loader import RuleSource
@@ -35,6 +35,10 @@ class ItemSource:
     template: Render | None
     arguments: str  # object | text | any: the form tool-call arguments must arrive in
     field_paths: dict[str, dict[str, str]]  # kind ("" without kinds) -> tool_call field -> path in the element
+
+    def element_path(self, index: int) -> str:
+        """The response path of one element (built only for errors and notes)."""
+        return f"{self.path}[{index}]" if self.each else self.path
 
 
 @dataclass
@@ -88,46 +92,64 @@ class Outbound:
             if src.optional:
                 return
             raise ResponseError(src.path, "is missing", provider=self.provider)
-        if src.each:
-            if not isinstance(container, list):
-                raise ResponseError(src.path, f"must be a list, got {type(container).__name__}", provider=self.provider)
-            elements = [(f"{src.path}[{i}]", el) for i, el in enumerate(container)]
+        if not src.each:
+            elements: list[Any] = [container]
+        elif isinstance(container, list):
+            elements = container
         else:
-            elements = [(src.path, container)]
-        for path, element in elements:
-            template = src.template
-            fields = src.field_paths.get("", {})
+            raise ResponseError(src.path, f"must be a list, got {type(container).__name__}", provider=self.provider)
+        template, fields, kinds = src.template, src.field_paths.get("", {}), src.kinds
+        for i, element in enumerate(elements):
             if src.kind is not None:
-                if not isinstance(element, dict):
-                    raise ResponseError(
-                        path, f"must be an object, got {type(element).__name__}", provider=self.provider
-                    )
-                kind = src.kind(element)
-                template = src.kinds.get(kind) if isinstance(kind, str) else None
-                fields = src.field_paths.get(kind, {}) if isinstance(kind, str) else {}
+                kind = src.kind(element) if isinstance(element, dict) else MISSING
+                template = kinds.get(kind) if isinstance(kind, str) else None
                 if template is None:
-                    ctx.notes.append(Note("unknown", path, f"unknown {self.provider} item kind {kind!r}; kept in raw"))
+                    if not isinstance(element, dict):
+                        raise ResponseError(
+                            src.element_path(i),
+                            f"must be an object, got {type(element).__name__}",
+                            provider=self.provider,
+                        )
+                    note = f"unknown {self.provider} item kind {kind!r}; kept in raw"
+                    ctx.notes.append(Note("unknown", src.element_path(i), note))
                     continue
+                assert isinstance(kind, str)
+                fields = src.field_paths[kind]
             assert template is not None
-            ctx.path = path
+            ctx.path = (src, i)
             item = template(element, ctx)
-            ctx.path = ""
             if item is MISSING:
                 continue
-            text = item.get("text", MISSING)
-            if text is not MISSING and text is not None:
-                if not isinstance(text, str):
+            text = item.get("text")
+            if text is not None:
+                if type(text) is not str:
                     raise ResponseError(
-                        path, f"text must be a string, got {type(text).__name__}", provider=self.provider
+                        src.element_path(i), f"text must be a string, got {type(text).__name__}", provider=self.provider
                     )
                 texts.append(text)
-            call = item.get("tool_call", MISSING)
-            if call is not MISSING:
-                calls.append(self._tool_call(call, path, fields, src.arguments))
+            call = item.get("tool_call")
+            if call is not None:
+                calls.append(self._tool_call(call, src, i, fields))
+        ctx.path = ""
 
-    def _tool_call(self, call: Any, path: str, fields: dict[str, str], form: str) -> TranslatedToolCall:
+    def _tool_call(self, call: dict[str, Any], src: ItemSource, i: int, fields: dict[str, str]) -> TranslatedToolCall:
         """Validate one tool call; errors point at the field inside the element when the rule reads it plainly."""
+        call_id, name, arguments = call.get("id"), call.get("name"), call.get("arguments", MISSING)
+        form = src.arguments
+        if type(arguments) is dict and form != "text":
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        if (
+            type(call_id) is str
+            and call_id
+            and type(name) is str
+            and name
+            and type(arguments) is str
+            and (form != "object" or type(call.get("arguments")) is dict)
+        ):
+            return TranslatedToolCall(id=call_id, name=name, arguments=arguments)
+        return self._bad_tool_call(call, src.element_path(i), fields, form)
 
+    def _bad_tool_call(self, call: dict[str, Any], path: str, fields: dict[str, str], form: str) -> NoReturn:
         def where(name: str) -> str:
             return f"{path}.{fields[name]}" if name in fields else path
 
@@ -136,13 +158,9 @@ class Outbound:
             raise ResponseError(where("id"), "a tool call needs a non-empty string id", provider=self.provider)
         if not isinstance(name, str) or not name:
             raise ResponseError(where("name"), "a tool call needs a non-empty string name", provider=self.provider)
-        if isinstance(arguments, dict) and form != "text":
-            arguments = json.dumps(arguments, ensure_ascii=False)
-        elif not isinstance(arguments, str) or form == "object":
-            got = "nothing" if arguments is MISSING else type(arguments).__name__
-            wanted = "a JSON string" if form == "text" else "a JSON object"
-            raise ResponseError(where("arguments"), f"tool input must be {wanted}, got {got}", provider=self.provider)
-        return TranslatedToolCall(id=call_id, name=name, arguments=arguments)
+        got = "nothing" if arguments is MISSING else type(arguments).__name__
+        wanted = "a JSON string" if form == "text" else "a JSON object"
+        raise ResponseError(where("arguments"), f"tool input must be {wanted}, got {got}", provider=self.provider)
 
     def _finish_reason(self, response: dict[str, Any], has_tool_calls: bool, ctx: Ctx) -> str:
         stop = self.stop(response)

@@ -61,7 +61,7 @@ def compile_path(expression: str) -> Getter:
         only = steps[0]
 
         def get_one(data: Any) -> Any:
-            if type(data) is dict:
+            if isinstance(data, dict):
                 return data.get(only, MISSING)
             return MISSING
 
@@ -81,6 +81,14 @@ def compile_path(expression: str) -> Getter:
         return data
 
     return get
+
+
+def simple_steps(expression: str) -> list[str | int] | None:
+    """The key/index steps of a plain chain (`a.b[0]` -> ["a", "b", 0]), or None for richer paths."""
+    try:
+        return _simple_steps(jmespath.compile(expression).parsed)
+    except JMESPathError:
+        return None
 
 
 def first_field(expression: str) -> str | None:

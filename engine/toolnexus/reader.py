@@ -5,7 +5,7 @@ Reading validates everything and raises TranslationError with the path of the
 culprit; nothing here knows any other provider. The middle form is plain dicts
 (cheap to build, and usable directly as template scopes):
 
-  message: {role, parts: [part...], source, path, index}
+  message: {role, parts: [part...], source, index}
   part:    {kind: text, text}
            {kind: image_base64, media_type, data, source}
            {kind: image_url, url, source}
@@ -15,17 +15,17 @@ culprit; nothing here knows any other provider. The middle form is plain dicts
   tool:    {name, description, parameters, strict, source, path}
   tool_choice: {kind: auto|none|required|function|<type>, name, parallel_tool_calls, source}
 
-Every part also carries `path`, its location in the request. Two optional keys let
-the writer report what a rule's template does with a part: `optional` ({key: where})
-names caller information that is dropped when the template does not read it;
-`derived` ({key: (where, how)}) names values computed from another form, reported
-as rewritten when the template reads them.
+`part_path(turn, part)` gives a part's location in the request. An optional
+`report` key lets the writer say what a rule's template does with a part:
+`optional` ({key: where}) names caller information that is dropped when the
+template does not read it; `derived` ({key: (where, how)}) names values computed
+from another form, reported as rewritten when the template reads them.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import TranslationError
 from .loader import did_you_mean
@@ -47,117 +47,151 @@ def _fail(provider: str, path: str, message: str) -> TranslationError:
     return TranslationError(path, message, provider=provider)
 
 
+def _bad_string(value: Any, path: str, provider: str) -> TranslationError:
+    """The error for a value that should have been a non-empty string (built only on failure)."""
+    if value is MISSING:
+        return _fail(provider, path, "is required")
+    if not isinstance(value, str):
+        return _fail(provider, path, f"must be a string, got {type(value).__name__}")
+    return _fail(provider, path, "must not be empty")
+
+
 Hoisted = tuple[str, str, int, dict[str, Any]]
 
 
-def read_messages(messages: Any, hoist: frozenset[str], provider: str) -> tuple[list[dict[str, Any]], list[Hoisted]]:
-    """Split the transcript into middle-form turns and hoisted (text, path, index, message) prompts."""
+def read_messages(
+    messages: Any, hoist: frozenset[str], provider: str, *, arguments_json: bool = True
+) -> tuple[list[dict[str, Any]], list[Hoisted]]:
+    """Split the transcript into middle-form turns and hoisted (text, path, index, message) prompts.
+
+    The happy path builds no path strings; they are made only for an error (or, by
+    `part_path`, for a note). `arguments_json=False` skips serializing object-form
+    arguments when no rule reads the JSON text.
+    """
     if not isinstance(messages, list):
         raise _fail(provider, "messages", f"must be a list, got {type(messages).__name__}")
     turns: list[dict[str, Any]] = []
     hoisted: list[Hoisted] = []
     pending: dict[str, str] = {}  # tool call id -> name, of the assistant turn being answered
     answered: set[str] = set()
-    seen_ids: dict[str, str] = {}
+    seen_ids: dict[str, tuple[int, int]] = {}
     for i, msg in enumerate(messages):
-        path = f"messages[{i}]"
         if not isinstance(msg, dict):
-            raise _fail(provider, path, f"must be an object, got {type(msg).__name__}")
+            raise _fail(provider, f"messages[{i}]", f"must be an object, got {type(msg).__name__}")
         role = msg.get("role", MISSING)
-        if role is MISSING:
-            raise _fail(provider, f"{path}.role", "is required")
-        if role not in ROLES:
+        if role in hoist:
+            hoisted.append((_text_only(msg, i, provider), f"messages[{i}]", i, msg))
+            continue
+        if role == "user":
+            parts = _user_parts(msg, i, provider)
+            pending, answered = {}, set()
+        elif role == "assistant":
+            parts = _assistant_parts(msg, i, provider, seen_ids, arguments_json)
+            pending = {p["id"]: p["name"] for p in parts if p["kind"] == "tool_call"}
+            answered = set()
+        elif role == "tool":
+            parts = [_tool_result(msg, i, provider, pending, answered)]
+        elif role in ROLES:  # a system/developer role this provider does not hoist
+            parts = [{"kind": "text", "text": _text_only(msg, i, provider)}]
+        elif role is MISSING:
+            raise _fail(provider, f"messages[{i}].role", "is required")
+        else:
             hint = (
                 " (the deprecated 'function' role: send tool messages)"
                 if role == "function"
                 else did_you_mean(str(role), ROLES)
             )
-            raise _fail(provider, f"{path}.role", f"unknown role {role!r}{hint}")
-        if role in hoist:
-            hoisted.append((_text_only(msg, path, provider), path, i, msg))
-            continue
-        if role == "user":
-            parts = _user_parts(msg, path, provider)
-            pending, answered = {}, set()
-        elif role == "assistant":
-            parts = _assistant_parts(msg, path, provider, seen_ids)
-            pending = {p["id"]: p["name"] for p in parts if p["kind"] == "tool_call"}
-            answered = set()
-        elif role == "tool":
-            parts = [_tool_result(msg, path, provider, pending, answered)]
-        else:  # a system/developer role this provider does not hoist
-            parts = [{"kind": "text", "text": _text_only(msg, path, provider), "path": f"{path}.content"}]
-        turns.append({"role": role, "parts": parts, "source": msg, "path": path, "index": i})
+            raise _fail(provider, f"messages[{i}].role", f"unknown role {role!r}{hint}")
+        turns.append({"role": role, "parts": parts, "source": msg, "index": i})
     return turns, hoisted
 
 
-def _text_only(msg: dict[str, Any], path: str, provider: str) -> str:
+def part_path(turn: dict[str, Any], part: dict[str, Any]) -> str:
+    """Where a part sits in the request (computed on demand: errors and notes only)."""
+    base = f"messages[{turn['index']}]"
+    source, msg = part.get("source"), turn["source"]
+    if part["kind"] == "tool_result":
+        return base
+    if part["kind"] == "tool_call":
+        calls = msg.get("tool_calls") or []
+        return f"{base}.tool_calls[{next(k for k, c in enumerate(calls) if c is source)}]"
+    content = msg.get("content")
+    if isinstance(content, list) and source is not None:
+        return f"{base}.content[{next(j for j, p in enumerate(content) if p is source)}]"
+    return f"{base}.content"
+
+
+def _text_only(msg: dict[str, Any], i: int, provider: str) -> str:
     """Content that may only hold text: a string, or text parts concatenated."""
     content = msg.get("content", MISSING)
-    if isinstance(content, str):
+    if type(content) is str:
         return content
     if isinstance(content, list):
         texts = []
         for j, part in enumerate(content):
-            part_path = f"{path}.content[{j}]"
-            if not isinstance(part, dict) or part.get("type") != "text":
+            text = part.get("text") if isinstance(part, dict) and part.get("type") == "text" else None
+            if type(text) is not str:
+                path = f"messages[{i}].content[{j}]"
+                if isinstance(part, dict) and part.get("type") == "text":
+                    raise _bad_string(part.get("text", MISSING), f"{path}.text", provider)
                 kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-                raise _fail(provider, part_path, f"only text parts are allowed here, got {kind!r}")
-            texts.append(_string(part, "text", part_path, provider))
+                raise _fail(provider, path, f"only text parts are allowed here, got {kind!r}")
+            texts.append(text)
         return "".join(texts)
     if content is MISSING:
-        raise _fail(provider, f"{path}.content", "is required")
-    raise _fail(provider, f"{path}.content", f"must be a string or a list of text parts, got {type(content).__name__}")
+        raise _fail(provider, f"messages[{i}].content", "is required")
+    raise _fail(
+        provider,
+        f"messages[{i}].content",
+        f"must be a string or a list of text parts, got {type(content).__name__}",
+    )
 
 
-def _string(obj: dict[str, Any], key: str, path: str, provider: str, *, nonempty: bool = False) -> str:
-    value = obj.get(key, MISSING)
-    if value is MISSING:
-        raise _fail(provider, f"{path}.{key}", "is required")
-    if not isinstance(value, str):
-        raise _fail(provider, f"{path}.{key}", f"must be a string, got {type(value).__name__}")
-    if nonempty and not value:
-        raise _fail(provider, f"{path}.{key}", "must not be empty")
-    return value
-
-
-def _user_parts(msg: dict[str, Any], path: str, provider: str) -> list[dict[str, Any]]:
+def _user_parts(msg: dict[str, Any], i: int, provider: str) -> list[dict[str, Any]]:
     content = msg.get("content", MISSING)
-    if isinstance(content, str):
-        return [{"kind": "text", "text": content, "path": f"{path}.content"}]
+    if type(content) is str:
+        return [{"kind": "text", "text": content}]
     if isinstance(content, list):
-        return [_part(part, f"{path}.content[{j}]", provider) for j, part in enumerate(content)]
+        return [_part(part, i, j, provider) for j, part in enumerate(content)]
     if content is MISSING:
-        raise _fail(provider, f"{path}.content", "is required")
-    raise _fail(provider, f"{path}.content", f"must be a string or a list of parts, got {type(content).__name__}")
+        raise _fail(provider, f"messages[{i}].content", "is required")
+    raise _fail(
+        provider, f"messages[{i}].content", f"must be a string or a list of parts, got {type(content).__name__}"
+    )
 
 
-def _part(part: Any, path: str, provider: str) -> dict[str, Any]:
+def _part(part: Any, i: int, j: int, provider: str) -> dict[str, Any]:
+    kind = part.get("type", MISSING) if isinstance(part, dict) else MISSING
+    if kind == "text":
+        text = part.get("text", MISSING)
+        if type(text) is not str:
+            raise _bad_string(text, f"messages[{i}].content[{j}].text", provider)
+        return {"kind": "text", "text": text, "source": part}
+    path = f"messages[{i}].content[{j}]"
     if not isinstance(part, dict):
         raise _fail(provider, path, f"must be an object, got {type(part).__name__}")
-    kind = part.get("type", MISSING)
     if not isinstance(kind, str):
         raise _fail(provider, f"{path}.type", "is required" if kind is MISSING else "must be a string")
-    if kind == "text":
-        return {"kind": "text", "text": _string(part, "text", path, provider), "source": part, "path": path}
     if kind == "image_url":
         image = part.get("image_url", MISSING)
         if not isinstance(image, dict):
             raise _fail(provider, f"{path}.image_url", "must be an object with a url")
-        url = _string(image, "url", f"{path}.image_url", provider, nonempty=True)
+        url = image.get("url", MISSING)
+        if type(url) is not str or not url:
+            raise _bad_string(url, f"{path}.image_url.url", provider)
         if url.startswith("data:"):
             media_type, data = _data_url(url, f"{path}.image_url.url", provider)
-            out = {"kind": "image_base64", "media_type": media_type, "data": data, "source": part, "path": path}
+            out = {"kind": "image_base64", "media_type": media_type, "data": data, "source": part}
         elif url.startswith(("http://", "https://")):
-            out = {"kind": "image_url", "url": url, "source": part, "path": path}
+            out = {"kind": "image_url", "url": url, "source": part}
         else:
             raise _fail(provider, f"{path}.image_url.url", "must be a data: URL or an http(s) URL")
         detail = image.get("detail")
         if detail is not None and detail != "auto":
             out["detail"] = detail
-            out["optional"] = {"detail": "image_url.detail"}
+            out["report"] = {"optional": {"detail": "image_url.detail"}}
         return out
-    return {"kind": kind, "source": part, "path": path}
+    return {"kind": kind, "source": part}
 
 
 def _data_url(url: str, path: str, provider: str) -> tuple[str, str]:
@@ -169,104 +203,130 @@ def _data_url(url: str, path: str, provider: str) -> tuple[str, str]:
     return media_type, data
 
 
-def _assistant_parts(msg: dict[str, Any], path: str, provider: str, seen_ids: dict[str, str]) -> list[dict[str, Any]]:
+def _assistant_parts(
+    msg: dict[str, Any], i: int, provider: str, seen_ids: dict[str, tuple[int, int]], arguments_json: bool
+) -> list[dict[str, Any]]:
     content = msg.get("content")
     parts: list[dict[str, Any]] = []
-    if isinstance(content, str):
+    if type(content) is str:
         if content:
-            parts.append({"kind": "text", "text": content, "path": f"{path}.content"})
+            parts.append({"kind": "text", "text": content})
     elif isinstance(content, list):
         for j, part in enumerate(content):
-            p = _part(part, f"{path}.content[{j}]", provider)
+            p = _part(part, i, j, provider)
             if p["kind"] != "text" or p["text"]:
                 parts.append(p)
     elif content is not None:
         raise _fail(
-            provider, f"{path}.content", f"must be a string, a list of parts or null, got {type(content).__name__}"
+            provider,
+            f"messages[{i}].content",
+            f"must be a string, a list of parts or null, got {type(content).__name__}",
         )
     calls = msg.get("tool_calls")
     if calls is None:
         return parts
     if not isinstance(calls, list):
-        raise _fail(provider, f"{path}.tool_calls", f"must be a list, got {type(calls).__name__}")
+        raise _fail(provider, f"messages[{i}].tool_calls", f"must be a list, got {type(calls).__name__}")
     for k, call in enumerate(calls):
-        call_path = f"{path}.tool_calls[{k}]"
-        part = _tool_call(call, call_path, provider)
-        if part["id"] in seen_ids:
+        part = _tool_call(call, i, k, provider, arguments_json)
+        call_id = part["id"]
+        if call_id in seen_ids:
+            first = seen_ids[call_id]
             raise _fail(
-                provider, f"{call_path}.id", f"tool call id {part['id']!r} is already used at {seen_ids[part['id']]}"
+                provider,
+                f"messages[{i}].tool_calls[{k}].id",
+                f"tool call id {call_id!r} is already used at messages[{first[0]}].tool_calls[{first[1]}].id",
             )
-        seen_ids[part["id"]] = f"{call_path}.id"
+        seen_ids[call_id] = (i, k)
         parts.append(part)
     return parts
 
 
-def _tool_call(call: Any, path: str, provider: str) -> dict[str, Any]:
+def _tool_call(call: Any, i: int, k: int, provider: str, want_json: bool) -> dict[str, Any]:
+    function = call.get("function") if isinstance(call, dict) else None
+    call_id = call.get("id") if function is not None else None
+    name = function.get("name") if isinstance(function, dict) else None
+    if (
+        type(call_id) is not str
+        or not call_id
+        or type(name) is not str
+        or not name
+        or call.get("type", "function") != "function"
+    ):
+        _tool_call_error(call, f"messages[{i}].tool_calls[{k}]", provider)
+    assert isinstance(function, dict)
+    raw = function.get("arguments", MISSING)
+    part = {"kind": "tool_call", "id": call_id, "name": name, "source": call}
+    if type(raw) is str:
+        part["arguments"] = read_arguments(raw, i, k, provider)
+        part["arguments_json"] = raw
+        if not part["arguments"]:
+            part["report"] = {"derived": {"arguments": ("function.arguments", "given as empty text; sent as {}")}}
+    elif isinstance(raw, dict):
+        part["arguments"] = raw
+        if want_json:
+            part["arguments_json"] = json.dumps(raw, ensure_ascii=False)
+            part["report"] = {
+                "derived": {"arguments_json": ("function.arguments", "given as an object; sent as its JSON text")}
+            }
+    else:
+        path = f"messages[{i}].tool_calls[{k}].function.arguments"
+        if raw is MISSING:
+            raise _fail(provider, path, "is required")
+        raise _fail(provider, path, f"must be a JSON object or its JSON text, got {type(raw).__name__}")
+    return part
+
+
+def _tool_call_error(call: Any, path: str, provider: str) -> NoReturn:
+    """Say precisely what is wrong with a tool call the fast check refused."""
     if not isinstance(call, dict):
         raise _fail(provider, path, f"must be an object, got {type(call).__name__}")
     call_type = call.get("type", "function")
     if call_type != "function":
         raise _fail(provider, f"{path}.type", f"only function tool calls can be translated, got {call_type!r}")
-    call_id = _string(call, "id", path, provider, nonempty=True)
+    call_id = call.get("id", MISSING)
+    if type(call_id) is not str or not call_id:
+        raise _bad_string(call_id, f"{path}.id", provider)
     function = call.get("function", MISSING)
     if not isinstance(function, dict):
         raise _fail(provider, f"{path}.function", "is required" if function is MISSING else "must be an object")
-    name = _string(function, "name", f"{path}.function", provider, nonempty=True)
-    raw = function.get("arguments", MISSING)
-    arguments, arguments_json = read_arguments(raw, f"{path}.function.arguments", provider)
-    part = {
-        "kind": "tool_call",
-        "id": call_id,
-        "name": name,
-        "arguments": arguments,
-        "arguments_json": arguments_json,
-        "source": call,
-        "path": path,
-    }
-    if isinstance(raw, dict):
-        part["derived"] = {"arguments_json": ("function.arguments", "given as an object; sent as its JSON text")}
-    elif not arguments:
-        part["derived"] = {"arguments": ("function.arguments", "given as empty text; sent as {}")}
-    return part
+    raise _bad_string(function.get("name", MISSING), f"{path}.function.name", provider)
 
 
-def read_arguments(raw: Any, path: str, provider: str) -> tuple[dict[str, Any], str]:
-    """Arguments as (object, JSON text). A string is parsed and kept byte for byte; "" is {}."""
-    if isinstance(raw, str):
-        if raw.strip() == "":
-            return {}, raw
-        try:
-            parsed = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise _fail(provider, path, f"is not valid JSON ({exc.msg} at character {exc.pos})") from None
-        if not isinstance(parsed, dict):
-            raise _fail(provider, path, f"must be a JSON object, got {type(parsed).__name__}")
-        return parsed, raw
-    if isinstance(raw, dict):
-        return raw, json.dumps(raw, ensure_ascii=False)
-    if raw is MISSING:
-        raise _fail(provider, path, "is required")
-    raise _fail(provider, path, f"must be a JSON object or its JSON text, got {type(raw).__name__}")
+def read_arguments(raw: str, i: int, k: int, provider: str) -> dict[str, Any]:
+    """Arguments given as JSON text, parsed; they must be an object. Empty text means {}."""
+    if not raw or raw.isspace():
+        return {}
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        path = f"messages[{i}].tool_calls[{k}].function.arguments"
+        raise _fail(provider, path, f"is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(parsed, dict):
+        path = f"messages[{i}].tool_calls[{k}].function.arguments"
+        raise _fail(provider, path, f"must be a JSON object, got {type(parsed).__name__}")
+    return parsed
 
 
 def _tool_result(
-    msg: dict[str, Any], path: str, provider: str, pending: dict[str, str], answered: set[str]
+    msg: dict[str, Any], i: int, provider: str, pending: dict[str, str], answered: set[str]
 ) -> dict[str, Any]:
-    call_id = _string(msg, "tool_call_id", path, provider, nonempty=True)
-    if call_id not in pending:
-        raise _fail(
-            provider, f"{path}.tool_call_id", f"{call_id!r} answers no tool call of the preceding assistant turn"
-        )
-    if call_id in answered:
-        raise _fail(provider, f"{path}.tool_call_id", f"tool call {call_id!r} is already answered")
+    call_id = msg.get("tool_call_id", MISSING)
+    name = pending.get(call_id) if type(call_id) is str else None
+    if name is None or call_id in answered:
+        path = f"messages[{i}].tool_call_id"
+        if type(call_id) is not str or not call_id:
+            raise _bad_string(call_id, path, provider)
+        if call_id in answered:
+            raise _fail(provider, path, f"tool call {call_id!r} is already answered")
+        raise _fail(provider, path, f"{call_id!r} answers no tool call of the preceding assistant turn")
     answered.add(call_id)
     return {
         "kind": "tool_result",
         "tool_call_id": call_id,
-        "name": pending[call_id],
-        "content": _text_only(msg, path, provider),
+        "name": name,
+        "content": _text_only(msg, i, provider),
         "source": msg,
-        "path": path,
     }
 
 
@@ -285,7 +345,9 @@ def read_tools(tools: Any, provider: str) -> list[dict[str, Any]]:
         if not isinstance(function, dict):
             raise _fail(provider, f"{path}.function", "is required" if function is MISSING else "must be an object")
         fpath = f"{path}.function"
-        name = _string(function, "name", fpath, provider, nonempty=True)
+        name = function.get("name", MISSING)
+        if type(name) is not str or not name:
+            raise _bad_string(name, f"{fpath}.name", provider)
         if name in names:
             raise _fail(provider, f"{fpath}.name", f"tool {name!r} is already declared at tools[{names[name]}]")
         names[name] = i
@@ -328,5 +390,7 @@ def read_tool_choice(choice: Any, parallel: Any, provider: str) -> dict[str, Any
         function = choice.get("function", MISSING)
         if not isinstance(function, dict):
             raise _fail(provider, "tool_choice.function", "must be an object with a name")
-        name = _string(function, "name", "tool_choice.function", provider, nonempty=True)
+        name = function.get("name", MISSING)
+        if type(name) is not str or not name:
+            raise _bad_string(name, "tool_choice.function.name", provider)
     return {"kind": kind, "name": name, "parallel_tool_calls": parallel, "source": choice}

@@ -36,17 +36,22 @@ from typing import Any
 
 from .errors import Note, ResponseError, RuleError, TranslationError
 from .loader import Key, RuleSource, did_you_mean
-from .paths import MISSING, Getter, PathSyntaxError, compile_path, first_field
+from .paths import MISSING, Getter, PathSyntaxError, compile_path, first_field, simple_steps
 
 
 class Ctx:
-    """Per-call state threaded through rendering: notes collected, where we are."""
+    """Per-call state threaded through rendering: notes collected, where we are.
+
+    `path` is where the current scope sits in the input: a string, or a pair
+    (something with `element_path(i)`, i) formatted only when an error or a note
+    needs it, so the hot loop builds no strings.
+    """
 
     __slots__ = ("notes", "outbound", "path", "provider")
 
     def __init__(self, provider: str, *, outbound: bool = False) -> None:
         self.notes: list[Note] = []
-        self.path = ""
+        self.path: Any = ""
         self.provider = provider
         self.outbound = outbound
 
@@ -54,11 +59,18 @@ class Ctx:
         cls = ResponseError if self.outbound else TranslationError
         return cls(path, message, provider=self.provider)
 
+    def where(self) -> str:
+        if isinstance(self.path, tuple):
+            owner, index = self.path
+            return str(owner.element_path(index))
+        return str(self.path)
+
     def at(self, name: str) -> str:
         """The input path of `name` read from the current scope."""
-        if not self.path:
+        base = self.where()
+        if not base:
             return name
-        return f"{self.path}.{name}" if name and name[0] != "[" else f"{self.path}{name}"
+        return f"{base}.{name}" if name and name[0] != "[" else f"{base}{name}"
 
 
 Render = Callable[[Any, Ctx], Any]
@@ -104,32 +116,310 @@ _OPTIONS: dict[str, set[str]] = {
 
 
 def compile_template(value: Any, key: Key, env: Env) -> Render:
-    """Compile one template found at `key` of the rule file."""
-    render, _ = _compile(value, key, env)
+    """Compile one template found at `key` of the rule file into one generated function.
+
+    Objects, lists, constants, `$get`, `$when`, `$list` and `$sum` become
+    straight-line Python (a dict built key by key, `.get` chains, plain ifs);
+    `$merge` and `$content` are closures the generated code calls. The source is
+    kept on `render.generated` for `toolnexus explain`.
+    """
+    node = _node(value, key, env)
+    if isinstance(node, _Const):
+        return _constant(node.value)
+    if isinstance(node, _Call):
+        return node.render
+    gen = _Codegen()
+    body = gen.emit(node, "out", "s")
+    prologue = ["sd = s if isinstance(s, dict) else {}"] if gen.reads_scope else []
+    source = "def render(s, c):\n" + "".join(f"    {line}\n" for line in prologue + body) + "    return out\n"
+    namespace = {"MISSING": MISSING, "fresh_copy": fresh_copy, "Note": Note, "pick_first": pick_first, **gen.names}
+    exec(compile(source, f"<template {'.'.join(map(str, key))}>", "exec"), namespace)
+    render: Render = namespace["render"]
+    render.generated = source  # type: ignore[attr-defined]
     return render
 
 
-def _compile(value: Any, key: Key, env: Env) -> tuple[Render, bool]:
-    """Return the renderer and whether it is a constant."""
+# Template nodes: what the compiler understood, before code is generated.
+
+
+@dataclass(frozen=True)
+class _Const:
+    value: Any
+
+
+@dataclass(frozen=True)
+class _Read:
+    """One path: inline steps when plain, else a compiled JMESPath getter."""
+
+    expr: str
+    steps: tuple[str | int, ...] | None
+    getter: Getter
+
+
+@dataclass(frozen=True)
+class _Get:
+    paths: tuple[_Read, ...]
+    default: Any  # a node, or None
+    required: bool
+    out_name: str
+
+
+@dataclass(frozen=True)
+class _When:
+    path: _Read
+    expected: Any
+    then: Any
+
+
+@dataclass(frozen=True)
+class _ListOf:
+    path: _Read
+
+
+@dataclass(frozen=True)
+class _Sum:
+    paths: tuple[_Read, ...]
+
+
+@dataclass(frozen=True)
+class _Obj:
+    items: tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class _List:
+    items: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class _Call:
+    render: Render
+
+
+def _node(value: Any, key: Key, env: Env) -> Any:
+    """Understand one template value (recursively), checking it as the rule file's author wrote it."""
     if isinstance(value, dict):
         ops = [k for k in value if k.startswith("$")]
         if ops:
-            return _compile_op(value, ops, key, env), False
-        compiled = [(k, *_compile(v, (*key, k), env)) for k, v in value.items()]
-        if all(const for _, _, const in compiled):
-            return _constant(value), True
-        return _object(compiled), False
+            return _op_node(value, ops, key, env)
+        items = tuple((k, _node(v, (*key, k), env)) for k, v in value.items())
+        if all(isinstance(n, _Const) for _, n in items):
+            return _Const(value)
+        return _Obj(items)
     if isinstance(value, list):
-        items = [_compile(v, (*key, i), env) for i, v in enumerate(value)]
-        if all(const for _, const in items):
-            return _constant(value), True
-        renders = [r for r, _ in items]
-        return (lambda scope, ctx: [r(scope, ctx) for r in renders]), False
+        elements = tuple(_node(v, (*key, i), env) for i, v in enumerate(value))
+        if all(isinstance(n, _Const) for n in elements):
+            return _Const(value)
+        return _List(elements)
     if isinstance(value, str) and value.startswith("$"):
         raise env.error(
             key, f"'{value}': strings starting with '$' are reserved for operations (write {{{value}: ...}})"
         )
-    return _constant(value), True
+    return _Const(value)
+
+
+def _read(expr: Any, key: Key, env: Env) -> _Read:
+    getter = path_getter(expr, key, env)
+    steps = simple_steps(expr)
+    return _Read(expr, None if steps is None else tuple(steps), getter)
+
+
+def _reads(value: Any, key: Key, env: Env) -> tuple[_Read, ...]:
+    exprs = value if isinstance(value, list) else [value]
+    if not exprs:
+        raise env.error(key, "expected at least one path")
+    return tuple(_read(e, (*key, i) if isinstance(value, list) else key, env) for i, e in enumerate(exprs))
+
+
+def _one_read(value: Any, key: Key, env: Env) -> _Read:
+    if isinstance(value, list):
+        raise env.error(key, "takes one path, not a list")
+    return _read(value, key, env)
+
+
+def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
+    if len(ops) > 1:
+        raise env.error(key, f"one operation per mapping, found {', '.join(ops)}")
+    op = ops[0]
+    if op not in _OPTIONS:
+        raise env.error((*key, op), f"unknown operation '{op}'{did_you_mean(op, _OPTIONS)}")
+    for option in spec:
+        if option != op and option not in _OPTIONS[op]:
+            raise env.error((*key, option), f"{op} has no option '{option}'{did_you_mean(option, _OPTIONS[op])}")
+    arg = spec[op]
+    at = (*key, op)
+    if op == "$get":
+        default = _node(spec["default"], (*key, "default"), env) if "default" in spec else None
+        return _Get(_reads(arg, at, env), default, bool(spec.get("required", False)), str(key[-1]) if key else "?")
+    if op == "$when":
+        if "is" not in spec or "then" not in spec:
+            raise env.error(key, "$when needs `is` and `then`")
+        return _When(_one_read(arg, at, env), spec["is"], _node(spec["then"], (*key, "then"), env))
+    if op == "$list":
+        return _ListOf(_one_read(arg, at, env))
+    if op == "$sum":
+        if not isinstance(arg, list):
+            raise env.error(at, "$sum takes a list of paths")
+        return _Sum(_reads(arg, at, env))
+    if op == "$merge":
+        with_spec = spec.get("with", {})
+        if not isinstance(with_spec, dict):
+            raise env.error((*key, "with"), "`with` must be a mapping")
+        sets = tuple((k, compile_template(v, (*key, "with", k), env)) for k, v in with_spec.items())
+        base = _one_read(arg, at, env)
+        return _Call(_op_merge(base.expr, base.getter, sets))
+    # $content
+    if env.content is None:
+        raise env.error(at, "$content is only allowed in a role's `message`")
+    if arg not in ("text_or_blocks", "blocks"):
+        raise env.error(
+            at,
+            f"$content takes text_or_blocks or blocks, got {arg!r}"
+            + did_you_mean(str(arg), ["text_or_blocks", "blocks"]),
+        )
+    env.reads.add("parts")
+    return _Call(env.content(spec, key))
+
+
+def pick_first(ctx: Ctx, *candidates: Any) -> Any:
+    """`$get: [a, b]` at run time: the first present value; the others present are reported as dropped."""
+    found: tuple[str, Any] | None = None
+    for expr, value in zip(candidates[::2], candidates[1::2], strict=True):
+        if value is MISSING:
+            continue
+        if found is None:
+            found = (expr, value)
+        else:
+            ctx.notes.append(Note("dropped", ctx.at(expr), f"{found[0]} was also given and is sent instead"))
+    return MISSING if found is None else found[1]
+
+
+class _Codegen:
+    """Turns template nodes into lines of Python; closures, getters and constants go into `names`."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, Any] = {}
+        self._count = 0
+        self.reads_scope = False  # whether the code reads keys of the scope (via `sd`, checked once)
+
+    def _fresh(self, prefix: str) -> str:
+        self._count += 1
+        return f"{prefix}{self._count}"
+
+    def _name(self, value: Any) -> str:
+        """A literal for plain scalars, else a name bound in the generated function's namespace."""
+        if value is None or type(value) in (str, int, bool):
+            return repr(value)
+        name = self._fresh("k")
+        self.names[name] = value
+        return name
+
+    def _read(self, read: _Read, target: str, scope: str) -> list[str]:
+        if read.steps is None:
+            return [f"{target} = {self._name(read.getter)}({scope})"]
+        steps = read.steps
+        if steps and isinstance(steps[0], str):
+            self.reads_scope = True
+            lines = [f"{target} = sd.get({steps[0]!r}, MISSING)"]
+            steps = steps[1:]
+        else:
+            lines = [f"{target} = {scope}"]
+        for step in steps:
+            if isinstance(step, str):
+                lines.append(f"{target} = {target}.get({step!r}, MISSING) if isinstance({target}, dict) else MISSING")
+            else:
+                lines.append(
+                    f"{target} = {target}[{step}] if isinstance({target}, list)"
+                    f" and -len({target}) <= {step} < len({target}) else MISSING"
+                )
+        return lines
+
+    def emit(self, node: Any, target: str, scope: str) -> list[str]:
+        """Lines that leave the node's value (possibly MISSING) in `target`."""
+        if isinstance(node, _Const):
+            if isinstance(node.value, (dict, list)):
+                return [f"{target} = fresh_copy({self._name(node.value)})"]
+            return [f"{target} = {self._name(node.value)}"]
+        if isinstance(node, _Call):
+            return [f"{target} = {self._name(node.render)}({scope}, c)"]
+        if isinstance(node, _Get):
+            return self._get(node, target, scope)
+        if isinstance(node, _When):
+            lines = self._read(node.path, target, scope)
+            expected = self._name(node.expected)
+            lines.append(f"if type({target}) is type({expected}) and {target} == {expected}:")
+            lines += _indent(self.emit(node.then, target, scope))
+            lines.append(f"else: {target} = MISSING")
+            return lines
+        if isinstance(node, _ListOf):
+            lines = self._read(node.path, target, scope)
+            lines.append(f"if type({target}) is str: {target} = [{target}]")
+            lines.append(f"elif {target} is not MISSING and not isinstance({target}, list):")
+            lines.append(
+                f"    raise c.fail(c.at({node.path.expr!r}),"
+                f" 'expected a string or a list, got ' + type({target}).__name__)"
+            )
+            return lines
+        if isinstance(node, _Sum):
+            lines = [f"{target} = MISSING"]
+            for read in node.paths:
+                tmp = self._fresh("v")
+                lines += self._read(read, tmp, scope)
+                lines.append(f"if {tmp} is not MISSING and {tmp} is not None:")
+                lines.append(
+                    f"    if type({tmp}) is not int: raise c.fail(c.at({read.expr!r}),"
+                    f" 'expected an integer, got ' + type({tmp}).__name__)"
+                )
+                lines.append(f"    {target} = {tmp} if {target} is MISSING else {target} + {tmp}")
+            return lines
+        if isinstance(node, _Obj):
+            lines = [f"{target} = {{}}"]
+            always = False
+            for name, child in node.items:
+                if isinstance(child, _Const) and not isinstance(child.value, (dict, list)):
+                    lines.append(f"{target}[{name!r}] = {self._name(child.value)}")
+                    always = True
+                    continue
+                tmp = self._fresh("v")
+                lines += self.emit(child, tmp, scope)
+                lines.append(f"if {tmp} is not MISSING: {target}[{name!r}] = {tmp}")
+            if not always:
+                lines.append(f"if not {target}: {target} = MISSING")
+            return lines
+        assert isinstance(node, _List)
+        lines = [f"{target} = []"]
+        for child in node.items:
+            tmp = self._fresh("v")
+            lines += self.emit(child, tmp, scope)
+            lines.append(f"if {tmp} is not MISSING: {target}.append({tmp})")
+        return lines
+
+    def _get(self, node: _Get, target: str, scope: str) -> list[str]:
+        if len(node.paths) == 1:
+            lines = self._read(node.paths[0], target, scope)
+        else:
+            lines, args, temps = [], [], []
+            for read in node.paths:
+                tmp = self._fresh("v")
+                lines += self._read(read, tmp, scope)
+                args += [repr(read.expr), tmp]
+                temps.append(tmp)
+            present = " + ".join(f"({tmp} is not MISSING)" for tmp in temps)
+            lines.append(f"if {present} > 1: {target} = pick_first(c, {', '.join(args)})")
+            fallback = " ".join(f"{t} if {t} is not MISSING else" for t in temps[:-1])
+            lines.append(f"else: {target} = {fallback} {temps[-1]}")
+        if node.required:
+            lines.append(f"if {target} is MISSING: raise c.fail(c.at({node.paths[0].expr!r}), 'is required')")
+        if node.default is not None:
+            message = f"not given; the rule's default is sent as {node.out_name}"
+            lines.append(f"if {target} is MISSING:")
+            lines.append(f"    c.notes.append(Note('synthesized', c.at({node.paths[-1].expr!r}), {message!r}))")
+            lines += _indent(self.emit(node.default, target, scope))
+        return lines
+
+
+def _indent(lines: list[str]) -> list[str]:
+    return ["    " + line for line in lines]
 
 
 def _constant(value: Any) -> Render:
@@ -145,20 +435,6 @@ def fresh_copy(value: Any) -> Any:
     if isinstance(value, list):
         return [fresh_copy(v) for v in value]
     return value
-
-
-def _object(compiled: list[tuple[str, Render, bool]]) -> Render:
-    pairs = tuple((k, r) for k, r, _ in compiled)
-
-    def render(scope: Any, ctx: Ctx) -> Any:
-        out = {}
-        for name, fn in pairs:
-            v = fn(scope, ctx)
-            if v is not MISSING:
-                out[name] = v
-        return out if out else MISSING
-
-    return render
 
 
 def path_getter(expression: Any, key: Key, env: Env) -> Getter:
@@ -184,118 +460,6 @@ def _one_path(value: Any, key: Key, env: Env) -> tuple[str, Getter]:
     if isinstance(value, list):
         raise env.error(key, "takes one path, not a list")
     return str(value), path_getter(value, key, env)
-
-
-def _compile_op(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Render:
-    if len(ops) > 1:
-        raise env.error(key, f"one operation per mapping, found {', '.join(ops)}")
-    op = ops[0]
-    if op not in _OPTIONS:
-        raise env.error((*key, op), f"unknown operation '{op}'{did_you_mean(op, _OPTIONS)}")
-    for option in spec:
-        if option != op and option not in _OPTIONS[op]:
-            raise env.error((*key, option), f"{op} has no option '{option}'{did_you_mean(option, _OPTIONS[op])}")
-    arg = spec[op]
-    at = (*key, op)
-    if op == "$get":
-        return _op_get(spec, arg, at, key, env)
-    if op == "$when":
-        if "is" not in spec or "then" not in spec:
-            raise env.error(key, "$when needs `is` and `then`")
-        return _op_when(path_getter(arg, at, env), spec["is"], compile_template(spec["then"], (*key, "then"), env))
-    if op == "$list":
-        return _op_list(*_one_path(arg, at, env))
-    if op == "$sum":
-        if not isinstance(arg, list):
-            raise env.error(at, "$sum takes a list of paths")
-        return _op_sum(_paths(arg, at, env))
-    if op == "$merge":
-        with_spec = spec.get("with", {})
-        if not isinstance(with_spec, dict):
-            raise env.error((*key, "with"), "`with` must be a mapping")
-        sets = tuple((k, compile_template(v, (*key, "with", k), env)) for k, v in with_spec.items())
-        return _op_merge(*_one_path(arg, at, env), sets)
-    # $content
-    if env.content is None:
-        raise env.error(at, "$content is only allowed in a role's `message`")
-    if arg not in ("text_or_blocks", "blocks"):
-        raise env.error(
-            at,
-            f"$content takes text_or_blocks or blocks, got {arg!r}"
-            + did_you_mean(str(arg), ["text_or_blocks", "blocks"]),
-        )
-    env.reads.add("parts")
-    return env.content(spec, key)
-
-
-def _op_get(spec: dict[str, Any], arg: Any, at: Key, key: Key, env: Env) -> Render:
-    paths = _paths(arg, at, env)
-    out_name = str(key[-1]) if key else "?"
-    required = spec.get("required", False)
-    default = compile_template(spec["default"], (*key, "default"), env) if "default" in spec else None
-    if len(paths) == 1 and default is None and not required:
-        getter = paths[0][1]
-        return lambda scope, ctx: getter(scope)
-
-    def render(scope: Any, ctx: Ctx) -> Any:
-        found: tuple[str, Any] | None = None
-        for expr, getter in paths:
-            v = getter(scope)
-            if v is MISSING:
-                continue
-            if found is None:
-                found = (expr, v)
-            else:
-                ctx.notes.append(Note("dropped", ctx.at(expr), f"{found[0]} was also given and is sent instead"))
-        if found is not None:
-            return found[1]
-        if required:
-            raise ctx.fail(ctx.at(paths[0][0]), "is required")
-        if default is not None:
-            ctx.notes.append(
-                Note("synthesized", ctx.at(paths[-1][0]), f"not given; the rule's default is sent as {out_name}")
-            )
-            return default(scope, ctx)
-        return MISSING
-
-    return render
-
-
-def _op_when(getter: Getter, expected: Any, then: Render) -> Render:
-    def render(scope: Any, ctx: Ctx) -> Any:
-        v = getter(scope)
-        if type(v) is type(expected) and v == expected:
-            return then(scope, ctx)
-        return MISSING
-
-    return render
-
-
-def _op_list(expr: str, getter: Getter) -> Render:
-    def render(scope: Any, ctx: Ctx) -> Any:
-        v = getter(scope)
-        if v is MISSING or isinstance(v, list):
-            return v
-        if isinstance(v, str):
-            return [v]
-        raise ctx.fail(ctx.at(expr), f"expected a string or a list, got {type(v).__name__}")
-
-    return render
-
-
-def _op_sum(paths: list[tuple[str, Getter]]) -> Render:
-    def render(scope: Any, ctx: Ctx) -> Any:
-        total: Any = MISSING
-        for expr, getter in paths:
-            v = getter(scope)
-            if v is MISSING or v is None:
-                continue
-            if type(v) is not int:
-                raise ctx.fail(ctx.at(expr), f"expected an integer, got {type(v).__name__}")
-            total = v if total is MISSING else total + v
-        return total
-
-    return render
 
 
 def _op_merge(expr: str, getter: Getter, sets: tuple[tuple[str, Render], ...]) -> Render:
