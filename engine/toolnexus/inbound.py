@@ -112,7 +112,7 @@ class Inbound:
             scope["messages"], self.hoist, provider, arguments_json=self.reads_arguments_json
         )
         chosen = self._choose_system(hoisted, turns, system, default_system, ctx)
-        messages = self._write_messages(turns, hoisted, chosen, ctx, unknown_fields)
+        messages = self._write_messages(turns, hoisted, chosen, ctx, unknown_fields, system)
         scope["messages"] = messages
         if self.system_message is None:
             scope["system"] = chosen
@@ -203,10 +203,16 @@ class Inbound:
         chosen: Any,
         ctx: Ctx,
         unknown_fields: UnknownFields,
+        system: str | None = None,
     ) -> list[Any]:
         out: list[Any] = []
         if self.system_message is not None and chosen is not MISSING:
-            out.append(self.system_message({"text": chosen}, ctx))
+            written = self.system_message({"text": chosen}, ctx)
+            out.append(written)
+            role = written.get("role") if isinstance(written, dict) else None
+            for _, path, _, source in hoisted:
+                if role is not None and source.get("role") != role and system is None:
+                    ctx.notes.append(Note("rewritten", path, f"sent as part of the one {role} message"))
         for _, path, _, source in hoisted:
             if not source.keys() <= READ_KEYS["system"]:
                 self._check_message_keys(source, path, READ_KEYS["system"], ctx, unknown_fields)
