@@ -25,7 +25,7 @@ import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from .endpoint import excerpt
-from .errors import Cancelled, ConfigError, ProviderError, ToolnexusError
+from .errors import Cancelled, ConfigError, ProviderError, ToolnexusError, TranslationError
 from .result import TranslateResult
 from .rulebook import Provider, RulesArg, load_rules
 from .toolkit import Toolkit
@@ -190,7 +190,10 @@ class Client:
         return task.result()
 
     async def _send(self, body: dict[str, Any]) -> TranslateResult:
-        content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        try:
+            content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise TranslationError("", f"the provider body is not representable as JSON ({exc})") from None
         started = time.perf_counter()
         attempts = 0
         status: int | None = None

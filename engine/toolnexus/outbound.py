@@ -137,7 +137,12 @@ class Outbound:
         call_id, name, arguments = call.get("id"), call.get("name"), call.get("arguments", MISSING)
         form = src.arguments
         if type(arguments) is dict and form != "text":
-            arguments = json.dumps(arguments, ensure_ascii=False)
+            try:
+                arguments = json.dumps(arguments, ensure_ascii=False, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise ResponseError(
+                    src.element_path(i), f"tool input is not representable as JSON ({exc})", provider=self.provider
+                ) from None
         if (
             type(call_id) is str
             and call_id

@@ -79,6 +79,9 @@ def read_messages(
         if not isinstance(msg, dict):
             raise _fail(provider, f"messages[{i}]", f"must be an object, got {type(msg).__name__}")
         role = msg.get("role", MISSING)
+        if type(role) is not str:
+            message = "is required" if role is MISSING else f"must be a string, got {type(role).__name__}"
+            raise _fail(provider, f"messages[{i}].role", message)
         if role in hoist:
             hoisted.append((_text_only(msg, i, provider), f"messages[{i}]", i, msg))
             continue
@@ -93,8 +96,6 @@ def read_messages(
             parts = [_tool_result(msg, i, provider, pending, answered)]
         elif role in ROLES:  # a system/developer role this provider does not hoist
             parts = [{"kind": "text", "text": _text_only(msg, i, provider)}]
-        elif role is MISSING:
-            raise _fail(provider, f"messages[{i}].role", "is required")
         else:
             hint = (
                 " (the deprecated 'function' role: send tool messages)"
@@ -265,7 +266,11 @@ def _tool_call(call: Any, i: int, k: int, provider: str, want_json: bool) -> dic
     elif isinstance(raw, dict):
         part["arguments"] = raw
         if want_json:
-            part["arguments_json"] = json.dumps(raw, ensure_ascii=False)
+            try:
+                part["arguments_json"] = json.dumps(raw, ensure_ascii=False, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                path = f"messages[{i}].tool_calls[{k}].function.arguments"
+                raise _fail(provider, path, f"is not representable as JSON ({exc})") from None
             part["report"] = {
                 "derived": {"arguments_json": ("function.arguments", "given as an object; sent as its JSON text")}
             }
@@ -293,12 +298,20 @@ def _tool_call_error(call: Any, path: str, provider: str) -> NoReturn:
     raise _bad_string(function.get("name", MISSING), f"{path}.function.name", provider)
 
 
+def _refuse_constant(name: str) -> Any:
+    raise json.JSONDecodeError(f"{name} is not JSON", name, 0)
+
+
+# Standard JSON only: Python's json accepts NaN and Infinity, which no provider does.
+_STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
 def read_arguments(raw: str, i: int, k: int, provider: str) -> dict[str, Any]:
     """Arguments given as JSON text, parsed; they must be an object. Empty text means {}."""
     if not raw or raw.isspace():
         return {}
     try:
-        parsed = json.loads(raw)
+        parsed = _STRICT_JSON.decode(raw)
     except json.JSONDecodeError as exc:
         path = f"messages[{i}].tool_calls[{k}].function.arguments"
         raise _fail(provider, path, f"is not valid JSON ({exc.msg} at character {exc.pos})") from None
