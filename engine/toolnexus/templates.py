@@ -130,7 +130,8 @@ def compile_template(value: Any, key: Key, env: Env) -> Render:
         return node.render
     gen = _Codegen()
     body = gen.emit(node, "out", "s")
-    prologue = ["sd = s if isinstance(s, dict) else {}"] if gen.reads_scope else []
+    prologue = ["sd = s if isinstance(s, dict) else {}"] if gen.firsts else []
+    prologue += [f"{var} = sd.get({name!r}, MISSING)" for name, var in gen.firsts.items()]
     source = "def render(s, c):\n" + "".join(f"    {line}\n" for line in prologue + body) + "    return out\n"
     namespace = {"MISSING": MISSING, "fresh_copy": fresh_copy, "Note": Note, "pick_first": pick_first, **gen.names}
     exec(compile(source, f"<template {'.'.join(map(str, key))}>", "exec"), namespace)
@@ -300,7 +301,7 @@ class _Codegen:
     def __init__(self) -> None:
         self.names: dict[str, Any] = {}
         self._count = 0
-        self.reads_scope = False  # whether the code reads keys of the scope (via `sd`, checked once)
+        self.firsts: dict[str, str] = {}  # scope key -> the variable that reads it once, up front
 
     def _fresh(self, prefix: str) -> str:
         self._count += 1
@@ -319,8 +320,8 @@ class _Codegen:
             return [f"{target} = {self._name(read.getter)}({scope})"]
         steps = read.steps
         if steps and isinstance(steps[0], str):
-            self.reads_scope = True
-            lines = [f"{target} = sd.get({steps[0]!r}, MISSING)"]
+            first = self.firsts.setdefault(steps[0], f"f{len(self.firsts)}")
+            lines = [f"{target} = {first}"]
             steps = steps[1:]
         else:
             lines = [f"{target} = {scope}"]
