@@ -22,6 +22,7 @@ from .result import TranslatedToolCall, TranslateResult
 from .templates import Ctx, Env, Render, compile_template, path_getter
 
 FINISH_TOOL_CALLS = "tool_calls"
+FINISH_STOP = "stop"
 
 
 @dataclass(frozen=True)
@@ -65,12 +66,7 @@ class Outbound:
 
         finish = self._finish_reason(response, bool(calls), ctx)
         usage = self.usage(response, ctx)
-        usage = {} if usage is MISSING else usage
-        for key, value in usage.items():
-            if not isinstance(value, (int, dict)) or isinstance(value, bool):
-                raise ResponseError(
-                    f"usage.{key}", f"expected an integer, got {type(value).__name__}", provider=provider
-                )
+        usage = {} if usage is MISSING else _counts(usage, "usage", provider)
         model = self.model(response, ctx) if self.model is not None else MISSING
         if model is MISSING or not isinstance(model, str):
             model = requested_model or ""
@@ -182,6 +178,9 @@ class Outbound:
                 Note("unknown", self.stop_path, f"unknown stop reason {stop!r}; reported as {self.unknown!r}")
             )
             return self.unknown
+        if mapped == FINISH_TOOL_CALLS:  # "tool_calls" promises tool calls; there are none
+            ctx.notes.append(Note("rewritten", self.stop_path, f"{stop!r} came with no tool call; reported as 'stop'"))
+            return FINISH_STOP
         return mapped
 
     def finish_reason_for(self, has_tool_calls: bool, provider_stop: str | None) -> str:
@@ -190,6 +189,8 @@ class Outbound:
             return FINISH_TOOL_CALLS
         if provider_stop is None:
             return self.missing or self.unknown
+        if self.table.get(provider_stop) == FINISH_TOOL_CALLS:
+            return FINISH_STOP
         return self.table.get(provider_stop, self.unknown)
 
 
@@ -263,3 +264,20 @@ def _tool_call_paths(template: Any) -> dict[str, str]:
         for name, spec in call.items()
         if isinstance(spec, dict) and isinstance(spec.get("$get"), str) and len(spec) == 1
     }
+
+
+def _counts(usage: dict[str, Any], path: str, provider: str) -> dict[str, Any]:
+    """Usage as OpenAI has it: integers, or objects of integers; a null count is absent."""
+    out: dict[str, Any] = {}
+    for key, value in usage.items():
+        if value is None:
+            continue
+        if isinstance(value, dict):
+            inner = _counts(value, f"{path}.{key}", provider)
+            if inner:
+                out[key] = inner
+        elif type(value) is int:
+            out[key] = value
+        else:
+            raise ResponseError(f"{path}.{key}", f"expected an integer, got {type(value).__name__}", provider=provider)
+    return out

@@ -471,10 +471,12 @@ def _op_merge(expr: str, getter: Getter, sets: tuple[tuple[str, Render], ...]) -
         out = dict(base)
         for name, fn in sets:
             v = fn(scope, ctx)
-            if v is MISSING:
-                out.pop(name, None)
-            else:
+            if v is not MISSING:
                 out[name] = v
+            elif out.pop(name, None) is not None:
+                # `source` is, by the middle form's convention, the input object at ctx's path.
+                where = ctx.at(name if expr == "source" else f"{expr}.{name}")
+                ctx.notes.append(Note("dropped", where, "the rules write nothing for it here"))
         return out
 
     return render

@@ -15,7 +15,7 @@ class StubServer:
             def log_message(self, *a):
                 pass
 
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 outer._send(self, handler(body))
@@ -54,14 +54,22 @@ def add(a: float, b: float) -> str:
 def scripted(body):
     assert any(t["function"]["name"] == "add" for t in body["tools"])  # the toolkit WAS declared
     return {
-        "choices": [{
-            "message": {
-                "role": "assistant", "content": None,
-                "tool_calls": [{"id": "call_1", "type": "function",
-                                 "function": {"name": "add", "arguments": '{"a": 21, "b": 21}'}}],
-            },
-            "finish_reason": "tool_calls",
-        }],
+        "choices": [
+            {
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "add", "arguments": '{"a": 21, "b": 21}'},
+                        }
+                    ],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
 
@@ -70,7 +78,9 @@ async def main():
     tk = await create_toolkit()
     tk.register(
         define_tool(
-            add, name="add", description="Add two numbers.",
+            add,
+            name="add",
+            description="Add two numbers.",
             input_schema={
                 "type": "object",
                 "properties": {"a": {"type": "number"}, "b": {"type": "number"}},

@@ -15,7 +15,7 @@ class StubServer:
             def log_message(self, *a):
                 pass
 
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 outer._send(self, handler(body))
@@ -58,7 +58,10 @@ async def main():
 
     with StubServer(echo) as srv:
         client = create_client(
-            base_url=srv.base_url, style="openai", model="test-model", api_key="test-key",
+            base_url=srv.base_url,
+            style="openai",
+            model="test-model",
+            api_key="test-key",
             system_prompt="You are terse.",  # the client-wide default
         )
         r1 = await client.translate([{"role": "user", "content": "hello"}], max_tokens=50)
