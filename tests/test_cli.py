@@ -66,6 +66,8 @@ def test_explain_shows_rules_with_their_lines() -> None:
     run = toolnexus("explain", "anthropic")
     assert run.returncode == 0
     assert "rules/anthropic.yaml:" in run.stdout and "response.finish_reason" in run.stdout
+    code = toolnexus("explain", "anthropic", "--code")
+    assert "def render(s, c):" in code.stdout and "'tool_use'" in code.stdout
 
 
 @pytest.mark.parametrize(

@@ -83,7 +83,7 @@ def cmd_providers(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_explain(args: argparse.Namespace, out: TextIO) -> int:
-    out.write(load_rules(args.rules).get(args.provider).explain() + "\n")
+    out.write(load_rules(args.rules).get(args.provider).explain(code=args.code) + "\n")
     return 0
 
 
@@ -124,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("explain", parents=[rules], help="show a provider's compiled rules beside their source lines")
     p.add_argument("provider")
+    p.add_argument("--code", action="store_true", help="also print the Python each template compiled to")
     p.set_defaults(run=cmd_explain)
     return parser
 

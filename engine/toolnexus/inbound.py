@@ -93,6 +93,9 @@ class Inbound:
             raise TranslationError(
                 "", f"the request must be an object, got {type(request).__name__}", provider=provider
             )
+        for name, value in (("system", system), ("default_system", default_system)):
+            if value is not None and type(value) is not str:
+                raise TranslationError(name, f"must be a string, got {type(value).__name__}", provider=provider)
         ctx = Ctx(provider)
         scope: dict[str, Any] = {}
         for name, value in request.items():

@@ -36,14 +36,20 @@ class Provider:
     outbound: Outbound
     source: RuleSource
 
-    def explain(self) -> str:
-        """The compiled plan beside its source: every rule with its file line."""
+    def explain(self, *, code: bool = False) -> str:
+        """The compiled plan beside its source: every rule with its file line (and, with
+        `code`, the Python each template compiled to)."""
         lines = [f"{self.name}: {self.doc}".rstrip(": "), f"  file: {self.file}"]
         for key, value in _leaves(self.source.data, ()):
             line, _ = self.source.where(key)
             lines.append(f"  {self.file}:{line}  {dotted(key)} = {json.dumps(value, ensure_ascii=False)}")
         lines.append(f"  request fields mapped: {', '.join(self.inbound.plan['consumed'])}")
         lines.append(f"  request fields unsupported: {', '.join(sorted(self.inbound.unsupported)) or '-'}")
+        if code:
+            for key, generated in self.source.generated.items():
+                line, _ = self.source.where(key)
+                lines.append(f"\n  # {self.file}:{line} {dotted(key)}")
+                lines += [f"  {text}" for text in generated.rstrip().splitlines()]
         return "\n".join(lines)
 
 

@@ -121,7 +121,7 @@ def compile_template(value: Any, key: Key, env: Env) -> Render:
     Objects, lists, constants, `$get`, `$when`, `$list` and `$sum` become
     straight-line Python (a dict built key by key, `.get` chains, plain ifs);
     `$merge` and `$content` are closures the generated code calls. The source is
-    kept on `render.generated` for `toolnexus explain`.
+    kept in the rule source's `generated` table for `toolnexus explain --code`.
     """
     node = _node(value, key, env)
     if isinstance(node, _Const):
@@ -136,7 +136,7 @@ def compile_template(value: Any, key: Key, env: Env) -> Render:
     namespace = {"MISSING": MISSING, "fresh_copy": fresh_copy, "Note": Note, "pick_first": pick_first, **gen.names}
     exec(compile(source, f"<template {'.'.join(map(str, key))}>", "exec"), namespace)
     render: Render = namespace["render"]
-    render.generated = source  # type: ignore[attr-defined]
+    env.source.generated[key] = source
     return render
 
 
