@@ -66,15 +66,26 @@ async def _maybe_await(value: Any) -> Any:
 
 
 class Client:
-    """Translates one OpenAI-shaped turn through one provider call. Safe to share across tasks."""
+    """Translates one OpenAI-shaped turn through one provider call. Safe to share across tasks.
+
+    style: any provider the rules define. api_key: explicit, else the env var the rule
+    file names (ANTHROPIC_API_KEY, ...). system_prompt: the client-wide default, used
+    only when neither the call nor the transcript gives one. timeout: seconds per
+    attempt; overall_timeout: for all attempts together. max_retries: extra attempts on
+    connection errors, timeouts, 408/409/429/5xx (0 = exactly one attempt); backoff:
+    (first delay, ceiling) in seconds, the provider's retry-after wins. request_params:
+    merged into every body after translation (messages, tools and stream are refused).
+    before_llm(body) may return a replacement body; after_llm(response) sees the decoded
+    answer; on_event receives one LLMEvent per call. transport: an httpx transport.
+    """
 
     def __init__(
         self,
-        *,
         base_url: str,
         style: str,
         model: str,
         api_key: str | None = None,
+        *,
         system_prompt: str | None = None,
         headers: dict[str, str] | None = None,
         timeout: float = 60.0,
@@ -339,40 +350,5 @@ def _retry_after(headers: httpx.Headers) -> float | None:
     return None
 
 
-def create_client(
-    base_url: str,
-    style: str,
-    model: str,
-    api_key: str | None = None,
-    *,
-    system_prompt: str | None = None,
-    headers: dict[str, str] | None = None,
-    timeout: float = 60.0,
-    overall_timeout: float | None = None,
-    max_retries: int = 2,
-    backoff: tuple[float, float] = (0.5, 8.0),
-    rules: RulesArg = None,
-    before_llm: BeforeLLM | None = None,
-    after_llm: AfterLLM | None = None,
-    request_params: dict[str, Any] | None = None,
-    on_event: Callable[[LLMEvent], None] | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
-) -> Client:
-    """A Client for one provider `style` (any provider the rules define).
-
-    api_key: explicit, else the env var the rule file names (ANTHROPIC_API_KEY, ...).
-    system_prompt: the client-wide default, used only when neither the call nor the
-    transcript gives one. timeout: seconds per attempt; overall_timeout: for all
-    attempts together. max_retries: extra attempts on connection errors, timeouts,
-    408/409/429/5xx (0 = exactly one attempt); backoff: (first delay, ceiling) in
-    seconds, the provider's retry-after wins. request_params: merged into every body
-    after translation (messages, tools and stream are refused). before_llm(body) may
-    return a replacement body; after_llm(response) sees the decoded answer; on_event
-    receives one LLMEvent per call. transport: an httpx transport (tests, proxies).
-    """
-    return Client(
-        base_url=base_url, style=style, model=model, api_key=api_key, system_prompt=system_prompt,
-        headers=headers, timeout=timeout, overall_timeout=overall_timeout, max_retries=max_retries,
-        backoff=backoff, rules=rules, before_llm=before_llm, after_llm=after_llm,
-        request_params=request_params, on_event=on_event, transport=transport,
-    )  # fmt: skip
+create_client = Client
+"""`create_client(base_url, style, model, api_key=None, **options)`: the API page's name for `Client(...)`."""
