@@ -437,6 +437,9 @@ def _content_writer(
                 raise source.error((*key, "kinds", i), f"no part template for kind '{k}' in messages.parts")
     wanted = frozenset(kinds) if kinds is not None else None
     flatten = policy == "text_or_blocks"
+    writers = {kind: write for kind, (write, _) in parts.items()}
+    # Kinds whose template reads the part's fields one by one: they may drop or rewrite (see _report_part).
+    reporting = {kind: reads for kind, (_, reads) in parts.items() if reads is not None and "source" not in reads}
 
     def render(turn: Any, ctx: Ctx) -> Any:
         selected = turn["parts"] if wanted is None else [p for p in turn["parts"] if p["kind"] in wanted]
@@ -448,12 +451,12 @@ def _content_writer(
                 return selected[0]["text"] if len(selected) == 1 else "".join(p["text"] for p in selected)
         blocks = []
         for part in selected:
-            writer = parts.get(part["kind"])
-            if writer is None:
-                raise ctx.fail(part_path(turn, part), f"{part['kind']} parts cannot be sent to {provider}")
-            write, reads = writer
-            if "report" in part and reads is not None and "source" not in reads:
-                _report_part(turn, part, reads, ctx)
+            kind = part["kind"]
+            write = writers.get(kind)
+            if write is None:
+                raise ctx.fail(part_path(turn, part), f"{kind} parts cannot be sent to {provider}")
+            if "report" in part and kind in reporting:
+                _report_part(turn, part, reporting[kind], ctx)
             blocks.append(write(part, ctx))
         return blocks if blocks else MISSING
 

@@ -89,8 +89,8 @@ def read_messages(
             parts = _user_parts(msg, i, provider)
             pending, answered = {}, set()
         elif role == "assistant":
-            parts = _assistant_parts(msg, i, provider, seen_ids, arguments_json)
-            pending = {p["id"]: p["name"] for p in parts if p["kind"] == "tool_call"}
+            pending = {}
+            parts = _assistant_parts(msg, i, provider, seen_ids, arguments_json, pending)
             answered = set()
         elif role == "tool":
             parts = [_tool_result(msg, i, provider, pending, answered)]
@@ -205,8 +205,14 @@ def _data_url(url: str, path: str, provider: str) -> tuple[str, str]:
 
 
 def _assistant_parts(
-    msg: dict[str, Any], i: int, provider: str, seen_ids: dict[str, tuple[int, int]], arguments_json: bool
+    msg: dict[str, Any],
+    i: int,
+    provider: str,
+    seen_ids: dict[str, tuple[int, int]],
+    arguments_json: bool,
+    pending: dict[str, str],
 ) -> list[dict[str, Any]]:
+    """Text parts, then tool calls; `pending` learns each call's id -> name for the results that follow."""
     content = msg.get("content")
     parts: list[dict[str, Any]] = []
     if type(content) is str:
@@ -239,6 +245,7 @@ def _assistant_parts(
                 f"tool call id {call_id!r} is already used at messages[{first[0]}].tool_calls[{first[1]}].id",
             )
         seen_ids[call_id] = (i, k)
+        pending[call_id] = part["name"]
         parts.append(part)
     return parts
 
@@ -257,14 +264,14 @@ def _tool_call(call: Any, i: int, k: int, provider: str, want_json: bool) -> dic
         _tool_call_error(call, f"messages[{i}].tool_calls[{k}]", provider)
     assert isinstance(function, dict)
     raw = function.get("arguments", MISSING)
-    part = {"kind": "tool_call", "id": call_id, "name": name, "source": call}
     if type(raw) is str:
-        part["arguments"] = read_arguments(raw, i, k, provider)
+        arguments = read_arguments(raw, i, k, provider)
+        part = {"kind": "tool_call", "id": call_id, "name": name, "source": call, "arguments": arguments}
         part["arguments_json"] = raw
-        if not part["arguments"]:
+        if not arguments:
             part["report"] = {"derived": {"arguments": ("function.arguments", "given as empty text; sent as {}")}}
     elif isinstance(raw, dict):
-        part["arguments"] = raw
+        part = {"kind": "tool_call", "id": call_id, "name": name, "source": call, "arguments": raw}
         if want_json:
             try:
                 part["arguments_json"] = json.dumps(raw, ensure_ascii=False, allow_nan=False)
