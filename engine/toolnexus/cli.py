@@ -1,4 +1,4 @@
-"""The `toolnexus` command: check, request, response, providers, explain, demo.
+"""The `toolnexus` command: check, request, response, providers, explain, diff, demo.
 
 Errors print one line (with the path or rule location) and exit 2; a failed
 check prints its diffs and exits 1.
@@ -87,6 +87,21 @@ def cmd_explain(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_diff(args: argparse.Namespace, out: TextIO) -> int:
+    from .diff import build_report, render
+
+    text = render(build_report(load_rules(args.rules), args.providers), args.format)
+    if args.output is None:
+        out.write(text)
+    else:
+        try:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise _InputError(f"{args.output}: {exc.strerror}") from None
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     from .demo import main as demo_main  # the client stack loads only for the demo
 
@@ -121,6 +136,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", parents=[rules], help="a two-turn tool-calling exchange per provider, offline")
     p.set_defaults(run=cmd_demo)
+
+    p = sub.add_parser("diff", parents=[rules], help="how each provider handles each concept, side by side")
+    p.add_argument("providers", nargs="*", metavar="PROVIDER", help="the providers to compare (default: all)")
+    p.add_argument("--format", choices=("table", "markdown", "html"), default="table")
+    p.add_argument("--output", metavar="FILE", help="write to FILE instead of printing")
+    p.set_defaults(run=cmd_diff)
 
     p = sub.add_parser("explain", parents=[rules], help="show a provider's compiled rules beside their source lines")
     p.add_argument("provider")

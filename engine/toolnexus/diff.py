@@ -1,0 +1,798 @@
+"""`toolnexus diff`: how each provider handles each concept, side by side, from the rule files alone.
+
+A report is rows of concepts (where the system prompt goes, role names, part
+shapes, tool_choice, finish reasons, usage, what is dropped) by columns of
+providers. Every cell is read from `Provider.source.data`, the rule file as
+plain data, by the rule file's structure: no provider name is ever tested, so a
+new rule file gets its column for free. Templates are shown in a compact
+notation (`_LEGEND`); `doc:` and `source:` entries become numbered footnotes.
+A concept a rule file says nothing about shows as "—".
+
+Three renderers: `render_table` (a terminal), `render_markdown` (a GitHub table
+with footnotes: the README's "Provider differences" section is its output) and
+`render_html` (a standalone page).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import textwrap
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .loader import Key, dotted, rule_schema
+from .rulebook import Provider, Rulebook
+
+NOTHING = "—"
+FORMATS = ("table", "markdown", "html")
+
+# Names the request body's scope holds already translated (README "Rule format"): the
+# messages, tools and tool_choice sections' output, and the chosen system prompt.
+_TRANSLATED = ("messages", "tools", "tool_choice", "system")
+_DOC_KEYS = ("doc", "source")
+_MARK = re.compile("\x1f(\\d+)\x1f")  # a footnote reference; YAML cannot carry this character
+
+_LEGEND = (
+    'Shapes: a bare name copies the field of that name; "key: path" reads a path '
+    "(of the OpenAI side in requests, of the provider's answer in responses); "
+    '"x" is a constant; a ?? b is the first one present; T if p == v is T only then, '
+    "otherwise the key is omitted; list(p) makes a lone string a one-item list; a + b sums; "
+    "{...p, k: T} is p with k set; content(policy) writes the message's parts through the part rows; "
+    '"as given" passes the OpenAI value through. '
+    f"{NOTHING} means the rule file says nothing about it."
+)
+
+
+@dataclass(frozen=True)
+class Footnote:
+    number: int
+    provider: str
+    rule: str  # the dotted rule key carrying the note
+    text: str
+
+    def plain(self) -> str:
+        return f"{self.provider}, {self.rule}: {self.text}"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One provider's answer for one concept: lines of text (none: the file says nothing)."""
+
+    lines: tuple[str, ...] = ()
+    where: str = ""  # file:line of the rule it came from (shown by the html renderer)
+
+
+@dataclass(frozen=True)
+class Row:
+    concept: str
+    cells: tuple[Cell, ...]
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    rows: tuple[Row, ...]
+
+
+@dataclass(frozen=True)
+class Report:
+    providers: tuple[str, ...]
+    sections: tuple[Section, ...]
+    footnotes: tuple[Footnote, ...]
+
+
+# ---------------------------------------------------------------------------------------
+# Reading one rule file
+
+
+@dataclass
+class _Notes:
+    """Footnotes, numbered in the order the report first refers to them."""
+
+    by_key: dict[tuple[str, str, str], Footnote] = field(default_factory=dict)
+
+    def ref(self, provider: str, key: Key, text: str) -> str:
+        entry = (provider, dotted(key), text)
+        if entry not in self.by_key:
+            self.by_key[entry] = Footnote(len(self.by_key) + 1, *entry)
+        return f"\x1f{self.by_key[entry].number}\x1f"
+
+
+def _op(value: Any) -> str | None:
+    """The operation of a template mapping (`$get`, ...), or None for a constant."""
+    if isinstance(value, dict):
+        ops = [k for k in value if k.startswith("$")]
+        if len(ops) == 1:
+            return str(ops[0])
+    return None
+
+
+def _paths(arg: Any) -> list[str]:
+    return [str(p) for p in arg] if isinstance(arg, list) else [str(arg)]
+
+
+def _plain_get(value: Any) -> str | None:
+    """The path of `{$get: PATH}` with no default and no requirement, else None."""
+    if _op(value) == "$get" and not set(value) - {"$get", *_DOC_KEYS} and isinstance(value["$get"], str):
+        return str(value["$get"])
+    return None
+
+
+def _roots(value: Any) -> set[str]:
+    """The top-level scope names a template reads."""
+    out: set[str] = set()
+    op = _op(value)
+    if op is not None:
+        if op in ("$get", "$when", "$list", "$sum", "$merge"):
+            out.update(re.split(r"[.\[]", p, maxsplit=1)[0] for p in _paths(value[op]))
+        for option, sub in value.items():
+            if option not in (op, *_DOC_KEYS):
+                out |= _roots(sub)
+    elif isinstance(value, dict):
+        for sub in value.values():
+            out |= _roots(sub)
+    elif isinstance(value, list):
+        for sub in value:
+            out |= _roots(sub)
+    return out
+
+
+class _View:
+    """One provider's rule file, read concept by concept."""
+
+    def __init__(self, provider: Provider, notes: _Notes) -> None:
+        self.provider = provider
+        self.data: Any = provider.source.data
+        self.notes = notes
+
+    def at(self, *key: str | int) -> Any:
+        value = self.data
+        for part in key:
+            if isinstance(part, int):
+                if not isinstance(value, list) or part >= len(value):
+                    return None
+            elif not isinstance(value, dict) or part not in value:
+                return None
+            value = value[part]
+        return value
+
+    def table(self, *key: str) -> dict[str, Any]:
+        value = self.at(*key)
+        return value if isinstance(value, dict) else {}
+
+    def cell(self, lines: Iterable[str], key: Key = ()) -> Cell:
+        where = ""
+        if key:
+            line, _ = self.provider.source.where(key)
+            where = f"{self.provider.file}:{line}" if line else self.provider.file
+        return Cell(tuple(lines), where)
+
+    def marks(self, entry: Any, key: Key) -> str:
+        """Footnote references for the `doc:`/`source:` of a rule entry."""
+        if not isinstance(entry, dict):
+            return ""
+        return "".join(
+            self.notes.ref(self.provider.name, key, str(entry[k])) for k in _DOC_KEYS if isinstance(entry.get(k), str)
+        )
+
+    # Templates in compact notation.
+
+    def shape(self, value: Any, key: Key, *, top: bool = False) -> str:
+        op = _op(value)
+        if op is not None:
+            return self._op_shape(op, value, key, top=top) + self.marks(value, key)
+        if isinstance(value, dict):
+            if not value:
+                return "{}"
+            return "{" + ", ".join(self.item(k, v, (*key, k)) for k, v in value.items()) + "}"
+        if isinstance(value, list):
+            return "[" + ", ".join(self.shape(v, (*key, i)) for i, v in enumerate(value)) + "]"
+        return json.dumps(value, ensure_ascii=False)
+
+    def item(self, name: str, value: Any, key: Key) -> str:
+        """`name` when the template copies the field of that name, else `name: shape`."""
+        if _plain_get(value) == name:
+            return name + self.marks(value, key)
+        return f"{name}: {self.shape(value, key)}"
+
+    def _op_shape(self, op: str, spec: dict[str, Any], key: Key, *, top: bool) -> str:
+        arg = spec[op]
+        if op == "$get":
+            if top and _plain_get(spec) == "source":
+                return "as given"
+            text = " ?? ".join(_paths(arg))
+            if "default" in spec:
+                text += " ?? " + self.shape(spec["default"], (*key, "default"))
+            return text + (" (required)" if spec.get("required") else "")
+        if op == "$when" and "then" in spec:
+            return f"{self.shape(spec['then'], (*key, 'then'))} if {arg} == {self.shape(spec.get('is'), key)}"
+        if op == "$list":
+            return f"list({arg})"
+        if op == "$sum":
+            return " + ".join(_paths(arg))
+        if op == "$merge":
+            sets = spec.get("with")
+            items = [self.item(k, v, (*key, "with", k)) for k, v in sets.items()] if isinstance(sets, dict) else []
+            if top and arg == "source":
+                return "as given" + (", with " + ", ".join(items) if items else "")
+            return "{" + ", ".join([f"...{arg}", *items]) + "}"
+        # $content, and any operation added later: name(argument, option: value, ...)
+        args = [arg if isinstance(arg, str) else self.shape(arg, (*key, op))]
+        args += [f"{k}: {self.shape(v, (*key, k))}" for k, v in spec.items() if k not in (op, *_DOC_KEYS)]
+        return f"{op[1:]}({', '.join(args)})"
+
+    def unsupported(self, key: Key, action: str) -> list[str]:
+        """The entries of an `unsupported` table with this action, with their accepted values."""
+        out = []
+        for name, entry in self.table(*(str(k) for k in key)).items():
+            if not isinstance(entry, dict) or entry.get("action") != action:
+                continue
+            accept = entry.get("accept")
+            text = name
+            if isinstance(accept, list) and accept:
+                values = " or ".join(self.shape(v, (*key, name, "accept", i)) for i, v in enumerate(accept))
+                text += f" unless {values}" if action == "error" else f" (silent when {values})"
+            out.append(text + self.marks(entry, (*key, name)))
+        return out
+
+
+# ---------------------------------------------------------------------------------------
+# The concepts: one function per row, reading one rule file
+
+
+Concept = Callable[[_View], Cell]
+
+
+def _rule_file(v: _View) -> Cell:
+    return v.cell([v.provider.file])
+
+
+def _api(v: _View) -> Cell:
+    doc = v.at("doc")
+    text = (doc if isinstance(doc, str) else "") + v.marks({"source": v.at("source")}, ("source",))
+    return v.cell([text] if text else [], ("provider",))
+
+
+def _endpoint(v: _View) -> Cell:
+    ep = v.table("endpoint")
+    if "path" not in ep:
+        return Cell()
+    return v.cell([f"{ep.get('method', 'POST')} {ep['path']}{v.marks(ep, ('endpoint',))}"], ("endpoint", "path"))
+
+
+def _auth(v: _View) -> Cell:
+    ep = v.table("endpoint")
+    if "auth_header" not in ep:
+        return Cell()
+    scheme = f"{ep['auth_scheme']} " if ep.get("auth_scheme") else ""
+    return v.cell([f"{ep['auth_header']}: {scheme}<key>"], ("endpoint", "auth_header"))
+
+
+def _key_env(v: _View) -> Cell:
+    names = v.at("endpoint", "api_key_env")
+    shown = [", ".join(map(str, names))] if isinstance(names, list) and names else []
+    return v.cell(shown, ("endpoint", "api_key_env"))
+
+
+def _headers(v: _View) -> Cell:
+    return v.cell([f"{k}: {h}" for k, h in v.table("endpoint", "headers").items()], ("endpoint", "headers"))
+
+
+def _request_id(v: _View) -> Cell:
+    name = v.at("endpoint", "request_id_header")
+    return v.cell([str(name)] if name else [], ("endpoint", "request_id_header"))
+
+
+def _error_body(v: _View) -> Cell:
+    paths = v.table("endpoint", "error")
+    return v.cell([", ".join(f"{k}: {p}" for k, p in paths.items())] if paths else [], ("endpoint", "error"))
+
+
+def _system_target(v: _View) -> Cell:
+    system = v.table("messages", "system")
+    key: Key = ("messages", "system")
+    if "message" in system:
+        lines = [f"a leading message {v.shape(system['message'], (*key, 'message'))}"]
+    else:
+        lines = []
+        for name, template in v.table("request", "body").items():
+            if "system" in _roots(template):
+                at: Key = ("request", "body", name)
+                shown = f": {v.shape(template, at)}" if _plain_get(template) != "system" else v.marks(template, at)
+                lines.append(f"body field {name}{shown}")
+                key = at
+    if lines:
+        lines[0] += v.marks(system, ("messages", "system"))
+    return v.cell(lines, key)
+
+
+def _hoisted(v: _View) -> Cell:
+    system = v.table("messages", "system")
+    roles = system.get("roles")
+    if not isinstance(roles, list) or not roles:
+        return Cell()
+    joined = f", joined with {json.dumps(system['join'])}" if "join" in system else ""
+    return v.cell([", ".join(map(str, roles)) + joined], ("messages", "system", "roles"))
+
+
+def _role_name(role: str) -> Concept:
+    def concept(v: _View) -> Cell:
+        key: Key = ("messages", "roles", role)
+        entry = v.at(*key)
+        if not isinstance(entry, dict) or "message" not in entry:
+            hoisted = v.at("messages", "system", "roles")
+            return v.cell(["hoisted into the system prompt"] if isinstance(hoisted, list) and role in hoisted else [])
+        template = entry["message"]
+        op = _op(template)
+        if op is None and isinstance(template, dict) and "role" in template:
+            name = template["role"]
+            text = name if isinstance(name, str) else v.shape(name, (*key, "message", "role"))
+        elif op == "$merge" and isinstance(template.get("with"), dict) and "role" in template["with"]:
+            text = v.shape(template["with"]["role"], (*key, "message", "with", "role"))
+        elif op in ("$merge", "$get") and template[op] == "source":
+            text = "as given"
+        else:
+            text = v.shape(template, (*key, "message"), top=True)
+        return v.cell([text + v.marks(entry, key)], (*key, "message"))
+
+    return concept
+
+
+def _message_bodies(v: _View) -> Cell:
+    lines = []
+    for role, entry in v.table("messages", "roles").items():
+        if not isinstance(entry, dict) or "message" not in entry:
+            continue
+        template = entry["message"]
+        if _op(template) is None and isinstance(template, dict) and isinstance(template.get("role"), str):
+            template = {k: t for k, t in template.items() if k != "role"}  # the role row shows it
+        lines.append(f"{role}: {v.shape(template, ('messages', 'roles', role, 'message'), top=True)}")
+    return v.cell(lines, ("messages", "roles"))
+
+
+def _roles_flagged(flag: str) -> Concept:
+    def concept(v: _View) -> Cell:
+        roles = [r for r, e in v.table("messages", "roles").items() if isinstance(e, dict) and e.get(flag) is True]
+        return v.cell([", ".join(roles)] if roles else [], ("messages", "roles"))
+
+    return concept
+
+
+def _keys_dropped(*key: str) -> Concept:
+    def concept(v: _View) -> Cell:
+        lines = []
+        for action, label in (("drop", "dropped"), ("error", "refused")):
+            entries = v.unsupported(key, action)
+            if entries:
+                lines.append(f"{label}: {', '.join(entries)}")
+        return v.cell(lines, key)
+
+    return concept
+
+
+def _fields(action: str) -> Concept:
+    def concept(v: _View) -> Cell:
+        entries = v.unsupported(("request", "unsupported"), action)
+        return v.cell([", ".join(entries)] if entries else [], ("request", "unsupported"))
+
+    return concept
+
+
+def _template(*key: str) -> Concept:
+    """A template shown whole, e.g. one part kind, one tool_choice kind, one usage field."""
+
+    def concept(v: _View) -> Cell:
+        value = v.at(*key)
+        return Cell() if value is None else v.cell([v.shape(value, key, top=True)], key)
+
+    return concept
+
+
+def _body_entries(v: _View) -> list[tuple[str, Any, Key]]:
+    return [(name, t, ("request", "body", name)) for name, t in v.table("request", "body").items()]
+
+
+def _body_sections(v: _View) -> Cell:
+    """Where the translated messages, tools and tool_choice go in the body."""
+    lines = [
+        v.item(name, t, key)
+        for name, t, key in _body_entries(v)
+        if _roots(t) & set(_TRANSLATED) and "system" not in _roots(t)
+    ]
+    return v.cell(lines, ("request", "body"))
+
+
+def _passed(v: _View) -> Cell:
+    names = []
+    for name, t, key in _body_entries(v):
+        if _op(t) == "$get" and t["$get"] == name and name not in _TRANSLATED and "default" not in t:
+            names.append(name + (" (required)" if t.get("required") else "") + v.marks(t, key))
+    return v.cell([", ".join(names)] if names else [], ("request", "body"))
+
+
+def _reshaped(v: _View) -> Cell:
+    lines = [
+        v.item(name, t, key)
+        for name, t, key in _body_entries(v)
+        if not (_op(t) == "$get" and t["$get"] == name and "default" not in t) and not _roots(t) & set(_TRANSLATED)
+    ]
+    return v.cell(lines, ("request", "body"))
+
+
+def _defaults(v: _View) -> Cell:
+    """Every `$get` with a `default:`, anywhere in the file (body fields by their body name)."""
+    found: list[str] = []
+
+    def walk(value: Any, key: Key) -> None:
+        if isinstance(value, dict):
+            if _op(value) == "$get" and "default" in value:
+                shown = dotted(key[2:] if key[:2] == ("request", "body") else key)
+                found.append(f"{shown}: {v.shape(value['default'], (*key, 'default'))}{v.marks(value, key)}")
+            for k, sub in value.items():
+                walk(sub, (*key, k))
+        elif isinstance(value, list):
+            for i, sub in enumerate(value):
+                walk(sub, (*key, i))
+
+    walk(v.data, ())
+    return v.cell(found)
+
+
+def _tool_template(item: Any) -> Any:
+    """What an answer element contributes: its `as` template, or its `kinds` table."""
+    return item.get("as", item.get("kinds")) if isinstance(item, dict) else None
+
+
+def _answer_pieces(v: _View) -> Cell:
+    lines = []
+    items = v.at("response", "items")
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        if not isinstance(item, dict):
+            continue
+        key: Key = ("response", "items", i)
+        where = f"each {item['each']}" if "each" in item else f"one {item.get('one', '?')}"
+        where += " (optional)" if item.get("optional") else ""
+        if isinstance(item.get("kinds"), dict):
+            lines.append(f"{where}, by {item.get('kind', '?')}:{v.marks(item, key)}")
+            for kind, template in item["kinds"].items():
+                shown = v.shape(template, (*key, "kinds", kind)) if template else "ignored"
+                lines.append(f"· {kind}: {shown}")
+        else:
+            lines.append(f"{where}: {v.shape(item.get('as'), (*key, 'as'))}{v.marks(item, key)}")
+    return v.cell(lines, ("response", "items"))
+
+
+def _arguments_form(v: _View) -> Cell:
+    forms: list[str] = []
+    items = v.at("response", "items")
+    for item in items if isinstance(items, list) else []:
+        template = _tool_template(item)
+        kinds = template.values() if isinstance(item, dict) and "kinds" in item and isinstance(template, dict) else []
+        if any(isinstance(t, dict) and "tool_call" in t for t in [template, *kinds]):
+            form = str(item.get("arguments", "any"))
+            forms += [form] if form not in forms else []
+    return v.cell([", ".join(forms)] if forms else [], ("response", "items"))
+
+
+def _finish_from(v: _View) -> Cell:
+    finish = v.table("response", "finish_reason")
+    if "from" not in finish:
+        return Cell()
+    return v.cell([str(finish["from"]) + v.marks(finish, ("response", "finish_reason"))], ("response", "finish_reason"))
+
+
+def _finish_to(reason: str) -> Concept:
+    def concept(v: _View) -> Cell:
+        values = [k for k, r in v.table("response", "finish_reason", "table").items() if r == reason]
+        return v.cell([", ".join(values)] if values else [], ("response", "finish_reason", "table"))
+
+    return concept
+
+
+def _finish_fallback(which: str) -> Concept:
+    def concept(v: _View) -> Cell:
+        reason = v.at("response", "finish_reason", which)
+        return v.cell([f"{reason} (noted)"] if isinstance(reason, str) else [], ("response", "finish_reason", which))
+
+    return concept
+
+
+# Rows whose set depends on the rule files: one per role, part kind, tool_choice kind, ...
+
+
+RowSpec = tuple[str, Concept]
+
+
+def _schema_properties(*path: str) -> list[str]:
+    node: Any = rule_schema()
+    for name in path:
+        node = node.get("properties", {}).get(name, {}) if isinstance(node, dict) else {}
+    props = node.get("properties", {}) if isinstance(node, dict) else {}
+    return list(props)
+
+
+def _union(views: Sequence[_View], key: tuple[str, ...], order: Sequence[str]) -> list[str]:
+    """The keys of the table at `key` in any file, in the rule format's order, then as found."""
+    seen: list[str] = []
+    for v in views:
+        seen += [k for k in v.table(*key) if k not in seen and k not in _DOC_KEYS]
+    return [k for k in order if k in seen] + [k for k in seen if k not in order]
+
+
+def _role_rows(views: Sequence[_View]) -> list[RowSpec]:
+    roles = _union(views, ("messages", "roles"), _schema_properties("messages", "roles"))
+    return [(f"{role} role becomes", _role_name(role)) for role in roles]
+
+
+def _part_rows(views: Sequence[_View]) -> list[RowSpec]:
+    kinds = _union(views, ("messages", "parts"), _schema_properties("messages", "parts"))
+    return [(f"{kind} part", _template("messages", "parts", kind)) for kind in kinds]
+
+
+def _tool_choice_rows(views: Sequence[_View]) -> list[RowSpec]:
+    kinds = _union(views, ("tool_choice",), _schema_properties("tool_choice"))
+    return [(f"tool_choice {kind}", _template("tool_choice", kind)) for kind in kinds]
+
+
+def _finish_rows(views: Sequence[_View]) -> list[RowSpec]:
+    enum = rule_schema().get("$defs", {}).get("finish_reason", {}).get("enum", [])
+    seen: list[str] = []
+    for v in views:
+        finish = v.table("response", "finish_reason")
+        values = [*finish.get("table", {}).values(), finish.get("unknown"), finish.get("missing")]
+        seen += [r for r in values if isinstance(r, str) and r not in seen]
+    reasons = [*enum, *(r for r in seen if r not in enum)]  # every OpenAI finish reason, mapped or not
+    return [
+        *((f"finish_reason {reason} from", _finish_to(reason)) for reason in reasons),
+        ("finish_reason for an unknown value", _finish_fallback("unknown")),
+        ("finish_reason when absent", _finish_fallback("missing")),
+    ]
+
+
+def _usage_rows(views: Sequence[_View]) -> list[RowSpec]:
+    fields = _union(views, ("response", "usage"), _schema_properties("response", "usage"))
+    return [(f"usage {name}", _template("response", "usage", name)) for name in fields]
+
+
+Rows = RowSpec | Callable[[Sequence[_View]], list[RowSpec]]
+
+_SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
+    ("Provider", (("rule file", _rule_file), ("API", _api))),
+    (
+        "Endpoint",
+        (
+            ("endpoint", _endpoint),
+            ("auth header", _auth),
+            ("API key env", _key_env),
+            ("extra headers", _headers),
+            ("request id header", _request_id),
+            ("error body", _error_body),
+        ),
+    ),
+    ("System prompt", (("system prompt goes to", _system_target), ("hoisted roles", _hoisted))),
+    (
+        "Messages",
+        (
+            _role_rows,
+            ("message shape", _message_bodies),
+            ("merged when consecutive", _roles_flagged("merge_consecutive")),
+            ("dropped when empty", _roles_flagged("drop_if_empty")),
+            ("message keys dropped / refused", _keys_dropped("messages", "unsupported")),
+            _part_rows,
+        ),
+    ),
+    (
+        "Tools",
+        (
+            ("tool declaration", _template("tools", "declaration")),
+            ("tool keys dropped / refused", _keys_dropped("tools", "unsupported")),
+            _tool_choice_rows,
+        ),
+    ),
+    (
+        "Request body",
+        (
+            ("body places messages, tools, tool_choice", _body_sections),
+            ("fields passed as is", _passed),
+            ("fields reshaped", _reshaped),
+            ("defaults", _defaults),
+            ("fields dropped", _fields("drop")),
+            ("fields refused", _fields("error")),
+        ),
+    ),
+    (
+        "Response",
+        (
+            ("model from", _template("response", "model")),
+            ("answer pieces", _answer_pieces),
+            ("tool-call arguments arrive as", _arguments_form),
+            ("finish_reason read from", _finish_from),
+            _finish_rows,
+            _usage_rows,
+        ),
+    ),
+)
+
+
+def build_report(book: Rulebook, names: Sequence[str] = ()) -> Report:
+    """The report for the named providers (all of the rulebook's when none), in the order given."""
+    chosen = list(dict.fromkeys(names)) or book.names()
+    notes = _Notes()
+    views = [_View(book.get(name), notes) for name in chosen]
+    sections = []
+    for title, specs in _SECTIONS:
+        rows = []
+        for spec in specs:
+            for label, concept in [spec] if isinstance(spec, tuple) else spec(views):
+                rows.append(Row(label, tuple(concept(v) for v in views)))  # row-major: footnotes number in order
+        sections.append(Section(title, tuple(rows)))
+    return Report(tuple(chosen), tuple(sections), tuple(notes.by_key.values()))
+
+
+# ---------------------------------------------------------------------------------------
+# Renderers
+
+
+def _refs(text: str, ref: Callable[[int], str]) -> str:
+    return _MARK.sub(lambda m: ref(int(m.group(1))), text)
+
+
+def _plain(text: str) -> str:
+    return _refs(text, lambda n: f"\u00a0[{n}]")  # a no-break space: wrapping keeps a note with its entry
+
+
+def render_table(report: Report, width: int | None = None) -> str:
+    """Aligned plain-text columns for a terminal; long cells wrap within their column."""
+    width = width or shutil.get_terminal_size((120, 24)).columns
+    rows = [row for section in report.sections for row in section.rows]
+    cells = [[[_plain(line) for line in cell.lines] or [NOTHING] for cell in row.cells] for row in rows]
+    first = min(34, max(16, width // 4), max(len("concept"), *(len(row.concept) for row in rows)))
+    natural = [
+        max(len(name), *(len(line) for row in cells for line in row[i])) for i, name in enumerate(report.providers)
+    ]
+    widths = _fit(natural, width - first - 3 * len(natural))
+    out = [_table_line(["concept", *report.providers], [first, *widths])]
+    out.append("-+-".join("-" * w for w in [first, *widths]))
+    index = 0
+    for section in report.sections:
+        out.append(f"{section.title.upper()}")
+        for row in section.rows:
+            columns = [_wrap([row.concept], first)] + [_wrap(c, w) for c, w in zip(cells[index], widths, strict=True)]
+            index += 1
+            for i in range(max(map(len, columns))):
+                out.append(_table_line([c[i] if i < len(c) else "" for c in columns], [first, *widths]))
+    out += ["", *textwrap.wrap(_LEGEND, width)]
+    if report.footnotes:
+        out += ["", "Notes:"]
+        for n in report.footnotes:
+            out += textwrap.wrap(f"[{n.number}] {n.plain()}", width, subsequent_indent="    ", break_on_hyphens=False)
+    return "\n".join(out) + "\n"
+
+
+def _fit(natural: list[int], room: int) -> list[int]:
+    """Column widths: each its natural width if all fit, else a fair share (narrow columns keep theirs)."""
+    widths = [0] * len(natural)
+    left = sorted(range(len(natural)), key=lambda i: natural[i])
+    room = max(room, 16 * len(natural))
+    while left:
+        share = room // len(left)
+        i = left.pop(0)
+        widths[i] = min(natural[i], max(share, 16))
+        room -= widths[i]
+    return widths
+
+
+def _wrap(lines: list[str], width: int) -> list[str]:
+    out = []
+    for line in lines:
+        out += textwrap.wrap(line, width, subsequent_indent="  ", break_on_hyphens=False) or [""]
+    return out
+
+
+def _table_line(texts: list[str], widths: list[int]) -> str:
+    return " | ".join(t.ljust(w) for t, w in zip(texts, widths, strict=True)).rstrip()
+
+
+_MD_SPECIAL = re.compile(r"[\\`*$|]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+
+
+def markdown_escape(text: str) -> str:
+    """Inline text safe in a GitHub table cell: `|` and markup characters escaped, no raw HTML."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), text)
+
+
+def render_markdown(report: Report) -> str:
+    """A GitHub table, section rows in bold, then the legend and the footnotes."""
+
+    def cell(text: str) -> str:
+        return _refs(markdown_escape(text), lambda n: f"[^diff-{n}]")
+
+    def line(values: Sequence[str]) -> str:
+        return "| " + " | ".join(values) + " |"
+
+    out = [line(["concept", *map(markdown_escape, report.providers)]), line(["---"] * (len(report.providers) + 1))]
+    for section in report.sections:
+        out.append(line([f"**{markdown_escape(section.title)}**", *[""] * len(report.providers)]))
+        for row in section.rows:
+            texts = ["<br>".join(map(cell, c.lines)) or NOTHING for c in row.cells]
+            out.append(line([markdown_escape(row.concept), *texts]))
+    out += ["", markdown_escape(_LEGEND)]
+    if report.footnotes:
+        out.append("")
+        out += [f"[^diff-{n.number}]: {markdown_escape(n.plain())}" for n in report.footnotes]
+    return "\n".join(out) + "\n"
+
+
+_CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em; color: #1f2328; }
+table { border-collapse: collapse; }
+th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
+thead th { background: #f6f8fa; position: sticky; top: 0; }
+td { font-family: ui-monospace, monospace; font-size: 13px; white-space: pre-wrap; }
+tr.section th { background: #eaeef2; }
+td.nothing { color: #8c959f; }
+p.legend, ol.notes { max-width: 60em; }
+"""
+
+
+def render_html(report: Report, title: str = "toolnexus: provider differences") -> str:
+    """A standalone page: one <table>, every value escaped, a little inline CSS."""
+
+    def text(value: str) -> str:
+        return _refs(html.escape(value), lambda n: f'<sup><a href="#note-{n}">{n}</a></sup>')
+
+    columns = len(report.providers) + 1
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{_CSS}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{html.escape(title)}</h1>",
+        "<table>",
+        "<thead><tr>"
+        + "".join(f'<th scope="col">{html.escape(n)}</th>' for n in ("concept", *report.providers))
+        + "</tr></thead>",
+        "<tbody>",
+    ]
+    for section in report.sections:
+        title_cell = f'<th colspan="{columns}" scope="colgroup">{html.escape(section.title)}</th>'
+        out.append(f'<tr class="section">{title_cell}</tr>')
+        for row in section.rows:
+            tds = []
+            for c in row.cells:
+                where = f' title="{html.escape(c.where)}"' if c.where and c.lines else ""
+                if c.lines:
+                    tds.append(f"<td{where}>" + "\n".join(map(text, c.lines)) + "</td>")
+                else:
+                    tds.append(f'<td class="nothing"{where}>{NOTHING}</td>')
+            out.append(f'<tr><th scope="row">{html.escape(row.concept)}</th>{"".join(tds)}</tr>')
+    out += ["</tbody>", "</table>", f'<p class="legend">{html.escape(_LEGEND)}</p>']
+    if report.footnotes:
+        out.append('<ol class="notes">')
+        for n in report.footnotes:
+            body = html.escape(n.text)
+            if n.text.startswith(("https://", "http://")):
+                body = f'<a href="{html.escape(n.text)}">{body}</a>'
+            out.append(f'<li id="note-{n.number}">{html.escape(n.provider)}, {html.escape(n.rule)}: {body}</li>')
+        out.append("</ol>")
+    out += ["</body>", "</html>"]
+    return "\n".join(out) + "\n"
+
+
+def render(report: Report, fmt: str = "table", *, width: int | None = None) -> str:
+    if fmt == "markdown":
+        return render_markdown(report)
+    if fmt == "html":
+        return render_html(report)
+    if fmt == "table":
+        return render_table(report, width)
+    raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")

@@ -1,0 +1,246 @@
+"""`toolnexus diff`: the provider-differences report, read from the rule files alone."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+from toolnexus import load_rules
+from toolnexus.diff import NOTHING, Report, build_report, render_html, render_markdown, render_table
+
+REPO = Path(__file__).resolve().parents[1]
+BEGIN, END = "<!-- toolnexus diff: begin -->", "<!-- toolnexus diff: end -->"
+
+
+def toolnexus(*args: str) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).with_name("toolnexus")
+    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "toolnexus"]
+    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=60)
+
+
+def cell(report: Report, concept: str, provider: str) -> tuple[str, ...]:
+    column = report.providers.index(provider)
+    for section in report.sections:
+        for row in section.rows:
+            if row.concept == concept:
+                return row.cells[column].lines
+    raise AssertionError(f"no row {concept!r}")
+
+
+def user_rules(tmp_path: Path, provider: str, edit: tuple[str, str] | None = None, name: str | None = None) -> Path:
+    text = (REPO / "rules" / f"{provider}.yaml").read_text()
+    if edit:
+        assert edit[0] in text
+        text = text.replace(*edit)
+    if name:
+        text = text.replace(f"provider: {provider}", f"provider: {name}")
+    (tmp_path / f"{name or provider}.yaml").write_text(text)
+    return tmp_path
+
+
+# The README shows the generated markdown.
+
+
+def test_readme_table_is_the_generated_one() -> None:
+    readme = (REPO / "README.md").read_text()
+    assert readme.count(BEGIN) == 1 and readme.count(END) == 1, f"README.md needs one {BEGIN} ... {END} block"
+    shown = readme.split(BEGIN)[1].split(END)[0].strip("\n")
+    fresh = render_markdown(build_report(load_rules())).strip("\n")
+    assert shown == fresh, (
+        "README.md's provider-differences table is stale: run `toolnexus diff --format markdown` and paste "
+        f"its output between {BEGIN} and {END}"
+    )
+
+
+def test_the_cli_prints_what_the_readme_is_compared_with() -> None:
+    run = toolnexus("diff", "--format", "markdown")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == render_markdown(build_report(load_rules()))
+
+
+# Concepts, read from the rule files.
+
+
+def test_concepts_come_from_the_rule_files() -> None:
+    report = build_report(load_rules(), ["anthropic", "openai"])
+    assert cell(report, "tool_call part", "anthropic") == ('{type: "tool_use", id, name, input: arguments}',)
+    assert cell(report, "tool role becomes", "anthropic") == ("user",)
+    assert cell(report, "tool role becomes", "openai") == ("as given",)
+    assert cell(report, "system prompt goes to", "anthropic") == ("body field system",)
+    assert cell(report, "system prompt goes to", "openai") == ('a leading message {role: "system", content: text}',)
+    assert cell(report, "merged when consecutive", "anthropic") == ("tool",)
+    assert cell(report, "finish_reason length from", "anthropic") == ("max_tokens, model_context_window_exceeded",)
+    assert cell(report, "tool_choice required", "anthropic") == (
+        '{type: "any", disable_parallel_tool_use: true if parallel_tool_calls == false}',
+    )
+    assert cell(report, "defaults", "anthropic")[0].startswith("max_tokens: 4096\x1f")  # with its doc's note
+    assert "n unless 1" in cell(report, "fields refused", "anthropic")[0]
+    assert cell(report, "tool_choice allowed_tools", "anthropic") == ()  # the file says nothing: shown as —
+
+
+def test_a_user_rules_dir_with_an_edited_finish_reason_table_shows_the_edit(tmp_path: Path) -> None:
+    rules = user_rules(tmp_path, "anthropic", ("refusal: content_filter", "refusal: stop"))
+    report = build_report(load_rules(rules), ["anthropic"])
+    assert cell(report, "finish_reason stop from", "anthropic") == ("end_turn, stop_sequence, pause_turn, refusal",)
+    assert cell(report, "finish_reason content_filter from", "anthropic") == ()
+    run = toolnexus("diff", "anthropic", "--rules", str(rules), "--format", "markdown")
+    assert run.returncode == 0, run.stderr
+    assert "| finish_reason stop from | end_turn, stop_sequence, pause_turn, refusal |" in run.stdout
+    assert f"| finish_reason content_filter from | {NOTHING} |" in run.stdout
+
+
+def test_a_new_provider_gets_its_column_by_its_rule_file_alone(tmp_path: Path) -> None:
+    rules = user_rules(tmp_path, "anthropic", name="acme")
+    report = build_report(load_rules(rules), ["anthropic", "acme"])
+    for section in report.sections:
+        for row in section.rows:
+            if row.concept != "rule file":  # the same text, up to footnote numbers
+                anthropic, acme = ([re.sub("\x1f\\d+\x1f", "", line) for line in c.lines] for c in row.cells)
+                assert anthropic == acme, row.concept
+
+
+# Selecting providers.
+
+
+def test_providers_are_selected_in_the_order_given() -> None:
+    book = load_rules()
+    assert build_report(book).providers == tuple(book.names())
+    assert build_report(book, ["openai"]).providers == ("openai",)
+    assert build_report(book, ["openai", "anthropic", "openai"]).providers == ("openai", "anthropic")
+    run = toolnexus("diff", "openai", "--format", "markdown")
+    assert run.stdout.splitlines()[0] == "| concept | openai |"
+
+
+def test_an_unknown_provider_is_a_one_line_error() -> None:
+    run = toolnexus("diff", "anthropc")
+    assert run.returncode == 2
+    assert "did you mean 'anthropic'" in run.stderr and run.stdout == ""
+
+
+# Renderers.
+
+
+def unescaped_pipes(line: str) -> int:
+    count, i = 0, 0
+    while i < len(line):
+        if line[i] == "\\":
+            i += 2
+            continue
+        count += line[i] == "|"
+        i += 1
+    return count
+
+
+def table_lines(markdown: str) -> list[str]:
+    return [line for line in markdown.splitlines() if line.startswith("|")]
+
+
+def test_markdown_rows_have_one_cell_per_provider_plus_the_concept() -> None:
+    for names in (["anthropic", "openai"], ["openai"]):
+        lines = table_lines(render_markdown(build_report(load_rules(), names)))
+        assert len(lines) > 40
+        assert {unescaped_pipes(line) for line in lines} == {len(names) + 2}
+        assert lines[1] == "| " + " | ".join(["---"] * (len(names) + 1)) + " |"
+
+
+def odd_rules(tmp_path: Path) -> Path:
+    """A rule file whose data carries `|`, `<`, `&` and `$`: every renderer must keep them as text."""
+    return user_rules(tmp_path, "openai", ("auth_scheme: Bearer", 'auth_scheme: "Be|ar<er>&$x"'))
+
+
+def test_markdown_escapes_pipes_and_markup(tmp_path: Path) -> None:
+    markdown = render_markdown(build_report(load_rules(odd_rules(tmp_path)), ["openai"]))
+    row = next(line for line in table_lines(markdown) if line.startswith("| auth header |"))
+    assert row == "| auth header | Authorization: Be\\|ar&lt;er&gt;&amp;\\$x &lt;key&gt; |"
+    assert unescaped_pipes(row) == 3
+    assert "<er>" not in markdown and "<key>" not in markdown
+
+
+def test_markdown_footnotes_are_defined_once_and_used() -> None:
+    markdown = render_markdown(build_report(load_rules()))
+    used = set(re.findall(r"\[\^(diff-\d+)\](?!:)", markdown))
+    defined = re.findall(r"^\[\^(diff-\d+)\]:", markdown, flags=re.M)
+    assert used and used == set(defined) and len(defined) == len(set(defined))
+    assert "\x1f" not in markdown
+
+
+class _Page(HTMLParser):
+    """Checks nesting as it goes and keeps the table's header and rows."""
+
+    VOID = frozenset({"meta", "br", "link"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.head: list[str] = []
+        self.rows: list[list[tuple[str, int]]] = []  # (tag, colspan) per row of tbody
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in self.VOID:
+            self.stack.append(tag)
+        if tag == "tr" and "tbody" in self.stack:
+            self.rows.append([])
+        if tag in ("th", "td") and "tbody" in self.stack:
+            self.rows[-1].append((tag, int(dict(attrs).get("colspan") or 1)))
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.stack and self.stack[-1] == tag, f"</{tag}> closes <{self.stack[-1] if self.stack else None}>"
+        self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        if self.stack[-2:] == ["tr", "th"] and "thead" in self.stack:
+            self.head.append(data)
+        self.text.append(data)
+
+
+def test_html_is_a_standalone_well_formed_page_with_one_column_per_provider(tmp_path: Path) -> None:
+    book = load_rules(odd_rules(tmp_path))
+    for names in (["anthropic", "openai"], ["openai"]):
+        page = render_html(build_report(book, names))
+        assert page.startswith("<!DOCTYPE html>") and "<style>" in page and page.count("<table>") == 1
+        parser = _Page()
+        parser.feed(page)
+        parser.close()
+        assert parser.stack == []
+        assert parser.head == ["concept", *names]
+        assert len(parser.rows) > 40
+        assert {sum(span for _, span in row) for row in parser.rows} == {len(names) + 1}
+    text = "".join(parser.text)
+    assert "Authorization: Be|ar<er>&$x <key>" in text  # escaped in the page, the same text once parsed
+    assert "<er>" not in page
+
+
+def test_the_terminal_table_aligns_and_wraps_to_the_width() -> None:
+    report = build_report(load_rules())
+    for width in (80, 120):
+        text = render_table(report, width)
+        lines = text.splitlines()
+        assert max(map(len, lines)) <= width
+        header = lines[0]
+        bars = [m.start() for m in re.finditer(r" \|( |$)", header)]
+        assert len(bars) == len(report.providers)
+        for line in lines:  # every table line puts its column bars in the same places
+            if " | " in line:
+                assert [m.start() for m in re.finditer(r" \|( |$)", line)] == bars, line
+    assert f"| {NOTHING}" in render_table(report, 120)
+    assert "Notes:" in text and "[1] anthropic, source: https://" in text
+
+
+def test_output_writes_the_file_instead_of_printing(tmp_path: Path) -> None:
+    target = tmp_path / "diff.html"
+    run = toolnexus("diff", "--format", "html", "--output", str(target))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == ""
+    assert target.read_text() == render_html(build_report(load_rules()))
+    plain = toolnexus("diff", "anthropic")
+    assert plain.returncode == 0 and plain.stdout.startswith("concept")
+
+
+def test_diff_reads_no_provider_names() -> None:
+    source = (REPO / "engine" / "toolnexus" / "diff.py").read_text()
+    for name in load_rules().names():
+        assert f'"{name}"' not in source and f"'{name}'" not in source
