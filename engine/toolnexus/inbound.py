@@ -357,7 +357,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
         kind: compile_template(template, ("tool_choice", kind), choice_env)
         for kind, template in data["tool_choice"].items()
     }
-    consumed = (body_reads - COMPUTED_FIELDS) | SECTION_FIELDS
+    consumed = (body_reads - COMPUTED_FIELDS) | SECTION_FIELDS | set(request.get("elsewhere", {}))
     if "parallel_tool_calls" in (choice_env.fields_read() or ()):
         consumed |= {"parallel_tool_calls"}
     for name in unsupported:

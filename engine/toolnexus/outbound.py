@@ -11,6 +11,7 @@ table (any tool call wins), usage and model.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -36,6 +37,9 @@ class ItemSource:
     template: Render | None
     arguments: str  # object | text | any: the form tool-call arguments must arrive in
     field_paths: dict[str, dict[str, str]]  # kind ("" without kinds) -> tool_call field -> path in the element
+    optional_if: tuple[Getter, ...] = ()  # absent is fine when any of these is present (a blocked answer)
+    kind_by_key: bool = False  # the kind is the first `kinds` key present in the element
+    synthesize_ids: bool = False  # a tool call without an id gets one, stable for the same response
 
     def element_path(self, index: int) -> str:
         """The response path of one element (built only for errors and notes)."""
@@ -53,6 +57,7 @@ class Outbound:
     unknown: str
     missing: str | None
     usage: Render
+    blocked: tuple[str, Getter, str] | None = None  # (path, getter, finish reason): an answer refused whole
 
     def translate(self, response: Any, *, requested_model: str | None = None) -> TranslateResult:
         provider = self.provider
@@ -85,7 +90,7 @@ class Outbound:
     ) -> None:
         container = src.getter(response)
         if container is MISSING or container is None:
-            if src.optional:
+            if src.optional or any(present(response) not in (MISSING, None) for present in src.optional_if):
                 return
             raise ResponseError(src.path, "is missing", provider=self.provider)
         if not src.each:
@@ -96,8 +101,11 @@ class Outbound:
             raise ResponseError(src.path, f"must be a list, got {type(container).__name__}", provider=self.provider)
         template, fields, kinds = src.template, src.field_paths.get("", {}), src.kinds
         for i, element in enumerate(elements):
-            if src.kind is not None:
-                kind = src.kind(element) if isinstance(element, dict) else MISSING
+            if src.kind is not None or src.kind_by_key:
+                if src.kind_by_key:
+                    kind = _first_key(element, kinds)
+                else:
+                    kind = src.kind(element) if isinstance(element, dict) and src.kind else MISSING
                 template = kinds.get(kind) if isinstance(kind, str) else None
                 if template is None:
                     if not isinstance(element, dict):
@@ -125,6 +133,9 @@ class Outbound:
                 texts.append(text)
             call = item.get("tool_call")
             if call is not None:
+                if src.synthesize_ids and not call.get("id"):
+                    call = {**call, "id": _synthesized_id(element, len(calls))}
+                    ctx.notes.append(Note("synthesized", src.element_path(i), f"no call id; sent as {call['id']}"))
                 calls.append(self._tool_call(call, src, i, fields))
         ctx.path = ""
 
@@ -167,6 +178,8 @@ class Outbound:
         stop = self.stop(response)
         if has_tool_calls:
             return FINISH_TOOL_CALLS
+        if self.blocked is not None and self.blocked[1](response) not in (MISSING, None):
+            return self.blocked[2]
         if stop is MISSING or stop is None:
             if self.missing is None:
                 raise ResponseError(self.stop_path, "is missing", provider=self.provider)
@@ -208,9 +221,10 @@ def compile_outbound(source: RuleSource) -> Outbound:
         if has_each == has_one:
             raise source.error(at, "give exactly one of `each` (a list) or `one` (an object)")
         path = spec["each"] if has_each else spec["one"]
-        has_kind, has_as = "kind" in spec, "as" in spec
-        if has_kind == has_as:
-            raise source.error(at, "give either `kind` with `kinds`, or `as`")
+        by_key = bool(spec.get("kind_by_key", False))
+        has_kind, has_as = "kind" in spec or by_key, "as" in spec
+        if has_kind == has_as or ("kind" in spec and by_key):
+            raise source.error(at, "give either `kind` (or `kind_by_key`) with `kinds`, or `as`")
         if has_kind and not isinstance(spec.get("kinds"), dict):
             raise source.error(at, "`kind` needs a `kinds` table")
         kinds = {
@@ -223,7 +237,7 @@ def compile_outbound(source: RuleSource) -> Outbound:
                 getter=path_getter(path, (*at, "each" if has_each else "one"), Env(source)),
                 each=has_each,
                 optional=bool(spec.get("optional", False)),
-                kind=path_getter(spec["kind"], (*at, "kind"), Env(source)) if has_kind else None,
+                kind=path_getter(spec["kind"], (*at, "kind"), Env(source)) if "kind" in spec else None,
                 kinds=kinds,
                 template=compile_template(spec["as"], (*at, "as"), Env(source)) if has_as else None,
                 arguments=spec.get("arguments", "any"),
@@ -231,6 +245,12 @@ def compile_outbound(source: RuleSource) -> Outbound:
                     name: _tool_call_paths(tmpl)
                     for name, tmpl in ({"": spec["as"]} if has_as else spec["kinds"]).items()
                 },
+                optional_if=tuple(
+                    path_getter(p, (*at, "optional_if", j), Env(source))
+                    for j, p in enumerate(spec.get("optional_if", []))
+                ),
+                kind_by_key=by_key,
+                synthesize_ids=bool(spec.get("synthesize_ids", False)),
             )
         )
 
@@ -251,6 +271,15 @@ def compile_outbound(source: RuleSource) -> Outbound:
         unknown=finish["unknown"],
         missing=finish.get("missing"),
         usage=compile_template(rule["usage"], (*key, "usage"), Env(source)),
+        blocked=(
+            (
+                finish["blocked"]["from"],
+                path_getter(finish["blocked"]["from"], (*key, "finish_reason", "blocked", "from"), Env(source)),
+                finish["blocked"]["reason"],
+            )
+            if "blocked" in finish
+            else None
+        ),
     )
 
 
@@ -281,3 +310,20 @@ def _counts(usage: dict[str, Any], path: str, provider: str) -> dict[str, Any]:
         else:
             raise ResponseError(f"{path}.{key}", f"expected an integer, got {type(value).__name__}", provider=provider)
     return out
+
+
+def _first_key(element: Any, kinds: dict[str, Render]) -> Any:
+    """`kind_by_key`: the first `kinds` key the element holds with a value (not null or false)."""
+    if not isinstance(element, dict):
+        return MISSING
+    for name in kinds:
+        value = element.get(name)
+        if value is not None and value is not False:
+            return name
+    return next(iter(element), MISSING)  # unknown: named by its first key, for the note
+
+
+def _synthesized_id(element: Any, position: int) -> str:
+    """An id unique within the result (its position) and stable for the same response (a content hash)."""
+    digest = hashlib.sha256(json.dumps(element, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return f"call_{position}_{digest}"

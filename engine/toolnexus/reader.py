@@ -30,6 +30,7 @@ from typing import Any, NoReturn
 from .errors import TranslationError
 from .loader import did_you_mean
 from .paths import MISSING
+from .templates import STRICT_JSON
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
@@ -305,20 +306,12 @@ def _tool_call_error(call: Any, path: str, provider: str) -> NoReturn:
     raise _bad_string(function.get("name", MISSING), f"{path}.function.name", provider)
 
 
-def _refuse_constant(name: str) -> Any:
-    raise json.JSONDecodeError(f"{name} is not JSON", name, 0)
-
-
-# Standard JSON only: Python's json accepts NaN and Infinity, which no provider does.
-_STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant)
-
-
 def read_arguments(raw: str, i: int, k: int, provider: str) -> dict[str, Any]:
     """Arguments given as JSON text, parsed; they must be an object. Empty text means {}."""
     if not raw or raw.isspace():
         return {}
     try:
-        parsed = _STRICT_JSON.decode(raw)
+        parsed = STRICT_JSON.decode(raw)
     except json.JSONDecodeError as exc:
         path = f"messages[{i}].tool_calls[{k}].function.arguments"
         raise _fail(provider, path, f"is not valid JSON ({exc.msg} at character {exc.pos})") from None

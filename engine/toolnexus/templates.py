@@ -13,30 +13,46 @@ Operations (the whole vocabulary; README "Rule format" has an example of each):
         default: TEMPLATE    used when absent (reported as `synthesized`)
         required: true       absent is a TranslationError at PATH
   $when: PATH                the `then` template when the value at PATH equals
-        is: VALUE            `is` (same type), else absent
+        is: VALUE            `is` (same JSON type), or one of `in`; else absent
+        in: [VALUE, ...]
         then: TEMPLATE
   $list: PATH                a string becomes a one-item list; a list stays
   $sum: [PATH, ...]          the sum of the integers present; absent if none is
   $merge: PATH               the mapping at PATH, with the `with` keys set
         with: {KEY: TEMPLATE}  (an absent value removes the key)
+  $as_object: PATH          a mapping stays; JSON text of an object becomes that
+        wrap: KEY            object; anything else becomes {KEY: value}
+  $media_type: PATH         the media type a URL's file extension names; absent
+                             when it names none
   $content: text_or_blocks | blocks
         kinds: [KIND, ...]   a message's parts written through the `parts`
                              table (only inside a role's `message`)
 
 Absent is not null: an operation yielding MISSING omits its key, and a mapping
-whose every key is absent is itself absent. Rendering never mutates its scope
+whose every key is absent (or a list whose every element is absent) is itself absent. Rendering never mutates its scope
 and never shares a mutable constant with the output.
 """
 
 from __future__ import annotations
 
+import json
+import mimetypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from .errors import Note, ResponseError, RuleError, TranslationError
 from .loader import Key, RuleSource, did_you_mean
 from .paths import MISSING, Getter, PathSyntaxError, compile_path, first_field, simple_steps
+
+
+def _refuse_constant(name: str) -> Any:
+    raise json.JSONDecodeError(f"{name} is not JSON", name, 0)
+
+
+# Standard JSON only: Python's json accepts NaN and Infinity, which no provider does.
+STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
 class Ctx:
@@ -107,7 +123,9 @@ class Env:
 
 _OPTIONS: dict[str, set[str]] = {
     "$get": {"default", "required", "doc", "source"},
-    "$when": {"is", "then", "doc", "source"},
+    "$when": {"is", "in", "then", "doc", "source"},
+    "$as_object": {"wrap", "doc", "source"},
+    "$media_type": {"doc", "source"},
     "$list": {"doc", "source"},
     "$sum": {"doc", "source"},
     "$merge": {"with", "doc", "source"},
@@ -253,9 +271,20 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
         default = _node(spec["default"], (*key, "default"), env) if "default" in spec else None
         return _Get(_reads(arg, at, env), default, bool(spec.get("required", False)), str(key[-1]) if key else "?")
     if op == "$when":
-        if "is" not in spec or "then" not in spec:
-            raise env.error(key, "$when needs `is` and `then`")
-        return _When(_one_read(arg, at, env), spec["is"], _node(spec["then"], (*key, "then"), env))
+        if ("is" in spec) == ("in" in spec) or "then" not in spec:
+            raise env.error(key, "$when needs `then` and one of `is` (a value) or `in` (a list of values)")
+        if "in" in spec and not isinstance(spec["in"], list):
+            raise env.error((*key, "in"), "`in` takes a list of values")
+        expected = tuple(spec["in"]) if "in" in spec else (spec["is"],)
+        return _When(_one_read(arg, at, env), expected, _node(spec["then"], (*key, "then"), env))
+    if op == "$as_object":
+        wrap = spec.get("wrap")
+        if not isinstance(wrap, str) or not wrap:
+            raise env.error(key, "$as_object needs `wrap`: the key a non-object value goes under")
+        read = _one_read(arg, at, env)
+        return _Call(_op_as_object(read.getter, wrap))
+    if op == "$media_type":
+        return _Call(_op_media_type(_one_read(arg, at, env).getter))
     if op == "$list":
         return _ListOf(_one_read(arg, at, env))
     if op == "$sum":
@@ -347,8 +376,12 @@ class _Codegen:
             return self._get(node, target, scope)
         if isinstance(node, _When):
             lines = self._read(node.path, target, scope)
-            expected = self._name(node.expected)
-            lines.append(f"if type({target}) is type({expected}) and {target} == {expected}:")
+            if len(node.expected) == 1:
+                expected = self._name(node.expected[0])
+                lines.append(f"if type({target}) is type({expected}) and {target} == {expected}:")
+            else:
+                options = self._name(node.expected)
+                lines.append(f"if any(type({target}) is type(e) and {target} == e for e in {options}):")
             lines += _indent(self.emit(node.then, target, scope))
             lines.append(f"else: {target} = MISSING")
             return lines
@@ -393,6 +426,8 @@ class _Codegen:
             tmp = self._fresh("v")
             lines += self.emit(child, tmp, scope)
             lines.append(f"if {tmp} is not MISSING: {target}.append({tmp})")
+        if not any(isinstance(child, _Const) for child in node.items):
+            lines.append(f"if not {target}: {target} = MISSING")  # every element absent: the list is absent
         return lines
 
     def _get(self, node: _Get, target: str, scope: str) -> list[str]:
@@ -478,5 +513,33 @@ def _op_merge(expr: str, getter: Getter, sets: tuple[tuple[str, Render], ...]) -
                 where = ctx.at(name if expr == "source" else f"{expr}.{name}")
                 ctx.notes.append(Note("dropped", where, "the rules write nothing for it here"))
         return out
+
+    return render
+
+
+def _op_as_object(getter: Getter, wrap: str) -> Render:
+    def render(scope: Any, ctx: Ctx) -> Any:
+        value = getter(scope)
+        if value is MISSING or isinstance(value, dict):
+            return value
+        if isinstance(value, str) and value[:1] == "{":
+            try:
+                parsed = STRICT_JSON.decode(value)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, dict):
+                return parsed
+        return {wrap: value}
+
+    return render
+
+
+def _op_media_type(getter: Getter) -> Render:
+    def render(scope: Any, ctx: Ctx) -> Any:
+        url = getter(scope)
+        if not isinstance(url, str):
+            return MISSING
+        guessed, _ = mimetypes.guess_type(urlsplit(url).path)
+        return guessed or MISSING
 
     return render
