@@ -136,6 +136,64 @@ def test_merge_overlays_keys_and_removes_absent_ones_without_touching_the_source
     assert source == {"role": "assistant", "content": "x", "tool_calls": []}
 
 
+def test_when_in_matches_any_listed_value() -> None:
+    template = "{$when: response_format.type, in: [json_object, json_schema], then: application/json}"
+    assert render(template, {"response_format": {"type": "json_schema"}}) == "application/json"
+    assert render(template, {"response_format": {"type": "json_object"}}) == "application/json"
+    assert render(template, {"response_format": {"type": "text"}}) is MISSING
+    assert render(template, {}) is MISSING
+
+
+# ---------------------------------------------------------------- lists
+
+
+def test_a_list_whose_every_element_is_absent_is_absent() -> None:
+    assert render("{parts: [{text: {$get: system}}]}", {}) is MISSING
+    assert render("{parts: [{text: {$get: system}}]}", {"system": "S"}) == {"parts": [{"text": "S"}]}
+    assert render("[{$get: a}, {$get: b}]", {"b": 2}) == [2]
+    assert render("[{$get: a}, fixed]", {}) == ["fixed"]  # a constant element keeps the list
+
+
+# ---------------------------------------------------------------- $as_object
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ('{"temp": 21}', {"temp": 21}),
+        ({"already": "object"}, {"already": "object"}),
+        ("sunny", {"result": "sunny"}),
+        ("[1, 2]", {"result": "[1, 2]"}),
+        ('{"broken": ', {"result": '{"broken": '}),
+        ('{"a": NaN}', {"result": '{"a": NaN}'}),
+        (7, {"result": 7}),
+    ],
+)
+def test_as_object_keeps_objects_and_wraps_the_rest(content: Any, expected: Any) -> None:
+    assert render("{$as_object: content, wrap: result}", {"content": content}) == expected
+
+
+def test_as_object_needs_its_wrap_key() -> None:
+    assert compile_error("t: {$as_object: content}\n").rule == "t"
+
+
+# ---------------------------------------------------------------- $media_type
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://example.com/cat.png", "image/png"),
+        ("https://example.com/a/b.JPG?size=large#x", "image/jpeg"),
+        ("https://example.com/photo", MISSING),
+        (None, MISSING),
+    ],
+)
+def test_media_type_comes_from_the_url_extension(url: Any, expected: Any) -> None:
+    value = render("{$media_type: url}", {"url": url} if url is not None else {})
+    assert value is expected if expected is MISSING else value == expected
+
+
 # ---------------------------------------------------------------- compile-time errors
 
 

@@ -132,6 +132,9 @@ class Toolkit:
     def to_anthropic(self, *, rules: RulesArg = None) -> list[Any]:
         return self.to_provider("anthropic", rules=rules)
 
+    def to_gemini(self, *, rules: RulesArg = None) -> list[Any]:
+        return self.to_provider("gemini", rules=rules)
+
     async def close(self) -> None:
         """Release what the toolkit holds (nothing for native tools; MCP sessions later)."""
         self._tools.clear()
