@@ -276,6 +276,8 @@ class Client:
                 f"the answer is not a JSON object: {self._scrub(excerpt(response.content))}",
                 provider=self.style, kind="decode", status=response.status_code, attempts=attempts,
             )  # fmt: skip
+        if self._provider.endpoint.carries_error(data):  # a 2xx whose body is the provider's error shape
+            raise self._http_error(response, attempts)
         return data
 
     def _http_error(self, response: httpx.Response, attempts: int) -> ProviderError:

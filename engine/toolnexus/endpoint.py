@@ -45,6 +45,10 @@ class Endpoint:
         value = f"{self.auth_scheme} {key}" if self.auth_scheme else key
         return {**self.headers, self.auth_header: value}
 
+    def carries_error(self, data: dict[str, Any]) -> bool:
+        """Whether a decoded body has the provider's error shape (some gateways answer errors with 200)."""
+        return self.error_message is not None and isinstance(self.error_message(data), str)
+
     def describe_error(self, content: bytes) -> tuple[str | None, str]:
         """(error type, message) from an error body; a body that is not JSON gives its first bytes."""
         try:
