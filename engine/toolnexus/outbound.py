@@ -291,7 +291,7 @@ def _tool_call_paths(template: Any) -> dict[str, str]:
     return {
         name: spec["$get"]
         for name, spec in call.items()
-        if isinstance(spec, dict) and isinstance(spec.get("$get"), str) and len(spec) == 1
+        if isinstance(spec, dict) and isinstance(spec.get("$get"), str)
     }
 
 

@@ -269,7 +269,7 @@ def _tool_call(call: Any, i: int, k: int, provider: str, want_json: bool) -> dic
         arguments = read_arguments(raw, i, k, provider)
         part = {"kind": "tool_call", "id": call_id, "name": name, "source": call, "arguments": arguments}
         part["arguments_json"] = raw
-        if not arguments:
+        if not raw or raw.isspace():
             part["report"] = {"derived": {"arguments": ("function.arguments", "given as empty text; sent as {}")}}
     elif isinstance(raw, dict):
         part = {"kind": "tool_call", "id": call_id, "name": name, "source": call, "arguments": raw}

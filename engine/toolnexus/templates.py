@@ -17,7 +17,8 @@ Operations (the whole vocabulary; README "Rule format" has an example of each):
         in: [VALUE, ...]
         then: TEMPLATE
   $list: PATH                a string becomes a one-item list; a list stays
-  $sum: [PATH, ...]          the sum of the integers present; absent if none is
+  $sum: [PATH, ...]          the sum of the integers present; absent if none is,
+        empty: N             or N (for providers that omit counts that are zero)
   $merge: PATH               the mapping at PATH, with the `with` keys set
         with: {KEY: TEMPLATE}  (an absent value removes the key)
   $as_object: PATH          a mapping stays; JSON text of an object becomes that
@@ -127,7 +128,7 @@ _OPTIONS: dict[str, set[str]] = {
     "$as_object": {"wrap", "doc", "source"},
     "$media_type": {"doc", "source"},
     "$list": {"doc", "source"},
-    "$sum": {"doc", "source"},
+    "$sum": {"empty", "doc", "source"},
     "$merge": {"with", "doc", "source"},
     "$content": {"kinds", "doc", "source"},
 }
@@ -198,6 +199,7 @@ class _ListOf:
 @dataclass(frozen=True)
 class _Sum:
     paths: tuple[_Read, ...]
+    empty: Any  # the value when no path is present (MISSING unless the rule says `empty:`)
 
 
 @dataclass(frozen=True)
@@ -290,7 +292,10 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
     if op == "$sum":
         if not isinstance(arg, list):
             raise env.error(at, "$sum takes a list of paths")
-        return _Sum(_reads(arg, at, env))
+        empty = spec.get("empty", MISSING)
+        if empty is not MISSING and type(empty) is not int:
+            raise env.error((*key, "empty"), "`empty` must be an integer")
+        return _Sum(_reads(arg, at, env), empty)
     if op == "$merge":
         with_spec = spec.get("with", {})
         if not isinstance(with_spec, dict):
@@ -396,6 +401,7 @@ class _Codegen:
             return lines
         if isinstance(node, _Sum):
             lines = [f"{target} = MISSING"]
+            empty = "MISSING" if node.empty is MISSING else repr(node.empty)
             for read in node.paths:
                 tmp = self._fresh("v")
                 lines += self._read(read, tmp, scope)
@@ -405,6 +411,8 @@ class _Codegen:
                     f" 'expected an integer, got ' + type({tmp}).__name__)"
                 )
                 lines.append(f"    {target} = {tmp} if {target} is MISSING else {target} + {tmp}")
+            if empty != "MISSING":
+                lines.append(f"if {target} is MISSING: {target} = {empty}")
             return lines
         if isinstance(node, _Obj):
             lines = [f"{target} = {{}}"]
@@ -522,7 +530,7 @@ def _op_as_object(getter: Getter, wrap: str) -> Render:
         value = getter(scope)
         if value is MISSING or isinstance(value, dict):
             return value
-        if isinstance(value, str) and value[:1] == "{":
+        if isinstance(value, str) and value.lstrip()[:1] == "{":
             try:
                 parsed = STRICT_JSON.decode(value)
             except ValueError:
