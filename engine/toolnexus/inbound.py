@@ -231,8 +231,7 @@ class Inbound:
             if rule.drop_if_empty and not turn["parts"]:
                 path = f"messages[{turn['index']}]"
                 ctx.notes.append(Note("dropped", path, f"an empty {role} turn cannot be sent to {self.provider}"))
-                merging = None
-                continue
+                continue  # it adds nothing, so what comes next may still merge with what came before
             ctx.path = (MESSAGES, turn["index"])
             message = rule.render(turn, ctx)
             if message is MISSING:
