@@ -1,7 +1,8 @@
 """Property tests over every provider: generated valid OpenAI transcripts in, invariants out.
 
 Each provider is read back through a small *view* (`VIEWS`): the tool calls, tool
-results, turn texts, images and system prompt a body carries. The same view is
+results, turn texts, images and system prompt a body carries (a tool result in the
+form the provider carries it: `RESULT_FORMS`). The same view is
 computed from the OpenAI input, so one property holds for every provider:
 
   (a) tool calls reach the body once each, in order, with their id, name and arguments
@@ -18,9 +19,11 @@ The default budget is small so the suite stays fast; set HYPOTHESIS_EXAMPLES
 
 from __future__ import annotations
 
+import base64
 import copy
 import itertools
 import json
+import mimetypes
 import os
 import string
 from collections.abc import Callable
@@ -83,6 +86,19 @@ def text_of(content: Any) -> str:
 def split_data_url(url: str) -> dict[str, str]:
     header, _, data = url[len("data:") :].partition(",")
     return {"media_type": header.partition(";")[0], "data": data}
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def gemini_response_of(text: str) -> dict[str, Any]:
+    """The issue's functionResponse.response: a JSON-object text is that object, anything else {"result": text}."""
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except ValueError:
+        value = None
+    return value if isinstance(value, dict) else {"result": text}
 
 
 # ---------------------------------------------------------------- strategies
@@ -338,19 +354,34 @@ class View:
     images: list[dict[str, str]] = field(default_factory=list)  # {url} or {media_type, data}
 
 
-def expected_view(request: dict[str, Any]) -> View:
-    """The view of the OpenAI input itself: hoisted system joined by a blank line."""
+def expected_view(request: dict[str, Any], merged: frozenset[str] = frozenset()) -> View:
+    """The view of the OpenAI input itself: hoisted system joined by a blank line.
+
+    merged: roles whose consecutive messages the provider sends as ONE turn (their texts join).
+    """
     view = View()
     hoisted = []
+    turn_role, turn_text = None, None  # the body turn the last message went to, and its text's index in turns
     for msg in request["messages"]:
         role, content = msg["role"], msg.get("content")
         if role in ("system", "developer"):
             hoisted.append(text_of(content))
         elif role == "tool":
             view.results.append((msg["tool_call_id"], text_of(content)))
+            turn_role, turn_text = role, None
         else:
-            if text_of(content):
-                view.turns.append((role, text_of(content)))
+            text = text_of(content)
+            if role == "assistant" and not text and not msg.get("tool_calls"):
+                continue  # an empty assistant turn is dropped
+            joined = role in merged and turn_role == role
+            if text and joined and turn_text is not None:
+                view.turns[turn_text] = (role, view.turns[turn_text][1] + text)
+            elif text:
+                view.turns.append((role, text))
+                turn_text = len(view.turns) - 1
+            elif not joined:
+                turn_text = None
+            turn_role = role
             for part in content if isinstance(content, list) else []:
                 if part["type"] == "image_url":
                     url = part["image_url"]["url"]
@@ -404,7 +435,50 @@ def view_openai(body: dict[str, Any]) -> View:
     return view
 
 
-VIEWS: dict[str, Callable[[dict[str, Any]], View]] = {"anthropic": view_anthropic, "openai": view_openai}
+def view_gemini(body: dict[str, Any]) -> View:
+    system = body.get("systemInstruction")
+    view = View(system=None if system is None else "".join(p["text"] for p in system["parts"]))
+    names: dict[str, str] = {}
+    for turn in body["contents"]:
+        assert turn["role"] in ("user", "model"), turn["role"]
+        text = "".join(p["text"] for p in turn["parts"] if "text" in p)
+        if text:
+            view.turns.append(("assistant" if turn["role"] == "model" else "user", text))
+        for part in turn["parts"]:
+            if "functionCall" in part:
+                call = part["functionCall"]
+                names[call["id"]] = call["name"]
+                view.calls.append((call["id"], call["name"], call["args"], call["args"]))
+            elif "functionResponse" in part:
+                answer = part["functionResponse"]
+                assert answer["name"] == names.get(answer["id"]), (
+                    "a functionResponse is named after the call it answers"
+                )
+                view.results.append((answer["id"], json.dumps(answer["response"], sort_keys=True, ensure_ascii=False)))
+            elif "inlineData" in part:
+                view.images.append({"media_type": part["inlineData"]["mimeType"], "data": part["inlineData"]["data"]})
+            elif "fileData" in part:
+                view.images.append({"url": part["fileData"]["fileUri"]})
+    return view
+
+
+VIEWS: dict[str, Callable[[dict[str, Any]], View]] = {
+    "anthropic": view_anthropic,
+    "gemini": view_gemini,
+    "openai": view_openai,
+}
+# How a tool result's text is carried, where a provider does not send it as text (the view's result form).
+# Roles whose consecutive messages a provider sends as ONE turn (Gemini: a function-call turn must follow
+# a user or function-response turn, so consecutive assistant messages become one model turn).
+TURN_MERGES: dict[str, frozenset[str]] = {"gemini": frozenset({"assistant"})}
+RESULT_FORMS: dict[str, Callable[[str], str]] = {
+    "gemini": lambda text: json.dumps(gemini_response_of(text), sort_keys=True, ensure_ascii=False),
+}
+
+
+def results_as_sent(provider: str, results: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    form = RESULT_FORMS.get(provider)
+    return [(call_id, form(text) if form else text) for call_id, text in results]
 
 
 def view(provider: str, body: dict[str, Any]) -> View:
@@ -421,7 +495,7 @@ def test_every_provider_has_a_view() -> None:
 
 
 def check_nothing_lost(provider: str, request: dict[str, Any], body: dict[str, Any]) -> None:
-    want, got = expected_view(request), view(provider, body)
+    want, got = expected_view(request, TURN_MERGES.get(provider, frozenset())), view(provider, body)
     # (a) tool calls: once each, in order, same id, name and arguments object
     assert [(i, n) for i, n, _, _ in got.calls] == [(i, n) for i, n, _, _ in want.calls], "tool call ids/names"
     for (call_id, _, got_args, got_raw), (_, _, want_args, want_raw) in zip(got.calls, want.calls, strict=True):
@@ -430,7 +504,7 @@ def check_nothing_lost(provider: str, request: dict[str, Any], body: dict[str, A
         if provider == "openai" and isinstance(want_raw, str):
             assert got_raw == want_raw, "OpenAI string arguments pass through byte for byte"
     # (b) tool results: once each, in order, with their call id and text
-    assert got.results == want.results, "tool results"
+    assert got.results == results_as_sent(provider, want.results), "tool results"
     # (c) text: the system prompt, and every turn's text, in order; images too
     assert got.system == want.system, "system prompt"
     assert got.turns == want.turns, "turn texts"
@@ -562,6 +636,105 @@ def test_openai_passes_the_transcript_through(request: dict[str, Any]) -> None:
         assert json_equal(body.get(key), request.get(key)), key
 
 
+def gemini_part(part: dict[str, Any]) -> dict[str, Any]:
+    if part["type"] == "text":
+        return {"text": part["text"]}
+    url = part["image_url"]["url"]
+    if url.startswith("data:"):
+        image = split_data_url(url)
+        return {"inlineData": {"mimeType": image["media_type"], "data": image["data"]}}
+    guessed, _ = mimetypes.guess_type(url)
+    return {"fileData": {**({"mimeType": guessed} if guessed else {}), "fileUri": url}}
+
+
+def gemini_model(request: dict[str, Any]) -> dict[str, Any]:
+    """The issue's Gemini rules, restated as the expected generateContent body."""
+    contents: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    hoisted: list[str] = []
+    after_result = False
+    for msg in request["messages"]:
+        role, content = msg["role"], msg.get("content")
+        if role in ("system", "developer"):
+            hoisted.append(text_of(content))
+            continue
+        if role == "tool":
+            answer = {
+                "id": msg["tool_call_id"],
+                "name": names[msg["tool_call_id"]],
+                "response": gemini_response_of(text_of(content)),
+            }
+            if after_result:  # consecutive results: ONE user turn
+                contents[-1]["parts"].append({"functionResponse": answer})
+            else:
+                contents.append({"role": "user", "parts": [{"functionResponse": answer}]})
+            after_result = True
+            continue
+        after_result = False
+        if role == "user":
+            sent = [{"text": content}] if isinstance(content, str) else [gemini_part(p) for p in content]
+            contents.append({"role": "user", "parts": sent})
+            continue
+        said = [content] if isinstance(content, str) else [p["text"] for p in content or []]
+        parts = [{"text": t} for t in said if t]  # Gemini refuses an empty text part
+        for c in msg.get("tool_calls") or []:
+            names[c["id"]] = c["function"]["name"]
+            args = parse_arguments(c["function"]["arguments"])
+            call = {"id": c["id"], "name": c["function"]["name"], "args": args}
+            parts.append({"functionCall": call})
+        if parts and contents and contents[-1]["role"] == "model":
+            contents[-1]["parts"] += parts  # consecutive assistant messages: ONE model turn
+        elif parts:  # an empty assistant turn is dropped
+            contents.append({"role": "model", "parts": parts})
+    body: dict[str, Any] = {"contents": contents}
+    if hoisted:
+        body["systemInstruction"] = {"parts": [{"text": "\n\n".join(hoisted)}]}
+    if request.get("tools"):
+        declarations = []
+        for tool in request["tools"]:
+            fn = tool["function"]
+            out: dict[str, Any] = {"name": fn["name"]}
+            if "description" in fn:
+                out["description"] = fn["description"]
+            if "parameters" in fn:
+                out["parametersJsonSchema"] = fn["parameters"]
+            declarations.append(out)
+        body["tools"] = [{"functionDeclarations": declarations}]
+    choice = request.get("tool_choice")
+    if choice is not None:
+        mode = {"auto": "AUTO", "none": "NONE", "required": "ANY"}.get(choice) if isinstance(choice, str) else "ANY"
+        config: dict[str, Any] = {"mode": mode}
+        if isinstance(choice, dict):
+            config["allowedFunctionNames"] = [choice["function"]["name"]]
+        body["toolConfig"] = {"functionCallingConfig": config}
+    generation: dict[str, Any] = {}
+    if request.get("max_tokens"):
+        generation["maxOutputTokens"] = request["max_tokens"]
+    for key, name in (("temperature", "temperature"), ("top_p", "topP")):
+        if key in request:
+            generation[name] = request[key]
+    if "stop" in request:
+        generation["stopSequences"] = [request["stop"]] if isinstance(request["stop"], str) else request["stop"]
+    if generation:
+        body["generationConfig"] = generation
+    return body
+
+
+@SETTINGS
+@given(request=requests())
+def test_gemini_follows_its_rules(request: dict[str, Any]) -> None:
+    body = translate_request("gemini", request)
+    want = gemini_model(request)
+    assert list(body) == [k for k in body if k in want] and set(body) == set(want), (sorted(body), sorted(want))
+    for key, value in want.items():
+        assert json_equal(body[key], value), (key, body[key], value)
+    noted = {n.path for n in body.notes}
+    if "user" in request:
+        assert "user" in noted, "user has no Gemini place: dropped with a note"
+    if request.get("parallel_tool_calls") is False:
+        assert "parallel_tool_calls" in noted, "parallel_tool_calls false cannot be honoured: dropped with a note"
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 @SETTINGS
 @given(request=requests(names=True))
@@ -571,7 +744,8 @@ def test_message_names_are_sent_or_reported(provider: str, request: dict[str, An
     noted = {n.path for n in body.notes}
     for i, msg in enumerate(request["messages"]):
         if "name" in msg:
-            kept = any(isinstance(m, dict) and m.get("name") == msg["name"] for m in body["messages"])
+            sent = body.get("messages", [])  # Gemini's contents have no name
+            kept = any(isinstance(m, dict) and m.get("name") == msg["name"] for m in sent)
             assert kept or f"messages[{i}].name" in noted, (i, msg, body.notes)
 
 
@@ -672,6 +846,95 @@ def test_anthropic_response_tool_calls_come_back_exactly(response: dict[str, Any
         assert result.usage["prompt_tokens_details"]["cached_tokens"] == usage["cache_read_input_tokens"]
     assert result.model == response["model"]
     assert result.raw == before
+
+
+GEMINI_FINISH = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "LANGUAGE": "stop",
+    "OTHER": "stop",
+    "MALFORMED_FUNCTION_CALL": "stop",
+}
+
+
+@st.composite
+def gemini_responses(draw: Callable[..., Any]) -> dict[str, Any]:
+    counter = itertools.count()
+    text_part = texts.map(lambda t: {"text": t})
+    thought_part = texts.map(lambda t: {"text": t, "thought": True})
+
+    @st.composite
+    def function_call(draw: Callable[..., Any]) -> dict[str, Any]:
+        call: dict[str, Any] = {"name": draw(tool_names), "args": draw(json_objects)}
+        if draw(st.booleans()):  # generateContent usually sends no id
+            call["id"] = f"fc_{draw(id_tails)}_{next(counter)}"
+        part: dict[str, Any] = {"functionCall": call}
+        if draw(st.integers(0, 3)) == 0:
+            part["thoughtSignature"] = base64.b64encode(draw(st.binary(min_size=1, max_size=24))).decode()
+        return part
+
+    parts = draw(st.lists(st.one_of(text_part, function_call(), thought_part), max_size=6))
+    candidate: dict[str, Any] = {
+        "content": {"role": "model"},
+        "finishReason": draw(st.sampled_from(sorted(GEMINI_FINISH))),
+    }
+    if parts:
+        candidate["content"]["parts"] = parts
+    candidate["index"] = 0
+    # Gemini leaves zero counts out; a zero candidatesTokenCount is the case table's concern
+    # (response-usage-no-candidate-tokens), so here every answer has output tokens.
+    usage: dict[str, Any] = {"promptTokenCount": draw(st.integers(1, 10**6))}
+    if draw(st.booleans()):
+        usage["cachedContentTokenCount"] = draw(st.integers(1, usage["promptTokenCount"]))
+    usage["candidatesTokenCount"] = draw(st.integers(1, 10**5))
+    if any(p.get("thought") for p in parts) or draw(st.booleans()):
+        usage["thoughtsTokenCount"] = draw(st.integers(1, 10**5))
+    usage["totalTokenCount"] = (
+        usage["promptTokenCount"] + usage["candidatesTokenCount"] + usage.get("thoughtsTokenCount", 0)
+    )
+    return {
+        "candidates": [candidate],
+        "usageMetadata": usage,
+        "modelVersion": draw(st.sampled_from(["gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.0-flash"])),
+        "responseId": f"resp-{draw(id_tails)}",
+    }
+
+
+@SETTINGS
+@given(response=gemini_responses())
+def test_gemini_response_tool_calls_come_back_exactly(response: dict[str, Any]) -> None:
+    before = copy.deepcopy(response)
+    result = translate_response("gemini", response)
+    assert json_equal(response, before), "the provider response was mutated"
+    parts = response["candidates"][0]["content"].get("parts", [])
+    asked = [p["functionCall"] for p in parts if "functionCall" in p]
+    calls = result.tool_calls_json()
+    assert [c["function"]["name"] for c in calls] == [a["name"] for a in asked], "every call, in order"
+    for call, fc in zip(calls, asked, strict=True):
+        assert call["id"] == fc["id"] if "id" in fc else call["id"], "an id kept, or one synthesized"
+        assert json_equal(json.loads(call["function"]["arguments"]), fc["args"])
+    assert len({c["id"] for c in calls}) == len(calls), "ids are unique within the result"
+    again = translate_response("gemini", copy.deepcopy(response)).tool_calls_json()
+    assert [c["id"] for c in again] == [c["id"] for c in calls], "synthesized ids are stable for the same response"
+    assert result.text == "".join(p["text"] for p in parts if "text" in p and not p.get("thought"))
+    assert (result.finish_reason == "tool_calls") == bool(asked)
+    if not asked:
+        assert result.finish_reason == GEMINI_FINISH[response["candidates"][0]["finishReason"]]
+    usage = response["usageMetadata"]
+    assert result.usage["prompt_tokens"] == usage["promptTokenCount"]
+    assert result.usage["completion_tokens"] == usage["candidatesTokenCount"] + usage.get("thoughtsTokenCount", 0)
+    assert result.usage["total_tokens"] == usage["totalTokenCount"]
+    if "cachedContentTokenCount" in usage:
+        assert result.usage["prompt_tokens_details"]["cached_tokens"] == usage["cachedContentTokenCount"]
+    if "thoughtsTokenCount" in usage:
+        assert result.usage["completion_tokens_details"]["reasoning_tokens"] == usage["thoughtsTokenCount"]
+    assert result.model == response["modelVersion"]
 
 
 @st.composite
@@ -1054,7 +1317,8 @@ def test_a_property_can_fail() -> None:
     want = expected_view(request)
     for provider in PROVIDERS:
         got = view(provider, translate_request(provider, request))
-        assert got.calls[0][:3] == want.calls[0][:3] and got.results == want.results and got.turns == want.turns
+        results = results_as_sent(provider, want.results)
+        assert got.calls[0][:3] == want.calls[0][:3] and got.results == results and got.turns == want.turns
     broken = copy.deepcopy(request)
     broken["messages"][1]["tool_calls"][0]["function"]["arguments"] = '{"a": 2}'
     broken["messages"][0]["content"] = "hello"

@@ -1,20 +1,27 @@
 """The official SDKs' own types as judges of the wire shapes toolnexus writes.
 
-No provider is reachable from the tests, so `anthropic` and `openai` (test-only
-dependencies) judge instead. Their traps (see ../shared/SDK-JUDGES.md) are handled here:
+No provider is reachable from the tests, so `anthropic`, `openai` and `google-genai`
+(test-only dependencies) judge instead. Their traps (see ../shared/SDK-JUDGES.md) are handled here:
 - request params are TypedDicts whose `Iterable` fields validate lazily: the
   validated value is materialised to plain lists before it is believed;
 - unknown keys are silently dropped (and lax mode coerces): the materialised value
   is compared with the body by deepdiff, so a key the SDK does not know shows up;
 - rules the types cannot say (roles, tool_use answered first in the next user turn,
   non-empty text) are checked by hand;
-- response models are validated with strict=True.
+- response models are validated with strict=True;
+- google-genai's types are pydantic models that forbid unknown keys but accept snake_case
+  as well as the REST camelCase, and only *warn* on an unknown enum value: warnings are
+  errors, every key outside the caller's own data must be camelCase, and the SDK's dump
+  (by alias) must give the body back, so a coercion or a snake_case key shows up.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
+import re
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -24,6 +31,7 @@ import pytest
 import yaml
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from deepdiff import DeepDiff
+from google.genai import types as genai_types
 from hypothesis import given
 from openai.types.chat import (
     ChatCompletion,
@@ -32,9 +40,9 @@ from openai.types.chat import (
     ChatCompletionMessageToolCall,
 )
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
-from test_properties import SETTINGS, anthropic_responses, openai_responses, requests
+from test_properties import SETTINGS, anthropic_responses, gemini_responses, openai_responses, requests
 from toolnexus import translate_request, translate_response
 
 REPO = Path(__file__).resolve().parents[1]
@@ -143,7 +151,127 @@ def judge_openai(body: dict[str, Any], *, api_rules: bool = True) -> None:
         check_openai_api_rules(body)
 
 
-JUDGES = {"anthropic": judge_anthropic, "openai": judge_openai}
+# ---------------------------------------------------------------- Gemini: google-genai's pydantic models
+
+# The generateContent body, key by key: the google-genai type each value (or each item) must be.
+GEMINI_BODY: dict[str, Any] = {
+    "contents": [genai_types.Content],
+    "systemInstruction": genai_types.Content,
+    "tools": [genai_types.Tool],
+    "toolConfig": genai_types.ToolConfig,
+    "generationConfig": genai_types.GenerationConfig,
+}
+# Values that are the caller's own data (call arguments, tool output, JSON Schema): their keys are the caller's.
+GEMINI_DATA_KEYS = frozenset({"args", "response", "parametersJsonSchema", "responseJsonSchema"})
+GEMINI_BYTES_KEYS = frozenset({"data", "thoughtSignature"})  # proto bytes: base64 text in JSON
+CAMEL_CASE = re.compile(r"[a-z][A-Za-z0-9]*\Z")
+
+
+def gemini_bytes(value: Any) -> Any:
+    """base64 fields as the bytes they spell: pydantic writes URL-safe base64, the API also takes the standard one."""
+    if isinstance(value, Mapping):
+        return {
+            k: base64.b64decode(v.translate(str.maketrans("-_", "+/")) + "=" * (-len(v) % 4), validate=True)
+            if k in GEMINI_BYTES_KEYS and isinstance(v, str)
+            else v
+            if k in GEMINI_DATA_KEYS
+            else gemini_bytes(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [gemini_bytes(v) for v in value]
+    return value
+
+
+def camel_case_problems(value: Any, path: str = "") -> list[str]:
+    """Keys that are not REST camelCase, outside the caller's own data."""
+    problems = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not CAMEL_CASE.match(key):
+                problems.append(f"{path}.{key}".lstrip("."))
+            if key not in GEMINI_DATA_KEYS:
+                problems += camel_case_problems(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            problems += camel_case_problems(item, f"{path}[{i}]")
+    return problems
+
+
+def judge_genai(model: type[BaseModel], value: Any, where: str) -> None:
+    """One REST value through a google-genai type: warnings are errors, and the SDK's dump must give it back."""
+    plain = json.loads(json.dumps(value))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an unknown enum value (e.g. a tool-config mode) only warns
+        parsed = model.model_validate_json(json.dumps(plain))
+    back = parsed.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    diff = DeepDiff(gemini_bytes(plain), gemini_bytes(back), ignore_numeric_type_changes=True)
+    assert not diff, f"{where}: the SDK type dropped or changed part of the body:\n{diff.pretty()}"
+
+
+def check_gemini_api_rules(body: dict[str, Any]) -> None:
+    """What generateContent refuses (400 INVALID_ARGUMENT) beyond its types."""
+    system = body.get("systemInstruction")
+    if system is not None:
+        assert system["parts"], "systemInstruction: parts must not be empty"
+        assert all(p.get("text") for p in system["parts"]), "systemInstruction: empty text part"
+    contents = body["contents"]
+    assert contents, "contents must not be empty"
+    for k, turn in enumerate(contents):
+        assert turn["role"] in ("user", "model"), f"contents[{k}]: role {turn['role']!r}"
+        parts = turn["parts"]
+        assert parts, f"contents[{k}]: contents.parts must not be empty"
+        for j, part in enumerate(parts):
+            # proto3 reads "" as unset: "required oneof field 'data' must have one initialized field"
+            if "text" in part:
+                assert part["text"], f"contents[{k}].parts[{j}]: empty text part"
+        calls = [p["functionCall"] for p in parts if "functionCall" in p]
+        answers = [p["functionResponse"] for p in parts if "functionResponse" in p]
+        if calls:
+            assert turn["role"] == "model", f"contents[{k}]: functionCall outside a model turn"
+            assert k > 0 and contents[k - 1]["role"] == "user", (
+                f"contents[{k}]: a function call turn must come right after a user turn or a function response turn"
+            )
+            assert k + 1 < len(contents), f"contents[{k}]: function calls never answered"
+            reply = contents[k + 1]["parts"]
+            got = [p["functionResponse"] for p in reply if "functionResponse" in p]
+            assert len(got) == len(reply) == len(calls), (
+                f"contents[{k + 1}]: the number of function response parts must equal the function call parts"
+            )
+            asked = sorted((c.get("id"), c["name"]) for c in calls)
+            assert sorted((r.get("id"), r["name"]) for r in got) == asked, f"contents[{k + 1}]: answers {got}"
+        if answers:
+            assert turn["role"] == "user", f"contents[{k}]: functionResponse outside a user turn"
+            assert k > 0 and any("functionCall" in p for p in contents[k - 1]["parts"]), (
+                f"contents[{k}]: a function response turn must come immediately after a function call turn"
+            )
+        for answer in answers:
+            assert isinstance(answer["response"], dict), f"contents[{k}]: a functionResponse.response is an object"
+        for call in calls:
+            assert isinstance(call["args"], dict), f"contents[{k}]: functionCall.args is an object"
+
+
+def judge_gemini(body: dict[str, Any], *, api_rules: bool = True) -> None:
+    unknown = sorted(set(body) - set(GEMINI_BODY))
+    assert not unknown, f"keys generateContent does not take (model goes in the URL): {unknown}"
+    snake = camel_case_problems(body)
+    assert not snake, f"keys that are not REST camelCase: {snake}"
+    for key, model in GEMINI_BODY.items():
+        if key not in body:
+            continue
+        if isinstance(model, list):
+            assert isinstance(body[key], list) and body[key], f"{key}: a non-empty list"
+            for i, item in enumerate(body[key]):
+                judge_genai(model[0], item, f"{key}[{i}]")
+        else:
+            judge_genai(model, body[key], key)
+    if api_rules:
+        check_gemini_api_rules(body)
+    else:
+        assert all(c["role"] in ("user", "model") for c in body["contents"])
+
+
+JUDGES = {"anthropic": judge_anthropic, "gemini": judge_gemini, "openai": judge_openai}
 
 
 def test_known_anthropic_sdk_gaps_are_exactly_these() -> None:
@@ -340,6 +468,41 @@ def test_the_judges_can_fail() -> None:
         judge_openai(openai_body)
 
 
+def test_the_gemini_judge_can_fail() -> None:
+    """An unknown or snake_case key, a bad enum value, a coerced number, bad base64, an empty text part,
+    a model key, an unanswered call, and a function call right after a model turn are each caught."""
+    good = translate_request("gemini", copy.deepcopy(RICH_REQUESTS["multimodal-parallel-calls"]))
+    judge_gemini(good)
+    assert good["contents"][0]["parts"][1]["inlineData"], "the rich request carries an inline image"
+
+    def broken(change: Any) -> dict[str, Any]:
+        body = copy.deepcopy(good)
+        change(body)
+        return body
+
+    user, model = good["contents"][0], good["contents"][1]
+    bodies = [
+        broken(lambda b: b["contents"][0]["parts"][0].update(cacheControl="ephemeral")),
+        broken(
+            lambda b: b["contents"][0]["parts"][1].update(inline_data=b["contents"][0]["parts"][1].pop("inlineData"))
+        ),
+        broken(lambda b: b["generationConfig"].update(max_output_tokens=b["generationConfig"].pop("maxOutputTokens"))),
+        broken(lambda b: b["toolConfig"]["functionCallingConfig"].update(mode="REQUIRED")),
+        broken(lambda b: b["toolConfig"]["functionCallingConfig"].update(mode="any")),
+        broken(lambda b: b["generationConfig"].update(maxOutputTokens="2048")),
+        broken(lambda b: b["contents"][0]["parts"][1]["inlineData"].update(data="not base64!")),
+        broken(lambda b: b["contents"][0]["parts"].append({"text": ""})),
+        broken(lambda b: b.update(model="gemini-2.5-flash")),
+        broken(lambda b: b["contents"].pop(2)),
+        broken(lambda b: b["contents"].insert(1, {"role": "model", "parts": [{"text": "Je regarde."}]})),
+        broken(lambda b: b["contents"].insert(0, {"role": "system", "parts": [{"text": "x"}]})),
+    ]
+    assert user["role"] == "user" and any("functionCall" in p for p in model["parts"])
+    for body in bodies:
+        with pytest.raises((AssertionError, UserWarning, ValueError)):
+            judge_gemini(body)
+
+
 # ---------------------------------------------------------------- the case tables, when they exist
 
 
@@ -395,6 +558,12 @@ def test_generated_anthropic_bodies_pass_the_sdk_judge(request: dict[str, Any]) 
 @given(request=requests(api_valid=True))
 def test_generated_openai_bodies_pass_the_sdk_judge(request: dict[str, Any]) -> None:
     judge_openai(translate_request("openai", request))
+
+
+@SETTINGS
+@given(request=requests(api_valid=True))
+def test_generated_gemini_bodies_pass_the_sdk_judge(request: dict[str, Any]) -> None:
+    judge_gemini(translate_request("gemini", request))
 
 
 # ---------------------------------------------------------------- responses back in OpenAI shape
@@ -508,6 +677,105 @@ def test_tool_calls_round_trip_into_the_next_request(response: dict[str, Any]) -
     judge_anthropic(body)
     uses = [b for b in body["messages"][1]["content"] if b["type"] == "tool_use"]
     assert uses == [b for b in response["content"] if b["type"] == "tool_use"]
+
+
+def gemini_response_is_valid(response: dict[str, Any]) -> None:
+    judge_genai(genai_types.GenerateContentResponse, response, "response")
+
+
+CANNED_GEMINI = [
+    {
+        "candidates": [
+            {
+                "content": {
+                    "role": "model",
+                    "parts": [
+                        {"text": "Two cities.", "thought": True},
+                        {"text": "Checking both."},
+                        {
+                            "functionCall": {"name": "get_weather", "args": {"city": "Paris", "days": 2}},
+                            "thoughtSignature": "CiQBcsjafLqTjuUxG0V5gXzWtMN7Ae4dRLePTwrqj1B4xFrH3YoK",
+                        },
+                        {
+                            "functionCall": {
+                                "name": "get_weather",
+                                "args": {"city": "東京", "opts": {"u": [1, 2.5, None, True]}},
+                            }
+                        },
+                    ],
+                },
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": {
+            "promptTokenCount": 120,
+            "candidatesTokenCount": 40,
+            "thoughtsTokenCount": 25,
+            "cachedContentTokenCount": 100,
+            "totalTokenCount": 185,
+        },
+        "modelVersion": "gemini-2.5-flash",
+        "responseId": "gemini-01",
+    },
+    {
+        "candidates": [
+            {"content": {"role": "model", "parts": [{"text": "It is 18°C."}]}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+        "modelVersion": "gemini-2.0-flash",
+        "responseId": "gemini-02",
+    },
+    {
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"functionCall": {"id": "fc_now", "name": "now"}}]},
+                "finishReason": "MAX_TOKENS",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+        "modelVersion": "gemini-2.0-flash",
+        "responseId": "gemini-03",
+    },
+]
+
+
+@pytest.mark.parametrize("response", CANNED_GEMINI, ids=lambda r: r["responseId"])
+def test_gemini_results_pass_the_openai_judge(response: dict[str, Any]) -> None:
+    gemini_response_is_valid(response)
+    judge_result("gemini", response)
+
+
+@pytest.mark.parametrize("response", CANNED_GEMINI[:1], ids=lambda r: r["responseId"])
+def test_gemini_tool_calls_round_trip_into_the_next_request(response: dict[str, Any]) -> None:
+    """tool_calls_json() goes back into a transcript and reaches Gemini as the same calls, answered by name."""
+    result = translate_response("gemini", response)
+    calls = result.tool_calls_json()
+    assert len({c["id"] for c in calls}) == len(calls), "synthesized ids are unique"
+    request = {
+        "model": "gemini-2.5-flash",
+        "messages": [
+            {"role": "user", "content": "Weather in Paris and Tokyo?"},
+            {"role": "assistant", "content": result.text, "tool_calls": calls},
+            *({"role": "tool", "tool_call_id": c["id"], "content": "ok"} for c in calls),
+        ],
+    }
+    body = translate_request("gemini", request)
+    judge_gemini(body)
+    sent = [p["functionCall"] for p in body["contents"][1]["parts"] if "functionCall" in p]
+    given = [p["functionCall"] for p in response["candidates"][0]["content"]["parts"] if "functionCall" in p]
+    assert [(c["name"], c["args"]) for c in sent] == [(c["name"], c["args"]) for c in given]
+    assert [c["id"] for c in sent] == [c["id"] for c in calls]
+    answers = [p["functionResponse"] for p in body["contents"][2]["parts"]]
+    assert [(a["id"], a["name"]) for a in answers] == [(c["id"], c["name"]) for c in sent]
+
+
+@SETTINGS
+@given(response=gemini_responses())
+def test_generated_gemini_results_pass_the_openai_judge(response: dict[str, Any]) -> None:
+    gemini_response_is_valid(response)
+    judge_result("gemini", response)
 
 
 @SETTINGS
