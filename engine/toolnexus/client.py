@@ -35,6 +35,7 @@ logger = logging.getLogger("toolnexus")
 RETRY_STATUSES = frozenset({408, 409, 429})
 REFUSED_PARAMS = frozenset({"messages", "tools", "stream"})
 MAX_RETRY_AFTER = 60.0
+MIN_KEY_PREFIX = 8  # a key's leading characters this long or longer count as the key
 
 BeforeLLM = Callable[[dict[str, Any]], "dict[str, Any] | Awaitable[dict[str, Any] | None] | None"]
 AfterLLM = Callable[[dict[str, Any]], "Awaitable[None] | None"]
@@ -263,34 +264,44 @@ class Client:
     def _decode(self, response: httpx.Response, attempts: int) -> dict[str, Any]:
         if not response.is_success:
             raise self._http_error(response, attempts)
+        decoded = True
         try:
             data = response.json()
         except ValueError:
+            decoded = False  # raised below, outside this block: the decode error (which holds the body) is not chained
+        if not decoded or not isinstance(data, dict):
+            what = "not a JSON object" if decoded else "not JSON"
             raise ProviderError(
-                f"the answer is not JSON: {self._scrub(excerpt(response.content))}",
+                f"the answer is {what}: {self._scrub(excerpt(self._scrub_bytes(response.content)))}",
                 provider=self.style, kind="decode", status=response.status_code,
                 request_id=self._request_id(response), attempts=attempts,
-            ) from None  # fmt: skip
-        if not isinstance(data, dict):
-            raise ProviderError(
-                f"the answer is not a JSON object: {self._scrub(excerpt(response.content))}",
-                provider=self.style, kind="decode", status=response.status_code, attempts=attempts,
             )  # fmt: skip
         if self._provider.endpoint.carries_error(data):  # a 2xx whose body is the provider's error shape
             raise self._http_error(response, attempts)
         return data
 
     def _http_error(self, response: httpx.Response, attempts: int) -> ProviderError:
-        error_type, message = self._provider.endpoint.describe_error(response.content)
+        error_type, message = self._provider.endpoint.describe_error(self._scrub_bytes(response.content))
         message = self._scrub(message)
         return ProviderError(
             message, provider=self.style, kind="http", status=response.status_code, error_type=error_type,
             request_id=self._request_id(response), attempts=attempts,
         )  # fmt: skip
 
+    def _scrub_bytes(self, content: bytes) -> bytes:
+        """The body with the key blanked before any excerpt is cut from it (a cut could halve the key)."""
+        return content.replace(self._redact.encode(), b"***") if self._redact else content
+
     def _scrub(self, text: str) -> str:
-        """The API key never leaves in an error, even when the provider quotes it."""
-        return text.replace(self._redact, "***") if self._redact else text
+        """The API key never leaves in an error, even when the provider quotes it, whole or cut short."""
+        if not self._redact:
+            return text
+        text = text.replace(self._redact, "***")
+        for size in range(len(self._redact) - 1, MIN_KEY_PREFIX - 1, -1):  # a key cut off where a body ends
+            prefix = self._redact[:size]
+            if prefix in text:
+                text = text.replace(prefix, "***")
+        return text
 
     def _request_id(self, response: httpx.Response) -> str | None:
         header = self._provider.endpoint.request_id_header

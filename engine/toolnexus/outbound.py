@@ -122,7 +122,8 @@ class Outbound:
             assert template is not None
             ctx.path = (src, i)
             item = template(element, ctx)
-            if item is MISSING:
+            if item is MISSING:  # the rules found nothing they know in it: say so, keep it in raw
+                ctx.notes.append(Note("unknown", src.element_path(i), "nothing the rules read is in it; kept in raw"))
                 continue
             text = item.get("text")
             if text is not None:
