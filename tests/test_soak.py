@@ -12,12 +12,10 @@ tools/soak.py runs the same soak at a larger budget and compares latency with ra
 from __future__ import annotations
 
 import asyncio
-import collections
 import gc
 import json
-import multiprocessing
 import os
-import re
+import sys
 import time
 import tracemalloc
 import uuid
@@ -25,21 +23,23 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
+from pathlib import Path
 
 import pytest
 
 import toolnexus
 from test_faults import PROVIDERS, model, set_at, text_path, text_reply
-from toolnexus.stub import ProviderStub, StubReply, StubRequest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import soak as soak_tool
+
+MARKER, PLACEHOLDER = soak_tool.MARKER, soak_tool.PLACEHOLDER
 
 SOAK_N = int(os.environ.get("SOAK_N", "3000"))
 SOAK_PROVIDER = os.environ.get("SOAK_PROVIDER", PROVIDERS[0])
 CONCURRENCY = 100
 WARM_UP = 300
 GROWTH_LIMIT = 20 * 1024 * 1024  # bytes: generous; a per-call leak of ~7 KB would cross it at N=3000
-MARKER = re.compile(r"soak-[0-9a-f]{32}")
-PLACEHOLDER = "@@soak-marker@@"
 
 
 def echo_template(provider: str) -> str:
@@ -49,39 +49,11 @@ def echo_template(provider: str) -> str:
     return json.dumps(reply)
 
 
-def serve_echo(template: str, pipe: Connection) -> None:
-    """In a child process: a ProviderStub that echoes each request's marker; sends its URL, stops on a message."""
-
-    def respond(request: StubRequest) -> StubReply:
-        found = MARKER.search(json.dumps(request.body))
-        return StubReply(body=template.replace(PLACEHOLDER, found.group() if found else "no-marker").encode())
-
-    stub = ProviderStub(respond)
-    stub.requests = collections.deque(maxlen=1)  # type: ignore[assignment]  # keep no history
-    with stub:
-        pipe.send(stub.base_url)
-        pipe.recv()
-
-
 @contextmanager
 def echo_stub(provider: str) -> Iterator[str]:
-    """The echo stub in its own process (so its threads neither share the GIL nor show in tracemalloc)."""
-    context = multiprocessing.get_context("spawn")
-    ours, theirs = context.Pipe()
-    process = context.Process(target=serve_echo, args=(echo_template(provider), theirs), daemon=True)
-    process.start()
-    try:
-        if not ours.poll(30):
-            raise AssertionError("the echo stub did not start")
-        yield ours.recv()
-    finally:
-        ours.send("stop")
-        process.join(5)
-        if process.is_alive():
-            process.kill()
-            process.join()
-        ours.close()
-        theirs.close()
+    """tools/soak.py's echo stub (in its own process) for this provider's reply shape."""
+    with soak_tool.echo_stub(echo_template(provider)) as url:
+        yield url
 
 
 def marked_messages(marker: str) -> list[dict[str, str]]:
