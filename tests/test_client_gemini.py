@@ -161,3 +161,17 @@ def history_of(first: Any) -> list[Any]:
         {"role": "assistant", "content": None, "tool_calls": first.tool_calls_json()},
         {"role": "tool", "tool_call_id": call.id, "content": json.dumps({"temp_c": 21})},
     ]
+
+
+def test_toolkit_to_gemini_is_the_declaration_the_rules_write() -> None:
+    from toolnexus import Toolkit, define_tool
+
+    def weather(city: str, unit: str = "c") -> str:
+        """Weather for a city."""
+        return city
+
+    toolkit = Toolkit()
+    toolkit.register(define_tool(weather))
+    body = translate_request("gemini", {"model": "m", "messages": USER, "tools": toolkit.to_openai()})
+    assert toolkit.to_gemini() == body["tools"][0]["functionDeclarations"]
+    assert toolkit.to_gemini()[0]["parametersJsonSchema"]["required"] == ["city"]

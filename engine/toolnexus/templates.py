@@ -493,19 +493,6 @@ def path_getter(expression: Any, key: Key, env: Env) -> Getter:
     return getter
 
 
-def _paths(value: Any, key: Key, env: Env) -> list[tuple[str, Getter]]:
-    exprs = value if isinstance(value, list) else [value]
-    if not exprs:
-        raise env.error(key, "expected at least one path")
-    return [(str(e), path_getter(e, (*key, i) if isinstance(value, list) else key, env)) for i, e in enumerate(exprs)]
-
-
-def _one_path(value: Any, key: Key, env: Env) -> tuple[str, Getter]:
-    if isinstance(value, list):
-        raise env.error(key, "takes one path, not a list")
-    return str(value), path_getter(value, key, env)
-
-
 def _op_merge(expr: str, getter: Getter, sets: tuple[tuple[str, Render], ...]) -> Render:
     def render(scope: Any, ctx: Ctx) -> Any:
         base = getter(scope)
