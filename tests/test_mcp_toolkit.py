@@ -32,7 +32,7 @@ from toolnexus.toolkit import Toolkit
 
 SHOP = Path(__file__).parent / "mcp_servers" / "shop.py"
 TOKEN = "shop-token-5f2a9c7e1d"  # what the HTTP server requires; reaches it only through ${SHOP_TEST_TOKEN}
-SHOP_TOOLS = ["place_order", "search_products", "add", "whoami", "out_of_stock", "inventory.count", "crash"]
+SHOP_TOOLS = ["place_order", "search_products", "add", "whoami", "out_of_stock", "inventory.count", "wait", "crash"]
 
 # Where each provider's body lists the declared tool names (tests may know providers; the engine may not).
 DECLARED_NAMES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
@@ -137,7 +137,7 @@ def test_every_server_is_listed_through_every_page_and_prefixed(shared: Shared) 
         assert [t.original_name for t in mine] == SHOP_TOOLS
         assert all(t.name.startswith(f"{server}__") for t in mine)
     assert len(set(names)) == len(names) == 3 * len(SHOP_TOOLS)
-    assert methods(shared.logs["shop"]).count("tools/list") == 4  # 7 tools, 2 a page
+    assert methods(shared.logs["shop"]).count("tools/list") == 4  # 8 tools, 2 a page
     assert methods(shared.logs["depot"]).count("tools/list") == 1
 
 
@@ -222,6 +222,13 @@ def test_call_results_become_tool_message_content(shared: Shared, runner: asynci
     assert failed.to_message("call_1") == {"role": "tool", "tool_call_id": "call_1", "content": failed.content}
 
 
+def test_a_call_that_outlasts_its_timeout_is_a_toolkit_error(shared: Shared, runner: asyncio.Runner) -> None:
+    with pytest.raises(ToolkitError) as info:
+        runner.run(shared.toolkit.call("depot__wait", {"seconds": 30}, timeout=0.2))
+    assert (info.value.server, info.value.stage) == ("depot", "tools/call")
+    assert runner.run(shared.toolkit.call("depot__whoami")).content == "depot"  # the session goes on
+
+
 def test_call_works_from_another_task(shared: Shared, runner: asyncio.Runner) -> None:
     async def elsewhere() -> str:
         results = await asyncio.gather(
@@ -293,6 +300,16 @@ def test_expanded_header_values_are_never_logged_or_shown(
     assert "bearer token" in shown[3]  # the refusal itself is reported
     for text in [*shown, caplog.text]:
         assert TOKEN not in text and "wrong-token-9d8c7b6a" not in text
+
+
+def test_a_stdio_server_echoing_an_expanded_value_is_scrubbed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHOP_TEST_SECRET", "s3cret-value-0042")
+    echo = "import os, sys; sys.stderr.write('using key ' + os.environ['KEY'] + '\\n'); sys.exit(1)"
+    config = {"mcpServers": {"echo": {"command": [sys.executable, "-c", echo], "env": {"KEY": "${SHOP_TEST_SECRET}"}}}}
+    with pytest.raises(ToolkitError) as info:
+        asyncio.run(create_toolkit(mcp_config=config))
+    assert info.value.stderr_tail == "using key ***"
+    assert "s3cret-value-0042" not in str(info.value)
 
 
 # ---------------------------------------------------------------- failures, partial loading

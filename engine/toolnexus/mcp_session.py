@@ -59,6 +59,8 @@ class McpSession:
         return f"McpSession({self.spec.name!r}, {self.spec.transport}, {state}, {len(self.tools)} tools)"
 
     def start(self) -> None:
+        # Made here, not in the task: close() may cancel it before the task first runs.
+        self._scope = anyio.CancelScope(deadline=anyio.current_time() + self.timeout)
         self._task = asyncio.get_running_loop().create_task(self._own(), name=f"toolnexus mcp {self.spec.name}")
 
     async def loaded(self) -> None:
@@ -77,7 +79,8 @@ class McpSession:
         self._stderr = None
 
     async def _live(self) -> None:
-        scope = self._scope = anyio.CancelScope(deadline=anyio.current_time() + self.timeout)
+        scope = self._scope
+        assert scope is not None
         loaded = False
         try:
             with scope:
@@ -149,9 +152,11 @@ class McpSession:
         try:
             result = await client.call_tool(tool, arguments, read_timeout_seconds=timeout)
         except MCPError as exc:
-            gone = exc.code == CONNECTION_CLOSED
-            raise self._failure(f"the server ended the session: {exc.message}" if gone else
-                                f"tool {tool!r} failed: {exc.message} (MCP error {exc.code})") from exc  # fmt: skip
+            if exc.code != CONNECTION_CLOSED:
+                raise self._failure(f"tool {tool!r} failed: {exc.message} (MCP error {exc.code})") from exc
+            closing = self._stop.is_set()
+            raise self._failure("the toolkit was closed during the call" if closing else
+                                f"the server ended the session: {exc.message}") from exc  # fmt: skip
         except Exception as exc:
             raise self._failure(f"tool {tool!r}: {describe(exc)}") from exc
         return result.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -202,7 +207,8 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(dict.fromkeys(describe(e) for e in exc.exceptions))
     if isinstance(exc, MCPError):
-        return f"{exc.message} (MCP error {exc.code})"
+        what = "the server closed the connection" if exc.code == CONNECTION_CLOSED else exc.message
+        return f"{what} (MCP error {exc.code})"
     if isinstance(exc, httpx2.TransportError):
         try:  # the URL without its query or credentials
             url = exc.request.url

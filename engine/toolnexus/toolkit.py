@@ -228,26 +228,23 @@ async def create_toolkit(*, mcp_config: Any = None, strict: bool = True, timeout
         from .mcp_session import McpSession
     except ImportError as exc:
         raise ToolkitError(f"MCP servers need the mcp package: pip install 'toolnexus[mcp]' ({exc})") from exc
-    environ = dict(os.environ)
-    sessions = [McpSession(spec, timeout=timeout, environ=environ) for spec in specs]
-    toolkit._sessions = {s.spec.name: s for s in sessions}
+    sessions = {spec.name: McpSession(spec, timeout=timeout, environ=dict(os.environ)) for spec in specs}
+    toolkit._sessions = dict(sessions)
     try:
-        for session in sessions:
+        for session in sessions.values():
             session.start()
-        await asyncio.gather(*(s.loaded() for s in sessions), return_exceptions=True)
-        failed = [s for s in sessions if s.error is not None]
-        if failed and strict:
-            others = f" (also failed: {', '.join(s.spec.name for s in failed[1:])})" if failed[1:] else ""
-            error = failed[0].error
-            assert error is not None
-            raise ToolkitError(error.message + others, server=error.server, stage=error.stage, path=error.path,
-                               stderr_tail=error.stderr_tail) from error  # fmt: skip
-        for session in failed:
-            logger.warning("MCP server %r skipped: %s", session.spec.name, session.error)
-            toolkit.failures[session.spec.name] = session.error  # type: ignore[assignment]
-            await session.close()
-            del toolkit._sessions[session.spec.name]
-        declared, toolkit.notes = declare({s.spec.name: s.tools for s in sessions if s.error is None})
+        await asyncio.gather(*(s.loaded() for s in sessions.values()), return_exceptions=True)
+        failures = {name: s.error for name, s in sessions.items() if s.error is not None}
+        if failures and strict:
+            first, *rest = failures.values()
+            also = f" (also failed: {', '.join(e.server for e in rest)})" if rest else ""
+            raise ToolkitError(first.message + also, server=first.server, stage=first.stage, path=first.path,
+                               stderr_tail=first.stderr_tail) from first  # fmt: skip
+        for name, error in failures.items():
+            logger.warning("MCP server %r skipped: %s", name, error)
+            await toolkit._sessions.pop(name).close()
+        toolkit.failures = failures
+        declared, toolkit.notes = declare({name: s.tools for name, s in toolkit._sessions.items()})
         for item in declared:
             toolkit.register(Tool(item.name, item.description, item.input_schema, server=item.server,
                                   original_name=item.original_name))  # fmt: skip

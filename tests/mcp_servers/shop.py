@@ -16,6 +16,7 @@ import sys
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_REQUEST
@@ -108,6 +109,13 @@ def out_of_stock(sku: str) -> str:
 def inventory_count(sku: str) -> int:
     """A name with a dot: fine for MCP, not for every provider."""
     return 7
+
+
+@app.tool()
+async def wait(seconds: float) -> str:
+    """Answers after a while."""
+    await anyio.sleep(seconds)
+    return "done"
 
 
 @app.tool()
