@@ -18,7 +18,7 @@ import math
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import IO, Any
+from typing import IO, Any, TextIO, cast
 
 import anyio
 import httpx2
@@ -113,7 +113,7 @@ class McpSession:
         if spec.transport == "stdio":
             params = StdioServerParameters(command=spec.command[0], args=list(spec.command[1:]),
                                            env=dict(server.env) or None, cwd=spec.cwd)  # fmt: skip
-            inner: Any = stdio_client(params, errlog=self._stderr)  # type: ignore[arg-type]
+            inner: Any = stdio_client(params, errlog=cast(TextIO, self._stderr))  # the task's temporary file
         else:
             # The SDK's documented way to send headers: an httpx2 client of our own (its timeouts, ours to close).
             http = httpx2.AsyncClient(headers=dict(server.headers), timeout=httpx2.Timeout(30.0, read=300.0))
