@@ -330,16 +330,22 @@ def test_a_failing_server_fails_the_load_naming_it_with_its_stderr(tmp_path: Pat
 
 
 def test_partial_loading_skips_failed_servers_and_keeps_the_rest(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, http_shop: tuple[str, Path], caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = tmp_path / "good.log"
+    url, _ = http_shop
+    monkeypatch.setenv("SHOP_TEST_TOKEN", TOKEN)
+    auth = {"Authorization": "Bearer ${SHOP_TEST_TOKEN}"}
+    pid_file = tmp_path / "pid"
+    hang = f"import os, sys\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\nfor line in sys.stdin: pass"
     config = {
         "mcpServers": {
-            "good": stdio(log),
+            "good": {"url": url, "headers": auth},
             "missing": {"command": str(tmp_path / "no-such-binary")},
             "crashes": {"command": [sys.executable, "-c", "import sys; print('bad flag', file=sys.stderr); exit(1)"]},
-            "hangs": {"command": [sys.executable, "-c", "import sys\nfor line in sys.stdin: pass"]},
+            "hangs": {"command": [sys.executable, "-c", hang]},
             "unset": {"command": [sys.executable, str(SHOP)], "env": {"KEY": "${SHOP_TEST_NEVER_SET}"}},
+            "never lists": {"url": url, "headers": {**auth, "X-Hang-On-List": "1"}},
+            "refused": {"url": url},  # no token
         }
     }
 
@@ -359,9 +365,11 @@ def test_partial_loading_skips_failed_servers_and_keeps_the_rest(
         "crashes": ("initialize", ""),
         "hangs": ("initialize", ""),
         "unset": ("config", "mcpServers.unset.env.KEY"),
+        "never lists": ("tools/list", ""),
+        "refused": ("initialize", ""),
     }
     assert {r.args[0] for r in caplog.records if isinstance(r.args, tuple)} == set(stages)
-    assert gone(pid_of(log))
+    assert gone(int(pid_file.read_text()))
 
 
 def test_a_server_that_dies_mid_session_is_a_toolkit_error(tmp_path: Path) -> None:

@@ -6,7 +6,8 @@
 Environment: SHOP_LOG, a file that gets one line per inbound MCP method (and `pid N` at start),
 so tests see from the server's side what a client sent; SHOP_ID, what `whoami` answers;
 SHOP_PAGE_SIZE, tools per tools/list page (cursors are page numbers); SHOP_TOKEN, when set,
-the bearer token every HTTP request must carry.
+the bearer token every HTTP request must carry. An HTTP request with the header
+`X-Hang-On-List: 1` never gets its tools/list answered.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ async def record(ctx: Any, call_next: Any) -> Any:
     headers = getattr(ctx.request, "headers", None)  # the HTTP request, over streamable HTTP
     if TOKEN is not None and headers is not None and headers.get("authorization") != f"Bearer {TOKEN}":
         raise MCPError(INVALID_REQUEST, "bad or missing bearer token")
+    if ctx.method == "tools/list" and headers is not None and headers.get("x-hang-on-list") == "1":
+        await anyio.sleep_forever()
     result = await call_next(ctx)
     if ctx.method == "tools/list" and PAGE_SIZE and isinstance(result, dict):  # the result as it goes on the wire
         start = int((ctx.params or {}).get("cursor") or 0)
