@@ -1,11 +1,14 @@
-"""The README's main job: `toolnexus demo` runs a two-turn exchange per provider, offline."""
+"""The README's main job: `toolnexus demo` runs a two-turn exchange per provider, offline, then with an MCP tool."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import io
 import json
 from pathlib import Path
+
+import pytest
 
 from toolnexus import providers
 from toolnexus.conformance import fixtures_dir
@@ -19,6 +22,17 @@ def test_demo_succeeds_for_every_provider() -> None:
     for name in providers():
         assert f"{name}: ok" in text
         assert f"{name} · turn 2" in text
+        assert f"{name} (MCP): ok" in text
+    assert "add as calc__add" in text
+    assert text.count("the demo runs calc__add(") == len(providers())
+
+
+def test_demo_without_the_mcp_extra_skips_that_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None)
+    out = io.StringIO()
+    assert asyncio.run(run_demo(out)) == 0, out.getvalue()
+    assert "MCP: skipped (pip install 'toolnexus[mcp]'" in out.getvalue()
+    assert "(MCP): ok" not in out.getvalue()
 
 
 def test_demo_fails_when_the_provider_never_asks_for_the_tool() -> None:

@@ -19,10 +19,12 @@ from .errors import (
     ProviderError,
     ResponseError,
     RuleError,
+    ToolkitError,
     ToolnexusError,
     TranslationError,
 )
 from .inbound import RequestBody
+from .mcp_tools import ToolResult
 from .result import TranslatedToolCall, TranslateResult
 from .rulebook import Provider, Rulebook, load_rules
 from .toolkit import Tool, Toolkit, create_toolkit, define_tool
@@ -40,7 +42,9 @@ __all__ = [
     "RuleError",
     "Rulebook",
     "Tool",
+    "ToolResult",
     "Toolkit",
+    "ToolkitError",
     "ToolnexusError",
     "TranslateResult",
     "TranslatedToolCall",

@@ -6,12 +6,19 @@ call, then the final answer. The demo itself executes the tool (toolnexus never
 does), sends the result back through `client.translate`, and prints the OpenAI
 request, the provider-native body on the wire and the OpenAI-shaped result of
 each turn. It fails (exit 1) when a turn does not come out as expected.
+
+Then the same exchange with the tool from a local MCP server (`python -m
+toolnexus.demo_mcp`, over stdio): translate declares it as `calc__add`, and the
+demo runs it with `tk.call`. Without the `mcp` extra that part is skipped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
+import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -23,6 +30,9 @@ from .toolkit import Toolkit, create_toolkit, define_tool
 
 DEMO_KEY = "demo-key-not-secret"
 QUESTION = "What is 21 + 21? Use the add tool."
+MCP_CONFIG = {"mcpServers": {"calc": {"command": [sys.executable, "-m", "toolnexus.demo_mcp"]}}}
+
+Runner = Callable[[str, str], Awaitable[str]]  # (declared tool name, arguments JSON) -> tool message content
 
 
 def add(a: float, b: float) -> str:
@@ -47,12 +57,39 @@ def _pretty(value: Any, indent: str, width: int = 100) -> str:
     return "[\n" + ",\n".join(inner + _pretty(v, inner, width) for v in value) + f"\n{indent}]"
 
 
-async def demo_provider(name: str, script: dict[str, Any], out: TextIO, rules: RulesArg = None) -> list[str]:
-    """Run the exchange for one provider; return what went wrong (nothing when it worked)."""
+async def _run_native(name: str, arguments: str) -> str:
+    return add(**json.loads(arguments))  # the demo runs the tool, not toolnexus
+
+
+def _calling(value: Any, tool: str) -> Any:
+    """The canned replies, calling the demo tool by the name it is declared with (they say `add`)."""
+    if isinstance(value, dict):
+        return {k: _calling(v, tool) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_calling(v, tool) for v in value]
+    return tool if value == add.__name__ else value
+
+
+async def demo_provider(
+    name: str,
+    script: dict[str, Any],
+    out: TextIO,
+    rules: RulesArg = None,
+    *,
+    toolkit: Toolkit | None = None,
+    run: Runner = _run_native,
+) -> list[str]:
+    """Run the exchange for one provider; return what went wrong (nothing when it worked).
+
+    Without a toolkit, the demo declares `add` natively; with one, its first tool stands in for it.
+    """
     problems: list[str] = []
-    toolkit: Toolkit = await create_toolkit()
-    toolkit.register(define_tool(add))
-    with ProviderStub(scripted(script["replies"])) as stub:
+    own = toolkit is None
+    if toolkit is None:
+        toolkit = await create_toolkit()
+        toolkit.register(define_tool(add))
+    replies = _calling(script["replies"], toolkit.tools[0].name)
+    with ProviderStub(scripted(replies)) as stub:
         async with create_client(stub.base_url, name, script["model"], api_key=DEMO_KEY, rules=rules) as client:
             messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
             for turn in (1, 2):
@@ -68,7 +105,7 @@ async def demo_provider(name: str, script: dict[str, Any], out: TextIO, rules: R
                     messages.append({"role": "assistant", "content": result.text or None,
                                      "tool_calls": result.tool_calls_json()})  # fmt: skip
                     for call in result.tool_calls:
-                        value = add(**json.loads(call.arguments))  # the demo runs the tool, not toolnexus
+                        value = await run(call.name, call.arguments)
                         out.write(f"  the demo runs {call.name}({call.arguments}) -> {value}\n")
                         messages.append({"role": "tool", "tool_call_id": call.id, "content": value})
                 else:
@@ -76,11 +113,13 @@ async def demo_provider(name: str, script: dict[str, Any], out: TextIO, rules: R
                         problems.append("turn 2's body on the wire does not carry the tool result")
                     if result.finish_reason != "stop" or "42" not in result.text:
                         problems.append(f"turn 2 should answer 42, got {result.text!r} ({result.finish_reason})")
-    await toolkit.close()
+    if own:
+        await toolkit.close()
     return problems
 
 
 async def run_demo(out: TextIO, rules: RulesArg = None) -> int:
+    scripts: dict[str, dict[str, Any]] = {}
     failures = 0
     for name in load_rules(rules).names():
         path = Path(fixtures_dir()) / "demo" / f"{name}.json"
@@ -88,12 +127,29 @@ async def run_demo(out: TextIO, rules: RulesArg = None) -> int:
             out.write(f"\n{name}: no demo script at fixtures/demo/{name}.json\n")
             failures += 1
             continue
-        problems = await demo_provider(name, json.loads(path.read_text(encoding="utf-8")), out, rules)
-        for problem in problems:
-            out.write(f"  FAIL: {problem}\n")
-        out.write(f"{name}: {'FAILED' if problems else 'ok'}\n")
-        failures += bool(problems)
+        scripts[name] = json.loads(path.read_text(encoding="utf-8"))
+        failures += _report(out, name, await demo_provider(name, scripts[name], out, rules))
+    if importlib.util.find_spec("mcp") is None:
+        out.write("\nMCP: skipped (pip install 'toolnexus[mcp]' to see a toolkit from an MCP server)\n")
+        return 1 if failures else 0
+    async with await create_toolkit(mcp_config=MCP_CONFIG) as toolkit:
+        listed = ", ".join(f"{t.original_name} as {t.name}" for t in toolkit.tools)
+        out.write(f"\nMCP · a toolkit from a local MCP server over stdio (python -m toolnexus.demo_mcp): {listed}\n")
+
+        async def run(tool: str, arguments: str) -> str:
+            return (await toolkit.call(tool, arguments)).content  # the demo calls it; translate never does
+
+        for name, script in scripts.items():
+            problems = await demo_provider(name, script, out, rules, toolkit=toolkit, run=run)
+            failures += _report(out, f"{name} (MCP)", problems)
     return 1 if failures else 0
+
+
+def _report(out: TextIO, label: str, problems: list[str]) -> int:
+    for problem in problems:
+        out.write(f"  FAIL: {problem}\n")
+    out.write(f"{label}: {'FAILED' if problems else 'ok'}\n")
+    return 1 if problems else 0
 
 
 def main(out: TextIO, rules: RulesArg = None) -> int:

@@ -9,6 +9,9 @@
     ├── ConfigError                a client cannot be built as asked (no API key, a refused option)
     ├── ProviderError              the provider call failed: HTTP error, connection, timeout, bad body
     │                              (.provider, .status, .error_type, .message, .request_id, .kind)
+    ├── ToolkitError               an MCP toolkit cannot be built or used: a bad mcp_config entry, a server
+    │                              that fails to start, initialize, list or answer a call
+    │                              (.server, .stage, .path, .stderr_tail)
     └── Cancelled                  the caller's cancel event was set during the call
 
 Locations are attributes, so callers and tests assert them rather than message text.
@@ -71,6 +74,42 @@ class ResponseError(TranslationError):
 
 class ConfigError(ToolnexusError):
     """A client cannot be built as asked; raised before any request is made."""
+
+
+ToolkitStage = Literal["config", "start", "initialize", "tools/list", "tools/call"]
+
+
+class ToolkitError(ToolnexusError):
+    """A toolkit from MCP servers cannot be built or used; `.server` names the server.
+
+    stage: config (the mcp_config entry, or an unset ${VAR}), start (the process could not
+    be spawned or the URL reached), initialize, tools/list, tools/call. `.path` points into
+    mcp_config when the entry itself is wrong. `.stderr_tail` holds the last lines a stdio
+    server wrote to stderr (also appended to the message). Values expanded from the
+    environment never appear in it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        server: str = "",
+        stage: ToolkitStage = "config",
+        path: str = "",
+        stderr_tail: str = "",
+    ) -> None:
+        self.message = message
+        self.server = server
+        self.stage = stage
+        self.path = path
+        self.stderr_tail = stderr_tail
+        where = path or (f"MCP server {server!r}" if server else "")
+        text = f"{where}: {message}" if where else message
+        if stage != "config":
+            text += f" (during {stage})"
+        if stderr_tail:
+            text += "\n  its stderr ends with:\n    " + stderr_tail.replace("\n", "\n    ")
+        super().__init__(text)
 
 
 ProviderErrorKind = Literal["http", "connection", "timeout", "decode"]

@@ -5,31 +5,52 @@ docstring and, unless given, infers a JSON Schema for its parameters from the
 type hints (str, int, float, bool, list[X], dict, Optional[X], Literal[...],
 defaults). The function is kept only so a caller that executes tools itself can
 find it; toolnexus never calls it.
+
+`create_toolkit(mcp_config=...)` also declares the tools of MCP servers (the `mcp`
+extra): it lists them (tools/list) and never calls one. `await tk.call(name, args)`
+is there for a caller that runs tools itself; translate never uses it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import json
+import logging
+import os
 import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, Note, ToolkitError
+from .mcp_config import read_config
+from .mcp_tools import ToolResult, declare, tool_result
 from .rulebook import RulesArg, load_rules
+
+if typing.TYPE_CHECKING:
+    from .mcp_session import McpSession
+
+logger = logging.getLogger("toolnexus")
 
 _SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
 @dataclass(frozen=True)
 class Tool:
-    """One declared tool: OpenAI function fields, plus the caller's function (never called here)."""
+    """One declared tool: OpenAI function fields, plus the caller's function (never called here).
+
+    An MCP tool has no function; `server` names its MCP server and `original_name` is
+    its name there (the declared `name` follows the rule in mcp_tools).
+    """
 
     name: str
     description: str
     input_schema: dict[str, Any]
     fn: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+    server: str = ""
+    original_name: str = ""
 
     def to_openai(self) -> dict[str, Any]:
         function: dict[str, Any] = {"name": self.name, "parameters": self.input_schema}
@@ -106,10 +127,23 @@ def _schema_for(hint: Any, where: str) -> tuple[dict[str, Any], bool]:
 
 
 class Toolkit:
-    """An ordered set of declared tools. Declared by translate(toolkit=...), never executed by it."""
+    """An ordered set of declared tools. Declared by translate(toolkit=...), never executed by it.
+
+    A toolkit made with `mcp_config` also holds one session per MCP server until `close()`;
+    `notes` lists the tool names it had to rewrite, `failures` the servers skipped under
+    strict=False.
+    """
 
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
+        self._sessions: dict[str, McpSession] = {}
+        self.notes: list[Note] = []
+        self.failures: dict[str, ToolkitError] = {}
+        self._closed = False
+
+    def __repr__(self) -> str:
+        servers = f", mcp servers={list(self._sessions)}" if self._sessions else ""
+        return f"Toolkit(tools={list(self._tools)}{servers})"
 
     def register(self, tool: Tool) -> Tool:
         if tool.name in self._tools:
@@ -135,9 +169,26 @@ class Toolkit:
     def to_gemini(self, *, rules: RulesArg = None) -> list[Any]:
         return self.to_provider("gemini", rules=rules)
 
+    async def call(self, name: str, arguments: Any = None, *, timeout: float | None = None) -> ToolResult:
+        """Run MCP tool `name` (its declared name) with `arguments` (an object, or its JSON text): the caller's
+        choice, never translate's. Returns OpenAI tool-message content (see ToolResult); a protocol failure,
+        a dead server or a closed toolkit raises ToolkitError."""
+        if self._closed:
+            raise ToolkitError(f"cannot call {name!r}: the toolkit is closed", stage="tools/call")
+        tool = self._tools.get(name)
+        session = self._sessions.get(tool.server) if tool is not None else None
+        if tool is None or session is None:
+            what = "a native tool: call its function yourself" if tool is not None else "not a tool of this toolkit"
+            raise ToolkitError(f"{name!r} is {what}", stage="tools/call")
+        raw = await session.call(tool.original_name, _arguments(arguments, name, tool.server), timeout)
+        return tool_result(raw)
+
     async def close(self) -> None:
-        """Release what the toolkit holds (nothing for native tools; MCP sessions later)."""
+        """End every MCP session (and its server process) and forget the tools. Safe from any task, twice."""
+        sessions, self._sessions = list(self._sessions.values()), {}
         self._tools.clear()
+        self._closed = True
+        await asyncio.gather(*(s.close() for s in sessions))
 
     async def __aenter__(self) -> Toolkit:
         return self
@@ -146,8 +197,58 @@ class Toolkit:
         await self.close()
 
 
-async def create_toolkit(*, mcp_config: Any = None) -> Toolkit:
-    """A new, empty toolkit. `mcp_config` (tools from MCP servers) is not built yet."""
-    if mcp_config is not None:
-        raise ConfigError("toolkits from MCP servers are not supported yet")
-    return Toolkit()
+def _arguments(arguments: Any, name: str, server: str) -> dict[str, Any]:
+    """A call's arguments as an object: JSON text is parsed (empty text is {}), anything else refused."""
+    if arguments is None or arguments == "":
+        return {}
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError as exc:
+            raise ToolkitError(f"arguments of {name!r} are not JSON: {exc}", server=server, stage="tools/call",
+                               path="arguments") from exc  # fmt: skip
+    if not isinstance(arguments, dict):
+        raise ToolkitError(f"arguments of {name!r} must be an object, got {type(arguments).__name__}",
+                           server=server, stage="tools/call", path="arguments")  # fmt: skip
+    return arguments
+
+
+async def create_toolkit(*, mcp_config: Any = None, strict: bool = True, timeout: float = 30.0) -> Toolkit:
+    """A new toolkit; with `mcp_config` (a mapping or a JSON file, see mcp_config.py), declaring MCP servers' tools.
+
+    Every server starts at once; each has `timeout` seconds to start, initialize and list its
+    tools. A server that fails raises ToolkitError (after the others are closed), unless
+    strict=False: then it is logged, kept in `tk.failures` and skipped.
+    """
+    toolkit = Toolkit()
+    if mcp_config is None:
+        return toolkit
+    specs = read_config(mcp_config)
+    try:
+        from .mcp_session import McpSession
+    except ImportError as exc:
+        raise ToolkitError(f"MCP servers need the mcp package: pip install 'toolnexus[mcp]' ({exc})") from exc
+    sessions = {spec.name: McpSession(spec, timeout=timeout, environ=dict(os.environ)) for spec in specs}
+    toolkit._sessions = dict(sessions)
+    try:
+        for session in sessions.values():
+            session.start()
+        await asyncio.gather(*(s.loaded() for s in sessions.values()), return_exceptions=True)
+        failures = {name: s.error for name, s in sessions.items() if s.error is not None}
+        if failures and strict:
+            first, *rest = failures.values()
+            also = f" (also failed: {', '.join(e.server for e in rest)})" if rest else ""
+            raise ToolkitError(first.message + also, server=first.server, stage=first.stage, path=first.path,
+                               stderr_tail=first.stderr_tail) from first  # fmt: skip
+        for name, error in failures.items():
+            logger.warning("MCP server %r skipped: %s", name, error)
+            await toolkit._sessions.pop(name).close()
+        toolkit.failures = failures
+        declared, toolkit.notes = declare({name: s.tools for name, s in toolkit._sessions.items()})
+        for item in declared:
+            toolkit.register(Tool(item.name, item.description, item.input_schema, server=item.server,
+                                  original_name=item.original_name))  # fmt: skip
+    except BaseException:
+        await toolkit.close()
+        raise
+    return toolkit
