@@ -1216,11 +1216,20 @@ def test_cancel_event_during_retry_backoff_aborts_promptly(style: str) -> None:
         async def main() -> float:
             async with make_client(stub, style, backoff=(5.0, 5.0), max_retries=3) as client:
                 cancel = asyncio.Event()
-                asyncio.get_running_loop().call_later(0.2, cancel.set)
-                started = time.perf_counter()
+
+                async def cancel_in_backoff() -> float:
+                    # After the first attempt reached the stub (not after a fixed delay: a loaded
+                    # machine may not have sent it yet), so the cancel lands in the 5 s backoff.
+                    while not stub.requests:
+                        await asyncio.sleep(0.01)
+                    await asyncio.sleep(0.05)
+                    cancel.set()
+                    return time.perf_counter()
+
+                setter = asyncio.create_task(cancel_in_backoff())
                 with pytest.raises(Cancelled):
                     await client.translate(USER, cancel=cancel)
-                return time.perf_counter() - started
+                return time.perf_counter() - await setter
 
         assert asyncio.run(main()) < 1.0
     assert len(stub.requests) == 1
