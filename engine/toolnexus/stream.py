@@ -1,0 +1,817 @@
+"""Streaming translation: a provider's server-sent events in, OpenAI `chat.completion.chunk` dicts out.
+
+Compiled from a rule file's `streaming` section. The section says only how each
+event builds the provider's own *non-streaming* response (steps that merge a part
+of the event into a path of the response, and `combine` policies for the paths
+where pieces join: text appended, JSON text appended then parsed, list elements
+added). Everything OpenAI-facing comes from the `response` section the
+non-streaming path already uses:
+
+- an element arriving in a list an item source reads (`each:`/`one:`) is rendered
+  by that source's template, exactly as the non-streaming path renders it: text
+  becomes a `delta.content`, a tool call a `delta.tool_calls` start (indexed by
+  tool calls only), a `reasoning` kind's field a `delta.reasoning_content`;
+- a piece appended to a field that template reads as text, as tool-call
+  arguments, or as reasoning is emitted as it arrives;
+- at the end, the assembled response goes through the non-streaming outbound
+  translation: `result` is exactly what `translate_response` gives for it, and the
+  last chunk's finish reason and usage come from that result.
+
+Text is kept as UTF-8 bytes appended in place and nothing per event is kept, so
+memory grows with the answer's content, not with the number of events. No
+provider name appears here: only the rule file knows event names.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from .endpoint import Endpoint, excerpt
+from .errors import Note, ProviderError, ResponseError
+from .loader import Key, RuleSource
+from .outbound import ItemSource, Outbound, _synthesized_id
+from .paths import MISSING, Getter, simple_steps
+from .result import TranslateResult
+from .templates import Ctx, Env, fresh_copy, path_getter
+
+Step = str | int | None  # a write-path step: a key, an index, or None for "any element" (`[]`)
+Path = tuple[Step, ...]
+
+APPEND, JSON, EXTEND, BY_POSITION = "append", "json", "extend", "by_position"
+TEXT, ARGUMENTS, REASONING = "text", "arguments", "reasoning"
+CHUNK = "chat.completion.chunk"
+_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d*\])*)")
+
+
+# ---------------------------------------------------------------- compiled rules
+
+
+@dataclass(frozen=True)
+class Join:
+    """`join`: an arriving element holding the text `field` continues the previous one (equal `same`, no clash)."""
+
+    field: str
+    same: tuple[str, ...]
+
+
+@dataclass
+class _Node:
+    """One level of the `combine` table, walked alongside the response while merging."""
+
+    policy: str | None = None
+    join: Join | None = None
+    children: dict[Step, _Node] = field(default_factory=dict)
+
+    def child(self, step: str | int) -> _Node | None:
+        found = self.children.get(step)
+        if found is None and type(step) is int:
+            found = self.children.get(None)
+        return found
+
+
+@dataclass(frozen=True)
+class Move:
+    """One step: merge the event's value at `source` into the response at `into` (`at` an index, then `field`)."""
+
+    into: Path
+    source: Getter
+    source_path: str
+    at: Getter | None = None
+    at_path: str = ""
+    field: Path = ()
+    each: Getter | None = None
+    each_path: str = ""
+    omit: frozenset[str] = frozenset()
+
+
+END = "end"
+Steps = tuple[Move | str, ...]
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """An event type whose steps depend on a second path (`by`), e.g. the kind of a delta."""
+
+    by: Getter
+    by_path: str
+    cases: dict[str, Steps]
+
+
+@dataclass(frozen=True)
+class Watched:
+    """An item source of the response section, seen from the stream: where its elements live and what
+    each kind's fields mean (field path -> text | arguments | reasoning)."""
+
+    src: ItemSource
+    steps: Path
+    roles: dict[str, dict[Path, str]]  # kind ("" without kinds) -> field -> role
+    streamed_arguments: frozenset[str]  # kinds whose arguments arrive in pieces (an append/json policy)
+
+
+@dataclass
+class Streaming:
+    """A rule file's compiled `streaming` section."""
+
+    provider: str
+    path: str | None
+    body: dict[str, Any]
+    type: Getter | None
+    type_path: str
+    events: dict[str, Steps | Dispatch]
+    every: Steps
+    done: str | None
+    complete: tuple[Getter, ...]
+    start: dict[str, Any]
+    chunk_id: Getter | None
+    created: Getter | None
+    combine: _Node
+    reasoning: dict[str, Path]
+    watched: tuple[Watched, ...]  # longest path first: the most specific source owns a path
+    outbound: Outbound
+    endpoint: Endpoint
+
+    def translator(self, *, requested_model: str | None = None) -> StreamTranslator:
+        """A fresh translator for one stream."""
+        return StreamTranslator(self, requested_model=requested_model)
+
+
+# ---------------------------------------------------------------- running one stream
+
+
+class _Text:
+    """A string arriving in pieces: UTF-8 bytes appended in place (a long stream costs its text, no more).
+
+    `placeholder` is the value a `json` field held before its first piece (kept when no JSON arrives).
+    """
+
+    __slots__ = ("buf", "placeholder")
+
+    def __init__(self, first: str = "", placeholder: Any = MISSING) -> None:
+        self.buf = bytearray(first.encode("utf-8", "surrogatepass"))
+        self.placeholder = placeholder
+
+    def add(self, piece: str) -> None:
+        self.buf += piece.encode("utf-8", "surrogatepass")
+
+    def value(self) -> str:
+        return self.buf.decode("utf-8", "surrogatepass")
+
+
+@dataclass(slots=True)
+class _Element:
+    """What the stream knows about one element of a watched source."""
+
+    roles: dict[Path, str]
+    call: int | None = None  # its tool-call index, when it is a tool call
+    sent_arguments: bool = False
+
+
+@dataclass(slots=True)
+class _Call:
+    id: str
+    name: str
+    sent_arguments: bool
+
+
+class StreamTranslator:
+    """One stream: `feed(data)` per event gives chunks; `assemble()` then `finish()` give the rest and `result`.
+
+    Pure (no I/O), so a proxy with its own HTTP can drive it; `Client.translate_stream` does.
+    Errors: an event with the provider's error shape is a ProviderError (kind http); an event that is
+    not a JSON object is a ProviderError (kind decode); a stream that ends before the rules' end is a
+    ProviderError (kind connection); an event the rules cannot place is a ResponseError at `events[n]...`.
+    """
+
+    def __init__(self, rules: Streaming, *, requested_model: str | None = None) -> None:
+        self.rules = rules
+        self.requested_model = requested_model
+        self.response: dict[str, Any] = fresh_copy(rules.start)
+        self.result: TranslateResult | None = None
+        self.ended = False
+        self.notes: list[Note] = []
+        self._holder: dict[str, Any] = {"": self.response}
+        self._texts: list[tuple[Any, str | int, _Text, Path]] = []  # every string arriving in pieces
+        self._assembled = False
+        self._elements: list[dict[int, _Element]] = [{} for _ in rules.watched]
+        self._calls: list[_Call] = []
+        self._deltas: list[dict[str, Any]] = []
+        self._text_sent = 0
+        self._events = 0
+        self._head: dict[str, Any] | None = None
+        self._created = int(time.time())
+        self._unknown: set[str] = set()
+
+    # ------------------------------------------------------------ events in
+
+    def feed(self, data: str) -> list[dict[str, Any]]:
+        """One event's data (the SSE `data:` text) -> the chunks it produces (often one, sometimes none)."""
+        if self.ended or not data.strip():
+            return []
+        n = self._events
+        self._events += 1
+        rules = self.rules
+        if data == rules.done:
+            self.ended = True
+            return []
+        try:
+            event = json.loads(data)
+        except ValueError:
+            event = MISSING
+        if not isinstance(event, dict):
+            what = "not JSON" if event is MISSING else "not a JSON object"
+            raise ProviderError(f"stream event {n} is {what}: {excerpt(data.encode())}", provider=rules.provider,
+                                kind="decode")  # fmt: skip
+        if rules.endpoint.carries_error(event):
+            error_type, message = rules.endpoint.describe_error(data.encode())
+            raise ProviderError(message, provider=rules.provider, kind="http", error_type=error_type)
+        steps = rules.every + self._steps_for(event, n)
+        for step in steps:
+            if step == END:
+                self.ended = True
+            else:
+                assert isinstance(step, Move)
+                self._move(step, event, n)
+        if not steps:
+            return []
+        return self._chunks()
+
+    def _steps_for(self, event: dict[str, Any], n: int) -> Steps:
+        rules = self.rules
+        if rules.type is None:
+            return ()
+        kind = rules.type(event)
+        handler = rules.events.get(kind) if isinstance(kind, str) else None
+        label = f"{kind!r}"
+        if isinstance(handler, Dispatch):
+            case = handler.by(event)
+            label = f"{kind!r} with {handler.by_path} {case!r}"
+            handler = handler.cases.get(case) if isinstance(case, str) else None
+        if handler is None:
+            if label not in self._unknown:  # once per kind of event: a long stream does not grow its notes
+                self._unknown.add(label)
+                self.notes.append(Note("unknown", f"events[{n}]", f"unknown stream event {label}; ignored"))
+            return ()
+        return handler
+
+    def _move(self, step: Move, event: dict[str, Any], n: int) -> None:
+        if step.each is None:
+            self._place(step, event, f"events[{n}]")
+            return
+        items = step.each(event)
+        if items is MISSING or items is None:
+            return
+        if not isinstance(items, list):
+            raise ResponseError(f"events[{n}].{step.each_path}", "must be a list", provider=self.rules.provider)
+        for i, item in enumerate(items):
+            self._place(step, item, f"events[{n}].{step.each_path}[{i}]")
+
+    def _place(self, step: Move, scope: Any, where: str) -> None:
+        value = step.source(scope)
+        if value is MISSING:
+            return
+        if step.omit and isinstance(value, dict):
+            value = {k: v for k, v in value.items() if k not in step.omit}
+        parent: Any = self._holder
+        key: str | int = ""
+        node: _Node | None = self.rules.combine
+        path: Path = ()
+        for s in step.into:
+            assert s is not None
+            parent, key, node, path = self._descend(parent, key, s, node, path, where)
+        if step.at is not None:
+            index = step.at(scope)
+            if type(index) is not int or index < 0:
+                raise ResponseError(f"{where}.{step.at_path}", "must be an index (an integer from 0)",
+                                    provider=self.rules.provider)  # fmt: skip
+            target = _get(parent, key)
+            if target is MISSING or target is None:
+                target = []
+                self._set(parent, key, target, path)
+            if not isinstance(target, list):
+                raise ResponseError(_text_path(path), "must be a list", provider=self.rules.provider)
+            if index > len(target) or (step.field and index == len(target)):
+                raise ResponseError(f"{where}.{step.at_path}", f"no element {index} has started at "
+                                    f"{_text_path(path)}", provider=self.rules.provider)  # fmt: skip
+            parent, key, node, path = target, index, node.child(index) if node else None, (*path, index)
+            for s in step.field:
+                assert s is not None
+                parent, key, node, path = self._descend(parent, key, s, node, path, where)
+        self._merge(parent, key, value, node, path)
+
+    def _descend(
+        self, parent: Any, key: str | int, step: str | int, node: _Node | None, path: Path, where: str
+    ) -> tuple[Any, str | int, _Node | None, Path]:
+        """One step down a write path, creating an empty object or list where nothing is yet."""
+        container = _get(parent, key)
+        if container is MISSING or container is None:
+            container = [] if type(step) is int else {}
+            self._set(parent, key, container, path)
+        if type(step) is int:
+            if not isinstance(container, list) or step > len(container):
+                raise ResponseError(_text_path(path), f"has no element {step}", provider=self.rules.provider)
+            if step == len(container):
+                container.append({})
+                self._placed((*path, step), container[step])
+        elif not isinstance(container, dict):
+            raise ResponseError(_text_path(path), "must be an object", provider=self.rules.provider)
+        return container, step, node.child(step) if node else None, (*path, step)
+
+    # ------------------------------------------------------------ merging into the response
+
+    def _merge(self, parent: Any, key: str | int, value: Any, node: _Node | None, path: Path) -> None:
+        """Combine an arriving value with what is at parent[key]: by the `combine` policy of its path, else
+        objects merge key by key, null never replaces a value, anything else replaces."""
+        policy = node.policy if node is not None else None
+        current = _get(parent, key)
+        if policy is APPEND or policy is JSON:
+            self._append(parent, key, current, value, policy, path)
+        elif policy is EXTEND:
+            self._extend(parent, key, current, value, node, path)
+        elif isinstance(current, dict) and isinstance(value, dict):
+            for k, v in value.items():
+                self._merge(current, k, v, node.child(k) if node else None, (*path, k))
+        elif policy is BY_POSITION and isinstance(current, list) and isinstance(value, list):
+            for i, v in enumerate(value):
+                if i < len(current):
+                    self._merge(current, i, v, node.child(i) if node else None, (*path, i))
+                else:
+                    current.append(v)
+                    self._placed((*path, i), v)
+        elif value is not None or current is MISSING:
+            self._set(parent, key, value, path, node)
+
+    def _set(self, parent: Any, key: str | int, value: Any, path: Path, node: _Node | None = None) -> None:
+        """Put a new value in place; an object or list arriving whole is first combined within itself."""
+        if node is not None and node.children and isinstance(value, (dict, list)):
+            value = _combined(value, node)
+        if isinstance(parent, list) and key == len(parent):
+            parent.append(value)
+        else:
+            parent[key] = value
+        if isinstance(value, (dict, list)):
+            self._placed(path, value)
+
+    def _append(self, parent: Any, key: str | int, current: Any, piece: Any, policy: str, path: Path) -> None:
+        if piece is None:
+            if current is MISSING:
+                self._set(parent, key, None, path)
+            return
+        if type(piece) is not str:
+            raise ResponseError(_text_path(path), f"expected text to append, got {type(piece).__name__}",
+                                provider=self.rules.provider)  # fmt: skip
+        if isinstance(current, _Text):
+            current.add(piece)
+        elif policy is APPEND and (current is MISSING or current is None):
+            self._set(parent, key, piece, path)
+        elif policy is APPEND and type(current) is str:
+            self._keep(parent, key, _Text(current + piece), path)
+        elif policy is JSON:
+            self._keep(parent, key, _Text(piece, placeholder=current), path)
+        else:
+            raise ResponseError(_text_path(path), f"cannot append text to a {type(current).__name__}",
+                                provider=self.rules.provider)  # fmt: skip
+        if piece:
+            self._fragment(path, piece)
+
+    def _keep(self, parent: Any, key: str | int, text: _Text, path: Path) -> None:
+        parent[key] = text
+        self._texts.append((parent, key, text, path))
+
+    def _extend(self, parent: Any, key: str | int, current: Any, value: Any, node: _Node | None, path: Path) -> None:
+        if current is MISSING or current is None:
+            current = []
+            self._set(parent, key, current, path)
+        if not isinstance(current, list):
+            raise ResponseError(_text_path(path), "must be a list", provider=self.rules.provider)
+        join = node.join if node is not None else None
+        for element in value if isinstance(value, list) else [value]:
+            if join is not None and current and _joins(current[-1], element, join):
+                last, at = current[-1], len(current) - 1
+                for k, v in element.items():
+                    if k == join.field:
+                        self._append(last, k, last[k], v, APPEND, (*path, at, k))
+                    elif k not in last:
+                        last[k] = v
+                continue
+            current.append(element)
+            self._placed((*path, len(current) - 1), element)
+
+    # ------------------------------------------------------------ deltas out
+
+    def _placed(self, path: Path, value: Any) -> None:
+        """A new object or list sits at `path`: start every watched element it is or holds."""
+        depth = len(path)
+        for w_index, w in enumerate(self.rules.watched):
+            steps = w.steps
+            if depth <= len(steps):
+                if steps[:depth] != path:
+                    continue
+                container = _walk(value, steps[depth:])
+                if w.src.each:
+                    if isinstance(container, list):
+                        for i in range(len(self._elements[w_index]), len(container)):
+                            self._start(w_index, i, container[i])
+                elif container is not MISSING and 0 not in self._elements[w_index]:
+                    self._start(w_index, 0, container)
+            elif w.src.each and depth == len(steps) + 1 and path[:-1] == steps:
+                index = path[-1]
+                if type(index) is int and index not in self._elements[w_index]:
+                    self._start(w_index, index, value)
+
+    def _start(self, w_index: int, i: int, element: Any) -> None:
+        """An element arrived: emit what the response template makes of it, as the non-streaming path would."""
+        w = self.rules.watched[w_index]
+        src = w.src
+        kind, template = src.pick(element)
+        info = _Element(w.roles.get(kind, {}) if isinstance(kind, str) else {})
+        self._elements[w_index][i] = info
+        if template is None:
+            return  # a kind the rules do not know: the final translation notes it
+        ctx = Ctx(self.rules.provider, outbound=True)
+        ctx.path = (src, i)
+        item = template(element, ctx)
+        if item is MISSING:
+            return
+        text = item.get("text")
+        if type(text) is str and text:
+            self._emit_text(text)
+        for field_path, role in info.roles.items():
+            value = _walk(element, field_path)
+            if role == REASONING and type(value) is str and value:
+                self._deltas.append({"reasoning_content": value})
+        call = item.get("tool_call")
+        if call is None:
+            return
+        if src.synthesize_ids and not call.get("id"):
+            call = {**call, "id": _synthesized_id(element, len(self._calls))}
+        fields = src.field_paths.get(kind, {}) if isinstance(kind, str) else {}
+        outbound = self.rules.outbound
+        if kind in w.streamed_arguments:
+            call_id, name = call.get("id"), call.get("name")
+            if not (type(call_id) is str and call_id and type(name) is str and name):
+                outbound._bad_tool_call(call, src.element_path(i), fields, src.arguments)
+            arguments = call.get("arguments")
+            first = arguments if type(arguments) is str else ""  # JSON arriving in pieces starts from nothing
+        else:
+            done = outbound._tool_call(call, src, i, fields)
+            call_id, name, first = done.id, done.name, done.arguments
+        index = len(self._calls)
+        info.call = index
+        self._calls.append(_Call(str(call_id), str(name), bool(first)))
+        function = {"name": name, "arguments": ""}
+        self._deltas.append({"tool_calls": [{"index": index, "id": call_id, "type": "function", "function": function}]})
+        if first:
+            self._deltas.append({"tool_calls": [{"index": index, "function": {"arguments": first}}]})
+
+    def _fragment(self, path: Path, piece: str) -> None:
+        """A piece of text was appended at `path`: emit it if a watched element's template reads it."""
+        for w_index, w in enumerate(self.rules.watched):
+            steps = w.steps
+            n = len(steps)
+            if path[:n] != steps:
+                continue
+            if w.src.each:
+                if len(path) <= n + 1:
+                    return
+                info = self._elements[w_index].get(path[n])  # type: ignore[arg-type]
+                field_path = path[n + 1 :]
+            else:
+                info = self._elements[w_index].get(0)
+                field_path = path[n:]
+            if info is None:
+                return
+            role = info.roles.get(field_path)
+            if role == TEXT:
+                self._emit_text(piece)
+            elif role == REASONING:
+                self._deltas.append({"reasoning_content": piece})
+            elif role == ARGUMENTS and info.call is not None:
+                self._calls[info.call].sent_arguments = True
+                self._deltas.append({"tool_calls": [{"index": info.call, "function": {"arguments": piece}}]})
+            return
+
+    def _emit_text(self, text: str) -> None:
+        self._text_sent += len(text)
+        self._deltas.append({"content": text})
+
+    def _chunks(self) -> list[dict[str, Any]]:
+        out = []
+        if self._head is None:
+            self._head = self._identity()
+            out.append(self._chunk({"role": "assistant", "content": ""}))
+        out.extend(self._chunk(delta) for delta in self._deltas)
+        self._deltas.clear()
+        return out
+
+    def _identity(self) -> dict[str, Any]:
+        """id, created and model of every chunk, read once the first event has arrived."""
+        rules, response = self.rules, self.response
+        chunk_id = rules.chunk_id(response) if rules.chunk_id else MISSING
+        created = rules.created(response) if rules.created else MISSING
+        model = rules.outbound.model(response, Ctx(rules.provider, outbound=True)) if rules.outbound.model else MISSING
+        return {
+            "id": chunk_id if type(chunk_id) is str and chunk_id else f"chatcmpl-{uuid.uuid4().hex}",
+            "object": CHUNK,
+            "created": created if type(created) is int else self._created,
+            "model": model if type(model) is str else (self.requested_model or ""),
+        }
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        assert self._head is not None
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        return {**self._head, "choices": [choice]}
+
+    # ------------------------------------------------------------ the end
+
+    def assemble(self) -> dict[str, Any]:
+        """The provider response the events built, as its non-streaming endpoint would have sent it.
+
+        Raises ProviderError (kind connection) when the stream stopped before the rules' end.
+        """
+        rules = self.rules
+        if self._assembled:
+            return self.response
+        if not self.ended and not any(present(self.response) not in (MISSING, None) for present in rules.complete):
+            raise ProviderError("the stream ended before the provider finished its answer",
+                                provider=rules.provider, kind="connection")  # fmt: skip
+        for parent, key, text, path in self._texts:
+            value = text.value()
+            if not _is_streamed_json(rules.combine, path):
+                parent[key] = value
+            elif not value.strip() and text.placeholder is not MISSING:
+                parent[key] = text.placeholder  # no JSON arrived: the value the element started with stays
+            else:
+                try:
+                    parent[key] = json.loads(value)
+                except ValueError:
+                    raise ResponseError(_text_path(path), f"the streamed JSON does not parse: "
+                                        f"{excerpt(value.encode())}", provider=rules.provider) from None  # fmt: skip
+        self._texts.clear()
+        self._assembled = True
+        return self.response
+
+    def finish(self) -> list[dict[str, Any]]:
+        """The closing chunks (any argument not yet sent, the finish reason, usage); sets `result`.
+
+        `result` is the non-streaming translation of the assembled response (plus a note per
+        unknown event type); the streamed tool calls and text are checked against it.
+        """
+        rules = self.rules
+        result = rules.outbound.translate(self.assemble(), requested_model=self.requested_model)
+        if self.notes:
+            result.notes = (*result.notes, *self.notes)
+        streamed = [(c.id, c.name) for c in self._calls]
+        if streamed != [(c.id, c.name) for c in result.tool_calls] or self._text_sent != len(result.text):
+            raise ResponseError("", "the streamed deltas differ from the assembled response; the streaming "
+                                "rules do not match the response rules", provider=rules.provider)  # fmt: skip
+        self.result = result
+        out = self._chunks() if self._head is None or self._deltas else []
+        for index, (call, done) in enumerate(zip(self._calls, result.tool_calls, strict=True)):
+            if not call.sent_arguments and done.arguments:
+                out.append(self._chunk({"tool_calls": [{"index": index, "function": {"arguments": done.arguments}}]}))
+        out.append(self._chunk({}, result.finish_reason))
+        usage = result.usage
+        if all(type(usage.get(k)) is int for k in ("prompt_tokens", "completion_tokens", "total_tokens")):
+            assert self._head is not None
+            out.append({**self._head, "choices": [], "usage": usage})
+        return out
+
+
+def _get(parent: Any, key: str | int) -> Any:
+    if isinstance(parent, dict):
+        return parent.get(key, MISSING)
+    return parent[key] if type(key) is int and key < len(parent) else MISSING
+
+
+def _walk(value: Any, steps: Path) -> Any:
+    for step in steps:
+        if type(step) is int:
+            if not isinstance(value, list) or step >= len(value):
+                return MISSING
+        elif not isinstance(value, dict) or step not in value:
+            return MISSING
+        value = value[step]
+    return value
+
+
+def _combined(value: Any, node: _Node) -> Any:
+    """A value arriving whole, with its `join` lists folded as if their elements had arrived one by one."""
+    if node.join is not None and isinstance(value, list):
+        out: list[Any] = []
+        for element in value:
+            if out and _joins(out[-1], element, node.join):
+                last = out[-1]
+                out[-1] = {**last, **{k: v for k, v in element.items() if k not in last}}
+                out[-1][node.join.field] = last[node.join.field] + element[node.join.field]
+            else:
+                out.append(element)
+        return out
+    if not node.children:
+        return value
+    if isinstance(value, dict):
+        return {k: _combined(v, child) if (child := node.child(k)) else v for k, v in value.items()}
+    if isinstance(value, list):
+        return [_combined(v, child) if (child := node.child(i)) else v for i, v in enumerate(value)]
+    return value
+
+
+def _joins(last: Any, element: Any, join: Join) -> bool:
+    """Whether an arriving element continues the previous one (a text split across events)."""
+    if not (isinstance(last, dict) and isinstance(element, dict)):
+        return False
+    if type(element.get(join.field)) is not str or not isinstance(last.get(join.field), (str, _Text)):
+        return False
+    if any(last.get(k) != element.get(k) for k in join.same):
+        return False
+    return all(k == join.field or k not in last or last[k] == v for k, v in element.items())
+
+
+def _is_streamed_json(root: _Node, path: Path) -> bool:
+    node: _Node | None = root
+    for step in path:
+        assert step is not None
+        node = node.child(step) if node is not None else None
+    return node is not None and node.policy is JSON
+
+
+def _text_path(path: Path) -> str:
+    out = ""
+    for step in path:
+        out += f"[{step}]" if type(step) is int else (f".{step}" if out else str(step))
+    return out
+
+
+# ---------------------------------------------------------------- compiling
+
+
+def write_path(expr: Any, key: Key, env: Env, *, any_index: bool = False) -> Path:
+    """A path into the response being built: `a.b[0].c` (or `a[].b` for every element); `@` is the root."""
+    if not isinstance(expr, str):
+        raise env.error(key, f"expected a path (a string), got {type(expr).__name__}")
+    if expr == "@":
+        return ()
+    steps: list[Step] = []
+    for segment in expr.split("."):
+        match = _SEGMENT.fullmatch(segment)
+        if match is None:
+            raise env.error(key, f"bad path '{expr}': write paths are names and [N] indexes joined by dots")
+        steps.append(match[1])
+        for index in re.findall(r"\[(\d*)\]", match[2]):
+            if index == "" and not any_index:
+                raise env.error(key, f"bad path '{expr}': `[]` (any element) is only for `combine` paths")
+            steps.append(int(index) if index else None)
+    return tuple(steps)
+
+
+def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint) -> Streaming | None:
+    """The `streaming` section, or None when the rule file has none."""
+    spec = source.data.get("streaming")
+    if spec is None:
+        return None
+    key: Key = ("streaming",)
+    env = Env(source)
+    if "events" in spec and "type" not in spec:
+        raise source.error(key, "`events` needs `type`: the path in an event naming its type")
+    combine = _compile_combine(spec.get("combine", {}), (*key, "combine"), env)
+    events: dict[str, Steps | Dispatch] = {}
+    for name, handler in spec.get("events", {}).items():
+        at = (*key, "events", name)
+        if isinstance(handler, dict):
+            by = path_getter(handler["by"], (*at, "by"), env)
+            cases = {case: _steps(s, (*at, "cases", case), env) for case, s in handler["cases"].items()}
+            events[name] = Dispatch(by, handler["by"], cases)
+        else:
+            events[name] = _steps(handler, at, env)
+    reasoning = {kind: write_path(p, (*key, "reasoning", kind), env) for kind, p in spec.get("reasoning", {}).items()}
+    watched = _watch(source, outbound, combine, reasoning, key)
+    return Streaming(
+        provider=source.data["provider"],
+        path=spec.get("path"),
+        body=dict(spec.get("body", {})),
+        type=path_getter(spec["type"], (*key, "type"), env) if "type" in spec else None,
+        type_path=spec.get("type", ""),
+        events=events,
+        every=_steps(spec.get("every", []), (*key, "every"), env),
+        done=spec.get("done"),
+        complete=tuple(path_getter(p, (*key, "complete", i), env) for i, p in enumerate(spec.get("complete", []))),
+        start=dict(spec.get("start", {})),
+        chunk_id=path_getter(spec["id"], (*key, "id"), env) if "id" in spec else None,
+        created=path_getter(spec["created"], (*key, "created"), env) if "created" in spec else None,
+        combine=combine,
+        reasoning=reasoning,
+        watched=tuple(sorted(watched, key=lambda w: -len(w.steps))),
+        outbound=outbound,
+        endpoint=endpoint,
+    )
+
+
+def _steps(spec: list[Any], key: Key, env: Env) -> Steps:
+    out: list[Move | str] = []
+    for i, step in enumerate(spec):
+        at = (*key, i)
+        if step == END:
+            out.append(END)
+            continue
+        each = step.get("each")
+        out.append(
+            Move(
+                into=write_path(step["into"], (*at, "into"), env),
+                source=path_getter(step["from"], (*at, "from"), env),
+                source_path=step["from"],
+                at=path_getter(step["at"], (*at, "at"), env) if "at" in step else None,
+                at_path=step.get("at", ""),
+                field=write_path(step["field"], (*at, "field"), env) if "field" in step else (),
+                each=path_getter(each, (*at, "each"), env) if each is not None else None,
+                each_path=each or "",
+                omit=frozenset(step.get("omit", ())),
+            )
+        )
+        if "field" in step and "at" not in step:
+            raise env.error(at, "`field` names a field of the element `at` points to; give `at` too")
+    return tuple(out)
+
+
+def _compile_combine(spec: dict[str, Any], key: Key, env: Env) -> _Node:
+    root = _Node()
+    for policy in (APPEND, JSON, EXTEND, BY_POSITION):
+        for i, expr in enumerate(spec.get(policy, [])):
+            at = (*key, policy, i)
+            _leaf(root, write_path(expr, at, env, any_index=True), at, env).policy = policy
+    for expr, join in spec.get("join", {}).items():
+        node = _leaf(root, write_path(expr, (*key, "join", expr), env, any_index=True), (*key, "join", expr), env)
+        node.policy, node.join = EXTEND, Join(join["field"], tuple(join.get("same", ())))
+    return root
+
+
+def _leaf(root: _Node, path: Path, key: Key, env: Env) -> _Node:
+    node = root
+    for step in path:
+        node = node.children.setdefault(step, _Node())
+    if node.policy is not None:
+        raise env.error(key, "this path already has a combine policy")
+    return node
+
+
+def _lookup(root: _Node, path: Path) -> _Node | None:
+    node: _Node | None = root
+    for step in path:
+        if node is None:
+            return None
+        node = node.children.get(step) or (node.children.get(None) if type(step) is int else None)
+    return node
+
+
+def _watch(
+    source: RuleSource, outbound: Outbound, combine: _Node, reasoning: dict[str, Path], key: Key
+) -> list[Watched]:
+    """Every item source of the response section, with the role of each field its templates read."""
+    items = source.data["response"]["items"]
+    known = {kind for spec in items for kind in (spec.get("kinds") or {})}
+    for kind in reasoning:
+        if kind not in known:
+            raise source.error((*key, "reasoning", kind), f"no item kind '{kind}' in response.items")
+    watched = []
+    for src, spec in zip(outbound.sources, items, strict=True):
+        steps = simple_steps(src.path)
+        if steps is None:
+            raise source.error(("response", "items"), f"a streamed item path must be plain, got '{src.path}'")
+        element_steps: Path = (*steps, 0) if src.each else tuple(steps)
+        templates = {"": spec["as"]} if "as" in spec else dict(spec["kinds"])
+        roles: dict[str, dict[Path, str]] = {}
+        streamed: set[str] = set()
+        for kind, template in templates.items():
+            fields: dict[Path, str] = {}
+            text = _plain_get(template.get("text") if isinstance(template, dict) else None)
+            if text is not None:
+                fields[_steps_of(text)] = TEXT
+            arguments = src.field_paths.get(kind, {}).get("arguments")
+            if arguments is not None:
+                fields[_steps_of(arguments)] = ARGUMENTS
+                policy = _lookup(combine, (*element_steps, *_steps_of(arguments)))
+                if policy is not None and policy.policy in (APPEND, JSON):
+                    streamed.add(kind)
+            if kind in reasoning:
+                fields[reasoning[kind]] = REASONING
+            roles[kind] = fields
+        if src.synthesize_ids and streamed:
+            raise source.error(key, f"ids synthesized for '{src.path}' hash the whole element; its arguments "
+                               "cannot arrive in pieces")  # fmt: skip
+        watched.append(Watched(src, tuple(steps), roles, frozenset(streamed)))
+    return watched
+
+
+def _plain_get(spec: Any) -> str | None:
+    if isinstance(spec, dict) and isinstance(spec.get("$get"), str) and set(spec) <= {"$get", "doc", "source"}:
+        return str(spec["$get"])
+    return None
+
+
+def _steps_of(expr: str) -> Path:
+    steps = simple_steps(expr)
+    return tuple(steps) if steps is not None else ("\0unplain",)
+
