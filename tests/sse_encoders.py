@@ -13,14 +13,15 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-Encoder = Callable[[dict[str, Any], random.Random], list[bytes]]
+Encoder = Callable[..., list[bytes]]  # (response, rng, *, cuts=None) -> the events' bytes
 
 
-def pieces(text: str, rng: random.Random, *, most: int = 4) -> list[str]:
-    """`text` cut at up to `most` random character positions (never an empty piece unless text is "")."""
+def pieces(text: str, rng: random.Random, cuts: int | None = None) -> list[str]:
+    """`text` cut at `cuts` (default: 0 to 4) random character positions; no piece is empty unless text is."""
     if len(text) < 2:
         return [text]
-    points = sorted(rng.sample(range(1, len(text)), min(rng.randint(0, most), len(text) - 1)))
+    count = rng.randint(0, 4) if cuts is None else cuts
+    points = sorted(rng.sample(range(1, len(text)), min(count, len(text) - 1)))
     return [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
 
 
@@ -34,7 +35,7 @@ def _sse(data: Any, event: str | None = None, *, crlf: bool = False) -> bytes:
 # ---------------------------------------------------------------- Anthropic
 
 
-def anthropic_events(response: dict[str, Any], rng: random.Random) -> list[bytes]:
+def anthropic_events(response: dict[str, Any], rng: random.Random, *, cuts: int | None = None) -> list[bytes]:
     """message_start, one start/deltas/stop per content block, message_delta, message_stop (pings between)."""
     usage = dict(response.get("usage", {}))
     final_output = usage.pop("output_tokens", None)
@@ -58,7 +59,7 @@ def anthropic_events(response: dict[str, Any], rng: random.Random) -> list[bytes
             start, field, delta, text = block, "", "", ""
         out.append(_sse({"type": "content_block_start", "index": index, "content_block": start}, "content_block_start"))
         if field:
-            for piece in pieces(text, rng) if text else []:
+            for piece in pieces(text, rng, cuts) if text else []:
                 body = {"type": "content_block_delta", "index": index, "delta": {"type": delta, field: piece}}
                 out.append(_sse(body, "content_block_delta"))
         if kind == "thinking":
@@ -98,7 +99,7 @@ def gemini_canonical(response: dict[str, Any]) -> dict[str, Any]:
     return {**response, "candidates": [{**candidates[0], "content": content}, *candidates[1:]]}
 
 
-def gemini_events(response: dict[str, Any], rng: random.Random) -> list[bytes]:
+def gemini_events(response: dict[str, Any], rng: random.Random, *, cuts: int | None = None) -> list[bytes]:
     """Partial GenerateContentResponses: parts spread over events, texts cut in pieces; the last event has the
     finish reason and the full usage. Send gemini_canonical(response) as the non-streamed twin."""
     top = {k: v for k, v in response.items() if k not in ("candidates", "usageMetadata")}
@@ -111,7 +112,7 @@ def gemini_events(response: dict[str, Any], rng: random.Random) -> list[bytes]:
         head = {k: v for k, v in content.items() if k != "parts"}
         for part in content.get("parts", []):
             if "text" in part:
-                split = pieces(part["text"], rng)
+                split = pieces(part["text"], rng, cuts)
                 same = {"thought": part["thought"]} if "thought" in part else {}
                 news = [{**part, "text": split[0]}] + [{**same, "text": p} for p in split[1:]]
             else:
@@ -139,7 +140,7 @@ def gemini_events(response: dict[str, Any], rng: random.Random) -> list[bytes]:
 # ---------------------------------------------------------------- OpenAI
 
 
-def openai_events(response: dict[str, Any], rng: random.Random) -> list[bytes]:
+def openai_events(response: dict[str, Any], rng: random.Random, *, cuts: int | None = None) -> list[bytes]:
     """chat.completion.chunk events: role, content pieces, each tool call (head, argument pieces), the finish,
     usage in a last chunk (stream_options.include_usage), then [DONE]."""
     head = {k: v for k, v in response.items() if k not in ("object", "choices", "usage")}
@@ -154,12 +155,12 @@ def openai_events(response: dict[str, Any], rng: random.Random) -> list[bytes]:
     content = message.get("content")
     extra = {k: v for k, v in message.items() if k not in ("role", "content", "tool_calls")}
     out = [chunk({"role": "assistant", "content": "" if content is not None else None, **extra})]
-    for piece in pieces(content, rng) if content else []:
+    for piece in pieces(content, rng, cuts) if content else []:
         out.append(chunk({"content": piece}))
     for index, call in enumerate(message.get("tool_calls", [])):
         function = {"name": call["function"]["name"], "arguments": ""}
         out.append(chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function", "function": function}]}))
-        for piece in pieces(call["function"]["arguments"], rng):
+        for piece in pieces(call["function"]["arguments"], rng, cuts):
             out.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
     out.append(chunk({}, choice.get("finish_reason")))
     if "usage" in response:

@@ -77,14 +77,19 @@ class TranslateStream:
         return self
 
     async def __anext__(self) -> dict[str, Any]:
-        while not self._pending:
+        while not self._pending or self._cancelled():
             if self._state not in ("new", "open"):
                 raise StopAsyncIteration
             try:
+                if self._cancelled():
+                    raise Cancelled("the stream was cancelled by the caller's cancel event")
                 await self._advance()
             except BaseException as exc:
                 raise await self._fail(exc) from None
         return self._pending.popleft()
+
+    def _cancelled(self) -> bool:
+        return self._cancel is not None and self._cancel.is_set() and self._state in ("new", "open")
 
     async def __aenter__(self) -> TranslateStream:
         return self
@@ -94,6 +99,7 @@ class TranslateStream:
 
     async def aclose(self) -> None:
         """Stop early: close the connection (an unfinished stream is reported as cancelled)."""
+        self._pending.clear()
         if self._state == "open":
             self._state = "closed"
             await self._close()
@@ -173,9 +179,6 @@ class TranslateStream:
         cancel = self._cancel
         if cancel is None and timeout is None:
             return await call
-        if cancel is not None and cancel.is_set():
-            _close_awaitable(call)
-            raise Cancelled("the stream was cancelled by the caller's cancel event")
         try:
             async with asyncio.timeout(timeout) as scope:
                 self._scope = scope
@@ -254,9 +257,3 @@ async def _read_and_close(response: httpx.Response) -> None:
     finally:
         await response.aclose()
 
-
-def _close_awaitable(call: Awaitable[Any]) -> None:
-    """A coroutine that will never be awaited is closed, so Python does not warn about it."""
-    close = getattr(call, "close", None)
-    if close is not None:
-        close()

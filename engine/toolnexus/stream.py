@@ -260,7 +260,7 @@ class StreamTranslator:
 
     def _move(self, step: Move, event: dict[str, Any], n: int) -> None:
         if step.each is None:
-            self._place(step, event, f"events[{n}]")
+            self._place(step, event, n, None)
             return
         items = step.each(event)
         if items is MISSING or items is None:
@@ -268,49 +268,56 @@ class StreamTranslator:
         if not isinstance(items, list):
             raise ResponseError(f"events[{n}].{step.each_path}", "must be a list", provider=self.rules.provider)
         for i, item in enumerate(items):
-            self._place(step, item, f"events[{n}].{step.each_path}[{i}]")
+            self._place(step, item, n, i)
 
-    def _place(self, step: Move, scope: Any, where: str) -> None:
+    def _place(self, step: Move, scope: Any, n: int, i: int | None) -> None:
+        """Merge one step's value into the response at its `into` (`at`, `field`) path."""
         value = step.source(scope)
         if value is MISSING:
             return
-        if step.omit and isinstance(value, dict):
-            value = {k: v for k, v in value.items() if k not in step.omit}
+        omit = step.omit
+        if omit and type(value) is dict:
+            value = {k: v for k, v in value.items() if k not in omit}
         parent: Any = self._holder
         key: str | int = ""
         node: _Node | None = self.rules.combine
-        path: Path = ()
+        above: Path = ()  # the path of `parent`
         for s in step.into:
-            assert s is not None
-            parent, key, node, path = self._descend(parent, key, s, node, path, where)
+            parent, key, node, above = self._descend(parent, key, s, node, above)
         if step.at is not None:
             index = step.at(scope)
-            if type(index) is not int or index < 0:
-                raise ResponseError(f"{where}.{step.at_path}", "must be an index (an integer from 0)",
-                                    provider=self.rules.provider)  # fmt: skip
             target = _get(parent, key)
             if target is MISSING or target is None:
                 target = []
-                self._set(parent, key, target, path)
-            if not isinstance(target, list):
-                raise ResponseError(_text_path(path), "must be a list", provider=self.rules.provider)
-            if index > len(target) or (step.field and index == len(target)):
-                raise ResponseError(f"{where}.{step.at_path}", f"no element {index} has started at "
-                                    f"{_text_path(path)}", provider=self.rules.provider)  # fmt: skip
-            parent, key, node, path = target, index, node.child(index) if node else None, (*path, index)
+                self._set(parent, key, target, above)
+            path = (*above, key) if parent is not self._holder else ()
+            if type(index) is not int or index < 0 or not isinstance(target, list) or index > len(target) or (
+                step.field and index == len(target)
+            ):
+                raise self._misplaced(step, n, i, index, target, path)
+            parent, key, node, above = target, index, node.child(index) if node else None, path
             for s in step.field:
-                assert s is not None
-                parent, key, node, path = self._descend(parent, key, s, node, path, where)
-        self._merge(parent, key, value, node, path)
+                parent, key, node, above = self._descend(parent, key, s, node, above)
+        self._merge(parent, key, value, node, above)
+
+    def _misplaced(self, step: Move, n: int, i: int | None, index: Any, target: Any, path: Path) -> ResponseError:
+        provider = self.rules.provider
+        if not isinstance(target, list):
+            return ResponseError(_text_path(path), "must be a list", provider=provider)
+        where = f"events[{n}]" + (f".{step.each_path}[{i}]" if i is not None else "") + f".{step.at_path}"
+        if type(index) is not int or index < 0:
+            return ResponseError(where, "must be an index (an integer from 0)", provider=provider)
+        return ResponseError(where, f"no element {index} has started at {_text_path(path)}", provider=provider)
 
     def _descend(
-        self, parent: Any, key: str | int, step: str | int, node: _Node | None, path: Path, where: str
+        self, parent: Any, key: str | int, step: Step, node: _Node | None, above: Path
     ) -> tuple[Any, str | int, _Node | None, Path]:
         """One step down a write path, creating an empty object or list where nothing is yet."""
+        path = (*above, key) if parent is not self._holder else ()
         container = _get(parent, key)
         if container is MISSING or container is None:
             container = [] if type(step) is int else {}
-            self._set(parent, key, container, path)
+            self._set(parent, key, container, above)
         if type(step) is int:
             if not isinstance(container, list) or step > len(container):
                 raise ResponseError(_text_path(path), f"has no element {step}", provider=self.rules.provider)
@@ -319,82 +326,99 @@ class StreamTranslator:
                 self._placed((*path, step), container[step])
         elif not isinstance(container, dict):
             raise ResponseError(_text_path(path), "must be an object", provider=self.rules.provider)
-        return container, step, node.child(step) if node else None, (*path, step)
+        assert step is not None
+        return container, step, node.child(step) if node else None, path
 
     # ------------------------------------------------------------ merging into the response
+    # `above` is the path of `parent`; a value's own path, (*above, key), is built only when needed.
 
-    def _merge(self, parent: Any, key: str | int, value: Any, node: _Node | None, path: Path) -> None:
+    def _merge(self, parent: Any, key: str | int, value: Any, node: _Node | None, above: Path) -> None:
         """Combine an arriving value with what is at parent[key]: by the `combine` policy of its path, else
         objects merge key by key, null never replaces a value, anything else replaces."""
+        current = parent.get(key, MISSING) if type(parent) is dict else _get(parent, key)
         policy = node.policy if node is not None else None
-        current = _get(parent, key)
-        if policy is APPEND or policy is JSON:
-            self._append(parent, key, current, value, policy, path)
-        elif policy is EXTEND:
-            self._extend(parent, key, current, value, node, path)
-        elif isinstance(current, dict) and isinstance(value, dict):
+        if policy is not None:
+            assert node is not None
+            if policy is APPEND or policy is JSON:
+                self._append(parent, key, current, value, policy, above)
+                return
+            if policy is EXTEND:
+                self._extend(parent, key, current, value, node, above)
+                return
+            if type(current) is list and type(value) is list:  # by_position
+                path = self._path(parent, key, above)
+                for i, v in enumerate(value):
+                    if i < len(current):
+                        self._merge(current, i, v, node.child(i), path)
+                    else:
+                        current.append(v)
+                        self._placed((*path, i), v)
+                return
+        if type(value) is dict and type(current) is dict:
+            path = self._path(parent, key, above)
+            children = node.children if node is not None else None
             for k, v in value.items():
-                self._merge(current, k, v, node.child(k) if node else None, (*path, k))
-        elif policy is BY_POSITION and isinstance(current, list) and isinstance(value, list):
-            for i, v in enumerate(value):
-                if i < len(current):
-                    self._merge(current, i, v, node.child(i) if node else None, (*path, i))
-                else:
-                    current.append(v)
-                    self._placed((*path, i), v)
-        elif value is not None or current is MISSING:
-            self._set(parent, key, value, path, node)
+                self._merge(current, k, v, children.get(k) if children else None, path)
+        elif value is None:
+            if current is MISSING:
+                self._set(parent, key, None, above)
+        elif type(value) is not type(current) or value != current:
+            self._set(parent, key, value, above, node)
 
-    def _set(self, parent: Any, key: str | int, value: Any, path: Path, node: _Node | None = None) -> None:
+    def _path(self, parent: Any, key: str | int, above: Path) -> Path:
+        return (*above, key) if parent is not self._holder else ()
+
+    def _set(self, parent: Any, key: str | int, value: Any, above: Path, node: _Node | None = None) -> None:
         """Put a new value in place; an object or list arriving whole is first combined within itself."""
-        if node is not None and node.children and isinstance(value, (dict, list)):
+        if isinstance(value, (dict, list)) and node is not None and node.children:
             value = _combined(value, node)
-        if isinstance(parent, list) and key == len(parent):
+        if type(parent) is list and key == len(parent):
             parent.append(value)
         else:
             parent[key] = value
         if isinstance(value, (dict, list)):
-            self._placed(path, value)
+            self._placed(self._path(parent, key, above), value)
 
-    def _append(self, parent: Any, key: str | int, current: Any, piece: Any, policy: str, path: Path) -> None:
+    def _append(self, parent: Any, key: str | int, current: Any, piece: Any, policy: str, above: Path) -> None:
         if piece is None:
             if current is MISSING:
-                self._set(parent, key, None, path)
+                self._set(parent, key, None, above)
             return
         if type(piece) is not str:
-            raise ResponseError(_text_path(path), f"expected text to append, got {type(piece).__name__}",
+            raise ResponseError(_text_path((*above, key)), f"expected text to append, got {type(piece).__name__}",
                                 provider=self.rules.provider)  # fmt: skip
-        if isinstance(current, _Text):
+        if type(current) is _Text:
             current.add(piece)
         elif policy is APPEND and (current is MISSING or current is None):
-            self._set(parent, key, piece, path)
+            self._set(parent, key, piece, above)
         elif policy is APPEND and type(current) is str:
-            self._keep(parent, key, _Text(current + piece), path)
+            self._keep(parent, key, _Text(current + piece), above)
         elif policy is JSON:
-            self._keep(parent, key, _Text(piece, placeholder=current), path)
+            self._keep(parent, key, _Text(piece, placeholder=current), above)
         else:
-            raise ResponseError(_text_path(path), f"cannot append text to a {type(current).__name__}",
+            raise ResponseError(_text_path((*above, key)), f"cannot append text to a {type(current).__name__}",
                                 provider=self.rules.provider)  # fmt: skip
         if piece:
-            self._fragment(path, piece)
+            self._fragment((*above, key), piece)
 
-    def _keep(self, parent: Any, key: str | int, text: _Text, path: Path) -> None:
+    def _keep(self, parent: Any, key: str | int, text: _Text, above: Path) -> None:
         parent[key] = text
-        self._texts.append((parent, key, text, path))
+        self._texts.append((parent, key, text, (*above, key)))
 
-    def _extend(self, parent: Any, key: str | int, current: Any, value: Any, node: _Node | None, path: Path) -> None:
+    def _extend(self, parent: Any, key: str | int, current: Any, value: Any, node: _Node, above: Path) -> None:
         if current is MISSING or current is None:
             current = []
-            self._set(parent, key, current, path)
+            self._set(parent, key, current, above)
+        path = self._path(parent, key, above)
         if not isinstance(current, list):
             raise ResponseError(_text_path(path), "must be a list", provider=self.rules.provider)
-        join = node.join if node is not None else None
+        join = node.join
         for element in value if isinstance(value, list) else [value]:
             if join is not None and current and _joins(current[-1], element, join):
                 last, at = current[-1], len(current) - 1
                 for k, v in element.items():
                     if k == join.field:
-                        self._append(last, k, last[k], v, APPEND, (*path, at, k))
+                        self._append(last, k, last[k], v, APPEND, (*path, at))
                     elif k not in last:
                         last[k] = v
                 continue

@@ -26,7 +26,7 @@ class StubReply:
     body: Any = None  # a dict/list is sent as JSON; bytes as they are
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds before answering
-    cut: bool = False  # send part of the body (of a stream: half its pieces), then close the connection
+    cut: bool = False  # send part of the body (a stream: all its pieces, never ended), then close the connection
     stream: list[bytes] | None = None  # an event stream: each piece written and flushed on its own (chunked)
     pause: float = 0.0  # stream: seconds between pieces
     hold: float = 0.0  # stream: after the pieces, keep the connection open this long (or until the client leaves)
@@ -142,9 +142,8 @@ def scripted(replies: list[Any]) -> Responder:
 
 
 def _send_stream(handler: BaseHTTPRequestHandler, reply: StubReply) -> None:
-    """An event stream in chunked encoding, one piece per chunk; `cut` stops halfway without ending it."""
+    """An event stream in chunked encoding, one piece per chunk; `cut` closes the connection without ending it."""
     assert reply.stream is not None
-    pieces = reply.stream[: len(reply.stream) // 2] if reply.cut else reply.stream
     try:
         handler.send_response(reply.status)
         handler.send_header("Content-Type", reply.headers.pop("Content-Type", "text/event-stream"))
@@ -152,7 +151,7 @@ def _send_stream(handler: BaseHTTPRequestHandler, reply: StubReply) -> None:
             handler.send_header(name, value)
         handler.send_header("Transfer-Encoding", "chunked")
         handler.end_headers()
-        for i, piece in enumerate(pieces):
+        for i, piece in enumerate(reply.stream):
             if i and reply.pause:
                 time.sleep(reply.pause)
             if piece:

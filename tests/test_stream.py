@@ -1,0 +1,652 @@
+"""Streaming translation (issue 8): provider events in, OpenAI chunks out, the non-streaming result at the end.
+
+The same provider content is served twice by a local stub: as one JSON body (`client.translate`)
+and as the provider's event stream (`client.translate_stream`), cut at random byte boundaries.
+The two TranslateResults must be equal (raw included), every chunk must be a valid
+`openai.types.chat.ChatCompletionChunk` (strict), and the chunks must reassemble (as the OpenAI
+SDK's own ChatCompletionStreamState does) into exactly that result. Streams are written by
+tests/sse_encoders.py from each provider's streaming documentation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import random
+import ssl
+import tracemalloc
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai.types.chat
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from openai.lib.streaming.chat import ChatCompletionStreamState
+from sse_encoders import ENCODERS, canonical
+from test_faults import FAST, HARD_CAP, USER, canned_replies, error_object, model, text_reply, tool_call_reply
+from test_properties import SETTINGS, anthropic_responses, gemini_responses, json_equal, openai_responses
+
+import toolnexus
+from toolnexus import Cancelled, LLMEvent, ProviderError, ResponseError, TranslateResult, TranslationError
+from toolnexus.conformance import case_files, load_case
+from toolnexus.stub import ProviderStub, StubReply, scripted, sse_pieces
+
+PROVIDERS = toolnexus.providers()
+RULES = toolnexus.load_rules()
+SSL = ssl.create_default_context()  # one TLS context for every client (httpx builds one per client otherwise)
+GENERATORS: dict[str, Callable[[], st.SearchStrategy[dict[str, Any]]]] = {
+    "anthropic": anthropic_responses,
+    "gemini": gemini_responses,
+    "openai": openai_responses,
+}
+
+
+def test_every_provider_streams_and_has_an_encoder_and_a_generator() -> None:
+    for provider in PROVIDERS:
+        assert RULES.get(provider).streaming is not None, f"rules/{provider}.yaml has no streaming section"
+        assert provider in ENCODERS, f"tests/sse_encoders.py cannot tell a {provider} response as a stream"
+        assert provider in GENERATORS, f"no response generator for {provider}"
+
+
+# ---------------------------------------------------------------- serving the same content both ways
+
+
+class Served:
+    """One stub for a whole test: it answers with whatever `reply` holds at the time."""
+
+    def __init__(self) -> None:
+        self.reply: Any = None
+        self.stub = ProviderStub(lambda request: self.reply)
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    holder = Served()
+    with holder.stub:
+        yield holder
+
+
+def client(base_url: str, provider: str, **options: Any) -> toolnexus.Client:
+    transport = httpx.AsyncHTTPTransport(verify=SSL)
+    return toolnexus.create_client(base_url, provider, model(provider), api_key="test-key", transport=transport,
+                                   backoff=FAST, **options)  # fmt: skip
+
+
+def stream_reply(provider: str, response: dict[str, Any], rng: random.Random, cuts: int = 12) -> StubReply:
+    return StubReply(stream=sse_pieces(ENCODERS[provider](response, rng), rng, cuts=cuts))
+
+
+async def both_ways(
+    served: Served, provider: str, response: dict[str, Any], rng: random.Random, cuts: int = 12
+) -> tuple[TranslateResult, list[dict[str, Any]], TranslateResult]:
+    """(translate's result, the chunks, translate_stream's result) for the same content."""
+    async with client(served.stub.base_url, provider) as c:
+        served.reply = copy.deepcopy(response)
+        plain = await c.translate(USER)
+        served.reply = stream_reply(provider, response, rng, cuts)
+        stream = c.translate_stream(USER)
+        chunks = [chunk async for chunk in stream]
+        return plain, chunks, stream.result
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, HARD_CAP))
+
+
+# ---------------------------------------------------------------- what every stream must look like
+
+
+def check_chunks(chunks: list[dict[str, Any]], result: TranslateResult) -> None:
+    """The chunks follow the OpenAI streaming format and reassemble into `result` exactly."""
+    assert chunks, "no chunks"
+    for chunk in chunks:
+        openai.types.chat.ChatCompletionChunk.model_validate(chunk, strict=True)
+        assert chunk["object"] == "chat.completion.chunk"
+        assert (chunk["id"], chunk["created"], chunk["model"]) == (chunks[0]["id"], chunks[0]["created"],
+                                                                    chunks[0]["model"])  # fmt: skip
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant", "the first delta carries the role"
+    with_choices = [c for c in chunks if c["choices"]]
+    finishes = [c["choices"][0]["finish_reason"] for c in with_choices]
+    assert finishes[-1] == result.finish_reason and not any(finishes[:-1]), "the finish reason is in the last chunk"
+    assert with_choices[-1]["choices"][0]["delta"] == {}
+    deltas = [c["choices"][0]["delta"] for c in with_choices]
+    assert "".join(d.get("content", "") for d in deltas) == result.text
+    calls: dict[int, dict[str, Any]] = {}
+    for delta in deltas:
+        for piece in delta.get("tool_calls", []):
+            index = piece["index"]
+            if index not in calls:
+                assert index == len(calls), "tool-call indexes count tool calls, in order"
+                assert piece["type"] == "function" and piece["function"]["arguments"] == "" and piece["id"]
+                calls[index] = {"id": piece["id"], "name": piece["function"]["name"], "arguments": ""}
+            else:
+                assert set(piece) == {"index", "function"} and set(piece["function"]) == {"arguments"}
+                calls[index]["arguments"] += piece["function"]["arguments"]
+    assert [calls[i] for i in range(len(calls))] == [
+        {"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls
+    ]
+    if result.usage:
+        assert not chunks[-1]["choices"] and chunks[-1]["usage"] == result.usage, "usage in a last chunk"
+    # the OpenAI SDK's own accumulator agrees
+    state = ChatCompletionStreamState()
+    for chunk in chunks:
+        state.handle_chunk(openai.types.chat.ChatCompletionChunk.model_validate(chunk))
+    message = state.current_completion_snapshot.choices[0].message
+    assert (message.content or "") == result.text
+    assert [(t.id, t.function.name, t.function.arguments) for t in message.tool_calls or []] == [
+        (c.id, c.name, c.arguments) for c in result.tool_calls
+    ]
+
+
+def same_result(plain: TranslateResult, streamed: TranslateResult, *, raw: bool = True) -> None:
+    assert streamed.to_dict() == plain.to_dict()
+    if raw:
+        assert json_equal(streamed.raw, plain.raw), "the assembled response is the non-streaming one"
+
+
+# ---------------------------------------------------------------- equivalence: generated responses
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@SETTINGS
+@given(data=st.data())
+def test_a_stream_gives_the_result_of_the_same_answer_sent_whole(served: Served, provider: str, data: Any) -> None:
+    response = canonical(provider, data.draw(GENERATORS[provider](), label="response"))
+    rng = random.Random(data.draw(st.integers(0, 2**32), label="seed"))
+    cuts = data.draw(st.integers(0, 60), label="byte cuts")
+    plain, chunks, streamed = run(both_ways(served, provider, response, rng, cuts))
+    same_result(plain, streamed)
+    check_chunks(chunks, streamed)
+
+
+# ---------------------------------------------------------------- equivalence: every case table response
+
+
+def _response_cases() -> list[tuple[str, Path]]:
+    out = []
+    for provider, paths in case_files().items():
+        if provider in PROVIDERS:
+            out += [(provider, p) for p in paths if "response" in (c := load_case(p)) and "expect_response_error" not in c]
+    return out
+
+
+RESPONSE_CASES = _response_cases()
+
+
+@pytest.mark.parametrize(("provider", "path"), RESPONSE_CASES, ids=[f"{p}/{path.stem}" for p, path in RESPONSE_CASES])
+def test_every_case_response_streams_to_its_case_result(served: Served, provider: str, path: Path) -> None:
+    """Every response of fixtures/<provider>/, told as a stream: the same result (or, with no end, cut off)."""
+    case = load_case(path)
+    response = canonical(provider, case["response"])
+    want = toolnexus.translate_response(provider, response, requested_model=case.get("requested_model"))
+    translator = RULES.get(provider).streaming.translator(requested_model=case.get("requested_model"))  # type: ignore[union-attr]
+    chunks: list[dict[str, Any]] = []
+    events = ENCODERS[provider](response, random.Random(path.stem))
+    try:
+        for event in events:
+            chunks += translator.feed(data_of(event))
+        chunks += translator.finish()
+    except ProviderError as exc:  # a stream with no end event and no finish reason was cut off
+        assert exc.kind == "connection" and not any(
+            present(response) for present in RULES.get(provider).streaming.complete  # type: ignore[union-attr]
+        ), exc
+        return
+    assert translator.result is not None
+    same_result(want, translator.result, raw=False)  # an off-spec case may lack fields every stream carries
+    check_chunks(chunks, translator.result)
+
+
+def data_of(event: bytes) -> str:
+    """The data of one encoded event (the encoders write one data line per event)."""
+    for line in event.decode().splitlines():
+        if line.startswith("data: "):
+            return line[len("data: ") :]
+    raise AssertionError(event)
+
+
+def feed_all(provider: str, events: list[bytes]) -> tuple[list[dict[str, Any]], Any]:
+    translator = RULES.get(provider).streaming.translator()  # type: ignore[union-attr]
+    chunks = []
+    for event in events:
+        chunks += translator.feed(data_of(event))
+    return chunks, translator
+
+
+# ---------------------------------------------------------------- the request
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_streamed_call_sends_the_translated_body_with_the_stream_keys_to_the_stream_path(provider: str) -> None:
+    streaming = RULES.get(provider).streaming
+    assert streaming is not None
+    reply = text_reply(provider)
+    with ProviderStub(scripted([reply, stream_reply(provider, reply, random.Random(1))])) as stub:
+
+        async def go() -> None:
+            async with client(stub.base_url, provider) as c:
+                await c.translate(USER)
+                async for _ in c.translate_stream(USER):
+                    pass
+
+        run(go())
+    plain, streamed = stub.requests
+    assert streamed.body == {**plain.body, **streaming.body}
+    assert streamed.headers["accept"] == "text/event-stream"
+    want = (streaming.path or RULES.get(provider).endpoint.path).replace("{model}", model(provider))
+    assert streamed.path == "/v1" + want
+
+
+def test_the_stream_keys_are_what_each_provider_documents() -> None:
+    """The provider-specific facts, pinned once: what asks each API for a stream."""
+    assert RULES.get("anthropic").streaming.body == {"stream": True}  # type: ignore[union-attr]
+    assert RULES.get("openai").streaming.body == {"stream": True, "stream_options": {"include_usage": True}}  # type: ignore[union-attr]
+    assert RULES.get("gemini").streaming.path == "/models/{model}:streamGenerateContent?alt=sse"  # type: ignore[union-attr]
+
+
+def test_a_translation_error_raises_when_the_stream_is_asked_for() -> None:
+    c = client("http://127.0.0.1:9/v1", "anthropic")
+    with pytest.raises(TranslationError) as info:
+        c.translate_stream([{"role": "wizard", "content": "x"}])
+    assert info.value.path == "messages[0].role"
+    run(c.aclose())
+
+
+# ---------------------------------------------------------------- deltas
+
+
+def test_anthropic_tool_call_indexes_count_tool_calls_only_and_thinking_is_not_content() -> None:
+    response = {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
+        "content": [
+            {"type": "thinking", "thinking": "Let me think.", "signature": "c2ln"},
+            {"type": "text", "text": "Two calls."},
+            {"type": "tool_use", "id": "toolu_a", "name": "a", "input": {"x": 1}},
+            {"type": "redacted_thinking", "data": "b3BhcXVl"},
+            {"type": "tool_use", "id": "toolu_b", "name": "b", "input": {}},
+        ],
+        "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 7},
+    }  # fmt: skip
+    chunks, translator = feed_all("anthropic", ENCODERS["anthropic"](response, random.Random(2)))
+    chunks += translator.finish()
+    result = translator.result
+    assert result.to_dict() == toolnexus.translate_response("anthropic", response).to_dict()
+    assert result.raw == response, "thinking text, signature and redacted blocks are kept as the provider sent them"
+    check_chunks(chunks, result)
+    starts = [p for c in chunks if c["choices"] for p in c["choices"][0]["delta"].get("tool_calls", []) if "id" in p]
+    assert [(p["index"], p["id"]) for p in starts] == [(0, "toolu_a"), (1, "toolu_b")]
+    deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    assert "".join(d.get("reasoning_content", "") for d in deltas) == "Let me think."
+    assert "".join(d.get("content", "") for d in deltas) == "Two calls."
+
+
+def test_gemini_thoughts_stream_as_reasoning_and_calls_get_the_non_streaming_ids() -> None:
+    response = {
+        "candidates": [{"content": {"role": "model", "parts": [
+            {"text": "Thinking it over.", "thought": True},
+            {"text": "Calling."},
+            {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": "c2ln"},
+            {"functionCall": {"name": "get_weather", "args": {"city": "Rome"}}},
+        ]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 4, "totalTokenCount": 7},
+        "modelVersion": "gemini-2.5-flash", "responseId": "r1",
+    }  # fmt: skip
+    chunks, translator = feed_all("gemini", ENCODERS["gemini"](response, random.Random(5), cuts=3))
+    chunks += translator.finish()
+    want = toolnexus.translate_response("gemini", response)
+    assert translator.result.to_dict() == want.to_dict()
+    assert [c.id for c in translator.result.tool_calls] == [c.id for c in want.tool_calls]
+    check_chunks(chunks, translator.result)
+    deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    assert "".join(d.get("reasoning_content", "") for d in deltas) == "Thinking it over."
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_chunks_carry_the_provider_id_and_model(provider: str) -> None:
+    reply = tool_call_reply(provider)
+    chunks, translator = feed_all(provider, ENCODERS[provider](reply, random.Random(0)))
+    chunks += translator.finish()
+    assert {c["model"] for c in chunks} == {translator.result.model}
+    streaming = RULES.get(provider).streaming
+    assert streaming is not None and streaming.chunk_id is not None
+    assert {c["id"] for c in chunks} == {streaming.chunk_id(translator.response)}
+
+
+def test_an_unknown_event_type_is_ignored_and_noted() -> None:
+    reply = text_reply("anthropic")
+    events = ENCODERS["anthropic"](reply, random.Random(0))
+    odd = b'event: surprise\ndata: {"type": "surprise", "what": 1}\n\n'
+    chunks, translator = feed_all("anthropic", [events[0], odd, odd, *events[1:]])
+    chunks += translator.finish()
+    assert translator.result.text == toolnexus.translate_response("anthropic", reply).text
+    notes = [n for n in translator.result.notes if n.kind == "unknown"]
+    assert len(notes) == 1 and notes[0].path == "events[1]", "noted once, where it first came"
+
+
+# ---------------------------------------------------------------- faults
+
+
+def cut_before_end(provider: str, events: list[bytes]) -> list[bytes]:
+    """The events up to a tool call's first argument piece: a half-received tool call."""
+    for i, event in enumerate(events):
+        chunks, _ = feed_all(provider, events[: i + 1])
+        if any("arguments" in p.get("function", {}) and p["function"]["arguments"] and "id" not in p
+               for c in chunks for p in c["choices"][0]["delta"].get("tool_calls", [])):  # fmt: skip
+            return events[: i + 1]
+    raise AssertionError(f"{provider}: no argument piece in the stream")
+
+
+async def collect(stream: Any, into: list[dict[str, Any]]) -> None:
+    async for chunk in stream:
+        into.append(chunk)
+
+
+def assert_unfinished(chunks: list[dict[str, Any]]) -> None:
+    assert chunks, "the chunks before the failure were yielded"
+    assert all(c["choices"] and c["choices"][0]["finish_reason"] is None for c in chunks), "never a finish reason"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("how", ["cut", "ended-early"])
+def test_a_dropped_stream_is_a_provider_error_after_the_chunks_and_never_completes_a_tool_call(
+    provider: str, how: str
+) -> None:
+    """`cut`: the connection closes mid-body; `ended-early`: the body ends cleanly before the provider's end."""
+    events = ENCODERS[provider](tool_call_reply(provider), random.Random(4), cuts=3)
+    head = cut_before_end(provider, events)
+    reply = StubReply(stream=sse_pieces(head, random.Random(1), cuts=5), cut=how == "cut")
+    events_seen: list[LLMEvent] = []
+    chunks: list[dict[str, Any]] = []
+    with ProviderStub(scripted([reply, text_reply(provider)])) as stub:
+
+        async def go() -> None:
+            async with client(stub.base_url, provider, max_retries=3, on_event=events_seen.append) as c:
+                await collect(c.translate_stream(USER), chunks)
+
+        with pytest.raises(ProviderError) as info:
+            run(go())
+    assert info.value.kind == "connection"
+    assert len(stub.requests) == 1, "no retry once the stream has started"
+    assert_unfinished(chunks)
+    assert [e.outcome for e in events_seen] == ["error"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_error_event_mid_stream_is_a_provider_error_with_its_type_and_message(provider: str) -> None:
+    events = ENCODERS[provider](text_reply(provider), random.Random(3), cuts=3)
+    error = json.dumps(error_object(provider, "Overloaded, try later", "overloaded_error")).encode()
+    bad = [*events[:2], b"event: error\ndata: " + error + b"\n\n", *events[2:]]
+    chunks: list[dict[str, Any]] = []
+    with ProviderStub(scripted([StubReply(stream=sse_pieces(bad, random.Random(2), cuts=9))])) as stub:
+
+        async def go() -> None:
+            async with client(stub.base_url, provider) as c:
+                await collect(c.translate_stream(USER), chunks)
+
+        with pytest.raises(ProviderError) as info:
+            run(go())
+    assert info.value.message == "Overloaded, try later"
+    if "type" in RULES.get(provider).source.data["endpoint"]["error"]:
+        assert info.value.error_type == "overloaded_error"
+    assert info.value.status == 200 and info.value.kind == "http"
+    assert_unfinished(chunks)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_event_that_is_not_json_is_a_decode_error(provider: str) -> None:
+    events = ENCODERS[provider](text_reply(provider), random.Random(3))
+    chunks, translator = feed_all(provider, events[:1])
+    with pytest.raises(ProviderError) as info:
+        translator.feed('{"half": ')
+    assert info.value.kind == "decode"
+
+
+def test_a_delta_for_a_block_that_never_started_is_a_response_error_at_the_event() -> None:
+    events = ENCODERS["anthropic"](text_reply("anthropic"), random.Random(3))
+    chunks, translator = feed_all("anthropic", events[:1])
+    with pytest.raises(ResponseError) as info:
+        translator.feed(json.dumps({"type": "content_block_delta", "index": 4,
+                                    "delta": {"type": "text_delta", "text": "x"}}))  # fmt: skip
+    assert info.value.path == "events[1].index"
+
+
+def test_streamed_tool_input_that_is_not_json_is_a_response_error_at_the_block() -> None:
+    reply = tool_call_reply("anthropic")
+    events = ENCODERS["anthropic"](reply, random.Random(3), cuts=0)
+    broken = [e.replace(b'"partial_json": "{', b'"partial_json": "{{') for e in events]
+    assert broken != events
+    chunks, translator = feed_all("anthropic", broken)
+    with pytest.raises(ResponseError) as info:
+        translator.finish()
+    index = next(i for i, b in enumerate(reply["content"]) if b["type"] == "tool_use")
+    assert info.value.path == f"content[{index}].input"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_retries_happen_before_the_first_byte_only(provider: str) -> None:
+    reply = text_reply(provider)
+    busy = StubReply(status=503, body=error_object(provider, "busy", "overloaded_error"))
+    events_seen: list[LLMEvent] = []
+    with ProviderStub(scripted([busy, busy, stream_reply(provider, reply, random.Random(1))])) as stub:
+
+        async def go() -> TranslateResult:
+            async with client(stub.base_url, provider, max_retries=2, on_event=events_seen.append) as c:
+                stream = c.translate_stream(USER)
+                await collect(stream, [])
+                return stream.result
+
+        result = run(go())
+    assert result.text == toolnexus.translate_response(provider, reply).text
+    assert len(stub.requests) == 3
+    assert [(e.outcome, e.attempts) for e in events_seen] == [("ok", 3)]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_http_error_before_the_stream_is_the_providers_error(provider: str) -> None:
+    refused = StubReply(status=400, body=error_object(provider, "bad request: max_tokens", "invalid_request_error"))
+    with ProviderStub(scripted([refused])) as stub:
+
+        async def go() -> None:
+            async with client(stub.base_url, provider) as c:
+                await collect(c.translate_stream(USER), [])
+
+        with pytest.raises(ProviderError) as info:
+            run(go())
+    assert (info.value.status, info.value.kind, info.value.message) == (400, "http", "bad request: max_tokens")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("body", ["error", "answer"])
+def test_a_json_answer_to_a_stream_request_is_refused_clearly(provider: str, body: str) -> None:
+    """A 2xx that is not an event stream: the provider's error shape is its error, anything else a decode error."""
+    payload = error_object(provider, "quota exceeded", "rate_limit") if body == "error" else text_reply(provider)
+    with ProviderStub(scripted([payload])) as stub:
+
+        async def go() -> None:
+            async with client(stub.base_url, provider) as c:
+                await collect(c.translate_stream(USER), [])
+
+        with pytest.raises(ProviderError) as info:
+            run(go())
+    assert info.value.kind == ("http" if body == "error" else "decode")
+
+
+# ---------------------------------------------------------------- hooks and events
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_hooks_fire_once_after_llm_with_the_assembled_response(provider: str) -> None:
+    reply = canonical(provider, tool_call_reply(provider))
+    before: list[dict[str, Any]] = []
+    after: list[dict[str, Any]] = []
+    events_seen: list[LLMEvent] = []
+
+    def before_llm(body: dict[str, Any]) -> dict[str, Any]:
+        before.append(copy.deepcopy(body))
+        return {**body, "metadata_marker": "from-before-llm"}
+
+    async def after_llm(response: dict[str, Any]) -> None:
+        after.append(copy.deepcopy(response))
+
+    with ProviderStub(scripted([stream_reply(provider, reply, random.Random(6))])) as stub:
+
+        async def go() -> TranslateResult:
+            async with client(stub.base_url, provider, before_llm=before_llm, after_llm=after_llm,
+                              on_event=events_seen.append) as c:  # fmt: skip
+                stream = c.translate_stream(USER)
+                await collect(stream, [])
+                return stream.result
+
+        result = run(go())
+    streaming = RULES.get(provider).streaming
+    assert streaming is not None
+    assert len(before) == 1 and all(before[0][k] == v for k, v in streaming.body.items())
+    assert stub.requests[0].body["metadata_marker"] == "from-before-llm"
+    assert len(after) == 1 and json_equal(after[0], reply)
+    assert result.raw is not None and json_equal(result.raw, reply)
+    assert [(e.outcome, e.usage, e.status) for e in events_seen] == [("ok", result.usage, 200)]
+
+
+def test_result_before_the_end_is_an_error() -> None:
+    c = client("http://127.0.0.1:9/v1", "openai")
+    stream = c.translate_stream(USER)
+    with pytest.raises(RuntimeError):
+        _ = stream.result
+    run(c.aclose())
+
+
+# ---------------------------------------------------------------- cancel and early close
+
+
+def held_stream(provider: str) -> StubReply:
+    """The first events of a stream, then silence (up to a minute) with the connection open."""
+    events = ENCODERS[provider](text_reply(provider), random.Random(3), cuts=4)
+    return StubReply(stream=[b"".join(events[:2])], hold=60.0)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_cancel_during_a_read_ends_the_stream_and_closes_the_connection(provider: str) -> None:
+    reply = held_stream(provider)
+    chunks: list[dict[str, Any]] = []
+    events_seen: list[LLMEvent] = []
+    with ProviderStub(scripted([reply])) as stub:
+
+        async def go() -> None:
+            cancel = asyncio.Event()
+            async with client(stub.base_url, provider, on_event=events_seen.append) as c:
+                stream = c.translate_stream(USER, cancel=cancel)
+                chunks.append(await anext(stream))
+                asyncio.get_running_loop().call_later(0.05, cancel.set)  # while the stream waits for bytes
+                await collect(stream, chunks)
+
+        with pytest.raises(Cancelled):
+            run(go())  # within HARD_CAP, far less than the stub's minute of silence
+        assert reply.client_closed.wait(10), "the connection was closed"
+    assert_unfinished(chunks)
+    assert [e.outcome for e in events_seen] == ["cancelled"]
+
+
+def test_cancel_set_before_the_first_chunk_sends_nothing() -> None:
+    with ProviderStub(scripted([held_stream("openai")])) as stub:
+
+        async def go() -> None:
+            cancel = asyncio.Event()
+            cancel.set()
+            async with client(stub.base_url, "openai") as c:
+                await collect(c.translate_stream(USER, cancel=cancel), [])
+
+        with pytest.raises(Cancelled):
+            run(go())
+    assert stub.requests == []
+
+
+def test_cancel_between_chunks_stops_at_the_next_one() -> None:
+    reply = text_reply("anthropic")
+    with ProviderStub(scripted([stream_reply("anthropic", reply, random.Random(1))])) as stub:
+
+        got: list[dict[str, Any]] = []
+
+        async def go() -> None:
+            cancel = asyncio.Event()
+            async with client(stub.base_url, "anthropic") as c:
+                async for chunk in c.translate_stream(USER, cancel=cancel):
+                    got.append(chunk)
+                    cancel.set()
+
+        with pytest.raises(Cancelled):
+            run(go())
+    assert len(got) == 1, "nothing more after the cancel, not even chunks already translated"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_closing_a_stream_early_closes_the_connection(provider: str) -> None:
+    reply = held_stream(provider)
+    events_seen: list[LLMEvent] = []
+    with ProviderStub(scripted([reply])) as stub:
+
+        async def go() -> None:
+            async with client(stub.base_url, provider, on_event=events_seen.append) as c:
+                async with c.translate_stream(USER) as stream:
+                    await anext(stream)
+                with pytest.raises(StopAsyncIteration):
+                    await anext(stream)
+
+        run(go())
+        assert reply.client_closed.wait(10)
+    assert [e.outcome for e in events_seen] == ["cancelled"]
+
+
+# ---------------------------------------------------------------- memory
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_memory_grows_with_the_content_not_with_the_number_of_events(provider: str) -> None:
+    """The same 100 kB answer in 500 and in 20,000 events: the peak of the second is not larger."""
+    reply = copy.deepcopy(text_reply(provider))
+    text = "".join(random.Random(0).choices("abcdefghij ", k=100_000))
+    original = toolnexus.translate_response(provider, reply).text
+    set_text(reply, original, text)
+
+    def peak(cuts: int) -> int:
+        events = [data_of(e) for e in ENCODERS[provider](reply, random.Random(1), cuts=cuts)]
+        translator = RULES.get(provider).streaming.translator()  # type: ignore[union-attr]
+        tracemalloc.start()
+        try:
+            for data in events:
+                translator.feed(data)
+            translator.finish()
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            assert translator.result is not None and translator.result.text == text
+
+    few, many = peak(500), peak(20_000)
+    assert many < few * 1.25 + 64 * 1024, (few, many)
+
+
+def set_text(value: Any, old: str, new: str) -> None:
+    """Replace the one string equal to `old` inside a JSON value."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if item == old:
+                value[key] = new
+            else:
+                set_text(item, old, new)
+    elif isinstance(value, list):
+        for item in value:
+            set_text(item, old, new)
+
+
+# ---------------------------------------------------------------- the demo replies stream too
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_every_demo_reply_streams_to_its_translation(served: Served, provider: str) -> None:
+    for i, reply in enumerate(canned_replies(provider)):
+        plain, chunks, streamed = run(both_ways(served, provider, canonical(provider, reply), random.Random(i)))
+        same_result(plain, streamed)
+        check_chunks(chunks, streamed)
+
