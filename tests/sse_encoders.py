@@ -52,9 +52,12 @@ def anthropic_events(response: dict[str, Any], rng: random.Random, *, cuts: int 
             encoded = json.dumps(block["input"], ensure_ascii=False)
             start, field, delta, text = {**block, "input": {}}, "partial_json", "input_json_delta", encoded
         elif kind == "thinking":
-            start, field, delta, text = {**block, "thinking": "", "signature": ""}, "thinking", "thinking_delta", block[
-                "thinking"
-            ]
+            start, field, delta, text = (
+                {**block, "thinking": "", "signature": ""},
+                "thinking",
+                "thinking_delta",
+                block["thinking"],
+            )
         else:
             start, field, delta, text = block, "", "", ""
         out.append(_sse({"type": "content_block_start", "index": index, "content_block": start}, "content_block_start"))
@@ -158,8 +161,9 @@ def openai_events(response: dict[str, Any], rng: random.Random, *, cuts: int | N
     for piece in pieces(content, rng, cuts) if content else []:
         out.append(chunk({"content": piece}))
     for index, call in enumerate(message.get("tool_calls", [])):
-        function = {"name": call["function"]["name"], "arguments": ""}
-        out.append(chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function", "function": function}]}))
+        head_piece = {"index": index, "id": call["id"], "type": "function",
+                      "function": {"name": call["function"]["name"], "arguments": ""}}  # fmt: skip
+        out.append(chunk({"tool_calls": [head_piece]}))
         for piece in pieces(call["function"]["arguments"], rng, cuts):
             out.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
     out.append(chunk({}, choice.get("finish_reason")))

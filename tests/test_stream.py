@@ -26,11 +26,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from openai.lib.streaming.chat import ChatCompletionStreamState
+
+import toolnexus
 from sse_encoders import ENCODERS, canonical
 from test_faults import FAST, HARD_CAP, USER, canned_replies, error_object, model, text_reply, tool_call_reply
 from test_properties import SETTINGS, anthropic_responses, gemini_responses, json_equal, openai_responses
-
-import toolnexus
 from toolnexus import Cancelled, LLMEvent, ProviderError, ResponseError, TranslateResult, TranslationError
 from toolnexus.conformance import case_files, load_case
 from toolnexus.stub import ProviderStub, StubReply, scripted, sse_pieces
@@ -170,7 +170,8 @@ def _response_cases() -> list[tuple[str, Path]]:
     out = []
     for provider, paths in case_files().items():
         if provider in PROVIDERS:
-            out += [(provider, p) for p in paths if "response" in (c := load_case(p)) and "expect_response_error" not in c]
+            cases = [(p, load_case(p)) for p in paths]
+            out += [(provider, p) for p, c in cases if "response" in c and "expect_response_error" not in c]
     return out
 
 
@@ -192,7 +193,8 @@ def test_every_case_response_streams_to_its_case_result(served: Served, provider
         chunks += translator.finish()
     except ProviderError as exc:  # a stream with no end event and no finish reason was cut off
         assert exc.kind == "connection" and not any(
-            present(response) for present in RULES.get(provider).streaming.complete  # type: ignore[union-attr]
+            present(response)
+            for present in RULES.get(provider).streaming.complete  # type: ignore[union-attr]
         ), exc
         return
     assert translator.result is not None
@@ -331,7 +333,7 @@ def test_an_unknown_event_type_is_ignored_and_noted() -> None:
 
 def cut_before_end(provider: str, events: list[bytes]) -> list[bytes]:
     """The events up to a tool call's first argument piece: a half-received tool call."""
-    for i, event in enumerate(events):
+    for i in range(len(events)):
         chunks, _ = feed_all(provider, events[: i + 1])
         if any("arguments" in p.get("function", {}) and p["function"]["arguments"] and "id" not in p
                for c in chunks for p in c["choices"][0]["delta"].get("tool_calls", [])):  # fmt: skip
@@ -398,7 +400,7 @@ def test_an_error_event_mid_stream_is_a_provider_error_with_its_type_and_message
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_an_event_that_is_not_json_is_a_decode_error(provider: str) -> None:
     events = ENCODERS[provider](text_reply(provider), random.Random(3))
-    chunks, translator = feed_all(provider, events[:1])
+    _, translator = feed_all(provider, events[:1])
     with pytest.raises(ProviderError) as info:
         translator.feed('{"half": ')
     assert info.value.kind == "decode"
@@ -406,7 +408,7 @@ def test_an_event_that_is_not_json_is_a_decode_error(provider: str) -> None:
 
 def test_a_delta_for_a_block_that_never_started_is_a_response_error_at_the_event() -> None:
     events = ENCODERS["anthropic"](text_reply("anthropic"), random.Random(3))
-    chunks, translator = feed_all("anthropic", events[:1])
+    _, translator = feed_all("anthropic", events[:1])
     with pytest.raises(ResponseError) as info:
         translator.feed(json.dumps({"type": "content_block_delta", "index": 4,
                                     "delta": {"type": "text_delta", "text": "x"}}))  # fmt: skip
@@ -418,7 +420,7 @@ def test_streamed_tool_input_that_is_not_json_is_a_response_error_at_the_block()
     events = ENCODERS["anthropic"](reply, random.Random(3), cuts=0)
     broken = [e.replace(b'"partial_json": "{', b'"partial_json": "{{') for e in events]
     assert broken != events
-    chunks, translator = feed_all("anthropic", broken)
+    _, translator = feed_all("anthropic", broken)
     with pytest.raises(ResponseError) as info:
         translator.finish()
     index = next(i for i, b in enumerate(reply["content"]) if b["type"] == "tool_use")
@@ -566,7 +568,6 @@ def test_cancel_set_before_the_first_chunk_sends_nothing() -> None:
 def test_cancel_between_chunks_stops_at_the_next_one() -> None:
     reply = text_reply("anthropic")
     with ProviderStub(scripted([stream_reply("anthropic", reply, random.Random(1))])) as stub:
-
         got: list[dict[str, Any]] = []
 
         async def go() -> None:
@@ -649,4 +650,3 @@ def test_every_demo_reply_streams_to_its_translation(served: Served, provider: s
         plain, chunks, streamed = run(both_ways(served, provider, canonical(provider, reply), random.Random(i)))
         same_result(plain, streamed)
         check_chunks(chunks, streamed)
-

@@ -256,4 +256,3 @@ async def _read_and_close(response: httpx.Response) -> None:
         await response.aread()
     finally:
         await response.aclose()
-

@@ -291,8 +291,12 @@ class StreamTranslator:
                 target = []
                 self._set(parent, key, target, above)
             path = (*above, key) if parent is not self._holder else ()
-            if type(index) is not int or index < 0 or not isinstance(target, list) or index > len(target) or (
-                step.field and index == len(target)
+            if (
+                type(index) is not int
+                or index < 0
+                or not isinstance(target, list)
+                or index > len(target)
+                or (step.field and index == len(target))
             ):
                 raise self._misplaced(step, n, i, index, target, path)
             parent, key, node, above = target, index, node.child(index) if node else None, path
@@ -823,7 +827,7 @@ def _watch(
                 fields[reasoning[kind]] = REASONING
             roles[kind] = fields
         if src.synthesize_ids and streamed:
-            raise source.error(key, f"ids synthesized for '{src.path}' hash the whole element; its arguments "
+            raise source.error((*key, "combine"), f"ids synthesized for '{src.path}' hash the whole element; its arguments "
                                "cannot arrive in pieces")  # fmt: skip
         watched.append(Watched(src, tuple(steps), roles, frozenset(streamed)))
     return watched
@@ -838,4 +842,3 @@ def _plain_get(spec: Any) -> str | None:
 def _steps_of(expr: str) -> Path:
     steps = simple_steps(expr)
     return tuple(steps) if steps is not None else ("\0unplain",)
-
