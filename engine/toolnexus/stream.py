@@ -827,8 +827,8 @@ def _watch(
                 fields[reasoning[kind]] = REASONING
             roles[kind] = fields
         if src.synthesize_ids and streamed:
-            raise source.error((*key, "combine"), f"ids synthesized for '{src.path}' hash the whole element; its arguments "
-                               "cannot arrive in pieces")  # fmt: skip
+            message = f"ids synthesized for '{src.path}' hash the whole element; its arguments cannot arrive in pieces"
+            raise source.error((*key, "combine"), message)
         watched.append(Watched(src, tuple(steps), roles, frozenset(streamed)))
     return watched
 
