@@ -113,7 +113,9 @@ class TranslateStream:
         if self._state == "new":
             await self._open()
             return
-        event = await self._guarded(self._next_event(), None)
+        assert self._events is not None
+        following = anext(self._events, None)
+        event = await (following if self._cancel is None else self._guarded(following, None))
         if event is not None:
             self._pending.extend(self._translator.feed(event.data))
             return
@@ -127,13 +129,6 @@ class TranslateStream:
         self._result, self._state = result, "done"
         await self._close()
         client._emit(self._attempts, self._started, self._status(), result.usage, "ok", None, model=result.model)
-
-    async def _next_event(self) -> ServerSentEvent | None:
-        assert self._events is not None
-        try:
-            return await anext(self._events)
-        except StopAsyncIteration:
-            return None
 
     async def _open(self) -> None:
         client = self._client

@@ -45,6 +45,7 @@ Path = tuple[Step, ...]
 APPEND, JSON, EXTEND, BY_POSITION = "append", "json", "extend", "by_position"
 TEXT, ARGUMENTS, REASONING = "text", "arguments", "reasoning"
 CHUNK = "chat.completion.chunk"
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 _SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d*\])*)")
 
 
@@ -210,7 +211,7 @@ class StreamTranslator:
 
     def feed(self, data: str) -> list[dict[str, Any]]:
         """One event's data (the SSE `data:` text) -> the chunks it produces (often one, sometimes none)."""
-        if self.ended or not data.strip():
+        if self.ended or not data or data.isspace():
             return []
         n = self._events
         self._events += 1
@@ -245,18 +246,21 @@ class StreamTranslator:
         if rules.type is None:
             return ()
         kind = rules.type(event)
-        handler = rules.events.get(kind) if isinstance(kind, str) else None
-        label = f"{kind!r}"
-        if isinstance(handler, Dispatch):
+        handler = rules.events.get(kind) if type(kind) is str else None
+        if type(handler) is tuple:
+            return handler
+        if type(handler) is Dispatch:
             case = handler.by(event)
+            found = handler.cases.get(case) if type(case) is str else None
+            if found is not None:
+                return found
             label = f"{kind!r} with {handler.by_path} {case!r}"
-            handler = handler.cases.get(case) if isinstance(case, str) else None
-        if handler is None:
-            if label not in self._unknown:  # once per kind of event: a long stream does not grow its notes
-                self._unknown.add(label)
-                self.notes.append(Note("unknown", f"events[{n}]", f"unknown stream event {label}; ignored"))
-            return ()
-        return handler
+        else:
+            label = repr(kind)
+        if label not in self._unknown:  # noted once per kind of event: a long stream does not grow its notes
+            self._unknown.add(label)
+            self.notes.append(Note("unknown", f"events[{n}]", f"unknown stream event {label}; ignored"))
+        return ()
 
     def _move(self, step: Move, event: dict[str, Any], n: int) -> None:
         if step.each is None:
@@ -281,27 +285,29 @@ class StreamTranslator:
         parent: Any = self._holder
         key: str | int = ""
         node: _Node | None = self.rules.combine
-        above: Path = ()  # the path of `parent`
-        for s in step.into:
-            parent, key, node, above = self._descend(parent, key, s, node, above)
+        into = step.into
+        for k, s in enumerate(into):
+            parent, key, node = self._descend(parent, key, s, node, into[:k])
+        above = into[:-1]  # the path of `parent`
         if step.at is not None:
             index = step.at(scope)
-            target = _get(parent, key)
+            target = parent.get(key, MISSING) if type(parent) is dict else _get(parent, key)
             if target is MISSING or target is None:
                 target = []
                 self._set(parent, key, target, above)
-            path = (*above, key) if parent is not self._holder else ()
             if (
                 type(index) is not int
                 or index < 0
-                or not isinstance(target, list)
+                or type(target) is not list
                 or index > len(target)
                 or (step.field and index == len(target))
             ):
-                raise self._misplaced(step, n, i, index, target, path)
-            parent, key, node, above = target, index, node.child(index) if node else None, path
+                raise self._misplaced(step, n, i, index, target, into)
+            parent, key, node, above = target, index, node.child(index) if node else None, into
             for s in step.field:
-                parent, key, node, above = self._descend(parent, key, s, node, above)
+                path = (*above, key)
+                parent, key, node = self._descend(parent, key, s, node, path)
+                above = path
         self._merge(parent, key, value, node, above)
 
     def _misplaced(self, step: Move, n: int, i: int | None, index: Any, target: Any, path: Path) -> ResponseError:
@@ -314,14 +320,15 @@ class StreamTranslator:
         return ResponseError(where, f"no element {index} has started at {_text_path(path)}", provider=provider)
 
     def _descend(
-        self, parent: Any, key: str | int, step: Step, node: _Node | None, above: Path
-    ) -> tuple[Any, str | int, _Node | None, Path]:
-        """One step down a write path, creating an empty object or list where nothing is yet."""
-        path = (*above, key) if parent is not self._holder else ()
-        container = _get(parent, key)
+        self, parent: Any, key: str | int, step: Step, node: _Node | None, path: Path
+    ) -> tuple[Any, str | int, _Node | None]:
+        """One step down a write path (`path` is where parent[key] sits), creating what is not there yet."""
+        container = parent.get(key, MISSING) if type(parent) is dict else _get(parent, key)
+        if type(container) is dict and type(step) is str:  # the usual case: the object is there
+            return container, step, node.children.get(step) if node is not None else None
         if container is MISSING or container is None:
             container = [] if type(step) is int else {}
-            self._set(parent, key, container, above)
+            self._set(parent, key, container, path[:-1])
         if type(step) is int:
             if not isinstance(container, list) or step > len(container):
                 raise ResponseError(_text_path(path), f"has no element {step}", provider=self.rules.provider)
@@ -331,7 +338,7 @@ class StreamTranslator:
         elif not isinstance(container, dict):
             raise ResponseError(_text_path(path), "must be an object", provider=self.rules.provider)
         assert step is not None
-        return container, step, node.child(step) if node else None, path
+        return container, step, node.child(step) if node else None
 
     # ------------------------------------------------------------ merging into the response
     # `above` is the path of `parent`; a value's own path, (*above, key), is built only when needed.
@@ -359,10 +366,19 @@ class StreamTranslator:
                         self._placed((*path, i), v)
                 return
         if type(value) is dict and type(current) is dict:
-            path = self._path(parent, key, above)
+            path = (*above, key) if parent is not self._holder else ()
             children = node.children if node is not None else None
             for k, v in value.items():
-                self._merge(current, k, v, children.get(k) if children else None, path)
+                child = children.get(k) if children else None
+                if child is None and type(v) in _SCALARS:  # inline: a plain value (most of every event)
+                    now = current.get(k, MISSING)
+                    if v is None:
+                        if now is MISSING:
+                            current[k] = None
+                    elif type(now) is not type(v) or now != v:
+                        current[k] = v
+                else:
+                    self._merge(current, k, v, child, path)
         elif value is None:
             if current is MISSING:
                 self._set(parent, key, None, above)
