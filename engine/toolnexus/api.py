@@ -45,9 +45,7 @@ def translate_response(
     return load_rules(rules).get(provider).outbound.translate(response, requested_model=requested_model)
 
 
-def stream_translator(
-    provider: str, *, requested_model: str | None = None, rules: RulesArg = None
-) -> StreamTranslator:
+def stream_translator(provider: str, *, requested_model: str | None = None, rules: RulesArg = None) -> StreamTranslator:
     """A translator for one provider event stream, for callers that do their own HTTP.
 
     `feed(data)` per server-sent event (its `data:` text) returns OpenAI chunk dicts;
