@@ -22,16 +22,33 @@ from typing import Any
 
 import httpx
 import openai.types.chat
+import pydantic
 import pytest
+from anthropic.types.message_create_params import MessageCreateParamsStreaming
 from hypothesis import given
 from hypothesis import strategies as st
 from openai.lib.streaming.chat import ChatCompletionStreamState
+from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
 
 import toolnexus
 from sse_encoders import ENCODERS, canonical
-from test_faults import FAST, HARD_CAP, USER, canned_replies, error_object, model, text_reply, tool_call_reply
+from test_faults import (
+    FAST,
+    HARD_CAP,
+    USER,
+    Drive,
+    Scenario,
+    assert_clean,
+    canned_replies,
+    error_object,
+    model,
+    text_reply,
+    tool_call_reply,
+)
+from test_faults import run as run_fault
 from test_properties import SETTINGS, anthropic_responses, gemini_responses, json_equal, openai_responses
-from toolnexus import Cancelled, LLMEvent, ProviderError, ResponseError, TranslateResult, TranslationError
+from test_sdk_judges import ANTHROPIC_SDK_GAPS, RICH_REQUESTS, judge, judge_gemini
+from toolnexus import Cancelled, ProviderError, ResponseError, TranslateResult, TranslationError
 from toolnexus.conformance import case_files, load_case
 from toolnexus.stub import ProviderStub, StubReply, scripted, sse_pieces
 
@@ -249,6 +266,28 @@ def test_the_stream_keys_are_what_each_provider_documents() -> None:
     assert RULES.get("gemini").streaming.path == "/models/{model}:streamGenerateContent?alt=sse"  # type: ignore[union-attr]
 
 
+# Module-level: a lazily validated Iterable needs its adapter alive while it is consumed.
+ANTHROPIC_STREAM_REQUEST = pydantic.TypeAdapter(MessageCreateParamsStreaming)
+OPENAI_STREAM_REQUEST = pydantic.TypeAdapter(CompletionCreateParamsStreaming)
+STREAM_JUDGES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "anthropic": lambda body: judge(ANTHROPIC_STREAM_REQUEST, body, unknown_top_level=ANTHROPIC_SDK_GAPS),
+    "openai": lambda body: judge(OPENAI_STREAM_REQUEST, body),
+    "gemini": judge_gemini,  # the same generateContent body; streaming is the URL
+}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("name", sorted(RICH_REQUESTS))
+def test_streamed_bodies_pass_the_sdks_streaming_request_types(provider: str, name: str) -> None:
+    streaming = RULES.get(provider).streaming
+    assert streaming is not None and provider in STREAM_JUDGES, f"no streaming judge for {provider}"
+    body = toolnexus.translate_request(provider, copy.deepcopy(RICH_REQUESTS[name]))
+    STREAM_JUDGES[provider]({**body, **streaming.body})
+    if streaming.body:  # the streaming types require what the stream keys say: without them, refused
+        with pytest.raises(pydantic.ValidationError):
+            STREAM_JUDGES[provider](dict(body))
+
+
 def test_a_translation_error_raises_when_the_stream_is_asked_for() -> None:
     c = client("http://127.0.0.1:9/v1", "anthropic")
     with pytest.raises(TranslationError) as info:
@@ -329,26 +368,47 @@ def test_an_unknown_event_type_is_ignored_and_noted() -> None:
 
 
 # ---------------------------------------------------------------- faults
+# Each fault runs on test_faults' harness: a fresh client with a one-connection pool against a stub,
+# then the shared promise (a typed error, within its bound, no task left behind, no unclosed socket).
 
 
 def cut_before_end(provider: str, events: list[bytes]) -> list[bytes]:
     """The events up to a tool call's first argument piece: a half-received tool call."""
     for i in range(len(events)):
         chunks, _ = feed_all(provider, events[: i + 1])
-        if any("arguments" in p.get("function", {}) and p["function"]["arguments"] and "id" not in p
+        if any(p["function"].get("arguments") and "id" not in p
                for c in chunks for p in c["choices"][0]["delta"].get("tool_calls", [])):  # fmt: skip
             return events[: i + 1]
     raise AssertionError(f"{provider}: no argument piece in the stream")
 
 
-async def collect(stream: Any, into: list[dict[str, Any]]) -> None:
-    async for chunk in stream:
-        into.append(chunk)
+def streaming(chunks: list[dict[str, Any]], *, cancel_after_first: float | None = None) -> Drive:
+    """A harness drive: one translate_stream, every chunk into `chunks` (cancel set after the first one)."""
+
+    async def drive(client: toolnexus.Client, errors: list[BaseException]) -> TranslateResult:
+        cancel = asyncio.Event() if cancel_after_first is not None else None
+        stream = client.translate_stream(USER, cancel=cancel)
+        async for chunk in stream:
+            chunks.append(chunk)
+            if cancel is not None and cancel_after_first is not None and len(chunks) == 1:
+                asyncio.get_running_loop().call_later(cancel_after_first, cancel.set)  # while it waits for bytes
+        return stream.result
+
+    return drive
 
 
 def assert_unfinished(chunks: list[dict[str, Any]]) -> None:
     assert chunks, "the chunks before the failure were yielded"
     assert all(c["choices"] and c["choices"][0]["finish_reason"] is None for c in chunks), "never a finish reason"
+
+
+BOUND = 10.0  # seconds: far below every stall the stubs below hold
+
+
+def held_stream(provider: str) -> StubReply:
+    """The first events of a stream, then silence (up to a minute) with the connection open."""
+    events = ENCODERS[provider](text_reply(provider), random.Random(3), cuts=4)
+    return StubReply(stream=[b"".join(events[:2])], hold=60.0)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -358,43 +418,56 @@ def test_a_dropped_stream_is_a_provider_error_after_the_chunks_and_never_complet
 ) -> None:
     """`cut`: the connection closes mid-body; `ended-early`: the body ends cleanly before the provider's end."""
     events = ENCODERS[provider](tool_call_reply(provider), random.Random(4), cuts=3)
-    head = cut_before_end(provider, events)
-    reply = StubReply(stream=sse_pieces(head, random.Random(1), cuts=5), cut=how == "cut")
-    events_seen: list[LLMEvent] = []
+    reply = StubReply(stream=sse_pieces(cut_before_end(provider, events), random.Random(1), cuts=5), cut=how == "cut")
     chunks: list[dict[str, Any]] = []
-    with ProviderStub(scripted([reply, text_reply(provider)])) as stub:
-
-        async def go() -> None:
-            async with client(stub.base_url, provider, max_retries=3, on_event=events_seen.append) as c:
-                await collect(c.translate_stream(USER), chunks)
-
-        with pytest.raises(ProviderError) as info:
-            run(go())
-    assert info.value.kind == "connection"
-    assert len(stub.requests) == 1, "no retry once the stream has started"
+    outcome = run_fault(provider, Scenario(scripted([reply, text_reply(provider)]), BOUND, {"max_retries": 3},
+                                           streaming(chunks)))  # fmt: skip
+    assert_clean(outcome, BOUND)
+    assert isinstance(outcome.error, ProviderError) and outcome.error.kind == "connection", outcome.error
+    assert len(outcome.requests) == 1, "no retry once the stream has started"
     assert_unfinished(chunks)
-    assert [e.outcome for e in events_seen] == ["error"]
+    assert any("tool_calls" in c["choices"][0]["delta"] for c in chunks), "the tool call had started"
+    assert [e.outcome for e in outcome.events] == ["error"]
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_an_error_event_mid_stream_is_a_provider_error_with_its_type_and_message(provider: str) -> None:
+@pytest.mark.parametrize("echo", [False, True])
+def test_an_error_event_mid_stream_is_a_provider_error_with_its_type_and_message(provider: str, echo: bool) -> None:
+    """With `echo`, the event quotes the credential (a provider echoing the key): it never reaches the caller."""
+    key = "sk-stream-secret-0123456789abcdef"
     events = ENCODERS[provider](text_reply(provider), random.Random(3), cuts=3)
-    error = json.dumps(error_object(provider, "Overloaded, try later", "overloaded_error")).encode()
+    message = "Overloaded, try later" + (f" (key {key})" if echo else "")
+    error = json.dumps(error_object(provider, message, "overloaded_error")).encode()
     bad = [*events[:2], b"event: error\ndata: " + error + b"\n\n", *events[2:]]
     chunks: list[dict[str, Any]] = []
-    with ProviderStub(scripted([StubReply(stream=sse_pieces(bad, random.Random(2), cuts=9))])) as stub:
-
-        async def go() -> None:
-            async with client(stub.base_url, provider) as c:
-                await collect(c.translate_stream(USER), chunks)
-
-        with pytest.raises(ProviderError) as info:
-            run(go())
-    assert info.value.message == "Overloaded, try later"
+    reply = StubReply(stream=sse_pieces(bad, random.Random(2), cuts=9))
+    outcome = run_fault(provider, Scenario(scripted([reply]), BOUND, drive=streaming(chunks)), api_key=key)
+    assert_clean(outcome, BOUND)
+    assert isinstance(outcome.error, ProviderError)
+    assert outcome.error.message == "Overloaded, try later" + (" (key ***)" if echo else "")
     if "type" in RULES.get(provider).source.data["endpoint"]["error"]:
-        assert info.value.error_type == "overloaded_error"
-    assert info.value.status == 200 and info.value.kind == "http"
+        assert outcome.error.error_type == "overloaded_error"
+    assert (outcome.error.status, outcome.error.kind) == (200, "http")
+    assert key not in repr(outcome.error) + str(outcome.error) + repr(outcome.events)
     assert_unfinished(chunks)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_stream_that_stalls_times_out_after_its_chunks(provider: str) -> None:
+    chunks: list[dict[str, Any]] = []
+    scenario = Scenario(scripted([held_stream(provider)]), BOUND, {"timeout": 0.3}, streaming(chunks))
+    outcome = run_fault(provider, scenario)
+    assert_clean(outcome, BOUND)
+    assert isinstance(outcome.error, ProviderError) and outcome.error.kind == "timeout", outcome.error
+    assert_unfinished(chunks)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_stream_that_never_starts_hits_the_overall_timeout(provider: str) -> None:
+    slow = StubReply(stream=[b""], delay=20.0)
+    outcome = run_fault(provider, Scenario(scripted([slow]), BOUND, {"overall_timeout": 0.3}, streaming([])))
+    assert_clean(outcome, BOUND)
+    assert isinstance(outcome.error, ProviderError) and outcome.error.kind == "timeout", outcome.error
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -431,33 +504,23 @@ def test_streamed_tool_input_that_is_not_json_is_a_response_error_at_the_block()
 def test_retries_happen_before_the_first_byte_only(provider: str) -> None:
     reply = text_reply(provider)
     busy = StubReply(status=503, body=error_object(provider, "busy", "overloaded_error"))
-    events_seen: list[LLMEvent] = []
-    with ProviderStub(scripted([busy, busy, stream_reply(provider, reply, random.Random(1))])) as stub:
-
-        async def go() -> TranslateResult:
-            async with client(stub.base_url, provider, max_retries=2, on_event=events_seen.append) as c:
-                stream = c.translate_stream(USER)
-                await collect(stream, [])
-                return stream.result
-
-        result = run(go())
-    assert result.text == toolnexus.translate_response(provider, reply).text
-    assert len(stub.requests) == 3
-    assert [(e.outcome, e.attempts) for e in events_seen] == [("ok", 3)]
+    scenario = Scenario(scripted([busy, busy, stream_reply(provider, reply, random.Random(1))]), BOUND,
+                        {"max_retries": 2}, streaming([]))  # fmt: skip
+    outcome = run_fault(provider, scenario)
+    assert_clean(outcome, BOUND)
+    assert outcome.result is not None and outcome.result.text == toolnexus.translate_response(provider, reply).text
+    assert len(outcome.requests) == 3
+    assert [(e.outcome, e.attempts) for e in outcome.events] == [("ok", 3)]
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_an_http_error_before_the_stream_is_the_providers_error(provider: str) -> None:
     refused = StubReply(status=400, body=error_object(provider, "bad request: max_tokens", "invalid_request_error"))
-    with ProviderStub(scripted([refused])) as stub:
-
-        async def go() -> None:
-            async with client(stub.base_url, provider) as c:
-                await collect(c.translate_stream(USER), [])
-
-        with pytest.raises(ProviderError) as info:
-            run(go())
-    assert (info.value.status, info.value.kind, info.value.message) == (400, "http", "bad request: max_tokens")
+    outcome = run_fault(provider, Scenario(scripted([refused]), BOUND, drive=streaming([])))
+    assert_clean(outcome, BOUND)
+    error = outcome.error
+    assert isinstance(error, ProviderError)
+    assert (error.status, error.kind, error.message) == (400, "http", "bad request: max_tokens")
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -465,15 +528,10 @@ def test_an_http_error_before_the_stream_is_the_providers_error(provider: str) -
 def test_a_json_answer_to_a_stream_request_is_refused_clearly(provider: str, body: str) -> None:
     """A 2xx that is not an event stream: the provider's error shape is its error, anything else a decode error."""
     payload = error_object(provider, "quota exceeded", "rate_limit") if body == "error" else text_reply(provider)
-    with ProviderStub(scripted([payload])) as stub:
-
-        async def go() -> None:
-            async with client(stub.base_url, provider) as c:
-                await collect(c.translate_stream(USER), [])
-
-        with pytest.raises(ProviderError) as info:
-            run(go())
-    assert info.value.kind == ("http" if body == "error" else "decode")
+    outcome = run_fault(provider, Scenario(scripted([payload]), BOUND, drive=streaming([])))
+    assert_clean(outcome, BOUND)
+    assert isinstance(outcome.error, ProviderError)
+    assert outcome.error.kind == ("http" if body == "error" else "decode")
 
 
 # ---------------------------------------------------------------- hooks and events
@@ -484,7 +542,6 @@ def test_hooks_fire_once_after_llm_with_the_assembled_response(provider: str) ->
     reply = canonical(provider, tool_call_reply(provider))
     before: list[dict[str, Any]] = []
     after: list[dict[str, Any]] = []
-    events_seen: list[LLMEvent] = []
 
     def before_llm(body: dict[str, Any]) -> dict[str, Any]:
         before.append(copy.deepcopy(body))
@@ -493,23 +550,18 @@ def test_hooks_fire_once_after_llm_with_the_assembled_response(provider: str) ->
     async def after_llm(response: dict[str, Any]) -> None:
         after.append(copy.deepcopy(response))
 
-    with ProviderStub(scripted([stream_reply(provider, reply, random.Random(6))])) as stub:
-
-        async def go() -> TranslateResult:
-            async with client(stub.base_url, provider, before_llm=before_llm, after_llm=after_llm,
-                              on_event=events_seen.append) as c:  # fmt: skip
-                stream = c.translate_stream(USER)
-                await collect(stream, [])
-                return stream.result
-
-        result = run(go())
-    streaming = RULES.get(provider).streaming
-    assert streaming is not None
-    assert len(before) == 1 and all(before[0][k] == v for k, v in streaming.body.items())
-    assert stub.requests[0].body["metadata_marker"] == "from-before-llm"
+    options = {"before_llm": before_llm, "after_llm": after_llm}
+    outcome = run_fault(provider, Scenario(scripted([stream_reply(provider, reply, random.Random(6))]), BOUND,
+                                           options, streaming([])))  # fmt: skip
+    assert_clean(outcome, BOUND)
+    result = outcome.result
+    streaming_rules = RULES.get(provider).streaming
+    assert result is not None and streaming_rules is not None
+    assert len(before) == 1 and all(before[0][k] == v for k, v in streaming_rules.body.items())
+    assert outcome.requests[0].body["metadata_marker"] == "from-before-llm"
     assert len(after) == 1 and json_equal(after[0], reply)
     assert result.raw is not None and json_equal(result.raw, reply)
-    assert [(e.outcome, e.usage, e.status) for e in events_seen] == [("ok", result.usage, 200)]
+    assert [(e.outcome, e.usage, e.status) for e in outcome.events] == [("ok", result.usage, 200)]
 
 
 def test_result_before_the_end_is_an_error() -> None:
@@ -523,81 +575,87 @@ def test_result_before_the_end_is_an_error() -> None:
 # ---------------------------------------------------------------- cancel and early close
 
 
-def held_stream(provider: str) -> StubReply:
-    """The first events of a stream, then silence (up to a minute) with the connection open."""
-    events = ENCODERS[provider](text_reply(provider), random.Random(3), cuts=4)
-    return StubReply(stream=[b"".join(events[:2])], hold=60.0)
-
-
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_cancel_during_a_read_ends_the_stream_and_closes_the_connection(provider: str) -> None:
     reply = held_stream(provider)
     chunks: list[dict[str, Any]] = []
-    events_seen: list[LLMEvent] = []
-    with ProviderStub(scripted([reply])) as stub:
-
-        async def go() -> None:
-            cancel = asyncio.Event()
-            async with client(stub.base_url, provider, on_event=events_seen.append) as c:
-                stream = c.translate_stream(USER, cancel=cancel)
-                chunks.append(await anext(stream))
-                asyncio.get_running_loop().call_later(0.05, cancel.set)  # while the stream waits for bytes
-                await collect(stream, chunks)
-
-        with pytest.raises(Cancelled):
-            run(go())  # within HARD_CAP, far less than the stub's minute of silence
-        assert reply.client_closed.wait(10), "the connection was closed"
+    outcome = run_fault(provider, Scenario(scripted([reply]), BOUND, drive=streaming(chunks, cancel_after_first=0.05)))
+    assert_clean(outcome, BOUND)  # within BOUND: far less than the stub's minute of silence
+    assert isinstance(outcome.error, Cancelled)
+    assert reply.client_closed.wait(10), "the connection was closed"
     assert_unfinished(chunks)
-    assert [e.outcome for e in events_seen] == ["cancelled"]
+    assert [e.outcome for e in outcome.events] == ["cancelled"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_cancel_while_waiting_for_the_stream_to_start(provider: str) -> None:
+    slow = StubReply(stream=[b""], delay=20.0)
+
+    async def drive(client: toolnexus.Client, errors: list[BaseException]) -> TranslateResult:
+        cancel = asyncio.Event()
+        asyncio.get_running_loop().call_later(0.1, cancel.set)
+        stream = client.translate_stream(USER, cancel=cancel)
+        await anext(stream)
+        return stream.result
+
+    outcome = run_fault(provider, Scenario(scripted([slow]), BOUND, drive=drive))
+    assert_clean(outcome, BOUND)
+    assert isinstance(outcome.error, Cancelled)
+    assert [e.outcome for e in outcome.events] == ["cancelled"]
 
 
 def test_cancel_set_before_the_first_chunk_sends_nothing() -> None:
-    with ProviderStub(scripted([held_stream("openai")])) as stub:
+    async def drive(client: toolnexus.Client, errors: list[BaseException]) -> TranslateResult:
+        cancel = asyncio.Event()
+        cancel.set()
+        stream = client.translate_stream(USER, cancel=cancel)
+        await anext(stream)
+        return stream.result
 
-        async def go() -> None:
-            cancel = asyncio.Event()
-            cancel.set()
-            async with client(stub.base_url, "openai") as c:
-                await collect(c.translate_stream(USER, cancel=cancel), [])
-
-        with pytest.raises(Cancelled):
-            run(go())
-    assert stub.requests == []
+    outcome = run_fault("openai", Scenario(scripted([held_stream("openai")]), BOUND, drive=drive))
+    assert_clean(outcome, BOUND)
+    assert isinstance(outcome.error, Cancelled)
+    assert outcome.requests == [] and outcome.events == []
 
 
 def test_cancel_between_chunks_stops_at_the_next_one() -> None:
     reply = text_reply("anthropic")
-    with ProviderStub(scripted([stream_reply("anthropic", reply, random.Random(1))])) as stub:
-        got: list[dict[str, Any]] = []
+    got: list[dict[str, Any]] = []
 
-        async def go() -> None:
-            cancel = asyncio.Event()
-            async with client(stub.base_url, "anthropic") as c:
-                async for chunk in c.translate_stream(USER, cancel=cancel):
-                    got.append(chunk)
-                    cancel.set()
+    async def drive(client: toolnexus.Client, errors: list[BaseException]) -> TranslateResult:
+        cancel = asyncio.Event()
+        stream = client.translate_stream(USER, cancel=cancel)
+        async for chunk in stream:
+            got.append(chunk)
+            cancel.set()
+        return stream.result
 
-        with pytest.raises(Cancelled):
-            run(go())
+    outcome = run_fault("anthropic", Scenario(scripted([stream_reply("anthropic", reply, random.Random(1))]), BOUND,
+                                              drive=drive))  # fmt: skip
+    assert_clean(outcome, BOUND)
+    assert isinstance(outcome.error, Cancelled)
     assert len(got) == 1, "nothing more after the cancel, not even chunks already translated"
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_closing_a_stream_early_closes_the_connection(provider: str) -> None:
     reply = held_stream(provider)
-    events_seen: list[LLMEvent] = []
-    with ProviderStub(scripted([reply])) as stub:
+    after_close: list[BaseException] = []
 
-        async def go() -> None:
-            async with client(stub.base_url, provider, on_event=events_seen.append) as c:
-                async with c.translate_stream(USER) as stream:
-                    await anext(stream)
-                with pytest.raises(StopAsyncIteration):
-                    await anext(stream)
+    async def drive(client: toolnexus.Client, errors: list[BaseException]) -> TranslateResult:
+        async with client.translate_stream(USER) as stream:
+            await anext(stream)
+        try:
+            await anext(stream)
+        except StopAsyncIteration as exc:
+            after_close.append(exc)
+        return await client.translate(USER)  # the one pooled connection is free again
 
-        run(go())
-        assert reply.client_closed.wait(10)
-    assert [e.outcome for e in events_seen] == ["cancelled"]
+    outcome = run_fault(provider, Scenario(scripted([reply, text_reply(provider)]), BOUND, drive=drive))
+    assert_clean(outcome, BOUND)
+    assert outcome.result is not None and after_close
+    assert reply.client_closed.wait(10)
+    assert [e.outcome for e in outcome.events] == ["cancelled", "ok"]
 
 
 # ---------------------------------------------------------------- memory

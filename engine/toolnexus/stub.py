@@ -20,6 +20,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+class Flag(threading.Event):
+    """A threading.Event that a deep copy of its reply does not share (and can copy at all)."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Flag:
+        return Flag()
+
+
 @dataclass
 class StubReply:
     status: int = 200
@@ -30,7 +37,7 @@ class StubReply:
     stream: list[bytes] | None = None  # an event stream: each piece written and flushed on its own (chunked)
     pause: float = 0.0  # stream: seconds between pieces
     hold: float = 0.0  # stream: after the pieces, keep the connection open this long (or until the client leaves)
-    client_closed: threading.Event = field(default_factory=threading.Event)  # stream: set when the client left
+    client_closed: Flag = field(default_factory=Flag, repr=False)  # stream: set when the client left
 
 
 @dataclass
