@@ -232,7 +232,7 @@ class StreamTranslator:
             raise ProviderError(message, provider=rules.provider, kind="http", error_type=error_type)
         steps = rules.every + self._steps_for(event, n)
         for step in steps:
-            if step == END:
+            if step is END:
                 self.ended = True
             else:
                 assert isinstance(step, Move)
