@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 EVENT_STREAM = "text/event-stream"
+_LIVE = ("new", "open")  # states in which the stream may still call the provider
 
 
 class TranslateStream:
@@ -77,19 +78,17 @@ class TranslateStream:
         return self
 
     async def __anext__(self) -> dict[str, Any]:
-        while not self._pending or self._cancelled():
-            if self._state not in ("new", "open"):
+        pending, cancel = self._pending, self._cancel
+        while not pending or (cancel is not None and cancel.is_set() and self._state in _LIVE):
+            if self._state not in _LIVE:
                 raise StopAsyncIteration
             try:
-                if self._cancelled():
+                if cancel is not None and cancel.is_set():
                     raise Cancelled("the stream was cancelled by the caller's cancel event")
                 await self._advance()
             except BaseException as exc:
                 raise await self._fail(exc) from None
-        return self._pending.popleft()
-
-    def _cancelled(self) -> bool:
-        return self._cancel is not None and self._cancel.is_set() and self._state in ("new", "open")
+        return pending.popleft()
 
     async def __aenter__(self) -> TranslateStream:
         return self

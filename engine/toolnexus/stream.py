@@ -46,6 +46,7 @@ APPEND, JSON, EXTEND, BY_POSITION = "append", "json", "extend", "by_position"
 TEXT, ARGUMENTS, REASONING = "text", "arguments", "reasoning"
 CHUNK = "chat.completion.chunk"
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_NONE: frozenset[str] = frozenset()
 _SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d*\])*)")
 
 
@@ -279,9 +280,6 @@ class StreamTranslator:
         value = step.source(scope)
         if value is MISSING:
             return
-        omit = step.omit
-        if omit and type(value) is dict:
-            value = {k: v for k, v in value.items() if k not in omit}
         parent: Any = self._holder
         key: str | int = ""
         node: _Node | None = self.rules.combine
@@ -308,7 +306,7 @@ class StreamTranslator:
                 path = (*above, key)
                 parent, key, node = self._descend(parent, key, s, node, path)
                 above = path
-        self._merge(parent, key, value, node, above)
+        self._merge(parent, key, value, node, above, step.omit)
 
     def _misplaced(self, step: Move, n: int, i: int | None, index: Any, target: Any, path: Path) -> ResponseError:
         provider = self.rules.provider
@@ -324,8 +322,10 @@ class StreamTranslator:
     ) -> tuple[Any, str | int, _Node | None]:
         """One step down a write path (`path` is where parent[key] sits), creating what is not there yet."""
         container = parent.get(key, MISSING) if type(parent) is dict else _get(parent, key)
-        if type(container) is dict and type(step) is str:  # the usual case: the object is there
+        if type(container) is dict and type(step) is str:  # the usual cases: the object or element is there
             return container, step, node.children.get(step) if node is not None else None
+        if type(container) is list and type(step) is int and step < len(container):
+            return container, step, node.child(step) if node is not None else None
         if container is MISSING or container is None:
             container = [] if type(step) is int else {}
             self._set(parent, key, container, path[:-1])
@@ -343,10 +343,15 @@ class StreamTranslator:
     # ------------------------------------------------------------ merging into the response
     # `above` is the path of `parent`; a value's own path, (*above, key), is built only when needed.
 
-    def _merge(self, parent: Any, key: str | int, value: Any, node: _Node | None, above: Path) -> None:
+    def _merge(
+        self, parent: Any, key: str | int, value: Any, node: _Node | None, above: Path, omit: frozenset[str] = _NONE
+    ) -> None:
         """Combine an arriving value with what is at parent[key]: by the `combine` policy of its path, else
-        objects merge key by key, null never replaces a value, anything else replaces."""
+        objects merge key by key, null never replaces a value, anything else replaces. `omit`: keys of the
+        value left out."""
         current = parent.get(key, MISSING) if type(parent) is dict else _get(parent, key)
+        if omit and type(value) is dict and type(current) is not dict:
+            value = {k: v for k, v in value.items() if k not in omit}
         policy = node.policy if node is not None else None
         if policy is not None:
             assert node is not None
@@ -369,6 +374,8 @@ class StreamTranslator:
             path = (*above, key) if parent is not self._holder else ()
             children = node.children if node is not None else None
             for k, v in value.items():
+                if k in omit:
+                    continue
                 child = children.get(k) if children else None
                 if child is None and type(v) in _SCALARS:  # inline: a plain value (most of every event)
                     now = current.get(k, MISSING)
