@@ -201,7 +201,7 @@ def test_every_case_response_streams_to_its_case_result(served: Served, provider
     case = load_case(path)
     response = canonical(provider, case["response"])
     want = toolnexus.translate_response(provider, response, requested_model=case.get("requested_model"))
-    translator = RULES.get(provider).streaming.translator(requested_model=case.get("requested_model"))  # type: ignore[union-attr]
+    translator = toolnexus.stream_translator(provider, requested_model=case.get("requested_model"))
     chunks: list[dict[str, Any]] = []
     events = ENCODERS[provider](response, random.Random(path.stem))
     try:
@@ -228,7 +228,7 @@ def data_of(event: bytes) -> str:
 
 
 def feed_all(provider: str, events: list[bytes]) -> tuple[list[dict[str, Any]], Any]:
-    translator = RULES.get(provider).streaming.translator()  # type: ignore[union-attr]
+    translator = toolnexus.stream_translator(provider)
     chunks = []
     for event in events:
         chunks += translator.feed(data_of(event))
@@ -671,7 +671,7 @@ def test_memory_grows_with_the_content_not_with_the_number_of_events(provider: s
 
     def peak(cuts: int) -> int:
         events = [data_of(e) for e in ENCODERS[provider](reply, random.Random(1), cuts=cuts)]
-        translator = RULES.get(provider).streaming.translator()  # type: ignore[union-attr]
+        translator = toolnexus.stream_translator(provider)
         tracemalloc.start()
         try:
             for data in events:

@@ -55,7 +55,7 @@ def stream_translator(provider: str, *, requested_model: str | None = None, rule
     streaming = load_rules(rules).get(provider).streaming
     if streaming is None:
         raise ConfigError(f"the {provider} rules have no streaming section")
-    return streaming.translator(requested_model=requested_model)
+    return StreamTranslator(streaming, requested_model=requested_model)
 
 
 def providers(rules: RulesArg = None) -> list[str]:

@@ -190,8 +190,7 @@ class Client:
         url = self._url
         if streaming.path:  # a streaming endpoint of its own
             url = replace(self._provider.endpoint, path=streaming.path).url(self.base_url, self.model)
-        translator = streaming.translator(requested_model=self.model)
-        return TranslateStream(self, {**body, **streaming.body}, url, translator, cancel)
+        return TranslateStream(self, {**body, **streaming.body}, url, streaming, cancel)
 
     async def _before_llm(self, body: dict[str, Any]) -> dict[str, Any]:
         """The body `before_llm` returns (or the one given, when it returns None or there is no hook)."""

@@ -33,6 +33,7 @@ from .client import RETRY_STATUSES, _maybe_await, _RetryableStatus, encode_body
 from .errors import Cancelled, ProviderError
 from .result import TranslateResult
 from .stream import StreamTranslator
+from .stream_rules import Streaming
 
 if TYPE_CHECKING:
     from .client import Client
@@ -49,12 +50,12 @@ class TranslateStream:
     when you may stop before the end: that closes the connection.
     """
 
-    def __init__(self, client: Client, body: dict[str, Any], url: str, translator: StreamTranslator,
+    def __init__(self, client: Client, body: dict[str, Any], url: str, streaming: Streaming,
                  cancel: asyncio.Event | None) -> None:  # fmt: skip
         self._client = client
         self._body = body
         self._url = url
-        self._translator = translator
+        self._translator = StreamTranslator(streaming, requested_model=client.model)
         self._cancel = cancel
         self._pending: deque[dict[str, Any]] = deque()
         self._state = "new"  # new -> open -> done | failed | closed

@@ -20,7 +20,7 @@ from .errors import RuleError
 from .inbound import Inbound, compile_inbound
 from .loader import RuleSource, builtin_rules_dir, did_you_mean, dotted, parse_rule_text, validate_against_schema
 from .outbound import Outbound, compile_outbound
-from .stream import Streaming, compile_streaming
+from .stream_rules import Streaming, compile_streaming
 
 RULE_SUFFIX = ".yaml"
 
