@@ -77,13 +77,15 @@ def compile_rule_file(path: Path, display: str | None = None) -> Provider:
     name = source.data["provider"]
     if path.suffix == RULE_SUFFIX and path.stem != name:
         raise source.error(("provider",), f"provider '{name}' must be defined in a file named {name}{RULE_SUFFIX}")
-    endpoint, outbound = compile_endpoint(source), compile_outbound(source)
+    endpoint = compile_endpoint(source)
+    inbound = compile_inbound(source)
+    outbound = compile_outbound(source)
     return Provider(
         name=name,
         file=display,
         doc=source.data.get("doc", ""),
         endpoint=endpoint,
-        inbound=compile_inbound(source),
+        inbound=inbound,
         outbound=outbound,
         source=source,
         streaming=compile_streaming(source, outbound, endpoint),
