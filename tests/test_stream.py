@@ -50,6 +50,7 @@ from test_properties import SETTINGS, anthropic_responses, gemini_responses, jso
 from test_sdk_judges import ANTHROPIC_SDK_GAPS, RICH_REQUESTS, judge, judge_gemini
 from toolnexus import Cancelled, ProviderError, ResponseError, TranslateResult, TranslationError
 from toolnexus.conformance import case_files, load_case
+from toolnexus.stream_rules import END
 from toolnexus.stub import ProviderStub, StubReply, scripted, sse_pieces
 
 PROVIDERS = toolnexus.providers()
@@ -428,6 +429,26 @@ def test_a_dropped_stream_is_a_provider_error_after_the_chunks_and_never_complet
     assert_unfinished(chunks)
     assert any("tool_calls" in c["choices"][0]["delta"] for c in chunks), "the tool call had started"
     assert [e.outcome for e in outcome.events] == ["error"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_connection_lost_after_the_end_event_loses_nothing(provider: str) -> None:
+    """Every event, then the connection closes without ending the body: complete if the rules' end had come."""
+    reply = tool_call_reply(provider)
+    events = ENCODERS[provider](reply, random.Random(4), cuts=3)
+    chunks: list[dict[str, Any]] = []
+    stub_reply = StubReply(stream=sse_pieces(events, random.Random(1), cuts=5), cut=True)
+    outcome = run_fault(provider, Scenario(scripted([stub_reply]), BOUND, drive=streaming(chunks)))
+    assert_clean(outcome, BOUND)
+    streaming_rules = RULES.get(provider).streaming
+    assert streaming_rules is not None
+    ends = [steps for steps in streaming_rules.events.values() if isinstance(steps, tuple) and END in steps]
+    if streaming_rules.done is None and not ends:
+        assert isinstance(outcome.error, ProviderError) and outcome.error.kind == "connection"  # no end event
+        return
+    assert outcome.error is None and outcome.result is not None
+    assert outcome.result.to_dict() == toolnexus.translate_response(provider, canonical(provider, reply)).to_dict()
+    check_chunks(chunks, outcome.result)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

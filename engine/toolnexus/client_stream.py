@@ -115,7 +115,12 @@ class TranslateStream:
             return
         assert self._events is not None
         following = anext(self._events, None)
-        event = await (following if self._cancel is None else self._guarded(following, None))
+        try:
+            event = await (following if self._cancel is None else self._guarded(following, None))
+        except httpx.TransportError:
+            if not self._translator.ended:
+                raise
+            event = None  # the provider's end event had come: a connection lost after it loses nothing
         if event is not None:
             self._pending.extend(self._translator.feed(event.data))
             return
