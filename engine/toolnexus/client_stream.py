@@ -6,7 +6,8 @@ with the changes a stream needs:
 
 - retries (tenacity, as `translate`) only until the response headers arrive; once the
   stream has started nothing is retried, and a cut connection or a mid-stream error
-  event is a ProviderError after the chunks already yielded;
+  event is a ProviderError after the chunks already yielded (a connection lost after
+  the provider's end event loses nothing);
 - `before_llm` fires once before the call, `after_llm` once with the assembled
   provider response, one LLMEvent per call when the stream ends (ok, error or
   cancelled: a stream closed early counts as cancelled);
