@@ -48,7 +48,7 @@ from test_faults import (
 from test_faults import run as run_fault
 from test_properties import SETTINGS, anthropic_responses, gemini_responses, json_equal, openai_responses
 from test_sdk_judges import ANTHROPIC_SDK_GAPS, RICH_REQUESTS, judge, judge_gemini
-from toolnexus import Cancelled, ProviderError, ResponseError, TranslateResult, TranslationError
+from toolnexus import Cancelled, ConfigError, ProviderError, ResponseError, TranslateResult, TranslationError
 from toolnexus.conformance import case_files, load_case
 from toolnexus.stream_rules import END
 from toolnexus.stub import ProviderStub, StubReply, scripted, sse_pieces
@@ -287,6 +287,20 @@ def test_streamed_bodies_pass_the_sdks_streaming_request_types(provider: str, na
     if streaming.body:  # the streaming types require what the stream keys say: without them, refused
         with pytest.raises(pydantic.ValidationError):
             STREAM_JUDGES[provider](dict(body))
+
+
+def test_a_provider_without_a_streaming_section_cannot_stream(tmp_path: Path) -> None:
+    text = (Path(__file__).resolve().parents[1] / "rules" / "anthropic.yaml").read_text()
+    head, _, _ = text.partition("\n# How a streamed answer")
+    assert "streaming:" not in head
+    (tmp_path / "acme.yaml").write_text(head.replace("provider: anthropic", "provider: acme") + "\n")
+    assert toolnexus.load_rules(tmp_path).get("acme").streaming is None
+    with pytest.raises(ConfigError):
+        toolnexus.stream_translator("acme", rules=tmp_path)
+    c = toolnexus.create_client("http://127.0.0.1:9/v1", "acme", "m", api_key="k", rules=tmp_path)
+    with pytest.raises(ConfigError):
+        c.translate_stream(USER)
+    run(c.aclose())
 
 
 def test_a_translation_error_raises_when_the_stream_is_asked_for() -> None:
