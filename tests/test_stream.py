@@ -339,6 +339,28 @@ def test_anthropic_tool_call_indexes_count_tool_calls_only_and_thinking_is_not_c
     assert "".join(d.get("content", "") for d in deltas) == "Two calls."
 
 
+def test_anthropic_citations_arriving_in_deltas_are_kept_on_their_text_block() -> None:
+    citation = {"type": "char_location", "cited_text": "Paris", "document_index": 0, "start_char_index": 0,
+                "end_char_index": 5, "document_title": None}  # fmt: skip
+    events = [
+        {"type": "message_start", "message": {"id": "msg_c", "type": "message", "role": "assistant", "model": "m",
+                                              "content": [], "stop_reason": None, "stop_sequence": None,
+                                              "usage": {"input_tokens": 1, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "", "citations": []}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta", "citation": citation}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Paris."}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}},
+        {"type": "message_stop"},
+    ]  # fmt: skip
+    translator = toolnexus.stream_translator("anthropic")
+    for event in events:
+        translator.feed(json.dumps(event))
+    translator.finish()
+    assert translator.result is not None and translator.result.text == "Paris."
+    assert translator.response["content"] == [{"type": "text", "text": "Paris.", "citations": [citation]}]
+
+
 def test_gemini_thoughts_stream_as_reasoning_and_calls_get_the_non_streaming_ids() -> None:
     response = {
         "candidates": [{"content": {"role": "model", "parts": [
