@@ -12,7 +12,7 @@ import pytest
 
 from toolnexus import providers
 from toolnexus.conformance import fixtures_dir
-from toolnexus.demo import demo_provider, run_demo
+from toolnexus.demo import demo_provider, demo_stream, run_demo
 
 
 def test_demo_succeeds_for_every_provider() -> None:
@@ -22,6 +22,9 @@ def test_demo_succeeds_for_every_provider() -> None:
     for name in providers():
         assert f"{name}: ok" in text
         assert f"{name} · turn 2" in text
+        streamed = text.split(f"{name} · turn 1 streamed")[1].split(f"{name}: ok")[0]
+        assert '"tool_calls": [{"index": 0, "id": ' in streamed, "the tool call arrives as an indexed delta"
+        assert "finish_reason=tool_calls" in streamed and "stream.result is exactly turn 1's result" in streamed
         assert f"{name} (MCP): ok" in text
     assert "add as calc__add" in text
     assert text.count("the demo runs calc__add(") == len(providers())
@@ -40,3 +43,15 @@ def test_demo_fails_when_the_provider_never_asks_for_the_tool() -> None:
     script["replies"] = [script["replies"][1]]  # answers at once, no tool call
     problems = asyncio.run(demo_provider("anthropic", script, io.StringIO()))
     assert problems and "turn 1 should ask for a tool" in problems[0]
+
+
+def test_the_streamed_demo_fails_when_the_stream_is_not_the_same_answer() -> None:
+    """fixtures/demo/<provider>.sse must tell reply 1: a stream of another answer is caught."""
+    demo = Path(fixtures_dir()) / "demo"
+    script = json.loads((demo / "openai.json").read_text())
+    events = (demo / "openai.sse").read_bytes()
+    assert events.count(b'"name": "add"') == 1
+    problems = asyncio.run(
+        demo_stream("openai", script, events.replace(b'"name": "add"', b'"name": "sub"'), io.StringIO())
+    )
+    assert problems == ["the streamed result differs from the whole answer's"]

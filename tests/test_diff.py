@@ -81,6 +81,19 @@ def test_concepts_come_from_the_rule_files() -> None:
     assert cell(report, "tool_choice allowed_tools", "anthropic") == ()  # the file says nothing: shown as —
 
 
+def test_the_streaming_rows_come_from_the_streaming_section(tmp_path: Path) -> None:
+    report = build_report(load_rules(), ["anthropic", "gemini", "openai"])
+    assert cell(report, "asks for a stream with", "anthropic") == ("{stream: true}",)
+    assert cell(report, "asks for a stream with", "gemini") == ()
+    assert cell(report, "the stream is complete at", "openai") == ("data [DONE]",)
+    assert "message_stop: end" in cell(report, "events rebuild the response", "anthropic")
+    assert cell(report, "reasoning deltas from", "gemini") == ("thought.text",)
+    rules = user_rules(tmp_path, "anthropic", ("message_stop: [end]", "message_stop: []"))
+    edited = build_report(load_rules(rules), ["anthropic"])
+    assert cell(edited, "the stream is complete at", "anthropic") == ()
+    assert "message_stop: nothing" in cell(edited, "events rebuild the response", "anthropic")
+
+
 def test_a_user_rules_dir_with_an_edited_finish_reason_table_shows_the_edit(tmp_path: Path) -> None:
     rules = user_rules(tmp_path, "anthropic", ("refusal: content_filter", "refusal: stop"))
     report = build_report(load_rules(rules), ["anthropic"])

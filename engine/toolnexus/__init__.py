@@ -4,8 +4,9 @@ Provider differences live in YAML rule files (`rules/`); this package compiles
 them once and runs them in both directions. See README.md.
 """
 
-from .api import providers, translate_request, translate_response
+from .api import providers, stream_translator, translate_request, translate_response
 from .client import Client, LLMEvent, create_client
+from .client_stream import TranslateStream
 from .compat import (
     finish_reason_for,
     openai_messages_to_anthropic,
@@ -27,6 +28,7 @@ from .inbound import RequestBody
 from .mcp_tools import ToolResult
 from .result import TranslatedToolCall, TranslateResult
 from .rulebook import Provider, Rulebook, load_rules
+from .stream import StreamTranslator
 from .toolkit import Tool, Toolkit, create_toolkit, define_tool
 
 __all__ = [
@@ -41,12 +43,14 @@ __all__ = [
     "ResponseError",
     "RuleError",
     "Rulebook",
+    "StreamTranslator",
     "Tool",
     "ToolResult",
     "Toolkit",
     "ToolkitError",
     "ToolnexusError",
     "TranslateResult",
+    "TranslateStream",
     "TranslatedToolCall",
     "TranslationError",
     "create_client",
@@ -58,6 +62,7 @@ __all__ = [
     "openai_tool_choice_to_anthropic",
     "openai_tools_to_anthropic",
     "providers",
+    "stream_translator",
     "translate_request",
     "translate_response",
 ]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import ConfigError
 from .inbound import RequestBody, UnknownFields
 from .result import TranslateResult
 from .rulebook import RulesArg, load_rules
+from .stream import StreamTranslator
 
 
 def translate_request(
@@ -41,6 +43,19 @@ def translate_response(
 ) -> TranslateResult:
     """A provider's decoded response -> an OpenAI-shaped TranslateResult."""
     return load_rules(rules).get(provider).outbound.translate(response, requested_model=requested_model)
+
+
+def stream_translator(provider: str, *, requested_model: str | None = None, rules: RulesArg = None) -> StreamTranslator:
+    """A translator for one provider event stream, for callers that do their own HTTP.
+
+    `feed(data)` per server-sent event (its `data:` text) returns OpenAI chunk dicts;
+    at the end of the stream `finish()` returns the closing chunks and sets `.result`,
+    the TranslateResult `translate_response` gives for the response the events built.
+    """
+    streaming = load_rules(rules).get(provider).streaming
+    if streaming is None:
+        raise ConfigError(f"the {provider} rules have no streaming section")
+    return StreamTranslator(streaming, requested_model=requested_model)
 
 
 def providers(rules: RulesArg = None) -> list[str]:

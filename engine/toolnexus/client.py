@@ -18,8 +18,8 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
@@ -29,6 +29,9 @@ from .errors import Cancelled, ConfigError, ProviderError, ToolnexusError, Trans
 from .result import TranslateResult
 from .rulebook import Provider, RulesArg, load_rules
 from .toolkit import Toolkit
+
+if TYPE_CHECKING:
+    from .client_stream import TranslateStream
 
 logger = logging.getLogger("toolnexus")
 
@@ -156,13 +159,46 @@ class Client:
         """Exactly one provider call (retries aside): OpenAI messages in, a TranslateResult out."""
         body = self.build_body(messages, tools=tools, toolkit=toolkit, tool_choice=tool_choice, system=system,
                                max_tokens=max_tokens)  # fmt: skip
-        if self._before is not None:
-            replaced = await _maybe_await(self._before(body))
-            if replaced is not None:
-                body = replaced
+        body = await self._before_llm(body)
         if cancel is None:
             return await self._send(body)
         return await self._cancellable(self._send(body), cancel)
+
+    def translate_stream(
+        self,
+        messages: list[Any],
+        *,
+        tools: list[Any] | None = None,
+        toolkit: Toolkit | None = None,
+        tool_choice: Any = None,
+        system: str | None = None,
+        max_tokens: int = 0,
+        cancel: asyncio.Event | None = None,
+    ) -> TranslateStream:
+        """One streamed provider call: `async for chunk in stream` (OpenAI chunk dicts), then `stream.result`.
+
+        Same parameters as `translate`; the body is translated now (a TranslationError raises here),
+        the call starts on the first iteration. See client_stream.py for retries, hooks and cancel.
+        """
+        from .client_stream import TranslateStream
+
+        streaming = self._provider.streaming
+        if streaming is None:
+            raise ConfigError(f"the {self.style} rules have no streaming section")
+        body = self.build_body(messages, tools=tools, toolkit=toolkit, tool_choice=tool_choice, system=system,
+                               max_tokens=max_tokens)  # fmt: skip
+        url = self._url
+        if streaming.path:  # a streaming endpoint of its own
+            url = replace(self._provider.endpoint, path=streaming.path).url(self.base_url, self.model)
+        return TranslateStream(self, {**body, **streaming.body}, url, streaming, cancel)
+
+    async def _before_llm(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The body `before_llm` returns (or the one given, when it returns None or there is no hook)."""
+        if self._before is not None:
+            replaced = await _maybe_await(self._before(body))
+            if replaced is not None:
+                return replaced  # type: ignore[no-any-return]
+        return body
 
     def build_body(
         self,
@@ -202,21 +238,13 @@ class Client:
         return task.result()
 
     async def _send(self, body: dict[str, Any]) -> TranslateResult:
-        try:
-            content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
-        except (TypeError, ValueError) as exc:
-            raise TranslationError("", f"the provider body is not representable as JSON ({exc})") from None
+        content = encode_body(body)
         started = time.perf_counter()
         attempts = 0
         status: int | None = None
         try:
             async with asyncio.timeout(self.overall_timeout):
-                async for attempt in AsyncRetrying(
-                    stop=stop_after_attempt(self.max_retries + 1),
-                    wait=self._wait,
-                    retry=retry_if_exception(_is_retryable),
-                    reraise=True,
-                ):
+                async for attempt in self._retrying():
                     with attempt:
                         attempts = attempt.retry_state.attempt_number
                         response = await self._post(content)
@@ -254,6 +282,15 @@ class Client:
             raise
         self._emit(attempts, started, status, result.usage, "ok", None, model=result.model)
         return result
+
+    def _retrying(self) -> AsyncRetrying:
+        """The retry loop of one call: connection errors, timeouts and retryable statuses, with backoff."""
+        return AsyncRetrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=self._wait,
+            retry=retry_if_exception(_is_retryable),
+            reraise=True,
+        )
 
     async def _post(self, content: bytes) -> httpx.Response:
         response = await self._http.post(self._url, content=content)
@@ -342,6 +379,14 @@ class Client:
         logger.debug("llm %s", json.dumps(asdict(event)))
         if self._on_event is not None:
             self._on_event(event)
+
+
+def encode_body(body: dict[str, Any]) -> bytes:
+    """The body as compact UTF-8 JSON; a value JSON cannot carry is a TranslationError before any call."""
+    try:
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise TranslationError("", f"the provider body is not representable as JSON ({exc})") from None
 
 
 def _is_retryable(exc: BaseException) -> bool:

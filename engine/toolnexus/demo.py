@@ -5,7 +5,10 @@ canned provider-native replies in `fixtures/demo/<provider>.json`: first a tool
 call, then the final answer. The demo itself executes the tool (toolnexus never
 does), sends the result back through `client.translate`, and prints the OpenAI
 request, the provider-native body on the wire and the OpenAI-shaped result of
-each turn. It fails (exit 1) when a turn does not come out as expected.
+each turn. Then the first turn again, streamed: the stub sends the provider's
+event stream (`fixtures/demo/<provider>.sse`, the same answer) in small pieces and
+`client.translate_stream` prints each OpenAI chunk's delta as it arrives. It fails
+(exit 1) when a turn does not come out as expected, or the streamed result differs.
 
 Then the same exchange with the tool from a local MCP server (`python -m
 toolnexus.demo_mcp`, over stdio): translate declares it as `calc__add`, and the
@@ -25,7 +28,7 @@ from typing import Any, TextIO
 from .client import create_client
 from .conformance import fixtures_dir
 from .rulebook import RulesArg, load_rules
-from .stub import ProviderStub, scripted
+from .stub import ProviderStub, StubReply, scripted, sse_pieces
 from .toolkit import Toolkit, create_toolkit, define_tool
 
 DEMO_KEY = "demo-key-not-secret"
@@ -118,6 +121,36 @@ async def demo_provider(
     return problems
 
 
+async def demo_stream(
+    name: str, script: dict[str, Any], events: bytes, out: TextIO, rules: RulesArg = None
+) -> list[str]:
+    """Turn 1 again, streamed: print every chunk's delta as it arrives; the result must be turn 1's."""
+    toolkit: Toolkit = await create_toolkit()
+    toolkit.register(define_tool(add))
+    messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
+    reply = StubReply(stream=sse_pieces([events], cuts=events.count(b"\n\n") * 2), pause=0.01)
+    out.write(f"\n{name} · turn 1 streamed (the same answer as server-sent events, in pieces)\n")
+    with ProviderStub(scripted([script["replies"][0], reply])) as stub:
+        async with create_client(stub.base_url, name, script["model"], api_key=DEMO_KEY, rules=rules) as client:
+            whole = await client.translate(messages, toolkit=toolkit)
+            stream = client.translate_stream(messages, toolkit=toolkit)
+            async for chunk in stream:
+                if chunk["choices"]:
+                    choice = chunk["choices"][0]
+                    finish = f"  finish_reason={choice['finish_reason']}" if choice["finish_reason"] else ""
+                    out.write(f"  chunk delta: {json.dumps(choice['delta'], ensure_ascii=False)}{finish}\n")
+                else:
+                    out.write(f"  chunk usage: {json.dumps(chunk['usage'])}\n")
+                out.flush()
+            out.write(f"  {name} stream on the wire: {stub.requests[-1].path}\n")
+    await toolkit.close()
+    if stream.result.to_dict() != whole.to_dict():
+        _show(out, "assembled result (stream.result)", stream.result.to_dict())
+        return ["the streamed result differs from the whole answer's"]
+    out.write("  stream.result is exactly turn 1's result (text, tool calls, finish reason, usage, model, notes)\n")
+    return []
+
+
 async def run_demo(out: TextIO, rules: RulesArg = None) -> int:
     scripts: dict[str, dict[str, Any]] = {}
     failures = 0
@@ -127,8 +160,15 @@ async def run_demo(out: TextIO, rules: RulesArg = None) -> int:
             out.write(f"\n{name}: no demo script at fixtures/demo/{name}.json\n")
             failures += 1
             continue
-        scripts[name] = json.loads(path.read_text(encoding="utf-8"))
-        failures += _report(out, name, await demo_provider(name, scripts[name], out, rules))
+        scripts[name] = script = json.loads(path.read_text(encoding="utf-8"))
+        problems = await demo_provider(name, script, out, rules)
+        stream_path = path.with_suffix(".sse")
+        if load_rules(rules).get(name).streaming is not None and not problems:
+            if stream_path.exists():
+                problems += await demo_stream(name, script, stream_path.read_bytes(), out, rules)
+            else:
+                problems.append(f"no demo stream at fixtures/demo/{name}.sse")
+        failures += _report(out, name, problems)
     if importlib.util.find_spec("mcp") is None:
         out.write("\nMCP: skipped (pip install 'toolnexus[mcp]' to see a toolkit from an MCP server)\n")
         return 1 if failures else 0

@@ -42,7 +42,8 @@ _LEGEND = (
     '"x" is a constant; a ?? b is the first one present; T if p == v is T only then, '
     "otherwise the key is omitted; list(p) makes a lone string a one-item list; a + b sums; "
     "{...p, k: T} is p with k set; content(policy) writes the message's parts through the part rows; "
-    '"as given" passes the OpenAI value through. '
+    '"as given" passes the OpenAI value through; in streaming, into[at].field ← from merges the event\'s value '
+    "into the rebuilt response (@ is the whole event or response). "
     f"{NOTHING} means the rule file says nothing about it."
 )
 
@@ -501,6 +502,67 @@ def _finish_fallback(which: str) -> Concept:
     return concept
 
 
+def _stream_endpoint(v: _View) -> Cell:
+    streaming = v.table("streaming")
+    if not streaming:
+        return Cell()
+    path = streaming.get("path") or v.table("endpoint").get("path", "?")
+    return v.cell([f"POST {path}{v.marks(streaming, ('streaming',))}"], ("streaming",))
+
+
+def _stream_body(v: _View) -> Cell:
+    body = v.table("streaming", "body")
+    return v.cell([v.shape(body, ("streaming", "body"))] if body else [], ("streaming", "body"))
+
+
+def _step(step: Any) -> str:
+    """One stream step as `into[at].field ← from`."""
+    if not isinstance(step, dict):
+        return str(step)
+    target = str(step.get("into", "?")) + (f"[{step['at']}]" if "at" in step else "")
+    target += f".{step['field']}" if "field" in step else ""
+    text = f"{target} ← {step.get('from', '?')}"
+    text += f" without {', '.join(map(str, step['omit']))}" if step.get("omit") else ""
+    return f"each {step['each']}: {text}" if "each" in step else text
+
+
+def _stream_events(v: _View) -> Cell:
+    streaming = v.table("streaming")
+    lines = []
+    if streaming.get("every"):
+        lines.append("every event: " + "; ".join(_step(s) for s in streaming["every"]))
+    for name, handler in v.table("streaming", "events").items():
+        if isinstance(handler, dict):
+            for case, steps in handler.get("cases", {}).items():
+                lines.append(f"{name} ({handler.get('by')} {case}): " + ("; ".join(map(_step, steps)) or "nothing"))
+        elif isinstance(handler, list):
+            lines.append(f"{name}: " + ("; ".join(_step(s) for s in handler) or "nothing"))
+    return v.cell(lines, ("streaming",))
+
+
+def _stream_end(v: _View) -> Cell:
+    streaming = v.table("streaming")
+    ends = [f"event {name}" for name, steps in v.table("streaming", "events").items() if steps == ["end"]]
+    ends += [f"data {streaming['done']}"] if "done" in streaming else []
+    ends += [f"body end with {' or '.join(streaming['complete'])}"] if streaming.get("complete") else []
+    return v.cell(ends, ("streaming",))
+
+
+def _stream_combine(v: _View) -> Cell:
+    lines = []
+    for policy, paths in v.table("streaming", "combine").items():
+        if policy == "join" and isinstance(paths, dict):
+            lines += [f"join: {path} (on {spec.get('field')})" for path, spec in paths.items()]
+        elif isinstance(paths, list):
+            lines.append(f"{policy}: {', '.join(map(str, paths))}")
+    return v.cell(lines, ("streaming", "combine"))
+
+
+def _stream_reasoning(v: _View) -> Cell:
+    reasoning = v.table("streaming", "reasoning")
+    return v.cell([f"{kind}.{field}" for kind, field in reasoning.items()], ("streaming", "reasoning"))
+
+
 # Rows whose set depends on the rule files: one per role, part kind, tool_choice kind, ...
 
 
@@ -613,6 +675,17 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
             ("finish_reason read from", _finish_from),
             _finish_rows,
             _usage_rows,
+        ),
+    ),
+    (
+        "Streaming",
+        (
+            ("stream endpoint", _stream_endpoint),
+            ("asks for a stream with", _stream_body),
+            ("events rebuild the response", _stream_events),
+            ("the stream is complete at", _stream_end),
+            ("pieces combined", _stream_combine),
+            ("reasoning deltas from", _stream_reasoning),
         ),
     ),
 )

@@ -45,6 +45,16 @@ class ItemSource:
         """The response path of one element (built only for errors and notes)."""
         return f"{self.path}[{index}]" if self.each else self.path
 
+    def pick(self, element: Any) -> tuple[Any, Render | None]:
+        """The element's kind ("" without kinds) and its template; None for a kind the rules do not know."""
+        if self.kind is None and not self.kind_by_key:
+            return "", self.template
+        if self.kind_by_key:
+            kind = _first_key(element, self.kinds)
+        else:
+            kind = self.kind(element) if isinstance(element, dict) and self.kind else MISSING
+        return kind, (self.kinds.get(kind) if isinstance(kind, str) else None)
+
 
 @dataclass
 class Outbound:
@@ -99,14 +109,10 @@ class Outbound:
             elements = container
         else:
             raise ResponseError(src.path, f"must be a list, got {type(container).__name__}", provider=self.provider)
-        template, fields, kinds = src.template, src.field_paths.get("", {}), src.kinds
+        fields = src.field_paths.get("", {})
         for i, element in enumerate(elements):
+            kind, template = src.pick(element)
             if src.kind is not None or src.kind_by_key:
-                if src.kind_by_key:
-                    kind = _first_key(element, kinds)
-                else:
-                    kind = src.kind(element) if isinstance(element, dict) and src.kind else MISSING
-                template = kinds.get(kind) if isinstance(kind, str) else None
                 if template is None:
                     if not isinstance(element, dict):
                         raise ResponseError(

@@ -20,6 +20,7 @@ from .errors import RuleError
 from .inbound import Inbound, compile_inbound
 from .loader import RuleSource, builtin_rules_dir, did_you_mean, dotted, parse_rule_text, validate_against_schema
 from .outbound import Outbound, compile_outbound
+from .stream_rules import Streaming, compile_streaming
 
 RULE_SUFFIX = ".yaml"
 
@@ -35,6 +36,7 @@ class Provider:
     inbound: Inbound
     outbound: Outbound
     source: RuleSource
+    streaming: Streaming | None = None  # None: the rule file has no `streaming` section
 
     def explain(self, *, code: bool = False) -> str:
         """The compiled plan beside its source: every rule with its file line (and, with
@@ -75,14 +77,18 @@ def compile_rule_file(path: Path, display: str | None = None) -> Provider:
     name = source.data["provider"]
     if path.suffix == RULE_SUFFIX and path.stem != name:
         raise source.error(("provider",), f"provider '{name}' must be defined in a file named {name}{RULE_SUFFIX}")
+    endpoint = compile_endpoint(source)
+    inbound = compile_inbound(source)
+    outbound = compile_outbound(source)
     return Provider(
         name=name,
         file=display,
         doc=source.data.get("doc", ""),
-        endpoint=compile_endpoint(source),
-        inbound=compile_inbound(source),
-        outbound=compile_outbound(source),
+        endpoint=endpoint,
+        inbound=inbound,
+        outbound=outbound,
         source=source,
+        streaming=compile_streaming(source, outbound, endpoint),
     )
 
 

@@ -2,12 +2,16 @@
 
 It speaks plain HTTP/1.1 from a thread, records every request it receives, and
 answers with whatever its responder returns: a JSON-able dict (200), or a
-StubReply for a status, headers, raw bytes, a delay, or a cut connection.
+StubReply for a status, headers, raw bytes, a delay, a cut connection, or a
+server-sent event stream sent piece by piece (see `sse_pieces`).
 """
 
 from __future__ import annotations
 
 import json
+import random
+import select
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -16,13 +20,24 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+class Flag(threading.Event):
+    """A threading.Event that a deep copy of its reply does not share (and can copy at all)."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Flag:
+        return Flag()
+
+
 @dataclass
 class StubReply:
     status: int = 200
     body: Any = None  # a dict/list is sent as JSON; bytes as they are
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds before answering
-    cut: bool = False  # send part of the body, then close the connection
+    cut: bool = False  # send part of the body (a stream: all its pieces, never ended), then close the connection
+    stream: list[bytes] | None = None  # an event stream: each piece written and flushed on its own (chunked)
+    pause: float = 0.0  # stream: seconds between pieces
+    hold: float = 0.0  # stream: after the pieces, keep the connection open this long (or until the client leaves)
+    client_closed: Flag = field(default_factory=Flag, repr=False)  # stream: set when the client left
 
 
 @dataclass
@@ -80,6 +95,9 @@ class ProviderStub:
     def _send(handler: BaseHTTPRequestHandler, reply: StubReply) -> None:
         if reply.delay:
             time.sleep(reply.delay)
+        if reply.stream is not None:
+            _send_stream(handler, reply)
+            return
         payload = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode("utf-8")
         try:
             handler.send_response(reply.status)
@@ -128,3 +146,56 @@ def scripted(replies: list[Any]) -> Responder:
         return replies[index]
 
     return respond
+
+
+def _send_stream(handler: BaseHTTPRequestHandler, reply: StubReply) -> None:
+    """An event stream in chunked encoding, one piece per chunk; `cut` closes the connection without ending it."""
+    assert reply.stream is not None
+    try:
+        handler.send_response(reply.status)
+        handler.send_header("Content-Type", reply.headers.pop("Content-Type", "text/event-stream"))
+        for name, value in reply.headers.items():
+            handler.send_header(name, value)
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        for i, piece in enumerate(reply.stream):
+            if i and reply.pause:
+                time.sleep(reply.pause)
+            if piece:
+                handler.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                handler.wfile.flush()
+        if reply.hold and _client_left(handler.connection, reply.hold):
+            reply.client_closed.set()
+            return
+        if reply.cut:
+            handler.close_connection = True
+            return
+        handler.wfile.write(b"0\r\n\r\n")
+        handler.wfile.flush()
+    except (BrokenPipeError, ConnectionResetError):
+        reply.client_closed.set()  # the client went away mid-stream
+
+
+def _client_left(connection: socket.socket, seconds: float) -> bool:
+    """Wait up to `seconds`; True as soon as the client closes its end of the connection."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        readable, _, _ = select.select([connection], [], [], min(left, 0.02))
+        if readable:
+            try:
+                if not connection.recv(1, socket.MSG_PEEK):
+                    return True
+            except OSError:
+                return True
+            time.sleep(0.01)  # bytes from the client (none expected): keep waiting
+    return False
+
+
+def sse_pieces(events: list[bytes], rng: random.Random | None = None, *, cuts: int = 0) -> list[bytes]:
+    """The bytes of `events` split at `cuts` random byte boundaries (anywhere: inside a line, a UTF-8 character)."""
+    data = b"".join(events)
+    if not cuts or len(data) < 2:
+        return [data]
+    rng = rng or random.Random(0)
+    points = sorted(rng.sample(range(1, len(data)), min(cuts, len(data) - 1)))
+    return [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]

@@ -1,0 +1,259 @@
+"""client.translate_stream: one streamed provider call; OpenAI chunks out as the provider's events arrive.
+
+The body is the one `translate` would send, plus the rule file's `streaming.body`
+(e.g. `stream: true`), sent to `streaming.path`. Around the call, the client's policy
+with the changes a stream needs:
+
+- retries (tenacity, as `translate`) only until the response headers arrive; once the
+  stream has started nothing is retried, and a cut connection or a mid-stream error
+  event is a ProviderError after the chunks already yielded (a connection lost after
+  the provider's end event loses nothing);
+- `before_llm` fires once before the call, `after_llm` once with the assembled
+  provider response, one LLMEvent per call when the stream ends (ok, error or
+  cancelled: a stream closed early counts as cancelled);
+- `overall_timeout` bounds the wait for the stream to start (all attempts); the
+  per-attempt `timeout` bounds every wait for the next bytes;
+- setting `cancel` ends the stream at once, even mid-read, and closes the connection.
+
+Events are parsed by httpx-sse and translated by `stream.StreamTranslator`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import AsyncGenerator, Awaitable
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import httpx
+from httpx_sse import EventSource, ServerSentEvent
+
+from .client import RETRY_STATUSES, _maybe_await, _RetryableStatus, encode_body
+from .errors import Cancelled, ProviderError
+from .result import TranslateResult
+from .stream import StreamTranslator
+from .stream_rules import Streaming
+
+if TYPE_CHECKING:
+    from .client import Client
+
+T = TypeVar("T")
+EVENT_STREAM = "text/event-stream"
+_LIVE = ("new", "open")  # states in which the stream may still call the provider
+
+
+class TranslateStream:
+    """`async for chunk in stream` gives OpenAI `chat.completion.chunk` dicts; then `stream.result`.
+
+    Use it as `async with client.translate_stream(...) as stream:` (or call `aclose()`)
+    when you may stop before the end: that closes the connection.
+    """
+
+    def __init__(self, client: Client, body: dict[str, Any], url: str, streaming: Streaming,
+                 cancel: asyncio.Event | None) -> None:  # fmt: skip
+        self._client = client
+        self._body = body
+        self._url = url
+        self._translator = StreamTranslator(streaming, requested_model=client.model)
+        self._cancel = cancel
+        self._pending: deque[dict[str, Any]] = deque()
+        self._state = "new"  # new -> open -> done | failed | closed
+        self._response: httpx.Response | None = None
+        self._events: AsyncGenerator[ServerSentEvent, None] | None = None
+        self._result: TranslateResult | None = None
+        self._scope: asyncio.Timeout | None = None
+        self._watcher: asyncio.Future[None] | None = None
+        self._started = time.perf_counter()
+        self._attempts = 0
+        self._sent = False
+
+    @property
+    def result(self) -> TranslateResult:
+        """The assembled TranslateResult: exactly what `translate` gives for the same answer."""
+        if self._result is None:
+            raise RuntimeError(f"stream.result is available once the stream is exhausted (it is {self._state})")
+        return self._result
+
+    def __aiter__(self) -> TranslateStream:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        pending, cancel = self._pending, self._cancel
+        while not pending or (cancel is not None and cancel.is_set() and self._state in _LIVE):
+            if self._state not in _LIVE:
+                raise StopAsyncIteration
+            try:
+                if cancel is not None and cancel.is_set():
+                    raise Cancelled("the stream was cancelled by the caller's cancel event")
+                await self._advance()
+            except BaseException as exc:
+                raise await self._fail(exc) from None
+        return pending.popleft()
+
+    async def __aenter__(self) -> TranslateStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop early: close the connection (an unfinished stream is reported as cancelled)."""
+        self._pending.clear()
+        if self._state == "open":
+            self._state = "closed"
+            await self._close()
+            self._client._emit(self._attempts, self._started, self._status(), {}, "cancelled", None)
+        elif self._state == "new":
+            self._state = "closed"
+
+    # ------------------------------------------------------------ driving
+
+    async def _advance(self) -> None:
+        if self._state == "new":
+            await self._open()
+            return
+        assert self._events is not None
+        following = anext(self._events, None)
+        try:
+            event = await (following if self._cancel is None else self._guarded(following, None))
+        except httpx.TransportError:
+            if not self._translator.ended:
+                raise
+            event = None  # the provider's end event had come: a connection lost after it loses nothing
+        if event is not None:
+            self._pending.extend(self._translator.feed(event.data))
+            return
+        response = self._translator.assemble()
+        client = self._client
+        if client._after is not None:
+            await _maybe_await(client._after(response))
+        self._pending.extend(self._translator.finish())
+        result = self._translator.result
+        assert result is not None
+        self._result, self._state = result, "done"
+        await self._close()
+        client._emit(self._attempts, self._started, self._status(), result.usage, "ok", None, model=result.model)
+
+    async def _open(self) -> None:
+        client = self._client
+        content = encode_body(await client._before_llm(self._body))
+        self._sent = True
+        self._started = time.perf_counter()
+        self._state = "open"
+        if self._cancel is not None:
+            self._watcher = asyncio.ensure_future(self._watch(self._cancel))
+        response = await self._guarded(self._connect(content), client.overall_timeout)
+        self._response = response
+        if not response.is_success:
+            await _read_and_close(response)
+            raise client._http_error(response, self._attempts)
+        content_type = response.headers.get("content-type", "")
+        if EVENT_STREAM not in content_type:
+            await _read_and_close(response)
+            client._decode(response, self._attempts)  # the provider's error shape, or not JSON: raises
+            raise ProviderError(
+                f"expected an event stream ({EVENT_STREAM}), got {content_type or 'no content type'}",
+                provider=client.style, kind="decode", status=response.status_code,
+                request_id=client._request_id(response), attempts=self._attempts,
+            )  # fmt: skip
+        self._events = EventSource(response).aiter_sse()
+
+    async def _connect(self, content: bytes) -> httpx.Response:
+        client = self._client
+        async for attempt in client._retrying():
+            with attempt:
+                self._attempts = attempt.retry_state.attempt_number
+                request = client._http.build_request("POST", self._url, content=content,
+                                                     headers={"accept": EVENT_STREAM})  # fmt: skip
+                response = await client._http.send(request, stream=True)
+                if response.status_code in RETRY_STATUSES or response.status_code >= 500:
+                    await _read_and_close(response)
+                    raise _RetryableStatus(response)
+        return response
+
+    # ------------------------------------------------------------ cancel
+
+    async def _guarded(self, call: Awaitable[T], timeout: float | None) -> T:
+        """Await `call` where the cancel event (and `timeout`) can interrupt it, as asyncio.timeout does."""
+        cancel = self._cancel
+        if cancel is None and timeout is None:
+            return await call
+        try:
+            async with asyncio.timeout(timeout) as scope:
+                self._scope = scope
+                try:
+                    return await call
+                finally:
+                    self._scope = None
+        except TimeoutError:
+            if cancel is not None and cancel.is_set():
+                raise Cancelled("the stream was cancelled by the caller's cancel event") from None
+            raise
+
+    async def _watch(self, cancel: asyncio.Event) -> None:
+        await cancel.wait()
+        if self._scope is not None:
+            self._scope.reschedule(asyncio.get_running_loop().time())  # expire now: the await in progress ends
+
+    # ------------------------------------------------------------ the end
+
+    async def _fail(self, exc: BaseException) -> BaseException:
+        """Close everything, report the call once, and give the error the caller sees."""
+        error = self._map(exc)
+        self._state = "failed"
+        await self._close()
+        if self._sent:  # a body that could not even be encoded made no call to report
+            cancelled = isinstance(error, (Cancelled, asyncio.CancelledError))
+            reported = error if isinstance(error, Exception) and not cancelled else None
+            self._client._emit(self._attempts, self._started, self._status(), {},
+                               "cancelled" if cancelled else "error", reported)  # fmt: skip
+        return error
+
+    def _map(self, exc: BaseException) -> BaseException:
+        client = self._client
+        response = self._response
+        if isinstance(exc, _RetryableStatus):
+            return client._http_error(exc.response, self._attempts)
+        if isinstance(exc, ProviderError):
+            return ProviderError(
+                client._scrub(exc.message), provider=client.style, kind=exc.kind,
+                status=exc.status if exc.status is not None else self._status(),
+                error_type=exc.error_type,
+                request_id=exc.request_id or (client._request_id(response) if response is not None else None),
+                attempts=max(self._attempts, 1),
+            )  # fmt: skip
+        midway = " mid-stream" if self._events is not None else ""
+        if isinstance(exc, TimeoutError):
+            return ProviderError(f"the stream did not start within the overall timeout of {client.overall_timeout} s",
+                                 provider=client.style, kind="timeout", attempts=max(self._attempts, 1))  # fmt: skip
+        if isinstance(exc, httpx.TimeoutException):
+            return ProviderError(f"timed out{midway}: {type(exc).__name__}", provider=client.style, kind="timeout",
+                                 status=self._status(), attempts=self._attempts)  # fmt: skip
+        if isinstance(exc, httpx.TransportError):
+            what = "the connection dropped mid-stream" if midway else "connection failed"
+            return ProviderError(f"{what}: {type(exc).__name__}", provider=client.style, kind="connection",
+                                 status=self._status(), attempts=self._attempts)  # fmt: skip
+        return exc
+
+    def _status(self) -> int | None:
+        return self._response.status_code if self._response is not None else None
+
+    async def _close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            self._watcher = None
+        events, self._events = self._events, None
+        if events is not None:
+            with suppress(httpx.HTTPError, RuntimeError):  # the connection is closed below either way
+                await events.aclose()
+        if self._response is not None:
+            await self._response.aclose()
+
+
+async def _read_and_close(response: httpx.Response) -> None:
+    try:
+        await response.aread()
+    finally:
+        await response.aclose()

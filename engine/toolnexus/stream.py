@@ -1,0 +1,603 @@
+"""Streaming translation: a provider's server-sent events in, OpenAI `chat.completion.chunk` dicts out.
+
+Runs a rule file's compiled `streaming` section (stream_rules.py). The section says only how each
+event builds the provider's own *non-streaming* response (steps that merge a part
+of the event into a path of the response, and `combine` policies for the paths
+where pieces join: text appended, JSON text appended then parsed, list elements
+added). Everything OpenAI-facing comes from the `response` section the
+non-streaming path already uses:
+
+- an element arriving in a list an item source reads (`each:`/`one:`) is rendered
+  by that source's template, exactly as the non-streaming path renders it: text
+  becomes a `delta.content`, a tool call a `delta.tool_calls` start (indexed by
+  tool calls only), a `reasoning` kind's field a `delta.reasoning_content`;
+- a piece appended to a field that template reads as text, as tool-call
+  arguments, or as reasoning is emitted as it arrives;
+- at the end, the assembled response goes through the non-streaming outbound
+  translation: `result` is exactly what `translate_response` gives for it, and the
+  last chunk's finish reason and usage come from that result.
+
+Text is kept as UTF-8 bytes appended in place and nothing per event is kept, so
+memory grows with the answer's content, not with the number of events. No
+provider name appears here: only the rule file knows event names.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from .endpoint import excerpt
+from .errors import Note, ProviderError, ResponseError
+from .outbound import _synthesized_id
+from .paths import MISSING
+from .result import TranslateResult
+from .stream_rules import (
+    APPEND,
+    ARGUMENTS,
+    END,
+    EXTEND,
+    JSON,
+    REASONING,
+    TEXT,
+    Dispatch,
+    Join,
+    Move,
+    Node,
+    Path,
+    Step,
+    Steps,
+    Streaming,
+)
+from .templates import Ctx, fresh_copy
+
+CHUNK = "chat.completion.chunk"
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_NONE: frozenset[str] = frozenset()
+
+
+class _Text:
+    """A string arriving in pieces: UTF-8 bytes appended in place (a long stream costs its text, no more).
+
+    `placeholder` is the value a `json` field held before its first piece (kept when no JSON arrives).
+    """
+
+    __slots__ = ("buf", "placeholder")
+
+    def __init__(self, first: str = "", placeholder: Any = MISSING) -> None:
+        self.buf = bytearray(first.encode("utf-8", "surrogatepass"))
+        self.placeholder = placeholder
+
+    def add(self, piece: str) -> None:
+        self.buf += piece.encode("utf-8", "surrogatepass")
+
+    def value(self) -> str:
+        return self.buf.decode("utf-8", "surrogatepass")
+
+
+@dataclass(slots=True)
+class _Element:
+    """What the stream knows about one element of a watched source."""
+
+    roles: dict[Path, str]
+    call: int | None = None  # its tool-call index, when it is a tool call
+    sent_arguments: bool = False
+
+
+@dataclass(slots=True)
+class _Call:
+    id: str
+    name: str
+    sent_arguments: bool
+
+
+class StreamTranslator:
+    """One stream: `feed(data)` per event gives chunks; `assemble()` then `finish()` give the rest and `result`.
+
+    Pure (no I/O), so a proxy with its own HTTP can drive it; `Client.translate_stream` does.
+    Errors: an event with the provider's error shape is a ProviderError (kind http); an event that is
+    not a JSON object is a ProviderError (kind decode); a stream that ends before the rules' end is a
+    ProviderError (kind connection); an event the rules cannot place is a ResponseError at `events[n]...`.
+    """
+
+    def __init__(self, rules: Streaming, *, requested_model: str | None = None) -> None:
+        self.rules = rules
+        self.requested_model = requested_model
+        self.response: dict[str, Any] = fresh_copy(rules.start)
+        self.result: TranslateResult | None = None
+        self.ended = False
+        self.notes: list[Note] = []
+        self._holder: dict[str, Any] = {"": self.response}
+        self._texts: list[tuple[Any, str | int, _Text, Path]] = []  # every string arriving in pieces
+        self._assembled = False
+        self._elements: list[dict[int, _Element]] = [{} for _ in rules.watched]
+        self._calls: list[_Call] = []
+        self._deltas: list[dict[str, Any]] = []
+        self._text_sent = 0
+        self._events = 0
+        self._head: dict[str, Any] | None = None
+        self._created = int(time.time())
+        self._unknown: set[str] = set()
+
+    # ------------------------------------------------------------ events in
+
+    def feed(self, data: str) -> list[dict[str, Any]]:
+        """One event's data (the SSE `data:` text) -> the chunks it produces (often one, sometimes none)."""
+        if self.ended or not data or data.isspace():
+            return []
+        n = self._events
+        self._events += 1
+        rules = self.rules
+        if data == rules.done:
+            self.ended = True
+            return []
+        try:
+            event = json.loads(data)
+        except ValueError:
+            event = MISSING
+        if not isinstance(event, dict):
+            what = "not JSON" if event is MISSING else "not a JSON object"
+            raise ProviderError(f"stream event {n} is {what}: {excerpt(data.encode())}", provider=rules.provider,
+                                kind="decode")  # fmt: skip
+        if rules.endpoint.carries_error(event):
+            error_type, message = rules.endpoint.describe_error(data.encode())
+            raise ProviderError(message, provider=rules.provider, kind="http", error_type=error_type)
+        steps = rules.every + self._steps_for(event, n)
+        for step in steps:
+            if step is END:
+                self.ended = True
+            else:
+                assert isinstance(step, Move)
+                self._move(step, event, n)
+        if not steps:
+            return []
+        return self._chunks()
+
+    def _steps_for(self, event: dict[str, Any], n: int) -> Steps:
+        rules = self.rules
+        if rules.type is None:
+            return ()
+        kind = rules.type(event)
+        handler = rules.events.get(kind) if type(kind) is str else None
+        if type(handler) is tuple:
+            return handler
+        if type(handler) is Dispatch:
+            case = handler.by(event)
+            found = handler.cases.get(case) if type(case) is str else None
+            if found is not None:
+                return found
+            label = f"{kind!r} with {handler.by_path} {case!r}"
+        else:
+            label = repr(kind)
+        if label not in self._unknown:  # noted once per kind of event: a long stream does not grow its notes
+            self._unknown.add(label)
+            self.notes.append(Note("unknown", f"events[{n}]", f"unknown stream event {label}; ignored"))
+        return ()
+
+    def _move(self, step: Move, event: dict[str, Any], n: int) -> None:
+        if step.each is None:
+            self._place(step, event, n, None)
+            return
+        items = step.each(event)
+        if items is MISSING or items is None:
+            return
+        if not isinstance(items, list):
+            raise ResponseError(f"events[{n}].{step.each_path}", "must be a list", provider=self.rules.provider)
+        for i, item in enumerate(items):
+            self._place(step, item, n, i)
+
+    def _place(self, step: Move, scope: Any, n: int, i: int | None) -> None:
+        """Merge one step's value into the response at its `into` (`at`, `field`) path."""
+        value = step.source(scope)
+        if value is MISSING:
+            return
+        parent: Any = self._holder
+        key: str | int = ""
+        node: Node | None = self.rules.combine
+        into = step.into
+        for k, s in enumerate(into):
+            parent, key, node = self._descend(parent, key, s, node, into[:k])
+        above = into[:-1]  # the path of `parent`
+        if step.at is not None:
+            index = step.at(scope)
+            target = parent.get(key, MISSING) if type(parent) is dict else _get(parent, key)
+            if target is MISSING or target is None:
+                target = []
+                self._set(parent, key, target, above)
+            if (
+                type(index) is not int
+                or index < 0
+                or type(target) is not list
+                or index > len(target)
+                or (step.field and index == len(target))
+            ):
+                raise self._misplaced(step, n, i, index, target, into)
+            parent, key, node, above = target, index, node.child(index) if node else None, into
+            for s in step.field:
+                path = (*above, key)
+                parent, key, node = self._descend(parent, key, s, node, path)
+                above = path
+        self._merge(parent, key, value, node, above, step.omit)
+
+    def _misplaced(self, step: Move, n: int, i: int | None, index: Any, target: Any, path: Path) -> ResponseError:
+        provider = self.rules.provider
+        if not isinstance(target, list):
+            return ResponseError(_text_path(path), "must be a list", provider=provider)
+        where = f"events[{n}]" + (f".{step.each_path}[{i}]" if i is not None else "") + f".{step.at_path}"
+        if type(index) is not int or index < 0:
+            return ResponseError(where, "must be an index (an integer from 0)", provider=provider)
+        return ResponseError(where, f"no element {index} has started at {_text_path(path)}", provider=provider)
+
+    def _descend(
+        self, parent: Any, key: str | int, step: Step, node: Node | None, path: Path
+    ) -> tuple[Any, str | int, Node | None]:
+        """One step down a write path (`path` is where parent[key] sits), creating what is not there yet."""
+        container = parent.get(key, MISSING) if type(parent) is dict else _get(parent, key)
+        if type(container) is dict and type(step) is str:  # the usual cases: the object or element is there
+            return container, step, node.children.get(step) if node is not None else None
+        if type(container) is list and type(step) is int and step < len(container):
+            return container, step, node.child(step) if node is not None else None
+        if container is MISSING or container is None:
+            container = [] if type(step) is int else {}
+            self._set(parent, key, container, path[:-1])
+        if type(step) is int:
+            if not isinstance(container, list) or step > len(container):
+                raise ResponseError(_text_path(path), f"has no element {step}", provider=self.rules.provider)
+            if step == len(container):
+                container.append({})
+                self._placed((*path, step), container[step])
+        elif not isinstance(container, dict):
+            raise ResponseError(_text_path(path), "must be an object", provider=self.rules.provider)
+        assert step is not None
+        return container, step, node.child(step) if node else None
+
+    # ------------------------------------------------------------ merging into the response
+    # `above` is the path of `parent`; a value's own path, (*above, key), is built only when needed.
+
+    def _merge(
+        self, parent: Any, key: str | int, value: Any, node: Node | None, above: Path, omit: frozenset[str] = _NONE
+    ) -> None:
+        """Combine an arriving value with what is at parent[key]: by the `combine` policy of its path, else
+        objects merge key by key, null never replaces a value, anything else replaces. `omit`: keys of the
+        value left out."""
+        current = parent.get(key, MISSING) if type(parent) is dict else _get(parent, key)
+        if omit and type(value) is dict and type(current) is not dict:
+            value = {k: v for k, v in value.items() if k not in omit}
+        policy = node.policy if node is not None else None
+        if policy is not None:
+            assert node is not None
+            if policy is APPEND or policy is JSON:
+                self._append(parent, key, current, value, policy, above)
+                return
+            if policy is EXTEND:
+                self._extend(parent, key, current, value, node, above)
+                return
+            if type(current) is list and type(value) is list:  # by_position
+                path = self._path(parent, key, above)
+                for i, v in enumerate(value):
+                    if i < len(current):
+                        self._merge(current, i, v, node.child(i), path)
+                    else:
+                        current.append(v)
+                        self._placed((*path, i), v)
+                return
+        if type(value) is dict and type(current) is dict:
+            path = (*above, key) if parent is not self._holder else ()
+            children = node.children if node is not None else None
+            for k, v in value.items():
+                if k in omit:
+                    continue
+                child = children.get(k) if children else None
+                if child is None and type(v) in _SCALARS:  # inline: a plain value (most of every event)
+                    now = current.get(k, MISSING)
+                    if v is None:
+                        if now is MISSING:
+                            current[k] = None
+                    elif type(now) is not type(v) or now != v:
+                        current[k] = v
+                else:
+                    self._merge(current, k, v, child, path)
+        elif value is None:
+            if current is MISSING:
+                self._set(parent, key, None, above)
+        elif type(value) is not type(current) or value != current:
+            self._set(parent, key, value, above, node)
+
+    def _path(self, parent: Any, key: str | int, above: Path) -> Path:
+        return (*above, key) if parent is not self._holder else ()
+
+    def _set(self, parent: Any, key: str | int, value: Any, above: Path, node: Node | None = None) -> None:
+        """Put a new value in place; an object or list arriving whole is first combined within itself."""
+        if isinstance(value, (dict, list)) and node is not None and node.children:
+            value = _combined(value, node)
+        if type(parent) is list and key == len(parent):
+            parent.append(value)
+        else:
+            parent[key] = value
+        if isinstance(value, (dict, list)):
+            self._placed(self._path(parent, key, above), value)
+
+    def _append(self, parent: Any, key: str | int, current: Any, piece: Any, policy: str, above: Path) -> None:
+        if piece is None:
+            if current is MISSING:
+                self._set(parent, key, None, above)
+            return
+        if type(piece) is not str:
+            raise ResponseError(_text_path((*above, key)), f"expected text to append, got {type(piece).__name__}",
+                                provider=self.rules.provider)  # fmt: skip
+        if type(current) is _Text:
+            current.add(piece)
+        elif policy is APPEND and (current is MISSING or current is None):
+            self._set(parent, key, piece, above)
+        elif policy is APPEND and type(current) is str:
+            self._keep(parent, key, _Text(current + piece), above)
+        elif policy is JSON:
+            self._keep(parent, key, _Text(piece, placeholder=current), above)
+        else:
+            raise ResponseError(_text_path((*above, key)), f"cannot append text to a {type(current).__name__}",
+                                provider=self.rules.provider)  # fmt: skip
+        if piece:
+            self._fragment((*above, key), piece)
+
+    def _keep(self, parent: Any, key: str | int, text: _Text, above: Path) -> None:
+        parent[key] = text
+        self._texts.append((parent, key, text, (*above, key)))
+
+    def _extend(self, parent: Any, key: str | int, current: Any, value: Any, node: Node, above: Path) -> None:
+        if current is MISSING or current is None:
+            current = []
+            self._set(parent, key, current, above)
+        path = self._path(parent, key, above)
+        if not isinstance(current, list):
+            raise ResponseError(_text_path(path), "must be a list", provider=self.rules.provider)
+        join = node.join
+        for element in value if isinstance(value, list) else [value]:
+            if join is not None and current and _joins(current[-1], element, join):
+                last, at = current[-1], len(current) - 1
+                for k, v in element.items():
+                    if k == join.field:
+                        self._append(last, k, last[k], v, APPEND, (*path, at))
+                    elif k not in last:
+                        last[k] = v
+                continue
+            current.append(element)
+            self._placed((*path, len(current) - 1), element)
+
+    # ------------------------------------------------------------ deltas out
+
+    def _placed(self, path: Path, value: Any) -> None:
+        """A new object or list sits at `path`: start every watched element it is or holds."""
+        depth = len(path)
+        for w_index, w in enumerate(self.rules.watched):
+            steps = w.steps
+            if depth <= len(steps):
+                if steps[:depth] != path:
+                    continue
+                container = _walk(value, steps[depth:])
+                if w.src.each:
+                    if isinstance(container, list):
+                        for i in range(len(self._elements[w_index]), len(container)):
+                            self._start(w_index, i, container[i])
+                elif container is not MISSING and 0 not in self._elements[w_index]:
+                    self._start(w_index, 0, container)
+            elif w.src.each and depth == len(steps) + 1 and path[:-1] == steps:
+                index = path[-1]
+                if type(index) is int and index not in self._elements[w_index]:
+                    self._start(w_index, index, value)
+
+    def _start(self, w_index: int, i: int, element: Any) -> None:
+        """An element arrived: emit what the response template makes of it, as the non-streaming path would."""
+        w = self.rules.watched[w_index]
+        src = w.src
+        kind, template = src.pick(element)
+        info = _Element(w.roles.get(kind, {}) if isinstance(kind, str) else {})
+        self._elements[w_index][i] = info
+        if template is None:
+            return  # a kind the rules do not know: the final translation notes it
+        ctx = Ctx(self.rules.provider, outbound=True)
+        ctx.path = (src, i)
+        item = template(element, ctx)
+        if item is MISSING:
+            return
+        text = item.get("text")
+        if type(text) is str and text:
+            self._emit_text(text)
+        for field_path, role in info.roles.items():
+            value = _walk(element, field_path)
+            if role == REASONING and type(value) is str and value:
+                self._deltas.append({"reasoning_content": value})
+        call = item.get("tool_call")
+        if call is None:
+            return
+        if src.synthesize_ids and not call.get("id"):
+            call = {**call, "id": _synthesized_id(element, len(self._calls))}
+        fields = src.field_paths.get(kind, {}) if isinstance(kind, str) else {}
+        outbound = self.rules.outbound
+        if kind in w.streamed_arguments:
+            call_id, name = call.get("id"), call.get("name")
+            if not (type(call_id) is str and call_id and type(name) is str and name):
+                outbound._bad_tool_call(call, src.element_path(i), fields, src.arguments)
+            arguments = call.get("arguments")
+            first = arguments if type(arguments) is str else ""  # JSON arriving in pieces starts from nothing
+        else:
+            done = outbound._tool_call(call, src, i, fields)
+            call_id, name, first = done.id, done.name, done.arguments
+        index = len(self._calls)
+        info.call = index
+        self._calls.append(_Call(str(call_id), str(name), bool(first)))
+        function = {"name": name, "arguments": ""}
+        self._deltas.append({"tool_calls": [{"index": index, "id": call_id, "type": "function", "function": function}]})
+        if first:
+            self._deltas.append({"tool_calls": [{"index": index, "function": {"arguments": first}}]})
+
+    def _fragment(self, path: Path, piece: str) -> None:
+        """A piece of text was appended at `path`: emit it if a watched element's template reads it."""
+        for w_index, w in enumerate(self.rules.watched):
+            steps = w.steps
+            n = len(steps)
+            if path[:n] != steps:
+                continue
+            if w.src.each:
+                if len(path) <= n + 1:
+                    return
+                info = self._elements[w_index].get(path[n])  # type: ignore[arg-type]
+                field_path = path[n + 1 :]
+            else:
+                info = self._elements[w_index].get(0)
+                field_path = path[n:]
+            if info is None:
+                return
+            role = info.roles.get(field_path)
+            if role == TEXT:
+                self._emit_text(piece)
+            elif role == REASONING:
+                self._deltas.append({"reasoning_content": piece})
+            elif role == ARGUMENTS and info.call is not None:
+                self._calls[info.call].sent_arguments = True
+                self._deltas.append({"tool_calls": [{"index": info.call, "function": {"arguments": piece}}]})
+            return
+
+    def _emit_text(self, text: str) -> None:
+        self._text_sent += len(text)
+        self._deltas.append({"content": text})
+
+    def _chunks(self) -> list[dict[str, Any]]:
+        out = []
+        if self._head is None:
+            self._head = self._identity()
+            out.append(self._chunk({"role": "assistant", "content": ""}))
+        out.extend(self._chunk(delta) for delta in self._deltas)
+        self._deltas.clear()
+        return out
+
+    def _identity(self) -> dict[str, Any]:
+        """id, created and model of every chunk, read once the first event has arrived."""
+        rules, response = self.rules, self.response
+        chunk_id = rules.chunk_id(response) if rules.chunk_id else MISSING
+        created = rules.created(response) if rules.created else MISSING
+        model = rules.outbound.model(response, Ctx(rules.provider, outbound=True)) if rules.outbound.model else MISSING
+        return {
+            "id": chunk_id if type(chunk_id) is str and chunk_id else f"chatcmpl-{uuid.uuid4().hex}",
+            "object": CHUNK,
+            "created": created if type(created) is int else self._created,
+            "model": model if type(model) is str else (self.requested_model or ""),
+        }
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        assert self._head is not None
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        return {**self._head, "choices": [choice]}
+
+    # ------------------------------------------------------------ the end
+
+    def assemble(self) -> dict[str, Any]:
+        """The provider response the events built, as its non-streaming endpoint would have sent it.
+
+        Raises ProviderError (kind connection) when the stream stopped before the rules' end.
+        """
+        rules = self.rules
+        if self._assembled:
+            return self.response
+        if not self.ended and not any(present(self.response) not in (MISSING, None) for present in rules.complete):
+            raise ProviderError("the stream ended before the provider finished its answer",
+                                provider=rules.provider, kind="connection")  # fmt: skip
+        for parent, key, text, path in self._texts:
+            value = text.value()
+            if (found := rules.combine.find(path)) is None or found.policy is not JSON:
+                parent[key] = value
+            elif not value.strip() and text.placeholder is not MISSING:
+                parent[key] = text.placeholder  # no JSON arrived: the value the element started with stays
+            else:
+                try:
+                    parent[key] = json.loads(value)
+                except ValueError:
+                    raise ResponseError(_text_path(path), f"the streamed JSON does not parse: "
+                                        f"{excerpt(value.encode())}", provider=rules.provider) from None  # fmt: skip
+        self._texts.clear()
+        self._assembled = True
+        return self.response
+
+    def finish(self) -> list[dict[str, Any]]:
+        """The closing chunks (any argument not yet sent, the finish reason, usage); sets `result`.
+
+        `result` is the non-streaming translation of the assembled response (plus a note per
+        unknown event type); the streamed tool calls and text are checked against it.
+        """
+        rules = self.rules
+        result = rules.outbound.translate(self.assemble(), requested_model=self.requested_model)
+        if self.notes:
+            result.notes = (*result.notes, *self.notes)
+        streamed = [(c.id, c.name) for c in self._calls]
+        if streamed != [(c.id, c.name) for c in result.tool_calls] or self._text_sent != len(result.text):
+            raise ResponseError("", "the streamed deltas differ from the assembled response; the streaming "
+                                "rules do not match the response rules", provider=rules.provider)  # fmt: skip
+        self.result = result
+        out = self._chunks() if self._head is None or self._deltas else []
+        for index, (call, done) in enumerate(zip(self._calls, result.tool_calls, strict=True)):
+            if not call.sent_arguments and done.arguments:
+                out.append(self._chunk({"tool_calls": [{"index": index, "function": {"arguments": done.arguments}}]}))
+        out.append(self._chunk({}, result.finish_reason))
+        usage = result.usage
+        if all(type(usage.get(k)) is int for k in ("prompt_tokens", "completion_tokens", "total_tokens")):
+            assert self._head is not None
+            out.append({**self._head, "choices": [], "usage": usage})
+        return out
+
+
+def _get(parent: Any, key: str | int) -> Any:
+    if isinstance(parent, dict):
+        return parent.get(key, MISSING)
+    return parent[key] if type(key) is int and key < len(parent) else MISSING
+
+
+def _walk(value: Any, steps: Path) -> Any:
+    for step in steps:
+        if type(step) is int:
+            if not isinstance(value, list) or step >= len(value):
+                return MISSING
+        elif not isinstance(value, dict) or step not in value:
+            return MISSING
+        value = value[step]
+    return value
+
+
+def _combined(value: Any, node: Node) -> Any:
+    """A value arriving whole, with its `join` lists folded as if their elements had arrived one by one."""
+    if node.join is not None and isinstance(value, list):
+        out: list[Any] = []
+        for element in value:
+            if out and _joins(out[-1], element, node.join):
+                last = out[-1]
+                out[-1] = {**last, **{k: v for k, v in element.items() if k not in last}}
+                out[-1][node.join.field] = last[node.join.field] + element[node.join.field]
+            else:
+                out.append(element)
+        return out
+    if not node.children:
+        return value
+    if isinstance(value, dict):
+        return {k: _combined(v, child) if (child := node.child(k)) else v for k, v in value.items()}
+    if isinstance(value, list):
+        return [_combined(v, child) if (child := node.child(i)) else v for i, v in enumerate(value)]
+    return value
+
+
+def _joins(last: Any, element: Any, join: Join) -> bool:
+    """Whether an arriving element continues the previous one (a text split across events)."""
+    if not (isinstance(last, dict) and isinstance(element, dict)):
+        return False
+    if type(element.get(join.field)) is not str or not isinstance(last.get(join.field), (str, _Text)):
+        return False
+    if any(last.get(k) != element.get(k) for k in join.same):
+        return False
+    return all(k == join.field or k not in last or last[k] == v for k, v in element.items())
+
+
+def _text_path(path: Path) -> str:
+    out = ""
+    for step in path:
+        out += f"[{step}]" if type(step) is int else (f".{step}" if out else str(step))
+    return out

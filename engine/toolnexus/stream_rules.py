@@ -1,0 +1,287 @@
+"""The `streaming` section of a rule file, compiled once: what each event does to the response being rebuilt.
+
+A section names (see README "Streaming rules"): the endpoint and body keys that ask for a
+stream; per event type (or for every event) the *steps* that merge a part of the event
+into the provider's non-streaming response (`into`, `from`, `at`, `field`, `each`,
+`omit`, or `end`); the `combine` policies by response path (`append`, `json`,
+`extend`, `by_position`, `join`); how a stream without an end event is known complete;
+the chunk id and created paths; and which item kinds stream as reasoning. The response
+section's item sources are *watched*: for each source and kind, which field the
+template reads as text, as tool-call arguments, or (by `reasoning`) as reasoning.
+`stream.StreamTranslator` runs it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .endpoint import Endpoint
+from .loader import Key, RuleSource
+from .outbound import ItemSource, Outbound
+from .paths import Getter, simple_steps
+from .templates import Env, path_getter
+
+Step = str | int | None  # a write-path step: a key, an index, or None for "any element" (`[]`)
+Path = tuple[Step, ...]
+
+APPEND, JSON, EXTEND, BY_POSITION = "append", "json", "extend", "by_position"  # combine policies
+TEXT, ARGUMENTS, REASONING = "text", "arguments", "reasoning"  # what a watched field is read as
+_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d*\])*)")
+
+
+@dataclass(frozen=True)
+class Join:
+    """`join`: an arriving element holding the text `field` continues the previous one (equal `same`, no clash)."""
+
+    field: str
+    same: tuple[str, ...]
+
+
+@dataclass
+class Node:
+    """One level of the `combine` table, walked alongside the response while merging."""
+
+    policy: str | None = None
+    join: Join | None = None
+    children: dict[Step, Node] = field(default_factory=dict)
+
+    def child(self, step: str | int) -> Node | None:
+        found = self.children.get(step)
+        if found is None and type(step) is int:
+            found = self.children.get(None)
+        return found
+
+    def find(self, path: Path) -> Node | None:
+        """The node of a concrete path (indexes match `[]`), if the table has one."""
+        node: Node | None = self
+        for step in path:
+            if node is None:
+                return None
+            assert step is not None
+            node = node.child(step)
+        return node
+
+
+@dataclass(frozen=True)
+class Move:
+    """One step: merge the event's value at `source` into the response at `into` (`at` an index, then `field`)."""
+
+    into: Path
+    source: Getter
+    source_path: str
+    at: Getter | None = None
+    at_path: str = ""
+    field: Path = ()
+    each: Getter | None = None
+    each_path: str = ""
+    omit: frozenset[str] = frozenset()
+
+
+END = "end"
+Steps = tuple[Move | str, ...]
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """An event type whose steps depend on a second path (`by`), e.g. the kind of a delta."""
+
+    by: Getter
+    by_path: str
+    cases: dict[str, Steps]
+
+
+@dataclass(frozen=True)
+class Watched:
+    """An item source of the response section, seen from the stream: where its elements live and what
+    each kind's fields mean (field path -> text | arguments | reasoning)."""
+
+    src: ItemSource
+    steps: Path
+    roles: dict[str, dict[Path, str]]  # kind ("" without kinds) -> field -> role
+    streamed_arguments: frozenset[str]  # kinds whose arguments arrive in pieces (an append/json policy)
+
+
+@dataclass
+class Streaming:
+    """A rule file's compiled `streaming` section."""
+
+    provider: str
+    path: str | None
+    body: dict[str, Any]
+    type: Getter | None
+    type_path: str
+    events: dict[str, Steps | Dispatch]
+    every: Steps
+    done: str | None
+    complete: tuple[Getter, ...]
+    start: dict[str, Any]
+    chunk_id: Getter | None
+    created: Getter | None
+    combine: Node
+    reasoning: dict[str, Path]
+    watched: tuple[Watched, ...]  # longest path first: the most specific source owns a path
+    outbound: Outbound
+    endpoint: Endpoint
+
+
+# ---------------------------------------------------------------- compiling
+
+
+def write_path(expr: Any, key: Key, env: Env, *, any_index: bool = False) -> Path:
+    """A path into the response being built: `a.b[0].c` (or `a[].b` for every element); `@` is the root."""
+    if not isinstance(expr, str):
+        raise env.error(key, f"expected a path (a string), got {type(expr).__name__}")
+    if expr == "@":
+        return ()
+    steps: list[Step] = []
+    for segment in expr.split("."):
+        match = _SEGMENT.fullmatch(segment)
+        if match is None:
+            raise env.error(key, f"bad path '{expr}': write paths are names and [N] indexes joined by dots")
+        steps.append(match[1])
+        for index in re.findall(r"\[(\d*)\]", match[2]):
+            if index == "" and not any_index:
+                raise env.error(key, f"bad path '{expr}': `[]` (any element) is only for `combine` paths")
+            steps.append(int(index) if index else None)
+    return tuple(steps)
+
+
+def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint) -> Streaming | None:
+    """The `streaming` section, or None when the rule file has none."""
+    spec = source.data.get("streaming")
+    if spec is None:
+        return None
+    key: Key = ("streaming",)
+    env = Env(source)
+    if "events" in spec and "type" not in spec:
+        raise source.error(key, "`events` needs `type`: the path in an event naming its type")
+    combine = _compile_combine(spec.get("combine", {}), (*key, "combine"), env)
+    events: dict[str, Steps | Dispatch] = {}
+    for name, handler in spec.get("events", {}).items():
+        at = (*key, "events", name)
+        if isinstance(handler, dict):
+            by = path_getter(handler["by"], (*at, "by"), env)
+            cases = {case: _steps(s, (*at, "cases", case), env) for case, s in handler["cases"].items()}
+            events[name] = Dispatch(by, handler["by"], cases)
+        else:
+            events[name] = _steps(handler, at, env)
+    reasoning = {kind: write_path(p, (*key, "reasoning", kind), env) for kind, p in spec.get("reasoning", {}).items()}
+    watched = _watch(source, outbound, combine, reasoning, key)
+    return Streaming(
+        provider=source.data["provider"],
+        path=spec.get("path"),
+        body=dict(spec.get("body", {})),
+        type=path_getter(spec["type"], (*key, "type"), env) if "type" in spec else None,
+        type_path=spec.get("type", ""),
+        events=events,
+        every=_steps(spec.get("every", []), (*key, "every"), env),
+        done=spec.get("done"),
+        complete=tuple(path_getter(p, (*key, "complete", i), env) for i, p in enumerate(spec.get("complete", []))),
+        start=dict(spec.get("start", {})),
+        chunk_id=path_getter(spec["id"], (*key, "id"), env) if "id" in spec else None,
+        created=path_getter(spec["created"], (*key, "created"), env) if "created" in spec else None,
+        combine=combine,
+        reasoning=reasoning,
+        watched=tuple(sorted(watched, key=lambda w: -len(w.steps))),
+        outbound=outbound,
+        endpoint=endpoint,
+    )
+
+
+def _steps(spec: list[Any], key: Key, env: Env) -> Steps:
+    out: list[Move | str] = []
+    for i, step in enumerate(spec):
+        at = (*key, i)
+        if step == END:
+            out.append(END)
+            continue
+        each = step.get("each")
+        out.append(
+            Move(
+                into=write_path(step["into"], (*at, "into"), env),
+                source=path_getter(step["from"], (*at, "from"), env),
+                source_path=step["from"],
+                at=path_getter(step["at"], (*at, "at"), env) if "at" in step else None,
+                at_path=step.get("at", ""),
+                field=write_path(step["field"], (*at, "field"), env) if "field" in step else (),
+                each=path_getter(each, (*at, "each"), env) if each is not None else None,
+                each_path=each or "",
+                omit=frozenset(step.get("omit", ())),
+            )
+        )
+        if "field" in step and "at" not in step:
+            raise env.error(at, "`field` names a field of the element `at` points to; give `at` too")
+    return tuple(out)
+
+
+def _compile_combine(spec: dict[str, Any], key: Key, env: Env) -> Node:
+    root = Node()
+    for policy in (APPEND, JSON, EXTEND, BY_POSITION):
+        for i, expr in enumerate(spec.get(policy, [])):
+            at = (*key, policy, i)
+            _leaf(root, write_path(expr, at, env, any_index=True), at, env).policy = policy
+    for expr, join in spec.get("join", {}).items():
+        node = _leaf(root, write_path(expr, (*key, "join", expr), env, any_index=True), (*key, "join", expr), env)
+        node.policy, node.join = EXTEND, Join(join["field"], tuple(join.get("same", ())))
+    return root
+
+
+def _leaf(root: Node, path: Path, key: Key, env: Env) -> Node:
+    node = root
+    for step in path:
+        node = node.children.setdefault(step, Node())
+    if node.policy is not None:
+        raise env.error(key, "this path already has a combine policy")
+    return node
+
+
+def _watch(
+    source: RuleSource, outbound: Outbound, combine: Node, reasoning: dict[str, Path], key: Key
+) -> list[Watched]:
+    """Every item source of the response section, with the role of each field its templates read."""
+    items = source.data["response"]["items"]
+    known = {kind for spec in items for kind in (spec.get("kinds") or {})}
+    for kind in reasoning:
+        if kind not in known:
+            raise source.error((*key, "reasoning", kind), f"no item kind '{kind}' in response.items")
+    watched = []
+    for src, spec in zip(outbound.sources, items, strict=True):
+        steps = simple_steps(src.path)
+        if steps is None:
+            raise source.error(("response", "items"), f"a streamed item path must be plain, got '{src.path}'")
+        element_steps: Path = (*steps, 0) if src.each else tuple(steps)
+        templates = {"": spec["as"]} if "as" in spec else dict(spec["kinds"])
+        roles: dict[str, dict[Path, str]] = {}
+        streamed: set[str] = set()
+        for kind, template in templates.items():
+            fields: dict[Path, str] = {}
+            text = _plain_get(template.get("text") if isinstance(template, dict) else None)
+            if text is not None:
+                fields[_steps_of(text)] = TEXT
+            arguments = src.field_paths.get(kind, {}).get("arguments")
+            if arguments is not None:
+                fields[_steps_of(arguments)] = ARGUMENTS
+                policy = combine.find((*element_steps, *_steps_of(arguments)))
+                if policy is not None and policy.policy in (APPEND, JSON):
+                    streamed.add(kind)
+            if kind in reasoning:
+                fields[reasoning[kind]] = REASONING
+            roles[kind] = fields
+        if src.synthesize_ids and streamed:
+            message = f"ids synthesized for '{src.path}' hash the whole element; its arguments cannot arrive in pieces"
+            raise source.error((*key, "combine"), message)
+        watched.append(Watched(src, tuple(steps), roles, frozenset(streamed)))
+    return watched
+
+
+def _plain_get(spec: Any) -> str | None:
+    if isinstance(spec, dict) and isinstance(spec.get("$get"), str) and set(spec) <= {"$get", "doc", "source"}:
+        return str(spec["$get"])
+    return None
+
+
+def _steps_of(expr: str) -> Path:
+    steps = simple_steps(expr)
+    return tuple(steps) if steps is not None else ("\0unplain",)

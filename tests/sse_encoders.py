@@ -1,0 +1,182 @@
+"""Test material: a provider's non-streaming response, re-told as the event stream its streaming API sends.
+
+The reverse of the rule files' `streaming` sections, written from each provider's streaming
+documentation, so the tests can serve the same content both ways and compare. Text and JSON are
+cut into pieces at random character positions (`rng`); `ENCODERS` has one encoder per provider the
+rules define (test_stream.py fails loudly when one is missing).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from typing import Any
+
+Encoder = Callable[..., list[bytes]]  # (response, rng, *, cuts=None) -> the events' bytes
+
+
+def pieces(text: str, rng: random.Random, cuts: int | None = None) -> list[str]:
+    """`text` cut at `cuts` (default: 0 to 4) random character positions; no piece is empty unless text is."""
+    if len(text) < 2:
+        return [text]
+    count = rng.randint(0, 4) if cuts is None else cuts
+    points = sorted(rng.sample(range(1, len(text)), min(count, len(text) - 1)))
+    return [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
+
+
+def _sse(data: Any, event: str | None = None, *, crlf: bool = False) -> bytes:
+    body = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    end = "\r\n" if crlf else "\n"
+    head = f"event: {event}{end}" if event else ""
+    return f"{head}data: {body}{end}{end}".encode()
+
+
+# ---------------------------------------------------------------- Anthropic
+
+
+def anthropic_events(response: dict[str, Any], rng: random.Random, *, cuts: int | None = None) -> list[bytes]:
+    """message_start, one start/deltas/stop per content block, message_delta, message_stop (pings between)."""
+    usage = dict(response.get("usage", {}))
+    final_output = usage.pop("output_tokens", None)
+    start_usage = {**usage, "output_tokens": 1} if final_output is not None else usage
+    message = {**response, "content": [], "stop_reason": None, "stop_sequence": None, "usage": start_usage}
+    out = [_sse({"type": "message_start", "message": message}, "message_start")]
+    for index, block in enumerate(response["content"]):
+        kind = block["type"]
+        if rng.random() < 0.2:
+            out.append(_sse({"type": "ping"}, "ping"))
+        if kind == "text":
+            start, field, delta, text = {**block, "text": ""}, "text", "text_delta", block["text"]
+        elif kind == "tool_use":
+            encoded = json.dumps(block["input"], ensure_ascii=False)
+            start, field, delta, text = {**block, "input": {}}, "partial_json", "input_json_delta", encoded
+        elif kind == "thinking":
+            start, field, delta, text = (
+                {**block, "thinking": "", "signature": ""},
+                "thinking",
+                "thinking_delta",
+                block["thinking"],
+            )
+        else:
+            start, field, delta, text = block, "", "", ""
+        out.append(_sse({"type": "content_block_start", "index": index, "content_block": start}, "content_block_start"))
+        if field:
+            for piece in pieces(text, rng, cuts) if text else []:
+                body = {"type": "content_block_delta", "index": index, "delta": {"type": delta, field: piece}}
+                out.append(_sse(body, "content_block_delta"))
+        if kind == "thinking":
+            signature = {"type": "signature_delta", "signature": block["signature"]}
+            out.append(_sse({"type": "content_block_delta", "index": index, "delta": signature}, "content_block_delta"))
+        out.append(_sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
+    delta = {"stop_reason": response.get("stop_reason"), "stop_sequence": response.get("stop_sequence")}
+    end_usage = {"output_tokens": final_output} if final_output is not None else {}
+    out.append(_sse({"type": "message_delta", "delta": delta, "usage": end_usage}, "message_delta"))
+    out.append(_sse({"type": "message_stop"}, "message_stop"))
+    return out
+
+
+# ---------------------------------------------------------------- Gemini
+
+
+def gemini_canonical(response: dict[str, Any]) -> dict[str, Any]:
+    """The response with each run of text parts of one kind as one part (as a stream rebuilds it)."""
+    candidates = response.get("candidates")
+    if not candidates or "parts" not in candidates[0].get("content", {}):
+        return response
+    parts: list[dict[str, Any]] = []
+    for part in candidates[0]["content"]["parts"]:
+        last = parts[-1] if parts else None
+        if (
+            last is not None
+            and set(last) <= {"text", "thought"}
+            and set(part) <= {"text", "thought"}
+            and "text" in last
+            and "text" in part
+            and last.get("thought") == part.get("thought")
+        ):
+            parts[-1] = {**last, "text": last["text"] + part["text"]}
+        else:
+            parts.append(part)
+    content = {**candidates[0]["content"], "parts": parts}
+    return {**response, "candidates": [{**candidates[0], "content": content}, *candidates[1:]]}
+
+
+def gemini_events(response: dict[str, Any], rng: random.Random, *, cuts: int | None = None) -> list[bytes]:
+    """Partial GenerateContentResponses: parts spread over events, texts cut in pieces; the last event has the
+    finish reason and the full usage. Send gemini_canonical(response) as the non-streamed twin."""
+    top = {k: v for k, v in response.items() if k not in ("candidates", "usageMetadata")}
+    usage = response.get("usageMetadata")
+    candidates = response.get("candidates", [])
+    candidate = candidates[0] if candidates else None
+    events: list[dict[str, Any]] = []
+    if candidate is not None:
+        content = candidate.get("content", {})
+        head = {k: v for k, v in content.items() if k != "parts"}
+        for part in content.get("parts", []):
+            if "text" in part:
+                split = pieces(part["text"], rng, cuts)
+                same = {"thought": part["thought"]} if "thought" in part else {}
+                news = [{**part, "text": split[0]}] + [{**same, "text": p} for p in split[1:]]
+            else:
+                news = [part]
+            for new in news:
+                if events and rng.random() < 0.3:  # several parts in one event
+                    events[-1]["candidates"][0]["content"]["parts"].append(new)
+                else:
+                    events.append({"candidates": [{"content": {**head, "parts": [new]}, "index": 0}]})
+        last_candidate = {k: v for k, v in candidate.items() if k != "content"}
+        if "content" in candidate and "parts" not in content:
+            last_candidate["content"] = content
+        events.append({"candidates": [last_candidate]})
+    else:
+        events.append({})
+    out = []
+    for i, event in enumerate(events):
+        if usage is not None:
+            last = i == len(events) - 1
+            event["usageMetadata"] = usage if last else {"promptTokenCount": usage["promptTokenCount"]}
+        out.append(_sse({**event, **top}, crlf=True))
+    return out
+
+
+# ---------------------------------------------------------------- OpenAI
+
+
+def openai_events(response: dict[str, Any], rng: random.Random, *, cuts: int | None = None) -> list[bytes]:
+    """chat.completion.chunk events: role, content pieces, each tool call (head, argument pieces), the finish,
+    usage in a last chunk (stream_options.include_usage), then [DONE]."""
+    head = {k: v for k, v in response.items() if k not in ("object", "choices", "usage")}
+    head["object"] = "chat.completion.chunk"
+    choice = response["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        out = {"index": 0, "delta": delta, "logprobs": choice.get("logprobs"), "finish_reason": finish}
+        return _sse({**head, "choices": [out], "usage": None})
+
+    content = message.get("content")
+    extra = {k: v for k, v in message.items() if k not in ("role", "content", "tool_calls")}
+    out = [chunk({"role": "assistant", "content": "" if content is not None else None, **extra})]
+    for piece in pieces(content, rng, cuts) if content else []:
+        out.append(chunk({"content": piece}))
+    for index, call in enumerate(message.get("tool_calls", [])):
+        head_piece = {"index": index, "id": call["id"], "type": "function",
+                      "function": {"name": call["function"]["name"], "arguments": ""}}  # fmt: skip
+        out.append(chunk({"tool_calls": [head_piece]}))
+        for piece in pieces(call["function"]["arguments"], rng, cuts):
+            out.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+    out.append(chunk({}, choice.get("finish_reason")))
+    if "usage" in response:
+        out.append(_sse({**head, "choices": [], "usage": response["usage"]}))
+    out.append(_sse("[DONE]"))
+    return out
+
+
+ENCODERS: dict[str, Encoder] = {"anthropic": anthropic_events, "gemini": gemini_events, "openai": openai_events}
+CANONICAL: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {"gemini": gemini_canonical}
+
+
+def canonical(provider: str, response: dict[str, Any]) -> dict[str, Any]:
+    """The response as the stream rebuilds it (identity except where a provider's stream regroups parts)."""
+    return CANONICAL.get(provider, lambda r: r)(response)

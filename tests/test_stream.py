@@ -1,0 +1,767 @@
+"""Streaming translation (issue 8): provider events in, OpenAI chunks out, the non-streaming result at the end.
+
+The same provider content is served twice by a local stub: as one JSON body (`client.translate`)
+and as the provider's event stream (`client.translate_stream`), cut at random byte boundaries.
+The two TranslateResults must be equal (raw included), every chunk must be a valid
+`openai.types.chat.ChatCompletionChunk` (strict), and the chunks must reassemble (as the OpenAI
+SDK's own ChatCompletionStreamState does) into exactly that result. Streams are written by
+tests/sse_encoders.py from each provider's streaming documentation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import random
+import ssl
+import tracemalloc
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai.types.chat
+import pydantic
+import pytest
+from anthropic.types.message_create_params import MessageCreateParamsStreaming
+from hypothesis import given
+from hypothesis import strategies as st
+from openai.lib.streaming.chat import ChatCompletionStreamState
+from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
+
+import toolnexus
+from sse_encoders import ENCODERS, canonical
+from test_faults import (
+    FAST,
+    HARD_CAP,
+    USER,
+    Drive,
+    Scenario,
+    assert_clean,
+    canned_replies,
+    error_object,
+    model,
+    text_reply,
+    tool_call_reply,
+)
+from test_faults import run as run_fault
+from test_properties import SETTINGS, anthropic_responses, gemini_responses, json_equal, openai_responses
+from test_sdk_judges import ANTHROPIC_SDK_GAPS, RICH_REQUESTS, judge, judge_gemini
+from toolnexus import Cancelled, ConfigError, ProviderError, ResponseError, TranslateResult, TranslationError
+from toolnexus.conformance import case_files, load_case
+from toolnexus.stream_rules import END
+from toolnexus.stub import ProviderStub, StubReply, scripted, sse_pieces
+
+PROVIDERS = toolnexus.providers()
+RULES = toolnexus.load_rules()
+SSL = ssl.create_default_context()  # one TLS context for every client (httpx builds one per client otherwise)
+GENERATORS: dict[str, Callable[[], st.SearchStrategy[dict[str, Any]]]] = {
+    "anthropic": anthropic_responses,
+    "gemini": gemini_responses,
+    "openai": openai_responses,
+}
+
+
+def test_every_provider_streams_and_has_an_encoder_and_a_generator() -> None:
+    for provider in PROVIDERS:
+        assert RULES.get(provider).streaming is not None, f"rules/{provider}.yaml has no streaming section"
+        assert provider in ENCODERS, f"tests/sse_encoders.py cannot tell a {provider} response as a stream"
+        assert provider in GENERATORS, f"no response generator for {provider}"
+
+
+# ---------------------------------------------------------------- serving the same content both ways
+
+
+class Served:
+    """One stub for a whole test: it answers with whatever `reply` holds at the time."""
+
+    def __init__(self) -> None:
+        self.reply: Any = None
+        self.stub = ProviderStub(lambda request: self.reply)
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[Served]:
+    holder = Served()
+    with holder.stub:
+        yield holder
+
+
+def client(base_url: str, provider: str, **options: Any) -> toolnexus.Client:
+    transport = httpx.AsyncHTTPTransport(verify=SSL)
+    return toolnexus.create_client(base_url, provider, model(provider), api_key="test-key", transport=transport,
+                                   backoff=FAST, **options)  # fmt: skip
+
+
+def stream_reply(provider: str, response: dict[str, Any], rng: random.Random, cuts: int = 12) -> StubReply:
+    return StubReply(stream=sse_pieces(ENCODERS[provider](response, rng), rng, cuts=cuts))
+
+
+async def both_ways(
+    served: Served, provider: str, response: dict[str, Any], rng: random.Random, cuts: int = 12
+) -> tuple[TranslateResult, list[dict[str, Any]], TranslateResult]:
+    """(translate's result, the chunks, translate_stream's result) for the same content."""
+    async with client(served.stub.base_url, provider) as c:
+        served.reply = copy.deepcopy(response)
+        plain = await c.translate(USER)
+        served.reply = stream_reply(provider, response, rng, cuts)
+        stream = c.translate_stream(USER)
+        chunks = [chunk async for chunk in stream]
+        return plain, chunks, stream.result
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, HARD_CAP))
+
+
+# ---------------------------------------------------------------- what every stream must look like
+
+
+def check_chunks(chunks: list[dict[str, Any]], result: TranslateResult) -> None:
+    """The chunks follow the OpenAI streaming format and reassemble into `result` exactly."""
+    assert chunks, "no chunks"
+    for chunk in chunks:
+        openai.types.chat.ChatCompletionChunk.model_validate(chunk, strict=True)
+        assert chunk["object"] == "chat.completion.chunk"
+        assert (chunk["id"], chunk["created"], chunk["model"]) == (chunks[0]["id"], chunks[0]["created"],
+                                                                    chunks[0]["model"])  # fmt: skip
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant", "the first delta carries the role"
+    with_choices = [c for c in chunks if c["choices"]]
+    finishes = [c["choices"][0]["finish_reason"] for c in with_choices]
+    assert finishes[-1] == result.finish_reason and not any(finishes[:-1]), "the finish reason is in the last chunk"
+    assert with_choices[-1]["choices"][0]["delta"] == {}
+    deltas = [c["choices"][0]["delta"] for c in with_choices]
+    assert "".join(d.get("content", "") for d in deltas) == result.text
+    calls: dict[int, dict[str, Any]] = {}
+    for delta in deltas:
+        for piece in delta.get("tool_calls", []):
+            index = piece["index"]
+            if index not in calls:
+                assert index == len(calls), "tool-call indexes count tool calls, in order"
+                assert piece["type"] == "function" and piece["function"]["arguments"] == "" and piece["id"]
+                calls[index] = {"id": piece["id"], "name": piece["function"]["name"], "arguments": ""}
+            else:
+                assert set(piece) == {"index", "function"} and set(piece["function"]) == {"arguments"}
+                calls[index]["arguments"] += piece["function"]["arguments"]
+    assert [calls[i] for i in range(len(calls))] == [
+        {"id": c.id, "name": c.name, "arguments": c.arguments} for c in result.tool_calls
+    ]
+    if result.usage:
+        assert not chunks[-1]["choices"] and chunks[-1]["usage"] == result.usage, "usage in a last chunk"
+    # the OpenAI SDK's own accumulator agrees
+    state = ChatCompletionStreamState()
+    for chunk in chunks:
+        state.handle_chunk(openai.types.chat.ChatCompletionChunk.model_validate(chunk))
+    message = state.current_completion_snapshot.choices[0].message
+    assert (message.content or "") == result.text
+    assert [(t.id, t.function.name, t.function.arguments) for t in message.tool_calls or []] == [
+        (c.id, c.name, c.arguments) for c in result.tool_calls
+    ]
+
+
+def same_result(plain: TranslateResult, streamed: TranslateResult, *, raw: bool = True) -> None:
+    assert streamed.to_dict() == plain.to_dict()
+    if raw:
+        assert json_equal(streamed.raw, plain.raw), "the assembled response is the non-streaming one"
+
+
+# ---------------------------------------------------------------- equivalence: generated responses
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@SETTINGS
+@given(data=st.data())
+def test_a_stream_gives_the_result_of_the_same_answer_sent_whole(served: Served, provider: str, data: Any) -> None:
+    response = canonical(provider, data.draw(GENERATORS[provider](), label="response"))
+    rng = random.Random(data.draw(st.integers(0, 2**32), label="seed"))
+    cuts = data.draw(st.integers(0, 60), label="byte cuts")
+    plain, chunks, streamed = run(both_ways(served, provider, response, rng, cuts))
+    same_result(plain, streamed)
+    check_chunks(chunks, streamed)
+
+
+# ---------------------------------------------------------------- equivalence: every case table response
+
+
+def _response_cases() -> list[tuple[str, Path]]:
+    out = []
+    for provider, paths in case_files().items():
+        if provider in PROVIDERS:
+            cases = [(p, load_case(p)) for p in paths]
+            out += [(provider, p) for p, c in cases if "response" in c and "expect_response_error" not in c]
+    return out
+
+
+RESPONSE_CASES = _response_cases()
+
+
+@pytest.mark.parametrize(("provider", "path"), RESPONSE_CASES, ids=[f"{p}/{path.stem}" for p, path in RESPONSE_CASES])
+def test_every_case_response_streams_to_its_case_result(served: Served, provider: str, path: Path) -> None:
+    """Every response of fixtures/<provider>/, told as a stream: the same result (or, with no end, cut off)."""
+    case = load_case(path)
+    response = canonical(provider, case["response"])
+    want = toolnexus.translate_response(provider, response, requested_model=case.get("requested_model"))
+    translator = toolnexus.stream_translator(provider, requested_model=case.get("requested_model"))
+    chunks: list[dict[str, Any]] = []
+    events = ENCODERS[provider](response, random.Random(path.stem))
+    try:
+        for event in events:
+            chunks += translator.feed(data_of(event))
+        chunks += translator.finish()
+    except ProviderError as exc:  # a stream with no end event and no finish reason was cut off
+        assert exc.kind == "connection" and not any(
+            present(response)
+            for present in RULES.get(provider).streaming.complete  # type: ignore[union-attr]
+        ), exc
+        return
+    assert translator.result is not None
+    same_result(want, translator.result, raw=False)  # an off-spec case may lack fields every stream carries
+    check_chunks(chunks, translator.result)
+
+
+def data_of(event: bytes) -> str:
+    """The data of one encoded event (the encoders write one data line per event)."""
+    for line in event.decode().splitlines():
+        if line.startswith("data: "):
+            return line[len("data: ") :]
+    raise AssertionError(event)
+
+
+def feed_all(provider: str, events: list[bytes]) -> tuple[list[dict[str, Any]], Any]:
+    translator = toolnexus.stream_translator(provider)
+    chunks = []
+    for event in events:
+        chunks += translator.feed(data_of(event))
+    return chunks, translator
+
+
+# ---------------------------------------------------------------- the request
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_streamed_call_sends_the_translated_body_with_the_stream_keys_to_the_stream_path(provider: str) -> None:
+    streaming = RULES.get(provider).streaming
+    assert streaming is not None
+    reply = text_reply(provider)
+    with ProviderStub(scripted([reply, stream_reply(provider, reply, random.Random(1))])) as stub:
+
+        async def go() -> None:
+            async with client(stub.base_url, provider) as c:
+                await c.translate(USER)
+                async for _ in c.translate_stream(USER):
+                    pass
+
+        run(go())
+    plain, streamed = stub.requests
+    assert streamed.body == {**plain.body, **streaming.body}
+    assert streamed.headers["accept"] == "text/event-stream"
+    want = (streaming.path or RULES.get(provider).endpoint.path).replace("{model}", model(provider))
+    assert streamed.path == "/v1" + want
+
+
+def test_the_stream_keys_are_what_each_provider_documents() -> None:
+    """The provider-specific facts, pinned once: what asks each API for a stream."""
+    assert RULES.get("anthropic").streaming.body == {"stream": True}  # type: ignore[union-attr]
+    assert RULES.get("openai").streaming.body == {"stream": True, "stream_options": {"include_usage": True}}  # type: ignore[union-attr]
+    assert RULES.get("gemini").streaming.path == "/models/{model}:streamGenerateContent?alt=sse"  # type: ignore[union-attr]
+
+
+# Module-level: a lazily validated Iterable needs its adapter alive while it is consumed.
+ANTHROPIC_STREAM_REQUEST = pydantic.TypeAdapter(MessageCreateParamsStreaming)
+OPENAI_STREAM_REQUEST = pydantic.TypeAdapter(CompletionCreateParamsStreaming)
+STREAM_JUDGES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "anthropic": lambda body: judge(ANTHROPIC_STREAM_REQUEST, body, unknown_top_level=ANTHROPIC_SDK_GAPS),
+    "openai": lambda body: judge(OPENAI_STREAM_REQUEST, body),
+    "gemini": judge_gemini,  # the same generateContent body; streaming is the URL
+}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("name", sorted(RICH_REQUESTS))
+def test_streamed_bodies_pass_the_sdks_streaming_request_types(provider: str, name: str) -> None:
+    streaming = RULES.get(provider).streaming
+    assert streaming is not None and provider in STREAM_JUDGES, f"no streaming judge for {provider}"
+    body = toolnexus.translate_request(provider, copy.deepcopy(RICH_REQUESTS[name]))
+    STREAM_JUDGES[provider]({**body, **streaming.body})
+    if streaming.body:  # the streaming types require what the stream keys say: without them, refused
+        with pytest.raises(pydantic.ValidationError):
+            STREAM_JUDGES[provider](dict(body))
+
+
+def test_a_provider_without_a_streaming_section_cannot_stream(tmp_path: Path) -> None:
+    text = (Path(__file__).resolve().parents[1] / "rules" / "anthropic.yaml").read_text()
+    head, _, _ = text.partition("\n# How a streamed answer")
+    assert "streaming:" not in head
+    (tmp_path / "acme.yaml").write_text(head.replace("provider: anthropic", "provider: acme") + "\n")
+    assert toolnexus.load_rules(tmp_path).get("acme").streaming is None
+    with pytest.raises(ConfigError):
+        toolnexus.stream_translator("acme", rules=tmp_path)
+    c = toolnexus.create_client("http://127.0.0.1:9/v1", "acme", "m", api_key="k", rules=tmp_path)
+    with pytest.raises(ConfigError):
+        c.translate_stream(USER)
+    run(c.aclose())
+
+
+def test_a_translation_error_raises_when_the_stream_is_asked_for() -> None:
+    c = client("http://127.0.0.1:9/v1", "anthropic")
+    with pytest.raises(TranslationError) as info:
+        c.translate_stream([{"role": "wizard", "content": "x"}])
+    assert info.value.path == "messages[0].role"
+    run(c.aclose())
+
+
+# ---------------------------------------------------------------- deltas
+
+
+def test_anthropic_tool_call_indexes_count_tool_calls_only_and_thinking_is_not_content() -> None:
+    response = {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
+        "content": [
+            {"type": "thinking", "thinking": "Let me think.", "signature": "c2ln"},
+            {"type": "text", "text": "Two calls."},
+            {"type": "tool_use", "id": "toolu_a", "name": "a", "input": {"x": 1}},
+            {"type": "redacted_thinking", "data": "b3BhcXVl"},
+            {"type": "tool_use", "id": "toolu_b", "name": "b", "input": {}},
+        ],
+        "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 7},
+    }  # fmt: skip
+    chunks, translator = feed_all("anthropic", ENCODERS["anthropic"](response, random.Random(2)))
+    chunks += translator.finish()
+    result = translator.result
+    assert result.to_dict() == toolnexus.translate_response("anthropic", response).to_dict()
+    assert result.raw == response, "thinking text, signature and redacted blocks are kept as the provider sent them"
+    check_chunks(chunks, result)
+    starts = [p for c in chunks if c["choices"] for p in c["choices"][0]["delta"].get("tool_calls", []) if "id" in p]
+    assert [(p["index"], p["id"]) for p in starts] == [(0, "toolu_a"), (1, "toolu_b")]
+    deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    assert "".join(d.get("reasoning_content", "") for d in deltas) == "Let me think."
+    assert "".join(d.get("content", "") for d in deltas) == "Two calls."
+
+
+def test_anthropic_citations_arriving_in_deltas_are_kept_on_their_text_block() -> None:
+    citation = {"type": "char_location", "cited_text": "Paris", "document_index": 0, "start_char_index": 0,
+                "end_char_index": 5, "document_title": None}  # fmt: skip
+    events = [
+        {"type": "message_start", "message": {"id": "msg_c", "type": "message", "role": "assistant", "model": "m",
+                                              "content": [], "stop_reason": None, "stop_sequence": None,
+                                              "usage": {"input_tokens": 1, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "", "citations": []}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta", "citation": citation}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Paris."}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}},
+        {"type": "message_stop"},
+    ]  # fmt: skip
+    translator = toolnexus.stream_translator("anthropic")
+    for event in events:
+        translator.feed(json.dumps(event))
+    translator.finish()
+    assert translator.result is not None and translator.result.text == "Paris."
+    assert translator.response["content"] == [{"type": "text", "text": "Paris.", "citations": [citation]}]
+
+
+def test_gemini_thoughts_stream_as_reasoning_and_calls_get_the_non_streaming_ids() -> None:
+    response = {
+        "candidates": [{"content": {"role": "model", "parts": [
+            {"text": "Thinking it over.", "thought": True},
+            {"text": "Calling."},
+            {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": "c2ln"},
+            {"functionCall": {"name": "get_weather", "args": {"city": "Rome"}}},
+        ]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 4, "totalTokenCount": 7},
+        "modelVersion": "gemini-2.5-flash", "responseId": "r1",
+    }  # fmt: skip
+    chunks, translator = feed_all("gemini", ENCODERS["gemini"](response, random.Random(5), cuts=3))
+    chunks += translator.finish()
+    want = toolnexus.translate_response("gemini", response)
+    assert translator.result.to_dict() == want.to_dict()
+    assert [c.id for c in translator.result.tool_calls] == [c.id for c in want.tool_calls]
+    check_chunks(chunks, translator.result)
+    deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    assert "".join(d.get("reasoning_content", "") for d in deltas) == "Thinking it over."
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_chunks_carry_the_provider_id_and_model(provider: str) -> None:
+    reply = tool_call_reply(provider)
+    chunks, translator = feed_all(provider, ENCODERS[provider](reply, random.Random(0)))
+    chunks += translator.finish()
+    assert {c["model"] for c in chunks} == {translator.result.model}
+    streaming = RULES.get(provider).streaming
+    assert streaming is not None and streaming.chunk_id is not None
+    assert {c["id"] for c in chunks} == {streaming.chunk_id(translator.response)}
+
+
+def test_an_unknown_event_type_is_ignored_and_noted() -> None:
+    reply = text_reply("anthropic")
+    events = ENCODERS["anthropic"](reply, random.Random(0))
+    odd = b'event: surprise\ndata: {"type": "surprise", "what": 1}\n\n'
+    chunks, translator = feed_all("anthropic", [events[0], odd, odd, *events[1:]])
+    chunks += translator.finish()
+    assert translator.result.text == toolnexus.translate_response("anthropic", reply).text
+    notes = [n for n in translator.result.notes if n.kind == "unknown"]
+    assert len(notes) == 1 and notes[0].path == "events[1]", "noted once, where it first came"
+
+
+# ---------------------------------------------------------------- faults
+# Each fault runs on test_faults' harness: a fresh client with a one-connection pool against a stub,
+# then the shared promise (a typed error, within its bound, no task left behind, no unclosed socket).
+
+
+def cut_before_end(provider: str, events: list[bytes]) -> list[bytes]:
+    """The events up to a tool call's first argument piece: a half-received tool call."""
+    for i in range(len(events)):
+        chunks, _ = feed_all(provider, events[: i + 1])
+        if any(p["function"].get("arguments") and "id" not in p
+               for c in chunks for p in c["choices"][0]["delta"].get("tool_calls", [])):  # fmt: skip
+            return events[: i + 1]
+    raise AssertionError(f"{provider}: no argument piece in the stream")
+
+
+def streaming(chunks: list[dict[str, Any]], *, cancel_after_first: float | None = None) -> Drive:
+    """A harness drive: one translate_stream, every chunk into `chunks` (cancel set after the first one)."""
+
+    async def drive(client: toolnexus.Client, errors: list[BaseException]) -> TranslateResult:
+        cancel = asyncio.Event() if cancel_after_first is not None else None
+        stream = client.translate_stream(USER, cancel=cancel)
+        async for chunk in stream:
+            chunks.append(chunk)
+            if cancel is not None and cancel_after_first is not None and len(chunks) == 1:
+                asyncio.get_running_loop().call_later(cancel_after_first, cancel.set)  # while it waits for bytes
+        return stream.result
+
+    return drive
+
+
+def assert_unfinished(chunks: list[dict[str, Any]]) -> None:
+    assert chunks, "the chunks before the failure were yielded"
+    assert all(c["choices"] and c["choices"][0]["finish_reason"] is None for c in chunks), "never a finish reason"
+
+
+BOUND = 10.0  # seconds: far below every stall the stubs below hold
+
+
+def held_stream(provider: str) -> StubReply:
+    """The first events of a stream, then silence (up to a minute) with the connection open."""
+    events = ENCODERS[provider](text_reply(provider), random.Random(3), cuts=4)
+    return StubReply(stream=[b"".join(events[:2])], hold=60.0)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("how", ["cut", "ended-early"])
+def test_a_dropped_stream_is_a_provider_error_after_the_chunks_and_never_completes_a_tool_call(
+    provider: str, how: str
+) -> None:
+    """`cut`: the connection closes mid-body; `ended-early`: the body ends cleanly before the provider's end."""
+    events = ENCODERS[provider](tool_call_reply(provider), random.Random(4), cuts=3)
+    reply = StubReply(stream=sse_pieces(cut_before_end(provider, events), random.Random(1), cuts=5), cut=how == "cut")
+    chunks: list[dict[str, Any]] = []
+    outcome = run_fault(provider, Scenario(scripted([reply, text_reply(provider)]), BOUND, {"max_retries": 3},
+                                           streaming(chunks)))  # fmt: skip
+    assert_clean(outcome, BOUND)
+    assert isinstance(outcome.error, ProviderError) and outcome.error.kind == "connection", outcome.error
+    assert len(outcome.requests) == 1, "no retry once the stream has started"
+    assert_unfinished(chunks)
+    assert any("tool_calls" in c["choices"][0]["delta"] for c in chunks), "the tool call had started"
+    assert [e.outcome for e in outcome.events] == ["error"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_connection_lost_after_the_end_event_loses_nothing(provider: str) -> None:
+    """Every event, then the connection closes without ending the body: complete if the rules' end had come."""
+    reply = tool_call_reply(provider)
+    events = ENCODERS[provider](reply, random.Random(4), cuts=3)
+    chunks: list[dict[str, Any]] = []
+    stub_reply = StubReply(stream=sse_pieces(events, random.Random(1), cuts=5), cut=True)
+    outcome = run_fault(provider, Scenario(scripted([stub_reply]), BOUND, drive=streaming(chunks)))
+    assert_clean(outcome, BOUND)
+    streaming_rules = RULES.get(provider).streaming
+    assert streaming_rules is not None
+    ends = [steps for steps in streaming_rules.events.values() if isinstance(steps, tuple) and END in steps]
+    if streaming_rules.done is None and not ends:
+        assert isinstance(outcome.error, ProviderError) and outcome.error.kind == "connection"  # no end event
+        return
+    assert outcome.error is None and outcome.result is not None
+    assert outcome.result.to_dict() == toolnexus.translate_response(provider, canonical(provider, reply)).to_dict()
+    check_chunks(chunks, outcome.result)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("echo", [False, True])
+def test_an_error_event_mid_stream_is_a_provider_error_with_its_type_and_message(provider: str, echo: bool) -> None:
+    """With `echo`, the event quotes the credential (a provider echoing the key): it never reaches the caller."""
+    key = "sk-stream-secret-0123456789abcdef"
+    events = ENCODERS[provider](text_reply(provider), random.Random(3), cuts=3)
+    message = "Overloaded, try later" + (f" (key {key})" if echo else "")
+    error = json.dumps(error_object(provider, message, "overloaded_error")).encode()
+    bad = [*events[:2], b"event: error\ndata: " + error + b"\n\n", *events[2:]]
+    chunks: list[dict[str, Any]] = []
+    reply = StubReply(stream=sse_pieces(bad, random.Random(2), cuts=9))
+    outcome = run_fault(provider, Scenario(scripted([reply]), BOUND, drive=streaming(chunks)), api_key=key)
+    assert_clean(outcome, BOUND)
+    assert isinstance(outcome.error, ProviderError)
+    assert outcome.error.message == "Overloaded, try later" + (" (key ***)" if echo else "")
+    if "type" in RULES.get(provider).source.data["endpoint"]["error"]:
+        assert outcome.error.error_type == "overloaded_error"
+    assert (outcome.error.status, outcome.error.kind) == (200, "http")
+    assert key not in repr(outcome.error) + str(outcome.error) + repr(outcome.events)
+    assert_unfinished(chunks)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_stream_that_stalls_times_out_after_its_chunks(provider: str) -> None:
+    chunks: list[dict[str, Any]] = []
+    scenario = Scenario(scripted([held_stream(provider)]), BOUND, {"timeout": 0.3}, streaming(chunks))
+    outcome = run_fault(provider, scenario)
+    assert_clean(outcome, BOUND)
+    assert isinstance(outcome.error, ProviderError) and outcome.error.kind == "timeout", outcome.error
+    assert_unfinished(chunks)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_stream_that_never_starts_hits_the_overall_timeout(provider: str) -> None:
+    slow = StubReply(stream=[b""], delay=20.0)
+    outcome = run_fault(provider, Scenario(scripted([slow]), BOUND, {"overall_timeout": 0.3}, streaming([])))
+    assert_clean(outcome, BOUND)
+    assert isinstance(outcome.error, ProviderError) and outcome.error.kind == "timeout", outcome.error
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_event_that_is_not_json_is_a_decode_error(provider: str) -> None:
+    events = ENCODERS[provider](text_reply(provider), random.Random(3))
+    _, translator = feed_all(provider, events[:1])
+    with pytest.raises(ProviderError) as info:
+        translator.feed('{"half": ')
+    assert info.value.kind == "decode"
+
+
+def test_a_delta_for_a_block_that_never_started_is_a_response_error_at_the_event() -> None:
+    events = ENCODERS["anthropic"](text_reply("anthropic"), random.Random(3))
+    _, translator = feed_all("anthropic", events[:1])
+    with pytest.raises(ResponseError) as info:
+        translator.feed(json.dumps({"type": "content_block_delta", "index": 4,
+                                    "delta": {"type": "text_delta", "text": "x"}}))  # fmt: skip
+    assert info.value.path == "events[1].index"
+
+
+def test_streamed_tool_input_that_is_not_json_is_a_response_error_at_the_block() -> None:
+    reply = tool_call_reply("anthropic")
+    events = ENCODERS["anthropic"](reply, random.Random(3), cuts=0)
+    broken = [e.replace(b'"partial_json": "{', b'"partial_json": "{{') for e in events]
+    assert broken != events
+    _, translator = feed_all("anthropic", broken)
+    with pytest.raises(ResponseError) as info:
+        translator.finish()
+    index = next(i for i, b in enumerate(reply["content"]) if b["type"] == "tool_use")
+    assert info.value.path == f"content[{index}].input"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_retries_happen_before_the_first_byte_only(provider: str) -> None:
+    reply = text_reply(provider)
+    busy = StubReply(status=503, body=error_object(provider, "busy", "overloaded_error"))
+    scenario = Scenario(scripted([busy, busy, stream_reply(provider, reply, random.Random(1))]), BOUND,
+                        {"max_retries": 2}, streaming([]))  # fmt: skip
+    outcome = run_fault(provider, scenario)
+    assert_clean(outcome, BOUND)
+    assert outcome.result is not None and outcome.result.text == toolnexus.translate_response(provider, reply).text
+    assert len(outcome.requests) == 3
+    assert [(e.outcome, e.attempts) for e in outcome.events] == [("ok", 3)]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_an_http_error_before_the_stream_is_the_providers_error(provider: str) -> None:
+    refused = StubReply(status=400, body=error_object(provider, "bad request: max_tokens", "invalid_request_error"))
+    outcome = run_fault(provider, Scenario(scripted([refused]), BOUND, drive=streaming([])))
+    assert_clean(outcome, BOUND)
+    error = outcome.error
+    assert isinstance(error, ProviderError)
+    assert (error.status, error.kind, error.message) == (400, "http", "bad request: max_tokens")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("body", ["error", "answer"])
+def test_a_json_answer_to_a_stream_request_is_refused_clearly(provider: str, body: str) -> None:
+    """A 2xx that is not an event stream: the provider's error shape is its error, anything else a decode error."""
+    payload = error_object(provider, "quota exceeded", "rate_limit") if body == "error" else text_reply(provider)
+    outcome = run_fault(provider, Scenario(scripted([payload]), BOUND, drive=streaming([])))
+    assert_clean(outcome, BOUND)
+    assert isinstance(outcome.error, ProviderError)
+    assert outcome.error.kind == ("http" if body == "error" else "decode")
+
+
+# ---------------------------------------------------------------- hooks and events
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_hooks_fire_once_after_llm_with_the_assembled_response(provider: str) -> None:
+    reply = canonical(provider, tool_call_reply(provider))
+    before: list[dict[str, Any]] = []
+    after: list[dict[str, Any]] = []
+
+    def before_llm(body: dict[str, Any]) -> dict[str, Any]:
+        before.append(copy.deepcopy(body))
+        return {**body, "metadata_marker": "from-before-llm"}
+
+    async def after_llm(response: dict[str, Any]) -> None:
+        after.append(copy.deepcopy(response))
+
+    options = {"before_llm": before_llm, "after_llm": after_llm}
+    outcome = run_fault(provider, Scenario(scripted([stream_reply(provider, reply, random.Random(6))]), BOUND,
+                                           options, streaming([])))  # fmt: skip
+    assert_clean(outcome, BOUND)
+    result = outcome.result
+    streaming_rules = RULES.get(provider).streaming
+    assert result is not None and streaming_rules is not None
+    assert len(before) == 1 and all(before[0][k] == v for k, v in streaming_rules.body.items())
+    assert outcome.requests[0].body["metadata_marker"] == "from-before-llm"
+    assert len(after) == 1 and json_equal(after[0], reply)
+    assert result.raw is not None and json_equal(result.raw, reply)
+    assert [(e.outcome, e.usage, e.status) for e in outcome.events] == [("ok", result.usage, 200)]
+
+
+def test_result_before_the_end_is_an_error() -> None:
+    c = client("http://127.0.0.1:9/v1", "openai")
+    stream = c.translate_stream(USER)
+    with pytest.raises(RuntimeError):
+        _ = stream.result
+    run(c.aclose())
+
+
+# ---------------------------------------------------------------- cancel and early close
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_cancel_during_a_read_ends_the_stream_and_closes_the_connection(provider: str) -> None:
+    reply = held_stream(provider)
+    chunks: list[dict[str, Any]] = []
+    outcome = run_fault(provider, Scenario(scripted([reply]), BOUND, drive=streaming(chunks, cancel_after_first=0.05)))
+    assert_clean(outcome, BOUND)  # within BOUND: far less than the stub's minute of silence
+    assert isinstance(outcome.error, Cancelled)
+    assert reply.client_closed.wait(10), "the connection was closed"
+    assert_unfinished(chunks)
+    assert [e.outcome for e in outcome.events] == ["cancelled"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_cancel_while_waiting_for_the_stream_to_start(provider: str) -> None:
+    slow = StubReply(stream=[b""], delay=20.0)
+
+    async def drive(client: toolnexus.Client, errors: list[BaseException]) -> TranslateResult:
+        cancel = asyncio.Event()
+        asyncio.get_running_loop().call_later(0.1, cancel.set)
+        stream = client.translate_stream(USER, cancel=cancel)
+        await anext(stream)
+        return stream.result
+
+    outcome = run_fault(provider, Scenario(scripted([slow]), BOUND, drive=drive))
+    assert_clean(outcome, BOUND)
+    assert isinstance(outcome.error, Cancelled)
+    assert [e.outcome for e in outcome.events] == ["cancelled"]
+
+
+def test_cancel_set_before_the_first_chunk_sends_nothing() -> None:
+    async def drive(client: toolnexus.Client, errors: list[BaseException]) -> TranslateResult:
+        cancel = asyncio.Event()
+        cancel.set()
+        stream = client.translate_stream(USER, cancel=cancel)
+        await anext(stream)
+        return stream.result
+
+    outcome = run_fault("openai", Scenario(scripted([held_stream("openai")]), BOUND, drive=drive))
+    assert_clean(outcome, BOUND)
+    assert isinstance(outcome.error, Cancelled)
+    assert outcome.requests == [] and outcome.events == []
+
+
+def test_cancel_between_chunks_stops_at_the_next_one() -> None:
+    reply = text_reply("anthropic")
+    got: list[dict[str, Any]] = []
+
+    async def drive(client: toolnexus.Client, errors: list[BaseException]) -> TranslateResult:
+        cancel = asyncio.Event()
+        stream = client.translate_stream(USER, cancel=cancel)
+        async for chunk in stream:
+            got.append(chunk)
+            cancel.set()
+        return stream.result
+
+    outcome = run_fault("anthropic", Scenario(scripted([stream_reply("anthropic", reply, random.Random(1))]), BOUND,
+                                              drive=drive))  # fmt: skip
+    assert_clean(outcome, BOUND)
+    assert isinstance(outcome.error, Cancelled)
+    assert len(got) == 1, "nothing more after the cancel, not even chunks already translated"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_closing_a_stream_early_closes_the_connection(provider: str) -> None:
+    reply = held_stream(provider)
+    after_close: list[BaseException] = []
+
+    async def drive(client: toolnexus.Client, errors: list[BaseException]) -> TranslateResult:
+        async with client.translate_stream(USER) as stream:
+            await anext(stream)
+        try:
+            await anext(stream)
+        except StopAsyncIteration as exc:
+            after_close.append(exc)
+        return await client.translate(USER)  # the one pooled connection is free again
+
+    outcome = run_fault(provider, Scenario(scripted([reply, text_reply(provider)]), BOUND, drive=drive))
+    assert_clean(outcome, BOUND)
+    assert outcome.result is not None and after_close
+    assert reply.client_closed.wait(10)
+    assert [e.outcome for e in outcome.events] == ["cancelled", "ok"]
+
+
+# ---------------------------------------------------------------- memory
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_memory_grows_with_the_content_not_with_the_number_of_events(provider: str) -> None:
+    """The same 100 kB answer in 500 and in 20,000 events: the peak of the second is not larger."""
+    reply = copy.deepcopy(text_reply(provider))
+    text = "".join(random.Random(0).choices("abcdefghij ", k=100_000))
+    original = toolnexus.translate_response(provider, reply).text
+    set_text(reply, original, text)
+
+    def peak(cuts: int) -> int:
+        events = [data_of(e) for e in ENCODERS[provider](reply, random.Random(1), cuts=cuts)]
+        translator = toolnexus.stream_translator(provider)
+        tracemalloc.start()
+        try:
+            for data in events:
+                translator.feed(data)
+            translator.finish()
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            assert translator.result is not None and translator.result.text == text
+
+    few, many = peak(500), peak(20_000)
+    assert many < few * 1.25 + 64 * 1024, (few, many)
+
+
+def set_text(value: Any, old: str, new: str) -> None:
+    """Replace the one string equal to `old` inside a JSON value."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if item == old:
+                value[key] = new
+            else:
+                set_text(item, old, new)
+    elif isinstance(value, list):
+        for item in value:
+            set_text(item, old, new)
+
+
+# ---------------------------------------------------------------- the demo replies stream too
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_every_demo_reply_streams_to_its_translation(served: Served, provider: str) -> None:
+    for i, reply in enumerate(canned_replies(provider)):
+        plain, chunks, streamed = run(both_ways(served, provider, canonical(provider, reply), random.Random(i)))
+        same_result(plain, streamed)
+        check_chunks(chunks, streamed)
