@@ -29,6 +29,7 @@ from .errors import Cancelled, ConfigError, ProviderError, ToolnexusError, Trans
 from .result import TranslateResult
 from .rulebook import Provider, RulesArg, load_rules
 from .toolkit import Toolkit
+from .transport import TransportOption, async_client
 
 logger = logging.getLogger("toolnexus")
 
@@ -77,7 +78,9 @@ class Client:
     (first delay, ceiling) in seconds, the provider's retry-after wins. request_params:
     merged into every body after translation (messages, tools and stream are refused).
     before_llm(body) may return a replacement body; after_llm(response) sees the decoded
-    answer; on_event receives one LLMEvent per call. transport: an httpx transport.
+    answer; on_event receives one LLMEvent per call. transport: an httpx transport, or
+    "httpx" (the default pool) or "aiohttp" (httpx-aiohttp's pool, faster under concurrency;
+    needs `toolnexus[aiohttp]`).
     """
 
     def __init__(
@@ -98,7 +101,7 @@ class Client:
         after_llm: AfterLLM | None = None,
         request_params: dict[str, Any] | None = None,
         on_event: Callable[[LLMEvent], None] | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: TransportOption = None,
     ) -> None:
         if max_retries < 0:
             raise ConfigError("max_retries must be 0 or more")
@@ -121,10 +124,10 @@ class Client:
         self._after = after_llm
         self._params = dict(request_params or {})
         self._on_event = on_event
-        self._http = httpx.AsyncClient(
+        self._http = async_client(
+            transport,
             headers={**endpoint.auth_headers(key), **(headers or {}), "content-type": "application/json"},
             timeout=httpx.Timeout(timeout),
-            transport=transport,
         )
 
     def __repr__(self) -> str:
@@ -236,14 +239,8 @@ class Client:
             error = self._http_error(exc.response, attempts)
             self._emit(attempts, started, exc.response.status_code, {}, "error", error)
             raise error from None
-        except httpx.TimeoutException as exc:
-            error = ProviderError(f"timed out: {type(exc).__name__}", provider=self.style, kind="timeout",
-                                  attempts=attempts)  # fmt: skip
-            self._emit(attempts, started, None, {}, "error", error)
-            raise error from exc
         except httpx.TransportError as exc:
-            error = ProviderError(f"connection failed: {type(exc).__name__}", provider=self.style, kind="connection",
-                                  attempts=attempts)  # fmt: skip
+            error = _transport_error(exc, self.style, attempts)
             self._emit(attempts, started, None, {}, "error", error)
             raise error from exc
         except asyncio.CancelledError:
@@ -346,6 +343,18 @@ class Client:
 
 def _is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, (_RetryableStatus, httpx.TransportError))
+
+
+def _transport_error(exc: httpx.TransportError, provider: str, attempts: int) -> ProviderError:
+    """A timeout, or a connection that failed. An httpx timeout caused by an OSError other than a
+    timeout is a failed connection: httpx-aiohttp reports a refused connection as ConnectTimeout
+    (reported upstream in openai/openai-python#3594)."""
+    cause = exc.__cause__
+    misnamed = isinstance(cause, OSError) and not isinstance(cause, TimeoutError)
+    if isinstance(exc, httpx.TimeoutException) and not misnamed:
+        return ProviderError(f"timed out: {type(exc).__name__}", provider=provider, kind="timeout", attempts=attempts)
+    name = type(cause if misnamed else exc).__name__
+    return ProviderError(f"connection failed: {name}", provider=provider, kind="connection", attempts=attempts)
 
 
 def _retry_after(headers: httpx.Headers) -> float | None:
