@@ -119,7 +119,7 @@ class Client:
         self.max_retries = max_retries
         self.overall_timeout = overall_timeout
         self._backoff = backoff
-        self._url = endpoint.url(base_url, model)
+        self._url = httpx.URL(endpoint.url(base_url, model))  # parsed once, not on every post
         self._before = before_llm
         self._after = after_llm
         self._params = dict(request_params or {})
@@ -214,15 +214,27 @@ class Client:
         status: int | None = None
         try:
             async with asyncio.timeout(self.overall_timeout):
-                async for attempt in AsyncRetrying(
-                    stop=stop_after_attempt(self.max_retries + 1),
-                    wait=self._wait,
-                    retry=retry_if_exception(_is_retryable),
-                    reraise=True,
-                ):
-                    with attempt:
-                        attempts = attempt.retry_state.attempt_number
-                        response = await self._post(content)
+                # The first attempt runs bare: tenacity's per-call bookkeeping (~0.1 ms) is paid only
+                # when there is something to retry, and tenacity then sees this failure as attempt 1.
+                attempts, failed = 1, None
+                try:
+                    response = await self._post(content)
+                except Exception as exc:
+                    if not (self.max_retries and _is_retryable(exc)):
+                        raise
+                    failed = exc
+                if failed is not None:
+                    async for attempt in AsyncRetrying(
+                        stop=stop_after_attempt(self.max_retries + 1),
+                        wait=self._wait,
+                        retry=retry_if_exception(_is_retryable),
+                        reraise=True,
+                    ):
+                        with attempt:
+                            attempts = attempt.retry_state.attempt_number
+                            if attempts == 1:
+                                raise failed
+                            response = await self._post(content)
             status = response.status_code
             data = self._decode(response, attempts)
             if self._after is not None:
@@ -336,7 +348,8 @@ class Client:
             outcome=outcome,
             error=type(error).__name__ if error is not None else None,
         )
-        logger.debug("llm %s", json.dumps(asdict(event)))
+        if logger.isEnabledFor(logging.DEBUG):  # asdict + dumps cost more than a fast provider's answer
+            logger.debug("llm %s", json.dumps(asdict(event)))
         if self._on_event is not None:
             self._on_event(event)
 
