@@ -424,9 +424,12 @@ def litellm_cells(case: Case, footnotes: list[str]) -> str:
     side = case.side("LiteLLM")
     mark = ""
     if case.litellm_note:
-        footnotes.append(case.litellm_note + ("; timed on a copy with object arguments as JSON text and "
-                                              "http(s) images as data URLs" if side is not None else ""))  # fmt: skip
-        mark = f"[{len(footnotes)}]"
+        note = case.litellm_note
+        if side is not None:
+            note += "; timed on a copy with object arguments as JSON text and http(s) images as data URLs"
+        if note not in footnotes:
+            footnotes.append(note)
+        mark = f"[{footnotes.index(note) + 1}]"
     if side is None:
         return f" {'error' + mark:>11} {'':>8}"
     times = f"{micros(statistics.median(side.ns))}{mark}"

@@ -168,16 +168,18 @@ class Side:
     call: Callable[[], Awaitable[Any]]
     rates: list[float] = field(default_factory=list)  # requests per second, per round
     per_call: list[float] = field(default_factory=list)  # seconds per call, per round
+    cpu_per_call: list[float] = field(default_factory=list)  # this process's CPU seconds per call, per round
     latencies: list[float] = field(default_factory=list)  # every call of every round
 
 
 async def batch(
     call: Callable[[], Awaitable[Any]], requests: int, seconds: float, lanes: int
 ) -> tuple[float, list[float]]:
-    """(elapsed, latencies) of up to `requests` calls with `lanes` in flight, stopping after `seconds`."""
+    """(elapsed, CPU seconds of this process, latencies) of up to `requests` calls with `lanes` in flight,
+    stopping after `seconds`."""
     todo = iter(range(requests))
     latencies: list[float] = []
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     deadline = started + seconds
 
     async def lane() -> None:
@@ -189,7 +191,7 @@ async def batch(
             latencies.append(time.perf_counter() - begun)
 
     await asyncio.gather(*(lane() for _ in range(lanes)))
-    return time.perf_counter() - started, latencies
+    return time.perf_counter() - started, time.process_time() - cpu_started, latencies
 
 
 @dataclass
@@ -202,6 +204,9 @@ class Row:
 
     def overheads(self) -> list[float]:
         return [c / r - 1 for c, r in zip(self.client.per_call, self.raw.per_call, strict=True)]
+
+    def cpu_overheads(self) -> list[float]:
+        return [c / r - 1 for c, r in zip(self.client.cpu_per_call, self.raw.cpu_per_call, strict=True)]
 
 
 async def bench_provider(
@@ -239,7 +244,8 @@ async def bench_provider(
                 await batch(side.call, max(50, 4 * level), args.seconds, level)
             for round_no in range(args.rounds):
                 for side in sides if round_no % 2 == 0 else sides[::-1]:
-                    elapsed, latencies = await batch(side.call, args.requests, args.seconds, level)
+                    elapsed, cpu, latencies = await batch(side.call, args.requests, args.seconds, level)
+                    side.cpu_per_call.append(cpu / len(latencies))
                     side.rates.append(len(latencies) / elapsed)
                     side.per_call.append(elapsed / len(latencies))
                     side.latencies += latencies
@@ -260,7 +266,8 @@ def quantile(values: list[float], q: int) -> float:
 
 def cells(side: Side) -> str:
     p50, p99 = quantile(side.latencies, 50) * 1000, quantile(side.latencies, 99) * 1000
-    return f"{statistics.median(side.rates):>8,.0f} {p50:>7.2f} {p99:>7.2f}"
+    cpu = statistics.median(side.cpu_per_call) * 1e6
+    return f"{statistics.median(side.rates):>7,.0f} {p50:>7.2f} {p99:>7.2f} {cpu:>6,.0f}"
 
 
 def report(rows: Sequence[Row], args: argparse.Namespace, machine: str) -> None:
@@ -269,11 +276,12 @@ def report(rows: Sequence[Row], args: argparse.Namespace, machine: str) -> None:
           f"stub in its own process; {args.rounds} alternating rounds of up to {args.requests} calls or "
           f"{args.seconds:g} s; request: {workload}")  # fmt: skip
     print(f"machine: {machine}")
-    print("req/s: median over rounds; p50/p99: milliseconds per call over all rounds; "
-          "overhead: median over rounds of client/raw time per call - 1 [min, max]\n")  # fmt: skip
+    print("req/s: median over rounds; p50/p99: milliseconds per call over all rounds; cpu: this process's CPU µs "
+          "per call (median over rounds; the stub's is not in it)\noverhead: median over rounds of client/raw "
+          "time per call - 1 [min, max]; cpu overhead: the same for CPU per call\n")  # fmt: skip
     header = (
-        f"{'stack':<8} {'provider':<10} {'conc':>4} | {'client':>8} {'p50':>7} {'p99':>7} | "
-        f"{'raw':>8} {'p50':>7} {'p99':>7} | {'overhead':>9} {'[min, max]':<16}"
+        f"{'stack':<8} {'provider':<10} {'conc':>4} | {'client':>7} {'p50':>7} {'p99':>7} {'cpu':>6} | "
+        f"{'raw':>7} {'p50':>7} {'p99':>7} {'cpu':>6} | {'overhead':>8} {'[min, max]':<15} {'cpu overhead':>12}"
     )
     print(f"{header}\n{'-' * len(header)}")
     for row in rows:
@@ -281,7 +289,7 @@ def report(rows: Sequence[Row], args: argparse.Namespace, machine: str) -> None:
         spread = f"[{min(overheads):+.0%}, {max(overheads):+.0%}]"
         print(
             f"{row.stack:<8} {row.provider:<10} {row.concurrency:>4} | {cells(row.client)} | {cells(row.raw)} | "
-            f"{statistics.median(overheads):>+9.1%} {spread:<16}"
+            f"{statistics.median(overheads):>+8.1%} {spread:<15} {statistics.median(row.cpu_overheads()):>+12.1%}"
         )
     others = sorted({row.stack for row in rows} - {"httpx"})
     if others and any(row.stack == "httpx" for row in rows):
