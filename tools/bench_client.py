@@ -1,7 +1,7 @@
 """End to end: the client's cost over a raw POST of the same body through the same HTTP stack.
 
     python tools/bench_client.py [--stacks httpx,aiohttp] [--concurrency 1,32] [--requests 2000]
-                                 [--seconds 2] [--rounds 5] [--provider NAME] [--messages N]
+                                 [--seconds 2] [--rounds 5] [--provider NAME] [--messages N] [--split]
 
 The provider stub runs in a separate process on 127.0.0.1 (a minimal asyncio HTTP/1.1
 server answering canned bytes, so it costs little and takes no time from this process's
@@ -21,6 +21,9 @@ client's overhead: the median over rounds of (client time per call / raw time pe
 
 The request is one user turn declaring the demo's `add` tool, or with `--messages N` the
 bench's generated N-message agent transcript (tools/bench_inputs.py) and its 20 tools.
+`--split` adds a third side, the pure functions around the raw post (translate_request,
+json.dumps, the post, translate_response), to tell the translation's share of the overhead
+from the client's own machinery (retries, hooks, events).
 Nothing here asserts a speed.
 """
 
@@ -201,12 +204,15 @@ class Row:
     concurrency: int
     client: Side
     raw: Side
+    functions: Side | None = None  # --split: the pure functions around a raw post
 
     def overheads(self) -> list[float]:
         return [c / r - 1 for c, r in zip(self.client.per_call, self.raw.per_call, strict=True)]
 
-    def cpu_overheads(self) -> list[float]:
-        return [c / r - 1 for c, r in zip(self.client.cpu_per_call, self.raw.cpu_per_call, strict=True)]
+    def cpu_overheads(self, side: Side | None = None, over: Side | None = None) -> list[float]:
+        """Per round: CPU per call of `side` (the client) over `over` (the raw post), minus 1."""
+        this, that = side or self.client, over or self.raw
+        return [c / r - 1 for c, r in zip(this.cpu_per_call, that.cpu_per_call, strict=True)]
 
 
 async def bench_provider(
@@ -237,13 +243,24 @@ async def bench_provider(
             response = await raw.post(url, content=captured)
             response.json()
 
+        openai_request = {"model": model, "messages": messages, "tools": tools}
+
+        async def via_functions() -> None:  # what the client does, minus its own machinery
+            body = toolnexus.translate_request(provider, openai_request)
+            content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+            response = await raw.post(url, content=content)
+            toolnexus.translate_response(provider, response.json(), requested_model=model)
+
         rows = []
         for level in levels:
             sides = [Side("client", via_client), Side("raw", via_raw)]
+            if args.split:
+                sides.append(Side("functions", via_functions))
             for side in sides:  # warm both pools up to this level
                 await batch(side.call, max(50, 4 * level), args.seconds, level)
             for round_no in range(args.rounds):
-                for side in sides if round_no % 2 == 0 else sides[::-1]:
+                turn = round_no % len(sides)
+                for side in sides[turn:] + sides[:turn]:  # who goes first rotates every round
                     elapsed, cpu, latencies = await batch(side.call, args.requests, args.seconds, level)
                     side.cpu_per_call.append(cpu / len(latencies))
                     side.rates.append(len(latencies) / elapsed)
@@ -291,6 +308,17 @@ def report(rows: Sequence[Row], args: argparse.Namespace, machine: str) -> None:
             f"{row.stack:<8} {row.provider:<10} {row.concurrency:>4} | {cells(row.client)} | {cells(row.raw)} | "
             f"{statistics.median(overheads):>+8.1%} {spread:<15} {statistics.median(row.cpu_overheads()):>+12.1%}"
         )
+    if any(row.functions is not None for row in rows):
+        print("\nsplit (--split): functions = translate_request + json.dumps + the raw post + translate_response;")
+        print("translation = functions over raw, client machinery = client over functions (CPU per call)")
+        for row in rows:
+            if row.functions is None:
+                continue
+            translation = statistics.median(row.cpu_overheads(row.functions, row.raw))
+            machinery = statistics.median(row.cpu_overheads(row.client, row.functions))
+            print(f"  {row.stack:<8} {row.provider:<10} {row.concurrency:>4}: functions "
+                  f"{statistics.median(row.functions.cpu_per_call) * 1e6:>6,.0f} µs cpu; translation "
+                  f"{translation:>+6.1%}, client machinery {machinery:>+6.1%}")  # fmt: skip
     others = sorted({row.stack for row in rows} - {"httpx"})
     if others and any(row.stack == "httpx" for row in rows):
         print("\nstacks compared: req/s of each stack over httpx's own pool (median over rounds)")
@@ -355,6 +383,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="alternating client/raw rounds (default 5)")
     parser.add_argument("--provider", choices=toolnexus.providers(), help="one provider (default: every one)")
     parser.add_argument("--messages", type=int, default=0, help="send the generated N-message transcript")
+    parser.add_argument(
+        "--split", action="store_true", help="also time translate_request + raw post + translate_response"
+    )
     args = parser.parse_args(argv)
     for name in args.stacks.split(","):
         if name not in STACKS:
