@@ -18,6 +18,7 @@ import pytest
 import toolnexus
 from test_faults import needs_aiohttp, text_reply
 from toolnexus import ConfigError
+from toolnexus.client import _transport_error
 from toolnexus.stub import ProviderStub, StubRequest
 
 PROVIDER = "openai"
@@ -86,3 +87,31 @@ def test_aiohttp_without_the_extra_is_a_config_error_naming_it(monkeypatch: pyte
 def test_an_unknown_transport_name_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="'httpx' or 'aiohttp'"):
         toolnexus.create_client("http://127.0.0.1:9/v1", PROVIDER, "m", api_key="k", transport="curl")  # type: ignore[arg-type]
+
+
+def raised_from(exc: BaseException, cause: BaseException | None) -> BaseException:
+    try:
+        raise exc from cause
+    except BaseException as raised:
+        return raised
+
+
+@pytest.mark.parametrize(
+    ("exc", "cause", "kind", "named"),
+    [
+        # httpx's own pool: its exception types say what happened
+        (httpx.ConnectTimeout("t"), None, "timeout", "ConnectTimeout"),
+        (httpx.ReadTimeout("t"), None, "timeout", "ReadTimeout"),
+        (httpx.ConnectError("c"), ConnectionRefusedError(111, "refused"), "connection", "ConnectError"),
+        (httpx.ReadError("r"), None, "connection", "ReadError"),
+        # httpx-aiohttp: a refused connection arrives as ConnectTimeout caused by an OSError
+        (httpx.ConnectTimeout("c"), ConnectionRefusedError(111, "refused"), "connection", "ConnectionRefusedError"),
+        (httpx.ConnectTimeout("t"), TimeoutError("connect timed out"), "timeout", "ConnectTimeout"),
+    ],
+)
+def test_a_timeout_caused_by_a_failed_connection_is_a_connection_error(
+    exc: httpx.TransportError, cause: BaseException | None, kind: str, named: str
+) -> None:
+    error = _transport_error(raised_from(exc, cause), PROVIDER, 2)  # type: ignore[arg-type]
+    assert (error.kind, error.attempts) == (kind, 2)
+    assert named in error.message

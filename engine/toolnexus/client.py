@@ -361,12 +361,16 @@ def _is_retryable(exc: BaseException) -> bool:
 def _transport_error(exc: httpx.TransportError, provider: str, attempts: int) -> ProviderError:
     """A timeout, or a connection that failed. An httpx timeout caused by an OSError other than a
     timeout is a failed connection: httpx-aiohttp reports a refused connection as ConnectTimeout
-    (reported upstream in openai/openai-python#3594)."""
+    (its exception map, as noted in openai/openai-python#3594)."""
     cause = exc.__cause__
-    misnamed = isinstance(cause, OSError) and not isinstance(cause, TimeoutError)
-    if isinstance(exc, httpx.TimeoutException) and not misnamed:
-        return ProviderError(f"timed out: {type(exc).__name__}", provider=provider, kind="timeout", attempts=attempts)
-    name = type(cause if misnamed else exc).__name__
+    if isinstance(exc, httpx.TimeoutException):
+        if not isinstance(cause, OSError) or isinstance(cause, TimeoutError):
+            return ProviderError(
+                f"timed out: {type(exc).__name__}", provider=provider, kind="timeout", attempts=attempts
+            )
+        name = type(cause).__name__  # misnamed: the cause is the failure
+    else:
+        name = type(exc).__name__
     return ProviderError(f"connection failed: {name}", provider=provider, kind="connection", attempts=attempts)
 
 
