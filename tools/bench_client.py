@@ -22,8 +22,8 @@ client's overhead: the median over rounds of (client time per call / raw time pe
 The request is one user turn declaring the demo's `add` tool, or with `--messages N` the
 bench's generated N-message agent transcript (tools/bench_inputs.py) and its 20 tools.
 `--split` adds a third side, the pure functions around the raw post (translate_request,
-json.dumps, the post, translate_response), to tell the translation's share of the overhead
-from the client's own machinery (retries, hooks, events).
+toolnexus.wire.dumps as the client serializes, the post, translate_response), to tell the
+translation's share of the overhead from the client's own machinery (retries, hooks, events).
 Nothing here asserts a speed.
 """
 
@@ -49,6 +49,7 @@ from typing import Any
 import httpx
 
 import toolnexus
+from toolnexus import wire
 from toolnexus.conformance import fixtures_dir
 from toolnexus.transport import STACKS, async_client
 
@@ -247,8 +248,7 @@ async def bench_provider(
 
         async def via_functions() -> None:  # what the client does, minus its own machinery
             body = toolnexus.translate_request(provider, openai_request)
-            content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-            response = await raw.post(url, content=content)
+            response = await raw.post(url, content=wire.dumps(body))
             toolnexus.translate_response(provider, response.json(), requested_model=model)
 
         rows = []
@@ -309,7 +309,7 @@ def report(rows: Sequence[Row], args: argparse.Namespace, machine: str) -> None:
             f"{statistics.median(overheads):>+8.1%} {spread:<15} {statistics.median(row.cpu_overheads()):>+12.1%}"
         )
     if any(row.functions is not None for row in rows):
-        print("\nsplit (--split): functions = translate_request + json.dumps + the raw post + translate_response;")
+        print("\nsplit (--split): functions = translate_request + wire.dumps + the raw post + translate_response;")
         print("translation = functions over raw, client machinery = client over functions (CPU per call)")
         for row in rows:
             if row.functions is None:
@@ -384,7 +384,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--provider", choices=toolnexus.providers(), help="one provider (default: every one)")
     parser.add_argument("--messages", type=int, default=0, help="send the generated N-message transcript")
     parser.add_argument(
-        "--split", action="store_true", help="also time translate_request + raw post + translate_response"
+        "--split", action="store_true", help="also time translate_request + wire.dumps + raw post + translate_response"
     )
     args = parser.parse_args(argv)
     for name in args.stacks.split(","):

@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
+from . import wire
 from .endpoint import excerpt
 from .errors import Cancelled, ConfigError, ProviderError, ToolnexusError, TranslationError
 from .result import TranslateResult
@@ -206,7 +207,7 @@ class Client:
 
     async def _send(self, body: dict[str, Any]) -> TranslateResult:
         try:
-            content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+            content = wire.dumps(body)
         except (TypeError, ValueError) as exc:
             raise TranslationError("", f"the provider body is not representable as JSON ({exc})") from None
         started = time.perf_counter()
