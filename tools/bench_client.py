@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import platform
@@ -351,7 +352,7 @@ def version(name: str) -> str:
 def available_stacks(wanted: Sequence[str]) -> list[str]:
     out = []
     for stack in wanted:
-        if stack == "aiohttp" and version("httpx-aiohttp") == "not installed":
+        if stack == "aiohttp" and importlib.util.find_spec("httpx_aiohttp") is None:
             print("note: httpx-aiohttp is not installed; the aiohttp stack is left out "
                   "(pip install -e '.[aiohttp]')", file=sys.stderr)  # fmt: skip
             continue
