@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 import toolnexus
+from test_faults import needs_aiohttp
 from toolnexus import (
     Cancelled,
     ConfigError,
@@ -605,7 +606,8 @@ def test_the_stock_stub_accepts_100_simultaneous_connections() -> None:
 
 
 @pytest.mark.parametrize("style", STYLES)
-def test_200_concurrent_translates_on_one_client_each_carry_their_own_messages(style: str) -> None:
+@pytest.mark.parametrize("stack", [None, pytest.param("aiohttp", marks=needs_aiohttp)])
+def test_200_concurrent_translates_on_one_client_each_carry_their_own_messages(style: str, stack: str | None) -> None:
     marker = re.compile(r"<m(\d{3})>")
 
     def echo(request: StubRequest) -> dict[str, Any]:
@@ -624,7 +626,7 @@ def test_200_concurrent_translates_on_one_client_each_carry_their_own_messages(s
     with Stub(echo) as stub:
 
         async def main() -> list[toolnexus.TranslateResult]:
-            async with make_client(stub, style, max_retries=0, transport=None) as client:
+            async with make_client(stub, style, max_retries=0, transport=stack) as client:
                 return await asyncio.gather(*(client.translate(transcript(i)) for i in range(n)))
 
         results = asyncio.run(main())

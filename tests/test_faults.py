@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import gc
+import importlib.util
 import json
 import re
 import socket
@@ -42,6 +43,10 @@ USER = [{"role": "user", "content": "hi"}]
 TOOL_NAME = "add"  # the tool the demo replies call
 HARD_CAP = 30.0  # seconds: a hung call fails its test instead of hanging the suite
 ONE_CONNECTION = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+HAS_AIOHTTP = importlib.util.find_spec("httpx_aiohttp") is not None
+needs_aiohttp = pytest.mark.skipif(
+    not HAS_AIOHTTP, reason="httpx-aiohttp is not installed (pip install -e '.[aiohttp]')"
+)
 
 # one TLS context for every client: httpx builds one per client otherwise (~85 ms each)
 _SSL = ssl.create_default_context()
@@ -240,7 +245,17 @@ async def _translate(client: toolnexus.Client, errors: list[BaseException]) -> T
     return await client.translate(USER)
 
 
-def run(provider: str, scenario: Scenario, *, api_key: str = "test-key") -> Outcome:
+def one_connection_transport(stack: str) -> httpx.AsyncBaseTransport:
+    """A pool of ONE connection on `stack`: a connection the client failed to release would make
+    its next request (a retry, or the call after a cancel) wait for the pool and blow the time bound."""
+    if stack == "aiohttp":
+        from httpx_aiohttp import AiohttpTransport
+
+        return AiohttpTransport(verify=_SSL, limits=ONE_CONNECTION)
+    return httpx.AsyncHTTPTransport(verify=_SSL, limits=ONE_CONNECTION)
+
+
+def run(provider: str, scenario: Scenario, *, api_key: str = "test-key", stack: str = "httpx") -> Outcome:
     """Run one fault on a fresh client and stub; report what came out and what was left behind."""
     events: list[LLMEvent] = []
     errors: list[BaseException] = []
@@ -249,9 +264,7 @@ def run(provider: str, scenario: Scenario, *, api_key: str = "test-key") -> Outc
 
     async def main() -> tuple[TranslateResult | None, BaseException | None, float, str, list[str]]:
         options = {"timeout": 10.0, "backoff": FAST, **scenario.options}
-        # a pool of ONE connection: a connection the client failed to release would make its next
-        # request (a retry, or the call after a cancel) wait for the pool and blow the time bound
-        transport = httpx.AsyncHTTPTransport(verify=_SSL, limits=ONE_CONNECTION)
+        transport = one_connection_transport(stack)
         client = toolnexus.create_client(base_url, provider, model(provider), api_key=api_key,
                                          on_event=events.append, transport=transport, **options)  # fmt: skip
         result: TranslateResult | None = None
@@ -304,8 +317,8 @@ def assert_clean(outcome: Outcome, bound: float) -> None:
     assert outcome.resource_warnings == [], outcome.resource_warnings
 
 
-def run_clean(provider: str, scenario: Scenario) -> Outcome:
-    outcome = run(provider, scenario)
+def run_clean(provider: str, scenario: Scenario, stack: str = "httpx") -> Outcome:
+    outcome = run(provider, scenario, stack=stack)
     assert_clean(outcome, scenario.bound)
     return outcome
 
@@ -493,40 +506,45 @@ def provider_error(outcome: Outcome) -> ProviderError:
 
 # ----------------------------------------------------------------- one test per fault
 
-parametrize_providers = pytest.mark.parametrize("provider", PROVIDERS)
+# Every provider on httpx's own pool; the aiohttp stack (transport="aiohttp", issue 6) on one
+# provider, since what a transport does with a fault does not depend on the provider.
+STACK_TARGETS = [pytest.param(provider, "httpx", id=provider) for provider in PROVIDERS] + [
+    pytest.param(PROVIDERS[0], "aiohttp", id=f"{PROVIDERS[0]}-aiohttp", marks=needs_aiohttp)
+]
+parametrize_targets = pytest.mark.parametrize(("provider", "stack"), STACK_TARGETS)
 
 
-@parametrize_providers
-def test_connection_refused(provider: str) -> None:
+@parametrize_targets
+def test_connection_refused(provider: str, stack: str) -> None:
     scenario = fault_refused(provider)
-    outcome = run_clean(provider, scenario)
+    outcome = run_clean(provider, scenario, stack)
     error = provider_error(outcome)
     assert (error.kind, error.status, error.attempts) == ("connection", None, 3)
     assert [(e.outcome, e.attempts) for e in outcome.events] == [("error", 3)]
 
 
-@parametrize_providers
-def test_connection_reset_mid_body(provider: str) -> None:
-    outcome = run_clean(provider, fault_reset_mid_body(provider))
+@parametrize_targets
+def test_connection_reset_mid_body(provider: str, stack: str) -> None:
+    outcome = run_clean(provider, fault_reset_mid_body(provider), stack)
     error = provider_error(outcome)
     assert error.kind == "connection"
     assert error.attempts == 2 == len(outcome.requests)
 
 
-@parametrize_providers
+@parametrize_targets
 @pytest.mark.parametrize("fault", ["never-finishes", "stalls-mid-body"])
-def test_a_response_that_never_finishes_times_out(provider: str, fault: str) -> None:
+def test_a_response_that_never_finishes_times_out(provider: str, stack: str, fault: str) -> None:
     scenario = FAULTS[fault](provider, False)
-    outcome = run_clean(provider, scenario)
+    outcome = run_clean(provider, scenario, stack)
     error = provider_error(outcome)
     assert error.kind == "timeout"
     assert error.attempts == 2 == len(outcome.requests)
     assert outcome.elapsed >= 2 * scenario.options["timeout"]  # each attempt waited its timeout
 
 
-@parametrize_providers
-def test_429_with_retry_after_then_success(provider: str) -> None:
-    outcome = run_clean(provider, fault_429_then_ok(provider))
+@parametrize_targets
+def test_429_with_retry_after_then_success(provider: str, stack: str) -> None:
+    outcome = run_clean(provider, fault_429_then_ok(provider), stack)
     assert outcome.result is not None and outcome.error is None
     assert outcome.result.text == toolnexus.translate_response(provider, text_reply(provider)).text
     assert len(outcome.requests) == 2
@@ -534,17 +552,17 @@ def test_429_with_retry_after_then_success(provider: str) -> None:
     assert [(e.outcome, e.attempts, e.status) for e in outcome.events] == [("ok", 2, 200)]
 
 
-@parametrize_providers
-def test_500_three_times_then_success(provider: str) -> None:
-    outcome = run_clean(provider, fault_500_thrice_then_ok(provider))
+@parametrize_targets
+def test_500_three_times_then_success(provider: str, stack: str) -> None:
+    outcome = run_clean(provider, fault_500_thrice_then_ok(provider), stack)
     assert outcome.result is not None and outcome.error is None
     assert len(outcome.requests) == 4
     assert [(e.outcome, e.attempts) for e in outcome.events] == [("ok", 4)]
 
 
-@parametrize_providers
-def test_500_forever_gives_up_with_the_last_status(provider: str) -> None:
-    outcome = run_clean(provider, fault_500_forever(provider))
+@parametrize_targets
+def test_500_forever_gives_up_with_the_last_status(provider: str, stack: str) -> None:
+    outcome = run_clean(provider, fault_500_forever(provider), stack)
     error = provider_error(outcome)
     assert (error.kind, error.status, error.attempts) == ("http", 500, 4)  # max_retries=3
     assert len(outcome.requests) == 4
@@ -553,28 +571,28 @@ def test_500_forever_gives_up_with_the_last_status(provider: str) -> None:
     assert [(e.outcome, e.attempts, e.status) for e in outcome.events] == [("error", 4, 500)]
 
 
-@parametrize_providers
-def test_an_html_502_page(provider: str) -> None:
-    outcome = run_clean(provider, fault_html_502(provider))
+@parametrize_targets
+def test_an_html_502_page(provider: str, stack: str) -> None:
+    outcome = run_clean(provider, fault_html_502(provider), stack)
     error = provider_error(outcome)
     assert (error.kind, error.status, error.attempts) == ("http", 502, 2)
     assert HTML_502[:60].decode() in error.message  # the page's first bytes
     assert len(str(error)) < 600  # not the whole page
 
 
-@parametrize_providers
-def test_truncated_json(provider: str) -> None:
-    outcome = run_clean(provider, fault_truncated_json(provider))
+@parametrize_targets
+def test_truncated_json(provider: str, stack: str) -> None:
+    outcome = run_clean(provider, fault_truncated_json(provider), stack)
     error = provider_error(outcome)
     assert (error.kind, error.status, error.attempts) == ("decode", 200, 1)
     assert truncated_json(provider)[:40].decode() in error.message
     assert len(outcome.requests) == 1
 
 
-@parametrize_providers
+@parametrize_targets
 @pytest.mark.parametrize("case", WRONG_SHAPES)
-def test_a_json_body_of_the_wrong_shape(provider: str, case: str) -> None:
-    outcome = run_clean(provider, fault_wrong_shape(case)(provider, False))
+def test_a_json_body_of_the_wrong_shape(provider: str, stack: str, case: str) -> None:
+    outcome = run_clean(provider, fault_wrong_shape(case)(provider, False), stack)
     site = tool_call_site(provider, tool_call_reply(provider))
     error, result = outcome.error, outcome.result
     if case == "empty-object":
@@ -603,27 +621,27 @@ def test_a_json_body_of_the_wrong_shape(provider: str, case: str) -> None:
         assert len(outcome.requests) == 1  # a body that cannot be read is not retried
 
 
-@parametrize_providers
-def test_a_200_carrying_the_providers_error_object(provider: str) -> None:
-    outcome = run_clean(provider, fault_error_in_200(provider))
+@parametrize_targets
+def test_a_200_carrying_the_providers_error_object(provider: str, stack: str) -> None:
+    outcome = run_clean(provider, fault_error_in_200(provider), stack)
     error = provider_error(outcome)
     assert (error.kind, error.status, error.attempts) == ("http", 200, 1)
     assert error.message == "quota exhausted"
     assert error.error_type == "fault_injected"
 
 
-@parametrize_providers
-def test_a_40_mb_response_is_translated_in_bounded_time(provider: str) -> None:
-    outcome = run_clean(provider, fault_40_mb(provider))
+@parametrize_targets
+def test_a_40_mb_response_is_translated_in_bounded_time(provider: str, stack: str) -> None:
+    outcome = run_clean(provider, fault_40_mb(provider), stack)
     assert outcome.error is None, repr(outcome.error)
     assert outcome.result is not None
     assert outcome.result.text == big_text()
     assert len(outcome.result.text.encode()) >= 39 * 1024 * 1024
 
 
-@parametrize_providers
-def test_mid_flight_cancel_leaves_the_client_reusable(provider: str) -> None:
-    outcome = run_clean(provider, fault_cancel_mid_flight(provider))
+@parametrize_targets
+def test_mid_flight_cancel_leaves_the_client_reusable(provider: str, stack: str) -> None:
+    outcome = run_clean(provider, fault_cancel_mid_flight(provider), stack)
     [cancelled] = outcome.errors
     assert isinstance(cancelled, Cancelled)
     assert outcome.error is None, repr(outcome.error)

@@ -19,7 +19,7 @@ from dataclasses import asdict
 import pytest
 
 import toolnexus
-from test_faults import FAULTS, PROVIDERS, USER, FaultStub, auth_header, model, run
+from test_faults import FAULTS, PROVIDERS, STACK_TARGETS, USER, FaultStub, auth_header, model, run
 from toolnexus import ProviderError
 from toolnexus.endpoint import EXCERPT_BYTES
 from toolnexus.stub import StubReply, StubRequest
@@ -61,12 +61,14 @@ def record_texts(records: list[logging.LogRecord]) -> dict[str, str]:
     return texts
 
 
-@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(("provider", "stack"), STACK_TARGETS)
 @pytest.mark.parametrize("fault", list(FAULTS))
-def test_the_key_never_leaves_through_a_fault(provider: str, fault: str, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG)  # every logger (httpx and httpcore too) at DEBUG
+def test_the_key_never_leaves_through_a_fault(
+    provider: str, stack: str, fault: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)  # every logger (httpx, httpcore and aiohttp too) at DEBUG
     caplog.set_level(logging.DEBUG, logger="toolnexus")
-    outcome = run(provider, FAULTS[fault](provider, True), api_key=SECRET)
+    outcome = run(provider, FAULTS[fault](provider, True), api_key=SECRET, stack=stack)
 
     # the key was really in play: it reached the stub (nothing listens for a refused connection)
     if fault == "refused":

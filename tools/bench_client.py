@@ -1,113 +1,397 @@
-"""The client's cost over a raw httpx POST of the same body, against the same local stub.
+"""End to end: the client's cost over a raw POST of the same body through the same HTTP stack.
 
-    python tools/bench_client.py [--requests N] [--concurrency 1,8,32] [--rounds R]
+    python tools/bench_client.py [--stacks httpx,aiohttp] [--concurrency 1,32] [--requests 2000]
+                                 [--seconds 2] [--rounds 5] [--provider NAME] [--messages N] [--split]
 
-For each provider style and concurrency level, one process alternates, round after
-round, between (a) `client.translate(messages, toolkit=...)` and (b) a bare
-`httpx.AsyncClient.post` of the body translate would send, followed by `json.loads`
-of the answer: the work any hand-rolled caller must do at least. Both hit the same
-embedded ProviderStub (a threaded http.server on 127.0.0.1, which is itself a large
-share of every request's time on two cores), with the same number of requests in
-flight. It prints requests per second for each side and the median of the per-round
-ratios. Nothing here asserts a speed.
+The provider stub runs in a separate process on 127.0.0.1 (a minimal asyncio HTTP/1.1
+server answering canned bytes, so it costs little and takes no time from this process's
+GIL). It answers every provider's endpoint path with that provider's first demo reply
+(fixtures/demo/<provider>.json: text and a tool call).
+
+For each HTTP stack (`toolnexus.transport`: httpx's own pool; httpx-aiohttp's when
+installed), provider and concurrency level, one process alternates, round after round,
+between
+  client:  `client.translate(messages, tools=...)` on a client built with `transport=STACK`;
+  raw:     a POST of the very bytes that client sent (captured by the stub from one
+           warm-up translate) on an httpx client of the same stack with the same headers,
+           then `response.json()`: the least any caller of that stack does.
+Each batch runs `--concurrency` lanes until `--requests` calls are done or `--seconds` have
+passed. The table gives requests per second, p50/p99 latency per call (all rounds), and the
+client's overhead: the median over rounds of (client time per call / raw time per call) - 1.
+
+The request is one user turn declaring the demo's `add` tool, or with `--messages N` the
+bench's generated N-message agent transcript (tools/bench_inputs.py) and its 20 tools.
+`--split` adds a third side, the pure functions around the raw post (translate_request,
+toolnexus.wire.dumps as the client serializes, the post, translate_response), to tell the
+translation's share of the overhead from the client's own machinery (retries, hooks, events).
+Nothing here asserts a speed.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
+import os
 import platform
+import socket
 import statistics
 import sys
 import time
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from importlib import metadata
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from toolnexus import create_client, providers
+import toolnexus
+from toolnexus import wire
 from toolnexus.conformance import fixtures_dir
-from toolnexus.demo import add
-from toolnexus.stub import ProviderStub, scripted
-from toolnexus.toolkit import Toolkit, define_tool
+from toolnexus.transport import STACKS, async_client
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_inputs import tool_declarations, transcript
+from spawned import spawned
 
 KEY = "bench-key"
-MESSAGES = [{"role": "user", "content": "What is 21 + 21? Use the add tool."}]
+USER_TURN = [{"role": "user", "content": "What is 21 + 21? Use the add tool."}]
+ADD_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "description": "Add two numbers.",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+            "required": ["a", "b"],
+        },
+    },
+}
+CAPTURED = "/__captured"  # GET CAPTURED + path: the first body the stub received on that path
 
 
-async def run_batch(worker: Any, requests: int, concurrency: int) -> float:
-    """Seconds to complete `requests` calls of `worker()` with `concurrency` in flight."""
-    queue = iter(range(requests))
+# ----------------------------------------------------------------- the stub (its own process)
+
+
+class StubProtocol(asyncio.Protocol):
+    """HTTP/1.1 with keep-alive and Content-Length bodies: all the two HTTP stacks send here."""
+
+    def __init__(self, replies: dict[bytes, bytes], captured: dict[bytes, bytes]) -> None:
+        self.replies = replies
+        self.captured = captured
+        self.buffer = bytearray()
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self.buffer
+        buffer += data
+        while True:
+            end = buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = bytes(buffer[:end]).lower()
+            start = head.find(b"\r\ncontent-length:")
+            length = 0
+            if start >= 0:
+                stop = head.find(b"\r\n", start + 2)
+                length = int(head[start + 17 : stop if stop >= 0 else len(head)])
+            if len(buffer) < end + 4 + length:
+                return
+            method, path, _ = bytes(buffer[: buffer.find(b"\r\n")]).split(b" ", 2)
+            body = bytes(buffer[end + 4 : end + 4 + length])
+            del buffer[: end + 4 + length]
+            assert self.transport is not None
+            self.transport.write(self.answer(method, path, body))
+
+    def answer(self, method: bytes, path: bytes, body: bytes) -> bytes:
+        if method == b"GET" and path.startswith(CAPTURED.encode()):
+            return http_response(200, self.captured.get(path[len(CAPTURED) :], b""))
+        reply = self.replies.get(path)
+        if reply is None:
+            return http_response(404, b'{"error": {"message": "no such path", "type": "not_found"}}')
+        self.captured.setdefault(path, body)
+        return reply
+
+
+def http_response(status: int, body: bytes) -> bytes:
+    head = f"HTTP/1.1 {status} {'OK' if status == 200 else 'Not Found'}\r\ncontent-type: application/json\r\n"
+    return head.encode() + f"content-length: {len(body)}\r\n\r\n".encode() + body
+
+
+def serve(replies: dict[bytes, bytes], pipe: Connection) -> None:
+    """The stub process: listen, send the port, serve until the pipe says stop."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        captured: dict[bytes, bytes] = {}
+        server = await loop.create_server(lambda: StubProtocol(replies, captured), "127.0.0.1", 0, backlog=1024)
+        pipe.send(server.sockets[0].getsockname()[1])
+        await loop.run_in_executor(None, pipe.recv)
+        server.close()
+
+    asyncio.run(main())
+
+
+def stub_process(replies: dict[bytes, bytes]) -> AbstractContextManager[int]:
+    """The stub in a separate process; its port."""
+    return spawned(serve, replies)
+
+
+def demo(provider: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((fixtures_dir() / "demo" / f"{provider}.json").read_text("utf-8"))
+    return data
+
+
+def stub_replies(base_path: str, providers: Sequence[str]) -> dict[bytes, bytes]:
+    """Each provider's endpoint path (under `base_path`) -> its first demo reply, as HTTP bytes."""
+    replies = {}
+    for provider in providers:
+        script = demo(provider)
+        path = toolnexus.load_rules().get(provider).endpoint.url(base_path, script["model"])
+        replies[path.encode()] = http_response(200, json.dumps(script["replies"][0]).encode())
+    return replies
+
+
+# ----------------------------------------------------------------- driving
+
+
+@dataclass
+class Side:
+    name: str  # client | raw
+    call: Callable[[], Awaitable[Any]]
+    rates: list[float] = field(default_factory=list)  # requests per second, per round
+    per_call: list[float] = field(default_factory=list)  # seconds per call, per round
+    cpu_per_call: list[float] = field(default_factory=list)  # this process's CPU seconds per call, per round
+    latencies: list[float] = field(default_factory=list)  # every call of every round
+
+
+async def batch(
+    call: Callable[[], Awaitable[Any]], requests: int, seconds: float, lanes: int
+) -> tuple[float, list[float]]:
+    """(elapsed, CPU seconds of this process, latencies) of up to `requests` calls with `lanes` in flight,
+    stopping after `seconds`."""
+    todo = iter(range(requests))
+    latencies: list[float] = []
+    started, cpu_started = time.perf_counter(), time.process_time()
+    deadline = started + seconds
 
     async def lane() -> None:
-        for _ in queue:
-            await worker()
+        for _ in todo:
+            if time.perf_counter() >= deadline:
+                return
+            begun = time.perf_counter()
+            await call()
+            latencies.append(time.perf_counter() - begun)
 
-    started = time.perf_counter()
-    await asyncio.gather(*(lane() for _ in range(concurrency)))
-    return time.perf_counter() - started
+    await asyncio.gather(*(lane() for _ in range(lanes)))
+    return time.perf_counter() - started, time.process_time() - cpu_started, latencies
 
 
-async def bench_style(style: str, script: dict[str, Any], requests: int, levels: list[int], rounds: int) -> None:
-    toolkit = Toolkit()
-    toolkit.register(define_tool(add))
-    reply = script["replies"][-1]
-    with ProviderStub(scripted([reply])) as stub:
-        limits = httpx.Limits(max_connections=max(levels), max_keepalive_connections=max(levels))
-        client = create_client(stub.base_url, style, script["model"], api_key=KEY)
-        body = client.build_body(MESSAGES, toolkit=toolkit)
-        content = json.dumps(body, separators=(",", ":")).encode()
-        url = stub.base_url.rstrip("/") + client._provider.endpoint.path
-        headers = {**client._provider.endpoint.auth_headers(KEY), "content-type": "application/json"}
-        raw = httpx.AsyncClient(headers=headers, limits=limits)
+@dataclass
+class Row:
+    stack: str
+    provider: str
+    concurrency: int
+    client: Side
+    raw: Side
+    functions: Side | None = None  # --split: the pure functions around a raw post
+
+    def overheads(self) -> list[float]:
+        return [c / r - 1 for c, r in zip(self.client.per_call, self.raw.per_call, strict=True)]
+
+    def cpu_overheads(self, side: Side | None = None, over: Side | None = None) -> list[float]:
+        """Per round: CPU per call of `side` (the client) over `over` (the raw post), minus 1."""
+        this, that = side or self.client, over or self.raw
+        return [c / r - 1 for c, r in zip(this.cpu_per_call, that.cpu_per_call, strict=True)]
+
+
+async def bench_provider(
+    stack: str, provider: str, base_url: str, levels: Sequence[int], args: argparse.Namespace
+) -> list[Row]:
+    script = demo(provider)
+    model = script["model"]
+    if args.messages:
+        request = transcript(args.messages, tool_declarations())
+        messages, tools = request["messages"], request["tools"]
+    else:
+        messages, tools = USER_TURN, [ADD_TOOL]
+    endpoint = toolnexus.load_rules().get(provider).endpoint
+    url = httpx.URL(endpoint.url(base_url, model))  # parsed once, as the client does
+    headers = {**endpoint.auth_headers(KEY), "content-type": "application/json"}
+    client = toolnexus.create_client(base_url, provider, model, api_key=KEY, transport=stack, max_retries=0)
+    raw = async_client(stack, headers=headers, timeout=httpx.Timeout(60.0))
+    try:
+        await client.translate(messages, tools=tools)  # the stub keeps this body: the raw side posts it
+        captured = (await raw.get(base_url.rsplit("/v1", 1)[0] + CAPTURED + url.raw_path.decode())).content
+        if not captured:
+            raise SystemExit(f"{provider}: the stub captured no body")
 
         async def via_client() -> None:
-            await client.translate(MESSAGES, toolkit=toolkit)
+            await client.translate(messages, tools=tools)
 
-        async def via_httpx() -> None:
-            response = await raw.post(url, content=content)
-            json.loads(response.content)
+        async def via_raw() -> None:
+            response = await raw.post(url, content=captured)
+            response.json()
 
-        await run_batch(via_client, 50, 4)  # warm both pools
-        await run_batch(via_httpx, 50, 4)
+        openai_request = {"model": model, "messages": messages, "tools": tools}
+
+        async def via_functions() -> None:  # what the client does, minus its own machinery
+            body = toolnexus.translate_request(provider, openai_request)
+            response = await raw.post(url, content=wire.dumps(body))
+            toolnexus.translate_response(provider, response.json(), requested_model=model)
+
+        rows = []
         for level in levels:
-            ratios, client_rps, raw_rps = [], [], []
-            for r in range(rounds):
-                order = [(via_client, client_rps), (via_httpx, raw_rps)]
-                if r % 2:
-                    order.reverse()
-                times = {}
-                for worker, sink in order:
-                    seconds = await run_batch(worker, requests, level)
-                    sink.append(requests / seconds)
-                    times[worker] = seconds
-                ratios.append(times[via_client] / times[via_httpx])
-            print(
-                f"{style:10} concurrency {level:3}   client {statistics.median(client_rps):7.0f} req/s"
-                f"   raw httpx {statistics.median(raw_rps):7.0f} req/s"
-                f"   time ratio client/raw {statistics.median(ratios):.2f} [{min(ratios):.2f}-{max(ratios):.2f}]"
-            )
+            sides = [Side("client", via_client), Side("raw", via_raw)]
+            if args.split:
+                sides.append(Side("functions", via_functions))
+            for side in sides:  # warm both pools up to this level
+                await batch(side.call, max(50, 4 * level), args.seconds, level)
+            for round_no in range(args.rounds):
+                turn = round_no % len(sides)
+                for side in sides[turn:] + sides[:turn]:  # who goes first rotates every round
+                    elapsed, cpu, latencies = await batch(side.call, args.requests, args.seconds, level)
+                    side.cpu_per_call.append(cpu / len(latencies))
+                    side.rates.append(len(latencies) / elapsed)
+                    side.per_call.append(elapsed / len(latencies))
+                    side.latencies += latencies
+            rows.append(Row(stack, provider, level, *sides))
+            print(f"  {stack} {provider} concurrency {level} done", file=sys.stderr, flush=True)
+        return rows
+    finally:
         await raw.aclose()
         await client.aclose()
 
 
-async def main_async(args: argparse.Namespace) -> None:
+# ----------------------------------------------------------------- report
+
+
+def quantile(values: list[float], q: int) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def cells(side: Side) -> str:
+    p50, p99 = quantile(side.latencies, 50) * 1000, quantile(side.latencies, 99) * 1000
+    cpu = statistics.median(side.cpu_per_call) * 1e6
+    return f"{statistics.median(side.rates):>7,.0f} {p50:>7.2f} {p99:>7.2f} {cpu:>6,.0f}"
+
+
+def report(rows: Sequence[Row], args: argparse.Namespace, machine: str) -> None:
+    workload = f"the {args.messages}-message transcript" if args.messages else "one user turn declaring one tool"
+    print(f"toolnexus end to end: client.translate vs a raw POST of the same bytes through the same HTTP stack; "
+          f"stub in its own process; {args.rounds} alternating rounds of up to {args.requests} calls or "
+          f"{args.seconds:g} s; request: {workload}")  # fmt: skip
+    print(f"machine: {machine}")
+    print("req/s: median over rounds; p50/p99: milliseconds per call over all rounds; cpu: this process's CPU µs "
+          "per call (median over rounds; the stub's is not in it)\noverhead: median over rounds of client/raw "
+          "time per call - 1 [min, max]; cpu overhead: the same for CPU per call\n")  # fmt: skip
+    header = (
+        f"{'stack':<8} {'provider':<10} {'conc':>4} | {'client':>7} {'p50':>7} {'p99':>7} {'cpu':>6} | "
+        f"{'raw':>7} {'p50':>7} {'p99':>7} {'cpu':>6} | {'overhead':>8} {'[min, max]':<15} {'cpu overhead':>12}"
+    )
+    print(f"{header}\n{'-' * len(header)}")
+    for row in rows:
+        overheads = row.overheads()
+        spread = f"[{min(overheads):+.0%}, {max(overheads):+.0%}]"
+        print(
+            f"{row.stack:<8} {row.provider:<10} {row.concurrency:>4} | {cells(row.client)} | {cells(row.raw)} | "
+            f"{statistics.median(overheads):>+8.1%} {spread:<15} {statistics.median(row.cpu_overheads()):>+12.1%}"
+        )
+    if any(row.functions is not None for row in rows):
+        print("\nsplit (--split): functions = translate_request + wire.dumps + the raw post + translate_response;")
+        print("translation = functions over raw, client machinery = client over functions (CPU per call)")
+        for row in rows:
+            if row.functions is None:
+                continue
+            translation = statistics.median(row.cpu_overheads(row.functions, row.raw))
+            machinery = statistics.median(row.cpu_overheads(row.client, row.functions))
+            print(f"  {row.stack:<8} {row.provider:<10} {row.concurrency:>4}: functions "
+                  f"{statistics.median(row.functions.cpu_per_call) * 1e6:>6,.0f} µs cpu; translation "
+                  f"{translation:>+6.1%}, client machinery {machinery:>+6.1%}")  # fmt: skip
+    others = sorted({row.stack for row in rows} - {"httpx"})
+    if others and any(row.stack == "httpx" for row in rows):
+        print("\nstacks compared: req/s of each stack over httpx's own pool (median over rounds)")
+        by_key = {(row.stack, row.provider, row.concurrency): row for row in rows}
+        for (stack, provider, level), row in by_key.items():
+            base = by_key.get(("httpx", provider, level))
+            if stack == "httpx" or base is None:
+                continue
+            client = statistics.median(row.client.rates) / statistics.median(base.client.rates)
+            raw = statistics.median(row.raw.rates) / statistics.median(base.raw.rates)
+            print(f"  {stack} / httpx, {provider:<10} concurrency {level:>3}: client {client:.2f}x, raw {raw:.2f}x")
+
+
+def machine_note() -> str:
+    versions = ", ".join(f"{name} {version(name)}" for name in ("httpx", "httpx-aiohttp", "aiohttp"))
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "unknown"
+    return (
+        f"{platform.python_implementation()} {platform.python_version()} on {platform.machine()}, "
+        f"{os.cpu_count()} cores, load average {load}; {versions}"
+    )
+
+
+def version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def available_stacks(wanted: Sequence[str]) -> list[str]:
+    out = []
+    for stack in wanted:
+        if stack == "aiohttp" and importlib.util.find_spec("httpx_aiohttp") is None:
+            print("note: httpx-aiohttp is not installed; the aiohttp stack is left out "
+                  "(pip install -e '.[aiohttp]')", file=sys.stderr)  # fmt: skip
+            continue
+        out.append(stack)
+    return out
+
+
+async def run(args: argparse.Namespace) -> int:
+    providers = [args.provider] if args.provider else toolnexus.providers()
     levels = [int(x) for x in args.concurrency.split(",")]
-    print(f"toolnexus client vs raw httpx, {args.requests} requests per batch, {args.rounds} rounds, one process")
-    print(f"machine: CPython {platform.python_version()}, {platform.machine()}, httpx {httpx.__version__}")
-    for style in providers():
-        script = json.loads((Path(fixtures_dir()) / "demo" / f"{style}.json").read_text())
-        await bench_style(style, script, args.requests, levels, args.rounds)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--requests", type=int, default=400)
-    parser.add_argument("--concurrency", default="1,8,32")
-    parser.add_argument("--rounds", type=int, default=5)
-    asyncio.run(main_async(parser.parse_args(argv)))
+    stacks = available_stacks(args.stacks.split(","))
+    machine = machine_note()
+    rows: list[Row] = []
+    with stub_process(stub_replies("/v1", providers)) as port:
+        base_url = f"http://127.0.0.1:{port}/v1"
+        for stack in stacks:
+            for provider in providers:
+                rows += await bench_provider(stack, provider, base_url, levels, args)
+    report(rows, args, machine)
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--stacks", default=",".join(STACKS), help="HTTP stacks, comma-separated (default: all)")
+    parser.add_argument("--concurrency", default="1,32", help="calls in flight, comma-separated (default 1,32)")
+    parser.add_argument("--requests", type=int, default=2000, help="most calls per batch (default 2000)")
+    parser.add_argument("--seconds", type=float, default=2.0, help="most seconds per batch (default 2)")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating client/raw rounds (default 5)")
+    parser.add_argument("--provider", choices=toolnexus.providers(), help="one provider (default: every one)")
+    parser.add_argument("--messages", type=int, default=0, help="send the generated N-message transcript")
+    parser.add_argument(
+        "--split", action="store_true", help="also time translate_request + wire.dumps + raw post + translate_response"
+    )
+    args = parser.parse_args(argv)
+    for name in args.stacks.split(","):
+        if name not in STACKS:
+            parser.error(f"unknown stack {name!r}; choose from {', '.join(STACKS)}")
+    return asyncio.run(run(args))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ import asyncio
 import collections
 import gc
 import json
-import multiprocessing
 import platform
 import re
 import statistics
@@ -33,13 +32,14 @@ import time
 import tracemalloc
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from multiprocessing.connection import Connection
 from typing import Any
 
 import httpx
 
 import toolnexus
+from spawned import spawned
 from toolnexus.conformance import fixtures_dir
 from toolnexus.stub import ProviderStub, StubReply, StubRequest
 
@@ -88,21 +88,9 @@ def serve_echo(template: str, pipe: Connection) -> None:
         pipe.recv()
 
 
-@contextmanager
-def echo_stub(template: str) -> Iterator[str]:
-    context = multiprocessing.get_context("spawn")
-    ours, theirs = context.Pipe()
-    process = context.Process(target=serve_echo, args=(template, theirs), daemon=True)
-    process.start()
-    try:
-        if not ours.poll(30):
-            raise SystemExit("the echo stub did not start")
-        yield ours.recv()
-    finally:
-        ours.send("stop")
-        process.join(5)
-        if process.is_alive():
-            process.kill()
+def echo_stub(template: str) -> AbstractContextManager[str]:
+    """The echo stub in its own process; its base URL."""
+    return spawned(serve_echo, template)
 
 
 # ----------------------------------------------------------------- driving

@@ -24,11 +24,13 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
+from . import wire
 from .endpoint import excerpt
 from .errors import Cancelled, ConfigError, ProviderError, ToolnexusError, TranslationError
 from .result import TranslateResult
 from .rulebook import Provider, RulesArg, load_rules
 from .toolkit import Toolkit
+from .transport import TransportOption, async_client
 
 if TYPE_CHECKING:
     from .client_stream import TranslateStream
@@ -80,7 +82,9 @@ class Client:
     (first delay, ceiling) in seconds, the provider's retry-after wins. request_params:
     merged into every body after translation (messages, tools and stream are refused).
     before_llm(body) may return a replacement body; after_llm(response) sees the decoded
-    answer; on_event receives one LLMEvent per call. transport: an httpx transport.
+    answer; on_event receives one LLMEvent per call. transport: an httpx transport, or
+    "httpx" (the default pool) or "aiohttp" (httpx-aiohttp's pool, faster under concurrency;
+    needs `toolnexus[aiohttp]`).
     """
 
     def __init__(
@@ -101,7 +105,7 @@ class Client:
         after_llm: AfterLLM | None = None,
         request_params: dict[str, Any] | None = None,
         on_event: Callable[[LLMEvent], None] | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: TransportOption = None,
     ) -> None:
         if max_retries < 0:
             raise ConfigError("max_retries must be 0 or more")
@@ -119,15 +123,15 @@ class Client:
         self.max_retries = max_retries
         self.overall_timeout = overall_timeout
         self._backoff = backoff
-        self._url = endpoint.url(base_url, model)
+        self._url = httpx.URL(endpoint.url(base_url, model))  # parsed once, not on every post
         self._before = before_llm
         self._after = after_llm
         self._params = dict(request_params or {})
         self._on_event = on_event
-        self._http = httpx.AsyncClient(
+        self._http = async_client(
+            transport,
             headers={**endpoint.auth_headers(key), **(headers or {}), "content-type": "application/json"},
             timeout=httpx.Timeout(timeout),
-            transport=transport,
         )
 
     def __repr__(self) -> str:
@@ -189,7 +193,7 @@ class Client:
                                max_tokens=max_tokens)  # fmt: skip
         url = self._url
         if streaming.path:  # a streaming endpoint of its own
-            url = replace(self._provider.endpoint, path=streaming.path).url(self.base_url, self.model)
+            url = httpx.URL(replace(self._provider.endpoint, path=streaming.path).url(self.base_url, self.model))
         return TranslateStream(self, {**body, **streaming.body}, url, streaming, cancel)
 
     async def _before_llm(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -244,10 +248,22 @@ class Client:
         status: int | None = None
         try:
             async with asyncio.timeout(self.overall_timeout):
-                async for attempt in self._retrying():
-                    with attempt:
-                        attempts = attempt.retry_state.attempt_number
-                        response = await self._post(content)
+                # The first attempt runs bare: tenacity's per-call bookkeeping (~0.1 ms) is paid only
+                # when there is something to retry, and tenacity then sees this failure as attempt 1.
+                attempts, failed = 1, None
+                try:
+                    response = await self._post(content)
+                except Exception as exc:
+                    if not (self.max_retries and _is_retryable(exc)):
+                        raise
+                    failed = exc
+                if failed is not None:
+                    async for attempt in self._retrying():
+                        with attempt:
+                            attempts = attempt.retry_state.attempt_number
+                            if attempts == 1:
+                                raise failed
+                            response = await self._post(content)
             status = response.status_code
             data = self._decode(response, attempts)
             if self._after is not None:
@@ -264,14 +280,8 @@ class Client:
             error = self._http_error(exc.response, attempts)
             self._emit(attempts, started, exc.response.status_code, {}, "error", error)
             raise error from None
-        except httpx.TimeoutException as exc:
-            error = ProviderError(f"timed out: {type(exc).__name__}", provider=self.style, kind="timeout",
-                                  attempts=attempts)  # fmt: skip
-            self._emit(attempts, started, None, {}, "error", error)
-            raise error from exc
         except httpx.TransportError as exc:
-            error = ProviderError(f"connection failed: {type(exc).__name__}", provider=self.style, kind="connection",
-                                  attempts=attempts)  # fmt: skip
+            error = _transport_error(exc, self.style, attempts)
             self._emit(attempts, started, None, {}, "error", error)
             raise error from exc
         except asyncio.CancelledError:
@@ -376,7 +386,8 @@ class Client:
             outcome=outcome,
             error=type(error).__name__ if error is not None else None,
         )
-        logger.debug("llm %s", json.dumps(asdict(event)))
+        if logger.isEnabledFor(logging.DEBUG):  # asdict + dumps cost more than a fast provider's answer
+            logger.debug("llm %s", json.dumps(asdict(event)))
         if self._on_event is not None:
             self._on_event(event)
 
@@ -384,13 +395,29 @@ class Client:
 def encode_body(body: dict[str, Any]) -> bytes:
     """The body as compact UTF-8 JSON; a value JSON cannot carry is a TranslationError before any call."""
     try:
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        return wire.dumps(body)
     except (TypeError, ValueError) as exc:
         raise TranslationError("", f"the provider body is not representable as JSON ({exc})") from None
 
 
 def _is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, (_RetryableStatus, httpx.TransportError))
+
+
+def _transport_error(exc: httpx.TransportError, provider: str, attempts: int) -> ProviderError:
+    """A timeout, or a connection that failed. An httpx timeout caused by an OSError other than a
+    timeout is a failed connection: httpx-aiohttp reports a refused connection as ConnectTimeout
+    (its exception map, as noted in openai/openai-python#3594)."""
+    cause = exc.__cause__
+    if isinstance(exc, httpx.TimeoutException):
+        if not isinstance(cause, OSError) or isinstance(cause, TimeoutError):
+            return ProviderError(
+                f"timed out: {type(exc).__name__}", provider=provider, kind="timeout", attempts=attempts
+            )
+        name = type(cause).__name__  # misnamed: the cause is the failure
+    else:
+        name = type(exc).__name__
+    return ProviderError(f"connection failed: {name}", provider=provider, kind="connection", attempts=attempts)
 
 
 def _retry_after(headers: httpx.Headers) -> float | None:

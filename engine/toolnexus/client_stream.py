@@ -51,7 +51,7 @@ class TranslateStream:
     when you may stop before the end: that closes the connection.
     """
 
-    def __init__(self, client: Client, body: dict[str, Any], url: str, streaming: Streaming,
+    def __init__(self, client: Client, body: dict[str, Any], url: httpx.URL, streaming: Streaming,
                  cancel: asyncio.Event | None) -> None:  # fmt: skip
         self._client = client
         self._body = body

@@ -1,0 +1,149 @@
+"""The benchmarks still measure equal work (issue 6), without timing anything.
+
+tools/bench.py compares the engine with a hand-written translator of the same rules; a ratio
+means something only while both give the same output. These tests keep the hand-written side
+(every provider, Gemini included) in step with the rules, prove the parity check can fail, and
+run both benchmark scripts once at their smallest. No speed is asserted.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolnexus
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import bench
+import bench_client
+from bench_inputs import tool_declarations, transcript
+from bench_litellm import TINY_PNG, compatible_copy
+
+PROVIDERS = toolnexus.providers()
+
+
+def test_every_provider_has_a_hand_written_baseline() -> None:
+    assert sorted(bench.HAND_WRITTEN) == sorted(PROVIDERS)
+
+
+@pytest.fixture(scope="module")
+def cases() -> list[bench.Case]:
+    return bench.build_cases((10, 100, 1_000), PROVIDERS, litellm=None)
+
+
+def test_engine_and_hand_written_agree_on_every_input(
+    cases: list[bench.Case], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert bench.check_parity(cases), capsys.readouterr().err
+    assert {case.provider for case in cases} == set(PROVIDERS)
+    assert {case.op for case in cases} == {"request", "response"}
+
+
+def test_the_parity_check_names_the_first_difference(
+    cases: list[bench.Case], capsys: pytest.CaptureFixture[str]
+) -> None:
+    case = next(c for c in cases if c.provider == "gemini" and c.input == "transcript 100")
+    hand = case.sides[1]
+    honest = hand.fn
+
+    def off_by_one_part(request: dict[str, Any]) -> dict[str, Any]:
+        body: dict[str, Any] = honest(request)
+        body["contents"][3] = {**body["contents"][3], "parts": body["contents"][3]["parts"][:-1]}
+        return body
+
+    hand.fn = off_by_one_part
+    try:
+        assert not bench.check_parity([case])
+    finally:
+        hand.fn = honest
+    err = capsys.readouterr().err
+    assert "NOT THE SAME WORK: gemini transcript 100 request" in err
+    assert "$.contents[3].parts" in err
+
+
+def test_the_inputs_are_the_same_on_every_run() -> None:
+    tools = tool_declarations()
+    assert json.dumps(transcript(100, tools)) == json.dumps(transcript(100, tool_declarations()))
+    assert len(transcript(1_000, tools)["messages"]) == 1_000
+
+
+def test_the_litellm_copy_changes_only_what_litellm_refuses() -> None:
+    request = transcript(100, tool_declarations())
+    before = copy.deepcopy(request)
+    adapted = compatible_copy(request)
+    assert request == before  # the original is untouched
+    calls = [c for m in adapted["messages"] for c in m.get("tool_calls") or ()]
+    assert calls and all(isinstance(c["function"]["arguments"], str) for c in calls)
+    originals = [c for m in request["messages"] for c in m.get("tool_calls") or ()]
+    for ours, theirs in zip(originals, calls, strict=True):
+        assert json.loads(theirs["function"]["arguments"]) == (
+            ours["function"]["arguments"]
+            if isinstance(ours["function"]["arguments"], dict)
+            else json.loads(ours["function"]["arguments"])
+        )
+    urls = [
+        p["image_url"]["url"]
+        for m in adapted["messages"]
+        if isinstance(m.get("content"), list)
+        for p in m["content"]
+        if p.get("type") == "image_url"
+    ]
+    assert urls and all(u.startswith("data:") for u in urls) and TINY_PNG in urls
+
+
+def test_a_quick_run_reports_every_provider(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench.main(["--quick", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    for provider in PROVIDERS:
+        assert f"\n{provider}\n" in out
+        assert f"memory, {provider}: peak" in out
+    for section in ("parity: engine and hand-written outputs identical", "scaling exponent", "memory:", "targets"):
+        assert section in out
+    assert bench.TWENTY_TOOLS in out
+
+
+def test_the_memory_section_runs_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench.main(["--memory", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "100-message transcript" in out
+    assert all(f"{provider:<11} engine" in out for provider in PROVIDERS)
+
+
+def test_the_end_to_end_bench_runs_against_its_stub_process(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--requests", "20", "--seconds", "0.5", "--rounds", "1", "--concurrency", "1,2", "--provider", "gemini"]
+    assert bench_client.main([*args, "--stacks", "httpx", "--split"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("httpx    gemini")]
+    assert len(rows) == 2, out
+    assert len([line for line in out.splitlines() if line.startswith("  httpx    gemini")]) == 2, out
+
+
+def test_the_stub_answers_pipelined_requests_and_keeps_the_first_body() -> None:
+    replies = {b"/v1/x": bench_client.http_response(200, b'{"ok": true}')}
+    captured: dict[bytes, bytes] = {}
+    protocol = bench_client.StubProtocol(replies, captured)
+    sent: list[bytes] = []
+
+    class Transport:
+        def write(self, data: bytes) -> None:
+            sent.append(data)
+
+    protocol.transport = Transport()  # type: ignore[assignment]
+    first = b'{"a": 1}'
+    wire = (
+        b"POST /v1/x HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" % (len(first), first)
+        + b"POST /v1/x HTTP/1.1\r\ncontent-length: 2\r\n\r\n{}"
+        + b"POST /nowhere HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
+    )
+    for start in range(0, len(wire), 7):  # arriving in pieces
+        protocol.data_received(wire[start : start + 7])
+    assert sent[:2] == [replies[b"/v1/x"]] * 2
+    assert sent[2].startswith(b"HTTP/1.1 404")
+    assert captured == {b"/v1/x": first}
+    protocol.data_received(b"GET /__captured/v1/x HTTP/1.1\r\n\r\n")
+    assert sent[3].endswith(b"\r\n\r\n" + first)

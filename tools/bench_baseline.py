@@ -1,0 +1,496 @@
+"""The hand-written baseline of tools/bench.py: each provider's rules written as plain Python.
+
+This is the translator a careful person writes by hand for the same rules as
+rules/<provider>.yaml, with no rule tables: one function per direction and provider.
+Before anything is timed, tools/bench.py checks that its output equals the engine's
+(same JSON, same key order; for responses every field but `notes`). It writes no notes
+and checks only what it must touch to translate (tool-call arguments must be a JSON
+object, as issue 2's "Bad input" requires); the engine's fuller validation and its notes
+are part of the engine's cost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mimetypes
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from toolnexus import TranslatedToolCall, TranslateResult
+
+JSON = dict[str, Any]
+Translate = Callable[[Any], Any]
+
+
+HOISTED_ROLES = frozenset({"system", "developer"})
+SYSTEM_JOIN = "\n\n"
+ANTHROPIC_DEFAULT_MAX_TOKENS = 4096
+ANTHROPIC_FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
+OPENAI_FINISH = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "content_filter": "content_filter",
+    "function_call": "tool_calls",
+}
+# The OpenAI request fields after `model` and `messages`, in rules/openai.yaml's body order.
+OPENAI_PASSTHROUGH = (
+    "tools", "tool_choice", "parallel_tool_calls", "max_tokens", "max_completion_tokens", "temperature",
+    "top_p", "stop", "user", "n", "frequency_penalty", "presence_penalty", "logit_bias", "logprobs",
+    "top_logprobs", "seed", "response_format", "reasoning_effort", "store", "metadata", "service_tier",
+    "prediction", "prompt_cache_key", "safety_identifier", "verbosity", "modalities", "audio",
+    "web_search_options",
+)  # fmt: skip
+OPENAI_USAGE = (
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "prompt_tokens_details",
+    "completion_tokens_details",
+)
+ZERO_MEANS_ABSENT = ("max_tokens", "max_completion_tokens")
+
+
+def _text_of(content: str | list[JSON]) -> str:
+    """A system prompt or tool result: a string, or its text parts concatenated."""
+    if isinstance(content, str):
+        return content
+    return "".join(part["text"] for part in content)
+
+
+def _parse_arguments(raw: str | JSON) -> JSON:
+    """Tool-call arguments as an object; a JSON string is parsed, "" means {}."""
+    if isinstance(raw, dict):
+        return raw
+    if not raw.strip():
+        return {}
+    parsed = json.loads(raw)
+    if not isinstance(parsed, dict):
+        raise ValueError("tool-call arguments must be a JSON object")
+    return parsed
+
+
+def _anthropic_image(url: str) -> JSON:
+    if url.startswith("data:"):
+        header, _, data = url[5:].partition(",")
+        return {"type": "image", "source": {"type": "base64", "media_type": header.partition(";")[0], "data": data}}
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def _anthropic_user_content(content: str | list[JSON]) -> str | list[JSON]:
+    if isinstance(content, str):
+        return content
+    if all(part["type"] == "text" for part in content):
+        return "".join(part["text"] for part in content)
+    return [
+        {"type": "text", "text": part["text"]} if part["type"] == "text" else _anthropic_image(part["image_url"]["url"])
+        for part in content
+    ]
+
+
+def _anthropic_assistant_blocks(message: JSON) -> list[JSON]:
+    blocks: list[JSON] = []
+    content = message.get("content")
+    if isinstance(content, str):
+        if content:
+            blocks.append({"type": "text", "text": content})
+    elif content:
+        blocks.extend({"type": "text", "text": part["text"]} for part in content if part["text"])
+    for call in message.get("tool_calls") or ():
+        function = call["function"]
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": call["id"],
+                "name": function["name"],
+                "input": _parse_arguments(function["arguments"]),
+            }
+        )
+    return blocks
+
+
+def _anthropic_tool_choice(choice: Any, parallel: Any) -> JSON | None:
+    serial = parallel is False
+    if choice is None or choice == "auto":
+        return {"type": "auto", "disable_parallel_tool_use": True} if serial else None
+    if choice == "none":
+        return {"type": "none"}
+    out: JSON = {"type": "any"} if choice == "required" else {"type": "tool", "name": choice["function"]["name"]}
+    if serial:
+        out["disable_parallel_tool_use"] = True
+    return out
+
+
+def _anthropic_tool(function: JSON) -> JSON:
+    tool = {"name": function["name"]}
+    if "description" in function:
+        tool["description"] = function["description"]
+    parameters = function.get("parameters")
+    tool["input_schema"] = parameters if parameters is not None else {"type": "object", "properties": {}}
+    return tool
+
+
+def hand_anthropic_request(request: JSON) -> JSON:
+    """OpenAI Chat Completions request -> Anthropic Messages body, by hand."""
+    system: list[str] = []
+    messages: list[JSON] = []
+    results: list[JSON] | None = None  # the user turn collecting consecutive tool results
+    for message in request["messages"]:
+        role = message["role"]
+        if role in HOISTED_ROLES:
+            system.append(_text_of(message["content"]))
+        elif role == "tool":
+            block = {
+                "type": "tool_result",
+                "tool_use_id": message["tool_call_id"],
+                "content": _text_of(message["content"]),
+            }
+            if results is None:
+                results = [block]
+                messages.append({"role": "user", "content": results})
+            else:
+                results.append(block)
+        else:
+            results = None
+            if role == "user":
+                messages.append({"role": "user", "content": _anthropic_user_content(message["content"])})
+            else:
+                blocks = _anthropic_assistant_blocks(message)
+                if blocks:  # Anthropic rejects an empty assistant turn
+                    messages.append({"role": "assistant", "content": blocks})
+
+    max_tokens = request.get("max_completion_tokens") or request.get("max_tokens") or ANTHROPIC_DEFAULT_MAX_TOKENS
+    body: JSON = {"model": request["model"], "max_tokens": max_tokens}
+    if system:
+        body["system"] = SYSTEM_JOIN.join(system)
+    body["messages"] = messages
+    tools = request.get("tools")
+    if tools is not None:
+        body["tools"] = [_anthropic_tool(tool["function"]) for tool in tools]
+    choice = _anthropic_tool_choice(request.get("tool_choice"), request.get("parallel_tool_calls"))
+    if choice is not None:
+        body["tool_choice"] = choice
+    for name in ("temperature", "top_p"):
+        value = request.get(name)
+        if value is not None:
+            body[name] = value
+    stop = request.get("stop")
+    if stop is not None:
+        body["stop_sequences"] = [stop] if isinstance(stop, str) else stop
+    user = request.get("user")
+    if user is not None:
+        body["metadata"] = {"user_id": user}
+    return body
+
+
+def hand_anthropic_response(response: JSON, requested_model: str | None = None) -> TranslateResult:
+    """Anthropic Messages response -> OpenAI-shaped result, by hand."""
+    texts: list[str] = []
+    calls: list[TranslatedToolCall] = []
+    for block in response["content"]:
+        kind = block["type"]
+        if kind == "text":
+            texts.append(block["text"])
+        elif kind == "tool_use":
+            arguments = json.dumps(block["input"], ensure_ascii=False)
+            calls.append(TranslatedToolCall(id=block["id"], name=block["name"], arguments=arguments))
+    tokens = response.get("usage") or {}
+    cached = tokens.get("cache_read_input_tokens")
+    prompt = tokens.get("input_tokens", 0) + (cached or 0) + (tokens.get("cache_creation_input_tokens") or 0)
+    completion = tokens.get("output_tokens", 0)
+    usage: JSON = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    if cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    model = response.get("model")
+    return TranslateResult(
+        text="".join(texts),
+        tool_calls=calls,
+        finish_reason="tool_calls" if calls else ANTHROPIC_FINISH.get(response.get("stop_reason", ""), "stop"),
+        usage=usage,
+        model=model if isinstance(model, str) else requested_model or "",
+        raw=response,
+    )
+
+
+def _openai_assistant(message: JSON) -> JSON:
+    """As given, but object arguments become the JSON string OpenAI requires."""
+    calls = message.get("tool_calls")
+    if not calls:
+        return {k: v for k, v in message.items() if k != "tool_calls"} if "tool_calls" in message else message
+    rewritten = False
+    out_calls = []
+    for call in calls:
+        function = call["function"]
+        arguments = function["arguments"]
+        if isinstance(arguments, str):
+            _parse_arguments(arguments)  # validated, then sent byte for byte
+            out_calls.append(call)
+        else:
+            text = json.dumps(_parse_arguments(arguments), ensure_ascii=False)
+            out_calls.append(
+                {"id": call["id"], "type": "function", "function": {"name": function["name"], "arguments": text}}
+            )
+            rewritten = True
+    return {**message, "tool_calls": out_calls} if rewritten else message
+
+
+def hand_openai_request(request: JSON) -> JSON:
+    """OpenAI request -> OpenAI body: system prompts hoisted to the front, the rest as given."""
+    system: list[str] = []
+    messages: list[JSON] = [{}]  # slot for the system message
+    for message in request["messages"]:
+        role = message["role"]
+        if role in HOISTED_ROLES:
+            system.append(_text_of(message["content"]))
+        elif role == "assistant":
+            messages.append(_openai_assistant(message))
+        else:
+            messages.append(message)
+    if system:
+        messages[0] = {"role": "system", "content": SYSTEM_JOIN.join(system)}
+    else:
+        del messages[0]
+    body: JSON = {"model": request["model"], "messages": messages}
+    for name in OPENAI_PASSTHROUGH:
+        value = request.get(name)
+        if value is not None and not (value == 0 and name in ZERO_MEANS_ABSENT):
+            body[name] = value
+    return body
+
+
+def hand_openai_response(response: JSON, requested_model: str | None = None) -> TranslateResult:
+    """OpenAI response -> result: nearly field for field."""
+    choice = response["choices"][0]
+    message = choice["message"]
+    calls = []
+    for call in message.get("tool_calls") or ():
+        function = call["function"]
+        arguments = function["arguments"]
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        calls.append(TranslatedToolCall(id=call["id"], name=function["name"], arguments=arguments))
+    tokens = response.get("usage") or {}
+    model = response.get("model")
+    return TranslateResult(
+        text=message.get("content") or "",
+        tool_calls=calls,
+        finish_reason="tool_calls" if calls else OPENAI_FINISH.get(choice.get("finish_reason"), "stop"),
+        usage={key: tokens[key] for key in OPENAI_USAGE if tokens.get(key) is not None},
+        model=model if isinstance(model, str) else requested_model or "",
+        raw=response,
+    )
+
+
+# ---------------------------------------------------------------- gemini (rules/gemini.yaml)
+
+GEMINI_CHOICE_MODE = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
+GEMINI_JSON_FORMATS = ("json_object", "json_schema")
+GEMINI_FINISH = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "IMAGE_PROHIBITED_CONTENT": "content_filter",
+    "IMAGE_RECITATION": "content_filter",
+    "MODEL_ARMOR": "content_filter",
+}  # every other documented reason, and an unknown or missing one, is "stop"
+GEMINI_PART_KINDS = ("thought", "functionCall", "text", "inlineData", "executableCode", "codeExecutionResult")
+
+
+def _gemini_part(part: JSON) -> JSON:
+    if part["type"] == "text":
+        return {"text": part["text"]}
+    url = part["image_url"]["url"]
+    if url.startswith("data:"):
+        header, _, data = url[5:].partition(",")
+        return {"inlineData": {"mimeType": header.partition(";")[0], "data": data}}
+    media_type = mimetypes.guess_type(urlsplit(url).path)[0]
+    return {"fileData": {"mimeType": media_type, "fileUri": url} if media_type else {"fileUri": url}}
+
+
+def _gemini_model_parts(message: JSON, names: dict[str, str]) -> list[JSON]:
+    """Text, then function calls; `names` learns each call's id -> name for the results that follow."""
+    content = message.get("content")
+    parts: list[JSON] = []
+    if isinstance(content, str):
+        if content:
+            parts.append({"text": content})
+    elif content:
+        parts.extend({"text": part["text"]} for part in content if part["text"])
+    for call in message.get("tool_calls") or ():
+        function = call["function"]
+        names[call["id"]] = function["name"]
+        arguments = _parse_arguments(function["arguments"])
+        parts.append({"functionCall": {"id": call["id"], "name": function["name"], "args": arguments}})
+    return parts
+
+
+def _gemini_result(text: str) -> JSON:
+    """JSON text of an object is sent as that object, anything else as {"result": text}."""
+    if text.lstrip()[:1] == "{":
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return parsed
+    return {"result": text}
+
+
+def _gemini_declaration(function: JSON) -> JSON:
+    declaration = {"name": function["name"]}
+    if "description" in function:
+        declaration["description"] = function["description"]
+    if "parameters" in function:
+        declaration["parametersJsonSchema"] = function["parameters"]  # JSON Schema as given: shared, unedited
+    return declaration
+
+
+def _gemini_tool_config(choice: Any) -> JSON | None:
+    if choice is None:
+        return None
+    if isinstance(choice, str):
+        return {"functionCallingConfig": {"mode": GEMINI_CHOICE_MODE[choice]}}
+    return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [choice["function"]["name"]]}}
+
+
+def _gemini_generation_config(request: JSON) -> JSON:
+    config: JSON = {}
+    max_tokens = request.get("max_completion_tokens") or request.get("max_tokens")
+    if max_tokens:
+        config["maxOutputTokens"] = max_tokens
+    for ours, theirs in (("temperature", "temperature"), ("top_p", "topP")):
+        if request.get(ours) is not None:
+            config[theirs] = request[ours]
+    stop = request.get("stop")
+    if stop is not None:
+        config["stopSequences"] = [stop] if isinstance(stop, str) else stop
+    for ours, theirs in (("frequency_penalty", "frequencyPenalty"), ("presence_penalty", "presencePenalty")):
+        if request.get(ours) is not None:
+            config[theirs] = request[ours]
+    if request.get("seed") is not None:
+        config["seed"] = request["seed"]
+    response_format = request.get("response_format") or {}
+    if response_format.get("type") in GEMINI_JSON_FORMATS:
+        config["responseMimeType"] = "application/json"
+    schema = (response_format.get("json_schema") or {}).get("schema")
+    if schema is not None:
+        config["responseJsonSchema"] = schema
+    return config
+
+
+def hand_gemini_request(request: JSON) -> JSON:
+    """OpenAI Chat Completions request -> Gemini generateContent body, by hand."""
+    system: list[str] = []
+    contents: list[JSON] = []
+    names: dict[str, str] = {}  # tool call id -> function name, of the model turn being answered
+    merging: str | None = None  # the OpenAI role whose consecutive turns are being merged
+    for message in request["messages"]:
+        role = message["role"]
+        if role in HOISTED_ROLES:
+            system.append(_text_of(message["content"]))
+            continue
+        if role == "user":
+            content = message["content"]
+            parts = [{"text": content}] if isinstance(content, str) else [_gemini_part(p) for p in content]
+            contents.append({"role": "user", "parts": parts})
+            merging = None
+            continue
+        if role == "assistant":
+            names = {}
+            parts = _gemini_model_parts(message, names)
+            if not parts:  # Gemini rejects an empty turn; what follows may still merge with what came before
+                continue
+        else:
+            response = _gemini_result(_text_of(message["content"]))
+            call_id = message["tool_call_id"]
+            parts = [{"functionResponse": {"id": call_id, "name": names[call_id], "response": response}}]
+        if merging == role:
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": "model" if role == "assistant" else "user", "parts": parts})
+        merging = role
+
+    body: JSON = {"contents": contents}
+    if system:
+        body["systemInstruction"] = {"parts": [{"text": SYSTEM_JOIN.join(system)}]}
+    tools = request.get("tools")
+    if tools is not None:
+        body["tools"] = [{"functionDeclarations": [_gemini_declaration(tool["function"]) for tool in tools]}]
+    tool_config = _gemini_tool_config(request.get("tool_choice"))
+    if tool_config is not None:
+        body["toolConfig"] = tool_config
+    generation = _gemini_generation_config(request)
+    if generation:
+        body["generationConfig"] = generation
+    return body
+
+
+def _gemini_call_id(part: JSON, position: int) -> str:
+    """The rules' id for a call without one: its position, and a hash that is stable for the same part."""
+    digest = hashlib.sha256(json.dumps(part, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return f"call_{position}_{digest}"
+
+
+def hand_gemini_response(response: JSON, requested_model: str | None = None) -> TranslateResult:
+    """Gemini generateContent response -> OpenAI-shaped result, by hand."""
+    candidate = (response.get("candidates") or [{}])[0]
+    texts: list[str] = []
+    calls: list[TranslatedToolCall] = []
+    for part in (candidate.get("content") or {}).get("parts") or ():
+        kind = next((k for k in GEMINI_PART_KINDS if part.get(k) is not None and part.get(k) is not False), None)
+        if kind == "text":
+            texts.append(part["text"])
+        elif kind == "functionCall":
+            call = part["functionCall"]
+            arguments = json.dumps(call.get("args", {}), ensure_ascii=False)
+            call_id = call.get("id") or _gemini_call_id(part, len(calls))
+            calls.append(TranslatedToolCall(id=call_id, name=call["name"], arguments=arguments))
+    if calls:
+        finish = "tool_calls"
+    elif (response.get("promptFeedback") or {}).get("blockReason") is not None:
+        finish = "content_filter"
+    else:
+        finish = GEMINI_FINISH.get(candidate.get("finishReason"), "stop")
+    tokens = response.get("usageMetadata") or {}
+    thoughts = tokens.get("thoughtsTokenCount")
+    usage: JSON = {}
+    if tokens.get("promptTokenCount") is not None:
+        usage["prompt_tokens"] = tokens["promptTokenCount"]
+    usage["completion_tokens"] = (tokens.get("candidatesTokenCount") or 0) + (thoughts or 0)
+    if tokens.get("totalTokenCount") is not None:
+        usage["total_tokens"] = tokens["totalTokenCount"]
+    if tokens.get("cachedContentTokenCount") is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": tokens["cachedContentTokenCount"]}
+    if thoughts is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": thoughts}
+    model = response.get("modelVersion")
+    return TranslateResult(
+        text="".join(texts),
+        tool_calls=calls,
+        finish_reason=finish,
+        usage=usage,
+        model=model if isinstance(model, str) else requested_model or "",
+        raw=response,
+    )
+
+
+HAND_WRITTEN: dict[str, tuple[Translate, Translate]] = {
+    "anthropic": (hand_anthropic_request, hand_anthropic_response),
+    "openai": (hand_openai_request, hand_openai_response),
+    "gemini": (hand_gemini_request, hand_gemini_response),
+}
