@@ -40,7 +40,8 @@ _LEGEND = (
     'Shapes: a bare name copies the field of that name; "key: path" reads a path '
     "(of the OpenAI side in requests, of the provider's answer in responses); "
     '"x" is a constant; a ?? b is the first one present; T if p == v is T only then, '
-    "otherwise the key is omitted; list(p) makes a lone string a one-item list; a + b sums; "
+    "otherwise the key is omitted (or E, with else E); list(p) makes a lone string a one-item list; a + b sums; "
+    "lookup(p, table: ...) picks the row named by p's value; "
     "{...p, k: T} is p with k set; content(policy) writes the message's parts through the part rows; "
     '"as given" passes the OpenAI value through. '
     f"{NOTHING} means the rule file says nothing about it."
@@ -209,7 +210,13 @@ class _View:
                 text += " ?? " + self.shape(spec["default"], (*key, "default"))
             return text + (" (required)" if spec.get("required") else "")
         if op == "$when" and "then" in spec:
-            return f"{self.shape(spec['then'], (*key, 'then'))} if {arg} == {self.shape(spec.get('is'), key)}"
+            test = (
+                f"{arg} in {self.shape(spec['in'], key)}"
+                if "in" in spec
+                else f"{arg} == {self.shape(spec.get('is'), key)}"
+            )
+            text = f"{self.shape(spec['then'], (*key, 'then'))} if {test}"
+            return text + (f" else {self.shape(spec['else'], (*key, 'else'))}" if "else" in spec else "")
         if op == "$list":
             return f"list({arg})"
         if op == "$sum":

@@ -21,6 +21,8 @@ import binascii
 import re
 from dataclasses import dataclass
 
+from .loader import RuleSource
+
 MARK = "tn_"
 
 
@@ -58,3 +60,17 @@ class IdRule:
     def admits_encoded_ids(self) -> bool:
         """Whether the pattern accepts what `normalize` produces (checked when the rules load)."""
         return all(self.pattern.fullmatch(encode(sample)) for sample in ("a", "a.b:c", "é/\u6771", "x" * 40))
+
+
+def compile_id_rule(source: RuleSource) -> IdRule | None:
+    """The rule file's `tool_call_ids` section, compiled (None when the provider takes any id)."""
+    spec = source.data.get("tool_call_ids")
+    if spec is None:
+        return None
+    try:
+        rule = IdRule(re.compile(spec["pattern"]))
+    except re.error as exc:
+        raise source.error(("tool_call_ids", "pattern"), f"not a regular expression: {exc}") from None
+    if not rule.admits_encoded_ids():
+        raise source.error(("tool_call_ids", "pattern"), "must accept the encoded form tn_ + URL-safe base64")
+    return rule

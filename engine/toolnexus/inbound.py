@@ -10,12 +10,11 @@ body template over the request with those translated values in place.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import Note, TranslationError
-from .ids import IdRule
+from .ids import IdRule, compile_id_rule
 from .loader import Key, RuleSource
 from .paths import MISSING
 from .reader import (
@@ -459,23 +458,9 @@ def compile_inbound(source: RuleSource) -> Inbound:
         tool_choice=tool_choice,
         system_blocks=system_blocks,
         text_reads=(parts["text"][1] or frozenset()) if "text" in parts else frozenset(),
-        tool_call_ids=_id_rule(data, source),
+        tool_call_ids=compile_id_rule(source),
         plan={"consumed": sorted(consumed), "hoist": sorted(hoist), "parts": sorted(parts)},
     )
-
-
-def _id_rule(data: dict[str, Any], source: RuleSource) -> IdRule | None:
-    """The rules' `tool_call_ids` section, compiled (None when the provider takes any id)."""
-    spec = data.get("tool_call_ids")
-    if spec is None:
-        return None
-    try:
-        rule = IdRule(re.compile(spec["pattern"]))
-    except re.error as exc:
-        raise source.error(("tool_call_ids", "pattern"), f"not a regular expression: {exc}") from None
-    if not rule.admits_encoded_ids():
-        raise source.error(("tool_call_ids", "pattern"), "must accept the encoded form tn_ + URL-safe base64")
-    return rule
 
 
 def _reads(part: tuple[Render, frozenset[str] | None] | None, key: str) -> bool:

@@ -251,10 +251,10 @@ def _message_cache_control(msg: dict[str, Any], parts: list[dict[str, Any]], i: 
 def system_parts(msg: dict[str, Any], i: int, provider: str) -> list[dict[str, Any]]:
     """A hoisted system/developer message as text parts, keeping cache_control (its content is already checked)."""
     content = msg.get("content")
-    if type(content) is str:
-        parts = [{"kind": "text", "text": content}]
-    else:
+    if isinstance(content, list):
         parts = [_part(part, i, j, provider) for j, part in enumerate(content)]
+    else:
+        parts = [{"kind": "text", "text": content}]
     if msg.get("cache_control") is not None:
         _message_cache_control(msg, parts, i, provider)
     return parts
