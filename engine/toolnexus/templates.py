@@ -327,6 +327,8 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
             + did_you_mean(str(arg), ["text_or_blocks", "blocks"]),
         )
     env.reads.add("parts")
+    if isinstance(spec.get("lead"), str):
+        env.reads.add(spec["lead"])  # the message key it replays counts as read
     return _Call(env.content(spec, key))
 
 
