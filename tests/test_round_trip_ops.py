@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from test_properties import SETTINGS
+from test_properties import SETTINGS, anthropic_responses, gemini_responses
 from toolnexus import Note, ResponseError, TranslationError, load_rules, translate_request, translate_response
 from toolnexus.ids import MARK, IdRule, decode, encode
 from toolnexus.outbound import check_usage, merge_extras
@@ -362,3 +362,44 @@ def test_check_usage_refuses_each_broken_invariant(usage: dict[str, Any], path: 
 )
 def test_check_usage_accepts_consistent_and_partial_usage(usage: dict[str, Any]) -> None:
     check_usage(usage, "test")
+
+
+# ---------------------------------------------------------------- generated answers, echoed back
+
+
+def _echo(result: TranslateResult, question: str = "go") -> list[dict[str, Any]]:
+    """A user question, the answer as assistant_message() gives it, and a result for each tool call."""
+    answers = [{"role": "tool", "tool_call_id": c.id, "content": f"result of {c.name}"} for c in result.tool_calls]
+    return [{"role": "user", "content": question}, result.assistant_message(), *answers]
+
+
+@SETTINGS
+@given(response=anthropic_responses())
+def test_anthropic_thinking_and_tool_use_come_back_first_and_unchanged(response: dict[str, Any]) -> None:
+    result = translate_response("anthropic", response)
+    if not result.tool_calls:
+        return  # reasoning must survive into the tool-result turn; an answer without calls ends the loop
+    body = translate_request("anthropic", {"model": "m", "messages": _echo(result)})
+    sent = body["messages"][1]["content"]
+    blocks = response["content"]
+    thinking = [b for b in blocks if b["type"] == "thinking"]
+    text = "".join(b["text"] for b in blocks if b["type"] == "text")
+    assert sent[: len(thinking)] == thinking, "every thinking block, first, in order, unchanged"
+    assert sent[len(thinking) :] == [{"type": "text", "text": text}] * bool(text) + [
+        b for b in blocks if b["type"] == "tool_use"
+    ]
+
+
+@SETTINGS
+@given(response=gemini_responses())
+def test_gemini_signatures_come_back_on_their_calls(response: dict[str, Any]) -> None:
+    result = translate_response("gemini", response)
+    if not result.tool_calls:
+        return
+    body = translate_request("gemini", {"model": "m", "messages": _echo(result)})
+    issued = [p for p in response["candidates"][0]["content"]["parts"] if "functionCall" in p]
+    sent_calls = [p for p in body["contents"][1]["parts"] if "functionCall" in p]
+    assert len(sent_calls) == len(issued)
+    for position, (sent, original) in enumerate(zip(sent_calls, issued, strict=True)):
+        expected = original.get("thoughtSignature", "skip_thought_signature_validator" if position == 0 else None)
+        assert sent.get("thoughtSignature") == expected, (position, sent, original)

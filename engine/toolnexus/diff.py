@@ -326,6 +326,20 @@ def _hoisted(v: _View) -> Cell:
     return v.cell([", ".join(map(str, roles)) + joined], ("messages", "system", "roles"))
 
 
+def _system_blocks(v: _View) -> Cell:
+    blocks = v.at("messages", "system", "blocks")
+    shown = ["text blocks, each cache_control where it was given"] if blocks == "when_cached" else []
+    return v.cell(shown, ("messages", "system", "blocks"))
+
+
+def _tool_call_ids(v: _View) -> Cell:
+    rule = v.table("tool_call_ids")
+    if "pattern" not in rule:
+        return Cell()
+    text = f"{rule['pattern']}; others sent as tn_ + base64url, restored in results{v.marks(rule, ('tool_call_ids',))}"
+    return v.cell([text], ("tool_call_ids", "pattern"))
+
+
 def _role_name(role: str) -> Concept:
     def concept(v: _View) -> Cell:
         key: Key = ("messages", "roles", role)
@@ -580,7 +594,14 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
             ("error body", _error_body),
         ),
     ),
-    ("System prompt", (("system prompt goes to", _system_target), ("hoisted roles", _hoisted))),
+    (
+        "System prompt",
+        (
+            ("system prompt goes to", _system_target),
+            ("hoisted roles", _hoisted),
+            ("system with a cached part", _system_blocks),
+        ),
+    ),
     (
         "Messages",
         (
@@ -597,6 +618,7 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
         (
             ("tool declaration", _template("tools", "declaration")),
             ("tool keys dropped / refused", _keys_dropped("tools", "unsupported")),
+            ("tool-call ids accepted", _tool_call_ids),
             _tool_choice_rows,
         ),
     ),
