@@ -310,9 +310,9 @@ def test_merge_extras_keeps_the_first_of_two_different_values_with_a_note() -> N
     ctx = Ctx("test", outbound=True)
     into: dict[str, Any] = {}
     given = {"l": [1], "m": {"k": "a"}}
-    merge_extras(into, given, "parts[0]", "", ctx)
-    merge_extras(into, {"l": [2], "m": {"k": "a", "j": 1}}, "parts[1]", "", ctx)
-    merge_extras(into, {"m": {"k": "b"}}, "parts[2]", "", ctx)
+    for n, extras in enumerate([given, {"l": [2], "m": {"k": "a", "j": 1}}, {"m": {"k": "b"}}]):
+        ctx.path = f"parts[{n}]"  # the element being read
+        merge_extras(into, extras, "", ctx)
     assert into == {"l": [1, 2], "m": {"k": "a", "j": 1}}
     assert given == {"l": [1], "m": {"k": "a"}}  # never extended in place
     assert ctx.notes == [Note("dropped", "parts[2]", "a second m.k for the assistant message; the first is kept")]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .loader import RuleSource
@@ -52,6 +53,18 @@ class IdRule:
         if self.pattern.fullmatch(call_id) and not call_id.startswith(MARK):
             return call_id
         return encode(call_id)
+
+    def memo(self) -> Callable[[str], str]:
+        """`normalize` for one request: a call and its result share one check."""
+        seen: dict[str, str] = {}
+
+        def normalize(call_id: str) -> str:
+            sent = seen.get(call_id)
+            if sent is None:
+                sent = seen[call_id] = self.normalize(call_id)
+            return sent
+
+        return normalize
 
     def restore(self, sent: str) -> str:
         original = decode(sent)

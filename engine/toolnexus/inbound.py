@@ -46,11 +46,14 @@ MESSAGES = _Sequence("messages")
 
 
 class _Parts:
-    """ctx.path's owner while a part is written: its request path, formatted only for a note or an error."""
+    """ctx.path's owner while a part is written: its request path, formatted only for a note or an error.
+
+    The index is a [turn, part] pair the writer updates in place as it goes through the parts.
+    """
 
     @staticmethod
-    def element_path(at: tuple[dict[str, Any], dict[str, Any]]) -> str:
-        return part_path(*at)
+    def element_path(at: list[dict[str, Any]]) -> str:
+        return part_path(at[0], at[1])
 
 
 PARTS = _Parts()
@@ -140,7 +143,7 @@ class Inbound:
             self.hoist,
             provider,
             arguments_json=self.reads_arguments_json,
-            tool_call_ids=None if self.tool_call_ids is None else self.tool_call_ids.normalize,
+            tool_call_ids=None if self.tool_call_ids is None else self.tool_call_ids.memo(),
         )
         chosen = self._choose_system(hoisted, turns, system, default_system, ctx)
         if system is None and hoisted:
@@ -245,9 +248,9 @@ class Inbound:
         if self.system_blocks is None:
             return chosen
         blocks = []
-        for at in parts:
-            ctx.path = (PARTS, at)
-            blocks.append(self.system_blocks(at[1], ctx))
+        for turn, part in parts:
+            ctx.path = (PARTS, [turn, part])
+            blocks.append(self.system_blocks(part, ctx))
         ctx.path = ""
         return blocks
 
@@ -280,7 +283,7 @@ class Inbound:
             source = turn["source"]
             if rule.allowed is not None and not source.keys() <= rule.allowed:
                 self._check_message_keys(source, f"messages[{turn['index']}]", rule.allowed, ctx, unknown_fields)
-            if rule.allowed is not None and role == "assistant" and orphan_extra_content(turn):
+            if "extra_content" in source and rule.allowed is not None and orphan_extra_content(turn):
                 path = f"messages[{turn['index']}].extra_content"
                 ctx.notes.append(Note("dropped", path, "no text part in this message to carry it"))
             if rule.drop_if_empty and not turn["parts"]:
@@ -523,17 +526,16 @@ def _content_writer(
     lead_where = str(lead).removeprefix("source.")
     wanted = frozenset(kinds) if kinds is not None else None
     flatten = policy == "text_or_blocks"
-    table: list[Any] = []  # [writers, reporting, keys a text part may carry that the text template writes]
+    # Read from `parts` on the first call: [writers, reporting kinds, keys a text part may carry that the
+    # text template writes (such a part stays a block)].
+    table: list[Any] = []
 
     def compiled() -> list[Any]:
-        if not table:
-            writers = {kind: write for kind, (write, _) in parts.items()}
-            # Kinds whose template reads the part's fields one by one: they may drop or rewrite (see _report_part).
-            reporting = {
-                kind: reads for kind, (_, reads) in parts.items() if reads is not None and "source" not in reads
-            }
-            text_reads = parts["text"][1] if "text" in parts else None
-            table.extend([writers, reporting, frozenset(text_reads or ()) - {"text", "kind"}])
+        writers = {kind: write for kind, (write, _) in parts.items()}
+        # Kinds whose template reads the part's fields one by one: they may drop or rewrite (see _report_part).
+        reporting = {kind: reads for kind, (_, reads) in parts.items() if reads is not None and "source" not in reads}
+        text_reads = parts["text"][1] if "text" in parts else None
+        table.extend([writers, reporting, frozenset(text_reads or ()) - {"text", "kind"}])
         return table
 
     def render(turn: Any, ctx: Ctx) -> Any:
@@ -541,18 +543,28 @@ def _content_writer(
         selected = turn["parts"] if wanted is None else [p for p in turn["parts"] if p["kind"] in wanted]
         blocks: list[Any] = []
         if lead_getter is not None:
-            blocks += _opaque_blocks(lead_getter(turn), lead_where, ctx)
+            opaque = lead_getter(turn)
+            if opaque is not MISSING and opaque is not None:
+                blocks += _opaque_blocks(opaque, lead_where, ctx)
         if flatten and not blocks:
+            reported = False
             for p in selected:
-                if p["kind"] != "text" or (text_extras and not text_extras.isdisjoint(p)):
-                    break  # a part the text template writes more of than its text stays a block
+                if p["kind"] != "text":
+                    break
+                if len(p) > 3:  # more than kind, text and source: it carries something
+                    if text_extras and not text_extras.isdisjoint(p):
+                        break  # a part the text template writes more of than its text stays a block
+                    reported = reported or "report" in p
             else:
                 text_reads = reporting.get("text")
-                for p in selected:
-                    if "report" in p and text_reads is not None:
-                        _report_part(turn, p, text_reads, ctx)
+                if reported and text_reads is not None:
+                    for p in selected:
+                        if "report" in p:
+                            _report_part(turn, p, text_reads, ctx)
                 return selected[0]["text"] if len(selected) == 1 else "".join(p["text"] for p in selected)
         where = ctx.path
+        at = [turn, None]
+        ctx.path = (PARTS, at)
         for part in selected:
             kind = part["kind"]
             write = writers.get(kind)
@@ -560,7 +572,7 @@ def _content_writer(
                 raise ctx.fail(part_path(turn, part), f"{kind} parts cannot be sent to {provider}")
             if "report" in part and kind in reporting:
                 _report_part(turn, part, reporting[kind], ctx)
-            ctx.path = (PARTS, (turn, part))
+            at[1] = part
             blocks.append(write(part, ctx))
         ctx.path = where
         return blocks if blocks else MISSING
@@ -570,8 +582,6 @@ def _content_writer(
 
 def _opaque_blocks(value: Any, where: str, ctx: Ctx) -> list[Any]:
     """`lead`: blocks the caller carried back (e.g. signed reasoning), sent exactly as given."""
-    if value is MISSING or value is None:
-        return []
     if not isinstance(value, list):
         raise ctx.fail(ctx.at(where), f"must be a list of blocks, got {type(value).__name__}")
     for j, block in enumerate(value):

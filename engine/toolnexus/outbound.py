@@ -148,8 +148,8 @@ class Outbound:
                         src.element_path(i), f"text must be a string, got {type(text).__name__}", provider=self.provider
                     )
                 texts.append(text)
-            if len(item) > 1 or text is None:
-                self._read_extras(item, src.element_path(i), ctx, found)
+            if "reasoning" in item or "message" in item:
+                self._read_extras(item, ctx, found)
             call = item.get("tool_call")
             if call is not None:
                 if src.synthesize_ids and not call.get("id"):
@@ -158,20 +158,20 @@ class Outbound:
                 calls.append(self._tool_call(call, src, i, fields, ctx))
         ctx.path = ""
 
-    def _read_extras(self, item: dict[str, Any], where: str, ctx: Ctx, found: _Found) -> None:
-        """An item's reasoning text and its pieces of the assistant message."""
+    def _read_extras(self, item: dict[str, Any], ctx: Ctx, found: _Found) -> None:
+        """An item's reasoning text and its pieces of the assistant message (ctx.path is the element)."""
         reasoning = item.get("reasoning")
         if reasoning is not None:
             if type(reasoning) is not str:
                 message = f"reasoning must be a string, got {type(reasoning).__name__}"
-                raise ResponseError(where, message, provider=self.provider)
+                raise ResponseError(ctx.where(), message, provider=self.provider)
             found.reasoning.append(reasoning)
         extras = item.get("message")
         if extras is not None:
             if not isinstance(extras, dict):
                 message = f"message extras must be a mapping, got {type(extras).__name__}"
-                raise ResponseError(where, message, provider=self.provider)
-            merge_extras(found.extras, extras, where, "", ctx)
+                raise ResponseError(ctx.where(), message, provider=self.provider)
+            merge_extras(found.extras, extras, "", ctx)
 
     def _tool_call(
         self, call: dict[str, Any], src: ItemSource, i: int, fields: dict[str, str], ctx: Ctx
@@ -351,24 +351,26 @@ class _Found:
         self.extras: dict[str, Any] = {}
 
 
-def merge_extras(into: dict[str, Any], extras: dict[str, Any], where: str, prefix: str, ctx: Ctx) -> None:
-    """Merge one item's assistant-message pieces: mappings merge, lists concatenate, a clash keeps the first."""
+def merge_extras(into: dict[str, Any], extras: dict[str, Any], prefix: str, ctx: Ctx) -> None:
+    """Merge one item's assistant-message pieces: mappings merge, lists concatenate, a clash keeps the first.
+
+    A clash is noted at ctx's path (the element being read).
+    """
     for key, value in extras.items():
         have = into.get(key, MISSING)
         if have is MISSING:
             if isinstance(value, dict):
                 into[key] = {}
-                merge_extras(into[key], value, where, f"{prefix}{key}.", ctx)
+                merge_extras(into[key], value, f"{prefix}{key}.", ctx)
             else:
                 into[key] = list(value) if isinstance(value, list) else value  # never extend the response's own list
         elif isinstance(have, list) and isinstance(value, list):
             have.extend(value)
         elif isinstance(have, dict) and isinstance(value, dict):
-            merge_extras(have, value, where, f"{prefix}{key}.", ctx)
+            merge_extras(have, value, f"{prefix}{key}.", ctx)
         elif have != value:
-            ctx.notes.append(
-                Note("dropped", where, f"a second {prefix}{key} for the assistant message; the first is kept")
-            )
+            message = f"a second {prefix}{key} for the assistant message; the first is kept"
+            ctx.notes.append(Note("dropped", ctx.where(), message))
 
 
 def check_usage(usage: dict[str, Any], provider: str) -> None:

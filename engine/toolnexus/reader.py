@@ -97,7 +97,7 @@ def read_messages(
     pending: dict[str, str] = {}  # tool call id -> name, of the assistant turn being answered
     answered: set[str] = set()
     seen_ids: dict[str, tuple[int, int]] = {}
-    current: list[dict[str, Any]] = []  # tool calls since the last user message
+    current = 0  # the first turn after the last user message
     for i, msg in enumerate(messages):
         if not isinstance(msg, dict):
             raise _fail(provider, f"messages[{i}]", f"must be an object, got {type(msg).__name__}")
@@ -110,12 +110,11 @@ def read_messages(
             continue
         if role == "user":
             parts = _user_parts(msg, i, provider)
-            pending, answered, current = {}, set(), []
+            pending, answered, current = {}, set(), len(turns) + 1
         elif role == "assistant":
             pending = {}
             parts = _assistant_parts(msg, i, provider, seen_ids, arguments_json, pending, tool_call_ids)
             answered = set()
-            current += [p for p in parts if p["kind"] == "tool_call"]
         elif role == "tool":
             parts = [_tool_result(msg, i, provider, pending, answered, tool_call_ids)]
         elif role in ROLES:  # a system/developer role this provider does not hoist
@@ -128,8 +127,10 @@ def read_messages(
             )
             raise _fail(provider, f"messages[{i}].role", f"unknown role {role!r}{hint}")
         turns.append({"role": role, "parts": parts, "source": msg, "index": i})
-    for part in current:
-        part["current_turn"] = True
+    for turn in turns[current:]:
+        for part in turn["parts"]:
+            if part["kind"] == "tool_call":
+                part["current_turn"] = True
     return turns, hoisted
 
 
@@ -183,7 +184,7 @@ def _user_parts(msg: dict[str, Any], i: int, provider: str) -> list[dict[str, An
     else:
         parts = None
     if parts is not None:
-        if msg.get("cache_control") is not None:
+        if len(msg) > 2 and msg.get("cache_control") is not None:  # more than role and content
             _message_cache_control(msg, parts, i, provider)
         return parts
     if content is MISSING:
@@ -200,7 +201,7 @@ def _part(part: Any, i: int, j: int, provider: str) -> dict[str, Any]:
         if type(text) is not str:
             raise _bad_string(text, f"messages[{i}].content[{j}].text", provider)
         out = {"kind": "text", "text": text, "source": part}
-        if part.get("cache_control") is not None:
+        if len(part) > 2 and part.get("cache_control") is not None:  # more than type and text
             _carry(out, "cache_control", part["cache_control"], "cache_control")
         return out
     path = f"messages[{i}].content[{j}]"
@@ -320,7 +321,7 @@ def _assistant_parts(
         part["position"] = k
         if tool_call_ids is not None:
             _map_id(part, "id", tool_call_ids, provider)
-        if call.get("extra_content") is not None:
+        if len(call) > 3 and call.get("extra_content") is not None:  # more than id, type and function
             _carry(part, "extra_content", call["extra_content"], "extra_content")
         parts.append(part)
     return parts
@@ -338,7 +339,11 @@ def _map_id(part: dict[str, Any], key: str, tool_call_ids: IdMap, provider: str)
 def orphan_extra_content(turn: dict[str, Any]) -> bool:
     """An assistant message's extra_content with no text part to ride on (reported as dropped)."""
     source = turn["source"]
-    return source.get("extra_content") is not None and not any(p["kind"] == "text" for p in turn["parts"])
+    return (
+        turn["role"] == "assistant"
+        and source.get("extra_content") is not None
+        and not any(p["kind"] == "text" for p in turn["parts"])
+    )
 
 
 def _tool_call(call: Any, i: int, k: int, provider: str, want_json: bool) -> dict[str, Any]:
@@ -439,13 +444,15 @@ def _tool_result(
         "index": i,
         "source": msg,
     }
-    is_error = msg.get("is_error")
-    if is_error is not None:
-        if type(is_error) is not bool:
-            raise _fail(provider, f"messages[{i}].is_error", f"must be true or false, got {type(is_error).__name__}")
-        _carry(result, "is_error", is_error, "is_error")
-    if msg.get("cache_control") is not None:
-        _carry(result, "cache_control", msg["cache_control"], "cache_control")
+    if len(msg) > 3:  # more than role, content and tool_call_id
+        is_error = msg.get("is_error")
+        if is_error is not None:
+            if type(is_error) is not bool:
+                message = f"must be true or false, got {type(is_error).__name__}"
+                raise _fail(provider, f"messages[{i}].is_error", message)
+            _carry(result, "is_error", is_error, "is_error")
+        if msg.get("cache_control") is not None:
+            _carry(result, "cache_control", msg["cache_control"], "cache_control")
     if tool_call_ids is not None:
         _map_id(result, "tool_call_id", tool_call_ids, provider)
     return result
@@ -458,14 +465,16 @@ def _tool_content(msg: dict[str, Any], i: int, provider: str) -> tuple[str, list
         return content, [{"kind": "text", "text": content}]
     if not isinstance(content, list):
         return _text_only(msg, i, provider), []  # raises the precise error
-    parts = [_part(part, i, j, provider) for j, part in enumerate(content)]
-    for j, part in enumerate(parts):
-        if part["kind"] not in TOOL_RESULT_KINDS:
-            kind = part["kind"]
-            raise _fail(
-                provider, f"messages[{i}].content[{j}]", f"only text and image parts are allowed here, got {kind!r}"
-            )
-    return "".join(p["text"] for p in parts if p["kind"] == "text"), parts
+    parts, texts = [], []
+    for j, given in enumerate(content):
+        part = _part(given, i, j, provider)
+        if part["kind"] == "text":
+            texts.append(part["text"])
+        elif part["kind"] not in TOOL_RESULT_KINDS:
+            message = f"only text and image parts are allowed here, got {part['kind']!r}"
+            raise _fail(provider, f"messages[{i}].content[{j}]", message)
+        parts.append(part)
+    return "".join(texts), parts
 
 
 def read_tools(tools: Any, provider: str) -> list[dict[str, Any]]:
