@@ -29,7 +29,14 @@ from deepdiff import DeepDiff
 
 from test_cases import SDK_VALIDATORS
 from test_sdk_judges import judge_anthropic, judge_gemini, judge_openai
-from toolnexus import ProviderError, TranslateResult, create_client, translate_request, translate_response
+from toolnexus import (
+    ProviderError,
+    TranslateResult,
+    TranslationError,
+    create_client,
+    translate_request,
+    translate_response,
+)
 from toolnexus.stub import ProviderStub, StubReply, StubRequest
 
 TURNS = 10
@@ -630,3 +637,20 @@ def test_the_scripted_answers_are_what_the_provider_sdk_accepts(provider: str) -
     script = SCRIPTS[provider]()
     for turn in range(1, TURNS + 1):
         SDK_VALIDATORS[provider](copy.deepcopy(script.answer(turn)))
+
+
+def test_params_are_translated_by_the_rules_and_cannot_replace_translates_own_arguments() -> None:
+    script = SCRIPTS["anthropic"]()
+    messages = [system_message(script.features), {"role": "user", "content": QUESTIONS[0]}]
+
+    async def run() -> None:
+        with ProviderStub(script.respond) as stub:
+            async with create_client(stub.base_url, "anthropic", "m", api_key="k", max_retries=0) as client:
+                await client.translate(messages, tools=tools(script.features), params={"reasoning_effort": EFFORT})
+                with pytest.raises(TranslationError) as info:
+                    await client.translate(messages, params={"messages": []})
+                assert info.value.path == "messages"
+
+    asyncio.run(run())
+    assert script.bodies[0]["thinking"] == {"type": "enabled", "budget_tokens": 8192}
+    assert "reasoning_effort" not in script.bodies[0] and len(script.bodies) == 1

@@ -21,7 +21,7 @@ class TranslatedToolCall:
     id: str
     name: str
     arguments: str
-    extra_content: dict[str, Any] | None = None
+    extra_content: dict[str, Any] | None = field(default=None, hash=False)  # a mapping: not hashable
 
     def to_openai(self) -> dict[str, Any]:
         call: dict[str, Any] = {

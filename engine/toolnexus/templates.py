@@ -10,7 +10,8 @@ A template is plain YAML data describing an output value:
 Operations (the whole vocabulary; README "Rule format" has an example of each):
 
   $get: PATH | [PATH, ...]   read a value; a list reads the first present one.
-        default: TEMPLATE    used when absent (reported as `synthesized`)
+        default: TEMPLATE    used when absent (reported as `synthesized` when it
+                             gives a value: a default may itself be conditional)
         required: true       absent is a TranslationError at PATH
   $when: PATH                the `then` template when the value at PATH equals
         is: VALUE            `is` (same JSON type), or one of `in`; else the
