@@ -163,6 +163,7 @@ def openai_events(response: dict[str, Any], rng: random.Random, *, cuts: int | N
     for index, call in enumerate(message.get("tool_calls", [])):
         head_piece = {"index": index, "id": call["id"], "type": "function",
                       "function": {"name": call["function"]["name"], "arguments": ""}}  # fmt: skip
+        head_piece |= {k: v for k, v in call.items() if k not in ("id", "type", "function")}  # extra_content
         out.append(chunk({"tool_calls": [head_piece]}))
         for piece in pieces(call["function"]["arguments"], rng, cuts):
             out.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))

@@ -380,6 +380,13 @@ def test_gemini_thoughts_stream_as_reasoning_and_calls_get_the_non_streaming_ids
     check_chunks(chunks, translator.result)
     deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
     assert "".join(d.get("reasoning_content", "") for d in deltas) == "Thinking it over."
+    # The signature rides on the call's first delta, as on the call in tool_calls_json(): a caller
+    # who rebuilds the assistant message from the chunks keeps it for the next turn.
+    opened = [call for d in deltas for call in d.get("tool_calls", []) if "id" in call]
+    assert [call.get("extra_content") for call in opened] == [
+        call.get("extra_content") for call in translator.result.tool_calls_json()
+    ]
+    assert opened[0]["extra_content"] == {"google": {"thought_signature": "c2ln"}}
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

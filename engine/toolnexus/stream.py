@@ -416,20 +416,26 @@ class StreamTranslator:
             call = {**call, "id": _synthesized_id(element, len(self._calls))}
         fields = src.field_paths.get(kind, {}) if isinstance(kind, str) else {}
         outbound = self.rules.outbound
+        extra = None
         if kind in w.streamed_arguments:
             call_id, name = call.get("id"), call.get("name")
             if not (type(call_id) is str and call_id and type(name) is str and name):
                 outbound._bad_tool_call(call, src.element_path(i), fields, src.arguments)
+            if outbound.tool_call_ids is not None:  # the caller's own id, as the whole answer restores it
+                call_id = outbound.tool_call_ids.restore(call_id)
             arguments = call.get("arguments")
             first = arguments if type(arguments) is str else ""  # JSON arriving in pieces starts from nothing
         else:
-            done = outbound._tool_call(call, src, i, fields)
-            call_id, name, first = done.id, done.name, done.arguments
+            done = outbound._tool_call(call, src, i, fields, ctx)
+            call_id, name, first, extra = done.id, done.name, done.arguments, done.extra_content
         index = len(self._calls)
         info.call = index
         self._calls.append(_Call(str(call_id), str(name), bool(first)))
         function = {"name": name, "arguments": ""}
-        self._deltas.append({"tool_calls": [{"index": index, "id": call_id, "type": "function", "function": function}]})
+        opened: dict[str, Any] = {"index": index, "id": call_id, "type": "function", "function": function}
+        if extra is not None:  # a signature rides on the call, as in tool_calls_json()
+            opened["extra_content"] = extra
+        self._deltas.append({"tool_calls": [opened]})
         if first:
             self._deltas.append({"tool_calls": [{"index": index, "function": {"arguments": first}}]})
 
