@@ -1,0 +1,575 @@
+"""The fast lane: OpenAI messages and tools to the provider's in one generated pass,
+for requests that need no note and raise no error.
+
+The general path (reader -> middle form -> writers) is the reference: it validates
+everything, names every culprit and reports every drop. Most real requests are clean,
+though, and for them building a middle-form dict per part, then calling a template to
+read it back, costs more than the translation itself. So, once per rule file, this
+module writes one Python function for messages and one for tools, the way a person
+would write them by hand for that provider: a loop over the messages, a branch per
+role, the rule templates inlined with their fields bound to local variables (and an
+object built only from always-present fields as one dict display). `toolnexus
+explain --code` prints both functions.
+
+The lane never decides anything the general path would not: whenever an input is
+not plainly valid, or translating it would write a note, the generated code raises
+`Fallback`; the lane removes any notes it wrote and the caller takes the general path
+for that section. Nothing here knows a provider: the roles, templates, merge and drop
+rules all come from the compiled rule file, and a role, part kind or declaration whose
+template reads something the lane does not bind stays on the general path.
+Uncommon shapes (content given as a list of parts, images) run through small helpers
+below instead of inline code. `tests/test_lane.py` checks the lane against the
+general path on every case and on generated transcripts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .loader import Key
+from .paths import MISSING
+from .reader import OBJECT_ARGUMENTS_SENT_AS_TEXT, READ_KEYS, Hoisted
+from .templates import STRICT_JSON, Ctx, Inliner
+
+# The middle-form fields (reader.py) the lane binds, per part kind, in the order the
+# bound part functions take them; and those never absent on the inline paths.
+PART_FIELDS: dict[str, tuple[str, ...]] = {
+    "text": ("text", "source"),
+    "image_base64": ("media_type", "data", "source"),
+    "image_url": ("url", "source"),
+    "tool_call": ("id", "name", "arguments", "arguments_json", "source"),
+    "tool_result": ("tool_call_id", "name", "content", "source"),
+}
+TURN_FIELDS = ("role", "source", "index")
+
+Part = tuple[str, tuple[Any, ...]]  # (kind, the bound part function's field values)
+BoundRender = Callable[..., Any]  # render(*field values, ctx), from templates.compile_bound
+BoundCompiler = Callable[[Any, Key, tuple[str, ...]], tuple[BoundRender | None, frozenset[str] | None]]
+
+
+class Fallback(Exception):
+    """Take the general path: it will raise the right error or write the right notes."""
+
+
+class _Elements:
+    """Element paths for notes the inlined templates write (`c.path = (owner, i)`)."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+
+    def element_path(self, index: int) -> str:
+        return self.pattern.format(index)
+
+
+MESSAGE_PATHS = _Elements("messages[{}]")
+TOOL_PATHS = _Elements("tools[{}].function")
+
+GeneratedMessages = Callable[[Any, Ctx], tuple[list[Any], list[Hoisted]]]
+GeneratedTools = Callable[[Any, Ctx], tuple[list[Any], set[str]]]
+
+
+@dataclass
+class Lane:
+    run_messages: GeneratedMessages
+    run_tools: GeneratedTools
+
+    def messages(self, messages: Any, ctx: Ctx) -> tuple[list[Any], list[Hoisted]] | None:
+        """The provider's messages and the hoisted prompts (as the reader gives them), or None."""
+        return _run(self.run_messages, messages, ctx)
+
+    def tools(self, tools: Any, ctx: Ctx) -> tuple[list[Any], set[str]] | None:
+        """The provider's tool declarations and the declared names, or None for the general path."""
+        return _run(self.run_tools, tools, ctx)
+
+
+T = TypeVar("T")
+
+
+def _run(generated: Callable[[Any, Ctx], T], data: Any, ctx: Ctx) -> T | None:
+    """Run a generated function; on Fallback, leave no note and no path behind."""
+    start = len(ctx.notes)
+    try:
+        return generated(data, ctx)
+    except Fallback:
+        del ctx.notes[start:]
+        ctx.path = ""
+        return None
+
+
+# ---------------------------------------------------------------- helpers the generated code calls
+
+
+def text_only(content: Any) -> str:
+    """Content that may only hold text: a string, or text parts concatenated."""
+    if type(content) is str:
+        return content
+    if type(content) is not list:
+        raise Fallback
+    texts = []
+    for part in content:
+        text = part.get("text") if type(part) is dict and part.get("type") == "text" else None
+        if type(text) is not str:
+            raise Fallback
+        texts.append(text)
+    return "".join(texts)
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """Tool-call arguments given as text; they must be a JSON object (parsed even when unused)."""
+    try:
+        parsed = STRICT_JSON.decode(raw)
+    except json.JSONDecodeError:
+        raise Fallback from None
+    if type(parsed) is not dict:
+        raise Fallback
+    return parsed
+
+
+def dump_arguments(arguments: dict[str, Any]) -> str:
+    """Arguments given as an object, as the JSON text the rules send."""
+    try:
+        return json.dumps(arguments, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        raise Fallback from None
+
+
+def list_part(part: Any) -> Part:
+    """One element of a content list: text or an image, as the reader would read it."""
+    kind = part.get("type") if type(part) is dict else None
+    if kind == "text":
+        text = part.get("text")
+        if type(text) is not str:
+            raise Fallback
+        return ("text", (text, part))
+    if kind != "image_url":
+        raise Fallback
+    image = part.get("image_url")
+    url = image.get("url") if type(image) is dict else None
+    if type(url) is not str or image.get("detail", "auto") not in ("auto", None):
+        raise Fallback  # a detail other than auto may be reported as dropped
+    if url.startswith("data:"):
+        header, comma, data = url[5:].partition(",")
+        media_type, _, encoding = header.partition(";")
+        if not comma or encoding != "base64" or "/" not in media_type or not data:
+            raise Fallback
+        return ("image_base64", (media_type, data, part))
+    if url.startswith(("http://", "https://")):
+        return ("image_url", (url, part))
+    raise Fallback
+
+
+def write_content(
+    parts: list[Part], text_or_blocks: bool, kinds: frozenset[str] | None, writers: dict[str, BoundRender], ctx: Ctx
+) -> Any:
+    """`$content` over parts already read: the joined text, or the blocks, or absent."""
+    if kinds is not None:
+        parts = [p for p in parts if p[0] in kinds]
+    if text_or_blocks and all(kind == "text" for kind, _ in parts):
+        return parts[0][1][0] if len(parts) == 1 else "".join(values[0] for _, values in parts)
+    blocks = [write_part(kind, values, writers, ctx) for kind, values in parts]
+    return blocks if blocks else MISSING
+
+
+def write_part(kind: str, values: tuple[Any, ...], writers: dict[str, BoundRender], ctx: Ctx) -> Any:
+    write = writers.get(kind)
+    if write is None:
+        raise Fallback
+    return write(*values, ctx)
+
+
+def merge_into(merged: dict[str, Any], message: dict[str, Any]) -> None:
+    """Consecutive messages of one role become one: list values concatenate, the others are the latest."""
+    for key, value in message.items():
+        if isinstance(value, list) and isinstance(merged.get(key), list):
+            merged[key].extend(value)
+        else:
+            merged[key] = value
+
+
+def own_copy(message: dict[str, Any]) -> dict[str, Any]:
+    """The first message of a merge, copied before others are merged into it (never the caller's lists)."""
+    return {k: list(v) if isinstance(v, list) else v for k, v in message.items()}
+
+
+# ---------------------------------------------------------------- generating
+
+
+@dataclass(frozen=True)
+class RolePlan:
+    """What the generator needs of one role rule (inbound.py compiles the rest)."""
+
+    template: Any
+    drop_if_empty: bool
+    merge_consecutive: bool
+    allowed: frozenset[str] | None
+
+
+def compile_lane(
+    rules: dict[str, Any],
+    hoist: frozenset[str],
+    roles: dict[str, RolePlan],
+    tool_keys_read: frozenset[str] | None,
+    inliner: Inliner,
+    bind: BoundCompiler,
+) -> tuple[Lane, str]:
+    """Generate and compile the lane for one rule file; returns it and its source (for explain)."""
+    parts = rules["messages"]["parts"]
+    writers: dict[str, BoundRender] = {}
+    for kind, fields in PART_FIELDS.items():
+        if kind in parts:
+            render, _ = bind(parts[kind], ("messages", "parts", kind), fields)
+            if render is not None:
+                writers[kind] = render
+    gen = _Generator(inliner, parts, writers)
+    source = gen.messages_function(hoist, roles) + "\n\n" + gen.tools_function(rules["tools"], tool_keys_read)
+    namespace: dict[str, Any] = {
+        **inliner.names,
+        **gen.constants,
+        "Fallback": Fallback,
+        "MESSAGE_PATHS": MESSAGE_PATHS,
+        "TOOL_PATHS": TOOL_PATHS,
+        "text_only": text_only,
+        "parse_arguments": parse_arguments,
+        "dump_arguments": dump_arguments,
+        "OBJECT_ARGUMENTS_SENT_AS_TEXT": OBJECT_ARGUMENTS_SENT_AS_TEXT,
+        "list_part": list_part,
+        "write_content": write_content,
+        "write_part": write_part,
+        "merge_into": merge_into,
+        "own_copy": own_copy,
+        "WRITERS": writers,
+    }
+    exec(compile(source, "<fast lane>", "exec"), namespace)
+    return Lane(namespace["lane_messages"], namespace["lane_tools"]), source
+
+
+_USES_CTX = re.compile(r"\bc\b")
+
+
+class _Generator:
+    def __init__(self, inliner: Inliner, parts: dict[str, Any], writers: dict[str, BoundRender]) -> None:
+        self.inliner = inliner
+        self.parts = parts
+        self.writers = writers
+        self.constants: dict[str, Any] = {}
+        self._content_present = False  # set by each role reader: its content value is never absent
+
+    def _constant(self, name: str, value: Any) -> str:
+        self.constants[name] = value
+        return name
+
+    def _part(self, kind: str, target: str, bound: dict[str, str], present: frozenset[str]) -> list[str] | None:
+        """Inline lines writing one part, or None when the kind has no bindable template."""
+        if kind not in self.parts or kind not in self.writers:
+            return None
+        return self.inliner.emit(self.parts[kind], ("messages", "parts", kind), target, bound, present)
+
+    def messages_function(self, hoist: frozenset[str], roles: dict[str, RolePlan]) -> str:
+        lines = [
+            "def lane_messages(messages, c):",
+            "    if type(messages) is not list: raise Fallback",
+            "    out = []",
+            "    hoisted = []",
+            "    pending = {}  # tool call id -> name, of the assistant turn being answered",
+            "    answered = set()",
+            "    seen_ids = set()",
+            "    merging = None  # the role whose consecutive messages are being merged",
+            "    merged = False  # whether out[-1] is already our own merged copy",
+            "    started = False",
+            "    for i, msg in enumerate(messages):",
+            "        if type(msg) is not dict: raise Fallback",
+            "        role = msg.get('role')",
+            "        if type(role) is not str: raise Fallback",
+        ]
+        if hoist:
+            lines += [
+                f"        if role in {self._constant('HOIST', hoist)}:",
+                f"            if started or not msg.keys() <= {self._constant('HOIST_KEYS', READ_KEYS['system'])}:",
+                "                raise Fallback  # a late prompt is reported as moved; unread keys are settled",
+                "            hoisted.append((text_only(msg.get('content')), f'messages[{i}]', i, msg))",
+                "            continue",
+            ]
+        lines.append("        started = True")
+        branch = "if"
+        for role, reader in (("user", self._user), ("assistant", self._assistant), ("tool", self._tool)):
+            plan = roles.get(role)
+            body = None if plan is None else self._role(role, plan, reader)
+            lines.append(f"        {branch} role == {role!r}:")
+            lines += _indent(body or ["raise Fallback  # not bindable: the general path writes it"], 3)
+            branch = "elif"
+        lines += [
+            "        else:",
+            "            raise Fallback  # another role, or none: the general path reads or refuses it",
+            "    c.path = ''",
+            "    return out, hoisted",
+        ]
+        return "\n".join(lines) + "\n"
+
+    def _role(self, role: str, plan: RolePlan, reader: Callable[[RolePlan, Any], list[str] | None]) -> list[str] | None:
+        contents = list(_content_specs(plan.template))
+        if len(contents) > 1:
+            return None
+        policy = None
+        if contents:
+            kinds = contents[0].get("kinds")
+            policy = (contents[0]["$content"] == "text_or_blocks", None if kinds is None else frozenset(kinds))
+        read = reader(plan, policy)
+        if read is None:
+            return None
+        present = frozenset({"role", "source", "index"})
+        if policy is not None and self._content_present:
+            present |= {"content"}
+        write = self.inliner.emit(
+            plan.template,
+            ("messages", "roles", role, "message"),
+            "message",
+            {"role": "role", "source": "msg", "index": "i"},
+            present,
+            content_var="content_value",
+        )
+        if write is None:
+            return None
+        lines = []
+        if plan.allowed is not None:
+            lines.append(f"if not msg.keys() <= {self._constant(f'ALLOWED_{role}', plan.allowed)}: raise Fallback")
+        if _USES_CTX.search("\n".join(read + write)):  # notes and errors name the message
+            lines.append("c.path = (MESSAGE_PATHS, i)")
+        lines += read + write
+        lines.append("if message is MISSING: raise Fallback")
+        if plan.merge_consecutive:
+            lines += [
+                f"if merging == {role!r}:",
+                "    if not merged:",
+                "        out[-1] = own_copy(out[-1])",
+                "        merged = True",
+                "    merge_into(out[-1], message)",
+                "else:",
+                "    out.append(message)",
+                "    merged = False",
+                f"merging = {role!r}",
+            ]
+        else:
+            lines += ["out.append(message)", "merged = False", "merging = None"]
+        return lines
+
+    def _policy_constant(self, role: str, policy: tuple[bool, frozenset[str] | None]) -> str:
+        return self._constant(f"KINDS_{role}", policy[1])
+
+    def _user(self, plan: RolePlan, policy: tuple[bool, frozenset[str] | None] | None) -> list[str] | None:
+        lines = ["content = msg.get('content')", "if type(content) is str:"]
+        self._content_present = True
+        if policy is None:
+            lines += [
+                "    pass",
+                "else:",
+                "    if type(content) is not list: raise Fallback",
+                "    for p in content: list_part(p)  # validated; the template writes the message as given",
+            ]
+        else:
+            text_or_blocks, kinds = policy
+            keeps_text = kinds is None or "text" in kinds
+            if text_or_blocks:
+                lines.append(f"    content_value = {'content' if keeps_text else repr('')}")
+            elif keeps_text:
+                block = self._part("text", "block", {"text": "content", "source": "MISSING"}, frozenset({"text"}))
+                if block is None:
+                    return None
+                lines += [*_indent(block, 1), "    content_value = [block]"]
+            else:
+                lines.append("    content_value = MISSING")
+                self._content_present = False
+            lines += [
+                "else:",
+                "    if type(content) is not list: raise Fallback",
+                "    content_value = write_content([list_part(p) for p in content],"
+                f" {text_or_blocks!r}, {self._policy_constant('user', policy)}, WRITERS, c)",
+            ]
+            if not text_or_blocks:
+                self._content_present = False  # an empty list writes nothing
+        return [*lines, "pending = {}", "answered = set()"]
+
+    def _assistant(self, plan: RolePlan, policy: tuple[bool, frozenset[str] | None] | None) -> list[str] | None:
+        if policy is not None and policy[0]:
+            return None  # text_or_blocks for assistant turns: the general path
+        kinds = None if policy is None else policy[1]
+        keeps = {k for k in ("text", "tool_call") if policy is not None and (kinds is None or k in kinds)}
+        call_fields = _fields_read(self.parts.get("tool_call"))
+        reads_json = "arguments_json" in call_fields
+        # Where the rules send an object's JSON text, the general path reports it (reader.py's
+        # `report`); the lane writes the same note, unless the template also reads `source`.
+        report_json = reads_json and "tool_call" in keeps and "source" not in call_fields
+        lines = ["content = msg.get('content')", "calls = msg.get('tool_calls')", "pending = {}", "blocks = []"]
+        if plan.drop_if_empty:
+            lines.append("has_parts = False")
+        text_block = None
+        if "text" in keeps:
+            text_block = self._part("text", "block", {"text": "content", "source": "MISSING"}, frozenset({"text"}))
+            if text_block is None:
+                return None
+        lines += ["if type(content) is str:", "    if content:"]
+        if plan.drop_if_empty:
+            lines.append("        has_parts = True")
+        lines += _indent([*text_block, "blocks.append(block)"], 2) if text_block else ["        pass"]
+        lines += [
+            "elif content is not None:",
+            "    if type(content) is not list: raise Fallback",
+            "    for p in content:",
+        ]
+        lines += ["        kind, values = list_part(p)", "        if kind == 'text' and not values[0]: continue"]
+        if plan.drop_if_empty:
+            lines.append("        has_parts = True")
+        if policy is not None:
+            append = "blocks.append(write_part(kind, values, WRITERS, c))"
+            if kinds is None:
+                lines.append(f"        {append}")
+            else:
+                lines.append(f"        if kind in {self._policy_constant('assistant', policy)}: {append}")
+        lines += [
+            "if calls is not None:",
+            "    if type(calls) is not list: raise Fallback",
+            "    for k, call in enumerate(calls):",
+            "        function = call.get('function') if type(call) is dict else None",
+            "        if type(function) is not dict or call.get('type', 'function') != 'function': raise Fallback",
+            "        call_id = call.get('id')",
+            "        name = function.get('name')",
+            "        raw = function.get('arguments')",
+            "        if type(call_id) is not str or not call_id or type(name) is not str or not name: raise Fallback",
+            "        if call_id in seen_ids: raise Fallback",
+            "        if type(raw) is str:",
+            "            if not raw or raw.isspace(): raise Fallback  # empty text is sent as {} and reported",
+            "            arguments = parse_arguments(raw)",
+            "            arguments_json = raw",
+        ]
+        lines += ["        elif type(raw) is dict:", "            arguments = raw"]
+        if not reads_json:
+            lines.append("            arguments_json = MISSING")
+        elif report_json:
+            lines += [
+                "            arguments_json = dump_arguments(raw)",
+                "            c.notes.append(Note('rewritten', f'messages[{i}].tool_calls[{k}].function.arguments',"
+                " OBJECT_ARGUMENTS_SENT_AS_TEXT))",
+            ]
+        else:
+            lines.append("            arguments_json = dump_arguments(raw)")
+        lines += [
+            "        else:",
+            "            raise Fallback",
+            "        seen_ids.add(call_id)",
+            "        pending[call_id] = name",
+        ]
+        if plan.drop_if_empty:
+            lines.append("        has_parts = True")
+        if "tool_call" in keeps:
+            bound = {"id": "call_id", "name": "name", "arguments": "arguments", "arguments_json": "arguments_json"}
+            block = self._part(
+                "tool_call", "block", {**bound, "source": "call"}, frozenset({"id", "name", "arguments", "source"})
+            )
+            if block is None:
+                return None
+            lines += _indent([*block, "blocks.append(block)"], 2)
+        lines.append("answered = set()")
+        if plan.drop_if_empty:
+            lines.append("if not has_parts: raise Fallback  # reported as dropped")
+        self._content_present = plan.drop_if_empty and kinds is None
+        if policy is not None:
+            lines.append("content_value = blocks if blocks else MISSING")
+        return lines
+
+    def _tool(self, plan: RolePlan, policy: tuple[bool, frozenset[str] | None] | None) -> list[str] | None:
+        lines = [
+            "call_id = msg.get('tool_call_id')",
+            "name = pending.get(call_id) if type(call_id) is str else None",
+            "if name is None or call_id in answered: raise Fallback",
+            "answered.add(call_id)",
+            "content = msg.get('content')",
+            "if type(content) is not str: content = text_only(content)",
+        ]
+        self._content_present = True
+        if policy is None:
+            return lines
+        text_or_blocks, kinds = policy
+        if kinds is not None and "tool_result" not in kinds:
+            self._content_present = text_or_blocks
+            return [*lines, f"content_value = {repr('') if text_or_blocks else 'MISSING'}"]
+        bound = {"tool_call_id": "call_id", "name": "name", "content": "content", "source": "msg"}
+        block = self._part("tool_result", "block", bound, frozenset(bound))
+        if block is None:
+            return None
+        return lines + block + ["content_value = [block]"]
+
+    def tools_function(self, tools: dict[str, Any], keys_read: frozenset[str] | None) -> str:
+        bound = {
+            "name": "name",
+            "description": "description",
+            "parameters": "parameters",
+            "strict": "strict",
+            "source": "tool",
+            "function": "function",
+        }
+        write = self.inliner.emit(
+            tools["declaration"], ("tools", "declaration"), "declared", bound, frozenset({"name", "source", "function"})
+        )
+        if write is None:
+            return "def lane_tools(tools, c):\n    raise Fallback  # the declaration is not bindable\n"
+        lines = [
+            "def lane_tools(tools, c):",
+            "    if type(tools) is not list: raise Fallback",
+            "    out = []",
+            "    names = set()",
+            "    for i, tool in enumerate(tools):",
+            "        is_function = type(tool) is dict and tool.get('type') == 'function'",
+            "        function = tool.get('function') if is_function else None",
+            "        if type(function) is not dict: raise Fallback",
+            "        name = function.get('name')",
+            "        description = function.get('description', MISSING)",
+            "        parameters = function.get('parameters', MISSING)",
+            "        strict = function.get('strict', MISSING)",
+            "        if type(name) is not str or not name or name in names: raise Fallback",
+            "        if description is not MISSING and type(description) is not str: raise Fallback",
+            "        if parameters is not MISSING and type(parameters) is not dict: raise Fallback",
+        ]
+        if keys_read is not None:
+            lines.append(f"        if not function.keys() <= {self._constant('TOOL_KEYS', keys_read)}: raise Fallback")
+        lines.append("        names.add(name)")
+        if _USES_CTX.search("\n".join(write)):
+            lines.append("        c.path = (TOOL_PATHS, i)")
+        lines += [*_indent(write, 2), "        out.append(declared)", "    c.path = ''", "    return out, names"]
+        return "\n".join(lines) + "\n"
+
+
+def _indent(lines: list[str], levels: int) -> list[str]:
+    return ["    " * levels + line for line in lines]
+
+
+def _content_specs(template: Any) -> list[dict[str, Any]]:
+    """Every `$content` operation in a template."""
+    found: list[dict[str, Any]] = []
+    if isinstance(template, dict):
+        if "$content" in template:
+            found.append(template)
+        for value in template.values():
+            found += _content_specs(value)
+    elif isinstance(template, list):
+        for value in template:
+            found += _content_specs(value)
+    return found
+
+
+def _fields_read(template: Any) -> set[str]:
+    """The top-level fields a template's `$` operations name (a superset is safe here)."""
+    fields: set[str] = set()
+    if isinstance(template, dict):
+        for key, value in template.items():
+            if key.startswith("$"):
+                for path in value if isinstance(value, list) else [value]:
+                    if isinstance(path, str):
+                        fields.add(re.split(r"[.\[]", path, maxsplit=1)[0])
+            fields |= _fields_read(value)
+    elif isinstance(template, list):
+        for value in template:
+            fields |= _fields_read(value)
+    return fields
