@@ -46,6 +46,21 @@ PART_FIELDS: dict[str, tuple[str, ...]] = {
 }
 TURN_FIELDS = ("role", "source", "index")
 
+# The keys the lane itself reads, per message role and per nested object. Anything
+# else in a message, part or call (cache_control, a provider extension, a typo) sends
+# the request down the general path, which knows what each key means, or refuses it.
+LANE_MESSAGE_KEYS: dict[str, frozenset[str]] = {
+    "system": frozenset({"role", "content"}),
+    "user": frozenset({"role", "content"}),
+    "assistant": frozenset({"role", "content", "tool_calls"}),
+    "tool": frozenset({"role", "content", "tool_call_id"}),
+}
+TEXT_PART_KEYS = frozenset({"type", "text"})
+IMAGE_PART_KEYS = frozenset({"type", "image_url"})
+IMAGE_KEYS = frozenset({"url", "detail"})
+CALL_KEYS = frozenset({"id", "type", "function"})
+FUNCTION_KEYS = frozenset({"name", "arguments"})
+
 Part = tuple[str, tuple[Any, ...]]  # (kind, the bound part function's field values)
 BoundRender = Callable[..., Any]  # render(*field values, ctx), from templates.compile_bound
 BoundCompiler = Callable[[Any, Key, tuple[str, ...]], tuple[BoundRender | None, frozenset[str] | None]]
@@ -111,7 +126,9 @@ def text_only(content: Any) -> str:
         raise Fallback
     texts = []
     for part in content:
-        text = part.get("text") if type(part) is dict and part.get("type") == "text" else None
+        if type(part) is not dict or part.get("type") != "text" or not part.keys() <= TEXT_PART_KEYS:
+            raise Fallback
+        text = part.get("text")
         if type(text) is not str:
             raise Fallback
         texts.append(text)
@@ -142,13 +159,13 @@ def list_part(part: Any) -> Part:
     kind = part.get("type") if type(part) is dict else None
     if kind == "text":
         text = part.get("text")
-        if type(text) is not str:
+        if type(text) is not str or not part.keys() <= TEXT_PART_KEYS:
             raise Fallback
         return ("text", (text, part))
-    if kind != "image_url":
+    if kind != "image_url" or not part.keys() <= IMAGE_PART_KEYS:
         raise Fallback
     image = part.get("image_url")
-    url = image.get("url") if type(image) is dict else None
+    url = image.get("url") if type(image) is dict and image.keys() <= IMAGE_KEYS else None
     if type(url) is not str or image.get("detail", "auto") not in ("auto", None):
         raise Fallback  # a detail other than auto may be reported as dropped
     if url.startswith("data:"):
@@ -231,6 +248,9 @@ def compile_lane(
         **gen.constants,
         "Fallback": Fallback,
         "MESSAGE_PATHS": MESSAGE_PATHS,
+        "CALL_KEYS": CALL_KEYS,
+        "FUNCTION_KEYS": FUNCTION_KEYS,
+        "NO_CALLS": {},  # never written to: an assistant turn with calls starts a dict of its own
         "TOOL_PATHS": TOOL_PATHS,
         "text_only": text_only,
         "parse_arguments": parse_arguments,
@@ -248,6 +268,7 @@ def compile_lane(
 
 
 _USES_CTX = re.compile(r"\bc\b")
+SET_PATH = "c.path = (MESSAGE_PATHS, i)"
 
 
 class _Generator:
@@ -257,6 +278,7 @@ class _Generator:
         self.writers = writers
         self.constants: dict[str, Any] = {}
         self._content_present = False  # set by each role reader: its content value is never absent
+        self._inline_uses_ctx = False  # set when a role's inlined template code writes notes or errors
 
     def _constant(self, name: str, value: Any) -> str:
         self.constants[name] = value
@@ -266,7 +288,10 @@ class _Generator:
         """Inline lines writing one part, or None when the kind has no bindable template."""
         if kind not in self.parts or kind not in self.writers:
             return None
-        return self.inliner.emit(self.parts[kind], ("messages", "parts", kind), target, bound, present)
+        lines = self.inliner.emit(self.parts[kind], ("messages", "parts", kind), target, bound, present)
+        if lines is not None and _USES_CTX.search("\n".join(lines)):
+            self._inline_uses_ctx = True
+        return lines
 
     def messages_function(self, hoist: frozenset[str], roles: dict[str, RolePlan]) -> str:
         lines = [
@@ -274,8 +299,8 @@ class _Generator:
             "    if type(messages) is not list: raise Fallback",
             "    out = []",
             "    hoisted = []",
-            "    pending = {}  # tool call id -> name, of the assistant turn being answered",
-            "    answered = set()",
+            "    pending = NO_CALLS  # tool call id -> name, of the assistant turn being answered",
+            "    answered = None  # the ids answered since that turn (a set once there is one)",
             "    seen_ids = set()",
             "    merging = None  # the role whose consecutive messages are being merged",
             "    merged = False  # whether out[-1] is already our own merged copy",
@@ -286,9 +311,10 @@ class _Generator:
             "        if type(role) is not str: raise Fallback",
         ]
         if hoist:
+            keys = self._constant("HOIST_KEYS", LANE_MESSAGE_KEYS["system"])
             lines += [
                 f"        if role in {self._constant('HOIST', hoist)}:",
-                f"            if started or not msg.keys() <= {self._constant('HOIST_KEYS', READ_KEYS['system'])}:",
+                f"            if started or not msg.keys() <= {keys}:",
                 "                raise Fallback  # a late prompt is reported as moved; unread keys are settled",
                 "            hoisted.append((text_only(msg.get('content')), f'messages[{i}]', i, msg))",
                 "            continue",
@@ -317,6 +343,7 @@ class _Generator:
         if contents:
             kinds = contents[0].get("kinds")
             policy = (contents[0]["$content"] == "text_or_blocks", None if kinds is None else frozenset(kinds))
+        self._inline_uses_ctx = False
         read = reader(plan, policy)
         if read is None:
             return None
@@ -333,13 +360,13 @@ class _Generator:
         )
         if write is None:
             return None
-        lines = []
-        if plan.allowed is not None:
-            lines.append(f"if not msg.keys() <= {self._constant(f'ALLOWED_{role}', plan.allowed)}: raise Fallback")
-        if _USES_CTX.search("\n".join(read + write)):  # notes and errors name the message
-            lines.append("c.path = (MESSAGE_PATHS, i)")
+        allowed = self._constant(f"ALLOWED_{role}", _lane_keys(role, plan.allowed))
+        lines = [f"if not msg.keys() <= {allowed}: raise Fallback"]
+        if self._inline_uses_ctx or _USES_CTX.search("\n".join(write)):  # notes and errors name the message
+            lines.append(SET_PATH)
         lines += read + write
-        lines.append("if message is MISSING: raise Fallback")
+        if not (len(write) == 1 and write[0].startswith("message = {")):  # a dict display is never absent
+            lines.append("if message is MISSING: raise Fallback")
         if plan.merge_consecutive:
             lines += [
                 f"if merging == {role!r}:",
@@ -385,12 +412,13 @@ class _Generator:
             lines += [
                 "else:",
                 "    if type(content) is not list: raise Fallback",
+                f"    {SET_PATH}",
                 "    content_value = write_content([list_part(p) for p in content],"
                 f" {text_or_blocks!r}, {self._policy_constant('user', policy)}, WRITERS, c)",
             ]
             if not text_or_blocks:
                 self._content_present = False  # an empty list writes nothing
-        return [*lines, "pending = {}", "answered = set()"]
+        return [*lines, "pending = NO_CALLS", "answered = None"]
 
     def _assistant(self, plan: RolePlan, policy: tuple[bool, frozenset[str] | None] | None) -> list[str] | None:
         if policy is not None and policy[0]:
@@ -402,7 +430,7 @@ class _Generator:
         # Where the rules send an object's JSON text, the general path reports it (reader.py's
         # `report`); the lane writes the same note, unless the template also reads `source`.
         report_json = reads_json and "tool_call" in keeps and "source" not in call_fields
-        lines = ["content = msg.get('content')", "calls = msg.get('tool_calls')", "pending = {}", "blocks = []"]
+        lines = ["content = msg.get('content')", "calls = msg.get('tool_calls')", "pending = NO_CALLS", "blocks = []"]
         if plan.drop_if_empty:
             lines.append("has_parts = False")
         text_block = None
@@ -417,6 +445,7 @@ class _Generator:
         lines += [
             "elif content is not None:",
             "    if type(content) is not list: raise Fallback",
+            f"    {SET_PATH}",
             "    for p in content:",
         ]
         lines += ["        kind, values = list_part(p)", "        if kind == 'text' and not values[0]: continue"]
@@ -431,9 +460,11 @@ class _Generator:
         lines += [
             "if calls is not None:",
             "    if type(calls) is not list: raise Fallback",
+            "    pending = {}",
             "    for k, call in enumerate(calls):",
-            "        function = call.get('function') if type(call) is dict else None",
+            "        function = call.get('function') if type(call) is dict and call.keys() <= CALL_KEYS else None",
             "        if type(function) is not dict or call.get('type', 'function') != 'function': raise Fallback",
+            "        if not function.keys() <= FUNCTION_KEYS: raise Fallback",
             "        call_id = call.get('id')",
             "        name = function.get('name')",
             "        raw = function.get('arguments')",
@@ -471,7 +502,7 @@ class _Generator:
             if block is None:
                 return None
             lines += _indent([*block, "blocks.append(block)"], 2)
-        lines.append("answered = set()")
+        lines.append("answered = None")
         if plan.drop_if_empty:
             lines.append("if not has_parts: raise Fallback  # reported as dropped")
         self._content_present = plan.drop_if_empty and kinds is None
@@ -483,8 +514,10 @@ class _Generator:
         lines = [
             "call_id = msg.get('tool_call_id')",
             "name = pending.get(call_id) if type(call_id) is str else None",
-            "if name is None or call_id in answered: raise Fallback",
-            "answered.add(call_id)",
+            "if name is None: raise Fallback",
+            "if answered is None: answered = {call_id}",
+            "elif call_id in answered: raise Fallback",
+            "else: answered.add(call_id)",
             "content = msg.get('content')",
             "if type(content) is not str: content = text_only(content)",
         ]
@@ -539,6 +572,12 @@ class _Generator:
             lines.append("        c.path = (TOOL_PATHS, i)")
         lines += [*_indent(write, 2), "        out.append(declared)", "    c.path = ''", "    return out, names"]
         return "\n".join(lines) + "\n"
+
+
+def _lane_keys(role: str, allowed: frozenset[str] | None) -> frozenset[str]:
+    """Message keys the lane may pass: those it reads, and those the role's template reads from the message."""
+    read_by_template = frozenset() if allowed is None else allowed - READ_KEYS[role]
+    return LANE_MESSAGE_KEYS[role] | read_by_template
 
 
 def _indent(lines: list[str], levels: int) -> list[str]:
