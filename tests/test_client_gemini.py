@@ -140,9 +140,14 @@ def test_a_tool_round_trip_with_a_synthesized_call_id() -> None:
     assert [note.kind for note in first.notes] == ["synthesized"]
     call_id = first.tool_calls[0].id
     wire = stub.requests[1].body
-    assert wire["contents"][1] == {
+    assert wire["contents"][1] == {  # Gemini signed nothing: the current turn's call gets the documented dummy
         "role": "model",
-        "parts": [{"functionCall": {"id": call_id, "name": "weather", "args": {"city": "Paris"}}}],
+        "parts": [
+            {
+                "functionCall": {"id": call_id, "name": "weather", "args": {"city": "Paris"}},
+                "thoughtSignature": "skip_thought_signature_validator",
+            }
+        ],
     }
     assert wire["contents"][2] == {
         "role": "user",

@@ -76,7 +76,10 @@ def test_concepts_come_from_the_rule_files() -> None:
     assert cell(report, "tool_choice required", "anthropic") == (
         '{type: "any", disable_parallel_tool_use: true if parallel_tool_calls == false}',
     )
-    assert cell(report, "defaults", "anthropic")[0].startswith("max_tokens: 4096\x1f")  # with its doc's note
+    assert cell(report, "defaults", "anthropic")[0].startswith(
+        "max_tokens: lookup(reasoning_effort, table: {none: 4096"
+    )
+    assert re.search("default: 4096\\)\x1f\\d+\x1f$", cell(report, "defaults", "anthropic")[0])  # with its doc's note
     assert "n unless 1" in cell(report, "fields refused", "anthropic")[0]
     assert cell(report, "tool_choice allowed_tools", "anthropic") == ()  # the file says nothing: shown as —
 

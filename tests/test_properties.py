@@ -654,7 +654,8 @@ def gemini_model(request: dict[str, Any]) -> dict[str, Any]:
     names: dict[str, str] = {}
     hoisted: list[str] = []
     after_result = False
-    for msg in request["messages"]:
+    last_user = max((k for k, m in enumerate(request["messages"]) if m["role"] == "user"), default=-1)
+    for index, msg in enumerate(request["messages"]):
         role, content = msg["role"], msg.get("content")
         if role in ("system", "developer"):
             hoisted.append(text_of(content))
@@ -678,11 +679,13 @@ def gemini_model(request: dict[str, Any]) -> dict[str, Any]:
             continue
         said = [content] if isinstance(content, str) else [p["text"] for p in content or []]
         parts = [{"text": t} for t in said if t]  # Gemini refuses an empty text part
-        for c in msg.get("tool_calls") or []:
+        for position, c in enumerate(msg.get("tool_calls") or []):
             names[c["id"]] = c["function"]["name"]
             args = parse_arguments(c["function"]["arguments"])
             call = {"id": c["id"], "name": c["function"]["name"], "args": args}
             parts.append({"functionCall": call})
+            if index > last_user and position == 0:  # Gemini 3 validates the current turn's steps: documented dummy
+                parts[-1]["thoughtSignature"] = "skip_thought_signature_validator"
         if parts and contents and contents[-1]["role"] == "model":
             contents[-1]["parts"] += parts  # consecutive assistant messages: ONE model turn
         elif parts:  # an empty assistant turn is dropped

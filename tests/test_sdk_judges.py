@@ -137,6 +137,32 @@ def check_openai_api_rules(body: dict[str, Any]) -> None:
             assert isinstance(json.loads(call["function"]["arguments"] or "{}"), dict)
 
 
+# Keys toolnexus adds to OpenAI shapes so a round trip keeps what the provider needs back (README
+# "Round trips"): OpenAI's own types do not know them, so they are judged apart and the rest by the SDK.
+CALL_EXTENSIONS = frozenset({"extra_content"})  # Google's OpenAI-compatible layer's convention
+MESSAGE_EXTENSIONS = frozenset({"reasoning_content", "thinking_blocks", "extra_content"})
+
+
+def without(value: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+    return {k: v for k, v in value.items() if k not in keys}
+
+
+def judge_extensions(message: dict[str, Any]) -> None:
+    """The round-trip keys have their documented shapes."""
+    for call in message.get("tool_calls") or []:
+        if "extra_content" in call:
+            assert isinstance(call["extra_content"]["google"]["thought_signature"], str)
+    if "extra_content" in message:
+        assert isinstance(message["extra_content"]["google"]["thought_signature"], str)
+    if "reasoning_content" in message:
+        assert isinstance(message["reasoning_content"], str) and message["reasoning_content"]
+    for block in message.get("thinking_blocks") or []:
+        anthropic.types.Message.model_validate(
+            {"id": "m", "type": "message", "role": "assistant", "model": "m", "content": [block],
+             "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 0, "output_tokens": 0}}
+        )  # fmt: skip
+
+
 def judge_anthropic(body: dict[str, Any], *, api_rules: bool = True) -> None:
     judge(ANTHROPIC_REQUEST, body, unknown_top_level=ANTHROPIC_SDK_GAPS)
     if api_rules:
@@ -146,7 +172,15 @@ def judge_anthropic(body: dict[str, Any], *, api_rules: bool = True) -> None:
 
 
 def judge_openai(body: dict[str, Any], *, api_rules: bool = True) -> None:
-    judge(OPENAI_REQUEST, body)
+    """extra_content on a tool call is only ever sent back to the OpenAI-compatible layer that handed it out."""
+    plain = dict(body)
+    plain["messages"] = [
+        {**m, "tool_calls": [without(c, CALL_EXTENSIONS) for c in m["tool_calls"]]} if m.get("tool_calls") else m
+        for m in body["messages"]
+    ]
+    for message in body["messages"]:
+        judge_extensions(message)
+    judge(OPENAI_REQUEST, plain)
     if api_rules:
         check_openai_api_rules(body)
 
@@ -572,7 +606,7 @@ def test_generated_gemini_bodies_pass_the_sdk_judge(request: dict[str, Any]) -> 
 def judge_result(provider: str, response: dict[str, Any]) -> None:
     """The result, its tool calls and the assistant message they make, strictly, as the openai SDK reads them."""
     result = translate_response(provider, response)
-    calls = result.tool_calls_json()
+    calls = [without(call, CALL_EXTENSIONS) for call in result.tool_calls_json()]
     for item in calls:
         for model in (ChatCompletionMessageFunctionToolCall, ChatCompletionMessageToolCall):
             parsed = model.model_validate(item, strict=True)
@@ -603,6 +637,12 @@ def judge_result(provider: str, response: dict[str, Any]) -> None:
     if calls:
         message["tool_calls"] = calls
     judge(OPENAI_ASSISTANT_MESSAGE, message)
+    helper = result.assistant_message()
+    judge_extensions(helper)
+    plain = without(helper, MESSAGE_EXTENSIONS)
+    if "tool_calls" in plain:
+        plain["tool_calls"] = [without(call, CALL_EXTENSIONS) for call in plain["tool_calls"]]
+    assert plain == message, "assistant_message() is the OpenAI message plus the round-trip keys only"
 
 
 CANNED_ANTHROPIC = [

@@ -242,3 +242,67 @@ def test_plain_paths_tell_absent_from_null(path: str, data: Any, expected: Any) 
         assert value is MISSING
     else:
         assert value == expected
+
+
+# ---------------------------------------------------------------- $when ... else
+
+
+def test_when_else_renders_when_the_value_differs_or_is_absent() -> None:
+    template = "{$when: is_error, is: true, then: {error: {$get: content}}, else: {result: {$get: content}}}"
+    assert render(template, {"is_error": True, "content": "boom"}) == {"error": "boom"}
+    assert render(template, {"is_error": False, "content": "ok"}) == {"result": "ok"}
+    assert render(template, {"content": "ok"}) == {"result": "ok"}
+
+
+# ---------------------------------------------------------------- $lookup
+
+LOOKUP = """t:
+  $lookup: effort
+  doc: budgets differ per model
+  skip: [none]
+  default: {budget: 0}
+  table:
+    low: {budget: 1024, by: {$get: who}}
+    high: {budget: 8192}
+"""
+
+
+def test_lookup_renders_the_row_the_value_names() -> None:
+    assert render(LOOKUP, {"effort": "low", "who": "me"}) == {"budget": 1024, "by": "me"}
+    assert render(LOOKUP, {"effort": "high"}) == {"budget": 8192}
+
+
+def test_lookup_skips_listed_values_and_renders_its_default_when_absent() -> None:
+    assert render(LOOKUP, {"effort": "none"}) is MISSING
+    assert render(LOOKUP, {}) == {"budget": 0}
+    assert render("t: {$lookup: effort, table: {low: 1}}\n", {}) is MISSING  # no default: absent
+
+
+def test_lookup_refuses_a_value_without_a_row_naming_the_path_and_the_doc() -> None:
+    ctx = Ctx("test")
+    ctx.path = "generation"
+    with pytest.raises(TranslationError) as info:
+        render(LOOKUP, {"effort": "max"}, ctx)
+    assert info.value.path == "generation.effort"
+    assert "budgets differ per model" in info.value.message and "low, high, none" in info.value.message
+    with pytest.raises(TranslationError) as info:
+        render(LOOKUP, {"effort": 3})
+    assert info.value.path == "effort"
+
+
+def test_lookup_needs_a_table_and_a_list_of_skipped_values() -> None:
+    assert "needs `table`" in compile_error("t: {$lookup: effort}\n").message
+    assert compile_error("t: {$lookup: effort, table: {a: 1}, skip: none}\n").rule == "t.skip"
+
+
+# ---------------------------------------------------------------- $get default that may be absent
+
+
+def test_a_default_is_reported_only_when_it_gives_a_value() -> None:
+    template = "{$get: signature, default: {$when: first, is: true, then: dummy}}"
+    ctx = Ctx("test")
+    assert render(template, {"first": False}, ctx) is MISSING
+    assert ctx.notes == []
+    assert render(template, {"first": True}, ctx) == "dummy"
+    assert [(n.kind, n.path) for n in ctx.notes] == [("synthesized", "signature")]
+    assert render(template, {"signature": "real", "first": True}) == "real"

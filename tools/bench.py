@@ -47,6 +47,7 @@ import math
 import os
 import platform
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -156,6 +157,16 @@ def _anthropic_user_content(content: str | list[JSON]) -> str | list[JSON]:
     ]
 
 
+ANTHROPIC_ID = re.compile("^[a-zA-Z0-9_-]+$")
+
+
+def _anthropic_id(call_id: str) -> str:
+    """A tool-call id Anthropic accepts: as given, or tn_ + its URL-safe base64."""
+    if ANTHROPIC_ID.fullmatch(call_id) and not call_id.startswith("tn_"):
+        return call_id
+    return "tn_" + base64.urlsafe_b64encode(call_id.encode()).decode().rstrip("=")
+
+
 def _anthropic_assistant_blocks(message: JSON) -> list[JSON]:
     blocks: list[JSON] = []
     content = message.get("content")
@@ -169,7 +180,7 @@ def _anthropic_assistant_blocks(message: JSON) -> list[JSON]:
         blocks.append(
             {
                 "type": "tool_use",
-                "id": call["id"],
+                "id": _anthropic_id(call["id"]),
                 "name": function["name"],
                 "input": _parse_arguments(function["arguments"]),
             }
@@ -210,7 +221,7 @@ def hand_anthropic_request(request: JSON) -> JSON:
         elif role == "tool":
             block = {
                 "type": "tool_result",
-                "tool_use_id": message["tool_call_id"],
+                "tool_use_id": _anthropic_id(message["tool_call_id"]),
                 "content": _text_of(message["content"]),
             }
             if results is None:
@@ -254,6 +265,8 @@ def hand_anthropic_request(request: JSON) -> JSON:
 def hand_anthropic_response(response: JSON, requested_model: str | None = None) -> TranslateResult:
     """Anthropic Messages response -> OpenAI-shaped result, by hand."""
     texts: list[str] = []
+    reasoning: list[str] = []
+    replay: list[JSON] = []
     calls: list[TranslatedToolCall] = []
     for block in response["content"]:
         kind = block["type"]
@@ -262,13 +275,20 @@ def hand_anthropic_response(response: JSON, requested_model: str | None = None) 
         elif kind == "tool_use":
             arguments = json.dumps(block["input"], ensure_ascii=False)
             calls.append(TranslatedToolCall(id=block["id"], name=block["name"], arguments=arguments))
+        elif kind in ("thinking", "redacted_thinking"):
+            reasoning.append(block.get("thinking", ""))
+            replay.append(block)
     tokens = response.get("usage") or {}
-    cached = tokens.get("cache_read_input_tokens")
-    prompt = tokens.get("input_tokens", 0) + (cached or 0) + (tokens.get("cache_creation_input_tokens") or 0)
+    cached, written = tokens.get("cache_read_input_tokens"), tokens.get("cache_creation_input_tokens")
+    prompt = tokens.get("input_tokens", 0) + (cached or 0) + (written or 0)
     completion = tokens.get("output_tokens", 0)
     usage: JSON = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
-    if cached is not None:
-        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    details = {k: v for k, v in (("cached_tokens", cached), ("cache_write_tokens", written)) if v is not None}
+    if details:
+        usage["prompt_tokens_details"] = details
+    thinking_tokens = (tokens.get("output_tokens_details") or {}).get("thinking_tokens")
+    if thinking_tokens is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": thinking_tokens}
     model = response.get("model")
     return TranslateResult(
         text="".join(texts),
@@ -277,6 +297,8 @@ def hand_anthropic_response(response: JSON, requested_model: str | None = None) 
         usage=usage,
         model=model if isinstance(model, str) else requested_model or "",
         raw=response,
+        reasoning_content="".join(reasoning),
+        message_extras={"thinking_blocks": replay} if replay else {},
     )
 
 
@@ -336,9 +358,11 @@ def hand_openai_response(response: JSON, requested_model: str | None = None) -> 
         arguments = function["arguments"]
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments, ensure_ascii=False)
-        calls.append(TranslatedToolCall(id=call["id"], name=function["name"], arguments=arguments))
+        extra = call.get("extra_content")
+        calls.append(TranslatedToolCall(id=call["id"], name=function["name"], arguments=arguments, extra_content=extra))
     tokens = response.get("usage") or {}
     model = response.get("model")
+    extra = message.get("extra_content")
     return TranslateResult(
         text=message.get("content") or "",
         tool_calls=calls,
@@ -346,6 +370,7 @@ def hand_openai_response(response: JSON, requested_model: str | None = None) -> 
         usage={key: tokens[key] for key in OPENAI_USAGE if tokens.get(key) is not None},
         model=model if isinstance(model, str) else requested_model or "",
         raw=response,
+        message_extras={"extra_content": extra} if extra is not None else {},
     )
 
 
@@ -891,9 +916,11 @@ def build_cases(sizes: Sequence[int]) -> list[Case]:
 def comparable(output: Any) -> Any:
     """What must be equal: a body as is; a result without its notes."""
     if isinstance(output, TranslateResult):
-        calls = [(c.id, c.name, c.arguments) for c in output.tool_calls]
+        calls = [(c.id, c.name, c.arguments, c.extra_content) for c in output.tool_calls]
         return {
             "text": output.text,
+            "reasoning_content": output.reasoning_content,
+            "message_extras": output.message_extras,
             "tool_calls": calls,
             "finish_reason": output.finish_reason,
             "usage": output.usage,

@@ -34,6 +34,7 @@ logger = logging.getLogger("toolnexus")
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 REFUSED_PARAMS = frozenset({"messages", "tools", "stream"})
+OWN_ARGUMENTS = frozenset({"model", "messages", "tools", "tool_choice", "max_tokens"})  # translate's own arguments
 MAX_RETRY_AFTER = 60.0
 MIN_KEY_PREFIX = 8  # a key's leading characters this long or longer count as the key
 
@@ -152,10 +153,15 @@ class Client:
         system: str | None = None,
         max_tokens: int = 0,
         cancel: asyncio.Event | None = None,
+        params: dict[str, Any] | None = None,
     ) -> TranslateResult:
-        """Exactly one provider call (retries aside): OpenAI messages in, a TranslateResult out."""
+        """Exactly one provider call (retries aside): OpenAI messages in, a TranslateResult out.
+
+        `params`: other OpenAI request fields for this call (reasoning_effort, response_format,
+        temperature, ...), translated by the rules like the rest.
+        """
         body = self.build_body(messages, tools=tools, toolkit=toolkit, tool_choice=tool_choice, system=system,
-                               max_tokens=max_tokens)  # fmt: skip
+                               max_tokens=max_tokens, params=params)  # fmt: skip
         if self._before is not None:
             replaced = await _maybe_await(self._before(body))
             if replaced is not None:
@@ -173,9 +179,13 @@ class Client:
         tool_choice: Any = None,
         system: str | None = None,
         max_tokens: int = 0,
+        params: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The provider body translate would send (before `before_llm`): the pure translation + request_params."""
-        request: dict[str, Any] = {"model": self.model, "messages": messages}
+        clash = sorted(OWN_ARGUMENTS & set(params or ()))
+        if clash:
+            raise TranslationError(clash[0], "is an argument of translate, not a params entry", provider=self.style)
+        request: dict[str, Any] = {**(params or {}), "model": self.model, "messages": messages}
         declared = (toolkit.to_openai() if toolkit is not None else []) + list(tools or [])
         if declared:
             request["tools"] = declared

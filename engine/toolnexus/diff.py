@@ -40,7 +40,8 @@ _LEGEND = (
     'Shapes: a bare name copies the field of that name; "key: path" reads a path '
     "(of the OpenAI side in requests, of the provider's answer in responses); "
     '"x" is a constant; a ?? b is the first one present; T if p == v is T only then, '
-    "otherwise the key is omitted; list(p) makes a lone string a one-item list; a + b sums; "
+    "otherwise the key is omitted (or E, with else E); list(p) makes a lone string a one-item list; a + b sums; "
+    "lookup(p, table: ...) picks the row named by p's value; "
     "{...p, k: T} is p with k set; content(policy) writes the message's parts through the part rows; "
     '"as given" passes the OpenAI value through. '
     f"{NOTHING} means the rule file says nothing about it."
@@ -209,7 +210,13 @@ class _View:
                 text += " ?? " + self.shape(spec["default"], (*key, "default"))
             return text + (" (required)" if spec.get("required") else "")
         if op == "$when" and "then" in spec:
-            return f"{self.shape(spec['then'], (*key, 'then'))} if {arg} == {self.shape(spec.get('is'), key)}"
+            test = (
+                f"{arg} in {self.shape(spec['in'], key)}"
+                if "in" in spec
+                else f"{arg} == {self.shape(spec.get('is'), key)}"
+            )
+            text = f"{self.shape(spec['then'], (*key, 'then'))} if {test}"
+            return text + (f" else {self.shape(spec['else'], (*key, 'else'))}" if "else" in spec else "")
         if op == "$list":
             return f"list({arg})"
         if op == "$sum":
@@ -317,6 +324,20 @@ def _hoisted(v: _View) -> Cell:
         return Cell()
     joined = f", joined with {json.dumps(system['join'])}" if "join" in system else ""
     return v.cell([", ".join(map(str, roles)) + joined], ("messages", "system", "roles"))
+
+
+def _system_blocks(v: _View) -> Cell:
+    blocks = v.at("messages", "system", "blocks")
+    shown = ["text blocks, each cache_control where it was given"] if blocks == "when_cached" else []
+    return v.cell(shown, ("messages", "system", "blocks"))
+
+
+def _tool_call_ids(v: _View) -> Cell:
+    rule = v.table("tool_call_ids")
+    if "pattern" not in rule:
+        return Cell()
+    text = f"{rule['pattern']}; others sent as tn_ + base64url, restored in results{v.marks(rule, ('tool_call_ids',))}"
+    return v.cell([text], ("tool_call_ids", "pattern"))
 
 
 def _role_name(role: str) -> Concept:
@@ -573,7 +594,14 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
             ("error body", _error_body),
         ),
     ),
-    ("System prompt", (("system prompt goes to", _system_target), ("hoisted roles", _hoisted))),
+    (
+        "System prompt",
+        (
+            ("system prompt goes to", _system_target),
+            ("hoisted roles", _hoisted),
+            ("system with a cached part", _system_blocks),
+        ),
+    ),
     (
         "Messages",
         (
@@ -590,6 +618,7 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
         (
             ("tool declaration", _template("tools", "declaration")),
             ("tool keys dropped / refused", _keys_dropped("tools", "unsupported")),
+            ("tool-call ids accepted", _tool_call_ids),
             _tool_choice_rows,
         ),
     ),

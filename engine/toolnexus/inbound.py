@@ -14,11 +14,22 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import Note, TranslationError
-from .lane import Lane, RolePlan, compile_lane, merge_into
+from .ids import IdRule, compile_id_rule
+from .lane import ABSENT_FIELDS, Lane, RolePlan, compile_lane, merge_into
 from .loader import Key, RuleSource
 from .paths import MISSING
-from .reader import READ_KEYS, ROLES, Hoisted, part_path, read_messages, read_tool_choice, read_tools
-from .templates import Ctx, Env, Inliner, Render, compile_bound, compile_template
+from .reader import (
+    READ_KEYS,
+    ROLES,
+    Hoisted,
+    orphan_extra_content,
+    part_path,
+    read_messages,
+    read_tool_choice,
+    read_tools,
+    system_parts,
+)
+from .templates import Ctx, Env, Inliner, Render, compile_bound, compile_template, path_getter
 
 UnknownFields = Literal["error", "drop"]
 
@@ -34,6 +45,17 @@ class _Sequence:
 
 
 MESSAGES = _Sequence("messages")
+
+
+class _Parts:
+    """ctx.path's owner while a part is written: its request path, formatted only for a note or an error."""
+
+    @staticmethod
+    def element_path(at: tuple[dict[str, Any], dict[str, Any]]) -> str:
+        return part_path(*at)
+
+
+PARTS = _Parts()
 
 # Fields the engine translates through their own sections before the body renders.
 SECTION_FIELDS = frozenset({"messages", "tools", "tool_choice"})
@@ -80,6 +102,9 @@ class Inbound:
     tool_choice: dict[str, Render]
     reads_arguments_json: bool
     lane: Lane
+    system_blocks: Render | None = None  # writes a system text part, when the rules keep cached system parts
+    text_reads: frozenset[str] = frozenset()  # what the `text` part template reads (for drop notes)
+    tool_call_ids: IdRule | None = None
     plan: dict[str, Any] = field(default_factory=dict)
 
     def translate(
@@ -116,9 +141,15 @@ class Inbound:
         fast = self._fast_messages(scope["messages"], system, default_system, ctx)
         if fast is None:
             turns, hoisted = read_messages(
-                scope["messages"], self.hoist, provider, arguments_json=self.reads_arguments_json
+                scope["messages"],
+                self.hoist,
+                provider,
+                arguments_json=self.reads_arguments_json,
+                tool_call_ids=None if self.tool_call_ids is None else self.tool_call_ids.normalize,
             )
             chosen = self._choose_system(hoisted, turns, system, default_system, ctx)
+            if system is None and hoisted:
+                chosen = self._cached_system(hoisted, chosen, ctx)
             messages = self._write_messages(turns, hoisted, chosen, ctx, unknown_fields, system)
         else:
             messages, chosen = fast
@@ -200,6 +231,8 @@ class Inbound:
         message_notes = ctx.notes[start:]  # the general path writes the system prompt's notes first
         del ctx.notes[start:]
         chosen = self._choose_system(hoisted, [], system, default_system, ctx)  # the lane refused late prompts
+        if system is None and hoisted:
+            chosen = self._cached_system(hoisted, chosen, ctx)
         out[:0] = self._system_message(chosen, hoisted, system, ctx)
         ctx.notes += message_notes
         return out, chosen
@@ -225,6 +258,28 @@ class Inbound:
             return self.join.join(text for text, _, _, _ in hoisted)
         return default_system if default_system is not None else MISSING
 
+    def _cached_system(self, hoisted: list[tuple[str, str, int, dict[str, Any]]], chosen: Any, ctx: Ctx) -> Any:
+        """Hoisted prompts carrying cache_control: kept as text blocks where the rules say so, else noted."""
+        if not any(_has_cache_control(msg) for _, _, _, msg in hoisted):
+            return chosen
+        parts = [
+            ({"index": i, "source": msg}, part)
+            for _, _, i, msg in hoisted
+            for part in system_parts(msg, i, self.provider)
+        ]
+        reads = self.text_reads if self.system_blocks is not None else frozenset()
+        for turn, part in parts:
+            if "report" in part:
+                _report_part(turn, part, reads, ctx)
+        if self.system_blocks is None:
+            return chosen
+        blocks = []
+        for at in parts:
+            ctx.path = (PARTS, at)
+            blocks.append(self.system_blocks(at[1], ctx))
+        ctx.path = ""
+        return blocks
+
     def _write_messages(
         self,
         turns: list[dict[str, Any]],
@@ -247,6 +302,9 @@ class Inbound:
             source = turn["source"]
             if rule.allowed is not None and not source.keys() <= rule.allowed:
                 self._check_message_keys(source, f"messages[{turn['index']}]", rule.allowed, ctx, unknown_fields)
+            if rule.allowed is not None and role == "assistant" and orphan_extra_content(turn):
+                path = f"messages[{turn['index']}].extra_content"
+                ctx.notes.append(Note("dropped", path, "no text part in this message to carry it"))
             if rule.drop_if_empty and not turn["parts"]:
                 path = f"messages[{turn['index']}]"
                 ctx.notes.append(Note("dropped", path, f"an empty {role} turn cannot be sent to {self.provider}"))
@@ -293,6 +351,10 @@ class Inbound:
             for key, value in tool["function"].items():
                 if key not in self.tool_keys_read and value is not None:
                     self._settle(key, value, f"{tool['path']}.{key}", self.tool_unsupported, ctx, unknown_fields)
+            cache_control = tool["source"].get("cache_control")
+            if cache_control is not None and "cache_control" not in self.tool_keys_read:
+                path = f"{tool['path'].rsplit('.', 1)[0]}.cache_control"
+                self._settle("cache_control", cache_control, path, self.tool_unsupported, ctx, unknown_fields)
         ctx.path = tool["path"]
         written = self.declaration(tool, ctx)
         ctx.path = ""
@@ -310,6 +372,13 @@ def json_equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+def _has_cache_control(msg: dict[str, Any]) -> bool:
+    content = msg.get("content")
+    return msg.get("cache_control") is not None or (
+        isinstance(content, list) and any(isinstance(p, dict) and p.get("cache_control") is not None for p in content)
+    )
+
+
 # ---------------------------------------------------------------- compiling
 
 
@@ -322,12 +391,13 @@ def compile_inbound(source: RuleSource) -> Inbound:
     unsupported = _unsupported_table(request.get("unsupported", {}), ("request", "unsupported"), source)
 
     parts: dict[str, tuple[Render, frozenset[str] | None]] = {}
-    for kind, template in msgs["parts"].items():
-        env = Env(source)
-        parts[kind] = (compile_template(template, ("messages", "parts", kind), env), _frozen(env.fields_read()))
 
     def content_factory(spec: dict[str, Any], key: Key) -> Render:
         return _content_writer(spec, key, parts, source, provider)
+
+    for kind, template in msgs["parts"].items():
+        env = Env(source, content=content_factory)  # a part may write its own parts (a tool result's images)
+        parts[kind] = (compile_template(template, ("messages", "parts", kind), env), _frozen(env.fields_read()))
 
     roles: dict[str, RoleRule] = {}
     hoist = frozenset(msgs["system"]["roles"])
@@ -356,6 +426,11 @@ def compile_inbound(source: RuleSource) -> Inbound:
     system_message = None
     if "message" in system_rule:
         system_message = compile_template(system_rule["message"], ("messages", "system", "message"), Env(source))
+    system_blocks = None
+    if system_rule.get("blocks") == "when_cached":
+        if "text" not in parts:
+            raise source.error(("messages", "system", "blocks"), "needs a `text` part template to write the blocks")
+        system_blocks = parts["text"][0]
 
     body_env = Env(source)
     body = compile_template(request["body"], ("request", "body"), body_env)
@@ -392,7 +467,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
 
     def bind(template: Any, key: Key, fields: tuple[str, ...]) -> tuple[Render | None, frozenset[str] | None]:
         env = Env(source, content=content_factory)
-        return compile_bound(template, key, env, fields), _frozen(env.fields_read())
+        return compile_bound(template, key, env, fields, ABSENT_FIELDS), _frozen(env.fields_read())
 
     plans = {
         role: RolePlan(
@@ -401,8 +476,9 @@ def compile_inbound(source: RuleSource) -> Inbound:
         for role, rule in msgs["roles"].items()
         if role in roles
     }
+    tool_call_ids = compile_id_rule(source)
     lane, lane_source = compile_lane(
-        data, hoist, plans, tool_keys_read, Inliner(Env(source, content=content_factory)), bind
+        data, hoist, plans, tool_keys_read, tool_call_ids, Inliner(Env(source, content=content_factory)), bind
     )
     source.generated[("fast lane",)] = lane_source
     return Inbound(
@@ -421,6 +497,9 @@ def compile_inbound(source: RuleSource) -> Inbound:
         reads_arguments_json=_reads(parts.get("tool_call"), "arguments_json"),
         tool_unsupported=_unsupported_table(tools.get("unsupported", {}), ("tools", "unsupported"), source),
         tool_choice=tool_choice,
+        system_blocks=system_blocks,
+        text_reads=(parts["text"][1] or frozenset()) if "text" in parts else frozenset(),
+        tool_call_ids=tool_call_ids,
         plan={"consumed": sorted(consumed), "hoist": sorted(hoist), "parts": sorted(parts)},
     )
 
@@ -450,6 +529,10 @@ def _report_part(turn: dict[str, Any], part: dict[str, Any], reads: frozenset[st
     for key, where in report.get("optional", {}).items():
         if key not in reads:
             ctx.notes.append(Note("dropped", f"{part_path(turn, part)}.{where}", f"{ctx.provider} has no counterpart"))
+    for key, where in report.get("message", {}).items():
+        if key not in reads:
+            path = f"messages[{turn['index']}].{where}"
+            ctx.notes.append(Note("dropped", path, f"{ctx.provider} has no counterpart"))
     for key, (where, how) in report.get("derived", {}).items():
         if key in reads:
             ctx.notes.append(Note("rewritten", f"{part_path(turn, part)}.{where}", how))
@@ -462,30 +545,55 @@ def _content_writer(
     source: RuleSource,
     provider: str,
 ) -> Render:
-    """Compile `$content`: write a message's parts through the parts table."""
+    """Compile `$content`: write a message's (or a part's) parts through the parts table.
+
+    `parts` is the table being compiled (a part template may use `$content` too), so it
+    is read when the first message is written, not now.
+    """
     policy = spec["$content"]
     kinds = spec.get("kinds")
+    declared = source.data["messages"]["parts"]
     if kinds is not None:
         if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
             raise source.error((*key, "kinds"), "kinds must be a list of part kinds")
         for i, k in enumerate(kinds):
-            if k not in parts:
+            if k not in declared:
                 raise source.error((*key, "kinds", i), f"no part template for kind '{k}' in messages.parts")
+    lead = spec.get("lead")
+    lead_getter = None if lead is None else path_getter(lead, (*key, "lead"), Env(source))
+    lead_where = str(lead).removeprefix("source.")
     wanted = frozenset(kinds) if kinds is not None else None
     flatten = policy == "text_or_blocks"
-    writers = {kind: write for kind, (write, _) in parts.items()}
-    # Kinds whose template reads the part's fields one by one: they may drop or rewrite (see _report_part).
-    reporting = {kind: reads for kind, (_, reads) in parts.items() if reads is not None and "source" not in reads}
+    table: list[Any] = []  # [writers, reporting, keys a text part may carry that the text template writes]
+
+    def compiled() -> list[Any]:
+        if not table:
+            writers = {kind: write for kind, (write, _) in parts.items()}
+            # Kinds whose template reads the part's fields one by one: they may drop or rewrite (see _report_part).
+            reporting = {
+                kind: reads for kind, (_, reads) in parts.items() if reads is not None and "source" not in reads
+            }
+            text_reads = parts["text"][1] if "text" in parts else None
+            table.extend([writers, reporting, frozenset(text_reads or ()) - {"text", "kind"}])
+        return table
 
     def render(turn: Any, ctx: Ctx) -> Any:
+        writers, reporting, text_extras = table or compiled()
         selected = turn["parts"] if wanted is None else [p for p in turn["parts"] if p["kind"] in wanted]
-        if flatten:
+        blocks: list[Any] = []
+        if lead_getter is not None:
+            blocks += _opaque_blocks(lead_getter(turn), lead_where, ctx)
+        if flatten and not blocks:
             for p in selected:
-                if p["kind"] != "text":
-                    break
+                if p["kind"] != "text" or (text_extras and not text_extras.isdisjoint(p)):
+                    break  # a part the text template writes more of than its text stays a block
             else:
+                text_reads = reporting.get("text")
+                for p in selected:
+                    if "report" in p and text_reads is not None:
+                        _report_part(turn, p, text_reads, ctx)
                 return selected[0]["text"] if len(selected) == 1 else "".join(p["text"] for p in selected)
-        blocks = []
+        where = ctx.path
         for part in selected:
             kind = part["kind"]
             write = writers.get(kind)
@@ -493,7 +601,21 @@ def _content_writer(
                 raise ctx.fail(part_path(turn, part), f"{kind} parts cannot be sent to {provider}")
             if "report" in part and kind in reporting:
                 _report_part(turn, part, reporting[kind], ctx)
+            ctx.path = (PARTS, (turn, part))
             blocks.append(write(part, ctx))
+        ctx.path = where
         return blocks if blocks else MISSING
 
     return render
+
+
+def _opaque_blocks(value: Any, where: str, ctx: Ctx) -> list[Any]:
+    """`lead`: blocks the caller carried back (e.g. signed reasoning), sent exactly as given."""
+    if value is MISSING or value is None:
+        return []
+    if not isinstance(value, list):
+        raise ctx.fail(ctx.at(where), f"must be a list of blocks, got {type(value).__name__}")
+    for j, block in enumerate(value):
+        if not isinstance(block, dict):
+            raise ctx.fail(ctx.at(f"{where}[{j}]"), f"must be an object, got {type(block).__name__}")
+    return value

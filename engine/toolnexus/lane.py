@@ -30,25 +30,30 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from .ids import IdRule
 from .loader import Key
 from .paths import MISSING
 from .reader import OBJECT_ARGUMENTS_SENT_AS_TEXT, READ_KEYS, Hoisted
 from .templates import STRICT_JSON, Ctx, Inliner
 
 # The middle-form fields (reader.py) the lane binds, per part kind, in the order the
-# bound part functions take them; and those never absent on the inline paths.
+# bound part functions take them. Fields the reader sets only when the caller gave a
+# key the lane refuses (cache_control, extra_content, is_error, an image detail) are
+# absent on every input the lane takes, so templates reading them bind to MISSING.
 PART_FIELDS: dict[str, tuple[str, ...]] = {
     "text": ("text", "source"),
     "image_base64": ("media_type", "data", "source"),
     "image_url": ("url", "source"),
-    "tool_call": ("id", "name", "arguments", "arguments_json", "source"),
-    "tool_result": ("tool_call_id", "name", "content", "source"),
+    "tool_call": ("id", "name", "arguments", "arguments_json", "position", "current_turn", "source"),
+    "tool_result": ("tool_call_id", "name", "content", "index", "source"),
 }
+ABSENT_FIELDS = ("cache_control", "extra_content", "is_error", "detail")
 TURN_FIELDS = ("role", "source", "index")
 
 # The keys the lane itself reads, per message role and per nested object. Anything
-# else in a message, part or call (cache_control, a provider extension, a typo) sends
-# the request down the general path, which knows what each key means, or refuses it.
+# else in a message, part, call or tool (cache_control, extra_content, a provider
+# extension, a typo) sends the request down the general path, which knows what each
+# key means, or refuses it.
 LANE_MESSAGE_KEYS: dict[str, frozenset[str]] = {
     "system": frozenset({"role", "content"}),
     "user": frozenset({"role", "content"}),
@@ -60,8 +65,10 @@ IMAGE_PART_KEYS = frozenset({"type", "image_url"})
 IMAGE_KEYS = frozenset({"url", "detail"})
 CALL_KEYS = frozenset({"id", "type", "function"})
 FUNCTION_KEYS = frozenset({"name", "arguments"})
+TOOL_KEYS = frozenset({"type", "function"})
+TOOL_FUNCTION_KEYS = frozenset({"name", "description", "parameters", "strict"})
 
-Part = tuple[str, tuple[Any, ...]]  # (kind, the bound part function's field values)
+Part = tuple[str, tuple[Any, ...], int]  # (kind, the bound part function's field values, index in content)
 BoundRender = Callable[..., Any]  # render(*field values, ctx), from templates.compile_bound
 BoundCompiler = Callable[[Any, Key, tuple[str, ...]], tuple[BoundRender | None, frozenset[str] | None]]
 
@@ -76,11 +83,15 @@ class _Elements:
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
 
-    def element_path(self, index: int) -> str:
-        return self.pattern.format(index)
+    def element_path(self, index: Any) -> str:
+        return self.pattern.format(*index) if isinstance(index, tuple) else self.pattern.format(index)
 
 
+# Where the general path points notes: a message, its string content, a content part, a tool call.
 MESSAGE_PATHS = _Elements("messages[{}]")
+TEXT_PATHS = _Elements("messages[{}].content")
+CONTENT_PATHS = _Elements("messages[{}].content[{}]")
+CALL_PATHS = _Elements("messages[{}].tool_calls[{}]")
 TOOL_PATHS = _Elements("tools[{}].function")
 
 GeneratedMessages = Callable[[Any, Ctx], tuple[list[Any], list[Hoisted]]]
@@ -154,14 +165,20 @@ def dump_arguments(arguments: dict[str, Any]) -> str:
         raise Fallback from None
 
 
-def list_part(part: Any) -> Part:
-    """One element of a content list: text or an image, as the reader would read it."""
+def read_list(content: Any) -> list[Part]:
+    """A content list, text and images, as the reader would read it."""
+    if type(content) is not list:
+        raise Fallback
+    return [_list_part(part, j) for j, part in enumerate(content)]
+
+
+def _list_part(part: Any, j: int) -> Part:
     kind = part.get("type") if type(part) is dict else None
     if kind == "text":
         text = part.get("text")
         if type(text) is not str or not part.keys() <= TEXT_PART_KEYS:
             raise Fallback
-        return ("text", (text, part))
+        return ("text", (text, part), j)
     if kind != "image_url" or not part.keys() <= IMAGE_PART_KEYS:
         raise Fallback
     image = part.get("image_url")
@@ -173,28 +190,36 @@ def list_part(part: Any) -> Part:
         media_type, _, encoding = header.partition(";")
         if not comma or encoding != "base64" or "/" not in media_type or not data:
             raise Fallback
-        return ("image_base64", (media_type, data, part))
+        return ("image_base64", (media_type, data, part), j)
     if url.startswith(("http://", "https://")):
-        return ("image_url", (url, part))
+        return ("image_url", (url, part), j)
     raise Fallback
 
 
 def write_content(
-    parts: list[Part], text_or_blocks: bool, kinds: frozenset[str] | None, writers: dict[str, BoundRender], ctx: Ctx
+    parts: list[Part],
+    text_or_blocks: bool,
+    kinds: frozenset[str] | None,
+    writers: dict[str, BoundRender],
+    i: int,
+    ctx: Ctx,
 ) -> Any:
-    """`$content` over parts already read: the joined text, or the blocks, or absent."""
+    """`$content` over a content list already read: the joined text, or the blocks, or absent."""
     if kinds is not None:
         parts = [p for p in parts if p[0] in kinds]
-    if text_or_blocks and all(kind == "text" for kind, _ in parts):
-        return parts[0][1][0] if len(parts) == 1 else "".join(values[0] for _, values in parts)
-    blocks = [write_part(kind, values, writers, ctx) for kind, values in parts]
+    if text_or_blocks and all(p[0] == "text" for p in parts):
+        return parts[0][1][0] if len(parts) == 1 else "".join(p[1][0] for p in parts)
+    blocks = [write_part(part, writers, i, ctx) for part in parts]
     return blocks if blocks else MISSING
 
 
-def write_part(kind: str, values: tuple[Any, ...], writers: dict[str, BoundRender], ctx: Ctx) -> Any:
+def write_part(part: Part, writers: dict[str, BoundRender], i: int, ctx: Ctx) -> Any:
+    """One part of a content list through its bound template, with the part's path for notes."""
+    kind, values, j = part
     write = writers.get(kind)
     if write is None:
         raise Fallback
+    ctx.path = (CONTENT_PATHS, (i, j))
     return write(*values, ctx)
 
 
@@ -230,68 +255,124 @@ def compile_lane(
     hoist: frozenset[str],
     roles: dict[str, RolePlan],
     tool_keys_read: frozenset[str] | None,
+    ids: IdRule | None,
     inliner: Inliner,
     bind: BoundCompiler,
 ) -> tuple[Lane, str]:
     """Generate and compile the lane for one rule file; returns it and its source (for explain)."""
     parts = rules["messages"]["parts"]
-    writers: dict[str, BoundRender] = {}
-    for kind, fields in PART_FIELDS.items():
-        if kind in parts:
-            render, _ = bind(parts[kind], ("messages", "parts", kind), fields)
+    writers: dict[str, BoundRender] = {}  # for content lists, through write_part
+    for kind in ("text", "image_base64", "image_url"):
+        if kind in parts and not _content_specs(parts[kind]):
+            render, _ = bind(parts[kind], ("messages", "parts", kind), PART_FIELDS[kind])
             if render is not None:
                 writers[kind] = render
-    gen = _Generator(inliner, parts, writers)
+    gen = _Generator(inliner, parts, writers, ids)
     source = gen.messages_function(hoist, roles) + "\n\n" + gen.tools_function(rules["tools"], tool_keys_read)
     namespace: dict[str, Any] = {
         **inliner.names,
         **gen.constants,
         "Fallback": Fallback,
         "MESSAGE_PATHS": MESSAGE_PATHS,
+        "TEXT_PATHS": TEXT_PATHS,
+        "CALL_PATHS": CALL_PATHS,
+        "TOOL_PATHS": TOOL_PATHS,
         "CALL_KEYS": CALL_KEYS,
         "FUNCTION_KEYS": FUNCTION_KEYS,
+        "TOOL_KEYS": TOOL_KEYS,
         "NO_CALLS": {},  # never written to: an assistant turn with calls starts a dict of its own
-        "TOOL_PATHS": TOOL_PATHS,
         "text_only": text_only,
         "parse_arguments": parse_arguments,
         "dump_arguments": dump_arguments,
         "OBJECT_ARGUMENTS_SENT_AS_TEXT": OBJECT_ARGUMENTS_SENT_AS_TEXT,
-        "list_part": list_part,
+        "read_list": read_list,
         "write_content": write_content,
         "write_part": write_part,
         "merge_into": merge_into,
         "own_copy": own_copy,
         "WRITERS": writers,
+        "normalize_id": ids.normalize if ids is not None else None,
     }
     exec(compile(source, "<fast lane>", "exec"), namespace)
     return Lane(namespace["lane_messages"], namespace["lane_tools"]), source
 
 
 _USES_CTX = re.compile(r"\bc\b")
-SET_PATH = "c.path = (MESSAGE_PATHS, i)"
+ABSENT = {name: "MISSING" for name in ABSENT_FIELDS}
+Policy = tuple[bool, frozenset[str] | None]  # (text_or_blocks?, kinds) of a `$content`
 
 
 class _Generator:
-    def __init__(self, inliner: Inliner, parts: dict[str, Any], writers: dict[str, BoundRender]) -> None:
+    """Writes the lane's source: the OpenAI reading is fixed here, every write comes from a template."""
+
+    def __init__(
+        self, inliner: Inliner, parts: dict[str, Any], writers: dict[str, BoundRender], ids: IdRule | None
+    ) -> None:
         self.inliner = inliner
         self.parts = parts
         self.writers = writers
+        self.ids = ids
         self.constants: dict[str, Any] = {}
         self._content_present = False  # set by each role reader: its content value is never absent
-        self._inline_uses_ctx = False  # set when a role's inlined template code writes notes or errors
 
     def _constant(self, name: str, value: Any) -> str:
         self.constants[name] = value
         return name
 
-    def _part(self, kind: str, target: str, bound: dict[str, str], present: frozenset[str]) -> list[str] | None:
-        """Inline lines writing one part, or None when the kind has no bindable template."""
-        if kind not in self.parts or kind not in self.writers:
-            return None
-        lines = self.inliner.emit(self.parts[kind], ("messages", "parts", kind), target, bound, present)
+    def _template(
+        self,
+        template: Any,
+        key: Key,
+        target: str,
+        bound: dict[str, str],
+        present: frozenset[str],
+        path: str,
+        content_var: str = "content",
+    ) -> list[str] | None:
+        """Inline lines for one template; when they may write a note or an error, `path` is set first."""
+        lines = self.inliner.emit(template, key, target, {**ABSENT, **bound}, present, content_var)
         if lines is not None and _USES_CTX.search("\n".join(lines)):
-            self._inline_uses_ctx = True
+            lines = [f"c.path = {path}", *lines]
         return lines
+
+    def _part(
+        self, kind: str, target: str, bound: dict[str, str], present: frozenset[str], path: str
+    ) -> list[str] | None:
+        """Inline lines writing one part, or None when the kind has no bindable template."""
+        template = self.parts.get(kind)
+        if template is None:
+            return None
+        specs = _content_specs(template)
+        if not specs:
+            return self._template(template, ("messages", "parts", kind), target, bound, present, path)
+        # A part with parts of its own (a tool result's text and images): only its text here.
+        if len(specs) > 1 or set(specs[0]) - CONTENT_OPTIONS:
+            return None
+        nested = self._string_content(_policy(specs[0]), bound["content"], "part_content", path)
+        if nested is None:
+            return None
+        lines, present_nested = nested
+        body = self._template(
+            template,
+            ("messages", "parts", kind),
+            target,
+            bound,
+            present | ({"content"} if present_nested else frozenset()),
+            path,
+            content_var="part_content",
+        )
+        return None if body is None else lines + body
+
+    def _string_content(self, policy: Policy, text: str, target: str, path: str) -> tuple[list[str], bool] | None:
+        """`$content` of a string content (one text part): (lines setting `target`, never absent?)."""
+        text_or_blocks, kinds = policy
+        keeps_text = kinds is None or "text" in kinds
+        if text_or_blocks:
+            return [f"{target} = {text if keeps_text else repr('')}"], True
+        if not keeps_text:
+            return [f"{target} = MISSING"], False
+        block = self._part("text", "block", {"text": text, "source": "MISSING"}, frozenset({"text"}), path)
+        return None if block is None else ([*block, f"{target} = [block]"], True)
 
     def messages_function(self, hoist: frozenset[str], roles: dict[str, RolePlan]) -> str:
         lines = [
@@ -305,6 +386,12 @@ class _Generator:
             "    merging = None  # the role whose consecutive messages are being merged",
             "    merged = False  # whether out[-1] is already our own merged copy",
             "    started = False",
+            "    last_user = -1  # tool calls after the last user message are the current turn's",
+            "    for j in range(len(messages) - 1, -1, -1):",
+            "        m = messages[j]",
+            "        if type(m) is dict and m.get('role') == 'user':",
+            "            last_user = j",
+            "            break",
             "    for i, msg in enumerate(messages):",
             "        if type(msg) is not dict: raise Fallback",
             "        role = msg.get('role')",
@@ -335,36 +422,34 @@ class _Generator:
         ]
         return "\n".join(lines) + "\n"
 
-    def _role(self, role: str, plan: RolePlan, reader: Callable[[RolePlan, Any], list[str] | None]) -> list[str] | None:
-        contents = list(_content_specs(plan.template))
-        if len(contents) > 1:
+    def _role(
+        self, role: str, plan: RolePlan, reader: Callable[[RolePlan, Policy | None], list[str] | None]
+    ) -> list[str] | None:
+        contents = _content_specs(plan.template)
+        if len(contents) > 1 or (contents and set(contents[0]) - CONTENT_OPTIONS - {"lead"}):
             return None
-        policy = None
-        if contents:
-            kinds = contents[0].get("kinds")
-            policy = (contents[0]["$content"] == "text_or_blocks", None if kinds is None else frozenset(kinds))
-        self._inline_uses_ctx = False
+        policy = _policy(contents[0]) if contents else None
+        # A `lead` replays a message key (signed reasoning) first: the lane takes only messages without it.
+        leads = {str(c["lead"]).removeprefix("source.").split(".")[0] for c in contents if "lead" in c}
         read = reader(plan, policy)
         if read is None:
             return None
         present = frozenset({"role", "source", "index"})
         if policy is not None and self._content_present:
             present |= {"content"}
-        write = self.inliner.emit(
+        write = self._template(
             plan.template,
             ("messages", "roles", role, "message"),
             "message",
             {"role": "role", "source": "msg", "index": "i"},
             present,
+            "(MESSAGE_PATHS, i)",
             content_var="content_value",
         )
         if write is None:
             return None
-        allowed = self._constant(f"ALLOWED_{role}", _lane_keys(role, plan.allowed))
-        lines = [f"if not msg.keys() <= {allowed}: raise Fallback"]
-        if self._inline_uses_ctx or _USES_CTX.search("\n".join(write)):  # notes and errors name the message
-            lines.append(SET_PATH)
-        lines += read + write
+        allowed = self._constant(f"ALLOWED_{role}", _lane_keys(role, plan.allowed) - leads)
+        lines = [f"if not msg.keys() <= {allowed}: raise Fallback", *read, *write]
         if not (len(write) == 1 and write[0].startswith("message = {")):  # a dict display is never absent
             lines.append("if message is MISSING: raise Fallback")
         if plan.merge_consecutive:
@@ -383,44 +468,31 @@ class _Generator:
             lines += ["out.append(message)", "merged = False", "merging = None"]
         return lines
 
-    def _policy_constant(self, role: str, policy: tuple[bool, frozenset[str] | None]) -> str:
-        return self._constant(f"KINDS_{role}", policy[1])
-
-    def _user(self, plan: RolePlan, policy: tuple[bool, frozenset[str] | None] | None) -> list[str] | None:
+    def _user(self, plan: RolePlan, policy: Policy | None) -> list[str] | None:
         lines = ["content = msg.get('content')", "if type(content) is str:"]
         self._content_present = True
         if policy is None:
             lines += [
                 "    pass",
                 "else:",
-                "    if type(content) is not list: raise Fallback",
-                "    for p in content: list_part(p)  # validated; the template writes the message as given",
+                "    read_list(content)  # validated; the template writes the message as given",
             ]
         else:
-            text_or_blocks, kinds = policy
-            keeps_text = kinds is None or "text" in kinds
-            if text_or_blocks:
-                lines.append(f"    content_value = {'content' if keeps_text else repr('')}")
-            elif keeps_text:
-                block = self._part("text", "block", {"text": "content", "source": "MISSING"}, frozenset({"text"}))
-                if block is None:
-                    return None
-                lines += [*_indent(block, 1), "    content_value = [block]"]
-            else:
-                lines.append("    content_value = MISSING")
-                self._content_present = False
+            string = self._string_content(policy, "content", "content_value", "(TEXT_PATHS, i)")
+            if string is None:
+                return None
+            string_lines, self._content_present = string
+            kinds = self._constant("KINDS_user", policy[1])
             lines += [
+                *_indent(string_lines, 1),
                 "else:",
-                "    if type(content) is not list: raise Fallback",
-                f"    {SET_PATH}",
-                "    content_value = write_content([list_part(p) for p in content],"
-                f" {text_or_blocks!r}, {self._policy_constant('user', policy)}, WRITERS, c)",
+                f"    content_value = write_content(read_list(content), {policy[0]!r}, {kinds}, WRITERS, i, c)",
             ]
-            if not text_or_blocks:
+            if not policy[0]:
                 self._content_present = False  # an empty list writes nothing
         return [*lines, "pending = NO_CALLS", "answered = None"]
 
-    def _assistant(self, plan: RolePlan, policy: tuple[bool, frozenset[str] | None] | None) -> list[str] | None:
+    def _assistant(self, plan: RolePlan, policy: Policy | None) -> list[str] | None:
         if policy is not None and policy[0]:
             return None  # text_or_blocks for assistant turns: the general path
         kinds = None if policy is None else policy[1]
@@ -435,32 +507,33 @@ class _Generator:
             lines.append("has_parts = False")
         text_block = None
         if "text" in keeps:
-            text_block = self._part("text", "block", {"text": "content", "source": "MISSING"}, frozenset({"text"}))
+            text_block = self._part(
+                "text", "block", {"text": "content", "source": "MISSING"}, frozenset({"text"}), "(TEXT_PATHS, i)"
+            )
             if text_block is None:
                 return None
         lines += ["if type(content) is str:", "    if content:"]
         if plan.drop_if_empty:
             lines.append("        has_parts = True")
         lines += _indent([*text_block, "blocks.append(block)"], 2) if text_block else ["        pass"]
-        lines += [
-            "elif content is not None:",
-            "    if type(content) is not list: raise Fallback",
-            f"    {SET_PATH}",
-            "    for p in content:",
-        ]
-        lines += ["        kind, values = list_part(p)", "        if kind == 'text' and not values[0]: continue"]
+        lines += ["elif content is not None:", "    for part in read_list(content):"]
+        lines.append("        if part[0] == 'text' and not part[1][0]: continue")
         if plan.drop_if_empty:
             lines.append("        has_parts = True")
         if policy is not None:
-            append = "blocks.append(write_part(kind, values, WRITERS, c))"
+            append = "blocks.append(write_part(part, WRITERS, i, c))"
             if kinds is None:
                 lines.append(f"        {append}")
             else:
-                lines.append(f"        if kind in {self._policy_constant('assistant', policy)}: {append}")
+                lines.append(f"        if part[0] in {self._constant('KINDS_assistant', kinds)}: {append}")
         lines += [
             "if calls is not None:",
             "    if type(calls) is not list: raise Fallback",
             "    pending = {}",
+        ]
+        if "current_turn" in call_fields:
+            lines.append("    current = True if i > last_user else MISSING")
+        lines += [
             "    for k, call in enumerate(calls):",
             "        function = call.get('function') if type(call) is dict and call.keys() <= CALL_KEYS else None",
             "        if type(function) is not dict or call.get('type', 'function') != 'function': raise Fallback",
@@ -470,12 +543,17 @@ class _Generator:
             "        raw = function.get('arguments')",
             "        if type(call_id) is not str or not call_id or type(name) is not str or not name: raise Fallback",
             "        if call_id in seen_ids: raise Fallback",
+        ]
+        if self.ids is not None:
+            lines.append("        if normalize_id(call_id) != call_id: raise Fallback  # a rewritten id is reported")
+        lines += [
             "        if type(raw) is str:",
             "            if not raw or raw.isspace(): raise Fallback  # empty text is sent as {} and reported",
             "            arguments = parse_arguments(raw)",
             "            arguments_json = raw",
+            "        elif type(raw) is dict:",
+            "            arguments = raw",
         ]
-        lines += ["        elif type(raw) is dict:", "            arguments = raw"]
         if not reads_json:
             lines.append("            arguments_json = MISSING")
         elif report_json:
@@ -495,10 +573,17 @@ class _Generator:
         if plan.drop_if_empty:
             lines.append("        has_parts = True")
         if "tool_call" in keeps:
-            bound = {"id": "call_id", "name": "name", "arguments": "arguments", "arguments_json": "arguments_json"}
-            block = self._part(
-                "tool_call", "block", {**bound, "source": "call"}, frozenset({"id", "name", "arguments", "source"})
-            )
+            bound = {
+                "id": "call_id",
+                "name": "name",
+                "arguments": "arguments",
+                "arguments_json": "arguments_json",
+                "position": "k",
+                "current_turn": "current",
+                "source": "call",
+            }
+            present = frozenset({"id", "name", "arguments", "position", "source"})
+            block = self._part("tool_call", "block", bound, present, "(CALL_PATHS, (i, k))")
             if block is None:
                 return None
             lines += _indent([*block, "blocks.append(block)"], 2)
@@ -510,7 +595,7 @@ class _Generator:
             lines.append("content_value = blocks if blocks else MISSING")
         return lines
 
-    def _tool(self, plan: RolePlan, policy: tuple[bool, frozenset[str] | None] | None) -> list[str] | None:
+    def _tool(self, plan: RolePlan, policy: Policy | None) -> list[str] | None:
         lines = [
             "call_id = msg.get('tool_call_id')",
             "name = pending.get(call_id) if type(call_id) is str else None",
@@ -528,11 +613,11 @@ class _Generator:
         if kinds is not None and "tool_result" not in kinds:
             self._content_present = text_or_blocks
             return [*lines, f"content_value = {repr('') if text_or_blocks else 'MISSING'}"]
-        bound = {"tool_call_id": "call_id", "name": "name", "content": "content", "source": "msg"}
-        block = self._part("tool_result", "block", bound, frozenset(bound))
+        bound = {"tool_call_id": "call_id", "name": "name", "content": "content", "index": "i", "source": "msg"}
+        block = self._part("tool_result", "block", bound, frozenset(bound), "(MESSAGE_PATHS, i)")
         if block is None:
             return None
-        return lines + block + ["content_value = [block]"]
+        return [*lines, *block, "content_value = [block]"]
 
     def tools_function(self, tools: dict[str, Any], keys_read: frozenset[str] | None) -> str:
         bound = {
@@ -543,20 +628,27 @@ class _Generator:
             "source": "tool",
             "function": "function",
         }
-        write = self.inliner.emit(
-            tools["declaration"], ("tools", "declaration"), "declared", bound, frozenset({"name", "source", "function"})
+        write = self._template(
+            tools["declaration"],
+            ("tools", "declaration"),
+            "declared",
+            bound,
+            frozenset({"name", "source", "function"}),
+            "(TOOL_PATHS, i)",
         )
         if write is None:
             return "def lane_tools(tools, c):\n    raise Fallback  # the declaration is not bindable\n"
+        function_keys = TOOL_FUNCTION_KEYS if keys_read is None else keys_read - set(ABSENT_FIELDS)
         lines = [
             "def lane_tools(tools, c):",
             "    if type(tools) is not list: raise Fallback",
             "    out = []",
             "    names = set()",
             "    for i, tool in enumerate(tools):",
-            "        is_function = type(tool) is dict and tool.get('type') == 'function'",
+            "        is_function = type(tool) is dict and tool.get('type') == 'function' and tool.keys() <= TOOL_KEYS",
             "        function = tool.get('function') if is_function else None",
             "        if type(function) is not dict: raise Fallback",
+            f"        if not function.keys() <= {self._constant('TOOL_FUNCTION_KEYS', function_keys)}: raise Fallback",
             "        name = function.get('name')",
             "        description = function.get('description', MISSING)",
             "        parameters = function.get('parameters', MISSING)",
@@ -564,14 +656,21 @@ class _Generator:
             "        if type(name) is not str or not name or name in names: raise Fallback",
             "        if description is not MISSING and type(description) is not str: raise Fallback",
             "        if parameters is not MISSING and type(parameters) is not dict: raise Fallback",
+            "        names.add(name)",
+            *_indent(write, 2),
+            "        out.append(declared)",
+            "    c.path = ''",
+            "    return out, names",
         ]
-        if keys_read is not None:
-            lines.append(f"        if not function.keys() <= {self._constant('TOOL_KEYS', keys_read)}: raise Fallback")
-        lines.append("        names.add(name)")
-        if _USES_CTX.search("\n".join(write)):
-            lines.append("        c.path = (TOOL_PATHS, i)")
-        lines += [*_indent(write, 2), "        out.append(declared)", "    c.path = ''", "    return out, names"]
         return "\n".join(lines) + "\n"
+
+
+CONTENT_OPTIONS = frozenset({"$content", "kinds", "doc", "source"})
+
+
+def _policy(spec: dict[str, Any]) -> Policy:
+    kinds = spec.get("kinds")
+    return (spec["$content"] == "text_or_blocks", None if kinds is None else frozenset(kinds))
 
 
 def _lane_keys(role: str, allowed: frozenset[str] | None) -> frozenset[str]:

@@ -3,10 +3,14 @@
 
 The response is read through *item sources*: each names a path (`each:` a list,
 or `one:` object) and templates that turn an element into any of
-`{text: ...}` and `{tool_call: {id, name, arguments}}`. Texts concatenate in
-provider order, tool calls keep provider order, and elements of a kind the rules
-do not know are reported as notes and left in `raw`. Then the finish-reason
-table (any tool call wins), usage and model.
+`{text: ...}`, `{reasoning: ...}`, `{tool_call: {id, name, arguments, extra_content}}`
+and `{message: {...}}`. Texts and reasonings concatenate in provider order, tool
+calls keep provider order, `message` pieces merge into the assistant message's
+extras (mappings merge, lists concatenate; a second, different value for one key
+is noted and the first kept), and elements of a kind the rules do not know are
+reported as notes and left in `raw`. Then the finish-reason table (any tool call
+wins), usage (checked: prompt_tokens covers the cached and cache-write counts,
+total is prompt + completion, completion covers reasoning) and model.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from .errors import Note, ResponseError
+from .ids import IdRule, compile_id_rule
 from .loader import RuleSource
 from .paths import MISSING, Getter
 from .result import TranslatedToolCall, TranslateResult
@@ -58,6 +63,7 @@ class Outbound:
     missing: str | None
     usage: Render
     blocked: tuple[str, Getter, str] | None = None  # (path, getter, finish reason): an answer refused whole
+    tool_call_ids: IdRule | None = None  # ids encoded on the way in are restored on the way out
 
     def translate(self, response: Any, *, requested_model: str | None = None) -> TranslateResult:
         provider = self.provider
@@ -66,12 +72,14 @@ class Outbound:
         ctx = Ctx(provider, outbound=True)
         texts: list[str] = []
         calls: list[TranslatedToolCall] = []
+        found = _Found()
         for src in self.sources:
-            self._read_source(src, response, ctx, texts, calls)
+            self._read_source(src, response, ctx, texts, calls, found)
 
         finish = self._finish_reason(response, bool(calls), ctx)
         usage = self.usage(response, ctx)
         usage = {} if usage is MISSING else _counts(usage, "usage", provider)
+        check_usage(usage, provider)
         model = self.model(response, ctx) if self.model is not None else MISSING
         if model is MISSING or not isinstance(model, str):
             model = requested_model or ""
@@ -83,10 +91,18 @@ class Outbound:
             model=model,
             raw=response,
             notes=tuple(ctx.notes),
+            reasoning_content="".join(found.reasoning),
+            message_extras=found.extras,
         )
 
     def _read_source(
-        self, src: ItemSource, response: dict[str, Any], ctx: Ctx, texts: list[str], calls: list[TranslatedToolCall]
+        self,
+        src: ItemSource,
+        response: dict[str, Any],
+        ctx: Ctx,
+        texts: list[str],
+        calls: list[TranslatedToolCall],
+        found: _Found,
     ) -> None:
         container = src.getter(response)
         if container is MISSING or container is None:
@@ -132,17 +148,40 @@ class Outbound:
                         src.element_path(i), f"text must be a string, got {type(text).__name__}", provider=self.provider
                     )
                 texts.append(text)
+            if len(item) > 1 or text is None:
+                self._read_extras(item, src.element_path(i), ctx, found)
             call = item.get("tool_call")
             if call is not None:
                 if src.synthesize_ids and not call.get("id"):
                     call = {**call, "id": _synthesized_id(element, len(calls))}
                     ctx.notes.append(Note("synthesized", src.element_path(i), f"no call id; sent as {call['id']}"))
-                calls.append(self._tool_call(call, src, i, fields))
+                calls.append(self._tool_call(call, src, i, fields, ctx))
         ctx.path = ""
 
-    def _tool_call(self, call: dict[str, Any], src: ItemSource, i: int, fields: dict[str, str]) -> TranslatedToolCall:
+    def _read_extras(self, item: dict[str, Any], where: str, ctx: Ctx, found: _Found) -> None:
+        """An item's reasoning text and its pieces of the assistant message."""
+        reasoning = item.get("reasoning")
+        if reasoning is not None:
+            if type(reasoning) is not str:
+                message = f"reasoning must be a string, got {type(reasoning).__name__}"
+                raise ResponseError(where, message, provider=self.provider)
+            found.reasoning.append(reasoning)
+        extras = item.get("message")
+        if extras is not None:
+            if not isinstance(extras, dict):
+                message = f"message extras must be a mapping, got {type(extras).__name__}"
+                raise ResponseError(where, message, provider=self.provider)
+            merge_extras(found.extras, extras, where, "", ctx)
+
+    def _tool_call(
+        self, call: dict[str, Any], src: ItemSource, i: int, fields: dict[str, str], ctx: Ctx
+    ) -> TranslatedToolCall:
         """Validate one tool call; errors point at the field inside the element when the rule reads it plainly."""
         call_id, name, arguments = call.get("id"), call.get("name"), call.get("arguments", MISSING)
+        extra = call.get("extra_content")
+        if extra is not None and not isinstance(extra, dict):
+            message = f"a tool call's extra_content must be a mapping, got {type(extra).__name__}"
+            raise ResponseError(src.element_path(i), message, provider=self.provider)
         form = src.arguments
         if type(arguments) is dict and form != "text":
             try:
@@ -159,7 +198,12 @@ class Outbound:
             and type(arguments) is str
             and (form != "object" or type(call.get("arguments")) is dict)
         ):
-            return TranslatedToolCall(id=call_id, name=name, arguments=arguments)
+            if self.tool_call_ids is not None:
+                given = call_id
+                call_id = self.tool_call_ids.restore(call_id)
+                if call_id != given:
+                    ctx.notes.append(Note("rewritten", src.element_path(i), f"id {given!r} restored to {call_id!r}"))
+            return TranslatedToolCall(id=call_id, name=name, arguments=arguments, extra_content=extra)
         return self._bad_tool_call(call, src.element_path(i), fields, form)
 
     def _bad_tool_call(self, call: dict[str, Any], path: str, fields: dict[str, str], form: str) -> NoReturn:
@@ -281,6 +325,7 @@ def compile_outbound(source: RuleSource) -> Outbound:
             if "blocked" in finish
             else None
         ),
+        tool_call_ids=compile_id_rule(source),
     )
 
 
@@ -294,6 +339,58 @@ def _tool_call_paths(template: Any) -> dict[str, str]:
         for name, spec in call.items()
         if isinstance(spec, dict) and isinstance(spec.get("$get"), str)
     }
+
+
+class _Found:
+    """What a response's items add beyond text and tool calls."""
+
+    __slots__ = ("extras", "reasoning")
+
+    def __init__(self) -> None:
+        self.reasoning: list[str] = []
+        self.extras: dict[str, Any] = {}
+
+
+def merge_extras(into: dict[str, Any], extras: dict[str, Any], where: str, prefix: str, ctx: Ctx) -> None:
+    """Merge one item's assistant-message pieces: mappings merge, lists concatenate, a clash keeps the first."""
+    for key, value in extras.items():
+        have = into.get(key, MISSING)
+        if have is MISSING:
+            if isinstance(value, dict):
+                into[key] = {}
+                merge_extras(into[key], value, where, f"{prefix}{key}.", ctx)
+            else:
+                into[key] = list(value) if isinstance(value, list) else value  # never extend the response's own list
+        elif isinstance(have, list) and isinstance(value, list):
+            have.extend(value)
+        elif isinstance(have, dict) and isinstance(value, dict):
+            merge_extras(have, value, where, f"{prefix}{key}.", ctx)
+        elif have != value:
+            ctx.notes.append(
+                Note("dropped", where, f"a second {prefix}{key} for the assistant message; the first is kept")
+            )
+
+
+def check_usage(usage: dict[str, Any], provider: str) -> None:
+    """The usage invariants every provider's rules must keep, checked on every result.
+
+    prompt_tokens includes the cached and cache-write counts; total_tokens is
+    prompt_tokens + completion_tokens; completion_tokens includes the reasoning count.
+    """
+    prompt, completion, total = usage.get("prompt_tokens"), usage.get("completion_tokens"), usage.get("total_tokens")
+    details = usage.get("prompt_tokens_details") or {}
+    cached = details.get("cached_tokens", 0) + details.get("cache_write_tokens", 0)
+    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens", 0)
+    problem = None
+    if prompt is not None and completion is not None and total is not None and total != prompt + completion:
+        problem = "total_tokens", f"is {total}, but prompt_tokens + completion_tokens is {prompt + completion}"
+    elif cached and (prompt is None or cached > prompt):
+        problem = "prompt_tokens", f"is {prompt}, less than its cached and cache-write tokens ({cached})"
+    elif reasoning and (completion is None or reasoning > completion):
+        problem = "completion_tokens", f"is {completion}, less than its reasoning tokens ({reasoning})"
+    if problem is not None:
+        raise ResponseError(f"usage.{problem[0]}", f"{problem[1]}: the {provider} rules' usage is inconsistent",
+                            provider=provider)  # fmt: skip
 
 
 def _counts(usage: dict[str, Any], path: str, provider: str) -> dict[str, Any]:

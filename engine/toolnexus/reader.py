@@ -9,22 +9,32 @@ culprit; nothing here knows any other provider. The middle form is plain dicts
   part:    {kind: text, text}
            {kind: image_base64, media_type, data, source}
            {kind: image_url, url, source}
-           {kind: tool_call, id, name, arguments (object), arguments_json (str), source}
-           {kind: tool_result, tool_call_id, name, content (str), source}
+           {kind: tool_call, id, name, arguments (object), arguments_json (str), position, source}
+           {kind: tool_result, tool_call_id, name, content (str), parts, index, source}
            {kind: <other OpenAI part type>, source}   (written only if a rule knows it)
-  tool:    {name, description, parameters, strict, source, path}
+  tool:    {name, description, parameters, strict, cache_control, source, path}
   tool_choice: {kind: auto|none|required|function|<type>, name, parallel_tool_calls, source}
+
+Round-trip extensions of the OpenAI shape the reader also knows (README "Round trips"):
+`cache_control` on a content part, on a tool (top level or inside `function`) and on a
+system, user or tool message (it goes to the message's last part); `extra_content` on a
+tool call and on an assistant message (it rides on the message's last text part);
+`is_error` on a tool message; image parts in a tool message's content. A tool call
+after the last user message is marked `current_turn: true`; `position` is its index
+in its message. Keys appear on a part only when given.
 
 `part_path(turn, part)` gives a part's location in the request. An optional
 `report` key lets the writer say what a rule's template does with a part:
 `optional` ({key: where}) names caller information that is dropped when the
-template does not read it; `derived` ({key: (where, how)}) names values computed
-from another form, reported as rewritten when the template reads them.
+template does not read it (`message` the same, for keys the message carried);
+`derived` ({key: (where, how)}) names values computed from another form,
+reported as rewritten when the template reads them.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from .errors import TranslationError
@@ -36,12 +46,13 @@ ROLES = ("system", "developer", "user", "assistant", "tool")
 
 # The message keys the reader itself consumes, per role.
 READ_KEYS: dict[str, frozenset[str]] = {
-    "system": frozenset({"role", "content"}),
-    "developer": frozenset({"role", "content"}),
-    "user": frozenset({"role", "content"}),
-    "assistant": frozenset({"role", "content", "tool_calls"}),
-    "tool": frozenset({"role", "content", "tool_call_id"}),
+    "system": frozenset({"role", "content", "cache_control"}),
+    "developer": frozenset({"role", "content", "cache_control"}),
+    "user": frozenset({"role", "content", "cache_control"}),
+    "assistant": frozenset({"role", "content", "tool_calls", "extra_content"}),
+    "tool": frozenset({"role", "content", "tool_call_id", "cache_control", "is_error"}),
 }
+TOOL_RESULT_KINDS = frozenset({"text", "image_base64", "image_url"})
 
 
 def _fail(provider: str, path: str, message: str) -> TranslationError:
@@ -63,14 +74,24 @@ Hoisted = tuple[str, str, int, dict[str, Any]]
 OBJECT_ARGUMENTS_SENT_AS_TEXT = "given as an object; sent as its JSON text"
 
 
+IdMap = Callable[[str], str]
+
+
 def read_messages(
-    messages: Any, hoist: frozenset[str], provider: str, *, arguments_json: bool = True
+    messages: Any,
+    hoist: frozenset[str],
+    provider: str,
+    *,
+    arguments_json: bool = True,
+    tool_call_ids: IdMap | None = None,
 ) -> tuple[list[dict[str, Any]], list[Hoisted]]:
     """Split the transcript into middle-form turns and hoisted (text, path, index, message) prompts.
 
     The happy path builds no path strings; they are made only for an error (or, by
     `part_path`, for a note). `arguments_json=False` skips serializing object-form
-    arguments when no rule reads the JSON text.
+    arguments when no rule reads the JSON text. `tool_call_ids` maps a call id to the
+    form the provider accepts (the rules' `tool_call_ids`); calls and their results
+    carry the mapped id, reported as rewritten where it differs.
     """
     if not isinstance(messages, list):
         raise _fail(provider, "messages", f"must be a list, got {type(messages).__name__}")
@@ -79,6 +100,7 @@ def read_messages(
     pending: dict[str, str] = {}  # tool call id -> name, of the assistant turn being answered
     answered: set[str] = set()
     seen_ids: dict[str, tuple[int, int]] = {}
+    current: list[dict[str, Any]] = []  # tool calls since the last user message
     for i, msg in enumerate(messages):
         if not isinstance(msg, dict):
             raise _fail(provider, f"messages[{i}]", f"must be an object, got {type(msg).__name__}")
@@ -91,13 +113,14 @@ def read_messages(
             continue
         if role == "user":
             parts = _user_parts(msg, i, provider)
-            pending, answered = {}, set()
+            pending, answered, current = {}, set(), []
         elif role == "assistant":
             pending = {}
-            parts = _assistant_parts(msg, i, provider, seen_ids, arguments_json, pending)
+            parts = _assistant_parts(msg, i, provider, seen_ids, arguments_json, pending, tool_call_ids)
             answered = set()
+            current += [p for p in parts if p["kind"] == "tool_call"]
         elif role == "tool":
-            parts = [_tool_result(msg, i, provider, pending, answered)]
+            parts = [_tool_result(msg, i, provider, pending, answered, tool_call_ids)]
         elif role in ROLES:  # a system/developer role this provider does not hoist
             parts = [{"kind": "text", "text": _text_only(msg, i, provider)}]
         else:
@@ -108,6 +131,8 @@ def read_messages(
             )
             raise _fail(provider, f"messages[{i}].role", f"unknown role {role!r}{hint}")
         turns.append({"role": role, "parts": parts, "source": msg, "index": i})
+    for part in current:
+        part["current_turn"] = True
     return turns, hoisted
 
 
@@ -155,9 +180,15 @@ def _text_only(msg: dict[str, Any], i: int, provider: str) -> str:
 def _user_parts(msg: dict[str, Any], i: int, provider: str) -> list[dict[str, Any]]:
     content = msg.get("content", MISSING)
     if type(content) is str:
-        return [{"kind": "text", "text": content}]
-    if isinstance(content, list):
-        return [_part(part, i, j, provider) for j, part in enumerate(content)]
+        parts = [{"kind": "text", "text": content}]
+    elif isinstance(content, list):
+        parts = [_part(part, i, j, provider) for j, part in enumerate(content)]
+    else:
+        parts = None
+    if parts is not None:
+        if msg.get("cache_control") is not None:
+            _message_cache_control(msg, parts, i, provider)
+        return parts
     if content is MISSING:
         raise _fail(provider, f"messages[{i}].content", "is required")
     raise _fail(
@@ -171,7 +202,10 @@ def _part(part: Any, i: int, j: int, provider: str) -> dict[str, Any]:
         text = part.get("text", MISSING)
         if type(text) is not str:
             raise _bad_string(text, f"messages[{i}].content[{j}].text", provider)
-        return {"kind": "text", "text": text, "source": part}
+        out = {"kind": "text", "text": text, "source": part}
+        if part.get("cache_control") is not None:
+            _carry(out, "cache_control", part["cache_control"], "cache_control")
+        return out
     path = f"messages[{i}].content[{j}]"
     if not isinstance(part, dict):
         raise _fail(provider, path, f"must be an object, got {type(part).__name__}")
@@ -193,10 +227,40 @@ def _part(part: Any, i: int, j: int, provider: str) -> dict[str, Any]:
             raise _fail(provider, f"{path}.image_url.url", "must be a data: URL or an http(s) URL")
         detail = image.get("detail")
         if detail is not None and detail != "auto":
-            out["detail"] = detail
-            out["report"] = {"optional": {"detail": "image_url.detail"}}
+            _carry(out, "detail", detail, "image_url.detail")
+        if part.get("cache_control") is not None:
+            _carry(out, "cache_control", part["cache_control"], "cache_control")
         return out
     return {"kind": kind, "source": part}
+
+
+def _carry(part: dict[str, Any], key: str, value: Any, where: str, *, message: bool = False) -> None:
+    """Put optional caller information on a part; it is reported as dropped if the rule's template never reads it."""
+    part[key] = value
+    report = part.setdefault("report", {})
+    report.setdefault("message" if message else "optional", {})[key] = where
+
+
+def _message_cache_control(msg: dict[str, Any], parts: list[dict[str, Any]], i: int, provider: str) -> None:
+    """A message-level cache_control marks the message's last part (where a cache breakpoint ends)."""
+    if not parts:
+        return
+    last = parts[-1]
+    if "cache_control" in last and last["cache_control"] != msg["cache_control"]:
+        raise _fail(provider, f"messages[{i}].cache_control", "differs from its last part's cache_control; give one")
+    _carry(last, "cache_control", msg["cache_control"], "cache_control", message=True)
+
+
+def system_parts(msg: dict[str, Any], i: int, provider: str) -> list[dict[str, Any]]:
+    """A hoisted system/developer message as text parts, keeping cache_control (its content is already checked)."""
+    content = msg.get("content")
+    if isinstance(content, list):
+        parts = [_part(part, i, j, provider) for j, part in enumerate(content)]
+    else:
+        parts = [{"kind": "text", "text": content}]
+    if msg.get("cache_control") is not None:
+        _message_cache_control(msg, parts, i, provider)
+    return parts
 
 
 def _data_url(url: str, path: str, provider: str) -> tuple[str, str]:
@@ -215,6 +279,7 @@ def _assistant_parts(
     seen_ids: dict[str, tuple[int, int]],
     arguments_json: bool,
     pending: dict[str, str],
+    tool_call_ids: IdMap | None = None,
 ) -> list[dict[str, Any]]:
     """Text parts, then tool calls; `pending` learns each call's id -> name for the results that follow."""
     content = msg.get("content")
@@ -233,6 +298,11 @@ def _assistant_parts(
             f"messages[{i}].content",
             f"must be a string, a list of parts or null, got {type(content).__name__}",
         )
+    extra = msg.get("extra_content")
+    if extra is not None:
+        texts = [p for p in parts if p["kind"] == "text"]
+        if texts:  # Google's OpenAI layer puts a text part's signature on the message; it goes back on the text
+            _carry(texts[-1], "extra_content", extra, "extra_content", message=True)
     calls = msg.get("tool_calls")
     if calls is None:
         return parts
@@ -250,8 +320,28 @@ def _assistant_parts(
             )
         seen_ids[call_id] = (i, k)
         pending[call_id] = part["name"]
+        part["position"] = k
+        if tool_call_ids is not None:
+            _map_id(part, "id", tool_call_ids, provider)
+        if call.get("extra_content") is not None:
+            _carry(part, "extra_content", call["extra_content"], "extra_content")
         parts.append(part)
     return parts
+
+
+def _map_id(part: dict[str, Any], key: str, tool_call_ids: IdMap, provider: str) -> None:
+    given = part[key]
+    sent = tool_call_ids(given)
+    if sent != given:
+        part[key] = sent
+        how = f"{given!r} is not a tool-call id {provider} accepts; sent as {sent!r} (results restore it)"
+        part.setdefault("report", {}).setdefault("derived", {})[key] = (key, how)
+
+
+def orphan_extra_content(turn: dict[str, Any]) -> bool:
+    """An assistant message's extra_content with no text part to ride on (reported as dropped)."""
+    source = turn["source"]
+    return source.get("extra_content") is not None and not any(p["kind"] == "text" for p in turn["parts"])
 
 
 def _tool_call(call: Any, i: int, k: int, provider: str, want_json: bool) -> dict[str, Any]:
@@ -323,7 +413,12 @@ def read_arguments(raw: str, i: int, k: int, provider: str) -> dict[str, Any]:
 
 
 def _tool_result(
-    msg: dict[str, Any], i: int, provider: str, pending: dict[str, str], answered: set[str]
+    msg: dict[str, Any],
+    i: int,
+    provider: str,
+    pending: dict[str, str],
+    answered: set[str],
+    tool_call_ids: IdMap | None = None,
 ) -> dict[str, Any]:
     call_id = msg.get("tool_call_id", MISSING)
     name = pending.get(call_id) if type(call_id) is str else None
@@ -335,13 +430,43 @@ def _tool_result(
             raise _fail(provider, path, f"tool call {call_id!r} is already answered")
         raise _fail(provider, path, f"{call_id!r} answers no tool call of the preceding assistant turn")
     answered.add(call_id)
-    return {
+    text, parts = _tool_content(msg, i, provider)
+    result = {
         "kind": "tool_result",
         "tool_call_id": call_id,
         "name": name,
-        "content": _text_only(msg, i, provider),
+        "content": text,
+        "parts": parts,
+        "index": i,
         "source": msg,
     }
+    is_error = msg.get("is_error")
+    if is_error is not None:
+        if type(is_error) is not bool:
+            raise _fail(provider, f"messages[{i}].is_error", f"must be true or false, got {type(is_error).__name__}")
+        _carry(result, "is_error", is_error, "is_error")
+    if msg.get("cache_control") is not None:
+        _carry(result, "cache_control", msg["cache_control"], "cache_control")
+    if tool_call_ids is not None:
+        _map_id(result, "tool_call_id", tool_call_ids, provider)
+    return result
+
+
+def _tool_content(msg: dict[str, Any], i: int, provider: str) -> tuple[str, list[dict[str, Any]]]:
+    """A tool message's content: its text (text parts joined) and its parts (text and images)."""
+    content = msg.get("content", MISSING)
+    if type(content) is str:
+        return content, [{"kind": "text", "text": content}]
+    if not isinstance(content, list):
+        return _text_only(msg, i, provider), []  # raises the precise error
+    parts = [_part(part, i, j, provider) for j, part in enumerate(content)]
+    for j, part in enumerate(parts):
+        if part["kind"] not in TOOL_RESULT_KINDS:
+            kind = part["kind"]
+            raise _fail(
+                provider, f"messages[{i}].content[{j}]", f"only text and image parts are allowed here, got {kind!r}"
+            )
+    return "".join(p["text"] for p in parts if p["kind"] == "text"), parts
 
 
 def read_tools(tools: Any, provider: str) -> list[dict[str, Any]]:
@@ -371,12 +496,18 @@ def read_tools(tools: Any, provider: str) -> list[dict[str, Any]]:
         parameters = function.get("parameters", MISSING)
         if parameters is not MISSING and not isinstance(parameters, dict):
             raise _fail(provider, f"{fpath}.parameters", "must be a JSON Schema object")
+        cache_control = function.get("cache_control")
+        if tool.get("cache_control") is not None:
+            if cache_control is not None and tool["cache_control"] != cache_control:
+                raise _fail(provider, f"{path}.cache_control", "differs from function.cache_control; give one")
+            cache_control = tool["cache_control"]
         out.append(
             {
                 "name": name,
                 "description": description,
                 "parameters": parameters,
                 "strict": function.get("strict", MISSING),
+                "cache_control": MISSING if cache_control is None else cache_control,
                 "source": tool,
                 "function": function,
                 "path": fpath,

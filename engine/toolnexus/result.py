@@ -6,18 +6,32 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import Note
+from .templates import fresh_copy
 
 
 @dataclass(frozen=True, slots=True)
 class TranslatedToolCall:
-    """One tool call the model asked for. `arguments` is the OpenAI JSON string."""
+    """One tool call the model asked for. `arguments` is the OpenAI JSON string.
+
+    `extra_content`: what must ride on the call into the next request (Gemini's thought
+    signature as `{"google": {"thought_signature": ...}}`, the convention of Google's own
+    OpenAI-compatible layer), or None.
+    """
 
     id: str
     name: str
     arguments: str
+    extra_content: dict[str, Any] | None = None
 
     def to_openai(self) -> dict[str, Any]:
-        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+        call: dict[str, Any] = {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+        if self.extra_content is not None:
+            call["extra_content"] = fresh_copy(self.extra_content)
+        return call
 
 
 @dataclass(slots=True)
@@ -28,7 +42,10 @@ class TranslateResult:
     provider order; finish_reason: an OpenAI finish reason (any tool call makes it
     "tool_calls"); usage: this call's token counts; model: the model that answered;
     raw: the provider's decoded response, unchanged; notes: anything the
-    translation could not say in OpenAI terms (unknown stop reasons, unknown blocks).
+    translation could not say in OpenAI terms (unknown stop reasons, unknown blocks);
+    reasoning_content: the readable reasoning ("" when none); message_extras: what the
+    next request needs back on the assistant message (e.g. Anthropic's signed
+    `thinking_blocks`), as the rules collect it.
     """
 
     text: str
@@ -38,18 +55,42 @@ class TranslateResult:
     model: str
     raw: dict[str, Any] | None = field(default=None, repr=False)
     notes: tuple[Note, ...] = ()
+    reasoning_content: str = ""
+    message_extras: dict[str, Any] = field(default_factory=dict)
 
     def tool_calls_json(self) -> list[dict[str, Any]]:
         """The tool calls as an OpenAI `tool_calls` array, ready for an assistant message."""
         return [call.to_openai() for call in self.tool_calls]
 
+    def assistant_message(self) -> dict[str, Any]:
+        """The OpenAI assistant message to append to the history, carrying what the next turn needs.
+
+        `{"role": "assistant", "content": text or None, "tool_calls": [...]}` (tool_calls only
+        when there are some), plus `reasoning_content` when there is reasoning and the
+        `message_extras`. Sent back in a later request, the rules put each piece where the
+        provider wants it (signed reasoning blocks first, signatures on their parts).
+        """
+        message: dict[str, Any] = {"role": "assistant", "content": self.text or None}
+        if self.tool_calls:
+            message["tool_calls"] = self.tool_calls_json()
+        if self.reasoning_content:
+            message["reasoning_content"] = self.reasoning_content
+        for key, value in self.message_extras.items():
+            message[key] = fresh_copy(value)
+        return message
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready view (without raw), as the CLI prints it."""
-        return {
-            "text": self.text,
+        """A JSON-ready view (without raw), as the CLI prints it; reasoning and extras only when present."""
+        view: dict[str, Any] = {"text": self.text}
+        if self.reasoning_content:
+            view["reasoning_content"] = self.reasoning_content
+        view |= {
             "tool_calls": self.tool_calls_json(),
             "finish_reason": self.finish_reason,
             "usage": self.usage,
             "model": self.model,
-            "notes": [{"kind": n.kind, "path": n.path, "message": n.message} for n in self.notes],
         }
+        if self.message_extras:
+            view["message_extras"] = fresh_copy(self.message_extras)
+        view["notes"] = [{"kind": n.kind, "path": n.path, "message": n.message} for n in self.notes]
+        return view

@@ -13,9 +13,15 @@ Operations (the whole vocabulary; README "Rule format" has an example of each):
         default: TEMPLATE    used when absent (reported as `synthesized`)
         required: true       absent is a TranslationError at PATH
   $when: PATH                the `then` template when the value at PATH equals
-        is: VALUE            `is` (same JSON type), or one of `in`; else absent
-        in: [VALUE, ...]
+        is: VALUE            `is` (same JSON type), or one of `in`; else the
+        in: [VALUE, ...]     `else` template, or absent
         then: TEMPLATE
+        else: TEMPLATE
+  $lookup: PATH              the `table` row named by the string at PATH (a table
+        table: {VALUE: T}    maps an OpenAI value to the provider's); `skip`
+        skip: [VALUE, ...]   values send nothing, `default` renders when the
+        default: TEMPLATE    value is absent, any other value is a
+                             TranslationError naming PATH (and the op's `doc`)
   $list: PATH                a string becomes a one-item list; a list stays
   $sum: [PATH, ...]          the sum of the integers present; absent if none is,
         empty: N             or N (for providers that omit counts that are zero)
@@ -27,7 +33,10 @@ Operations (the whole vocabulary; README "Rule format" has an example of each):
                              when it names none
   $content: text_or_blocks | blocks
         kinds: [KIND, ...]   a message's parts written through the `parts`
-                             table (only inside a role's `message`)
+        lead: PATH           table (inside a role's `message`, or a part's own
+                             parts inside a part template); `lead` names a list
+                             of opaque blocks in the message, written first and
+                             exactly as given (replayed reasoning blocks)
 
 Absent is not null: an operation yielding MISSING omits its key, and a mapping
 whose every key is absent (or a list whose every element is absent) is itself absent. Rendering never mutates its scope
@@ -125,13 +134,14 @@ class Env:
 
 _OPTIONS: dict[str, set[str]] = {
     "$get": {"default", "required", "doc", "source"},
-    "$when": {"is", "in", "then", "doc", "source"},
+    "$when": {"is", "in", "then", "else", "doc", "source"},
+    "$lookup": {"table", "skip", "default", "doc", "source"},
     "$as_object": {"wrap", "doc", "source"},
     "$media_type": {"doc", "source"},
     "$list": {"doc", "source"},
     "$sum": {"empty", "doc", "source"},
     "$merge": {"with", "doc", "source"},
-    "$content": {"kinds", "doc", "source"},
+    "$content": {"kinds", "lead", "doc", "source"},
 }
 
 
@@ -156,16 +166,19 @@ class Unbindable(Exception):
     """A template reads something `compile_bound`'s parameters do not name."""
 
 
-def compile_bound(value: Any, key: Key, env: Env, params: tuple[str, ...]) -> Render | None:
+def compile_bound(
+    value: Any, key: Key, env: Env, params: tuple[str, ...], absent: tuple[str, ...] = ()
+) -> Render | None:
     """Compile a template as a function of named fields, `render(*values, c)`, or None.
 
     The fast lane (lane.py) calls these with values it read straight from the
     request, so no middle-form dict is built. Fields are bound in `params` order;
     a `$content` binds the extra last argument. None when the template reads a
-    field outside `params`, reads the whole scope, or uses a rich JMESPath path.
+    field outside `params` (fields in `absent` read as MISSING), reads the whole scope,
+    or uses a rich JMESPath path.
     """
     node = _node(value, key, env)
-    gen = _Codegen(bound={name: f"p_{name}" for name in params})
+    gen = _Codegen(bound={**{name: "MISSING" for name in absent}, **{name: f"p_{name}" for name in params}})
     try:
         body = gen.emit(node, "out", "s")
     except Unbindable:
@@ -247,6 +260,7 @@ class _When:
     path: _Read
     expected: Any
     then: Any
+    otherwise: Any = None  # the `else` node, or None (absent)
 
 
 @dataclass(frozen=True)
@@ -268,6 +282,13 @@ class _Obj:
 @dataclass(frozen=True)
 class _List:
     items: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A compiled closure over the whole scope (`$lookup`); never bindable by the fast lane."""
+
+    render: Render
 
 
 @dataclass(frozen=True)
@@ -353,7 +374,10 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
         if "in" in spec and not isinstance(spec["in"], list):
             raise env.error((*key, "in"), "`in` takes a list of values")
         expected = tuple(spec["in"]) if "in" in spec else (spec["is"],)
-        return _When(_one_read(arg, at, env), expected, _node(spec["then"], (*key, "then"), env))
+        otherwise = _node(spec["else"], (*key, "else"), env) if "else" in spec else None
+        return _When(_one_read(arg, at, env), expected, _node(spec["then"], (*key, "then"), env), otherwise)
+    if op == "$lookup":
+        return _Call(_lookup(spec, _one_read(arg, at, env), key, env))
     if op == "$as_object":
         wrap = spec.get("wrap")
         if not isinstance(wrap, str) or not wrap:
@@ -386,6 +410,8 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
             + did_you_mean(str(arg), ["text_or_blocks", "blocks"]),
         )
     env.reads.add("parts")
+    if isinstance(spec.get("lead"), str):
+        env.reads.add(spec["lead"])  # the message key it replays counts as read
     return _Content(env.content(spec, key), spec)
 
 
@@ -434,6 +460,8 @@ class _Codegen:
         steps = read.steps
         if self.bound is not None:
             first = self.bound[str(steps[0])]
+            if first == "MISSING":  # a field absent wherever this code runs: so is everything below it
+                return [f"{target} = MISSING"]
             lines = [f"{target} = {first}"]
             steps = steps[1:]
         elif steps and isinstance(steps[0], str):
@@ -463,6 +491,10 @@ class _Codegen:
                 self.content_bound = True
                 return [f"{target} = {self.content_var}"]
             return [f"{target} = {self._name(node.render)}({scope}, c)"]
+        if isinstance(node, _Call):
+            if self.bound is not None:
+                raise Unbindable("a closure over the whole scope")
+            return [f"{target} = {self._name(node.render)}({scope}, c)"]
         if isinstance(node, _Apply):
             lines = self._read(node.path, target, scope)
             lines.append(f"if {target} is not MISSING: {target} = {self._name(node.function)}({target})")
@@ -480,7 +512,11 @@ class _Codegen:
                 options = self._name(node.expected)
                 lines.append(f"if any(type({target}) is type(e) and {target} == e for e in {options}):")
             lines += _indent(self.emit(node.then, target, scope))
-            lines.append(f"else: {target} = MISSING")
+            if node.otherwise is None:
+                lines.append(f"else: {target} = MISSING")
+            else:
+                lines.append("else:")
+                lines += _indent(self.emit(node.otherwise, target, scope))
             return lines
         if isinstance(node, _ListOf):
             lines = self._read(node.path, target, scope)
@@ -592,10 +628,14 @@ class _Codegen:
         if node.required:
             lines.append(f"if {target} is MISSING: raise c.fail(c.at({node.paths[0].expr!r}), 'is required')")
         if node.default is not None:
+            # Reported only when the default gives a value (a conditional default may give none).
             message = f"not given; the rule's default is sent as {node.out_name}"
             lines.append(f"if {target} is MISSING:")
-            lines.append(f"    c.notes.append(Note('synthesized', c.at({node.paths[-1].expr!r}), {message!r}))")
             lines += _indent(self.emit(node.default, target, scope))
+            lines.append(
+                f"    if {target} is not MISSING:"
+                f" c.notes.append(Note('synthesized', c.at({node.paths[-1].expr!r}), {message!r}))"
+            )
         return lines
 
 
@@ -650,3 +690,34 @@ def media_type(url: Any) -> Any:
         return MISSING
     guessed, _ = mimetypes.guess_type(urlsplit(url).path)
     return guessed or MISSING
+
+
+def _lookup(spec: dict[str, Any], read: _Read, key: Key, env: Env) -> Render:
+    """Compile `$lookup`: a table from an OpenAI string value to a provider template."""
+    table = spec.get("table")
+    if not isinstance(table, dict) or not table:
+        raise env.error(key, "$lookup needs `table`: a mapping from a value to its template")
+    skip = spec.get("skip", [])
+    if not isinstance(skip, list) or not all(isinstance(v, str) for v in skip):
+        raise env.error((*key, "skip"), "`skip` takes a list of values")
+    rows = {name: compile_template(row, (*key, "table", name), env) for name, row in table.items()}
+    default = compile_template(spec["default"], (*key, "default"), env) if "default" in spec else None
+    known = ", ".join([*rows, *skip])
+    why = f": {spec['doc']}" if isinstance(spec.get("doc"), str) else ""
+    skipped = frozenset(skip)
+    expr, getter = read.expr, read.getter
+
+    def render(scope: Any, ctx: Ctx) -> Any:
+        value = getter(scope)
+        if value is MISSING or value is None:
+            return MISSING if default is None else default(scope, ctx)
+        row = rows.get(value) if type(value) is str else None
+        if row is not None:
+            return row(scope, ctx)
+        if type(value) is not str:
+            raise ctx.fail(ctx.at(expr), f"must be a string, got {type(value).__name__}")
+        if value in skipped:
+            return MISSING
+        raise ctx.fail(ctx.at(expr), f"{value!r} cannot be sent to {ctx.provider} (the rules know {known}){why}")
+
+    return render

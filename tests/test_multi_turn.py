@@ -1,0 +1,632 @@
+"""Ten turns deep, for every provider: what a provider hands out survives the caller echoing the history.
+
+A scripted, strict provider stub answers each turn with reasoning (and its signatures),
+parallel tool calls and cached usage. The client loop echoes the history exactly as an
+OpenAI SDK user would: `result.assistant_message()`, then one tool message per call (an
+image result and an error result among them), and a new user question after each final
+answer. Before answering, the stub
+- applies the provider's own rules, as the real API would refuse the request (a
+  missing or altered signature, thinking blocks not first, a tool call without its
+  result, an empty text block, a key its SDK types do not know), and
+- checks the whole history against what it handed out: every thinking block and
+  signature, every tool call and result, in the right place, byte for byte.
+A refusal is a 400 in the provider's error shape, so the client raises and the test
+fails loudly, naming the broken guarantee. The last tests show the stub does refuse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from deepdiff import DeepDiff
+
+from test_cases import SDK_VALIDATORS
+from test_sdk_judges import judge_anthropic, judge_gemini, judge_openai
+from toolnexus import ProviderError, TranslateResult, create_client, translate_request, translate_response
+from toolnexus.stub import ProviderStub, StubReply, StubRequest
+
+TURNS = 10
+SCHEDULE = (["two calls", "one call", "answer"] * 3 + ["answer"])[:TURNS]
+QUESTIONS = [f"Question {n}: check the weather, the page and the log." for n in range(1, TURNS + 2)]
+CITIES = ["Paris", "東京", "Lyon", "Oslo", "Lima", "Pune", "Kyiv", "Bern", "Doha", "Baku", "Rome"]
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+SYSTEM_TEXT = "You are a careful agent. Use the tools."
+EFFORT = "medium"
+DUMMY_SIGNATURE = "skip_thought_signature_validator"  # Gemini's documented "not signed by me" value
+
+
+@dataclass(frozen=True)
+class Features:
+    """What the caller sends a provider: cache markers and rich tool results only where the API takes them."""
+
+    cache_control: bool
+    rich_results: bool
+
+
+def tools(features: Features) -> list[dict[str, Any]]:
+    declared = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Weather now.",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        },
+        {
+            "type": "function",
+            "function": {
+                "name": "screenshot",
+                "description": "A page's screenshot.",
+                "parameters": {"type": "object", "properties": {"page": {"type": "string"}}},
+            },
+        },
+        {
+            "type": "function",
+            "function": {
+                "name": "read_log",
+                "description": "The app log.",
+                "parameters": {"type": "object", "properties": {"lines": {"type": "integer"}}},
+            },
+        },
+    ]
+    if features.cache_control:
+        declared[-1] = {**declared[-1], "cache_control": {"type": "ephemeral"}}  # top level, as other layers take it
+    return declared
+
+
+def system_message(features: Features) -> dict[str, Any]:
+    if not features.cache_control:
+        return {"role": "system", "content": SYSTEM_TEXT}
+    part = {"type": "text", "text": SYSTEM_TEXT, "cache_control": {"type": "ephemeral", "ttl": "1h"}}
+    return {"role": "system", "content": [part]}
+
+
+def calls_for(turn: int) -> list[tuple[str, dict[str, Any]]]:
+    """The tool calls the provider asks for on a turn: (name, arguments)."""
+    kind = SCHEDULE[turn - 1]
+    if kind == "two calls":
+        return [("get_weather", {"city": CITIES[turn]}), ("screenshot", {"page": f"/page/{turn}"})]
+    if kind == "one call":
+        return [("read_log", {"lines": turn})]
+    return []
+
+
+def tool_message(call_id: str, name: str, arguments: dict[str, Any], features: Features) -> dict[str, Any]:
+    """What the caller's own tool returns, as the OpenAI tool message it appends."""
+    message: dict[str, Any] = {"role": "tool", "tool_call_id": call_id}
+    if name == "get_weather":
+        message["content"] = f"18°C in {arguments['city']}"
+    elif name == "screenshot" and features.rich_results:
+        message["content"] = [
+            {"type": "text", "text": f"Captured {arguments['page']}:"},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
+        ]
+    elif name == "screenshot":
+        message["content"] = f"Captured {arguments['page']}."
+    elif features.rich_results:
+        message |= {"content": "permission denied", "is_error": True}
+    else:
+        message["content"] = "error: permission denied"
+    return message
+
+
+class Refused(AssertionError):
+    """What the real provider would answer with a 400."""
+
+
+@dataclass
+class Bound:
+    """A value the stub did not choose (an id the translator synthesized): the same everywhere it appears."""
+
+    name: str
+
+
+def matches(expected: Any, actual: Any, bindings: dict[str, Any], where: str = "") -> None:
+    if isinstance(expected, Bound):
+        seen = bindings.setdefault(expected.name, actual)
+        if seen != actual or not isinstance(actual, str) or not actual:
+            raise Refused(f"{where}: {actual!r} does not match the id used for the same call ({seen!r})")
+        return
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        if expected.keys() != actual.keys():
+            raise Refused(f"{where}: keys {sorted(actual)} differ from what was handed out {sorted(expected)}")
+        for key in expected:
+            matches(expected[key], actual[key], bindings, f"{where}.{key}")
+        return
+    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+            matches(e, a, bindings, f"{where}[{i}]")
+        return
+    if expected != actual or type(expected) is not type(actual):
+        raise Refused(
+            f"{where}: {json.dumps(actual, ensure_ascii=False)[:300]} differs from what was handed out "
+            f"{json.dumps(expected, ensure_ascii=False)[:300]}"
+        )
+
+
+@dataclass
+class Script:
+    """One provider's strict stub: answers turn by turn and checks every request against what it handed out."""
+
+    features: Features
+    turn: int = 0
+    history: list[Any] = field(default_factory=list)  # what the next request must carry, provider-native
+    failures: list[str] = field(default_factory=list)
+    bodies: list[Any] = field(default_factory=list)
+
+    def respond(self, request: StubRequest) -> Any:
+        body = request.body
+        self.bodies.append(body)
+        expected = self.history + self.question()
+        try:
+            self.provider_rules(body)
+            self.check_config(body)
+            matches(expected, self.conversation(body), {}, "history")
+        except (AssertionError, UserWarning, ValueError) as exc:
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self.failures.append(f"turn {self.turn + 1}: {message}")
+            return StubReply(status=400, body=self.error(message))
+        self.history = expected
+        self.turn += 1
+        return self.answer(self.turn)
+
+    def question(self) -> list[Any]:
+        """The user question this request must end with: the first, and one after each answer."""
+        if self.turn and SCHEDULE[self.turn - 1] != "answer":
+            return []
+        asked = sum(1 for t in range(1, self.turn + 1) if SCHEDULE[t - 1] == "answer")
+        return [self.user_turn(QUESTIONS[asked])]
+
+    # per provider
+    def provider_rules(self, body: Any) -> None: ...
+    def check_config(self, body: Any) -> None: ...
+    def conversation(self, body: Any) -> list[Any]: ...
+    def user_turn(self, text: str) -> Any: ...
+    def answer(self, turn: int) -> dict[str, Any]: ...
+    def error(self, message: str) -> dict[str, Any]: ...
+
+
+# ---------------------------------------------------------------- Anthropic
+
+
+@dataclass
+class AnthropicScript(Script):
+    signed: dict[str, str] = field(default_factory=dict)  # signature -> the thinking it signs
+    redacted: set[str] = field(default_factory=set)
+
+    def error(self, message: str) -> dict[str, Any]:
+        return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+
+    def user_turn(self, text: str) -> Any:
+        return {"role": "user", "content": text}
+
+    def conversation(self, body: Any) -> list[Any]:
+        return list(body["messages"])
+
+    def check_config(self, body: Any) -> None:
+        if body.get("thinking") != {"type": "enabled", "budget_tokens": 8192} or body["max_tokens"] <= 8192:
+            raise Refused(f"thinking: expected an 8192 budget below max_tokens, got {body.get('thinking')}")
+        want = [{"type": "text", "text": SYSTEM_TEXT, "cache_control": {"type": "ephemeral", "ttl": "1h"}}]
+        if body.get("system") != want:
+            raise Refused(f"system: the cached prompt did not arrive as given: {body.get('system')}")
+        if body["tools"][-1].get("cache_control") != {"type": "ephemeral"}:
+            raise Refused("tools[2].cache_control: the marker did not arrive as given")
+
+    def provider_rules(self, body: Any) -> None:
+        judge_anthropic(body)  # SDK types, roles, tool_use answered first in the next user turn, no empty text
+        messages = body["messages"]
+        marks = json.dumps(body).count('"cache_control"')
+        if marks > 4:
+            raise Refused(f"A maximum of 4 blocks with cache_control may be provided. Found {marks}.")
+        last_user = max(k for k, m in enumerate(messages) if m["role"] == "user" and _has_text(m))
+        for k, message in enumerate(messages):
+            if message["role"] != "assistant" or isinstance(message["content"], str):
+                continue
+            kinds = [block["type"] for block in message["content"]]
+            reasoning = [n for n, kind in enumerate(kinds) if kind in ("thinking", "redacted_thinking")]
+            if reasoning != list(range(len(reasoning))):
+                raise Refused(f"messages.{k}.content: thinking blocks must come first in an assistant turn")
+            if k > last_user and "tool_use" in kinds and not reasoning:
+                raise Refused(
+                    f"messages.{k}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+                    f"`{kinds[0]}`. When `thinking` is enabled, a final `assistant` message must start "
+                    "with a thinking block"
+                )
+            for n, block in enumerate(message["content"]):
+                if block["type"] == "thinking" and self.signed.get(block["signature"]) != block["thinking"]:
+                    raise Refused(f"messages.{k}.content.{n}: Invalid `signature` in `thinking` block")
+                if block["type"] == "redacted_thinking" and block["data"] not in self.redacted:
+                    raise Refused(f"messages.{k}.content.{n}: Invalid `data` in `redacted_thinking` block")
+
+    def answer(self, turn: int) -> dict[str, Any]:
+        thinking = f"Turn {turn}: {SCHEDULE[turn - 1]}; I keep the earlier results in mind."
+        signature = f"EqQBCkgIBRABGAIiQ{turn:02d}Sig" + "x" * turn
+        self.signed[signature] = thinking
+        content: list[dict[str, Any]] = [{"type": "thinking", "thinking": thinking, "signature": signature}]
+        if turn % 3 == 1:  # some turns also carry encrypted reasoning
+            data = f"EmwKAhgBEgy3va3pzix{turn:02d}Redacted"
+            self.redacted.add(data)
+            content.append({"type": "redacted_thinking", "data": data})
+        if turn % 3 == 2:  # and some a signed block with nothing to read (display omitted)
+            empty = f"ErUBCkYIBRgCIkDx9Zb{turn:02d}Empty"
+            self.signed[empty] = ""
+            content.append({"type": "thinking", "thinking": "", "signature": empty})
+        calls = calls_for(turn)
+        content.append({"type": "text", "text": f"Working on it ({turn})." if calls else f"Answer {turn}: done."})
+        uses = [
+            {"type": "tool_use", "id": f"toolu_{turn:02d}_{j}", "name": n, "input": a} for j, (n, a) in enumerate(calls)
+        ]
+        content += uses
+        self.history.append({"role": "assistant", "content": copy.deepcopy(content)})
+        if uses:
+            self.history.append({"role": "user", "content": [self.result(use) for use in uses]})
+        return {
+            "id": f"msg_{turn:02d}",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5-20250929",
+            "content": content,
+            "stop_reason": "tool_use" if uses else "end_turn",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 40 + turn,
+                "cache_read_input_tokens": 900 * turn,
+                "cache_creation_input_tokens": 60,
+                "output_tokens": 300,
+                "output_tokens_details": {"thinking_tokens": 180},
+            },
+        }
+
+    def result(self, use: dict[str, Any]) -> dict[str, Any]:
+        """How Anthropic must receive the caller's tool message for this call."""
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use["id"]}
+        name, arguments = use["name"], use["input"]
+        if name == "get_weather":
+            return block | {"content": f"18°C in {arguments['city']}"}
+        if name == "screenshot":
+            image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
+            return block | {"content": [{"type": "text", "text": f"Captured {arguments['page']}:"}, image]}
+        return block | {"content": "permission denied", "is_error": True}
+
+
+def _has_text(message: dict[str, Any]) -> bool:
+    content = message["content"]
+    return isinstance(content, str) or any(block["type"] == "text" for block in content)
+
+
+# ---------------------------------------------------------------- Gemini
+
+
+@dataclass
+class GeminiScript(Script):
+    signatures: set[str] = field(default_factory=set)
+
+    def error(self, message: str) -> dict[str, Any]:
+        return {"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}
+
+    def user_turn(self, text: str) -> Any:
+        return {"role": "user", "parts": [{"text": text}]}
+
+    def conversation(self, body: Any) -> list[Any]:
+        return list(body["contents"])
+
+    def check_config(self, body: Any) -> None:
+        thinking = body.get("generationConfig", {}).get("thinkingConfig")
+        if thinking != {"thinkingBudget": 8192, "includeThoughts": True}:
+            raise Refused(f"generationConfig.thinkingConfig: {thinking}")
+        if body.get("systemInstruction") != {"parts": [{"text": SYSTEM_TEXT}]}:
+            raise Refused(f"systemInstruction: {body.get('systemInstruction')}")
+
+    def provider_rules(self, body: Any) -> None:
+        judge_gemini(body)  # SDK types, camelCase, turn order, one response per call, no empty text part
+        contents = body["contents"]
+        last_user = max(
+            k for k, c in enumerate(contents) if c["role"] == "user" and any("text" in p for p in c["parts"])
+        )
+        for k, turn in enumerate(contents):
+            calls = [p for p in turn["parts"] if "functionCall" in p]
+            if k > last_user and calls and "thoughtSignature" not in calls[0]:
+                name = calls[0]["functionCall"]["name"]
+                raise Refused(
+                    "Function call is missing a thought_signature in functionCall parts. This is required "
+                    f"for tools to work correctly. Additional data, function call `default_api:{name}`, "
+                    f"position {turn['parts'].index(calls[0]) + 1}."
+                )
+            for n, part in enumerate(turn["parts"]):
+                signature = part.get("thoughtSignature")
+                if signature is not None and signature not in self.signatures and signature != DUMMY_SIGNATURE:
+                    raise Refused(f"contents[{k}].parts[{n}]: Corrupted thought signature.")
+
+    def answer(self, turn: int) -> dict[str, Any]:
+        calls = calls_for(turn)
+        signature = base64.b64encode(f"gemini signature of turn {turn}".encode()).decode()  # proto bytes
+        self.signatures.add(signature)
+        parts: list[dict[str, Any]] = [{"text": f"**Turn {turn}**\n\nWhat do I still need?", "thought": True}]
+        if calls:
+            parts.append({"text": f"Working on it ({turn})."})
+            with_ids = turn % 2 == 0  # some answers carry call ids, most generateContent answers do not
+            for j, (name, arguments) in enumerate(calls):
+                call: dict[str, Any] = {"name": name, "args": arguments}
+                if with_ids:
+                    call = {"id": f"fc_{turn}_{j}", **call}
+                part: dict[str, Any] = {"functionCall": call}
+                if j == 0:  # parallel calls: only the first carries the step's signature
+                    part["thoughtSignature"] = signature
+                parts.append(part)
+        else:
+            parts.append({"text": f"Answer {turn}: done.", "thoughtSignature": signature})
+        self.history.append({"role": "model", "parts": [self.replayed(p, turn, j) for j, p in enumerate(parts[1:])]})
+        if calls:
+            self.history.append({"role": "user", "parts": [self.result(p, turn, j) for j, p in enumerate(parts[2:])]})
+        return {
+            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {
+                "promptTokenCount": 1000 * turn,
+                "cachedContentTokenCount": 800 * turn,
+                "candidatesTokenCount": 30,
+                "thoughtsTokenCount": 60,
+                "totalTokenCount": 1000 * turn + 90,
+            },
+            "modelVersion": "gemini-3-pro-preview",
+            "responseId": f"resp-{turn}",
+        }
+
+    def replayed(self, part: dict[str, Any], turn: int, j: int) -> dict[str, Any]:
+        """A model part as it must come back: as handed out, with the caller's id where Gemini gave none."""
+        part = copy.deepcopy(part)
+        call = part.get("functionCall")
+        if call is not None and "id" not in call:
+            part["functionCall"] = {"id": Bound(f"{turn}/{j - 1}"), **call}
+        return part
+
+    def result(self, part: dict[str, Any], turn: int, j: int) -> dict[str, Any]:
+        call = part["functionCall"]
+        answer: dict[str, Any] = {"id": call.get("id", Bound(f"{turn}/{j}")), "name": call["name"]}
+        arguments = call["args"]
+        if call["name"] == "get_weather":
+            answer["response"] = {"result": f"18°C in {arguments['city']}"}
+        elif call["name"] == "screenshot":
+            answer["response"] = {"result": f"Captured {arguments['page']}:"}
+            answer["parts"] = [{"inlineData": {"mimeType": "image/png", "data": PNG}}]
+        else:
+            answer["response"] = {"error": "permission denied"}
+        return {"functionResponse": answer}
+
+
+# ---------------------------------------------------------------- OpenAI
+
+
+@dataclass
+class OpenAIScript(Script):
+    def error(self, message: str) -> dict[str, Any]:
+        return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
+
+    def user_turn(self, text: str) -> Any:
+        return {"role": "user", "content": text}
+
+    def conversation(self, body: Any) -> list[Any]:
+        if body["messages"][0] != {"role": "system", "content": SYSTEM_TEXT}:
+            raise Refused(f"messages[0]: {body['messages'][0]}")
+        return list(body["messages"][1:])
+
+    def check_config(self, body: Any) -> None:
+        if body.get("reasoning_effort") != EFFORT:
+            raise Refused(f"reasoning_effort: {body.get('reasoning_effort')}")
+
+    def provider_rules(self, body: Any) -> None:
+        judge_openai(body)  # SDK types; each assistant tool call answered by the tool messages right after it
+
+    def answer(self, turn: int) -> dict[str, Any]:
+        calls = [
+            {"id": f"call_{turn:02d}_{j}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+            for j, (n, a) in enumerate(calls_for(turn))
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": None if calls else f"Answer {turn}: done."}
+        if calls:
+            message["tool_calls"] = calls
+        self.history.append(copy.deepcopy(message))
+        for call in calls:
+            arguments = json.loads(call["function"]["arguments"])
+            self.history.append(tool_message(call["id"], call["function"]["name"], arguments, self.features))
+        return {
+            "id": f"chatcmpl-{turn}",
+            "object": "chat.completion",
+            "created": 1_700_000_000 + turn,
+            "model": "o4-mini",
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+            "usage": {
+                "prompt_tokens": 1000 * turn,
+                "completion_tokens": 400,
+                "total_tokens": 1000 * turn + 400,
+                "prompt_tokens_details": {"cached_tokens": 512 * turn},
+                "completion_tokens_details": {"reasoning_tokens": 256},
+            },
+        }
+
+
+SCRIPTS: dict[str, Callable[[], Script]] = {
+    "anthropic": lambda: AnthropicScript(Features(cache_control=True, rich_results=True)),
+    "gemini": lambda: GeminiScript(Features(cache_control=True, rich_results=True)),
+    "openai": lambda: OpenAIScript(Features(cache_control=False, rich_results=False)),
+}
+
+
+# ---------------------------------------------------------------- the caller
+
+
+Echo = Callable[[TranslateResult], dict[str, Any]]
+
+
+def as_the_sdk_user_does(result: TranslateResult) -> dict[str, Any]:
+    return result.assistant_message()
+
+
+async def converse(
+    provider: str, script: Script, echo: Echo = as_the_sdk_user_does, *, drop_result: bool = False
+) -> list[TranslateResult]:
+    """The caller's loop: translate, append what came back, run the tools, ask again after each answer."""
+    features = script.features
+    messages: list[dict[str, Any]] = [system_message(features), {"role": "user", "content": QUESTIONS[0]}]
+    asked = 1
+    results = []
+    with ProviderStub(script.respond) as stub:
+        async with create_client(stub.base_url, provider, "m", api_key="k", max_retries=0) as client:
+            for _ in range(TURNS):
+                result = await client.translate(messages, tools=tools(features), params={"reasoning_effort": EFFORT})
+                results.append(result)
+                messages.append(echo(result))
+                answers = [
+                    tool_message(call.id, call.name, json.loads(call.arguments), features) for call in result.tool_calls
+                ]
+                messages += answers[:-1] if drop_result else answers
+                if not result.tool_calls:
+                    messages.append({"role": "user", "content": QUESTIONS[asked]})
+                    asked += 1
+    return results
+
+
+@pytest.mark.parametrize("provider", sorted(SCRIPTS))
+def test_ten_turns_keep_every_signature_thinking_block_and_tool_result(provider: str) -> None:
+    script = SCRIPTS[provider]()
+    try:
+        results = asyncio.run(converse(provider, script))
+    except ProviderError as exc:
+        raise AssertionError(f"{provider} refused: {script.failures or exc}") from None
+    assert not script.failures, script.failures
+    assert len(results) == len(script.bodies) == TURNS
+    assert [bool(r.tool_calls) for r in results] == [kind != "answer" for kind in SCHEDULE]
+    for turn, result in enumerate(results, 1):
+        usage = result.usage
+        assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"], (turn, usage)
+        assert usage["prompt_tokens_details"]["cached_tokens"] > 0, (turn, usage)
+        assert 0 < usage["completion_tokens_details"]["reasoning_tokens"] <= usage["completion_tokens"], (turn, usage)
+        assert result.finish_reason == ("tool_calls" if result.tool_calls else "stop")
+
+
+def test_the_anthropic_history_grows_by_exactly_what_was_handed_out() -> None:
+    script = SCRIPTS["anthropic"]()
+    results = asyncio.run(converse("anthropic", script))
+    last = script.bodies[-1]["messages"]
+    thinking = [b for m in last if m["role"] == "assistant" for b in m["content"] if b["type"] == "thinking"]
+    assert len(thinking) == TURNS - 1 + sum(
+        1 for t in range(1, TURNS) if t % 3 == 2
+    )  # every turn's, and the empty ones
+    assert all(r.reasoning_content.startswith(f"Turn {t}:") for t, r in enumerate(results, 1))
+    assert [b["type"] for b in results[0].assistant_message()["thinking_blocks"]] == ["thinking", "redacted_thinking"]
+
+
+def test_gemini_signatures_ride_on_the_tool_calls_and_the_message() -> None:
+    script = SCRIPTS["gemini"]()
+    results = asyncio.run(converse("gemini", script))
+    first = results[0].tool_calls_json()
+    assert first[0]["extra_content"]["google"]["thought_signature"] in script.signatures
+    assert "extra_content" not in first[1]  # the second of parallel calls had no signature
+    answer = results[2].assistant_message()
+    assert answer["extra_content"]["google"]["thought_signature"] in script.signatures
+    sent = [p["thoughtSignature"] for c in script.bodies[-1]["contents"] for p in c["parts"] if "thoughtSignature" in p]
+    assert len(sent) == TURNS - 1 and set(sent) <= script.signatures  # every earlier turn's, none invented
+
+
+# ---------------------------------------------------------------- the stub refuses what the provider refuses
+
+
+def _plain_echo(result: TranslateResult) -> dict[str, Any]:
+    """What a caller does that keeps only OpenAI's own fields (drops thinking_blocks and extra_content)."""
+    message: dict[str, Any] = {"role": "assistant", "content": result.text or None}
+    if result.tool_calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in result.tool_calls
+        ]
+    return message
+
+
+@pytest.mark.parametrize(
+    ("provider", "refusal"),
+    [
+        ("anthropic", "Expected `thinking` or `redacted_thinking`"),
+        ("gemini", "differs from what was handed out"),  # the documented dummy instead of the real signature
+    ],
+)
+def test_an_echo_that_drops_signatures_is_refused(provider: str, refusal: str) -> None:
+    script = SCRIPTS[provider]()
+    with pytest.raises(ProviderError) as info:
+        asyncio.run(converse(provider, script, _plain_echo))
+    assert info.value.status == 400 and refusal in script.failures[0], script.failures
+
+
+@pytest.mark.parametrize("provider", sorted(SCRIPTS))
+def test_a_tool_call_without_its_result_is_refused(provider: str) -> None:
+    script = SCRIPTS[provider]()
+    with pytest.raises(ProviderError):
+        asyncio.run(converse(provider, script, drop_result=True))
+    assert script.failures and script.failures[0].startswith("turn 2:"), script.failures
+
+
+def _second_request(provider: str) -> tuple[Script, Any]:
+    """A script that answered the first request, and the second request a caller echoing correctly sends."""
+    script = SCRIPTS[provider]()
+    features = script.features
+    messages = [system_message(features), {"role": "user", "content": QUESTIONS[0]}]
+    request = {"model": "m", "messages": messages, "tools": tools(features), "reasoning_effort": EFFORT}
+    answer = script.respond(StubRequest("/", {}, translate_request(provider, request)))
+    first = translate_response(provider, answer)
+    messages += [first.assistant_message()]
+    messages += [tool_message(c.id, c.name, json.loads(c.arguments), features) for c in first.tool_calls]
+    body = translate_request(provider, {**request, "messages": messages})
+    assert not isinstance(copy.deepcopy(script).respond(StubRequest("/", {}, body)), StubReply), "refused as is"
+    return script, body
+
+
+def _refusal(provider: str, change: Callable[[list[Any]], Any]) -> str:
+    script, body = _second_request(provider)
+    broken = copy.deepcopy(body)
+    change(broken["messages" if "messages" in broken else "contents"])
+    assert DeepDiff(body, broken), "the change changed nothing"
+    reply = script.respond(StubRequest("/", {}, broken))
+    assert isinstance(reply, StubReply) and reply.status == 400, "the stub accepted a body the provider refuses"
+    return script.failures[-1]
+
+
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        (lambda m: m[1]["content"].reverse(), "thinking blocks must come first"),
+        (lambda m: m[1]["content"][0].update(signature="forged"), "Invalid `signature`"),
+        (lambda m: m[1]["content"].insert(2, {"type": "text", "text": ""}), "empty text block"),
+        (lambda m: m.pop(2), "tool_use never answered"),
+    ],
+    ids=["thinking-not-first", "altered-signature", "empty-text", "tool-use-without-result"],
+)
+def test_the_anthropic_stub_refuses_what_anthropic_refuses(change: Callable[[list[Any]], Any], refusal: str) -> None:
+    assert refusal in _refusal("anthropic", change)
+
+
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        (lambda c: c[1]["parts"][1].pop("thoughtSignature"), "missing a thought_signature"),
+        (lambda c: c[1]["parts"][1].update(thoughtSignature="Zm9yZ2Vk"), "Corrupted thought signature"),
+        (lambda c: c[1]["parts"].append({"text": ""}), "empty text part"),
+        (lambda c: c.pop(2), "never answered"),
+    ],
+    ids=["missing-signature", "altered-signature", "empty-text", "call-without-result"],
+)
+def test_the_gemini_stub_refuses_what_gemini_refuses(change: Callable[[list[Any]], Any], refusal: str) -> None:
+    assert refusal in _refusal("gemini", change)
+
+
+@pytest.mark.parametrize("provider", sorted(SCRIPTS))
+def test_the_scripted_answers_are_what_the_provider_sdk_accepts(provider: str) -> None:
+    """The stub's answers stay realistic: each passes the provider's own response type."""
+    script = SCRIPTS[provider]()
+    for turn in range(1, TURNS + 1):
+        SDK_VALIDATORS[provider](copy.deepcopy(script.answer(turn)))
