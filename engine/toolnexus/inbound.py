@@ -15,11 +15,13 @@ from typing import Any, Literal
 
 from .errors import Note, TranslationError
 from .ids import IdRule, compile_id_rule
+from .lane import ABSENT_FIELDS, Lane, RolePlan, compile_lane, merge_into
 from .loader import Key, RuleSource
 from .paths import MISSING
 from .reader import (
     READ_KEYS,
     ROLES,
+    Hoisted,
     orphan_extra_content,
     part_path,
     read_messages,
@@ -27,7 +29,7 @@ from .reader import (
     read_tools,
     system_parts,
 )
-from .templates import Ctx, Env, Render, compile_template, path_getter
+from .templates import Ctx, Env, Inliner, Render, compile_bound, compile_template, path_getter
 
 UnknownFields = Literal["error", "drop"]
 
@@ -102,6 +104,7 @@ class Inbound:
     tool_unsupported: dict[str, Unsupported]
     tool_choice: dict[str, Render]
     reads_arguments_json: bool
+    lane: Lane
     system_blocks: Render | None = None  # writes a system text part, when the rules keep cached system parts
     text_reads: frozenset[str] = frozenset()  # what the `text` part template reads (for drop notes)
     tool_call_ids: IdRule | None = None
@@ -138,26 +141,34 @@ class Inbound:
         if parallel is not MISSING and type(parallel) is not bool:
             raise TranslationError("parallel_tool_calls", "must be true or false", provider=provider)
 
-        turns, hoisted = read_messages(
-            scope["messages"],
-            self.hoist,
-            provider,
-            arguments_json=self.reads_arguments_json,
-            tool_call_ids=None if self.tool_call_ids is None else self.tool_call_ids.memo(),
-        )
-        chosen = self._choose_system(hoisted, turns, system, default_system, ctx)
-        if system is None and hoisted:
-            chosen = self._cached_system(hoisted, chosen, ctx)
-        messages = self._write_messages(turns, hoisted, chosen, ctx, unknown_fields, system)
+        fast = self._fast_messages(scope["messages"], system, default_system, ctx)
+        if fast is None:
+            turns, hoisted = read_messages(
+                scope["messages"],
+                self.hoist,
+                provider,
+                arguments_json=self.reads_arguments_json,
+                tool_call_ids=None if self.tool_call_ids is None else self.tool_call_ids.memo(),
+            )
+            chosen = self._choose_system(hoisted, turns, system, default_system, ctx)
+            if system is None and hoisted:
+                chosen = self._cached_system(hoisted, chosen, ctx)
+            messages = self._write_messages(turns, hoisted, chosen, ctx, unknown_fields, system)
+        else:
+            messages, chosen = fast
         scope["messages"] = messages
         if self.system_message is None:
             scope["system"] = chosen
 
         declared: set[str] | None = None
         if "tools" in scope:
-            tools = read_tools(scope["tools"], provider)
-            declared = {t["name"] for t in tools}
-            scope["tools"] = [self._write_tool(t, ctx, unknown_fields) for t in tools]
+            fast_tools = self.lane.tools(scope["tools"], ctx)
+            if fast_tools is None:
+                tools = read_tools(scope["tools"], provider)
+                declared = {t["name"] for t in tools}
+                scope["tools"] = [self._write_tool(t, ctx, unknown_fields) for t in tools]
+            else:
+                scope["tools"], declared = fast_tools
         choice = read_tool_choice(scope.get("tool_choice", MISSING), parallel, provider)
         if choice["name"] is not MISSING and declared is not None and choice["name"] not in declared:
             raise TranslationError(
@@ -211,9 +222,27 @@ class Inbound:
             path, f"cannot be sent to {self.provider}" + (f": {rule.doc}" if rule.doc else ""), provider=self.provider
         )
 
+    def _fast_messages(
+        self, messages: Any, system: str | None, default_system: str | None, ctx: Ctx
+    ) -> tuple[list[Any], Any] | None:
+        """The lane's messages and system prompt, or None when the general path must decide (lane.py)."""
+        start = len(ctx.notes)
+        got = self.lane.messages(messages, ctx)
+        if got is None:
+            return None
+        out, hoisted = got
+        message_notes = ctx.notes[start:]  # the general path writes the system prompt's notes first
+        del ctx.notes[start:]
+        chosen = self._choose_system(hoisted, [], system, default_system, ctx)  # the lane refused late prompts
+        if system is None and hoisted:
+            chosen = self._cached_system(hoisted, chosen, ctx)
+        out[:0] = self._system_message(chosen, hoisted, system, ctx)
+        ctx.notes += message_notes
+        return out, chosen
+
     def _choose_system(
         self,
-        hoisted: list[tuple[str, str, int, dict[str, Any]]],
+        hoisted: list[Hoisted],
         turns: list[dict[str, Any]],
         system: str | None,
         default_system: str | None,
@@ -257,20 +286,13 @@ class Inbound:
     def _write_messages(
         self,
         turns: list[dict[str, Any]],
-        hoisted: list[tuple[str, str, int, dict[str, Any]]],
+        hoisted: list[Hoisted],
         chosen: Any,
         ctx: Ctx,
         unknown_fields: UnknownFields,
         system: str | None = None,
     ) -> list[Any]:
-        out: list[Any] = []
-        if self.system_message is not None and chosen is not MISSING:
-            written = self.system_message({"text": chosen}, ctx)
-            out.append(written)
-            role = written.get("role") if isinstance(written, dict) else None
-            for _, path, _, source in hoisted:
-                if role is not None and source.get("role") != role and system is None:
-                    ctx.notes.append(Note("rewritten", path, f"sent as part of the one {role} message"))
+        out = self._system_message(chosen, hoisted, system, ctx)
         for _, path, _, source in hoisted:
             if not source.keys() <= READ_KEYS["system"]:
                 self._check_message_keys(source, path, READ_KEYS["system"], ctx, unknown_fields)
@@ -307,6 +329,17 @@ class Inbound:
             merging = role if rule.merge_consecutive else None
         ctx.path = ""
         return out
+
+    def _system_message(self, chosen: Any, hoisted: list[Hoisted], system: str | None, ctx: Ctx) -> list[Any]:
+        """The system prompt as a message of its own, where the rules place it so ([] otherwise)."""
+        if self.system_message is None or chosen is MISSING:
+            return []
+        written = self.system_message({"text": chosen}, ctx)
+        role = written.get("role") if isinstance(written, dict) else None
+        for _, path, _, source in hoisted:
+            if role is not None and source.get("role") != role and system is None:
+                ctx.notes.append(Note("rewritten", path, f"sent as part of the one {role} message"))
+        return [written]
 
     def _check_message_keys(
         self, source: dict[str, Any], path: str, allowed: frozenset[str], ctx: Ctx, unknown_fields: UnknownFields
@@ -347,15 +380,6 @@ def _has_cache_control(msg: dict[str, Any]) -> bool:
     return msg.get("cache_control") is not None or (
         isinstance(content, list) and any(isinstance(p, dict) and p.get("cache_control") is not None for p in content)
     )
-
-
-def merge_into(merged: dict[str, Any], message: dict[str, Any]) -> None:
-    """Consecutive messages of one role become one: list values concatenate, the others are the latest."""
-    for key, value in message.items():
-        if isinstance(value, list) and isinstance(merged.get(key), list):
-            merged[key].extend(value)
-        else:
-            merged[key] = value
 
 
 # ---------------------------------------------------------------- compiling
@@ -444,8 +468,25 @@ def compile_inbound(source: RuleSource) -> Inbound:
     decl_reads = decl_env.fields_read()
     tool_keys_read = None if decl_reads is None or {"source", "function"} & decl_reads else frozenset(decl_reads)
 
+    def bind(template: Any, key: Key, fields: tuple[str, ...]) -> tuple[Render | None, frozenset[str] | None]:
+        env = Env(source, content=content_factory)
+        return compile_bound(template, key, env, fields, ABSENT_FIELDS), _frozen(env.fields_read())
+
+    plans = {
+        role: RolePlan(
+            rule["message"], bool(rule.get("drop_if_empty")), bool(rule.get("merge_consecutive")), roles[role].allowed
+        )
+        for role, rule in msgs["roles"].items()
+        if role in roles
+    }
+    tool_call_ids = compile_id_rule(source)
+    lane, lane_source = compile_lane(
+        data, hoist, plans, tool_keys_read, tool_call_ids, Inliner(Env(source, content=content_factory)), bind
+    )
+    source.generated[("fast lane",)] = lane_source
     return Inbound(
         provider=provider,
+        lane=lane,
         body=body,
         consumed=frozenset(consumed),
         unsupported=unsupported,
@@ -461,7 +502,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
         tool_choice=tool_choice,
         system_blocks=system_blocks,
         text_reads=(parts["text"][1] or frozenset()) if "text" in parts else frozenset(),
-        tool_call_ids=compile_id_rule(source),
+        tool_call_ids=tool_call_ids,
         plan={"consumed": sorted(consumed), "hoist": sorted(hoist), "parts": sorted(parts)},
     )
 

@@ -70,6 +70,9 @@ def _bad_string(value: Any, path: str, provider: str) -> TranslationError:
 
 Hoisted = tuple[str, str, int, dict[str, Any]]
 
+# The note for tool-call arguments given as an object where the rules send JSON text.
+OBJECT_ARGUMENTS_SENT_AS_TEXT = "given as an object; sent as its JSON text"
+
 
 IdMap = Callable[[str], str]
 
@@ -374,9 +377,7 @@ def _tool_call(call: Any, i: int, k: int, provider: str, want_json: bool) -> dic
             except (TypeError, ValueError) as exc:
                 path = f"messages[{i}].tool_calls[{k}].function.arguments"
                 raise _fail(provider, path, f"is not representable as JSON ({exc})") from None
-            part["report"] = {
-                "derived": {"arguments_json": ("function.arguments", "given as an object; sent as its JSON text")}
-            }
+            part["report"] = {"derived": {"arguments_json": ("function.arguments", OBJECT_ARGUMENTS_SENT_AS_TEXT)}}
     else:
         path = f"messages[{i}].tool_calls[{k}].function.arguments"
         if raw is MISSING:

@@ -50,6 +50,7 @@ import json
 import mimetypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -148,21 +149,81 @@ _OPTIONS: dict[str, set[str]] = {
 def compile_template(value: Any, key: Key, env: Env) -> Render:
     """Compile one template found at `key` of the rule file into one generated function.
 
-    Objects, lists, constants, `$get`, `$when`, `$list` and `$sum` become
-    straight-line Python (a dict built key by key, `.get` chains, plain ifs);
-    `$merge` and `$content` are closures the generated code calls. The source is
-    kept in the rule source's `generated` table for `toolnexus explain --code`.
+    Every operation becomes straight-line Python (a dict built key by key, `.get`
+    chains, plain ifs); only `$content` calls a closure (the parts table). The
+    source is kept in the rule source's `generated` table for `toolnexus explain --code`.
     """
     node = _node(value, key, env)
     if isinstance(node, _Const):
         return _constant(node.value)
-    if isinstance(node, _Call):
-        return node.render
     gen = _Codegen()
     body = gen.emit(node, "out", "s")
     prologue = ["sd = s if isinstance(s, dict) else {}"] if gen.firsts else []
     prologue += [f"{var} = sd.get({name!r}, MISSING)" for name, var in gen.firsts.items()]
-    source = "def render(s, c):\n" + "".join(f"    {line}\n" for line in prologue + body) + "    return out\n"
+    return _define(gen, "render(s, c)", prologue + body, key, env)
+
+
+class Unbindable(Exception):
+    """A template reads something `compile_bound`'s parameters do not name."""
+
+
+def compile_bound(
+    value: Any, key: Key, env: Env, params: tuple[str, ...], absent: tuple[str, ...] = ()
+) -> Render | None:
+    """Compile a template as a function of named fields, `render(*values, c)`, or None.
+
+    The fast lane (lane.py) calls these with values it read straight from the
+    request, so no middle-form dict is built. Fields are bound in `params` order;
+    a `$content` binds the extra last argument. None when the template reads a
+    field outside `params` (fields in `absent` read as MISSING), reads the whole scope,
+    or uses a rich JMESPath path.
+    """
+    node = _node(value, key, env)
+    gen = _Codegen(bound={**{name: "MISSING" for name in absent}, **{name: f"p_{name}" for name in params}})
+    try:
+        body = gen.emit(node, "out", "s")
+    except Unbindable:
+        return None
+    args = [f"p_{name}" for name in params] + (["content"] if gen.content_bound else [])
+    return _define(gen, f"render({', '.join(args)}, c)", body, (*key, "bound"), env)
+
+
+class Inliner:
+    """Templates as lines inside one larger generated function (the fast lane, lane.py).
+
+    Each `emit` binds template fields to variables of the surrounding code; `present`
+    names the bound fields that are never absent there, so objects built only from them
+    and from constants become one dict display. All emitted code shares `names`.
+    """
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self.gen = _Codegen(bound={})
+
+    def emit(
+        self,
+        template: Any,
+        key: Key,
+        target: str,
+        bound: dict[str, str],
+        present: frozenset[str] = frozenset(),
+        content_var: str = "content",
+    ) -> list[str] | None:
+        """Lines leaving the template's value in `target`, or None when it reads an unbound field."""
+        gen = self.gen
+        gen.bound, gen.present, gen.content_var, gen.content_bound = bound, present, content_var, False
+        try:
+            return gen.emit(_node(template, key, self.env), target, "s")
+        except Unbindable:
+            return None
+
+    @property
+    def names(self) -> dict[str, Any]:
+        return {"MISSING": MISSING, "fresh_copy": fresh_copy, "Note": Note, "pick_first": pick_first, **self.gen.names}
+
+
+def _define(gen: _Codegen, signature: str, lines: list[str], key: Key, env: Env) -> Render:
+    source = f"def {signature}:\n" + "".join(f"    {line}\n" for line in lines) + "    return out\n"
     namespace = {"MISSING": MISSING, "fresh_copy": fresh_copy, "Note": Note, "pick_first": pick_first, **gen.names}
     exec(compile(source, f"<template {'.'.join(map(str, key))}>", "exec"), namespace)
     render: Render = namespace["render"]
@@ -226,7 +287,31 @@ class _List:
 
 @dataclass(frozen=True)
 class _Call:
+    """A compiled closure over the whole scope (`$lookup`); never bindable by the fast lane."""
+
     render: Render
+
+
+@dataclass(frozen=True)
+class _Apply:
+    """A value function applied to one read (`$as_object`, `$media_type`)."""
+
+    path: _Read
+    function: Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class _Merge:
+    path: _Read
+    sets: tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class _Content:
+    """`$content`: the parts table's closure, or the fast lane's precomputed argument."""
+
+    render: Render
+    spec: dict[str, Any]
 
 
 def _node(value: Any, key: Key, env: Env) -> Any:
@@ -298,10 +383,9 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
         wrap = spec.get("wrap")
         if not isinstance(wrap, str) or not wrap:
             raise env.error(key, "$as_object needs `wrap`: the key a non-object value goes under")
-        read = _one_read(arg, at, env)
-        return _Call(_op_as_object(read.getter, wrap))
+        return _Apply(_one_read(arg, at, env), partial(as_object, wrap=wrap))
     if op == "$media_type":
-        return _Call(_op_media_type(_one_read(arg, at, env).getter))
+        return _Apply(_one_read(arg, at, env), media_type)
     if op == "$list":
         return _ListOf(_one_read(arg, at, env))
     if op == "$sum":
@@ -315,9 +399,8 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
         with_spec = spec.get("with", {})
         if not isinstance(with_spec, dict):
             raise env.error((*key, "with"), "`with` must be a mapping")
-        sets = tuple((k, compile_template(v, (*key, "with", k), env)) for k, v in with_spec.items())
-        base = _one_read(arg, at, env)
-        return _Call(_op_merge(base.expr, base.getter, sets))
+        sets = tuple((k, _node(v, (*key, "with", k), env)) for k, v in with_spec.items())
+        return _Merge(_one_read(arg, at, env), sets)
     # $content
     if env.content is None:
         raise env.error(at, "$content is only allowed in a role's `message`")
@@ -330,7 +413,7 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
     env.reads.add("parts")
     if isinstance(spec.get("lead"), str):
         env.reads.add(spec["lead"])  # the message key it replays counts as read
-    return _Call(env.content(spec, key))
+    return _Content(env.content(spec, key), spec)
 
 
 def pick_first(ctx: Ctx, *candidates: Any) -> Any:
@@ -349,10 +432,14 @@ def pick_first(ctx: Ctx, *candidates: Any) -> Any:
 class _Codegen:
     """Turns template nodes into lines of Python; closures, getters and constants go into `names`."""
 
-    def __init__(self) -> None:
+    def __init__(self, bound: dict[str, str] | None = None) -> None:
         self.names: dict[str, Any] = {}
         self._count = 0
         self.firsts: dict[str, str] = {}  # scope key -> the variable that reads it once, up front
+        self.bound = bound  # compile_bound: scope key -> variable; anything else is Unbindable
+        self.present: frozenset[str] = frozenset()  # bound keys known never to be MISSING
+        self.content_var = "content"
+        self.content_bound = False
 
     def _fresh(self, prefix: str) -> str:
         self._count += 1
@@ -367,10 +454,18 @@ class _Codegen:
         return name
 
     def _read(self, read: _Read, target: str, scope: str) -> list[str]:
+        if self.bound is not None and (not read.steps or read.steps[0] not in self.bound):
+            raise Unbindable(read.expr)
         if read.steps is None:
             return [f"{target} = {self._name(read.getter)}({scope})"]
         steps = read.steps
-        if steps and isinstance(steps[0], str):
+        if self.bound is not None:
+            first = self.bound[str(steps[0])]
+            if first == "MISSING":  # a field absent wherever this code runs: so is everything below it
+                return [f"{target} = MISSING"]
+            lines = [f"{target} = {first}"]
+            steps = steps[1:]
+        elif steps and isinstance(steps[0], str):
             first = self.firsts.setdefault(steps[0], f"f{len(self.firsts)}")
             lines = [f"{target} = {first}"]
             steps = steps[1:]
@@ -392,8 +487,21 @@ class _Codegen:
             if isinstance(node.value, (dict, list)):
                 return [f"{target} = fresh_copy({self._name(node.value)})"]
             return [f"{target} = {self._name(node.value)}"]
-        if isinstance(node, _Call):
+        if isinstance(node, _Content):
+            if self.bound is not None:
+                self.content_bound = True
+                return [f"{target} = {self.content_var}"]
             return [f"{target} = {self._name(node.render)}({scope}, c)"]
+        if isinstance(node, _Call):
+            if self.bound is not None:
+                raise Unbindable("a closure over the whole scope")
+            return [f"{target} = {self._name(node.render)}({scope}, c)"]
+        if isinstance(node, _Apply):
+            lines = self._read(node.path, target, scope)
+            lines.append(f"if {target} is not MISSING: {target} = {self._name(node.function)}({target})")
+            return lines
+        if isinstance(node, _Merge):
+            return self._merge(node, target, scope)
         if isinstance(node, _Get):
             return self._get(node, target, scope)
         if isinstance(node, _When):
@@ -436,6 +544,9 @@ class _Codegen:
                 lines.append(f"if {target} is MISSING: {target} = {empty}")
             return lines
         if isinstance(node, _Obj):
+            literal = self._literal(node)
+            if literal is not None:  # every key is always present: one dict display, no checks
+                return [f"{target} = {literal}"]
             lines = [f"{target} = {{}}"]
             always = False
             for name, child in node.items:
@@ -457,6 +568,48 @@ class _Codegen:
             lines.append(f"if {tmp} is not MISSING: {target}.append({tmp})")
         if not any(isinstance(child, _Const) for child in node.items):
             lines.append(f"if not {target}: {target} = MISSING")  # every element absent: the list is absent
+        return lines
+
+    def _literal(self, node: Any) -> str | None:
+        """A Python expression for a node that can never be absent (bound mode only), else None."""
+        if self.bound is None:
+            return None
+        if isinstance(node, _Const):
+            return None if isinstance(node.value, (dict, list)) else self._name(node.value)
+        if isinstance(node, _Get):
+            steps = node.paths[0].steps
+            if len(node.paths) == 1 and node.default is None and steps and len(steps) == 1:
+                name = steps[0]
+                if isinstance(name, str) and name in self.present and name in self.bound:
+                    return self.bound[name]
+            return None
+        if isinstance(node, _Content):
+            if "content" in self.present:
+                self.content_bound = True
+                return self.content_var
+            return None
+        if isinstance(node, _Obj):
+            items = [(name, self._literal(child)) for name, child in node.items]
+            if any(value is None for _, value in items):
+                return None
+            return "{" + ", ".join(f"{name!r}: {value}" for name, value in items) + "}"
+        return None
+
+    def _merge(self, node: _Merge, target: str, scope: str) -> list[str]:
+        expr = node.path.expr
+        lines = self._read(node.path, target, scope)
+        lines.append(f"if not isinstance({target}, dict): raise c.fail(c.at({expr!r}), 'expected a mapping')")
+        lines.append(f"{target} = dict({target})")
+        for name, child in node.sets:
+            tmp = self._fresh("v")
+            lines += self.emit(child, tmp, scope)
+            # `source` is, by the middle form's convention, the input object at c's path.
+            where = name if expr == "source" else f"{expr}.{name}"
+            lines.append(f"if {tmp} is not MISSING: {target}[{name!r}] = {tmp}")
+            lines.append(
+                f"elif {target}.pop({name!r}, None) is not None:"
+                f" c.notes.append(Note('dropped', c.at({where!r}), 'the rules write nothing for it here'))"
+            )
         return lines
 
     def _get(self, node: _Get, target: str, scope: str) -> list[str]:
@@ -518,23 +671,26 @@ def path_getter(expression: Any, key: Key, env: Env) -> Getter:
     return getter
 
 
-def _op_merge(expr: str, getter: Getter, sets: tuple[tuple[str, Render], ...]) -> Render:
-    def render(scope: Any, ctx: Ctx) -> Any:
-        base = getter(scope)
-        if not isinstance(base, dict):
-            raise ctx.fail(ctx.at(expr), "expected a mapping")
-        out = dict(base)
-        for name, fn in sets:
-            v = fn(scope, ctx)
-            if v is not MISSING:
-                out[name] = v
-            elif out.pop(name, None) is not None:
-                # `source` is, by the middle form's convention, the input object at ctx's path.
-                where = ctx.at(name if expr == "source" else f"{expr}.{name}")
-                ctx.notes.append(Note("dropped", where, "the rules write nothing for it here"))
-        return out
+def as_object(value: Any, wrap: str) -> Any:
+    """`$as_object`: a mapping stays; JSON text of an object becomes it; anything else is wrapped."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str) and value.lstrip()[:1] == "{":
+        try:
+            parsed = STRICT_JSON.decode(value)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return parsed
+    return {wrap: value}
 
-    return render
+
+def media_type(url: Any) -> Any:
+    """`$media_type`: the media type a URL's file extension names, else absent."""
+    if not isinstance(url, str):
+        return MISSING
+    guessed, _ = mimetypes.guess_type(urlsplit(url).path)
+    return guessed or MISSING
 
 
 def _lookup(spec: dict[str, Any], read: _Read, key: Key, env: Env) -> Render:
@@ -564,33 +720,5 @@ def _lookup(spec: dict[str, Any], read: _Read, key: Key, env: Env) -> Render:
         if value in skipped:
             return MISSING
         raise ctx.fail(ctx.at(expr), f"{value!r} cannot be sent to {ctx.provider} (the rules know {known}){why}")
-
-    return render
-
-
-def _op_as_object(getter: Getter, wrap: str) -> Render:
-    def render(scope: Any, ctx: Ctx) -> Any:
-        value = getter(scope)
-        if value is MISSING or isinstance(value, dict):
-            return value
-        if isinstance(value, str) and value.lstrip()[:1] == "{":
-            try:
-                parsed = STRICT_JSON.decode(value)
-            except ValueError:
-                parsed = None
-            if isinstance(parsed, dict):
-                return parsed
-        return {wrap: value}
-
-    return render
-
-
-def _op_media_type(getter: Getter) -> Render:
-    def render(scope: Any, ctx: Ctx) -> Any:
-        url = getter(scope)
-        if not isinstance(url, str):
-            return MISSING
-        guessed, _ = mimetypes.guess_type(urlsplit(url).path)
-        return guessed or MISSING
 
     return render
