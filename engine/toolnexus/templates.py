@@ -160,7 +160,7 @@ def compile_template(value: Any, key: Key, env: Env) -> Render:
     body = gen.emit(node, "out", "s")
     prologue = ["sd = s if isinstance(s, dict) else {}"] if gen.firsts else []
     prologue += [f"{var} = sd.get({name!r}, MISSING)" for name, var in gen.firsts.items()]
-    return _define(gen, "render(s, c)", prologue + body, key, env)
+    return _define(gen, "render(s, c)", prologue + gen.prelude + body, key, env)
 
 
 class Unbindable(Exception):
@@ -440,6 +440,8 @@ class _Codegen:
         self.present: frozenset[str] = frozenset()  # bound keys known never to be MISSING
         self.content_var = "content"
         self.content_bound = False
+        self.chains: dict[tuple[str | int, ...], str] = {}  # plain key chains read up front (not in bound mode)
+        self.prelude: list[str] = []  # their reads, after the `firsts`
 
     def _fresh(self, prefix: str) -> str:
         self._count += 1
@@ -467,6 +469,8 @@ class _Codegen:
             steps = steps[1:]
         elif steps and isinstance(steps[0], str):
             first = self.firsts.setdefault(steps[0], f"f{len(self.firsts)}")
+            if len(steps) > 1 and all(isinstance(step, str) for step in steps):
+                return [f"{target} = {self._chain(first, steps)}"]
             lines = [f"{target} = {first}"]
             steps = steps[1:]
         else:
@@ -480,6 +484,17 @@ class _Codegen:
                     f" and -len({target}) <= {step} < len({target}) else MISSING"
                 )
         return lines
+
+    def _chain(self, first: str, steps: tuple[str | int, ...]) -> str:
+        """A plain key chain read once, up front (`usage.input_tokens` feeds several sums): its variable."""
+        var = self.chains.get(steps)
+        if var is None:
+            var = self.chains[steps] = f"p{len(self.chains)}"
+            source = first
+            for step in steps[1:]:
+                self.prelude.append(f"{var} = {source}.get({step!r}, MISSING) if isinstance({source}, dict) else MISSING")
+                source = var
+        return var
 
     def emit(self, node: Any, target: str, scope: str) -> list[str]:
         """Lines that leave the node's value (possibly MISSING) in `target`."""
