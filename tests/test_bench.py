@@ -9,6 +9,7 @@ run both benchmark scripts once at their smallest. No speed is asserted.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -44,26 +45,61 @@ def test_engine_and_hand_written_agree_on_every_input(
     assert {case.op for case in cases} == {"request", "response"}
 
 
+def parity_failure(case: bench.Case, hand_written: bench.Translate, capsys: pytest.CaptureFixture[str]) -> str:
+    """The parity check's complaint when `hand_written` stands in for the case's baseline (it must complain)."""
+    hand = case.sides[1]
+    honest = hand.fn
+    hand.fn = hand_written
+    try:
+        assert not bench.check_parity([case])
+    finally:
+        hand.fn = honest
+    return capsys.readouterr().err
+
+
 def test_the_parity_check_names_the_first_difference(
     cases: list[bench.Case], capsys: pytest.CaptureFixture[str]
 ) -> None:
     case = next(c for c in cases if c.provider == "gemini" and c.input == "transcript 100")
-    hand = case.sides[1]
-    honest = hand.fn
+    honest = case.sides[1].fn
 
     def off_by_one_part(request: dict[str, Any]) -> dict[str, Any]:
         body: dict[str, Any] = honest(request)
         body["contents"][3] = {**body["contents"][3], "parts": body["contents"][3]["parts"][:-1]}
         return body
 
-    hand.fn = off_by_one_part
-    try:
-        assert not bench.check_parity([case])
-    finally:
-        hand.fn = honest
-    err = capsys.readouterr().err
+    err = parity_failure(case, off_by_one_part, capsys)
     assert "NOT THE SAME WORK: gemini transcript 100 request" in err
     assert "$.contents[3].parts" in err
+
+
+@pytest.mark.parametrize(
+    ("provider", "forget", "where"),
+    [
+        ("anthropic", {"reasoning_content": ""}, "$.reasoning_content"),
+        ("anthropic", {"message_extras": {}}, "$.message_extras"),
+        ("gemini", {"reasoning_content": ""}, "$.reasoning_content"),
+        ("gemini", {"tool_calls": "unsigned"}, "$.tool_calls[0]"),
+    ],
+)
+def test_the_parity_check_sees_what_the_next_turn_needs(
+    cases: list[bench.Case], capsys: pytest.CaptureFixture[str], provider: str, forget: dict[str, Any], where: str
+) -> None:
+    """A baseline that loses reasoning, thinking blocks or a call's thought signature is not the same work."""
+    case = next(c for c in cases if c.provider == provider and c.input == "generated: 3 tool calls")
+    honest = case.sides[1].fn
+
+    def forgetful(response: dict[str, Any]) -> toolnexus.TranslateResult:
+        result: toolnexus.TranslateResult = honest(response)
+        if forget.get("tool_calls") == "unsigned":
+            assert result.tool_calls[0].extra_content is not None  # the input does sign its first call
+            calls = [dataclasses.replace(call, extra_content=None) for call in result.tool_calls]
+            return dataclasses.replace(result, tool_calls=calls)
+        return dataclasses.replace(result, **forget)
+
+    err = parity_failure(case, forgetful, capsys)
+    assert f"NOT THE SAME WORK: {case.label}" in err
+    assert where in err
 
 
 def test_the_inputs_are_the_same_on_every_run() -> None:

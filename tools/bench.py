@@ -186,9 +186,11 @@ def build_cases(sizes: Sequence[int], providers: Sequence[str], litellm: LiteLLM
 def comparable(output: Any) -> Any:
     """What must be equal: a body as is; a result without its notes."""
     if isinstance(output, TranslateResult):
-        calls = [(c.id, c.name, c.arguments) for c in output.tool_calls]
+        calls = [(c.id, c.name, c.arguments, c.extra_content) for c in output.tool_calls]
         return {
             "text": output.text,
+            "reasoning_content": output.reasoning_content,
+            "message_extras": output.message_extras,
             "tool_calls": calls,
             "finish_reason": output.finish_reason,
             "usage": output.usage,

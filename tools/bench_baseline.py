@@ -7,13 +7,25 @@ Before anything is timed, tools/bench.py checks that its output equals the engin
 and checks only what it must touch to translate (tool-call arguments must be a JSON
 object, as issue 2's "Bad input" requires); the engine's fuller validation and its notes
 are part of the engine's cost.
+
+Round trips (README "Round trips"): the response translators follow their rule sections
+whole (reasoning, Anthropic's thinking blocks, Gemini's thought signatures, extra_content,
+cache-write and reasoning tokens, restored tool-call ids). The request translators handle
+what the benchmark inputs contain and what the rules do to it: Anthropic's tool-call id
+check, and Gemini's dummy signature on the first call of each step of the current turn
+(the transcripts carry no signatures). Round-trip keys the inputs never carry
+(thinking_blocks, extra_content, cache_control, is_error, images in tool results) are not
+read; if an input gains one, the parity check names the difference.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import mimetypes
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -98,6 +110,29 @@ def _anthropic_user_content(content: str | list[JSON]) -> str | list[JSON]:
     ]
 
 
+ANTHROPIC_ID = re.compile("^[a-zA-Z0-9_-]+$")
+ENCODED_ID = "tn_"
+
+
+def _anthropic_id(call_id: str) -> str:
+    """A tool-call id Anthropic accepts: as given, or tn_ + its unpadded URL-safe base64."""
+    if ANTHROPIC_ID.fullmatch(call_id) and not call_id.startswith(ENCODED_ID):
+        return call_id
+    return ENCODED_ID + base64.urlsafe_b64encode(call_id.encode()).decode().rstrip("=")
+
+
+def _restored_id(sent: str) -> str:
+    """The caller's id for one Anthropic hands back: an id _anthropic_id encoded is decoded, others kept."""
+    if not sent.startswith(ENCODED_ID):
+        return sent
+    body = sent[len(ENCODED_ID) :]
+    try:
+        original = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return sent
+    return original if _anthropic_id(original) == sent else sent
+
+
 def _anthropic_assistant_blocks(message: JSON) -> list[JSON]:
     blocks: list[JSON] = []
     content = message.get("content")
@@ -111,7 +146,7 @@ def _anthropic_assistant_blocks(message: JSON) -> list[JSON]:
         blocks.append(
             {
                 "type": "tool_use",
-                "id": call["id"],
+                "id": _anthropic_id(call["id"]),
                 "name": function["name"],
                 "input": _parse_arguments(function["arguments"]),
             }
@@ -152,7 +187,7 @@ def hand_anthropic_request(request: JSON) -> JSON:
         elif role == "tool":
             block = {
                 "type": "tool_result",
-                "tool_use_id": message["tool_call_id"],
+                "tool_use_id": _anthropic_id(message["tool_call_id"]),
                 "content": _text_of(message["content"]),
             }
             if results is None:
@@ -196,6 +231,8 @@ def hand_anthropic_request(request: JSON) -> JSON:
 def hand_anthropic_response(response: JSON, requested_model: str | None = None) -> TranslateResult:
     """Anthropic Messages response -> OpenAI-shaped result, by hand."""
     texts: list[str] = []
+    reasoning: list[str] = []
+    replay: list[JSON] = []  # signed thinking blocks, as received, for the next turn
     calls: list[TranslatedToolCall] = []
     for block in response["content"]:
         kind = block["type"]
@@ -203,14 +240,23 @@ def hand_anthropic_response(response: JSON, requested_model: str | None = None) 
             texts.append(block["text"])
         elif kind == "tool_use":
             arguments = json.dumps(block["input"], ensure_ascii=False)
-            calls.append(TranslatedToolCall(id=block["id"], name=block["name"], arguments=arguments))
+            calls.append(TranslatedToolCall(id=_restored_id(block["id"]), name=block["name"], arguments=arguments))
+        elif kind == "thinking":
+            reasoning.append(block["thinking"])
+            replay.append(block)
+        elif kind == "redacted_thinking":
+            replay.append(block)
     tokens = response.get("usage") or {}
-    cached = tokens.get("cache_read_input_tokens")
-    prompt = tokens.get("input_tokens", 0) + (cached or 0) + (tokens.get("cache_creation_input_tokens") or 0)
+    cached, written = tokens.get("cache_read_input_tokens"), tokens.get("cache_creation_input_tokens")
+    prompt = tokens.get("input_tokens", 0) + (cached or 0) + (written or 0)
     completion = tokens.get("output_tokens", 0)
     usage: JSON = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
-    if cached is not None:
-        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    details = {k: v for k, v in (("cached_tokens", cached), ("cache_write_tokens", written)) if v is not None}
+    if details:
+        usage["prompt_tokens_details"] = details
+    thinking_tokens = (tokens.get("output_tokens_details") or {}).get("thinking_tokens")
+    if thinking_tokens is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": thinking_tokens}
     model = response.get("model")
     return TranslateResult(
         text="".join(texts),
@@ -219,6 +265,8 @@ def hand_anthropic_response(response: JSON, requested_model: str | None = None) 
         usage=usage,
         model=model if isinstance(model, str) else requested_model or "",
         raw=response,
+        reasoning_content="".join(reasoning),
+        message_extras={"thinking_blocks": replay} if replay else {},
     )
 
 
@@ -278,9 +326,11 @@ def hand_openai_response(response: JSON, requested_model: str | None = None) -> 
         arguments = function["arguments"]
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments, ensure_ascii=False)
-        calls.append(TranslatedToolCall(id=call["id"], name=function["name"], arguments=arguments))
+        extra = call.get("extra_content")
+        calls.append(TranslatedToolCall(id=call["id"], name=function["name"], arguments=arguments, extra_content=extra))
     tokens = response.get("usage") or {}
     model = response.get("model")
+    extra = message.get("extra_content")
     return TranslateResult(
         text=message.get("content") or "",
         tool_calls=calls,
@@ -288,6 +338,7 @@ def hand_openai_response(response: JSON, requested_model: str | None = None) -> 
         usage={key: tokens[key] for key in OPENAI_USAGE if tokens.get(key) is not None},
         model=model if isinstance(model, str) else requested_model or "",
         raw=response,
+        message_extras={"extra_content": extra} if extra is not None else {},
     )
 
 
@@ -309,6 +360,8 @@ GEMINI_FINISH = {
     "MODEL_ARMOR": "content_filter",
 }  # every other documented reason, and an unknown or missing one, is "stop"
 GEMINI_PART_KINDS = ("thought", "functionCall", "text", "inlineData", "executableCode", "codeExecutionResult")
+# Gemini's documented stand-in for a thought signature it never issued (history it did not sign).
+GEMINI_DUMMY_SIGNATURE = "skip_thought_signature_validator"
 
 
 def _gemini_part(part: JSON) -> JSON:
@@ -322,8 +375,12 @@ def _gemini_part(part: JSON) -> JSON:
     return {"fileData": {"mimeType": media_type, "fileUri": url} if media_type else {"fileUri": url}}
 
 
-def _gemini_model_parts(message: JSON, names: dict[str, str]) -> list[JSON]:
-    """Text, then function calls; `names` learns each call's id -> name for the results that follow."""
+def _gemini_model_parts(message: JSON, names: dict[str, str], current_turn: bool) -> list[JSON]:
+    """Text, then function calls; `names` learns each call's id -> name for the results that follow.
+
+    In the current turn (after the last user message) the step's first call carries the dummy
+    signature: Gemini 3 refuses that call unsigned, and these transcripts carry no signatures.
+    """
     content = message.get("content")
     parts: list[JSON] = []
     if isinstance(content, str):
@@ -331,11 +388,14 @@ def _gemini_model_parts(message: JSON, names: dict[str, str]) -> list[JSON]:
             parts.append({"text": content})
     elif content:
         parts.extend({"text": part["text"]} for part in content if part["text"])
-    for call in message.get("tool_calls") or ():
+    for position, call in enumerate(message.get("tool_calls") or ()):
         function = call["function"]
         names[call["id"]] = function["name"]
         arguments = _parse_arguments(function["arguments"])
-        parts.append({"functionCall": {"id": call["id"], "name": function["name"], "args": arguments}})
+        part: JSON = {"functionCall": {"id": call["id"], "name": function["name"], "args": arguments}}
+        if current_turn and position == 0:
+            part["thoughtSignature"] = GEMINI_DUMMY_SIGNATURE
+        parts.append(part)
     return parts
 
 
@@ -399,7 +459,10 @@ def hand_gemini_request(request: JSON) -> JSON:
     contents: list[JSON] = []
     names: dict[str, str] = {}  # tool call id -> function name, of the model turn being answered
     merging: str | None = None  # the OpenAI role whose consecutive turns are being merged
-    for message in request["messages"]:
+    messages = request["messages"]
+    # The current turn: the steps after the last user message (all of them when there is none).
+    last_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i]["role"] == "user"), -1)
+    for index, message in enumerate(messages):
         role = message["role"]
         if role in HOISTED_ROLES:
             system.append(_text_of(message["content"]))
@@ -412,7 +475,7 @@ def hand_gemini_request(request: JSON) -> JSON:
             continue
         if role == "assistant":
             names = {}
-            parts = _gemini_model_parts(message, names)
+            parts = _gemini_model_parts(message, names, index > last_user)
             if not parts:  # Gemini rejects an empty turn; what follows may still merge with what came before
                 continue
         else:
@@ -450,16 +513,25 @@ def hand_gemini_response(response: JSON, requested_model: str | None = None) -> 
     """Gemini generateContent response -> OpenAI-shaped result, by hand."""
     candidate = (response.get("candidates") or [{}])[0]
     texts: list[str] = []
+    reasoning: list[str] = []
+    extras: JSON = {}  # the first signed text or thought part's signature, for the assistant message
     calls: list[TranslatedToolCall] = []
     for part in (candidate.get("content") or {}).get("parts") or ():
         kind = next((k for k in GEMINI_PART_KINDS if part.get(k) is not None and part.get(k) is not False), None)
-        if kind == "text":
-            texts.append(part["text"])
-        elif kind == "functionCall":
+        signature = part.get("thoughtSignature")
+        signed = {"google": {"thought_signature": signature}} if signature is not None else None
+        if kind == "functionCall":
             call = part["functionCall"]
             arguments = json.dumps(call.get("args", {}), ensure_ascii=False)
             call_id = call.get("id") or _gemini_call_id(part, len(calls))
-            calls.append(TranslatedToolCall(id=call_id, name=call["name"], arguments=arguments))
+            calls.append(TranslatedToolCall(id=call_id, name=call["name"], arguments=arguments, extra_content=signed))
+            continue
+        if kind == "text":
+            texts.append(part["text"])
+        elif kind == "thought":
+            reasoning.append(part["text"])
+        if signed is not None and not extras:
+            extras = {"extra_content": signed}
     if calls:
         finish = "tool_calls"
     elif (response.get("promptFeedback") or {}).get("blockReason") is not None:
@@ -469,8 +541,9 @@ def hand_gemini_response(response: JSON, requested_model: str | None = None) -> 
     tokens = response.get("usageMetadata") or {}
     thoughts = tokens.get("thoughtsTokenCount")
     usage: JSON = {}
-    if tokens.get("promptTokenCount") is not None:
-        usage["prompt_tokens"] = tokens["promptTokenCount"]
+    prompt = [tokens[key] for key in ("promptTokenCount", "toolUsePromptTokenCount") if tokens.get(key) is not None]
+    if prompt:
+        usage["prompt_tokens"] = sum(prompt)
     usage["completion_tokens"] = (tokens.get("candidatesTokenCount") or 0) + (thoughts or 0)
     if tokens.get("totalTokenCount") is not None:
         usage["total_tokens"] = tokens["totalTokenCount"]
@@ -486,6 +559,8 @@ def hand_gemini_response(response: JSON, requested_model: str | None = None) -> 
         usage=usage,
         model=model if isinstance(model, str) else requested_model or "",
         raw=response,
+        reasoning_content="".join(reasoning),
+        message_extras=extras,
     )
 
 
