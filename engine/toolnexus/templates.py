@@ -492,7 +492,9 @@ class _Codegen:
             var = self.chains[steps] = f"p{len(self.chains)}"
             source = first
             for step in steps[1:]:
-                self.prelude.append(f"{var} = {source}.get({step!r}, MISSING) if isinstance({source}, dict) else MISSING")
+                self.prelude.append(
+                    f"{var} = {source}.get({step!r}, MISSING) if isinstance({source}, dict) else MISSING"
+                )
                 source = var
         return var
 
