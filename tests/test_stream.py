@@ -248,13 +248,14 @@ def test_the_streamed_call_sends_the_translated_body_with_the_stream_keys_to_the
 
         async def go() -> None:
             async with client(stub.base_url, provider) as c:
-                await c.translate(USER)
-                async for _ in c.translate_stream(USER):
+                await c.translate(USER, params={"temperature": 0.25})
+                async for _ in c.translate_stream(USER, params={"temperature": 0.25}):
                     pass
 
         run(go())
     plain, streamed = stub.requests
     assert streamed.body == {**plain.body, **streaming.body}
+    assert "0.25" in json.dumps(streamed.body)  # params reach the streamed call as they reach translate
     assert streamed.headers["accept"] == "text/event-stream"
     want = (streaming.path or RULES.get(provider).endpoint.path).replace("{model}", model(provider))
     assert streamed.path == "/v1" + want

@@ -184,6 +184,7 @@ class Client:
         system: str | None = None,
         max_tokens: int = 0,
         cancel: asyncio.Event | None = None,
+        params: dict[str, Any] | None = None,
     ) -> TranslateStream:
         """One streamed provider call: `async for chunk in stream` (OpenAI chunk dicts), then `stream.result`.
 
@@ -196,7 +197,7 @@ class Client:
         if streaming is None:
             raise ConfigError(f"the {self.style} rules have no streaming section")
         body = self.build_body(messages, tools=tools, toolkit=toolkit, tool_choice=tool_choice, system=system,
-                               max_tokens=max_tokens)  # fmt: skip
+                               max_tokens=max_tokens, params=params)  # fmt: skip
         url = self._url
         if streaming.path:  # a streaming endpoint of its own
             url = httpx.URL(replace(self._provider.endpoint, path=streaming.path).url(self.base_url, self.model))
