@@ -88,7 +88,7 @@ class Outbound:
 
         finish = self._finish_reason(response, bool(calls), ctx)
         usage = self.usage(response, ctx)
-        usage = {} if usage is MISSING else _counts(usage, "usage", provider)
+        usage = {} if usage is MISSING else _counts(usage, provider)
         check_usage(usage, provider)
         model = self.model(response, ctx) if self.model is not None else MISSING
         if model is MISSING or not isinstance(model, str):
@@ -401,20 +401,24 @@ def check_usage(usage: dict[str, Any], provider: str) -> None:
                             provider=provider)  # fmt: skip
 
 
-def _counts(usage: dict[str, Any], path: str, provider: str) -> dict[str, Any]:
-    """Usage as OpenAI has it: integers, or objects of integers; a null count is absent."""
+def _counts(usage: dict[str, Any], provider: str, where: tuple[str, ...] = ("usage",)) -> dict[str, Any]:
+    """Usage as OpenAI has it: integers, or objects of integers; a null count is absent.
+
+    `where` is the path so far, joined only for an error (this runs on every response).
+    """
     out: dict[str, Any] = {}
     for key, value in usage.items():
-        if value is None:
+        if type(value) is int:
+            out[key] = value
+        elif value is None:
             continue
-        if isinstance(value, dict):
-            inner = _counts(value, f"{path}.{key}", provider)
+        elif isinstance(value, dict):
+            inner = _counts(value, provider, (*where, key))
             if inner:
                 out[key] = inner
-        elif type(value) is int:
-            out[key] = value
         else:
-            raise ResponseError(f"{path}.{key}", f"expected an integer, got {type(value).__name__}", provider=provider)
+            path = ".".join((*where, key))
+            raise ResponseError(path, f"expected an integer, got {type(value).__name__}", provider=provider)
     return out
 
 

@@ -66,20 +66,23 @@ def compile_path(expression: str) -> Getter:
             return MISSING
 
         return get_one
-    walk = tuple(steps)
+    return _chain_getter(steps)
 
-    def get(data: Any) -> Any:
-        for step in walk:
-            if isinstance(step, str):
-                if not isinstance(data, dict) or step not in data:
-                    return MISSING
-                data = data[step]
-            else:
-                if not isinstance(data, list) or not -len(data) <= step < len(data):
-                    return MISSING
-                data = data[step]
-        return data
 
+def _chain_getter(steps: list[str | int]) -> Getter:
+    """A plain chain as straight-line generated code (read on every response, so no loop per step)."""
+    lines = ["def get(data):"]
+    for step in steps:
+        if isinstance(step, str):
+            lines += ["    if not isinstance(data, dict): return MISSING", f"    data = data.get({step!r}, MISSING)"]
+        else:
+            lines += [
+                f"    if not isinstance(data, list) or not -len(data) <= {step} < len(data): return MISSING",
+                f"    data = data[{step}]",
+            ]
+    namespace: dict[str, Any] = {"MISSING": MISSING}
+    exec(compile("\n".join([*lines, "    return data"]) + "\n", "<path>", "exec"), namespace)
+    get: Getter = namespace["get"]
     return get
 
 
