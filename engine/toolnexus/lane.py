@@ -36,19 +36,17 @@ from .paths import MISSING
 from .reader import OBJECT_ARGUMENTS_SENT_AS_TEXT, READ_KEYS, Hoisted
 from .templates import STRICT_JSON, Ctx, Inliner
 
-# The middle-form fields (reader.py) the lane binds, per part kind, in the order the
-# bound part functions take them. Fields the reader sets only when the caller gave a
-# key the lane refuses (cache_control, extra_content, is_error, an image detail) are
-# absent on every input the lane takes, so templates reading them bind to MISSING.
+# The middle-form fields (reader.py) of a content list's parts, in the order the bound
+# part functions (`write_part`) take them; tool calls and results are inlined instead.
+# Fields the reader sets only when the caller gave a key the lane refuses (cache_control,
+# extra_content, is_error, an image detail) are absent on every input the lane takes,
+# so templates reading them bind to MISSING.
 PART_FIELDS: dict[str, tuple[str, ...]] = {
     "text": ("text", "source"),
     "image_base64": ("media_type", "data", "source"),
     "image_url": ("url", "source"),
-    "tool_call": ("id", "name", "arguments", "arguments_json", "position", "current_turn", "source"),
-    "tool_result": ("tool_call_id", "name", "content", "index", "source"),
 }
 ABSENT_FIELDS = ("cache_control", "extra_content", "is_error", "detail")
-TURN_FIELDS = ("role", "source", "index")
 
 # The keys the lane itself reads, per message role and per nested object. Anything
 # else in a message, part, call or tool (cache_control, extra_content, a provider
@@ -262,9 +260,9 @@ def compile_lane(
     """Generate and compile the lane for one rule file; returns it and its source (for explain)."""
     parts = rules["messages"]["parts"]
     writers: dict[str, BoundRender] = {}  # for content lists, through write_part
-    for kind in ("text", "image_base64", "image_url"):
+    for kind, fields in PART_FIELDS.items():
         if kind in parts and not _content_specs(parts[kind]):
-            render, _ = bind(parts[kind], ("messages", "parts", kind), PART_FIELDS[kind])
+            render, _ = bind(parts[kind], ("messages", "parts", kind), fields)
             if render is not None:
                 writers[kind] = render
     gen = _Generator(inliner, parts, writers, ids)
@@ -300,6 +298,7 @@ def compile_lane(
 _USES_CTX = re.compile(r"\bc\b")
 ABSENT = {name: "MISSING" for name in ABSENT_FIELDS}
 Policy = tuple[bool, frozenset[str] | None]  # (text_or_blocks?, kinds) of a `$content`
+Read = tuple[list[str], bool]  # a role's reading lines, and whether its content value is never absent
 
 
 class _Generator:
@@ -313,7 +312,6 @@ class _Generator:
         self.writers = writers
         self.ids = ids
         self.constants: dict[str, Any] = {}
-        self._content_present = False  # set by each role reader: its content value is never absent
 
     def _constant(self, name: str, value: Any) -> str:
         self.constants[name] = value
@@ -423,7 +421,7 @@ class _Generator:
         return "\n".join(lines) + "\n"
 
     def _role(
-        self, role: str, plan: RolePlan, reader: Callable[[RolePlan, Policy | None], list[str] | None]
+        self, role: str, plan: RolePlan, reader: Callable[[RolePlan, Policy | None], Read | None]
     ) -> list[str] | None:
         contents = _content_specs(plan.template)
         if len(contents) > 1 or (contents and set(contents[0]) - CONTENT_OPTIONS - {"lead"}):
@@ -431,11 +429,12 @@ class _Generator:
         policy = _policy(contents[0]) if contents else None
         # A `lead` replays a message key (signed reasoning) first: the lane takes only messages without it.
         leads = {str(c["lead"]).removeprefix("source.").split(".")[0] for c in contents if "lead" in c}
-        read = reader(plan, policy)
-        if read is None:
+        got = reader(plan, policy)
+        if got is None:
             return None
+        read, content_present = got
         present = frozenset({"role", "source", "index"})
-        if policy is not None and self._content_present:
+        if policy is not None and content_present:
             present |= {"content"}
         write = self._template(
             plan.template,
@@ -468,9 +467,9 @@ class _Generator:
             lines += ["out.append(message)", "merged = False", "merging = None"]
         return lines
 
-    def _user(self, plan: RolePlan, policy: Policy | None) -> list[str] | None:
+    def _user(self, plan: RolePlan, policy: Policy | None) -> Read | None:
         lines = ["content = msg.get('content')", "if type(content) is str:"]
-        self._content_present = True
+        present = True
         if policy is None:
             lines += [
                 "    pass",
@@ -481,18 +480,17 @@ class _Generator:
             string = self._string_content(policy, "content", "content_value", "(TEXT_PATHS, i)")
             if string is None:
                 return None
-            string_lines, self._content_present = string
+            string_lines, present = string
             kinds = self._constant("KINDS_user", policy[1])
             lines += [
                 *_indent(string_lines, 1),
                 "else:",
                 f"    content_value = write_content(read_list(content), {policy[0]!r}, {kinds}, WRITERS, i, c)",
             ]
-            if not policy[0]:
-                self._content_present = False  # an empty list writes nothing
-        return [*lines, "pending = NO_CALLS", "answered = None"]
+            present = present and policy[0]  # blocks from an empty list are absent
+        return [*lines, "pending = NO_CALLS", "answered = None"], present
 
-    def _assistant(self, plan: RolePlan, policy: Policy | None) -> list[str] | None:
+    def _assistant(self, plan: RolePlan, policy: Policy | None) -> Read | None:
         if policy is not None and policy[0]:
             return None  # text_or_blocks for assistant turns: the general path
         kinds = None if policy is None else policy[1]
@@ -590,12 +588,11 @@ class _Generator:
         lines.append("answered = None")
         if plan.drop_if_empty:
             lines.append("if not has_parts: raise Fallback  # reported as dropped")
-        self._content_present = plan.drop_if_empty and kinds is None
         if policy is not None:
             lines.append("content_value = blocks if blocks else MISSING")
-        return lines
+        return lines, plan.drop_if_empty and kinds is None  # never empty: an empty turn fell back
 
-    def _tool(self, plan: RolePlan, policy: Policy | None) -> list[str] | None:
+    def _tool(self, plan: RolePlan, policy: Policy | None) -> Read | None:
         lines = [
             "call_id = msg.get('tool_call_id')",
             "name = pending.get(call_id) if type(call_id) is str else None",
@@ -606,18 +603,16 @@ class _Generator:
             "content = msg.get('content')",
             "if type(content) is not str: content = text_only(content)",
         ]
-        self._content_present = True
         if policy is None:
-            return lines
+            return lines, True
         text_or_blocks, kinds = policy
         if kinds is not None and "tool_result" not in kinds:
-            self._content_present = text_or_blocks
-            return [*lines, f"content_value = {repr('') if text_or_blocks else 'MISSING'}"]
+            return [*lines, f"content_value = {repr('') if text_or_blocks else 'MISSING'}"], text_or_blocks
         bound = {"tool_call_id": "call_id", "name": "name", "content": "content", "index": "i", "source": "msg"}
         block = self._part("tool_result", "block", bound, frozenset(bound), "(MESSAGE_PATHS, i)")
         if block is None:
             return None
-        return [*lines, *block, "content_value = [block]"]
+        return [*lines, *block, "content_value = [block]"], True
 
     def tools_function(self, tools: dict[str, Any], keys_read: frozenset[str] | None) -> str:
         bound = {
