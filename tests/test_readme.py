@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sse_encoders import anthropic_events
 
+from sse_encoders import anthropic_events
 from toolnexus.stub import ProviderStub, StubReply, StubRequest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -118,7 +118,7 @@ def test_nothing_user_facing_names_an_issue() -> None:
 # Every block runs.
 
 SKIPPED = {
-    "main job": "the first-contact command installs into .venv; a fresh clone runs it (check and demo have their tests)",
+    "main job": "installs into .venv; a fresh clone runs it (check and demo have their own tests)",
     "tests": "the test command runs this suite; .ci/run runs it",
     "install": "installs into .venv; .ci/run installs the same way on a clean clone",
     "benchmark": "takes minutes; tests/test_bench.py runs the benchmark at its smallest",
