@@ -186,7 +186,7 @@ def test_markdown_footnotes_are_defined_once_and_used() -> None:
 class _Page(HTMLParser):
     """Checks nesting as it goes and keeps the table's header and rows."""
 
-    VOID = frozenset({"meta", "br", "link"})
+    VOID = frozenset({"meta", "br", "link", "col", "input"})
 
     def __init__(self) -> None:
         super().__init__()
@@ -232,7 +232,7 @@ def test_html_is_a_standalone_well_formed_page_with_one_column_per_provider(tmp_
 
 def test_the_terminal_table_aligns_and_wraps_to_the_width() -> None:
     report = build_report(load_rules())
-    for width in (80, 120):
+    for width in (100, 120, 200):
         text = render_table(report, width)
         lines = text.splitlines()
         assert max(map(len, lines)) <= width
@@ -244,6 +244,20 @@ def test_the_terminal_table_aligns_and_wraps_to_the_width() -> None:
                 assert [m.start() for m in re.finditer(r" \|( |$)", line)] == bars, line
     assert f"| {NOTHING}" in render_table(report, 120)
     assert "Notes:" in text and "[1] anthropic, source: https://" in text
+
+
+def test_the_terminal_table_never_splits_a_word_or_a_note_marker() -> None:
+    report = build_report(load_rules())
+    cells = [line for s in report.sections for row in s.rows for c in row.cells for line in c.lines]
+    concepts = [row.concept for s in report.sections for row in s.rows]
+    titles = [s.title.upper() for s in report.sections]
+    words = {w for line in [*cells, *concepts, *report.providers, *titles] for w in re.findall("[A-Za-z0-9]+", line)}
+    marks = sum(len(re.findall("\x1f\\d+\x1f", line)) for line in cells)
+    for width in (40, 80, 100, 120):
+        text = render_table(report, width)
+        table = text.split("\n\n")[0]  # the legend and the notes follow a blank line
+        assert set(re.findall("[A-Za-z0-9]+", table)) <= words | {"concept"}, width
+        assert len(re.findall(r"\u00a0\[\d+\]", table)) == marks  # every marker whole, after its word
 
 
 def test_output_writes_the_file_instead_of_printing(tmp_path: Path) -> None:
@@ -260,3 +274,61 @@ def test_diff_reads_no_provider_names() -> None:
     source = (REPO / "engine" / "toolnexus" / "diff.py").read_text()
     for name in load_rules().names():
         assert f'"{name}"' not in source and f"'{name}'" not in source
+
+
+# The HTML page.
+
+
+def page_parts(page: str) -> dict[str, int]:
+    """Where the legend, the contents, the table and the notes start."""
+    markers = {"contents": 'id="contents"', "legend": 'id="legend"', "table": "<table>", "notes": 'id="notes"'}
+    return {name: page.index(marker) for name, marker in markers.items()}
+
+
+def test_html_opens_with_contents_and_legend_and_every_link_resolves() -> None:
+    page = render_html(build_report(load_rules()))
+    parts = page_parts(page)
+    assert parts["contents"] < parts["table"] and parts["legend"] < parts["table"] < parts["notes"]
+    ids = set(re.findall(r' id="([^"]+)"', page))
+    links = re.findall(r'href="#([^"]+)"', page)
+    assert len(ids) == len(re.findall(r' id="', page))  # ids are unique
+    assert links and set(links) <= ids
+    contents = page[parts["contents"] : parts["legend"]]
+    for section in build_report(load_rules()).sections:
+        assert f">{section.title}</a>" in contents
+
+
+def test_html_notes_link_back_to_every_reference_and_adjacent_markers_are_separated() -> None:
+    page = render_html(build_report(load_rules()))
+    refs = re.findall(r'<a id="(ref-(\d+)-\d+)" href="#note-(\d+)">(\d+)</a>', page)
+    assert refs and all(number == note == shown for _, number, note, shown in refs)
+    for anchor, number, _, _ in refs:  # each reference has a back-link in its note
+        note = re.search(f'<li id="note-{number}">.*?</li>', page)
+        assert note and f'href="#{anchor}"' in note.group(0)
+    grouped = re.findall(r'<sup class="refs">(.*?)</sup>', page)
+    pairs = [g for g in grouped if g.count("<a ") == 2]
+    assert pairs, "some cell has two adjacent notes"
+    assert all('</a><span class="sep">, </span><a ' in g for g in pairs)  # 8, 9 rather than 89
+    assert "</sup><sup" not in page
+
+
+def test_html_marks_the_rows_where_providers_differ() -> None:
+    book = load_rules()
+    report = build_report(book, ["anthropic", "gemini"])
+    assert any(row.differs for s in report.sections for row in s.rows)
+    assert not all(row.differs for s in report.sections for row in s.rows)
+    page = render_html(report)
+    for section in report.sections:
+        for row in section.rows:
+            kind = "differs" if row.differs else "same"
+            assert re.search(f'<tr class="{kind}"><th scope="row" id="[^"]+">{re.escape(row.concept)}', page)
+    alone = build_report(book, ["gemini"])
+    assert not any(row.differs for s in alone.sections for row in s.rows)  # one provider differs from no one
+
+
+def test_the_providers_option_chooses_and_orders_the_columns(tmp_path: Path) -> None:
+    run = toolnexus("diff", "--providers", "openai,anthropic", "--format", "markdown")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == render_markdown(build_report(load_rules(), ["openai", "anthropic"]))
+    bad = toolnexus("diff", "--providers", "openai,antropic")
+    assert bad.returncode == 2 and "did you mean 'anthropic'" in bad.stderr

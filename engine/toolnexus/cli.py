@@ -90,7 +90,8 @@ def cmd_explain(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_diff(args: argparse.Namespace, out: TextIO) -> int:
     from .diff import build_report, render
 
-    text = render(build_report(load_rules(args.rules), args.providers), args.format)
+    names = [*args.providers, *(n.strip() for n in (args.columns or "").split(",") if n.strip())]
+    text = render(build_report(load_rules(args.rules), names), args.format)
     if args.output is None:
         out.write(text)
     else:
@@ -139,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("diff", parents=[rules], help="how each provider handles each concept, side by side")
     p.add_argument("providers", nargs="*", metavar="PROVIDER", help="the providers to compare (default: all)")
+    p.add_argument("--providers", dest="columns", metavar="A,B,...", help="the provider columns, in this order")
     p.add_argument("--format", choices=("table", "markdown", "html"), default="table")
     p.add_argument("--output", metavar="FILE", help="write to FILE instead of printing")
     p.set_defaults(run=cmd_diff)

@@ -35,6 +35,7 @@ FORMATS = ("table", "markdown", "html")
 _TRANSLATED = ("messages", "tools", "tool_choice", "system")
 _DOC_KEYS = ("doc", "source")
 _MARK = re.compile("\x1f(\\d+)\x1f")  # a footnote reference; YAML cannot carry this character
+_MARKS = re.compile("(?:\x1f\\d+\x1f)+")  # adjacent references, shown as one group
 
 _LEGEND = (
     'Shapes: a bare name copies the field of that name; "key: path" reads a path '
@@ -72,6 +73,11 @@ class Cell:
 class Row:
     concept: str
     cells: tuple[Cell, ...]
+
+    @property
+    def differs(self) -> bool:
+        """Whether the providers' answers differ (footnote references aside); one provider never differs."""
+        return len({tuple(_MARK.sub("", line) for line in c.lines) for c in self.cells}) > 1
 
 
 @dataclass(frozen=True)
@@ -748,15 +754,24 @@ def _plain(text: str) -> str:
 
 
 def render_table(report: Report, width: int | None = None) -> str:
-    """Aligned plain-text columns for a terminal; long cells wrap within their column."""
+    """Aligned plain-text columns for a terminal; long cells wrap within their column.
+
+    Lines break at spaces, or inside a long token after punctuation such as `.` `_` `/` `:` `{`; never
+    inside a word or a note marker, so a column is at least as wide as its longest such piece
+    (the table grows past `width` only when those alone do not fit).
+    """
     width = width or shutil.get_terminal_size((120, 24)).columns
     rows = [row for section in report.sections for row in section.rows]
     cells = [[[_plain(line) for line in cell.lines] or [NOTHING] for cell in row.cells] for row in rows]
-    first = min(34, max(16, width // 4), max(len("concept"), *(len(row.concept) for row in rows)))
-    natural = [
+    concepts = [row.concept for row in rows]
+    natural = [max(len("concept"), *map(len, concepts))] + [
         max(len(name), *(len(line) for row in cells for line in row[i])) for i, name in enumerate(report.providers)
     ]
-    widths = _fit(natural, width - first - 3 * len(natural))
+    pieces = [[_longest_piece(c) for c in concepts]] + [
+        [_longest_piece(line) + 2 for row in cells for line in row[i]] for i in range(len(report.providers))
+    ]  # + 2: a continued line is indented
+    least = [min(n, max(16, *p)) for n, p in zip(natural, pieces, strict=True)]
+    first, *widths = _fit([min(natural[0], 34), *natural[1:]], least, width - 3 * len(report.providers))
     out = [_table_line(["concept", *report.providers], [first, *widths])]
     out.append("-+-".join("-" * w for w in [first, *widths]))
     index = 0
@@ -775,23 +790,39 @@ def render_table(report: Report, width: int | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def _fit(natural: list[int], room: int) -> list[int]:
-    """Column widths: each its natural width if all fit, else a fair share (narrow columns keep theirs)."""
-    widths = [0] * len(natural)
-    left = sorted(range(len(natural)), key=lambda i: natural[i])
-    room = max(room, 16 * len(natural))
-    while left:
-        share = room // len(left)
-        i = left.pop(0)
-        widths[i] = min(natural[i], max(share, 16))
-        room -= widths[i]
-    return widths
+def _fit(natural: list[int], least: list[int], room: int) -> list[int]:
+    """Column widths: as even as `room` allows, each between its least and its natural width."""
+
+    def at(level: int) -> list[int]:
+        return [min(n, max(low, level)) for n, low in zip(natural, least, strict=True)]
+
+    level = 0
+    while level < max(natural) and sum(at(level + 1)) <= room:
+        level += 1
+    return at(level)
+
+
+# A space run, a piece of a long token ending in a break character, or the rest of a token. A note
+# marker (a no-break space, then [n]) contains no break character and is never split from its word.
+_PIECE = re.compile("( +|[^ ]*?[._/,:;({)}?=](?=[^ \u00a0])|[^ ]+)")
+
+
+class _Wrapper(textwrap.TextWrapper):
+    """textwrap, breaking only where `_PIECE` allows."""
+
+    def _split(self, text: str) -> list[str]:
+        return _PIECE.findall(text)
+
+
+def _longest_piece(line: str) -> int:
+    return max((len(piece) for piece in _PIECE.findall(line)), default=0)
 
 
 def _wrap(lines: list[str], width: int) -> list[str]:
+    wrapper = _Wrapper(width, subsequent_indent="  ", break_long_words=False)
     out = []
     for line in lines:
-        out += textwrap.wrap(line, width, subsequent_indent="  ", break_on_hyphens=False) or [""]
+        out += wrapper.wrap(line) or [""]
     return out
 
 
@@ -831,42 +862,104 @@ def render_markdown(report: Report) -> str:
 
 
 _CSS = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 2em; color: #1f2328; }
-table { border-collapse: collapse; }
-th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
-thead th { background: #f6f8fa; position: sticky; top: 0; }
+body { font: 14px/1.45 system-ui, sans-serif; margin: 1em; color: #1f2328; }
+h1 { font-size: 1.6em; margin: 0 0 .3em; }
+h2 { font-size: 1.15em; margin: 1em 0 .3em; }
+nav.contents ol { columns: 2 16em; margin: 0; }
+p.legend, ol.notes, p.summary { max-width: 70em; }
+table { border-collapse: separate; border-spacing: 0; table-layout: fixed; width: 100%; }
+col.concept { width: 13em; }
+th, td { border: solid #d0d7de; border-width: 0 1px 1px 0; padding: 4px 8px; text-align: left; vertical-align: top;
+         overflow-wrap: anywhere; }
+tr > :first-child { border-left-width: 1px; }
+thead th { background: #f6f8fa; position: sticky; top: 0; z-index: 2; border-top-width: 1px; }
+thead th:first-child { left: 0; z-index: 3; }
+tbody th[scope="row"] { position: sticky; left: 0; z-index: 1; background: #fff; }
+tr.differs th[scope="row"] { box-shadow: inset 4px 0 #d4a72c; }
+span.differs { color: #9a6700; font-weight: bold; }
 td { font-family: ui-monospace, monospace; font-size: 13px; white-space: pre-wrap; }
-tr.section th { background: #eaeef2; }
 td.nothing { color: #8c959f; }
-p.legend, ol.notes { max-width: 60em; }
+tr.section th { background: #eaeef2; position: sticky; left: 0; }
+tr.section a, ol.notes a.back { font-weight: normal; font-size: .85em; margin-left: .5em; }
+sup.refs { white-space: nowrap; }
+:target, tr.section th { scroll-margin-top: 3em; }
+:target { outline: 2px solid #0969da; }
+#only-differences:checked ~ table tr.same { display: none; }
 """
 
 
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
 def render_html(report: Report, title: str = "toolnexus: provider differences") -> str:
-    """A standalone page: one <table>, every value escaped, a little inline CSS."""
+    """A standalone page: legend and contents first, one table with an anchored row per section, then the notes.
+
+    The header row and the concept column stay in view while scrolling (CSS sticky); rows where the
+    providers differ are marked; each footnote reference has an id the note links back to. No script.
+    """
+    uses: dict[int, list[str]] = {}  # footnote number -> ids of its references, in page order
+
+    def ref(number: int) -> str:
+        anchor = f"ref-{number}-{len(uses.setdefault(number, [])) + 1}"
+        uses[number].append(anchor)
+        return f'<a id="{anchor}" href="#note-{number}">{number}</a>'
+
+    def refs(run: re.Match[str]) -> str:
+        links = [ref(int(n)) for n in _MARK.findall(run.group(0))]
+        return '<sup class="refs">' + '<span class="sep">, </span>'.join(links) + "</sup>"
 
     def text(value: str) -> str:
-        return _refs(html.escape(value), lambda n: f'<sup><a href="#note-{n}">{n}</a></sup>')
+        return _MARKS.sub(refs, html.escape(value))
 
     columns = len(report.providers) + 1
+    rows = [row for section in report.sections for row in section.rows]
+    differing = sum(row.differs for row in rows)
+    contents = []
+    for section in report.sections:
+        count = sum(row.differs for row in section.rows)
+        contents.append(
+            f'<li><a href="#{_slug(section.title)}">{html.escape(section.title)}</a> '
+            f"({len(section.rows)} rows, {count} differ)</li>"
+        )
+    notes = '<li><a href="#notes">Notes</a></li>' if report.footnotes else ""
     out = [
         "<!DOCTYPE html>",
         '<html lang="en">',
         "<head>",
         '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{html.escape(title)}</title>",
         f"<style>{_CSS}</style>",
         "</head>",
         "<body>",
-        f"<h1>{html.escape(title)}</h1>",
+        f'<h1 id="top">{html.escape(title)}</h1>',
+        f'<p class="summary">{len(report.providers)} providers ({html.escape(", ".join(report.providers))}), '
+        f"{len(rows)} concepts; the providers differ in {differing}, marked "
+        '<span class="differs">≠</span>.</p>',
+        '<nav class="contents" id="contents" aria-label="Contents">',
+        "<h2>Contents</h2>",
+        '<ol><li><a href="#legend">How to read the cells</a></li>' + "".join(contents) + notes + "</ol>",
+        "</nav>",
+        '<section id="legend">',
+        "<h2>How to read the cells</h2>",
+        f'<p class="legend">{html.escape(_LEGEND)} <span class="differs">≠</span> marks a concept the providers '
+        "handle differently (footnote numbers aside). Hover a cell for the rule file line it comes from.</p>",
+        "</section>",
+        '<input type="checkbox" id="only-differences">',
+        '<label for="only-differences">Show only the concepts where the providers differ</label>',
         "<table>",
+        '<colgroup><col class="concept">' + "<col>" * len(report.providers) + "</colgroup>",
         "<thead><tr>"
         + "".join(f'<th scope="col">{html.escape(n)}</th>' for n in ("concept", *report.providers))
         + "</tr></thead>",
-        "<tbody>",
     ]
     for section in report.sections:
-        title_cell = f'<th colspan="{columns}" scope="colgroup">{html.escape(section.title)}</th>'
+        out.append("<tbody>")
+        title_cell = (
+            f'<th colspan="{columns}" scope="colgroup" id="{_slug(section.title)}">{html.escape(section.title)}'
+            '<a href="#contents">↑ contents</a></th>'
+        )
         out.append(f'<tr class="section">{title_cell}</tr>')
         for row in section.rows:
             tds = []
@@ -876,16 +969,25 @@ def render_html(report: Report, title: str = "toolnexus: provider differences") 
                     tds.append(f"<td{where}>" + "\n".join(map(text, c.lines)) + "</td>")
                 else:
                     tds.append(f'<td class="nothing"{where}>{NOTHING}</td>')
-            out.append(f'<tr><th scope="row">{html.escape(row.concept)}</th>{"".join(tds)}</tr>')
-    out += ["</tbody>", "</table>", f'<p class="legend">{html.escape(_LEGEND)}</p>']
+            marked = ' <span class="differs" title="the providers differ">≠</span>' if row.differs else ""
+            concept = f'<th scope="row" id="{_slug(section.title)}--{_slug(row.concept)}">'
+            concept += f"{html.escape(row.concept)}{marked}</th>"
+            out.append(f'<tr class="{"differs" if row.differs else "same"}">{concept}{"".join(tds)}</tr>')
+        out.append("</tbody>")
+    out.append("</table>")
     if report.footnotes:
-        out.append('<ol class="notes">')
+        out += ['<section id="notes">', '<h2>Notes <a href="#contents">↑ contents</a></h2>', '<ol class="notes">']
         for n in report.footnotes:
             body = html.escape(n.text)
             if n.text.startswith(("https://", "http://")):
                 body = f'<a href="{html.escape(n.text)}">{body}</a>'
-            out.append(f'<li id="note-{n.number}">{html.escape(n.provider)}, {html.escape(n.rule)}: {body}</li>')
-        out.append("</ol>")
+            anchors = uses.get(n.number, [])
+            back = "".join(
+                f'<a class="back" href="#{anchor}" aria-label="back to reference {i}">↩{i if anchors[1:] else ""}</a>'
+                for i, anchor in enumerate(anchors, 1)
+            )
+            out.append(f'<li id="note-{n.number}">{html.escape(n.provider)}, {html.escape(n.rule)}: {body}{back}</li>')
+        out += ["</ol>", "</section>"]
     out += ["</body>", "</html>"]
     return "\n".join(out) + "\n"
 
