@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import html
+import json
 import re
+import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from toolnexus import load_rules
 from toolnexus.diff import NOTHING, Report, build_report, render_html, render_markdown, render_table
@@ -186,7 +192,7 @@ def test_markdown_footnotes_are_defined_once_and_used() -> None:
 class _Page(HTMLParser):
     """Checks nesting as it goes and keeps the table's header and rows."""
 
-    VOID = frozenset({"meta", "br", "link", "col", "input"})
+    VOID = frozenset({"meta", "br", "link", "col", "input", "wbr"})
 
     def __init__(self) -> None:
         super().__init__()
@@ -217,7 +223,7 @@ def test_html_is_a_standalone_well_formed_page_with_one_column_per_provider(tmp_
     book = load_rules(odd_rules(tmp_path))
     for names in (["anthropic", "openai"], ["openai"]):
         page = render_html(build_report(book, names))
-        assert page.startswith("<!DOCTYPE html>") and "<style>" in page and page.count("<table>") == 1
+        assert page.startswith("<!DOCTYPE html>") and "<style>" in page and page.count("<table") == 1
         parser = _Page()
         parser.feed(page)
         parser.close()
@@ -281,7 +287,7 @@ def test_diff_reads_no_provider_names() -> None:
 
 def page_parts(page: str) -> dict[str, int]:
     """Where the legend, the contents, the table and the notes start."""
-    markers = {"contents": 'id="contents"', "legend": 'id="legend"', "table": "<table>", "notes": 'id="notes"'}
+    markers = {"contents": 'id="contents"', "legend": 'id="legend"', "table": "<table", "notes": 'id="notes"'}
     return {name: page.index(marker) for name, marker in markers.items()}
 
 
@@ -332,3 +338,87 @@ def test_the_providers_option_chooses_and_orders_the_columns(tmp_path: Path) -> 
     assert run.stdout == render_markdown(build_report(load_rules(), ["openai", "anthropic"]))
     bad = toolnexus("diff", "--providers", "openai,antropic")
     assert bad.returncode == 2 and "did you mean 'anthropic'" in bad.stderr
+
+
+# The HTML page in a real browser: headless Chromium lays it out, a script writes what it measured into the DOM.
+
+BROWSER = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+needs_chromium = pytest.mark.skipif(
+    BROWSER is None, reason="no Chromium (Debian: apt-get install chromium): the page's layout is not checked"
+)
+
+MEASURE = """
+(() => {
+  const width = document.documentElement.clientWidth, out = {viewport: window.innerWidth, width};
+  const box = (e) => e.getBoundingClientRect();
+  const name = (e) => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + (e.className ? "." + e.className : "");
+  out.scrollWidth = document.documentElement.scrollWidth;
+  out.tooWide = [...document.body.querySelectorAll("*")]
+    .filter((e) => box(e).width > 0 && (box(e).right > width + 0.5 || box(e).left < -0.5)).map(name);
+  out.columns = [...document.querySelectorAll("thead th")].map((th) => [th.textContent, box(th).left, box(th).right]);
+  out.unresolved = [...document.querySelectorAll('a[href^="#"]')]
+    .map((a) => a.getAttribute("href").slice(1)).filter((id) => !document.getElementById(id));
+  out.links = document.querySelectorAll('a[href^="#"]').length;
+  out.contentsTop = box(document.getElementById("contents")).top;
+  out.legendTop = box(document.getElementById("legend")).top;
+  out.tableTop = box(document.querySelector("table")).top;
+  out.markerGaps = [...document.querySelectorAll("sup.refs")].filter((s) => s.querySelectorAll("a").length > 1)
+    .map((s) => { const [a, b] = s.querySelectorAll("a"); return box(b).left - box(a).right; });
+  const table = document.querySelector("table");
+  window.scrollTo(document.documentElement.scrollWidth, box(table).top + window.scrollY + box(table).height / 2);
+  out.scrolled = [window.scrollX, window.scrollY];
+  out.headTop = box(document.querySelector("thead th:last-child")).top;
+  const rows = [...document.querySelectorAll('tbody th[scope="row"]')].filter((th) => box(th).top > 40);
+  out.conceptLeft = box(rows[0]).left;
+  const pre = document.createElement("pre");
+  pre.id = "measurements";
+  pre.textContent = JSON.stringify(out);
+  document.body.append(pre);
+})();
+"""
+
+
+def measure_in_chromium(page: str, tmp_path: Path, width: int = 1280) -> dict[str, Any]:
+    """Load the page at `width` x 900 in headless Chromium and return what MEASURE found."""
+    assert BROWSER is not None
+    target = tmp_path / "report.html"
+    target.write_text(page.replace("</body>", f"<script>{MEASURE}</script></body>"), encoding="utf-8")
+    run = subprocess.run(
+        [BROWSER, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--hide-scrollbars=false",
+         f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},900", "--dump-dom", target.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    found = re.search(r'<pre id="measurements">(.*?)</pre>', run.stdout, flags=re.S)
+    assert found, f"Chromium printed no measurements (exit {run.returncode}): {run.stderr[-2000:]}"
+    measured: dict[str, Any] = json.loads(html.unescape(found.group(1)))
+    assert measured["viewport"] == width
+    return measured
+
+
+@needs_chromium
+def test_three_providers_fit_1280_pixels_in_chromium(tmp_path: Path) -> None:
+    report = build_report(load_rules(), ["anthropic", "gemini", "openai"])
+    m = measure_in_chromium(render_html(report), tmp_path)
+    assert m["tooWide"] == [] and m["scrollWidth"] <= m["width"]  # nothing cut off, no sideways scrolling
+    assert [name for name, _, _ in m["columns"]] == ["concept", *report.providers]
+    assert all(right <= m["width"] and right - left > 200 for _, left, right in m["columns"][1:])
+    assert m["links"] > 50 and m["unresolved"] == []  # contents, section, note and back links all land
+    assert m["contentsTop"] < m["tableTop"] and m["legendTop"] < m["tableTop"]
+    assert m["markerGaps"] and min(m["markerGaps"]) > 3  # "8, 9", never "89"
+    assert m["scrolled"][1] > 0 and abs(m["headTop"]) < 1  # the header row stays at the top
+
+
+@needs_chromium
+def test_a_dozen_providers_keep_every_column_and_the_concept_column_in_view(tmp_path: Path) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    names = ["anthropic", "gemini", "openai"]
+    for i in range(9):
+        name = f"acme{i}"
+        user_rules(rules, names[i % 3], name=name)
+        names.append(name)
+    report = build_report(load_rules(rules), names)
+    m = measure_in_chromium(render_html(report), tmp_path)
+    assert [name for name, _, _ in m["columns"]] == ["concept", *names]
+    assert m["scrolled"][0] > 0  # a dozen columns scroll sideways ...
+    assert abs(m["conceptLeft"]) < 1 and abs(m["headTop"]) < 1  # ... with the concept column and header in view

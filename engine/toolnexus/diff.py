@@ -870,7 +870,7 @@ p.legend, ol.notes, p.summary { max-width: 70em; }
 table { border-collapse: separate; border-spacing: 0; table-layout: fixed; width: 100%; }
 col.concept { width: 13em; }
 th, td { border: solid #d0d7de; border-width: 0 1px 1px 0; padding: 4px 8px; text-align: left; vertical-align: top;
-         overflow-wrap: anywhere; }
+         overflow-wrap: break-word; }
 tr > :first-child { border-left-width: 1px; }
 thead th { background: #f6f8fa; position: sticky; top: 0; z-index: 2; border-top-width: 1px; }
 thead th:first-child { left: 0; z-index: 3; }
@@ -879,13 +879,17 @@ tr.differs th[scope="row"] { box-shadow: inset 4px 0 #d4a72c; }
 span.differs { color: #9a6700; font-weight: bold; }
 td { font-family: ui-monospace, monospace; font-size: 13px; white-space: pre-wrap; }
 td.nothing { color: #8c959f; }
-tr.section th { background: #eaeef2; position: sticky; left: 0; }
+tr.section th { background: #eaeef2; }
+tr.section span { position: sticky; left: .5em; }
 tr.section a, ol.notes a.back { font-weight: normal; font-size: .85em; margin-left: .5em; }
 sup.refs { white-space: nowrap; }
 :target, tr.section th { scroll-margin-top: 3em; }
 :target { outline: 2px solid #0969da; }
 #only-differences:checked ~ table tr.same { display: none; }
 """
+
+
+_LONG_BREAK = re.compile("(?<=[./])(?=[^\x1f])")  # in the page: after a dot or slash, never before a note
 
 
 def _slug(text: str) -> str:
@@ -910,7 +914,9 @@ def render_html(report: Report, title: str = "toolnexus: provider differences") 
         return '<sup class="refs">' + '<span class="sep">, </span>'.join(links) + "</sup>"
 
     def text(value: str) -> str:
-        return _MARKS.sub(refs, html.escape(value))
+        """Escaped; a long dotted path may break after a `.` or `/` (<wbr>) rather than inside a word."""
+        words = [_LONG_BREAK.split(w) if len(w) > 24 else [w] for w in value.split(" ")]
+        return _MARKS.sub(refs, " ".join("<wbr>".join(map(html.escape, parts)) for parts in words))
 
     columns = len(report.providers) + 1
     rows = [row for section in report.sections for row in section.rows]
@@ -948,7 +954,7 @@ def render_html(report: Report, title: str = "toolnexus: provider differences") 
         "</section>",
         '<input type="checkbox" id="only-differences">',
         '<label for="only-differences">Show only the concepts where the providers differ</label>',
-        "<table>",
+        f'<table style="min-width: {13 + 16 * len(report.providers)}em">',  # a column stays readable: scroll instead
         '<colgroup><col class="concept">' + "<col>" * len(report.providers) + "</colgroup>",
         "<thead><tr>"
         + "".join(f'<th scope="col">{html.escape(n)}</th>' for n in ("concept", *report.providers))
@@ -957,8 +963,8 @@ def render_html(report: Report, title: str = "toolnexus: provider differences") 
     for section in report.sections:
         out.append("<tbody>")
         title_cell = (
-            f'<th colspan="{columns}" scope="colgroup" id="{_slug(section.title)}">{html.escape(section.title)}'
-            '<a href="#contents">↑ contents</a></th>'
+            f'<th colspan="{columns}" scope="colgroup" id="{_slug(section.title)}"><span>{html.escape(section.title)}'
+            '<a href="#contents">↑ contents</a></span></th>'
         )
         out.append(f'<tr class="section">{title_cell}</tr>')
         for row in section.rows:
