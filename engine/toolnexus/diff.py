@@ -8,9 +8,11 @@ new rule file gets its column for free. Templates are shown in a compact
 notation (`_LEGEND`); `doc:` and `source:` entries become numbered footnotes.
 A concept a rule file says nothing about shows as "—".
 
-Three renderers: `render_table` (a terminal), `render_markdown` (a GitHub table
-with footnotes: the README's "Provider differences" section is its output) and
-`render_html` (a standalone page).
+Three renderers: `render_table` (a terminal; never splits a word or a note
+marker), `render_markdown` (a GitHub table with footnotes: the README's "Provider
+differences" section is its output) and `render_html` (a standalone page with
+contents, anchors, back-linked notes and the rows where providers differ marked;
+tests/test_diff.py checks its layout in headless Chromium).
 """
 
 from __future__ import annotations
