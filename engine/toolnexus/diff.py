@@ -758,7 +758,7 @@ def _plain(text: str) -> str:
 def render_table(report: Report, width: int | None = None) -> str:
     """Aligned plain-text columns for a terminal; long cells wrap within their column.
 
-    Lines break at spaces, or inside a long token after punctuation such as `.` `_` `/` `:` `{`; never
+    Lines break at spaces, or inside a long token after punctuation such as `.` `_` `/` `:`; never
     inside a word or a note marker, so a column is at least as wide as its longest such piece
     (the table grows past `width` only when those alone do not fit).
     """
@@ -804,9 +804,10 @@ def _fit(natural: list[int], least: list[int], room: int) -> list[int]:
     return at(level)
 
 
-# A space run, a piece of a long token ending in a break character, or the rest of a token. A note
-# marker (a no-break space, then [n]) contains no break character and is never split from its word.
-_PIECE = re.compile("( +|[^ ]*?[._/,:;({)}?=](?=[^ \u00a0])|[^ ]+)")
+# A space run, a piece of a long token ending in a break character that a name, a value or an
+# opening bracket follows, or the rest of a token. A note marker (a no-break space, then [n]) is
+# never split, nor separated from its word.
+_PIECE = re.compile('( +|[^ ]*?[._/,:;?=](?=[A-Za-z0-9"{(\\[$@])|[^ ]+)')
 
 
 class _Wrapper(textwrap.TextWrapper):
