@@ -22,21 +22,10 @@ import toolnexus
 from test_faults import FAULTS, PROVIDERS, STACK_TARGETS, USER, FaultStub, auth_header, model, run
 from toolnexus import ProviderError
 from toolnexus.endpoint import EXCERPT_BYTES
+from toolnexus.redact import exception_chain
 from toolnexus.stub import StubReply, StubRequest
 
 SECRET = "sk-SECRET-toolnexus-1234567890"
-
-
-def exception_chain(error: BaseException) -> list[BaseException]:
-    seen: list[BaseException] = []
-    todo: list[BaseException | None] = [error]
-    while todo:
-        current = todo.pop()
-        if current is None or any(current is known for known in seen):
-            continue
-        seen.append(current)
-        todo += [current.__cause__, current.__context__]
-    return seen
 
 
 def exception_texts(label: str, error: BaseException) -> dict[str, str]:
