@@ -156,10 +156,11 @@ def compile_endpoint(source: RuleSource) -> Endpoint:
             check_base_url(base_url, source.data["provider"])
         except ConfigError as exc:
             raise env.error(("endpoint", "base_url"), str(exc)) from None
-    for name, value in {**spec.get("headers", {}), spec["auth_header"]: "key"}.items():
+    sent = {("headers", name): (name, value) for name, value in spec.get("headers", {}).items()}
+    for key, (name, value) in {**sent, ("auth_header",): (spec["auth_header"], "key")}.items():
         problem = header_problem(name, value)
         if problem is not None:
-            raise env.error(("endpoint", "headers"), problem)
+            raise env.error(("endpoint", *key), problem)
     return Endpoint(
         provider=source.data["provider"],
         path=spec["path"],
