@@ -156,11 +156,11 @@ def compile_endpoint(source: RuleSource) -> Endpoint:
             check_base_url(base_url, source.data["provider"])
         except ConfigError as exc:
             raise env.error(("endpoint", "base_url"), str(exc)) from None
-    sent = {("headers", name): (name, value) for name, value in spec.get("headers", {}).items()}
-    for key, (name, value) in {**sent, ("auth_header",): (spec["auth_header"], "key")}.items():
+    sent: list[tuple[tuple[str, ...], Any, Any]] = [(("headers", k), k, v) for k, v in spec.get("headers", {}).items()]
+    for where, name, value in [*sent, (("auth_header",), spec["auth_header"], "key")]:
         problem = header_problem(name, value)
         if problem is not None:
-            raise env.error(("endpoint", *key), problem)
+            raise env.error(("endpoint", *where), problem)
     return Endpoint(
         provider=source.data["provider"],
         path=spec["path"],
