@@ -27,7 +27,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from . import wire
 from .endpoint import check_headers, excerpt
 from .errors import Cancelled, ConfigError, ProviderError, ToolnexusError, TranslationError
-from .redact import chain_mentions
+from .redact import chain_mentions, guard_logs
 from .result import TranslateResult
 from .rulebook import Provider, RulesArg, load_rules
 from .toolkit import Toolkit
@@ -125,6 +125,7 @@ class Client:
         check_headers(headers or {})
         self._url = endpoint.url(base_url, model)  # parsed once, not on every post; a bad model raises here
         self._redact = key  # only to scrub a provider that echoes the key back in an error body
+        guard_logs(self, [key])  # ... or in a response header, which httpcore logs at DEBUG
         self.style = style
         self.model = model
         self.base_url = base_url if base_url is not None else endpoint.base_url

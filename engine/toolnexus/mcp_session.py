@@ -29,7 +29,7 @@ from mcp_types import CONNECTION_CLOSED
 
 from .errors import ToolkitError, ToolkitStage
 from .mcp_config import ResolvedServer, ServerSpec
-from .redact import chain_mentions
+from .redact import chain_mentions, guard_logs
 
 logger = logging.getLogger("toolnexus")
 
@@ -86,6 +86,7 @@ class McpSession:
         try:
             with scope:
                 self._resolved = self.spec.resolve(self._environ)
+                guard_logs(self, self._resolved.secrets)
                 async with AsyncExitStack() as stack:
                     client = await stack.enter_async_context(Client(self._transport(stack), cache=None))
                     self._stage = "tools/list"

@@ -9,17 +9,25 @@ Three guards, used by the client and the MCP toolkit alike:
   other libraries print it in (`b'sk-...\\n'`, `'sk-...\\t'`).
 - `chain_mentions`: whether an exception, or anything in its __cause__/__context__ chain,
   shows a secret; such a cause is not chained to the error toolnexus raises.
+- `guard_logs`: httpcore logs every response's headers at DEBUG, so a server that echoes
+  a key in a header would put it in the caller's logs; a filter on httpcore's loggers
+  scrubs the secrets of live clients and MCP sessions from those records.
 """
 
 from __future__ import annotations
 
+import logging
 import re
+import weakref
 from collections.abc import Iterable
 from contextlib import suppress
 
 REDACTED = "***"
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # an HTTP header name (RFC 9110 token)
 _VALUE = re.compile(r"[\t\x20-\x7e]*")  # printable ASCII and tabs: what every HTTP stack sends as is
+# httpcore (under httpx) and httpcore2 (under the MCP SDK's httpx2) log response headers at DEBUG
+HEADER_LOGGERS = tuple(f"{lib}.{part}" for lib in ("httpcore", "httpcore2")
+                       for part in ("http11", "http2", "connection", "proxy", "socks"))  # fmt: skip
 
 
 def control_character(text: str) -> bool:
@@ -77,3 +85,31 @@ def chain_mentions(error: BaseException, secrets: Iterable[str]) -> bool:
         if any(form in text for form in forms):
             return True
     return False
+
+
+class _LogScrubber(logging.Filter):
+    """Scrubs the secrets of live owners (clients) from log records; a record without one passes as is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: weakref.WeakKeyDictionary[object, tuple[str, ...]] = weakref.WeakKeyDictionary()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        secrets = [secret for owned in list(self.secrets.values()) for secret in owned]
+        if secrets:
+            text = record.getMessage()
+            clean = scrub(text, secrets)
+            if clean != text:
+                record.msg, record.args = clean, None
+        return True
+
+
+_SCRUBBER = _LogScrubber()
+
+
+def guard_logs(owner: object, secrets: Iterable[str]) -> None:
+    """Keep `secrets` out of the HTTP libraries' DEBUG records for as long as `owner` lives.
+    (A logger runs its filters only for records it is enabled for, so this costs nothing below DEBUG.)"""
+    for name in HEADER_LOGGERS:
+        logging.getLogger(name).addFilter(_SCRUBBER)  # once: addFilter ignores a filter already there
+    _SCRUBBER.secrets[owner] = tuple(secrets)
