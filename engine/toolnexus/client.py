@@ -124,6 +124,8 @@ class Client:
         key = endpoint.resolve_key(api_key)
         check_headers(headers or {})
         self._url = endpoint.url(base_url, model)  # parsed once, not on every post; a bad model raises here
+        streaming = self._provider.streaming
+        self._stream_url = endpoint.url(base_url, model, streaming.path) if streaming and streaming.path else self._url
         self._redact = key  # only to scrub a provider that echoes the key back in an error body
         guard_logs(self, [key])  # ... or in a response header, which httpcore logs at DEBUG
         self.style = style
@@ -206,10 +208,7 @@ class Client:
             raise ConfigError(f"the {self.style} rules have no streaming section")
         body = self.build_body(messages, tools=tools, toolkit=toolkit, tool_choice=tool_choice, system=system,
                                max_tokens=max_tokens, params=params)  # fmt: skip
-        url = self._url
-        if streaming.path:  # a streaming endpoint of its own
-            url = self._provider.endpoint.url(self.base_url, self.model, streaming.path)
-        return TranslateStream(self, {**body, **streaming.body}, url, streaming, cancel)
+        return TranslateStream(self, {**body, **streaming.body}, self._stream_url, streaming, cancel)
 
     async def _before_llm(self, body: dict[str, Any]) -> dict[str, Any]:
         """The body `before_llm` returns (or the one given, when it returns None or there is no hook)."""
