@@ -16,13 +16,14 @@ import ssl
 import threading
 import time
 import traceback
+import urllib.parse
 from typing import Any, Literal, Optional
 
 import httpx
 import pytest
 
 import toolnexus
-from test_faults import needs_aiohttp
+from test_faults import error_object, needs_aiohttp
 from toolnexus import (
     Cancelled,
     ConfigError,
@@ -1501,3 +1502,162 @@ def test_sequential_calls_reuse_a_one_connection_pool() -> None:
 
         assert asyncio.run(main()) == ["hello there"] * 20
     assert len(stub.requests) == 20
+
+
+# ----------------------------------------------------------------- URLs and headers built safely
+# Placeholder values (the model name) are percent-encoded as one path segment; a value, key,
+# header or base URL that HTTP cannot carry is a ConfigError at create_client, before any request.
+
+PROVIDERS = toolnexus.providers()
+MODEL_IN_PATH = [p for p in PROVIDERS if "{model}" in toolnexus.load_rules().get(p).endpoint.path]
+STACKS = [None, pytest.param("aiohttp", marks=needs_aiohttp)]
+HOSTILE_MODELS = ["../../../steal/x", "g:generateContent?alt=x#", "a/b", "x y%2F", "modèle", "%2e%2e"]
+
+
+def refusing(provider: str) -> Any:
+    """A responder answering every request with the provider's 400 error body (only the path matters)."""
+    body = error_object(provider, "refused", "invalid_request_error")
+    return lambda request: StubReply(status=400, body=body)
+
+
+def expected_path(provider: str, model: str, path: str | None = None) -> str:
+    endpoint = toolnexus.load_rules().get(provider).endpoint
+    return "/v1" + (path or endpoint.path).replace("{model}", urllib.parse.quote(model, safe=""))
+
+
+def test_the_providers_with_the_model_in_the_path_are_tested() -> None:
+    assert MODEL_IN_PATH, "no rule file puts {model} in its endpoint path: the URL tests below test nothing"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("model", HOSTILE_MODELS)
+@pytest.mark.parametrize("provider", MODEL_IN_PATH)
+def test_a_model_name_is_one_path_segment_of_the_url_the_provider_receives(
+    provider: str, model: str, stack: str | None
+) -> None:
+    with ProviderStub(refusing(provider)) as stub:
+
+        async def main() -> None:
+            async with create_client(stub.base_url, provider, model, api_key="k", max_retries=0,
+                                     transport=stack) as client:  # fmt: skip
+                with pytest.raises(ProviderError):
+                    await client.translate(USER)
+                streaming = toolnexus.load_rules().get(provider).streaming
+                if streaming is not None:
+                    with pytest.raises(ProviderError):
+                        async for _ in client.translate_stream(USER):
+                            pass
+
+        asyncio.run(main())
+    paths = [request.path for request in stub.requests]
+    streaming = toolnexus.load_rules().get(provider).streaming
+    want = [expected_path(provider, model)]
+    if streaming is not None:
+        want.append(expected_path(provider, model, streaming.path))
+    assert [decoded(path) for path in paths] == [decoded(path) for path in want]
+
+
+def decoded(path: str) -> tuple[list[str], str]:
+    """A request target as (its path segments, each percent-decoded; its query): how the server routes it.
+    (aiohttp's URL library writes `:` and `=` in a segment unencoded: the same segment to a server.)"""
+    route, _, query = path.partition("?")
+    return [urllib.parse.unquote(segment) for segment in route.split("/")], query
+
+
+@pytest.mark.parametrize("model", [".", "..", "a\r\nb", "a\nb", "a\x00b", "a\x7fb", "\ud800"])
+@pytest.mark.parametrize("provider", MODEL_IN_PATH)
+def test_a_model_that_cannot_be_a_path_segment_is_a_config_error_before_any_request(provider: str, model: str) -> None:
+    with ProviderStub(refusing(provider)) as stub, pytest.raises(ConfigError) as info:
+        create_client(stub.base_url, provider, model, api_key="k")
+    assert stub.requests == []
+    assert "model" in str(info.value)
+
+
+BAD_HEADERS = [
+    {"x-trace": "a\r\nInjected: yes"},
+    {"x-trace": "value\n"},
+    {"x-trace": "nul\x00"},
+    {"x-trace": "café"},
+    {"bad name": "v"},
+    {"x-bad\r\n": "v"},
+    {"": "v"},
+]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("headers", BAD_HEADERS, ids=repr)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_header_http_cannot_carry_is_a_config_error_at_create_client(
+    provider: str, headers: dict[str, str], stack: str | None
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        create_client("http://127.0.0.1:9/v1", provider, "m", api_key="k", headers=headers, transport=stack)
+    (value,) = headers.values()
+    assert value not in str(info.value) or value == "v"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("key", [SECRET + "\n", SECRET + "\r\n", "sk-\rabc-1234567890", SECRET + "\x1b", "sk-é-123456"])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_key_http_cannot_carry_is_a_config_error_not_a_retried_connection_error(
+    provider: str, key: str, stack: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for env in toolnexus.load_rules().get(provider).endpoint.api_key_env:
+        monkeypatch.delenv(env, raising=False)
+    with pytest.raises(ConfigError) as explicit:
+        create_client("http://127.0.0.1:9/v1", provider, "m", api_key=key, transport=stack)
+    env_name = toolnexus.load_rules().get(provider).endpoint.api_key_env[0]
+    monkeypatch.setenv(env_name, key)
+    with pytest.raises(ConfigError) as from_env:
+        create_client("http://127.0.0.1:9/v1", provider, "m", transport=stack)
+    assert env_name in str(from_env.value)  # says where the key came from
+    for error in (explicit.value, from_env.value):
+        text = "".join(traceback.format_exception(error))
+        assert key.strip() not in text and key not in text
+        assert error.__cause__ is None
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    ["http://127.0.0.1:9/v1?key=x", "http://127.0.0.1:9/v1#frag", "ftp://127.0.0.1/v1", "/v1", "http://h\r\n/v1", ""],
+)
+def test_a_base_url_that_cannot_take_the_endpoint_path_is_a_config_error(base_url: str) -> None:
+    with pytest.raises(ConfigError):
+        create_client(base_url, "openai", "m", api_key="k")
+
+
+# ----------------------------------------------------------------- default base URLs
+
+
+def rule_base_url(provider: str) -> str:
+    base = toolnexus.load_rules().get(provider).endpoint.base_url
+    assert base is not None and base.startswith("https://"), f"rules/{provider}.yaml names no public base URL"
+    return base
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_without_a_base_url_the_client_calls_the_rule_files_public_base_url(provider: str) -> None:
+    """No network: a MockTransport records the request the client built, and answers with an error."""
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(400, json=error_object(provider, "offline", "invalid_request_error"))
+
+    async def main(**where: str) -> None:
+        async with create_client(style=provider, model="m-1", api_key="k", max_retries=0,
+                                 transport=httpx.MockTransport(handler), **where) as client:  # fmt: skip
+            with pytest.raises(ProviderError):
+                await client.translate(USER)
+
+    asyncio.run(main())
+    asyncio.run(main(base_url="http://127.0.0.1:9/custom"))  # an explicit base URL wins
+    path = toolnexus.load_rules().get(provider).endpoint.path.replace("{model}", "m-1")
+    assert [str(r.url) for r in seen] == [rule_base_url(provider) + path, "http://127.0.0.1:9/custom" + path]
+
+
+def test_style_and_model_are_still_required() -> None:
+    with pytest.raises(ConfigError, match="style="):
+        create_client(model="m", api_key="k")
+    with pytest.raises(ConfigError, match="model="):
+        create_client(style="openai", api_key="k")

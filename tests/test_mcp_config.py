@@ -241,3 +241,29 @@ def test_results_become_tool_message_content(raw: dict[str, Any], content: str, 
     assert (result.content, result.is_error) == (content, is_error)
     assert [n.path for n in result.notes] == dropped and all(n.kind == "dropped" for n in result.notes)
     assert result.raw == before == raw
+
+
+def test_values_from_the_environment_are_secrets_whatever_their_length_defaults_from_six_characters() -> None:
+    (spec,) = read_config({"servers": {"s": {"url": "http://h/mcp", "headers": {
+        "A": "${SHORT}", "B": "${UNSET_A:-on}", "C": "${UNSET_B:-sk-default-42}", "D": "${EMPTY}"}}}})  # fmt: skip
+    resolved = spec.resolve({"SHORT": "k3", "EMPTY": ""})
+    assert resolved.secrets == frozenset({"k3", "sk-default-42"})  # "on" is written in the config; "" shows nothing
+    assert resolved.redact("key k3, default sk-default-42, flag on") == "key ***, default ***, flag on"
+
+
+def test_a_secret_quoted_escaped_is_redacted_too() -> None:
+    (spec,) = read_config({"servers": {"s": {"command": "c", "env": {"K": "${TOKEN}"}}}})
+    token = "tok-\t-value\n"
+    resolved = spec.resolve({"TOKEN": token})
+    quoted = f"Illegal header value {('Bearer ' + token).encode()!r} / {token!r}"
+    assert resolved.redact(quoted) == "Illegal header value b'Bearer ***' / '***'"
+
+
+@pytest.mark.parametrize("value", ["tok\n", "tok\r\nX-Injected: 1", "t\x00k", "tök"])
+def test_an_expanded_header_value_http_cannot_carry_is_refused_without_the_value(value: str) -> None:
+    (spec,) = read_config({"mcpServers": {"s": {"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${T}"}}}})
+    with pytest.raises(ToolkitError) as info:
+        spec.resolve({"T": value})
+    error = info.value
+    assert (error.server, error.stage, error.path) == ("s", "config", "mcpServers.s.headers.Authorization")
+    assert value.strip() not in str(error) and repr(value)[1:-1] not in str(error)

@@ -1,4 +1,4 @@
-"""Secrets (issue 5): a recognisable key, replayed through every fault of test_faults.py for every provider.
+"""Secrets: a recognisable key, replayed through every fault of test_faults.py for every provider.
 
 After each run the key must not appear in: str/repr/vars of every exception and of its whole
 cause/context chain, its formatted traceback, any log record (DEBUG, the `toolnexus` logger
@@ -13,30 +13,34 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 import traceback
 from dataclasses import asdict
+from typing import Any
 
+import httpx
 import pytest
 
 import toolnexus
-from test_faults import FAULTS, PROVIDERS, STACK_TARGETS, USER, FaultStub, auth_header, model, run
-from toolnexus import ProviderError
+from test_faults import (
+    FAULTS,
+    PROVIDERS,
+    STACK_TARGETS,
+    USER,
+    FaultStub,
+    auth_header,
+    error_object,
+    model,
+    needs_aiohttp,
+    run,
+    text_reply,
+)
+from toolnexus import ConfigError, ProviderError, ToolkitError, ToolnexusError
 from toolnexus.endpoint import EXCERPT_BYTES
+from toolnexus.redact import exception_chain
 from toolnexus.stub import StubReply, StubRequest
 
 SECRET = "sk-SECRET-toolnexus-1234567890"
-
-
-def exception_chain(error: BaseException) -> list[BaseException]:
-    seen: list[BaseException] = []
-    todo: list[BaseException | None] = [error]
-    while todo:
-        current = todo.pop()
-        if current is None or any(current is known for known in seen):
-            continue
-        seen.append(current)
-        todo += [current.__cause__, current.__context__]
-    return seen
 
 
 def exception_texts(label: str, error: BaseException) -> dict[str, str]:
@@ -134,3 +138,206 @@ def test_a_key_cut_by_the_excerpt_does_not_leak_its_first_half(provider: str, st
     assert half.encode() in page_quoting_the_key_across_the_excerpt_end(stub.requests[0], provider)[:EXCERPT_BYTES]
     assert "you sent" in text  # the excerpt did reach the message
     assert half not in text, f"the first half of the key leaked: {error.message}"
+
+
+# ----------------------------------------------------------------- headers, keys HTTP cannot carry, chains
+# Each test collects every text a user could see (the error, its whole cause/context chain, its
+# formatted traceback, every log record of every library at DEBUG) and looks for the key's core:
+# the key stripped of whitespace is inside every escaped spelling of it too (b'sk-...\\n').
+
+STACKS = ["httpx", pytest.param("aiohttp", marks=needs_aiohttp)]
+REQUEST_ID_PROVIDERS = [p for p in PROVIDERS if toolnexus.load_rules().get(p).endpoint.request_id_header]
+
+
+def leaks(secret: str, errors: list[BaseException], caplog: pytest.LogCaptureFixture) -> list[str]:
+    """Where the secret's core shows: error texts, chains, tracebacks, log records (every logger)."""
+    haystacks: dict[str, str] = {"caplog.text": caplog.text, **record_texts(caplog.records)}
+    for i, error in enumerate(errors):
+        haystacks.update(exception_texts(f"error {i}", error))
+    return [where for where, text in haystacks.items() if secret.strip() in text]
+
+
+def debug_everywhere(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)  # the root: httpx, httpcore, aiohttp, mcp, httpx2 loggers all propagate
+    for name in ("toolnexus", "httpx", "httpcore", "aiohttp", "aiohttp.client"):
+        caplog.set_level(logging.DEBUG, logger=name)
+
+
+async def every_call(client: toolnexus.Client, provider: str) -> list[BaseException]:
+    """translate, then translate_stream when the rules stream: the errors they raised."""
+    errors: list[BaseException] = []
+    try:
+        await client.translate(USER)
+    except ToolnexusError as exc:
+        errors.append(exc)
+    if toolnexus.load_rules().get(provider).streaming is not None:
+        try:
+            async for _ in client.translate_stream(USER):
+                pass
+        except ToolnexusError as exc:
+            errors.append(exc)
+    return errors
+
+
+def calls_per_provider(provider: str) -> int:
+    return 2 if toolnexus.load_rules().get(provider).streaming is not None else 1
+
+
+@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("provider", REQUEST_ID_PROVIDERS)
+def test_a_key_echoed_in_the_request_id_header_is_scrubbed(
+    provider: str, stack: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    debug_everywhere(caplog)
+    header = toolnexus.load_rules().get(provider).endpoint.request_id_header
+    assert header is not None
+
+    def respond(request: StubRequest) -> StubReply:
+        quoted = request.headers[auth_header(provider)]
+        return StubReply(status=400, body=error_object(provider, "bad request", "invalid_request_error"),
+                         headers={header: f"req_1 {quoted}"})  # fmt: skip
+
+    with FaultStub(respond) as stub:
+
+        async def main() -> list[BaseException]:
+            async with toolnexus.create_client(stub.base_url, provider, model(provider), api_key=SECRET,
+                                               max_retries=0, transport=stack) as client:  # fmt: skip
+                return await every_call(client, provider)
+
+        errors = asyncio.run(main())
+    assert all(SECRET in request.headers[auth_header(provider)] for request in stub.requests)
+    assert len(errors) == calls_per_provider(provider)
+    for error in errors:
+        assert isinstance(error, ProviderError) and error.request_id is not None
+        assert error.request_id.startswith("req_1 ")  # the id itself is still reported
+    assert leaks(SECRET, errors, caplog) == []
+
+
+@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("key", [SECRET + "\n", SECRET + "\r\n", " " + SECRET + "\t\n"], ids=repr)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_key_http_cannot_carry_is_refused_and_leaves_no_trace(
+    provider: str, key: str, stack: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A key read from a file keeps its newline: refused at create_client, quoted nowhere (not by the
+    HTTP library's header check, its exception, its DEBUG log or a traceback)."""
+    debug_everywhere(caplog)
+    with FaultStub(lambda request: text_reply(provider)) as stub:
+
+        async def main() -> list[BaseException]:
+            try:
+                client = toolnexus.create_client(stub.base_url, provider, model(provider), api_key=key,
+                                                 max_retries=2, transport=stack)  # fmt: skip
+            except ToolnexusError as exc:
+                return [exc]
+            async with client:
+                return await every_call(client, provider)
+
+        errors = asyncio.run(main())
+    assert [type(error) for error in errors] == [ConfigError]
+    assert stub.requests == []
+    assert leaks(key, errors, caplog) == []
+
+
+class QuotingTransport(httpx.AsyncBaseTransport):
+    """A transport whose failure quotes the request's headers (as some proxies and libraries do)."""
+
+    def __init__(self, quote: bool) -> None:
+        self.quote = quote
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        said = f" for {dict(request.headers)}" if self.quote else ""
+        raise httpx.ConnectError(f"proxy refused the connection{said}", request=request)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_transport_error_quoting_the_key_is_not_chained(provider: str, caplog: pytest.LogCaptureFixture) -> None:
+    debug_everywhere(caplog)
+
+    async def main(quote: bool) -> list[BaseException]:
+        async with toolnexus.create_client("http://127.0.0.1:9/v1", provider, model(provider), api_key=SECRET,
+                                           max_retries=0, transport=QuotingTransport(quote)) as client:  # fmt: skip
+            return await every_call(client, provider)
+
+    errors = asyncio.run(main(quote=True))
+    assert len(errors) == calls_per_provider(provider)
+    assert all(isinstance(e, ProviderError) and e.kind == "connection" for e in errors)
+    assert leaks(SECRET, errors, caplog) == []
+    clean = asyncio.run(main(quote=False))[0]  # a cause that quotes nothing is still chained, for debugging
+    assert isinstance(clean.__cause__, httpx.ConnectError)
+
+
+# ----------------------------------------------------------------- MCP: values expanded from ${VAR}
+
+MCP_SECRET = "mcp-token-8f3e2d1c0b"
+
+
+def load_toolkit(config: dict[str, Any], strict: bool) -> tuple[list[BaseException], Any]:
+    pytest.importorskip("mcp")
+
+    async def main() -> tuple[list[BaseException], Any]:
+        try:
+            tk = await toolnexus.create_toolkit(mcp_config=config, strict=strict, timeout=10)
+        except ToolkitError as exc:
+            return [exc], None
+        failures = dict(tk.failures)
+        await tk.close()
+        return list(failures.values()), failures
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_an_expanded_header_value_http_cannot_carry_is_refused_unquoted(
+    strict: bool, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The value from the environment ends in a newline: refused before the HTTP library sees it (which
+    would quote it, escaped, where the scrubbing of the plain value does not reach)."""
+    debug_everywhere(caplog)
+    monkeypatch.setenv("TN_TEST_MCP_TOKEN", MCP_SECRET + "\n")
+    with FaultStub(lambda request: StubReply(status=404, body={})) as stub:  # something listens at the URL
+        config = {"mcpServers": {"remote": {"url": stub.base_url + "/mcp",
+                                            "headers": {"Authorization": "Bearer ${TN_TEST_MCP_TOKEN}"}}}}  # fmt: skip
+        errors, _ = load_toolkit(config, strict)
+    assert stub.requests == []
+    (error,) = errors
+    assert isinstance(error, ToolkitError)
+    assert (error.server, error.stage, error.path) == ("remote", "config", "mcpServers.remote.headers.Authorization")
+    if not strict:
+        assert any(r.levelno == logging.WARNING and r.name == "toolnexus" for r in caplog.records)
+    assert leaks(MCP_SECRET, errors, caplog) == []
+
+
+@pytest.mark.parametrize("value", ["k3y", "Zq", "x9-77"])
+def test_a_short_expanded_value_is_not_shown_in_a_stderr_tail(
+    value: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("TN_TEST_SHORT", value)
+    echo = "import os, sys; sys.stderr.write('using key ' + os.environ['KEY'] + '\\n'); sys.exit(1)"
+    config = {"mcpServers": {"echo": {"command": [sys.executable, "-c", echo], "env": {"KEY": "${TN_TEST_SHORT}"}}}}
+    errors, _ = load_toolkit(config, strict=False)
+    (error,) = errors
+    assert isinstance(error, ToolkitError)
+    assert error.stderr_tail == "using key ***"
+    assert leaks(value, errors, caplog) == []
+
+
+def test_an_mcp_server_echoing_an_expanded_header_value_in_its_reply_leaves_no_trace(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The server refuses and quotes the token in a response header and its body; the MCP SDK's HTTP
+    stack logs response headers at DEBUG."""
+    debug_everywhere(caplog)
+    monkeypatch.setenv("TN_TEST_MCP_TOKEN", MCP_SECRET)
+
+    def respond(request: StubRequest) -> StubReply:
+        quoted = request.headers.get("authorization", "")
+        return StubReply(status=401, body={"error": f"bad token {quoted}"}, headers={"x-echo": quoted})
+
+    with FaultStub(respond) as stub:
+        config = {"mcpServers": {"remote": {"url": stub.base_url + "/mcp",
+                                            "headers": {"Authorization": "Bearer ${TN_TEST_MCP_TOKEN}"}}}}  # fmt: skip
+        errors, _ = load_toolkit(config, strict=False)
+    assert stub.requests and MCP_SECRET in stub.requests[0].headers["authorization"]
+    assert [type(error) for error in errors] == [ToolkitError]
+    assert leaks(MCP_SECRET, errors, caplog) == []

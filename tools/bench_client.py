@@ -159,8 +159,8 @@ def stub_replies(base_path: str, providers: Sequence[str]) -> dict[bytes, bytes]
     replies = {}
     for provider in providers:
         script = demo(provider)
-        path = toolnexus.load_rules().get(provider).endpoint.url(base_path, script["model"])
-        replies[path.encode()] = http_response(200, json.dumps(script["replies"][0]).encode())
+        url = toolnexus.load_rules().get(provider).endpoint.url("http://stub" + base_path, script["model"])
+        replies[url.raw_path] = http_response(200, json.dumps(script["replies"][0]).encode())
     return replies
 
 
@@ -228,7 +228,7 @@ async def bench_provider(
     else:
         messages, tools = USER_TURN, [ADD_TOOL]
     endpoint = toolnexus.load_rules().get(provider).endpoint
-    url = httpx.URL(endpoint.url(base_url, model))  # parsed once, as the client does
+    url = endpoint.url(base_url, model)  # parsed once, as the client does
     headers = {**endpoint.auth_headers(KEY), "content-type": "application/json"}
     client = toolnexus.create_client(base_url, provider, model, api_key=KEY, transport=stack, max_retries=0)
     raw = async_client(stack, headers=headers, timeout=httpx.Timeout(60.0))

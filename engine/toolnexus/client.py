@@ -18,15 +18,16 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from . import wire
-from .endpoint import excerpt
+from .endpoint import check_headers, excerpt
 from .errors import Cancelled, ConfigError, ProviderError, ToolnexusError, TranslationError
+from .redact import chain_mentions, guard_logs
 from .result import TranslateResult
 from .rulebook import Provider, RulesArg, load_rules
 from .toolkit import Toolkit
@@ -75,8 +76,10 @@ async def _maybe_await(value: Any) -> Any:
 class Client:
     """Translates one OpenAI-shaped turn through one provider call. Safe to share across tasks.
 
+    base_url: the provider's base URL; None (the default) takes the one its rule file names.
     style: any provider the rules define. api_key: explicit, else the env var the rule
-    file names (ANTHROPIC_API_KEY, ...). system_prompt: the client-wide default, used
+    file names (ANTHROPIC_API_KEY, ...). A model name, key, header or base URL that cannot
+    be sent as it is is a ConfigError here, before any request. system_prompt: the client-wide default, used
     only when neither the call nor the transcript gives one. timeout: seconds per
     attempt; overall_timeout: for all attempts together. max_retries: extra attempts on
     connection errors, timeouts, 408/409/429/5xx (0 = exactly one attempt); backoff:
@@ -90,9 +93,9 @@ class Client:
 
     def __init__(
         self,
-        base_url: str,
-        style: str,
-        model: str,
+        base_url: str | None = None,
+        style: str = "",
+        model: str = "",
         api_key: str | None = None,
         *,
         system_prompt: str | None = None,
@@ -108,6 +111,9 @@ class Client:
         on_event: Callable[[LLMEvent], None] | None = None,
         transport: TransportOption = None,
     ) -> None:
+        missing = [name + "=" for name, value in (("style", style), ("model", model)) if not value]
+        if missing:
+            raise ConfigError(f"create_client needs {' and '.join(missing)}")
         if max_retries < 0:
             raise ConfigError("max_retries must be 0 or more")
         refused = REFUSED_PARAMS & set(request_params or {})
@@ -116,15 +122,19 @@ class Client:
         self._provider: Provider = load_rules(rules).get(style)
         endpoint = self._provider.endpoint
         key = endpoint.resolve_key(api_key)
+        check_headers(headers or {})
+        self._url = endpoint.url(base_url, model)  # parsed once, not on every post; a bad model raises here
+        streaming = self._provider.streaming
+        self._stream_url = endpoint.url(base_url, model, streaming.path) if streaming and streaming.path else self._url
         self._redact = key  # only to scrub a provider that echoes the key back in an error body
+        guard_logs(self, [key])  # ... or in a response header, which httpcore logs at DEBUG
         self.style = style
         self.model = model
-        self.base_url = base_url
+        self.base_url = base_url if base_url is not None else endpoint.base_url
         self.system_prompt = system_prompt
         self.max_retries = max_retries
         self.overall_timeout = overall_timeout
         self._backoff = backoff
-        self._url = httpx.URL(endpoint.url(base_url, model))  # parsed once, not on every post
         self._before = before_llm
         self._after = after_llm
         self._params = dict(request_params or {})
@@ -198,10 +208,7 @@ class Client:
             raise ConfigError(f"the {self.style} rules have no streaming section")
         body = self.build_body(messages, tools=tools, toolkit=toolkit, tool_choice=tool_choice, system=system,
                                max_tokens=max_tokens, params=params)  # fmt: skip
-        url = self._url
-        if streaming.path:  # a streaming endpoint of its own
-            url = httpx.URL(replace(self._provider.endpoint, path=streaming.path).url(self.base_url, self.model))
-        return TranslateStream(self, {**body, **streaming.body}, url, streaming, cancel)
+        return TranslateStream(self, {**body, **streaming.body}, self._stream_url, streaming, cancel)
 
     async def _before_llm(self, body: dict[str, Any]) -> dict[str, Any]:
         """The body `before_llm` returns (or the one given, when it returns None or there is no hook)."""
@@ -257,6 +264,7 @@ class Client:
         started = time.perf_counter()
         attempts = 0
         status: int | None = None
+        leaked: ProviderError | None = None
         try:
             async with asyncio.timeout(self.overall_timeout):
                 # The first attempt runs bare: tenacity's per-call bookkeeping (~0.1 ms) is paid only
@@ -294,13 +302,17 @@ class Client:
         except httpx.TransportError as exc:
             error = _transport_error(exc, self.style, attempts)
             self._emit(attempts, started, None, {}, "error", error)
-            raise error from exc
+            if not chain_mentions(exc, [self._redact]):
+                raise error from exc
+            leaked = error  # raised below, outside this block, so the cause quoting the key is not even its context
         except asyncio.CancelledError:
             self._emit(attempts, started, status, {}, "cancelled", None)
             raise
         except ToolnexusError as exc:
             self._emit(attempts, started, status, {}, "error", exc)
             raise
+        if leaked is not None:
+            raise leaked from None
         self._emit(attempts, started, status, result.usage, "ok", None, model=result.model)
         return result
 
@@ -362,8 +374,10 @@ class Client:
         return text
 
     def _request_id(self, response: httpx.Response) -> str | None:
+        """The provider's request id, scrubbed: a provider may echo anything in a header."""
         header = self._provider.endpoint.request_id_header
-        return response.headers.get(header) if header else None
+        value = response.headers.get(header) if header else None
+        return self._scrub(value) if value is not None else None
 
     def _wait(self, state: RetryCallState) -> float:
         """Backoff before the next attempt: the server's retry-after if it gave one, else exponential + jitter."""

@@ -88,8 +88,10 @@ class TranslateStream:
                 if cancel is not None and cancel.is_set():
                     raise Cancelled("the stream was cancelled by the caller's cancel event")
                 await self._advance()
+                continue
             except BaseException as exc:
-                raise await self._fail(exc) from None
+                failure = await self._fail(exc)
+            raise failure from None  # outside the handler: the cause (which may quote a header) is not even its context
         return pending.popleft()
 
     async def __aenter__(self) -> TranslateStream:

@@ -280,6 +280,11 @@ def _endpoint(v: _View) -> Cell:
     return v.cell([f"{ep.get('method', 'POST')} {ep['path']}{v.marks(ep, ('endpoint',))}"], ("endpoint", "path"))
 
 
+def _base_url(v: _View) -> Cell:
+    url = v.at("endpoint", "base_url")
+    return v.cell([str(url)] if url else [], ("endpoint", "base_url"))
+
+
 def _auth(v: _View) -> Cell:
     ep = v.table("endpoint")
     if "auth_header" not in ep:
@@ -656,6 +661,7 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
     (
         "Endpoint",
         (
+            ("default base URL", _base_url),
             ("endpoint", _endpoint),
             ("auth header", _auth),
             ("API key env", _key_env),

@@ -4,22 +4,30 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
+
+import httpx
 
 from .errors import ConfigError
 from .loader import RuleSource
 from .paths import MISSING, Getter
+from .redact import control_character, header_problem
 from .templates import Env, path_getter
 
 EXCERPT_BYTES = 200
+PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+PLACEHOLDERS = ("model",)  # the values an endpoint path may name
 
 
 @dataclass(frozen=True)
 class Endpoint:
     provider: str
     path: str
+    base_url: str | None  # the provider's public base URL; the client's base_url wins
     auth_header: str
     auth_scheme: str
     headers: dict[str, str]
@@ -28,18 +36,38 @@ class Endpoint:
     error_type: Getter | None
     error_message: Getter | None
 
-    def url(self, base_url: str, model: str) -> str:
-        return base_url.rstrip("/") + self.path.replace("{model}", model)
+    def url(self, base_url: str | None, model: str, path: str | None = None) -> httpx.URL:
+        """The URL to call: the base URL (given, else the rule file's) + the path with its placeholders filled.
+
+        Each placeholder value is percent-encoded as exactly one path segment, so a model name
+        can neither climb out of the path (`../x`) nor add a query or fragment (`m?alt=x#`).
+        """
+        base = check_base_url(base_url if base_url is not None else self.base_url, self.provider)
+        values = {"model": model}
+        filled = PLACEHOLDER.sub(lambda m: path_segment(m.group(1), values[m.group(1)]), path or self.path)
+        return httpx.URL(base.rstrip("/") + filled)
 
     def resolve_key(self, explicit: str | None, environ: Mapping[str, str] | None = None) -> str:
-        """An explicit key wins; else the first set env var the rules name; else a ConfigError."""
-        if explicit:
-            return explicit
+        """An explicit key wins; else the first set env var the rules name; else a ConfigError.
+
+        A key HTTP cannot carry (a trailing newline from a file, say) is refused here, never quoted.
+        """
         env = os.environ if environ is None else environ
-        for name in self.api_key_env:
-            if env.get(name):
-                return env[name]
-        raise ConfigError(f"no API key for {self.provider}: pass api_key= or set {' or '.join(self.api_key_env)}")
+        if explicit:
+            where, key = "api_key=", explicit
+        else:
+            named = next((name for name in self.api_key_env if env.get(name)), None)
+            if named is None:
+                raise ConfigError(
+                    f"no API key for {self.provider}: pass api_key= or set {' or '.join(self.api_key_env)}"
+                )
+            where, key = f"${named}", env[named]
+        if header_problem("key", key) is not None:
+            raise ConfigError(
+                f"the API key from {where} holds a control character (a trailing newline?) or non-ASCII text, "
+                "which an HTTP header cannot carry; strip it (the key is not shown)"
+            )
+        return key
 
     def auth_headers(self, key: str) -> dict[str, str]:
         value = f"{self.auth_scheme} {key}" if self.auth_scheme else key
@@ -63,6 +91,50 @@ class Endpoint:
         return None, f"unreadable body: {excerpt(content)}"
 
 
+def check_headers(headers: Mapping[Any, Any]) -> None:
+    """Every header HTTP can carry, or a ConfigError naming the first that it cannot (never its value)."""
+    for name, value in headers.items():
+        problem = header_problem(name, value)
+        if problem is not None:
+            raise ConfigError(f"headers: {problem}")
+
+
+def path_segment(name: str, value: object) -> str:
+    """`value` percent-encoded as one URL path segment; a value that cannot be one is a ConfigError."""
+    if not isinstance(value, str) or control_character(value):
+        raise ConfigError(
+            f"{name} cannot be a URL path segment: it must be text without control characters (CR, LF, ...)"
+        )
+    if value in ("", ".", ".."):
+        raise ConfigError(f"{name} {value!r} cannot be a URL path segment")
+    try:
+        return quote(value, safe="")
+    except UnicodeEncodeError:  # a lone surrogate
+        raise ConfigError(f"{name} cannot be a URL path segment: it is not valid Unicode text") from None
+
+
+def check_base_url(base_url: str | None, provider: str) -> str:
+    """`base_url` when it is an http(s) URL without query or fragment, else a ConfigError (never quoting it:
+    it may carry credentials)."""
+    if base_url is None:
+        raise ConfigError(f"no base URL for {provider}: its rule file names none (endpoint.base_url); pass base_url=")
+    problem = None
+    if not isinstance(base_url, str) or control_character(base_url):
+        problem = "it must be a string without control characters (CR, LF, ...)"
+    else:
+        try:
+            url = httpx.URL(base_url)
+        except httpx.InvalidURL:
+            url = None
+        if url is None or url.scheme not in ("http", "https") or not url.host:
+            problem = "it must be an absolute http:// or https:// URL"
+        elif url.query or url.fragment or "?" in base_url or "#" in base_url:
+            problem = "it cannot carry a query or a fragment (the endpoint path is appended to it)"
+    if problem is not None:
+        raise ConfigError(f"base_url for {provider} is not usable: {problem}")
+    return base_url
+
+
 def excerpt(content: bytes) -> str:
     text = content[:EXCERPT_BYTES].decode("utf-8", errors="replace")
     more = "..." if len(content) > EXCERPT_BYTES else ""
@@ -73,9 +145,26 @@ def compile_endpoint(source: RuleSource) -> Endpoint:
     spec = source.data["endpoint"]
     error = spec.get("error", {})
     env = Env(source)
+    paths = {("endpoint", "path"): spec["path"], ("streaming", "path"): source.data.get("streaming", {}).get("path")}
+    for key, path in paths.items():
+        for name in PLACEHOLDER.findall(path or ""):
+            if name not in PLACEHOLDERS:
+                raise env.error(key, f"unknown placeholder {{{name}}}; known: {', '.join(PLACEHOLDERS)}")
+    base_url = spec.get("base_url")
+    if base_url is not None:
+        try:
+            check_base_url(base_url, source.data["provider"])
+        except ConfigError as exc:
+            raise env.error(("endpoint", "base_url"), str(exc)) from None
+    sent: list[tuple[tuple[str, ...], Any, Any]] = [(("headers", k), k, v) for k, v in spec.get("headers", {}).items()]
+    for where, name, value in [*sent, (("auth_header",), spec["auth_header"], "key")]:
+        problem = header_problem(name, value)
+        if problem is not None:
+            raise env.error(("endpoint", *where), problem)
     return Endpoint(
         provider=source.data["provider"],
         path=spec["path"],
+        base_url=base_url,
         auth_header=spec["auth_header"],
         auth_scheme=spec.get("auth_scheme", ""),
         headers=dict(spec.get("headers", {})),

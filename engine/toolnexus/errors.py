@@ -6,7 +6,8 @@
     ├── TranslationError           an input cannot be translated; raised before anything is sent
     │   │                          (.path, e.g. "messages[3].tool_calls[0].function.arguments")
     │   └── ResponseError          a provider response cannot be read (.path into the response)
-    ├── ConfigError                a client cannot be built as asked (no API key, a refused option)
+    ├── ConfigError                a client cannot be built as asked (no API key, a refused option, a model
+    │                              name, key, header or base URL that cannot be sent as it is)
     ├── ProviderError              the provider call failed: HTTP error, connection, timeout, bad body
     │                              (.provider, .status, .error_type, .message, .request_id, .kind)
     ├── ToolkitError               an MCP toolkit cannot be built or used: a bad mcp_config entry, a server

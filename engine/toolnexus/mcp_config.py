@@ -10,6 +10,8 @@ may say so explicitly. `enabled: false` (or `disabled: true`) skips a server. `$
 `${VAR:-default}` expand from the environment in header values and env values (where
 credentials go) when the server starts; the expanded values are kept out of every repr and
 error. Nothing else expands: the SDK logs the URL at debug level, so no secret belongs there.
+Any variable may be named: a config is trusted like code (it names commands to run), and
+`create_toolkit(environ=...)` is how a caller limits what it can read.
 This module only reads the config; it imports nothing from the MCP SDK.
 """
 
@@ -25,13 +27,14 @@ from typing import Any, Literal
 
 from .errors import ToolkitError
 from .loader import did_you_mean
+from .redact import header_problem, scrub
 
 TOP_LEVEL_KEYS = ("mcpServers", "servers", "mcp")
 SERVER_KEYS = ("type", "command", "args", "env", "environment", "cwd", "url", "headers", "enabled", "disabled")
 STDIO_TYPES = frozenset({"stdio", "local"})
 HTTP_TYPES = frozenset({"http", "streamable-http", "streamableHttp", "remote"})
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-MIN_SECRET_LEN = 6  # expanded values this long or longer are redacted from error text
+MIN_SECRET_LEN = 6  # a default written in the config is redacted from error text from this length on
 
 Transport = Literal["stdio", "http"]
 
@@ -52,12 +55,14 @@ class ServerSpec:
     def resolve(self, environ: Mapping[str, str]) -> ResolvedServer:
         """Expand ${VAR} everywhere it may stand; an unset variable without a default is an error."""
         expander = _Expander(self, environ)
-        return ResolvedServer(
-            spec=self,
-            env={k: expander(v, f"{self.path}.env.{k}") for k, v in self.env.items()},
-            headers={k: expander(v, f"{self.path}.headers.{k}") for k, v in self.headers.items()},
-            secrets=frozenset(v for v in expander.expanded if len(v) >= MIN_SECRET_LEN),
-        )
+        env = {k: expander(v, f"{self.path}.env.{k}") for k, v in self.env.items()}
+        headers = {k: expander(v, f"{self.path}.headers.{k}") for k, v in self.headers.items()}
+        for name, value in headers.items():  # refused here, or the HTTP library quotes the value in its error
+            problem = header_problem(name, value)
+            if problem is not None:
+                raise ToolkitError(problem + " (after ${VAR} expansion)", server=self.name,
+                                   path=f"{self.path}.headers.{name}")  # fmt: skip
+        return ResolvedServer(spec=self, env=env, headers=headers, secrets=frozenset(expander.secrets))
 
 
 @dataclass(frozen=True)
@@ -70,17 +75,18 @@ class ResolvedServer:
     secrets: frozenset[str] = field(repr=False)
 
     def redact(self, text: str) -> str:
-        """`text` with every expanded value long enough to be a secret replaced by ***."""
-        for secret in sorted(self.secrets, key=len, reverse=True):
-            text = text.replace(secret, "***")
-        return text
+        """`text` with every secret (see _Expander) replaced by ***, also where it is quoted escaped."""
+        return scrub(text, self.secrets)
 
 
 class _Expander:
+    """Expands ${VAR}; keeps as secrets every value read from the environment, whatever its length (a short
+    one also masks its other occurrences in error text), and defaults of MIN_SECRET_LEN or more characters."""
+
     def __init__(self, spec: ServerSpec, environ: Mapping[str, str]) -> None:
         self.spec = spec
         self.environ = environ
-        self.expanded: list[str] = []
+        self.secrets: set[str] = set()
 
     def __call__(self, text: str, path: str) -> str:
         def one(match: re.Match[str]) -> str:
@@ -94,7 +100,10 @@ class _Expander:
                         path=path,
                     )
                 value = default
-            self.expanded.append(value)
+                if len(value) >= MIN_SECRET_LEN:
+                    self.secrets.add(value)
+            elif value:
+                self.secrets.add(value)
             return value
 
         return _VAR.sub(one, text)

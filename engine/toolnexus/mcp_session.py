@@ -29,6 +29,7 @@ from mcp_types import CONNECTION_CLOSED
 
 from .errors import ToolkitError, ToolkitStage
 from .mcp_config import ResolvedServer, ServerSpec
+from .redact import chain_mentions, guard_logs
 
 logger = logging.getLogger("toolnexus")
 
@@ -85,6 +86,7 @@ class McpSession:
         try:
             with scope:
                 self._resolved = self.spec.resolve(self._environ)
+                guard_logs(self, self._resolved.secrets)
                 async with AsyncExitStack() as stack:
                     client = await stack.enter_async_context(Client(self._transport(stack), cache=None))
                     self._stage = "tools/list"
@@ -151,15 +153,22 @@ class McpSession:
             raise self._failure("the toolkit is closed" if self._stop.is_set() else ended)
         try:
             result = await client.call_tool(tool, arguments, read_timeout_seconds=timeout)
-        except MCPError as exc:
-            if exc.code != CONNECTION_CLOSED:
-                raise self._failure(f"tool {tool!r} failed: {exc.message} (MCP error {exc.code})") from exc
-            closing = self._stop.is_set()
-            raise self._failure("the toolkit was closed during the call" if closing else
-                                f"the server ended the session: {exc.message}") from exc  # fmt: skip
         except Exception as exc:
-            raise self._failure(f"tool {tool!r}: {describe(exc)}") from exc
-        return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+            failure, cause = self._call_failure(tool, exc), exc
+        else:
+            return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        secrets = self._resolved.secrets if self._resolved is not None else ()
+        # raised outside the handler: a cause quoting an expanded value is neither chained nor the context
+        raise failure from (None if chain_mentions(cause, secrets) else cause)
+
+    def _call_failure(self, tool: str, exc: Exception) -> ToolkitError:
+        if not isinstance(exc, MCPError):
+            return self._failure(f"tool {tool!r}: {describe(exc)}")
+        if exc.code != CONNECTION_CLOSED:
+            return self._failure(f"tool {tool!r} failed: {exc.message} (MCP error {exc.code})")
+        closing = self._stop.is_set()
+        return self._failure("the toolkit was closed during the call" if closing else
+                             f"the server ended the session: {exc.message}")  # fmt: skip
 
     async def close(self) -> None:
         """Stop the session and wait for its task: the transport ends the server process or HTTP session."""

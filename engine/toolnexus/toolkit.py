@@ -20,7 +20,7 @@ import logging
 import os
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,12 +213,15 @@ def _arguments(arguments: Any, name: str, server: str) -> dict[str, Any]:
     return arguments
 
 
-async def create_toolkit(*, mcp_config: Any = None, strict: bool = True, timeout: float = 30.0) -> Toolkit:
+async def create_toolkit(
+    *, mcp_config: Any = None, strict: bool = True, timeout: float = 30.0, environ: Mapping[str, str] | None = None
+) -> Toolkit:
     """A new toolkit; with `mcp_config` (a mapping or a JSON file, see mcp_config.py), declaring MCP servers' tools.
 
     Every server starts at once; each has `timeout` seconds to start, initialize and list its
     tools. A server that fails raises ToolkitError (after the others are closed), unless
-    strict=False: then it is logged, kept in `tk.failures` and skipped.
+    strict=False: then it is logged, kept in `tk.failures` and skipped. `${VAR}` in the config
+    reads `environ` (default: the process environment): pass only the variables it may use.
     """
     toolkit = Toolkit()
     if mcp_config is None:
@@ -228,7 +231,8 @@ async def create_toolkit(*, mcp_config: Any = None, strict: bool = True, timeout
         from .mcp_session import McpSession
     except ImportError as exc:
         raise ToolkitError(f"MCP servers need the mcp package: pip install 'toolnexus[mcp]' ({exc})") from exc
-    sessions = {spec.name: McpSession(spec, timeout=timeout, environ=dict(os.environ)) for spec in specs}
+    variables = dict(os.environ if environ is None else environ)
+    sessions = {spec.name: McpSession(spec, timeout=timeout, environ=variables) for spec in specs}
     toolkit._sessions = dict(sessions)
     try:
         for session in sessions.values():
