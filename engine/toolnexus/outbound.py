@@ -44,7 +44,7 @@ class ItemSource:
     field_paths: dict[str, dict[str, str]]  # kind ("" without kinds) -> tool_call field -> path in the element
     optional_if: tuple[Getter, ...] = ()  # absent is fine when any of these is present (a blocked answer)
     kind_by_key: bool = False  # the kind is the first `kinds` key present in the element
-    synthesize_ids: bool = False  # a tool call without an id gets one, stable for the same response
+    synthesize_ids: bool = False  # a tool call without an id gets one: see `synthesized_id`
 
     def element_path(self, index: int) -> str:
         """The response path of one element (built only for errors and notes)."""
@@ -159,7 +159,9 @@ class Outbound:
             call = item.get("tool_call")
             if call is not None:
                 if src.synthesize_ids and not call.get("id"):
-                    call = {**call, "id": _synthesized_id(element, len(calls))}
+                    if found.digest is None:
+                        found.digest = response_digest(response)
+                    call = {**call, "id": synthesized_id(found.digest, len(calls))}
                     ctx.notes.append(Note("synthesized", src.element_path(i), f"no call id; sent as {call['id']}"))
                 calls.append(self._tool_call(call, src, i, fields, ctx))
         ctx.path = ""
@@ -350,11 +352,12 @@ def _tool_call_paths(template: Any) -> dict[str, str]:
 class _Found:
     """What a response's items add beyond text and tool calls."""
 
-    __slots__ = ("extras", "reasoning")
+    __slots__ = ("digest", "extras", "reasoning")
 
     def __init__(self) -> None:
         self.reasoning: list[str] = []
         self.extras: dict[str, Any] = {}
+        self.digest: str | None = None  # the response's digest, computed once for its synthesized ids
 
 
 def merge_extras(into: dict[str, Any], extras: dict[str, Any], prefix: str, ctx: Ctx) -> None:
@@ -433,7 +436,15 @@ def _first_key(element: Any, kinds: dict[str, Render]) -> Any:
     return next(iter(element), MISSING)  # unknown: named by its first key, for the note
 
 
-def _synthesized_id(element: Any, position: int) -> str:
-    """An id unique within the result (its position) and stable for the same response (a content hash)."""
-    digest = hashlib.sha256(json.dumps(element, sort_keys=True, default=str).encode()).hexdigest()[:12]
+def response_digest(response: Any) -> str:
+    """A digest of the whole response (its JSON with sorted keys): the part of a synthesized id that
+    tells two answers apart. Two answers that differ anywhere (a response id, a token count, the
+    call itself) get different digests; the same response always gets the same one."""
+    text = json.dumps(response, sort_keys=True, ensure_ascii=True, default=repr)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+
+
+def synthesized_id(digest: str, position: int) -> str:
+    """`call_<position>_<response digest>`: unique within the result (the position among its tool calls)
+    and across answers (the digest), stable for the same response."""
     return f"call_{position}_{digest}"
