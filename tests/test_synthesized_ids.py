@@ -94,3 +94,12 @@ def test_the_same_response_gives_the_same_ids_and_another_answer_other_ids(provi
     assert [c.id for c in first.tool_calls] == [c.id for c in again.tool_calls]
     assert {c.id for c in first.tool_calls}.isdisjoint(c.id for c in other.tool_calls)
     assert [n.kind for n in first.notes] == ["synthesized"]
+
+
+def test_a_response_too_deep_to_digest_is_a_response_error() -> None:
+    deep: Any = "x"
+    for _ in range(100_000):
+        deep = [deep]
+    response = POLLS["gemini"](1) | {"extra": deep}
+    with pytest.raises(toolnexus.ResponseError):  # never a RecursionError
+        toolnexus.translate_response("gemini", response)

@@ -165,7 +165,7 @@ class Outbound:
             if call is not None:
                 if src.synthesize_ids and not call.get("id"):
                     if found.digest is None:
-                        found.digest = response_digest(response)
+                        found.digest = response_digest(response, self.provider)
                     call = {**call, "id": synthesized_id(found.digest, len(calls))}
                     ctx.notes.append(Note("synthesized", src.element_path(i), f"no call id; sent as {call['id']}"))
                 calls.append(self._tool_call(call, src, i, fields, ctx))
@@ -439,11 +439,15 @@ def _first_key(element: Any, kinds: dict[str, Render]) -> Any:
     return next(iter(element), MISSING)  # unknown: named by its first key, for the note
 
 
-def response_digest(response: Any) -> str:
+def response_digest(response: Any, provider: str) -> str:
     """A digest of the whole response (its JSON with sorted keys): the part of a synthesized id that
     tells two answers apart. Two answers that differ anywhere (a response id, a token count, the
     call itself) get different digests; the same response always gets the same one."""
-    text = json.dumps(response, sort_keys=True, ensure_ascii=True, default=repr)
+    try:
+        text = json.dumps(response, sort_keys=True, ensure_ascii=True, default=repr)
+    except (RecursionError, TypeError, ValueError) as exc:  # nested too deep, keys that do not sort, a cycle
+        message = f"cannot be read as JSON to give its tool calls ids ({type(exc).__name__})"
+        raise ResponseError("", message, provider=provider) from None
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
 
 
