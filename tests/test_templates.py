@@ -117,12 +117,24 @@ def test_sum_adds_the_integers_present() -> None:
     assert render(template, {"u": {"a": None, "b": 2}}) == 2
 
 
-def test_sum_refuses_a_non_integer_as_a_response_error() -> None:
-    from toolnexus import ResponseError
-
-    with pytest.raises(ResponseError) as info:
-        render("{$sum: [u.a]}", {"u": {"a": "7"}}, Ctx("test", outbound=True))
+@pytest.mark.parametrize("bad", ["7", 7.0, True, -1, [7]])
+def test_sum_with_a_count_it_cannot_read_is_absent_noted_in_a_response_and_refused_in_a_request(bad: Any) -> None:
+    ctx = Ctx("test", outbound=True)
+    assert render("{$sum: [u.a, u.b], empty: 0}", {"u": {"a": bad, "b": 2}}, ctx) is MISSING, "never a partial sum"
+    assert [(n.kind, n.path) for n in ctx.notes] == [("dropped", "u.a")]
+    with pytest.raises(TranslationError) as info:
+        render("{$sum: [u.a]}", {"u": {"a": bad}})
     assert info.value.path == "u.a"
+
+
+def test_sum_empty_applies_only_inside_the_objects_holding_the_counts() -> None:
+    template = "{$sum: [u.a, u.b], empty: 0}"
+    assert render(template, {"u": {}}) == 0
+    assert render(template, {}) is MISSING
+    assert render(template, {"u": None}) is MISSING
+    ctx = Ctx("test", outbound=True)
+    assert render(template, {"u": "counts"}, ctx) is MISSING
+    assert [(n.kind, n.path) for n in ctx.notes] == [("dropped", "u")]
 
 
 # ---------------------------------------------------------------- $merge

@@ -503,10 +503,10 @@ def hand_gemini_request(request: JSON) -> JSON:
     return body
 
 
-def _gemini_call_id(part: JSON, position: int) -> str:
-    """The rules' id for a call without one: its position, and a hash that is stable for the same part."""
-    digest = hashlib.sha256(json.dumps(part, sort_keys=True, default=str).encode()).hexdigest()[:12]
-    return f"call_{position}_{digest}"
+def _gemini_digest(response: JSON) -> str:
+    """The rules' ids for calls without one are call_<position>_<this>: a hash of the whole response (stable
+    for the same response, different for answers that differ)."""
+    return hashlib.sha256(json.dumps(response, sort_keys=True, default=repr).encode("ascii")).hexdigest()[:16]
 
 
 def hand_gemini_response(response: JSON, requested_model: str | None = None) -> TranslateResult:
@@ -516,6 +516,7 @@ def hand_gemini_response(response: JSON, requested_model: str | None = None) -> 
     reasoning: list[str] = []
     extras: JSON = {}  # the first signed text or thought part's signature, for the assistant message
     calls: list[TranslatedToolCall] = []
+    digest = ""  # computed for the first call without an id
     for part in (candidate.get("content") or {}).get("parts") or ():
         kind = next((k for k in GEMINI_PART_KINDS if part.get(k) is not None and part.get(k) is not False), None)
         signature = part.get("thoughtSignature")
@@ -523,7 +524,9 @@ def hand_gemini_response(response: JSON, requested_model: str | None = None) -> 
         if kind == "functionCall":
             call = part["functionCall"]
             arguments = json.dumps(call.get("args", {}), ensure_ascii=False)
-            call_id = call.get("id") or _gemini_call_id(part, len(calls))
+            if not call.get("id"):
+                digest = digest or _gemini_digest(response)
+            call_id = call.get("id") or f"call_{len(calls)}_{digest}"
             calls.append(TranslatedToolCall(id=call_id, name=call["name"], arguments=arguments, extra_content=signed))
             continue
         if kind == "text":

@@ -26,7 +26,8 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from . import wire
 from .endpoint import check_headers, excerpt
-from .errors import Cancelled, ConfigError, ProviderError, ToolnexusError, TranslationError
+from .errors import Cancelled, ConfigError, Note, ProviderError, ToolnexusError, TranslationError, sided
+from .inbound import RequestBody
 from .redact import chain_mentions, guard_logs
 from .result import TranslateResult
 from .rulebook import Provider, RulesArg, load_rules
@@ -60,6 +61,18 @@ class LLMEvent:
     usage: dict[str, Any]
     outcome: str  # ok | error | cancelled
     error: str | None = None
+    notes: tuple[Note, ...] = ()  # the request's notes, then the response's (when it was read), each with its side
+
+
+def request_notes(body: dict[str, Any]) -> tuple[Note, ...]:
+    """The notes of a translated request body, marked as the request's."""
+    return sided(getattr(body, "notes", ()), "request")
+
+
+def with_request_notes(result: TranslateResult, notes: tuple[Note, ...]) -> TranslateResult:
+    """The result carrying both sides' notes: the request's first, then the response's (marked so)."""
+    result.notes = (*notes, *sided(result.notes, "response"))
+    return result
 
 
 class _RetryableStatus(Exception):
@@ -179,10 +192,11 @@ class Client:
         """
         body = self.build_body(messages, tools=tools, toolkit=toolkit, tool_choice=tool_choice, system=system,
                                max_tokens=max_tokens, params=params)  # fmt: skip
+        notes = request_notes(body)
         body = await self._before_llm(body)
         if cancel is None:
-            return await self._send(body)
-        return await self._cancellable(self._send(body), cancel)
+            return await self._send(body, notes)
+        return await self._cancellable(self._send(body, notes), cancel)
 
     def translate_stream(
         self,
@@ -208,7 +222,8 @@ class Client:
             raise ConfigError(f"the {self.style} rules have no streaming section")
         body = self.build_body(messages, tools=tools, toolkit=toolkit, tool_choice=tool_choice, system=system,
                                max_tokens=max_tokens, params=params)  # fmt: skip
-        return TranslateStream(self, {**body, **streaming.body}, self._stream_url, streaming, cancel)
+        notes = request_notes(body)
+        return TranslateStream(self, {**body, **streaming.body}, self._stream_url, streaming, cancel, notes)
 
     async def _before_llm(self, body: dict[str, Any]) -> dict[str, Any]:
         """The body `before_llm` returns (or the one given, when it returns None or there is no hook)."""
@@ -242,7 +257,11 @@ class Client:
         if max_tokens:
             request["max_tokens"] = max_tokens
         body = self._provider.inbound.translate(request, system=system, default_system=self.system_prompt)
-        return {**body, **self._params} if self._params else body
+        if self._params:
+            merged = RequestBody({**body, **self._params})
+            merged.notes = body.notes
+            return merged
+        return body
 
     async def _cancellable(self, call: Awaitable[TranslateResult], cancel: asyncio.Event) -> TranslateResult:
         task = asyncio.ensure_future(call)
@@ -259,7 +278,7 @@ class Client:
             raise Cancelled("the call was cancelled by the caller's cancel event")
         return task.result()
 
-    async def _send(self, body: dict[str, Any]) -> TranslateResult:
+    async def _send(self, body: dict[str, Any], notes: tuple[Note, ...] = ()) -> TranslateResult:
         content = encode_body(body)
         started = time.perf_counter()
         attempts = 0
@@ -287,7 +306,7 @@ class Client:
             data = self._decode(response, attempts)
             if self._after is not None:
                 await _maybe_await(self._after(data))
-            result = self._provider.outbound.translate(data, requested_model=self.model)
+            result = with_request_notes(self._provider.outbound.translate(data, requested_model=self.model), notes)
         except TimeoutError:
             error = ProviderError(
                 f"no answer within the overall timeout of {self.overall_timeout} s",
@@ -313,7 +332,7 @@ class Client:
             raise
         if leaked is not None:
             raise leaked from None
-        self._emit(attempts, started, status, result.usage, "ok", None, model=result.model)
+        self._emit(attempts, started, status, result.usage, "ok", None, model=result.model, notes=result.notes)
         return result
 
     def _retrying(self) -> AsyncRetrying:
@@ -400,6 +419,7 @@ class Client:
         error: Exception | None,
         *,
         model: str | None = None,
+        notes: tuple[Note, ...] = (),
     ) -> None:
         event = LLMEvent(
             provider=self.style,
@@ -410,6 +430,7 @@ class Client:
             usage=usage,
             outcome=outcome,
             error=type(error).__name__ if error is not None else None,
+            notes=notes,
         )
         if logger.isEnabledFor(logging.DEBUG):  # asdict + dumps cost more than a fast provider's answer
             logger.debug("llm %s", json.dumps(asdict(event)))

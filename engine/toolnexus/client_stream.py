@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
-from .client import RETRY_STATUSES, _maybe_await, _RetryableStatus, encode_body
-from .errors import Cancelled, ProviderError
+from .client import RETRY_STATUSES, _maybe_await, _RetryableStatus, encode_body, with_request_notes
+from .errors import Cancelled, Note, ProviderError
 from .result import TranslateResult
 from .stream import StreamTranslator
 from .stream_rules import Streaming
@@ -52,8 +52,9 @@ class TranslateStream:
     """
 
     def __init__(self, client: Client, body: dict[str, Any], url: httpx.URL, streaming: Streaming,
-                 cancel: asyncio.Event | None) -> None:  # fmt: skip
+                 cancel: asyncio.Event | None, notes: tuple[Note, ...] = ()) -> None:  # fmt: skip
         self._client = client
+        self._notes = notes  # the request's, carried onto the result
         self._body = body
         self._url = url
         self._translator = StreamTranslator(streaming, requested_model=client.model)
@@ -132,11 +133,12 @@ class TranslateStream:
         if client._after is not None:
             await _maybe_await(client._after(response))
         self._pending.extend(self._translator.finish())
-        result = self._translator.result
-        assert result is not None
+        assert self._translator.result is not None
+        result = with_request_notes(self._translator.result, self._notes)
         self._result, self._state = result, "done"
         await self._close()
-        client._emit(self._attempts, self._started, self._status(), result.usage, "ok", None, model=result.model)
+        client._emit(self._attempts, self._started, self._status(), result.usage, "ok", None, model=result.model,
+                     notes=result.notes)  # fmt: skip
 
     async def _open(self) -> None:
         client = self._client

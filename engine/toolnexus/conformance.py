@@ -192,6 +192,9 @@ def _run_response(provider: str, case: dict[str, Any], rules: RulesArg) -> list[
         problems.append("result.raw is not the provider response as given")
     if "expect_result_notes" in case and _notes(result.notes) != case["expect_result_notes"]:
         problems.append(f"result notes: expected {case['expect_result_notes']}, got {_notes(result.notes)}")
+    broken = [str(n) for n in result.notes if n.kind == "inconsistent"]
+    if broken and "expect_result_notes" not in case:  # the rules' usage must keep the invariants
+        problems.append(f"the result's usage breaks the invariants: {'; '.join(broken)}")
     return problems
 
 

@@ -155,21 +155,34 @@ class Cancelled(ToolnexusError):
     """The caller set its cancel event; the in-flight call was aborted and nothing is returned."""
 
 
-NoteKind = Literal["dropped", "rewritten", "synthesized", "unknown"]
+NoteKind = Literal["dropped", "rewritten", "synthesized", "unknown", "inconsistent"]
+NoteSide = Literal["", "request", "response"]
 
 
 class Note(NamedTuple):
     """One thing the translation did that the caller did not literally ask for.
 
-    kind: dropped (a value was not sent), rewritten (sent in another form),
-    synthesized (a value the caller did not give), unknown (a provider value the
-    rules do not know; kept in `raw`). `path` points into the input the note is about.
-    (A NamedTuple: notes are made on hot paths, and are plain immutable values.)
+    kind: dropped (a value was not sent, or a response value not passed on),
+    rewritten (sent in another form), synthesized (a value the caller did not give),
+    unknown (a provider value the rules do not know; kept in `raw`), inconsistent
+    (provider values that contradict each other, e.g. usage counts; kept as given).
+    `path` points into the input the note is about. side: "request" (translating the
+    caller's request) or "response" (reading the provider's answer) on a client's
+    results and events, which carry both; "" from the pure functions, whose notes are all
+    of their one side. (A NamedTuple: notes are made on hot paths, and are plain
+    immutable values; `Note(kind, path, message)` still builds one.)
     """
 
     kind: NoteKind
     path: str
     message: str
+    side: NoteSide = ""
 
     def __str__(self) -> str:
-        return f"{self.kind}: {self.path}: {self.message}"
+        side = f"{self.side} " if self.side else ""
+        return f"{side}{self.kind}: {self.path}: {self.message}"
+
+
+def sided(notes: tuple[Note, ...] | list[Note], side: NoteSide) -> tuple[Note, ...]:
+    """The notes, each saying its side (a client's result carries the request's and the response's)."""
+    return tuple(note if note.side == side else note._replace(side=side) for note in notes)

@@ -9,8 +9,13 @@ calls keep provider order, `message` pieces merge into the assistant message's
 extras (mappings merge, lists concatenate; a second, different value for one key
 is noted and the first kept), and elements of a kind the rules do not know are
 reported as notes and left in `raw`. Then the finish-reason table (any tool call
-wins), usage (checked: prompt_tokens covers the cached and cache-write counts,
-total is prompt + completion, completion covers reasoning) and model.
+wins), usage and model.
+
+A readable answer is never lost over accounting: a count that is not a non-negative integer is
+left out and noted (`dropped`), and usage that breaks an invariant (prompt_tokens covers the
+cached and cache-write counts, total is prompt + completion, completion covers reasoning) is
+kept as given and noted (`inconsistent`). No count is ever made up. `toolnexus check` holds the
+rules to the invariants: a case result with such a note fails unless the case expects it.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ class ItemSource:
     field_paths: dict[str, dict[str, str]]  # kind ("" without kinds) -> tool_call field -> path in the element
     optional_if: tuple[Getter, ...] = ()  # absent is fine when any of these is present (a blocked answer)
     kind_by_key: bool = False  # the kind is the first `kinds` key present in the element
-    synthesize_ids: bool = False  # a tool call without an id gets one, stable for the same response
+    synthesize_ids: bool = False  # a tool call without an id gets one: see `synthesized_id`
 
     def element_path(self, index: int) -> str:
         """The response path of one element (built only for errors and notes)."""
@@ -88,8 +93,8 @@ class Outbound:
 
         finish = self._finish_reason(response, bool(calls), ctx)
         usage = self.usage(response, ctx)
-        usage = {} if usage is MISSING else _counts(usage, provider)
-        check_usage(usage, provider)
+        usage = {} if usage is MISSING else _counts(usage, ctx)
+        ctx.notes += check_usage(usage)
         model = self.model(response, ctx) if self.model is not None else MISSING
         if model is MISSING or not isinstance(model, str):
             model = requested_model or ""
@@ -159,7 +164,9 @@ class Outbound:
             call = item.get("tool_call")
             if call is not None:
                 if src.synthesize_ids and not call.get("id"):
-                    call = {**call, "id": _synthesized_id(element, len(calls))}
+                    if found.digest is None:
+                        found.digest = response_digest(response, self.provider)
+                    call = {**call, "id": synthesized_id(found.digest, len(calls))}
                     ctx.notes.append(Note("synthesized", src.element_path(i), f"no call id; sent as {call['id']}"))
                 calls.append(self._tool_call(call, src, i, fields, ctx))
         ctx.path = ""
@@ -350,11 +357,12 @@ def _tool_call_paths(template: Any) -> dict[str, str]:
 class _Found:
     """What a response's items add beyond text and tool calls."""
 
-    __slots__ = ("extras", "reasoning")
+    __slots__ = ("digest", "extras", "reasoning")
 
     def __init__(self) -> None:
         self.reasoning: list[str] = []
         self.extras: dict[str, Any] = {}
+        self.digest: str | None = None  # the response's digest, computed once for its synthesized ids
 
 
 def merge_extras(into: dict[str, Any], extras: dict[str, Any], prefix: str, ctx: Ctx) -> None:
@@ -379,8 +387,8 @@ def merge_extras(into: dict[str, Any], extras: dict[str, Any], prefix: str, ctx:
             ctx.notes.append(Note("dropped", ctx.where(), message))
 
 
-def check_usage(usage: dict[str, Any], provider: str) -> None:
-    """The usage invariants every provider's rules must keep, checked on every result.
+def check_usage(usage: dict[str, Any]) -> list[Note]:
+    """The usage invariants every provider's rules must keep: a note for each one broken.
 
     prompt_tokens includes the cached and cache-write counts; total_tokens is
     prompt_tokens + completion_tokens; completion_tokens includes the reasoning count.
@@ -389,36 +397,34 @@ def check_usage(usage: dict[str, Any], provider: str) -> None:
     details = usage.get("prompt_tokens_details") or {}
     cached = details.get("cached_tokens", 0) + details.get("cache_write_tokens", 0)
     reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens", 0)
-    problem = None
+    notes = []
     if prompt is not None and completion is not None and total is not None and total != prompt + completion:
-        problem = "total_tokens", f"is {total}, but prompt_tokens + completion_tokens is {prompt + completion}"
-    elif cached and (prompt is None or cached > prompt):
-        problem = "prompt_tokens", f"is {prompt}, less than its cached and cache-write tokens ({cached})"
-    elif reasoning and (completion is None or reasoning > completion):
-        problem = "completion_tokens", f"is {completion}, less than its reasoning tokens ({reasoning})"
-    if problem is not None:
-        raise ResponseError(f"usage.{problem[0]}", f"{problem[1]}: the {provider} rules' usage is inconsistent",
-                            provider=provider)  # fmt: skip
+        message = f"is {total}, but prompt_tokens + completion_tokens is {prompt + completion}"
+        notes.append(Note("inconsistent", "usage.total_tokens", message))
+    if cached and (prompt is None or cached > prompt):
+        message = f"is {'absent' if prompt is None else prompt}, less than its cached and cache-write tokens ({cached})"
+        notes.append(Note("inconsistent", "usage.prompt_tokens", message))
+    if reasoning and (completion is None or reasoning > completion):
+        message = f"is {'absent' if completion is None else completion}, less than its reasoning tokens ({reasoning})"
+        notes.append(Note("inconsistent", "usage.completion_tokens", message))
+    return notes
 
 
-def _counts(usage: dict[str, Any], provider: str, where: tuple[str, ...] = ("usage",)) -> dict[str, Any]:
-    """Usage as OpenAI has it: integers, or objects of integers; a null count is absent.
-
-    `where` is the path so far, joined only for an error (this runs on every response).
-    """
+def _counts(usage: dict[str, Any], ctx: Ctx, where: tuple[str, ...] = ("usage",)) -> dict[str, Any]:
+    """Usage as OpenAI has it: non-negative integers, and `*_details` objects of them; a null count is
+    absent, any other value is left out and noted (`where` is the path so far, joined only for a note)."""
     out: dict[str, Any] = {}
     for key, value in usage.items():
-        if type(value) is int:
+        if type(value) is int and value >= 0:
             out[key] = value
         elif value is None:
             continue
-        elif isinstance(value, dict):
-            inner = _counts(value, provider, (*where, key))
+        elif isinstance(value, dict) and len(where) == 1 and key.endswith("_details"):
+            inner = _counts(value, ctx, (*where, key))
             if inner:
                 out[key] = inner
         else:
-            path = ".".join((*where, key))
-            raise ResponseError(path, f"expected an integer, got {type(value).__name__}", provider=provider)
+            ctx.bad_count(".".join((*where, key)), value, "an object of counts" if key.endswith("_details") else None)
     return out
 
 
@@ -433,7 +439,19 @@ def _first_key(element: Any, kinds: dict[str, Render]) -> Any:
     return next(iter(element), MISSING)  # unknown: named by its first key, for the note
 
 
-def _synthesized_id(element: Any, position: int) -> str:
-    """An id unique within the result (its position) and stable for the same response (a content hash)."""
-    digest = hashlib.sha256(json.dumps(element, sort_keys=True, default=str).encode()).hexdigest()[:12]
+def response_digest(response: Any, provider: str) -> str:
+    """A digest of the whole response (its JSON with sorted keys): the part of a synthesized id that
+    tells two answers apart. Two answers that differ anywhere (a response id, a token count, the
+    call itself) get different digests; the same response always gets the same one."""
+    try:
+        text = json.dumps(response, sort_keys=True, ensure_ascii=True, default=repr)
+    except (RecursionError, TypeError, ValueError) as exc:  # nested too deep, keys that do not sort, a cycle
+        message = f"cannot be read as JSON to give its tool calls ids ({type(exc).__name__})"
+        raise ResponseError("", message, provider=provider) from None
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+
+
+def synthesized_id(digest: str, position: int) -> str:
+    """`call_<position>_<response digest>`: unique within the result (the position among its tool calls)
+    and across answers (the digest), stable for the same response."""
     return f"call_{position}_{digest}"

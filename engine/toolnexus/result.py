@@ -42,7 +42,8 @@ class TranslateResult:
     provider order; finish_reason: an OpenAI finish reason (any tool call makes it
     "tool_calls"); usage: this call's token counts; model: the model that answered;
     raw: the provider's decoded response, unchanged; notes: anything the
-    translation could not say in OpenAI terms (unknown stop reasons, unknown blocks);
+    translation could not say in OpenAI terms (unknown stop reasons, unknown blocks,
+    inconsistent usage); from a client, the request's notes too, each with its `side`;
     reasoning_content: the readable reasoning ("" when none); message_extras: what the
     next request needs back on the assistant message (e.g. Anthropic's signed
     `thinking_blocks`), as the rules collect it.
@@ -92,5 +93,8 @@ class TranslateResult:
         }
         if self.message_extras:
             view["message_extras"] = fresh_copy(self.message_extras)
-        view["notes"] = [{"kind": n.kind, "path": n.path, "message": n.message} for n in self.notes]
+        view["notes"] = [
+            {"kind": n.kind, "path": n.path, "message": n.message} | ({"side": n.side} if n.side else {})
+            for n in self.notes
+        ]
         return view

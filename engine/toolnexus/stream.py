@@ -17,6 +17,10 @@ non-streaming path already uses:
   translation: `result` is exactly what `translate_response` gives for it, and the
   last chunk's finish reason and usage come from that result.
 
+A tool call whose id is synthesized (`synthesize_ids`) is held back: its id hashes the whole
+response, known only at the end, so its deltas (and every tool-call delta after it, to keep the
+indexes in order) are sent with the closing chunks, carrying the ids the whole answer gets.
+
 Text is kept as UTF-8 bytes appended in place and nothing per event is kept, so
 memory grows with the answer's content, not with the number of events. No
 provider name appears here: only the rule file knows event names.
@@ -32,7 +36,6 @@ from typing import Any
 
 from .endpoint import excerpt
 from .errors import Note, ProviderError, ResponseError
-from .outbound import _synthesized_id
 from .paths import MISSING
 from .result import TranslateResult
 from .stream_rules import (
@@ -55,6 +58,7 @@ from .stream_rules import (
 from .templates import Ctx, fresh_copy
 
 CHUNK = "chat.completion.chunk"
+_HELD = "call_held"  # stands in for a synthesized id until the whole response is known
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NONE: frozenset[str] = frozenset()
 
@@ -92,6 +96,7 @@ class _Call:
     id: str
     name: str
     sent_arguments: bool
+    opened: dict[str, Any] | None = None  # a held call's first delta, its id filled in at the end
 
 
 class StreamTranslator:
@@ -116,6 +121,7 @@ class StreamTranslator:
         self._elements: list[dict[int, _Element]] = [{} for _ in rules.watched]
         self._calls: list[_Call] = []
         self._deltas: list[dict[str, Any]] = []
+        self._held: list[dict[str, Any]] = []  # tool-call deltas waiting for a synthesized id (see the top)
         self._text_sent = 0
         self._events = 0
         self._head: dict[str, Any] | None = None
@@ -412,8 +418,9 @@ class StreamTranslator:
         call = item.get("tool_call")
         if call is None:
             return
-        if src.synthesize_ids and not call.get("id"):
-            call = {**call, "id": _synthesized_id(element, len(self._calls))}
+        held = src.synthesize_ids and not call.get("id")
+        if held:
+            call = {**call, "id": _HELD}  # the real one hashes the whole response: given at the end
         fields = src.field_paths.get(kind, {}) if isinstance(kind, str) else {}
         outbound = self.rules.outbound
         extra = None
@@ -430,14 +437,18 @@ class StreamTranslator:
             call_id, name, first, extra = done.id, done.name, done.arguments, done.extra_content
         index = len(self._calls)
         info.call = index
-        self._calls.append(_Call(str(call_id), str(name), bool(first)))
         function = {"name": name, "arguments": ""}
         opened: dict[str, Any] = {"index": index, "id": call_id, "type": "function", "function": function}
         if extra is not None:  # a signature rides on the call, as in tool_calls_json()
             opened["extra_content"] = extra
-        self._deltas.append({"tool_calls": [opened]})
+        self._calls.append(_Call(str(call_id), str(name), bool(first), opened if held else None))
+        self._tool_delta({"tool_calls": [opened]}, held)
         if first:
-            self._deltas.append({"tool_calls": [{"index": index, "function": {"arguments": first}}]})
+            self._tool_delta({"tool_calls": [{"index": index, "function": {"arguments": first}}]})
+
+    def _tool_delta(self, delta: dict[str, Any], hold: bool = False) -> None:
+        """A tool-call delta: sent now, or held while any call before it waits for its synthesized id."""
+        (self._held if hold or self._held else self._deltas).append(delta)
 
     def _fragment(self, path: Path, piece: str) -> None:
         """A piece of text was appended at `path`: emit it if a watched element's template reads it."""
@@ -463,7 +474,7 @@ class StreamTranslator:
                 self._deltas.append({"reasoning_content": piece})
             elif role == ARGUMENTS and info.call is not None:
                 self._calls[info.call].sent_arguments = True
-                self._deltas.append({"tool_calls": [{"index": info.call, "function": {"arguments": piece}}]})
+                self._tool_delta({"tool_calls": [{"index": info.call, "function": {"arguments": piece}}]})
             return
 
     def _emit_text(self, text: str) -> None:
@@ -536,11 +547,16 @@ class StreamTranslator:
         result = rules.outbound.translate(self.assemble(), requested_model=self.requested_model)
         if self.notes:
             result.notes = (*result.notes, *self.notes)
+        for call, done in zip(self._calls, result.tool_calls, strict=False):
+            if call.opened is not None:  # a held call: the id the whole answer synthesized
+                call.id = call.opened["id"] = done.id
         streamed = [(c.id, c.name) for c in self._calls]
         if streamed != [(c.id, c.name) for c in result.tool_calls] or self._text_sent != len(result.text):
             raise ResponseError("", "the streamed deltas differ from the assembled response; the streaming "
                                 "rules do not match the response rules", provider=rules.provider)  # fmt: skip
         self.result = result
+        self._deltas += self._held
+        self._held.clear()
         out = self._chunks() if self._head is None or self._deltas else []
         for index, (call, done) in enumerate(zip(self._calls, result.tool_calls, strict=True)):
             if not call.sent_arguments and done.arguments:

@@ -270,7 +270,7 @@ def _watch(
                 fields[reasoning[kind]] = REASONING
             roles[kind] = fields
         if src.synthesize_ids and streamed:
-            message = f"ids synthesized for '{src.path}' hash the whole element; its arguments cannot arrive in pieces"
+            message = f"calls in '{src.path}' get synthesized ids; their arguments cannot arrive in pieces"
             raise source.error((*key, "combine"), message)
         watched.append(Watched(src, tuple(steps), roles, frozenset(streamed)))
     return watched

@@ -24,8 +24,11 @@ Operations (the whole vocabulary; README "Rule format" has an example of each):
         default: TEMPLATE    value is absent, any other value is a
                              TranslationError naming PATH (and the op's `doc`)
   $list: PATH                a string becomes a one-item list; a list stays
-  $sum: [PATH, ...]          the sum of the integers present; absent if none is,
+  $sum: [PATH, ...]          the sum of the counts present; absent if none is,
         empty: N             or N (for providers that omit counts that are zero)
+                             when the objects holding the counts are there; a
+                             count that is not a non-negative integer makes the
+                             sum absent (a response: noted; a request: an error)
   $merge: PATH               the mapping at PATH, with the `with` keys set
         with: {KEY: TEMPLATE}  (an absent value removes the key)
   $as_object: PATH          a mapping stays; JSON text of an object becomes that
@@ -86,6 +89,26 @@ class Ctx:
     def fail(self, path: str, message: str) -> TranslationError:
         cls = ResponseError if self.outbound else TranslationError
         return cls(path, message, provider=self.provider)
+
+    def bad_count(self, path: str, value: Any, wanted: str | None = None) -> bool:
+        """A count that is not a non-negative integer: in a response it is left out and noted (the
+        answer is never lost over accounting), in a request an error. True: the sum is absent."""
+        got = f"{value}" if type(value) is int else type(value).__name__
+        wanted = wanted or "a count (an integer from 0)"
+        if not self.outbound:
+            raise self.fail(path, f"expected {wanted}, got {got}")
+        note = Note("dropped", path, f"expected {wanted}, got {got}; left out of usage")
+        if note not in self.notes:  # a count several sums read is noted once
+            self.notes.append(note)
+        return True
+
+    def holder(self, path: str, value: Any) -> bool:
+        """Whether the object holding counts is there; one present but not an object is noted like a bad count."""
+        if isinstance(value, dict):
+            return True
+        if value is not MISSING and value is not None:
+            self.bad_count(path, value, "an object of counts")
+        return False
 
     def where(self) -> str:
         if isinstance(self.path, tuple):
@@ -273,6 +296,7 @@ class _ListOf:
 class _Sum:
     paths: tuple[_Read, ...]
     empty: Any  # the value when no path is present (MISSING unless the rule says `empty:`)
+    holders: tuple[_Read, ...] = ()  # the objects holding the counts: `empty` applies only when they are there
 
 
 @dataclass(frozen=True)
@@ -342,6 +366,18 @@ def _read(expr: Any, key: Key, env: Env) -> _Read:
     return _Read(expr, None if steps is None else tuple(steps), getter)
 
 
+def _holders(paths: tuple[_Read, ...], key: Key, env: Env) -> tuple[_Read, ...]:
+    """The objects holding `$sum`'s counts (`usage` for `usage.output_tokens`), each once; top-level
+    and non-plain paths have none to check."""
+    out: dict[str, _Read] = {}
+    for read in paths:
+        if read.steps and len(read.steps) > 1 and isinstance(read.steps[-1], str):
+            parent = read.expr[: -len(read.steps[-1]) - 1]
+            if read.expr.endswith(f".{read.steps[-1]}") and parent not in out:
+                out[parent] = _read(parent, key, env)
+    return tuple(out.values())
+
+
 def _reads(value: Any, key: Key, env: Env) -> tuple[_Read, ...]:
     exprs = value if isinstance(value, list) else [value]
     if not exprs:
@@ -394,7 +430,8 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
         empty = spec.get("empty", MISSING)
         if empty is not MISSING and type(empty) is not int:
             raise env.error((*key, "empty"), "`empty` must be an integer")
-        return _Sum(_reads(arg, at, env), empty)
+        paths = _reads(arg, at, env)
+        return _Sum(paths, empty, _holders(paths, at, env) if empty is not MISSING else ())
     if op == "$merge":
         with_spec = spec.get("with", {})
         if not isinstance(with_spec, dict):
@@ -546,19 +583,24 @@ class _Codegen:
             )
             return lines
         if isinstance(node, _Sum):
-            lines = [f"{target} = MISSING"]
-            empty = "MISSING" if node.empty is MISSING else repr(node.empty)
+            bad = self._fresh("bad")
+            lines = [f"{target} = MISSING", f"{bad} = False"]
             for read in node.paths:
                 tmp = self._fresh("v")
                 lines += self._read(read, tmp, scope)
                 lines.append(f"if {tmp} is not MISSING and {tmp} is not None:")
                 lines.append(
-                    f"    if type({tmp}) is not int: raise c.fail(c.at({read.expr!r}),"
-                    f" 'expected an integer, got ' + type({tmp}).__name__)"
+                    f"    if type({tmp}) is not int or {tmp} < 0: {bad} = c.bad_count(c.at({read.expr!r}), {tmp})"
                 )
-                lines.append(f"    {target} = {tmp} if {target} is MISSING else {target} + {tmp}")
-            if empty != "MISSING":
-                lines.append(f"if {target} is MISSING: {target} = {empty}")
+                lines.append(f"    else: {target} = {tmp} if {target} is MISSING else {target} + {tmp}")
+            held = []
+            for read in node.holders:  # only with `empty`: read before the branch below
+                tmp = self._fresh("h")
+                lines += self._read(read, tmp, scope)
+                held.append(f"c.holder(c.at({read.expr!r}), {tmp}), ")
+            lines.append(f"if {bad}: {target} = MISSING")
+            if node.empty is not MISSING:
+                lines.append(f"elif {target} is MISSING and all(({''.join(held)})): {target} = {node.empty!r}")
             return lines
         if isinstance(node, _Obj):
             literal = self._literal(node)
