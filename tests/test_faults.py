@@ -820,3 +820,24 @@ def test_the_stub_sends_a_replayed_reply_the_same_way() -> None:
         (503, "text/html", "<html>busy</html>")
     ] * 2
     assert reply.headers == before
+
+
+ENCODINGS = {
+    "gzip": lambda data: zlib.compress(data, wbits=31),
+    "deflate": lambda data: zlib.compress(data),  # zlib-wrapped, as the standard says
+    "deflate-raw": lambda data: zlib.compress(data, wbits=-15),  # what some servers send instead
+}
+
+
+@parametrize_targets
+@pytest.mark.parametrize("encoding", [*ENCODINGS, "x-unknown", "gzip, gzip"])
+def test_a_compressed_answer_is_inflated(provider: str, stack: str, encoding: str) -> None:
+    payload = json.dumps(text_reply(provider)).encode()
+    packed = ENCODINGS[encoding](payload) if encoding in ENCODINGS else payload
+    headers = {"Content-Encoding": encoding.removesuffix("-raw")}
+    outcome = run_clean(provider, Scenario(lambda request: StubReply(body=packed, headers=headers), 4.0), stack)
+    if encoding == "gzip, gzip":  # never inflated twice over (each pass would multiply the size)
+        assert (provider_error(outcome).kind, provider_error(outcome).status) == ("decode", 200)
+    else:  # an encoding the client did not ask for is taken as none, as httpx does
+        assert outcome.result is not None, repr(outcome.error)
+        assert outcome.result.text == toolnexus.translate_response(provider, text_reply(provider)).text

@@ -135,8 +135,12 @@ class _EventBytes(httpx.AsyncByteStream):
 
 async def _inflated(response: httpx.Response) -> AsyncGenerator[bytes, None]:
     """The body's bytes, inflated from its content-encoding at most STEP bytes at a time."""
-    encoding = response.headers.get("content-encoding", "identity").strip().lower()
-    inflater = None if encoding in ("", "identity") else _Inflater(encoding, response)
+    # as httpx does: the encodings it asks for are undone, any other is taken as identity
+    codecs = [name for name in response.headers.get("content-encoding", "").lower().replace(" ", "").split(",")
+              if name in ("gzip", "x-gzip", "deflate")]  # fmt: skip
+    if len(codecs) > 1:
+        raise BodyError("decode", f"the answer is encoded {len(codecs)} times over: {', '.join(codecs)}", response)
+    inflater = _Inflater(codecs[0], response) if codecs else None
     async with aclosing(cast(AsyncGenerator[bytes, None], response.aiter_raw())) as raws:  # an async generator
         async for raw in raws:
             if inflater is None:
@@ -153,9 +157,6 @@ class _Inflater:
     """gzip or deflate (what httpx asks for), inflated in bounded steps: httpx's decoders inflate a read whole."""
 
     def __init__(self, encoding: str, response: httpx.Response) -> None:
-        if encoding not in ("gzip", "x-gzip", "deflate"):
-            raise BodyError("decode", f"the answer has a content-encoding the client did not ask for: {encoding}",
-                            response)  # fmt: skip
         self._encoding = encoding
         self._response = response
         self._zlib: Any = zlib.decompressobj(zlib.MAX_WBITS | 32)  # a gzip or zlib header, detected
