@@ -37,6 +37,7 @@ import pytest
 import toolnexus
 from toolnexus import Cancelled, LLMEvent, ProviderError, ResponseError, ToolnexusError, TranslateResult
 from toolnexus.conformance import fixtures_dir
+from toolnexus.limits import AttemptTimeout, WaitDeadline
 from toolnexus.stub import ProviderStub, Responder, StubReply, StubRequest, scripted
 
 PROVIDERS = toolnexus.providers()
@@ -841,3 +842,57 @@ def test_a_compressed_answer_is_inflated(provider: str, stack: str, encoding: st
     else:  # an encoding the client did not ask for is taken as none, as httpx does
         assert outcome.result is not None, repr(outcome.error)
         assert outcome.result.text == toolnexus.translate_response(provider, text_reply(provider)).text
+
+
+@pytest.mark.parametrize("call", ["translate", "translate_stream"])
+@pytest.mark.parametrize("cap", [None, 10])
+def test_a_transport_that_hands_over_a_read_body(call: str, cap: int | None) -> None:
+    """httpx.MockTransport's responses are read already: they are used as they are, under the same caps."""
+    provider = "openai"
+    reply = text_reply(provider)
+    if call == "translate":
+        content, content_type = json.dumps(reply).encode(), "application/json"
+    else:
+        text = reply["choices"][0]["message"]["content"]
+        delta = {"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [delta]}
+        content, content_type = b"data: " + json.dumps(chunk).encode() + b"\n\ndata: [DONE]\n\n", "text/event-stream"
+    transport = httpx.MockTransport(
+        lambda request: httpx.Response(200, content=content, headers={"content-type": content_type})
+    )
+    options = {"max_response_bytes": cap, "max_event_bytes": cap} if cap else {}
+
+    async def main() -> TranslateResult:
+        async with toolnexus.create_client("http://127.0.0.1:9/v1", provider, "m", api_key="k", transport=transport,
+                                           **options) as client:  # fmt: skip
+            if call == "translate":
+                return await client.translate(USER)
+            return await _stream_all(client, [])
+
+    if cap:
+        with pytest.raises(ProviderError) as info:
+            asyncio.run(main())
+        assert info.value.kind == "too_large"
+    else:
+        assert asyncio.run(main()).text == toolnexus.translate_response(provider, reply).text
+
+
+def test_wait_deadline_bounds_each_wait_not_their_sum() -> None:
+    """The stream's per-event deadline: many short waits in a row outlast it together, one long wait does not."""
+
+    async def main() -> None:
+        waits = WaitDeadline(0.2)
+        for _ in range(8):  # 0.4 s in all, 0.05 s each
+            assert await waits.wait(asyncio.sleep(0.05, "ok")) == "ok"
+        with pytest.raises(AttemptTimeout):
+            await waits.wait(asyncio.sleep(5))
+        current = asyncio.current_task()
+        assert current is not None and current.cancelling() == 0  # its cancel was taken back
+        waiter = asyncio.ensure_future(waits.wait(asyncio.sleep(5)))
+        await asyncio.sleep(0.01)
+        waiter.cancel()  # someone else's cancel stays a cancel
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        waits.close()
+
+    asyncio.run(main())

@@ -35,7 +35,7 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from .client import RETRY_STATUSES, _maybe_await, _RetryableStatus, encode_body
 from .errors import Cancelled, ProviderError
-from .limits import AttemptTimeout, BodyError, capped_events, deadline, read_body
+from .limits import AttemptTimeout, BodyError, WaitDeadline, capped_events, deadline, read_body
 from .result import TranslateResult
 from .stream import StreamTranslator
 from .stream_rules import Streaming
@@ -70,6 +70,7 @@ class TranslateStream:
         self._events: AsyncGenerator[ServerSentEvent, None] | None = None
         self._result: TranslateResult | None = None
         self._scope: asyncio.Timeout | None = None
+        self._deadline = WaitDeadline(client.timeout)  # for each wait for the next event
         self._watcher: asyncio.Future[None] | None = None
         self._started = time.perf_counter()
         self._attempts = 0
@@ -123,9 +124,7 @@ class TranslateStream:
         assert self._events is not None
         following = anext(self._events, None)
         try:
-            event = await self._guarded(following, self._client.timeout)
-        except TimeoutError:
-            raise AttemptTimeout(self._client.timeout) from None
+            event = await self._deadline.wait(following if self._cancel is None else self._guarded(following, None))
         except httpx.TransportError:
             if not self._translator.ended:
                 raise
@@ -250,6 +249,7 @@ class TranslateStream:
         return self._response.status_code if self._response is not None else None
 
     async def _close(self) -> None:
+        self._deadline.close()
         if self._watcher is not None:
             self._watcher.cancel()
             self._watcher = None

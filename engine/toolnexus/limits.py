@@ -17,22 +17,24 @@ memory. One streamed event is one delta, or at most one inline image: `MAX_EVENT
 from __future__ import annotations
 
 import asyncio
+import re
 import zlib
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterator
 from contextlib import aclosing, asynccontextmanager
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import httpx
 
 from .errors import ConfigError, ProviderErrorKind
 
+T = TypeVar("T")
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 MAX_EVENT_BYTES = 16 * 1024 * 1024
 MAX_RETRY_AFTER = 60.0  # seconds: a longer retry-after is not honoured (the backoff applies)
 STEP = 64 * 1024  # inflate at most this many bytes at a time
 _WITHOUT = frozenset({"content-encoding", "content-length", "transfer-encoding"})  # no longer true once inflated
-# A blank line is two line ends in a row (CRLF counting as one); each such pair contains one of these.
-_BLANK_LINE = (b"\n\n", b"\r\r", b"\n\r")
+# A blank line (an event's end) is two line ends in a row, CRLF counting as one: each such pair holds one of these.
+_BLANK_LINE = re.compile(rb"\n\n|\r\r|\n\r")
 
 
 class BodyError(Exception):
@@ -76,17 +78,73 @@ async def deadline(seconds: float) -> AsyncIterator[None]:
         raise AttemptTimeout(seconds) from None
 
 
+class WaitDeadline:
+    """A deadline for each of many waits in a row (a stream's wait for its next event), on one timer.
+
+    asyncio.timeout around every wait costs more than reading a small event; this timer is armed
+    once and, when it fires during a wait that has time left, re-armed for that wait's end."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._timer: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[Any] | None = None  # the task waiting now, if any
+        self._since = 0.0
+        self._cancelling = 0
+        self._expired = False
+
+    async def wait(self, call: Awaitable[T]) -> T:
+        """`await call`, or AttemptTimeout once it has waited `seconds`."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        self._task, self._since, self._cancelling = task, loop.time(), task.cancelling()
+        if self._timer is None:
+            self._timer = loop.call_at(self._since + self.seconds, self._fire)
+        try:
+            return await call
+        except asyncio.CancelledError:
+            if self._expired:  # as asyncio.timeout: our cancel becomes a timeout, anyone else's stays a cancel
+                self._expired = False
+                if task.uncancel() <= self._cancelling:
+                    raise AttemptTimeout(self.seconds) from None
+            raise
+        finally:
+            self._task = None
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _fire(self) -> None:
+        self._timer = None
+        if self._task is None:  # between waits: the next wait arms it again
+            return
+        due = self._since + self.seconds
+        loop = asyncio.get_running_loop()
+        if loop.time() >= due:
+            self._expired = True
+            self._task.cancel()
+        else:
+            self._timer = loop.call_at(due, self._fire)
+
+
 async def read_body(response: httpx.Response, cap: int) -> httpx.Response:
     """`response` read whole and inflated, as a new Response; more than `cap` bytes is a BodyError.
 
     The response is closed either way (unread, its connection is dropped, not reused)."""
+    try:
+        if len(response.content) > cap:  # a transport may hand over a body it has read (httpx.MockTransport)
+            raise _too_large(response, cap)
+        return response
+    except httpx.ResponseNotRead:
+        pass
     body = bytearray()
     try:
         async with aclosing(_inflated(response)) as chunks:
             async for chunk in chunks:
                 if len(body) + len(chunk) > cap:
-                    message = f"the answer is larger than max_response_bytes ({cap} bytes)"
-                    raise BodyError("too_large", message, response)
+                    raise _too_large(response, cap)
                 body += chunk
     finally:
         await response.aclose()
@@ -119,14 +177,20 @@ class _EventBytes(httpx.AsyncByteStream):
 
     async def __anext__(self) -> bytes:
         chunk = await anext(self._chunks)
-        text = self._tail + chunk
-        ended = max(text.rfind(pair) for pair in _BLANK_LINE)
-        self._since = len(text) - ended - 2 if ended >= 0 else self._since + len(chunk)
-        if self._since > self._cap:
-            message = f"one event is larger than max_event_bytes ({self._cap} bytes)"
-            raise BodyError("too_large", message, self._response)
+        text = self._tail + chunk  # the tail was counted already: a blank line may span two chunks
+        counted, since = len(self._tail), self._since
+        for blank in _BLANK_LINE.finditer(text):  # every event that ends in this chunk
+            self._check(since + blank.start() - counted)
+            counted, since = blank.end(), 0
+        self._since = since + len(text) - counted  # the event still open
+        self._check(self._since)
         self._tail = text[-3:]
         return chunk
+
+    def _check(self, size: int) -> None:
+        if size > self._cap:
+            message = f"one event is larger than max_event_bytes ({self._cap} bytes)"
+            raise BodyError("too_large", message, self._response)
 
     async def aclose(self) -> None:
         await self._chunks.aclose()
@@ -135,6 +199,13 @@ class _EventBytes(httpx.AsyncByteStream):
 
 async def _inflated(response: httpx.Response) -> AsyncGenerator[bytes, None]:
     """The body's bytes, inflated from its content-encoding at most STEP bytes at a time."""
+    try:
+        whole = response.content  # a transport may hand over a body it read and inflated (httpx.MockTransport)
+    except httpx.ResponseNotRead:
+        pass
+    else:
+        yield whole
+        return
     # as httpx does: the encodings it asks for are undone, any other is taken as identity
     codecs = [name for name in response.headers.get("content-encoding", "").lower().replace(" ", "").split(",")
               if name in ("gzip", "x-gzip", "deflate")]  # fmt: skip
@@ -186,6 +257,10 @@ class _Inflater:
             out = self._zlib.decompress(data, STEP)
         self._started = True
         return out
+
+
+def _too_large(response: httpx.Response, cap: int) -> BodyError:
+    return BodyError("too_large", f"the answer is larger than max_response_bytes ({cap} bytes)", response)
 
 
 def _plain_headers(response: httpx.Response) -> list[tuple[str, str]]:
