@@ -22,7 +22,9 @@ import re
 import socket
 import ssl
 import time
+import tracemalloc
 import warnings
+import zlib
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -35,6 +37,7 @@ import pytest
 import toolnexus
 from toolnexus import Cancelled, LLMEvent, ProviderError, ResponseError, ToolnexusError, TranslateResult
 from toolnexus.conformance import fixtures_dir
+from toolnexus.limits import AttemptTimeout, WaitDeadline
 from toolnexus.stub import ProviderStub, Responder, StubReply, StubRequest, scripted
 
 PROVIDERS = toolnexus.providers()
@@ -280,7 +283,11 @@ def run(provider: str, scenario: Scenario, *, api_key: str = "test-key", stack: 
         client_repr = repr(client)
         await client.aclose()
         current = asyncio.current_task()
-        leftover = [repr(task) for task in asyncio.all_tasks() if task is not current]
+        for _ in range(20):  # a body left unread closes its async generators in tasks the loop runs next
+            leftover = [repr(task) for task in asyncio.all_tasks() if task is not current]
+            if not leftover:
+                break
+            await asyncio.sleep(0)
         return result, error, elapsed, client_repr, leftover
 
     with warnings.catch_warnings(record=True) as caught:
@@ -649,3 +656,243 @@ def test_mid_flight_cancel_leaves_the_client_reusable(provider: str, stack: str)
     assert outcome.result.text == toolnexus.translate_response(provider, text_reply(provider)).text
     assert [e.outcome for e in outcome.events] == ["cancelled", "ok"]
     assert outcome.elapsed < 2.5  # not the 3 s the stub delays
+
+
+# ----------------------------------------------------------------- limits on what is read (issue 13)
+# Caps are small here (1 MiB) so the runs are fast; the stub makes its huge bodies lazily, so only
+# what the client reads is ever in memory. tracemalloc sees the whole process (client and stub).
+
+CAP = 1024 * 1024
+PEAK_BOUND = 8 * CAP  # the cap, one inflate step, httpx's and asyncio's own buffers; far below the body
+HUGE = 1024**3  # bytes the stub would send: 1 GiB
+BLOCK = 64 * 1024
+
+
+def huge_json() -> Iterator[bytes]:
+    """1 GiB of a JSON body that never ends, made as it is sent."""
+    yield b'{"text": "'
+    for _ in range(HUGE // BLOCK):
+        yield b"a" * BLOCK
+
+
+def gzip_bomb() -> Iterator[bytes]:
+    """About 1 MB of gzip that inflates to 1 GiB of zeros, compressed as it is sent."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    zeros = bytes(BLOCK * 16)
+    for _ in range(HUGE // len(zeros)):
+        if packed := packer.compress(zeros):
+            yield packed
+    yield packer.flush()
+
+
+def sse_without_newlines() -> Iterator[bytes]:
+    yield b"data: "
+    for _ in range(HUGE // BLOCK):
+        yield b"x" * BLOCK
+
+
+def sse_event_without_end() -> Iterator[bytes]:
+    """Short lines forever, never the blank line that ends an event."""
+    for _ in range(HUGE // BLOCK):
+        yield b"data: x\n" * (BLOCK // 8)
+
+
+def lazy(pieces: Callable[[], Iterator[bytes]], sent: list[StubReply], **headers: str) -> Responder:
+    """A responder sending `pieces()` as they are made; every reply kept in `sent` (to see the client leave)."""
+
+    def respond(request: StubRequest) -> StubReply:
+        reply = StubReply(stream=pieces(), headers={"Content-Type": "application/json", **headers})
+        sent.append(reply)
+        return reply
+
+    return respond
+
+
+async def _stream_all(client: toolnexus.Client, errors: list[BaseException]) -> TranslateResult:
+    async with client.translate_stream(USER) as stream:
+        async for _ in stream:
+            pass
+    return stream.result
+
+
+def run_measured(provider: str, scenario: Scenario, stack: str) -> tuple[Outcome, int]:
+    """run_clean under tracemalloc: the outcome and the peak bytes traced during the run."""
+    tracemalloc.start()
+    try:
+        outcome = run_clean(provider, scenario, stack)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return outcome, peak
+
+
+def assert_too_large(outcome: Outcome, sent: list[StubReply], peak: int) -> None:
+    error = provider_error(outcome)
+    assert (error.kind, error.status, error.attempts) == ("too_large", 200, 1)  # not retried
+    assert len(outcome.requests) == 1
+    assert [e.outcome for e in outcome.events] == ["error"]
+    assert sent[0].client_closed.wait(5.0), "the client kept the connection open"
+    assert peak < PEAK_BOUND, f"peak {peak / 2**20:.1f} MiB for a cap of {CAP / 2**20:.0f} MiB"
+
+
+@parametrize_targets
+@pytest.mark.parametrize("body", ["huge", "gzip-bomb"])
+def test_a_body_over_max_response_bytes_is_too_large(provider: str, stack: str, body: str) -> None:
+    sent: list[StubReply] = []
+    responder = lazy(huge_json, sent) if body == "huge" else lazy(gzip_bomb, sent, **{"Content-Encoding": "gzip"})
+    scenario = Scenario(responder, 10.0, {"max_response_bytes": CAP})
+    outcome, peak = run_measured(provider, scenario, stack)
+    assert_too_large(outcome, sent, peak)
+
+
+@parametrize_targets
+@pytest.mark.parametrize("shape", ["one-line", "one-event"])
+def test_a_streamed_event_over_max_event_bytes_is_too_large(provider: str, stack: str, shape: str) -> None:
+    sent: list[StubReply] = []
+    pieces = sse_without_newlines if shape == "one-line" else sse_event_without_end
+    scenario = Scenario(lazy(pieces, sent, **{"Content-Type": "text/event-stream"}), 10.0,
+                        {"max_event_bytes": CAP}, drive=_stream_all)  # fmt: skip
+    outcome, peak = run_measured(provider, scenario, stack)
+    assert_too_large(outcome, sent, peak)
+
+
+@parametrize_targets
+def test_a_body_at_max_response_bytes_is_read(provider: str, stack: str) -> None:
+    payload = json.dumps(text_reply(provider)).encode()
+    outcome = run_clean(provider, Scenario(lambda request: StubReply(body=payload), 4.0,
+                                           {"max_response_bytes": len(payload)}), stack)  # fmt: skip
+    assert outcome.result is not None, repr(outcome.error)
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, True, "1"])
+def test_a_cap_that_is_not_a_positive_size_is_a_config_error(value: Any) -> None:
+    for option in ("max_response_bytes", "max_event_bytes"):
+        with pytest.raises(toolnexus.ConfigError):
+            toolnexus.create_client("http://127.0.0.1:9/v1", PROVIDERS[0], "m", api_key="k", **{option: value})
+
+
+DRIP_S = 0.2  # the stub sends one byte this often
+DRIP_TIMEOUT = 1.0
+
+
+def drip(body: bytes) -> Iterator[bytes]:
+    return (body[i : i + 1] for i in range(len(body)))
+
+
+@parametrize_targets
+@pytest.mark.parametrize("call", ["translate", "translate_stream"])
+def test_a_slow_drip_is_bounded_by_the_attempt_timeout(provider: str, stack: str, call: str) -> None:
+    """One byte every 0.2 s never lets httpx's read timeout fire; the attempt's deadline does."""
+    if call == "translate":
+        body, content_type, drive = json.dumps(text_reply(provider)).encode(), "application/json", None
+    else:
+        body, content_type, drive = b"data: " + b"x" * 200, "text/event-stream", _stream_all
+    responder = lambda request: StubReply(stream=drip(body), pause=DRIP_S, headers={"Content-Type": content_type})  # noqa: E731
+    scenario = Scenario(responder, 2 * DRIP_TIMEOUT, {"timeout": DRIP_TIMEOUT, "max_retries": 0}, drive=drive)
+    outcome = run_clean(provider, scenario, stack)
+    error = provider_error(outcome)
+    assert (error.kind, error.attempts) == ("timeout", 1)
+    assert outcome.elapsed >= DRIP_TIMEOUT * 0.9
+
+
+def test_overall_timeout_has_a_finite_default() -> None:
+    client = toolnexus.create_client("http://127.0.0.1:9/v1", PROVIDERS[0], "m", api_key="k", timeout=10.0,
+                                     max_retries=2)  # fmt: skip
+    # every attempt's timeout, plus the longest retry-after honoured before each retry
+    assert client.overall_timeout == 3 * 10.0 + 2 * 60.0
+    asyncio.run(client.aclose())
+
+
+@parametrize_targets
+def test_a_refused_connection_is_the_same_error_for_translate_and_translate_stream(provider: str, stack: str) -> None:
+    kinds = []
+    for drive in (None, _stream_all):
+        outcome = run_clean(provider, Scenario(None, 4.0, {"max_retries": 0}, drive=drive), stack)
+        kinds.append((provider_error(outcome).kind, provider_error(outcome).attempts))
+    assert kinds == [("connection", 1), ("connection", 1)]
+
+
+def test_the_stub_sends_a_replayed_reply_the_same_way() -> None:
+    reply = StubReply(status=503, body=b"<html>busy</html>", headers={"Content-Type": "text/html", "X-Id": "1"})
+    before = copy.deepcopy(reply.headers)
+    with ProviderStub(scripted([reply])) as stub, httpx.Client() as http:
+        answers = [http.post(stub.base_url, content=b"{}") for _ in range(2)]
+    assert [(a.status_code, a.headers["content-type"], a.text) for a in answers] == [
+        (503, "text/html", "<html>busy</html>")
+    ] * 2
+    assert reply.headers == before
+
+
+ENCODINGS = {
+    "gzip": lambda data: zlib.compress(data, wbits=31),
+    "deflate": lambda data: zlib.compress(data),  # zlib-wrapped, as the standard says
+    "deflate-raw": lambda data: zlib.compress(data, wbits=-15),  # what some servers send instead
+}
+
+
+@parametrize_targets
+@pytest.mark.parametrize("encoding", [*ENCODINGS, "x-unknown", "gzip, gzip"])
+def test_a_compressed_answer_is_inflated(provider: str, stack: str, encoding: str) -> None:
+    payload = json.dumps(text_reply(provider)).encode()
+    packed = ENCODINGS[encoding](payload) if encoding in ENCODINGS else payload
+    headers = {"Content-Encoding": encoding.removesuffix("-raw")}
+    outcome = run_clean(provider, Scenario(lambda request: StubReply(body=packed, headers=headers), 4.0), stack)
+    if encoding == "gzip, gzip":  # never inflated twice over (each pass would multiply the size)
+        assert (provider_error(outcome).kind, provider_error(outcome).status) == ("decode", 200)
+    else:  # an encoding the client did not ask for is taken as none, as httpx does
+        assert outcome.result is not None, repr(outcome.error)
+        assert outcome.result.text == toolnexus.translate_response(provider, text_reply(provider)).text
+
+
+@pytest.mark.parametrize("call", ["translate", "translate_stream"])
+@pytest.mark.parametrize("cap", [None, 10])
+def test_a_transport_that_hands_over_a_read_body(call: str, cap: int | None) -> None:
+    """httpx.MockTransport's responses are read already: they are used as they are, under the same caps."""
+    provider = "openai"
+    reply = text_reply(provider)
+    if call == "translate":
+        content, content_type = json.dumps(reply).encode(), "application/json"
+    else:
+        text = reply["choices"][0]["message"]["content"]
+        delta = {"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [delta]}
+        content, content_type = b"data: " + json.dumps(chunk).encode() + b"\n\ndata: [DONE]\n\n", "text/event-stream"
+    transport = httpx.MockTransport(
+        lambda request: httpx.Response(200, content=content, headers={"content-type": content_type})
+    )
+    options = {"max_response_bytes": cap, "max_event_bytes": cap} if cap else {}
+
+    async def main() -> TranslateResult:
+        async with toolnexus.create_client("http://127.0.0.1:9/v1", provider, "m", api_key="k", transport=transport,
+                                           **options) as client:  # fmt: skip
+            if call == "translate":
+                return await client.translate(USER)
+            return await _stream_all(client, [])
+
+    if cap:
+        with pytest.raises(ProviderError) as info:
+            asyncio.run(main())
+        assert info.value.kind == "too_large"
+    else:
+        assert asyncio.run(main()).text == toolnexus.translate_response(provider, reply).text
+
+
+def test_wait_deadline_bounds_each_wait_not_their_sum() -> None:
+    """The stream's per-event deadline: many short waits in a row outlast it together, one long wait does not."""
+
+    async def main() -> None:
+        waits = WaitDeadline(0.2)
+        for _ in range(8):  # 0.4 s in all, 0.05 s each
+            assert await waits.wait(asyncio.sleep(0.05, "ok")) == "ok"
+        with pytest.raises(AttemptTimeout):
+            await waits.wait(asyncio.sleep(5))
+        current = asyncio.current_task()
+        assert current is not None and current.cancelling() == 0  # its cancel was taken back
+        waiter = asyncio.ensure_future(waits.wait(asyncio.sleep(5)))
+        await asyncio.sleep(0.01)
+        waiter.cancel()  # someone else's cancel stays a cancel
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        waits.close()
+
+    asyncio.run(main())

@@ -18,8 +18,8 @@ import pytest
 import toolnexus
 from test_faults import needs_aiohttp, text_reply
 from toolnexus import ConfigError
-from toolnexus.client import _transport_error
 from toolnexus.stub import ProviderStub, StubRequest
+from toolnexus.transport import transport_error
 
 PROVIDER = "openai"
 USER = [{"role": "user", "content": "hi"}]
@@ -112,6 +112,6 @@ def raised_from(exc: BaseException, cause: BaseException | None) -> BaseExceptio
 def test_a_timeout_caused_by_a_failed_connection_is_a_connection_error(
     exc: httpx.TransportError, cause: BaseException | None, kind: str, named: str
 ) -> None:
-    error = _transport_error(raised_from(exc, cause), PROVIDER, 2)  # type: ignore[arg-type]
+    error = transport_error(raised_from(exc, cause), PROVIDER, 2)  # type: ignore[arg-type]
     assert (error.kind, error.attempts) == (kind, 2)
     assert named in error.message

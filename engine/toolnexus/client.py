@@ -28,11 +28,22 @@ from . import wire
 from .endpoint import check_headers, excerpt
 from .errors import Cancelled, ConfigError, Note, ProviderError, ToolnexusError, TranslationError, sided
 from .inbound import RequestBody
+from .limits import (
+    MAX_EVENT_BYTES,
+    MAX_RESPONSE_BYTES,
+    MAX_RETRY_AFTER,
+    AttemptTimeout,
+    BodyError,
+    check_cap,
+    deadline,
+    overall_default,
+    read_body,
+)
 from .redact import chain_mentions, guard_logs
 from .result import TranslateResult
 from .rulebook import Provider, RulesArg, load_rules
 from .toolkit import Toolkit
-from .transport import TransportOption, async_client
+from .transport import TransportOption, async_client, transport_error
 
 if TYPE_CHECKING:
     from .client_stream import TranslateStream
@@ -42,7 +53,6 @@ logger = logging.getLogger("toolnexus")
 RETRY_STATUSES = frozenset({408, 409, 429})
 REFUSED_PARAMS = frozenset({"messages", "tools", "stream"})
 OWN_ARGUMENTS = frozenset({"model", "messages", "tools", "tool_choice", "max_tokens"})  # translate's own arguments
-MAX_RETRY_AFTER = 60.0
 MIN_KEY_PREFIX = 8  # a key's leading characters this long or longer count as the key
 
 BeforeLLM = Callable[[dict[str, Any]], "dict[str, Any] | Awaitable[dict[str, Any] | None] | None"]
@@ -93,8 +103,12 @@ class Client:
     style: any provider the rules define. api_key: explicit, else the env var the rule
     file names (ANTHROPIC_API_KEY, ...). A model name, key, header or base URL that cannot
     be sent as it is is a ConfigError here, before any request. system_prompt: the client-wide default, used
-    only when neither the call nor the transcript gives one. timeout: seconds per
-    attempt; overall_timeout: for all attempts together. max_retries: extra attempts on
+    only when neither the call nor the transcript gives one. timeout: seconds per attempt,
+    a deadline for all of it (connect, headers, every byte); overall_timeout: for all attempts
+    together, by default every attempt's timeout plus the longest retry-after honoured between
+    them (300 s with the defaults). max_response_bytes: the most a body may hold once inflated;
+    max_event_bytes: the most one streamed event (or line) may hold; beyond either the call
+    fails with ProviderError kind too_large (see limits.py for the defaults). max_retries: extra attempts on
     connection errors, timeouts, 408/409/429/5xx (0 = exactly one attempt); backoff:
     (first delay, ceiling) in seconds, the provider's retry-after wins. request_params:
     merged into every body after translation (messages, tools and stream are refused).
@@ -116,6 +130,8 @@ class Client:
         timeout: float = 60.0,
         overall_timeout: float | None = None,
         max_retries: int = 2,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
+        max_event_bytes: int = MAX_EVENT_BYTES,
         backoff: tuple[float, float] = (0.5, 8.0),
         rules: RulesArg = None,
         before_llm: BeforeLLM | None = None,
@@ -146,7 +162,10 @@ class Client:
         self.base_url = base_url if base_url is not None else endpoint.base_url
         self.system_prompt = system_prompt
         self.max_retries = max_retries
-        self.overall_timeout = overall_timeout
+        self.timeout = timeout
+        self.overall_timeout = overall_timeout if overall_timeout is not None else overall_default(timeout, max_retries)
+        self.max_response_bytes = check_cap("max_response_bytes", max_response_bytes)
+        self.max_event_bytes = check_cap("max_event_bytes", max_event_bytes)
         self._backoff = backoff
         self._before = before_llm
         self._after = after_llm
@@ -318,12 +337,16 @@ class Client:
             error = self._http_error(exc.response, attempts)
             self._emit(attempts, started, exc.response.status_code, {}, "error", error)
             raise error from None
-        except httpx.TransportError as exc:
-            error = _transport_error(exc, self.style, attempts)
+        except (httpx.TransportError, AttemptTimeout) as exc:
+            error = transport_error(exc, self.style, attempts)
             self._emit(attempts, started, None, {}, "error", error)
             if not chain_mentions(exc, [self._redact]):
                 raise error from exc
             leaked = error  # raised below, outside this block, so the cause quoting the key is not even its context
+        except BodyError as exc:
+            error = self.body_error(exc, attempts)
+            self._emit(attempts, started, exc.response.status_code, {}, "error", error)
+            raise error from None
         except asyncio.CancelledError:
             self._emit(attempts, started, status, {}, "cancelled", None)
             raise
@@ -345,7 +368,10 @@ class Client:
         )
 
     async def _post(self, content: bytes) -> httpx.Response:
-        response = await self._http.post(self._url, content=content)
+        """One attempt under one deadline; the body read whole (inflated, capped) before it ends."""
+        async with deadline(self.timeout):
+            sent = await self._http.send(self._http.build_request("POST", self._url, content=content), stream=True)
+            response = await read_body(sent, self.max_response_bytes)
         if response.status_code in RETRY_STATUSES or response.status_code >= 500:
             raise _RetryableStatus(response)
         return response
@@ -368,6 +394,11 @@ class Client:
         if self._provider.endpoint.carries_error(data):  # a 2xx whose body is the provider's error shape
             raise self._http_error(response, attempts)
         return data
+
+    def body_error(self, exc: BodyError, attempts: int) -> ProviderError:
+        """A body the client stopped reading (too large, or an encoding it cannot inflate)."""
+        return ProviderError(exc.message, provider=self.style, kind=exc.kind, status=exc.response.status_code,
+                             request_id=self._request_id(exc.response), attempts=attempts)  # fmt: skip
 
     def _http_error(self, response: httpx.Response, attempts: int) -> ProviderError:
         error_type, message = self._provider.endpoint.describe_error(self._scrub_bytes(response.content))
@@ -447,23 +478,7 @@ def encode_body(body: dict[str, Any]) -> bytes:
 
 
 def _is_retryable(exc: BaseException) -> bool:
-    return isinstance(exc, (_RetryableStatus, httpx.TransportError))
-
-
-def _transport_error(exc: httpx.TransportError, provider: str, attempts: int) -> ProviderError:
-    """A timeout, or a connection that failed. An httpx timeout caused by an OSError other than a
-    timeout is a failed connection: httpx-aiohttp reports a refused connection as ConnectTimeout
-    (its exception map, as noted in openai/openai-python#3594)."""
-    cause = exc.__cause__
-    if isinstance(exc, httpx.TimeoutException):
-        if not isinstance(cause, OSError) or isinstance(cause, TimeoutError):
-            return ProviderError(
-                f"timed out: {type(exc).__name__}", provider=provider, kind="timeout", attempts=attempts
-            )
-        name = type(cause).__name__  # misnamed: the cause is the failure
-    else:
-        name = type(exc).__name__
-    return ProviderError(f"connection failed: {name}", provider=provider, kind="connection", attempts=attempts)
+    return isinstance(exc, (_RetryableStatus, httpx.TransportError, AttemptTimeout))
 
 
 def _retry_after(headers: httpx.Headers) -> float | None:

@@ -12,7 +12,10 @@ with the changes a stream needs:
   provider response, one LLMEvent per call when the stream ends (ok, error or
   cancelled: a stream closed early counts as cancelled);
 - `overall_timeout` bounds the wait for the stream to start (all attempts); the
-  per-attempt `timeout` bounds every wait for the next bytes;
+  per-attempt `timeout` bounds each attempt to start and then every wait for the next
+  event (a server dripping bytes that never make an event is not waited for);
+- one event (all its lines) larger than `max_event_bytes` ends the stream with
+  ProviderError kind too_large; an error body is read as `translate` reads it;
 - setting `cancel` ends the stream at once, even mid-read, and closes the connection.
 
 Events are parsed by httpx-sse and translated by `stream.StreamTranslator`.
@@ -32,9 +35,11 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from .client import RETRY_STATUSES, _maybe_await, _RetryableStatus, encode_body, with_request_notes
 from .errors import Cancelled, Note, ProviderError
+from .limits import AttemptTimeout, BodyError, WaitDeadline, capped_events, deadline, read_body
 from .result import TranslateResult
 from .stream import StreamTranslator
 from .stream_rules import Streaming
+from .transport import transport_error
 
 if TYPE_CHECKING:
     from .client import Client
@@ -62,9 +67,11 @@ class TranslateStream:
         self._pending: deque[dict[str, Any]] = deque()
         self._state = "new"  # new -> open -> done | failed | closed
         self._response: httpx.Response | None = None
+        self._capped: httpx.Response | None = None  # the response's body as the events read it (capped)
         self._events: AsyncGenerator[ServerSentEvent, None] | None = None
         self._result: TranslateResult | None = None
         self._scope: asyncio.Timeout | None = None
+        self._deadline = WaitDeadline(client.timeout)  # for each wait for the next event
         self._watcher: asyncio.Future[None] | None = None
         self._started = time.perf_counter()
         self._attempts = 0
@@ -120,7 +127,7 @@ class TranslateStream:
         assert self._events is not None
         following = anext(self._events, None)
         try:
-            event = await (following if self._cancel is None else self._guarded(following, None))
+            event = await self._deadline.wait(following if self._cancel is None else self._guarded(following, None))
         except httpx.TransportError:
             if not self._translator.ended:
                 raise
@@ -151,18 +158,22 @@ class TranslateStream:
         response = await self._guarded(self._connect(content), client.overall_timeout)
         self._response = response
         if not response.is_success:
-            await _read_and_close(response)
-            raise client._http_error(response, self._attempts)
+            raise client._http_error(await self._read(response), self._attempts)
         content_type = response.headers.get("content-type", "")
         if EVENT_STREAM not in content_type:
-            await _read_and_close(response)
-            client._decode(response, self._attempts)  # the provider's error shape, or not JSON: raises
+            client._decode(await self._read(response), self._attempts)  # the provider's error shape, or not JSON
             raise ProviderError(
                 f"expected an event stream ({EVENT_STREAM}), got {content_type or 'no content type'}",
                 provider=client.style, kind="decode", status=response.status_code,
                 request_id=client._request_id(response), attempts=self._attempts,
             )  # fmt: skip
-        self._events = EventSource(response).aiter_sse()
+        self._capped = capped_events(response, client.max_event_bytes)
+        self._events = EventSource(self._capped).aiter_sse()
+
+    async def _read(self, response: httpx.Response) -> httpx.Response:
+        """A body that is not an event stream, read as `translate` reads one (capped, under a deadline)."""
+        async with deadline(self._client.timeout):
+            return await read_body(response, self._client.max_response_bytes)
 
     async def _connect(self, content: bytes) -> httpx.Response:
         client = self._client
@@ -171,10 +182,10 @@ class TranslateStream:
                 self._attempts = attempt.retry_state.attempt_number
                 request = client._http.build_request("POST", self._url, content=content,
                                                      headers={"accept": EVENT_STREAM})  # fmt: skip
-                response = await client._http.send(request, stream=True)
-                if response.status_code in RETRY_STATUSES or response.status_code >= 500:
-                    await _read_and_close(response)
-                    raise _RetryableStatus(response)
+                async with deadline(client.timeout):
+                    response = await client._http.send(request, stream=True)
+                    if response.status_code in RETRY_STATUSES or response.status_code >= 500:
+                        raise _RetryableStatus(await read_body(response, client.max_response_bytes))
         return response
 
     # ------------------------------------------------------------ cancel
@@ -220,6 +231,8 @@ class TranslateStream:
         response = self._response
         if isinstance(exc, _RetryableStatus):
             return client._http_error(exc.response, self._attempts)
+        if isinstance(exc, BodyError):
+            return client.body_error(exc, max(self._attempts, 1))
         if isinstance(exc, ProviderError):
             return ProviderError(
                 client._scrub(exc.message), provider=client.style, kind=exc.kind,
@@ -228,23 +241,19 @@ class TranslateStream:
                 request_id=exc.request_id or (client._request_id(response) if response is not None else None),
                 attempts=max(self._attempts, 1),
             )  # fmt: skip
-        midway = " mid-stream" if self._events is not None else ""
         if isinstance(exc, TimeoutError):
             return ProviderError(f"the stream did not start within the overall timeout of {client.overall_timeout} s",
                                  provider=client.style, kind="timeout", attempts=max(self._attempts, 1))  # fmt: skip
-        if isinstance(exc, httpx.TimeoutException):
-            return ProviderError(f"timed out{midway}: {type(exc).__name__}", provider=client.style, kind="timeout",
-                                 status=self._status(), attempts=self._attempts)  # fmt: skip
-        if isinstance(exc, httpx.TransportError):
-            what = "the connection dropped mid-stream" if midway else "connection failed"
-            return ProviderError(f"{what}: {type(exc).__name__}", provider=client.style, kind="connection",
-                                 status=self._status(), attempts=self._attempts)  # fmt: skip
+        if isinstance(exc, (httpx.TransportError, AttemptTimeout)):
+            return transport_error(exc, client.style, max(self._attempts, 1), status=self._status(),
+                                   midway=self._events is not None)  # fmt: skip
         return exc
 
     def _status(self) -> int | None:
         return self._response.status_code if self._response is not None else None
 
     async def _close(self) -> None:
+        self._deadline.close()
         if self._watcher is not None:
             self._watcher.cancel()
             self._watcher = None
@@ -252,12 +261,7 @@ class TranslateStream:
         if events is not None:
             with suppress(httpx.HTTPError, RuntimeError):  # the connection is closed below either way
                 await events.aclose()
+        if self._capped is not None:
+            await self._capped.aclose()
         if self._response is not None:
             await self._response.aclose()
-
-
-async def _read_and_close(response: httpx.Response) -> None:
-    try:
-        await response.aread()
-    finally:
-        await response.aclose()

@@ -113,7 +113,7 @@ class ToolkitError(ToolnexusError):
         super().__init__(text)
 
 
-ProviderErrorKind = Literal["http", "connection", "timeout", "decode"]
+ProviderErrorKind = Literal["http", "connection", "timeout", "decode", "too_large"]
 
 
 class ProviderError(ToolnexusError):
@@ -122,7 +122,8 @@ class ProviderError(ToolnexusError):
     kind: http (a non-2xx status; .status, .error_type and .message come from the
     provider's error body as its rule file describes it), connection, timeout
     (per attempt or overall), decode (a 2xx body that is not JSON; .message holds
-    its first bytes). Never carries request headers or the API key.
+    its first bytes), too_large (a body or one streamed event over the client's cap;
+    the connection was closed). Never carries request headers or the API key.
     """
 
     def __init__(

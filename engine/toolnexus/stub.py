@@ -12,9 +12,10 @@ import json
 import random
 import select
 import socket
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -34,7 +35,9 @@ class StubReply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds before answering
     cut: bool = False  # send part of the body (a stream: all its pieces, never ended), then close the connection
-    stream: list[bytes] | None = None  # an event stream: each piece written and flushed on its own (chunked)
+    # pieces written and flushed one by one (chunked): an event stream, or any body sent slowly or made lazily
+    # (a generator is read as it is sent, so a huge body never sits in memory; a reply with one is not replayable)
+    stream: Iterable[bytes] | None = None
     pause: float = 0.0  # stream: seconds between pieces
     hold: float = 0.0  # stream: after the pieces, keep the connection open this long (or until the client leaves)
     client_closed: Flag = field(default_factory=Flag, repr=False)  # stream: set when the client left
@@ -54,6 +57,11 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     request_queue_size = 256  # many concurrent clients connect at once
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that left mid-answer (a capped or cancelled call) is expected, not an error to print."""
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
 
 
 class ProviderStub:
@@ -100,10 +108,7 @@ class ProviderStub:
             return
         payload = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode("utf-8")
         try:
-            handler.send_response(reply.status)
-            handler.send_header("Content-Type", reply.headers.pop("Content-Type", "application/json"))
-            for name, value in reply.headers.items():
-                handler.send_header(name, value)
+            _send_head(handler, reply, "application/json")
             handler.send_header("Content-Length", str(len(payload)))
             handler.end_headers()
             if reply.cut:
@@ -152,10 +157,7 @@ def _send_stream(handler: BaseHTTPRequestHandler, reply: StubReply) -> None:
     """An event stream in chunked encoding, one piece per chunk; `cut` closes the connection without ending it."""
     assert reply.stream is not None
     try:
-        handler.send_response(reply.status)
-        handler.send_header("Content-Type", reply.headers.pop("Content-Type", "text/event-stream"))
-        for name, value in reply.headers.items():
-            handler.send_header(name, value)
+        _send_head(handler, reply, "text/event-stream")
         handler.send_header("Transfer-Encoding", "chunked")
         handler.end_headers()
         for i, piece in enumerate(reply.stream):
@@ -174,6 +176,16 @@ def _send_stream(handler: BaseHTTPRequestHandler, reply: StubReply) -> None:
         handler.wfile.flush()
     except (BrokenPipeError, ConnectionResetError):
         reply.client_closed.set()  # the client went away mid-stream
+
+
+def _send_head(handler: BaseHTTPRequestHandler, reply: StubReply, content_type: str) -> None:
+    """The status line and the reply's headers, with `content_type` unless the reply names its own.
+    Reads the reply, never changes it: a reply answered twice is sent twice the same way."""
+    handler.send_response(reply.status)
+    if not any(name.lower() == "content-type" for name in reply.headers):
+        handler.send_header("Content-Type", content_type)
+    for name, value in reply.headers.items():
+        handler.send_header(name, value)
 
 
 def _client_left(connection: socket.socket, seconds: float) -> bool:

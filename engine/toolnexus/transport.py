@@ -13,7 +13,8 @@ from typing import Any, Literal
 
 import httpx
 
-from .errors import ConfigError
+from .errors import ConfigError, ProviderError
+from .limits import AttemptTimeout
 
 Stack = Literal["httpx", "aiohttp"]
 STACKS: tuple[Stack, ...] = ("httpx", "aiohttp")
@@ -39,3 +40,29 @@ def async_client(transport: TransportOption, **options: Any) -> httpx.AsyncClien
             ) from None
         return HttpxAiohttpClient(**options)
     raise ConfigError(f"transport must be an httpx.AsyncBaseTransport, 'httpx' or 'aiohttp', got {transport!r}")
+
+
+def transport_error(
+    exc: httpx.TransportError | AttemptTimeout, provider: str, attempts: int, *,
+    status: int | None = None, midway: bool = False,
+) -> ProviderError:  # fmt: skip
+    """The one map from what the HTTP stack raised to a ProviderError kind, for translate and streams.
+
+    A timeout (an attempt's deadline, or httpx's own), or a connection that failed. An httpx timeout
+    caused by an OSError other than a timeout is a failed connection: httpx-aiohttp reports a refused
+    connection as ConnectTimeout (its exception map, as noted in openai/openai-python#3594).
+    `midway`: the stream had started, so the connection dropped rather than failed.
+    """
+    where = " mid-stream" if midway else ""
+    if isinstance(exc, AttemptTimeout):
+        return ProviderError(f"{exc}{where}", provider=provider, kind="timeout", status=status, attempts=attempts)
+    cause = exc.__cause__
+    if isinstance(exc, httpx.TimeoutException):
+        if not isinstance(cause, OSError) or isinstance(cause, TimeoutError):
+            return ProviderError(f"timed out{where}: {type(exc).__name__}", provider=provider, kind="timeout",
+                                 status=status, attempts=attempts)  # fmt: skip
+        name = type(cause).__name__  # misnamed: the cause is the failure
+    else:
+        name = type(exc).__name__
+    what = "the connection dropped mid-stream" if midway else "connection failed"
+    return ProviderError(f"{what}: {name}", provider=provider, kind="connection", status=status, attempts=attempts)

@@ -1,0 +1,267 @@
+"""Bounds on what the client reads from the network: body size, event size, attempt deadline.
+
+httpx alone bounds none of them: `response.read()` keeps the whole body, its decoders
+inflate each network read whole (a 64 KiB read of a gzip bomb becomes 64 MiB), an SSE line
+without a newline is buffered until the server closes, and its read timeout restarts with
+every byte, so a server sending one byte a second is never too slow. Here the client reads
+the raw bytes, inflates them in steps of at most `STEP` bytes, stops at a cap (closing the
+connection), and runs each attempt under one deadline.
+
+Defaults, from what providers send: a non-streamed answer is text and tool calls (128k
+output tokens are about 0.5 MB) plus, at most, inline images or audio as base64 (a few MB
+each); `MAX_RESPONSE_BYTES` (64 MiB) leaves room for several of those and still bounds
+memory. One streamed event is one delta, or at most one inline image: `MAX_EVENT_BYTES`
+(16 MiB) bounds one SSE event (all its lines; so one line too) and one NDJSON line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import zlib
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterator
+from contextlib import aclosing, asynccontextmanager
+from typing import Any, TypeVar, cast
+
+import httpx
+
+from .errors import ConfigError, ProviderErrorKind
+
+T = TypeVar("T")
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+MAX_EVENT_BYTES = 16 * 1024 * 1024
+MAX_RETRY_AFTER = 60.0  # seconds: a longer retry-after is not honoured (the backoff applies)
+STEP = 64 * 1024  # inflate at most this many bytes at a time
+_WITHOUT = frozenset({"content-encoding", "content-length", "transfer-encoding"})  # no longer true once inflated
+# A blank line (an event's end) is two line ends in a row, CRLF counting as one: each such pair holds one of these.
+_BLANK_LINE = re.compile(rb"\n\n|\r\r|\n\r")
+
+
+class BodyError(Exception):
+    """The client stopped reading a body: `too_large` (over a cap) or `decode` (an encoding it cannot inflate).
+
+    Carries the response, so the client can report its status and request id."""
+
+    def __init__(self, kind: ProviderErrorKind, message: str, response: httpx.Response) -> None:
+        super().__init__(message)
+        self.kind: ProviderErrorKind = kind
+        self.message = message
+        self.response = response
+
+
+class AttemptTimeout(Exception):
+    """One attempt ran past its deadline (retried like a transport timeout)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"no answer within the timeout of {seconds} s")
+        self.seconds = seconds
+
+
+def check_cap(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"{name} must be a positive number of bytes, got {value!r}")
+    return value
+
+
+def overall_default(timeout: float, max_retries: int) -> float:
+    """Every attempt's full timeout plus the longest retry-after honoured between them."""
+    return (max_retries + 1) * timeout + max_retries * MAX_RETRY_AFTER
+
+
+@asynccontextmanager
+async def deadline(seconds: float) -> AsyncIterator[None]:
+    """One deadline for everything inside (connect, headers, every byte of the body)."""
+    try:
+        async with asyncio.timeout(seconds):
+            yield
+    except TimeoutError:
+        raise AttemptTimeout(seconds) from None
+
+
+class WaitDeadline:
+    """A deadline for each of many waits in a row (a stream's wait for its next event), on one timer.
+
+    asyncio.timeout around every wait costs more than reading a small event; this timer is armed
+    once and, when it fires during a wait that has time left, re-armed for that wait's end."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._timer: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[Any] | None = None  # the task waiting now, if any
+        self._since = 0.0
+        self._cancelling = 0
+        self._expired = False
+
+    async def wait(self, call: Awaitable[T]) -> T:
+        """`await call`, or AttemptTimeout once it has waited `seconds`."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        self._task, self._since, self._cancelling = task, loop.time(), task.cancelling()
+        if self._timer is None:
+            self._timer = loop.call_at(self._since + self.seconds, self._fire)
+        try:
+            return await call
+        except asyncio.CancelledError:
+            if self._expired:  # as asyncio.timeout: our cancel becomes a timeout, anyone else's stays a cancel
+                self._expired = False
+                if task.uncancel() <= self._cancelling:
+                    raise AttemptTimeout(self.seconds) from None
+            raise
+        finally:
+            self._task = None
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _fire(self) -> None:
+        self._timer = None
+        if self._task is None:  # between waits: the next wait arms it again
+            return
+        due = self._since + self.seconds
+        loop = asyncio.get_running_loop()
+        if loop.time() >= due:
+            self._expired = True
+            self._task.cancel()
+        else:
+            self._timer = loop.call_at(due, self._fire)
+
+
+async def read_body(response: httpx.Response, cap: int) -> httpx.Response:
+    """`response` read whole and inflated, as a new Response; more than `cap` bytes is a BodyError.
+
+    The response is closed either way (unread, its connection is dropped, not reused)."""
+    try:
+        if len(response.content) > cap:  # a transport may hand over a body it has read (httpx.MockTransport)
+            raise _too_large(response, cap)
+        return response
+    except httpx.ResponseNotRead:
+        pass
+    body = bytearray()
+    try:
+        async with aclosing(_inflated(response)) as chunks:
+            async for chunk in chunks:
+                if len(body) + len(chunk) > cap:
+                    raise _too_large(response, cap)
+                body += chunk
+    finally:
+        await response.aclose()
+    content = bytes(body)
+    del body
+    return httpx.Response(response.status_code, headers=_plain_headers(response), content=content,
+                          request=response.request, extensions=response.extensions)  # fmt: skip
+
+
+def capped_events(response: httpx.Response, cap: int) -> httpx.Response:
+    """A Response streaming `response`'s body inflated; an event (bytes since the last blank line) over
+    `cap` is a BodyError, so neither one line nor one event is buffered beyond it."""
+    return httpx.Response(response.status_code, headers=_plain_headers(response), stream=_EventBytes(response, cap),
+                          request=response.request, extensions=response.extensions)  # fmt: skip
+
+
+class _EventBytes(httpx.AsyncByteStream):
+    """An iterator, not an async generator: closing it closes everything under it at once (nothing is
+    left for the event loop to finalize later)."""
+
+    def __init__(self, response: httpx.Response, cap: int) -> None:
+        self._response = response
+        self._cap = cap
+        self._chunks = _inflated(response)
+        self._since = 0  # bytes since the last event's end
+        self._tail = b""  # the last bytes seen: a blank line may span two chunks
+
+    def __aiter__(self) -> _EventBytes:
+        return self
+
+    async def __anext__(self) -> bytes:
+        chunk = await anext(self._chunks)
+        text = self._tail + chunk  # the tail was counted already: a blank line may span two chunks
+        counted, since = len(self._tail), self._since
+        for blank in _BLANK_LINE.finditer(text):  # every event that ends in this chunk
+            self._check(since + blank.start() - counted)
+            counted, since = blank.end(), 0
+        self._since = since + len(text) - counted  # the event still open
+        self._check(self._since)
+        self._tail = text[-3:]
+        return chunk
+
+    def _check(self, size: int) -> None:
+        if size > self._cap:
+            message = f"one event is larger than max_event_bytes ({self._cap} bytes)"
+            raise BodyError("too_large", message, self._response)
+
+    async def aclose(self) -> None:
+        await self._chunks.aclose()
+        await self._response.aclose()
+
+
+async def _inflated(response: httpx.Response) -> AsyncGenerator[bytes, None]:
+    """The body's bytes, inflated from its content-encoding at most STEP bytes at a time."""
+    try:
+        whole = response.content  # a transport may hand over a body it read and inflated (httpx.MockTransport)
+    except httpx.ResponseNotRead:
+        pass
+    else:
+        yield whole
+        return
+    # as httpx does: the encodings it asks for are undone, any other is taken as identity
+    codecs = [name for name in response.headers.get("content-encoding", "").lower().replace(" ", "").split(",")
+              if name in ("gzip", "x-gzip", "deflate")]  # fmt: skip
+    if len(codecs) > 1:
+        raise BodyError("decode", f"the answer is encoded {len(codecs)} times over: {', '.join(codecs)}", response)
+    inflater = _Inflater(codecs[0], response) if codecs else None
+    async with aclosing(cast(AsyncGenerator[bytes, None], response.aiter_raw())) as raws:  # an async generator
+        async for raw in raws:
+            if inflater is None:
+                yield raw
+                continue
+            for out in inflater.steps(raw):
+                yield out
+    if inflater is not None:
+        for out in inflater.steps(b"", final=True):
+            yield out
+
+
+class _Inflater:
+    """gzip or deflate (what httpx asks for), inflated in bounded steps: httpx's decoders inflate a read whole."""
+
+    def __init__(self, encoding: str, response: httpx.Response) -> None:
+        self._encoding = encoding
+        self._response = response
+        self._zlib: Any = zlib.decompressobj(zlib.MAX_WBITS | 32)  # a gzip or zlib header, detected
+        self._started = False
+
+    def steps(self, data: bytes, *, final: bool = False) -> Iterator[bytes]:
+        try:
+            while data:
+                out = self._step(data)
+                data = self._zlib.unconsumed_tail
+                if out:
+                    yield out
+            rest = self._zlib.flush() if final else b""  # what the last step held back: at most one window
+            if rest:
+                yield rest
+        except zlib.error as exc:
+            message = f"the answer's {self._encoding} encoding is broken ({exc})"
+            raise BodyError("decode", message, self._response) from None
+
+    def _step(self, data: bytes) -> bytes:
+        try:
+            out: bytes = self._zlib.decompress(data, STEP)
+        except zlib.error:
+            if self._started or self._encoding != "deflate":
+                raise
+            self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)  # deflate sent without its zlib header
+            out = self._zlib.decompress(data, STEP)
+        self._started = True
+        return out
+
+
+def _too_large(response: httpx.Response, cap: int) -> BodyError:
+    return BodyError("too_large", f"the answer is larger than max_response_bytes ({cap} bytes)", response)
+
+
+def _plain_headers(response: httpx.Response) -> list[tuple[str, str]]:
+    return [(name, value) for name, value in response.headers.multi_items() if name.lower() not in _WITHOUT]
