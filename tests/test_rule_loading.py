@@ -34,6 +34,8 @@ import yaml
 import toolnexus
 from toolnexus import RuleError
 from toolnexus.cli import main as cli_main
+from toolnexus.loader import MAX_FILE_BYTES, MAX_NODES
+from toolnexus.paths import MAX_PATH_LENGTH
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "rules"
@@ -114,7 +116,7 @@ def test_absurdly_deep_nesting_is_a_rule_error_not_a_recursion_error(tmp_path: P
     try:
         toolnexus.load_rules(tmp_path)
     except RuleError as exc:
-        assert exc.file == str(target)
+        assert exc.file == str(target) and exc.line is not None
     except Exception as exc:
         pytest.fail(f"loading raised {type(exc).__name__}, not RuleError")
     else:
@@ -272,3 +274,41 @@ def test_what_the_user_sees_for_a_misspelt_operation(tmp_path: Path, capsys: pyt
 
     assert cli_main(["providers", "--rules", str(user)]) == 2
     assert capsys.readouterr().err == f"toolnexus: error: {expected}\n"
+
+
+# ---------------------------------------------------------------- loading is bounded
+
+
+def test_too_many_keys_is_a_located_rule_error(tmp_path: Path) -> None:
+    rows = "".join(f"          v{i}: {i}\n" for i in range(MAX_NODES // 2 + 1))  # a valid, absurd table
+    table = "        table: {none: 4096, minimal: 5120, low: 6144, medium: 12288, high: 20480, xhigh: 28672}\n"
+    target = copy_rule("anthropic", tmp_path, edits=((table, "        table:\n" + rows),))
+    with pytest.raises(RuleError) as info:
+        toolnexus.load_rules(tmp_path)
+    assert info.value.file == str(target)
+    assert info.value.line is not None and 33 < info.value.line < 33 + MAX_NODES // 2  # inside the table
+
+
+def test_a_file_past_the_size_limit_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    comment = f"# {'x' * MAX_FILE_BYTES}\n"
+    target = copy_rule("openai", tmp_path, edits=(("provider: openai\n", "provider: openai\n" + comment),))
+    with pytest.raises(RuleError) as info:
+        toolnexus.load_rules(tmp_path)
+    assert info.value.file == str(target) and info.value.rule == ""
+
+
+def test_deeply_nested_parentheses_in_a_path_are_a_rule_error(tmp_path: Path) -> None:
+    """Short enough for the length limit, deep enough that jmespath's parser runs out of stack."""
+    depth = (MAX_PATH_LENGTH - 11) // 2
+    deep = "(" * depth + "temperature" + ")" * depth
+    target = copy_rule(
+        "openai",
+        tmp_path,
+        edits=(("    temperature: {$get: temperature}\n", f'    temperature: {{$get: "{deep}"}}\n'),),
+    )
+    try:
+        toolnexus.load_rules(tmp_path)
+    except RuleError as exc:
+        assert (exc.file, exc.rule) == (str(target), "request.body.temperature.$get")
+    except Exception as exc:
+        pytest.fail(f"loading raised {type(exc).__name__}, not RuleError")

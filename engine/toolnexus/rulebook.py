@@ -18,7 +18,15 @@ from typing import Any
 from .endpoint import Endpoint, compile_endpoint
 from .errors import RuleError
 from .inbound import Inbound, compile_inbound
-from .loader import RuleSource, builtin_rules_dir, did_you_mean, dotted, parse_rule_text, validate_against_schema
+from .loader import (
+    MAX_FILE_BYTES,
+    RuleSource,
+    builtin_rules_dir,
+    did_you_mean,
+    dotted,
+    parse_rule_text,
+    validate_against_schema,
+)
 from .outbound import Outbound, compile_outbound
 from .stream_rules import Streaming, compile_streaming
 
@@ -69,7 +77,9 @@ def compile_rule_file(path: Path, display: str | None = None) -> Provider:
     """Parse, validate and compile one rule file, or raise a located RuleError."""
     display = display or str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as stream:
+            raw = stream.read(MAX_FILE_BYTES + 1)  # a larger file is refused without reading it all
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"cannot read: {exc}", file=display) from None
     source = parse_rule_text(text, display)

@@ -683,7 +683,8 @@ def path_getter(expression: Any, key: Key, env: Env) -> Getter:
     try:
         getter = compile_path(expression)
     except PathSyntaxError as exc:
-        raise env.error(key, f"bad path '{expression}': {exc}") from None
+        shown = expression if len(expression) <= 80 else expression[:77] + "..."
+        raise env.error(key, f"bad path ({exc}): {shown}") from None
     env.reads.add(expression)
     return getter
 
