@@ -24,6 +24,7 @@ import json
 import os
 import shlex
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -312,3 +313,38 @@ def test_deeply_nested_parentheses_in_a_path_are_a_rule_error(tmp_path: Path) ->
         assert (exc.file, exc.rule) == (str(target), "request.body.temperature.$get")
     except Exception as exc:
         pytest.fail(f"loading raised {type(exc).__name__}, not RuleError")
+
+
+# ---------------------------------------------------------------- rule-file patterns run in linear time
+
+
+def _normalize_seconds(rules: Path, call_id: str) -> float:
+    """The best of a few timings of one request whose tool call id is checked against the pattern."""
+    request = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": call_id, "content": "ok"},
+        ],
+    }
+    book = toolnexus.load_rules(rules)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        toolnexus.translate_request("anthropic", request, rules=book)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def test_a_backtracking_pattern_matches_in_linear_time(tmp_path: Path) -> None:
+    """`^([a-zA-Z0-9_-]+)+$` backtracks exponentially on an id that almost matches (Python's re: 14 s at 27
+    characters). Doubling the id must not multiply the time: a generous ratio, plus a floor for timer noise."""
+    copy_rule("anthropic", tmp_path, edits=(('  pattern: "^[a-zA-Z0-9_-]+$"\n', '  pattern: "^([a-zA-Z0-9_-]+)+$"\n'),))
+    short = _normalize_seconds(tmp_path, "a" * 11 + "!")
+    long = _normalize_seconds(tmp_path, "a" * 23 + "!")
+    assert long <= 3 * short + 0.005, (short, long)
+    assert _normalize_seconds(tmp_path, "a" * 30 + "!") < 1  # the brief's case: a 30-character id
