@@ -24,6 +24,8 @@ import json
 import os
 import shlex
 import shutil
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -218,44 +220,84 @@ def test_a_user_directory_adds_a_provider(tmp_path: Path) -> None:
         toolnexus.translate_request("myproxy", request)
 
 
-def test_a_user_directory_is_reread_when_a_file_changes(tmp_path: Path) -> None:
+def test_a_user_directory_is_read_once_and_reread_only_when_asked(tmp_path: Path) -> None:
     user = tmp_path / "my-rules"
     path = copy_rule("anthropic", user)
+    book = toolnexus.load_rules(user)
     assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user).finish_reason == "length"
 
     rewrite(path, "      max_tokens: length\n", "      max_tokens: stop\n")
-    assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user).finish_reason == "stop"
-
-    rewrite(path, "      max_tokens: stop\n", "      max_tokens: content_filter\n")
-    assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user).finish_reason == "content_filter"
-
-
-def test_an_edit_keeping_the_file_size_is_picked_up(tmp_path: Path) -> None:
-    user = tmp_path / "my-rules"
-    path = copy_rule("anthropic", user, edits=(("      max_tokens: length\n", "      max_tokens: stop  \n"),))
-    assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user).finish_reason == "stop"
-    before = path.stat()
-    rewrite(path, "      max_tokens: stop  \n", "      max_tokens: length\n")
-    # same size; make sure the modification time moves even on a coarse-clock file system
-    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
-    assert path.stat().st_size == before.st_size
+    assert toolnexus.load_rules(user) is book  # files are not looked at again
     assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user).finish_reason == "length"
 
+    reloaded = toolnexus.load_rules(user, reload=True)
+    assert reloaded is not book and toolnexus.load_rules(user) is reloaded
+    assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user).finish_reason == "stop"
+    assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=book).finish_reason == "length"
 
-def test_a_file_added_or_broken_after_loading_is_seen_on_the_next_call(tmp_path: Path) -> None:
+
+def test_a_file_added_or_broken_is_seen_on_reload(tmp_path: Path) -> None:
     user = tmp_path / "my-rules"
     path = copy_rule("anthropic", user)
     assert toolnexus.providers(rules=user) == toolnexus.providers()
 
     copy_rule("openai", user, edits=(("provider: openai\n", "provider: myproxy\n"),), as_name="myproxy")
-    assert toolnexus.providers(rules=user) == sorted([*toolnexus.providers(), "myproxy"])
+    assert toolnexus.load_rules(user, reload=True).names() == sorted([*toolnexus.providers(), "myproxy"])
 
     rewrite(path, "      pause_turn: stop\n", "")
     with pytest.raises(RuleError) as info:
-        toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user)
+        toolnexus.load_rules(user, reload=True)
     assert (info.value.file, info.value.rule) == (str(path), "response.finish_reason.table")
     # a broken user directory does not poison the built-in rules
     assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS).finish_reason == "length"
+
+
+def test_rules_dir_on_every_call_does_not_touch_the_file_system(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user = tmp_path / "my-rules"
+    copy_rule("anthropic", user)
+    toolnexus.load_rules(user)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the file system was consulted")
+
+    monkeypatch.setattr(os, "stat", refuse)
+    monkeypatch.setattr(os, "scandir", refuse)
+    monkeypatch.setattr(Path, "stat", refuse)
+    result = toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=str(user))
+    assert result.finish_reason == "length"
+
+
+def test_the_cache_of_loaded_directories_is_bounded(tmp_path: Path) -> None:
+    from toolnexus.rulebook import CACHED_DIRECTORIES
+
+    dirs = [copy_rule("openai", tmp_path / f"rules{i}").parent for i in range(CACHED_DIRECTORIES + 1)]
+    first = toolnexus.load_rules(dirs[0])
+    assert toolnexus.load_rules(dirs[0]) is first
+    for directory in dirs[1:]:
+        toolnexus.load_rules(directory)
+    assert toolnexus.load_rules(dirs[0]) is not first  # the least recently used one was dropped, then read again
+    assert toolnexus.load_rules(dirs[-1]) is toolnexus.load_rules(dirs[-1])
+
+
+def test_an_empty_directory_or_a_file_is_not_a_rules_directory(tmp_path: Path) -> None:
+    with pytest.raises(RuleError, match="no rule files"):
+        toolnexus.load_rules(tmp_path)
+    target = copy_rule("openai", tmp_path / "rules")
+    with pytest.raises(RuleError, match="is a file"):
+        toolnexus.load_rules(target)
+
+
+def test_providers_lists_files_a_user_can_open(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    user = tmp_path / "my-rules"
+    copy_rule("openai", user, edits=(("provider: openai\n", "provider: myproxy\n"),), as_name="myproxy")
+    for args in (["providers"], ["providers", "--rules", str(user)]):
+        assert cli_main(args) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert lines
+        for line in lines:
+            assert Path(line.split("\t")[1]).is_file(), line
 
 
 # ---------------------------------------------------------------- what the user sees (pinned text)
@@ -348,3 +390,39 @@ def test_a_backtracking_pattern_matches_in_linear_time(tmp_path: Path) -> None:
     long = _normalize_seconds(tmp_path, "a" * 23 + "!")
     assert long <= 3 * short + 0.005, (short, long)
     assert _normalize_seconds(tmp_path, "a" * 30 + "!") < 1  # the brief's case: a 30-character id
+
+
+# ---------------------------------------------------------------- compiled rules are shared by threads
+
+
+def test_a_fresh_rulebook_translates_the_same_from_many_threads_at_once() -> None:
+    """Compiled rules are complete at load and never change after: the first calls may come from
+    many threads at once (a tiny switch interval makes them interleave inside the engine)."""
+    from toolnexus.conformance import case_files, run_case
+    from toolnexus.loader import builtin_rules_dir
+    from toolnexus.rulebook import read_rules_dir
+
+    book = read_rules_dir(builtin_rules_dir())  # compiled now, used first by the threads below
+    cases = [(provider, path) for provider, paths in case_files().items() for path in paths]
+    problems: list[str] = []
+
+    def run(start: int) -> None:
+        for provider, path in cases[start::2]:
+            try:
+                outcome = run_case(provider, path, book)
+            except Exception as exc:  # anything escaping is the failure this test looks for
+                problems.append(f"{path.name}: {exc!r}")
+            else:
+                problems.extend(f"{path.name}: {p}" for p in outcome.problems)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=run, args=(i % 2,)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not problems, problems[:3]

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import json
 import mimetypes
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -703,11 +704,17 @@ def as_object(value: Any, wrap: str) -> Any:
     return {wrap: value}
 
 
+# The extension table (Python's, plus the system's files, as mimetypes.guess_type reads), built
+# here at import and never changed after: the module-level mimetypes functions fill a shared
+# table lazily on first use, and any code may add to it.
+_MEDIA_TYPES = mimetypes.MimeTypes([name for name in mimetypes.knownfiles if os.path.isfile(name)])
+
+
 def media_type(url: Any) -> Any:
     """`$media_type`: the media type a URL's file extension names, else absent."""
     if not isinstance(url, str):
         return MISSING
-    guessed, _ = mimetypes.guess_type(urlsplit(url).path)
+    guessed, _ = _MEDIA_TYPES.guess_type(urlsplit(url).path)
     return guessed or MISSING
 
 
