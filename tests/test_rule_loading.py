@@ -426,3 +426,38 @@ def test_a_fresh_rulebook_translates_the_same_from_many_threads_at_once() -> Non
     finally:
         sys.setswitchinterval(interval)
     assert not problems, problems[:3]
+
+
+# ---------------------------------------------------------------- rule authors' mistakes, said plainly
+
+YAML_MISTAKES = {
+    "mapping in a value": "a: b: c\n",
+    "unclosed list": "a: [1, 2\n",
+    "unclosed quote": "a: 'x\n",
+    "tab indentation": "a:\n\tb: 1\n",
+    "two documents": "a: 1\n---\nb: 2\n",
+    "duplicate anchor": "a: &x 1\nb: &x 2\n",
+}
+
+
+@pytest.mark.parametrize("text", YAML_MISTAKES.values(), ids=YAML_MISTAKES.keys())
+def test_a_yaml_syntax_error_is_one_located_line(text: str, tmp_path: Path) -> None:
+    target = tmp_path / "openai.yaml"
+    target.write_text(text, encoding="utf-8")
+    with pytest.raises(RuleError) as info:
+        toolnexus.load_rules(tmp_path)
+    err = info.value
+    assert (err.file, err.line is not None, err.column is not None) == (str(target), True, True)
+    assert "\n" not in str(err) and "<unicode string>" not in str(err)
+
+
+def test_a_bad_path_error_ends_with_the_path(tmp_path: Path) -> None:
+    copy_rule(
+        "openai",
+        tmp_path,
+        edits=(("    temperature: {$get: temperature}\n", '    temperature: {$get: "temperature["}\n'),),
+    )
+    with pytest.raises(RuleError) as info:
+        toolnexus.load_rules(tmp_path)
+    assert info.value.rule == "request.body.temperature.$get"
+    assert info.value.message.endswith("temperature[") and "\n" not in info.value.message

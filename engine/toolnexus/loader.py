@@ -198,12 +198,16 @@ def _syntax_error(exc: yaml.MarkedYAMLError, file: str) -> RuleError:
     """PyYAML's several lines (context, problem, their marks and a snippet) as one located line."""
     mark = exc.problem_mark or exc.context_mark
     line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
-    what = " ".join((exc.problem or exc.context or "cannot be parsed").split())
-    if exc.problem and exc.context:
-        begun = exc.context_mark
-        moved = begun is not None and mark is not None and (begun.line, begun.column) != (mark.line, mark.column)
-        since = f" from {begun.line + 1}:{begun.column + 1}" if begun is not None and moved else ""
-        what += f" ({' '.join(exc.context.split())}{since})"
+    problem, context = (" ".join((text or "").split()) for text in (exc.problem, exc.context))
+    begun = exc.context_mark
+    moved = begun is not None and mark is not None and (begun.line, begun.column) != (mark.line, mark.column)
+    since = f" from {begun.line + 1}:{begun.column + 1}" if begun is not None and moved else ""
+    if problem and context.startswith("while "):  # the scanner's and parser's: what, (while doing what)
+        what = f"{problem} ({context}{since})"
+    elif problem and context:  # the composer's: what was expected, then what was found
+        what = f"{context}{since}, {problem}"
+    else:
+        what = problem or context or "cannot be parsed"
     return RuleError(f"YAML syntax: {what}", file=file, line=line, column=column)
 
 

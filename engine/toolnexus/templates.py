@@ -46,6 +46,7 @@ and never shares a mutable constant with the output.
 
 from __future__ import annotations
 
+import difflib
 import json
 import mimetypes
 import os
@@ -112,7 +113,14 @@ class Env:
 
     source: RuleSource
     content: ContentFactory | None = None
-    reads: set[str] = field(default_factory=set)
+    reads: dict[str, Key] = field(default_factory=dict)  # each path read -> where it is first read
+
+    def read(self, expression: str, key: Key) -> None:
+        self.reads.setdefault(expression, key)
+
+    def where_read(self, name: str) -> Key:
+        """The rule key of the first path that reads the top-level field `name`."""
+        return next((key for expr, key in self.reads.items() if first_field(expr) == name), ())
 
     def error(self, key: Key, message: str) -> RuleError:
         return self.source.error(key, message)
@@ -332,9 +340,18 @@ def _node(value: Any, key: Key, env: Env) -> Any:
         return _List(elements)
     if isinstance(value, str) and value.startswith("$"):
         raise env.error(
-            key, f"'{value}': strings starting with '$' are reserved for operations (write {{{value}: ...}})"
+            key, f"'{value}': strings starting with '$' are reserved for operations (write {_as_operation(value)})"
         )
     return _Const(value)
+
+
+def _as_operation(text: str) -> str:
+    """The mapping a `$...` string was probably meant as: `$get top_p` -> `{$get: top_p}`."""
+    head, _, rest = text.partition(" ")
+    operation = head if head in _OPTIONS else (difflib.get_close_matches(head, list(_OPTIONS), n=1) or [""])[0]
+    if operation:
+        return f"{{{operation}: {rest.strip() or 'PATH'}}}"
+    return f"{{$get: {text[1:].strip() or 'PATH'}}}"  # `$temperature`: a field, read
 
 
 def _read(expr: Any, key: Key, env: Env) -> _Read:
@@ -411,9 +428,9 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
             f"$content takes text_or_blocks or blocks, got {arg!r}"
             + did_you_mean(str(arg), ["text_or_blocks", "blocks"]),
         )
-    env.reads.add("parts")
+    env.read("parts", at)
     if isinstance(spec.get("lead"), str):
-        env.reads.add(spec["lead"])  # the message key it replays counts as read
+        env.read(spec["lead"], (*key, "lead"))  # the message key it replays counts as read
     return _Content(env.content(spec, key), spec)
 
 
@@ -686,7 +703,7 @@ def path_getter(expression: Any, key: Key, env: Env) -> Getter:
     except PathSyntaxError as exc:
         shown = expression if len(expression) <= 80 else expression[:77] + "..."
         raise env.error(key, f"bad path ({exc}): {shown}") from None
-    env.reads.add(expression)
+    env.read(expression, key)
     return getter
 
 
