@@ -461,3 +461,16 @@ def test_a_bad_path_error_ends_with_the_path(tmp_path: Path) -> None:
         toolnexus.load_rules(tmp_path)
     assert info.value.rule == "request.body.temperature.$get"
     assert info.value.message.endswith("temperature[") and "\n" not in info.value.message
+
+
+def test_without_libyaml_the_same_bounds_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyYAML without libyaml: its own parser under the same counting composer."""
+    from toolnexus import loader
+
+    monkeypatch.setattr(loader, "_Loader", loader._PureLoader)
+    for case in ("alias_bomb", "nested_too_deep"):
+        path = CORPUS / f"{case}.yaml"
+        expect = parse_header(path)
+        with pytest.raises(RuleError) as info:
+            loader.parse_rule_text(path.read_text(encoding="utf-8"), "x.yaml")
+        assert (info.value.line, info.value.column) == (expect["line"], expect["column"])
