@@ -24,6 +24,9 @@ import json
 import os
 import shlex
 import shutil
+import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,8 @@ import yaml
 import toolnexus
 from toolnexus import RuleError
 from toolnexus.cli import main as cli_main
+from toolnexus.loader import MAX_FILE_BYTES, MAX_NODES
+from toolnexus.paths import MAX_PATH_LENGTH
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "rules"
@@ -114,7 +119,7 @@ def test_absurdly_deep_nesting_is_a_rule_error_not_a_recursion_error(tmp_path: P
     try:
         toolnexus.load_rules(tmp_path)
     except RuleError as exc:
-        assert exc.file == str(target)
+        assert exc.file == str(target) and exc.line is not None
     except Exception as exc:
         pytest.fail(f"loading raised {type(exc).__name__}, not RuleError")
     else:
@@ -215,44 +220,84 @@ def test_a_user_directory_adds_a_provider(tmp_path: Path) -> None:
         toolnexus.translate_request("myproxy", request)
 
 
-def test_a_user_directory_is_reread_when_a_file_changes(tmp_path: Path) -> None:
+def test_a_user_directory_is_read_once_and_reread_only_when_asked(tmp_path: Path) -> None:
     user = tmp_path / "my-rules"
     path = copy_rule("anthropic", user)
+    book = toolnexus.load_rules(user)
     assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user).finish_reason == "length"
 
     rewrite(path, "      max_tokens: length\n", "      max_tokens: stop\n")
-    assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user).finish_reason == "stop"
-
-    rewrite(path, "      max_tokens: stop\n", "      max_tokens: content_filter\n")
-    assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user).finish_reason == "content_filter"
-
-
-def test_an_edit_keeping_the_file_size_is_picked_up(tmp_path: Path) -> None:
-    user = tmp_path / "my-rules"
-    path = copy_rule("anthropic", user, edits=(("      max_tokens: length\n", "      max_tokens: stop  \n"),))
-    assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user).finish_reason == "stop"
-    before = path.stat()
-    rewrite(path, "      max_tokens: stop  \n", "      max_tokens: length\n")
-    # same size; make sure the modification time moves even on a coarse-clock file system
-    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
-    assert path.stat().st_size == before.st_size
+    assert toolnexus.load_rules(user) is book  # files are not looked at again
     assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user).finish_reason == "length"
 
+    reloaded = toolnexus.load_rules(user, reload=True)
+    assert reloaded is not book and toolnexus.load_rules(user) is reloaded
+    assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user).finish_reason == "stop"
+    assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=book).finish_reason == "length"
 
-def test_a_file_added_or_broken_after_loading_is_seen_on_the_next_call(tmp_path: Path) -> None:
+
+def test_a_file_added_or_broken_is_seen_on_reload(tmp_path: Path) -> None:
     user = tmp_path / "my-rules"
     path = copy_rule("anthropic", user)
     assert toolnexus.providers(rules=user) == toolnexus.providers()
 
     copy_rule("openai", user, edits=(("provider: openai\n", "provider: myproxy\n"),), as_name="myproxy")
-    assert toolnexus.providers(rules=user) == sorted([*toolnexus.providers(), "myproxy"])
+    assert toolnexus.load_rules(user, reload=True).names() == sorted([*toolnexus.providers(), "myproxy"])
 
     rewrite(path, "      pause_turn: stop\n", "")
     with pytest.raises(RuleError) as info:
-        toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=user)
+        toolnexus.load_rules(user, reload=True)
     assert (info.value.file, info.value.rule) == (str(path), "response.finish_reason.table")
     # a broken user directory does not poison the built-in rules
     assert toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS).finish_reason == "length"
+
+
+def test_rules_dir_on_every_call_does_not_touch_the_file_system(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user = tmp_path / "my-rules"
+    copy_rule("anthropic", user)
+    toolnexus.load_rules(user)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the file system was consulted")
+
+    monkeypatch.setattr(os, "stat", refuse)
+    monkeypatch.setattr(os, "scandir", refuse)
+    monkeypatch.setattr(Path, "stat", refuse)
+    result = toolnexus.translate_response("anthropic", ANTHROPIC_MAX_TOKENS, rules=str(user))
+    assert result.finish_reason == "length"
+
+
+def test_the_cache_of_loaded_directories_is_bounded(tmp_path: Path) -> None:
+    from toolnexus.rulebook import CACHED_DIRECTORIES
+
+    dirs = [copy_rule("openai", tmp_path / f"rules{i}").parent for i in range(CACHED_DIRECTORIES + 1)]
+    first = toolnexus.load_rules(dirs[0])
+    assert toolnexus.load_rules(dirs[0]) is first
+    for directory in dirs[1:]:
+        toolnexus.load_rules(directory)
+    assert toolnexus.load_rules(dirs[0]) is not first  # the least recently used one was dropped, then read again
+    assert toolnexus.load_rules(dirs[-1]) is toolnexus.load_rules(dirs[-1])
+
+
+def test_an_empty_directory_or_a_file_is_not_a_rules_directory(tmp_path: Path) -> None:
+    with pytest.raises(RuleError, match="no rule files"):
+        toolnexus.load_rules(tmp_path)
+    target = copy_rule("openai", tmp_path / "rules")
+    with pytest.raises(RuleError, match="is a file"):
+        toolnexus.load_rules(target)
+
+
+def test_providers_lists_files_a_user_can_open(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    user = tmp_path / "my-rules"
+    copy_rule("openai", user, edits=(("provider: openai\n", "provider: myproxy\n"),), as_name="myproxy")
+    for args in (["providers"], ["providers", "--rules", str(user)]):
+        assert cli_main(args) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert lines
+        for line in lines:
+            assert Path(line.split("\t")[1]).is_file(), line
 
 
 # ---------------------------------------------------------------- what the user sees (pinned text)
@@ -272,3 +317,160 @@ def test_what_the_user_sees_for_a_misspelt_operation(tmp_path: Path, capsys: pyt
 
     assert cli_main(["providers", "--rules", str(user)]) == 2
     assert capsys.readouterr().err == f"toolnexus: error: {expected}\n"
+
+
+# ---------------------------------------------------------------- loading is bounded
+
+
+def test_too_many_keys_is_a_located_rule_error(tmp_path: Path) -> None:
+    rows = "".join(f"          v{i}: {i}\n" for i in range(MAX_NODES // 2 + 1))  # a valid, absurd table
+    table = "        table: {none: 4096, minimal: 5120, low: 6144, medium: 12288, high: 20480, xhigh: 28672}\n"
+    target = copy_rule("anthropic", tmp_path, edits=((table, "        table:\n" + rows),))
+    with pytest.raises(RuleError) as info:
+        toolnexus.load_rules(tmp_path)
+    assert info.value.file == str(target)
+    assert info.value.line is not None and 33 < info.value.line < 33 + MAX_NODES // 2  # inside the table
+
+
+def test_a_file_past_the_size_limit_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    comment = f"# {'x' * MAX_FILE_BYTES}\n"
+    target = copy_rule("openai", tmp_path, edits=(("provider: openai\n", "provider: openai\n" + comment),))
+    with pytest.raises(RuleError) as info:
+        toolnexus.load_rules(tmp_path)
+    assert info.value.file == str(target) and info.value.rule == ""
+
+
+def test_deeply_nested_parentheses_in_a_path_are_a_rule_error(tmp_path: Path) -> None:
+    """Short enough for the length limit, deep enough that jmespath's parser runs out of stack."""
+    depth = (MAX_PATH_LENGTH - 11) // 2
+    deep = "(" * depth + "temperature" + ")" * depth
+    target = copy_rule(
+        "openai",
+        tmp_path,
+        edits=(("    temperature: {$get: temperature}\n", f'    temperature: {{$get: "{deep}"}}\n'),),
+    )
+    try:
+        toolnexus.load_rules(tmp_path)
+    except RuleError as exc:
+        assert (exc.file, exc.rule) == (str(target), "request.body.temperature.$get")
+    except Exception as exc:
+        pytest.fail(f"loading raised {type(exc).__name__}, not RuleError")
+
+
+# ---------------------------------------------------------------- rule-file patterns run in linear time
+
+
+def _normalize_seconds(rules: Path, call_id: str) -> float:
+    """The best of a few timings of one request whose tool call id is checked against the pattern."""
+    request = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": call_id, "content": "ok"},
+        ],
+    }
+    book = toolnexus.load_rules(rules)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        toolnexus.translate_request("anthropic", request, rules=book)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def test_a_backtracking_pattern_matches_in_linear_time(tmp_path: Path) -> None:
+    """`^([a-zA-Z0-9_-]+)+$` backtracks exponentially on an id that almost matches (Python's re: 14 s at 27
+    characters). Doubling the id must not multiply the time: a generous ratio, plus a floor for timer noise."""
+    copy_rule("anthropic", tmp_path, edits=(('  pattern: "^[a-zA-Z0-9_-]+$"\n', '  pattern: "^([a-zA-Z0-9_-]+)+$"\n'),))
+    short = _normalize_seconds(tmp_path, "a" * 11 + "!")
+    long = _normalize_seconds(tmp_path, "a" * 23 + "!")
+    assert long <= 3 * short + 0.005, (short, long)
+    assert _normalize_seconds(tmp_path, "a" * 30 + "!") < 1  # the brief's case: a 30-character id
+
+
+# ---------------------------------------------------------------- compiled rules are shared by threads
+
+
+def test_a_fresh_rulebook_translates_the_same_from_many_threads_at_once() -> None:
+    """Compiled rules are complete at load and never change after: the first calls may come from
+    many threads at once (a tiny switch interval makes them interleave inside the engine)."""
+    from toolnexus.conformance import case_files, run_case
+    from toolnexus.loader import builtin_rules_dir
+    from toolnexus.rulebook import read_rules_dir
+
+    book = read_rules_dir(builtin_rules_dir())  # compiled now, used first by the threads below
+    cases = [(provider, path) for provider, paths in case_files().items() for path in paths]
+    problems: list[str] = []
+
+    def run(start: int) -> None:
+        for provider, path in cases[start::2]:
+            try:
+                outcome = run_case(provider, path, book)
+            except Exception as exc:  # anything escaping is the failure this test looks for
+                problems.append(f"{path.name}: {exc!r}")
+            else:
+                problems.extend(f"{path.name}: {p}" for p in outcome.problems)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=run, args=(i % 2,)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not problems, problems[:3]
+
+
+# ---------------------------------------------------------------- rule authors' mistakes, said plainly
+
+YAML_MISTAKES = {
+    "mapping in a value": "a: b: c\n",
+    "unclosed list": "a: [1, 2\n",
+    "unclosed quote": "a: 'x\n",
+    "tab indentation": "a:\n\tb: 1\n",
+    "two documents": "a: 1\n---\nb: 2\n",
+    "duplicate anchor": "a: &x 1\nb: &x 2\n",
+}
+
+
+@pytest.mark.parametrize("text", YAML_MISTAKES.values(), ids=YAML_MISTAKES.keys())
+def test_a_yaml_syntax_error_is_one_located_line(text: str, tmp_path: Path) -> None:
+    target = tmp_path / "openai.yaml"
+    target.write_text(text, encoding="utf-8")
+    with pytest.raises(RuleError) as info:
+        toolnexus.load_rules(tmp_path)
+    err = info.value
+    assert (err.file, err.line is not None, err.column is not None) == (str(target), True, True)
+    assert "\n" not in str(err) and "<unicode string>" not in str(err)
+
+
+def test_a_bad_path_error_ends_with_the_path(tmp_path: Path) -> None:
+    copy_rule(
+        "openai",
+        tmp_path,
+        edits=(("    temperature: {$get: temperature}\n", '    temperature: {$get: "temperature["}\n'),),
+    )
+    with pytest.raises(RuleError) as info:
+        toolnexus.load_rules(tmp_path)
+    assert info.value.rule == "request.body.temperature.$get"
+    assert info.value.message.endswith("temperature[") and "\n" not in info.value.message
+
+
+def test_without_libyaml_the_same_bounds_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyYAML without libyaml: its own parser under the same counting composer."""
+    from toolnexus import loader
+
+    monkeypatch.setattr(loader, "_Loader", loader._PureLoader)
+    for case in ("alias_bomb", "nested_too_deep"):
+        path = CORPUS / f"{case}.yaml"
+        expect = parse_header(path)
+        with pytest.raises(RuleError) as info:
+            loader.parse_rule_text(path.read_text(encoding="utf-8"), "x.yaml")
+        assert (info.value.line, info.value.column) == (expect["line"], expect["column"])

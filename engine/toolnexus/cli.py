@@ -78,7 +78,7 @@ def cmd_response(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_providers(args: argparse.Namespace, out: TextIO) -> int:
     book = load_rules(args.rules)
     for name, provider in book.providers.items():
-        out.write(f"{name}\t{provider.file}\t{provider.doc}\n")
+        out.write(f"{name}\t{provider.openable_path()}\t{provider.doc}\n")
     return 0
 
 

@@ -12,15 +12,22 @@ function of the id:
   call and its result map identically, so they still pair up.
 - `restore`: the inverse, for ids the provider hands back: an encoded id becomes
   the caller's original; anything else is left alone.
+
+The pattern is matched with RE2 (the `google-re2` package), which runs in time linear
+in the id: a rule file cannot make a pattern like `^([a-z]+)+$` take seconds on one id,
+as Python's backtracking `re` would. RE2 has no backreferences or lookarounds; a
+pattern using them is refused at load, at its line.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+import re2
 
 from .loader import RuleSource
 
@@ -47,7 +54,7 @@ def decode(sent: str) -> str | None:
 class IdRule:
     """A provider's accepted tool-call id form (a regular expression the whole id must match)."""
 
-    pattern: re.Pattern[str]
+    pattern: Any  # a compiled RE2 pattern (google-re2 ships no type hints)
 
     def normalize(self, call_id: str) -> str:
         if self.pattern.fullmatch(call_id) and not call_id.startswith(MARK):
@@ -81,9 +88,22 @@ def compile_id_rule(source: RuleSource) -> IdRule | None:
     if spec is None:
         return None
     try:
-        rule = IdRule(re.compile(spec["pattern"]))
-    except re.error as exc:
-        raise source.error(("tool_call_ids", "pattern"), f"not a regular expression: {exc}") from None
+        rule = IdRule(compile_pattern(spec["pattern"]))
+    except re2.error as exc:
+        raise source.error(("tool_call_ids", "pattern"), f"not an RE2 regular expression: {_reason(exc)}") from None
     if not rule.admits_encoded_ids():
         raise source.error(("tool_call_ids", "pattern"), "must accept the encoded form tn_ + URL-safe base64")
     return rule
+
+
+def compile_pattern(pattern: str) -> Any:
+    """A rule file's regular expression, compiled by RE2 (linear-time matching); raises re2.error."""
+    options = re2.Options()
+    options.log_errors = False  # the error comes back as an exception; RE2 would also print it to stderr
+    return re2.compile(pattern, options)
+
+
+def _reason(exc: Exception) -> str:
+    """RE2's message (it comes as bytes)."""
+    reason = exc.args[0] if exc.args else str(exc)
+    return reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from .errors import Note, TranslationError
 from .ids import IdRule, compile_id_rule
 from .lane import ABSENT_FIELDS, Lane, RolePlan, compile_lane, merge_into
-from .loader import Key, RuleSource
+from .loader import Key, RuleSource, did_you_mean
 from .paths import MISSING
 from .reader import (
     READ_KEYS,
@@ -29,6 +29,7 @@ from .reader import (
     read_tools,
     system_parts,
 )
+from .request_fields import OPENAI_REQUEST_FIELDS
 from .templates import Ctx, Env, Inliner, Render, compile_bound, compile_template, path_getter
 
 UnknownFields = Literal["error", "drop"]
@@ -442,6 +443,12 @@ def compile_inbound(source: RuleSource) -> Inbound:
         raise source.error(
             ("request", "body"), "body paths must name request fields (no `@` or projections at the top)"
         )
+    for name in sorted(body_reads - COMPUTED_FIELDS - OPENAI_REQUEST_FIELDS):
+        raise source.error(body_env.where_read(name), _not_a_request_field(name))
+    for table in ("unsupported", "elsewhere"):
+        for name in request.get(table, {}):
+            if name not in OPENAI_REQUEST_FIELDS:
+                raise source.error(("request", table, name), _not_a_request_field(name))
     for needed in sorted(SECTION_FIELDS):
         if needed not in body_reads:
             raise source.error(("request", "body"), f"never places `{needed}` (add {needed}: {{$get: {needed}}})")
@@ -517,6 +524,10 @@ def _reads(part: tuple[Render, frozenset[str] | None] | None, key: str) -> bool:
 
 def _frozen(fields: set[str] | None) -> frozenset[str] | None:
     return None if fields is None else frozenset(fields)
+
+
+def _not_a_request_field(name: str) -> str:
+    return f"'{name}' is not an OpenAI request field{did_you_mean(name, OPENAI_REQUEST_FIELDS | COMPUTED_FIELDS)}"
 
 
 def _unsupported_table(table: dict[str, Any], key: Key, source: RuleSource) -> dict[str, Unsupported]:

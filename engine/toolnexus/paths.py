@@ -12,7 +12,8 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import jmespath
-from jmespath.exceptions import JMESPathError
+from jmespath.exceptions import JMESPathError, ParseError
+from jmespath.parser import ParsedResult
 
 
 class _Missing:
@@ -41,12 +42,33 @@ class PathSyntaxError(ValueError):
     """A rule path is not valid JMESPath."""
 
 
+MAX_PATH_LENGTH = 1_000  # characters; the shipped rule files' longest path is under 100
+
+
+def _parse(expression: str) -> ParsedResult:
+    """jmespath's parse, bounded: its parser recurses once per nesting level."""
+    if len(expression) > MAX_PATH_LENGTH:
+        raise PathSyntaxError(f"longer than {MAX_PATH_LENGTH} characters")
+    try:
+        return jmespath.compile(expression)
+    except JMESPathError as exc:
+        raise PathSyntaxError(_describe(exc)) from None
+    except RecursionError:
+        raise PathSyntaxError("nested too deeply") from None
+
+
+def _describe(exc: JMESPathError) -> str:
+    """jmespath's message without its trailing `for expression:` lines (the caller shows the expression)."""
+    if isinstance(exc, ParseError):
+        where = f" at column {exc.lex_position + 1}" if isinstance(exc.lex_position, int) else ""
+        return f"{exc.msg}{where}"
+    first = str(exc).splitlines()[0]
+    return first.removesuffix(",").removesuffix(" for expression:").rstrip(":,")
+
+
 def compile_path(expression: str) -> Getter:
     """Compile `expression` into a getter; raise PathSyntaxError when it does not parse."""
-    try:
-        parsed = jmespath.compile(expression)
-    except JMESPathError as exc:
-        raise PathSyntaxError(str(exc).splitlines()[0]) from None
+    parsed = _parse(expression)
     steps = _simple_steps(parsed.parsed)
     if steps is None:
 
@@ -89,16 +111,16 @@ def _chain_getter(steps: list[str | int]) -> Getter:
 def simple_steps(expression: str) -> list[str | int] | None:
     """The key/index steps of a plain chain (`a.b[0]` -> ["a", "b", 0]), or None for richer paths."""
     try:
-        return _simple_steps(jmespath.compile(expression).parsed)
-    except JMESPathError:
+        return _simple_steps(_parse(expression).parsed)
+    except PathSyntaxError:
         return None
 
 
 def first_field(expression: str) -> str | None:
     """The top-level field a path reads (`usage.input_tokens` -> `usage`), if plain."""
     try:
-        steps = _simple_steps(jmespath.compile(expression).parsed)
-    except JMESPathError:
+        steps = _simple_steps(_parse(expression).parsed)
+    except PathSyntaxError:
         return None
     if steps and isinstance(steps[0], str):
         return steps[0]

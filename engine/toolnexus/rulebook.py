@@ -3,40 +3,63 @@
 A Rulebook is every provider the rules define: the built-in `rules/` plus,
 optionally, a user directory whose files override built-ins of the same name or
 add providers. Compiled rulebooks are cached, so callers may pass `rules=DIR` on
-every call; a user directory is re-read when one of its files changes.
+every call; a user directory is read once and re-read only when asked
+(`load_rules(DIR, reload=True)`). A compiled rulebook never changes after it is built.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from .endpoint import Endpoint, compile_endpoint
 from .errors import RuleError
 from .inbound import Inbound, compile_inbound
-from .loader import RuleSource, builtin_rules_dir, did_you_mean, dotted, parse_rule_text, validate_against_schema
+from .loader import (
+    MAX_FILE_BYTES,
+    RuleSource,
+    builtin_rules_dir,
+    did_you_mean,
+    dotted,
+    parse_rule_text,
+    validate_against_schema,
+)
 from .outbound import Outbound, compile_outbound
 from .stream_rules import Streaming, compile_streaming
 
 RULE_SUFFIX = ".yaml"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Provider:
-    """One compiled rule file."""
+    """One compiled rule file (never changed once built)."""
 
     name: str
-    file: str
+    file: str  # as errors name it: `rules/anthropic.yaml` for a built-in
     doc: str
     endpoint: Endpoint
     inbound: Inbound
     outbound: Outbound
     source: RuleSource
     streaming: Streaming | None = None  # None: the rule file has no `streaming` section
+    path: Path | None = None  # the file itself, absolute
+
+    def openable_path(self) -> str:
+        """Where a user can open the file: relative to the working directory when inside it, else absolute."""
+        if self.path is None:
+            return self.file
+        try:
+            return str(self.path.relative_to(Path.cwd()))
+        except ValueError:
+            return str(self.path)
 
     def explain(self, *, code: bool = False) -> str:
         """The compiled plan beside its source: every rule with its file line (and, with
@@ -69,7 +92,9 @@ def compile_rule_file(path: Path, display: str | None = None) -> Provider:
     """Parse, validate and compile one rule file, or raise a located RuleError."""
     display = display or str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as stream:
+            raw = stream.read(MAX_FILE_BYTES + 1)  # a larger file is refused without reading it all
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"cannot read: {exc}", file=display) from None
     source = parse_rule_text(text, display)
@@ -89,6 +114,7 @@ def compile_rule_file(path: Path, display: str | None = None) -> Provider:
         outbound=outbound,
         source=source,
         streaming=compile_streaming(source, outbound, endpoint),
+        path=path.absolute(),
     )
 
 
@@ -96,7 +122,7 @@ class Rulebook:
     """The providers the rules define, by name."""
 
     def __init__(self, providers: dict[str, Provider]) -> None:
-        self.providers = dict(sorted(providers.items()))
+        self.providers: Mapping[str, Provider] = MappingProxyType(dict(sorted(providers.items())))
 
     def names(self) -> list[str]:
         return list(self.providers)
@@ -129,11 +155,23 @@ def builtin_rulebook() -> Rulebook:
     return Rulebook({p.name: p for p in (compile_rule_file(f, _display(f, base)) for f in _rule_files(base))})
 
 
-@cache
-def _user_rulebook(directory: str, stamp: tuple[tuple[str, int, int], ...]) -> Rulebook:
+def read_rules_dir(directory: Path) -> Rulebook:
+    """The built-in rulebook overlaid with every rule file in `directory`, read and compiled now."""
+    if not directory.exists():
+        raise RuleError(f"rules directory not found: {directory}")
+    if not directory.is_dir():
+        raise RuleError(
+            f"{directory} is a file; give the directory that holds rule files ({directory.parent}),"
+            f" with a rule file per provider named <provider>{RULE_SUFFIX}"
+        )
+    files = _rule_files(directory)
+    if not files:
+        raise RuleError(
+            f"no rule files in {directory}: a rules directory holds <provider>{RULE_SUFFIX} files"
+            " (copy one from the built-in rules to start)"
+        )
     providers = dict(builtin_rulebook().providers)
-    for name, _, _ in stamp:
-        path = Path(directory) / name
+    for path in files:
         provider = compile_rule_file(path)
         providers[provider.name] = provider
     return Rulebook(providers)
@@ -141,15 +179,35 @@ def _user_rulebook(directory: str, stamp: tuple[tuple[str, int, int], ...]) -> R
 
 RulesArg = str | os.PathLike[str] | Rulebook | None
 
+CACHED_DIRECTORIES = 8  # rulebooks of user directories kept, least recently used dropped first
+_loaded: OrderedDict[str, Rulebook] = OrderedDict()
+_loaded_lock = threading.Lock()
 
-def load_rules(rules: RulesArg = None) -> Rulebook:
-    """The built-in rulebook, or it overlaid with a user rules directory."""
+
+def load_rules(rules: RulesArg = None, *, reload: bool = False) -> Rulebook:
+    """The built-in rulebook, or it overlaid with a user rules directory.
+
+    A directory is read and compiled once and then served from a small cache (the
+    CACHED_DIRECTORIES most recently used), so `rules=DIR` on every call costs one
+    dictionary lookup: files are not looked at again. After editing the files, call
+    `load_rules(DIR, reload=True)` (or keep the returned Rulebook and load a new one):
+    reloading is explicit. A Rulebook never changes once built, so threads may share it.
+    """
     if rules is None:
         return builtin_rulebook()
     if isinstance(rules, Rulebook):
         return rules
-    directory = Path(rules)
-    if not directory.is_dir():
-        raise RuleError(f"rules directory not found: {directory}")
-    stamp = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in _rule_files(directory))
-    return _user_rulebook(str(directory.resolve()), stamp)
+    key = os.path.abspath(os.fspath(rules))  # no file system access, unlike resolve()
+    if not reload:
+        with _loaded_lock:
+            book = _loaded.get(key)
+            if book is not None:
+                _loaded.move_to_end(key)
+                return book
+    book = read_rules_dir(Path(key))  # outside the lock: compiling takes a while
+    with _loaded_lock:
+        _loaded[key] = book
+        _loaded.move_to_end(key)
+        while len(_loaded) > CACHED_DIRECTORIES:
+            _loaded.popitem(last=False)
+    return book

@@ -49,8 +49,10 @@ and never shares a mutable constant with the output.
 
 from __future__ import annotations
 
+import difflib
 import json
 import mimetypes
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -134,7 +136,14 @@ class Env:
 
     source: RuleSource
     content: ContentFactory | None = None
-    reads: set[str] = field(default_factory=set)
+    reads: dict[str, Key] = field(default_factory=dict)  # each path read -> where it is first read
+
+    def read(self, expression: str, key: Key) -> None:
+        self.reads.setdefault(expression, key)
+
+    def where_read(self, name: str) -> Key:
+        """The rule key of the first path that reads the top-level field `name`."""
+        return next((key for expr, key in self.reads.items() if first_field(expr) == name), ())
 
     def error(self, key: Key, message: str) -> RuleError:
         return self.source.error(key, message)
@@ -355,9 +364,18 @@ def _node(value: Any, key: Key, env: Env) -> Any:
         return _List(elements)
     if isinstance(value, str) and value.startswith("$"):
         raise env.error(
-            key, f"'{value}': strings starting with '$' are reserved for operations (write {{{value}: ...}})"
+            key, f"'{value}': strings starting with '$' are reserved for operations (write {_as_operation(value)})"
         )
     return _Const(value)
+
+
+def _as_operation(text: str) -> str:
+    """The mapping a `$...` string was probably meant as: `$get top_p` -> `{$get: top_p}`."""
+    head, _, rest = text.partition(" ")
+    operation = head if head in _OPTIONS else (difflib.get_close_matches(head, list(_OPTIONS), n=1) or [""])[0]
+    if operation:
+        return f"{{{operation}: {rest.strip() or 'PATH'}}}"
+    return f"{{$get: {text[1:].strip() or 'PATH'}}}"  # `$temperature`: a field, read
 
 
 def _read(expr: Any, key: Key, env: Env) -> _Read:
@@ -447,9 +465,9 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
             f"$content takes text_or_blocks or blocks, got {arg!r}"
             + did_you_mean(str(arg), ["text_or_blocks", "blocks"]),
         )
-    env.reads.add("parts")
+    env.read("parts", at)
     if isinstance(spec.get("lead"), str):
-        env.reads.add(spec["lead"])  # the message key it replays counts as read
+        env.read(spec["lead"], (*key, "lead"))  # the message key it replays counts as read
     return _Content(env.content(spec, key), spec)
 
 
@@ -725,8 +743,9 @@ def path_getter(expression: Any, key: Key, env: Env) -> Getter:
     try:
         getter = compile_path(expression)
     except PathSyntaxError as exc:
-        raise env.error(key, f"bad path '{expression}': {exc}") from None
-    env.reads.add(expression)
+        shown = expression if len(expression) <= 80 else expression[:77] + "..."
+        raise env.error(key, f"bad path ({exc}): {shown}") from None
+    env.read(expression, key)
     return getter
 
 
@@ -744,11 +763,17 @@ def as_object(value: Any, wrap: str) -> Any:
     return {wrap: value}
 
 
+# The extension table (Python's, plus the system's files, as mimetypes.guess_type reads), built
+# here at import and never changed after: the module-level mimetypes functions fill a shared
+# table lazily on first use, and any code may add to it.
+_MEDIA_TYPES = mimetypes.MimeTypes([name for name in mimetypes.knownfiles if os.path.isfile(name)])
+
+
 def media_type(url: Any) -> Any:
     """`$media_type`: the media type a URL's file extension names, else absent."""
     if not isinstance(url, str):
         return MISSING
-    guessed, _ = mimetypes.guess_type(urlsplit(url).path)
+    guessed, _ = _MEDIA_TYPES.guess_type(urlsplit(url).path)
     return guessed or MISSING
 
 
