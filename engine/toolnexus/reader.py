@@ -5,7 +5,7 @@ Reading validates everything and raises TranslationError with the path of the
 culprit; nothing here knows any other provider. The middle form is plain dicts
 (cheap to build, and usable directly as template scopes):
 
-  message: {role, parts: [part...], source, index}
+  message: {role, parts: [part...], source, index}   (+ positions: built by part_path when needed)
   part:    {kind: text, text}
            {kind: image_base64, media_type, data, source}
            {kind: image_url, url, source}
@@ -138,17 +138,27 @@ def read_messages(
 
 
 def part_path(turn: dict[str, Any], part: dict[str, Any]) -> str:
-    """Where a part sits in the request (computed on demand: errors and notes only)."""
+    """Where a part sits in the request (computed on demand: errors and notes only).
+
+    Constant time per part, so a message whose every part is noted stays linear: a tool
+    call carries its position, and a content part's index comes from a table built once
+    per message, the first time one of its parts needs a path.
+    """
     base = f"messages[{turn['index']}]"
-    source, msg = part.get("source"), turn["source"]
-    if part["kind"] == "tool_result":
+    kind = part["kind"]
+    if kind == "tool_result":
         return base
-    if part["kind"] == "tool_call":
-        calls = msg.get("tool_calls") or []
-        return f"{base}.tool_calls[{next(k for k, c in enumerate(calls) if c is source)}]"
-    content = msg.get("content")
+    if kind == "tool_call":
+        return f"{base}.tool_calls[{part['position']}]"
+    source = part.get("source")
+    content = turn["source"].get("content")
     if isinstance(content, list) and source is not None:
-        return f"{base}.content[{next(j for j, p in enumerate(content) if p is source)}]"
+        positions = turn.get("positions")
+        if positions is None:
+            positions = turn["positions"] = {}
+            for j, given in enumerate(content):
+                positions.setdefault(id(given), j)  # the first of an object given twice, as a search would find
+        return f"{base}.content[{positions[id(source)]}]"
     return f"{base}.content"
 
 
