@@ -54,6 +54,23 @@ READ_KEYS: dict[str, frozenset[str]] = {
 }
 TOOL_RESULT_KINDS = frozenset({"text", "image_base64", "image_url"})
 
+# The caller's information in each part kind: (the middle-form keys any one of which carries it,
+# its name in the input, where it sits in the input part). A part template that reads none of
+# a field's keys would lose it, so the writer settles it as the rule file says (inbound.py).
+PART_FIELDS: dict[str, tuple[tuple[frozenset[str], str, str], ...]] = {
+    "text": ((frozenset({"text"}), "text", "text"),),
+    "image_base64": ((frozenset({"data"}), "url", "image_url.url"),),  # its media type can be told from the bytes
+    "image_url": ((frozenset({"url"}), "url", "image_url.url"),),
+    "tool_call": (
+        (frozenset({"id"}), "id", "id"),
+        (frozenset({"name"}), "name", "function.name"),
+        (frozenset({"arguments", "arguments_json"}), "arguments", "function.arguments"),
+    ),
+    "tool_result": ((frozenset({"tool_call_id"}), "tool_call_id", "tool_call_id"),),
+}
+# A part kind whose own parts' text is also one field of it: a tool result's `content` joins its text parts.
+TEXT_OF_PARTS: dict[str, str] = {"tool_result": "content"}
+
 
 def _fail(provider: str, path: str, message: str) -> TranslationError:
     return TranslationError(path, message, provider=provider)

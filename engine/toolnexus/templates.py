@@ -75,13 +75,19 @@ class Ctx:
     needs it, so the hot loop builds no strings.
     """
 
-    __slots__ = ("notes", "outbound", "path", "provider")
+    __slots__ = ("notes", "outbound", "path", "provider", "settle")
 
     def __init__(self, provider: str, *, outbound: bool = False) -> None:
         self.notes: list[Note] = []
         self.path: Any = ""
         self.provider = provider
         self.outbound = outbound
+        # What to do with an input field the rules write nothing for: (name, value, path). The request
+        # side sets the rule file's policy (inbound.py); unset, such a field is reported as dropped.
+        self.settle: Callable[[str, Any, str], None] = self._dropped
+
+    def _dropped(self, name: str, value: Any, path: str) -> None:
+        self.notes.append(Note("dropped", path, f"{self.provider} has no counterpart"))
 
     def fail(self, path: str, message: str) -> TranslationError:
         cls = ResponseError if self.outbound else TranslationError
@@ -112,6 +118,8 @@ class Env:
     source: RuleSource
     content: ContentFactory | None = None
     reads: set[str] = field(default_factory=set)
+    read_at: dict[str, Key] = field(default_factory=dict)  # each path read, and where the rule file first reads it
+    contents: list[frozenset[str] | None] = field(default_factory=list)  # each `$content`'s kinds (None: every kind)
 
     def error(self, key: Key, message: str) -> RuleError:
         return self.source.error(key, message)
@@ -411,6 +419,8 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
             + did_you_mean(str(arg), ["text_or_blocks", "blocks"]),
         )
     env.reads.add("parts")
+    kinds = spec.get("kinds")
+    env.contents.append(frozenset(kinds) if isinstance(kinds, list) else None)
     if isinstance(spec.get("lead"), str):
         env.reads.add(spec["lead"])  # the message key it replays counts as read
     return _Content(env.content(spec, key), spec)
@@ -685,6 +695,7 @@ def path_getter(expression: Any, key: Key, env: Env) -> Getter:
     except PathSyntaxError as exc:
         raise env.error(key, f"bad path '{expression}': {exc}") from None
     env.reads.add(expression)
+    env.read_at.setdefault(expression, key)
     return getter
 
 
