@@ -67,6 +67,21 @@ CASES: dict[str, tuple[tuple[tuple[str, str], ...], list[dict[str, Any]], list[t
         ],
         [("is_error", "messages[2].is_error"), ("image_url", "messages[2].content[1]")],
     ),
+    "system": (
+        (  # cached system prompts go out as text blocks, whose template here writes only the cache marker
+            (
+                "    text: {type: text, text: {$get: text}, cache_control: {$get: cache_control}}",
+                "    text: {type: text, cache_control: {$get: cache_control}}",
+            ),
+        ),
+        [
+            {
+                "role": "system",
+                "content": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+            }
+        ],
+        [("text", "messages[0].content[0].text")],
+    ),
     "developer": (
         (  # a developer message kept in the transcript, whose template writes only images
             ("    roles: [system, developer]         # hoisted", "    roles: [system]         # hoisted"),

@@ -128,6 +128,7 @@ class Inbound:
     lane: Lane
     system_blocks: Render | None = None  # writes a system text part, when the rules keep cached system parts
     text_reads: frozenset[str] = frozenset()  # what the `text` part template reads (for drop notes)
+    text_gaps: Gaps | None = None  # what it leaves unwritten, when the system blocks are written with it
     tool_call_ids: IdRule | None = None
     plan: dict[str, Any] = field(default_factory=dict)
 
@@ -148,8 +149,7 @@ class Inbound:
             if value is not None and type(value) is not str:
                 raise TranslationError(name, f"must be a string, got {type(value).__name__}", provider=provider)
         ctx = Ctx(provider)
-        table = self.message_unsupported
-        ctx.settle = lambda name, value, path: self._settle(name, value, path, table, ctx, unknown_fields)
+        ctx.settler = self._settle_drop if unknown_fields == "drop" else self._settle_error
         scope: dict[str, Any] = {}
         for name, value in request.items():
             if value is None or (name in ZERO_MEANS_ABSENT and type(value) is int and value == 0):
@@ -245,6 +245,14 @@ class Inbound:
             path, f"cannot be sent to {self.provider}" + (f": {rule.doc}" if rule.doc else ""), provider=self.provider
         )
 
+    def _settle_drop(self, ctx: Ctx, name: str, value: Any, path: str) -> None:
+        """Ctx.settle for a field inside a message, when unknown fields are dropped."""
+        self._settle(name, value, path, self.message_unsupported, ctx, "drop")
+
+    def _settle_error(self, ctx: Ctx, name: str, value: Any, path: str) -> None:
+        """Ctx.settle for a field inside a message, when unknown fields are refused."""
+        self._settle(name, value, path, self.message_unsupported, ctx, "error")
+
     def _fast_messages(
         self, messages: Any, system: str | None, default_system: str | None, ctx: Ctx
     ) -> tuple[list[Any], Any] | None:
@@ -301,6 +309,8 @@ class Inbound:
             return chosen
         blocks = []
         for turn, part in parts:
+            if self.text_gaps is not None:
+                _settle_gaps(turn, part, self.text_gaps, ctx)
             ctx.path = (PARTS, [turn, part])
             blocks.append(self.system_blocks(part, ctx))
         ctx.path = ""
@@ -534,6 +544,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
         tool_choice=tool_choice,
         system_blocks=system_blocks,
         text_reads=(parts["text"][1] or frozenset()) if "text" in parts else frozenset(),
+        text_gaps=gaps.get("text"),
         tool_call_ids=tool_call_ids,
         plan={"consumed": sorted(consumed), "hoist": sorted(hoist), "parts": sorted(parts)},
     )

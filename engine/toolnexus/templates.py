@@ -75,19 +75,21 @@ class Ctx:
     needs it, so the hot loop builds no strings.
     """
 
-    __slots__ = ("notes", "outbound", "path", "provider", "settle")
+    __slots__ = ("notes", "outbound", "path", "provider", "settler")
 
     def __init__(self, provider: str, *, outbound: bool = False) -> None:
         self.notes: list[Note] = []
         self.path: Any = ""
         self.provider = provider
         self.outbound = outbound
-        # What to do with an input field the rules write nothing for: (name, value, path). The request
-        # side sets the rule file's policy (inbound.py); unset, such a field is reported as dropped.
-        self.settle: Callable[[str, Any, str], None] = self._dropped
+        self.settler: Callable[[Ctx, str, Any, str], None] | None = None  # the request side's policy (inbound.py)
 
-    def _dropped(self, name: str, value: Any, path: str) -> None:
-        self.notes.append(Note("dropped", path, f"{self.provider} has no counterpart"))
+    def settle(self, name: str, value: Any, path: str) -> None:
+        """An input field the rules write nothing for: as the rule file's policy says, else reported as dropped."""
+        if self.settler is None:
+            self.notes.append(Note("dropped", path, f"{self.provider} has no counterpart"))
+        else:
+            self.settler(self, name, value, path)
 
     def fail(self, path: str, message: str) -> TranslationError:
         cls = ResponseError if self.outbound else TranslationError
