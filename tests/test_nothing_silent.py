@@ -166,3 +166,11 @@ def test_the_lane_leaves_such_rules_to_the_general_path(role: str, tmp_path: Pat
     ctx = Ctx("anthropic")
     assert inbound.lane.messages(messages, ctx) is None
     assert ctx.notes == []
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_a_cache_marker_on_a_message_with_no_part_is_reported(provider: str) -> None:
+    """A message's cache_control goes on its last part; with no part at all it is dropped, and said so."""
+    message = {"role": "user", "content": [], "cache_control": {"type": "ephemeral"}}
+    body = toolnexus.translate_request(provider, request([message]))
+    assert ("dropped", "messages[0].cache_control") in [(n.kind, n.path) for n in body.notes]

@@ -26,7 +26,7 @@ from .reader import (
     TEXT_OF_PARTS,
     TOOL_RESULT_KINDS,
     Hoisted,
-    orphan_extra_content,
+    orphans,
     part_path,
     read_messages,
     read_tool_choice,
@@ -338,9 +338,9 @@ class Inbound:
             source = turn["source"]
             if rule.allowed is not None and not source.keys() <= rule.allowed:
                 self._check_message_keys(source, f"messages[{turn['index']}]", rule.allowed, ctx, unknown_fields)
-            if "extra_content" in source and rule.allowed is not None and orphan_extra_content(turn):
-                path = f"messages[{turn['index']}].extra_content"
-                ctx.notes.append(Note("dropped", path, "no text part in this message to carry it"))
+            if rule.allowed is not None and ("extra_content" in source or "cache_control" in source):
+                for key, why in orphans(turn):
+                    ctx.notes.append(Note("dropped", f"messages[{turn['index']}].{key}", why))
             if rule.kinds is not None:
                 _settle_parts(turn, turn["parts"], rule.kinds, ctx)
             if rule.drop_if_empty and not turn["parts"]:

@@ -366,14 +366,17 @@ def _map_id(part: dict[str, Any], key: str, tool_call_ids: IdMap, provider: str)
         part.setdefault("report", {}).setdefault("derived", {})[key] = (key, how)
 
 
-def orphan_extra_content(turn: dict[str, Any]) -> bool:
-    """An assistant message's extra_content with no text part to ride on (reported as dropped)."""
-    source = turn["source"]
-    return (
-        turn["role"] == "assistant"
-        and source.get("extra_content") is not None
-        and not any(p["kind"] == "text" for p in turn["parts"])
-    )
+def orphans(turn: dict[str, Any]) -> list[tuple[str, str]]:
+    """Message keys the reader puts on a part, given where no part can carry them (each reported as dropped):
+    an assistant message's extra_content with no text part, a cache_control on a message with no part."""
+    source, parts = turn["source"], turn["parts"]
+    found = []
+    has_text = any(p["kind"] == "text" for p in parts)
+    if turn["role"] == "assistant" and source.get("extra_content") is not None and not has_text:
+        found.append(("extra_content", "no text part in this message to carry it"))
+    if not parts and source.get("cache_control") is not None and "cache_control" in READ_KEYS[turn["role"]]:
+        found.append(("cache_control", "no part in this message to carry it"))
+    return found
 
 
 def _tool_call(call: Any, i: int, k: int, provider: str, want_json: bool) -> dict[str, Any]:
