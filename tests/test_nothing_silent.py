@@ -174,3 +174,10 @@ def test_a_cache_marker_on_a_message_with_no_part_is_reported(provider: str) -> 
     message = {"role": "user", "content": [], "cache_control": {"type": "ephemeral"}}
     body = toolnexus.translate_request(provider, request([message]))
     assert ("dropped", "messages[0].cache_control") in [(n.kind, n.path) for n in body.notes]
+
+
+@pytest.mark.parametrize("provider", toolnexus.providers())
+def test_a_cache_marker_on_a_system_prompt_with_no_part_is_reported(provider: str) -> None:
+    system = {"role": "system", "content": [], "cache_control": {"type": "ephemeral"}}
+    body = toolnexus.translate_request(provider, request([system, ASKED]))
+    assert ("dropped", "messages[0].cache_control") in [(n.kind, n.path) for n in body.notes]

@@ -296,11 +296,12 @@ class Inbound:
         """Hoisted prompts carrying cache_control: kept as text blocks where the rules say so, else noted."""
         if not any(_has_cache_control(msg) for _, _, _, msg in hoisted):
             return chosen
-        parts = [
-            ({"index": i, "source": msg}, part)
-            for _, _, i, msg in hoisted
-            for part in system_parts(msg, i, self.provider)
-        ]
+        parts = []
+        for _, path, i, msg in hoisted:
+            turn = {"role": msg["role"], "index": i, "source": msg, "parts": system_parts(msg, i, self.provider)}
+            for key, why in orphans(turn):
+                ctx.notes.append(Note("dropped", f"{path}.{key}", why))
+            parts += [(turn, part) for part in turn["parts"]]
         reads = self.text_reads if self.system_blocks is not None else frozenset()
         for turn, part in parts:
             if "report" in part:
