@@ -42,7 +42,7 @@ messages:
   parts:
     text: {t: {$get: text}, mark: {$get: cache_control}}
     image_base64: {img: {$get: data}}
-    tool_call: {call: {$get: id}}
+    tool_call: {call: {$get: id}, fn: {$get: name}, args: {$get: arguments}}
     tool_result: {answer: {$get: tool_call_id}, body: {$content: text_or_blocks}}
 tool_call_ids: {pattern: "^[A-Za-z0-9_-]+$"}
 tools: {declaration: {name: {$get: name}}}
@@ -92,7 +92,7 @@ def test_lead_blocks_go_first_exactly_as_given(acme: Path) -> None:
     body = translate_request("acme", request, rules=acme)
     said = body["turns"][1]["say"]
     assert said[:2] == opaque and said[0] is opaque[0] and said[1] is opaque[1]  # the blocks themselves
-    assert said[2:] == [{"t": "ok"}, {"call": "c1"}]
+    assert said[2:] == [{"t": "ok"}, {"call": "c1", "fn": "f", "args": {}}]
     assert request == before
 
 

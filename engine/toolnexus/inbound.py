@@ -10,6 +10,7 @@ body template over the request with those translated values in place.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -19,10 +20,13 @@ from .lane import ABSENT_FIELDS, Lane, RolePlan, compile_lane, merge_into
 from .loader import Key, RuleSource, did_you_mean
 from .paths import MISSING
 from .reader import (
+    PART_FIELDS,
     READ_KEYS,
     ROLES,
+    TEXT_OF_PARTS,
+    TOOL_RESULT_KINDS,
     Hoisted,
-    orphan_extra_content,
+    orphans,
     part_path,
     read_messages,
     read_tool_choice,
@@ -82,11 +86,28 @@ class Unsupported:
 
 
 @dataclass(frozen=True)
+class Gaps:
+    """What one template leaves unwritten of its scope, found at load (the shipped rules leave nothing).
+
+    unread: the part's information fields (reader.PART_FIELDS) none of whose keys it reads, as
+    (name, where, keys); kinds: the kinds of its scope's own parts it writes (through `$content`,
+    or a field holding their text), None for every kind. Each is settled as the rule file says.
+    """
+
+    unread: tuple[tuple[str, str, frozenset[str]], ...] = ()
+    kinds: frozenset[str] | None = None
+
+
+NO_GAPS = Gaps()
+
+
+@dataclass(frozen=True)
 class RoleRule:
     render: Render
     drop_if_empty: bool
     merge_consecutive: bool
     allowed: frozenset[str] | None  # message keys read by the reader or the template; None = all
+    kinds: frozenset[str] | None = None  # the part kinds the template writes; None = all
 
 
 @dataclass
@@ -108,6 +129,7 @@ class Inbound:
     lane: Lane
     system_blocks: Render | None = None  # writes a system text part, when the rules keep cached system parts
     text_reads: frozenset[str] = frozenset()  # what the `text` part template reads (for drop notes)
+    text_gaps: Gaps | None = None  # what it leaves unwritten, when the system blocks are written with it
     tool_call_ids: IdRule | None = None
     plan: dict[str, Any] = field(default_factory=dict)
 
@@ -128,6 +150,7 @@ class Inbound:
             if value is not None and type(value) is not str:
                 raise TranslationError(name, f"must be a string, got {type(value).__name__}", provider=provider)
         ctx = Ctx(provider)
+        ctx.settler = self._settle_drop if unknown_fields == "drop" else self._settle_error
         scope: dict[str, Any] = {}
         for name, value in request.items():
             if value is None or (name in ZERO_MEANS_ABSENT and type(value) is int and value == 0):
@@ -223,6 +246,14 @@ class Inbound:
             path, f"cannot be sent to {self.provider}" + (f": {rule.doc}" if rule.doc else ""), provider=self.provider
         )
 
+    def _settle_drop(self, ctx: Ctx, name: str, value: Any, path: str) -> None:
+        """Ctx.settle for a field inside a message, when unknown fields are dropped."""
+        self._settle(name, value, path, self.message_unsupported, ctx, "drop")
+
+    def _settle_error(self, ctx: Ctx, name: str, value: Any, path: str) -> None:
+        """Ctx.settle for a field inside a message, when unknown fields are refused."""
+        self._settle(name, value, path, self.message_unsupported, ctx, "error")
+
     def _fast_messages(
         self, messages: Any, system: str | None, default_system: str | None, ctx: Ctx
     ) -> tuple[list[Any], Any] | None:
@@ -266,11 +297,12 @@ class Inbound:
         """Hoisted prompts carrying cache_control: kept as text blocks where the rules say so, else noted."""
         if not any(_has_cache_control(msg) for _, _, _, msg in hoisted):
             return chosen
-        parts = [
-            ({"index": i, "source": msg}, part)
-            for _, _, i, msg in hoisted
-            for part in system_parts(msg, i, self.provider)
-        ]
+        parts = []
+        for _, path, i, msg in hoisted:
+            turn = {"role": msg["role"], "index": i, "source": msg, "parts": system_parts(msg, i, self.provider)}
+            for key, why in orphans(turn):
+                ctx.notes.append(Note("dropped", f"{path}.{key}", why))
+            parts += [(turn, part) for part in turn["parts"]]
         reads = self.text_reads if self.system_blocks is not None else frozenset()
         for turn, part in parts:
             if "report" in part:
@@ -279,6 +311,8 @@ class Inbound:
             return chosen
         blocks = []
         for turn, part in parts:
+            if self.text_gaps is not None:
+                _settle_gaps(turn, part, self.text_gaps, ctx)
             ctx.path = (PARTS, [turn, part])
             blocks.append(self.system_blocks(part, ctx))
         ctx.path = ""
@@ -306,9 +340,11 @@ class Inbound:
             source = turn["source"]
             if rule.allowed is not None and not source.keys() <= rule.allowed:
                 self._check_message_keys(source, f"messages[{turn['index']}]", rule.allowed, ctx, unknown_fields)
-            if "extra_content" in source and rule.allowed is not None and orphan_extra_content(turn):
-                path = f"messages[{turn['index']}].extra_content"
-                ctx.notes.append(Note("dropped", path, "no text part in this message to carry it"))
+            if rule.allowed is not None and ("extra_content" in source or "cache_control" in source):
+                for key, why in orphans(turn):
+                    ctx.notes.append(Note("dropped", f"messages[{turn['index']}].{key}", why))
+            if rule.kinds is not None:
+                _settle_parts(turn, turn["parts"], rule.kinds, ctx)
             if rule.drop_if_empty and not turn["parts"]:
                 path = f"messages[{turn['index']}]"
                 ctx.notes.append(Note("dropped", path, f"an empty {role} turn cannot be sent to {self.provider}"))
@@ -395,13 +431,18 @@ def compile_inbound(source: RuleSource) -> Inbound:
     unsupported = _unsupported_table(request.get("unsupported", {}), ("request", "unsupported"), source)
 
     parts: dict[str, tuple[Render, frozenset[str] | None]] = {}
+    gaps: dict[str, Gaps] = {}  # filled below, at load, before anything is written
 
     def content_factory(spec: dict[str, Any], key: Key) -> Render:
-        return _content_writer(spec, key, parts, source, provider)
+        return _content_writer(spec, key, parts, gaps, source, provider)
 
     for kind, template in msgs["parts"].items():
         env = Env(source, content=content_factory)  # a part may write its own parts (a tool result's images)
         parts[kind] = (compile_template(template, ("messages", "parts", kind), env), _frozen(env.fields_read()))
+        _refuse_direct_parts(env, source)
+        found = _gaps(env, PART_FIELDS.get(kind, ()), TEXT_OF_PARTS.get(kind))
+        if found.unread or (kind in TEXT_OF_PARTS and found.kinds is not None and TOOL_RESULT_KINDS - found.kinds):
+            gaps[kind] = found
 
     roles: dict[str, RoleRule] = {}
     hoist = frozenset(msgs["system"]["roles"])
@@ -413,7 +454,8 @@ def compile_inbound(source: RuleSource) -> Inbound:
             continue
         env = Env(source, content=content_factory)
         render = compile_template(rule["message"], ("messages", "roles", role, "message"), env)
-        if "parts" not in env.reads and env.fields_read("source") is not None:
+        _refuse_direct_parts(env, source)
+        if not env.contents and env.fields_read("source") is not None:
             raise source.error(
                 ("messages", "roles", role, "message"),
                 "never writes the message's content (use $content or $get: source)",
@@ -424,6 +466,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
             drop_if_empty=bool(rule.get("drop_if_empty", False)),
             merge_consecutive=bool(rule.get("merge_consecutive", False)),
             allowed=None if consumed is None else frozenset(consumed) | READ_KEYS[role],
+            kinds=_gaps(env, (), None).kinds,
         )
 
     system_rule = msgs["system"]
@@ -479,12 +522,12 @@ def compile_inbound(source: RuleSource) -> Inbound:
         env = Env(source, content=content_factory)
         return compile_bound(template, key, env, fields, ABSENT_FIELDS), _frozen(env.fields_read())
 
-    plans = {
+    plans = {  # a role whose writing leaves something to settle stays on the general path
         role: RolePlan(
             rule["message"], bool(rule.get("drop_if_empty")), bool(rule.get("merge_consecutive")), roles[role].allowed
         )
         for role, rule in msgs["roles"].items()
-        if role in roles
+        if role in roles and roles[role].kinds is None and not gaps
     }
     tool_call_ids = compile_id_rule(source)
     lane, lane_source = compile_lane(
@@ -509,6 +552,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
         tool_choice=tool_choice,
         system_blocks=system_blocks,
         text_reads=(parts["text"][1] or frozenset()) if "text" in parts else frozenset(),
+        text_gaps=gaps.get("text"),
         tool_call_ids=tool_call_ids,
         plan={"consumed": sorted(consumed), "hoist": sorted(hoist), "parts": sorted(parts)},
     )
@@ -538,15 +582,14 @@ def _unsupported_table(table: dict[str, Any], key: Key, source: RuleSource) -> d
 
 
 def _report_part(turn: dict[str, Any], part: dict[str, Any], reads: frozenset[str], ctx: Ctx) -> None:
-    """Notes for what a part template drops (unread optional keys) or rewrites (derived keys it reads)."""
+    """Settle what a part template drops (unread optional keys); note what it rewrites (derived keys it reads)."""
     report = part["report"]
     for key, where in report.get("optional", {}).items():
         if key not in reads:
-            ctx.notes.append(Note("dropped", f"{part_path(turn, part)}.{where}", f"{ctx.provider} has no counterpart"))
+            ctx.settle(where.rpartition(".")[2], part[key], f"{part_path(turn, part)}.{where}")
     for key, where in report.get("message", {}).items():
         if key not in reads:
-            path = f"messages[{turn['index']}].{where}"
-            ctx.notes.append(Note("dropped", path, f"{ctx.provider} has no counterpart"))
+            ctx.settle(where.rpartition(".")[2], part[key], f"messages[{turn['index']}].{where}")
     for key, (where, how) in report.get("derived", {}).items():
         if key in reads:
             ctx.notes.append(Note("rewritten", f"{part_path(turn, part)}.{where}", how))
@@ -556,6 +599,7 @@ def _content_writer(
     spec: dict[str, Any],
     key: Key,
     parts: dict[str, tuple[Render, frozenset[str] | None]],
+    gaps: dict[str, Gaps],
     source: RuleSource,
     provider: str,
 ) -> Render:
@@ -624,12 +668,57 @@ def _content_writer(
                 raise ctx.fail(part_path(turn, part), f"{kind} parts cannot be sent to {provider}")
             if "report" in part and kind in reporting:
                 _report_part(turn, part, reporting[kind], ctx)
+            if kind in gaps:
+                _settle_gaps(turn, part, gaps[kind], ctx)
             at[1] = part
             blocks.append(write(part, ctx))
         ctx.path = where
         return blocks if blocks else MISSING
 
     return render
+
+
+# A path that reads the middle form's `parts` itself (`parts`, `parts[0].content`), not through `$content`.
+DIRECT_PARTS = re.compile(r"parts(?![A-Za-z0-9_])")
+
+
+def _refuse_direct_parts(env: Env, source: RuleSource) -> None:
+    """Parts are written through `$content` only: read directly, they would go out in the middle form's own
+    shape, and whatever the read leaves out (other parts, a part's other fields) would be lost unreported."""
+    for expr, key in env.reads.items():
+        if DIRECT_PARTS.match(expr) and key[-1:] != ("$content",):  # `$content` itself reads them, as it should
+            message = f"reads the parts directly ('{expr}'): write them with $content (see messages.parts)"
+            raise source.error(key, message)
+
+
+def _gaps(env: Env, fields: tuple[tuple[frozenset[str], str, str], ...], text_field: str | None) -> Gaps:
+    """What a compiled template leaves unwritten (see Gaps); nothing when it reads its input object whole."""
+    reads = env.fields_read()
+    if reads is None or env.fields_read("source") is None:
+        return NO_GAPS
+    unread = tuple((name, where, keys) for keys, name, where in fields if keys.isdisjoint(reads))
+    if any(kinds is None for kinds in env.contents):
+        return Gaps(unread)
+    kinds = frozenset[str]().union(*(k for k in env.contents if k is not None))
+    return Gaps(unread, kinds | ({"text"} if text_field in reads else frozenset()))
+
+
+def _settle_gaps(turn: dict[str, Any], part: dict[str, Any], gaps: Gaps, ctx: Ctx) -> None:
+    """Settle the caller's information a part template writes nothing for (the rule file says drop or error)."""
+    for name, where, keys in gaps.unread:
+        value = next((part[k] for k in keys if k in part), MISSING)
+        if value is not MISSING:
+            path = part_path(turn, part)  # a part with no source is a string content itself
+            ctx.settle(name, value, f"{path}.{where}" if "source" in part else path)
+    if gaps.kinds is not None:
+        _settle_parts(turn, part.get("parts", ()), gaps.kinds, ctx)
+
+
+def _settle_parts(turn: dict[str, Any], parts: list[dict[str, Any]], kinds: frozenset[str], ctx: Ctx) -> None:
+    """Settle each part of a kind the template never writes (a `$content` with `kinds`, and nothing else)."""
+    for part in parts:
+        if part["kind"] not in kinds:
+            ctx.settle(part["kind"], part.get("source", part.get("text")), part_path(turn, part))
 
 
 def _opaque_blocks(value: Any, where: str, ctx: Ctx) -> list[Any]:

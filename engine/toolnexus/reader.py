@@ -5,7 +5,7 @@ Reading validates everything and raises TranslationError with the path of the
 culprit; nothing here knows any other provider. The middle form is plain dicts
 (cheap to build, and usable directly as template scopes):
 
-  message: {role, parts: [part...], source, index}
+  message: {role, parts: [part...], source, index}   (+ positions: built by part_path when needed)
   part:    {kind: text, text}
            {kind: image_base64, media_type, data, source}
            {kind: image_url, url, source}
@@ -53,6 +53,23 @@ READ_KEYS: dict[str, frozenset[str]] = {
     "tool": frozenset({"role", "content", "tool_call_id", "cache_control", "is_error"}),
 }
 TOOL_RESULT_KINDS = frozenset({"text", "image_base64", "image_url"})
+
+# The caller's information in each part kind: (the middle-form keys any one of which carries it,
+# its name in the input, where it sits in the input part). A part template that reads none of
+# a field's keys would lose it, so the writer settles it as the rule file says (inbound.py).
+PART_FIELDS: dict[str, tuple[tuple[frozenset[str], str, str], ...]] = {
+    "text": ((frozenset({"text"}), "text", "text"),),
+    "image_base64": ((frozenset({"data"}), "url", "image_url.url"),),  # its media type can be told from the bytes
+    "image_url": ((frozenset({"url"}), "url", "image_url.url"),),
+    "tool_call": (
+        (frozenset({"id"}), "id", "id"),
+        (frozenset({"name"}), "name", "function.name"),
+        (frozenset({"arguments", "arguments_json"}), "arguments", "function.arguments"),
+    ),
+    "tool_result": ((frozenset({"tool_call_id"}), "tool_call_id", "tool_call_id"),),
+}
+# A part kind whose own parts' text is also one field of it: a tool result's `content` joins its text parts.
+TEXT_OF_PARTS: dict[str, str] = {"tool_result": "content"}
 
 
 def _fail(provider: str, path: str, message: str) -> TranslationError:
@@ -138,17 +155,27 @@ def read_messages(
 
 
 def part_path(turn: dict[str, Any], part: dict[str, Any]) -> str:
-    """Where a part sits in the request (computed on demand: errors and notes only)."""
+    """Where a part sits in the request (computed on demand: errors and notes only).
+
+    Constant time per part, so a message whose every part is noted stays linear: a tool
+    call carries its position, and a content part's index comes from a table built once
+    per message, the first time one of its parts needs a path.
+    """
     base = f"messages[{turn['index']}]"
-    source, msg = part.get("source"), turn["source"]
-    if part["kind"] == "tool_result":
+    kind = part["kind"]
+    if kind == "tool_result":
         return base
-    if part["kind"] == "tool_call":
-        calls = msg.get("tool_calls") or []
-        return f"{base}.tool_calls[{next(k for k, c in enumerate(calls) if c is source)}]"
-    content = msg.get("content")
+    if kind == "tool_call":
+        return f"{base}.tool_calls[{part['position']}]"
+    source = part.get("source")
+    content = turn["source"].get("content")
     if isinstance(content, list) and source is not None:
-        return f"{base}.content[{next(j for j, p in enumerate(content) if p is source)}]"
+        positions = turn.get("positions")
+        if positions is None:
+            positions = turn["positions"] = {}
+            for j, given in enumerate(content):
+                positions.setdefault(id(given), j)  # the first of an object given twice, as a search would find
+        return f"{base}.content[{positions[id(source)]}]"
     return f"{base}.content"
 
 
@@ -339,14 +366,17 @@ def _map_id(part: dict[str, Any], key: str, tool_call_ids: IdMap, provider: str)
         part.setdefault("report", {}).setdefault("derived", {})[key] = (key, how)
 
 
-def orphan_extra_content(turn: dict[str, Any]) -> bool:
-    """An assistant message's extra_content with no text part to ride on (reported as dropped)."""
-    source = turn["source"]
-    return (
-        turn["role"] == "assistant"
-        and source.get("extra_content") is not None
-        and not any(p["kind"] == "text" for p in turn["parts"])
-    )
+def orphans(turn: dict[str, Any]) -> list[tuple[str, str]]:
+    """Message keys the reader puts on a part, given where no part can carry them (each reported as dropped):
+    an assistant message's extra_content with no text part, a cache_control on a message with no part."""
+    source, parts = turn["source"], turn["parts"]
+    found = []
+    has_text = any(p["kind"] == "text" for p in parts)
+    if turn["role"] == "assistant" and source.get("extra_content") is not None and not has_text:
+        found.append(("extra_content", "no text part in this message to carry it"))
+    if not parts and source.get("cache_control") is not None and "cache_control" in READ_KEYS[turn["role"]]:
+        found.append(("cache_control", "no part in this message to carry it"))
+    return found
 
 
 def _tool_call(call: Any, i: int, k: int, provider: str, want_json: bool) -> dict[str, Any]:

@@ -80,13 +80,21 @@ class Ctx:
     needs it, so the hot loop builds no strings.
     """
 
-    __slots__ = ("notes", "outbound", "path", "provider")
+    __slots__ = ("notes", "outbound", "path", "provider", "settler")
 
     def __init__(self, provider: str, *, outbound: bool = False) -> None:
         self.notes: list[Note] = []
         self.path: Any = ""
         self.provider = provider
         self.outbound = outbound
+        self.settler: Callable[[Ctx, str, Any, str], None] | None = None  # the request side's policy (inbound.py)
+
+    def settle(self, name: str, value: Any, path: str) -> None:
+        """An input field the rules write nothing for: as the rule file's policy says, else reported as dropped."""
+        if self.settler is None:
+            self.notes.append(Note("dropped", path, f"{self.provider} has no counterpart"))
+        else:
+            self.settler(self, name, value, path)
 
     def fail(self, path: str, message: str) -> TranslationError:
         cls = ResponseError if self.outbound else TranslationError
@@ -137,6 +145,7 @@ class Env:
     source: RuleSource
     content: ContentFactory | None = None
     reads: dict[str, Key] = field(default_factory=dict)  # each path read -> where it is first read
+    contents: list[frozenset[str] | None] = field(default_factory=list)  # each `$content`'s kinds (None: every kind)
 
     def read(self, expression: str, key: Key) -> None:
         self.reads.setdefault(expression, key)
@@ -466,6 +475,8 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
             + did_you_mean(str(arg), ["text_or_blocks", "blocks"]),
         )
     env.read("parts", at)
+    kinds = spec.get("kinds")
+    env.contents.append(frozenset(kinds) if isinstance(kinds, list) else None)
     if isinstance(spec.get("lead"), str):
         env.read(spec["lead"], (*key, "lead"))  # the message key it replays counts as read
     return _Content(env.content(spec, key), spec)
