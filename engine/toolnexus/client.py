@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from . import wire
+from . import jsonsafe, wire
 from .endpoint import excerpt
 from .errors import Cancelled, ConfigError, ProviderError, ToolnexusError, TranslationError
 from .result import TranslateResult
@@ -407,8 +407,10 @@ def encode_body(body: dict[str, Any]) -> bytes:
     """The body as compact UTF-8 JSON; a value JSON cannot carry is a TranslationError before any call."""
     try:
         return wire.dumps(body)
-    except (TypeError, ValueError) as exc:
-        raise TranslationError("", f"the provider body is not representable as JSON ({exc})") from None
+    except (TypeError, ValueError, RecursionError, MemoryError) as exc:
+        found = jsonsafe.locate(body)  # translate refuses such input, so this is a hook's or a rule's doing
+        where, what = found or ("", f"is not representable as JSON ({type(exc).__name__})")
+        raise TranslationError(jsonsafe.where_in("body", where), f"the provider body {what}") from None
 
 
 def _is_retryable(exc: BaseException) -> bool:

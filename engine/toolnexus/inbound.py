@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import Note, TranslationError
+from .fields import ZERO_MEANS_ABSENT, Range, check_fields, compile_ranges
 from .ids import IdRule, compile_id_rule
+from .jsonsafe import checked
 from .lane import ABSENT_FIELDS, Lane, RolePlan, compile_lane, merge_into
 from .loader import Key, RuleSource
 from .paths import MISSING
@@ -64,7 +66,6 @@ PARTS = _Parts()
 SECTION_FIELDS = frozenset({"messages", "tools", "tool_choice"})
 # Keys of the body scope the engine computes; not OpenAI request fields.
 COMPUTED_FIELDS = frozenset({"system"})
-ZERO_MEANS_ABSENT = frozenset({"max_tokens", "max_completion_tokens"})
 
 
 class RequestBody(dict[str, Any]):
@@ -109,6 +110,7 @@ class Inbound:
     text_reads: frozenset[str] = frozenset()  # what the `text` part template reads (for drop notes)
     tool_call_ids: IdRule | None = None
     plan: dict[str, Any] = field(default_factory=dict)
+    ranges: dict[str, Range] = field(default_factory=dict)  # request.ranges: what the provider accepts
 
     def translate(
         self,
@@ -126,6 +128,8 @@ class Inbound:
         for name, value in (("system", system), ("default_system", default_system)):
             if value is not None and type(value) is not str:
                 raise TranslationError(name, f"must be a string, got {type(value).__name__}", provider=provider)
+        checked(request, "", lambda path, message: TranslationError(path, message, provider=provider))
+        check_fields(request, self.ranges, provider)
         ctx = Ctx(provider)
         scope: dict[str, Any] = {}
         for name, value in request.items():
@@ -503,6 +507,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
         system_blocks=system_blocks,
         text_reads=(parts["text"][1] or frozenset()) if "text" in parts else frozenset(),
         tool_call_ids=tool_call_ids,
+        ranges=compile_ranges(source),
         plan={"consumed": sorted(consumed), "hoist": sorted(hoist), "parts": sorted(parts)},
     )
 

@@ -38,9 +38,9 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from .errors import TranslationError
+from .jsonsafe import describe, loads
 from .loader import did_you_mean
 from .paths import MISSING
-from .templates import STRICT_JSON
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
@@ -407,10 +407,10 @@ def read_arguments(raw: str, i: int, k: int, provider: str) -> dict[str, Any]:
     if not raw or raw.isspace():
         return {}
     try:
-        parsed = STRICT_JSON.decode(raw)
-    except json.JSONDecodeError as exc:
+        parsed = loads(raw)
+    except ValueError as exc:
         path = f"messages[{i}].tool_calls[{k}].function.arguments"
-        raise _fail(provider, path, f"is not valid JSON ({exc.msg} at character {exc.pos})") from None
+        raise _fail(provider, path, describe(exc)) from None
     if not isinstance(parsed, dict):
         path = f"messages[{i}].tool_calls[{k}].function.arguments"
         raise _fail(provider, path, f"must be a JSON object, got {type(parsed).__name__}")

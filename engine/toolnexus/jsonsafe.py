@@ -1,0 +1,192 @@
+"""JSON at the boundaries: one depth limit, and refusing what no JSON text can hold.
+
+Every JSON document toolnexus takes in or hands on (a request, a response body, a
+streamed event, tool-call arguments given as text, a tool result the rules parse as
+an object, a CLI input file) passes `check` or `loads` here, so a pathological value is
+refused where it enters, with the path of the culprit, instead of surfacing later as a
+RecursionError, a UnicodeEncodeError in the HTTP layer or NaN in the output:
+
+- nesting deeper than MAX_DEPTH arrays and objects (Python's own recursion would fail
+  near 1,000, and no provider documents anything close to this);
+- NaN and Infinity (Python's json reads `1e400` as Infinity; no JSON text can say it);
+- lone surrogates (`"\\ud800"`), which cannot be encoded as UTF-8;
+- values that are not JSON (a set, an object), and keys that are not strings.
+
+The check runs on every request, so it has a fast path: orjson (the `fast` extra) writes
+the value in C and fails on surrogates, on other types and beyond 254 levels; NaN, which
+orjson writes as null, is then ruled out by the standard encoder when the text holds a
+null. Only a value that fails (or every value, without orjson) is walked in Python,
+which finds the culprit and its path.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+try:
+    import orjson
+except ImportError:  # the `fast` extra is optional
+    orjson = None  # type: ignore[assignment]
+
+MAX_DEPTH = 256
+"""The deepest nesting of arrays and objects toolnexus reads or writes, per JSON document."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise json.JSONDecodeError(f"{name} is not JSON", name, 0)
+
+
+# Standard JSON only: Python's json accepts NaN and Infinity, which no provider does.
+STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant)
+_NULL_VALUES = (b":null", b",null", b"[null")  # orjson writes NaN and Infinity as null
+_SCALARS = (int, bool, type(None))
+
+
+class JsonValueError(ValueError):
+    """A JSON value toolnexus refuses; `.where` is the path inside the value ("" for itself)."""
+
+    def __init__(self, where: str, message: str) -> None:
+        self.where = where
+        self.message = message
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(type(value).__name__)
+
+
+_ORJSON_OPTIONS = 0 if orjson is None else orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def check(value: Any) -> None:
+    """Raise JsonValueError (with the culprit's path inside `value`) unless `value` is safe JSON."""
+    if orjson is not None:
+        try:
+            out = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
+        except (TypeError, RecursionError):
+            pass
+        else:
+            if not any(null in out for null in _NULL_VALUES):
+                return
+            try:
+                json.dumps(value, allow_nan=False)
+            except ValueError:
+                pass
+            else:
+                return
+    problem = locate(value)
+    if problem is not None:
+        raise JsonValueError(*problem)
+
+
+def where_in(base: str, where: str) -> str:
+    """`base` (a path) joined with a path inside it: ("messages[0]", "content") -> "messages[0].content"."""
+    if not where:
+        return base
+    if not base or where.startswith("["):
+        return base + where
+    return f"{base}.{where}"
+
+
+def checked(value: Any, base: str, fail: Callable[[str, str], Exception]) -> Any:
+    """`value` after `check`, with a failure raised as `fail(path, message)` (path joined onto `base`)."""
+    try:
+        check(value)
+    except JsonValueError as exc:
+        raise fail(where_in(base, exc.where), exc.message) from None
+    return value
+
+
+def loads(text: str | bytes) -> Any:
+    """Strict JSON text -> value; ValueError for what is not JSON or is refused by `check`.
+
+    Strict: NaN and Infinity literals are refused, as no provider sends them. A JSONDecodeError
+    says where in the text; a JsonValueError says where in the value (its `.where`).
+    """
+    try:
+        value = STRICT_JSON.decode(text if isinstance(text, str) else text.decode("utf-8"))
+    except RecursionError:
+        raise JsonValueError("", f"is nested deeper than {MAX_DEPTH} levels") from None
+    except MemoryError:
+        raise JsonValueError("", "is too large to decode") from None
+    check(value)
+    return value
+
+
+def describe(exc: ValueError) -> str:
+    """A short text for a `loads` failure (where in the text or in the value, and what)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"is not valid JSON ({exc.msg} at character {exc.pos})"
+    if isinstance(exc, JsonValueError):
+        return f"{exc.message} (at {exc.where})" if exc.where else exc.message
+    return f"is not valid JSON ({exc})"
+
+
+class _Problem(Exception):
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.parts: list[str | int] = []
+
+
+def locate(value: Any) -> tuple[str, str] | None:
+    """(path inside `value`, what is wrong) for the first problem found, or None."""
+    try:
+        _walk(value, 1)
+    except _Problem as problem:
+        where = ""
+        for part in reversed(problem.parts):
+            where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else part)
+        return where, problem.message
+    except RecursionError:  # called from deep inside some caller's stack
+        return "", f"is nested too deep to check (the limit is {MAX_DEPTH} levels)"
+    return None
+
+
+def _walk(value: Any, depth: int) -> None:
+    """Raise _Problem for the first value JSON cannot hold; depth counts the arrays and objects around it."""
+    kind = type(value)
+    if kind is str or isinstance(value, str):
+        if not value.isascii():
+            _text(value)
+    elif isinstance(value, (dict, list, tuple)):
+        if depth > MAX_DEPTH:
+            raise _Problem(f"is nested deeper than {MAX_DEPTH} levels")
+        # An integer key (a list index, or one the standard encoder writes as its text) needs no check.
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+            if type(key) is not int and not (type(key) is str and key.isascii()):
+                _key(key)
+            if type(item) in _SCALARS:
+                continue
+            try:
+                _walk(item, depth + 1)
+            except _Problem as problem:
+                problem.parts.append(key)
+                raise
+    elif kind is float or isinstance(value, float):
+        if not math.isfinite(value):
+            raise _Problem(f"{value!r} is not a JSON number (NaN and Infinity cannot be sent)")
+    elif not isinstance(value, (int, type(None))):
+        raise _Problem(f"is not a JSON value ({kind.__name__})")
+
+
+def _key(key: Any) -> None:
+    if not isinstance(key, str):
+        raise _Problem(f"has a key that is not a string ({type(key).__name__})")
+    try:
+        _text(key)
+    except _Problem as problem:
+        problem.message = "a key " + problem.message
+        problem.parts.append(key)
+        raise
+
+
+def _text(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _Problem(
+            f"holds a lone surrogate {text[exc.start]!r} at character {exc.start}, which UTF-8 cannot encode"
+        ) from None
