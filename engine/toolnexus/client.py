@@ -322,13 +322,15 @@ class Client:
     def _decode(self, response: httpx.Response, attempts: int) -> dict[str, Any]:
         if not response.is_success:
             raise self._http_error(response, attempts)
-        decoded = True
+        refused = ""  # why the body is not JSON toolnexus reads (set in the block; raised outside it, unchained)
         try:
-            data = response.json()
+            data = jsonsafe.loads(response.content)
+        except jsonsafe.JsonValueError as exc:
+            refused = f"JSON toolnexus refuses ({exc})"
         except ValueError:
-            decoded = False  # raised below, outside this block: the decode error (which holds the body) is not chained
-        if not decoded or not isinstance(data, dict):
-            what = "not a JSON object" if decoded else "not JSON"
+            refused = "not JSON"
+        if refused or not isinstance(data, dict):
+            what = refused or "not a JSON object"
             raise ProviderError(
                 f"the answer is {what}: {self._scrub(excerpt(self._scrub_bytes(response.content)))}",
                 provider=self.style, kind="decode", status=response.status_code,

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
+from .jsonsafe import loads
 from .loader import RuleSource
 from .paths import MISSING, Getter
 from .templates import Env, path_getter
@@ -52,7 +52,7 @@ class Endpoint:
     def describe_error(self, content: bytes) -> tuple[str | None, str]:
         """(error type, message) from an error body; a body that is not JSON gives its first bytes."""
         try:
-            data: Any = json.loads(content)
+            data: Any = loads(content)
         except ValueError:
             data = MISSING
         if isinstance(data, dict):

@@ -35,12 +35,6 @@ MAX_DEPTH = 256
 """The deepest nesting of arrays and objects toolnexus reads or writes, per JSON document."""
 
 
-def _refuse_constant(name: str) -> Any:
-    raise json.JSONDecodeError(f"{name} is not JSON", name, 0)
-
-
-# Standard JSON only: Python's json accepts NaN and Infinity, which no provider does.
-STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant)
 _NULL_VALUES = (b":null", b",null", b"[null")  # orjson writes NaN and Infinity as null
 _SCALARS = (int, bool, type(None))
 
@@ -101,13 +95,13 @@ def checked(value: Any, base: str, fail: Callable[[str, str], Exception]) -> Any
 
 
 def loads(text: str | bytes) -> Any:
-    """Strict JSON text -> value; ValueError for what is not JSON or is refused by `check`.
+    """Standard JSON text -> value; ValueError for what is not JSON or is refused by `check`.
 
-    Strict: NaN and Infinity literals are refused, as no provider sends them. A JSONDecodeError
-    says where in the text; a JsonValueError says where in the value (its `.where`).
+    Python reads NaN, Infinity and 1e400 as floats; `check` then refuses them with their path.
+    A JSONDecodeError says where in the text; a JsonValueError says where in the value (`.where`).
     """
     try:
-        value = STRICT_JSON.decode(text if isinstance(text, str) else text.decode("utf-8"))
+        value = json.loads(text)
     except RecursionError:
         raise JsonValueError("", f"is nested deeper than {MAX_DEPTH} levels") from None
     except MemoryError:
@@ -167,7 +161,7 @@ def _walk(value: Any, depth: int) -> None:
                 raise
     elif kind is float or isinstance(value, float):
         if not math.isfinite(value):
-            raise _Problem(f"{value!r} is not a JSON number (NaN and Infinity cannot be sent)")
+            raise _Problem(f"is {value!r}, not a finite number (NaN, Infinity, beyond 1.8e308): JSON cannot say it")
     elif not isinstance(value, (int, type(None))):
         raise _Problem(f"is not a JSON value ({kind.__name__})")
 
