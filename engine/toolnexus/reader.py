@@ -38,7 +38,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from .errors import TranslationError
-from .jsonsafe import describe, loads
+from .jsonsafe import JsonValueError, describe, loads, where_in
 from .loader import did_you_mean
 from .paths import MISSING
 
@@ -408,6 +408,9 @@ def read_arguments(raw: str, i: int, k: int, provider: str) -> dict[str, Any]:
         return {}
     try:
         parsed = loads(raw)
+    except JsonValueError as exc:  # JSON that cannot be sent: the path goes on into the text
+        path = f"messages[{i}].tool_calls[{k}].function.arguments"
+        raise _fail(provider, where_in(path, exc.where), f"its JSON text {exc.message}") from None
     except ValueError as exc:
         path = f"messages[{i}].tool_calls[{k}].function.arguments"
         raise _fail(provider, path, describe(exc)) from None
