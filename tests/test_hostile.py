@@ -144,6 +144,18 @@ def test_a_lone_surrogate_is_refused_at_its_path_when_translating(provider: str,
         (request_with(temperature=math.inf), "temperature"),
         (request_with(stop=["a", -math.inf]), "stop[1]"),
         (request_with(metadata={"k": math.nan}), "metadata.k"),
+        (
+            request_with(tools=[{"type": "function", "function": {"name": "f", "parameters": {"m": math.inf}}}]),
+            "tools[0].function.parameters.m",
+        ),
+        (
+            request_with(
+                messages=[
+                    {"role": "user", "content": [{"type": "text", "text": "x", "cache_control": {"t": math.nan}}]}
+                ]
+            ),
+            "messages[0].content[0].cache_control.t",
+        ),
         (with_call('{"x": NaN}'), "messages[1].tool_calls[0].function.arguments.x"),
         (with_call('{"x": [1e400]}'), "messages[1].tool_calls[0].function.arguments.x[0]"),
         (with_call({"x": math.nan}), "messages[1].tool_calls[0].function.arguments.x"),

@@ -11,8 +11,8 @@ declares it. Nothing is ever clamped.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
-from functools import lru_cache
 from importlib import resources
 from typing import Any
 
@@ -24,8 +24,14 @@ from .loader import RuleSource
 _SCHEMA: dict[str, Any] = json.loads(
     resources.files("toolnexus").joinpath("openai_request.schema.json").read_text(encoding="utf-8")
 )
-# JSON has one number type, but a token count is whole: 1.0 and true are not integers on the wire.
-_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", lambda _checker, v: type(v) is int)
+# JSON has one number type, but a token count is whole: 1.0 and true are not integers on the wire;
+# and NaN or Infinity is no JSON number at all.
+_TYPES = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
+    {
+        "integer": lambda _checker, v: type(v) is int,
+        "number": lambda _checker, v: type(v) is int or (type(v) is float and math.isfinite(v)),
+    }
+)
 _VALIDATOR = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
     jsonschema.Draft202012Validator, type_checker=_TYPES
 )(_SCHEMA)
@@ -57,8 +63,9 @@ def check_fields(request: dict[str, Any], ranges: dict[str, Range], provider: st
     for name, value in request.items():
         if value is None or name not in FIELDS:
             continue
-        kind = type(value)
-        problem = _cached_problem(name, kind.__name__, value) if kind in _HASHABLE else _problem(name, value)
+        kind = type(value)  # the verdict is kept by value: by its JSON text for a list or an object
+        key = value if kind in _HASHABLE else json.dumps(value, sort_keys=True)
+        problem = _cached_problem(name, kind.__name__, key, value)
         if problem is not None:
             raise TranslationError(*problem, provider=provider)
         limits = ranges.get(name)
@@ -67,10 +74,19 @@ def check_fields(request: dict[str, Any], ranges: dict[str, Range], provider: st
             raise TranslationError(name, message, provider=provider)
 
 
-@lru_cache(maxsize=512)
-def _cached_problem(name: str, _kind: str, value: Any) -> tuple[str, str] | None:
-    """Most requests repeat their scalars (a model, a temperature), so their verdicts are kept."""
-    return _problem(name, value)
+def _cached_problem(name: str, kind: str, key: Any, value: Any) -> tuple[str, str] | None:
+    """Most requests repeat their values (a model, a temperature, a stop list), so verdicts are kept."""
+    found = _VERDICTS.get((name, kind, key), _UNKNOWN)
+    if found is _UNKNOWN:
+        found = _problem(name, value)
+        if len(_VERDICTS) >= 1024:
+            _VERDICTS.clear()
+        _VERDICTS[name, kind, key] = found
+    return found  # type: ignore[return-value]
+
+
+_UNKNOWN = object()
+_VERDICTS: dict[tuple[str, str, Any], object] = {}
 
 
 def _problem(name: str, value: Any) -> tuple[str, str] | None:

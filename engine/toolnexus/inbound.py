@@ -128,7 +128,7 @@ class Inbound:
         for name, value in (("system", system), ("default_system", default_system)):
             if value is not None and type(value) is not str:
                 raise TranslationError(name, f"must be a string, got {type(value).__name__}", provider=provider)
-        checked(request, "", lambda path, message: TranslationError(path, message, provider=provider))
+        checked(request, "", self._refuse)
         check_fields(request, self.ranges, provider)
         ctx = Ctx(provider)
         scope: dict[str, Any] = {}
@@ -141,6 +141,8 @@ class Inbound:
                 self._settle(name, value, name, self.unsupported, ctx, unknown_fields)
         if "messages" not in scope:
             raise TranslationError("messages", "is required", provider=provider)
+        if scope["messages"] == []:  # OpenAI refuses an empty transcript too; no provider answers one
+            raise TranslationError("messages", "must hold at least one message", provider=provider)
         parallel = scope.get("parallel_tool_calls", MISSING)
         if parallel is not MISSING and type(parallel) is not bool:
             raise TranslationError("parallel_tool_calls", "must be true or false", provider=provider)
@@ -190,6 +192,9 @@ class Inbound:
         body = RequestBody(self.body(scope, ctx) or {})
         body.notes = tuple(ctx.notes)
         return body
+
+    def _refuse(self, path: str, message: str) -> TranslationError:
+        return TranslationError(path, message, provider=self.provider)
 
     def write_tools(self, tools: Any, unknown_fields: UnknownFields = "error") -> list[Any]:
         """OpenAI tool declarations alone -> the provider's (for toolkits and the seed helpers)."""

@@ -13,10 +13,10 @@ RecursionError, a UnicodeEncodeError in the HTTP layer or NaN in the output:
 - values that are not JSON (a set, an object), and keys that are not strings.
 
 The check runs on every request, so it has a fast path: orjson (the `fast` extra) writes
-the value in C and fails on surrogates, on other types and beyond 254 levels; NaN, which
-orjson writes as null, is then ruled out by the standard encoder when the text holds a
-null. Only a value that fails (or every value, without orjson) is walked in Python,
-which finds the culprit and its path.
+the value in C and fails on surrogates, on other types and beyond 254 levels. It writes NaN
+and Infinity as null, so when its text holds a null the check enters only the parts whose
+text holds one, where a None is fine and a float must be finite. Only a value that fails (or
+every value, without orjson) is walked in Python, which finds the culprit and its path.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ MAX_DEPTH = 256
 """The deepest nesting of arrays and objects toolnexus reads or writes, per JSON document."""
 
 
-_NULL_VALUES = (b":null", b",null", b"[null")  # orjson writes NaN and Infinity as null
 _SCALARS = (int, bool, type(None))
+_TEXT_SCALARS = (str, int, bool, type(None))
 
 
 class JsonValueError(ValueError):
@@ -63,17 +63,35 @@ def check(value: Any) -> None:
         except (TypeError, RecursionError):
             pass
         else:
-            if not any(null in out for null in _NULL_VALUES):
-                return
             try:
-                json.dumps(value, allow_nan=False)
-            except ValueError:
+                if b"null" not in out or _finite((value,)):
+                    return
+            except RecursionError:  # called from deep inside some caller's stack: walk instead
                 pass
-            else:
-                return
     problem = locate(value)
     if problem is not None:
         raise JsonValueError(*problem)
+
+
+def _finite(value: Any) -> bool:
+    """Whether the nulls in a container's orjson text are all None, not NaN or Infinity (orjson wrote it).
+
+    Only containers whose own text holds a null are entered, so a transcript whose nulls sit in a
+    few messages costs a few small writes, not a second encoding of the whole.
+    """
+    for item in value.values() if isinstance(value, dict) else value:
+        kind = type(item)
+        if kind in _TEXT_SCALARS:
+            continue
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+        elif kind is dict:  # a mapping's values are looked at directly: cheaper than writing it
+            if not _finite(item):
+                return False
+        elif b"null" in orjson.dumps(item, default=_refuse, option=_ORJSON_OPTIONS) and not _finite(item):
+            return False
+    return True
 
 
 def where_in(base: str, where: str) -> str:
@@ -101,13 +119,39 @@ def loads(text: str | bytes) -> Any:
     A JSONDecodeError says where in the text; a JsonValueError says where in the value (`.where`).
     """
     try:
+        value = _FINITE.decode(text) if type(text) is str else json.loads(text)
+    except _NotFinite:  # decoded again as Python reads it, so that `check` names the culprit's path
         value = json.loads(text)
+        clean = False
     except RecursionError:
         raise JsonValueError("", f"is nested deeper than {MAX_DEPTH} levels") from None
     except MemoryError:
         raise JsonValueError("", "is too large to decode") from None
-    check(value)
+    else:
+        # Short ASCII text without \u escapes decoded without a NaN cannot be too deep or hold a surrogate.
+        clean = type(text) is str and len(text) <= 2 * MAX_DEPTH and text.isascii() and "\\u" not in text
+    if not clean:
+        check(value)
     return value
+
+
+class _NotFinite(Exception):
+    pass
+
+
+def _not_finite(_text: str) -> Any:
+    raise _NotFinite
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):  # 1e400
+        raise _NotFinite
+    return number
+
+
+# The standard decoder, stopped by NaN, Infinity and overflowing numbers, which `check` then locates.
+_FINITE = json.JSONDecoder(parse_constant=_not_finite, parse_float=_finite_float)
 
 
 def describe(exc: ValueError) -> str:

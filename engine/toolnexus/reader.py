@@ -38,7 +38,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from .errors import TranslationError
-from .jsonsafe import JsonValueError, describe, loads, where_in
+from .jsonsafe import JsonValueError, describe, loads, locate, where_in
 from .loader import did_you_mean
 from .paths import MISSING
 
@@ -374,9 +374,10 @@ def _tool_call(call: Any, i: int, k: int, provider: str, want_json: bool) -> dic
         if want_json:
             try:
                 part["arguments_json"] = json.dumps(raw, ensure_ascii=False, allow_nan=False)
-            except (TypeError, ValueError) as exc:
-                path = f"messages[{i}].tool_calls[{k}].function.arguments"
-                raise _fail(provider, path, f"is not representable as JSON ({exc})") from None
+            except (TypeError, ValueError):
+                where, what = locate(raw) or ("", "is not representable as JSON")
+                path = where_in(f"messages[{i}].tool_calls[{k}].function.arguments", where)
+                raise _fail(provider, path, what) from None
             part["report"] = {"derived": {"arguments_json": ("function.arguments", OBJECT_ARGUMENTS_SENT_AS_TEXT)}}
     else:
         path = f"messages[{i}].tool_calls[{k}].function.arguments"
