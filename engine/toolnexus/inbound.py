@@ -199,6 +199,7 @@ class Inbound:
     def write_tools(self, tools: Any, unknown_fields: UnknownFields = "error") -> list[Any]:
         """OpenAI tool declarations alone -> the provider's (for toolkits and the seed helpers)."""
         ctx = Ctx(self.provider)
+        checked(tools, "tools", self._refuse)
         return [self._write_tool(t, ctx, unknown_fields) for t in read_tools(tools, self.provider)]
 
     def _settle(
