@@ -14,6 +14,7 @@ import json
 import math
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -396,32 +397,76 @@ FIELDS = [
 ]
 
 
+def as_text(value: Any) -> str:
+    """JSON text of a hostile value (NaN written as Python writes it; too deep for the encoder: deep text)."""
+    try:
+        return json.dumps(value)
+    except (RecursionError, ValueError):
+        return deep_text(DEEP)
+
+
+def rich_request(parts: int) -> dict[str, Any]:
+    """A valid request touching every structure the reader knows, with `parts` text parts in its first turn."""
+    request = with_call('{"city": "Paris"}')
+    request["messages"][0]["content"] = [{"type": "text", "text": "t"}] * parts + [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    ]
+    request["messages"].insert(0, {"role": "system", "content": "Be terse."})
+    request["messages"].append({"role": "assistant", "content": "Done."})
+    request["tools"][0]["function"].update(description="a tool", parameters={"type": "object", "properties": {}})
+    request.update(tool_choice="auto", max_tokens=100, temperature=0.5, stop=["END"], user="u")
+    return request
+
+
+def places(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every position in a request (each value, container or not), as a key path."""
+    out = [at] if at else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out += places(item, (*at, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value[:3]):  # the first few parts stand for the rest
+            out += places(item, (*at, index))
+    return out
+
+
+def put(request: dict[str, Any], at: tuple[Any, ...], value: Any) -> None:
+    """Set the value at `at`, unless an earlier change already replaced what held it."""
+    target: Any = request
+    try:
+        for step in at[:-1]:
+            target = target[step]
+        if isinstance(target, dict) or (isinstance(target, list) and type(at[-1]) is int):
+            target[at[-1]] = value
+    except (KeyError, IndexError, TypeError):
+        pass
+
+
 @st.composite
 def hostile_requests(draw: st.DrawFn) -> dict[str, Any]:
-    """A valid request with tool traffic, then pathological values put into some of its places."""
-    many = draw(st.integers(1, 200))  # a large part count, linear in the engine
-    arguments = draw(st.one_of(st.just("{}"), hostile, st.builds(json.dumps, hostile).map(lambda t: t), deep_values()))
-    if isinstance(arguments, str) and arguments and draw(st.booleans()):
-        arguments = deep_text(draw(st.sampled_from([10, jsonsafe.MAX_DEPTH + 1, DEEP])))
-    request = with_call(
-        arguments,
-        call_id=draw(st.sampled_from(["c1", "c\ud800", "call_1"])),
-        name=draw(st.sampled_from(["f", "f\udc00"])),
-        result=draw(st.sampled_from(["ok", "\ud800", deep_text(DEEP), '{"a": NaN}'])),
-    )
-    request["messages"][0]["content"] = [{"type": "text", "text": "t"}] * many
-    for name in draw(st.lists(st.sampled_from(FIELDS), max_size=3, unique=True)):
+    """A valid request, then pathological values put into one to three of its places (any place at all)."""
+    request = copy.deepcopy(rich_request(draw(st.integers(1, 200))))  # a large part count, linear in the engine
+    for at in draw(st.lists(st.sampled_from(places(rich_request(1))), min_size=1, max_size=3)):
+        value = draw(hostile)
+        if isinstance(at[-1], str) and at[-1] == "arguments" and draw(st.booleans()):
+            value = as_text(value)  # hostile JSON text where JSON text is read
+        put(request, at, value)
+    for name in draw(st.lists(st.sampled_from(FIELDS), max_size=2, unique=True)):
         request[name] = draw(hostile)
-    if draw(st.booleans()):
-        request["tools"][0]["function"]["parameters"] = {"type": "object", "properties": {"p": draw(hostile)}}
     return request
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=100,
+    deadline=timedelta(
+        seconds=5
+    ),  # generous for a loaded 2-core machine; examples are capped (200 parts, 1,000 levels)
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(request=hostile_requests())
 def test_hostile_requests_give_a_body_or_a_toolnexus_error_with_a_path(provider: str, request: Any) -> None:
-    """No deadline on a loaded machine; the size of each example is capped instead (200 parts, 1,000 levels)."""
+    """Deep nesting, NaN and Infinity, surrogates and wrong types in any place: a valid body, or a located error."""
     try:
         body = translate_request(provider, request, unknown_fields="drop")
     except TranslationError as error:
@@ -437,6 +482,9 @@ response_bodies = st.one_of(
         hostile,
     ),
     st.builds(lambda v: {"candidates": [{"content": {"parts": [{"text": v}]}}]}, hostile),
+    st.builds(
+        lambda v: {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": v}}]}}]}, hostile
+    ),
 )
 
 
