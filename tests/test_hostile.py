@@ -348,6 +348,22 @@ def test_the_client_reads_a_hostile_body_as_a_decode_error(body: bytes) -> None:
     assert info.value.kind == "decode"
 
 
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("[NaN, " + "[" * 100_000 + "]" * 100_000 + "]", ""),  # a NaN first, then too deep for the decoder
+        ('{"a": [1, 1e400]}', "a[1]"),
+        ('{"k\\ud800": 1}', "k\ud800"),
+        (b'{"a": -Infinity}', "a"),
+        ("[" * 300 + "]" * 300, "[0]" * 256),
+    ],
+)
+def test_every_boundary_decodes_through_one_loads_that_raises_only_value_errors(text: str | bytes, where: str) -> None:
+    with pytest.raises(jsonsafe.JsonValueError) as info:
+        jsonsafe.loads(text)
+    assert info.value.where == where
+
+
 # ---------------------------------------------------------------- the CLI
 
 

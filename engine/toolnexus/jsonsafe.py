@@ -76,8 +76,8 @@ def check(value: Any) -> None:
 def _finite(value: Any) -> bool:
     """Whether the nulls in a container's orjson text are all None, not NaN or Infinity (orjson wrote it).
 
-    Only containers whose own text holds a null are entered, so a transcript whose nulls sit in a
-    few messages costs a few small writes, not a second encoding of the whole.
+    A mapping's values are looked at directly; a list is entered only when its own orjson text
+    holds a null, so a transcript whose nulls sit in a few messages is not encoded a second time.
     """
     for item in value.values() if isinstance(value, dict) else value:
         kind = type(item)
@@ -86,7 +86,7 @@ def _finite(value: Any) -> bool:
         if kind is float:
             if not math.isfinite(item):
                 return False
-        elif kind is dict:  # a mapping's values are looked at directly: cheaper than writing it
+        elif kind is dict:
             if not _finite(item):
                 return False
         elif b"null" in orjson.dumps(item, default=_refuse, option=_ORJSON_OPTIONS) and not _finite(item):
@@ -119,17 +119,16 @@ def loads(text: str | bytes) -> Any:
     A JSONDecodeError says where in the text; a JsonValueError says where in the value (`.where`).
     """
     try:
-        value = _FINITE.decode(text) if type(text) is str else json.loads(text)
-    except _NotFinite:  # decoded again as Python reads it, so that `check` names the culprit's path
-        value = json.loads(text)
-        clean = False
+        try:
+            value = _FINITE.decode(text) if type(text) is str else json.loads(text)
+            # Short ASCII text without \u escapes, decoded without a NaN, cannot be too deep or hold a surrogate.
+            clean = type(text) is str and len(text) <= 2 * MAX_DEPTH and text.isascii() and "\\u" not in text
+        except _NotFinite:  # decoded again as Python reads it, so that `check` names the culprit's path
+            value, clean = json.loads(text), False
     except RecursionError:
         raise JsonValueError("", f"is nested deeper than {MAX_DEPTH} levels") from None
     except MemoryError:
         raise JsonValueError("", "is too large to decode") from None
-    else:
-        # Short ASCII text without \u escapes decoded without a NaN cannot be too deep or hold a surrogate.
-        clean = type(text) is str and len(text) <= 2 * MAX_DEPTH and text.isascii() and "\\u" not in text
     if not clean:
         check(value)
     return value
