@@ -251,7 +251,7 @@ def rules_dir_with(tmp_path: Path, provider: str, old: str, new: str) -> Path:
     ("new", "rule"),
     [
         ("    user: {minimum: 0}\n", "request.ranges.user"),  # not a number
-        ("    tempreature: {minimum: 0}\n", "request.ranges.tempreature"),  # not a field
+        ("    tempreature: {minimum: 0}\n", "request.ranges.tempreature"),  # not a field (did you mean?)
         ("    seed: {minimum: 5, maximum: 1}\n", "request.ranges.seed"),  # empty
         ("    seed: {minimum: 0, clamp: true}\n", "request.ranges.seed"),  # not a range key
     ],
@@ -262,6 +262,8 @@ def test_a_bad_range_is_a_located_rule_error(tmp_path: Path, new: str, rule: str
         load_rules(rules).get("anthropic")
     assert info.value.rule.startswith(rule)
     assert info.value.file.endswith("anthropic.yaml") and info.value.line is not None
+    if "tempreature" in rule:
+        assert "did you mean 'temperature'" in info.value.message
 
 
 # ---------------------------------------------------------------- responses, streams, error bodies, the client
@@ -380,6 +382,22 @@ def test_the_cli_refuses_nan_and_infinity_with_the_path_and_prints_no_json(liter
     assert run.returncode == 2
     assert run.stdout == ""
     assert "temperature" in run.stderr and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        deep_text(100_000).encode(),  # too deep for Python's decoder
+        b'{"model": "m", "messages": [{"role": "user", "content": "\\ud800"}]}',  # a lone surrogate escape
+        "{}".encode("utf-16"),  # not UTF-8
+    ],
+)
+def test_the_cli_reports_a_hostile_input_file_in_one_line(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "in.json"
+    path.write_bytes(content)
+    run = cli("request", "--to", "anthropic", str(path), stdin="")
+    assert run.returncode == 2
+    assert run.stdout == "" and run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
 
 
 # ---------------------------------------------------------------- the property: only toolnexus errors, with paths

@@ -32,6 +32,8 @@ def _read_json(name: str) -> Any:
         raise _InputError(f"{name}: {exc.strerror}") from None
     except JsonValueError as exc:  # nested too deep, NaN or Infinity, a lone surrogate
         raise _InputError(f"{name}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise _InputError(f"{name}: not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise _InputError(f"{name}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
 

@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 
 from .errors import TranslationError
-from .loader import RuleSource
+from .loader import RuleSource, did_you_mean
 
 _SCHEMA: dict[str, Any] = json.loads(
     resources.files("toolnexus").joinpath("openai_request.schema.json").read_text(encoding="utf-8")
@@ -121,7 +121,9 @@ def compile_ranges(source: RuleSource) -> dict[str, Range]:
     for name, spec in source.data["request"].get("ranges", {}).items():
         key = ("request", "ranges", name)
         if _kind(name) not in ("number", "integer"):
-            raise source.error(key, f"'{name}' is not a numeric OpenAI request field; ranges apply to numbers")
+            numeric = [field for field in sorted(FIELDS) if _kind(field) in ("number", "integer")]
+            hint = did_you_mean(name, numeric)
+            raise source.error(key, f"'{name}' is not a numeric OpenAI request field{hint}; ranges apply to numbers")
         low, high = spec.get("minimum"), spec.get("maximum")
         if low is not None and high is not None and low > high:
             raise source.error(key, f"minimum {low} is above maximum {high}")
