@@ -546,3 +546,8 @@ def test_hostile_stream_events_give_chunks_or_a_toolnexus_error(provider: str, v
             text = deep_text(DEEP)
         with contextlib.suppress(ToolnexusError):
             stream_translator(provider).feed(text)
+
+
+def test_explain_shows_the_compiled_ranges() -> None:
+    lines = load_rules(None).get("anthropic").explain().splitlines()
+    assert "  request ranges: temperature between 0 and 1, top_p between 0 and 1" in lines
