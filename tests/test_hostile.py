@@ -551,3 +551,39 @@ def test_hostile_stream_events_give_chunks_or_a_toolnexus_error(provider: str, v
 def test_explain_shows_the_compiled_ranges() -> None:
     lines = load_rules(None).get("anthropic").explain().splitlines()
     assert "  request ranges: temperature between 0 and 1, top_p between 0 and 1" in lines
+
+
+@pytest.fixture(params=["orjson", "standard"])
+def encoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The check with orjson (the `fast` extra) and without it: the verdicts must not differ."""
+    if request.param == "standard":
+        monkeypatch.setattr(jsonsafe, "orjson", None)
+    elif jsonsafe.orjson is None:
+        pytest.skip("orjson is not installed")
+    return str(request.param)
+
+
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        ({"a": [1, None, {"b": None, "c": math.nan}]}, "a[2].c"),
+        ([None, (1.5, -math.inf)], "[1][1]"),
+        ({"k": "ok", "s": ["x", "\udfff"]}, "s[1]"),
+        ({"\ud800": 1}, "\ud800"),
+        ({"set": {1}}, "set"),
+        (nested(jsonsafe.MAX_DEPTH + 1), ".".join("a" * jsonsafe.MAX_DEPTH)),
+        ({"n": None, "deep": nested(DEEP)}, "deep" + ".a" * (jsonsafe.MAX_DEPTH - 1)),
+        ({"big": 2**70, "m": None, "x": math.nan}, "x"),
+    ],
+)
+def test_the_check_finds_the_same_culprit_with_and_without_orjson(encoder: str, value: Any, where: str) -> None:
+    with pytest.raises(jsonsafe.JsonValueError) as info:
+        jsonsafe.check(value)
+    assert info.value.where == where
+
+
+@pytest.mark.parametrize(
+    "value", [{"a": None, "b": [None, 1.5, "x"]}, nested(jsonsafe.MAX_DEPTH), {"big": 2**70}, {1: "int key"}, ()]
+)
+def test_the_check_accepts_what_json_can_say_with_and_without_orjson(encoder: str, value: Any) -> None:
+    jsonsafe.check(value)
