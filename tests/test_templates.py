@@ -177,12 +177,28 @@ def test_a_list_whose_every_element_is_absent_is_absent() -> None:
         ("sunny", {"result": "sunny"}),
         ("[1, 2]", {"result": "[1, 2]"}),
         ('{"broken": ', {"result": '{"broken": '}),
-        ('{"a": NaN}', {"result": '{"a": NaN}'}),
         (7, {"result": 7}),
     ],
 )
 def test_as_object_keeps_objects_and_wraps_the_rest(content: Any, expected: Any) -> None:
     assert render("{$as_object: content, wrap: result}", {"content": content}) == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "where"),
+    [
+        ('{"a": NaN}', "content.a"),
+        ('{"a": [1e400]}', "content.a[0]"),
+        ('{"id": "\\ud800"}', "content.id"),
+        ('{"a":' + "[" * 300 + "1" + "]" * 300 + "}", "content.a" + "[0]" * 255),
+        ('{"a":' + "[" * 100_000 + "1" + "]" * 100_000 + "}", "content"),  # beyond what Python's decoder reaches
+    ],
+)
+def test_as_object_refuses_json_text_it_cannot_send_at_its_path(content: str, where: str) -> None:
+    """JSON text that parses but cannot be sent (NaN, 1e400, a lone surrogate, nested too deep) is an error."""
+    with pytest.raises(TranslationError) as info:
+        render("{$as_object: content, wrap: result}", {"content": content})
+    assert info.value.path == where
 
 
 def test_as_object_needs_its_wrap_key() -> None:

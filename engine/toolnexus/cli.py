@@ -15,6 +15,7 @@ from typing import Any, TextIO
 from .api import translate_request, translate_response
 from .conformance import run_check
 from .errors import ToolnexusError
+from .jsonsafe import JsonValueError, loads
 from .rulebook import load_rules
 
 EXIT_FAILED = 1
@@ -24,11 +25,15 @@ EXIT_ERROR = 2
 def _read_json(name: str) -> Any:
     try:
         if name == "-":
-            return json.load(sys.stdin)
+            return loads(sys.stdin.read())
         with open(name, encoding="utf-8") as fh:
-            return json.load(fh)
+            return loads(fh.read())
     except OSError as exc:
         raise _InputError(f"{name}: {exc.strerror}") from None
+    except JsonValueError as exc:  # nested too deep, NaN or Infinity, a lone surrogate
+        raise _InputError(f"{name}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise _InputError(f"{name}: not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise _InputError(f"{name}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from . import wire
+from . import jsonsafe, wire
 from .endpoint import check_headers, excerpt
 from .errors import Cancelled, ConfigError, Note, ProviderError, ToolnexusError, TranslationError, sided
 from .inbound import RequestBody
@@ -379,13 +379,15 @@ class Client:
     def _decode(self, response: httpx.Response, attempts: int) -> dict[str, Any]:
         if not response.is_success:
             raise self._http_error(response, attempts)
-        decoded = True
+        refused = ""  # why the body is not JSON toolnexus reads (set in the block; raised outside it, unchained)
         try:
-            data = response.json()
+            data = jsonsafe.loads(response.content)
+        except jsonsafe.JsonValueError as exc:
+            refused = f"JSON toolnexus refuses ({exc})"
         except ValueError:
-            decoded = False  # raised below, outside this block: the decode error (which holds the body) is not chained
-        if not decoded or not isinstance(data, dict):
-            what = "not a JSON object" if decoded else "not JSON"
+            refused = "not JSON"
+        if refused or not isinstance(data, dict):
+            what = refused or "not a JSON object"
             raise ProviderError(
                 f"the answer is {what}: {self._scrub(excerpt(self._scrub_bytes(response.content)))}",
                 provider=self.style, kind="decode", status=response.status_code,
@@ -473,8 +475,10 @@ def encode_body(body: dict[str, Any]) -> bytes:
     """The body as compact UTF-8 JSON; a value JSON cannot carry is a TranslationError before any call."""
     try:
         return wire.dumps(body)
-    except (TypeError, ValueError) as exc:
-        raise TranslationError("", f"the provider body is not representable as JSON ({exc})") from None
+    except (TypeError, ValueError, RecursionError, MemoryError) as exc:
+        found = jsonsafe.locate(body)  # translate refuses such input, so this is a hook's or a rule's doing
+        where, what = found or ("", f"is not representable as JSON ({type(exc).__name__})")
+        raise TranslationError(jsonsafe.where_in("body", where), f"the provider body {what}") from None
 
 
 def _is_retryable(exc: BaseException) -> bool:

@@ -29,7 +29,8 @@ def openai_tools_to_anthropic(tools: list[Any], *, rules: RulesArg = None) -> li
 
 def openai_tool_choice_to_anthropic(choice: Any, *, rules: RulesArg = None) -> dict[str, Any] | None:
     """An OpenAI tool_choice -> the Anthropic tool_choice, or None when it is omitted ("auto")."""
-    request: dict[str, Any] = {"model": _PLACEHOLDER_MODEL, "messages": []}
+    # One user turn, since an empty transcript is refused; only the tool_choice is read back.
+    request: dict[str, Any] = {"model": _PLACEHOLDER_MODEL, "messages": [{"role": "user", "content": "-"}]}
     if choice is not None and choice is not MISSING:
         request["tool_choice"] = choice
     body = translate_request(_SEED_PROVIDER, request, rules=rules)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -13,6 +12,7 @@ from urllib.parse import quote
 import httpx
 
 from .errors import ConfigError
+from .jsonsafe import loads
 from .loader import RuleSource
 from .paths import MISSING, Getter
 from .redact import control_character, header_problem
@@ -80,7 +80,7 @@ class Endpoint:
     def describe_error(self, content: bytes) -> tuple[str | None, str]:
         """(error type, message) from an error body; a body that is not JSON gives its first bytes."""
         try:
-            data: Any = json.loads(content)
+            data: Any = loads(content)
         except ValueError:
             data = MISSING
         if isinstance(data, dict):

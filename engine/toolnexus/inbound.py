@@ -11,11 +11,14 @@ body template over the request with those translated values in place.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import Note, TranslationError
+from .fields import OPENAI_REQUEST_FIELDS, ZERO_MEANS_ABSENT, Range, check_fields, compile_ranges
 from .ids import IdRule, compile_id_rule
+from .jsonsafe import checked
 from .lane import ABSENT_FIELDS, Lane, RolePlan, compile_lane, merge_into
 from .loader import Key, RuleSource, did_you_mean
 from .paths import MISSING
@@ -33,7 +36,6 @@ from .reader import (
     read_tools,
     system_parts,
 )
-from .request_fields import OPENAI_REQUEST_FIELDS
 from .templates import Ctx, Env, Inliner, Render, compile_bound, compile_template, path_getter
 
 UnknownFields = Literal["error", "drop"]
@@ -69,7 +71,6 @@ PARTS = _Parts()
 SECTION_FIELDS = frozenset({"messages", "tools", "tool_choice"})
 # Keys of the body scope the engine computes; not OpenAI request fields.
 COMPUTED_FIELDS = frozenset({"system"})
-ZERO_MEANS_ABSENT = frozenset({"max_tokens", "max_completion_tokens"})
 
 
 class RequestBody(dict[str, Any]):
@@ -132,6 +133,7 @@ class Inbound:
     text_gaps: Gaps | None = None  # what it leaves unwritten, when the system blocks are written with it
     tool_call_ids: IdRule | None = None
     plan: dict[str, Any] = field(default_factory=dict)
+    ranges: dict[str, Range] = field(default_factory=dict)  # request.ranges: what the provider accepts
 
     def translate(
         self,
@@ -149,6 +151,8 @@ class Inbound:
         for name, value in (("system", system), ("default_system", default_system)):
             if value is not None and type(value) is not str:
                 raise TranslationError(name, f"must be a string, got {type(value).__name__}", provider=provider)
+        checked(request, "", self._refuse)
+        check_fields(request, self.ranges, provider)
         ctx = Ctx(provider)
         ctx.settler = self._settle_drop if unknown_fields == "drop" else self._settle_error
         scope: dict[str, Any] = {}
@@ -161,6 +165,8 @@ class Inbound:
                 self._settle(name, value, name, self.unsupported, ctx, unknown_fields)
         if "messages" not in scope:
             raise TranslationError("messages", "is required", provider=provider)
+        if scope["messages"] == []:  # OpenAI refuses an empty transcript too; no provider answers one
+            raise TranslationError("messages", "must hold at least one message", provider=provider)
         parallel = scope.get("parallel_tool_calls", MISSING)
         if parallel is not MISSING and type(parallel) is not bool:
             raise TranslationError("parallel_tool_calls", "must be true or false", provider=provider)
@@ -211,9 +217,13 @@ class Inbound:
         body.notes = tuple(ctx.notes)
         return body
 
+    def _refuse(self, path: str, message: str) -> TranslationError:
+        return TranslationError(path, message, provider=self.provider)
+
     def write_tools(self, tools: Any, unknown_fields: UnknownFields = "error") -> list[Any]:
         """OpenAI tool declarations alone -> the provider's (for toolkits and the seed helpers)."""
         ctx = Ctx(self.provider)
+        checked(tools, "tools", self._refuse)
         return [self._write_tool(t, ctx, unknown_fields) for t in read_tools(tools, self.provider)]
 
     def _settle(
@@ -432,9 +442,10 @@ def compile_inbound(source: RuleSource) -> Inbound:
 
     parts: dict[str, tuple[Render, frozenset[str] | None]] = {}
     gaps: dict[str, Gaps] = {}  # filled below, at load, before anything is written
+    finish: list[Callable[[], None]] = []  # each `$content`'s table, built once every part is compiled
 
     def content_factory(spec: dict[str, Any], key: Key) -> Render:
-        return _content_writer(spec, key, parts, gaps, source, provider)
+        return _content_writer(spec, key, parts, gaps, source, provider, finish)
 
     for kind, template in msgs["parts"].items():
         env = Env(source, content=content_factory)  # a part may write its own parts (a tool result's images)
@@ -534,6 +545,8 @@ def compile_inbound(source: RuleSource) -> Inbound:
         data, hoist, plans, tool_keys_read, tool_call_ids, Inliner(Env(source, content=content_factory)), bind
     )
     source.generated[("fast lane",)] = lane_source
+    for fill in finish:  # complete now, so nothing compiled is ever filled in (or raced over) at translate time
+        fill()
     return Inbound(
         provider=provider,
         lane=lane,
@@ -554,6 +567,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
         text_reads=(parts["text"][1] or frozenset()) if "text" in parts else frozenset(),
         text_gaps=gaps.get("text"),
         tool_call_ids=tool_call_ids,
+        ranges=compile_ranges(source),
         plan={"consumed": sorted(consumed), "hoist": sorted(hoist), "parts": sorted(parts)},
     )
 
@@ -602,11 +616,12 @@ def _content_writer(
     gaps: dict[str, Gaps],
     source: RuleSource,
     provider: str,
+    finish: list[Callable[[], None]],
 ) -> Render:
     """Compile `$content`: write a message's (or a part's) parts through the parts table.
 
     `parts` is the table being compiled (a part template may use `$content` too), so it
-    is read when the first message is written, not now.
+    is read once every part is compiled: `compile_inbound` calls what this adds to `finish`.
     """
     policy = spec["$content"]
     kinds = spec.get("kinds")
@@ -622,20 +637,21 @@ def _content_writer(
     lead_where = str(lead).removeprefix("source.")
     wanted = frozenset(kinds) if kinds is not None else None
     flatten = policy == "text_or_blocks"
-    # Read from `parts` on the first call: [writers, reporting kinds, keys a text part may carry that the
-    # text template writes (such a part stays a block)].
+    # Read from `parts` at the end of the load: [writers, reporting kinds, keys a text part may carry that
+    # the text template writes (such a part stays a block)].
     table: list[Any] = []
 
-    def compiled() -> list[Any]:
+    def fill() -> None:
         writers = {kind: write for kind, (write, _) in parts.items()}
         # Kinds whose template reads the part's fields one by one: they may drop or rewrite (see _report_part).
         reporting = {kind: reads for kind, (_, reads) in parts.items() if reads is not None and "source" not in reads}
         text_reads = parts["text"][1] if "text" in parts else None
-        table.extend([writers, reporting, frozenset(text_reads or ()) - {"text", "kind"}])
-        return table
+        table[:] = [writers, reporting, frozenset(text_reads or ()) - {"text", "kind"}]
+
+    finish.append(fill)
 
     def render(turn: Any, ctx: Ctx) -> Any:
-        writers, reporting, text_extras = table or compiled()
+        writers, reporting, text_extras = table
         selected = turn["parts"] if wanted is None else [p for p in turn["parts"] if p["kind"] in wanted]
         blocks: list[Any] = []
         if lead_getter is not None:

@@ -31,10 +31,11 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .ids import IdRule
+from .jsonsafe import loads
 from .loader import Key
 from .paths import MISSING
 from .reader import OBJECT_ARGUMENTS_SENT_AS_TEXT, READ_KEYS, Hoisted
-from .templates import STRICT_JSON, Ctx, Inliner
+from .templates import Ctx, Inliner
 
 # The middle-form fields (reader.py) of a content list's parts, in the order the bound
 # part functions (`write_part`) take them; tool calls and results are inlined instead.
@@ -147,8 +148,8 @@ def text_only(content: Any) -> str:
 def parse_arguments(raw: str) -> dict[str, Any]:
     """Tool-call arguments given as text; they must be a JSON object (parsed even when unused)."""
     try:
-        parsed = STRICT_JSON.decode(raw)
-    except json.JSONDecodeError:
+        parsed = loads(raw)
+    except ValueError:
         raise Fallback from None
     if type(parsed) is not dict:
         raise Fallback

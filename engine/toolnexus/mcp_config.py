@@ -17,7 +17,6 @@ This module only reads the config; it imports nothing from the MCP SDK.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import ToolkitError
+from .jsonsafe import loads
 from .loader import did_you_mean
 from .redact import header_problem, scrub
 
@@ -115,7 +115,7 @@ def read_config(config: Any) -> list[ServerSpec]:
     if isinstance(config, (str, os.PathLike)):
         path = Path(config)
         try:
-            config = json.loads(path.read_text(encoding="utf-8"))
+            config = loads(path.read_text(encoding="utf-8"))  # deep nesting, NaN, surrogates: refused
         except OSError as exc:
             raise ToolkitError(f"cannot read the MCP config: {exc.strerror}", path=str(path)) from exc
         except ValueError as exc:

@@ -27,6 +27,7 @@ from typing import Any, NoReturn
 
 from .errors import Note, ResponseError
 from .ids import IdRule, compile_id_rule
+from .jsonsafe import checked
 from .loader import RuleSource
 from .paths import MISSING, Getter
 from .result import TranslatedToolCall, TranslateResult
@@ -84,6 +85,7 @@ class Outbound:
         provider = self.provider
         if not isinstance(response, dict):
             raise ResponseError("", f"the response must be an object, got {type(response).__name__}", provider=provider)
+        checked(response, "", lambda path, message: ResponseError(path, message, provider=provider))
         ctx = Ctx(provider, outbound=True)
         texts: list[str] = []
         calls: list[TranslatedToolCall] = []

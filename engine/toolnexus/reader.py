@@ -38,9 +38,9 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from .errors import TranslationError
+from .jsonsafe import JsonValueError, describe, loads, locate, where_in
 from .loader import did_you_mean
 from .paths import MISSING
-from .templates import STRICT_JSON
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
@@ -404,9 +404,10 @@ def _tool_call(call: Any, i: int, k: int, provider: str, want_json: bool) -> dic
         if want_json:
             try:
                 part["arguments_json"] = json.dumps(raw, ensure_ascii=False, allow_nan=False)
-            except (TypeError, ValueError) as exc:
-                path = f"messages[{i}].tool_calls[{k}].function.arguments"
-                raise _fail(provider, path, f"is not representable as JSON ({exc})") from None
+            except (TypeError, ValueError):
+                where, what = locate(raw) or ("", "is not representable as JSON")
+                path = where_in(f"messages[{i}].tool_calls[{k}].function.arguments", where)
+                raise _fail(provider, path, what) from None
             part["report"] = {"derived": {"arguments_json": ("function.arguments", OBJECT_ARGUMENTS_SENT_AS_TEXT)}}
     else:
         path = f"messages[{i}].tool_calls[{k}].function.arguments"
@@ -437,10 +438,13 @@ def read_arguments(raw: str, i: int, k: int, provider: str) -> dict[str, Any]:
     if not raw or raw.isspace():
         return {}
     try:
-        parsed = STRICT_JSON.decode(raw)
-    except json.JSONDecodeError as exc:
+        parsed = loads(raw)
+    except JsonValueError as exc:  # JSON that cannot be sent: the path goes on into the text
         path = f"messages[{i}].tool_calls[{k}].function.arguments"
-        raise _fail(provider, path, f"is not valid JSON ({exc.msg} at character {exc.pos})") from None
+        raise _fail(provider, where_in(path, exc.where), f"its JSON text {exc.message}") from None
+    except ValueError as exc:
+        path = f"messages[{i}].tool_calls[{k}].function.arguments"
+        raise _fail(provider, path, describe(exc)) from None
     if not isinstance(parsed, dict):
         path = f"messages[{i}].tool_calls[{k}].function.arguments"
         raise _fail(provider, path, f"must be a JSON object, got {type(parsed).__name__}")

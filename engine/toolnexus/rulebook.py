@@ -70,6 +70,8 @@ class Provider:
             lines.append(f"  {self.file}:{line}  {dotted(key)} = {json.dumps(value, ensure_ascii=False)}")
         lines.append(f"  request fields mapped: {', '.join(self.inbound.plan['consumed'])}")
         lines.append(f"  request fields unsupported: {', '.join(sorted(self.inbound.unsupported)) or '-'}")
+        ranges = [f"{name} {limits.text()}" for name, limits in sorted(self.inbound.ranges.items())]
+        lines.append(f"  request ranges: {', '.join(ranges) or '-'}")
         if code:
             for key, generated in self.source.generated.items():
                 line, _ = self.source.where(key)

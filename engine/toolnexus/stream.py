@@ -28,7 +28,6 @@ provider name appears here: only the rule file knows event names.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from typing import Any
 
 from .endpoint import excerpt
 from .errors import Note, ProviderError, ResponseError
+from .jsonsafe import JsonValueError, loads, where_in
 from .paths import MISSING
 from .result import TranslateResult
 from .stream_rules import (
@@ -140,14 +140,17 @@ class StreamTranslator:
         if data == rules.done:
             self.ended = True
             return []
+        refused = ""
         try:
-            event = json.loads(data)
+            event = loads(data)
+        except JsonValueError as exc:
+            event, refused = MISSING, f"JSON toolnexus refuses ({exc})"
         except ValueError:
             event = MISSING
         if not isinstance(event, dict):
-            what = "not JSON" if event is MISSING else "not a JSON object"
-            raise ProviderError(f"stream event {n} is {what}: {excerpt(data.encode())}", provider=rules.provider,
-                                kind="decode")  # fmt: skip
+            what = refused or ("not JSON" if event is MISSING else "not a JSON object")
+            shown = excerpt(data.encode("utf-8", "replace"))
+            raise ProviderError(f"stream event {n} is {what}: {shown}", provider=rules.provider, kind="decode")
         if rules.endpoint.carries_error(event):
             error_type, message = rules.endpoint.describe_error(data.encode())
             raise ProviderError(message, provider=rules.provider, kind="http", error_type=error_type)
@@ -529,10 +532,14 @@ class StreamTranslator:
                 parent[key] = text.placeholder  # no JSON arrived: the value the element started with stays
             else:
                 try:
-                    parent[key] = json.loads(value)
+                    parent[key] = loads(value)
+                except JsonValueError as exc:
+                    raise ResponseError(where_in(_text_path(path), exc.where), f"the streamed JSON {exc.message}",
+                                        provider=rules.provider) from None  # fmt: skip
                 except ValueError:
                     raise ResponseError(_text_path(path), f"the streamed JSON does not parse: "
-                                        f"{excerpt(value.encode())}", provider=rules.provider) from None  # fmt: skip
+                                        f"{excerpt(value.encode('utf-8', 'replace'))}",
+                                        provider=rules.provider) from None  # fmt: skip
         self._texts.clear()
         self._assembled = True
         return self.response

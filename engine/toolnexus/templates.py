@@ -50,7 +50,6 @@ and never shares a mutable constant with the output.
 from __future__ import annotations
 
 import difflib
-import json
 import mimetypes
 import os
 from collections.abc import Callable
@@ -60,16 +59,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import Note, ResponseError, RuleError, TranslationError
+from .jsonsafe import JsonValueError, loads, where_in
 from .loader import Key, RuleSource, did_you_mean
 from .paths import MISSING, Getter, PathSyntaxError, compile_path, first_field, simple_steps
-
-
-def _refuse_constant(name: str) -> Any:
-    raise json.JSONDecodeError(f"{name} is not JSON", name, 0)
-
-
-# Standard JSON only: Python's json accepts NaN and Infinity, which no provider does.
-STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
 class Ctx:
@@ -336,10 +328,10 @@ class _Call:
 
 @dataclass(frozen=True)
 class _Apply:
-    """A value function applied to one read (`$as_object`, `$media_type`)."""
+    """A value function applied to one read (`$as_object`, `$media_type`); it gets the Ctx for its errors."""
 
     path: _Read
-    function: Callable[[Any], Any]
+    function: Callable[[Any, Ctx], Any]
 
 
 @dataclass(frozen=True)
@@ -446,7 +438,7 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
         wrap = spec.get("wrap")
         if not isinstance(wrap, str) or not wrap:
             raise env.error(key, "$as_object needs `wrap`: the key a non-object value goes under")
-        return _Apply(_one_read(arg, at, env), partial(as_object, wrap=wrap))
+        return _Apply(_one_read(arg, at, env), partial(as_object, wrap=wrap, where=str(arg)))
     if op == "$media_type":
         return _Apply(_one_read(arg, at, env), media_type)
     if op == "$list":
@@ -581,7 +573,7 @@ class _Codegen:
             return [f"{target} = {self._name(node.render)}({scope}, c)"]
         if isinstance(node, _Apply):
             lines = self._read(node.path, target, scope)
-            lines.append(f"if {target} is not MISSING: {target} = {self._name(node.function)}({target})")
+            lines.append(f"if {target} is not MISSING: {target} = {self._name(node.function)}({target}, c)")
             return lines
         if isinstance(node, _Merge):
             return self._merge(node, target, scope)
@@ -760,13 +752,18 @@ def path_getter(expression: Any, key: Key, env: Env) -> Getter:
     return getter
 
 
-def as_object(value: Any, wrap: str) -> Any:
-    """`$as_object`: a mapping stays; JSON text of an object becomes it; anything else is wrapped."""
+def as_object(value: Any, ctx: Ctx, *, wrap: str, where: str) -> Any:
+    """`$as_object`: a mapping stays; JSON text of an object becomes it; anything else is wrapped.
+
+    JSON text that parses but is refused (deeper than the limit, NaN, a lone surrogate) is an error at `where`.
+    """
     if isinstance(value, dict):
         return value
     if isinstance(value, str) and value.lstrip()[:1] == "{":
         try:
-            parsed = STRICT_JSON.decode(value)
+            parsed = loads(value)
+        except JsonValueError as exc:
+            raise ctx.fail(where_in(ctx.at(where), exc.where), f"its JSON text {exc.message}") from None
         except ValueError:
             parsed = None
         if isinstance(parsed, dict):
@@ -780,7 +777,7 @@ def as_object(value: Any, wrap: str) -> Any:
 _MEDIA_TYPES = mimetypes.MimeTypes([name for name in mimetypes.knownfiles if os.path.isfile(name)])
 
 
-def media_type(url: Any) -> Any:
+def media_type(url: Any, ctx: Ctx) -> Any:
     """`$media_type`: the media type a URL's file extension names, else absent."""
     if not isinstance(url, str):
         return MISSING

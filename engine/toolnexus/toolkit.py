@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import logging
 import os
 import types
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigError, Note, ToolkitError
+from .jsonsafe import loads
 from .mcp_config import read_config
 from .mcp_tools import ToolResult, declare, tool_result
 from .rulebook import RulesArg, load_rules
@@ -203,7 +203,7 @@ def _arguments(arguments: Any, name: str, server: str) -> dict[str, Any]:
         return {}
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
+            arguments = loads(arguments)
         except ValueError as exc:
             raise ToolkitError(f"arguments of {name!r} are not JSON: {exc}", server=server, stage="tools/call",
                                path="arguments") from exc  # fmt: skip

@@ -1,0 +1,229 @@
+"""JSON at the boundaries: one depth limit, and refusing what no JSON text can hold.
+
+Every JSON document toolnexus takes in or hands on (a request, a response body, a
+streamed event, tool-call arguments given as text, a tool result the rules parse as
+an object, a CLI input file) passes `check` or `loads` here, so a pathological value is
+refused where it enters, with the path of the culprit, instead of surfacing later as a
+RecursionError, a UnicodeEncodeError in the HTTP layer or NaN in the output:
+
+- nesting deeper than MAX_DEPTH arrays and objects (Python's own recursion would fail
+  near 1,000, and no provider documents anything close to this);
+- NaN and Infinity (Python's json reads `1e400` as Infinity; no JSON text can say it);
+- lone surrogates (`"\\ud800"`), which cannot be encoded as UTF-8;
+- values that are not JSON (a set, an object), and keys that are not strings.
+
+The check runs on every request, so it has a fast path: orjson (the `fast` extra) writes
+the value in C and fails on surrogates, on other types and beyond 254 levels. It writes NaN
+and Infinity as null, so when its text holds a null the check enters only the parts whose
+text holds one, where a None is fine and a float must be finite. Only a value that fails (or
+every value, without orjson) is walked in Python, which finds the culprit and its path.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+try:
+    import orjson
+except ImportError:  # the `fast` extra is optional
+    orjson = None  # type: ignore[assignment]
+
+MAX_DEPTH = 256
+"""The deepest nesting of arrays and objects toolnexus reads or writes, per JSON document."""
+
+
+_SCALARS = (int, bool, type(None))
+_TEXT_SCALARS = (str, int, bool, type(None))
+
+
+class JsonValueError(ValueError):
+    """A JSON value toolnexus refuses; `.where` is the path inside the value ("" for itself)."""
+
+    def __init__(self, where: str, message: str) -> None:
+        self.where = where
+        self.message = message
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(type(value).__name__)
+
+
+_ORJSON_OPTIONS = 0 if orjson is None else orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def check(value: Any) -> None:
+    """Raise JsonValueError (with the culprit's path inside `value`) unless `value` is safe JSON."""
+    if orjson is not None:
+        try:
+            out = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
+        except (TypeError, RecursionError):
+            pass
+        else:
+            try:
+                if b"null" not in out or _finite((value,)):
+                    return
+            except RecursionError:  # called from deep inside some caller's stack: walk instead
+                pass
+    problem = locate(value)
+    if problem is not None:
+        raise JsonValueError(*problem)
+
+
+def _finite(value: Any) -> bool:
+    """Whether the nulls in a container's orjson text are all None, not NaN or Infinity (orjson wrote it).
+
+    A mapping's values are looked at directly; a list is entered only when its own orjson text
+    holds a null, so a transcript whose nulls sit in a few messages is not encoded a second time.
+    """
+    for item in value.values() if isinstance(value, dict) else value:
+        kind = type(item)
+        if kind in _TEXT_SCALARS:
+            continue
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+        elif kind is dict:
+            if not _finite(item):
+                return False
+        elif b"null" in orjson.dumps(item, default=_refuse, option=_ORJSON_OPTIONS) and not _finite(item):
+            return False
+    return True
+
+
+def where_in(base: str, where: str) -> str:
+    """`base` (a path) joined with a path inside it: ("messages[0]", "content") -> "messages[0].content"."""
+    if not where:
+        return base
+    if not base or where.startswith("["):
+        return base + where
+    return f"{base}.{where}"
+
+
+def checked(value: Any, base: str, fail: Callable[[str, str], Exception]) -> Any:
+    """`value` after `check`, with a failure raised as `fail(path, message)` (path joined onto `base`)."""
+    try:
+        check(value)
+    except JsonValueError as exc:
+        raise fail(where_in(base, exc.where), exc.message) from None
+    return value
+
+
+def loads(text: str | bytes) -> Any:
+    """Standard JSON text -> value; ValueError for what is not JSON or is refused by `check`.
+
+    Python reads NaN, Infinity and 1e400 as floats; `check` then refuses them with their path.
+    A JSONDecodeError says where in the text; a JsonValueError says where in the value (`.where`).
+    """
+    try:
+        try:
+            value = _FINITE.decode(text) if type(text) is str else json.loads(text)
+            # Short ASCII text without \u escapes, decoded without a NaN, cannot be too deep or hold a surrogate.
+            clean = type(text) is str and len(text) <= 2 * MAX_DEPTH and text.isascii() and "\\u" not in text
+        except _NotFinite:  # decoded again as Python reads it, so that `check` names the culprit's path
+            value, clean = json.loads(text), False
+    except RecursionError:
+        raise JsonValueError("", f"is nested deeper than {MAX_DEPTH} levels") from None
+    except MemoryError:
+        raise JsonValueError("", "is too large to decode") from None
+    if not clean:
+        check(value)
+    return value
+
+
+class _NotFinite(Exception):
+    pass
+
+
+def _not_finite(_text: str) -> Any:
+    raise _NotFinite
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):  # 1e400
+        raise _NotFinite
+    return number
+
+
+# The standard decoder, stopped by NaN, Infinity and overflowing numbers, which `check` then locates.
+_FINITE = json.JSONDecoder(parse_constant=_not_finite, parse_float=_finite_float)
+
+
+def describe(exc: ValueError) -> str:
+    """A short text for a `loads` failure (where in the text or in the value, and what)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"is not valid JSON ({exc.msg} at character {exc.pos})"
+    if isinstance(exc, JsonValueError):
+        return f"{exc.message} (at {exc.where})" if exc.where else exc.message
+    return f"is not valid JSON ({exc})"
+
+
+class _Problem(Exception):
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.parts: list[str | int] = []
+
+
+def locate(value: Any) -> tuple[str, str] | None:
+    """(path inside `value`, what is wrong) for the first problem found, or None."""
+    try:
+        _walk(value, 1)
+    except _Problem as problem:
+        where = ""
+        for part in reversed(problem.parts):
+            where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else part)
+        return where, problem.message
+    except RecursionError:  # called from deep inside some caller's stack
+        return "", f"is nested too deep to check (the limit is {MAX_DEPTH} levels)"
+    return None
+
+
+def _walk(value: Any, depth: int) -> None:
+    """Raise _Problem for the first value JSON cannot hold; depth counts the arrays and objects around it."""
+    kind = type(value)
+    if kind is str or isinstance(value, str):
+        if not value.isascii():
+            _text(value)
+    elif isinstance(value, (dict, list, tuple)):
+        if depth > MAX_DEPTH:
+            raise _Problem(f"is nested deeper than {MAX_DEPTH} levels")
+        # An integer key (a list index, or one the standard encoder writes as its text) needs no check.
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+            if type(key) is not int and not (type(key) is str and key.isascii()):
+                _key(key)
+            if type(item) in _SCALARS:
+                continue
+            try:
+                _walk(item, depth + 1)
+            except _Problem as problem:
+                problem.parts.append(key)
+                raise
+    elif kind is float or isinstance(value, float):
+        if not math.isfinite(value):
+            raise _Problem(f"is {value!r}, not a finite number (NaN, Infinity, beyond 1.8e308): JSON cannot say it")
+    elif not isinstance(value, (int, type(None))):
+        raise _Problem(f"is not a JSON value ({kind.__name__})")
+
+
+def _key(key: Any) -> None:
+    if not isinstance(key, str):
+        raise _Problem(f"has a key that is not a string ({type(key).__name__})")
+    try:
+        _text(key)
+    except _Problem as problem:
+        problem.message = "a key " + problem.message
+        problem.parts.append(key)
+        raise
+
+
+def _text(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _Problem(
+            f"holds a lone surrogate {text[exc.start]!r} at character {exc.start}, which UTF-8 cannot encode"
+        ) from None

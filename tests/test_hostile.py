@@ -1,0 +1,589 @@
+"""Hostile input at every JSON boundary: only toolnexus errors escape, each with the culprit's path.
+
+Deep nesting, NaN and Infinity, lone surrogates and badly typed request fields, in every place
+they can enter (the request, tool-call arguments text, a tool result the rules parse, a response
+body, a streamed event, streamed JSON, an error body, the client's body, the CLI's input).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import json
+import math
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import toolnexus
+from toolnexus import (
+    ProviderError,
+    ResponseError,
+    RuleError,
+    ToolnexusError,
+    TranslationError,
+    jsonsafe,
+    stream_translator,
+    translate_request,
+    translate_response,
+)
+from toolnexus.client import encode_body
+from toolnexus.rulebook import load_rules
+from toolnexus.stub import ProviderStub, StubReply
+
+PROVIDERS = ["anthropic", "gemini", "openai"]
+REPO = Path(__file__).resolve().parents[1]
+DEEP = 1_000  # where Python's own recursion gives out
+
+
+def nested(depth: int, leaf: Any = 1) -> Any:
+    """`depth` objects, each inside the next (built without recursion)."""
+    value = leaf
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def deep_text(depth: int) -> str:
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+def request_with(**fields: Any) -> dict[str, Any]:
+    return {"model": "m", "messages": [{"role": "user", "content": "hi"}], **fields}
+
+
+def with_call(arguments: Any, *, call_id: str = "c1", name: str = "f", result: str = "done") -> dict[str, Any]:
+    return request_with(
+        messages=[
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}],
+            },
+            {"role": "tool", "tool_call_id": call_id, "content": result},
+        ],
+        tools=[{"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}],
+    )
+
+
+def refused(provider: str, request: dict[str, Any]) -> TranslationError:
+    try:
+        before: Any = copy.deepcopy(request)
+    except RecursionError:  # deeper than the test's own copy goes
+        before = None
+    with pytest.raises(TranslationError) as info:
+        translate_request(provider, request)
+    assert before is None or request == before, "a refused request was mutated"
+    return info.value
+
+
+# ---------------------------------------------------------------- the request
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_deep_arguments_text_is_refused_at_the_arguments(provider: str) -> None:
+    error = refused(provider, with_call(deep_text(DEEP)))
+    assert error.path == "messages[1].tool_calls[0].function.arguments"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_arguments_text_deeper_than_the_limit_is_refused_where_it_gets_too_deep(provider: str) -> None:
+    error = refused(provider, with_call(deep_text(jsonsafe.MAX_DEPTH + 1)))
+    assert error.path == "messages[1].tool_calls[0].function.arguments" + ".a" * jsonsafe.MAX_DEPTH
+    translate_request(provider, with_call(deep_text(jsonsafe.MAX_DEPTH)))  # the limit itself is allowed
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_deep_arguments_object_is_refused_with_its_path(provider: str) -> None:
+    error = refused(provider, with_call(nested(DEEP)))
+    assert error.path.startswith("messages[1].tool_calls[0].function.arguments.a.a")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_deep_tool_schema_is_refused_before_the_client_encodes_it(provider: str) -> None:
+    request = request_with(tools=[{"type": "function", "function": {"name": "f", "parameters": nested(DEEP)}}])
+    assert refused(provider, request).path.startswith("tools[0].function.parameters.a.a")
+
+
+def test_a_deep_tool_result_the_rules_parse_as_an_object_is_refused_at_its_content() -> None:
+    """Gemini's rules parse a tool result's JSON-object text ($as_object); the others send the text as it is."""
+    request = with_call("{}", result=deep_text(DEEP))
+    assert refused("gemini", request).path == "messages[2].content"
+    for provider in ("anthropic", "openai"):
+        translate_request(provider, request)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(
+    ("where", "given"),
+    [
+        ("messages[1].tool_calls[0].id", with_call("{}", call_id="c\ud800")),
+        ("messages[1].tool_calls[0].function.name", with_call("{}", name="f\udfff")),
+        ("messages[0].content", request_with(messages=[{"role": "user", "content": "a\ud800b"}])),
+        ("messages[2].content", with_call("{}", result="\ud800")),
+        ("user", request_with(user="\ud800")),
+        ("messages[1].tool_calls[0].function.arguments.k", with_call('{"k": "\\ud800"}')),
+    ],
+)
+def test_a_lone_surrogate_is_refused_at_its_path_when_translating(provider: str, where: str, given: Any) -> None:
+    assert refused(provider, given).path == where
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(
+    ("given", "where"),
+    [
+        (request_with(temperature=math.nan), "temperature"),
+        (request_with(temperature=math.inf), "temperature"),
+        (request_with(stop=["a", -math.inf]), "stop[1]"),
+        (request_with(metadata={"k": math.nan}), "metadata.k"),
+        (
+            request_with(tools=[{"type": "function", "function": {"name": "f", "parameters": {"m": math.inf}}}]),
+            "tools[0].function.parameters.m",
+        ),
+        (
+            request_with(
+                messages=[
+                    {"role": "user", "content": [{"type": "text", "text": "x", "cache_control": {"t": math.nan}}]}
+                ]
+            ),
+            "messages[0].content[0].cache_control.t",
+        ),
+        (with_call('{"x": NaN}'), "messages[1].tool_calls[0].function.arguments.x"),
+        (with_call('{"x": [1e400]}'), "messages[1].tool_calls[0].function.arguments.x[0]"),
+        (with_call({"x": math.nan}), "messages[1].tool_calls[0].function.arguments.x"),
+    ],
+)
+def test_nan_and_infinity_are_refused_everywhere(provider: str, given: Any, where: str) -> None:
+    """NaN or Infinity anywhere, even in a field the provider drops, is refused: no output is invalid JSON."""
+    assert refused(provider, given).path == where
+
+
+BAD_FIELDS = [
+    ("max_tokens", "100"),
+    ("max_tokens", -1),
+    ("max_tokens", 1e30),
+    ("max_tokens", True),
+    ("max_tokens", 0.0),
+    ("max_completion_tokens", 2.5),
+    ("temperature", "hot"),
+    ("top_p", [1]),
+    ("frequency_penalty", "0"),
+    ("presence_penalty", {}),
+    ("stop", 5),
+    ("stop", [5]),
+    ("user", 5),
+    ("seed", "x"),
+    ("seed", 1.5),
+    ("n", "2"),
+    ("n", 0),
+    ("parallel_tool_calls", "yes"),
+    ("response_format", "json"),
+    ("response_format", {}),
+    ("response_format", [1]),
+    ("response_format", {"type": "bogus"}),
+    ("response_format", {"type": "json_schema"}),
+    ("response_format", {"type": "json_schema", "json_schema": {"name": "x"}}),
+    ("response_format", {"type": "json_schema", "json_schema": {"schema": "x"}}),
+    ("messages", []),
+    ("messages", {}),
+    ("model", 5),
+]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(("name", "value"), BAD_FIELDS)
+def test_request_fields_are_type_checked_for_every_provider(provider: str, name: str, value: Any) -> None:
+    """The OpenAI request's field types (one data file) hold whatever the provider, and whether it maps the field."""
+    assert refused(provider, request_with(**{name: value})).path.startswith(name)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_null_and_a_zero_max_tokens_still_mean_not_given(provider: str) -> None:
+    translate_request(provider, request_with(max_tokens=0, temperature=None, stop=None))
+
+
+@pytest.mark.parametrize(
+    ("provider", "name", "inside", "outside"),
+    [
+        ("anthropic", "temperature", 1.0, 1.01),
+        ("anthropic", "top_p", 0.0, -0.1),
+        ("anthropic", "temperature", 0, -0.5),
+        ("gemini", "temperature", 2.0, 2.1),
+        ("gemini", "top_p", 1, 1.01),
+        ("openai", "temperature", 2, 3),
+        ("openai", "frequency_penalty", -2, -2.5),
+        ("openai", "presence_penalty", 2.0, 2.01),
+        ("openai", "top_logprobs", 20, 21),
+    ],
+)
+def test_a_value_outside_the_rule_files_range_is_refused_never_clamped(
+    provider: str, name: str, inside: Any, outside: Any
+) -> None:
+    translate_request(provider, request_with(**{name: inside}))  # the range's own ends are inside it
+    error = refused(provider, request_with(**{name: outside}))
+    assert error.path == name
+    assert f"{provider}.yaml:" in str(error)  # it names the rule file (and line) that declares the range
+
+
+def test_a_range_is_sent_exactly_as_given() -> None:
+    body = translate_request("anthropic", request_with(temperature=0.999, max_tokens=1))
+    assert (body["temperature"], body["max_tokens"]) == (0.999, 1)
+    assert translate_request("gemini", request_with(temperature=1.7))["generationConfig"]["temperature"] == 1.7
+
+
+def rules_dir_with(tmp_path: Path, provider: str, old: str, new: str) -> Path:
+    text = (REPO / "rules" / f"{provider}.yaml").read_text(encoding="utf-8")
+    assert old in text
+    (tmp_path / f"{provider}.yaml").write_text(text.replace(old, new, 1), encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("new", "rule"),
+    [
+        ("    user: {minimum: 0}\n", "request.ranges.user"),  # not a number
+        ("    tempreature: {minimum: 0}\n", "request.ranges.tempreature"),  # not a field (did you mean?)
+        ("    seed: {minimum: 5, maximum: 1}\n", "request.ranges.seed"),  # empty
+        ("    seed: {minimum: 0, clamp: true}\n", "request.ranges.seed"),  # not a range key
+    ],
+)
+def test_a_bad_range_is_a_located_rule_error(tmp_path: Path, new: str, rule: str) -> None:
+    rules = rules_dir_with(tmp_path, "anthropic", "  ranges:\n", "  ranges:\n" + new)
+    with pytest.raises(RuleError) as info:
+        load_rules(rules).get("anthropic")
+    assert info.value.rule.startswith(rule)
+    assert info.value.file.endswith("anthropic.yaml") and info.value.line is not None
+    if "tempreature" in rule:
+        assert "did you mean 'temperature'" in info.value.message
+
+
+# ---------------------------------------------------------------- responses, streams, error bodies, the client
+
+
+def openai_response(message: dict[str, Any]) -> dict[str, Any]:
+    return {"id": "r", "model": "m", "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+
+
+def test_a_deep_response_is_a_response_error_with_its_path() -> None:
+    response = {"content": [{"type": "tool_use", "id": "t", "name": "f", "input": nested(DEEP)}], "stop_reason": "x"}
+    with pytest.raises(ResponseError) as info:
+        translate_response("anthropic", response)
+    assert info.value.path.startswith("content[0].input.a.a")
+
+
+@pytest.mark.parametrize(
+    ("response", "where"),
+    [
+        (openai_response({"role": "assistant", "content": "a\ud800"}), "choices[0].message.content"),
+        (openai_response({"role": "assistant", "content": "x", "n": math.inf}), "choices[0].message.n"),
+    ],
+)
+def test_a_response_json_cannot_carry_is_refused_with_its_path(response: Any, where: str) -> None:
+    with pytest.raises(ResponseError) as info:
+        translate_response("openai", response)
+    assert info.value.path == where
+
+
+@pytest.mark.parametrize("data", [deep_text(DEEP), deep_text(100_000), '{"type": "ping", "x": "\\ud800"}'])
+def test_a_hostile_stream_event_is_a_decode_error(data: str) -> None:
+    translator = stream_translator("anthropic")
+    with pytest.raises(ProviderError) as info:
+        translator.feed(data)
+    assert info.value.kind == "decode"
+
+
+def test_deep_streamed_arguments_are_a_response_error_at_the_tool_input() -> None:
+    translator = stream_translator("anthropic")
+    events = [
+        {"type": "message_start", "message": {"id": "m", "model": "m", "content": [], "usage": {"input_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": "f"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "["}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "[" * DEEP}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "]" * 1001}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 1}},
+        {"type": "message_stop"},
+    ]
+    with pytest.raises(ToolnexusError) as info:
+        for event in events:
+            translator.feed(json.dumps(event))
+        translator.finish()
+    assert isinstance(info.value, ResponseError)
+    assert info.value.path.startswith("content[0]")
+
+
+@pytest.mark.parametrize("body", [deep_text(100_000).encode(), b'{"error": {"message": "\\ud800"}}', b"\xff\xfe"])
+def test_an_unreadable_error_body_is_described_not_raised(body: bytes) -> None:
+    endpoint = load_rules(None).get("anthropic").endpoint
+    kind, message = endpoint.describe_error(body)
+    assert kind is None and message.startswith("unreadable body")
+
+
+def test_encode_body_names_where_in_the_body_a_hook_put_a_bad_value() -> None:
+    with pytest.raises(TranslationError) as info:
+        encode_body({"messages": [{"content": "x"}], "temperature": math.nan, "k": nested(DEEP)})
+    assert info.value.path == "body.temperature"
+
+
+@pytest.mark.parametrize(
+    "body", [deep_text(100_000).encode(), deep_text(DEEP).encode(), b'{"choices": [], "x": "\\udc00"}']
+)
+def test_the_client_reads_a_hostile_body_as_a_decode_error(body: bytes) -> None:
+    with ProviderStub(lambda request: StubReply(body=body, headers={"content-type": "application/json"})) as stub:
+
+        async def main() -> None:
+            client = toolnexus.create_client(base_url=stub.base_url, style="openai", model="m", api_key="k")
+            async with client:
+                await client.translate([{"role": "user", "content": "hi"}])
+
+        with pytest.raises(ProviderError) as info:
+            asyncio.run(main())
+    assert info.value.kind == "decode"
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("[NaN, " + "[" * 100_000 + "]" * 100_000 + "]", ""),  # a NaN first, then too deep for the decoder
+        ('{"a": [1, 1e400]}', "a[1]"),
+        ('{"k\\ud800": 1}', "k\ud800"),
+        (b'{"a": -Infinity}', "a"),
+        ("[" * 300 + "]" * 300, "[0]" * 256),
+    ],
+)
+def test_every_boundary_decodes_through_one_loads_that_raises_only_value_errors(text: str | bytes, where: str) -> None:
+    with pytest.raises(jsonsafe.JsonValueError) as info:
+        jsonsafe.loads(text)
+    assert info.value.where == where
+
+
+# ---------------------------------------------------------------- the CLI
+
+
+def cli(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).with_name("toolnexus")
+    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "toolnexus"]
+    return subprocess.run([*command, *args], input=stdin, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("literal", ["NaN", "1e400", "-Infinity"])
+def test_the_cli_refuses_nan_and_infinity_with_the_path_and_prints_no_json(literal: str) -> None:
+    text = json.dumps(request_with(temperature=0.5)).replace("0.5", literal)
+    run = cli("request", "--to", "openai", "-", stdin=text)
+    assert run.returncode == 2
+    assert run.stdout == ""
+    assert "temperature" in run.stderr and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        deep_text(100_000).encode(),  # too deep for Python's decoder
+        b'{"model": "m", "messages": [{"role": "user", "content": "\\ud800"}]}',  # a lone surrogate escape
+        "{}".encode("utf-16"),  # not UTF-8
+    ],
+)
+def test_the_cli_reports_a_hostile_input_file_in_one_line(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "in.json"
+    path.write_bytes(content)
+    run = cli("request", "--to", "anthropic", str(path), stdin="")
+    assert run.returncode == 2
+    assert run.stdout == "" and run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+
+
+# ---------------------------------------------------------------- the property: only toolnexus errors, with paths
+
+leaves = st.one_of(
+    st.sampled_from([math.nan, math.inf, -math.inf, "\ud800", "x\udfffy", 1e308, -(2**70), "", True, None]),
+    st.integers(-5, 5),
+    st.text(max_size=4),
+)
+
+
+@st.composite
+def deep_values(draw: st.DrawFn) -> Any:
+    depth = draw(st.sampled_from([1, 50, jsonsafe.MAX_DEPTH - 1, jsonsafe.MAX_DEPTH + 1, DEEP]))
+    leaf = draw(leaves)
+    return nested(depth, leaf) if draw(st.booleans()) else json.loads("[" * depth + "0" + "]" * depth)
+
+
+hostile = st.one_of(leaves, deep_values(), st.lists(leaves, max_size=3), st.dictionaries(st.text(max_size=2), leaves))
+FIELDS = [
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "stop",
+    "user",
+    "seed",
+    "n",
+    "response_format",
+    "metadata",
+    "logit_bias",
+]
+
+
+def as_text(value: Any) -> str:
+    """JSON text of a hostile value (NaN written as Python writes it; too deep for the encoder: deep text)."""
+    try:
+        return json.dumps(value)
+    except (RecursionError, ValueError):
+        return deep_text(DEEP)
+
+
+def rich_request(parts: int) -> dict[str, Any]:
+    """A valid request touching every structure the reader knows, with `parts` text parts in its first turn."""
+    request = with_call('{"city": "Paris"}')
+    request["messages"][0]["content"] = [{"type": "text", "text": "t"}] * parts + [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    ]
+    request["messages"].insert(0, {"role": "system", "content": "Be terse."})
+    request["messages"].append({"role": "assistant", "content": "Done."})
+    request["tools"][0]["function"].update(description="a tool", parameters={"type": "object", "properties": {}})
+    request.update(tool_choice="auto", max_tokens=100, temperature=0.5, stop=["END"], user="u")
+    return request
+
+
+def places(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every position in a request (each value, container or not), as a key path."""
+    out = [at] if at else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out += places(item, (*at, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value[:3]):  # the first few parts stand for the rest
+            out += places(item, (*at, index))
+    return out
+
+
+def put(request: dict[str, Any], at: tuple[Any, ...], value: Any) -> None:
+    """Set the value at `at`, unless an earlier change already replaced what held it."""
+    target: Any = request
+    try:
+        for step in at[:-1]:
+            target = target[step]
+        if isinstance(target, dict) or (isinstance(target, list) and type(at[-1]) is int):
+            target[at[-1]] = value
+    except (KeyError, IndexError, TypeError):
+        pass
+
+
+@st.composite
+def hostile_requests(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid request, then pathological values put into one to three of its places (any place at all)."""
+    request = copy.deepcopy(rich_request(draw(st.sampled_from([1, 7, 200, 2_000]))))  # part counts up to large
+    for at in draw(st.lists(st.sampled_from(places(rich_request(1))), min_size=1, max_size=3)):
+        value = draw(hostile)
+        if isinstance(at[-1], str) and at[-1] == "arguments" and draw(st.booleans()):
+            value = as_text(value)  # hostile JSON text where JSON text is read
+        put(request, at, value)
+    for name in draw(st.lists(st.sampled_from(FIELDS), max_size=2, unique=True)):
+        request[name] = draw(hostile)
+    return request
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@settings(
+    max_examples=100,
+    deadline=timedelta(
+        seconds=5
+    ),  # generous for a loaded 2-core machine; examples are capped (200 parts, 1,000 levels)
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(request=hostile_requests())
+def test_hostile_requests_give_a_body_or_a_toolnexus_error_with_a_path(provider: str, request: Any) -> None:
+    """Deep nesting, NaN and Infinity, surrogates and wrong types in any place: a valid body, or a located error."""
+    try:
+        body = translate_request(provider, request, unknown_fields="drop")
+    except TranslationError as error:
+        assert error.path, f"no path: {error}"
+        return
+    json.dumps(body, allow_nan=False).encode("utf-8")  # whatever is returned is valid JSON
+
+
+response_bodies = st.one_of(
+    st.builds(lambda v: openai_response({"role": "assistant", "content": v}), hostile),
+    st.builds(
+        lambda v: {"content": [{"type": "tool_use", "id": "t", "name": "f", "input": v}], "stop_reason": "tool_use"},
+        hostile,
+    ),
+    st.builds(lambda v: {"candidates": [{"content": {"parts": [{"text": v}]}}]}, hostile),
+    st.builds(
+        lambda v: {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": v}}]}}]}, hostile
+    ),
+)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(response=response_bodies)
+def test_hostile_responses_give_a_result_or_a_response_error(provider: str, response: Any) -> None:
+    try:
+        result = translate_response(provider, response)
+    except ResponseError as error:
+        assert error.path, f"no path: {error}"
+        return
+    json.dumps(result.to_dict(), allow_nan=False).encode("utf-8")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(value=hostile)
+def test_hostile_stream_events_give_chunks_or_a_toolnexus_error(provider: str, value: Any) -> None:
+    """Each value as a whole event, and inside one."""
+    for event in (value, {"type": "message_start", "x": value}, {"candidates": [{"content": {"parts": [value]}}]}):
+        try:
+            text = json.dumps(event)
+        except RecursionError:  # deeper than the test's own encoder goes: send the deep text itself
+            text = deep_text(DEEP)
+        with contextlib.suppress(ToolnexusError):
+            stream_translator(provider).feed(text)
+
+
+def test_explain_shows_the_compiled_ranges() -> None:
+    lines = load_rules(None).get("anthropic").explain().splitlines()
+    assert "  request ranges: temperature between 0 and 1, top_p between 0 and 1" in lines
+
+
+@pytest.fixture(params=["orjson", "standard"])
+def encoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The check with orjson (the `fast` extra) and without it: the verdicts must not differ."""
+    if request.param == "standard":
+        monkeypatch.setattr(jsonsafe, "orjson", None)
+    elif jsonsafe.orjson is None:
+        pytest.skip("orjson is not installed")
+    return str(request.param)
+
+
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        ({"a": [1, None, {"b": None, "c": math.nan}]}, "a[2].c"),
+        ([None, (1.5, -math.inf)], "[1][1]"),
+        ({"k": "ok", "s": ["x", "\udfff"]}, "s[1]"),
+        ({"\ud800": 1}, "\ud800"),
+        ({"set": {1}}, "set"),
+        (nested(jsonsafe.MAX_DEPTH + 1), ".".join("a" * jsonsafe.MAX_DEPTH)),
+        ({"n": None, "deep": nested(DEEP)}, "deep" + ".a" * (jsonsafe.MAX_DEPTH - 1)),
+        ({"big": 2**70, "m": None, "x": math.nan}, "x"),
+    ],
+)
+def test_the_check_finds_the_same_culprit_with_and_without_orjson(encoder: str, value: Any, where: str) -> None:
+    with pytest.raises(jsonsafe.JsonValueError) as info:
+        jsonsafe.check(value)
+    assert info.value.where == where
+
+
+@pytest.mark.parametrize(
+    "value", [{"a": None, "b": [None, 1.5, "x"]}, nested(jsonsafe.MAX_DEPTH), {"big": 2**70}, {1: "int key"}, ()]
+)
+def test_the_check_accepts_what_json_can_say_with_and_without_orjson(encoder: str, value: Any) -> None:
+    jsonsafe.check(value)
