@@ -9,6 +9,7 @@ import json
 import os
 import pty
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from toolnexus import ProviderError, RuleError, providers, translate_response
+from toolnexus import ProviderError, RuleError, cli, providers, translate_response
 from toolnexus.cli import build_parser
 from toolnexus.conformance import load_case
 from toolnexus.demo import run_demo
@@ -119,6 +120,12 @@ def module(*args: str, **kwargs: Any) -> subprocess.Popen[bytes]:
                             stderr=subprocess.PIPE, **kwargs)  # fmt: skip
 
 
+def first_line(stream: Any, timeout: float = 30) -> bytes:
+    """The next line of a child's pipe, or b"" when none comes within `timeout` (never hangs the suite)."""
+    ready, _, _ = select.select([stream], [], [], timeout)
+    return stream.readline() if ready else b""
+
+
 def one_error_line(run: subprocess.CompletedProcess[str], code: int = 2) -> str:
     assert run.returncode == code, run.stdout + run.stderr
     assert "Traceback" not in run.stderr and run.stderr.count("\n") == 1, run.stderr
@@ -158,12 +165,10 @@ def test_a_lone_surrogate_is_refused_not_printed() -> None:
     assert "<stdin>" in one_error_line(run) and run.stdout == ""
 
 
-@pytest.mark.parametrize("command", ["demo", "providers", "check"])
-def test_a_closed_pipe_ends_quietly_with_141(command: str) -> None:
+@pytest.mark.parametrize("command", [("demo",), ("providers",), ("check", "-v")])
+def test_a_closed_pipe_ends_quietly_with_141(command: tuple[str, ...]) -> None:
     """`toolnexus demo | head -3`: the reader has gone; nothing on stderr, as `ls | head` does."""
-    proc = module(
-        command, "-v" if command == "check" else "--rules", *([] if command == "check" else [str(REPO / "rules")])
-    )
+    proc = module(*command)
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()
     assert proc.wait(timeout=60) == 141
@@ -174,7 +179,7 @@ def test_a_closed_pipe_ends_quietly_with_141(command: str) -> None:
 def test_ctrl_c_is_exit_130_with_one_line(command: tuple[str, ...]) -> None:
     proc = module(*command)
     assert proc.stdout is not None and proc.stderr is not None
-    assert proc.stdout.readline()  # it has started
+    assert first_line(proc.stdout)  # it has started
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=60) == 130
     assert proc.stderr.read().decode() == "toolnexus: interrupted\n"
@@ -182,14 +187,17 @@ def test_ctrl_c_is_exit_130_with_one_line(command: tuple[str, ...]) -> None:
 
 def test_request_on_a_terminal_says_it_reads_stdin_and_ctrl_c_ends_it() -> None:
     leader, follower = pty.openpty()
+    proc = module("request", "--to", "openai", stdin=follower)
+    assert proc.stderr is not None
     try:
-        proc = module("request", "--to", "openai", stdin=follower)
-        assert proc.stderr is not None
-        assert b"reading JSON from standard input" in proc.stderr.readline()
+        assert b"reading JSON from standard input" in first_line(proc.stderr)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=60) == 130
         assert proc.stderr.read() == b"toolnexus: interrupted\n"
     finally:
+        if proc.poll() is None:  # it never said it reads stdin: do not leave it waiting
+            proc.kill()
+            proc.wait()
         os.close(leader)
         os.close(follower)
 
@@ -296,3 +304,31 @@ def test_check_and_demo_end_with_one_summary_line() -> None:
     out = io.StringIO()
     assert asyncio.run(run_demo(out)) == 0
     assert re.fullmatch(r"demo: \d+ exchanges \(.*\), 0 failed in \d+\.\ds", out.getvalue().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    ("raised", "code", "expected"),
+    [
+        (MemoryError(), 2, "toolnexus: error: out of memory\n"),
+        (RecursionError(), 2, "toolnexus: error: nested too deeply to translate\n"),
+        (
+            TypeError("boom"),
+            3,
+            "toolnexus: error: internal error: TypeError: boom (a bug; TOOLNEXUS_DEBUG=1 shows where)\n",
+        ),
+    ],
+)
+def test_the_last_resort_is_one_line_too(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], raised: BaseException, code: int, expected: str
+) -> None:
+    def broken(args: argparse.Namespace, out: Any) -> int:
+        raise raised
+
+    monkeypatch.setattr(cli, "cmd_providers", broken)
+    monkeypatch.delenv("TOOLNEXUS_DEBUG", raising=False)
+    assert cli.main(["providers"]) == code
+    assert capsys.readouterr().err == expected
+    monkeypatch.setenv("TOOLNEXUS_DEBUG", "1")
+    if code == 3:
+        with pytest.raises(TypeError):
+            cli.main(["providers"])
