@@ -192,7 +192,7 @@ def _run_response(provider: str, case: dict[str, Any], rules: RulesArg) -> list[
         result = translate_response(
             provider, case["response"], requested_model=case.get("requested_model"), rules=rules
         )
-    except errors.TranslationError as exc:
+    except (errors.TranslationError, errors.ProviderError) as exc:  # ProviderError: an error body
         if "expect_response_error" in case:
             return _expect_error(case["expect_response_error"], exc, "response")
         return [f"response: unexpected {type(exc).__name__}: {exc}"]
