@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import Any, TextIO
 
-from .api import translate_request, translate_response
+from .api import stream_translator, translate_request, translate_response
 from .conformance import run_check
 from .errors import ConfigError, ProviderError, ToolnexusError, TranslationError
 from .loader import builtin_rules_dir
@@ -49,12 +49,12 @@ def _label(name: str) -> str:
     return "<stdin>" if name == "-" else name
 
 
-def _read_json(name: str) -> Any:
-    """The JSON document in FILE (or stdin): bounded in size, UTF-8, nested no deeper than Python can read."""
+def _read_text(name: str) -> str:
+    """The text of FILE (or stdin): bounded in size, UTF-8 (a byte order mark is accepted)."""
     try:
         if name == "-":
             if sys.stdin.isatty():
-                sys.stderr.write("toolnexus: reading JSON from standard input (end it with Ctrl-D; or pass FILE)\n")
+                sys.stderr.write("toolnexus: reading standard input (end it with Ctrl-D; or pass FILE)\n")
             data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
         else:
             with open(name, "rb") as fh:
@@ -65,28 +65,38 @@ def _read_json(name: str) -> Any:
     if len(data) > MAX_INPUT_BYTES:
         raise _InputError(f"{label}: larger than the input limit of {MAX_INPUT_BYTES // 2**20} MiB")
     try:
-        text = data.decode("utf-8-sig")  # a UTF-8 byte order mark, as Windows editors write, is accepted
+        return data.decode("utf-8-sig")  # a UTF-8 byte order mark, as Windows editors write, is accepted
     except UnicodeDecodeError as exc:
         utf16 = " (it looks like UTF-16: save it as UTF-8)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
         raise _InputError(
             f"{label}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}){utf16}"
         ) from None
+
+
+def _read_json(name: str) -> Any:
+    """The JSON document in FILE (or stdin), nested no deeper than Python can read."""
+    text = _read_text(name)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _InputError(f"{label}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+        raise _InputError(f"{_label(name)}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
     except RecursionError:
-        raise _InputError(f"{label}: JSON nested too deeply to read") from None
+        raise _InputError(f"{_label(name)}: JSON nested too deeply to read") from None
 
 
-def _print_json(value: Any, out: TextIO, source: str) -> None:
-    text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+def _print_json(value: Any, out: TextIO, source: str, indent: int | None = 2) -> None:
+    text = json.dumps(value, indent=indent, ensure_ascii=False) + "\n"
     try:
         text.encode("utf-8")  # before anything is written, so a refusal leaves no half document
     except UnicodeEncodeError as exc:
         escape = json.dumps(text[exc.start])
         raise _InputError(f"{_label(source)}: holds {escape}, a lone surrogate that UTF-8 cannot carry") from None
     out.write(text)
+
+
+def _print_json_lines(values: list[Any], out: TextIO, source: str) -> None:
+    for value in values:
+        _print_json(value, out, source, indent=None)
 
 
 def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
@@ -130,8 +140,29 @@ def cmd_request(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_response(args: argparse.Namespace, out: TextIO) -> int:
+    if args.stream:
+        return _response_stream(args, out)
     result = translate_response(args.from_, _read_json(args.file), rules=args.rules, requested_model=args.model)
     _print_json(result.to_dict(), out, args.file)
+    return 0
+
+
+def _response_stream(args: argparse.Namespace, out: TextIO) -> int:
+    """A captured event stream (server-sent events) -> the OpenAI chunks, one JSON object a line."""
+    import httpx
+    from httpx_sse import EventSource
+
+    translator = stream_translator(args.from_, requested_model=args.model, rules=args.rules)
+    text = _read_text(args.file) + "\n\n"  # a capture may lack the blank line that ends its last event
+    captured = httpx.Response(200, text=text, headers={"content-type": "text/event-stream"})
+    events = list(EventSource(captured).iter_sse())
+    if not events:
+        raise _InputError(f"{_label(args.file)}: no server-sent events (`data:` lines) in it")
+    chunks: list[dict[str, Any]] = []
+    for event in events:
+        chunks += translator.feed(event.data)
+    chunks += translator.finish()
+    _print_json_lines(chunks, out, args.file)
     return 0
 
 
@@ -219,6 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--from", dest="from_", required=True, metavar="PROVIDER", help=f"the provider that answered, {which}"
     )
     p.add_argument("--model", help="the requested model, used when the response names none")
+    p.add_argument("--stream", action="store_true",
+                   help="FILE is a captured event stream (server-sent events): print its OpenAI chunks")  # fmt: skip
     p.add_argument("file", nargs="?", default="-", metavar="FILE", help="JSON file, or - for stdin (the default)")
 
     _command(sub, "providers", cmd_providers, "list the providers the rules define (name, rule file, description)",
@@ -251,10 +284,11 @@ def _worded(exc: Exception, args: argparse.Namespace) -> str:
     text = str(exc)
     for python, flag in CLI_SPELLING.items():
         text = text.replace(python, flag)
-    if isinstance(exc, ProviderError) and exc.status is None:  # an error body given to `response`
+    if isinstance(exc, ProviderError) and exc.kind == "http" and exc.status is None:  # an error body or event
         text = f"this is {exc.provider}'s error, not a response: {exc.error_type or 'error'}: {exc.message}"
     if isinstance(exc, TranslationError) and exc.path == "stream" and args.command == "request":
-        text = f"{exc.path}: `toolnexus request` prints the whole-answer body; pass --stream for the streamed call's"
+        text = (f"{exc.path}: `toolnexus request` prints the whole-answer body; pass --stream for the streamed"
+                " call's (and `toolnexus response --stream` translates its events)")  # fmt: skip
     if isinstance(exc, (TranslationError, ProviderError)) and getattr(args, "file", None):
         text = f"{_label(args.file)}: {text}"
     return text
