@@ -72,6 +72,7 @@ from bench_inputs import (  # noqa: E402
     twenty_tools_request,
 )
 from bench_litellm import LiteLLM, compatible_copy, first_line, load  # noqa: E402
+from progress import progress  # noqa: E402
 from toolnexus import TranslateResult  # noqa: E402
 
 JSON = dict[str, Any]
@@ -289,15 +290,19 @@ def calibrate(fn: Translate, data: JSON, target_ns: int, clock: Clock) -> int:
 
 
 def measure(cases: Sequence[Case], rounds: int, target_ns: int, clock: Clock) -> None:
+    sides = sum(len(case.sides) for case in cases)
+    bar = progress(sides * (rounds + 1), "bench (calibrate, then rounds)", unit="batch")
     for case in cases:
         for side in case.sides:
             side.iterations = calibrate(side.fn, side.data, target_ns, clock)
+            bar.update()
     for round_no in range(rounds):
         for case in cases:
             turn = round_no % len(case.sides)
             for side in case.sides[turn:] + case.sides[:turn]:  # who goes first rotates every round
                 side.ns.append(batch_ns(side.fn, side.data, side.iterations, clock) / side.iterations)
-        print(f"  round {round_no + 1}/{rounds} done", file=sys.stderr, flush=True)
+                bar.update()
+    bar.close()
 
 
 def slope(points: Sequence[tuple[float, float]]) -> float:

@@ -56,6 +56,7 @@ from toolnexus.transport import STACKS, async_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_inputs import tool_declarations, transcript
+from progress import progress
 from spawned import spawned
 
 KEY = "bench-key"
@@ -253,12 +254,15 @@ async def bench_provider(
             toolnexus.translate_response(provider, response.json(), requested_model=model)
 
         rows = []
+        n_sides = 3 if args.split else 2
+        bar = progress(len(levels) * n_sides * (args.rounds + 1), f"{stack} {provider}", unit="batch")
         for level in levels:
             sides = [Side("client", via_client), Side("raw", via_raw)]
             if args.split:
                 sides.append(Side("functions", via_functions))
             for side in sides:  # warm both pools up to this level
                 await batch(side.call, max(50, 4 * level), args.seconds, level)
+                bar.update()
             for round_no in range(args.rounds):
                 turn = round_no % len(sides)
                 for side in sides[turn:] + sides[:turn]:  # who goes first rotates every round
@@ -267,8 +271,9 @@ async def bench_provider(
                     side.rates.append(len(latencies) / elapsed)
                     side.per_call.append(elapsed / len(latencies))
                     side.latencies += latencies
+                    bar.update()
             rows.append(Row(stack, provider, level, *sides))
-            print(f"  {stack} {provider} concurrency {level} done", file=sys.stderr, flush=True)
+        bar.close()
         return rows
     finally:
         await raw.aclose()

@@ -38,6 +38,7 @@ from toolnexus.conformance import fixtures_dir
 from toolnexus.stub import ProviderStub, StubReply
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from progress import progress  # beside this file
 from sse_encoders import ENCODERS, canonical  # test material: a response told as its provider's stream
 
 KEY = "bench-key"
@@ -103,6 +104,7 @@ async def bench(provider: str, events: int, rounds: int) -> None:
         for side in sides.values():  # warm up
             await side()
         times: dict[str, list[float]] = {name: [] for name in sides}
+        bar = progress(rounds * len(sides), provider, unit="stream")
         for r in range(rounds):
             order = list(sides.items())
             if r % 2:
@@ -111,6 +113,8 @@ async def bench(provider: str, events: int, rounds: int) -> None:
                 started = time.perf_counter()
                 await side()
                 times[name].append(time.perf_counter() - started)
+                bar.update()
+        bar.close()
         await client.aclose()
         await raw.aclose()
     n = counted["events"]

@@ -39,6 +39,7 @@ from typing import Any
 import httpx
 
 import toolnexus
+from progress import Progress, progress
 from spawned import spawned
 from toolnexus.conformance import fixtures_dir
 from toolnexus.stub import ProviderStub, StubReply, StubRequest
@@ -103,7 +104,9 @@ def messages_for(marker: str) -> list[dict[str, str]]:
 Call = Callable[[str], Awaitable[bool]]
 
 
-async def drive(call: Call, markers: list[str], concurrency: int) -> tuple[float, list[float], int]:
+async def drive(
+    call: Call, markers: list[str], concurrency: int, bar: Progress | None = None
+) -> tuple[float, list[float], int]:
     """(seconds, per-call latencies, mismatches) for one call per marker, `concurrency` in flight."""
     pending = iter(markers)
     latencies: list[float] = []
@@ -116,6 +119,8 @@ async def drive(call: Call, markers: list[str], concurrency: int) -> tuple[float
             matched = await call(marker)
             latencies.append(time.perf_counter() - started)
             mismatches += not matched
+            if bar is not None:
+                bar.update()
 
     started = time.perf_counter()
     await asyncio.gather(*(lane() for _ in range(concurrency)))
@@ -153,23 +158,25 @@ async def main(args: argparse.Namespace) -> None:
             bodies.clear()
             bodies.update({marker: client.build_body(messages_for(marker)) for marker in markers})
 
+        per_round = max(1, args.requests // args.rounds)
+        bar = progress(2 * args.warm_up + 2 * per_round * args.rounds + args.memory_requests, "soak", unit="req")
+
         # warm both pools
         for call in (via_translate, via_raw):
             warm = new_markers(args.warm_up)
             prepare(warm)
-            await drive(call, warm, args.concurrency)
+            await drive(call, warm, args.concurrency, bar)
 
         # 1 + 2: latency, throughput, cross-talk; the sides alternate round by round
         seconds = {"translate": 0.0, "raw": 0.0}
         latencies: dict[str, list[float]] = {"translate": [], "raw": []}
         mismatches = {"translate": 0, "raw": 0}
-        per_round = max(1, args.requests // args.rounds)
         for r in range(args.rounds):
             sides = [("translate", via_translate), ("raw", via_raw)]
             for name, call in sides if r % 2 == 0 else sides[::-1]:
                 markers = new_markers(per_round)
                 prepare(markers)
-                spent, lat, bad = await drive(call, markers, args.concurrency)
+                spent, lat, bad = await drive(call, markers, args.concurrency, bar)
                 seconds[name] += spent
                 latencies[name] += lat
                 mismatches[name] += bad
@@ -187,6 +194,8 @@ async def main(args: argparse.Namespace) -> None:
         peak = tracemalloc.get_traced_memory()[1] - base
         tracemalloc.stop()
         mismatches["translate"] += bad
+        bar.update(args.memory_requests)  # counted after the traced pass, so the bar is not in its figure
+        bar.close()
 
         await client.aclose()
         await raw.aclose()

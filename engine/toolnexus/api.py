@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, ProviderError
 from .inbound import RequestBody, UnknownFields
 from .result import TranslateResult
 from .rulebook import RulesArg, load_rules
@@ -41,8 +41,16 @@ def translate_response(
     requested_model: str | None = None,
     rules: RulesArg = None,
 ) -> TranslateResult:
-    """A provider's decoded response -> an OpenAI-shaped TranslateResult."""
-    return load_rules(rules).get(provider).outbound.translate(response, requested_model=requested_model)
+    """A provider's decoded response -> an OpenAI-shaped TranslateResult.
+
+    A body with the provider's error shape (the rule file's `endpoint.error` paths) raises
+    ProviderError with its type and message, as the client does for an HTTP error.
+    """
+    rules_for = load_rules(rules).get(provider)
+    error = rules_for.endpoint.error_in(response)
+    if error is not None:
+        raise ProviderError(error[1], provider=provider, kind="http", error_type=error[0])
+    return rules_for.outbound.translate(response, requested_model=requested_model)
 
 
 def stream_translator(provider: str, *, requested_model: str | None = None, rules: RulesArg = None) -> StreamTranslator:

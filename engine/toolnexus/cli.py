@@ -1,82 +1,171 @@
 """The `toolnexus` command: check, request, response, providers, explain, diff, demo.
 
-Errors print one line (with the path or rule location) and exit 2; a failed
-check prints its diffs and exits 1.
+Whatever the input, the command never shows a Python traceback: every failure is
+one line on stderr and a documented exit code (EXIT_CODES, also in `--help`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from importlib import metadata
 from typing import Any, TextIO
 
-from .api import translate_request, translate_response
+from .api import stream_translator, translate_request, translate_response
 from .conformance import run_check
-from .errors import ToolnexusError
+from .errors import ConfigError, ProviderError, ToolnexusError, TranslationError
 from .jsonsafe import JsonValueError, loads
+from .loader import builtin_rules_dir
 from .rulebook import load_rules
 
 EXIT_FAILED = 1
 EXIT_ERROR = 2
+EXIT_BUG = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+EXIT_PIPE = 141  # 128 + SIGPIPE, what `yes | head` reports
+MAX_INPUT_BYTES = 64 * 1024 * 1024  # a bound on what is read, so /dev/zero or a runaway pipe cannot exhaust memory
 
+EXIT_CODES = f"""\
+exit codes:
+  0    done
+  1    check or demo found a failure (printed above the summary line)
+  2    an error: one line on stderr naming the file and the path or rule location
+       (input: a JSON object in UTF-8, at most {MAX_INPUT_BYTES // 2**20} MiB)
+  3    a bug in toolnexus (one line; TOOLNEXUS_DEBUG=1 shows the traceback)
+  130  interrupted (Ctrl-C)
+  141  the output was closed early (e.g. piped into head); nothing more is printed"""
 
-def _read_json(name: str) -> Any:
-    try:
-        if name == "-":
-            return loads(sys.stdin.read())
-        with open(name, encoding="utf-8") as fh:
-            return loads(fh.read())
-    except OSError as exc:
-        raise _InputError(f"{name}: {exc.strerror}") from None
-    except JsonValueError as exc:  # nested too deep, NaN or Infinity, a lone surrogate
-        raise _InputError(f"{name}: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise _InputError(f"{name}: not UTF-8 text (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise _InputError(f"{name}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+# Python keyword options the engine's messages suggest, as the CLI spells them.
+CLI_SPELLING = {"pass unknown_fields='drop'": "pass --drop-unknown"}
 
 
 class _InputError(Exception):
-    pass
+    """A CLI input problem (a file that cannot be read, or is not JSON), already worded for the user."""
 
 
-def _print_json(value: Any, out: TextIO) -> None:
-    out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+def _label(name: str) -> str:
+    return "<stdin>" if name == "-" else name
+
+
+def _read_text(name: str) -> str:
+    """The text of FILE (or stdin): bounded in size, UTF-8 (a byte order mark is accepted)."""
+    try:
+        if name == "-":
+            if sys.stdin.isatty():
+                sys.stderr.write("toolnexus: reading standard input (end it with Ctrl-D; or pass FILE)\n")
+            data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        else:
+            with open(name, "rb") as fh:
+                data = fh.read(MAX_INPUT_BYTES + 1)
+    except OSError as exc:
+        raise _InputError(f"{name}: {exc.strerror}") from None
+    label = _label(name)
+    if len(data) > MAX_INPUT_BYTES:
+        raise _InputError(f"{label}: larger than the input limit of {MAX_INPUT_BYTES // 2**20} MiB")
+    try:
+        return data.decode("utf-8-sig")  # a UTF-8 byte order mark, as Windows editors write, is accepted
+    except UnicodeDecodeError as exc:
+        utf16 = " (it looks like UTF-16: save it as UTF-8)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+        raise _InputError(
+            f"{label}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}){utf16}"
+        ) from None
+
+
+def _read_json(name: str) -> Any:
+    """The JSON document in FILE (or stdin), nested no deeper than Python can read."""
+    text = _read_text(name)
+    try:
+        return loads(text)
+    except JsonValueError as exc:  # nested too deep, NaN or Infinity, a lone surrogate: with its path
+        raise _InputError(f"{_label(name)}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise _InputError(f"{_label(name)}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+    except RecursionError:
+        raise _InputError(f"{_label(name)}: JSON nested too deeply to read") from None
+
+
+def _print_json(value: Any, out: TextIO, source: str, indent: int | None = 2) -> None:
+    text = json.dumps(value, indent=indent, ensure_ascii=False) + "\n"
+    try:
+        text.encode("utf-8")  # before anything is written, so a refusal leaves no half document
+    except UnicodeEncodeError as exc:
+        escape = json.dumps(text[exc.start])
+        raise _InputError(f"{_label(source)}: holds {escape}, a lone surrogate that UTF-8 cannot carry") from None
+    out.write(text)
+
+
+def _print_json_lines(values: list[Any], out: TextIO, source: str) -> None:
+    for value in values:
+        _print_json(value, out, source, indent=None)
 
 
 def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
+    import time
+
+    started = time.perf_counter()
     failed = passed = 0
     for outcome in run_check(args.rules):
+        where = f"  {outcome.file}" if outcome.file else ""
         if outcome.ok:
             passed += 1
             if args.verbose:
-                out.write(f"ok    {outcome.name}\n")
+                out.write(f"ok    {outcome.name}{where}\n")
             continue
         failed += 1
-        out.write(f"FAIL  {outcome.name}\n")
+        out.write(f"FAIL  {outcome.name}{where}\n")
         for problem in outcome.problems:
             out.write("      " + problem.replace("\n", "\n      ") + "\n")
     providers = ", ".join(load_rules(args.rules).names())
-    out.write(f"rules valid ({providers}); {passed} passed, {failed} failed\n")
+    seconds = time.perf_counter() - started
+    out.write(f"rules valid ({providers}); {passed} passed, {failed} failed in {seconds:.1f}s\n")
     return EXIT_FAILED if failed else 0
 
 
 def cmd_request(args: argparse.Namespace, out: TextIO) -> int:
     request = _read_json(args.file)
+    streaming = None
+    if args.stream:
+        streaming = load_rules(args.rules).get(args.to).streaming
+        if streaming is None:
+            raise ConfigError(f"the {args.to} rules have no streaming section, so there is no streamed body")
+        if isinstance(request, dict):
+            request = {k: v for k, v in request.items() if k != "stream"}  # --stream says it
     body = translate_request(
         args.to, request, rules=args.rules, system=args.system, unknown_fields="drop" if args.drop_unknown else "error"
     )
-    _print_json(dict(body), out)
+    _print_json({**body, **(streaming.body if streaming else {})}, out, args.file)
     for note in body.notes:
         sys.stderr.write(f"note: {note}\n")
     return 0
 
 
 def cmd_response(args: argparse.Namespace, out: TextIO) -> int:
+    if args.stream:
+        return _response_stream(args, out)
     result = translate_response(args.from_, _read_json(args.file), rules=args.rules, requested_model=args.model)
-    _print_json(result.to_dict(), out)
+    _print_json(result.to_dict(), out, args.file)
+    return 0
+
+
+def _response_stream(args: argparse.Namespace, out: TextIO) -> int:
+    """A captured event stream (server-sent events) -> the OpenAI chunks, one JSON object a line."""
+    import httpx
+    from httpx_sse import EventSource
+
+    translator = stream_translator(args.from_, requested_model=args.model, rules=args.rules)
+    text = _read_text(args.file) + "\n\n"  # a capture may lack the blank line that ends its last event
+    captured = httpx.Response(200, text=text, headers={"content-type": "text/event-stream"})
+    events = list(EventSource(captured).iter_sse())
+    if not events:
+        raise _InputError(f"{_label(args.file)}: no server-sent events (`data:` lines) in it")
+    chunks: list[dict[str, Any]] = []
+    for event in events:
+        chunks += translator.feed(event.data)
+    chunks += translator.finish()
+    _print_json_lines(chunks, out, args.file)
     return 0
 
 
@@ -114,56 +203,135 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     return demo_main(out, args.rules)
 
 
+def _shipped() -> str:
+    return ", ".join(sorted(p.stem for p in builtin_rules_dir().glob("*.yaml")))
+
+
+def _command(
+    sub: Any, name: str, run: Callable[[argparse.Namespace, TextIO], int], summary: str, example: str
+) -> argparse.ArgumentParser:
+    """A subcommand whose help ends with an example."""
+    p: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=summary,
+        description=summary,
+        epilog=f"example:\n  {example}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--rules", metavar="DIR", help="a rules directory whose files override or add providers")
+    p.set_defaults(run=run)
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="toolnexus", description="OpenAI tool-calling shapes in, any provider's out.")
-    rules = argparse.ArgumentParser(add_help=False)
-    rules.add_argument("--rules", metavar="DIR", help="a rules directory that overrides or adds providers")
-    sub = parser.add_subparsers(dest="command", required=True)
+    shipped = _shipped()
+    parser = argparse.ArgumentParser(
+        prog="toolnexus",
+        description="OpenAI tool-calling shapes in, any provider's out.",
+        epilog=f"{EXIT_CODES}\n\nexample:\n  toolnexus request --to anthropic request.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"toolnexus {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    which = f"one of: {shipped} (or one a --rules DIR adds)"
 
-    p = sub.add_parser("check", parents=[rules], help="validate every rule file and diff every golden fixture and case")
-    p.add_argument("-v", "--verbose", action="store_true", help="list passing fixtures too")
-    p.set_defaults(run=cmd_check)
+    p = _command(sub, "check", cmd_check, "validate every rule file and diff every golden fixture and case",
+                 "toolnexus check --rules mydir  # mydir/fixtures/ cases replace same-named ones")  # fmt: skip
+    p.add_argument("-v", "--verbose", action="store_true", help="list passing fixtures and cases too")
 
-    p = sub.add_parser("request", parents=[rules], help="print the provider-native body for an OpenAI request")
-    p.add_argument("--to", required=True, metavar="PROVIDER")
+    p = _command(sub, "request", cmd_request, "print the provider-native body for an OpenAI request (notes on stderr)",
+                 "toolnexus request --to gemini request.json > body.json")  # fmt: skip
+    p.add_argument("--to", required=True, metavar="PROVIDER", help=f"the provider to translate for, {which}")
     p.add_argument("--system", help="a per-call system prompt (overrides the transcript's)")
     p.add_argument("--drop-unknown", action="store_true", help="drop (with a note) fields the rules do not map")
-    p.add_argument("file", nargs="?", default="-", help="JSON file, or - for stdin")
-    p.set_defaults(run=cmd_request)
+    p.add_argument("--stream", action="store_true",
+                   help="print the streamed call's body (with the rule file's streaming.body)")  # fmt: skip
+    p.add_argument("file", nargs="?", default="-", metavar="FILE", help="JSON file, or - for stdin (the default)")
 
-    p = sub.add_parser("response", parents=[rules], help="print the OpenAI-shaped result of a provider response")
-    p.add_argument("--from", dest="from_", required=True, metavar="PROVIDER")
+    p = _command(sub, "response", cmd_response, "print the OpenAI-shaped result of a provider response",
+                 "toolnexus response --from anthropic response.json")  # fmt: skip
+    p.add_argument(
+        "--from", dest="from_", required=True, metavar="PROVIDER", help=f"the provider that answered, {which}"
+    )
     p.add_argument("--model", help="the requested model, used when the response names none")
-    p.add_argument("file", nargs="?", default="-", help="JSON file, or - for stdin")
-    p.set_defaults(run=cmd_response)
+    p.add_argument("--stream", action="store_true",
+                   help="FILE is a captured event stream (server-sent events): print its OpenAI chunks")  # fmt: skip
+    p.add_argument("file", nargs="?", default="-", metavar="FILE", help="JSON file, or - for stdin (the default)")
 
-    p = sub.add_parser("providers", parents=[rules], help="list the providers the rules define")
-    p.set_defaults(run=cmd_providers)
+    _command(sub, "providers", cmd_providers, "list the providers the rules define (name, rule file, description)",
+             "toolnexus providers --rules mydir")  # fmt: skip
 
-    p = sub.add_parser("demo", parents=[rules], help="a two-turn tool-calling exchange per provider, offline")
-    p.set_defaults(run=cmd_demo)
+    _command(sub, "demo", cmd_demo, "a two-turn tool-calling exchange per provider, offline", "toolnexus demo")
 
-    p = sub.add_parser("diff", parents=[rules], help="how each provider handles each concept, side by side")
-    p.add_argument("providers", nargs="*", metavar="PROVIDER", help="the providers to compare (default: all)")
+    p = _command(sub, "diff", cmd_diff, "how each provider handles each concept, side by side",
+                 "toolnexus diff anthropic gemini --format html --output differences.html")  # fmt: skip
+    p.add_argument("providers", nargs="*", metavar="PROVIDER", help=f"the providers to compare (default: all), {which}")
+    p.add_argument("--format", choices=("table", "markdown", "html"), default="table", help="the output format")
     p.add_argument("--providers", dest="columns", metavar="A,B,...", help="the provider columns, in this order")
-    p.add_argument("--format", choices=("table", "markdown", "html"), default="table")
     p.add_argument("--output", metavar="FILE", help="write to FILE instead of printing")
-    p.set_defaults(run=cmd_diff)
 
-    p = sub.add_parser("explain", parents=[rules], help="show a provider's compiled rules beside their source lines")
-    p.add_argument("provider")
+    p = _command(sub, "explain", cmd_explain, "show a provider's compiled rules beside their source lines",
+                 "toolnexus explain anthropic --code")  # fmt: skip
+    p.add_argument("provider", metavar="PROVIDER", help=f"the provider to explain, {which}")
     p.add_argument("--code", action="store_true", help="also print the Python each template compiled to")
-    p.set_defaults(run=cmd_explain)
     return parser
 
 
+def _version() -> str:
+    try:
+        return metadata.version("toolnexus")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _worded(exc: Exception, args: argparse.Namespace) -> str:
+    """The one error line: the input file named for errors about it, CLI flags for Python options."""
+    text = str(exc)
+    for python, flag in CLI_SPELLING.items():
+        text = text.replace(python, flag)
+    if isinstance(exc, ProviderError) and exc.kind == "http" and exc.status is None:  # an error body or event
+        text = f"this is {exc.provider}'s error, not a response: {exc.error_type or 'error'}: {exc.message}"
+    if isinstance(exc, TranslationError) and exc.path == "stream" and args.command == "request":
+        text = (f"{exc.path}: `toolnexus request` prints the whole-answer body; pass --stream for the streamed"
+                " call's (and `toolnexus response --stream` translates its events)")  # fmt: skip
+    if isinstance(exc, (TranslationError, ProviderError)) and getattr(args, "file", None):
+        text = f"{_label(args.file)}: {text}"
+    return text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command; every way it can end is an exit code from EXIT_CODES and at most one line on stderr."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     try:
         code: int = args.run(args, sys.stdout)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handlers below
     except (ToolnexusError, _InputError) as exc:
-        sys.stderr.write(f"toolnexus: error: {exc}\n")
-        return EXIT_ERROR
+        return _fail(_worded(exc, args), EXIT_ERROR)
+    except RecursionError:
+        where = f"{_label(args.file)}: " if getattr(args, "file", None) else ""
+        return _fail(f"{where}nested too deeply to translate", EXIT_ERROR)
+    except MemoryError:
+        return _fail("out of memory", EXIT_ERROR)
+    except KeyboardInterrupt:
+        return _fail("interrupted", EXIT_INTERRUPTED)
+    except BrokenPipeError:
+        # The reader has gone (`toolnexus demo | head`): say nothing, as `ls | head` does, and keep
+        # the interpreter's final flush from complaining about the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PIPE
+    except Exception as exc:
+        if os.environ.get("TOOLNEXUS_DEBUG"):
+            raise
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (a bug; TOOLNEXUS_DEBUG=1 shows where)", EXIT_BUG)
+    return code
+
+
+def _fail(message: str, code: int) -> int:
+    sys.stderr.write(f"toolnexus: error: {message}\n" if code != EXIT_INTERRUPTED else f"toolnexus: {message}\n")
     return code
 
 

@@ -22,11 +22,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from deepdiff import DeepDiff
 
 from . import errors
 from .api import translate_request, translate_response
+from .loader import did_you_mean, parse_rule_text
 from .rulebook import Rulebook, RulesArg, load_rules
 
 GOLDEN_SUFFIX = ".input.json"
@@ -50,6 +50,7 @@ class Outcome:
 
     name: str
     problems: list[str] = field(default_factory=list)
+    file: str = ""  # the fixture or case file, as a user can open it
 
     @property
     def ok(self) -> bool:
@@ -85,15 +86,20 @@ def golden_text(value: Any) -> str:
 
 
 def check_golden(path: Path, rules: RulesArg = None) -> Outcome:
-    spec = json.loads(path.read_text(encoding="utf-8"))
-    expected_path = path.with_name(spec["expected"])
-    outcome = Outcome(expected_path.name)
+    outcome = Outcome(path.name, file=shown(path))
+    try:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+        expected_path = path.with_name(spec["expected"])
+        outcome.name = expected_path.name
+        expected_text = expected_path.read_text(encoding="utf-8")
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # a user's golden file that cannot be read
+        outcome.problems.append(f"cannot read the golden fixture: {type(exc).__name__}: {exc}")
+        return outcome
     try:
         actual = build_golden(spec, path.parent, rules)
     except errors.ToolnexusError as exc:
         outcome.problems.append(f"translation failed: {exc}")
         return outcome
-    expected_text = expected_path.read_text(encoding="utf-8")
     diff = _diff(json.loads(expected_text), actual)
     if diff:
         outcome.problems.append(diff)
@@ -105,6 +111,14 @@ def check_golden(path: Path, rules: RulesArg = None) -> Outcome:
 # ---------------------------------------------------------------- case tables
 
 
+def shown(path: Path) -> str:
+    """A path as a user can open it: relative to the working directory when under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def case_files(directory: Path | None = None) -> dict[str, list[Path]]:
     """Case files by provider directory name."""
     base = directory or fixtures_dir()
@@ -112,18 +126,20 @@ def case_files(directory: Path | None = None) -> dict[str, list[Path]]:
 
 
 def load_case(path: Path) -> dict[str, Any]:
-    case = yaml.safe_load(path.read_text(encoding="utf-8"))
+    """A case file's data; a broken one raises RuleError at its file:line:column, like a rule file."""
+    source = parse_rule_text(path.read_text(encoding="utf-8"), shown(path))
+    case = source.data
     if not isinstance(case, dict):
-        raise ValueError(f"{path}: a case file holds a mapping")
-    unknown = set(case) - CASE_KEYS
-    if unknown:
-        raise ValueError(f"{path}: unknown case keys {sorted(unknown)}")
+        raise source.error((), "a case file holds a mapping")
+    for key in case:
+        if key not in CASE_KEYS:
+            raise source.error((key,), f"unknown case key '{key}'{did_you_mean(key, CASE_KEYS)}")
     if not ({"request", "response"} & set(case)):
-        raise ValueError(f"{path}: a case needs a request or a response")
+        raise source.error((), "a case needs a request or a response")
     if "request" in case and not ({"expect_request", "expect_error"} & set(case)):
-        raise ValueError(f"{path}: a request needs expect_request or expect_error")
+        raise source.error(("request",), "a request needs expect_request or expect_error")
     if "response" in case and not ({"expect_result", "expect_response_error"} & set(case)):
-        raise ValueError(f"{path}: a response needs expect_result or expect_response_error")
+        raise source.error(("response",), "a response needs expect_result or expect_response_error")
     return case
 
 
@@ -140,10 +156,10 @@ def _notes(notes: tuple[errors.Note, ...]) -> list[dict[str, str]]:
 
 
 def run_case(provider: str, path: Path, rules: RulesArg = None) -> Outcome:
-    outcome = Outcome(f"{provider}/{path.stem}")
+    outcome = Outcome(f"{provider}/{path.stem}", file=shown(path))
     try:
         case = load_case(path)
-    except (ValueError, yaml.YAMLError) as exc:
+    except (errors.RuleError, OSError, UnicodeDecodeError) as exc:
         outcome.problems.append(str(exc))
         return outcome
     if "request" in case:
@@ -176,7 +192,7 @@ def _run_response(provider: str, case: dict[str, Any], rules: RulesArg) -> list[
         result = translate_response(
             provider, case["response"], requested_model=case.get("requested_model"), rules=rules
         )
-    except errors.TranslationError as exc:
+    except (errors.TranslationError, errors.ProviderError) as exc:  # ProviderError: an error body
         if "expect_response_error" in case:
             return _expect_error(case["expect_response_error"], exc, "response")
         return [f"response: unexpected {type(exc).__name__}: {exc}"]
@@ -205,18 +221,25 @@ def run_check(rules: RulesArg = None) -> Iterator[Outcome]:
     """Load every rule file, then every golden fixture and case. Yields outcomes.
 
     Cases come from the shipped fixtures/ and, for a user rules directory, from
-    its own `fixtures/<provider>/` (so a provider added there can carry its cases).
+    its own `fixtures/` (so a provider added there can carry its cases). A user's
+    golden fixture or case with the name of a shipped one replaces it, so a
+    changed mapping can carry the expectations it changes.
     """
     book: Rulebook = load_rules(rules)  # raises RuleError on a broken rule file
-    for path in golden_files():
-        yield check_golden(path, book)
-    cases = case_files()
-    if isinstance(rules, (str, Path)) and (Path(rules) / "fixtures").is_dir():
-        for provider, files in case_files(Path(rules) / "fixtures").items():
-            cases[provider] = cases.get(provider, []) + files
+    user = Path(rules) / "fixtures" if isinstance(rules, (str, Path)) else None
+    if user is not None and not user.is_dir():
+        user = None
+    golden = {p.name: p for p in golden_files()}
+    cases = {provider: {p.name: p for p in files} for provider, files in case_files().items()}
+    if user is not None:
+        golden.update({p.name: p for p in golden_files(user)})
+        for provider, mine in case_files(user).items():
+            cases.setdefault(provider, {}).update({p.name: p for p in mine})
+    for name in sorted(golden):
+        yield check_golden(golden[name], book)
     for provider in book.names():
-        files = cases.get(provider, [])
-        if not files:
+        by_name = cases.get(provider, {})
+        if not by_name:
             yield Outcome(f"{provider}/*", [f"provider '{provider}' has no cases in fixtures/{provider}/"])
-        for path in files:
-            yield run_case(provider, path, book)
+        for case_name in sorted(by_name):
+            yield run_case(provider, by_name[case_name], book)

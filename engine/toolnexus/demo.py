@@ -21,6 +21,7 @@ import asyncio
 import importlib.util
 import json
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
@@ -152,8 +153,10 @@ async def demo_stream(
 
 
 async def run_demo(out: TextIO, rules: RulesArg = None) -> int:
+    """Every provider's exchange, then the MCP one; ends with one summary line (counts and time)."""
+    started = time.perf_counter()
     scripts: dict[str, dict[str, Any]] = {}
-    failures = 0
+    failures = runs = 0
     for name in load_rules(rules).names():
         path = Path(fixtures_dir()) / "demo" / f"{name}.json"
         if not path.exists():
@@ -169,9 +172,10 @@ async def run_demo(out: TextIO, rules: RulesArg = None) -> int:
             else:
                 problems.append(f"no demo stream at fixtures/demo/{name}.sse")
         failures += _report(out, name, problems)
+        runs += 1
     if importlib.util.find_spec("mcp") is None:
         out.write("\nMCP: skipped (pip install 'toolnexus[mcp]' to see a toolkit from an MCP server)\n")
-        return 1 if failures else 0
+        return _summary(out, runs, failures, "", started)
     async with await create_toolkit(mcp_config=MCP_CONFIG) as toolkit:
         listed = ", ".join(f"{t.original_name} as {t.name}" for t in toolkit.tools)
         out.write(f"\nMCP · a toolkit from a local MCP server over stdio (python -m toolnexus.demo_mcp): {listed}\n")
@@ -182,6 +186,14 @@ async def run_demo(out: TextIO, rules: RulesArg = None) -> int:
         for name, script in scripts.items():
             problems = await demo_provider(name, script, out, rules, toolkit=toolkit, run=run)
             failures += _report(out, f"{name} (MCP)", problems)
+            runs += 1
+    return _summary(out, runs, failures, " and with a tool from an MCP server", started)
+
+
+def _summary(out: TextIO, runs: int, failures: int, mcp: str, started: float) -> int:
+    """The last line: how many exchanges ran and failed, and how long it took."""
+    seconds = time.perf_counter() - started
+    out.write(f"\ndemo: {runs} exchanges (whole, streamed{mcp}), {failures} failed in {seconds:.1f}s\n")
     return 1 if failures else 0
 
 

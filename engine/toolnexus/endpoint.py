@@ -75,7 +75,17 @@ class Endpoint:
 
     def carries_error(self, data: dict[str, Any]) -> bool:
         """Whether a decoded body has the provider's error shape (some gateways answer errors with 200)."""
-        return self.error_message is not None and isinstance(self.error_message(data), str)
+        return self.error_in(data) is not None
+
+    def error_in(self, data: Any) -> tuple[str | None, str] | None:
+        """(error type, message) when a decoded body has the provider's error shape, else None."""
+        if not isinstance(data, dict) or self.error_message is None:
+            return None
+        message = self.error_message(data)
+        if not isinstance(message, str):
+            return None
+        kind = self.error_type(data) if self.error_type else MISSING
+        return (kind if isinstance(kind, str) else None), message
 
     def describe_error(self, content: bytes) -> tuple[str | None, str]:
         """(error type, message) from an error body; a body that is not JSON gives its first bytes."""
@@ -83,12 +93,7 @@ class Endpoint:
             data: Any = loads(content)
         except ValueError:
             data = MISSING
-        if isinstance(data, dict):
-            kind = self.error_type(data) if self.error_type else MISSING
-            message = self.error_message(data) if self.error_message else MISSING
-            if isinstance(message, str):
-                return (kind if isinstance(kind, str) else None), message
-        return None, f"unreadable body: {excerpt(content)}"
+        return self.error_in(data) or (None, f"unreadable body: {excerpt(content)}")
 
 
 def check_headers(headers: Mapping[Any, Any]) -> None:
