@@ -566,7 +566,18 @@ def answered_everywhere(request: dict[str, Any]) -> bool:
     return True
 
 
-REQUEST_CASES = [p for p in case_files() if "expect_request" in load_case(p)]
+# Known gaps: cases whose body the provider would refuse, kept as cases (they say what is sent today) and
+# marked here, strict, so fixing the rules turns them into failures to unmark.
+KNOWN_GAPS = {
+    "openai/tool-result-image-detail-and-error": "the openai rules send tool messages as given, and OpenAI's tool "
+    "messages take neither is_error nor image parts",
+}
+REQUEST_CASES = [
+    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[key])) if key in KNOWN_GAPS else p
+    for p in case_files()
+    if "expect_request" in load_case(p)
+    for key in [f"{p.parent.name}/{p.stem}"]
+]
 
 
 @pytest.mark.parametrize("path", REQUEST_CASES, ids=lambda p: f"{p.parent.name}/{p.stem}")
