@@ -35,7 +35,7 @@ from toolnexus import (
     define_tool,
     translate_request,
 )
-from toolnexus.stub import ProviderStub, StubReply, StubRequest, scripted
+from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest, scripted
 
 STYLES = ["anthropic", "openai"]
 FAST = (0.01, 0.05)  # backoff for tests
