@@ -1,4 +1,4 @@
-"""The case tables in fixtures/<provider>/<case>.yaml, run through toolnexus.conformance.
+"""The case tables in fixtures/<provider>/<case>.yaml, run through toolnexus.devtools.conformance.
 
 One concern per case file; a case is added by adding a file, not Python. These
 tests also check that every provider has cases, that translating never mutates
@@ -25,7 +25,7 @@ from google.genai import types as genai_types
 
 import toolnexus
 from toolnexus import ProviderError, TranslationError, translate_request, translate_response
-from toolnexus.conformance import case_files, load_case, run_case
+from toolnexus.devtools.conformance import case_files, load_case, run_case
 
 ALL_CASES: list[tuple[str, Path]] = [(provider, path) for provider, paths in case_files().items() for path in paths]
 

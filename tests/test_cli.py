@@ -19,10 +19,11 @@ from typing import Any
 
 import pytest
 
-from toolnexus import ProviderError, RuleError, cli, providers, translate_response
-from toolnexus.cli import build_parser
-from toolnexus.conformance import load_case
-from toolnexus.demo import run_demo
+from toolnexus import ProviderError, RuleError, providers, translate_response
+from toolnexus.devtools import cli
+from toolnexus.devtools.cli import build_parser
+from toolnexus.devtools.conformance import load_case
+from toolnexus.devtools.demo import run_demo
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN_INPUT = REPO / "fixtures" / "translation-parity.input.json"

@@ -35,7 +35,7 @@ from toolnexus import (
     define_tool,
     translate_request,
 )
-from toolnexus.stub import ProviderStub, StubReply, StubRequest, scripted
+from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest, scripted
 
 STYLES = ["anthropic", "openai"]
 FAST = (0.01, 0.05)  # backoff for tests
@@ -1619,7 +1619,17 @@ def test_a_key_http_cannot_carry_is_a_config_error_not_a_retried_connection_erro
 
 @pytest.mark.parametrize(
     "base_url",
-    ["http://127.0.0.1:9/v1?key=x", "http://127.0.0.1:9/v1#frag", "ftp://127.0.0.1/v1", "/v1", "http://h\r\n/v1", ""],
+    [
+        "http://127.0.0.1:9/v1?key=x",
+        "http://127.0.0.1:9/v1#frag",
+        "ftp://127.0.0.1/v1",
+        "/v1",
+        "http://h\r\n/v1",
+        "",
+        "http://127.0.0.1:99999/v1",
+        "http://[::1/v1",
+        "http://:80/v1",
+    ],
 )
 def test_a_base_url_that_cannot_take_the_endpoint_path_is_a_config_error(base_url: str) -> None:
     with pytest.raises(ConfigError):

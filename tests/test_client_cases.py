@@ -16,8 +16,8 @@ import pytest
 from deepdiff import DeepDiff
 
 from toolnexus import create_client
-from toolnexus.conformance import case_files, fixtures_dir, load_case
-from toolnexus.stub import ProviderStub
+from toolnexus.devtools.conformance import case_files, fixtures_dir, load_case
+from toolnexus.devtools.stub import ProviderStub
 
 CLIENT_FIELDS = {"model", "messages", "tools", "tool_choice", "max_tokens"}
 

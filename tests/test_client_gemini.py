@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from toolnexus import ConfigError, ProviderError, create_client, translate_request
-from toolnexus.stub import ProviderStub, StubReply
+from toolnexus.devtools.stub import ProviderStub, StubReply
 
 USER = [{"role": "user", "content": "hi"}]
 

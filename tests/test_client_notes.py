@@ -12,7 +12,7 @@ import pytest
 import toolnexus
 from sse_encoders import ENCODERS
 from toolnexus import LLMEvent, Note, TranslateResult
-from toolnexus.stub import ProviderStub, StubReply, StubRequest, sse_pieces
+from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest, sse_pieces
 
 MESSAGES = [{"role": "user", "content": "Hi."}]
 # Anthropic has no frequency_penalty (dropped) and needs max_tokens (the rule's default is sent).

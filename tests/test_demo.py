@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from toolnexus import providers
-from toolnexus.conformance import fixtures_dir
-from toolnexus.demo import demo_provider, demo_stream, run_demo
+from toolnexus.devtools.conformance import fixtures_dir
+from toolnexus.devtools.demo import demo_provider, demo_stream, run_demo
 
 
 def test_demo_succeeds_for_every_provider() -> None:

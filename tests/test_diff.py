@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from toolnexus import load_rules
-from toolnexus.diff import NOTHING, Report, build_report, render_html, render_markdown, render_table
+from toolnexus.devtools.diff import NOTHING, Report, build_report, render_html, render_markdown, render_table
 
 REPO = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- toolnexus diff: begin -->", "<!-- toolnexus diff: end -->"
@@ -277,7 +277,7 @@ def test_output_writes_the_file_instead_of_printing(tmp_path: Path) -> None:
 
 
 def test_diff_reads_no_provider_names() -> None:
-    source = (REPO / "engine" / "toolnexus" / "diff.py").read_text()
+    source = (REPO / "engine" / "toolnexus" / "devtools" / "diff.py").read_text()
     for name in load_rules().names():
         assert f'"{name}"' not in source and f"'{name}'" not in source
 

@@ -36,9 +36,9 @@ import pytest
 
 import toolnexus
 from toolnexus import Cancelled, LLMEvent, ProviderError, ResponseError, ToolnexusError, TranslateResult
-from toolnexus.conformance import fixtures_dir
-from toolnexus.limits import AttemptTimeout, WaitDeadline
-from toolnexus.stub import ProviderStub, Responder, StubReply, StubRequest, scripted
+from toolnexus.devtools.conformance import fixtures_dir
+from toolnexus.devtools.stub import ProviderStub, Responder, StubReply, StubRequest, scripted
+from toolnexus.http.limits import AttemptTimeout, WaitDeadline
 
 PROVIDERS = toolnexus.providers()
 FAST = (0.01, 0.05)  # backoff (first delay, ceiling) for tests

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from deepdiff import DeepDiff
 
-from toolnexus.conformance import build_golden, check_golden, golden_files, golden_text
+from toolnexus.devtools.conformance import build_golden, check_golden, golden_files, golden_text
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "fixtures" / "translation-parity-fixture.json"

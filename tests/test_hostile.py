@@ -29,14 +29,14 @@ from toolnexus import (
     RuleError,
     ToolnexusError,
     TranslationError,
-    jsonsafe,
     stream_translator,
     translate_request,
     translate_response,
 )
-from toolnexus.client import encode_body
-from toolnexus.rulebook import load_rules
-from toolnexus.stub import ProviderStub, StubReply
+from toolnexus.devtools.stub import ProviderStub, StubReply
+from toolnexus.http.client import encode_body
+from toolnexus.language import jsonsafe
+from toolnexus.translate.rulebook import load_rules
 
 PROVIDERS = ["anthropic", "gemini", "openai"]
 REPO = Path(__file__).resolve().parents[1]

@@ -21,11 +21,11 @@ from hypothesis import given
 import toolnexus
 from test_properties import SETTINGS, broken_requests, requests
 from toolnexus import TranslationError
-from toolnexus.conformance import case_files, load_case
-from toolnexus.inbound import Inbound
-from toolnexus.lane import Fallback, Lane
-from toolnexus.rulebook import load_rules
-from toolnexus.templates import Ctx
+from toolnexus.devtools.conformance import case_files, load_case
+from toolnexus.language.templates import Ctx
+from toolnexus.translate.inbound import Inbound
+from toolnexus.translate.lane import Fallback, Lane
+from toolnexus.translate.rulebook import load_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 PROVIDERS = toolnexus.providers()

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import toolnexus
-from toolnexus.ids import encode
+from toolnexus.language.ids import encode
 
 PROVIDERS = toolnexus.providers()
 

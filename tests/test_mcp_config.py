@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from test_properties import SETTINGS
 from toolnexus import ToolkitError, create_toolkit
-from toolnexus.mcp_config import read_config
-from toolnexus.mcp_tools import MAX_NAME, NAME_RULE, declare, rewritten, tool_result
+from toolnexus.toolkit.mcp_config import read_config
+from toolnexus.toolkit.mcp_tools import MAX_NAME, NAME_RULE, declare, rewritten, tool_result
 
 # Every provider's published tool-name rule; a declared name must pass all of them.
 PROVIDER_NAME_RULES = {

@@ -26,9 +26,9 @@ import pytest
 
 from test_sdk_judges import JUDGES
 from toolnexus import ToolkitError, create_client, create_toolkit, define_tool, providers
-from toolnexus.conformance import fixtures_dir
-from toolnexus.stub import ProviderStub, scripted
-from toolnexus.toolkit import Toolkit
+from toolnexus.devtools.conformance import fixtures_dir
+from toolnexus.devtools.stub import ProviderStub, scripted
+from toolnexus.toolkit.toolkit import Toolkit
 
 SHOP = Path(__file__).parent / "mcp_servers" / "shop.py"
 TOKEN = "shop-token-5f2a9c7e1d"  # what the HTTP server requires; reaches it only through ${SHOP_TEST_TOKEN}

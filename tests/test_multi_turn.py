@@ -37,7 +37,7 @@ from toolnexus import (
     translate_request,
     translate_response,
 )
-from toolnexus.stub import ProviderStub, StubReply, StubRequest
+from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest
 
 TURNS = 10
 SCHEDULE = (["two calls", "one call", "answer"] * 3 + ["answer"])[:TURNS]

@@ -18,7 +18,7 @@ import pytest
 
 import toolnexus
 from toolnexus import TranslationError
-from toolnexus.templates import Ctx
+from toolnexus.language.templates import Ctx
 
 RULES = Path(__file__).resolve().parents[1] / "rules"
 

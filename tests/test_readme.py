@@ -3,7 +3,7 @@ Python and shell block, run as written.
 
 Python blocks run in a subprocess of this interpreter. The client examples read
 `ANTHROPIC_BASE_URL` (falling back to Anthropic's own URL), so here they talk to a local
-`toolnexus.stub` that answers like Anthropic: a tool call, then text once the tool's result is
+`toolnexus.devtools.stub` that answers like Anthropic: a tool call, then text once the tool's result is
 in the transcript (as an event stream when the body asks for one). Shell blocks run with bash in
 a directory where `.venv` is this interpreter's environment; the few that install or take
 minutes are skipped with their reason.
@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from sse_encoders import anthropic_events
-from toolnexus.stub import ProviderStub, StubReply, StubRequest
+from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"

@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 
 from test_properties import SETTINGS, anthropic_responses, gemini_responses
 from toolnexus import Note, TranslationError, load_rules, translate_request, translate_response
-from toolnexus.ids import MARK, IdRule, decode, encode
-from toolnexus.outbound import check_usage, merge_extras
-from toolnexus.reader import read_messages
-from toolnexus.result import TranslatedToolCall, TranslateResult
-from toolnexus.templates import Ctx
+from toolnexus.language.ids import MARK, IdRule, decode, encode
+from toolnexus.language.templates import Ctx
+from toolnexus.translate.outbound import check_usage, merge_extras
+from toolnexus.translate.reader import read_messages
+from toolnexus.translate.result import TranslatedToolCall, TranslateResult
 
 ACME = """\
 provider: acme

@@ -36,9 +36,9 @@ import yaml
 
 import toolnexus
 from toolnexus import RuleError
-from toolnexus.cli import main as cli_main
-from toolnexus.loader import MAX_FILE_BYTES, MAX_NODES
-from toolnexus.paths import MAX_PATH_LENGTH
+from toolnexus.devtools.cli import main as cli_main
+from toolnexus.language.loader import MAX_FILE_BYTES, MAX_NODES
+from toolnexus.language.paths import MAX_PATH_LENGTH
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "rules"
@@ -270,7 +270,7 @@ def test_rules_dir_on_every_call_does_not_touch_the_file_system(
 
 
 def test_the_cache_of_loaded_directories_is_bounded(tmp_path: Path) -> None:
-    from toolnexus.rulebook import CACHED_DIRECTORIES
+    from toolnexus.translate.rulebook import CACHED_DIRECTORIES
 
     dirs = [copy_rule("openai", tmp_path / f"rules{i}").parent for i in range(CACHED_DIRECTORIES + 1)]
     first = toolnexus.load_rules(dirs[0])
@@ -401,10 +401,10 @@ def test_a_fresh_rulebook_translates_the_same_from_many_threads_at_once() -> Non
     gives what the same call gives alone. Only the engine runs in the threads (deepdiff, which the
     conformance check uses, calls ast.parse, which CPython 3.11 cannot run from several threads)."""
     from toolnexus import translate_request, translate_response
-    from toolnexus.conformance import case_files, load_case
+    from toolnexus.devtools.conformance import case_files, load_case
     from toolnexus.errors import ToolnexusError
-    from toolnexus.loader import builtin_rules_dir
-    from toolnexus.rulebook import read_rules_dir
+    from toolnexus.language.loader import builtin_rules_dir
+    from toolnexus.translate.rulebook import read_rules_dir
 
     cases = [(provider, load_case(path)) for provider, paths in case_files().items() for path in paths]
 
@@ -484,7 +484,7 @@ def test_a_bad_path_error_ends_with_the_path(tmp_path: Path) -> None:
 
 def test_without_libyaml_the_same_bounds_hold(monkeypatch: pytest.MonkeyPatch) -> None:
     """PyYAML without libyaml: its own parser under the same counting composer."""
-    from toolnexus import loader
+    from toolnexus.language import loader
 
     monkeypatch.setattr(loader, "_Loader", loader._PureLoader)
     for case in ("alias_bomb", "nested_too_deep"):

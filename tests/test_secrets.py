@@ -36,9 +36,9 @@ from test_faults import (
     text_reply,
 )
 from toolnexus import ConfigError, ProviderError, ToolkitError, ToolnexusError
-from toolnexus.endpoint import EXCERPT_BYTES
+from toolnexus.devtools.stub import StubReply, StubRequest
 from toolnexus.redact import exception_chain
-from toolnexus.stub import StubReply, StubRequest
+from toolnexus.translate.endpoint import EXCERPT_BYTES
 
 SECRET = "sk-SECRET-toolnexus-1234567890"
 

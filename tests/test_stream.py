@@ -49,9 +49,9 @@ from test_faults import run as run_fault
 from test_properties import SETTINGS, anthropic_responses, gemini_responses, json_equal, openai_responses
 from test_sdk_judges import ANTHROPIC_SDK_GAPS, RICH_REQUESTS, judge, judge_gemini
 from toolnexus import Cancelled, ConfigError, ProviderError, ResponseError, TranslateResult, TranslationError
-from toolnexus.conformance import case_files, load_case
-from toolnexus.stream_rules import END
-from toolnexus.stub import ProviderStub, StubReply, scripted, sse_pieces
+from toolnexus.devtools.conformance import case_files, load_case
+from toolnexus.devtools.stub import ProviderStub, StubReply, scripted, sse_pieces
+from toolnexus.translate.stream_rules import END
 
 PROVIDERS = toolnexus.providers()
 RULES = toolnexus.load_rules()

@@ -18,7 +18,7 @@ import pytest
 
 import toolnexus
 from sse_encoders import ENCODERS
-from toolnexus.stub import ProviderStub, StubReply, StubRequest, sse_pieces
+from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest, sse_pieces
 
 TURNS = 50
 TOOLS = [{"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}]

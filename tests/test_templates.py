@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from toolnexus import Note, RuleError, TranslationError
-from toolnexus.loader import parse_rule_text
-from toolnexus.paths import MISSING, compile_path
-from toolnexus.templates import Ctx, Env, compile_template
+from toolnexus.language.loader import parse_rule_text
+from toolnexus.language.paths import MISSING, compile_path
+from toolnexus.language.templates import Ctx, Env, compile_template
 
 
 def render(template_yaml: str, scope: Any, ctx: Ctx | None = None) -> Any:

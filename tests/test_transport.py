@@ -18,8 +18,8 @@ import pytest
 import toolnexus
 from test_faults import needs_aiohttp, text_reply
 from toolnexus import ConfigError
-from toolnexus.stub import ProviderStub, StubRequest
-from toolnexus.transport import transport_error
+from toolnexus.devtools.stub import ProviderStub, StubRequest
+from toolnexus.http.transport import transport_error
 
 PROVIDER = "openai"
 USER = [{"role": "user", "content": "hi"}]

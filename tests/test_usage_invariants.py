@@ -24,7 +24,7 @@ import pytest
 import toolnexus
 from sse_encoders import ENCODERS
 from toolnexus import translate_response
-from toolnexus.conformance import case_files, fixtures_dir, golden_files, load_case, run_check
+from toolnexus.devtools.conformance import case_files, fixtures_dir, golden_files, load_case, run_check
 
 
 def responses() -> Iterator[tuple[str, str, dict[str, Any], list[str]]]:

@@ -41,7 +41,7 @@ def test_wheel_installs_and_checks_outside_the_repo(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
     assert "0 failed" in run.stdout
     where = subprocess.run(
-        [str(bin_dir / "python"), "-c", "import toolnexus.loader as l; print(l.builtin_rules_dir())"],
+        [str(bin_dir / "python"), "-c", "import toolnexus.language.loader as l; print(l.builtin_rules_dir())"],
         cwd=outside, capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert str(env_dir) in where.stdout  # the rules came from the wheel, not from this checkout

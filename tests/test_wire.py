@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import toolnexus
-from toolnexus import wire
+from toolnexus.http import wire
 
 HAS_ORJSON = wire.orjson is not None
 SETTINGS = settings(max_examples=200, deadline=None, derandomize=bool(os.environ.get("CI")))

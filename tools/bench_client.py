@@ -8,7 +8,7 @@ server answering canned bytes, so it costs little and takes no time from this pr
 GIL). It answers every provider's endpoint path with that provider's first demo reply
 (fixtures/demo/<provider>.json: text and a tool call).
 
-For each HTTP stack (`toolnexus.transport`: httpx's own pool; httpx-aiohttp's when
+For each HTTP stack (`toolnexus.http.transport`: httpx's own pool; httpx-aiohttp's when
 installed), provider and concurrency level, one process alternates, round after round,
 between
   client:  `client.translate(messages, tools=...)` on a client built with `transport=STACK`;
@@ -22,7 +22,7 @@ client's overhead: the median over rounds of (client time per call / raw time pe
 The request is one user turn declaring the demo's `add` tool, or with `--messages N` the
 bench's generated N-message agent transcript (tools/bench_inputs.py) and its 20 tools.
 `--split` adds a third side, the pure functions around the raw post (translate_request,
-toolnexus.wire.dumps as the client serializes, the post, translate_response), to tell the
+toolnexus.http.wire.dumps as the client serializes, the post, translate_response), to tell the
 translation's share of the overhead from the client's own machinery (retries, hooks, events).
 Nothing here asserts a speed.
 """
@@ -50,9 +50,9 @@ from typing import Any
 import httpx
 
 import toolnexus
-from toolnexus import wire
-from toolnexus.conformance import fixtures_dir
-from toolnexus.transport import STACKS, async_client
+from toolnexus.devtools.conformance import fixtures_dir
+from toolnexus.http import wire
+from toolnexus.http.transport import STACKS, async_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_inputs import tool_declarations, transcript

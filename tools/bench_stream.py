@@ -34,8 +34,8 @@ import httpx
 from httpx_sse import EventSource
 
 from toolnexus import create_client, providers, translate_response
-from toolnexus.conformance import fixtures_dir
-from toolnexus.stub import ProviderStub, StubReply
+from toolnexus.devtools.conformance import fixtures_dir
+from toolnexus.devtools.stub import ProviderStub, StubReply
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from progress import progress  # beside this file

@@ -2,7 +2,7 @@
 
     python tools/soak.py [--requests 20000] [--concurrency 100] [--provider NAME] [--rounds 4]
 
-The stub (toolnexus.stub.ProviderStub, in its own process so it neither contends for this
+The stub (toolnexus.devtools.stub.ProviderStub, in its own process so it neither contends for this
 process's GIL nor shows in its tracemalloc figure) answers every request with the provider's
 canned text reply from fixtures/demo/<provider>.json, its text set to a marker it found in
 the request body. Three measurements, all on ONE client / ONE httpx.AsyncClient:
@@ -41,8 +41,8 @@ import httpx
 import toolnexus
 from progress import Progress, progress
 from spawned import spawned
-from toolnexus.conformance import fixtures_dir
-from toolnexus.stub import ProviderStub, StubReply, StubRequest
+from toolnexus.devtools.conformance import fixtures_dir
+from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest
 
 KEY = "soak-key"
 MARKER = re.compile(r"soak-[0-9a-f]{32}")

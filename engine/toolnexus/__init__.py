@@ -2,11 +2,17 @@
 
 Provider differences live in YAML rule files (`rules/`); this package compiles
 them once and runs them in both directions. See README.md.
+
+The client and the toolkits load on first use (module `__getattr__`), so `import toolnexus`
+for pure translation never imports the HTTP stack (httpx, tenacity, httpx-sse).
 """
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 from .api import providers, stream_translator, translate_request, translate_response
-from .client import Client, LLMEvent, create_client
-from .client_stream import TranslateStream
 from .compat import (
     finish_reason_for,
     openai_messages_to_anthropic,
@@ -24,12 +30,43 @@ from .errors import (
     ToolnexusError,
     TranslationError,
 )
-from .inbound import RequestBody
-from .mcp_tools import ToolResult
-from .result import TranslatedToolCall, TranslateResult
-from .rulebook import Provider, Rulebook, load_rules
-from .stream import StreamTranslator
-from .toolkit import Tool, Toolkit, create_toolkit, define_tool
+from .translate.inbound import RequestBody
+from .translate.result import TranslatedToolCall, TranslateResult
+from .translate.rulebook import Provider, Rulebook, load_rules
+from .translate.stream import StreamTranslator
+
+if TYPE_CHECKING:
+    from .http.client import Client, LLMEvent, create_client
+    from .http.client_stream import TranslateStream
+    from .toolkit.mcp_tools import ToolResult
+    from .toolkit.toolkit import Tool, Toolkit, create_toolkit, define_tool
+
+# name -> the module that defines it, imported when the name is first asked for
+_LAZY = {
+    "Client": ".http.client",
+    "LLMEvent": ".http.client",
+    "create_client": ".http.client",
+    "TranslateStream": ".http.client_stream",
+    "ToolResult": ".toolkit.mcp_tools",
+    "Tool": ".toolkit.toolkit",
+    "Toolkit": ".toolkit.toolkit",
+    "create_toolkit": ".toolkit.toolkit",
+    "define_tool": ".toolkit.toolkit",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value  # asked once: later lookups find it without this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
 
 __all__ = [
     "Cancelled",

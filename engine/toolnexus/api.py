@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import ConfigError, ProviderError
-from .inbound import RequestBody, UnknownFields
-from .result import TranslateResult
-from .rulebook import RulesArg, load_rules
-from .stream import StreamTranslator
+from .translate.inbound import RequestBody, UnknownFields
+from .translate.result import TranslateResult
+from .translate.rulebook import RulesArg, load_rules
+from .translate.stream import StreamTranslator
 
 
 def translate_request(

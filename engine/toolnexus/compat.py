@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from .api import translate_request
-from .paths import MISSING
-from .rulebook import RulesArg, load_rules
+from .language.paths import MISSING
+from .translate.rulebook import RulesArg, load_rules
 
 _SEED_PROVIDER = "anthropic"
 _PLACEHOLDER_MODEL = "toolnexus-helper"

@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
+from ..errors import Cancelled, Note, ProviderError
+from ..translate.result import TranslateResult
+from ..translate.stream import StreamTranslator
+from ..translate.stream_rules import Streaming
 from .client import RETRY_STATUSES, _maybe_await, _RetryableStatus, encode_body, with_request_notes
-from .errors import Cancelled, Note, ProviderError
 from .limits import AttemptTimeout, BodyError, WaitDeadline, capped_events, deadline, read_body
-from .result import TranslateResult
-from .stream import StreamTranslator
-from .stream_rules import Streaming
 from .transport import transport_error
 
 if TYPE_CHECKING:

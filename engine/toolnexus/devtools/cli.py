@@ -14,12 +14,12 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import Any, TextIO
 
-from .api import stream_translator, translate_request, translate_response
+from ..api import stream_translator, translate_request, translate_response
+from ..errors import ConfigError, ProviderError, ToolnexusError, TranslationError
+from ..language.jsonsafe import JsonValueError, loads
+from ..language.loader import builtin_rules_dir
+from ..translate.rulebook import load_rules
 from .conformance import run_check
-from .errors import ConfigError, ProviderError, ToolnexusError, TranslationError
-from .jsonsafe import JsonValueError, loads
-from .loader import builtin_rules_dir
-from .rulebook import load_rules
 
 EXIT_FAILED = 1
 EXIT_ERROR = 2

@@ -27,9 +27,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
-from .errors import ToolkitError, ToolkitStage
+from ..errors import ToolkitError, ToolkitStage
+from ..redact import chain_mentions, guard_logs
 from .mcp_config import ResolvedServer, ServerSpec
-from .redact import chain_mentions, guard_logs
 
 logger = logging.getLogger("toolnexus")
 

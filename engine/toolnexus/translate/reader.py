@@ -37,10 +37,10 @@ import json
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from .errors import TranslationError
-from .jsonsafe import JsonValueError, describe, loads, locate, where_in
-from .loader import did_you_mean
-from .paths import MISSING
+from ..errors import TranslationError
+from ..language.jsonsafe import JsonValueError, describe, loads, locate, where_in
+from ..language.loader import did_you_mean
+from ..language.paths import MISSING
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 

@@ -11,7 +11,7 @@ event stream (`fixtures/demo/<provider>.sse`, the same answer) in small pieces a
 (exit 1) when a turn does not come out as expected, or the streamed result differs.
 
 Then the same exchange with the tool from a local MCP server (`python -m
-toolnexus.demo_mcp`, over stdio): translate declares it as `calc__add`, and the
+toolnexus.devtools.demo_mcp`, over stdio): translate declares it as `calc__add`, and the
 demo runs it with `tk.call`. Without the `mcp` extra that part is skipped.
 """
 
@@ -26,15 +26,15 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from .client import create_client
+from ..http.client import create_client
+from ..toolkit.toolkit import Toolkit, create_toolkit, define_tool
+from ..translate.rulebook import RulesArg, load_rules
 from .conformance import fixtures_dir
-from .rulebook import RulesArg, load_rules
 from .stub import ProviderStub, StubReply, scripted, sse_pieces
-from .toolkit import Toolkit, create_toolkit, define_tool
 
 DEMO_KEY = "demo-key-not-secret"
 QUESTION = "What is 21 + 21? Use the add tool."
-MCP_CONFIG = {"mcpServers": {"calc": {"command": [sys.executable, "-m", "toolnexus.demo_mcp"]}}}
+MCP_CONFIG = {"mcpServers": {"calc": {"command": [sys.executable, "-m", "toolnexus.devtools.demo_mcp"]}}}
 
 Runner = Callable[[str, str], Awaitable[str]]  # (declared tool name, arguments JSON) -> tool message content
 
@@ -178,7 +178,9 @@ async def run_demo(out: TextIO, rules: RulesArg = None) -> int:
         return _summary(out, runs, failures, "", started)
     async with await create_toolkit(mcp_config=MCP_CONFIG) as toolkit:
         listed = ", ".join(f"{t.original_name} as {t.name}" for t in toolkit.tools)
-        out.write(f"\nMCP · a toolkit from a local MCP server over stdio (python -m toolnexus.demo_mcp): {listed}\n")
+        out.write(
+            f"\nMCP · a toolkit from a local MCP server over stdio (python -m toolnexus.devtools.demo_mcp): {listed}\n"
+        )
 
         async def run(tool: str, arguments: str) -> str:
             return (await toolkit.call(tool, arguments)).content  # the demo calls it; translate never does

@@ -20,10 +20,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .endpoint import Endpoint, compile_endpoint
-from .errors import RuleError
-from .inbound import Inbound, compile_inbound
-from .loader import (
+from ..errors import RuleError
+from ..language.loader import (
     MAX_FILE_BYTES,
     RuleSource,
     builtin_rules_dir,
@@ -32,6 +30,8 @@ from .loader import (
     parse_rule_text,
     validate_against_schema,
 )
+from .endpoint import Endpoint, compile_endpoint
+from .inbound import Inbound, compile_inbound
 from .outbound import Outbound, compile_outbound
 from .stream_rules import Streaming, compile_streaming
 

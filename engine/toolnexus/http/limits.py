@@ -25,7 +25,7 @@ from typing import Any, TypeVar, cast
 
 import httpx
 
-from .errors import ConfigError, ProviderErrorKind
+from ..errors import ConfigError, ProviderErrorKind
 
 T = TypeVar("T")
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import ToolkitError
-from .jsonsafe import loads
-from .loader import did_you_mean
-from .redact import header_problem, scrub
+from ..errors import ToolkitError
+from ..language.jsonsafe import loads
+from ..language.loader import did_you_mean
+from ..redact import header_problem, scrub
 
 TOP_LEVEL_KEYS = ("mcpServers", "servers", "mcp")
 SERVER_KEYS = ("type", "command", "args", "env", "environment", "cwd", "url", "headers", "enabled", "disabled")

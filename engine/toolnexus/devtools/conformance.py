@@ -24,10 +24,10 @@ from typing import Any
 
 from deepdiff import DeepDiff
 
-from . import errors
-from .api import translate_request, translate_response
-from .loader import did_you_mean, parse_rule_text
-from .rulebook import Rulebook, RulesArg, load_rules
+from .. import errors
+from ..api import translate_request, translate_response
+from ..language.loader import did_you_mean, parse_rule_text
+from ..translate.rulebook import Rulebook, RulesArg, load_rules
 
 GOLDEN_SUFFIX = ".input.json"
 CASE_KEYS = {
@@ -41,7 +41,7 @@ def fixtures_dir() -> Path:
     packaged = Path(str(resources.files("toolnexus"))) / "fixtures"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parents[2] / "fixtures"
+    return Path(__file__).resolve().parents[3] / "fixtures"
 
 
 @dataclass

@@ -29,7 +29,7 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.events import AliasEvent
 from yaml.resolver import Resolver
 
-from .errors import RuleError
+from ..errors import RuleError
 
 Key = tuple[str | int, ...]
 
@@ -297,4 +297,4 @@ def builtin_rules_dir() -> Path:
     packaged = Path(str(resources.files("toolnexus"))) / "rules"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parents[2] / "rules"
+    return Path(__file__).resolve().parents[3] / "rules"

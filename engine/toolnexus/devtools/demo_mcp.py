@@ -1,4 +1,4 @@
-"""`python -m toolnexus.demo_mcp`: the demo's `add` tool served by a local MCP server over stdio.
+"""`python -m toolnexus.devtools.demo_mcp`: the demo's `add` tool served by a local MCP server over stdio.
 
 Written with the official SDK's own server API (the `mcp` extra). `toolnexus demo` starts it
 to show a toolkit whose tools come from an MCP server; the same function as the native demo tool.

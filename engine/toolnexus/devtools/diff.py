@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .loader import Key, dotted, rule_schema
-from .rulebook import Provider, Rulebook
+from ..language.loader import Key, dotted, rule_schema
+from ..translate.rulebook import Provider, Rulebook
 
 NOTHING = "—"
 FORMATS = ("table", "markdown", "html")

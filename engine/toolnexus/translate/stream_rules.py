@@ -17,11 +17,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..language.loader import Key, RuleSource
+from ..language.paths import Getter, simple_steps
+from ..language.templates import Env, path_getter
 from .endpoint import Endpoint
-from .loader import Key, RuleSource
 from .outbound import ItemSource, Outbound
-from .paths import Getter, simple_steps
-from .templates import Env, path_getter
 
 Step = str | int | None  # a write-path step: a key, an index, or None for "any element" (`[]`)
 Path = tuple[Step, ...]

@@ -23,11 +23,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ConfigError, Note, ToolkitError
-from .jsonsafe import loads
+from ..errors import ConfigError, Note, ToolkitError
+from ..language.jsonsafe import loads
+from ..translate.rulebook import RulesArg, load_rules
 from .mcp_config import read_config
 from .mcp_tools import ToolResult, declare, tool_result
-from .rulebook import RulesArg, load_rules
 
 if typing.TYPE_CHECKING:
     from .mcp_session import McpSession

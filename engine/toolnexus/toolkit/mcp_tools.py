@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import Note, ToolkitError
+from ..errors import Note, ToolkitError
 
 NAME_RULE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,62}")
 MAX_NAME = 63

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import httpx
 
-from .errors import ConfigError, ProviderError
+from ..errors import ConfigError, ProviderError
 from .limits import AttemptTimeout
 
 Stack = Literal["httpx", "aiohttp"]

@@ -58,7 +58,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import Note, ResponseError, RuleError, TranslationError
+from ..errors import Note, ResponseError, RuleError, TranslationError
 from .jsonsafe import JsonValueError, loads, where_in
 from .loader import Key, RuleSource, did_you_mean
 from .paths import MISSING, Getter, PathSyntaxError, compile_path, first_field, simple_steps

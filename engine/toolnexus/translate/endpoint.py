@@ -6,17 +6,18 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any
+from urllib.parse import SplitResult, quote, urlsplit
 
-import httpx
+from ..errors import ConfigError
+from ..language.jsonsafe import loads
+from ..language.loader import RuleSource
+from ..language.paths import MISSING, Getter
+from ..language.templates import Env, path_getter
+from ..redact import control_character, header_problem
 
-from .errors import ConfigError
-from .jsonsafe import loads
-from .loader import RuleSource
-from .paths import MISSING, Getter
-from .redact import control_character, header_problem
-from .templates import Env, path_getter
+if TYPE_CHECKING:
+    import httpx
 
 EXCERPT_BYTES = 200
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
@@ -42,10 +43,15 @@ class Endpoint:
         Each placeholder value is percent-encoded as exactly one path segment, so a model name
         can neither climb out of the path (`../x`) nor add a query or fragment (`m?alt=x#`).
         """
+        import httpx  # only the client builds URLs: translation never loads the HTTP stack
+
         base = check_base_url(base_url if base_url is not None else self.base_url, self.provider)
         values = {"model": model}
         filled = PLACEHOLDER.sub(lambda m: path_segment(m.group(1), values[m.group(1)]), path or self.path)
-        return httpx.URL(base.rstrip("/") + filled)
+        try:
+            return httpx.URL(base.rstrip("/") + filled)
+        except httpx.InvalidURL:  # never quoted: the base URL may carry credentials
+            raise ConfigError(f"base_url for {self.provider} is not usable: httpx cannot send to it") from None
 
     def resolve_key(self, explicit: str | None, environ: Mapping[str, str] | None = None) -> str:
         """An explicit key wins; else the first set env var the rules name; else a ConfigError.
@@ -127,11 +133,13 @@ def check_base_url(base_url: str | None, provider: str) -> str:
     if not isinstance(base_url, str) or control_character(base_url):
         problem = "it must be a string without control characters (CR, LF, ...)"
     else:
-        try:
-            url = httpx.URL(base_url)
-        except httpx.InvalidURL:
+        url: SplitResult | None
+        try:  # the standard library's parser, so loading rules never imports the HTTP stack
+            url = urlsplit(base_url)
+            url.port  # noqa: B018  (a port that is no number, or out of range, raises)
+        except ValueError:
             url = None
-        if url is None or url.scheme not in ("http", "https") or not url.host:
+        if url is None or url.scheme not in ("http", "https") or not url.hostname:
             problem = "it must be an absolute http:// or https:// URL"
         elif url.query or url.fragment or "?" in base_url or "#" in base_url:
             problem = "it cannot carry a query or a fragment (the endpoint path is appended to it)"

@@ -33,10 +33,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import Note, ProviderError, ResponseError
+from ..language.jsonsafe import JsonValueError, loads, where_in
+from ..language.paths import MISSING
+from ..language.templates import Ctx, fresh_copy
 from .endpoint import excerpt
-from .errors import Note, ProviderError, ResponseError
-from .jsonsafe import JsonValueError, loads, where_in
-from .paths import MISSING
 from .result import TranslateResult
 from .stream_rules import (
     APPEND,
@@ -55,7 +56,6 @@ from .stream_rules import (
     Steps,
     Streaming,
 )
-from .templates import Ctx, fresh_copy
 
 CHUNK = "chat.completion.chunk"
 _HELD = "call_held"  # stands in for a synthesized id until the whole response is known

@@ -30,12 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .ids import IdRule
-from .jsonsafe import loads
-from .loader import Key
-from .paths import MISSING
+from ..language.ids import IdRule
+from ..language.jsonsafe import loads
+from ..language.loader import Key
+from ..language.paths import MISSING
+from ..language.templates import Ctx, Inliner
 from .reader import OBJECT_ARGUMENTS_SENT_AS_TEXT, READ_KEYS, Hoisted
-from .templates import Ctx, Inliner
 
 # The middle-form fields (reader.py) of a content list's parts, in the order the bound
 # part functions (`write_part`) take them; tool calls and results are inlined instead.

@@ -18,11 +18,11 @@ from typing import Any
 
 import jsonschema
 
-from .errors import TranslationError
-from .loader import RuleSource, did_you_mean
+from ..errors import TranslationError
+from ..language.loader import RuleSource, did_you_mean
 
 _SCHEMA: dict[str, Any] = json.loads(
-    resources.files("toolnexus").joinpath("openai_request.schema.json").read_text(encoding="utf-8")
+    resources.files("toolnexus.translate").joinpath("openai_request.schema.json").read_text(encoding="utf-8")
 )
 # JSON has one number type, but a token count is whole: 1.0 and true are not integers on the wire;
 # and NaN or Infinity is no JSON number at all.

@@ -24,10 +24,15 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from . import jsonsafe, wire
-from .endpoint import check_headers, excerpt
-from .errors import Cancelled, ConfigError, Note, ProviderError, ToolnexusError, TranslationError, sided
-from .inbound import RequestBody
+from ..errors import Cancelled, ConfigError, Note, ProviderError, ToolnexusError, TranslationError, sided
+from ..language import jsonsafe
+from ..redact import chain_mentions, guard_logs
+from ..toolkit.toolkit import Toolkit
+from ..translate.endpoint import check_headers, excerpt
+from ..translate.inbound import RequestBody
+from ..translate.result import TranslateResult
+from ..translate.rulebook import Provider, RulesArg, load_rules
+from . import wire
 from .limits import (
     MAX_EVENT_BYTES,
     MAX_RESPONSE_BYTES,
@@ -39,10 +44,6 @@ from .limits import (
     overall_default,
     read_body,
 )
-from .redact import chain_mentions, guard_logs
-from .result import TranslateResult
-from .rulebook import Provider, RulesArg, load_rules
-from .toolkit import Toolkit
 from .transport import TransportOption, async_client, transport_error
 
 if TYPE_CHECKING:

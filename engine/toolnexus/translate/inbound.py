@@ -15,13 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .errors import Note, TranslationError
+from ..errors import Note, TranslationError
+from ..language.ids import IdRule, compile_id_rule
+from ..language.jsonsafe import checked
+from ..language.loader import Key, RuleSource, did_you_mean
+from ..language.paths import MISSING
+from ..language.templates import Ctx, Env, Inliner, Render, compile_bound, compile_template, path_getter
 from .fields import OPENAI_REQUEST_FIELDS, ZERO_MEANS_ABSENT, Range, check_fields, compile_ranges
-from .ids import IdRule, compile_id_rule
-from .jsonsafe import checked
 from .lane import ABSENT_FIELDS, Lane, RolePlan, compile_lane, merge_into
-from .loader import Key, RuleSource, did_you_mean
-from .paths import MISSING
 from .reader import (
     PART_FIELDS,
     READ_KEYS,
@@ -36,7 +37,6 @@ from .reader import (
     read_tools,
     system_parts,
 )
-from .templates import Ctx, Env, Inliner, Render, compile_bound, compile_template, path_getter
 
 UnknownFields = Literal["error", "drop"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import Note
-from .templates import fresh_copy
+from ..errors import Note
+from ..language.templates import fresh_copy
 
 
 @dataclass(frozen=True, slots=True)

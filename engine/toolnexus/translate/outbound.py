@@ -25,13 +25,13 @@ import json
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from .errors import Note, ResponseError
-from .ids import IdRule, compile_id_rule
-from .jsonsafe import checked
-from .loader import RuleSource
-from .paths import MISSING, Getter
+from ..errors import Note, ResponseError
+from ..language.ids import IdRule, compile_id_rule
+from ..language.jsonsafe import checked
+from ..language.loader import RuleSource
+from ..language.paths import MISSING, Getter
+from ..language.templates import Ctx, Env, Render, compile_template, path_getter
 from .result import TranslatedToolCall, TranslateResult
-from .templates import Ctx, Env, Render, compile_template, path_getter
 
 FINISH_TOOL_CALLS = "tool_calls"
 FINISH_STOP = "stop"
