@@ -18,6 +18,7 @@ from .limits import AttemptTimeout
 
 Stack = Literal["httpx", "aiohttp"]
 STACKS: tuple[Stack, ...] = ("httpx", "aiohttp")
+DEFAULT_STACK: Stack = "httpx"  # what transport=None means
 TransportOption = httpx.AsyncBaseTransport | Stack | None
 
 
