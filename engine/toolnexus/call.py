@@ -145,17 +145,22 @@ class Caller:
         failure: BaseException | None = None
         cause: BaseException | None = None
         try:
-            async with asyncio.timeout(policy.overall_timeout):
-                # The first attempt runs bare: tenacity's per-call bookkeeping (~0.1 ms) is paid only
-                # when there is something to retry, and tenacity then sees this failure as attempt 1.
-                attempts, failed = 1, None
-                try:
+            # The first attempt runs bare: tenacity's per-call bookkeeping (~0.1 ms) is paid only when
+            # there is something to retry, and tenacity then sees this failure as attempt 1. Its own
+            # deadline ends it before the overall one can (unless overall_timeout is the shorter): one timer.
+            attempts, failed = 1, None
+            try:
+                if policy.timeout <= policy.overall_timeout:
                     response = await self.post(url, content)
-                except Exception as exc:
-                    if not (policy.max_retries and retryable(exc)):
-                        raise
-                    failed = exc
-                if failed is not None:
+                else:
+                    async with asyncio.timeout(policy.overall_timeout):
+                        response = await self.post(url, content)
+            except Exception as exc:
+                if not (policy.max_retries and retryable(exc)):
+                    raise
+                failed = exc
+            if failed is not None:
+                async with asyncio.timeout(policy.overall_timeout - (time.perf_counter() - started)):
                     async for attempt in self.retrying():
                         with attempt:
                             attempts = attempt.retry_state.attempt_number
