@@ -49,8 +49,8 @@ class Client:
     merged into every body after translation (messages, tools and stream are refused).
     before_llm(body) may return a replacement body; after_llm(response) sees the decoded
     answer; on_event receives one LLMEvent per call. transport: an httpx transport, or
-    "httpx" (the default pool) or "aiohttp" (httpx-aiohttp's pool, faster under concurrency;
-    needs `toolnexus[aiohttp]`).
+    "aiohttp" (httpx-aiohttp's pool: the default, faster under concurrency) or "httpx" (httpx's
+    own pool). A client belongs to the event loop it first calls in.
     """
 
     def __init__(
