@@ -20,7 +20,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
@@ -34,6 +34,7 @@ from .result import TranslateResult
 from .transport import TransportOption, async_client, transport_error
 
 logger = logging.getLogger("toolnexus")
+T = TypeVar("T")
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 MIN_KEY_PREFIX = 8  # a key's leading characters this long or longer count as the key
@@ -140,33 +141,21 @@ class Caller:
         """POST `content` (retried as the policy says), decode the answer and `answer(data)` it; one event."""
         policy = self.policy
         started = time.perf_counter()
-        attempts = 0
+        attempts = 1
         status: int | None = None
         failure: BaseException | None = None
         cause: BaseException | None = None
+
+        def counted(number: int) -> None:
+            nonlocal attempts
+            attempts = number
+
         try:
-            # The first attempt runs bare: tenacity's per-call bookkeeping (~0.1 ms) is paid only when
-            # there is something to retry, and tenacity then sees this failure as attempt 1. Its own
-            # deadline ends it before the overall one can (unless overall_timeout is the shorter): one timer.
-            attempts, failed = 1, None
-            try:
-                if policy.timeout <= policy.overall_timeout:
-                    response = await self.post(url, content)
-                else:
-                    async with asyncio.timeout(policy.overall_timeout):
-                        response = await self.post(url, content)
-            except Exception as exc:
-                if not (policy.max_retries and retryable(exc)):
-                    raise
-                failed = exc
-            if failed is not None:
-                async with asyncio.timeout(policy.overall_timeout - (time.perf_counter() - started)):
-                    async for attempt in self.retrying():
-                        with attempt:
-                            attempts = attempt.retry_state.attempt_number
-                            if attempts == 1:
-                                raise failed
-                            response = await self.post(url, content)
+            if policy.timeout <= policy.overall_timeout:  # each attempt's deadline ends it first: one timer
+                response = await self.attempts(lambda: self.post(url, content), counted, started=started)
+            else:
+                async with asyncio.timeout(policy.overall_timeout):
+                    response = await self.attempts(lambda: self.post(url, content), counted)
             status = response.status_code
             data = self.decode(response, attempts)
             await self.after(data)
@@ -195,9 +184,34 @@ class Caller:
             raise RetryableStatus(response)
         return response
 
-    # ------------------------------------------------------------ the streamed call's parts
+    # ------------------------------------------------------------ attempts (both calls), a stream's parts
 
-    def retrying(self) -> AsyncRetrying:
+    async def attempts(
+        self, attempt: Callable[[], Awaitable[T]], counted: Callable[[int], None], *, started: float | None = None
+    ) -> T:
+        """`attempt()`, tried again as the policy says; `counted(n)` as attempt n starts (after the first).
+
+        The first attempt runs bare: tenacity's per-call bookkeeping (~0.1 ms) is paid only when there
+        is something to retry, and tenacity then sees that failure as attempt 1. `started`: the retries
+        run under the overall timeout counted from then (the caller bounds the first attempt)."""
+        try:
+            return await attempt()
+        except Exception as exc:
+            if not (self.policy.max_retries and retryable(exc)):
+                raise
+            failed = exc
+        left = None if started is None else self.policy.overall_timeout - (time.perf_counter() - started)
+        async with asyncio.timeout(left):
+            async for state in self._retrying():
+                with state:
+                    number = state.retry_state.attempt_number
+                    counted(number)
+                    if number == 1:
+                        raise failed
+                    result = await attempt()
+        return result
+
+    def _retrying(self) -> AsyncRetrying:
         """The retry loop of one call: connection errors, timeouts and retryable statuses, with backoff."""
         return AsyncRetrying(
             stop=stop_after_attempt(self.policy.max_retries + 1),
@@ -209,7 +223,7 @@ class Caller:
     async def open(self, url: httpx.URL, content: bytes, accept: str) -> httpx.Response:
         """One attempt to start a streamed answer: the response once its headers are in, body unread.
 
-        A retryable status is RetryableStatus (its body read, capped), for `retrying()` to try again."""
+        A retryable status is RetryableStatus (its body read, capped), for `attempts()` to try again."""
         request = self._http.build_request("POST", url, content=content, headers={"accept": accept})
         async with deadline(self.policy.timeout):
             response = await self._http.send(request, stream=True)

@@ -161,12 +161,11 @@ class TranslateStream:
         self._events = EventSource(self._capped).aiter_sse()
 
     async def _connect(self, content: bytes) -> httpx.Response:
-        caller = self._caller
-        async for attempt in caller.retrying():
-            with attempt:
-                self._attempts = attempt.retry_state.attempt_number
-                response = await caller.open(self._url, content, EVENT_STREAM)
-        return response
+        self._attempts = 1
+        return await self._caller.attempts(lambda: self._caller.open(self._url, content, EVENT_STREAM), self._count)
+
+    def _count(self, number: int) -> None:
+        self._attempts = number
 
     # ------------------------------------------------------------ cancel
 
