@@ -152,11 +152,16 @@ def test_the_memory_section_runs_alone(capsys: pytest.CaptureFixture[str]) -> No
 
 def test_the_end_to_end_bench_runs_against_its_stub_process(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--requests", "20", "--seconds", "0.5", "--rounds", "1", "--concurrency", "1,2", "--provider", "gemini"]
-    assert bench_client.main([*args, "--stacks", "httpx", "--split"]) == 0
+    assert bench_client.main([*args, "--stacks", "httpx", "--split", "--stream", "--answer", "calls"]) == 0
     out = capsys.readouterr().out
-    rows = [line for line in out.splitlines() if line.startswith("httpx    gemini")]
-    assert len(rows) == 2, out
-    assert len([line for line in out.splitlines() if line.startswith("  httpx    gemini")]) == 2, out
+    lines = out.splitlines()
+    assert len([line for line in lines if line.startswith("httpx    gemini")]) == 2, out
+    assert len([line for line in lines if line.startswith("  httpx    gemini") and "translation" in line]) == 2, out
+    sides = [line for line in lines if line.startswith("  httpx    gemini") and "target" not in line]
+    for side in ("stream", "stream-functions"):
+        assert len([line for line in sides if f" {side} " in line]) == 2, out
+    assert len([line for line in lines if "translate_stream / stream-functions" in line]) == 2, out
+    assert len([line for line in lines if "translate / functions (same stack)" in line]) == 2, out
 
 
 def test_the_stub_answers_pipelined_requests_and_keeps_the_first_body() -> None:

@@ -1,4 +1,4 @@
-"""The client's HTTP stack option (issue 6): transport="httpx" | "aiohttp" | an httpx transport.
+"""The client's HTTP stack option: transport="aiohttp" (the default) | "httpx" | an httpx transport.
 
 The faults, the key scrubbing and cancel are replayed on the aiohttp stack by test_faults.py and
 test_secrets.py (their STACK_TARGETS); here: that the option selects what it names, and that a
@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 import toolnexus
-from test_faults import needs_aiohttp, text_reply
+from test_faults import text_reply
 from toolnexus import ConfigError
 from toolnexus.devtools.stub import ProviderStub, StubRequest
 from toolnexus.http.transport import transport_error
@@ -48,17 +48,18 @@ def counting(monkeypatch: pytest.MonkeyPatch, cls: type[httpx.AsyncBaseTransport
     return seen
 
 
-@pytest.mark.parametrize("transport", [None, "httpx"])
-def test_the_default_and_httpx_use_httpx_own_pool(transport: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_httpx_uses_httpx_own_pool(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = counting(monkeypatch, httpx.AsyncHTTPTransport)
     with ProviderStub(lambda request: text_reply(PROVIDER)) as stub:
-        text = translate_once(stub.base_url, transport)
+        text = translate_once(stub.base_url, "httpx")
     assert text == toolnexus.translate_response(PROVIDER, text_reply(PROVIDER)).text
     assert [r.url.path for r in seen] == ["/v1/chat/completions"]
 
 
-@needs_aiohttp
-def test_aiohttp_sends_through_the_aiohttp_transport(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("transport", [None, "aiohttp"])
+def test_the_default_and_aiohttp_send_through_the_aiohttp_transport(
+    transport: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from httpx_aiohttp import AiohttpTransport
 
     through_aiohttp = counting(monkeypatch, AiohttpTransport)
@@ -70,7 +71,7 @@ def test_aiohttp_sends_through_the_aiohttp_transport(monkeypatch: pytest.MonkeyP
         return text_reply(PROVIDER)
 
     with ProviderStub(respond) as stub:
-        text = translate_once(stub.base_url, "aiohttp")
+        text = translate_once(stub.base_url, transport)
     assert text == toolnexus.translate_response(PROVIDER, text_reply(PROVIDER)).text
     assert len(through_aiohttp) == 1 and through_httpx == []
     [request] = received
@@ -78,10 +79,11 @@ def test_aiohttp_sends_through_the_aiohttp_transport(monkeypatch: pytest.MonkeyP
     assert request.body == toolnexus.translate_request(PROVIDER, {"model": "m", "messages": USER})
 
 
-def test_aiohttp_without_the_extra_is_a_config_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "httpx_aiohttp", None)  # what an environment without it sees
-    with pytest.raises(ConfigError, match=re.escape("toolnexus[aiohttp]")):
-        toolnexus.create_client("http://127.0.0.1:9/v1", PROVIDER, "m", api_key="k", transport="aiohttp")
+@pytest.mark.parametrize("transport", [None, "aiohttp"])
+def test_aiohttp_missing_is_a_config_error_naming_it(transport: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "httpx_aiohttp", None)  # what a broken environment sees
+    with pytest.raises(ConfigError, match=re.escape("pip install httpx-aiohttp")):
+        toolnexus.create_client("http://127.0.0.1:9/v1", PROVIDER, "m", api_key="k", transport=transport)
 
 
 def test_an_unknown_transport_name_is_a_config_error() -> None:

@@ -2,11 +2,18 @@
 
     python tools/bench_client.py [--stacks httpx,aiohttp] [--concurrency 1,32] [--requests 2000]
                                  [--seconds 2] [--rounds 5] [--provider NAME] [--messages N] [--split]
+                                 [--answer demo|calls] [--stream] [--vs-aiohttp]
+
+The issue's workload (10 messages, a 3-tool-call answer, every side, small batches):
+    python tools/bench_client.py --provider anthropic --messages 10 --answer calls --split --stream \
+        --vs-aiohttp --requests 300 --seconds 1 --rounds 3
 
 The provider stub runs in a separate process on 127.0.0.1 (a minimal asyncio HTTP/1.1
 server answering canned bytes, so it costs little and takes no time from this process's
 GIL). It answers every provider's endpoint path with that provider's first demo reply
-(fixtures/demo/<provider>.json: text and a tool call).
+(fixtures/demo/<provider>.json: text and a tool call), or with `--answer calls` the bench's
+generated thinking + text + three parallel tool calls (tools/bench_inputs.py); its streaming
+path with the same answer told as the provider's event stream (tests/sse_encoders.py).
 
 For each HTTP stack (`toolnexus.http.transport`: httpx's own pool; httpx-aiohttp's when
 installed), provider and concurrency level, one process alternates, round after round,
@@ -24,7 +31,12 @@ bench's generated N-message agent transcript (tools/bench_inputs.py) and its 20 
 `--split` adds a third side, the pure functions around the raw post (translate_request,
 toolnexus.http.wire.dumps as the client serializes, the post, translate_response), to tell the
 translation's share of the overhead from the client's own machinery (retries, hooks, events).
-Nothing here asserts a speed.
+`--stream` adds `client.translate_stream` (every chunk, then `.result`) and the pure functions
+around a raw streamed post on the same stack (translate_request, the post, httpx-sse, the
+`stream_translator`). `--vs-aiohttp` adds the pure functions around a post on aiohttp itself
+(`aiohttp.ClientSession`, no httpx), the yardstick for the default install's client.
+A last section, targets, gives each client side over its pure-functions side (time per call,
+median over rounds). Nothing here asserts a speed.
 """
 
 from __future__ import annotations
@@ -35,6 +47,7 @@ import importlib.util
 import json
 import os
 import platform
+import random
 import socket
 import statistics
 import sys
@@ -48,16 +61,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from httpx_sse import EventSource
 
 import toolnexus
 from toolnexus.devtools.conformance import fixtures_dir
 from toolnexus.http import wire
-from toolnexus.http.transport import STACKS, async_client
+from toolnexus.http.transport import DEFAULT_STACK, STACKS, async_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_inputs import tool_declarations, transcript
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "tests"))
+from bench_inputs import generated_responses, tool_declarations, transcript
 from progress import progress
 from spawned import spawned
+from sse_encoders import ENCODERS, canonical  # test material: a response told as its provider's stream
 
 KEY = "bench-key"
 USER_TURN = [{"role": "user", "content": "What is 21 + 21? Use the add tool."}]
@@ -74,6 +90,8 @@ ADD_TOOL = {
     },
 }
 CAPTURED = "/__captured"  # GET CAPTURED + path: the first body the stub received on that path
+EVENT_STREAM = "text/event-stream"
+STREAMED = b"SSE "  # replies[STREAMED + path]: the answer to a request that accepts an event stream
 
 
 # ----------------------------------------------------------------- the stub (its own process)
@@ -114,7 +132,8 @@ class StubProtocol(asyncio.Protocol):
             body = bytes(buffer[end + 4 : end + 4 + length])
             del buffer[: end + 4 + length]
             assert self.transport is not None
-            self.transport.write(self.answer(method, path, body))
+            streamed = b"\r\naccept: " + EVENT_STREAM.encode() in head  # the answer as an event stream
+            self.transport.write(self.answer(method, STREAMED + path if streamed else path, body))
 
     def answer(self, method: bytes, path: bytes, body: bytes) -> bytes:
         if method == b"GET" and path.startswith(CAPTURED.encode()):
@@ -126,8 +145,8 @@ class StubProtocol(asyncio.Protocol):
         return reply
 
 
-def http_response(status: int, body: bytes) -> bytes:
-    head = f"HTTP/1.1 {status} {'OK' if status == 200 else 'Not Found'}\r\ncontent-type: application/json\r\n"
+def http_response(status: int, body: bytes, content_type: str = "application/json") -> bytes:
+    head = f"HTTP/1.1 {status} {'OK' if status == 200 else 'Not Found'}\r\ncontent-type: {content_type}\r\n"
     return head.encode() + f"content-length: {len(body)}\r\n\r\n".encode() + body
 
 
@@ -155,13 +174,29 @@ def demo(provider: str) -> dict[str, Any]:
     return data
 
 
-def stub_replies(base_path: str, providers: Sequence[str]) -> dict[bytes, bytes]:
-    """Each provider's endpoint path (under `base_path`) -> its first demo reply, as HTTP bytes."""
+def answer_for(provider: str, answer: str) -> dict[str, Any]:
+    """The provider's answer: its first demo reply, or (`calls`) thinking + text + three tool calls."""
+    if answer == "calls":
+        reply: dict[str, Any] = generated_responses(tool_declarations())[provider]["3 tool calls"]
+        return reply
+    first: dict[str, Any] = demo(provider)["replies"][0]
+    return first
+
+
+def stub_replies(base_path: str, providers: Sequence[str], answer: str = "demo") -> dict[bytes, bytes]:
+    """Each provider's endpoint path (under `base_path`) -> its answer as HTTP bytes; STREAMED + its
+    streaming path -> the same answer as the provider's event stream."""
     replies = {}
     for provider in providers:
-        script = demo(provider)
-        url = toolnexus.load_rules().get(provider).endpoint.url("http://stub" + base_path, script["model"])
-        replies[url.raw_path] = http_response(200, json.dumps(script["replies"][0]).encode())
+        model, reply = demo(provider)["model"], answer_for(provider, answer)
+        rules = toolnexus.load_rules().get(provider)
+        base = "http://stub" + base_path
+        replies[rules.endpoint.url(base, model).raw_path] = http_response(200, json.dumps(reply).encode())
+        streaming = rules.streaming
+        if streaming is not None:
+            events = b"".join(ENCODERS[provider](canonical(provider, reply), random.Random(1)))
+            path = rules.endpoint.url(base, model, streaming.path).raw_path
+            replies[STREAMED + path] = http_response(200, events, EVENT_STREAM)
     return replies
 
 
@@ -208,6 +243,11 @@ class Row:
     client: Side
     raw: Side
     functions: Side | None = None  # --split: the pure functions around a raw post
+    more: dict[str, Side] = field(default_factory=dict)  # --stream, --vs-aiohttp: by name
+
+    def ratio(self, side: Side, over: Side) -> float:
+        """Median over rounds of `side`'s time per call over `over`'s."""
+        return statistics.median(a / b for a, b in zip(side.per_call, over.per_call, strict=True))
 
     def overheads(self) -> list[float]:
         return [c / r - 1 for c, r in zip(self.client.per_call, self.raw.per_call, strict=True)]
@@ -228,11 +268,15 @@ async def bench_provider(
         messages, tools = request["messages"], request["tools"]
     else:
         messages, tools = USER_TURN, [ADD_TOOL]
-    endpoint = toolnexus.load_rules().get(provider).endpoint
+    rules = toolnexus.load_rules().get(provider)
+    endpoint = rules.endpoint
     url = endpoint.url(base_url, model)  # parsed once, as the client does
+    streaming = rules.streaming
+    stream_url = endpoint.url(base_url, model, streaming.path) if streaming and streaming.path else url
     headers = {**endpoint.auth_headers(KEY), "content-type": "application/json"}
     client = toolnexus.create_client(base_url, provider, model, api_key=KEY, transport=stack, max_retries=0)
     raw = async_client(stack, headers=headers, timeout=httpx.Timeout(60.0))
+    session = aiohttp_session(headers) if args.vs_aiohttp else None
     try:
         await client.translate(messages, tools=tools)  # the stub keeps this body: the raw side posts it
         captured = (await raw.get(base_url.rsplit("/v1", 1)[0] + CAPTURED + url.raw_path.decode())).content
@@ -253,14 +297,43 @@ async def bench_provider(
             response = await raw.post(url, content=wire.dumps(body))
             toolnexus.translate_response(provider, response.json(), requested_model=model)
 
+        async def via_stream() -> None:
+            async with client.translate_stream(messages, tools=tools) as stream:
+                async for _ in stream:
+                    pass
+                stream.result  # noqa: B018 -- the assembled result, as a caller reads it
+
+        async def via_stream_functions() -> None:  # the pure functions around a raw streamed post
+            body = {**toolnexus.translate_request(provider, openai_request), **(streaming.body if streaming else {})}
+            translator = toolnexus.stream_translator(provider, requested_model=model)
+            accept = {"accept": EVENT_STREAM}
+            async with raw.stream("POST", stream_url, content=wire.dumps(body), headers=accept) as response:
+                async for event in EventSource(response).aiter_sse():
+                    translator.feed(event.data)
+            translator.finish()
+
+        async def via_aiohttp_functions() -> None:  # the pure functions around a post on aiohttp itself
+            assert session is not None
+            body = toolnexus.translate_request(provider, openai_request)
+            async with session.post(str(url), data=wire.dumps(body)) as response:
+                data = json.loads(await response.read())
+            toolnexus.translate_response(provider, data, requested_model=model)
+
+        more = {}
+        if args.stream:
+            more |= {"stream": via_stream, "stream-functions": via_stream_functions}
+        if session is not None:
+            more["aiohttp-functions"] = via_aiohttp_functions
         rows = []
-        n_sides = 3 if args.split else 2
+        n_sides = 2 + bool(args.split) + len(more)
         bar = progress(len(levels) * n_sides * (args.rounds + 1), f"{stack} {provider}", unit="batch")
         for level in levels:
             sides = [Side("client", via_client), Side("raw", via_raw)]
             if args.split:
                 sides.append(Side("functions", via_functions))
-            for side in sides:  # warm both pools up to this level
+            extra = [Side(name, call) for name, call in more.items()]
+            sides += extra
+            for side in sides:  # warm every pool up to this level
                 await batch(side.call, max(50, 4 * level), args.seconds, level)
                 bar.update()
             for round_no in range(args.rounds):
@@ -272,12 +345,22 @@ async def bench_provider(
                     side.per_call.append(elapsed / len(latencies))
                     side.latencies += latencies
                     bar.update()
-            rows.append(Row(stack, provider, level, *sides))
+            functions = sides[2] if args.split else None
+            rows.append(Row(stack, provider, level, sides[0], sides[1], functions, {s.name: s for s in extra}))
         bar.close()
         return rows
     finally:
         await raw.aclose()
         await client.aclose()
+        if session is not None:
+            await session.close()
+
+
+def aiohttp_session(headers: dict[str, str]) -> Any:
+    """An aiohttp session with the client's headers (aiohttp comes with the `aiohttp` extra)."""
+    import aiohttp
+
+    return aiohttp.ClientSession(headers=headers)
 
 
 # ----------------------------------------------------------------- report
@@ -325,6 +408,13 @@ def report(rows: Sequence[Row], args: argparse.Namespace, machine: str) -> None:
             print(f"  {row.stack:<8} {row.provider:<10} {row.concurrency:>4}: functions "
                   f"{statistics.median(row.functions.cpu_per_call) * 1e6:>6,.0f} µs cpu; translation "
                   f"{translation:>+6.1%}, client machinery {machinery:>+6.1%}")  # fmt: skip
+    if any(row.more for row in rows):
+        print("\nmore sides: stream = client.translate_stream; stream-functions = translate_request + raw streamed")
+        print("post + httpx-sse + stream_translator; aiohttp-functions = the pure functions around an aiohttp post")
+        for row in rows:
+            for name, side in row.more.items():
+                print(f"  {row.stack:<8} {row.provider:<10} {row.concurrency:>4} {name:<18} {cells(side)}")
+    targets(rows)
     others = sorted({row.stack for row in rows} - {"httpx"})
     if others and any(row.stack == "httpx" for row in rows):
         print("\nstacks compared: req/s of each stack over httpx's own pool (median over rounds)")
@@ -336,6 +426,26 @@ def report(rows: Sequence[Row], args: argparse.Namespace, machine: str) -> None:
             client = statistics.median(row.client.rates) / statistics.median(base.client.rates)
             raw = statistics.median(row.raw.rates) / statistics.median(base.raw.rates)
             print(f"  {stack} / httpx, {provider:<10} concurrency {level:>3}: client {client:.2f}x, raw {raw:.2f}x")
+
+
+def targets(rows: Sequence[Row]) -> None:
+    """Each client side over the pure functions it should be close to (time per call, median over rounds)."""
+    lines = []
+    for row in rows:
+        where = f"  {row.stack:<8} {row.provider:<10} {row.concurrency:>4}"
+        if row.functions is not None:
+            ratio = row.ratio(row.client, row.functions)
+            lines.append(f"{where} translate / functions (same stack)   {ratio:.2f}x  (target <= 1.2x)")
+        stream, functions = row.more.get("stream"), row.more.get("stream-functions")
+        if stream is not None and functions is not None:
+            ratio = row.ratio(stream, functions)
+            lines.append(f"{where} translate_stream / stream-functions  {ratio:.2f}x  (target <= 1.2x)")
+        yardstick = row.more.get("aiohttp-functions")
+        if yardstick is not None and row.stack == DEFAULT_STACK:
+            ratio = row.ratio(row.client, yardstick)
+            lines.append(f"{where} default client / aiohttp-functions {ratio:.2f}x  (target <= 1.25x at 32)")
+    if lines:
+        print(f"\ntargets (the default stack is {DEFAULT_STACK}):", *lines, sep="\n")
 
 
 def machine_note() -> str:
@@ -371,7 +481,9 @@ async def run(args: argparse.Namespace) -> int:
     stacks = available_stacks(args.stacks.split(","))
     machine = machine_note()
     rows: list[Row] = []
-    with stub_process(stub_replies("/v1", providers)) as port:
+    if args.vs_aiohttp and importlib.util.find_spec("aiohttp") is None:
+        raise SystemExit("--vs-aiohttp needs aiohttp: pip install -e '.[aiohttp]'")
+    with stub_process(stub_replies("/v1", providers, args.answer)) as port:
         base_url = f"http://127.0.0.1:{port}/v1"
         for stack in stacks:
             for provider in providers:
@@ -391,6 +503,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=0, help="send the generated N-message transcript")
     parser.add_argument(
         "--split", action="store_true", help="also time translate_request + wire.dumps + raw post + translate_response"
+    )
+    parser.add_argument("--answer", choices=("demo", "calls"), default="demo",
+                        help="the stub's answer: the demo reply, or thinking + text + three tool calls")  # fmt: skip
+    parser.add_argument(
+        "--stream", action="store_true", help="also time translate_stream and the pure functions around a raw stream"
+    )
+    parser.add_argument(
+        "--vs-aiohttp", action="store_true", help="also time the pure functions around a post on aiohttp itself"
     )
     args = parser.parse_args(argv)
     for name in args.stacks.split(","):

@@ -1,100 +1,34 @@
-"""client.translate: OpenAI shapes in, exactly one provider call over httpx, OpenAI shapes out.
+"""client.translate: OpenAI shapes in, exactly one provider call, OpenAI shapes out.
 
 Nothing executes and nothing is remembered between calls. The body is exactly
 what `translate_request` returns (then `request_params`, then `before_llm`);
-the result is `translate_response` of the decoded answer. Around the one call:
-retries (tenacity) on connection errors, timeouts, 408/409/429/5xx, honouring
-retry-after; hooks that fire once; a cancel event; one `llm` event per call.
-The API key lives only in the httpx client's default headers: it is never in an
-error, a log line, an event, a repr or `raw`.
+the result is `translate_response` of the decoded answer. The call itself (retries,
+deadlines, caps, the error map, key scrubbing, hooks, one `llm` event per call) is
+the call layer's (call.py), shared with `translate_stream` (client_stream.py); this
+module adds the translation around it and the cancel event.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
-import random
-import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import httpx
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
-
-from ..errors import Cancelled, ConfigError, Note, ProviderError, ToolnexusError, TranslationError, sided
-from ..language import jsonsafe
-from ..redact import chain_mentions, guard_logs
+from ..errors import Cancelled, ConfigError, TranslationError
 from ..toolkit.toolkit import Toolkit
-from ..translate.endpoint import check_headers, excerpt
+from ..translate.endpoint import check_headers
 from ..translate.inbound import RequestBody
 from ..translate.result import TranslateResult
 from ..translate.rulebook import Provider, RulesArg, load_rules
-from . import wire
-from .limits import (
-    MAX_EVENT_BYTES,
-    MAX_RESPONSE_BYTES,
-    MAX_RETRY_AFTER,
-    AttemptTimeout,
-    BodyError,
-    check_cap,
-    deadline,
-    overall_default,
-    read_body,
-)
-from .transport import TransportOption, async_client, transport_error
+from .call import AfterLLM, BeforeLLM, Caller, LLMEvent, Policy, encode_body, request_notes
+from .client_stream import TranslateStream
+from .limits import MAX_EVENT_BYTES, MAX_RESPONSE_BYTES, check_cap, overall_default
+from .transport import TransportOption
 
-if TYPE_CHECKING:
-    from .client_stream import TranslateStream
-
-logger = logging.getLogger("toolnexus")
-
-RETRY_STATUSES = frozenset({408, 409, 429})
 REFUSED_PARAMS = frozenset({"messages", "tools", "stream"})
 OWN_ARGUMENTS = frozenset({"model", "messages", "tools", "tool_choice", "max_tokens"})  # translate's own arguments
-MIN_KEY_PREFIX = 8  # a key's leading characters this long or longer count as the key
-
-BeforeLLM = Callable[[dict[str, Any]], "dict[str, Any] | Awaitable[dict[str, Any] | None] | None"]
-AfterLLM = Callable[[dict[str, Any]], "Awaitable[None] | None"]
-
-
-@dataclass(frozen=True)
-class LLMEvent:
-    """What one translate did, for observability. Holds no body, header or key."""
-
-    provider: str
-    model: str
-    attempts: int
-    latency_s: float
-    status: int | None
-    usage: dict[str, Any]
-    outcome: str  # ok | error | cancelled
-    error: str | None = None
-    notes: tuple[Note, ...] = ()  # the request's notes, then the response's (when it was read), each with its side
-
-
-def request_notes(body: dict[str, Any]) -> tuple[Note, ...]:
-    """The notes of a translated request body, marked as the request's."""
-    return sided(getattr(body, "notes", ()), "request")
-
-
-def with_request_notes(result: TranslateResult, notes: tuple[Note, ...]) -> TranslateResult:
-    """The result carrying both sides' notes: the request's first, then the response's (marked so)."""
-    result.notes = (*notes, *sided(result.notes, "response"))
-    return result
-
-
-class _RetryableStatus(Exception):
-    """A retryable HTTP status; carried through tenacity, mapped to ProviderError if it is the last."""
-
-    def __init__(self, response: httpx.Response) -> None:
-        self.response = response
-
-
-async def _maybe_await(value: Any) -> Any:
-    return await value if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future) else value
+__all__ = ["Client", "LLMEvent", "create_client", "encode_body"]
 
 
 class Client:
@@ -115,8 +49,8 @@ class Client:
     merged into every body after translation (messages, tools and stream are refused).
     before_llm(body) may return a replacement body; after_llm(response) sees the decoded
     answer; on_event receives one LLMEvent per call. transport: an httpx transport, or
-    "httpx" (the default pool) or "aiohttp" (httpx-aiohttp's pool, faster under concurrency;
-    needs `toolnexus[aiohttp]`).
+    "aiohttp" (httpx-aiohttp's pool: the default, faster under concurrency) or "httpx" (httpx's
+    own pool). A client belongs to the event loop it first calls in.
     """
 
     def __init__(
@@ -156,8 +90,6 @@ class Client:
         self._url = endpoint.url(base_url, model)  # parsed once, not on every post; a bad model raises here
         streaming = self._provider.streaming
         self._stream_url = endpoint.url(base_url, model, streaming.path) if streaming and streaming.path else self._url
-        self._redact = key  # only to scrub a provider that echoes the key back in an error body
-        guard_logs(self, [key])  # ... or in a response header, which httpcore logs at DEBUG
         self.style = style
         self.model = model
         self.base_url = base_url if base_url is not None else endpoint.base_url
@@ -167,16 +99,14 @@ class Client:
         self.overall_timeout = overall_timeout if overall_timeout is not None else overall_default(timeout, max_retries)
         self.max_response_bytes = check_cap("max_response_bytes", max_response_bytes)
         self.max_event_bytes = check_cap("max_event_bytes", max_event_bytes)
-        self._backoff = backoff
-        self._before = before_llm
-        self._after = after_llm
         self._params = dict(request_params or {})
-        self._on_event = on_event
-        self._http = async_client(
-            transport,
-            headers={**endpoint.auth_headers(key), **(headers or {}), "content-type": "application/json"},
-            timeout=httpx.Timeout(timeout),
-        )
+        policy = Policy(
+            timeout=timeout, overall_timeout=self.overall_timeout, max_retries=max_retries,
+            max_response_bytes=self.max_response_bytes, max_event_bytes=self.max_event_bytes, backoff=backoff,
+            before_llm=before_llm, after_llm=after_llm, on_event=on_event,
+        )  # fmt: skip
+        self._caller = Caller(style, model, endpoint, key, policy, headers=headers or {}, transport=transport)
+        self._answer = self._read_answer  # bound once: one call's answer, translated
 
     def __repr__(self) -> str:
         return f"Client(style={self.style!r}, model={self.model!r}, base_url={self.base_url!r}, api_key='***')"
@@ -189,7 +119,7 @@ class Client:
 
     async def aclose(self) -> None:
         """Release the connection pool."""
-        await self._http.aclose()
+        await self._caller.aclose()
 
     # ------------------------------------------------------------ the call
 
@@ -213,10 +143,9 @@ class Client:
         body = self.build_body(messages, tools=tools, toolkit=toolkit, tool_choice=tool_choice, system=system,
                                max_tokens=max_tokens, params=params)  # fmt: skip
         notes = request_notes(body)
-        body = await self._before_llm(body)
-        if cancel is None:
-            return await self._send(body, notes)
-        return await self._cancellable(self._send(body, notes), cancel)
+        content = encode_body(await self._caller.before(body))
+        call = self._caller.call(self._url, content, self._answer, notes)
+        return await (call if cancel is None else self._cancellable(call, cancel))
 
     def translate_stream(
         self,
@@ -235,23 +164,13 @@ class Client:
         Same parameters as `translate`; the body is translated now (a TranslationError raises here),
         the call starts on the first iteration. See client_stream.py for retries, hooks and cancel.
         """
-        from .client_stream import TranslateStream
-
         streaming = self._provider.streaming
         if streaming is None:
             raise ConfigError(f"the {self.style} rules have no streaming section")
         body = self.build_body(messages, tools=tools, toolkit=toolkit, tool_choice=tool_choice, system=system,
                                max_tokens=max_tokens, params=params)  # fmt: skip
         notes = request_notes(body)
-        return TranslateStream(self, {**body, **streaming.body}, self._stream_url, streaming, cancel, notes)
-
-    async def _before_llm(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The body `before_llm` returns (or the one given, when it returns None or there is no hook)."""
-        if self._before is not None:
-            replaced = await _maybe_await(self._before(body))
-            if replaced is not None:
-                return replaced  # type: ignore[no-any-return]
-        return body
+        return TranslateStream(self._caller, {**body, **streaming.body}, self._stream_url, streaming, cancel, notes)
 
     def build_body(
         self,
@@ -298,207 +217,8 @@ class Client:
             raise Cancelled("the call was cancelled by the caller's cancel event")
         return task.result()
 
-    async def _send(self, body: dict[str, Any], notes: tuple[Note, ...] = ()) -> TranslateResult:
-        content = encode_body(body)
-        started = time.perf_counter()
-        attempts = 0
-        status: int | None = None
-        leaked: ProviderError | None = None
-        try:
-            async with asyncio.timeout(self.overall_timeout):
-                # The first attempt runs bare: tenacity's per-call bookkeeping (~0.1 ms) is paid only
-                # when there is something to retry, and tenacity then sees this failure as attempt 1.
-                attempts, failed = 1, None
-                try:
-                    response = await self._post(content)
-                except Exception as exc:
-                    if not (self.max_retries and _is_retryable(exc)):
-                        raise
-                    failed = exc
-                if failed is not None:
-                    async for attempt in self._retrying():
-                        with attempt:
-                            attempts = attempt.retry_state.attempt_number
-                            if attempts == 1:
-                                raise failed
-                            response = await self._post(content)
-            status = response.status_code
-            data = self._decode(response, attempts)
-            if self._after is not None:
-                await _maybe_await(self._after(data))
-            result = with_request_notes(self._provider.outbound.translate(data, requested_model=self.model), notes)
-        except TimeoutError:
-            error = ProviderError(
-                f"no answer within the overall timeout of {self.overall_timeout} s",
-                provider=self.style, kind="timeout", attempts=max(attempts, 1),
-            )  # fmt: skip
-            self._emit(attempts, started, status, {}, "error", error)
-            raise error from None
-        except _RetryableStatus as exc:
-            error = self._http_error(exc.response, attempts)
-            self._emit(attempts, started, exc.response.status_code, {}, "error", error)
-            raise error from None
-        except (httpx.TransportError, AttemptTimeout) as exc:
-            error = transport_error(exc, self.style, attempts)
-            self._emit(attempts, started, None, {}, "error", error)
-            if not chain_mentions(exc, [self._redact]):
-                raise error from exc
-            leaked = error  # raised below, outside this block, so the cause quoting the key is not even its context
-        except BodyError as exc:
-            error = self.body_error(exc, attempts)
-            self._emit(attempts, started, exc.response.status_code, {}, "error", error)
-            raise error from None
-        except asyncio.CancelledError:
-            self._emit(attempts, started, status, {}, "cancelled", None)
-            raise
-        except ToolnexusError as exc:
-            self._emit(attempts, started, status, {}, "error", exc)
-            raise
-        if leaked is not None:
-            raise leaked from None
-        self._emit(attempts, started, status, result.usage, "ok", None, model=result.model, notes=result.notes)
-        return result
-
-    def _retrying(self) -> AsyncRetrying:
-        """The retry loop of one call: connection errors, timeouts and retryable statuses, with backoff."""
-        return AsyncRetrying(
-            stop=stop_after_attempt(self.max_retries + 1),
-            wait=self._wait,
-            retry=retry_if_exception(_is_retryable),
-            reraise=True,
-        )
-
-    async def _post(self, content: bytes) -> httpx.Response:
-        """One attempt under one deadline; the body read whole (inflated, capped) before it ends."""
-        async with deadline(self.timeout):
-            sent = await self._http.send(self._http.build_request("POST", self._url, content=content), stream=True)
-            response = await read_body(sent, self.max_response_bytes)
-        if response.status_code in RETRY_STATUSES or response.status_code >= 500:
-            raise _RetryableStatus(response)
-        return response
-
-    def _decode(self, response: httpx.Response, attempts: int) -> dict[str, Any]:
-        if not response.is_success:
-            raise self._http_error(response, attempts)
-        refused = ""  # why the body is not JSON toolnexus reads (set in the block; raised outside it, unchained)
-        try:
-            data = jsonsafe.loads(response.content)
-        except jsonsafe.JsonValueError as exc:
-            refused = f"JSON toolnexus refuses ({exc})"
-        except ValueError:
-            refused = "not JSON"
-        if refused or not isinstance(data, dict):
-            what = refused or "not a JSON object"
-            raise ProviderError(
-                f"the answer is {what}: {self._scrub(excerpt(self._scrub_bytes(response.content)))}",
-                provider=self.style, kind="decode", status=response.status_code,
-                request_id=self._request_id(response), attempts=attempts,
-            )  # fmt: skip
-        if self._provider.endpoint.carries_error(data):  # a 2xx whose body is the provider's error shape
-            raise self._http_error(response, attempts)
-        return data
-
-    def body_error(self, exc: BodyError, attempts: int) -> ProviderError:
-        """A body the client stopped reading (too large, or an encoding it cannot inflate)."""
-        return ProviderError(exc.message, provider=self.style, kind=exc.kind, status=exc.response.status_code,
-                             request_id=self._request_id(exc.response), attempts=attempts)  # fmt: skip
-
-    def _http_error(self, response: httpx.Response, attempts: int) -> ProviderError:
-        error_type, message = self._provider.endpoint.describe_error(self._scrub_bytes(response.content))
-        message = self._scrub(message)
-        return ProviderError(
-            message, provider=self.style, kind="http", status=response.status_code, error_type=error_type,
-            request_id=self._request_id(response), attempts=attempts,
-        )  # fmt: skip
-
-    def _scrub_bytes(self, content: bytes) -> bytes:
-        """The body with the key blanked before any excerpt is cut from it (a cut could halve the key)."""
-        return content.replace(self._redact.encode(), b"***") if self._redact else content
-
-    def _scrub(self, text: str) -> str:
-        """The API key never leaves in an error, even when the provider quotes it, whole or cut short."""
-        if not self._redact:
-            return text
-        text = text.replace(self._redact, "***")
-        for size in range(len(self._redact) - 1, MIN_KEY_PREFIX - 1, -1):  # a key cut off where a body ends
-            prefix = self._redact[:size]
-            if prefix in text:
-                text = text.replace(prefix, "***")
-        return text
-
-    def _request_id(self, response: httpx.Response) -> str | None:
-        """The provider's request id, scrubbed: a provider may echo anything in a header."""
-        header = self._provider.endpoint.request_id_header
-        value = response.headers.get(header) if header else None
-        return self._scrub(value) if value is not None else None
-
-    def _wait(self, state: RetryCallState) -> float:
-        """Backoff before the next attempt: the server's retry-after if it gave one, else exponential + jitter."""
-        exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, _RetryableStatus):
-            after = _retry_after(exc.response.headers)
-            if after is not None:
-                return after
-        initial, ceiling = self._backoff
-        delay: float = min(initial * 2 ** (state.attempt_number - 1), ceiling)
-        return delay * (1 - 0.25 * random.random())
-
-    def _emit(
-        self,
-        attempts: int,
-        started: float,
-        status: int | None,
-        usage: dict[str, Any],
-        outcome: str,
-        error: Exception | None,
-        *,
-        model: str | None = None,
-        notes: tuple[Note, ...] = (),
-    ) -> None:
-        event = LLMEvent(
-            provider=self.style,
-            model=model or self.model,
-            attempts=attempts,
-            latency_s=round(time.perf_counter() - started, 6),
-            status=status,
-            usage=usage,
-            outcome=outcome,
-            error=type(error).__name__ if error is not None else None,
-            notes=notes,
-        )
-        if logger.isEnabledFor(logging.DEBUG):  # asdict + dumps cost more than a fast provider's answer
-            logger.debug("llm %s", json.dumps(asdict(event)))
-        if self._on_event is not None:
-            self._on_event(event)
-
-
-def encode_body(body: dict[str, Any]) -> bytes:
-    """The body as compact UTF-8 JSON; a value JSON cannot carry is a TranslationError before any call."""
-    try:
-        return wire.dumps(body)
-    except (TypeError, ValueError, RecursionError, MemoryError) as exc:
-        found = jsonsafe.locate(body)  # translate refuses such input, so this is a hook's or a rule's doing
-        where, what = found or ("", f"is not representable as JSON ({type(exc).__name__})")
-        raise TranslationError(jsonsafe.where_in("body", where), f"the provider body {what}") from None
-
-
-def _is_retryable(exc: BaseException) -> bool:
-    return isinstance(exc, (_RetryableStatus, httpx.TransportError, AttemptTimeout))
-
-
-def _retry_after(headers: httpx.Headers) -> float | None:
-    """retry-after-ms (milliseconds) or retry-after (seconds); an HTTP date is not honoured."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) * scale
-        except ValueError:
-            continue
-        if 0 <= seconds <= MAX_RETRY_AFTER:
-            return seconds
-    return None
+    def _read_answer(self, data: dict[str, Any]) -> TranslateResult:
+        return self._provider.outbound.translate(data, requested_model=self.model)
 
 
 create_client = Client

@@ -18,7 +18,8 @@ with the changes a stream needs:
   ProviderError kind too_large; an error body is read as `translate` reads it;
 - setting `cancel` ends the stream at once, even mid-read, and closes the connection.
 
-Events are parsed by httpx-sse and translated by `stream.StreamTranslator`.
+Events are parsed by httpx-sse and translated by `stream.StreamTranslator`; the call's policy
+(retries, deadlines, caps, the error map, scrubbing, hooks, events) is the call layer's (call.py).
 """
 
 from __future__ import annotations
@@ -28,21 +29,17 @@ import time
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
-from ..errors import Cancelled, Note, ProviderError
+from ..errors import Cancelled, Note
 from ..translate.result import TranslateResult
 from ..translate.stream import StreamTranslator
 from ..translate.stream_rules import Streaming
-from .client import RETRY_STATUSES, _maybe_await, _RetryableStatus, encode_body, with_request_notes
-from .limits import AttemptTimeout, BodyError, WaitDeadline, capped_events, deadline, read_body
-from .transport import transport_error
-
-if TYPE_CHECKING:
-    from .client import Client
+from .call import Caller, encode_body, with_request_notes
+from .limits import WaitDeadline, capped_events
 
 T = TypeVar("T")
 EVENT_STREAM = "text/event-stream"
@@ -56,13 +53,13 @@ class TranslateStream:
     when you may stop before the end: that closes the connection.
     """
 
-    def __init__(self, client: Client, body: dict[str, Any], url: httpx.URL, streaming: Streaming,
+    def __init__(self, caller: Caller, body: dict[str, Any], url: httpx.URL, streaming: Streaming,
                  cancel: asyncio.Event | None, notes: tuple[Note, ...] = ()) -> None:  # fmt: skip
-        self._client = client
+        self._caller = caller
         self._notes = notes  # the request's, carried onto the result
         self._body = body
         self._url = url
-        self._translator = StreamTranslator(streaming, requested_model=client.model)
+        self._translator = StreamTranslator(streaming, requested_model=caller.model)
         self._cancel = cancel
         self._pending: deque[dict[str, Any]] = deque()
         self._state = "new"  # new -> open -> done | failed | closed
@@ -71,7 +68,7 @@ class TranslateStream:
         self._events: AsyncGenerator[ServerSentEvent, None] | None = None
         self._result: TranslateResult | None = None
         self._scope: asyncio.Timeout | None = None
-        self._deadline = WaitDeadline(client.timeout)  # for each wait for the next event
+        self._deadline = WaitDeadline(caller.policy.timeout)  # for each wait for the next event
         self._watcher: asyncio.Future[None] | None = None
         self._started = time.perf_counter()
         self._attempts = 0
@@ -114,7 +111,7 @@ class TranslateStream:
         if self._state == "open":
             self._state = "closed"
             await self._close()
-            self._client._emit(self._attempts, self._started, self._status(), {}, "cancelled", None)
+            self._caller.emit(self._attempts, self._started, self._status(), {}, "cancelled", None)
         elif self._state == "new":
             self._state = "closed"
 
@@ -135,58 +132,40 @@ class TranslateStream:
         if event is not None:
             self._pending.extend(self._translator.feed(event.data))
             return
-        response = self._translator.assemble()
-        client = self._client
-        if client._after is not None:
-            await _maybe_await(client._after(response))
+        await self._caller.after(self._translator.assemble())
         self._pending.extend(self._translator.finish())
         assert self._translator.result is not None
         result = with_request_notes(self._translator.result, self._notes)
         self._result, self._state = result, "done"
         await self._close()
-        client._emit(self._attempts, self._started, self._status(), result.usage, "ok", None, model=result.model,
-                     notes=result.notes)  # fmt: skip
+        self._caller.emit(self._attempts, self._started, self._status(), result.usage, "ok", None,
+                          model=result.model, notes=result.notes)  # fmt: skip
 
     async def _open(self) -> None:
-        client = self._client
-        content = encode_body(await client._before_llm(self._body))
+        caller = self._caller
+        content = encode_body(await caller.before(self._body))
         self._sent = True
         self._started = time.perf_counter()
         self._state = "open"
         if self._cancel is not None:
             self._watcher = asyncio.ensure_future(self._watch(self._cancel))
-        response = await self._guarded(self._connect(content), client.overall_timeout)
+        response = await self._guarded(self._connect(content), caller.policy.overall_timeout)
         self._response = response
         if not response.is_success:
-            raise client._http_error(await self._read(response), self._attempts)
-        content_type = response.headers.get("content-type", "")
-        if EVENT_STREAM not in content_type:
-            client._decode(await self._read(response), self._attempts)  # the provider's error shape, or not JSON
-            raise ProviderError(
-                f"expected an event stream ({EVENT_STREAM}), got {content_type or 'no content type'}",
-                provider=client.style, kind="decode", status=response.status_code,
-                request_id=client._request_id(response), attempts=self._attempts,
-            )  # fmt: skip
-        self._capped = capped_events(response, client.max_event_bytes)
+            raise caller.http_error(await caller.read(response), self._attempts)
+        if EVENT_STREAM not in response.headers.get("content-type", ""):
+            read = await caller.read(response)
+            caller.decode(read, self._attempts)  # the provider's error shape, or not JSON
+            raise caller.not_a_stream(read, self._attempts, EVENT_STREAM)
+        self._capped = capped_events(response, caller.policy.max_event_bytes)
         self._events = EventSource(self._capped).aiter_sse()
 
-    async def _read(self, response: httpx.Response) -> httpx.Response:
-        """A body that is not an event stream, read as `translate` reads one (capped, under a deadline)."""
-        async with deadline(self._client.timeout):
-            return await read_body(response, self._client.max_response_bytes)
-
     async def _connect(self, content: bytes) -> httpx.Response:
-        client = self._client
-        async for attempt in client._retrying():
-            with attempt:
-                self._attempts = attempt.retry_state.attempt_number
-                request = client._http.build_request("POST", self._url, content=content,
-                                                     headers={"accept": EVENT_STREAM})  # fmt: skip
-                async with deadline(client.timeout):
-                    response = await client._http.send(request, stream=True)
-                    if response.status_code in RETRY_STATUSES or response.status_code >= 500:
-                        raise _RetryableStatus(await read_body(response, client.max_response_bytes))
-        return response
+        self._attempts = 1
+        return await self._caller.attempts(lambda: self._caller.open(self._url, content, EVENT_STREAM), self._count)
+
+    def _count(self, number: int) -> None:
+        self._attempts = number
 
     # ------------------------------------------------------------ cancel
 
@@ -216,38 +195,16 @@ class TranslateStream:
 
     async def _fail(self, exc: BaseException) -> BaseException:
         """Close everything, report the call once, and give the error the caller sees."""
-        error = self._map(exc)
+        error = self._caller.failure(exc, self._attempts, status=self._status(), response=self._response,
+                                     stream=True, midway=self._events is not None)  # fmt: skip
         self._state = "failed"
         await self._close()
         if self._sent:  # a body that could not even be encoded made no call to report
             cancelled = isinstance(error, (Cancelled, asyncio.CancelledError))
             reported = error if isinstance(error, Exception) and not cancelled else None
-            self._client._emit(self._attempts, self._started, self._status(), {},
+            self._caller.emit(self._attempts, self._started, self._status(), {},
                                "cancelled" if cancelled else "error", reported)  # fmt: skip
         return error
-
-    def _map(self, exc: BaseException) -> BaseException:
-        client = self._client
-        response = self._response
-        if isinstance(exc, _RetryableStatus):
-            return client._http_error(exc.response, self._attempts)
-        if isinstance(exc, BodyError):
-            return client.body_error(exc, max(self._attempts, 1))
-        if isinstance(exc, ProviderError):
-            return ProviderError(
-                client._scrub(exc.message), provider=client.style, kind=exc.kind,
-                status=exc.status if exc.status is not None else self._status(),
-                error_type=exc.error_type,
-                request_id=exc.request_id or (client._request_id(response) if response is not None else None),
-                attempts=max(self._attempts, 1),
-            )  # fmt: skip
-        if isinstance(exc, TimeoutError):
-            return ProviderError(f"the stream did not start within the overall timeout of {client.overall_timeout} s",
-                                 provider=client.style, kind="timeout", attempts=max(self._attempts, 1))  # fmt: skip
-        if isinstance(exc, (httpx.TransportError, AttemptTimeout)):
-            return transport_error(exc, client.style, max(self._attempts, 1), status=self._status(),
-                                   midway=self._events is not None)  # fmt: skip
-        return exc
 
     def _status(self) -> int | None:
         return self._response.status_code if self._response is not None else None

@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import re
 import zlib
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterator
-from contextlib import aclosing, asynccontextmanager
+from collections.abc import AsyncGenerator, Awaitable, Iterator
+from contextlib import aclosing
 from typing import Any, TypeVar, cast
 
 import httpx
@@ -68,14 +68,23 @@ def overall_default(timeout: float, max_retries: int) -> float:
     return (max_retries + 1) * timeout + max_retries * MAX_RETRY_AFTER
 
 
-@asynccontextmanager
-async def deadline(seconds: float) -> AsyncIterator[None]:
-    """One deadline for everything inside (connect, headers, every byte of the body)."""
-    try:
-        async with asyncio.timeout(seconds):
-            yield
-    except TimeoutError:
-        raise AttemptTimeout(seconds) from None
+class deadline:  # lower case: used as a function, `async with deadline(seconds):`
+    """One deadline for everything inside (connect, headers, every byte of the body); AttemptTimeout after it.
+
+    A class rather than an @asynccontextmanager: it runs once per attempt, and a generator costs more."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._scope = asyncio.timeout(seconds)
+
+    async def __aenter__(self) -> None:
+        await self._scope.__aenter__()
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        try:
+            await self._scope.__aexit__(kind, exc, tb)
+        except TimeoutError:
+            raise AttemptTimeout(self.seconds) from None
 
 
 class WaitDeadline:
@@ -139,6 +148,14 @@ async def read_body(response: httpx.Response, cap: int) -> httpx.Response:
         return response
     except httpx.ResponseNotRead:
         pass
+    headers = response.headers
+    length = headers.get("content-length", "")
+    if "content-encoding" not in headers and length.isdigit() and int(length) <= cap:
+        try:  # as it is, and no more than it says: HTTP stacks hold a body to its length
+            await response.aread()
+        finally:
+            await response.aclose()
+        return response
     body = bytearray()
     try:
         async with aclosing(_inflated(response)) as chunks:
