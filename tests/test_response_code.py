@@ -1,0 +1,103 @@
+"""The response section's one generated function: the common answer is read inline, an element it
+cannot read plainly goes to the explain step, and the compiled state is immutable."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from typing import Any, NoReturn
+
+import pytest
+
+import toolnexus
+from toolnexus import ResponseError, load_rules, translate_response
+from toolnexus.conformance import case_files, load_case
+from toolnexus.outbound import Outbound
+
+PROVIDERS = toolnexus.providers()
+
+
+def clean_case_responses() -> list[tuple[str, str, dict[str, Any]]]:
+    """(provider, case, response) for every case answer that translates with no note at all."""
+    out = []
+    for provider, paths in case_files().items():
+        if provider not in PROVIDERS:
+            continue
+        for path in paths:
+            case = load_case(path)
+            if "response" not in case or "expect_response_error" in case or case.get("expect_result_notes"):
+                continue
+            try:
+                result = translate_response(provider, case["response"])
+            except toolnexus.ToolnexusError:
+                continue
+            if not result.notes:
+                out.append((provider, path.stem, case["response"]))
+    return out
+
+
+CLEAN = clean_case_responses()
+
+
+def test_the_clean_answers_cover_tool_calls_and_text_for_every_provider() -> None:
+    for provider in PROVIDERS:
+        results = [translate_response(p, r) for p, _, r in CLEAN if p == provider]
+        assert any(r.tool_calls for r in results) and any(r.text for r in results), provider
+
+
+@pytest.mark.parametrize(("provider", "name", "response"), CLEAN, ids=[f"{p}/{n}" for p, n, _ in CLEAN])
+def test_a_clean_answer_never_reaches_the_explain_step(
+    monkeypatch: pytest.MonkeyPatch, provider: str, name: str, response: dict[str, Any]
+) -> None:
+    expected = translate_response(provider, response).to_dict()
+
+    def explain(*args: Any, **kwargs: Any) -> NoReturn:
+        raise AssertionError(f"{provider}/{name} reached the explain step")
+
+    for step in ("_read_element", "_read_source", "_finish_reason"):
+        monkeypatch.setattr(Outbound, step, explain)
+    assert translate_response(provider, response).to_dict() == expected
+
+
+def test_an_element_the_fast_test_refuses_gets_the_explain_steps_located_error() -> None:
+    answer = {
+        "content": [{"type": "text", "text": "a"}, {"type": "tool_use", "id": "t1", "name": "f", "input": "{}"}],
+        "stop_reason": "tool_use",
+    }
+    with pytest.raises(ResponseError) as info:
+        translate_response("anthropic", answer)
+    assert info.value.path == "content[1].input"
+
+
+def test_notes_a_refused_fast_read_wrote_are_not_written_twice() -> None:
+    """Gemini's functionCall args have a default (a note); a bad signature then sends the part to the explain
+    step, which writes the default's note itself: once."""
+    part = {"functionCall": {"id": "c1", "name": "f"}, "thoughtSignature": "s"}
+    answer = {"candidates": [{"content": {"parts": [part]}, "finishReason": "STOP"}]}
+    result = translate_response("gemini", answer)
+    assert [n.kind for n in result.notes] == ["synthesized"]
+    assert result.tool_calls[0].arguments == "{}"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_explain_code_shows_the_one_response_function(provider: str) -> None:
+    compiled = load_rules().get(provider).outbound
+    assert compiled.code.startswith("def respond(")
+    assert compiled.code.rstrip() in load_rules().get(provider).explain(code=True).replace("\n  ", "\n")
+    shown = subprocess.run(
+        [sys.executable, "-m", "toolnexus", "explain", provider, "--code"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "def respond(o, r, requested_model):" in shown
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_compiled_response_state_is_frozen_and_the_rule_source_holds_no_response_function(provider: str) -> None:
+    compiled = load_rules().get(provider)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        compiled.outbound.code = ""  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        compiled.outbound.sources[0].path = ""  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        compiled.outbound.table["x"] = "stop"  # type: ignore[index]
+    assert not any("def respond(" in text for text in compiled.source.generated.values())
