@@ -570,6 +570,7 @@ class _Code:
             "check_usage": check_usage,
         }
         self.count = 0
+        self.prefixes: dict[tuple[str | int, ...], str] = {}  # response paths read so far -> their variables
 
     def name(self, value: Any, prefix: str) -> str:
         self.count += 1
@@ -577,16 +578,46 @@ class _Code:
         self.names[name] = value
         return name
 
-    def read(self, target: str, scope: str, steps: tuple[str | int, ...] | None, getter: Getter) -> list[str]:
-        """A path read inline when plain, else through its compiled getter."""
-        if steps is not None:
-            return read_lines(target, scope, steps)
-        return [f"{target} = {self.name(getter, 'g')}({scope})"]
+    def top(self, path: str, getter: Getter) -> tuple[list[str], str]:
+        """Lines reading a path of the response at the function's top level, and the variable holding it.
 
-    def part(self, target: str, part: Part) -> list[str]:
-        if part.steps is not None:
-            return read_lines(target, "e", part.steps)
-        return [f"{target} = {self.name(part.render, 'render')}(e, c)"]
+        Plain paths share their prefixes (`choices[0].message` is read once for the text, the tool calls and
+        the stop reason); others call their compiled getter."""
+        steps = simple_steps(path)
+        if steps is None:
+            var = self.name(None, "x")
+            return [f"{var} = {self.name(getter, 'g')}(r)"], var
+        lines: list[str] = []
+        var = "r"
+        for n in range(1, len(steps) + 1):
+            prefix = tuple(steps[:n])
+            known = self.prefixes.get(prefix)
+            if known is None:
+                known = self.prefixes[prefix] = f"r{len(self.prefixes)}"
+                lines += read_lines(known, var, prefix[-1:])
+            var = known
+        return lines, var
+
+    def part(self, target: str, part: Part, read: dict[tuple[str | int, ...], str]) -> list[str]:
+        """Lines leaving one template field of the element `e` (known to be an object) in `target`.
+
+        Plain reads share their prefixes within the element (`read`: path -> variable)."""
+        if part.steps is None:
+            return [f"{target} = {self.name(part.render, 'render')}(e, c)"]
+        lines: list[str] = []
+        var = "e"
+        for n in range(1, len(part.steps) + 1):
+            prefix = part.steps[:n]
+            known = read.get(prefix)
+            if known is None:
+                known = read[prefix] = f"e{len(read)}"
+                step = prefix[-1]
+                if var == "e" and isinstance(step, str):
+                    lines.append(f"{known} = e.get({step!r}, MISSING)")
+                else:
+                    lines += read_lines(known, var, (step,))
+            var = known
+        return [*lines, f"{target} = {var}"]
 
     def function(self) -> str:
         o = self.o
@@ -604,9 +635,9 @@ class _Code:
 
     def source(self, index: int, src: ItemSource) -> list[str]:
         s = self.name(src, "source")
-        steps = simple_steps(src.path)
         lines = [f"# response.items[{index}]: {'each' if src.each else 'one'} {src.path}"]
-        lines += self.read("x", "r", None if steps is None else tuple(steps), src.getter)
+        read, x = self.top(src.path, src.getter)
+        lines += [*read, f"x = {x}"]
         explain = f"o._read_element({s}, i, e, r, c, f)"
         body = self.dispatch(src, s, explain)
         if src.each:
@@ -625,37 +656,38 @@ class _Code:
         return lines
 
     def dispatch(self, src: ItemSource, s: str, explain: str) -> list[str]:
-        """The element's kind picks its lines; a kind the rules do not know goes to the explain step."""
+        """The element's kind picks its lines; an element that is not an object, or of a kind the rules do not
+        know, goes to the explain step."""
+        lines = ["if not isinstance(e, dict):", f"    {explain}"]
         if src.kind is None and not src.kind_by_key:
-            return self.kind(src, s, src.parts[""], explain)
-        lines: list[str] = []
+            return [*lines, "else:", *_indent(self.kind(src, s, src.parts[""], explain), 4)]
         if src.kind_by_key:
-            lines.append("if not isinstance(e, dict): " + explain)
             test = "(v := e.get({!r})) is not None and v is not False"
         else:
             assert src.kind is not None
             steps = simple_steps(src.kind_path)
-            if steps and isinstance(steps[0], str):
-                lines += read_lines("k", "e", tuple(steps))
+            if steps and len(steps) == 1 and isinstance(steps[0], str):
+                lines.insert(0, f"k = e.get({steps[0]!r}, MISSING) if isinstance(e, dict) else MISSING")
             else:
-                lines.append(f"k = {self.name(src.kind, 'g')}(e) if isinstance(e, dict) else MISSING")
+                lines.insert(0, f"k = {self.name(src.kind, 'g')}(e) if isinstance(e, dict) else MISSING")
             test = "k == {!r}"
-        for n, (name, parts) in enumerate(src.parts.items()):
-            keyword = "if" if n == 0 and not src.kind_by_key else "elif"
-            lines.append(f"{keyword} {test.format(name)}:")
+        for name, parts in src.parts.items():
+            lines.append(f"elif {test.format(name)}:")
             lines += _indent(self.kind(src, s, parts, explain), 4)
-        lines += ["else:", f"    {explain}"]
-        return lines
+        return [*lines, "else:", f"    {explain}"]
 
     def kind(self, src: ItemSource, s: str, parts: Parts, explain: str) -> list[str]:
         """One kind: its fields read, the fast test, then the writes; else the explain step."""
         o = self.o
-        lines = [f"c.path = ({s}, i)"]
+        read: dict[tuple[str | int, ...], str] = {}
         renders = any(
             p.render is not None
             for p in (parts.text, parts.reasoning, parts.message, *(parts.tool_call or {}).values())
             if p is not None
         )
+        lines = []
+        if renders or parts.message is not None:  # a render's or a merge's notes name the element
+            lines.append(f"c.path = ({s}, i)")
         if renders:
             lines.append("mark = len(c.notes)")
         tests: list[str] = []
@@ -663,13 +695,13 @@ class _Code:
         present: list[str] = []
         for var, part in (("t", parts.text), ("rs", parts.reasoning)):
             if part is not None:
-                lines += self.part(var, part)
+                lines += self.part(var, part, read)
                 tests.append(f"(type({var}) is str or {var} is None or {var} is MISSING)")
                 present.append(var)
                 into = "texts" if var == "t" else "f.reasoning"
                 writes.append(f"if type({var}) is str: {into}.append({var})")
         if parts.message is not None:
-            lines += self.part("m", parts.message)
+            lines += self.part("m", parts.message, read)
             tests.append("(type(m) is dict or m is None or m is MISSING)")
             present.append("m")
             writes.append('if type(m) is dict: merge_extras(f.extras, m, "", c)')
@@ -677,7 +709,7 @@ class _Code:
         if call is not None:
             for field_name, var in (("id", "ci"), ("name", "cn"), ("arguments", "ca"), ("extra_content", "cx")):
                 if field_name in call:
-                    lines += self.part(var, call[field_name])
+                    lines += self.part(var, call[field_name], read)
             tests.append("type(cn) is str and cn != ''")
             if src.synthesize_ids:
                 tests.append("(type(ci) is str or ci is MISSING or ci is None)")
@@ -714,7 +746,7 @@ class _Code:
         if present:  # an element whose every field is absent is noted by the explain step
             tests.append("(" + " or ".join(f"{var} is not MISSING" for var in present) + ")")
         if not tests:
-            return [*lines, "pass"]
+            return [*lines, "pass"]  # a kind the rules know and read nothing of
         lines.append("if " + " and ".join(tests) + ":")
         lines += _indent(writes or ["pass"], 4)
         lines.append("else:")
@@ -727,21 +759,34 @@ class _Code:
         """Any tool call wins; then a blocked answer's reason; then the table. The rest (a stop reason missing,
         unknown, or promising tool calls that are not there) is the explain step's, with its note."""
         o = self.o
-        lines = ["if calls: finish = 'tool_calls'"]
+        lines, stop = self.top(o.stop_path, o.stop)
+        table = self.name(dict(o.table), "table")
+        found = f"finish = {table}.get({stop}) if type({stop}) is str else None"
+        explain = "if finish is None or finish == 'tool_calls': finish = o._finish_reason(r, False, c)"
+        lines.append("if calls: finish = 'tool_calls'")
         if o.blocked is not None:
-            blocked_steps = simple_steps(o.blocked[0])
-            lines.append("else:")
-            blocked = self.read("bl", "r", None if blocked_steps is None else tuple(blocked_steps), o.blocked[1])
-            lines += _indent(blocked, 4)
-            lines.append(f"    if bl is not MISSING and bl is not None: finish = {o.blocked[2]!r}")
-        lines.append("else:")
-        steps = simple_steps(o.stop_path)
-        body = self.read("stop", "r", None if steps is None else tuple(steps), o.stop)
-        body.append(f"finish = {self.name(dict(o.table), 'table')}.get(stop) if type(stop) is str else None")
-        body.append("if finish is None or finish == 'tool_calls': finish = o._finish_reason(r, False, c)")
-        if o.blocked is not None:
-            return [*lines[:-1], *_indent(["else:", *_indent(body, 4)], 4)]
-        return lines + _indent(body, 4)
+            read, blocked = self.top(o.blocked[0], o.blocked[1])
+            lines = read + lines
+            lines.append(f"elif {blocked} is not MISSING and {blocked} is not None: finish = {o.blocked[2]!r}")
+        return [*lines, "else:", f"    {found}", f"    {explain}"]
+
+    def usage_test(self) -> list[str]:
+        """The fast test of the usage invariants (`check_usage` writes the notes when it fails)."""
+        lines = ["pt = u.get('prompt_tokens')", "ct = u.get('completion_tokens')", "tt = u.get('total_tokens')"]
+        broken = ["(tt is not None and pt is not None and ct is not None and tt != pt + ct)"]
+        details: dict[str, str] = {}
+        for total, var in (("prompt_tokens", "pt"), ("completion_tokens", "ct")):
+            parts = []
+            for holder, count in self.o.within.get(total, ()):
+                if holder not in details:
+                    details[holder] = f"d{len(details)}"
+                    lines.append(f"{details[holder]} = u.get({holder!r}) or {{}}")
+                parts.append(f"{details[holder]}.get({count!r}, 0)")
+            if parts:
+                included = f"n{var}"
+                lines.append(f"{included} = {' + '.join(parts)}")
+                broken.append(f"({included} and ({var} is None or {included} > {var}))")
+        return [*lines, f"if {' or '.join(broken)}:"]
 
     def usage_and_model(self) -> list[str]:
         o = self.o
@@ -749,8 +794,8 @@ class _Code:
         lines = [
             f"u = {self.name(o.usage, 'usage')}(r, c)",
             "u = {} if u is MISSING else counts(u, c)",
-            f"notes = check_usage(u, {within})",
-            "if notes: c.notes += notes",
+            *self.usage_test(),
+            f"    c.notes += check_usage(u, {within})",
         ]
         if o.model is None:
             lines.append("mo = MISSING")
