@@ -182,7 +182,7 @@ class Outbound:
                     found.digest = response_digest(response, self.provider)
                 call = {**call, "id": synthesized_id(found.digest, len(found.calls))}
                 ctx.notes.append(Note("synthesized", src.element_path(i), f"no call id; sent as {call['id']}"))
-            found.calls.append(self._tool_call(call, src, i, fields, ctx))
+            found.calls.append(self.tool_call(call, src, i, fields, ctx))
 
     def _read_extras(self, item: dict[str, Any], ctx: Ctx, found: _Found) -> None:
         """An item's reasoning text and its pieces of the assistant message (ctx.path is the element)."""
@@ -199,10 +199,11 @@ class Outbound:
                 raise ResponseError(ctx.where(), message, provider=self.provider)
             merge_extras(found.extras, extras, "", ctx)
 
-    def _tool_call(
+    def tool_call(
         self, call: dict[str, Any], src: ItemSource, i: int, fields: dict[str, str], ctx: Ctx
     ) -> TranslatedToolCall:
-        """Validate one tool call; errors point at the field inside the element when the rule reads it plainly."""
+        """Validate one rendered tool call (here and as a stream starts an element); errors point at the field
+        inside the element when the rule reads it plainly."""
         call_id, name, arguments = call.get("id"), call.get("name"), call.get("arguments", MISSING)
         extra = call.get("extra_content")
         if extra is not None and not isinstance(extra, dict):
@@ -230,9 +231,11 @@ class Outbound:
                 if call_id != given:
                     ctx.notes.append(Note("rewritten", src.element_path(i), f"id {given!r} restored to {call_id!r}"))
             return TranslatedToolCall(id=call_id, name=name, arguments=arguments, extra_content=extra)
-        return self._bad_tool_call(call, src.element_path(i), fields, form)
+        return self.bad_tool_call(call, src.element_path(i), fields, form)
 
-    def _bad_tool_call(self, call: dict[str, Any], path: str, fields: dict[str, str], form: str) -> NoReturn:
+    def bad_tool_call(self, call: dict[str, Any], path: str, fields: dict[str, str], form: str) -> NoReturn:
+        """The located error for a tool call that is not valid (its id, then its name, then its arguments)."""
+
         def where(name: str) -> str:
             return f"{path}.{fields[name]}" if name in fields else path
 

@@ -14,7 +14,9 @@ template reads as text, as tool-call arguments, or (by `reasoning`) as reasoning
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from .endpoint import Endpoint
@@ -103,9 +105,14 @@ class Watched:
     streamed_arguments: frozenset[str]  # kinds whose arguments arrive in pieces (an append/json policy)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Streaming:
-    """A rule file's compiled `streaming` section."""
+    """A rule file's compiled `streaming` section (never changed once built).
+
+    `below` and `route` are the watched sources' paths compiled into lookups, so an event touches
+    only the sources its paths reach: `below` maps every prefix of a source's path to the sources
+    at or under it (longest path first), `route` a source's path to the source, tried at the
+    `route_lengths` (longest first)."""
 
     provider: str
     path: str | None
@@ -124,6 +131,9 @@ class Streaming:
     watched: tuple[Watched, ...]  # longest path first: the most specific source owns a path
     outbound: Outbound
     endpoint: Endpoint
+    below: Mapping[Path, tuple[int, ...]]
+    route: Mapping[Path, int]
+    route_lengths: tuple[int, ...]
 
 
 # ---------------------------------------------------------------- compiling
@@ -168,7 +178,13 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
         else:
             events[name] = _steps(handler, at, env)
     reasoning = {kind: write_path(p, (*key, "reasoning", kind), env) for kind, p in spec.get("reasoning", {}).items()}
-    watched = _watch(source, outbound, combine, reasoning, key)
+    watched = tuple(sorted(_watch(source, outbound, combine, reasoning, key), key=lambda w: -len(w.steps)))
+    below: dict[Path, list[int]] = {}
+    route: dict[Path, int] = {}
+    for index, w in enumerate(watched):
+        for n in range(len(w.steps) + 1):
+            below.setdefault(w.steps[:n], []).append(index)
+        route.setdefault(w.steps, index)
     return Streaming(
         provider=source.data["provider"],
         path=spec.get("path"),
@@ -184,9 +200,12 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
         created=path_getter(spec["created"], (*key, "created"), env) if "created" in spec else None,
         combine=combine,
         reasoning=reasoning,
-        watched=tuple(sorted(watched, key=lambda w: -len(w.steps))),
+        watched=watched,
         outbound=outbound,
         endpoint=endpoint,
+        below=MappingProxyType({path: tuple(indexes) for path, indexes in below.items()}),
+        route=MappingProxyType(route),
+        route_lengths=tuple(sorted({len(w.steps) for w in watched}, reverse=True)),
     )
 
 
