@@ -65,10 +65,10 @@ class ItemSource:
     each: bool
     optional: bool
     kind: Getter | None
-    kinds: dict[str, Render]
+    kinds: Mapping[str, Render]
     template: Render | None
     arguments: str  # object | text | any: the form tool-call arguments must arrive in
-    field_paths: dict[str, dict[str, str]]  # kind ("" without kinds) -> tool_call field -> path in the element
+    field_paths: Mapping[str, Mapping[str, str]]  # kind ("" without kinds) -> tool_call field -> path in the element
     parts: Mapping[str, Parts]  # kind ("" without kinds) -> its template, field by field
     optional_if: tuple[Getter, ...] = ()  # absent is fine when any of these is present (a blocked answer)
     kind_by_key: bool = False  # the kind is the first `kinds` key present in the element
@@ -200,7 +200,7 @@ class Outbound:
             merge_extras(found.extras, extras, "", ctx)
 
     def tool_call(
-        self, call: dict[str, Any], src: ItemSource, i: int, fields: dict[str, str], ctx: Ctx
+        self, call: dict[str, Any], src: ItemSource, i: int, fields: Mapping[str, str], ctx: Ctx
     ) -> TranslatedToolCall:
         """Validate one rendered tool call (here and as a stream starts an element); errors point at the field
         inside the element when the rule reads it plainly."""
@@ -233,7 +233,7 @@ class Outbound:
             return TranslatedToolCall(id=call_id, name=name, arguments=arguments, extra_content=extra)
         return self.bad_tool_call(call, src.element_path(i), fields, form)
 
-    def bad_tool_call(self, call: dict[str, Any], path: str, fields: dict[str, str], form: str) -> NoReturn:
+    def bad_tool_call(self, call: dict[str, Any], path: str, fields: Mapping[str, str], form: str) -> NoReturn:
         """The located error for a tool call that is not valid (its id, then its name, then its arguments)."""
 
         def where(name: str) -> str:
@@ -312,13 +312,15 @@ def compile_outbound(source: RuleSource) -> Outbound:
                 each=has_each,
                 optional=bool(spec.get("optional", False)),
                 kind=path_getter(spec["kind"], (*at, "kind"), Env(source)) if "kind" in spec else None,
-                kinds=kinds,
+                kinds=MappingProxyType(kinds),
                 template=compile_template(spec["as"], (*at, "as"), Env(source)) if has_as else None,
                 arguments=spec.get("arguments", "any"),
-                field_paths={
-                    name: _tool_call_paths(tmpl)
-                    for name, tmpl in ({"": spec["as"]} if has_as else spec["kinds"]).items()
-                },
+                field_paths=MappingProxyType(
+                    {
+                        name: MappingProxyType(_tool_call_paths(tmpl))
+                        for name, tmpl in ({"": spec["as"]} if has_as else spec["kinds"]).items()
+                    }
+                ),
                 optional_if=tuple(
                     path_getter(p, (*at, "optional_if", j), Env(source))
                     for j, p in enumerate(spec.get("optional_if", []))
@@ -514,7 +516,7 @@ def _explain_counts(usage: dict[str, Any], ctx: Ctx, where: tuple[str, ...] = ("
     return out
 
 
-def _first_key(element: Any, kinds: dict[str, Render]) -> Any:
+def _first_key(element: Any, kinds: Mapping[str, Render]) -> Any:
     """`kind_by_key`: the first `kinds` key the element holds with a value (not null or false)."""
     if not isinstance(element, dict):
         return MISSING

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +87,7 @@ class _Text:
 class _Element:
     """What the stream knows about one element of a watched source."""
 
-    roles: dict[Path, str]
+    roles: Mapping[Path, str]
     call: int | None = None  # its tool-call index, when it is a tool call
     sent_arguments: bool = False
 
