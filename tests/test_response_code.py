@@ -3,9 +3,12 @@ cannot read plainly goes to the explain step, and the compiled state is immutabl
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import random
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 import pytest
@@ -13,7 +16,10 @@ import pytest
 import toolnexus
 from toolnexus import ResponseError, load_rules, translate_response
 from toolnexus.conformance import case_files, load_case
-from toolnexus.outbound import Outbound
+from toolnexus.outbound import Outbound, _explain_counts, _Found, check_usage
+from toolnexus.paths import MISSING
+from toolnexus.result import TranslateResult
+from toolnexus.templates import Ctx
 
 PROVIDERS = toolnexus.providers()
 
@@ -101,3 +107,94 @@ def test_the_compiled_response_state_is_frozen_and_the_rule_source_holds_no_resp
     with pytest.raises(TypeError):
         compiled.outbound.table["x"] = "stop"  # type: ignore[index]
     assert not any("def respond(" in text for text in compiled.source.generated.values())
+
+
+# ---------------------------------------------------------------- the generated function agrees with the explain steps
+
+
+def by_explain_steps(outbound: Outbound, response: dict[str, Any]) -> TranslateResult:
+    """The whole answer read by the explain steps alone (every element by its whole template): the reference."""
+    ctx = Ctx(outbound.provider, outbound=True)
+    found = _Found()
+    for src in outbound.sources:
+        outbound._read_source(src, response, ctx, found)
+    ctx.path = ""
+    finish = outbound._finish_reason(response, bool(found.calls), ctx)
+    usage = outbound.usage(response, ctx)
+    usage = {} if usage is MISSING else _explain_counts(usage, ctx)
+    ctx.notes += check_usage(usage, outbound.within)
+    model = outbound.model(response, ctx) if outbound.model is not None else MISSING
+    return TranslateResult(
+        text="".join(found.texts),
+        tool_calls=found.calls,
+        finish_reason=finish,
+        usage=usage,
+        model=model if isinstance(model, str) else "",
+        raw=response,
+        notes=tuple(ctx.notes),
+        reasoning_content="".join(found.reasoning),
+        message_extras=found.extras,
+    )
+
+
+def outcome(run: Callable[[], TranslateResult]) -> Any:
+    try:
+        return run().to_dict()
+    except ResponseError as exc:
+        return ("error", exc.path)
+
+
+def variants(value: Any, budget: int) -> Iterator[Any]:
+    """The value with one place changed (up to `budget` places, chosen by a fixed seed): removed, null, a
+    number, text, an empty object or list."""
+    places: list[tuple[Any, Any]] = []
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        keys = list(node) if isinstance(node, dict) else range(len(node)) if isinstance(node, list) else []
+        for key in keys:
+            places.append((node, key))
+            stack.append(node[key])
+    random.Random(len(places)).shuffle(places)
+    for node, key in places[:budget]:
+        for replacement in (MISSING, None, 7, "x", {}, []):
+            original = node[key]
+            if replacement is MISSING:
+                if not isinstance(node, dict):
+                    continue
+                del node[key]
+            else:
+                node[key] = replacement
+            yield copy.deepcopy(value)
+            node[key] = original
+
+
+ANSWERS = [
+    (provider, path.stem, case["response"])
+    for provider, paths in case_files().items()
+    if provider in PROVIDERS
+    for path in paths
+    if isinstance((case := load_case(path)).get("response"), dict)
+]
+
+
+@pytest.mark.parametrize(("provider", "name", "response"), ANSWERS, ids=[f"{p}/{n}" for p, n, _ in ANSWERS])
+def test_the_generated_function_agrees_with_the_explain_steps_on_damaged_answers(
+    provider: str, name: str, response: dict[str, Any]
+) -> None:
+    outbound = load_rules().get(provider).outbound
+    for damaged in variants(copy.deepcopy(response), budget=60):
+        fast = outcome(lambda d=damaged: outbound.run(outbound, d, None))
+        reference = outcome(lambda d=damaged: by_explain_steps(outbound, d))
+        assert fast == reference, damaged
+
+
+@pytest.mark.parametrize("details", ["prompt_tokens_details", "completion_tokens_details"])
+def test_a_details_object_given_as_a_number_is_left_out_and_noted(details: str) -> None:
+    answer = {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5, details: 7},
+    }
+    result = translate_response("openai", answer)
+    assert result.text == "hi" and details not in result.usage and result.usage["total_tokens"] == 5
+    assert [(n.kind, n.path) for n in result.notes] == [("dropped", f"usage.{details}")]

@@ -486,7 +486,7 @@ def _counts(usage: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     objects of them, null counts left out); anything else goes to `_explain_counts`, which notes it."""
     out: dict[str, Any] = {}
     for key, value in usage.items():
-        if type(value) is int and value >= 0:
+        if type(value) is int and value >= 0 and not key.endswith("_details"):
             out[key] = value
         elif type(value) is dict and value and key.endswith("_details"):
             for count in value.values():
@@ -503,11 +503,12 @@ def _explain_counts(usage: dict[str, Any], ctx: Ctx, where: tuple[str, ...] = ("
     absent, any other value is left out and noted (`where` is the path so far, joined only for a note)."""
     out: dict[str, Any] = {}
     for key, value in usage.items():
-        if type(value) is int and value >= 0:
+        details = len(where) == 1 and key.endswith("_details")  # an object of counts, never a count
+        if type(value) is int and value >= 0 and not details:
             out[key] = value
         elif value is None:
             continue
-        elif isinstance(value, dict) and len(where) == 1 and key.endswith("_details"):
+        elif isinstance(value, dict) and details:
             inner = _explain_counts(value, ctx, (*where, key))
             if inner:
                 out[key] = inner
