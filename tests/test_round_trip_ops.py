@@ -17,10 +17,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from test_properties import SETTINGS, anthropic_responses, gemini_responses
-from toolnexus import Note, TranslationError, load_rules, translate_request, translate_response
+from toolnexus import Note, RuleError, TranslationError, load_rules, translate_request, translate_response
 from toolnexus.language.ids import MARK, IdRule, decode, encode
 from toolnexus.language.templates import Ctx
-from toolnexus.translate.outbound import check_usage, merge_extras
+from toolnexus.translate.outbound import OPENAI_WITHIN, check_usage, merge_extras
 from toolnexus.translate.reader import read_messages
 from toolnexus.translate.result import TranslatedToolCall, TranslateResult
 
@@ -60,6 +60,8 @@ response:
     prompt_tokens: {$get: usage.in}
     completion_tokens: {$get: usage.out}
     total_tokens: {$sum: [usage.in, usage.out]}
+    prompt_tokens_details: {cached_tokens: {$get: usage.hit}, write_tokens: {$get: usage.wrote}}
+  usage_within: {prompt_tokens: [prompt_tokens_details.write_tokens]}
 """
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
@@ -331,6 +333,9 @@ def test_assistant_message_has_the_openai_shape_without_extras() -> None:
 
 # ---------------------------------------------------------------- usage invariants
 
+CACHE_WRITES = {**OPENAI_WITHIN, "prompt_tokens": (("prompt_tokens_details", "cached_tokens"),
+                                                   ("prompt_tokens_details", "cache_write_tokens"))}  # fmt: skip
+
 
 @pytest.mark.parametrize(
     ("usage", "path"),
@@ -345,7 +350,7 @@ def test_assistant_message_has_the_openai_shape_without_extras() -> None:
     ],
 )
 def test_check_usage_notes_each_broken_invariant(usage: dict[str, Any], path: str) -> None:
-    assert [(n.kind, n.path) for n in check_usage(usage)] == [("inconsistent", path)]
+    assert [(n.kind, n.path) for n in check_usage(usage, CACHE_WRITES)] == [("inconsistent", path)]
 
 
 @pytest.mark.parametrize(
@@ -359,7 +364,32 @@ def test_check_usage_notes_each_broken_invariant(usage: dict[str, Any], path: st
     ],
 )
 def test_check_usage_accepts_consistent_and_partial_usage(usage: dict[str, Any]) -> None:
-    assert check_usage(usage) == []
+    assert check_usage(usage, CACHE_WRITES) == []
+
+
+def test_a_count_outside_openai_is_checked_only_where_a_rule_file_says_a_total_includes_it() -> None:
+    usage = {"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": 8, "cache_write_tokens": 3}}
+    assert check_usage(usage) == []  # OpenAI's own usage knows no cache writes
+
+
+@pytest.mark.parametrize(("wrote", "noted"), [(2, []), (3, [("inconsistent", "usage.prompt_tokens")])])
+def test_usage_within_in_a_rule_file_holds_its_total_to_the_counts_it_names(
+    acme: Path, wrote: int, noted: list[tuple[str, str]]
+) -> None:
+    response = {"out": [], "stop": "done", "usage": {"in": 10, "out": 1, "hit": 8, "wrote": wrote}}
+    result = translate_response("acme", response, rules=acme)
+    assert result.usage["prompt_tokens_details"] == {"cached_tokens": 8, "write_tokens": wrote}
+    assert [(n.kind, n.path) for n in result.notes] == noted
+
+
+def test_usage_within_naming_a_count_the_usage_does_not_write_is_a_located_rule_error(tmp_path: Path) -> None:
+    (tmp_path / "acme.yaml").write_text(
+        ACME.replace("[prompt_tokens_details.write_tokens]", "[prompt_tokens_details.wrote]")
+    )
+    with pytest.raises(RuleError) as info:
+        load_rules(tmp_path, reload=True)
+    assert info.value.file is not None and info.value.file.endswith("acme.yaml")
+    assert info.value.line == ACME.splitlines().index(next(x for x in ACME.splitlines() if "usage_within" in x)) + 1
 
 
 # ---------------------------------------------------------------- generated answers, echoed back

@@ -533,15 +533,7 @@ class _Codegen:
             steps = steps[1:]
         else:
             lines = [f"{target} = {scope}"]
-        for step in steps:
-            if isinstance(step, str):
-                lines.append(f"{target} = {target}.get({step!r}, MISSING) if isinstance({target}, dict) else MISSING")
-            else:
-                lines.append(
-                    f"{target} = {target}[{step}] if isinstance({target}, list)"
-                    f" and -len({target}) <= {step} < len({target}) else MISSING"
-                )
-        return lines
+        return lines + read_lines(target, target, steps) if steps else lines
 
     def _chain(self, first: str, steps: tuple[str | int, ...]) -> str:
         """A plain key chain read once, up front (`usage.input_tokens` feeds several sums): its variable."""
@@ -814,3 +806,32 @@ def _lookup(spec: dict[str, Any], read: _Read, key: Key, env: Env) -> Render:
         raise ctx.fail(ctx.at(expr), f"{value!r} cannot be sent to {ctx.provider} (the rules know {known}){why}")
 
     return render
+
+
+def plain_get(template: Any) -> tuple[str | int, ...] | None:
+    """The steps of a template that is only a plain read (`{$get: a.b[0]}`, no default), else None.
+
+    Compiled code that knows a value is a plain read reads it inline instead of calling a render.
+    """
+    if not (isinstance(template, dict) and isinstance(template.get("$get"), str)):
+        return None
+    if not set(template) <= {"$get", "doc", "source"}:
+        return None
+    steps = simple_steps(template["$get"])
+    return None if steps is None else tuple(steps)
+
+
+def read_lines(target: str, scope: str, steps: tuple[str | int, ...]) -> list[str]:
+    """Lines of generated code leaving the value at the plain path `steps` below `scope` (or MISSING) in `target`."""
+    lines = [] if steps else [f"{target} = {scope}"]
+    source = scope
+    for step in steps:
+        if isinstance(step, str):
+            lines.append(f"{target} = {source}.get({step!r}, MISSING) if isinstance({source}, dict) else MISSING")
+        else:
+            lines.append(
+                f"{target} = {source}[{step}] if isinstance({source}, list)"
+                f" and -len({source}) <= {step} < len({source}) else MISSING"
+            )
+        source = target
+    return lines

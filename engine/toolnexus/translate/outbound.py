@@ -22,19 +22,40 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any, NoReturn
 
 from ..errors import Note, ResponseError
 from ..language.ids import IdRule, compile_id_rule
 from ..language.jsonsafe import checked
-from ..language.loader import RuleSource
-from ..language.paths import MISSING, Getter
-from ..language.templates import Ctx, Env, Render, compile_template, path_getter
+from ..language.loader import Key, RuleSource
+from ..language.paths import MISSING, Getter, simple_steps
+from ..language.templates import Ctx, Env, Render, compile_template, path_getter, plain_get, read_lines
 from .result import TranslatedToolCall, TranslateResult
 
 FINISH_TOOL_CALLS = "tool_calls"
 FINISH_STOP = "stop"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One field of an item template: a plain read of the element (`steps`, read inline by the generated
+    code) or, for anything richer, the field's own compiled template (`render`)."""
+
+    steps: tuple[str | int, ...] | None
+    render: Render | None
+
+
+@dataclass(frozen=True)
+class Parts:
+    """One kind's item template, field by field, for the generated code (None: the template has no such field)."""
+
+    text: Part | None
+    reasoning: Part | None
+    message: Part | None
+    tool_call: Mapping[str, Part] | None  # id, name, arguments and, when given, extra_content
 
 
 @dataclass(frozen=True)
@@ -44,13 +65,15 @@ class ItemSource:
     each: bool
     optional: bool
     kind: Getter | None
-    kinds: dict[str, Render]
+    kinds: Mapping[str, Render]
     template: Render | None
     arguments: str  # object | text | any: the form tool-call arguments must arrive in
-    field_paths: dict[str, dict[str, str]]  # kind ("" without kinds) -> tool_call field -> path in the element
+    field_paths: Mapping[str, Mapping[str, str]]  # kind ("" without kinds) -> tool_call field -> path in the element
+    parts: Mapping[str, Parts]  # kind ("" without kinds) -> its template, field by field
     optional_if: tuple[Getter, ...] = ()  # absent is fine when any of these is present (a blocked answer)
     kind_by_key: bool = False  # the kind is the first `kinds` key present in the element
     synthesize_ids: bool = False  # a tool call without an id gets one: see `synthesized_id`
+    kind_path: str = ""  # the `kind` path, as written
 
     def element_path(self, index: int) -> str:
         """The response path of one element (built only for errors and notes)."""
@@ -67,60 +90,42 @@ class ItemSource:
         return kind, (self.kinds.get(kind) if isinstance(kind, str) else None)
 
 
-@dataclass
+Run = Callable[["Outbound", dict[str, Any], "str | None"], TranslateResult]
+
+
+def _not_built(outbound: Outbound, response: dict[str, Any], requested_model: str | None) -> TranslateResult:
+    raise AssertionError("compile_outbound builds the response function")
+
+
+@dataclass(frozen=True)
 class Outbound:
+    """A rule file's compiled `response` section: one generated function (`run`, its source in `code`) and the
+    explain steps it calls when its fast test of the response's shape fails."""
+
     provider: str
     model: Render | None
     sources: tuple[ItemSource, ...]
     stop_path: str
     stop: Getter
-    table: dict[str, str]
+    table: Mapping[str, str]
     unknown: str
     missing: str | None
     usage: Render
+    within: Mapping[str, tuple[tuple[str, str], ...]]  # a usage total -> the (details, count) pairs it includes
     blocked: tuple[str, Getter, str] | None = None  # (path, getter, finish reason): an answer refused whole
     tool_call_ids: IdRule | None = None  # ids encoded on the way in are restored on the way out
+    code: str = ""  # the generated function's source, for `toolnexus explain --code`
+    run: Run = _not_built
 
     def translate(self, response: Any, *, requested_model: str | None = None) -> TranslateResult:
         provider = self.provider
         if not isinstance(response, dict):
             raise ResponseError("", f"the response must be an object, got {type(response).__name__}", provider=provider)
         checked(response, "", lambda path, message: ResponseError(path, message, provider=provider))
-        ctx = Ctx(provider, outbound=True)
-        texts: list[str] = []
-        calls: list[TranslatedToolCall] = []
-        found = _Found()
-        for src in self.sources:
-            self._read_source(src, response, ctx, texts, calls, found)
+        return self.run(self, response, requested_model)
 
-        finish = self._finish_reason(response, bool(calls), ctx)
-        usage = self.usage(response, ctx)
-        usage = {} if usage is MISSING else _counts(usage, ctx)
-        ctx.notes += check_usage(usage)
-        model = self.model(response, ctx) if self.model is not None else MISSING
-        if model is MISSING or not isinstance(model, str):
-            model = requested_model or ""
-        return TranslateResult(
-            text="".join(texts),
-            tool_calls=calls,
-            finish_reason=finish,
-            usage=usage,
-            model=model,
-            raw=response,
-            notes=tuple(ctx.notes),
-            reasoning_content="".join(found.reasoning),
-            message_extras=found.extras,
-        )
-
-    def _read_source(
-        self,
-        src: ItemSource,
-        response: dict[str, Any],
-        ctx: Ctx,
-        texts: list[str],
-        calls: list[TranslatedToolCall],
-        found: _Found,
-    ) -> None:
+    def _read_source(self, src: ItemSource, response: dict[str, Any], ctx: Ctx, found: _Found) -> None:
+        """A source the generated code did not find as it expects: absent (fine if optional), or each element."""
         container = src.getter(response)
         if container is MISSING or container is None:
             if src.optional or any(present(response) not in (MISSING, None) for present in src.optional_if):
@@ -132,46 +137,52 @@ class Outbound:
             elements = container
         else:
             raise ResponseError(src.path, f"must be a list, got {type(container).__name__}", provider=self.provider)
-        fields = src.field_paths.get("", {})
         for i, element in enumerate(elements):
-            kind, template = src.pick(element)
-            if src.kind is not None or src.kind_by_key:
-                if template is None:
-                    if not isinstance(element, dict):
-                        raise ResponseError(
-                            src.element_path(i),
-                            f"must be an object, got {type(element).__name__}",
-                            provider=self.provider,
-                        )
-                    note = f"unknown {self.provider} item kind {kind!r}; kept in raw"
-                    ctx.notes.append(Note("unknown", src.element_path(i), note))
-                    continue
-                assert isinstance(kind, str)
-                fields = src.field_paths[kind]
-            assert template is not None
-            ctx.path = (src, i)
-            item = template(element, ctx)
-            if item is MISSING:  # the rules found nothing they know in it: say so, keep it in raw
-                ctx.notes.append(Note("unknown", src.element_path(i), "nothing the rules read is in it; kept in raw"))
-                continue
-            text = item.get("text")
-            if text is not None:
-                if type(text) is not str:
+            self._read_element(src, i, element, response, ctx, found)
+
+    def _read_element(
+        self, src: ItemSource, i: int, element: Any, response: dict[str, Any], ctx: Ctx, found: _Found
+    ) -> None:
+        """One element, read by its whole template: the explain step the generated code calls when its fast
+        test fails (the element's note or its precise error), and the reference the fast code agrees with."""
+        kind, template = src.pick(element)
+        fields = src.field_paths.get("", {})
+        if src.kind is not None or src.kind_by_key:
+            if template is None:
+                if not isinstance(element, dict):
                     raise ResponseError(
-                        src.element_path(i), f"text must be a string, got {type(text).__name__}", provider=self.provider
+                        src.element_path(i),
+                        f"must be an object, got {type(element).__name__}",
+                        provider=self.provider,
                     )
-                texts.append(text)
-            if "reasoning" in item or "message" in item:
-                self._read_extras(item, ctx, found)
-            call = item.get("tool_call")
-            if call is not None:
-                if src.synthesize_ids and not call.get("id"):
-                    if found.digest is None:
-                        found.digest = response_digest(response, self.provider)
-                    call = {**call, "id": synthesized_id(found.digest, len(calls))}
-                    ctx.notes.append(Note("synthesized", src.element_path(i), f"no call id; sent as {call['id']}"))
-                calls.append(self._tool_call(call, src, i, fields, ctx))
-        ctx.path = ""
+                note = f"unknown {self.provider} item kind {kind!r}; kept in raw"
+                ctx.notes.append(Note("unknown", src.element_path(i), note))
+                return
+            assert isinstance(kind, str)
+            fields = src.field_paths[kind]
+        assert template is not None
+        ctx.path = (src, i)
+        item = template(element, ctx)
+        if item is MISSING:  # the rules found nothing they know in it: say so, keep it in raw
+            ctx.notes.append(Note("unknown", src.element_path(i), "nothing the rules read is in it; kept in raw"))
+            return
+        text = item.get("text")
+        if text is not None:
+            if type(text) is not str:
+                raise ResponseError(
+                    src.element_path(i), f"text must be a string, got {type(text).__name__}", provider=self.provider
+                )
+            found.texts.append(text)
+        if "reasoning" in item or "message" in item:
+            self._read_extras(item, ctx, found)
+        call = item.get("tool_call")
+        if call is not None:
+            if src.synthesize_ids and not call.get("id"):
+                if found.digest is None:
+                    found.digest = response_digest(response, self.provider)
+                call = {**call, "id": synthesized_id(found.digest, len(found.calls))}
+                ctx.notes.append(Note("synthesized", src.element_path(i), f"no call id; sent as {call['id']}"))
+            found.calls.append(self.tool_call(call, src, i, fields, ctx))
 
     def _read_extras(self, item: dict[str, Any], ctx: Ctx, found: _Found) -> None:
         """An item's reasoning text and its pieces of the assistant message (ctx.path is the element)."""
@@ -188,10 +199,11 @@ class Outbound:
                 raise ResponseError(ctx.where(), message, provider=self.provider)
             merge_extras(found.extras, extras, "", ctx)
 
-    def _tool_call(
-        self, call: dict[str, Any], src: ItemSource, i: int, fields: dict[str, str], ctx: Ctx
+    def tool_call(
+        self, call: dict[str, Any], src: ItemSource, i: int, fields: Mapping[str, str], ctx: Ctx
     ) -> TranslatedToolCall:
-        """Validate one tool call; errors point at the field inside the element when the rule reads it plainly."""
+        """Validate one rendered tool call (here and as a stream starts an element); errors point at the field
+        inside the element when the rule reads it plainly."""
         call_id, name, arguments = call.get("id"), call.get("name"), call.get("arguments", MISSING)
         extra = call.get("extra_content")
         if extra is not None and not isinstance(extra, dict):
@@ -219,9 +231,11 @@ class Outbound:
                 if call_id != given:
                     ctx.notes.append(Note("rewritten", src.element_path(i), f"id {given!r} restored to {call_id!r}"))
             return TranslatedToolCall(id=call_id, name=name, arguments=arguments, extra_content=extra)
-        return self._bad_tool_call(call, src.element_path(i), fields, form)
+        return self.bad_tool_call(call, src.element_path(i), fields, form)
 
-    def _bad_tool_call(self, call: dict[str, Any], path: str, fields: dict[str, str], form: str) -> NoReturn:
+    def bad_tool_call(self, call: dict[str, Any], path: str, fields: Mapping[str, str], form: str) -> NoReturn:
+        """The located error for a tool call that is not valid (its id, then its name, then its arguments)."""
+
         def where(name: str) -> str:
             return f"{path}.{fields[name]}" if name in fields else path
 
@@ -298,19 +312,28 @@ def compile_outbound(source: RuleSource) -> Outbound:
                 each=has_each,
                 optional=bool(spec.get("optional", False)),
                 kind=path_getter(spec["kind"], (*at, "kind"), Env(source)) if "kind" in spec else None,
-                kinds=kinds,
+                kinds=MappingProxyType(kinds),
                 template=compile_template(spec["as"], (*at, "as"), Env(source)) if has_as else None,
                 arguments=spec.get("arguments", "any"),
-                field_paths={
-                    name: _tool_call_paths(tmpl)
-                    for name, tmpl in ({"": spec["as"]} if has_as else spec["kinds"]).items()
-                },
+                field_paths=MappingProxyType(
+                    {
+                        name: MappingProxyType(_tool_call_paths(tmpl))
+                        for name, tmpl in ({"": spec["as"]} if has_as else spec["kinds"]).items()
+                    }
+                ),
                 optional_if=tuple(
                     path_getter(p, (*at, "optional_if", j), Env(source))
                     for j, p in enumerate(spec.get("optional_if", []))
                 ),
                 kind_by_key=by_key,
                 synthesize_ids=bool(spec.get("synthesize_ids", False)),
+                kind_path=spec.get("kind", ""),
+                parts=MappingProxyType(
+                    {
+                        name: _parts(tmpl, (*at, "as") if has_as else (*at, "kinds", name), source)
+                        for name, tmpl in ({"": spec["as"]} if has_as else spec["kinds"]).items()
+                    }
+                ),
             )
         )
 
@@ -321,13 +344,13 @@ def compile_outbound(source: RuleSource) -> Outbound:
             (*key, "finish_reason", "table"),
             f"does not cover the documented stop reason(s) {', '.join(missing_values)}",
         )
-    return Outbound(
+    draft = Outbound(
         provider=data["provider"],
         model=compile_template(rule["model"], (*key, "model"), Env(source)) if "model" in rule else None,
         sources=tuple(sources),
         stop_path=finish["from"],
         stop=path_getter(finish["from"], (*key, "finish_reason", "from"), Env(source)),
-        table=dict(finish["table"]),
+        table=MappingProxyType(dict(finish["table"])),
         unknown=finish["unknown"],
         missing=finish.get("missing"),
         usage=compile_template(rule["usage"], (*key, "usage"), Env(source)),
@@ -341,7 +364,52 @@ def compile_outbound(source: RuleSource) -> Outbound:
             else None
         ),
         tool_call_ids=compile_id_rule(source),
+        within=_within(rule, source),
     )
+    code, run = generate(draft)
+    return replace(draft, code=code, run=run)
+
+
+def _parts(template: dict[str, Any], key: Key, source: RuleSource) -> Parts:
+    """One kind's template split field by field: plain reads stay paths, the rest compile alone."""
+
+    def part(name: str, spec: Any, at: Key) -> Part:
+        steps = plain_get(spec)
+        return Part(steps, None if steps is not None else compile_template(spec, (*at, name), Env(source)))
+
+    call = template.get("tool_call")
+    return Parts(
+        text=part("text", template["text"], key) if "text" in template else None,
+        reasoning=part("reasoning", template["reasoning"], key) if "reasoning" in template else None,
+        message=part("message", template["message"], key) if "message" in template else None,
+        tool_call=(
+            MappingProxyType({name: part(name, spec, (*key, "tool_call")) for name, spec in call.items()})
+            if isinstance(call, dict)
+            else None
+        ),
+    )
+
+
+OPENAI_WITHIN: dict[str, tuple[tuple[str, str], ...]] = {  # what OpenAI's own usage totals include
+    "prompt_tokens": (("prompt_tokens_details", "cached_tokens"),),
+    "completion_tokens": (("completion_tokens_details", "reasoning_tokens"),),
+}
+
+
+def _within(rule: dict[str, Any], source: RuleSource) -> Mapping[str, tuple[tuple[str, str], ...]]:
+    """`usage_within`: the counts the rules write that a total already includes, beside OpenAI's own."""
+    within = {total: list(counts) for total, counts in OPENAI_WITHIN.items()}
+    for total, paths in rule.get("usage_within", {}).items():
+        for i, path in enumerate(paths):
+            at = ("response", "usage_within", total, i)
+            details, _, count = path.partition(".")
+            written = rule["usage"].get(details)
+            if isinstance(written, dict) and not any(k.startswith("$") for k in written) and count not in written:
+                raise source.error(at, f"usage.{details} writes no '{count}'")
+            if (details, count) in within[total]:
+                raise source.error(at, f"{total} already includes {path}")
+            within[total].append((details, count))
+    return MappingProxyType({total: tuple(counts) for total, counts in within.items()})
 
 
 def _tool_call_paths(template: Any) -> dict[str, str]:
@@ -357,11 +425,13 @@ def _tool_call_paths(template: Any) -> dict[str, str]:
 
 
 class _Found:
-    """What a response's items add beyond text and tool calls."""
+    """What a response's items add up to."""
 
-    __slots__ = ("digest", "extras", "reasoning")
+    __slots__ = ("calls", "digest", "extras", "reasoning", "texts")
 
     def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.calls: list[TranslatedToolCall] = []
         self.reasoning: list[str] = []
         self.extras: dict[str, Any] = {}
         self.digest: str | None = None  # the response's digest, computed once for its synthesized ids
@@ -389,40 +459,57 @@ def merge_extras(into: dict[str, Any], extras: dict[str, Any], prefix: str, ctx:
             ctx.notes.append(Note("dropped", ctx.where(), message))
 
 
-def check_usage(usage: dict[str, Any]) -> list[Note]:
+def check_usage(usage: dict[str, Any], within: Mapping[str, tuple[tuple[str, str], ...]] = OPENAI_WITHIN) -> list[Note]:
     """The usage invariants every provider's rules must keep: a note for each one broken.
 
-    prompt_tokens includes the cached and cache-write counts; total_tokens is
-    prompt_tokens + completion_tokens; completion_tokens includes the reasoning count.
+    total_tokens is prompt_tokens + completion_tokens; each total includes the counts `within` names
+    for it (OpenAI's: cached tokens in prompt_tokens, reasoning tokens in completion_tokens; a rule
+    file's `usage_within` adds its own).
     """
     prompt, completion, total = usage.get("prompt_tokens"), usage.get("completion_tokens"), usage.get("total_tokens")
-    details = usage.get("prompt_tokens_details") or {}
-    cached = details.get("cached_tokens", 0) + details.get("cache_write_tokens", 0)
-    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens", 0)
     notes = []
     if prompt is not None and completion is not None and total is not None and total != prompt + completion:
         message = f"is {total}, but prompt_tokens + completion_tokens is {prompt + completion}"
         notes.append(Note("inconsistent", "usage.total_tokens", message))
-    if cached and (prompt is None or cached > prompt):
-        message = f"is {'absent' if prompt is None else prompt}, less than its cached and cache-write tokens ({cached})"
-        notes.append(Note("inconsistent", "usage.prompt_tokens", message))
-    if reasoning and (completion is None or reasoning > completion):
-        message = f"is {'absent' if completion is None else completion}, less than its reasoning tokens ({reasoning})"
-        notes.append(Note("inconsistent", "usage.completion_tokens", message))
+    for name, counts in within.items():
+        included = sum((usage.get(details) or {}).get(count, 0) for details, count in counts)
+        have = usage.get(name)
+        if included and (have is None or included > have):
+            names = ", ".join(f"{details}.{count}" for details, count in counts)
+            message = f"is {'absent' if have is None else have}, less than the counts it includes ({names}: {included})"
+            notes.append(Note("inconsistent", f"usage.{name}", message))
     return notes
 
 
-def _counts(usage: dict[str, Any], ctx: Ctx, where: tuple[str, ...] = ("usage",)) -> dict[str, Any]:
+def _counts(usage: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
+    """Usage as OpenAI has it, in one pass when every count is clean (integers from 0, non-empty `*_details`
+    objects of them, null counts left out); anything else goes to `_explain_counts`, which notes it."""
+    out: dict[str, Any] = {}
+    for key, value in usage.items():
+        if type(value) is int and value >= 0 and not key.endswith("_details"):
+            out[key] = value
+        elif type(value) is dict and value and key.endswith("_details"):
+            for count in value.values():
+                if type(count) is not int or count < 0:
+                    return _explain_counts(usage, ctx)
+            out[key] = dict(value)
+        elif value is not None:
+            return _explain_counts(usage, ctx)
+    return out
+
+
+def _explain_counts(usage: dict[str, Any], ctx: Ctx, where: tuple[str, ...] = ("usage",)) -> dict[str, Any]:
     """Usage as OpenAI has it: non-negative integers, and `*_details` objects of them; a null count is
     absent, any other value is left out and noted (`where` is the path so far, joined only for a note)."""
     out: dict[str, Any] = {}
     for key, value in usage.items():
-        if type(value) is int and value >= 0:
+        details = len(where) == 1 and key.endswith("_details")  # an object of counts, never a count
+        if type(value) is int and value >= 0 and not details:
             out[key] = value
         elif value is None:
             continue
-        elif isinstance(value, dict) and len(where) == 1 and key.endswith("_details"):
-            inner = _counts(value, ctx, (*where, key))
+        elif isinstance(value, dict) and details:
+            inner = _explain_counts(value, ctx, (*where, key))
             if inner:
                 out[key] = inner
         else:
@@ -430,7 +517,7 @@ def _counts(usage: dict[str, Any], ctx: Ctx, where: tuple[str, ...] = ("usage",)
     return out
 
 
-def _first_key(element: Any, kinds: dict[str, Render]) -> Any:
+def _first_key(element: Any, kinds: Mapping[str, Render]) -> Any:
     """`kind_by_key`: the first `kinds` key the element holds with a value (not null or false)."""
     if not isinstance(element, dict):
         return MISSING
@@ -457,3 +544,281 @@ def synthesized_id(digest: str, position: int) -> str:
     """`call_<position>_<response digest>`: unique within the result (the position among its tool calls)
     and across answers (the digest), stable for the same response."""
     return f"call_{position}_{digest}"
+
+
+# ---------------------------------------------------------------- the generated response function
+
+
+class _Code:
+    """The one function a rule file's `response` section compiles to, built line by line.
+
+    The function reads the common response inline: each source's list, each element's kind, the fields
+    its template reads plainly (richer fields call their own compiled template), a fast test of their
+    types, then the writes and the notes where they arise. An element or source that fails the test goes
+    to the explain step (`Outbound._read_element`, `_read_source`, `_finish_reason`), which renders
+    it by its whole template and gives the same result, its note, or the precise ResponseError.
+    """
+
+    def __init__(self, outbound: Outbound) -> None:
+        self.o = outbound
+        self.names: dict[str, Any] = {
+            "MISSING": MISSING,
+            "Ctx": Ctx,
+            "Note": Note,
+            "Found": _Found,
+            "TranslatedToolCall": TranslatedToolCall,
+            "TranslateResult": TranslateResult,
+            "dumps": json.dumps,
+            "merge_extras": merge_extras,
+            "response_digest": response_digest,
+            "synthesized_id": synthesized_id,
+            "counts": _counts,
+            "check_usage": check_usage,
+        }
+        self.count = 0
+        self.prefixes: dict[tuple[str | int, ...], str] = {}  # response paths read so far -> their variables
+
+    def name(self, value: Any, prefix: str) -> str:
+        self.count += 1
+        name = f"{prefix}{self.count}"
+        self.names[name] = value
+        return name
+
+    def top(self, path: str, getter: Getter) -> tuple[list[str], str]:
+        """Lines reading a path of the response at the function's top level, and the variable holding it.
+
+        Plain paths share their prefixes (`choices[0].message` is read once for the text, the tool calls and
+        the stop reason); others call their compiled getter."""
+        steps = simple_steps(path)
+        if steps is None:
+            var = self.name(None, "x")
+            return [f"{var} = {self.name(getter, 'g')}(r)"], var
+        lines: list[str] = []
+        var = "r"
+        for n in range(1, len(steps) + 1):
+            prefix = tuple(steps[:n])
+            known = self.prefixes.get(prefix)
+            if known is None:
+                known = self.prefixes[prefix] = f"r{len(self.prefixes)}"
+                lines += read_lines(known, var, prefix[-1:])
+            var = known
+        return lines, var
+
+    def part(self, target: str, part: Part, read: dict[tuple[str | int, ...], str]) -> list[str]:
+        """Lines leaving one template field of the element `e` (known to be an object) in `target`.
+
+        Plain reads share their prefixes within the element (`read`: path -> variable)."""
+        if part.steps is None:
+            return [f"{target} = {self.name(part.render, 'render')}(e, c)"]
+        lines: list[str] = []
+        var = "e"
+        for n in range(1, len(part.steps) + 1):
+            prefix = part.steps[:n]
+            known = read.get(prefix)
+            if known is None:
+                known = read[prefix] = f"e{len(read)}"
+                step = prefix[-1]
+                if var == "e" and isinstance(step, str):
+                    lines.append(f"{known} = e.get({step!r}, MISSING)")
+                else:
+                    lines += read_lines(known, var, (step,))
+            var = known
+        return [*lines, f"{target} = {var}"]
+
+    def function(self) -> str:
+        o = self.o
+        lines = [f"c = Ctx({o.provider!r}, outbound=True)", "f = Found()", "texts = f.texts", "calls = f.calls"]
+        for index, src in enumerate(o.sources):
+            lines += self.source(index, src)
+        lines.append('c.path = ""')
+        lines += self.finish()
+        lines += self.usage_and_model()
+        lines.append(
+            'return TranslateResult("".join(texts), calls, finish, u, mo, r, tuple(c.notes),'
+            ' "".join(f.reasoning), f.extras)'
+        )
+        return "def respond(o, r, requested_model):\n" + "".join(f"    {line}\n" for line in lines)
+
+    def source(self, index: int, src: ItemSource) -> list[str]:
+        s = self.name(src, "source")
+        lines = [f"# response.items[{index}]: {'each' if src.each else 'one'} {src.path}"]
+        read, x = self.top(src.path, src.getter)
+        lines += [*read, f"x = {x}"]
+        explain = f"o._read_element({s}, i, e, r, c, f)"
+        body = self.dispatch(src, s, explain)
+        if src.each:
+            lines += ["if isinstance(x, list):", "    for i, e in enumerate(x):", *_indent(body, 8)]
+        else:
+            lines += ["if x is not MISSING and x is not None:", "    i = 0", "    e = x", *_indent(body, 4)]
+        if src.optional:
+            lines.append("elif x is MISSING or x is None: pass")
+        elif src.optional_if:
+            present = ", ".join(f"{self.name(getter, 'g')}(r)" for getter in src.optional_if)
+            lines.append(
+                f"elif (x is MISSING or x is None) and any(v is not MISSING and v is not None for v in ({present},)):"
+                " pass"
+            )
+        lines += ["else:", f"    o._read_source({s}, r, c, f)"]
+        return lines
+
+    def dispatch(self, src: ItemSource, s: str, explain: str) -> list[str]:
+        """The element's kind picks its lines; an element that is not an object, or of a kind the rules do not
+        know, goes to the explain step."""
+        lines = ["if not isinstance(e, dict):", f"    {explain}"]
+        if src.kind is None and not src.kind_by_key:
+            return [*lines, "else:", *_indent(self.kind(src, s, src.parts[""], explain), 4)]
+        if src.kind_by_key:
+            test = "(v := e.get({!r})) is not None and v is not False"
+        else:
+            assert src.kind is not None
+            steps = simple_steps(src.kind_path)
+            if steps and len(steps) == 1 and isinstance(steps[0], str):
+                lines.insert(0, f"k = e.get({steps[0]!r}, MISSING) if isinstance(e, dict) else MISSING")
+            else:
+                lines.insert(0, f"k = {self.name(src.kind, 'g')}(e) if isinstance(e, dict) else MISSING")
+            test = "k == {!r}"
+        for name, parts in src.parts.items():
+            lines.append(f"elif {test.format(name)}:")
+            lines += _indent(self.kind(src, s, parts, explain), 4)
+        return [*lines, "else:", f"    {explain}"]
+
+    def kind(self, src: ItemSource, s: str, parts: Parts, explain: str) -> list[str]:
+        """One kind: its fields read, the fast test, then the writes; else the explain step."""
+        o = self.o
+        read: dict[tuple[str | int, ...], str] = {}
+        renders = any(
+            p.render is not None
+            for p in (parts.text, parts.reasoning, parts.message, *(parts.tool_call or {}).values())
+            if p is not None
+        )
+        lines = []
+        if renders or parts.message is not None:  # a render's or a merge's notes name the element
+            lines.append(f"c.path = ({s}, i)")
+        if renders:
+            lines.append("mark = len(c.notes)")
+        tests: list[str] = []
+        writes: list[str] = []
+        present: list[str] = []
+        for var, part in (("t", parts.text), ("rs", parts.reasoning)):
+            if part is not None:
+                lines += self.part(var, part, read)
+                tests.append(f"(type({var}) is str or {var} is None or {var} is MISSING)")
+                present.append(var)
+                into = "texts" if var == "t" else "f.reasoning"
+                writes.append(f"if type({var}) is str: {into}.append({var})")
+        if parts.message is not None:
+            lines += self.part("m", parts.message, read)
+            tests.append("(type(m) is dict or m is None or m is MISSING)")
+            present.append("m")
+            writes.append('if type(m) is dict: merge_extras(f.extras, m, "", c)')
+        call = parts.tool_call
+        if call is not None:
+            for field_name, var in (("id", "ci"), ("name", "cn"), ("arguments", "ca"), ("extra_content", "cx")):
+                if field_name in call:
+                    lines += self.part(var, call[field_name], read)
+            tests.append("type(cn) is str and cn != ''")
+            if src.synthesize_ids:
+                tests.append("(type(ci) is str or ci is MISSING or ci is None)")
+            else:
+                tests.append("type(ci) is str and ci != ''")
+            tests.append(
+                {"object": "type(ca) is dict", "text": "type(ca) is str", "any": "type(ca) in (dict, str)"}[
+                    src.arguments
+                ]
+            )
+            extra = "None"
+            if "extra_content" in call:
+                tests.append("(type(cx) is dict or cx is None or cx is MISSING)")
+                extra = "cx if type(cx) is dict else None"
+            present = []  # a name makes the call, so the item, present
+            if src.synthesize_ids:
+                writes += [
+                    "if not ci:",
+                    "    if f.digest is None: f.digest = response_digest(r, o.provider)",
+                    "    ci = synthesized_id(f.digest, len(calls))",
+                    f"    c.notes.append(Note('synthesized', {s}.element_path(i), 'no call id; sent as ' + ci))",
+                ]
+            if src.arguments != "text":
+                writes.append("if type(ca) is dict: ca = dumps(ca, ensure_ascii=False, allow_nan=False)")
+            if o.tool_call_ids is not None:
+                ids = self.name(o.tool_call_ids, "ids")
+                writes += [
+                    f"given = ci; ci = {ids}.restore(ci)",
+                    "if ci != given:",
+                    f"    c.notes.append(Note('rewritten', {s}.element_path(i),"
+                    " f'id {given!r} restored to {ci!r}'))",
+                ]
+            writes.append(f"calls.append(TranslatedToolCall(ci, cn, ca, {extra}))")
+        if present:  # an element whose every field is absent is noted by the explain step
+            tests.append("(" + " or ".join(f"{var} is not MISSING" for var in present) + ")")
+        if not tests:
+            return [*lines, "pass"]  # a kind the rules know and read nothing of
+        lines.append("if " + " and ".join(tests) + ":")
+        lines += _indent(writes or ["pass"], 4)
+        lines.append("else:")
+        if renders:
+            lines.append("    del c.notes[mark:]")
+        lines.append(f"    {explain}")
+        return lines
+
+    def finish(self) -> list[str]:
+        """Any tool call wins; then a blocked answer's reason; then the table. The rest (a stop reason missing,
+        unknown, or promising tool calls that are not there) is the explain step's, with its note."""
+        o = self.o
+        lines, stop = self.top(o.stop_path, o.stop)
+        table = self.name(dict(o.table), "table")
+        found = f"finish = {table}.get({stop}) if type({stop}) is str else None"
+        explain = "if finish is None or finish == 'tool_calls': finish = o._finish_reason(r, False, c)"
+        lines.append("if calls: finish = 'tool_calls'")
+        if o.blocked is not None:
+            read, blocked = self.top(o.blocked[0], o.blocked[1])
+            lines = read + lines
+            lines.append(f"elif {blocked} is not MISSING and {blocked} is not None: finish = {o.blocked[2]!r}")
+        return [*lines, "else:", f"    {found}", f"    {explain}"]
+
+    def usage_test(self) -> list[str]:
+        """The fast test of the usage invariants (`check_usage` writes the notes when it fails)."""
+        lines = ["pt = u.get('prompt_tokens')", "ct = u.get('completion_tokens')", "tt = u.get('total_tokens')"]
+        broken = ["(tt is not None and pt is not None and ct is not None and tt != pt + ct)"]
+        details: dict[str, str] = {}
+        for total, var in (("prompt_tokens", "pt"), ("completion_tokens", "ct")):
+            parts = []
+            for holder, count in self.o.within.get(total, ()):
+                if holder not in details:
+                    details[holder] = f"d{len(details)}"
+                    lines.append(f"{details[holder]} = u.get({holder!r}) or {{}}")
+                parts.append(f"{details[holder]}.get({count!r}, 0)")
+            if parts:
+                included = f"n{var}"
+                lines.append(f"{included} = {' + '.join(parts)}")
+                broken.append(f"({included} and ({var} is None or {included} > {var}))")
+        return [*lines, f"if {' or '.join(broken)}:"]
+
+    def usage_and_model(self) -> list[str]:
+        o = self.o
+        within = self.name(o.within, "within")
+        lines = [
+            f"u = {self.name(o.usage, 'usage')}(r, c)",
+            "u = {} if u is MISSING else counts(u, c)",
+            *self.usage_test(),
+            f"    c.notes += check_usage(u, {within})",
+        ]
+        if o.model is None:
+            lines.append("mo = MISSING")
+        else:
+            lines.append(f"mo = {self.name(o.model, 'model')}(r, c)")
+        lines.append('if not isinstance(mo, str): mo = requested_model or ""')
+        return lines
+
+
+def _indent(lines: list[str], width: int) -> list[str]:
+    return [" " * width + line for line in lines]
+
+
+def generate(outbound: Outbound) -> tuple[str, Run]:
+    """The response section's one function, and its source (returned, never stored in the rule source)."""
+    code = _Code(outbound)
+    text = code.function()
+    exec(compile(text, f"<response {outbound.provider}>", "exec"), code.names)
+    run: Run = code.names["respond"]
+    return text, run

@@ -13,9 +13,8 @@ from ..language.templates import fresh_copy
 class TranslatedToolCall:
     """One tool call the model asked for. `arguments` is the OpenAI JSON string.
 
-    `extra_content`: what must ride on the call into the next request (Gemini's thought
-    signature as `{"google": {"thought_signature": ...}}`, the convention of Google's own
-    OpenAI-compatible layer), or None.
+    `extra_content`: what must ride on the call into the next request (a signature the
+    provider wants back, in the shape the rule file writes it), or None.
     """
 
     id: str
@@ -45,8 +44,8 @@ class TranslateResult:
     translation could not say in OpenAI terms (unknown stop reasons, unknown blocks,
     inconsistent usage); from a client, the request's notes too, each with its `side`;
     reasoning_content: the readable reasoning ("" when none); message_extras: what the
-    next request needs back on the assistant message (e.g. Anthropic's signed
-    `thinking_blocks`), as the rules collect it.
+    next request needs back on the assistant message (signed reasoning blocks, say), as
+    the rules collect it.
     """
 
     text: str

@@ -77,6 +77,9 @@ class Provider:
                 line, _ = self.source.where(key)
                 lines.append(f"\n  # {self.file}:{line} {dotted(key)}")
                 lines += [f"  {text}" for text in generated.rstrip().splitlines()]
+            line, _ = self.source.where(("response",))
+            lines.append(f"\n  # {self.file}:{line} response: the one function the section compiles to")
+            lines += [f"  {text}" for text in self.outbound.code.rstrip().splitlines()]
         return "\n".join(lines)
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +87,7 @@ class _Text:
 class _Element:
     """What the stream knows about one element of a watched source."""
 
-    roles: dict[Path, str]
+    roles: Mapping[Path, str]
     call: int | None = None  # its tool-call index, when it is a tool call
     sent_arguments: bool = False
 
@@ -378,24 +379,25 @@ class StreamTranslator:
     # ------------------------------------------------------------ deltas out
 
     def _placed(self, path: Path, value: Any) -> None:
-        """A new object or list sits at `path`: start every watched element it is or holds."""
+        """A new object or list sits at `path`: start every watched element it is or holds (the sources at or
+        under `path`, then an element of the source whose list `path` is in)."""
+        rules = self.rules
         depth = len(path)
-        for w_index, w in enumerate(self.rules.watched):
-            steps = w.steps
-            if depth <= len(steps):
-                if steps[:depth] != path:
-                    continue
-                container = _walk(value, steps[depth:])
-                if w.src.each:
-                    if isinstance(container, list):
-                        for i in range(len(self._elements[w_index]), len(container)):
-                            self._start(w_index, i, container[i])
-                elif container is not MISSING and 0 not in self._elements[w_index]:
-                    self._start(w_index, 0, container)
-            elif w.src.each and depth == len(steps) + 1 and path[:-1] == steps:
-                index = path[-1]
-                if type(index) is int and index not in self._elements[w_index]:
-                    self._start(w_index, index, value)
+        for w_index in rules.below.get(path, ()):
+            w = rules.watched[w_index]
+            container = _walk(value, w.steps[depth:])
+            if w.src.each:
+                if isinstance(container, list):
+                    for i in range(len(self._elements[w_index]), len(container)):
+                        self._start(w_index, i, container[i])
+            elif container is not MISSING and 0 not in self._elements[w_index]:
+                self._start(w_index, 0, container)
+        if depth:
+            w_index = rules.route.get(path[:-1], -1)
+            index = path[-1]
+            each = w_index >= 0 and rules.watched[w_index].src.each
+            if each and type(index) is int and index not in self._elements[w_index]:
+                self._start(w_index, index, value)
 
     def _start(self, w_index: int, i: int, element: Any) -> None:
         """An element arrived: emit what the response template makes of it, as the non-streaming path would."""
@@ -430,13 +432,13 @@ class StreamTranslator:
         if kind in w.streamed_arguments:
             call_id, name = call.get("id"), call.get("name")
             if not (type(call_id) is str and call_id and type(name) is str and name):
-                outbound._bad_tool_call(call, src.element_path(i), fields, src.arguments)
+                outbound.bad_tool_call(call, src.element_path(i), fields, src.arguments)
             if outbound.tool_call_ids is not None:  # the caller's own id, as the whole answer restores it
                 call_id = outbound.tool_call_ids.restore(call_id)
             arguments = call.get("arguments")
             first = arguments if type(arguments) is str else ""  # JSON arriving in pieces starts from nothing
         else:
-            done = outbound._tool_call(call, src, i, fields, ctx)
+            done = outbound.tool_call(call, src, i, fields, ctx)
             call_id, name, first, extra = done.id, done.name, done.arguments, done.extra_content
         index = len(self._calls)
         info.call = index
@@ -455,30 +457,31 @@ class StreamTranslator:
 
     def _fragment(self, path: Path, piece: str) -> None:
         """A piece of text was appended at `path`: emit it if a watched element's template reads it."""
-        for w_index, w in enumerate(self.rules.watched):
-            steps = w.steps
-            n = len(steps)
-            if path[:n] != steps:
-                continue
-            if w.src.each:
-                if len(path) <= n + 1:
-                    return
-                info = self._elements[w_index].get(path[n])  # type: ignore[arg-type]
-                field_path = path[n + 1 :]
-            else:
-                info = self._elements[w_index].get(0)
-                field_path = path[n:]
-            if info is None:
-                return
-            role = info.roles.get(field_path)
-            if role == TEXT:
-                self._emit_text(piece)
-            elif role == REASONING:
-                self._deltas.append({"reasoning_content": piece})
-            elif role == ARGUMENTS and info.call is not None:
-                self._calls[info.call].sent_arguments = True
-                self._tool_delta({"tool_calls": [{"index": info.call, "function": {"arguments": piece}}]})
+        rules = self.rules
+        for n in rules.route_lengths:
+            w_index = rules.route.get(path[:n], -1)
+            if w_index >= 0:
+                break
+        else:
             return
+        if rules.watched[w_index].src.each:
+            if len(path) <= n + 1:
+                return
+            info = self._elements[w_index].get(path[n])  # type: ignore[arg-type]
+            field_path = path[n + 1 :]
+        else:
+            info = self._elements[w_index].get(0)
+            field_path = path[n:]
+        if info is None:
+            return
+        role = info.roles.get(field_path)
+        if role == TEXT:
+            self._emit_text(piece)
+        elif role == REASONING:
+            self._deltas.append({"reasoning_content": piece})
+        elif role == ARGUMENTS and info.call is not None:
+            self._calls[info.call].sent_arguments = True
+            self._tool_delta({"tool_calls": [{"index": info.call, "function": {"arguments": piece}}]})
 
     def _emit_text(self, text: str) -> None:
         self._text_sent += len(text)

@@ -14,7 +14,9 @@ template reads as text, as tool-call arguments, or (by `reasoning`) as reasoning
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from ..language.loader import Key, RuleSource
@@ -39,13 +41,13 @@ class Join:
     same: tuple[str, ...]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Node:
     """One level of the `combine` table, walked alongside the response while merging."""
 
     policy: str | None = None
     join: Join | None = None
-    children: dict[Step, Node] = field(default_factory=dict)
+    children: Mapping[Step, Node] = field(default_factory=lambda: MappingProxyType({}))
 
     def child(self, step: str | int) -> Node | None:
         found = self.children.get(step)
@@ -89,7 +91,7 @@ class Dispatch:
 
     by: Getter
     by_path: str
-    cases: dict[str, Steps]
+    cases: Mapping[str, Steps]
 
 
 @dataclass(frozen=True)
@@ -99,20 +101,25 @@ class Watched:
 
     src: ItemSource
     steps: Path
-    roles: dict[str, dict[Path, str]]  # kind ("" without kinds) -> field -> role
+    roles: Mapping[str, Mapping[Path, str]]  # kind ("" without kinds) -> field -> role
     streamed_arguments: frozenset[str]  # kinds whose arguments arrive in pieces (an append/json policy)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Streaming:
-    """A rule file's compiled `streaming` section."""
+    """A rule file's compiled `streaming` section (never changed once built).
+
+    `below` and `route` are the watched sources' paths compiled into lookups, so an event touches
+    only the sources its paths reach: `below` maps every prefix of a source's path to the sources
+    at or under it (longest path first), `route` a source's path to the source, tried at the
+    `route_lengths` (longest first)."""
 
     provider: str
     path: str | None
     body: dict[str, Any]
     type: Getter | None
     type_path: str
-    events: dict[str, Steps | Dispatch]
+    events: Mapping[str, Steps | Dispatch]
     every: Steps
     done: str | None
     complete: tuple[Getter, ...]
@@ -120,10 +127,13 @@ class Streaming:
     chunk_id: Getter | None
     created: Getter | None
     combine: Node
-    reasoning: dict[str, Path]
+    reasoning: Mapping[str, Path]
     watched: tuple[Watched, ...]  # longest path first: the most specific source owns a path
     outbound: Outbound
     endpoint: Endpoint
+    below: Mapping[Path, tuple[int, ...]]
+    route: Mapping[Path, int]
+    route_lengths: tuple[int, ...]
 
 
 # ---------------------------------------------------------------- compiling
@@ -164,18 +174,24 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
         if isinstance(handler, dict):
             by = path_getter(handler["by"], (*at, "by"), env)
             cases = {case: _steps(s, (*at, "cases", case), env) for case, s in handler["cases"].items()}
-            events[name] = Dispatch(by, handler["by"], cases)
+            events[name] = Dispatch(by, handler["by"], MappingProxyType(cases))
         else:
             events[name] = _steps(handler, at, env)
     reasoning = {kind: write_path(p, (*key, "reasoning", kind), env) for kind, p in spec.get("reasoning", {}).items()}
-    watched = _watch(source, outbound, combine, reasoning, key)
+    watched = tuple(sorted(_watch(source, outbound, combine, reasoning, key), key=lambda w: -len(w.steps)))
+    below: dict[Path, list[int]] = {}
+    route: dict[Path, int] = {}
+    for index, w in enumerate(watched):
+        for n in range(len(w.steps) + 1):
+            below.setdefault(w.steps[:n], []).append(index)
+        route.setdefault(w.steps, index)
     return Streaming(
         provider=source.data["provider"],
         path=spec.get("path"),
         body=dict(spec.get("body", {})),
         type=path_getter(spec["type"], (*key, "type"), env) if "type" in spec else None,
         type_path=spec.get("type", ""),
-        events=events,
+        events=MappingProxyType(events),
         every=_steps(spec.get("every", []), (*key, "every"), env),
         done=spec.get("done"),
         complete=tuple(path_getter(p, (*key, "complete", i), env) for i, p in enumerate(spec.get("complete", []))),
@@ -183,10 +199,13 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
         chunk_id=path_getter(spec["id"], (*key, "id"), env) if "id" in spec else None,
         created=path_getter(spec["created"], (*key, "created"), env) if "created" in spec else None,
         combine=combine,
-        reasoning=reasoning,
-        watched=tuple(sorted(watched, key=lambda w: -len(w.steps))),
+        reasoning=MappingProxyType(reasoning),
+        watched=watched,
         outbound=outbound,
         endpoint=endpoint,
+        below=MappingProxyType({path: tuple(indexes) for path, indexes in below.items()}),
+        route=MappingProxyType(route),
+        route_lengths=tuple(sorted({len(w.steps) for w in watched}, reverse=True)),
     )
 
 
@@ -216,8 +235,21 @@ def _steps(spec: list[Any], key: Key, env: Env) -> Steps:
     return tuple(out)
 
 
+@dataclass
+class _Draft:
+    """A `combine` level while the table is read; frozen into a Node once complete."""
+
+    policy: str | None = None
+    join: Join | None = None
+    children: dict[Step, _Draft] = field(default_factory=dict)
+
+    def freeze(self) -> Node:
+        children = {step: child.freeze() for step, child in self.children.items()}
+        return Node(self.policy, self.join, MappingProxyType(children))
+
+
 def _compile_combine(spec: dict[str, Any], key: Key, env: Env) -> Node:
-    root = Node()
+    root = _Draft()
     for policy in (APPEND, JSON, EXTEND, BY_POSITION):
         for i, expr in enumerate(spec.get(policy, [])):
             at = (*key, policy, i)
@@ -225,13 +257,13 @@ def _compile_combine(spec: dict[str, Any], key: Key, env: Env) -> Node:
     for expr, join in spec.get("join", {}).items():
         node = _leaf(root, write_path(expr, (*key, "join", expr), env, any_index=True), (*key, "join", expr), env)
         node.policy, node.join = EXTEND, Join(join["field"], tuple(join.get("same", ())))
-    return root
+    return root.freeze()
 
 
-def _leaf(root: Node, path: Path, key: Key, env: Env) -> Node:
+def _leaf(root: _Draft, path: Path, key: Key, env: Env) -> _Draft:
     node = root
     for step in path:
-        node = node.children.setdefault(step, Node())
+        node = node.children.setdefault(step, _Draft())
     if node.policy is not None:
         raise env.error(key, "this path already has a combine policy")
     return node
@@ -272,7 +304,8 @@ def _watch(
         if src.synthesize_ids and streamed:
             message = f"calls in '{src.path}' get synthesized ids; their arguments cannot arrive in pieces"
             raise source.error((*key, "combine"), message)
-        watched.append(Watched(src, tuple(steps), roles, frozenset(streamed)))
+        frozen_roles = MappingProxyType({kind: MappingProxyType(fields) for kind, fields in roles.items()})
+        watched.append(Watched(src, tuple(steps), frozen_roles, frozenset(streamed)))
     return watched
 
 

@@ -1,0 +1,200 @@
+"""The response section's one generated function: the common answer is read inline, an element it
+cannot read plainly goes to the explain step, and the compiled state is immutable."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import random
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any, NoReturn
+
+import pytest
+
+import toolnexus
+from toolnexus import ResponseError, load_rules, translate_response
+from toolnexus.devtools.conformance import case_files, load_case
+from toolnexus.language.paths import MISSING
+from toolnexus.language.templates import Ctx
+from toolnexus.translate.outbound import Outbound, _explain_counts, _Found, check_usage
+from toolnexus.translate.result import TranslateResult
+
+PROVIDERS = toolnexus.providers()
+
+
+def clean_case_responses() -> list[tuple[str, str, dict[str, Any]]]:
+    """(provider, case, response) for every case answer that translates with no note at all."""
+    out = []
+    for provider, paths in case_files().items():
+        if provider not in PROVIDERS:
+            continue
+        for path in paths:
+            case = load_case(path)
+            if "response" not in case or "expect_response_error" in case or case.get("expect_result_notes"):
+                continue
+            try:
+                result = translate_response(provider, case["response"])
+            except toolnexus.ToolnexusError:
+                continue
+            if not result.notes:
+                out.append((provider, path.stem, case["response"]))
+    return out
+
+
+CLEAN = clean_case_responses()
+
+
+def test_the_clean_answers_cover_tool_calls_and_text_for_every_provider() -> None:
+    for provider in PROVIDERS:
+        results = [translate_response(p, r) for p, _, r in CLEAN if p == provider]
+        assert any(r.tool_calls for r in results) and any(r.text for r in results), provider
+
+
+@pytest.mark.parametrize(("provider", "name", "response"), CLEAN, ids=[f"{p}/{n}" for p, n, _ in CLEAN])
+def test_a_clean_answer_never_reaches_the_explain_step(
+    monkeypatch: pytest.MonkeyPatch, provider: str, name: str, response: dict[str, Any]
+) -> None:
+    expected = translate_response(provider, response).to_dict()
+
+    def explain(*args: Any, **kwargs: Any) -> NoReturn:
+        raise AssertionError(f"{provider}/{name} reached the explain step")
+
+    for step in ("_read_element", "_read_source", "_finish_reason"):
+        monkeypatch.setattr(Outbound, step, explain)
+    assert translate_response(provider, response).to_dict() == expected
+
+
+def test_an_element_the_fast_test_refuses_gets_the_explain_steps_located_error() -> None:
+    answer = {
+        "content": [{"type": "text", "text": "a"}, {"type": "tool_use", "id": "t1", "name": "f", "input": "{}"}],
+        "stop_reason": "tool_use",
+    }
+    with pytest.raises(ResponseError) as info:
+        translate_response("anthropic", answer)
+    assert info.value.path == "content[1].input"
+
+
+def test_notes_a_refused_fast_read_wrote_are_not_written_twice() -> None:
+    """Gemini's functionCall args have a default (a note); a bad signature then sends the part to the explain
+    step, which writes the default's note itself: once."""
+    part = {"functionCall": {"id": "c1", "name": "f"}, "thoughtSignature": "s"}
+    answer = {"candidates": [{"content": {"parts": [part]}, "finishReason": "STOP"}]}
+    result = translate_response("gemini", answer)
+    assert [n.kind for n in result.notes] == ["synthesized"]
+    assert result.tool_calls[0].arguments == "{}"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_explain_code_shows_the_one_response_function(provider: str) -> None:
+    compiled = load_rules().get(provider).outbound
+    assert compiled.code.startswith("def respond(")
+    assert compiled.code.rstrip() in load_rules().get(provider).explain(code=True).replace("\n  ", "\n")
+    shown = subprocess.run(
+        [sys.executable, "-m", "toolnexus", "explain", provider, "--code"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "def respond(o, r, requested_model):" in shown
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_compiled_response_state_is_frozen_and_the_rule_source_holds_no_response_function(provider: str) -> None:
+    compiled = load_rules().get(provider)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        compiled.outbound.code = ""  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        compiled.outbound.sources[0].path = ""  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        compiled.outbound.table["x"] = "stop"  # type: ignore[index]
+    assert not any("def respond(" in text for text in compiled.source.generated.values())
+
+
+# ---------------------------------------------------------------- the generated function agrees with the explain steps
+
+
+def by_explain_steps(outbound: Outbound, response: dict[str, Any]) -> TranslateResult:
+    """The whole answer read by the explain steps alone (every element by its whole template): the reference."""
+    ctx = Ctx(outbound.provider, outbound=True)
+    found = _Found()
+    for src in outbound.sources:
+        outbound._read_source(src, response, ctx, found)
+    ctx.path = ""
+    finish = outbound._finish_reason(response, bool(found.calls), ctx)
+    usage = outbound.usage(response, ctx)
+    usage = {} if usage is MISSING else _explain_counts(usage, ctx)
+    ctx.notes += check_usage(usage, outbound.within)
+    model = outbound.model(response, ctx) if outbound.model is not None else MISSING
+    return TranslateResult(
+        text="".join(found.texts),
+        tool_calls=found.calls,
+        finish_reason=finish,
+        usage=usage,
+        model=model if isinstance(model, str) else "",
+        raw=response,
+        notes=tuple(ctx.notes),
+        reasoning_content="".join(found.reasoning),
+        message_extras=found.extras,
+    )
+
+
+def outcome(run: Callable[[], TranslateResult]) -> Any:
+    try:
+        return run().to_dict()
+    except ResponseError as exc:
+        return ("error", exc.path)
+
+
+def variants(value: Any, budget: int) -> Iterator[Any]:
+    """The value with one place changed (up to `budget` places, chosen by a fixed seed): removed, null, a
+    number, text, an empty object or list."""
+    places: list[tuple[Any, Any]] = []
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        keys = list(node) if isinstance(node, dict) else range(len(node)) if isinstance(node, list) else []
+        for key in keys:
+            places.append((node, key))
+            stack.append(node[key])
+    random.Random(len(places)).shuffle(places)
+    for node, key in places[:budget]:
+        for replacement in (MISSING, None, 7, "x", {}, []):
+            original = node[key]
+            if replacement is MISSING:
+                if not isinstance(node, dict):
+                    continue
+                del node[key]
+            else:
+                node[key] = replacement
+            yield copy.deepcopy(value)
+            node[key] = original
+
+
+ANSWERS = [
+    (provider, path.stem, case["response"])
+    for provider, paths in case_files().items()
+    if provider in PROVIDERS
+    for path in paths
+    if isinstance((case := load_case(path)).get("response"), dict)
+]
+
+
+@pytest.mark.parametrize(("provider", "name", "response"), ANSWERS, ids=[f"{p}/{n}" for p, n, _ in ANSWERS])
+def test_the_generated_function_agrees_with_the_explain_steps_on_damaged_answers(
+    provider: str, name: str, response: dict[str, Any]
+) -> None:
+    outbound = load_rules().get(provider).outbound
+    for damaged in variants(copy.deepcopy(response), budget=60):
+        fast = outcome(lambda d=damaged: outbound.run(outbound, d, None))
+        reference = outcome(lambda d=damaged: by_explain_steps(outbound, d))
+        assert fast == reference, damaged
+
+
+@pytest.mark.parametrize("details", ["prompt_tokens_details", "completion_tokens_details"])
+def test_a_details_object_given_as_a_number_is_left_out_and_noted(details: str) -> None:
+    answer = {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5, details: 7},
+    }
+    result = translate_response("openai", answer)
+    assert result.text == "hi" and details not in result.usage and result.usage["total_tokens"] == 5
+    assert [(n.kind, n.path) for n in result.notes] == [("dropped", f"usage.{details}")]
