@@ -1,9 +1,10 @@
-"""The case tables in fixtures/<provider>/<case>.yaml, run through toolnexus.conformance.
+"""The case tables in fixtures/cases/<concern>.yaml, run through toolnexus.conformance.
 
-One concern per case file; a case is added by adding a file, not Python. These
-tests also check that every provider has cases, that translating never mutates
-the caller's input, and that each canned provider response is a response the
-provider's own SDK accepts (so the cases stay realistic).
+One concern per file, a column per provider; a case is added by adding a file or
+a column, not Python. These tests also check that every concern covers every
+provider (an expectation or a skip with its reason), that translating never
+mutates the caller's input, and that each canned provider response is a
+response the provider's own SDK accepts (so the cases stay realistic).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import contextlib
 import copy
 import json
 import warnings
-from pathlib import Path
 from typing import Any
 
 import anthropic.types
@@ -25,34 +25,40 @@ from google.genai import types as genai_types
 
 import toolnexus
 from toolnexus import ProviderError, TranslationError, translate_request, translate_response
-from toolnexus.conformance import case_files, load_case, run_case
+from toolnexus.conformance import Case, concern_files, load_concern, run_case
 
-ALL_CASES: list[tuple[str, Path]] = [(provider, path) for provider, paths in case_files().items() for path in paths]
-
-
-def _ids(cases: list[tuple[str, Path]]) -> list[str]:
-    return [f"{provider}/{path.stem}" for provider, path in cases]
+CONCERNS = {path.stem: load_concern(path) for path in concern_files()}
+ALL_CASES: list[Case] = [case for columns in CONCERNS.values() for case in columns.values() if case.skip is None]
+RESPONSE_CASES = [case for case in ALL_CASES if "response" in case.data]
 
 
-def _response_cases() -> list[tuple[str, Path]]:
-    return [(provider, path) for provider, path in ALL_CASES if "response" in load_case(path)]
+def _ids(cases: list[Case]) -> list[str]:
+    return [case.name for case in cases]
 
 
-@pytest.mark.parametrize(("provider", "path"), ALL_CASES, ids=_ids(ALL_CASES))
-def test_case(provider: str, path: Path) -> None:
-    outcome = run_case(provider, path)
+@pytest.mark.parametrize("case", ALL_CASES, ids=_ids(ALL_CASES))
+def test_case(case: Case) -> None:
+    outcome = run_case(case)
     problems = "\n\n".join(outcome.problems)
-    assert outcome.ok, f"{outcome.name} ({path}):\n{problems}"
+    assert outcome.ok, f"{outcome.name} ({case.file}):\n{problems}"
 
 
 def test_cases_exist() -> None:
-    assert ALL_CASES, "no case files found under fixtures/<provider>/"
+    assert ALL_CASES, "no concern files found under fixtures/cases/"
+
+
+@pytest.mark.parametrize("concern", sorted(CONCERNS))
+def test_every_concern_covers_every_provider(concern: str) -> None:
+    """Each provider the built-in rules define has an expectation or a skip with a reason: gaps show."""
+    missing = sorted(set(toolnexus.providers()) - set(CONCERNS[concern]))
+    assert not missing, f"fixtures/cases/{concern}.yaml has no column for {missing} (an expectation, or skip: <reason>)"
+    unknown = sorted(set(CONCERNS[concern]) - set(toolnexus.providers()))
+    assert not unknown, f"fixtures/cases/{concern}.yaml has columns for providers without rules: {unknown}"
 
 
 @pytest.mark.parametrize("provider", toolnexus.providers())
 def test_every_provider_has_cases(provider: str) -> None:
-    files = case_files().get(provider, [])
-    assert files, f"provider '{provider}' has no case files in fixtures/{provider}/"
+    assert any(case.provider == provider for case in ALL_CASES), f"provider '{provider}' has no case to run"
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -60,9 +66,9 @@ def _same(a: Any, b: Any) -> bool:
     return a == b and repr(a) == repr(b)
 
 
-@pytest.mark.parametrize(("provider", "path"), ALL_CASES, ids=_ids(ALL_CASES))
-def test_inputs_not_mutated(provider: str, path: Path) -> None:
-    case = load_case(path)
+@pytest.mark.parametrize("column", ALL_CASES, ids=_ids(ALL_CASES))
+def test_inputs_not_mutated(column: Case) -> None:
+    provider, case = column.provider, column.data
     if "request" in case:
         request = case["request"]
         before = copy.deepcopy(request)
@@ -137,16 +143,16 @@ def _off_spec(case: dict[str, Any]) -> bool:
     )
 
 
-@pytest.mark.parametrize(("provider", "path"), _response_cases(), ids=_ids(_response_cases()))
-def test_canned_response_is_valid_for_the_sdk(provider: str, path: Path) -> None:
+@pytest.mark.parametrize("column", RESPONSE_CASES, ids=_ids(RESPONSE_CASES))
+def test_canned_response_is_valid_for_the_sdk(column: Case) -> None:
+    provider, case = column.provider, column.data
     validate = SDK_VALIDATORS.get(provider)
     if validate is None:
         pytest.skip(f"no SDK validator for {provider}")
-    case = load_case(path)
     try:
         validate(copy.deepcopy(case["response"]))
     except (pydantic.ValidationError, UserWarning, AssertionError) as exc:  # Gemini: an unknown enum value warns
         if _off_spec(case):
             pytest.skip(f"deliberately off-spec response: {str(exc).splitlines()[0]}")
-        name = f"{provider}/{path.stem}"
+        name = column.name
         raise AssertionError(f"{name}: the canned response is not a valid {provider} response:\n{exc}") from None

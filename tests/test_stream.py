@@ -32,6 +32,7 @@ from openai.types.chat.completion_create_params import CompletionCreateParamsStr
 
 import toolnexus
 from sse_encoders import ENCODERS, canonical
+from support.cases import CASES, case_ids
 from test_faults import (
     FAST,
     HARD_CAP,
@@ -49,7 +50,7 @@ from test_faults import run as run_fault
 from test_properties import SETTINGS, anthropic_responses, gemini_responses, json_equal, openai_responses
 from test_sdk_judges import ANTHROPIC_SDK_GAPS, RICH_REQUESTS, judge, judge_gemini
 from toolnexus import Cancelled, ConfigError, ProviderError, ResponseError, TranslateResult, TranslationError
-from toolnexus.conformance import case_files, load_case
+from toolnexus.conformance import Case
 from toolnexus.stream_rules import END
 from toolnexus.stub import ProviderStub, StubReply, scripted, sse_pieces
 
@@ -184,27 +185,20 @@ def test_a_stream_gives_the_result_of_the_same_answer_sent_whole(served: Served,
 # ---------------------------------------------------------------- equivalence: every case table response
 
 
-def _response_cases() -> list[tuple[str, Path]]:
-    out = []
-    for provider, paths in case_files().items():
-        if provider in PROVIDERS:
-            cases = [(p, load_case(p)) for p in paths]
-            out += [(provider, p) for p, c in cases if "response" in c and "expect_response_error" not in c]
-    return out
+RESPONSE_CASES = [
+    c for c in CASES if c.provider in PROVIDERS and "response" in c.data and "expect_response_error" not in c.data
+]
 
 
-RESPONSE_CASES = _response_cases()
-
-
-@pytest.mark.parametrize(("provider", "path"), RESPONSE_CASES, ids=[f"{p}/{path.stem}" for p, path in RESPONSE_CASES])
-def test_every_case_response_streams_to_its_case_result(served: Served, provider: str, path: Path) -> None:
-    """Every response of fixtures/<provider>/, told as a stream: the same result (or, with no end, cut off)."""
-    case = load_case(path)
+@pytest.mark.parametrize("column", RESPONSE_CASES, ids=case_ids(RESPONSE_CASES))
+def test_every_case_response_streams_to_its_case_result(served: Served, column: Case) -> None:
+    """Every provider response of fixtures/cases/, told as a stream: the same result (or, with no end, cut off)."""
+    provider, case = column.provider, column.data
     response = canonical(provider, case["response"])
     want = toolnexus.translate_response(provider, response, requested_model=case.get("requested_model"))
     translator = toolnexus.stream_translator(provider, requested_model=case.get("requested_model"))
     chunks: list[dict[str, Any]] = []
-    events = ENCODERS[provider](response, random.Random(path.stem))
+    events = ENCODERS[provider](response, random.Random(column.concern))
     try:
         for event in events:
             chunks += translator.feed(data_of(event))
