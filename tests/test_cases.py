@@ -9,21 +9,15 @@ response the provider's own SDK accepts (so the cases stay realistic).
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import copy
-import json
-import warnings
 from typing import Any
 
-import anthropic.types
-import openai.types.chat
 import pydantic
 import pytest
-from deepdiff import DeepDiff
-from google.genai import types as genai_types
 
 import toolnexus
+from support.judges import SDK_VALIDATORS
 from toolnexus import ProviderError, TranslationError, translate_request, translate_response
 from toolnexus.conformance import Case, concern_files, load_concern, run_case
 
@@ -90,43 +84,8 @@ def test_inputs_not_mutated(column: Case) -> None:
 # ---------------------------------------------------------------- canned responses are real
 
 
-def _anthropic(response: dict[str, Any]) -> None:
-    anthropic.types.Message.model_validate(response)
-
-
-def _openai(response: dict[str, Any]) -> None:
-    openai.types.chat.ChatCompletion.model_validate(response, strict=True)
-
-
 # google-genai: pydantic models (extra="forbid") that accept the REST camelCase keys. Enum fields only warn
 # on an unknown value, so warnings are errors; lax validation coerces, so the dump must give the response back.
-GEMINI_BYTES_KEYS = frozenset({"data", "thoughtSignature"})  # proto bytes: base64 text in JSON
-
-
-def _gemini_bytes(value: Any) -> Any:
-    """base64 fields as the bytes they spell (pydantic writes the URL-safe alphabet; the API sends the standard one)."""
-    if isinstance(value, dict):
-        return {
-            k: base64.b64decode(v.translate(str.maketrans("-_", "+/")) + "=" * (-len(v) % 4), validate=True)
-            if k in GEMINI_BYTES_KEYS and isinstance(v, str)
-            else _gemini_bytes(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_gemini_bytes(v) for v in value]
-    return value
-
-
-def _gemini(response: dict[str, Any]) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        parsed = genai_types.GenerateContentResponse.model_validate_json(json.dumps(response))
-    back = parsed.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    diff = DeepDiff(_gemini_bytes(response), _gemini_bytes(back), ignore_numeric_type_changes=True)
-    assert not diff, f"the SDK type changed part of the response:\n{diff.pretty()}"
-
-
-SDK_VALIDATORS = {"anthropic": _anthropic, "gemini": _gemini, "openai": _openai}
 
 
 def _off_spec(case: dict[str, Any]) -> bool:

@@ -20,7 +20,7 @@ from hypothesis import given
 
 import toolnexus
 from support.cases import CASES, case_ids
-from test_properties import SETTINGS, broken_requests, requests
+from support.strategies import SETTINGS, broken_requests, requests
 from toolnexus import TranslationError
 from toolnexus.conformance import Case
 from toolnexus.inbound import Inbound

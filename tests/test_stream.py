@@ -5,7 +5,7 @@ and as the provider's event stream (`client.translate_stream`), cut at random by
 The two TranslateResults must be equal (raw included), every chunk must be a valid
 `openai.types.chat.ChatCompletionChunk` (strict), and the chunks must reassemble (as the OpenAI
 SDK's own ChatCompletionStreamState does) into exactly that result. Streams are written by
-tests/sse_encoders.py from each provider's streaming documentation.
+tests/support/sse_encoders.py from each provider's streaming documentation.
 """
 
 from __future__ import annotations
@@ -31,9 +31,8 @@ from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
 
 import toolnexus
-from sse_encoders import ENCODERS, canonical
 from support.cases import CASES, case_ids
-from test_faults import (
+from support.faults import (
     FAST,
     HARD_CAP,
     USER,
@@ -46,9 +45,10 @@ from test_faults import (
     text_reply,
     tool_call_reply,
 )
-from test_faults import run as run_fault
-from test_properties import SETTINGS, anthropic_responses, gemini_responses, json_equal, openai_responses
-from test_sdk_judges import ANTHROPIC_SDK_GAPS, RICH_REQUESTS, judge, judge_gemini
+from support.faults import run as run_fault
+from support.judges import ANTHROPIC_SDK_GAPS, RICH_REQUESTS, judge, judge_gemini
+from support.sse_encoders import ENCODERS, canonical
+from support.strategies import SETTINGS, anthropic_responses, gemini_responses, json_equal, openai_responses
 from toolnexus import Cancelled, ConfigError, ProviderError, ResponseError, TranslateResult, TranslationError
 from toolnexus.conformance import Case
 from toolnexus.stream_rules import END
@@ -67,7 +67,7 @@ GENERATORS: dict[str, Callable[[], st.SearchStrategy[dict[str, Any]]]] = {
 def test_every_provider_streams_and_has_an_encoder_and_a_generator() -> None:
     for provider in PROVIDERS:
         assert RULES.get(provider).streaming is not None, f"rules/{provider}.yaml has no streaming section"
-        assert provider in ENCODERS, f"tests/sse_encoders.py cannot tell a {provider} response as a stream"
+        assert provider in ENCODERS, f"tests/support/sse_encoders.py cannot tell a {provider} response as a stream"
         assert provider in GENERATORS, f"no response generator for {provider}"
 
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 import toolnexus
-from test_faults import needs_aiohttp, text_reply
+from support.faults import needs_aiohttp, text_reply
 from toolnexus import ConfigError
 from toolnexus.stub import ProviderStub, StubRequest
 from toolnexus.transport import transport_error

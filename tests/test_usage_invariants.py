@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 import toolnexus
-from sse_encoders import ENCODERS
 from support.cases import CASES
+from support.sse_encoders import ENCODERS
 from toolnexus import translate_response
 from toolnexus.conformance import fixtures_dir, golden_files, run_check
 
