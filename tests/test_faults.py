@@ -211,6 +211,7 @@ def test_a_200_carrying_the_providers_error_object(provider: str, stack: str) ->
     assert error.error_type == "fault_injected"
 
 
+@pytest.mark.slow
 @parametrize_targets
 def test_a_40_mb_response_is_translated_in_bounded_time(provider: str, stack: str) -> None:
     outcome = run_clean(provider, fault_40_mb(provider), stack)
@@ -353,6 +354,7 @@ def drip(body: bytes) -> Iterator[bytes]:
     return (body[i : i + 1] for i in range(len(body)))
 
 
+@pytest.mark.slow
 @parametrize_targets
 @pytest.mark.parametrize("call", ["translate", "translate_stream"])
 def test_a_slow_drip_is_bounded_by_the_attempt_timeout(provider: str, stack: str, call: str) -> None:

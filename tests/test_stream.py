@@ -731,6 +731,7 @@ def test_closing_a_stream_early_closes_the_connection(provider: str) -> None:
 # ---------------------------------------------------------------- memory
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_memory_grows_with_the_content_not_with_the_number_of_events(provider: str) -> None:
     """The same 100 kB answer in 500 and in 20,000 events: the peak of the second is not larger."""
