@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+from pathlib import Path
 from typing import Any
 
 import pydantic
@@ -41,13 +42,25 @@ def test_cases_exist() -> None:
     assert ALL_CASES, "no concern files found under fixtures/cases/"
 
 
+def gaps(columns: dict[str, Case]) -> tuple[list[str], list[str]]:
+    """(built-in providers without a column, columns for providers without rules)."""
+    providers = set(toolnexus.providers())
+    return sorted(providers - set(columns)), sorted(set(columns) - providers)
+
+
 @pytest.mark.parametrize("concern", sorted(CONCERNS))
 def test_every_concern_covers_every_provider(concern: str) -> None:
     """Each provider the built-in rules define has an expectation or a skip with a reason: gaps show."""
-    missing = sorted(set(toolnexus.providers()) - set(CONCERNS[concern]))
+    missing, unknown = gaps(CONCERNS[concern])
     assert not missing, f"fixtures/cases/{concern}.yaml has no column for {missing} (an expectation, or skip: <reason>)"
-    unknown = sorted(set(CONCERNS[concern]) - set(toolnexus.providers()))
     assert not unknown, f"fixtures/cases/{concern}.yaml has columns for providers without rules: {unknown}"
+
+
+def test_a_concern_without_a_providers_column_shows_the_gap(tmp_path: Path) -> None:
+    concern = tmp_path / "one-column.yaml"
+    concern.write_text("doc: x\nrequest: {model: m, messages: []}\nproviders:\n  openai: {skip: a reason}\n")
+    missing, unknown = gaps(load_concern(concern))
+    assert missing == sorted(set(toolnexus.providers()) - {"openai"}) and missing and not unknown
 
 
 @pytest.mark.parametrize("provider", toolnexus.providers())
