@@ -1,58 +1,71 @@
-"""The case tables in fixtures/<provider>/<case>.yaml, run through toolnexus.devtools.conformance.
+"""The case tables in fixtures/cases/<concern>.yaml, run through toolnexus.devtools.conformance.
 
-One concern per case file; a case is added by adding a file, not Python. These
-tests also check that every provider has cases, that translating never mutates
-the caller's input, and that each canned provider response is a response the
-provider's own SDK accepts (so the cases stay realistic).
+One concern per file, a column per provider; a case is added by adding a file or
+a column, not Python. These tests also check that every concern covers every
+provider (an expectation or a skip with its reason), that translating never
+mutates the caller's input, and that each canned provider response is a
+response the provider's own SDK accepts (so the cases stay realistic).
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import copy
-import json
-import warnings
 from pathlib import Path
 from typing import Any
 
-import anthropic.types
-import openai.types.chat
 import pydantic
 import pytest
-from deepdiff import DeepDiff
-from google.genai import types as genai_types
 
 import toolnexus
+from support.judges import SDK_VALIDATORS
 from toolnexus import ProviderError, TranslationError, translate_request, translate_response
-from toolnexus.devtools.conformance import case_files, load_case, run_case
+from toolnexus.devtools.conformance import Case, concern_files, load_concern, run_case
 
-ALL_CASES: list[tuple[str, Path]] = [(provider, path) for provider, paths in case_files().items() for path in paths]
-
-
-def _ids(cases: list[tuple[str, Path]]) -> list[str]:
-    return [f"{provider}/{path.stem}" for provider, path in cases]
+CONCERNS = {path.stem: load_concern(path) for path in concern_files()}
+ALL_CASES: list[Case] = [case for columns in CONCERNS.values() for case in columns.values() if case.skip is None]
+RESPONSE_CASES = [case for case in ALL_CASES if "response" in case.data]
 
 
-def _response_cases() -> list[tuple[str, Path]]:
-    return [(provider, path) for provider, path in ALL_CASES if "response" in load_case(path)]
+def _ids(cases: list[Case]) -> list[str]:
+    return [case.name for case in cases]
 
 
-@pytest.mark.parametrize(("provider", "path"), ALL_CASES, ids=_ids(ALL_CASES))
-def test_case(provider: str, path: Path) -> None:
-    outcome = run_case(provider, path)
+@pytest.mark.parametrize("case", ALL_CASES, ids=_ids(ALL_CASES))
+def test_case(case: Case) -> None:
+    outcome = run_case(case)
     problems = "\n\n".join(outcome.problems)
-    assert outcome.ok, f"{outcome.name} ({path}):\n{problems}"
+    assert outcome.ok, f"{outcome.name} ({case.file}):\n{problems}"
 
 
 def test_cases_exist() -> None:
-    assert ALL_CASES, "no case files found under fixtures/<provider>/"
+    assert ALL_CASES, "no concern files found under fixtures/cases/"
+
+
+def gaps(columns: dict[str, Case]) -> tuple[list[str], list[str]]:
+    """(built-in providers without a column, columns for providers without rules)."""
+    providers = set(toolnexus.providers())
+    return sorted(providers - set(columns)), sorted(set(columns) - providers)
+
+
+@pytest.mark.parametrize("concern", sorted(CONCERNS))
+def test_every_concern_covers_every_provider(concern: str) -> None:
+    """Each provider the built-in rules define has an expectation or a skip with a reason: gaps show."""
+    missing, unknown = gaps(CONCERNS[concern])
+    assert not missing, f"fixtures/cases/{concern}.yaml has no column for {missing} (an expectation, or skip: <reason>)"
+    assert not unknown, f"fixtures/cases/{concern}.yaml has columns for providers without rules: {unknown}"
+
+
+def test_a_concern_without_a_providers_column_shows_the_gap(tmp_path: Path) -> None:
+    concern = tmp_path / "one-column.yaml"
+    concern.write_text("doc: x\nrequest: {model: m, messages: []}\nproviders:\n  openai: {skip: a reason}\n")
+    missing, unknown = gaps(load_concern(concern))
+    assert missing == sorted(set(toolnexus.providers()) - {"openai"}) and missing and not unknown
 
 
 @pytest.mark.parametrize("provider", toolnexus.providers())
 def test_every_provider_has_cases(provider: str) -> None:
-    files = case_files().get(provider, [])
-    assert files, f"provider '{provider}' has no case files in fixtures/{provider}/"
+    assert any(case.provider == provider for case in ALL_CASES), f"provider '{provider}' has no case to run"
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -60,9 +73,9 @@ def _same(a: Any, b: Any) -> bool:
     return a == b and repr(a) == repr(b)
 
 
-@pytest.mark.parametrize(("provider", "path"), ALL_CASES, ids=_ids(ALL_CASES))
-def test_inputs_not_mutated(provider: str, path: Path) -> None:
-    case = load_case(path)
+@pytest.mark.parametrize("column", ALL_CASES, ids=_ids(ALL_CASES))
+def test_inputs_not_mutated(column: Case) -> None:
+    provider, case = column.provider, column.data
     if "request" in case:
         request = case["request"]
         before = copy.deepcopy(request)
@@ -84,43 +97,8 @@ def test_inputs_not_mutated(provider: str, path: Path) -> None:
 # ---------------------------------------------------------------- canned responses are real
 
 
-def _anthropic(response: dict[str, Any]) -> None:
-    anthropic.types.Message.model_validate(response)
-
-
-def _openai(response: dict[str, Any]) -> None:
-    openai.types.chat.ChatCompletion.model_validate(response, strict=True)
-
-
 # google-genai: pydantic models (extra="forbid") that accept the REST camelCase keys. Enum fields only warn
 # on an unknown value, so warnings are errors; lax validation coerces, so the dump must give the response back.
-GEMINI_BYTES_KEYS = frozenset({"data", "thoughtSignature"})  # proto bytes: base64 text in JSON
-
-
-def _gemini_bytes(value: Any) -> Any:
-    """base64 fields as the bytes they spell (pydantic writes the URL-safe alphabet; the API sends the standard one)."""
-    if isinstance(value, dict):
-        return {
-            k: base64.b64decode(v.translate(str.maketrans("-_", "+/")) + "=" * (-len(v) % 4), validate=True)
-            if k in GEMINI_BYTES_KEYS and isinstance(v, str)
-            else _gemini_bytes(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_gemini_bytes(v) for v in value]
-    return value
-
-
-def _gemini(response: dict[str, Any]) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        parsed = genai_types.GenerateContentResponse.model_validate_json(json.dumps(response))
-    back = parsed.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    diff = DeepDiff(_gemini_bytes(response), _gemini_bytes(back), ignore_numeric_type_changes=True)
-    assert not diff, f"the SDK type changed part of the response:\n{diff.pretty()}"
-
-
-SDK_VALIDATORS = {"anthropic": _anthropic, "gemini": _gemini, "openai": _openai}
 
 
 def _off_spec(case: dict[str, Any]) -> bool:
@@ -137,16 +115,16 @@ def _off_spec(case: dict[str, Any]) -> bool:
     )
 
 
-@pytest.mark.parametrize(("provider", "path"), _response_cases(), ids=_ids(_response_cases()))
-def test_canned_response_is_valid_for_the_sdk(provider: str, path: Path) -> None:
+@pytest.mark.parametrize("column", RESPONSE_CASES, ids=_ids(RESPONSE_CASES))
+def test_canned_response_is_valid_for_the_sdk(column: Case) -> None:
+    provider, case = column.provider, column.data
     validate = SDK_VALIDATORS.get(provider)
     if validate is None:
         pytest.skip(f"no SDK validator for {provider}")
-    case = load_case(path)
     try:
         validate(copy.deepcopy(case["response"]))
     except (pydantic.ValidationError, UserWarning, AssertionError) as exc:  # Gemini: an unknown enum value warns
         if _off_spec(case):
             pytest.skip(f"deliberately off-spec response: {str(exc).splitlines()[0]}")
-        name = f"{provider}/{path.stem}"
+        name = column.name
         raise AssertionError(f"{name}: the canned response is not a valid {provider} response:\n{exc}") from None

@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from toolnexus import ProviderError, RuleError, providers, translate_response
 from toolnexus.devtools import cli
 from toolnexus.devtools.cli import build_parser
-from toolnexus.devtools.conformance import load_case
+from toolnexus.devtools.conformance import load_concern
 from toolnexus.devtools.demo import run_demo
 
 REPO = Path(__file__).resolve().parents[1]
@@ -265,11 +266,14 @@ def test_check_with_a_changed_mapping_can_be_made_green(tmp_path: Path) -> None:
     (tmp_path / "openai.yaml").write_text(text.replace("content_filter: content_filter", "content_filter: stop"))
     red = toolnexus("check", "--rules", str(tmp_path))
     assert red.returncode == 1
-    builtin = REPO / "fixtures" / "openai" / "response-finish-content-filter.yaml"
+    builtin = REPO / "fixtures" / "cases" / "response-finish-content-filter.yaml"
     assert f"FAIL  openai/response-finish-content-filter  {builtin.relative_to(REPO)}\n" in red.stdout
-    mine = tmp_path / "fixtures" / "openai" / builtin.name
+    mine = tmp_path / "fixtures" / "cases" / builtin.name
     mine.parent.mkdir(parents=True)
-    mine.write_text(builtin.read_text().replace("finish_reason: content_filter", "finish_reason: stop"))
+    concern = yaml.safe_load(builtin.read_text())  # the user's concern replaces the shipped one whole
+    concern["providers"] = {"openai": concern["providers"]["openai"]}
+    concern["providers"]["openai"]["expect_result"]["finish_reason"] = "stop"
+    mine.write_text(yaml.safe_dump(concern))
     green = toolnexus("check", "--rules", str(tmp_path), "-v")
     assert green.returncode == 0, green.stdout
     assert f"ok    openai/response-finish-content-filter  {mine}" in green.stdout
@@ -278,17 +282,48 @@ def test_check_with_a_changed_mapping_can_be_made_green(tmp_path: Path) -> None:
     )
 
 
+def test_a_users_concern_names_known_providers_and_the_case_layout(tmp_path: Path) -> None:
+    """A column for a provider with no rule file, and a case file in the old per-provider layout, fail located."""
+    (tmp_path / "openai.yaml").write_text((REPO / "rules" / "openai.yaml").read_text())
+    cases = tmp_path / "fixtures" / "cases"
+    cases.mkdir(parents=True)
+    (cases / "mine.yaml").write_text("doc: x\nrequest: {model: m, messages: []}\nproviders:\n  opnai: {skip: none}\n")
+    (tmp_path / "fixtures" / "openai").mkdir()
+    (tmp_path / "fixtures" / "openai" / "old.yaml").write_text("doc: x\n")
+    red = toolnexus("check", "--rules", str(tmp_path))
+    assert red.returncode == 1
+    assert f"FAIL  opnai/mine  {cases / 'mine.yaml'}\n" in red.stdout and "did you mean 'openai'" in red.stdout
+    assert f"FAIL  old  {tmp_path / 'fixtures' / 'openai' / 'old.yaml'}\n" in red.stdout
+
+
+def test_concern_column_errors_are_located(tmp_path: Path) -> None:
+    concern = tmp_path / "c.yaml"
+    concern.write_text("doc: x\nrequest: {model: m}\nproviders:\n  openai:\n    expect_reqest: {}\n")
+    with pytest.raises(RuleError) as caught:
+        load_concern(concern)
+    assert (caught.value.line, caught.value.column, caught.value.rule) == (5, 5, "providers.openai.expect_reqest")
+    assert "did you mean 'expect_request'" in str(caught.value)
+    concern.write_text("doc: x\nrequest: {model: m}\nproviders:\n  openai: {skip: ''}\n")
+    with pytest.raises(RuleError) as caught:
+        load_concern(concern)
+    assert caught.value.rule == "providers.openai.skip"
+    concern.write_text("doc: x\nrequest: {model: m}\nproviders:\n  openai: {doc: y}\n")
+    with pytest.raises(RuleError) as caught:
+        load_concern(concern)
+    assert caught.value.rule == "providers.openai"
+
+
 def test_case_file_errors_are_located(tmp_path: Path) -> None:
     misspelt = tmp_path / "misspelt.yaml"
     misspelt.write_text("doc: x\nreqest: {model: m}\n")
     with pytest.raises(RuleError) as caught:
-        load_case(misspelt)
+        load_concern(misspelt)
     assert (caught.value.file, caught.value.line, caught.value.column) == (str(misspelt), 2, 1)
     assert "did you mean 'request'" in str(caught.value)
     broken = tmp_path / "broken.yaml"
     broken.write_text("doc: x\nrequest: [\n")
     with pytest.raises(RuleError) as caught:
-        load_case(broken)
+        load_concern(broken)
     assert (caught.value.file, caught.value.line) == (str(broken), 3)
     assert "<unicode string>" not in str(caught.value) and "\n" not in str(caught.value)
 

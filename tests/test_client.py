@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 import toolnexus
-from test_faults import error_object, needs_aiohttp
+from support.faults import error_object, needs_aiohttp
 from toolnexus import (
     Cancelled,
     ConfigError,

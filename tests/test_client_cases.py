@@ -15,33 +15,35 @@ from typing import Any
 import pytest
 from deepdiff import DeepDiff
 
+from support.cases import CASES as ALL_CASES
+from support.cases import case_ids
 from toolnexus import create_client
-from toolnexus.devtools.conformance import case_files, fixtures_dir, load_case
+from toolnexus.devtools.conformance import Case, fixtures_dir
 from toolnexus.devtools.stub import ProviderStub
 
 CLIENT_FIELDS = {"model", "messages", "tools", "tool_choice", "max_tokens"}
 
 
-def client_cases() -> list[tuple[str, Path]]:
-    out = []
-    for provider, files in case_files().items():
-        for path in files:
-            case = load_case(path)
-            if "expect_request" in case and set(case["request"]) <= CLIENT_FIELDS and not case.get("options"):
-                out.append((provider, path))
-    return out
+def client_cases() -> list[Case]:
+    return [
+        column
+        for column in ALL_CASES
+        if "expect_request" in column.data
+        and set(column.data["request"]) <= CLIENT_FIELDS
+        and not column.data.get("options")
+    ]
 
 
 CASES = client_cases()
 
 
 def test_some_cases_reach_the_client_for_every_provider() -> None:
-    assert {provider for provider, _ in CASES} >= {"anthropic", "openai"}
+    assert {case.provider for case in CASES} >= {"anthropic", "openai"}
 
 
-@pytest.mark.parametrize(("provider", "path"), CASES, ids=[f"{p}/{f.stem}" for p, f in CASES])
-def test_case_through_the_client(provider: str, path: Path) -> None:
-    case = load_case(path)
+@pytest.mark.parametrize("column", CASES, ids=case_ids(CASES))
+def test_case_through_the_client(column: Case) -> None:
+    provider, case = column.provider, column.data
     request: dict[str, Any] = case["request"]
     demo = json.loads((Path(fixtures_dir()) / "demo" / f"{provider}.json").read_text())
     response = case.get("response", demo["replies"][-1])

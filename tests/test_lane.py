@@ -19,9 +19,10 @@ import pytest
 from hypothesis import given
 
 import toolnexus
-from test_properties import SETTINGS, broken_requests, requests
+from support.cases import CASES, case_ids
+from support.strategies import SETTINGS, broken_requests, requests
 from toolnexus import TranslationError
-from toolnexus.devtools.conformance import case_files, load_case
+from toolnexus.devtools.conformance import Case
 from toolnexus.language.templates import Ctx
 from toolnexus.translate.inbound import Inbound
 from toolnexus.translate.lane import Fallback, Lane
@@ -29,9 +30,7 @@ from toolnexus.translate.rulebook import load_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 PROVIDERS = toolnexus.providers()
-REQUEST_CASES = [
-    (provider, path) for provider, paths in case_files().items() for path in paths if "request" in load_case(path)
-]
+REQUEST_CASES = [case for case in CASES if "request" in case.data]
 
 
 def _always_fallback(_data: Any, _ctx: Ctx) -> Any:
@@ -57,10 +56,9 @@ def assert_same(provider: str, request: Any, options: dict[str, Any] | None = No
     assert outcome(fast, request, options or {}) == outcome(general, request, options or {})
 
 
-@pytest.mark.parametrize(("provider", "path"), REQUEST_CASES, ids=[f"{p}/{path.stem}" for p, path in REQUEST_CASES])
-def test_every_case_translates_the_same_with_and_without_the_lane(provider: str, path: Path) -> None:
-    case = load_case(path)
-    assert_same(provider, case["request"], case.get("options"))
+@pytest.mark.parametrize("case", REQUEST_CASES, ids=case_ids(REQUEST_CASES))
+def test_every_case_translates_the_same_with_and_without_the_lane(case: Case) -> None:
+    assert_same(case.provider, case.data["request"], case.data.get("options"))
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from test_properties import SETTINGS
+from support.strategies import SETTINGS
 from toolnexus import ToolkitError, create_toolkit
 from toolnexus.toolkit.mcp_config import read_config
 from toolnexus.toolkit.mcp_tools import MAX_NAME, NAME_RULE, declare, rewritten, tool_result

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from test_sdk_judges import JUDGES
+from support.judges import JUDGES
 from toolnexus import ToolkitError, create_client, create_toolkit, define_tool, providers
 from toolnexus.devtools.conformance import fixtures_dir
 from toolnexus.devtools.stub import ProviderStub, scripted

@@ -27,8 +27,7 @@ from typing import Any
 import pytest
 from deepdiff import DeepDiff
 
-from test_cases import SDK_VALIDATORS
-from test_sdk_judges import judge_anthropic, judge_gemini, judge_openai
+from support.judges import SDK_VALIDATORS, judge_anthropic, judge_gemini, judge_openai
 from toolnexus import (
     ProviderError,
     TranslateResult,

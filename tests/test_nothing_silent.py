@@ -6,7 +6,7 @@ template never reads, a tool result's images next to its text. Each such field i
 settled like an unmapped message key: by the rule file's `messages.unsupported` entry
 (drop with a note, or refuse), else by `unknown_fields` (refused by default, a
 `dropped` note with "drop"). The built-in rules' behaviour on the same inputs is in
-the case tables (fixtures/<provider>/tool-result-image-detail-and-error.yaml).
+the case tables (fixtures/cases/tool-result-image-detail-and-error.yaml).
 """
 
 from __future__ import annotations

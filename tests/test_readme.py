@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from sse_encoders import anthropic_events
+from support.sse_encoders import anthropic_events
 from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest
 
 REPO = Path(__file__).resolve().parents[1]

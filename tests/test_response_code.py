@@ -15,7 +15,7 @@ import pytest
 
 import toolnexus
 from toolnexus import ResponseError, load_rules, translate_response
-from toolnexus.devtools.conformance import case_files, load_case
+from toolnexus.devtools.conformance import load_cases
 from toolnexus.language.paths import MISSING
 from toolnexus.language.templates import Ctx
 from toolnexus.translate.outbound import Outbound, _explain_counts, _Found, check_usage
@@ -27,11 +27,9 @@ PROVIDERS = toolnexus.providers()
 def clean_case_responses() -> list[tuple[str, str, dict[str, Any]]]:
     """(provider, case, response) for every case answer that translates with no note at all."""
     out = []
-    for provider, paths in case_files().items():
-        if provider not in PROVIDERS:
-            continue
-        for path in paths:
-            case = load_case(path)
+    for column in load_cases():
+        provider, case = column.provider, column.data
+        if column.skip is None and provider in PROVIDERS:
             if "response" not in case or "expect_response_error" in case or case.get("expect_result_notes"):
                 continue
             try:
@@ -39,7 +37,7 @@ def clean_case_responses() -> list[tuple[str, str, dict[str, Any]]]:
             except toolnexus.ToolnexusError:
                 continue
             if not result.notes:
-                out.append((provider, path.stem, case["response"]))
+                out.append((provider, column.concern, case["response"]))
     return out
 
 
@@ -170,11 +168,9 @@ def variants(value: Any, budget: int) -> Iterator[Any]:
 
 
 ANSWERS = [
-    (provider, path.stem, case["response"])
-    for provider, paths in case_files().items()
-    if provider in PROVIDERS
-    for path in paths
-    if isinstance((case := load_case(path)).get("response"), dict)
+    (column.provider, column.concern, column.data["response"])
+    for column in load_cases()
+    if column.skip is None and column.provider in PROVIDERS and isinstance(column.data.get("response"), dict)
 ]
 
 

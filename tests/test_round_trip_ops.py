@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from test_properties import SETTINGS, anthropic_responses, gemini_responses
+from support.strategies import SETTINGS, anthropic_responses, gemini_responses
 from toolnexus import Note, RuleError, TranslationError, load_rules, translate_request, translate_response
 from toolnexus.language.ids import MARK, IdRule, decode, encode
 from toolnexus.language.templates import Ctx

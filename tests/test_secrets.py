@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 import toolnexus
-from test_faults import (
+from support.faults import (
     FAULTS,
     PROVIDERS,
     STACK_TARGETS,

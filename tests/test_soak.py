@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 import toolnexus
-from test_faults import PROVIDERS, model, set_at, text_path, text_reply
+from support.faults import PROVIDERS, model, set_at, text_path, text_reply
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import soak as soak_tool

@@ -5,7 +5,7 @@ and as the provider's event stream (`client.translate_stream`), cut at random by
 The two TranslateResults must be equal (raw included), every chunk must be a valid
 `openai.types.chat.ChatCompletionChunk` (strict), and the chunks must reassemble (as the OpenAI
 SDK's own ChatCompletionStreamState does) into exactly that result. Streams are written by
-tests/sse_encoders.py from each provider's streaming documentation.
+tests/support/sse_encoders.py from each provider's streaming documentation.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
 
 import toolnexus
-from sse_encoders import ENCODERS, canonical
-from test_faults import (
+from support.cases import CASES, case_ids
+from support.faults import (
     FAST,
     HARD_CAP,
     USER,
@@ -45,11 +45,12 @@ from test_faults import (
     text_reply,
     tool_call_reply,
 )
-from test_faults import run as run_fault
-from test_properties import SETTINGS, anthropic_responses, gemini_responses, json_equal, openai_responses
-from test_sdk_judges import ANTHROPIC_SDK_GAPS, RICH_REQUESTS, judge, judge_gemini
+from support.faults import run as run_fault
+from support.judges import ANTHROPIC_SDK_GAPS, RICH_REQUESTS, judge, judge_gemini
+from support.sse_encoders import ENCODERS, canonical
+from support.strategies import SETTINGS, anthropic_responses, gemini_responses, json_equal, openai_responses
 from toolnexus import Cancelled, ConfigError, ProviderError, ResponseError, TranslateResult, TranslationError
-from toolnexus.devtools.conformance import case_files, load_case
+from toolnexus.devtools.conformance import Case
 from toolnexus.devtools.stub import ProviderStub, StubReply, scripted, sse_pieces
 from toolnexus.translate.stream_rules import END
 
@@ -66,7 +67,7 @@ GENERATORS: dict[str, Callable[[], st.SearchStrategy[dict[str, Any]]]] = {
 def test_every_provider_streams_and_has_an_encoder_and_a_generator() -> None:
     for provider in PROVIDERS:
         assert RULES.get(provider).streaming is not None, f"rules/{provider}.yaml has no streaming section"
-        assert provider in ENCODERS, f"tests/sse_encoders.py cannot tell a {provider} response as a stream"
+        assert provider in ENCODERS, f"tests/support/sse_encoders.py cannot tell a {provider} response as a stream"
         assert provider in GENERATORS, f"no response generator for {provider}"
 
 
@@ -184,27 +185,20 @@ def test_a_stream_gives_the_result_of_the_same_answer_sent_whole(served: Served,
 # ---------------------------------------------------------------- equivalence: every case table response
 
 
-def _response_cases() -> list[tuple[str, Path]]:
-    out = []
-    for provider, paths in case_files().items():
-        if provider in PROVIDERS:
-            cases = [(p, load_case(p)) for p in paths]
-            out += [(provider, p) for p, c in cases if "response" in c and "expect_response_error" not in c]
-    return out
+RESPONSE_CASES = [
+    c for c in CASES if c.provider in PROVIDERS and "response" in c.data and "expect_response_error" not in c.data
+]
 
 
-RESPONSE_CASES = _response_cases()
-
-
-@pytest.mark.parametrize(("provider", "path"), RESPONSE_CASES, ids=[f"{p}/{path.stem}" for p, path in RESPONSE_CASES])
-def test_every_case_response_streams_to_its_case_result(served: Served, provider: str, path: Path) -> None:
-    """Every response of fixtures/<provider>/, told as a stream: the same result (or, with no end, cut off)."""
-    case = load_case(path)
+@pytest.mark.parametrize("column", RESPONSE_CASES, ids=case_ids(RESPONSE_CASES))
+def test_every_case_response_streams_to_its_case_result(served: Served, column: Case) -> None:
+    """Every provider response of fixtures/cases/, told as a stream: the same result (or, with no end, cut off)."""
+    provider, case = column.provider, column.data
     response = canonical(provider, case["response"])
     want = toolnexus.translate_response(provider, response, requested_model=case.get("requested_model"))
     translator = toolnexus.stream_translator(provider, requested_model=case.get("requested_model"))
     chunks: list[dict[str, Any]] = []
-    events = ENCODERS[provider](response, random.Random(path.stem))
+    events = ENCODERS[provider](response, random.Random(column.concern))
     try:
         for event in events:
             chunks += translator.feed(data_of(event))
@@ -737,6 +731,7 @@ def test_closing_a_stream_early_closes_the_connection(provider: str) -> None:
 # ---------------------------------------------------------------- memory
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_memory_grows_with_the_content_not_with_the_number_of_events(provider: str) -> None:
     """The same 100 kB answer in 500 and in 20,000 events: the peak of the second is not larger."""

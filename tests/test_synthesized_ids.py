@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import toolnexus
-from sse_encoders import ENCODERS
+from support.sse_encoders import ENCODERS
 from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest, sse_pieces
 
 TURNS = 50

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 import toolnexus
-from test_faults import text_reply
+from support.faults import text_reply
 from toolnexus import ConfigError
 from toolnexus.devtools.stub import ProviderStub, StubRequest
 from toolnexus.http.transport import transport_error

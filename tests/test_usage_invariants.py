@@ -22,23 +22,21 @@ from typing import Any
 import pytest
 
 import toolnexus
-from sse_encoders import ENCODERS
+from support.cases import CASES
+from support.sse_encoders import ENCODERS
 from toolnexus import translate_response
-from toolnexus.devtools.conformance import case_files, fixtures_dir, golden_files, load_case, run_check
+from toolnexus.devtools.conformance import fixtures_dir, golden_files, run_check
 
 
 def responses() -> Iterator[tuple[str, str, dict[str, Any], list[str]]]:
     """(provider, where, response, the usage paths a case expects `inconsistent` notes at) for every fixture
     response that translates."""
-    for provider, paths in case_files().items():
-        if provider == "demo":
-            continue
-        for path in paths:
-            case = load_case(path)
-            if "response" in case and "expect_response_error" not in case:
-                notes = case.get("expect_result_notes") or []
-                expected = [n["path"] for n in notes if n["kind"] == "inconsistent"]
-                yield provider, f"{provider}/{path.stem}", case["response"], expected
+    for column in CASES:
+        case = column.data
+        if "response" in case and "expect_response_error" not in case:
+            notes = case.get("expect_result_notes") or []
+            expected = [n["path"] for n in notes if n["kind"] == "inconsistent"]
+            yield column.provider, column.name, case["response"], expected
     for path in golden_files():
         spec = json.loads(path.read_text())
         for name, response in spec.get("finish_reasons", {}).items():

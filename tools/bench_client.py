@@ -13,7 +13,7 @@ server answering canned bytes, so it costs little and takes no time from this pr
 GIL). It answers every provider's endpoint path with that provider's first demo reply
 (fixtures/demo/<provider>.json: text and a tool call), or with `--answer calls` the bench's
 generated thinking + text + three parallel tool calls (tools/bench_inputs.py); its streaming
-path with the same answer told as the provider's event stream (tests/sse_encoders.py).
+path with the same answer told as the provider's event stream (tests/support/sse_encoders.py).
 
 For each HTTP stack (`toolnexus.http.transport`: httpx's own pool; httpx-aiohttp's when
 installed), provider and concurrency level, one process alternates, round after round,
@@ -73,7 +73,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "tests"))
 from bench_inputs import generated_responses, tool_declarations, transcript
 from progress import progress
 from spawned import spawned
-from sse_encoders import ENCODERS, canonical  # test material: a response told as its provider's stream
+from support.sse_encoders import ENCODERS, canonical  # test material: a response told as its provider's stream
 
 KEY = "bench-key"
 USER_TURN = [{"role": "user", "content": "What is 21 + 21? Use the add tool."}]

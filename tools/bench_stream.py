@@ -3,7 +3,7 @@
     python tools/bench_stream.py [--events N] [--rounds R]
 
 For each provider, one long answer (the demo's first reply with text, its text cut into
-about N pieces; tests/sse_encoders.py tells it as the provider's event stream) is served
+about N pieces; tests/support/sse_encoders.py tells it as the provider's event stream) is served
 by the embedded ProviderStub in one write, so the stub costs both sides the same. One
 process alternates, round after round, between:
 
@@ -39,7 +39,7 @@ from toolnexus.devtools.stub import ProviderStub, StubReply
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from progress import progress  # beside this file
-from sse_encoders import ENCODERS, canonical  # test material: a response told as its provider's stream
+from support.sse_encoders import ENCODERS, canonical  # test material: a response told as its provider's stream
 
 KEY = "bench-key"
 MESSAGES = [{"role": "user", "content": "What is 21 + 21? Use the add tool."}]

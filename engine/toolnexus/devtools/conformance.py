@@ -5,9 +5,10 @@ Two kinds of data files drive it, both shipped with the package:
 - golden fixtures, `fixtures/*.input.json`: an OpenAI request and provider
   responses whose translation, picked into named keys, must equal an agreed
   output file byte for byte (key-sorted JSON, indent 1);
-- case tables, `fixtures/<provider>/<case>.yaml`: one concern each, with an
-  OpenAI request and the expected provider body (or an expected error kind and
-  path), and/or a provider response and the expected OpenAI-shaped result.
+- case tables, `fixtures/cases/<concern>.yaml`: one concern each, with one
+  OpenAI request and, per provider, the expected provider body (or an expected
+  error kind and path), and/or that provider's response and the expected
+  OpenAI-shaped result; or `skip:` and the reason the provider has no counterpart.
 
 `toolnexus check` and the test suite run the same code, so a case is added by
 adding a file.
@@ -30,10 +31,6 @@ from ..language.loader import did_you_mean, parse_rule_text
 from ..translate.rulebook import Rulebook, RulesArg, load_rules
 
 GOLDEN_SUFFIX = ".input.json"
-CASE_KEYS = {
-    "doc", "request", "options", "expect_request", "expect_error", "expect_notes",
-    "response", "requested_model", "expect_result", "expect_response_error", "expect_result_notes",
-}  # fmt: skip
 
 
 def fixtures_dir() -> Path:
@@ -110,6 +107,12 @@ def check_golden(path: Path, rules: RulesArg = None) -> Outcome:
 
 # ---------------------------------------------------------------- case tables
 
+CONCERN_KEYS = {"doc", "request", "options", "providers"}
+REQUEST_EXPECT = {"expect_request", "expect_error", "expect_notes"}
+RESPONSE_KEYS = {"response", "requested_model", "expect_result", "expect_response_error", "expect_result_notes"}
+COLUMN_KEYS = {"doc", "skip", "with"} | REQUEST_EXPECT | RESPONSE_KEYS
+CASES_DIR = "cases"
+
 
 def shown(path: Path) -> str:
     """A path as a user can open it: relative to the working directory when under it."""
@@ -119,28 +122,85 @@ def shown(path: Path) -> str:
         return str(path)
 
 
-def case_files(directory: Path | None = None) -> dict[str, list[Path]]:
-    """Case files by provider directory name."""
-    base = directory or fixtures_dir()
-    return {d.name: sorted(d.glob("*.yaml")) for d in sorted(base.iterdir()) if d.is_dir()}
+@dataclass(frozen=True)
+class Case:
+    """One provider's column of a concern: what to translate and what must come out, or why not.
+
+    `data` holds the column in the shape `run_case` runs: `request` (the concern's
+    shared OpenAI input with the column's `with:` fields set), `options`, the
+    `expect_*` values, and the provider `response` with its expectations.
+    """
+
+    concern: str
+    provider: str
+    file: Path
+    data: dict[str, Any]
+    skip: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider}/{self.concern}"
 
 
-def load_case(path: Path) -> dict[str, Any]:
-    """A case file's data; a broken one raises RuleError at its file:line:column, like a rule file."""
+def concern_files(directory: Path | None = None) -> list[Path]:
+    """The concern files of a fixtures directory (the shipped one by default)."""
+    return sorted(((directory or fixtures_dir()) / CASES_DIR).glob("*.yaml"))
+
+
+def _check_keys(source: Any, where: tuple[Any, ...], data: Any, allowed: set[str], what: str) -> None:
+    if not isinstance(data, dict):
+        raise source.error(where, f"{what} is a mapping")
+    for key in data:
+        if key not in allowed:
+            raise source.error((*where, key), f"unknown {what} key '{key}'{did_you_mean(str(key), allowed)}")
+
+
+def load_concern(path: Path) -> dict[str, Case]:
+    """A concern file's columns by provider; a mistake raises RuleError at its file:line:column."""
     source = parse_rule_text(path.read_text(encoding="utf-8"), shown(path))
-    case = source.data
-    if not isinstance(case, dict):
-        raise source.error((), "a case file holds a mapping")
-    for key in case:
-        if key not in CASE_KEYS:
-            raise source.error((key,), f"unknown case key '{key}'{did_you_mean(key, CASE_KEYS)}")
-    if not ({"request", "response"} & set(case)):
-        raise source.error((), "a case needs a request or a response")
-    if "request" in case and not ({"expect_request", "expect_error"} & set(case)):
-        raise source.error(("request",), "a request needs expect_request or expect_error")
-    if "response" in case and not ({"expect_result", "expect_response_error"} & set(case)):
-        raise source.error(("response",), "a response needs expect_result or expect_response_error")
-    return case
+    concern = source.data
+    _check_keys(source, (), concern, CONCERN_KEYS, "concern")
+    columns = concern.get("providers")
+    if not isinstance(columns, dict) or not columns:
+        raise source.error(("providers",), "a concern needs providers: a column per provider")
+    request = concern.get("request")
+    if request is not None and not isinstance(request, dict):
+        raise source.error(("request",), "request is an OpenAI request object")
+    cases = {}
+    for provider, column in columns.items():
+        where = ("providers", provider)
+        _check_keys(source, where, column, COLUMN_KEYS, "column")
+        if "skip" in column:
+            if not isinstance(column["skip"], str) or not column["skip"].strip() or set(column) - {"skip", "doc"}:
+                raise source.error((*where, "skip"), "skip is the reason this provider has no counterpart, alone")
+            cases[provider] = Case(path.stem, provider, path, {}, column["skip"])
+            continue
+        data = {"doc": column.get("doc", concern.get("doc"))}
+        if request is not None:
+            if not ({"expect_request", "expect_error"} & set(column)):
+                raise source.error(where, "a concern with a request needs expect_request or expect_error")
+            mine = column.get("with", {})
+            if not isinstance(mine, dict):
+                raise source.error((*where, "with"), "with is a mapping of request fields")
+            data["request"] = {**request, **mine}
+            if "options" in concern:
+                data["options"] = concern["options"]
+        elif REQUEST_EXPECT & set(column) or "with" in column:
+            raise source.error(where, "request expectations need the concern's request")
+        if "response" in column and not ({"expect_result", "expect_response_error"} & set(column)):
+            raise source.error((*where, "response"), "a response needs expect_result or expect_response_error")
+        if "response" not in column and RESPONSE_KEYS & set(column):
+            raise source.error(where, "response expectations need a response")
+        if request is None and "response" not in column:
+            raise source.error(where, "a column needs a response when the concern has no request")
+        data.update({k: v for k, v in column.items() if k not in ("doc", "with")})
+        cases[provider] = Case(path.stem, provider, path, data)
+    return cases
+
+
+def load_cases(directory: Path | None = None) -> list[Case]:
+    """Every column of every concern in a fixtures directory, skips included."""
+    return [case for path in concern_files(directory) for case in load_concern(path).values()]
 
 
 def _expect_error(kind_and_path: dict[str, str], exc: errors.ToolnexusError | None, what: str) -> list[str]:
@@ -155,18 +215,22 @@ def _notes(notes: tuple[errors.Note, ...]) -> list[dict[str, str]]:
     return [{"kind": n.kind, "path": n.path} for n in notes]
 
 
-def run_case(provider: str, path: Path, rules: RulesArg = None) -> Outcome:
-    outcome = Outcome(f"{provider}/{path.stem}", file=shown(path))
-    try:
-        case = load_case(path)
-    except (errors.RuleError, OSError, UnicodeDecodeError) as exc:
-        outcome.problems.append(str(exc))
-        return outcome
-    if "request" in case:
-        outcome.problems += _run_request(provider, case, rules)
-    if "response" in case:
-        outcome.problems += _run_response(provider, case, rules)
+def run_case(case: Case, rules: RulesArg = None) -> Outcome:
+    """Translate one column and compare it with its expectations (a skipped column passes)."""
+    outcome = Outcome(case.name, file=shown(case.file))
+    if "request" in case.data:
+        outcome.problems += _run_request(case.provider, case.data, rules)
+    if "response" in case.data:
+        outcome.problems += _run_response(case.provider, case.data, rules)
     return outcome
+
+
+def _load_outcomes(path: Path) -> tuple[dict[str, Case], Outcome | None]:
+    """A concern file's columns, or the outcome that reports why it cannot be read."""
+    try:
+        return load_concern(path), None
+    except (errors.RuleError, OSError, UnicodeDecodeError) as exc:
+        return {}, Outcome(path.stem, [str(exc)], file=shown(path))
 
 
 def _run_request(provider: str, case: dict[str, Any], rules: RulesArg) -> list[str]:
@@ -220,26 +284,43 @@ def _run_response(provider: str, case: dict[str, Any], rules: RulesArg) -> list[
 def run_check(rules: RulesArg = None) -> Iterator[Outcome]:
     """Load every rule file, then every golden fixture and case. Yields outcomes.
 
-    Cases come from the shipped fixtures/ and, for a user rules directory, from
-    its own `fixtures/` (so a provider added there can carry its cases). A user's
-    golden fixture or case with the name of a shipped one replaces it, so a
-    changed mapping can carry the expectations it changes.
+    Cases come from the shipped fixtures/cases/ and, for a user rules directory,
+    from its own `fixtures/cases/` (so a provider added there can carry its
+    cases). A user's golden fixture or concern file with the name of a shipped
+    one replaces it, so a changed mapping can carry the expectations it changes.
     """
     book: Rulebook = load_rules(rules)  # raises RuleError on a broken rule file
     user = Path(rules) / "fixtures" if isinstance(rules, (str, Path)) else None
     if user is not None and not user.is_dir():
         user = None
     golden = {p.name: p for p in golden_files()}
-    cases = {provider: {p.name: p for p in files} for provider, files in case_files().items()}
+    concerns = {p.name: p for p in concern_files()}
     if user is not None:
         golden.update({p.name: p for p in golden_files(user)})
-        for provider, mine in case_files(user).items():
-            cases.setdefault(provider, {}).update({p.name: p for p in mine})
+        concerns.update({p.name: p for p in concern_files(user)})
     for name in sorted(golden):
         yield check_golden(golden[name], book)
-    for provider in book.names():
-        by_name = cases.get(provider, {})
-        if not by_name:
-            yield Outcome(f"{provider}/*", [f"provider '{provider}' has no cases in fixtures/{provider}/"])
-        for case_name in sorted(by_name):
-            yield run_case(provider, by_name[case_name], book)
+    if user is not None:
+        for stray in sorted(user.glob("*/*.yaml")):
+            if stray.parent.name != CASES_DIR:
+                yield Outcome(
+                    stray.stem,
+                    [f"case files live in fixtures/{CASES_DIR}/<concern>.yaml, a column per provider"],
+                    file=shown(stray),
+                )
+    covered: set[str] = set()
+    providers = book.names()
+    for name in sorted(concerns):
+        cases, broken = _load_outcomes(concerns[name])
+        if broken is not None:
+            yield broken
+        for provider, case in sorted(cases.items()):
+            if provider not in providers:
+                problem = f"no rule file for provider '{provider}'{did_you_mean(provider, providers)}"
+                yield Outcome(case.name, [problem], file=shown(case.file))
+            elif case.skip is None:
+                covered.add(provider)
+                yield run_case(case, book)
+    for provider in providers:
+        if provider not in covered:
+            yield Outcome(f"{provider}/*", [f"provider '{provider}' has no cases in fixtures/{CASES_DIR}/"])

@@ -1,0 +1,4 @@
+"""Shared test material: strategies, stubs, judges, case-table helpers.
+
+Test modules import these and never each other.
+"""
