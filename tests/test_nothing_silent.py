@@ -18,7 +18,6 @@ import pytest
 
 import toolnexus
 from toolnexus import TranslationError
-from toolnexus.templates import Ctx
 
 RULES = Path(__file__).resolve().parents[1] / "rules"
 
@@ -156,16 +155,6 @@ def test_what_is_written_is_still_written(tmp_path: Path) -> None:
     )
     written = [{"type": "tool_result", "tool_use_id": "call_1", "content": "Half of it:"}]
     assert body["messages"][-1]["content"] == written
-
-
-@pytest.mark.parametrize("role", CASES)
-def test_the_lane_leaves_such_rules_to_the_general_path(role: str, tmp_path: Path) -> None:
-    """The fast lane writes no notes, so it steps aside for a role whose writing leaves fields to settle."""
-    edits, messages, _ = CASES[role]
-    inbound = toolnexus.load_rules(user_rules(tmp_path, edits)).get("anthropic").inbound
-    ctx = Ctx("anthropic")
-    assert inbound.lane.messages(messages, ctx) is None
-    assert ctx.notes == []
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "gemini"])

@@ -19,7 +19,6 @@ from .errors import Note, TranslationError
 from .fields import OPENAI_REQUEST_FIELDS, ZERO_MEANS_ABSENT, Range, check_fields, compile_ranges
 from .ids import IdRule, compile_id_rule
 from .jsonsafe import checked
-from .lane import ABSENT_FIELDS, Lane, RolePlan, compile_lane, merge_into
 from .loader import Key, RuleSource, did_you_mean
 from .paths import MISSING
 from .reader import (
@@ -36,7 +35,7 @@ from .reader import (
     read_tools,
     system_parts,
 )
-from .templates import Ctx, Env, Inliner, Render, compile_bound, compile_template, path_getter
+from .templates import Ctx, Env, Render, compile_template, path_getter
 
 UnknownFields = Literal["error", "drop"]
 
@@ -127,7 +126,6 @@ class Inbound:
     tool_unsupported: dict[str, Unsupported]
     tool_choice: dict[str, Render]
     reads_arguments_json: bool
-    lane: Lane
     system_blocks: Render | None = None  # writes a system text part, when the rules keep cached system parts
     text_reads: frozenset[str] = frozenset()  # what the `text` part template reads (for drop notes)
     text_gaps: Gaps | None = None  # what it leaves unwritten, when the system blocks are written with it
@@ -171,34 +169,26 @@ class Inbound:
         if parallel is not MISSING and type(parallel) is not bool:
             raise TranslationError("parallel_tool_calls", "must be true or false", provider=provider)
 
-        fast = self._fast_messages(scope["messages"], system, default_system, ctx)
-        if fast is None:
-            turns, hoisted = read_messages(
-                scope["messages"],
-                self.hoist,
-                provider,
-                arguments_json=self.reads_arguments_json,
-                tool_call_ids=None if self.tool_call_ids is None else self.tool_call_ids.memo(),
-            )
-            chosen = self._choose_system(hoisted, turns, system, default_system, ctx)
-            if system is None and hoisted:
-                chosen = self._cached_system(hoisted, chosen, ctx)
-            messages = self._write_messages(turns, hoisted, chosen, ctx, unknown_fields, system)
-        else:
-            messages, chosen = fast
+        turns, hoisted = read_messages(
+            scope["messages"],
+            self.hoist,
+            provider,
+            arguments_json=self.reads_arguments_json,
+            tool_call_ids=None if self.tool_call_ids is None else self.tool_call_ids.memo(),
+        )
+        chosen = self._choose_system(hoisted, turns, system, default_system, ctx)
+        if system is None and hoisted:
+            chosen = self._cached_system(hoisted, chosen, ctx)
+        messages = self._write_messages(turns, hoisted, chosen, ctx, unknown_fields, system)
         scope["messages"] = messages
         if self.system_message is None:
             scope["system"] = chosen
 
         declared: set[str] | None = None
         if "tools" in scope:
-            fast_tools = self.lane.tools(scope["tools"], ctx)
-            if fast_tools is None:
-                tools = read_tools(scope["tools"], provider)
-                declared = {t["name"] for t in tools}
-                scope["tools"] = [self._write_tool(t, ctx, unknown_fields) for t in tools]
-            else:
-                scope["tools"], declared = fast_tools
+            tools = read_tools(scope["tools"], provider)
+            declared = {t["name"] for t in tools}
+            scope["tools"] = [self._write_tool(t, ctx, unknown_fields) for t in tools]
         choice = read_tool_choice(scope.get("tool_choice", MISSING), parallel, provider)
         if choice["name"] is not MISSING and declared is not None and choice["name"] not in declared:
             raise TranslationError(
@@ -263,24 +253,6 @@ class Inbound:
     def _settle_error(self, ctx: Ctx, name: str, value: Any, path: str) -> None:
         """Ctx.settle for a field inside a message, when unknown fields are refused."""
         self._settle(name, value, path, self.message_unsupported, ctx, "error")
-
-    def _fast_messages(
-        self, messages: Any, system: str | None, default_system: str | None, ctx: Ctx
-    ) -> tuple[list[Any], Any] | None:
-        """The lane's messages and system prompt, or None when the general path must decide (lane.py)."""
-        start = len(ctx.notes)
-        got = self.lane.messages(messages, ctx)
-        if got is None:
-            return None
-        out, hoisted = got
-        message_notes = ctx.notes[start:]  # the general path writes the system prompt's notes first
-        del ctx.notes[start:]
-        chosen = self._choose_system(hoisted, [], system, default_system, ctx)  # the lane refused late prompts
-        if system is None and hoisted:
-            chosen = self._cached_system(hoisted, chosen, ctx)
-        out[:0] = self._system_message(chosen, hoisted, system, ctx)
-        ctx.notes += message_notes
-        return out, chosen
 
     def _choose_system(
         self,
@@ -411,6 +383,15 @@ class Inbound:
         return written
 
 
+def merge_into(merged: dict[str, Any], message: dict[str, Any]) -> None:
+    """Consecutive messages of one role become one: list values concatenate, the others are the latest."""
+    for key, value in message.items():
+        if isinstance(value, list) and isinstance(merged.get(key), list):
+            merged[key].extend(value)
+        else:
+            merged[key] = value
+
+
 def json_equal(a: Any, b: Any) -> bool:
     """Equality that keeps JSON types apart (True is not 1)."""
     if type(a) is not type(b):
@@ -529,27 +510,11 @@ def compile_inbound(source: RuleSource) -> Inbound:
     decl_reads = decl_env.fields_read()
     tool_keys_read = None if decl_reads is None or {"source", "function"} & decl_reads else frozenset(decl_reads)
 
-    def bind(template: Any, key: Key, fields: tuple[str, ...]) -> tuple[Render | None, frozenset[str] | None]:
-        env = Env(source, content=content_factory)
-        return compile_bound(template, key, env, fields, ABSENT_FIELDS), _frozen(env.fields_read())
-
-    plans = {  # a role whose writing leaves something to settle stays on the general path
-        role: RolePlan(
-            rule["message"], bool(rule.get("drop_if_empty")), bool(rule.get("merge_consecutive")), roles[role].allowed
-        )
-        for role, rule in msgs["roles"].items()
-        if role in roles and roles[role].kinds is None and not gaps
-    }
     tool_call_ids = compile_id_rule(source)
-    lane, lane_source = compile_lane(
-        data, hoist, plans, tool_keys_read, tool_call_ids, Inliner(Env(source, content=content_factory)), bind
-    )
-    source.generated[("fast lane",)] = lane_source
     for fill in finish:  # complete now, so nothing compiled is ever filled in (or raced over) at translate time
         fill()
     return Inbound(
         provider=provider,
-        lane=lane,
         body=body,
         consumed=frozenset(consumed),
         unsupported=unsupported,
