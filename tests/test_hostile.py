@@ -548,7 +548,7 @@ def test_hostile_stream_events_give_chunks_or_a_toolnexus_error(provider: str, v
             stream_translator(provider).feed(text)
 
 
-def test_the_check_enters_only_containers_whose_text_holds_a_null_token(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_check_enters_only_text_holding_a_null_token(monkeypatch: pytest.MonkeyPatch) -> None:
     """A schema saying "null" (a string) holds no null token: the check looks no further than orjson's text."""
     if jsonsafe.orjson is None:
         pytest.skip("orjson is not installed")
@@ -557,9 +557,8 @@ def test_the_check_enters_only_containers_whose_text_holds_a_null_token(monkeypa
     monkeypatch.setattr(jsonsafe, "_finite", lambda value: entered.append(value) or finite(value))
     jsonsafe.check({"parameters": {"type": ["string", "null"], "properties": {"null": {}}}, "n": [1]})
     assert entered == []
-    entered.clear()
     jsonsafe.check({"schema": {"type": "null"}, "m": [{"a": None}]})
-    assert [type(v).__name__ for v in entered] == ["tuple", "dict", "list", "dict"]
+    assert [type(v).__name__ for v in entered] == ["tuple", "dict", "dict", "list", "dict"]
 
 
 def test_explain_shows_the_compiled_ranges() -> None:
