@@ -58,8 +58,12 @@ class IdRule:
 
     pattern: Any  # a compiled RE2 pattern over UTF-8 bytes (google-re2 ships no type hints)
 
+    def accepts(self, call_id: str) -> bool:
+        """Whether the provider takes this id as it is (the whole id matches the pattern)."""
+        return self.pattern.fullmatch(call_id.encode("utf-8", "surrogatepass")) is not None
+
     def normalize(self, call_id: str) -> str:
-        if self.pattern.fullmatch(call_id.encode("utf-8", "surrogatepass")) and not call_id.startswith(MARK):
+        if self.accepts(call_id) and not call_id.startswith(MARK):
             return call_id
         return encode(call_id)
 
@@ -82,7 +86,7 @@ class IdRule:
     def admits_encoded_ids(self) -> bool:
         """Whether the pattern accepts what `normalize` produces (checked when the rules load)."""
         samples = ("a", "a.b:c", "é/\u6771", "x" * 40)
-        return all(self.pattern.fullmatch(encode(sample).encode("ascii")) for sample in samples)
+        return all(self.accepts(encode(sample)) for sample in samples)
 
 
 def compile_id_rule(source: RuleSource) -> IdRule | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 from .errors import Note, TranslationError
@@ -27,6 +28,7 @@ from .reader import (
     ROLES,
     TEXT_OF_PARTS,
     TOOL_RESULT_KINDS,
+    Carry,
     Hoisted,
     orphans,
     part_path,
@@ -108,6 +110,7 @@ class RoleRule:
     merge_consecutive: bool
     allowed: frozenset[str] | None  # message keys read by the reader or the template; None = all
     kinds: frozenset[str] | None = None  # the part kinds the template writes; None = all
+    carried: frozenset[str] = frozenset()  # the message keys `messages.carry` places on a part
 
 
 @dataclass
@@ -130,6 +133,8 @@ class Inbound:
     text_reads: frozenset[str] = frozenset()  # what the `text` part template reads (for drop notes)
     text_gaps: Gaps | None = None  # what it leaves unwritten, when the system blocks are written with it
     tool_call_ids: IdRule | None = None
+    carry: Carry = field(default_factory=dict)  # messages.carry: message keys placed on a part, per role
+    read_keys: dict[str, frozenset[str]] = field(default_factory=dict)  # per role: the reader's and carried keys
     plan: dict[str, Any] = field(default_factory=dict)
     ranges: dict[str, Range] = field(default_factory=dict)  # request.ranges: what the provider accepts
 
@@ -175,6 +180,7 @@ class Inbound:
             provider,
             arguments_json=self.reads_arguments_json,
             tool_call_ids=None if self.tool_call_ids is None else self.tool_call_ids.memo(),
+            carry=self.carry,
         )
         chosen = self._choose_system(hoisted, turns, system, default_system, ctx)
         if system is None and hoisted:
@@ -281,8 +287,13 @@ class Inbound:
             return chosen
         parts = []
         for _, path, i, msg in hoisted:
-            turn = {"role": msg["role"], "index": i, "source": msg, "parts": system_parts(msg, i, self.provider)}
-            for key, why in orphans(turn):
+            turn = {
+                "role": msg["role"],
+                "index": i,
+                "source": msg,
+                "parts": system_parts(msg, i, self.provider, self.carry),
+            }
+            for key, why in orphans(turn, self.carry):
                 ctx.notes.append(Note("dropped", f"{path}.{key}", why))
             parts += [(turn, part) for part in turn["parts"]]
         reads = self.text_reads if self.system_blocks is not None else frozenset()
@@ -311,8 +322,9 @@ class Inbound:
     ) -> list[Any]:
         out = self._system_message(chosen, hoisted, system, ctx)
         for _, path, _, source in hoisted:
-            if not source.keys() <= READ_KEYS["system"]:
-                self._check_message_keys(source, path, READ_KEYS["system"], ctx, unknown_fields)
+            allowed = self.read_keys[source["role"]]
+            if not source.keys() <= allowed:
+                self._check_message_keys(source, path, allowed, ctx, unknown_fields)
         merging: str | None = None  # the role whose consecutive messages are being merged
         merged = False  # whether out[-1] is already our own merged copy
         roles = self.roles
@@ -322,8 +334,8 @@ class Inbound:
             source = turn["source"]
             if rule.allowed is not None and not source.keys() <= rule.allowed:
                 self._check_message_keys(source, f"messages[{turn['index']}]", rule.allowed, ctx, unknown_fields)
-            if rule.allowed is not None and ("extra_content" in source or "cache_control" in source):
-                for key, why in orphans(turn):
+            if rule.allowed is not None and rule.carried and not rule.carried.isdisjoint(source):
+                for key, why in orphans(turn, self.carry):
                     ctx.notes.append(Note("dropped", f"messages[{turn['index']}].{key}", why))
             if rule.kinds is not None:
                 _settle_parts(turn, turn["parts"], rule.kinds, ctx)
@@ -436,6 +448,8 @@ def compile_inbound(source: RuleSource) -> Inbound:
         if found.unread or (kind in TEXT_OF_PARTS and found.kinds is not None and TOOL_RESULT_KINDS - found.kinds):
             gaps[kind] = found
 
+    carry = _carry_table(msgs.get("carry", {}))
+    read_keys = {role: READ_KEYS[role] | {key for key, _ in carry.get(role, ())} for role in ROLES}
     roles: dict[str, RoleRule] = {}
     hoist = frozenset(msgs["system"]["roles"])
     for role in ROLES:
@@ -457,8 +471,9 @@ def compile_inbound(source: RuleSource) -> Inbound:
             render=render,
             drop_if_empty=bool(rule.get("drop_if_empty", False)),
             merge_consecutive=bool(rule.get("merge_consecutive", False)),
-            allowed=None if consumed is None else frozenset(consumed) | READ_KEYS[role],
+            allowed=None if consumed is None else frozenset(consumed) | read_keys[role],
             kinds=_gaps(env, (), None).kinds,
+            carried=frozenset(key for key, _ in carry.get(role, ())),
         )
 
     system_rule = msgs["system"]
@@ -532,9 +547,20 @@ def compile_inbound(source: RuleSource) -> Inbound:
         text_reads=(parts["text"][1] or frozenset()) if "text" in parts else frozenset(),
         text_gaps=gaps.get("text"),
         tool_call_ids=tool_call_ids,
+        carry=carry,
+        read_keys=read_keys,
         ranges=compile_ranges(source),
         plan={"consumed": sorted(consumed), "hoist": sorted(hoist), "parts": sorted(parts)},
     )
+
+
+def _carry_table(spec: dict[str, Any]) -> Carry:
+    """`messages.carry` ({key: {roles, kind}}) as the reader's table: per role, (key, kind or None)."""
+    table: dict[str, list[tuple[str, str | None]]] = {}
+    for key, rule in spec.items():
+        for role in rule["roles"]:
+            table.setdefault(role, []).append((key, rule.get("kind")))
+    return MappingProxyType({role: tuple(placed) for role, placed in table.items()})
 
 
 def _reads(part: tuple[Render, frozenset[str] | None] | None, key: str) -> bool:
