@@ -113,7 +113,7 @@ class RoleRule:
     carried: frozenset[str] = frozenset()  # the message keys `messages.carry` places on a part
 
 
-@dataclass
+@dataclass(frozen=True)
 class Inbound:
     provider: str
     body: Render
@@ -135,6 +135,7 @@ class Inbound:
     tool_call_ids: IdRule | None = None
     carry: Carry = field(default_factory=dict)  # messages.carry: message keys placed on a part, per role
     read_keys: dict[str, frozenset[str]] = field(default_factory=dict)  # per role: the reader's and carried keys
+    code: tuple[tuple[Key, str], ...] = ()  # (rule key, the Python compiled from it), in compile order
     plan: dict[str, Any] = field(default_factory=dict)
     ranges: dict[str, Range] = field(default_factory=dict)  # request.ranges: what the provider accepts
 
@@ -432,6 +433,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
     msgs = data["messages"]
 
     unsupported = _unsupported_table(request.get("unsupported", {}), ("request", "unsupported"), source)
+    code: dict[Key, str] = {}  # each template's generated Python, for `toolnexus explain --code`
 
     parts: dict[str, tuple[Render, frozenset[str] | None]] = {}
     gaps: dict[str, Gaps] = {}  # filled below, at load, before anything is written
@@ -441,7 +443,8 @@ def compile_inbound(source: RuleSource) -> Inbound:
         return _content_writer(spec, key, parts, gaps, source, provider, finish)
 
     for kind, template in msgs["parts"].items():
-        env = Env(source, content=content_factory)  # a part may write its own parts (a tool result's images)
+        # A part may write its own parts (a tool result's images).
+        env = Env(source, content=content_factory, generated=code)
         parts[kind] = (compile_template(template, ("messages", "parts", kind), env), _frozen(env.fields_read()))
         _refuse_direct_parts(env, source)
         found = _gaps(env, PART_FIELDS.get(kind, ()), TEXT_OF_PARTS.get(kind))
@@ -458,7 +461,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
             if role not in hoist:
                 raise source.error(("messages", "roles"), f"role '{role}' is neither hoisted nor given a rule")
             continue
-        env = Env(source, content=content_factory)
+        env = Env(source, content=content_factory, generated=code)
         render = compile_template(rule["message"], ("messages", "roles", role, "message"), env)
         _refuse_direct_parts(env, source)
         if not env.contents and env.fields_read("source") is not None:
@@ -479,14 +482,15 @@ def compile_inbound(source: RuleSource) -> Inbound:
     system_rule = msgs["system"]
     system_message = None
     if "message" in system_rule:
-        system_message = compile_template(system_rule["message"], ("messages", "system", "message"), Env(source))
+        system_env = Env(source, generated=code)
+        system_message = compile_template(system_rule["message"], ("messages", "system", "message"), system_env)
     system_blocks = None
     if system_rule.get("blocks") == "when_cached":
         if "text" not in parts:
             raise source.error(("messages", "system", "blocks"), "needs a `text` part template to write the blocks")
         system_blocks = parts["text"][0]
 
-    body_env = Env(source)
+    body_env = Env(source, generated=code)
     body = compile_template(request["body"], ("request", "body"), body_env)
     body_reads = body_env.fields_read()
     if body_reads is None:
@@ -507,7 +511,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
             ("request", "body"), "never places the system prompt (add {$get: system}, or give messages.system.message)"
         )
 
-    choice_env = Env(source)
+    choice_env = Env(source, generated=code)
     tool_choice = {
         kind: compile_template(template, ("tool_choice", kind), choice_env)
         for kind, template in data["tool_choice"].items()
@@ -520,7 +524,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
             raise source.error(("request", "unsupported", name), f"'{name}' is both mapped and listed as unsupported")
 
     tools = data["tools"]
-    decl_env = Env(source)
+    decl_env = Env(source, generated=code)
     declaration = compile_template(tools["declaration"], ("tools", "declaration"), decl_env)
     decl_reads = decl_env.fields_read()
     tool_keys_read = None if decl_reads is None or {"source", "function"} & decl_reads else frozenset(decl_reads)
@@ -549,6 +553,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
         tool_call_ids=tool_call_ids,
         carry=carry,
         read_keys=read_keys,
+        code=tuple(code.items()),
         ranges=compile_ranges(source),
         plan={"consumed": sorted(consumed), "hoist": sorted(hoist), "parts": sorted(parts)},
     )

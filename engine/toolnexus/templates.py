@@ -138,6 +138,9 @@ class Env:
     content: ContentFactory | None = None
     reads: dict[str, Key] = field(default_factory=dict)  # each path read -> where it is first read
     contents: list[frozenset[str] | None] = field(default_factory=list)  # each `$content`'s kinds (None: every kind)
+    # Where each compiled template's Python goes (rule key -> source), for `explain --code`; the request side
+    # passes its own table and returns it with what it compiled. None: the rule source's shared table.
+    generated: dict[Key, str] | None = None
 
     def read(self, expression: str, key: Key) -> None:
         self.reads.setdefault(expression, key)
@@ -184,7 +187,7 @@ def compile_template(value: Any, key: Key, env: Env) -> Render:
 
     Every operation becomes straight-line Python (a dict built key by key, `.get`
     chains, plain ifs); only `$content` calls a closure (the parts table). The
-    source is kept in the rule source's `generated` table for `toolnexus explain --code`.
+    source is kept in `env.generated` for `toolnexus explain --code`.
     """
     node = _node(value, key, env)
     if isinstance(node, _Const):
@@ -260,7 +263,7 @@ def _define(gen: _Codegen, signature: str, lines: list[str], key: Key, env: Env)
     namespace = {"MISSING": MISSING, "fresh_copy": fresh_copy, "Note": Note, "pick_first": pick_first, **gen.names}
     exec(compile(source, f"<template {'.'.join(map(str, key))}>", "exec"), namespace)
     render: Render = namespace["render"]
-    env.source.generated[key] = source
+    (env.source.generated if env.generated is None else env.generated)[key] = source
     return render
 
 
