@@ -199,65 +199,6 @@ def compile_template(value: Any, key: Key, env: Env) -> Render:
     return _define(gen, "render(s, c)", prologue + gen.prelude + body, key, env)
 
 
-class Unbindable(Exception):
-    """A template reads something `compile_bound`'s parameters do not name."""
-
-
-def compile_bound(
-    value: Any, key: Key, env: Env, params: tuple[str, ...], absent: tuple[str, ...] = ()
-) -> Render | None:
-    """Compile a template as a function of named fields, `render(*values, c)`, or None.
-
-    The fast lane (lane.py) calls these with values it read straight from the
-    request, so no middle-form dict is built. Fields are bound in `params` order;
-    a `$content` binds the extra last argument. None when the template reads a
-    field outside `params` (fields in `absent` read as MISSING), reads the whole scope,
-    or uses a rich JMESPath path.
-    """
-    node = _node(value, key, env)
-    gen = _Codegen(bound={**{name: "MISSING" for name in absent}, **{name: f"p_{name}" for name in params}})
-    try:
-        body = gen.emit(node, "out", "s")
-    except Unbindable:
-        return None
-    args = [f"p_{name}" for name in params] + (["content"] if gen.content_bound else [])
-    return _define(gen, f"render({', '.join(args)}, c)", body, (*key, "bound"), env)
-
-
-class Inliner:
-    """Templates as lines inside one larger generated function (the fast lane, lane.py).
-
-    Each `emit` binds template fields to variables of the surrounding code; `present`
-    names the bound fields that are never absent there, so objects built only from them
-    and from constants become one dict display. All emitted code shares `names`.
-    """
-
-    def __init__(self, env: Env) -> None:
-        self.env = env
-        self.gen = _Codegen(bound={})
-
-    def emit(
-        self,
-        template: Any,
-        key: Key,
-        target: str,
-        bound: dict[str, str],
-        present: frozenset[str] = frozenset(),
-        content_var: str = "content",
-    ) -> list[str] | None:
-        """Lines leaving the template's value in `target`, or None when it reads an unbound field."""
-        gen = self.gen
-        gen.bound, gen.present, gen.content_var, gen.content_bound = bound, present, content_var, False
-        try:
-            return gen.emit(_node(template, key, self.env), target, "s")
-        except Unbindable:
-            return None
-
-    @property
-    def names(self) -> dict[str, Any]:
-        return {"MISSING": MISSING, "fresh_copy": fresh_copy, "Note": Note, "pick_first": pick_first, **self.gen.names}
-
-
 def _define(gen: _Codegen, signature: str, lines: list[str], key: Key, env: Env) -> Render:
     source = f"def {signature}:\n" + "".join(f"    {line}\n" for line in lines) + "    return out\n"
     namespace = {"MISSING": MISSING, "fresh_copy": fresh_copy, "Note": Note, "pick_first": pick_first, **gen.names}
@@ -493,15 +434,11 @@ def pick_first(ctx: Ctx, *candidates: Any) -> Any:
 class _Codegen:
     """Turns template nodes into lines of Python; closures, getters and constants go into `names`."""
 
-    def __init__(self, bound: dict[str, str] | None = None) -> None:
+    def __init__(self) -> None:
         self.names: dict[str, Any] = {}
         self._count = 0
         self.firsts: dict[str, str] = {}  # scope key -> the variable that reads it once, up front
-        self.bound = bound  # compile_bound: scope key -> variable; anything else is Unbindable
-        self.present: frozenset[str] = frozenset()  # bound keys known never to be MISSING
-        self.content_var = "content"
-        self.content_bound = False
-        self.chains: dict[tuple[str | int, ...], str] = {}  # plain key chains read up front (not in bound mode)
+        self.chains: dict[tuple[str | int, ...], str] = {}  # plain key chains read up front
         self.prelude: list[str] = []  # their reads, after the `firsts`
 
     def _fresh(self, prefix: str) -> str:
@@ -517,18 +454,10 @@ class _Codegen:
         return name
 
     def _read(self, read: _Read, target: str, scope: str) -> list[str]:
-        if self.bound is not None and (not read.steps or read.steps[0] not in self.bound):
-            raise Unbindable(read.expr)
         if read.steps is None:
             return [f"{target} = {self._name(read.getter)}({scope})"]
         steps = read.steps
-        if self.bound is not None:
-            first = self.bound[str(steps[0])]
-            if first == "MISSING":  # a field absent wherever this code runs: so is everything below it
-                return [f"{target} = MISSING"]
-            lines = [f"{target} = {first}"]
-            steps = steps[1:]
-        elif steps and isinstance(steps[0], str):
+        if steps and isinstance(steps[0], str):
             first = self.firsts.setdefault(steps[0], f"f{len(self.firsts)}")
             if len(steps) > 1 and all(isinstance(step, str) for step in steps):
                 return [f"{target} = {self._chain(first, steps)}"]
@@ -566,13 +495,8 @@ class _Codegen:
                 return [f"{target} = fresh_copy({self._name(node.value)})"]
             return [f"{target} = {self._name(node.value)}"]
         if isinstance(node, _Content):
-            if self.bound is not None:
-                self.content_bound = True
-                return [f"{target} = {self.content_var}"]
             return [f"{target} = {self._name(node.render)}({scope}, c)"]
         if isinstance(node, _Call):
-            if self.bound is not None:
-                raise Unbindable("a closure over the whole scope")
             return [f"{target} = {self._name(node.render)}({scope}, c)"]
         if isinstance(node, _Apply):
             lines = self._read(node.path, target, scope)
@@ -627,9 +551,6 @@ class _Codegen:
                 lines.append(f"elif {target} is MISSING and all(({''.join(held)})): {target} = {node.empty!r}")
             return lines
         if isinstance(node, _Obj):
-            literal = self._literal(node)
-            if literal is not None:  # every key is always present: one dict display, no checks
-                return [f"{target} = {literal}"]
             lines = [f"{target} = {{}}"]
             always = False
             for name, child in node.items:
@@ -652,31 +573,6 @@ class _Codegen:
         if not any(isinstance(child, _Const) for child in node.items):
             lines.append(f"if not {target}: {target} = MISSING")  # every element absent: the list is absent
         return lines
-
-    def _literal(self, node: Any) -> str | None:
-        """A Python expression for a node that can never be absent (bound mode only), else None."""
-        if self.bound is None:
-            return None
-        if isinstance(node, _Const):
-            return None if isinstance(node.value, (dict, list)) else self._name(node.value)
-        if isinstance(node, _Get):
-            steps = node.paths[0].steps
-            if len(node.paths) == 1 and node.default is None and steps and len(steps) == 1:
-                name = steps[0]
-                if isinstance(name, str) and name in self.present and name in self.bound:
-                    return self.bound[name]
-            return None
-        if isinstance(node, _Content):
-            if "content" in self.present:
-                self.content_bound = True
-                return self.content_var
-            return None
-        if isinstance(node, _Obj):
-            items = [(name, self._literal(child)) for name, child in node.items]
-            if any(value is None for _, value in items):
-                return None
-            return "{" + ", ".join(f"{name!r}: {value}" for name, value in items) + "}"
-        return None
 
     def _merge(self, node: _Merge, target: str, scope: str) -> list[str]:
         expr = node.path.expr
