@@ -170,3 +170,21 @@ def test_a_cache_marker_on_a_system_prompt_with_no_part_is_reported(provider: st
     system = {"role": "system", "content": [], "cache_control": {"type": "ephemeral"}}
     body = toolnexus.translate_request(provider, request([system, ASKED]))
     assert ("dropped", "messages[0].cache_control") in [(n.kind, n.path) for n in body.notes]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_a_parts_unknown_key_is_settled_not_lost(provider: str) -> None:
+    """A key a content part or a tool call carries that no template writes is refused, or dropped and noted."""
+    part = {"type": "text", "text": "x", "vendor_hint": 1}
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}, "vendor_hint": 2}
+    messages = [
+        {"role": "user", "content": [part]},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    ]
+    with pytest.raises(TranslationError) as info:
+        toolnexus.translate_request(provider, request(messages))
+    assert info.value.path == "messages[0].content[0].vendor_hint"
+    body = toolnexus.translate_request(provider, request(messages), unknown_fields="drop")
+    dropped = [n.path for n in body.notes if n.kind == "dropped"]
+    assert dropped == ["messages[0].content[0].vendor_hint", "messages[1].tool_calls[0].vendor_hint"]

@@ -186,6 +186,16 @@ def test_a_carried_key_given_on_the_part_too_must_agree(acme: Path) -> None:
     ]
 
 
+def test_a_parts_own_keys_ride_on_it_under_their_own_name(acme: Path) -> None:
+    """No key is special to the reader: a part's `seal` reaches the template that reads it, and
+    makes a hoisted prompt blocks as cache_control does (the text template writes it)."""
+    content = [{"type": "text", "text": "A", "seal": "S"}]
+    body = translate_request("acme", {"messages": [{"role": "user", "content": content}]}, rules=acme)
+    assert body["turns"][0]["say"] == [{"t": "A", "seal": "S"}]
+    hoisted = {"messages": [{"role": "system", "content": content}, {"role": "user", "content": "go"}]}
+    assert translate_request("acme", hoisted, rules=acme)["system"] == [{"t": "A", "seal": "S"}]
+
+
 # ---------------------------------------------------------------- cache_control keeps blocks
 
 

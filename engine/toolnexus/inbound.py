@@ -283,8 +283,10 @@ class Inbound:
         return default_system if default_system is not None else MISSING
 
     def _cached_system(self, hoisted: list[tuple[str, str, int, dict[str, Any]]], chosen: Any, ctx: Ctx) -> Any:
-        """Hoisted prompts carrying cache_control: kept as text blocks where the rules say so, else noted."""
-        if not any(_has_cache_control(msg) for _, _, _, msg in hoisted):
+        """Hoisted prompts whose parts carry more than their text (a message key `carry` places, a part's own
+        keys): kept as text blocks where the rules say so (`blocks: when_cached`, when a part carries a key
+        the `text` template writes), and what no template writes settled."""
+        if not any(_carries_more(msg) for _, _, _, msg in hoisted):
             return chosen
         parts = []
         for _, path, i, msg in hoisted:
@@ -301,7 +303,8 @@ class Inbound:
         for turn, part in parts:
             if "report" in part:
                 _report_part(turn, part, reads, ctx)
-        if self.system_blocks is None:
+        extras = self.text_reads - {"text", "kind"}
+        if self.system_blocks is None or all(extras.isdisjoint(part) for _, part in parts):
             return chosen
         blocks = []
         for turn, part in parts:
@@ -416,11 +419,10 @@ def json_equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _has_cache_control(msg: dict[str, Any]) -> bool:
+def _carries_more(msg: dict[str, Any]) -> bool:
+    """Whether a message, or a part of its content, has keys beyond its role and content (a part's type and text)."""
     content = msg.get("content")
-    return msg.get("cache_control") is not None or (
-        isinstance(content, list) and any(isinstance(p, dict) and p.get("cache_control") is not None for p in content)
-    )
+    return len(msg) > 2 or (isinstance(content, list) and any(isinstance(p, dict) and len(p) > 2 for p in content))
 
 
 # ---------------------------------------------------------------- compiling

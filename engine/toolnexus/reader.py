@@ -240,8 +240,8 @@ def _part(part: Any, i: int, j: int, provider: str) -> dict[str, Any]:
         if type(text) is not str:
             raise _bad_string(text, f"messages[{i}].content[{j}].text", provider)
         out = {"kind": "text", "text": text, "source": part}
-        if len(part) > 2 and part.get("cache_control") is not None:  # more than type and text
-            _carry(out, "cache_control", part["cache_control"], "cache_control")
+        if len(part) > 2:  # more than type and text
+            _carry_extras(out, part, TEXT_PART_KEYS)
         return out
     path = f"messages[{i}].content[{j}]"
     if not isinstance(part, dict):
@@ -265,10 +265,29 @@ def _part(part: Any, i: int, j: int, provider: str) -> dict[str, Any]:
         detail = image.get("detail")
         if detail is not None and detail != "auto":
             _carry(out, "detail", detail, "image_url.detail")
-        if part.get("cache_control") is not None:
-            _carry(out, "cache_control", part["cache_control"], "cache_control")
+        if len(part) > 2:  # more than type and image_url
+            _carry_extras(out, part, IMAGE_PART_KEYS)
         return out
     return {"kind": kind, "source": part}
+
+
+# The keys of a content part or a tool call the reader reads itself; the caller's other keys ride on the
+# middle-form part under their own name (a provider's round-trip keys: cache_control, extra_content, ...),
+# unless the name is one of the middle form's own fields (MIDDLE_FIELDS), which such a key never replaces.
+TEXT_PART_KEYS = frozenset({"type", "text"})
+IMAGE_PART_KEYS = frozenset({"type", "image_url"})
+TOOL_CALL_KEYS = frozenset({"id", "type", "function"})
+MIDDLE_FIELDS = frozenset(
+    {"kind", "text", "source", "report", "media_type", "data", "url", "detail", "parts", "content", "index"}
+    | {"id", "name", "arguments", "arguments_json", "position", "current_turn", "tool_call_id", "is_error"}
+)
+
+
+def _carry_extras(out: dict[str, Any], given: dict[str, Any], read: frozenset[str]) -> None:
+    """The caller's keys beyond what the reader reads, carried onto the part (settled if no template reads them)."""
+    for key, value in given.items():
+        if key not in read and value is not None and key not in MIDDLE_FIELDS:
+            _carry(out, key, value, key)
 
 
 def _carry(part: dict[str, Any], key: str, value: Any, where: str, *, message: bool = False) -> None:
@@ -361,8 +380,8 @@ def _assistant_parts(
         part["position"] = k
         if tool_call_ids is not None:
             _map_id(part, "id", tool_call_ids, provider)
-        if len(call) > 3 and call.get("extra_content") is not None:  # more than id, type and function
-            _carry(part, "extra_content", call["extra_content"], "extra_content")
+        if len(call) > 3:  # more than id, type and function
+            _carry_extras(part, call, TOOL_CALL_KEYS)
         parts.append(part)
     return parts
 
