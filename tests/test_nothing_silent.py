@@ -188,3 +188,14 @@ def test_a_parts_unknown_key_is_settled_not_lost(provider: str) -> None:
     body = toolnexus.translate_request(provider, request(messages), unknown_fields="drop")
     dropped = [n.path for n in body.notes if n.kind == "dropped"]
     assert dropped == ["messages[0].content[0].vendor_hint", "messages[1].tool_calls[0].vendor_hint"]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_a_tools_unknown_key_is_settled_not_lost(provider: str) -> None:
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}, "vendor_hint": 1}
+    given = {**request([{"role": "user", "content": "x"}]), "tools": [tool]}
+    with pytest.raises(TranslationError) as info:
+        toolnexus.translate_request(provider, given)
+    assert info.value.path == "tools[0].vendor_hint"
+    body = toolnexus.translate_request(provider, given, unknown_fields="drop")
+    assert [n.path for n in body.notes if n.kind == "dropped"] == ["tools[0].vendor_hint"]

@@ -27,6 +27,7 @@ from .reader import (
     READ_KEYS,
     ROLES,
     TEXT_OF_PARTS,
+    TOOL_KEYS,
     TOOL_RESULT_KINDS,
     Carry,
     Hoisted,
@@ -389,10 +390,10 @@ class Inbound:
             for key, value in tool["function"].items():
                 if key not in self.tool_keys_read and value is not None:
                     self._settle(key, value, f"{tool['path']}.{key}", self.tool_unsupported, ctx, unknown_fields)
-            cache_control = tool["source"].get("cache_control")
-            if cache_control is not None and "cache_control" not in self.tool_keys_read:
-                path = f"{tool['path'].rsplit('.', 1)[0]}.cache_control"
-                self._settle("cache_control", cache_control, path, self.tool_unsupported, ctx, unknown_fields)
+            where = tool["path"].rsplit(".", 1)[0]  # the tool object, around its function
+            for key, value in tool["source"].items():
+                if key not in TOOL_KEYS and key not in self.tool_keys_read and value is not None:
+                    self._settle(key, value, f"{where}.{key}", self.tool_unsupported, ctx, unknown_fields)
         ctx.path = tool["path"]
         written = self.declaration(tool, ctx)
         ctx.path = ""

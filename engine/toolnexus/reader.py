@@ -12,17 +12,19 @@ culprit; nothing here knows any other provider. The middle form is plain dicts
            {kind: tool_call, id, name, arguments (object), arguments_json (str), position, source}
            {kind: tool_result, tool_call_id, name, content (str), parts, index, source}
            {kind: <other OpenAI part type>, source}   (written only if a rule knows it)
-  tool:    {name, description, parameters, strict, cache_control, source, path}
+  tool:    {name, description, parameters, strict, source, function, path, + the caller's other keys}
   tool_choice: {kind: auto|none|required|function|<type>, name, parallel_tool_calls, source}
 
-Round-trip extensions of the OpenAI shape the reader also knows (README "Round trips"):
-`cache_control` on a content part and on a tool (top level or inside `function`);
-`extra_content` on a tool call; `is_error` on a tool message; image parts in a tool
-message's content. Where a key given on a whole message goes is the rule file's to say
-(`messages.carry`, compiled to a `Carry` table): it rides on the message's last part, or
-its last part of one kind, as if given there. A tool call
-after the last user message is marked `current_turn: true`; `position` is its index
-in its message. Keys appear on a part only when given.
+Round-trip extensions of the OpenAI shape (README "Round trips"): no key is special here.
+A content part's, a tool call's and a tool's keys beyond the ones OpenAI defines ride on
+the middle form under their own name (a tool's given on the tool object or inside
+`function`, agreeing when given on both), so a template can write them (`cache_control`,
+`extra_content`); one no template writes is settled as the rule file says. Where a key
+given on a whole message goes is the rule file's to say too (`messages.carry`, compiled
+to a `Carry` table): it rides on the message's last part, or its last part of one kind.
+The reader also takes `is_error` on a tool message and image parts in a tool message's
+content. A tool call after the last user message is marked `current_turn: true`;
+`position` is its index in its message. Keys appear on a part only when given.
 
 `part_path(turn, part)` gives a part's location in the request. An optional
 `report` key lets the writer say what a rule's template does with a part:
@@ -536,6 +538,10 @@ def _tool_content(msg: dict[str, Any], i: int, provider: str) -> tuple[str, list
     return "".join(texts), parts
 
 
+TOOL_KEYS = frozenset({"type", "function"})  # a tool object's own keys the reader reads
+TOOL_FIELDS = frozenset({"name", "description", "parameters", "strict", "source", "function", "path"})  # middle form
+
+
 def read_tools(tools: Any, provider: str) -> list[dict[str, Any]]:
     if not isinstance(tools, list):
         raise _fail(provider, "tools", f"must be a list, got {type(tools).__name__}")
@@ -563,23 +569,17 @@ def read_tools(tools: Any, provider: str) -> list[dict[str, Any]]:
         parameters = function.get("parameters", MISSING)
         if parameters is not MISSING and not isinstance(parameters, dict):
             raise _fail(provider, f"{fpath}.parameters", "must be a JSON Schema object")
-        cache_control = function.get("cache_control")
-        if tool.get("cache_control") is not None:
-            if cache_control is not None and tool["cache_control"] != cache_control:
-                raise _fail(provider, f"{path}.cache_control", "differs from function.cache_control; give one")
-            cache_control = tool["cache_control"]
-        out.append(
-            {
-                "name": name,
-                "description": description,
-                "parameters": parameters,
-                "strict": function.get("strict", MISSING),
-                "cache_control": MISSING if cache_control is None else cache_control,
-                "source": tool,
-                "function": function,
-                "path": fpath,
-            }
-        )
+        read = {"name": name, "description": description, "parameters": parameters}
+        read["strict"] = function.get("strict", MISSING)
+        for key, value in function.items():  # the caller's other keys (cache_control, ...) under their own name
+            if key not in read and key not in TOOL_FIELDS and value is not None:
+                read[key] = value
+        for key, value in tool.items():  # a key given on the tool object counts as given inside function
+            if key not in TOOL_KEYS and key not in TOOL_FIELDS and value is not None:
+                if read.get(key, value) != value:
+                    raise _fail(provider, f"{path}.{key}", f"differs from function.{key}; give one")
+                read[key] = value
+        out.append({**read, "source": tool, "function": function, "path": fpath})
     return out
 
 
