@@ -602,3 +602,12 @@ def test_the_check_finds_the_same_culprit_with_and_without_orjson(encoder: str, 
 )
 def test_the_check_accepts_what_json_can_say_with_and_without_orjson(encoder: str, value: Any) -> None:
     jsonsafe.check(value)
+
+
+def test_a_nan_among_many_items_is_found_with_orjson() -> None:
+    """A long list is looked at item by item: its culprit is still found, with its path."""
+    items: list[Any] = [{"content": None, "n": i} for i in range(100)]
+    items[73]["x"] = [math.nan]
+    with pytest.raises(jsonsafe.JsonValueError) as info:
+        jsonsafe.check({"messages": items})
+    assert info.value.where == "messages[73].x[0]"

@@ -39,6 +39,7 @@ MAX_DEPTH = 256
 
 _SCALARS = (int, bool, type(None))
 _TEXT_SCALARS = (str, int, bool, type(None))
+_LONG = 32  # a list longer than this is looked at item by item, not encoded again
 
 
 class JsonValueError(ValueError):
@@ -78,8 +79,9 @@ def check(value: Any) -> None:
 def _finite(value: Any) -> bool:
     """Whether the nulls in a container's orjson text are all None, not NaN or Infinity (orjson wrote it).
 
-    A mapping's values are looked at directly; a list is entered only when its own orjson text
-    holds a null token, so a transcript whose nulls sit in a few messages is not walked in Python.
+    A mapping's values, and a long list's items, are looked at directly (encoding a transcript's
+    message list a second time costs more than looking at its messages); a short list is entered
+    only when its own orjson text holds a null token.
     """
     for item in value.values() if isinstance(value, dict) else value:
         kind = type(item)
@@ -88,7 +90,7 @@ def _finite(value: Any) -> bool:
         if kind is float:
             if not math.isfinite(item):
                 return False
-        elif kind is dict:
+        elif kind is dict or (kind is list and len(item) > _LONG):
             if not _finite(item):
                 return False
         elif _has_null(orjson.dumps(item, default=_refuse, option=_ORJSON_OPTIONS)) and not _finite(item):
