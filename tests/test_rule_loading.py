@@ -509,3 +509,10 @@ def test_the_compiled_request_side_is_returned_frozen_not_written_into_the_rule_
     assert all(text.startswith("def render(") for _, text in compiled.inbound.code)
     with pytest.raises(dataclasses.FrozenInstanceError):
         compiled.inbound.join = "x"  # type: ignore[misc]
+
+
+def test_the_compiled_request_tables_are_read_only() -> None:
+    inbound = toolnexus.load_rules(None).get("anthropic").inbound
+    for table in (inbound.roles, inbound.unsupported, inbound.message_unsupported, inbound.tool_choice, inbound.ranges):
+        with pytest.raises(TypeError):
+            table["x"] = None  # type: ignore[index]

@@ -11,7 +11,7 @@ body template over the request with those translated values in place.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
@@ -23,6 +23,7 @@ from .jsonsafe import checked
 from .loader import Key, RuleSource, did_you_mean
 from .paths import MISSING
 from .reader import (
+    NO_CARRY,
     PART_FIELDS,
     READ_KEYS,
     ROLES,
@@ -68,6 +69,8 @@ class _Parts:
 
 
 PARTS = _Parts()
+
+EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 # Fields the engine translates through their own sections before the body renders.
 SECTION_FIELDS = frozenset({"messages", "tools", "tool_choice"})
@@ -119,26 +122,27 @@ class Inbound:
     provider: str
     body: Render
     consumed: frozenset[str]
-    unsupported: dict[str, Unsupported]
+    unsupported: Mapping[str, Unsupported]
     hoist: frozenset[str]
     join: str
     system_message: Render | None
-    roles: dict[str, RoleRule]
-    message_unsupported: dict[str, Unsupported]
+    roles: Mapping[str, RoleRule]
+    message_unsupported: Mapping[str, Unsupported]
     declaration: Render
     tool_keys_read: frozenset[str] | None
-    tool_unsupported: dict[str, Unsupported]
-    tool_choice: dict[str, Render]
+    tool_unsupported: Mapping[str, Unsupported]
+    tool_choice: Mapping[str, Render]
     reads_arguments_json: bool
     system_blocks: Render | None = None  # writes a system text part, when the rules keep cached system parts
     text_reads: frozenset[str] = frozenset()  # what the `text` part template reads (for drop notes)
     text_gaps: Gaps | None = None  # what it leaves unwritten, when the system blocks are written with it
     tool_call_ids: IdRule | None = None
-    carry: Carry = field(default_factory=dict)  # messages.carry: message keys placed on a part, per role
-    read_keys: dict[str, frozenset[str]] = field(default_factory=dict)  # per role: the reader's and carried keys
+    carry: Carry = field(default_factory=lambda: NO_CARRY)  # messages.carry: message keys placed on a part, per role
+    # Per role: the message keys the reader and `carry` read.
+    read_keys: Mapping[str, frozenset[str]] = field(default_factory=lambda: EMPTY)
     code: tuple[tuple[Key, str], ...] = ()  # (rule key, the Python compiled from it), in compile order
-    plan: dict[str, Any] = field(default_factory=dict)
-    ranges: dict[str, Range] = field(default_factory=dict)  # request.ranges: what the provider accepts
+    plan: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
+    ranges: Mapping[str, Range] = field(default_factory=lambda: EMPTY)  # request.ranges: what the provider accepts
 
     def translate(
         self,
@@ -229,7 +233,7 @@ class Inbound:
         name: str,
         value: Any,
         path: str,
-        table: dict[str, Unsupported],
+        table: Mapping[str, Unsupported],
         ctx: Ctx,
         unknown_fields: UnknownFields,
     ) -> None:
@@ -539,26 +543,28 @@ def compile_inbound(source: RuleSource) -> Inbound:
         provider=provider,
         body=body,
         consumed=frozenset(consumed),
-        unsupported=unsupported,
+        unsupported=MappingProxyType(unsupported),
         hoist=hoist,
         join=system_rule["join"],
         system_message=system_message,
-        roles=roles,
+        roles=MappingProxyType(roles),
         message_unsupported=_unsupported_table(msgs.get("unsupported", {}), ("messages", "unsupported"), source),
         declaration=declaration,
         tool_keys_read=tool_keys_read,
         reads_arguments_json=_reads(parts.get("tool_call"), "arguments_json"),
         tool_unsupported=_unsupported_table(tools.get("unsupported", {}), ("tools", "unsupported"), source),
-        tool_choice=tool_choice,
+        tool_choice=MappingProxyType(tool_choice),
         system_blocks=system_blocks,
         text_reads=(parts["text"][1] or frozenset()) if "text" in parts else frozenset(),
         text_gaps=gaps.get("text"),
         tool_call_ids=tool_call_ids,
         carry=carry,
-        read_keys=read_keys,
+        read_keys=MappingProxyType(read_keys),
         code=tuple(code.items()),
-        ranges=compile_ranges(source),
-        plan={"consumed": sorted(consumed), "hoist": sorted(hoist), "parts": sorted(parts)},
+        ranges=MappingProxyType(compile_ranges(source)),
+        plan=MappingProxyType(
+            {"consumed": tuple(sorted(consumed)), "hoist": tuple(sorted(hoist)), "parts": tuple(sorted(parts))}
+        ),
     )
 
 
@@ -587,11 +593,13 @@ def _not_a_request_field(name: str) -> str:
     return f"'{name}' is not an OpenAI request field{did_you_mean(name, OPENAI_REQUEST_FIELDS | COMPUTED_FIELDS)}"
 
 
-def _unsupported_table(table: dict[str, Any], key: Key, source: RuleSource) -> dict[str, Unsupported]:
-    return {
-        name: Unsupported(action=spec["action"], accept=tuple(spec.get("accept", ())), doc=spec.get("doc", ""))
-        for name, spec in table.items()
-    }
+def _unsupported_table(table: dict[str, Any], key: Key, source: RuleSource) -> Mapping[str, Unsupported]:
+    return MappingProxyType(
+        {
+            name: Unsupported(action=spec["action"], accept=tuple(spec.get("accept", ())), doc=spec.get("doc", ""))
+            for name, spec in table.items()
+        }
+    )
 
 
 def _report_part(turn: dict[str, Any], part: dict[str, Any], reads: frozenset[str], ctx: Ctx) -> None:
