@@ -548,6 +548,19 @@ def test_hostile_stream_events_give_chunks_or_a_toolnexus_error(provider: str, v
             stream_translator(provider).feed(text)
 
 
+def test_the_check_enters_only_text_holding_a_null_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A schema saying "null" (a string) holds no null token: the check looks no further than orjson's text."""
+    if jsonsafe.orjson is None:
+        pytest.skip("orjson is not installed")
+    entered: list[Any] = []
+    finite = jsonsafe._finite
+    monkeypatch.setattr(jsonsafe, "_finite", lambda value: entered.append(value) or finite(value))
+    jsonsafe.check({"parameters": {"type": ["string", "null"], "properties": {"null": {}}}, "n": [1]})
+    assert entered == []
+    jsonsafe.check({"schema": {"type": "null"}, "m": [{"a": None}]})
+    assert [type(v).__name__ for v in entered] == ["tuple", "list", "dict"]  # only the list holding the null
+
+
 def test_explain_shows_the_compiled_ranges() -> None:
     lines = load_rules(None).get("anthropic").explain().splitlines()
     assert "  request ranges: temperature between 0 and 1, top_p between 0 and 1" in lines
@@ -574,6 +587,8 @@ def encoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
         (nested(jsonsafe.MAX_DEPTH + 1), ".".join("a" * jsonsafe.MAX_DEPTH)),
         ({"n": None, "deep": nested(DEEP)}, "deep" + ".a" * (jsonsafe.MAX_DEPTH - 1)),
         ({"big": 2**70, "m": None, "x": math.nan}, "x"),
+        ({"s": "a:null]", "t": ["null", [math.inf]]}, "t[1][0]"),  # the word in strings, the token elsewhere
+        ([{"x": ",null}"}, {"y": {"z": [1, math.nan]}}], "[1].y.z[1]"),
     ],
 )
 def test_the_check_finds_the_same_culprit_with_and_without_orjson(encoder: str, value: Any, where: str) -> None:
@@ -587,3 +602,12 @@ def test_the_check_finds_the_same_culprit_with_and_without_orjson(encoder: str, 
 )
 def test_the_check_accepts_what_json_can_say_with_and_without_orjson(encoder: str, value: Any) -> None:
     jsonsafe.check(value)
+
+
+def test_a_nan_among_many_items_is_found_with_orjson() -> None:
+    """A long list is looked at item by item: its culprit is still found, with its path."""
+    items: list[Any] = [{"content": None, "n": i} for i in range(100)]
+    items[73]["x"] = [math.nan]
+    with pytest.raises(jsonsafe.JsonValueError) as info:
+        jsonsafe.check({"messages": items})
+    assert info.value.where == "messages[73].x[0]"

@@ -18,7 +18,6 @@ import pytest
 
 import toolnexus
 from toolnexus import TranslationError
-from toolnexus.language.templates import Ctx
 
 RULES = Path(__file__).resolve().parents[1] / "rules"
 
@@ -158,16 +157,6 @@ def test_what_is_written_is_still_written(tmp_path: Path) -> None:
     assert body["messages"][-1]["content"] == written
 
 
-@pytest.mark.parametrize("role", CASES)
-def test_the_lane_leaves_such_rules_to_the_general_path(role: str, tmp_path: Path) -> None:
-    """The fast lane writes no notes, so it steps aside for a role whose writing leaves fields to settle."""
-    edits, messages, _ = CASES[role]
-    inbound = toolnexus.load_rules(user_rules(tmp_path, edits)).get("anthropic").inbound
-    ctx = Ctx("anthropic")
-    assert inbound.lane.messages(messages, ctx) is None
-    assert ctx.notes == []
-
-
 @pytest.mark.parametrize("provider", ["anthropic", "gemini"])
 def test_a_cache_marker_on_a_message_with_no_part_is_reported(provider: str) -> None:
     """A message's cache_control goes on its last part; with no part at all it is dropped, and said so."""
@@ -181,3 +170,32 @@ def test_a_cache_marker_on_a_system_prompt_with_no_part_is_reported(provider: st
     system = {"role": "system", "content": [], "cache_control": {"type": "ephemeral"}}
     body = toolnexus.translate_request(provider, request([system, ASKED]))
     assert ("dropped", "messages[0].cache_control") in [(n.kind, n.path) for n in body.notes]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_a_parts_unknown_key_is_settled_not_lost(provider: str) -> None:
+    """A key a content part or a tool call carries that no template writes is refused, or dropped and noted."""
+    part = {"type": "text", "text": "x", "vendor_hint": 1}
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}, "vendor_hint": 2}
+    messages = [
+        {"role": "user", "content": [part]},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    ]
+    with pytest.raises(TranslationError) as info:
+        toolnexus.translate_request(provider, request(messages))
+    assert info.value.path == "messages[0].content[0].vendor_hint"
+    body = toolnexus.translate_request(provider, request(messages), unknown_fields="drop")
+    dropped = [n.path for n in body.notes if n.kind == "dropped"]
+    assert dropped == ["messages[0].content[0].vendor_hint", "messages[1].tool_calls[0].vendor_hint"]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_a_tools_unknown_key_is_settled_not_lost(provider: str) -> None:
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}, "vendor_hint": 1}
+    given = {**request([{"role": "user", "content": "x"}]), "tools": [tool]}
+    with pytest.raises(TranslationError) as info:
+        toolnexus.translate_request(provider, given)
+    assert info.value.path == "tools[0].vendor_hint"
+    body = toolnexus.translate_request(provider, given, unknown_fields="drop")
+    assert [n.path for n in body.notes if n.kind == "dropped"] == ["tools[0].vendor_hint"]

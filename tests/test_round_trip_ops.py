@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from support.strategies import SETTINGS, anthropic_responses, gemini_responses
 from toolnexus import Note, RuleError, TranslationError, load_rules, translate_request, translate_response
-from toolnexus.language.ids import MARK, IdRule, decode, encode
+from toolnexus.language.ids import MARK, IdRule, compile_pattern, decode, encode
 from toolnexus.language.templates import Ctx
 from toolnexus.translate.outbound import OPENAI_WITHIN, check_usage, merge_extras
 from toolnexus.translate.reader import read_messages
@@ -35,12 +35,15 @@ request:
     choice: {$get: tool_choice}
 messages:
   system: {roles: [system, developer], join: "\\n", blocks: when_cached}
+  carry:
+    cache_control: {roles: [system, developer, user, tool]}
+    seal: {roles: [assistant], kind: text}
   roles:
     user: {message: {from: user, say: {$content: text_or_blocks}}}
     assistant: {message: {from: bot, say: {$content: blocks, lead: source.opaque}}}
     tool: {message: {from: user, say: {$content: blocks}}}
   parts:
-    text: {t: {$get: text}, mark: {$get: cache_control}}
+    text: {t: {$get: text}, mark: {$get: cache_control}, seal: {$get: seal}}
     image_base64: {img: {$get: data}}
     tool_call: {call: {$get: id}, fn: {$get: name}, args: {$get: arguments}}
     tool_result: {answer: {$get: tool_call_id}, body: {$content: text_or_blocks}}
@@ -147,6 +150,54 @@ def test_a_tool_result_refuses_parts_other_than_text_and_images(acme: Path) -> N
     assert info.value.path == "messages[2].content[0]"
 
 
+# ---------------------------------------------------------------- carry: message keys placed on a part
+
+
+def test_carry_places_a_message_key_on_its_last_part_of_the_kind(acme: Path) -> None:
+    assistant = {"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
+    request = {"messages": [{"role": "user", "content": "go"}, {**assistant, "tool_calls": [call("c1")], "seal": "S"}]}
+    body = translate_request("acme", request, rules=acme)
+    assert body["turns"][1]["say"] == [{"t": "a"}, {"t": "b", "seal": "S"}, {"call": "c1", "fn": "f", "args": {}}]
+    assert body.notes == ()
+
+
+def test_carry_with_no_part_of_the_kind_reports_the_key_dropped(acme: Path) -> None:
+    request = {
+        "messages": [{"role": "user", "content": "go"}, {"role": "assistant", "tool_calls": [call("c1")], "seal": "S"}]
+    }
+    body = translate_request("acme", request, rules=acme)
+    assert [(n.kind, n.path) for n in body.notes] == [("dropped", "messages[1].seal")]
+    assert "no text part" in body.notes[0].message
+
+
+def test_a_key_the_rules_do_not_carry_for_a_role_is_an_ordinary_message_key(acme: Path) -> None:
+    with pytest.raises(TranslationError) as info:
+        translate_request("acme", {"messages": [{"role": "user", "content": "go", "seal": "S"}]}, rules=acme)
+    assert info.value.path == "messages[0].seal"
+
+
+def test_a_carried_key_given_on_the_part_too_must_agree(acme: Path) -> None:
+    content = [{"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}}]
+    message = {"role": "user", "content": content, "cache_control": {"type": "ephemeral", "ttl": "1h"}}
+    with pytest.raises(TranslationError) as info:
+        translate_request("acme", {"messages": [message]}, rules=acme)
+    assert info.value.path == "messages[0].cache_control"
+    same = {**message, "cache_control": {"type": "ephemeral"}}
+    assert translate_request("acme", {"messages": [same]}, rules=acme)["turns"][0]["say"] == [
+        {"t": "a", "mark": {"type": "ephemeral"}}
+    ]
+
+
+def test_a_parts_own_keys_ride_on_it_under_their_own_name(acme: Path) -> None:
+    """No key is special to the reader: a part's `seal` reaches the template that reads it, and
+    makes a hoisted prompt blocks as cache_control does (the text template writes it)."""
+    content = [{"type": "text", "text": "A", "seal": "S"}]
+    body = translate_request("acme", {"messages": [{"role": "user", "content": content}]}, rules=acme)
+    assert body["turns"][0]["say"] == [{"t": "A", "seal": "S"}]
+    hoisted = {"messages": [{"role": "system", "content": content}, {"role": "user", "content": "go"}]}
+    assert translate_request("acme", hoisted, rules=acme)["system"] == [{"t": "A", "seal": "S"}]
+
+
 # ---------------------------------------------------------------- cache_control keeps blocks
 
 
@@ -225,14 +276,14 @@ def test_an_encoded_id_in_a_response_comes_back_as_the_original(acme: Path) -> N
     assert [n.kind for n in result.notes] == ["rewritten"]
 
 
-RULE = IdRule(__import__("re").compile("^[a-zA-Z0-9_-]+$"))
+RULE = IdRule(compile_pattern("^[a-zA-Z0-9_-]+$"))
 
 
 @SETTINGS
 @given(st.text(max_size=40))
 def test_normalize_is_reversible_stable_and_fits_the_pattern(call_id: str) -> None:
     sent = RULE.normalize(call_id)
-    assert RULE.pattern.fullmatch(sent) and RULE.normalize(call_id) == sent
+    assert RULE.accepts(sent) and RULE.normalize(call_id) == sent
     assert RULE.restore(sent) == call_id
 
 

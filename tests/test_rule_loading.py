@@ -20,6 +20,7 @@ A new case is a new file; no Python changes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -493,3 +494,25 @@ def test_without_libyaml_the_same_bounds_hold(monkeypatch: pytest.MonkeyPatch) -
         with pytest.raises(RuleError) as info:
             loader.parse_rule_text(path.read_text(encoding="utf-8"), "x.yaml")
         assert (info.value.line, info.value.column) == (expect["line"], expect["column"])
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini", "openai"])
+def test_the_compiled_request_side_is_returned_frozen_not_written_into_the_rule_source(
+    provider: str, tmp_path: Path
+) -> None:
+    """The request side's generated code comes back on the frozen Inbound; the loaded rule source holds none."""
+    shutil.copy(Path(__file__).resolve().parent.parent / "rules" / f"{provider}.yaml", tmp_path)
+    compiled = toolnexus.load_rules(tmp_path).get(provider)
+    request_sections = {"request", "messages", "tools", "tool_choice"}
+    assert not [key for key in compiled.source.generated if key[0] in request_sections]
+    assert {key[0] for key, _ in compiled.inbound.code} >= {"request", "tools"}
+    assert all(text.startswith("def render(") for _, text in compiled.inbound.code)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        compiled.inbound.join = "x"  # type: ignore[misc]
+
+
+def test_the_compiled_request_tables_are_read_only() -> None:
+    inbound = toolnexus.load_rules(None).get("anthropic").inbound
+    for table in (inbound.roles, inbound.unsupported, inbound.message_unsupported, inbound.tool_choice, inbound.ranges):
+        with pytest.raises(TypeError):
+            table["x"] = None  # type: ignore[index]

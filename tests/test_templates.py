@@ -9,7 +9,7 @@ import pytest
 from toolnexus import Note, RuleError, TranslationError
 from toolnexus.language.loader import parse_rule_text
 from toolnexus.language.paths import MISSING, compile_path
-from toolnexus.language.templates import Ctx, Env, compile_template
+from toolnexus.language.templates import Ctx, Env, Obj, compile_template, parse_template, reads_of, walk
 
 
 def render(template_yaml: str, scope: Any, ctx: Ctx | None = None) -> Any:
@@ -334,3 +334,39 @@ def test_a_default_is_reported_only_when_it_gives_a_value() -> None:
     assert render(template, {"first": True}, ctx) == "dummy"
     assert [(n.kind, n.path) for n in ctx.notes] == [("synthesized", "signature")]
     assert render(template, {"signature": "real", "first": True}) == "real"
+
+
+# ---------------------------------------------------------------- the node API (the parsed rule)
+
+
+def test_parsed_nodes_say_what_they_read_and_write_where() -> None:
+    text = """\
+t:
+  a: {$get: [x.y, "z[0]"], default: {$when: flag, is: true, then: 1}}
+  b: {$lookup: mode, table: {fast: {$get: speed}}, default: slow}
+  c: {$merge: source, with: {k: {$get: "items[*].id"}}}
+  d: 3
+"""
+    source = parse_rule_text(text, "test.yaml")
+    node = parse_template(source.data["t"], ("t",), Env(source))
+    assert isinstance(node, Obj) and node.writes() == ("a", "b", "c", "d")
+    reads = [(read.expr, read.steps, read.root, read.key) for read in reads_of(node)]
+    assert reads == [
+        ("x.y", ("x", "y"), "x", ("t", "a", "$get", 0)),
+        ("z[0]", ("z", 0), "z", ("t", "a", "$get", 1)),
+        ("flag", ("flag",), "flag", ("t", "a", "default", "$when")),
+        ("mode", ("mode",), "mode", ("t", "b", "$lookup")),
+        ("speed", ("speed",), "speed", ("t", "b", "table", "fast", "$get")),
+        ("source", ("source",), "source", ("t", "c", "$merge")),
+        ("items[*].id", None, None, ("t", "c", "with", "k", "$get")),
+    ]
+    assert [type(n).__name__ for n in walk(node)][:4] == ["Obj", "Get", "When", "Const"]
+
+
+def test_env_fields_read_asks_the_nodes() -> None:
+    source = parse_rule_text("t: {a: {$get: x.y}, b: {$get: '@'}}\nu: {a: {$get: x.y}, c: {$get: w}}\n", "test.yaml")
+    env = Env(source)
+    compile_template(source.data["u"], ("u",), env)
+    assert env.fields_read() == {"x", "w"} and env.where_read("w") == ("u", "c", "$get")
+    compile_template(source.data["t"], ("t",), env)
+    assert env.fields_read() is None  # `@` reads the whole scope

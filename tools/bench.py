@@ -67,6 +67,7 @@ from bench_inputs import (  # noqa: E402
     generated_responses,
     json_size,
     parity_inputs,
+    round_trip,
     tool_declarations,
     transcript,
     twenty_tools_request,
@@ -176,6 +177,9 @@ def build_cases(sizes: Sequence[int], providers: Sequence[str], litellm: LiteLLM
         cases.append(make_case(provider, TWENTY_TOOLS, "request", twenty_tools_request(tools), litellm))
         for n, data in transcripts.items():
             cases.append(make_case(provider, f"transcript {n:,}", "request", data, litellm, n))
+        style = "anthropic" if provider == "anthropic" else "gemini"
+        for n, data in transcripts.items():
+            cases.append(make_case(provider, f"round trip {n:,}", "request", round_trip(data, style), litellm))
     return cases
 
 

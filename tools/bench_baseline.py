@@ -13,9 +13,11 @@ whole (reasoning, Anthropic's thinking blocks, Gemini's thought signatures, extr
 cache-write and reasoning tokens, restored tool-call ids). The request translators handle
 what the benchmark inputs contain and what the rules do to it: Anthropic's tool-call id
 check, and Gemini's dummy signature on the first call of each step of the current turn
-(the transcripts carry no signatures). Round-trip keys the inputs never carry
-(thinking_blocks, extra_content, cache_control, is_error, images in tool results) are not
-read; if an input gains one, the parity check names the difference.
+(when a call carries no signature), and the round-trip keys `round_trip` adds (thinking
+blocks first in Anthropic's assistant turn, thought signatures on Gemini's parts, a user
+message's cache_control on its last block for Anthropic). Keys the inputs never carry
+(is_error, images in tool results, cache_control elsewhere) are not read; if an input
+gains one, the parity check names the difference.
 """
 
 from __future__ import annotations
@@ -133,8 +135,20 @@ def _restored_id(sent: str) -> str:
     return original if _anthropic_id(original) == sent else sent
 
 
+def _anthropic_cached(content: str | list[JSON], mark: JSON) -> list[JSON]:
+    """A user message's cache_control marks its last block, so its content goes as blocks."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content, "cache_control": mark}]
+    blocks = [
+        {"type": "text", "text": part["text"]} if part["type"] == "text" else _anthropic_image(part["image_url"]["url"])
+        for part in content
+    ]
+    blocks[-1]["cache_control"] = mark
+    return blocks
+
+
 def _anthropic_assistant_blocks(message: JSON) -> list[JSON]:
-    blocks: list[JSON] = []
+    blocks: list[JSON] = list(message.get("thinking_blocks") or ())  # signed reasoning first, as given
     content = message.get("content")
     if isinstance(content, str):
         if content:
@@ -198,7 +212,10 @@ def hand_anthropic_request(request: JSON) -> JSON:
         else:
             results = None
             if role == "user":
-                messages.append({"role": "user", "content": _anthropic_user_content(message["content"])})
+                mark = message.get("cache_control")
+                content = message["content"]
+                written = _anthropic_user_content(content) if mark is None else _anthropic_cached(content, mark)
+                messages.append({"role": "user", "content": written})
             else:
                 blocks = _anthropic_assistant_blocks(message)
                 if blocks:  # Anthropic rejects an empty assistant turn
@@ -285,9 +302,14 @@ def _openai_assistant(message: JSON) -> JSON:
             out_calls.append(call)
         else:
             text = json.dumps(_parse_arguments(arguments), ensure_ascii=False)
-            out_calls.append(
-                {"id": call["id"], "type": "function", "function": {"name": function["name"], "arguments": text}}
-            )
+            rewritten_call = {
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": function["name"], "arguments": text},
+            }
+            if call.get("extra_content") is not None:
+                rewritten_call["extra_content"] = call["extra_content"]
+            out_calls.append(rewritten_call)
             rewritten = True
     return {**message, "tool_calls": out_calls} if rewritten else message
 
@@ -388,15 +410,26 @@ def _gemini_model_parts(message: JSON, names: dict[str, str], current_turn: bool
             parts.append({"text": content})
     elif content:
         parts.extend({"text": part["text"]} for part in content if part["text"])
+    signed = _gemini_signature(message)
+    if signed is not None and parts:  # a signature on the message is its last text part's
+        parts[-1]["thoughtSignature"] = signed
     for position, call in enumerate(message.get("tool_calls") or ()):
         function = call["function"]
         names[call["id"]] = function["name"]
         arguments = _parse_arguments(function["arguments"])
         part: JSON = {"functionCall": {"id": call["id"], "name": function["name"], "args": arguments}}
-        if current_turn and position == 0:
+        signed = _gemini_signature(call)
+        if signed is not None:
+            part["thoughtSignature"] = signed
+        elif current_turn and position == 0:
             part["thoughtSignature"] = GEMINI_DUMMY_SIGNATURE
         parts.append(part)
     return parts
+
+
+def _gemini_signature(carrier: JSON) -> str | None:
+    """The thought signature a message or a tool call carries back (extra_content.google.thought_signature)."""
+    return ((carrier.get("extra_content") or {}).get("google") or {}).get("thought_signature")
 
 
 def _gemini_result(text: str) -> JSON:

@@ -17,6 +17,7 @@ A seeded random generator makes every run translate the same bytes.
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import random
 from collections.abc import Sequence
@@ -379,6 +380,33 @@ def transcript(messages: int, tools: list[JSON], seed: int = SEED) -> JSON:
         "stop": ["</final>"],
         "user": "bench-user-0001",
     }
+
+
+def round_trip(request: JSON, style: str) -> JSON:
+    """The transcript as a reasoning model's `assistant_message()` hands it back, with a cache breakpoint.
+
+    Every assistant turn carries its reasoning_content, and, as `style` says, "anthropic": its signed
+    thinking_blocks; "gemini": a thought signature (extra_content) on each step's first tool call, or on
+    the message when it is text only. The last user message carries cache_control.
+    """
+    out = copy.deepcopy(request)
+    rng = random.Random(SEED)
+    for message in out["messages"]:
+        if message["role"] != "assistant":
+            continue
+        reasoning = prose(rng, 200)
+        message["reasoning_content"] = reasoning
+        signature = base64.b64encode(rng.randbytes(48)).decode()
+        if style == "anthropic":
+            message["thinking_blocks"] = [{"type": "thinking", "thinking": reasoning, "signature": signature}]
+        elif message.get("tool_calls"):
+            message["tool_calls"][0]["extra_content"] = {"google": {"thought_signature": signature}}
+        elif message.get("content"):
+            message["extra_content"] = {"google": {"thought_signature": signature}}
+    users = [m for m in out["messages"] if m["role"] == "user"]
+    if users:
+        users[-1]["cache_control"] = {"type": "ephemeral"}
+    return out
 
 
 # ---------------------------------------------------------------- responses

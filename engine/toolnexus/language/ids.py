@@ -16,7 +16,9 @@ function of the id:
 The pattern is matched with RE2 (the `google-re2` package), which runs in time linear
 in the id: a rule file cannot make a pattern like `^([a-z]+)+$` take seconds on one id,
 as Python's backtracking `re` would. RE2 has no backreferences or lookarounds; a
-pattern using them is refused at load, at its line.
+pattern using them is refused at load, at its line. Ids are matched as their UTF-8
+bytes against the pattern compiled from its UTF-8 bytes (RE2 reads both as UTF-8, so
+the answer is the same), which skips the wrapper's per-call offset bookkeeping for str.
 """
 
 from __future__ import annotations
@@ -54,10 +56,14 @@ def decode(sent: str) -> str | None:
 class IdRule:
     """A provider's accepted tool-call id form (a regular expression the whole id must match)."""
 
-    pattern: Any  # a compiled RE2 pattern (google-re2 ships no type hints)
+    pattern: Any  # a compiled RE2 pattern over UTF-8 bytes (google-re2 ships no type hints)
+
+    def accepts(self, call_id: str) -> bool:
+        """Whether the provider takes this id as it is (the whole id matches the pattern)."""
+        return self.pattern.fullmatch(call_id.encode("utf-8", "surrogatepass")) is not None
 
     def normalize(self, call_id: str) -> str:
-        if self.pattern.fullmatch(call_id) and not call_id.startswith(MARK):
+        if self.accepts(call_id) and not call_id.startswith(MARK):
             return call_id
         return encode(call_id)
 
@@ -79,7 +85,8 @@ class IdRule:
 
     def admits_encoded_ids(self) -> bool:
         """Whether the pattern accepts what `normalize` produces (checked when the rules load)."""
-        return all(self.pattern.fullmatch(encode(sample)) for sample in ("a", "a.b:c", "é/\u6771", "x" * 40))
+        samples = ("a", "a.b:c", "é/\u6771", "x" * 40)
+        return all(self.accepts(encode(sample)) for sample in samples)
 
 
 def compile_id_rule(source: RuleSource) -> IdRule | None:
@@ -100,7 +107,7 @@ def compile_pattern(pattern: str) -> Any:
     """A rule file's regular expression, compiled by RE2 (linear-time matching); raises re2.error."""
     options = re2.Options()
     options.log_errors = False  # the error comes back as an exception; RE2 would also print it to stderr
-    return re2.compile(pattern, options)
+    return re2.compile(pattern.encode("utf-8", "surrogatepass"), options)
 
 
 def _reason(exc: Exception) -> str:

@@ -14,9 +14,13 @@ RecursionError, a UnicodeEncodeError in the HTTP layer or NaN in the output:
 
 The check runs on every request, so it has a fast path: orjson (the `fast` extra) writes
 the value in C and fails on surrogates, on other types and beyond 254 levels. It writes NaN
-and Infinity as null, so when its text holds a null the check enters only the parts whose
-text holds one, where a None is fine and a float must be finite. Only a value that fails (or
-every value, without orjson) is walked in Python, which finds the culprit and its path.
+and Infinity as null, so only when its text holds a null token (`null` after `:`, `,` or `[`
+and before `,`, `]` or `}`; the word inside a string, as in a schema's `"type": "null"`, is
+not one) does the check enter the parts whose text holds one, where a None is fine and a
+float must be finite. The top two levels of a request are written member by member (one
+message at a time, never one buffer the size of the whole transcript). Only a value that
+fails (or every value, without orjson) is walked in Python, which finds the culprit and its
+path.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ MAX_DEPTH = 256
 
 _SCALARS = (int, bool, type(None))
 _TEXT_SCALARS = (str, int, bool, type(None))
+_LONG = 32  # a list longer than this is looked at item by item, not encoded again
 
 
 class JsonValueError(ValueError):
@@ -59,25 +64,55 @@ def check(value: Any) -> None:
     """Raise JsonValueError (with the culprit's path inside `value`) unless `value` is safe JSON."""
     if orjson is not None:
         try:
-            out = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
-        except (TypeError, RecursionError):
+            if _clean(value, 0):
+                return
+        except RecursionError:  # called from deep inside some caller's stack: walk instead
             pass
-        else:
-            try:
-                if b"null" not in out or _finite((value,)):
-                    return
-            except RecursionError:  # called from deep inside some caller's stack: walk instead
-                pass
     problem = locate(value)
     if problem is not None:
         raise JsonValueError(*problem)
 
 
+def _clean(value: Any, level: int) -> bool:
+    """Whether orjson encodes `value` and every null it writes is a None (False: let `locate` decide).
+
+    The top two levels of a mapping or a long list are encoded member by member (a large request is
+    not written into one buffer of its whole size); orjson's own limit of 254 levels per member then
+    keeps the whole within MAX_DEPTH.
+    """
+    kind = type(value)
+    if level < 2 and (kind is dict or (kind is list and len(value) > _LONG)):
+        if kind is dict and not _plain_keys(value):
+            return False
+        return all(_clean(item, level + 1) for item in (value.values() if kind is dict else value))
+    if kind in _SCALARS:
+        return True
+    try:
+        out = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
+    except TypeError:
+        return False
+    if kind is float or kind is str:
+        return out != b"null"  # a NaN or an Infinity; a str is encoded to find a lone surrogate
+    return not _has_null(out) or _finite((value,))
+
+
+def _plain_keys(mapping: dict[Any, Any]) -> bool:
+    """Whether every key is a str that UTF-8 can encode (no lone surrogate)."""
+    if not all(type(key) is str for key in mapping):
+        return False
+    try:
+        "".join(mapping).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _finite(value: Any) -> bool:
     """Whether the nulls in a container's orjson text are all None, not NaN or Infinity (orjson wrote it).
 
-    A mapping's values are looked at directly; a list is entered only when its own orjson text
-    holds a null, so a transcript whose nulls sit in a few messages is not encoded a second time.
+    A mapping's values, and a long list's items, are looked at directly (encoding a transcript's
+    message list a second time costs more than looking at its messages); a short list is entered
+    only when its own orjson text holds a null token.
     """
     for item in value.values() if isinstance(value, dict) else value:
         kind = type(item)
@@ -86,12 +121,26 @@ def _finite(value: Any) -> bool:
         if kind is float:
             if not math.isfinite(item):
                 return False
-        elif kind is dict:
+        elif kind is dict or (kind is list and len(item) > _LONG):
             if not _finite(item):
                 return False
-        elif b"null" in orjson.dumps(item, default=_refuse, option=_ORJSON_OPTIONS) and not _finite(item):
+        elif _has_null(orjson.dumps(item, default=_refuse, option=_ORJSON_OPTIONS)) and not _finite(item):
             return False
     return True
+
+
+def _has_null(text: bytes) -> bool:
+    """Whether orjson's text holds a null token: where it wrote a None, a NaN or an Infinity.
+
+    A string holding `,null]` counts too, which costs only the closer look in `check`.
+    """
+    end = len(text)
+    i = text.find(b"null")
+    while i >= 0:
+        if (i == 0 or text[i - 1] in b":,[") and (i + 4 == end or text[i + 4] in b",]}"):
+            return True
+        i = text.find(b"null", i + 4)
+    return False
 
 
 def where_in(base: str, where: str) -> str:

@@ -45,6 +45,25 @@ Operations (the whole vocabulary; README "Rule format" has an example of each):
 Absent is not null: an operation yielding MISSING omits its key, and a mapping
 whose every key is absent (or a list whose every element is absent) is itself absent. Rendering never mutates its scope
 and never shares a mutable constant with the output.
+
+The node API. `parse_template(value, key, env)` turns a template into the parsed rule,
+frozen `Node`s, the one intermediate form every consumer asks (never the raw YAML):
+`compile_node` generates Python from it, and `Env` keeps the nodes of each template it
+compiled, so `Env.fields_read()` / `where_read()` / `reads` / `contents` are answers of
+the nodes. Each node answers:
+
+  node.children()   the nodes it is built from (Get's default, When's branches, Obj's
+                    values, Array's items, Lookup's rows and default, Merge's `with`)
+  node.paths()      the paths it reads itself, as `Read`s
+  Obj.writes()      the keys it writes (each absent when its value is)
+  walk(node)        the node and all below it, depth first, in the rule file's order
+  reads_of(node)    every `Read` below it, in that order
+
+and a `Read` says what it reads: `.expr` (as written), `.steps` (the plain path as keys
+and indexes; None for a rich JMESPath path), `.root` (the top-level field; None when it
+reads the scope itself), `.key` (where in the rule file) and `.getter` (compiled). The
+node classes: Const, Get, When, ListOf, Sum, Obj, Array, Lookup, Apply ($as_object,
+$media_type), Merge, Content.
 """
 
 from __future__ import annotations
@@ -52,7 +71,7 @@ from __future__ import annotations
 import difflib
 import mimetypes
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -136,11 +155,27 @@ class Env:
 
     source: RuleSource
     content: ContentFactory | None = None
-    reads: dict[str, Key] = field(default_factory=dict)  # each path read -> where it is first read
-    contents: list[frozenset[str] | None] = field(default_factory=list)  # each `$content`'s kinds (None: every kind)
+    # Where each compiled template's Python goes (rule key -> source), for `explain --code`; the request side
+    # passes its own table and returns it with what it compiled. None: the rule source's shared table.
+    generated: dict[Key, str] | None = None
+    nodes: list[Node] = field(default_factory=list)  # each template compiled here, parsed
+    loose: dict[str, Key] = field(default_factory=dict)  # paths read outside a template (path_getter)
 
-    def read(self, expression: str, key: Key) -> None:
-        self.reads.setdefault(expression, key)
+    @property
+    def reads(self) -> dict[str, Key]:
+        """Each path read (by the templates' nodes, then outside them) -> where it is first read."""
+        out: dict[str, Key] = {}
+        for node in self.nodes:
+            for read in reads_of(node):
+                out.setdefault(read.expr, read.key)
+        for expr, key in self.loose.items():
+            out.setdefault(expr, key)
+        return out
+
+    @property
+    def contents(self) -> list[frozenset[str] | None]:
+        """Each `$content`'s kinds (None: every kind), asked of the nodes."""
+        return [node.kinds for root in self.nodes for node in walk(root) if isinstance(node, Content)]
 
     def where_read(self, name: str) -> Key:
         """The rule key of the first path that reads the top-level field `name`."""
@@ -184,10 +219,16 @@ def compile_template(value: Any, key: Key, env: Env) -> Render:
 
     Every operation becomes straight-line Python (a dict built key by key, `.get`
     chains, plain ifs); only `$content` calls a closure (the parts table). The
-    source is kept in the rule source's `generated` table for `toolnexus explain --code`.
+    source is kept in `env.generated` for `toolnexus explain --code`.
     """
-    node = _node(value, key, env)
-    if isinstance(node, _Const):
+    node = parse_template(value, key, env)
+    env.nodes.append(node)
+    return compile_node(node, key, env)
+
+
+def compile_node(node: Node, key: Key, env: Env) -> Render:
+    """One parsed template as one generated function (its source kept in `env.generated`)."""
+    if isinstance(node, Const):
         return _constant(node.value)
     gen = _Codegen()
     body = gen.emit(node, "out", "s")
@@ -196,178 +237,201 @@ def compile_template(value: Any, key: Key, env: Env) -> Render:
     return _define(gen, "render(s, c)", prologue + gen.prelude + body, key, env)
 
 
-class Unbindable(Exception):
-    """A template reads something `compile_bound`'s parameters do not name."""
-
-
-def compile_bound(
-    value: Any, key: Key, env: Env, params: tuple[str, ...], absent: tuple[str, ...] = ()
-) -> Render | None:
-    """Compile a template as a function of named fields, `render(*values, c)`, or None.
-
-    The fast lane (lane.py) calls these with values it read straight from the
-    request, so no middle-form dict is built. Fields are bound in `params` order;
-    a `$content` binds the extra last argument. None when the template reads a
-    field outside `params` (fields in `absent` read as MISSING), reads the whole scope,
-    or uses a rich JMESPath path.
-    """
-    node = _node(value, key, env)
-    gen = _Codegen(bound={**{name: "MISSING" for name in absent}, **{name: f"p_{name}" for name in params}})
-    try:
-        body = gen.emit(node, "out", "s")
-    except Unbindable:
-        return None
-    args = [f"p_{name}" for name in params] + (["content"] if gen.content_bound else [])
-    return _define(gen, f"render({', '.join(args)}, c)", body, (*key, "bound"), env)
-
-
-class Inliner:
-    """Templates as lines inside one larger generated function (the fast lane, lane.py).
-
-    Each `emit` binds template fields to variables of the surrounding code; `present`
-    names the bound fields that are never absent there, so objects built only from them
-    and from constants become one dict display. All emitted code shares `names`.
-    """
-
-    def __init__(self, env: Env) -> None:
-        self.env = env
-        self.gen = _Codegen(bound={})
-
-    def emit(
-        self,
-        template: Any,
-        key: Key,
-        target: str,
-        bound: dict[str, str],
-        present: frozenset[str] = frozenset(),
-        content_var: str = "content",
-    ) -> list[str] | None:
-        """Lines leaving the template's value in `target`, or None when it reads an unbound field."""
-        gen = self.gen
-        gen.bound, gen.present, gen.content_var, gen.content_bound = bound, present, content_var, False
-        try:
-            return gen.emit(_node(template, key, self.env), target, "s")
-        except Unbindable:
-            return None
-
-    @property
-    def names(self) -> dict[str, Any]:
-        return {"MISSING": MISSING, "fresh_copy": fresh_copy, "Note": Note, "pick_first": pick_first, **self.gen.names}
-
-
 def _define(gen: _Codegen, signature: str, lines: list[str], key: Key, env: Env) -> Render:
     source = f"def {signature}:\n" + "".join(f"    {line}\n" for line in lines) + "    return out\n"
     namespace = {"MISSING": MISSING, "fresh_copy": fresh_copy, "Note": Note, "pick_first": pick_first, **gen.names}
     exec(compile(source, f"<template {'.'.join(map(str, key))}>", "exec"), namespace)
     render: Render = namespace["render"]
-    env.source.generated[key] = source
+    (env.source.generated if env.generated is None else env.generated)[key] = source
     return render
 
 
-# Template nodes: what the compiler understood, before code is generated.
+# Template nodes: the parsed rule, what the compiler understood before code is generated (see the
+# module docstring, "The node API"). Every consumer asks these, never the raw YAML.
 
 
 @dataclass(frozen=True)
-class _Const:
+class Read:
+    """One path a template reads: inline steps when plain, else a compiled JMESPath getter."""
+
+    expr: str
+    steps: tuple[str | int, ...] | None  # the plain path (keys and indexes), None for a rich JMESPath path
+    getter: Getter
+    key: Key = ()  # where in the rule file it is written
+
+    @property
+    def root(self) -> str | None:
+        """The top-level field it reads, or None when it reads the scope itself (`@`, a projection)."""
+        if self.steps is not None:
+            return self.steps[0] if self.steps and isinstance(self.steps[0], str) else None
+        return first_field(self.expr)
+
+
+class Node:
+    """A parsed template value: what it reads (`paths`), what it is built from (`children`)."""
+
+    def children(self) -> tuple[Node, ...]:
+        return ()
+
+    def paths(self) -> tuple[Read, ...]:
+        return ()
+
+
+@dataclass(frozen=True)
+class Const(Node):
     value: Any
 
 
 @dataclass(frozen=True)
-class _Read:
-    """One path: inline steps when plain, else a compiled JMESPath getter."""
-
-    expr: str
-    steps: tuple[str | int, ...] | None
-    getter: Getter
-
-
-@dataclass(frozen=True)
-class _Get:
-    paths: tuple[_Read, ...]
-    default: Any  # a node, or None
+class Get(Node):
+    reads: tuple[Read, ...]
+    default: Node | None
     required: bool
     out_name: str
 
+    def children(self) -> tuple[Node, ...]:
+        return () if self.default is None else (self.default,)
+
+    def paths(self) -> tuple[Read, ...]:
+        return self.reads
+
 
 @dataclass(frozen=True)
-class _When:
-    path: _Read
+class When(Node):
+    path: Read
     expected: Any
-    then: Any
-    otherwise: Any = None  # the `else` node, or None (absent)
+    then: Node
+    otherwise: Node | None = None  # the `else` node, or None (absent)
+
+    def children(self) -> tuple[Node, ...]:
+        return (self.then,) if self.otherwise is None else (self.then, self.otherwise)
+
+    def paths(self) -> tuple[Read, ...]:
+        return (self.path,)
 
 
 @dataclass(frozen=True)
-class _ListOf:
-    path: _Read
+class ListOf(Node):
+    path: Read
+
+    def paths(self) -> tuple[Read, ...]:
+        return (self.path,)
 
 
 @dataclass(frozen=True)
-class _Sum:
-    paths: tuple[_Read, ...]
+class Sum(Node):
+    reads: tuple[Read, ...]
     empty: Any  # the value when no path is present (MISSING unless the rule says `empty:`)
-    holders: tuple[_Read, ...] = ()  # the objects holding the counts: `empty` applies only when they are there
+    holders: tuple[Read, ...] = ()  # the objects holding the counts: `empty` applies only when they are there
+
+    def paths(self) -> tuple[Read, ...]:
+        return self.reads + self.holders
 
 
 @dataclass(frozen=True)
-class _Obj:
-    items: tuple[tuple[str, Any], ...]
+class Obj(Node):
+    items: tuple[tuple[str, Node], ...]
+
+    def children(self) -> tuple[Node, ...]:
+        return tuple(node for _, node in self.items)
+
+    def writes(self) -> tuple[str, ...]:
+        """The keys it writes (each absent when its value is)."""
+        return tuple(name for name, _ in self.items)
 
 
 @dataclass(frozen=True)
-class _List:
-    items: tuple[Any, ...]
+class Array(Node):
+    items: tuple[Node, ...]
+
+    def children(self) -> tuple[Node, ...]:
+        return self.items
 
 
 @dataclass(frozen=True)
-class _Call:
-    """A compiled closure over the whole scope (`$lookup`); never bindable by the fast lane."""
+class Lookup(Node):
+    """`$lookup`: a table row per OpenAI value, compiled into one closure over the whole scope."""
 
+    path: Read
+    rows: tuple[tuple[str, Node], ...]
+    default: Node | None
     render: Render
 
+    def children(self) -> tuple[Node, ...]:
+        return tuple(node for _, node in self.rows) + (() if self.default is None else (self.default,))
+
+    def paths(self) -> tuple[Read, ...]:
+        return (self.path,)
+
 
 @dataclass(frozen=True)
-class _Apply:
+class Apply(Node):
     """A value function applied to one read (`$as_object`, `$media_type`); it gets the Ctx for its errors."""
 
-    path: _Read
+    path: Read
     function: Callable[[Any, Ctx], Any]
 
-
-@dataclass(frozen=True)
-class _Merge:
-    path: _Read
-    sets: tuple[tuple[str, Any], ...]
+    def paths(self) -> tuple[Read, ...]:
+        return (self.path,)
 
 
 @dataclass(frozen=True)
-class _Content:
-    """`$content`: the parts table's closure, or the fast lane's precomputed argument."""
+class Merge(Node):
+    path: Read
+    sets: tuple[tuple[str, Node], ...]
+
+    def children(self) -> tuple[Node, ...]:
+        return tuple(node for _, node in self.sets)
+
+    def paths(self) -> tuple[Read, ...]:
+        return (self.path,)
+
+
+@dataclass(frozen=True)
+class Content(Node):
+    """`$content`: the message's (or part's) parts, written through the parts table's closure."""
 
     render: Render
-    spec: dict[str, Any]
+    kinds: frozenset[str] | None  # the part kinds it writes, None for every kind
+    reads: tuple[Read, ...]  # `parts`, and the `lead` path when given
+
+    def paths(self) -> tuple[Read, ...]:
+        return self.reads
 
 
-def _node(value: Any, key: Key, env: Env) -> Any:
+def walk(node: Node) -> Iterator[Node]:
+    """The node and everything it is built from, depth first, in the rule file's order."""
+    yield node
+    for child in node.children():
+        yield from walk(child)
+
+
+def reads_of(node: Node) -> Iterator[Read]:
+    """Every path the template reads, in the rule file's order."""
+    for each in walk(node):
+        yield from each.paths()
+
+
+def parse_template(value: Any, key: Key, env: Env) -> Node:
     """Understand one template value (recursively), checking it as the rule file's author wrote it."""
     if isinstance(value, dict):
         ops = [k for k in value if k.startswith("$")]
         if ops:
             return _op_node(value, ops, key, env)
-        items = tuple((k, _node(v, (*key, k), env)) for k, v in value.items())
-        if all(isinstance(n, _Const) for _, n in items):
-            return _Const(value)
-        return _Obj(items)
+        items = tuple((k, parse_template(v, (*key, k), env)) for k, v in value.items())
+        if all(isinstance(n, Const) for _, n in items):
+            return Const(value)
+        return Obj(items)
     if isinstance(value, list):
-        elements = tuple(_node(v, (*key, i), env) for i, v in enumerate(value))
-        if all(isinstance(n, _Const) for n in elements):
-            return _Const(value)
-        return _List(elements)
+        elements = tuple(parse_template(v, (*key, i), env) for i, v in enumerate(value))
+        if all(isinstance(n, Const) for n in elements):
+            return Const(value)
+        return Array(elements)
     if isinstance(value, str) and value.startswith("$"):
         raise env.error(
             key, f"'{value}': strings starting with '$' are reserved for operations (write {_as_operation(value)})"
         )
-    return _Const(value)
+    return Const(value)
 
 
 def _as_operation(text: str) -> str:
@@ -379,16 +443,16 @@ def _as_operation(text: str) -> str:
     return f"{{$get: {text[1:].strip() or 'PATH'}}}"  # `$temperature`: a field, read
 
 
-def _read(expr: Any, key: Key, env: Env) -> _Read:
-    getter = path_getter(expr, key, env)
+def _read(expr: Any, key: Key, env: Env) -> Read:
+    getter = _compiled_path(expr, key, env)
     steps = simple_steps(expr)
-    return _Read(expr, None if steps is None else tuple(steps), getter)
+    return Read(expr, None if steps is None else tuple(steps), getter, key)
 
 
-def _holders(paths: tuple[_Read, ...], key: Key, env: Env) -> tuple[_Read, ...]:
+def _holders(paths: tuple[Read, ...], key: Key, env: Env) -> tuple[Read, ...]:
     """The objects holding `$sum`'s counts (`usage` for `usage.output_tokens`), each once; top-level
     and non-plain paths have none to check."""
-    out: dict[str, _Read] = {}
+    out: dict[str, Read] = {}
     for read in paths:
         if read.steps and len(read.steps) > 1 and isinstance(read.steps[-1], str):
             parent = read.expr[: -len(read.steps[-1]) - 1]
@@ -397,20 +461,20 @@ def _holders(paths: tuple[_Read, ...], key: Key, env: Env) -> tuple[_Read, ...]:
     return tuple(out.values())
 
 
-def _reads(value: Any, key: Key, env: Env) -> tuple[_Read, ...]:
+def _reads(value: Any, key: Key, env: Env) -> tuple[Read, ...]:
     exprs = value if isinstance(value, list) else [value]
     if not exprs:
         raise env.error(key, "expected at least one path")
     return tuple(_read(e, (*key, i) if isinstance(value, list) else key, env) for i, e in enumerate(exprs))
 
 
-def _one_read(value: Any, key: Key, env: Env) -> _Read:
+def _one_read(value: Any, key: Key, env: Env) -> Read:
     if isinstance(value, list):
         raise env.error(key, "takes one path, not a list")
     return _read(value, key, env)
 
 
-def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
+def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Node:
     if len(ops) > 1:
         raise env.error(key, f"one operation per mapping, found {', '.join(ops)}")
     op = ops[0]
@@ -422,27 +486,27 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
     arg = spec[op]
     at = (*key, op)
     if op == "$get":
-        default = _node(spec["default"], (*key, "default"), env) if "default" in spec else None
-        return _Get(_reads(arg, at, env), default, bool(spec.get("required", False)), str(key[-1]) if key else "?")
+        default = parse_template(spec["default"], (*key, "default"), env) if "default" in spec else None
+        return Get(_reads(arg, at, env), default, bool(spec.get("required", False)), str(key[-1]) if key else "?")
     if op == "$when":
         if ("is" in spec) == ("in" in spec) or "then" not in spec:
             raise env.error(key, "$when needs `then` and one of `is` (a value) or `in` (a list of values)")
         if "in" in spec and not isinstance(spec["in"], list):
             raise env.error((*key, "in"), "`in` takes a list of values")
         expected = tuple(spec["in"]) if "in" in spec else (spec["is"],)
-        otherwise = _node(spec["else"], (*key, "else"), env) if "else" in spec else None
-        return _When(_one_read(arg, at, env), expected, _node(spec["then"], (*key, "then"), env), otherwise)
+        otherwise = parse_template(spec["else"], (*key, "else"), env) if "else" in spec else None
+        return When(_one_read(arg, at, env), expected, parse_template(spec["then"], (*key, "then"), env), otherwise)
     if op == "$lookup":
-        return _Call(_lookup(spec, _one_read(arg, at, env), key, env))
+        return _lookup(spec, _one_read(arg, at, env), key, env)
     if op == "$as_object":
         wrap = spec.get("wrap")
         if not isinstance(wrap, str) or not wrap:
             raise env.error(key, "$as_object needs `wrap`: the key a non-object value goes under")
-        return _Apply(_one_read(arg, at, env), partial(as_object, wrap=wrap, where=str(arg)))
+        return Apply(_one_read(arg, at, env), partial(as_object, wrap=wrap, where=str(arg)))
     if op == "$media_type":
-        return _Apply(_one_read(arg, at, env), media_type)
+        return Apply(_one_read(arg, at, env), media_type)
     if op == "$list":
-        return _ListOf(_one_read(arg, at, env))
+        return ListOf(_one_read(arg, at, env))
     if op == "$sum":
         if not isinstance(arg, list):
             raise env.error(at, "$sum takes a list of paths")
@@ -450,13 +514,13 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
         if empty is not MISSING and type(empty) is not int:
             raise env.error((*key, "empty"), "`empty` must be an integer")
         paths = _reads(arg, at, env)
-        return _Sum(paths, empty, _holders(paths, at, env) if empty is not MISSING else ())
+        return Sum(paths, empty, _holders(paths, at, env) if empty is not MISSING else ())
     if op == "$merge":
         with_spec = spec.get("with", {})
         if not isinstance(with_spec, dict):
             raise env.error((*key, "with"), "`with` must be a mapping")
-        sets = tuple((k, _node(v, (*key, "with", k), env)) for k, v in with_spec.items())
-        return _Merge(_one_read(arg, at, env), sets)
+        sets = tuple((k, parse_template(v, (*key, "with", k), env)) for k, v in with_spec.items())
+        return Merge(_one_read(arg, at, env), sets)
     # $content
     if env.content is None:
         raise env.error(at, "$content is only allowed in a role's `message`")
@@ -466,12 +530,11 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Any:
             f"$content takes text_or_blocks or blocks, got {arg!r}"
             + did_you_mean(str(arg), ["text_or_blocks", "blocks"]),
         )
-    env.read("parts", at)
     kinds = spec.get("kinds")
-    env.contents.append(frozenset(kinds) if isinstance(kinds, list) else None)
+    reads = [_read("parts", at, env)]
     if isinstance(spec.get("lead"), str):
-        env.read(spec["lead"], (*key, "lead"))  # the message key it replays counts as read
-    return _Content(env.content(spec, key), spec)
+        reads.append(_read(spec["lead"], (*key, "lead"), env))  # the message key it replays counts as read
+    return Content(env.content(spec, key), frozenset(kinds) if isinstance(kinds, list) else None, tuple(reads))
 
 
 def pick_first(ctx: Ctx, *candidates: Any) -> Any:
@@ -490,15 +553,11 @@ def pick_first(ctx: Ctx, *candidates: Any) -> Any:
 class _Codegen:
     """Turns template nodes into lines of Python; closures, getters and constants go into `names`."""
 
-    def __init__(self, bound: dict[str, str] | None = None) -> None:
+    def __init__(self) -> None:
         self.names: dict[str, Any] = {}
         self._count = 0
         self.firsts: dict[str, str] = {}  # scope key -> the variable that reads it once, up front
-        self.bound = bound  # compile_bound: scope key -> variable; anything else is Unbindable
-        self.present: frozenset[str] = frozenset()  # bound keys known never to be MISSING
-        self.content_var = "content"
-        self.content_bound = False
-        self.chains: dict[tuple[str | int, ...], str] = {}  # plain key chains read up front (not in bound mode)
+        self.chains: dict[tuple[str | int, ...], str] = {}  # plain key chains read up front
         self.prelude: list[str] = []  # their reads, after the `firsts`
 
     def _fresh(self, prefix: str) -> str:
@@ -513,19 +572,11 @@ class _Codegen:
         self.names[name] = value
         return name
 
-    def _read(self, read: _Read, target: str, scope: str) -> list[str]:
-        if self.bound is not None and (not read.steps or read.steps[0] not in self.bound):
-            raise Unbindable(read.expr)
+    def _read(self, read: Read, target: str, scope: str) -> list[str]:
         if read.steps is None:
             return [f"{target} = {self._name(read.getter)}({scope})"]
         steps = read.steps
-        if self.bound is not None:
-            first = self.bound[str(steps[0])]
-            if first == "MISSING":  # a field absent wherever this code runs: so is everything below it
-                return [f"{target} = MISSING"]
-            lines = [f"{target} = {first}"]
-            steps = steps[1:]
-        elif steps and isinstance(steps[0], str):
+        if steps and isinstance(steps[0], str):
             first = self.firsts.setdefault(steps[0], f"f{len(self.firsts)}")
             if len(steps) > 1 and all(isinstance(step, str) for step in steps):
                 return [f"{target} = {self._chain(first, steps)}"]
@@ -550,28 +601,23 @@ class _Codegen:
 
     def emit(self, node: Any, target: str, scope: str) -> list[str]:
         """Lines that leave the node's value (possibly MISSING) in `target`."""
-        if isinstance(node, _Const):
+        if isinstance(node, Const):
             if isinstance(node.value, (dict, list)):
                 return [f"{target} = fresh_copy({self._name(node.value)})"]
             return [f"{target} = {self._name(node.value)}"]
-        if isinstance(node, _Content):
-            if self.bound is not None:
-                self.content_bound = True
-                return [f"{target} = {self.content_var}"]
+        if isinstance(node, Content):
             return [f"{target} = {self._name(node.render)}({scope}, c)"]
-        if isinstance(node, _Call):
-            if self.bound is not None:
-                raise Unbindable("a closure over the whole scope")
+        if isinstance(node, Lookup):
             return [f"{target} = {self._name(node.render)}({scope}, c)"]
-        if isinstance(node, _Apply):
+        if isinstance(node, Apply):
             lines = self._read(node.path, target, scope)
             lines.append(f"if {target} is not MISSING: {target} = {self._name(node.function)}({target}, c)")
             return lines
-        if isinstance(node, _Merge):
+        if isinstance(node, Merge):
             return self._merge(node, target, scope)
-        if isinstance(node, _Get):
+        if isinstance(node, Get):
             return self._get(node, target, scope)
-        if isinstance(node, _When):
+        if isinstance(node, When):
             lines = self._read(node.path, target, scope)
             if len(node.expected) == 1:
                 expected = self._name(node.expected[0])
@@ -586,7 +632,7 @@ class _Codegen:
                 lines.append("else:")
                 lines += _indent(self.emit(node.otherwise, target, scope))
             return lines
-        if isinstance(node, _ListOf):
+        if isinstance(node, ListOf):
             lines = self._read(node.path, target, scope)
             lines.append(f"if type({target}) is str: {target} = [{target}]")
             lines.append(f"elif {target} is not MISSING and not isinstance({target}, list):")
@@ -595,10 +641,10 @@ class _Codegen:
                 f" 'expected a string or a list, got ' + type({target}).__name__)"
             )
             return lines
-        if isinstance(node, _Sum):
+        if isinstance(node, Sum):
             bad = self._fresh("bad")
             lines = [f"{target} = MISSING", f"{bad} = False"]
-            for read in node.paths:
+            for read in node.reads:
                 tmp = self._fresh("v")
                 lines += self._read(read, tmp, scope)
                 lines.append(f"if {tmp} is not MISSING and {tmp} is not None:")
@@ -615,14 +661,11 @@ class _Codegen:
             if node.empty is not MISSING:
                 lines.append(f"elif {target} is MISSING and all(({''.join(held)})): {target} = {node.empty!r}")
             return lines
-        if isinstance(node, _Obj):
-            literal = self._literal(node)
-            if literal is not None:  # every key is always present: one dict display, no checks
-                return [f"{target} = {literal}"]
+        if isinstance(node, Obj):
             lines = [f"{target} = {{}}"]
             always = False
             for name, child in node.items:
-                if isinstance(child, _Const) and not isinstance(child.value, (dict, list)):
+                if isinstance(child, Const) and not isinstance(child.value, (dict, list)):
                     lines.append(f"{target}[{name!r}] = {self._name(child.value)}")
                     always = True
                     continue
@@ -632,42 +675,17 @@ class _Codegen:
             if not always:
                 lines.append(f"if not {target}: {target} = MISSING")
             return lines
-        assert isinstance(node, _List)
+        assert isinstance(node, Array)
         lines = [f"{target} = []"]
         for child in node.items:
             tmp = self._fresh("v")
             lines += self.emit(child, tmp, scope)
             lines.append(f"if {tmp} is not MISSING: {target}.append({tmp})")
-        if not any(isinstance(child, _Const) for child in node.items):
+        if not any(isinstance(child, Const) for child in node.items):
             lines.append(f"if not {target}: {target} = MISSING")  # every element absent: the list is absent
         return lines
 
-    def _literal(self, node: Any) -> str | None:
-        """A Python expression for a node that can never be absent (bound mode only), else None."""
-        if self.bound is None:
-            return None
-        if isinstance(node, _Const):
-            return None if isinstance(node.value, (dict, list)) else self._name(node.value)
-        if isinstance(node, _Get):
-            steps = node.paths[0].steps
-            if len(node.paths) == 1 and node.default is None and steps and len(steps) == 1:
-                name = steps[0]
-                if isinstance(name, str) and name in self.present and name in self.bound:
-                    return self.bound[name]
-            return None
-        if isinstance(node, _Content):
-            if "content" in self.present:
-                self.content_bound = True
-                return self.content_var
-            return None
-        if isinstance(node, _Obj):
-            items = [(name, self._literal(child)) for name, child in node.items]
-            if any(value is None for _, value in items):
-                return None
-            return "{" + ", ".join(f"{name!r}: {value}" for name, value in items) + "}"
-        return None
-
-    def _merge(self, node: _Merge, target: str, scope: str) -> list[str]:
+    def _merge(self, node: Merge, target: str, scope: str) -> list[str]:
         expr = node.path.expr
         lines = self._read(node.path, target, scope)
         lines.append(f"if not isinstance({target}, dict): raise c.fail(c.at({expr!r}), 'expected a mapping')")
@@ -684,12 +702,12 @@ class _Codegen:
             )
         return lines
 
-    def _get(self, node: _Get, target: str, scope: str) -> list[str]:
-        if len(node.paths) == 1:
-            lines = self._read(node.paths[0], target, scope)
+    def _get(self, node: Get, target: str, scope: str) -> list[str]:
+        if len(node.reads) == 1:
+            lines = self._read(node.reads[0], target, scope)
         else:
             lines, args, temps = [], [], []
-            for read in node.paths:
+            for read in node.reads:
                 tmp = self._fresh("v")
                 lines += self._read(read, tmp, scope)
                 args += [repr(read.expr), tmp]
@@ -699,7 +717,7 @@ class _Codegen:
             fallback = " ".join(f"{t} if {t} is not MISSING else" for t in temps[:-1])
             lines.append(f"else: {target} = {fallback} {temps[-1]}")
         if node.required:
-            lines.append(f"if {target} is MISSING: raise c.fail(c.at({node.paths[0].expr!r}), 'is required')")
+            lines.append(f"if {target} is MISSING: raise c.fail(c.at({node.reads[0].expr!r}), 'is required')")
         if node.default is not None:
             # Reported only when the default gives a value (a conditional default may give none).
             message = f"not given; the rule's default is sent as {node.out_name}"
@@ -707,7 +725,7 @@ class _Codegen:
             lines += _indent(self.emit(node.default, target, scope))
             lines.append(
                 f"    if {target} is not MISSING:"
-                f" c.notes.append(Note('synthesized', c.at({node.paths[-1].expr!r}), {message!r}))"
+                f" c.notes.append(Note('synthesized', c.at({node.reads[-1].expr!r}), {message!r}))"
             )
         return lines
 
@@ -732,6 +750,13 @@ def fresh_copy(value: Any) -> Any:
 
 
 def path_getter(expression: Any, key: Key, env: Env) -> Getter:
+    """Compile a rule path found at `key` outside a template (recorded in `env` as read)."""
+    getter = _compiled_path(expression, key, env)
+    env.loose.setdefault(expression, key)
+    return getter
+
+
+def _compiled_path(expression: Any, key: Key, env: Env) -> Getter:
     """Compile a rule path found at `key`, as a located RuleError when it does not parse."""
     if not isinstance(expression, str):
         raise env.error(key, f"expected a path (a string), got {type(expression).__name__}")
@@ -740,7 +765,6 @@ def path_getter(expression: Any, key: Key, env: Env) -> Getter:
     except PathSyntaxError as exc:
         shown = expression if len(expression) <= 80 else expression[:77] + "..."
         raise env.error(key, f"bad path ({exc}): {shown}") from None
-    env.read(expression, key)
     return getter
 
 
@@ -777,7 +801,7 @@ def media_type(url: Any, ctx: Ctx) -> Any:
     return guessed or MISSING
 
 
-def _lookup(spec: dict[str, Any], read: _Read, key: Key, env: Env) -> Render:
+def _lookup(spec: dict[str, Any], read: Read, key: Key, env: Env) -> Lookup:
     """Compile `$lookup`: a table from an OpenAI string value to a provider template."""
     table = spec.get("table")
     if not isinstance(table, dict) or not table:
@@ -785,8 +809,10 @@ def _lookup(spec: dict[str, Any], read: _Read, key: Key, env: Env) -> Render:
     skip = spec.get("skip", [])
     if not isinstance(skip, list) or not all(isinstance(v, str) for v in skip):
         raise env.error((*key, "skip"), "`skip` takes a list of values")
-    rows = {name: compile_template(row, (*key, "table", name), env) for name, row in table.items()}
-    default = compile_template(spec["default"], (*key, "default"), env) if "default" in spec else None
+    row_nodes = tuple((name, parse_template(row, (*key, "table", name), env)) for name, row in table.items())
+    default_node = parse_template(spec["default"], (*key, "default"), env) if "default" in spec else None
+    rows = {name: compile_node(node, (*key, "table", name), env) for name, node in row_nodes}
+    default = None if default_node is None else compile_node(default_node, (*key, "default"), env)
     known = ", ".join([*rows, *skip])
     why = f": {spec['doc']}" if isinstance(spec.get("doc"), str) else ""
     skipped = frozenset(skip)
@@ -805,7 +831,7 @@ def _lookup(spec: dict[str, Any], read: _Read, key: Key, env: Env) -> Render:
             return MISSING
         raise ctx.fail(ctx.at(expr), f"{value!r} cannot be sent to {ctx.provider} (the rules know {known}){why}")
 
-    return render
+    return Lookup(read, row_nodes, default_node, render)
 
 
 def plain_get(template: Any) -> tuple[str | int, ...] | None:

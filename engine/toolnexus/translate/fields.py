@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -62,7 +63,7 @@ class Range:
         return f"at least {self.minimum:g}" if self.minimum is not None else f"at most {self.maximum:g}"
 
 
-def check_fields(request: dict[str, Any], ranges: dict[str, Range], provider: str) -> None:
+def check_fields(request: dict[str, Any], ranges: Mapping[str, Range], provider: str) -> None:
     """Refuse a request field of the wrong type, or outside the provider's range; null means not given."""
     for name, value in request.items():
         if value is None or name not in FIELDS:

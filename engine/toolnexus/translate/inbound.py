@@ -11,8 +11,9 @@ body template over the request with those translated values in place.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 from ..errors import Note, TranslationError
@@ -20,15 +21,17 @@ from ..language.ids import IdRule, compile_id_rule
 from ..language.jsonsafe import checked
 from ..language.loader import Key, RuleSource, did_you_mean
 from ..language.paths import MISSING
-from ..language.templates import Ctx, Env, Inliner, Render, compile_bound, compile_template, path_getter
+from ..language.templates import Ctx, Env, Render, compile_template, path_getter
 from .fields import OPENAI_REQUEST_FIELDS, ZERO_MEANS_ABSENT, Range, check_fields, compile_ranges
-from .lane import ABSENT_FIELDS, Lane, RolePlan, compile_lane, merge_into
 from .reader import (
+    NO_CARRY,
     PART_FIELDS,
     READ_KEYS,
     ROLES,
     TEXT_OF_PARTS,
+    TOOL_KEYS,
     TOOL_RESULT_KINDS,
+    Carry,
     Hoisted,
     orphans,
     part_path,
@@ -66,6 +69,8 @@ class _Parts:
 
 
 PARTS = _Parts()
+
+EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 # Fields the engine translates through their own sections before the body renders.
 SECTION_FIELDS = frozenset({"messages", "tools", "tool_choice"})
@@ -109,31 +114,35 @@ class RoleRule:
     merge_consecutive: bool
     allowed: frozenset[str] | None  # message keys read by the reader or the template; None = all
     kinds: frozenset[str] | None = None  # the part kinds the template writes; None = all
+    carried: frozenset[str] = frozenset()  # the message keys `messages.carry` places on a part
 
 
-@dataclass
+@dataclass(frozen=True)
 class Inbound:
     provider: str
     body: Render
     consumed: frozenset[str]
-    unsupported: dict[str, Unsupported]
+    unsupported: Mapping[str, Unsupported]
     hoist: frozenset[str]
     join: str
     system_message: Render | None
-    roles: dict[str, RoleRule]
-    message_unsupported: dict[str, Unsupported]
+    roles: Mapping[str, RoleRule]
+    message_unsupported: Mapping[str, Unsupported]
     declaration: Render
     tool_keys_read: frozenset[str] | None
-    tool_unsupported: dict[str, Unsupported]
-    tool_choice: dict[str, Render]
+    tool_unsupported: Mapping[str, Unsupported]
+    tool_choice: Mapping[str, Render]
     reads_arguments_json: bool
-    lane: Lane
     system_blocks: Render | None = None  # writes a system text part, when the rules keep cached system parts
     text_reads: frozenset[str] = frozenset()  # what the `text` part template reads (for drop notes)
     text_gaps: Gaps | None = None  # what it leaves unwritten, when the system blocks are written with it
     tool_call_ids: IdRule | None = None
-    plan: dict[str, Any] = field(default_factory=dict)
-    ranges: dict[str, Range] = field(default_factory=dict)  # request.ranges: what the provider accepts
+    carry: Carry = field(default_factory=lambda: NO_CARRY)  # messages.carry: message keys placed on a part, per role
+    # Per role: the message keys the reader and `carry` read.
+    read_keys: Mapping[str, frozenset[str]] = field(default_factory=lambda: EMPTY)
+    code: tuple[tuple[Key, str], ...] = ()  # (rule key, the Python compiled from it), in compile order
+    plan: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
+    ranges: Mapping[str, Range] = field(default_factory=lambda: EMPTY)  # request.ranges: what the provider accepts
 
     def translate(
         self,
@@ -171,34 +180,27 @@ class Inbound:
         if parallel is not MISSING and type(parallel) is not bool:
             raise TranslationError("parallel_tool_calls", "must be true or false", provider=provider)
 
-        fast = self._fast_messages(scope["messages"], system, default_system, ctx)
-        if fast is None:
-            turns, hoisted = read_messages(
-                scope["messages"],
-                self.hoist,
-                provider,
-                arguments_json=self.reads_arguments_json,
-                tool_call_ids=None if self.tool_call_ids is None else self.tool_call_ids.memo(),
-            )
-            chosen = self._choose_system(hoisted, turns, system, default_system, ctx)
-            if system is None and hoisted:
-                chosen = self._cached_system(hoisted, chosen, ctx)
-            messages = self._write_messages(turns, hoisted, chosen, ctx, unknown_fields, system)
-        else:
-            messages, chosen = fast
+        turns, hoisted = read_messages(
+            scope["messages"],
+            self.hoist,
+            provider,
+            arguments_json=self.reads_arguments_json,
+            tool_call_ids=None if self.tool_call_ids is None else self.tool_call_ids.memo(),
+            carry=self.carry,
+        )
+        chosen = self._choose_system(hoisted, turns, system, default_system, ctx)
+        if system is None and hoisted:
+            chosen = self._cached_system(hoisted, chosen, ctx)
+        messages = self._write_messages(turns, hoisted, chosen, ctx, unknown_fields, system)
         scope["messages"] = messages
         if self.system_message is None:
             scope["system"] = chosen
 
         declared: set[str] | None = None
         if "tools" in scope:
-            fast_tools = self.lane.tools(scope["tools"], ctx)
-            if fast_tools is None:
-                tools = read_tools(scope["tools"], provider)
-                declared = {t["name"] for t in tools}
-                scope["tools"] = [self._write_tool(t, ctx, unknown_fields) for t in tools]
-            else:
-                scope["tools"], declared = fast_tools
+            tools = read_tools(scope["tools"], provider)
+            declared = {t["name"] for t in tools}
+            scope["tools"] = [self._write_tool(t, ctx, unknown_fields) for t in tools]
         choice = read_tool_choice(scope.get("tool_choice", MISSING), parallel, provider)
         if choice["name"] is not MISSING and declared is not None and choice["name"] not in declared:
             raise TranslationError(
@@ -231,7 +233,7 @@ class Inbound:
         name: str,
         value: Any,
         path: str,
-        table: dict[str, Unsupported],
+        table: Mapping[str, Unsupported],
         ctx: Ctx,
         unknown_fields: UnknownFields,
     ) -> None:
@@ -264,24 +266,6 @@ class Inbound:
         """Ctx.settle for a field inside a message, when unknown fields are refused."""
         self._settle(name, value, path, self.message_unsupported, ctx, "error")
 
-    def _fast_messages(
-        self, messages: Any, system: str | None, default_system: str | None, ctx: Ctx
-    ) -> tuple[list[Any], Any] | None:
-        """The lane's messages and system prompt, or None when the general path must decide (lane.py)."""
-        start = len(ctx.notes)
-        got = self.lane.messages(messages, ctx)
-        if got is None:
-            return None
-        out, hoisted = got
-        message_notes = ctx.notes[start:]  # the general path writes the system prompt's notes first
-        del ctx.notes[start:]
-        chosen = self._choose_system(hoisted, [], system, default_system, ctx)  # the lane refused late prompts
-        if system is None and hoisted:
-            chosen = self._cached_system(hoisted, chosen, ctx)
-        out[:0] = self._system_message(chosen, hoisted, system, ctx)
-        ctx.notes += message_notes
-        return out, chosen
-
     def _choose_system(
         self,
         hoisted: list[Hoisted],
@@ -304,20 +288,28 @@ class Inbound:
         return default_system if default_system is not None else MISSING
 
     def _cached_system(self, hoisted: list[tuple[str, str, int, dict[str, Any]]], chosen: Any, ctx: Ctx) -> Any:
-        """Hoisted prompts carrying cache_control: kept as text blocks where the rules say so, else noted."""
-        if not any(_has_cache_control(msg) for _, _, _, msg in hoisted):
+        """Hoisted prompts whose parts carry more than their text (a message key `carry` places, a part's own
+        keys): kept as text blocks where the rules say so (`blocks: when_cached`, when a part carries a key
+        the `text` template writes), and what no template writes settled."""
+        if not any(_carries_more(msg) for _, _, _, msg in hoisted):
             return chosen
         parts = []
         for _, path, i, msg in hoisted:
-            turn = {"role": msg["role"], "index": i, "source": msg, "parts": system_parts(msg, i, self.provider)}
-            for key, why in orphans(turn):
+            turn = {
+                "role": msg["role"],
+                "index": i,
+                "source": msg,
+                "parts": system_parts(msg, i, self.provider, self.carry),
+            }
+            for key, why in orphans(turn, self.carry):
                 ctx.notes.append(Note("dropped", f"{path}.{key}", why))
             parts += [(turn, part) for part in turn["parts"]]
         reads = self.text_reads if self.system_blocks is not None else frozenset()
         for turn, part in parts:
             if "report" in part:
                 _report_part(turn, part, reads, ctx)
-        if self.system_blocks is None:
+        extras = self.text_reads - {"text", "kind"}
+        if self.system_blocks is None or all(extras.isdisjoint(part) for _, part in parts):
             return chosen
         blocks = []
         for turn, part in parts:
@@ -339,8 +331,9 @@ class Inbound:
     ) -> list[Any]:
         out = self._system_message(chosen, hoisted, system, ctx)
         for _, path, _, source in hoisted:
-            if not source.keys() <= READ_KEYS["system"]:
-                self._check_message_keys(source, path, READ_KEYS["system"], ctx, unknown_fields)
+            allowed = self.read_keys[source["role"]]
+            if not source.keys() <= allowed:
+                self._check_message_keys(source, path, allowed, ctx, unknown_fields)
         merging: str | None = None  # the role whose consecutive messages are being merged
         merged = False  # whether out[-1] is already our own merged copy
         roles = self.roles
@@ -350,8 +343,8 @@ class Inbound:
             source = turn["source"]
             if rule.allowed is not None and not source.keys() <= rule.allowed:
                 self._check_message_keys(source, f"messages[{turn['index']}]", rule.allowed, ctx, unknown_fields)
-            if rule.allowed is not None and ("extra_content" in source or "cache_control" in source):
-                for key, why in orphans(turn):
+            if rule.allowed is not None and rule.carried and not rule.carried.isdisjoint(source):
+                for key, why in orphans(turn, self.carry):
                     ctx.notes.append(Note("dropped", f"messages[{turn['index']}].{key}", why))
             if rule.kinds is not None:
                 _settle_parts(turn, turn["parts"], rule.kinds, ctx)
@@ -401,14 +394,23 @@ class Inbound:
             for key, value in tool["function"].items():
                 if key not in self.tool_keys_read and value is not None:
                     self._settle(key, value, f"{tool['path']}.{key}", self.tool_unsupported, ctx, unknown_fields)
-            cache_control = tool["source"].get("cache_control")
-            if cache_control is not None and "cache_control" not in self.tool_keys_read:
-                path = f"{tool['path'].rsplit('.', 1)[0]}.cache_control"
-                self._settle("cache_control", cache_control, path, self.tool_unsupported, ctx, unknown_fields)
+            where = tool["path"].rsplit(".", 1)[0]  # the tool object, around its function
+            for key, value in tool["source"].items():
+                if key not in TOOL_KEYS and key not in self.tool_keys_read and value is not None:
+                    self._settle(key, value, f"{where}.{key}", self.tool_unsupported, ctx, unknown_fields)
         ctx.path = tool["path"]
         written = self.declaration(tool, ctx)
         ctx.path = ""
         return written
+
+
+def merge_into(merged: dict[str, Any], message: dict[str, Any]) -> None:
+    """Consecutive messages of one role become one: list values concatenate, the others are the latest."""
+    for key, value in message.items():
+        if isinstance(value, list) and isinstance(merged.get(key), list):
+            merged[key].extend(value)
+        else:
+            merged[key] = value
 
 
 def json_equal(a: Any, b: Any) -> bool:
@@ -422,11 +424,10 @@ def json_equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _has_cache_control(msg: dict[str, Any]) -> bool:
+def _carries_more(msg: dict[str, Any]) -> bool:
+    """Whether a message, or a part of its content, has keys beyond its role and content (a part's type and text)."""
     content = msg.get("content")
-    return msg.get("cache_control") is not None or (
-        isinstance(content, list) and any(isinstance(p, dict) and p.get("cache_control") is not None for p in content)
-    )
+    return len(msg) > 2 or (isinstance(content, list) and any(isinstance(p, dict) and len(p) > 2 for p in content))
 
 
 # ---------------------------------------------------------------- compiling
@@ -439,6 +440,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
     msgs = data["messages"]
 
     unsupported = _unsupported_table(request.get("unsupported", {}), ("request", "unsupported"), source)
+    code: dict[Key, str] = {}  # each template's generated Python, for `toolnexus explain --code`
 
     parts: dict[str, tuple[Render, frozenset[str] | None]] = {}
     gaps: dict[str, Gaps] = {}  # filled below, at load, before anything is written
@@ -448,13 +450,16 @@ def compile_inbound(source: RuleSource) -> Inbound:
         return _content_writer(spec, key, parts, gaps, source, provider, finish)
 
     for kind, template in msgs["parts"].items():
-        env = Env(source, content=content_factory)  # a part may write its own parts (a tool result's images)
+        # A part may write its own parts (a tool result's images).
+        env = Env(source, content=content_factory, generated=code)
         parts[kind] = (compile_template(template, ("messages", "parts", kind), env), _frozen(env.fields_read()))
         _refuse_direct_parts(env, source)
         found = _gaps(env, PART_FIELDS.get(kind, ()), TEXT_OF_PARTS.get(kind))
         if found.unread or (kind in TEXT_OF_PARTS and found.kinds is not None and TOOL_RESULT_KINDS - found.kinds):
             gaps[kind] = found
 
+    carry = _carry_table(msgs.get("carry", {}))
+    read_keys = {role: READ_KEYS[role] | {key for key, _ in carry.get(role, ())} for role in ROLES}
     roles: dict[str, RoleRule] = {}
     hoist = frozenset(msgs["system"]["roles"])
     for role in ROLES:
@@ -463,7 +468,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
             if role not in hoist:
                 raise source.error(("messages", "roles"), f"role '{role}' is neither hoisted nor given a rule")
             continue
-        env = Env(source, content=content_factory)
+        env = Env(source, content=content_factory, generated=code)
         render = compile_template(rule["message"], ("messages", "roles", role, "message"), env)
         _refuse_direct_parts(env, source)
         if not env.contents and env.fields_read("source") is not None:
@@ -476,21 +481,23 @@ def compile_inbound(source: RuleSource) -> Inbound:
             render=render,
             drop_if_empty=bool(rule.get("drop_if_empty", False)),
             merge_consecutive=bool(rule.get("merge_consecutive", False)),
-            allowed=None if consumed is None else frozenset(consumed) | READ_KEYS[role],
+            allowed=None if consumed is None else frozenset(consumed) | read_keys[role],
             kinds=_gaps(env, (), None).kinds,
+            carried=frozenset(key for key, _ in carry.get(role, ())),
         )
 
     system_rule = msgs["system"]
     system_message = None
     if "message" in system_rule:
-        system_message = compile_template(system_rule["message"], ("messages", "system", "message"), Env(source))
+        system_env = Env(source, generated=code)
+        system_message = compile_template(system_rule["message"], ("messages", "system", "message"), system_env)
     system_blocks = None
     if system_rule.get("blocks") == "when_cached":
         if "text" not in parts:
             raise source.error(("messages", "system", "blocks"), "needs a `text` part template to write the blocks")
         system_blocks = parts["text"][0]
 
-    body_env = Env(source)
+    body_env = Env(source, generated=code)
     body = compile_template(request["body"], ("request", "body"), body_env)
     body_reads = body_env.fields_read()
     if body_reads is None:
@@ -511,7 +518,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
             ("request", "body"), "never places the system prompt (add {$get: system}, or give messages.system.message)"
         )
 
-    choice_env = Env(source)
+    choice_env = Env(source, generated=code)
     tool_choice = {
         kind: compile_template(template, ("tool_choice", kind), choice_env)
         for kind, template in data["tool_choice"].items()
@@ -524,52 +531,50 @@ def compile_inbound(source: RuleSource) -> Inbound:
             raise source.error(("request", "unsupported", name), f"'{name}' is both mapped and listed as unsupported")
 
     tools = data["tools"]
-    decl_env = Env(source)
+    decl_env = Env(source, generated=code)
     declaration = compile_template(tools["declaration"], ("tools", "declaration"), decl_env)
     decl_reads = decl_env.fields_read()
     tool_keys_read = None if decl_reads is None or {"source", "function"} & decl_reads else frozenset(decl_reads)
 
-    def bind(template: Any, key: Key, fields: tuple[str, ...]) -> tuple[Render | None, frozenset[str] | None]:
-        env = Env(source, content=content_factory)
-        return compile_bound(template, key, env, fields, ABSENT_FIELDS), _frozen(env.fields_read())
-
-    plans = {  # a role whose writing leaves something to settle stays on the general path
-        role: RolePlan(
-            rule["message"], bool(rule.get("drop_if_empty")), bool(rule.get("merge_consecutive")), roles[role].allowed
-        )
-        for role, rule in msgs["roles"].items()
-        if role in roles and roles[role].kinds is None and not gaps
-    }
     tool_call_ids = compile_id_rule(source)
-    lane, lane_source = compile_lane(
-        data, hoist, plans, tool_keys_read, tool_call_ids, Inliner(Env(source, content=content_factory)), bind
-    )
-    source.generated[("fast lane",)] = lane_source
     for fill in finish:  # complete now, so nothing compiled is ever filled in (or raced over) at translate time
         fill()
     return Inbound(
         provider=provider,
-        lane=lane,
         body=body,
         consumed=frozenset(consumed),
-        unsupported=unsupported,
+        unsupported=MappingProxyType(unsupported),
         hoist=hoist,
         join=system_rule["join"],
         system_message=system_message,
-        roles=roles,
+        roles=MappingProxyType(roles),
         message_unsupported=_unsupported_table(msgs.get("unsupported", {}), ("messages", "unsupported"), source),
         declaration=declaration,
         tool_keys_read=tool_keys_read,
         reads_arguments_json=_reads(parts.get("tool_call"), "arguments_json"),
         tool_unsupported=_unsupported_table(tools.get("unsupported", {}), ("tools", "unsupported"), source),
-        tool_choice=tool_choice,
+        tool_choice=MappingProxyType(tool_choice),
         system_blocks=system_blocks,
         text_reads=(parts["text"][1] or frozenset()) if "text" in parts else frozenset(),
         text_gaps=gaps.get("text"),
         tool_call_ids=tool_call_ids,
-        ranges=compile_ranges(source),
-        plan={"consumed": sorted(consumed), "hoist": sorted(hoist), "parts": sorted(parts)},
+        carry=carry,
+        read_keys=MappingProxyType(read_keys),
+        code=tuple(code.items()),
+        ranges=MappingProxyType(compile_ranges(source)),
+        plan=MappingProxyType(
+            {"consumed": tuple(sorted(consumed)), "hoist": tuple(sorted(hoist)), "parts": tuple(sorted(parts))}
+        ),
     )
+
+
+def _carry_table(spec: dict[str, Any]) -> Carry:
+    """`messages.carry` ({key: {roles, kind}}) as the reader's table: per role, (key, kind or None)."""
+    table: dict[str, list[tuple[str, str | None]]] = {}
+    for key, rule in spec.items():
+        for role in rule["roles"]:
+            table.setdefault(role, []).append((key, rule.get("kind")))
+    return MappingProxyType({role: tuple(placed) for role, placed in table.items()})
 
 
 def _reads(part: tuple[Render, frozenset[str] | None] | None, key: str) -> bool:
@@ -588,11 +593,13 @@ def _not_a_request_field(name: str) -> str:
     return f"'{name}' is not an OpenAI request field{did_you_mean(name, OPENAI_REQUEST_FIELDS | COMPUTED_FIELDS)}"
 
 
-def _unsupported_table(table: dict[str, Any], key: Key, source: RuleSource) -> dict[str, Unsupported]:
-    return {
-        name: Unsupported(action=spec["action"], accept=tuple(spec.get("accept", ())), doc=spec.get("doc", ""))
-        for name, spec in table.items()
-    }
+def _unsupported_table(table: dict[str, Any], key: Key, source: RuleSource) -> Mapping[str, Unsupported]:
+    return MappingProxyType(
+        {
+            name: Unsupported(action=spec["action"], accept=tuple(spec.get("accept", ())), doc=spec.get("doc", ""))
+            for name, spec in table.items()
+        }
+    )
 
 
 def _report_part(turn: dict[str, Any], part: dict[str, Any], reads: frozenset[str], ctx: Ctx) -> None:

@@ -12,16 +12,19 @@ culprit; nothing here knows any other provider. The middle form is plain dicts
            {kind: tool_call, id, name, arguments (object), arguments_json (str), position, source}
            {kind: tool_result, tool_call_id, name, content (str), parts, index, source}
            {kind: <other OpenAI part type>, source}   (written only if a rule knows it)
-  tool:    {name, description, parameters, strict, cache_control, source, path}
+  tool:    {name, description, parameters, strict, source, function, path, + the caller's other keys}
   tool_choice: {kind: auto|none|required|function|<type>, name, parallel_tool_calls, source}
 
-Round-trip extensions of the OpenAI shape the reader also knows (README "Round trips"):
-`cache_control` on a content part, on a tool (top level or inside `function`) and on a
-system, user or tool message (it goes to the message's last part); `extra_content` on a
-tool call and on an assistant message (it rides on the message's last text part);
-`is_error` on a tool message; image parts in a tool message's content. A tool call
-after the last user message is marked `current_turn: true`; `position` is its index
-in its message. Keys appear on a part only when given.
+Round-trip extensions of the OpenAI shape (README "Round trips"): no key is special here.
+A content part's, a tool call's and a tool's keys beyond the ones OpenAI defines ride on
+the middle form under their own name (a tool's given on the tool object or inside
+`function`, agreeing when given on both), so a template can write them (`cache_control`,
+`extra_content`); one no template writes is settled as the rule file says. Where a key
+given on a whole message goes is the rule file's to say too (`messages.carry`, compiled
+to a `Carry` table): it rides on the message's last part, or its last part of one kind.
+The reader also takes `is_error` on a tool message and image parts in a tool message's
+content. A tool call after the last user message is marked `current_turn: true`;
+`position` is its index in its message. Keys appear on a part only when given.
 
 `part_path(turn, part)` gives a part's location in the request. An optional
 `report` key lets the writer say what a rule's template does with a part:
@@ -34,7 +37,8 @@ reported as rewritten when the template reads them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, NoReturn
 
 from ..errors import TranslationError
@@ -44,14 +48,18 @@ from ..language.paths import MISSING
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
-# The message keys the reader itself consumes, per role.
+# The message keys the reader itself consumes, per role (and the keys the rules' `carry` names).
 READ_KEYS: dict[str, frozenset[str]] = {
-    "system": frozenset({"role", "content", "cache_control"}),
-    "developer": frozenset({"role", "content", "cache_control"}),
-    "user": frozenset({"role", "content", "cache_control"}),
-    "assistant": frozenset({"role", "content", "tool_calls", "extra_content"}),
-    "tool": frozenset({"role", "content", "tool_call_id", "cache_control", "is_error"}),
+    "system": frozenset({"role", "content"}),
+    "developer": frozenset({"role", "content"}),
+    "user": frozenset({"role", "content"}),
+    "assistant": frozenset({"role", "content", "tool_calls"}),
+    "tool": frozenset({"role", "content", "tool_call_id", "is_error"}),
 }
+
+# The rules' `messages.carry`, per role: (message key, the part kind it rides on, None for any part).
+Carry = Mapping[str, tuple[tuple[str, str | None], ...]]
+NO_CARRY: Carry = MappingProxyType({})
 TOOL_RESULT_KINDS = frozenset({"text", "image_base64", "image_url"})
 
 # The caller's information in each part kind: (the middle-form keys any one of which carries it,
@@ -101,6 +109,7 @@ def read_messages(
     *,
     arguments_json: bool = True,
     tool_call_ids: IdMap | None = None,
+    carry: Carry = NO_CARRY,
 ) -> tuple[list[dict[str, Any]], list[Hoisted]]:
     """Split the transcript into middle-form turns and hoisted (text, path, index, message) prompts.
 
@@ -108,7 +117,8 @@ def read_messages(
     `part_path`, for a note). `arguments_json=False` skips serializing object-form
     arguments when no rule reads the JSON text. `tool_call_ids` maps a call id to the
     form the provider accepts (the rules' `tool_call_ids`); calls and their results
-    carry the mapped id, reported as rewritten where it differs.
+    carry the mapped id, reported as rewritten where it differs. `carry` places the
+    message keys the rules name on the message's parts (see `place`).
     """
     if not isinstance(messages, list):
         raise _fail(provider, "messages", f"must be a list, got {type(messages).__name__}")
@@ -146,6 +156,9 @@ def read_messages(
                 else did_you_mean(str(role), ROLES)
             )
             raise _fail(provider, f"messages[{i}].role", f"unknown role {role!r}{hint}")
+        placed = carry.get(role)
+        if placed is not None and len(msg) > 2:  # more than role and content
+            place(msg, parts, i, provider, placed)
         turns.append({"role": role, "parts": parts, "source": msg, "index": i})
     for turn in turns[current:]:
         for part in turn["parts"]:
@@ -214,8 +227,6 @@ def _user_parts(msg: dict[str, Any], i: int, provider: str) -> list[dict[str, An
     else:
         parts = None
     if parts is not None:
-        if len(msg) > 2 and msg.get("cache_control") is not None:  # more than role and content
-            _message_cache_control(msg, parts, i, provider)
         return parts
     if content is MISSING:
         raise _fail(provider, f"messages[{i}].content", "is required")
@@ -231,8 +242,8 @@ def _part(part: Any, i: int, j: int, provider: str) -> dict[str, Any]:
         if type(text) is not str:
             raise _bad_string(text, f"messages[{i}].content[{j}].text", provider)
         out = {"kind": "text", "text": text, "source": part}
-        if len(part) > 2 and part.get("cache_control") is not None:  # more than type and text
-            _carry(out, "cache_control", part["cache_control"], "cache_control")
+        if len(part) > 2:  # more than type and text
+            _carry_extras(out, part, TEXT_PART_KEYS)
         return out
     path = f"messages[{i}].content[{j}]"
     if not isinstance(part, dict):
@@ -256,10 +267,29 @@ def _part(part: Any, i: int, j: int, provider: str) -> dict[str, Any]:
         detail = image.get("detail")
         if detail is not None and detail != "auto":
             _carry(out, "detail", detail, "image_url.detail")
-        if part.get("cache_control") is not None:
-            _carry(out, "cache_control", part["cache_control"], "cache_control")
+        if len(part) > 2:  # more than type and image_url
+            _carry_extras(out, part, IMAGE_PART_KEYS)
         return out
     return {"kind": kind, "source": part}
+
+
+# The keys of a content part or a tool call the reader reads itself; the caller's other keys ride on the
+# middle-form part under their own name (a provider's round-trip keys: cache_control, extra_content, ...),
+# unless the name is one of the middle form's own fields (MIDDLE_FIELDS), which such a key never replaces.
+TEXT_PART_KEYS = frozenset({"type", "text"})
+IMAGE_PART_KEYS = frozenset({"type", "image_url"})
+TOOL_CALL_KEYS = frozenset({"id", "type", "function"})
+MIDDLE_FIELDS = frozenset(
+    {"kind", "text", "source", "report", "media_type", "data", "url", "detail", "parts", "content", "index"}
+    | {"id", "name", "arguments", "arguments_json", "position", "current_turn", "tool_call_id", "is_error"}
+)
+
+
+def _carry_extras(out: dict[str, Any], given: dict[str, Any], read: frozenset[str]) -> None:
+    """The caller's keys beyond what the reader reads, carried onto the part (settled if no template reads them)."""
+    for key, value in given.items():
+        if key not in read and value is not None and key not in MIDDLE_FIELDS:
+            _carry(out, key, value, key)
 
 
 def _carry(part: dict[str, Any], key: str, value: Any, where: str, *, message: bool = False) -> None:
@@ -269,25 +299,31 @@ def _carry(part: dict[str, Any], key: str, value: Any, where: str, *, message: b
     report.setdefault("message" if message else "optional", {})[key] = where
 
 
-def _message_cache_control(msg: dict[str, Any], parts: list[dict[str, Any]], i: int, provider: str) -> None:
-    """A message-level cache_control marks the message's last part (where a cache breakpoint ends)."""
-    if not parts:
-        return
-    last = parts[-1]
-    if "cache_control" in last and last["cache_control"] != msg["cache_control"]:
-        raise _fail(provider, f"messages[{i}].cache_control", "differs from its last part's cache_control; give one")
-    _carry(last, "cache_control", msg["cache_control"], "cache_control", message=True)
+def place(
+    msg: dict[str, Any], parts: list[dict[str, Any]], i: int, provider: str, placed: tuple[tuple[str, str | None], ...]
+) -> None:
+    """Message keys the rules carry onto a part (`messages.carry`): each goes on the message's last part
+    (of its kind), as if given there; given on that part too, it must agree. No such part: see `orphans`."""
+    for key, kind in placed:
+        value = msg.get(key)
+        if value is None:
+            continue
+        last = next((p for p in reversed(parts) if kind is None or p["kind"] == kind), None)
+        if last is None:
+            continue
+        if key in last and last[key] != value:
+            raise _fail(provider, f"messages[{i}].{key}", f"differs from its last part's {key}; give one")
+        _carry(last, key, value, key, message=True)
 
 
-def system_parts(msg: dict[str, Any], i: int, provider: str) -> list[dict[str, Any]]:
-    """A hoisted system/developer message as text parts, keeping cache_control (its content is already checked)."""
+def system_parts(msg: dict[str, Any], i: int, provider: str, carry: Carry = NO_CARRY) -> list[dict[str, Any]]:
+    """A hoisted system/developer message as text parts, with the keys `carry` places (its content is checked)."""
     content = msg.get("content")
     if isinstance(content, list):
         parts = [_part(part, i, j, provider) for j, part in enumerate(content)]
     else:
         parts = [{"kind": "text", "text": content}]
-    if msg.get("cache_control") is not None:
-        _message_cache_control(msg, parts, i, provider)
+    place(msg, parts, i, provider, carry.get(msg["role"], ()))
     return parts
 
 
@@ -326,11 +362,6 @@ def _assistant_parts(
             f"messages[{i}].content",
             f"must be a string, a list of parts or null, got {type(content).__name__}",
         )
-    extra = msg.get("extra_content")
-    if extra is not None:
-        texts = [p for p in parts if p["kind"] == "text"]
-        if texts:  # Google's OpenAI layer puts a text part's signature on the message; it goes back on the text
-            _carry(texts[-1], "extra_content", extra, "extra_content", message=True)
     calls = msg.get("tool_calls")
     if calls is None:
         return parts
@@ -351,8 +382,8 @@ def _assistant_parts(
         part["position"] = k
         if tool_call_ids is not None:
             _map_id(part, "id", tool_call_ids, provider)
-        if len(call) > 3 and call.get("extra_content") is not None:  # more than id, type and function
-            _carry(part, "extra_content", call["extra_content"], "extra_content")
+        if len(call) > 3:  # more than id, type and function
+            _carry_extras(part, call, TOOL_CALL_KEYS)
         parts.append(part)
     return parts
 
@@ -366,16 +397,13 @@ def _map_id(part: dict[str, Any], key: str, tool_call_ids: IdMap, provider: str)
         part.setdefault("report", {}).setdefault("derived", {})[key] = (key, how)
 
 
-def orphans(turn: dict[str, Any]) -> list[tuple[str, str]]:
-    """Message keys the reader puts on a part, given where no part can carry them (each reported as dropped):
-    an assistant message's extra_content with no text part, a cache_control on a message with no part."""
+def orphans(turn: dict[str, Any], carry: Carry) -> list[tuple[str, str]]:
+    """Message keys the rules carry onto a part, given where no part can take them (each reported as dropped)."""
     source, parts = turn["source"], turn["parts"]
     found = []
-    has_text = any(p["kind"] == "text" for p in parts)
-    if turn["role"] == "assistant" and source.get("extra_content") is not None and not has_text:
-        found.append(("extra_content", "no text part in this message to carry it"))
-    if not parts and source.get("cache_control") is not None and "cache_control" in READ_KEYS[turn["role"]]:
-        found.append(("cache_control", "no part in this message to carry it"))
+    for key, kind in carry.get(turn["role"], ()):
+        if source.get(key) is not None and not any(kind is None or p["kind"] == kind for p in parts):
+            found.append((key, f"no {kind + ' ' if kind else ''}part in this message to carry it"))
     return found
 
 
@@ -486,8 +514,6 @@ def _tool_result(
                 message = f"must be true or false, got {type(is_error).__name__}"
                 raise _fail(provider, f"messages[{i}].is_error", message)
             _carry(result, "is_error", is_error, "is_error")
-        if msg.get("cache_control") is not None:
-            _carry(result, "cache_control", msg["cache_control"], "cache_control")
     if tool_call_ids is not None:
         _map_id(result, "tool_call_id", tool_call_ids, provider)
     return result
@@ -510,6 +536,10 @@ def _tool_content(msg: dict[str, Any], i: int, provider: str) -> tuple[str, list
             raise _fail(provider, f"messages[{i}].content[{j}]", message)
         parts.append(part)
     return "".join(texts), parts
+
+
+TOOL_KEYS = frozenset({"type", "function"})  # a tool object's own keys the reader reads
+TOOL_FIELDS = frozenset({"name", "description", "parameters", "strict", "source", "function", "path"})  # middle form
 
 
 def read_tools(tools: Any, provider: str) -> list[dict[str, Any]]:
@@ -539,23 +569,17 @@ def read_tools(tools: Any, provider: str) -> list[dict[str, Any]]:
         parameters = function.get("parameters", MISSING)
         if parameters is not MISSING and not isinstance(parameters, dict):
             raise _fail(provider, f"{fpath}.parameters", "must be a JSON Schema object")
-        cache_control = function.get("cache_control")
-        if tool.get("cache_control") is not None:
-            if cache_control is not None and tool["cache_control"] != cache_control:
-                raise _fail(provider, f"{path}.cache_control", "differs from function.cache_control; give one")
-            cache_control = tool["cache_control"]
-        out.append(
-            {
-                "name": name,
-                "description": description,
-                "parameters": parameters,
-                "strict": function.get("strict", MISSING),
-                "cache_control": MISSING if cache_control is None else cache_control,
-                "source": tool,
-                "function": function,
-                "path": fpath,
-            }
-        )
+        read = {"name": name, "description": description, "parameters": parameters}
+        read["strict"] = function.get("strict", MISSING)
+        for key, value in function.items():  # the caller's other keys (cache_control, ...) under their own name
+            if key not in read and key not in TOOL_FIELDS and value is not None:
+                read[key] = value
+        for key, value in tool.items():  # a key given on the tool object counts as given inside function
+            if key not in TOOL_KEYS and key not in TOOL_FIELDS and value is not None:
+                if read.get(key, value) != value:
+                    raise _fail(provider, f"{path}.{key}", f"differs from function.{key}; give one")
+                read[key] = value
+        out.append({**read, "source": tool, "function": function, "path": fpath})
     return out
 
 
