@@ -1671,3 +1671,24 @@ def test_style_and_model_are_still_required() -> None:
         create_client(model="m", api_key="k")
     with pytest.raises(ConfigError, match="model="):
         create_client(style="openai", api_key="k")
+
+
+# ----------------------------------------------------------------- one client, several event loops
+
+
+@pytest.mark.parametrize("stack", [*STACKS, "httpx"])
+def test_a_client_serves_a_second_event_loop(stack: str | None) -> None:
+    """A pool's connections belong to the loop that opened them: a client used again under a second
+    `asyncio.run` (a script calling it twice, a test per loop) gets a fresh pool, not 'Event loop is closed'."""
+    answer = {"id": "m", "type": "message", "role": "assistant", "model": "m", "stop_reason": "end_turn",
+              "content": [{"type": "text", "text": "hi"}],
+              "usage": {"input_tokens": 1, "output_tokens": 1}}  # fmt: skip
+    with ProviderStub(lambda request: answer) as stub:
+        client = create_client(stub.base_url, "anthropic", "m", api_key="k", max_retries=0, transport=stack)
+
+        async def once() -> str | None:
+            return (await client.translate(USER)).text
+
+        assert asyncio.run(once()) == "hi"
+        assert asyncio.run(once()) == "hi"
+    assert len(stub.requests) == 2

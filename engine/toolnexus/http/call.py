@@ -20,6 +20,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 import httpx
@@ -106,11 +107,25 @@ class Caller:
         self._endpoint = endpoint
         self._key = key  # only to scrub a provider that echoes the key back in an error body
         guard_logs(self, [key])  # ... or in a response header, which httpcore logs at DEBUG
-        self._http = async_client(
+        self._make_pool = partial(
+            async_client,
             transport,
             headers={**endpoint.auth_headers(key), **headers, "content-type": "application/json"},
             timeout=httpx.Timeout(policy.timeout),
         )
+        self._http = self._make_pool()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _pool(self) -> httpx.AsyncClient:
+        """The connection pool for the running event loop. A pool used under another loop (an earlier
+        `asyncio.run`) holds connections that loop owned and cannot serve this one, so a client reused
+        across loops gets a fresh pool instead of the loop's 'Event loop is closed'."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            if self._loop is not None:
+                self._http = self._make_pool()
+            self._loop = loop
+        return self._http
 
     async def aclose(self) -> None:
         """Release the connection pool."""
@@ -179,7 +194,8 @@ class Caller:
     async def post(self, url: httpx.URL, content: bytes) -> httpx.Response:
         """One attempt under one deadline; the body read whole (inflated, capped) before it ends."""
         async with deadline(self.policy.timeout):
-            sent = await self._http.send(self._http.build_request("POST", url, content=content), stream=True)
+            pool = self._pool()
+            sent = await pool.send(pool.build_request("POST", url, content=content), stream=True)
             response = await read_body(sent, self.policy.max_response_bytes)
         if response.status_code in RETRY_STATUSES or response.status_code >= 500:
             raise RetryableStatus(response)
@@ -225,9 +241,10 @@ class Caller:
         """One attempt to start a streamed answer: the response once its headers are in, body unread.
 
         A retryable status is RetryableStatus (its body read, capped), for `attempts()` to try again."""
-        request = self._http.build_request("POST", url, content=content, headers={"accept": accept})
+        pool = self._pool()
+        request = pool.build_request("POST", url, content=content, headers={"accept": accept})
         async with deadline(self.policy.timeout):
-            response = await self._http.send(request, stream=True)
+            response = await pool.send(request, stream=True)
             if response.status_code in RETRY_STATUSES or response.status_code >= 500:
                 raise RetryableStatus(await read_body(response, self.policy.max_response_bytes))
         return response
