@@ -155,9 +155,9 @@ class Env:
 
     source: RuleSource
     content: ContentFactory | None = None
-    # Where each compiled template's Python goes (rule key -> source), for `explain --code`; the request side
-    # passes its own table and returns it with what it compiled. None: the rule source's shared table.
-    generated: dict[Key, str] | None = None
+    # Where each compiled template's Python goes (rule key -> source), for `explain --code`: the caller's
+    # table, returned on the compiled object it builds (never written into the loaded rule source).
+    generated: dict[Key, str] = field(default_factory=dict)
     nodes: list[Node] = field(default_factory=list)  # each template compiled here, parsed
     loose: dict[str, Key] = field(default_factory=dict)  # paths read outside a template (path_getter)
 
@@ -242,7 +242,7 @@ def _define(gen: _Codegen, signature: str, lines: list[str], key: Key, env: Env)
     namespace = {"MISSING": MISSING, "fresh_copy": fresh_copy, "Note": Note, "pick_first": pick_first, **gen.names}
     exec(compile(source, f"<template {'.'.join(map(str, key))}>", "exec"), namespace)
     render: Render = namespace["render"]
-    (env.source.generated if env.generated is None else env.generated)[key] = source
+    env.generated[key] = source
     return render
 
 

@@ -115,6 +115,7 @@ class Outbound:
     blocked: tuple[str, Getter, str] | None = None  # (path, getter, finish reason): an answer refused whole
     tool_call_ids: IdRule | None = None  # ids encoded on the way in are restored on the way out
     code: str = ""  # the generated function's source, for `toolnexus explain --code`
+    templates_code: tuple[tuple[Key, str], ...] = ()  # (rule key, the Python a template compiled to)
     run: Run = _not_built
 
     def translate(self, response: Any, *, requested_model: str | None = None) -> TranslateResult:
@@ -286,6 +287,11 @@ class Outbound:
 
 def compile_outbound(source: RuleSource) -> Outbound:
     data = source.data
+    compiled: dict[Key, str] = {}  # each template's generated Python, returned on the Outbound
+
+    def env() -> Env:
+        return Env(source, generated=compiled)
+
     rule = data["response"]
     key = ("response",)
     sources = []
@@ -302,18 +308,18 @@ def compile_outbound(source: RuleSource) -> Outbound:
         if has_kind and not isinstance(spec.get("kinds"), dict):
             raise source.error(at, "`kind` needs a `kinds` table")
         kinds = {
-            name: compile_template(tmpl, (*at, "kinds", name), Env(source))
+            name: compile_template(tmpl, (*at, "kinds", name), env())
             for name, tmpl in (spec.get("kinds") or {}).items()
         }
         sources.append(
             ItemSource(
                 path=path,
-                getter=path_getter(path, (*at, "each" if has_each else "one"), Env(source)),
+                getter=path_getter(path, (*at, "each" if has_each else "one"), env()),
                 each=has_each,
                 optional=bool(spec.get("optional", False)),
-                kind=path_getter(spec["kind"], (*at, "kind"), Env(source)) if "kind" in spec else None,
+                kind=path_getter(spec["kind"], (*at, "kind"), env()) if "kind" in spec else None,
                 kinds=MappingProxyType(kinds),
-                template=compile_template(spec["as"], (*at, "as"), Env(source)) if has_as else None,
+                template=compile_template(spec["as"], (*at, "as"), env()) if has_as else None,
                 arguments=spec.get("arguments", "any"),
                 field_paths=MappingProxyType(
                     {
@@ -322,15 +328,14 @@ def compile_outbound(source: RuleSource) -> Outbound:
                     }
                 ),
                 optional_if=tuple(
-                    path_getter(p, (*at, "optional_if", j), Env(source))
-                    for j, p in enumerate(spec.get("optional_if", []))
+                    path_getter(p, (*at, "optional_if", j), env()) for j, p in enumerate(spec.get("optional_if", []))
                 ),
                 kind_by_key=by_key,
                 synthesize_ids=bool(spec.get("synthesize_ids", False)),
                 kind_path=spec.get("kind", ""),
                 parts=MappingProxyType(
                     {
-                        name: _parts(tmpl, (*at, "as") if has_as else (*at, "kinds", name), source)
+                        name: _parts(tmpl, (*at, "as") if has_as else (*at, "kinds", name), env())
                         for name, tmpl in ({"": spec["as"]} if has_as else spec["kinds"]).items()
                     }
                 ),
@@ -346,18 +351,18 @@ def compile_outbound(source: RuleSource) -> Outbound:
         )
     draft = Outbound(
         provider=data["provider"],
-        model=compile_template(rule["model"], (*key, "model"), Env(source)) if "model" in rule else None,
+        model=compile_template(rule["model"], (*key, "model"), env()) if "model" in rule else None,
         sources=tuple(sources),
         stop_path=finish["from"],
-        stop=path_getter(finish["from"], (*key, "finish_reason", "from"), Env(source)),
+        stop=path_getter(finish["from"], (*key, "finish_reason", "from"), env()),
         table=MappingProxyType(dict(finish["table"])),
         unknown=finish["unknown"],
         missing=finish.get("missing"),
-        usage=compile_template(rule["usage"], (*key, "usage"), Env(source)),
+        usage=compile_template(rule["usage"], (*key, "usage"), env()),
         blocked=(
             (
                 finish["blocked"]["from"],
-                path_getter(finish["blocked"]["from"], (*key, "finish_reason", "blocked", "from"), Env(source)),
+                path_getter(finish["blocked"]["from"], (*key, "finish_reason", "blocked", "from"), env()),
                 finish["blocked"]["reason"],
             )
             if "blocked" in finish
@@ -367,15 +372,15 @@ def compile_outbound(source: RuleSource) -> Outbound:
         within=_within(rule, source),
     )
     code, run = generate(draft)
-    return replace(draft, code=code, run=run)
+    return replace(draft, code=code, run=run, templates_code=tuple(compiled.items()))
 
 
-def _parts(template: dict[str, Any], key: Key, source: RuleSource) -> Parts:
+def _parts(template: dict[str, Any], key: Key, env: Env) -> Parts:
     """One kind's template split field by field: plain reads stay paths, the rest compile alone."""
 
     def part(name: str, spec: Any, at: Key) -> Part:
         steps = plain_get(spec)
-        return Part(steps, None if steps is not None else compile_template(spec, (*at, name), Env(source)))
+        return Part(steps, None if steps is not None else compile_template(spec, (*at, name), env))
 
     call = template.get("tool_call")
     return Parts(
