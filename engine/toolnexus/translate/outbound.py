@@ -28,11 +28,22 @@ from types import MappingProxyType
 from typing import Any, NoReturn
 
 from ..errors import Note, ResponseError
+from ..language.ask import plain_read, read_path
 from ..language.ids import IdRule, compile_id_rule
 from ..language.jsonsafe import checked
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, Getter, simple_steps
-from ..language.templates import Ctx, Env, Render, compile_template, path_getter, plain_get, read_lines
+from ..language.templates import (
+    Ctx,
+    Env,
+    Read,
+    Render,
+    compile_node,
+    compile_template,
+    parse_template,
+    path_getter,
+    read_lines,
+)
 from .result import TranslatedToolCall, TranslateResult
 
 FINISH_TOOL_CALLS = "tool_calls"
@@ -46,6 +57,7 @@ class Part:
 
     steps: tuple[str | int, ...] | None
     render: Render | None
+    read: Read | None = None  # the path a `$get` of one path reads, whatever its default (for errors, streams)
 
 
 @dataclass(frozen=True)
@@ -311,6 +323,10 @@ def compile_outbound(source: RuleSource) -> Outbound:
             name: compile_template(tmpl, (*at, "kinds", name), env())
             for name, tmpl in (spec.get("kinds") or {}).items()
         }
+        parts = {
+            name: _parts(tmpl, (*at, "as") if has_as else (*at, "kinds", name), env())
+            for name, tmpl in ({"": spec["as"]} if has_as else spec["kinds"]).items()
+        }
         sources.append(
             ItemSource(
                 path=path,
@@ -321,24 +337,14 @@ def compile_outbound(source: RuleSource) -> Outbound:
                 kinds=MappingProxyType(kinds),
                 template=compile_template(spec["as"], (*at, "as"), env()) if has_as else None,
                 arguments=spec.get("arguments", "any"),
-                field_paths=MappingProxyType(
-                    {
-                        name: MappingProxyType(_tool_call_paths(tmpl))
-                        for name, tmpl in ({"": spec["as"]} if has_as else spec["kinds"]).items()
-                    }
-                ),
+                field_paths=MappingProxyType({name: _tool_call_paths(p) for name, p in parts.items()}),
                 optional_if=tuple(
                     path_getter(p, (*at, "optional_if", j), env()) for j, p in enumerate(spec.get("optional_if", []))
                 ),
                 kind_by_key=by_key,
                 synthesize_ids=bool(spec.get("synthesize_ids", False)),
                 kind_path=spec.get("kind", ""),
-                parts=MappingProxyType(
-                    {
-                        name: _parts(tmpl, (*at, "as") if has_as else (*at, "kinds", name), env())
-                        for name, tmpl in ({"": spec["as"]} if has_as else spec["kinds"]).items()
-                    }
-                ),
+                parts=MappingProxyType(parts),
             )
         )
 
@@ -379,8 +385,10 @@ def _parts(template: dict[str, Any], key: Key, env: Env) -> Parts:
     """One kind's template split field by field: plain reads stay paths, the rest compile alone."""
 
     def part(name: str, spec: Any, at: Key) -> Part:
-        steps = plain_get(spec)
-        return Part(steps, None if steps is not None else compile_template(spec, (*at, name), env))
+        node = parse_template(spec, (*at, name), env)
+        plain = plain_read(node)
+        steps = plain.steps if plain is not None else None
+        return Part(steps, None if steps is not None else compile_node(node, (*at, name), env), read_path(node))
 
     call = template.get("tool_call")
     return Parts(
@@ -417,16 +425,10 @@ def _within(rule: dict[str, Any], source: RuleSource) -> Mapping[str, tuple[tupl
     return MappingProxyType({total: tuple(counts) for total, counts in within.items()})
 
 
-def _tool_call_paths(template: Any) -> dict[str, str]:
-    """For error paths: which element field a tool_call template reads, where it is a plain `$get`."""
-    call = template.get("tool_call") if isinstance(template, dict) else None
-    if not isinstance(call, dict):
-        return {}
-    return {
-        name: spec["$get"]
-        for name, spec in call.items()
-        if isinstance(spec, dict) and isinstance(spec.get("$get"), str)
-    }
+def _tool_call_paths(parts: Parts) -> Mapping[str, str]:
+    """For error paths: which element field each tool_call field reads, where it reads one path."""
+    fields = parts.tool_call or {}
+    return MappingProxyType({name: part.read.expr for name, part in fields.items() if part.read is not None})
 
 
 class _Found:

@@ -272,30 +272,28 @@ def _leaf(root: _Draft, path: Path, key: Key, env: Env) -> _Draft:
 def _watch(
     source: RuleSource, outbound: Outbound, combine: Node, reasoning: dict[str, Path], key: Key
 ) -> list[Watched]:
-    """Every item source of the response section, with the role of each field its templates read."""
-    items = source.data["response"]["items"]
-    known = {kind for spec in items for kind in (spec.get("kinds") or {})}
+    """Every item source of the response section, with the role of each field its templates read (asked
+    of the compiled sources' parts: a text field that is a plain read, the path tool-call arguments read)."""
+    known = {kind for src in outbound.sources for kind in src.kinds}
     for kind in reasoning:
         if kind not in known:
             raise source.error((*key, "reasoning", kind), f"no item kind '{kind}' in response.items")
     watched = []
-    for src, spec in zip(outbound.sources, items, strict=True):
+    for i, src in enumerate(outbound.sources):
         steps = simple_steps(src.path)
         if steps is None:
-            raise source.error(("response", "items"), f"a streamed item path must be plain, got '{src.path}'")
+            raise source.error(("response", "items", i), f"a streamed item path must be plain, got '{src.path}'")
         element_steps: Path = (*steps, 0) if src.each else tuple(steps)
-        templates = {"": spec["as"]} if "as" in spec else dict(spec["kinds"])
         roles: dict[str, dict[Path, str]] = {}
         streamed: set[str] = set()
-        for kind, template in templates.items():
+        for kind, parts in src.parts.items():
             fields: dict[Path, str] = {}
-            text = _plain_get(template.get("text") if isinstance(template, dict) else None)
-            if text is not None:
-                fields[_steps_of(text)] = TEXT
-            arguments = src.field_paths.get(kind, {}).get("arguments")
-            if arguments is not None:
-                fields[_steps_of(arguments)] = ARGUMENTS
-                policy = combine.find((*element_steps, *_steps_of(arguments)))
+            if parts.text is not None and parts.text.steps is not None:
+                fields[parts.text.steps] = TEXT
+            arguments = (parts.tool_call or {}).get("arguments")
+            if arguments is not None and arguments.read is not None and arguments.read.steps is not None:
+                fields[arguments.read.steps] = ARGUMENTS
+                policy = combine.find((*element_steps, *arguments.read.steps))
                 if policy is not None and policy.policy in (APPEND, JSON):
                     streamed.add(kind)
             if kind in reasoning:
@@ -307,14 +305,3 @@ def _watch(
         frozen_roles = MappingProxyType({kind: MappingProxyType(fields) for kind, fields in roles.items()})
         watched.append(Watched(src, tuple(steps), frozen_roles, frozenset(streamed)))
     return watched
-
-
-def _plain_get(spec: Any) -> str | None:
-    if isinstance(spec, dict) and isinstance(spec.get("$get"), str) and set(spec) <= {"$get", "doc", "source"}:
-        return str(spec["$get"])
-    return None
-
-
-def _steps_of(expr: str) -> Path:
-    steps = simple_steps(expr)
-    return tuple(steps) if steps is not None else ("\0unplain",)
