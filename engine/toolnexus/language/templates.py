@@ -356,6 +356,7 @@ class Lookup(Node):
     rows: tuple[tuple[str, Node], ...]
     default: Node | None
     render: Render
+    skip: tuple[str, ...] = ()  # the values that send nothing
 
     def children(self) -> tuple[Node, ...]:
         return tuple(node for _, node in self.rows) + (() if self.default is None else (self.default,))
@@ -394,6 +395,7 @@ class Content(Node):
     render: Render
     kinds: frozenset[str] | None  # the part kinds it writes, None for every kind
     reads: tuple[Read, ...]  # `parts`, and the `lead` path when given
+    policy: str = "blocks"  # text_or_blocks | blocks
 
     def paths(self) -> tuple[Read, ...]:
         return self.reads
@@ -534,7 +536,8 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Node:
     reads = [_read("parts", at, env)]
     if isinstance(spec.get("lead"), str):
         reads.append(_read(spec["lead"], (*key, "lead"), env))  # the message key it replays counts as read
-    return Content(env.content(spec, key), frozenset(kinds) if isinstance(kinds, list) else None, tuple(reads))
+    kinds_read = frozenset(kinds) if isinstance(kinds, list) else None
+    return Content(env.content(spec, key), kinds_read, tuple(reads), str(arg))
 
 
 def pick_first(ctx: Ctx, *candidates: Any) -> Any:
@@ -831,7 +834,7 @@ def _lookup(spec: dict[str, Any], read: Read, key: Key, env: Env) -> Lookup:
             return MISSING
         raise ctx.fail(ctx.at(expr), f"{value!r} cannot be sent to {ctx.provider} (the rules know {known}){why}")
 
-    return Lookup(read, row_nodes, default_node, render)
+    return Lookup(read, row_nodes, default_node, render, tuple(skip))
 
 
 def plain_get(template: Any) -> tuple[str | int, ...] | None:
