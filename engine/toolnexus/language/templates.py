@@ -837,19 +837,6 @@ def _lookup(spec: dict[str, Any], read: Read, key: Key, env: Env) -> Lookup:
     return Lookup(read, row_nodes, default_node, render, tuple(skip))
 
 
-def plain_get(template: Any) -> tuple[str | int, ...] | None:
-    """The steps of a template that is only a plain read (`{$get: a.b[0]}`, no default), else None.
-
-    Compiled code that knows a value is a plain read reads it inline instead of calling a render.
-    """
-    if not (isinstance(template, dict) and isinstance(template.get("$get"), str)):
-        return None
-    if not set(template) <= {"$get", "doc", "source"}:
-        return None
-    steps = simple_steps(template["$get"])
-    return None if steps is None else tuple(steps)
-
-
 def read_lines(target: str, scope: str, steps: tuple[str | int, ...]) -> list[str]:
     """Lines of generated code leaving the value at the plain path `steps` below `scope` (or MISSING) in `target`."""
     lines = [] if steps else [f"{target} = {scope}"]

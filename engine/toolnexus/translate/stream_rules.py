@@ -72,7 +72,6 @@ class Move:
 
     into: Path
     source: Getter
-    source_path: str
     at: Getter | None = None
     at_path: str = ""
     field: Path = ()
@@ -118,7 +117,6 @@ class Streaming:
     path: str | None
     body: dict[str, Any]
     type: Getter | None
-    type_path: str
     events: Mapping[str, Steps | Dispatch]
     every: Steps
     done: str | None
@@ -190,7 +188,6 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
         path=spec.get("path"),
         body=dict(spec.get("body", {})),
         type=path_getter(spec["type"], (*key, "type"), env) if "type" in spec else None,
-        type_path=spec.get("type", ""),
         events=MappingProxyType(events),
         every=_steps(spec.get("every", []), (*key, "every"), env),
         done=spec.get("done"),
@@ -221,7 +218,6 @@ def _steps(spec: list[Any], key: Key, env: Env) -> Steps:
             Move(
                 into=write_path(step["into"], (*at, "into"), env),
                 source=path_getter(step["from"], (*at, "from"), env),
-                source_path=step["from"],
                 at=path_getter(step["at"], (*at, "at"), env) if "at" in step else None,
                 at_path=step.get("at", ""),
                 field=write_path(step["field"], (*at, "field"), env) if "field" in step else (),
