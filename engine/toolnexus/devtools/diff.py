@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..language.ask import parse, plain_read, roots
+from ..language.ask import parse, plain_read, roots, written
 from ..language.loader import Key, dotted, rule_schema
 from ..language.templates import Apply, Array, Const, Content, Get, ListOf, Lookup, Merge, Node, Obj, Sum, When, walk
 from ..translate.rulebook import Provider, Rulebook
@@ -362,7 +362,7 @@ def _role_name(role: str) -> Concept:
         if template is None:
             hoisted = v.at("messages", "system", "roles")
             return v.cell(["hoisted into the system prompt"] if isinstance(hoisted, list) and role in hoisted else [])
-        name = dict(_written(template)).get("role")
+        name = dict(written(template)).get("role")
         if isinstance(template, Merge) and name is not None:
             text = v.shape(name, (*key, "message", "with", "role"))
         elif name is not None:
@@ -383,7 +383,7 @@ def _message_bodies(v: _View) -> Cell:
         template = v.template(*key)
         if template is None:
             continue
-        items = _written(template)
+        items = written(template)
         name = dict(items).get("role")
         if not isinstance(template, Merge) and isinstance(name, Const) and isinstance(name.value, str):
             template = Obj(tuple((k, n) for k, n in items if k != "role"))  # the role row shows it
@@ -495,17 +495,6 @@ def _reads_itself(name: str, node: Node) -> bool:
     return isinstance(node, Get) and [read.expr for read in node.reads] == [name] and node.default is None
 
 
-def _written(node: Node) -> tuple[tuple[str, Node], ...]:
-    """The keys a template writes, with their nodes: an object's items, a merge's `with`, a constant mapping's."""
-    if isinstance(node, Obj):
-        return node.items
-    if isinstance(node, Merge):
-        return node.sets
-    if isinstance(node, Const) and isinstance(node.value, dict):
-        return tuple((k, Const(value)) for k, value in node.value.items())
-    return ()
-
-
 def _answer_pieces(v: _View) -> Cell:
     lines = []
     items = v.at("response", "items")
@@ -534,7 +523,7 @@ def _arguments_form(v: _View) -> Cell:
     for i, item in enumerate(items if isinstance(items, list) else []):
         keys = [("response", "items", i, "kinds", kind) for kind in item.get("kinds") or {}]
         nodes = [v.template(*key) for key in [("response", "items", i, "as"), *keys]]
-        if any(node is not None and "tool_call" in dict(_written(node)) for node in nodes):
+        if any(node is not None and "tool_call" in dict(written(node)) for node in nodes):
             form = str(item.get("arguments", "any"))
             forms += [form] if form not in forms else []
     return v.cell([", ".join(forms)] if forms else [], ("response", "items"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .loader import Key, RuleSource
-from .templates import Ctx, Env, Get, Node, Read, parse_template, reads_of
+from .templates import Const, Ctx, Env, Get, Merge, Node, Obj, Read, parse_template, reads_of
 
 
 def _no_content(spec: dict[str, Any], key: Key) -> Any:
@@ -42,3 +42,15 @@ def read_path(node: Node) -> Read | None:
 def roots(node: Node) -> set[str]:
     """The top-level fields of the scope a template reads."""
     return {read.root for read in reads_of(node) if read.root is not None}
+
+
+def written(node: Node) -> tuple[tuple[str, Node], ...]:
+    """The keys a template writes, with their nodes: an object's items, a merge's `with`, a constant mapping's
+    (none for a template whose keys are not known before it runs)."""
+    if isinstance(node, Obj):
+        return node.items
+    if isinstance(node, Merge):
+        return node.sets
+    if isinstance(node, Const) and isinstance(node.value, dict):
+        return tuple((k, Const(value)) for k, value in node.value.items())
+    return ()

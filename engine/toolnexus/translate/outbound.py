@@ -28,14 +28,17 @@ from types import MappingProxyType
 from typing import Any, NoReturn
 
 from ..errors import Note, ResponseError
-from ..language.ask import plain_read, read_path
+from ..language.ask import plain_read, read_path, written
 from ..language.ids import IdRule, compile_id_rule
 from ..language.jsonsafe import checked
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, Getter, simple_steps
 from ..language.templates import (
+    Const,
     Ctx,
     Env,
+    Node,
+    Obj,
     Read,
     Render,
     compile_node,
@@ -355,6 +358,8 @@ def compile_outbound(source: RuleSource) -> Outbound:
             (*key, "finish_reason", "table"),
             f"does not cover the documented stop reason(s) {', '.join(missing_values)}",
         )
+    usage_env = env()
+    usage = parse_template(rule["usage"], (*key, "usage"), usage_env)  # parsed once: compiled, and asked what it writes
     draft = Outbound(
         provider=data["provider"],
         model=compile_template(rule["model"], (*key, "model"), env()) if "model" in rule else None,
@@ -364,7 +369,7 @@ def compile_outbound(source: RuleSource) -> Outbound:
         table=MappingProxyType(dict(finish["table"])),
         unknown=finish["unknown"],
         missing=finish.get("missing"),
-        usage=compile_template(rule["usage"], (*key, "usage"), env()),
+        usage=compile_node(usage, (*key, "usage"), usage_env),
         blocked=(
             (
                 finish["blocked"]["from"],
@@ -375,7 +380,7 @@ def compile_outbound(source: RuleSource) -> Outbound:
             else None
         ),
         tool_call_ids=compile_id_rule(source),
-        within=_within(rule, source),
+        within=_within(rule, source, usage),
     )
     code, run = generate(draft)
     return replace(draft, code=code, run=run, templates_code=tuple(compiled.items()))
@@ -409,15 +414,21 @@ OPENAI_WITHIN: dict[str, tuple[tuple[str, str], ...]] = {  # what OpenAI's own u
 }
 
 
-def _within(rule: dict[str, Any], source: RuleSource) -> Mapping[str, tuple[tuple[str, str], ...]]:
-    """`usage_within`: the counts the rules write that a total already includes, beside OpenAI's own."""
+def _within(rule: dict[str, Any], source: RuleSource, usage: Node) -> Mapping[str, tuple[tuple[str, str], ...]]:
+    """`usage_within`: the counts the rules write that a total already includes, beside OpenAI's own (what
+    the `usage` template writes is asked of its nodes)."""
+    details_written = {
+        name: dict(written(node))
+        for name, node in written(usage)
+        if isinstance(node, Obj) or (isinstance(node, Const) and isinstance(node.value, dict))
+    }  # a mapping the rules write key by key; an operation's keys are not known before it runs
     within = {total: list(counts) for total, counts in OPENAI_WITHIN.items()}
     for total, paths in rule.get("usage_within", {}).items():
         for i, path in enumerate(paths):
             at = ("response", "usage_within", total, i)
             details, _, count = path.partition(".")
-            written = rule["usage"].get(details)
-            if isinstance(written, dict) and not any(k.startswith("$") for k in written) and count not in written:
+            counts = details_written.get(details)
+            if counts is not None and count not in counts:
                 raise source.error(at, f"usage.{details} writes no '{count}'")
             if (details, count) in within[total]:
                 raise source.error(at, f"{total} already includes {path}")
