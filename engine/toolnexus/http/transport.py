@@ -18,6 +18,7 @@ from ..errors import ConfigError, ProviderError
 from .limits import AttemptTimeout
 
 Stack = Literal["httpx", "aiohttp"]
+STACKS: tuple[Stack, ...] = ("httpx", "aiohttp")
 DEFAULT_STACK: Stack = "aiohttp"  # what transport=None means: chosen by tools/bench_client.py
 TransportOption = httpx.AsyncBaseTransport | Stack | None
 
