@@ -103,3 +103,24 @@ def test_template_readers_never_look_at_raw_template_operations(module: str) -> 
     operations = set(_OPTIONS)
     hits = [(line, text) for line, text in code_words(ENGINE / module) if text in operations]
     assert not hits, f"{module} inspects raw template operations: {hits}"
+
+
+def test_the_node_questions_answer_from_the_parsed_template() -> None:
+    """language.ask: what a template reads, copies and writes, asked of its nodes."""
+    from toolnexus.language.ask import parse, plain_read, read_path, roots, written
+    from toolnexus.language.loader import RuleSource
+
+    source = RuleSource("inline.yaml", {})
+    template = {
+        "id": {"$get": "call.id"},
+        "args": {"$get": "call.args", "default": {}},
+        "parts": {"$content": "blocks"},
+        "kind": "tool",
+    }
+    node = parse(template, ("t",), source)
+    items = dict(written(node))
+    assert list(items) == ["id", "args", "parts", "kind"]
+    assert plain_read(items["id"]) is not None and plain_read(items["id"]).steps == ("call", "id")  # type: ignore[union-attr]
+    assert plain_read(items["args"]) is None and read_path(items["args"]).expr == "call.args"  # type: ignore[union-attr]
+    assert roots(node) == {"call", "parts"}
+    assert written(parse({"$get": "x"}, ("u",), source)) == ()
