@@ -88,7 +88,9 @@ def test_notes_a_refused_fast_read_wrote_are_not_written_twice() -> None:
 def test_explain_code_shows_the_one_response_function(provider: str) -> None:
     compiled = load_rules().get(provider).outbound
     assert compiled.code.startswith("def respond(")
-    assert compiled.code.rstrip() in load_rules().get(provider).explain(code=True).replace("\n  ", "\n")
+    explained = load_rules().get(provider).explain(code=True).replace("\n  ", "\n")
+    assert compiled.code.rstrip() in explained
+    assert compiled.templates_code and all(text.rstrip() in explained for _, text in compiled.templates_code)
     shown = subprocess.run(
         [sys.executable, "-m", "toolnexus", "explain", provider, "--code"], capture_output=True, text=True, check=True
     ).stdout
@@ -104,7 +106,11 @@ def test_the_compiled_response_state_is_frozen_and_the_rule_source_holds_no_resp
         compiled.outbound.sources[0].path = ""  # type: ignore[misc]
     with pytest.raises(TypeError):
         compiled.outbound.table["x"] = "stop"  # type: ignore[index]
-    assert not any("def respond(" in text for text in compiled.source.generated.values())
+    assert not hasattr(compiled.source, "generated")
+    assert {key[0] for key, _ in compiled.outbound.templates_code} == {"response"}
+    assert all(text.startswith("def render(") for _, text in compiled.outbound.templates_code)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        compiled.outbound.templates_code = ()  # type: ignore[misc]
 
 
 # ---------------------------------------------------------------- the generated function agrees with the explain steps

@@ -503,8 +503,7 @@ def test_the_compiled_request_side_is_returned_frozen_not_written_into_the_rule_
     """The request side's generated code comes back on the frozen Inbound; the loaded rule source holds none."""
     shutil.copy(Path(__file__).resolve().parent.parent / "rules" / f"{provider}.yaml", tmp_path)
     compiled = toolnexus.load_rules(tmp_path).get(provider)
-    request_sections = {"request", "messages", "tools", "tool_choice"}
-    assert not [key for key in compiled.source.generated if key[0] in request_sections]
+    assert not hasattr(compiled.source, "generated")
     assert {key[0] for key, _ in compiled.inbound.code} >= {"request", "tools"}
     assert all(text.startswith("def render(") for _, text in compiled.inbound.code)
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -203,8 +203,8 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     return demo_main(out, args.rules)
 
 
-def _shipped() -> str:
-    return ", ".join(sorted(p.stem for p in builtin_rules_dir().glob("*.yaml")))
+def _shipped() -> list[str]:
+    return sorted(p.stem for p in builtin_rules_dir().glob("*.yaml"))
 
 
 def _command(
@@ -224,11 +224,13 @@ def _command(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    shipped = _shipped()
+    names = _shipped()
+    shipped = ", ".join(names)
+    one, two = [*names, "PROVIDER", "PROVIDER"][:2]  # the examples name shipped rule files, whichever they are
     parser = argparse.ArgumentParser(
         prog="toolnexus",
         description="OpenAI tool-calling shapes in, any provider's out.",
-        epilog=f"{EXIT_CODES}\n\nexample:\n  toolnexus request --to anthropic request.json",
+        epilog=f"{EXIT_CODES}\n\nexample:\n  toolnexus request --to {one} request.json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"toolnexus {_version()}")
@@ -240,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="list passing fixtures and cases too")
 
     p = _command(sub, "request", cmd_request, "print the provider-native body for an OpenAI request (notes on stderr)",
-                 "toolnexus request --to gemini request.json > body.json")  # fmt: skip
+                 f"toolnexus request --to {two} request.json > body.json")  # fmt: skip
     p.add_argument("--to", required=True, metavar="PROVIDER", help=f"the provider to translate for, {which}")
     p.add_argument("--system", help="a per-call system prompt (overrides the transcript's)")
     p.add_argument("--drop-unknown", action="store_true", help="drop (with a note) fields the rules do not map")
@@ -249,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", nargs="?", default="-", metavar="FILE", help="JSON file, or - for stdin (the default)")
 
     p = _command(sub, "response", cmd_response, "print the OpenAI-shaped result of a provider response",
-                 "toolnexus response --from anthropic response.json")  # fmt: skip
+                 f"toolnexus response --from {one} response.json")  # fmt: skip
     p.add_argument(
         "--from", dest="from_", required=True, metavar="PROVIDER", help=f"the provider that answered, {which}"
     )
@@ -264,14 +266,14 @@ def build_parser() -> argparse.ArgumentParser:
     _command(sub, "demo", cmd_demo, "a two-turn tool-calling exchange per provider, offline", "toolnexus demo")
 
     p = _command(sub, "diff", cmd_diff, "how each provider handles each concept, side by side",
-                 "toolnexus diff anthropic gemini --format html --output differences.html")  # fmt: skip
+                 f"toolnexus diff {one} {two} --format html --output differences.html")  # fmt: skip
     p.add_argument("providers", nargs="*", metavar="PROVIDER", help=f"the providers to compare (default: all), {which}")
     p.add_argument("--format", choices=("table", "markdown", "html"), default="table", help="the output format")
     p.add_argument("--providers", dest="columns", metavar="A,B,...", help="the provider columns, in this order")
     p.add_argument("--output", metavar="FILE", help="write to FILE instead of printing")
 
     p = _command(sub, "explain", cmd_explain, "show a provider's compiled rules beside their source lines",
-                 "toolnexus explain anthropic --code")  # fmt: skip
+                 f"toolnexus explain {one} --code")  # fmt: skip
     p.add_argument("provider", metavar="PROVIDER", help=f"the provider to explain, {which}")
     p.add_argument("--code", action="store_true", help="also print the Python each template compiled to")
     return parser

@@ -2,10 +2,12 @@
 
 A report is rows of concepts (where the system prompt goes, role names, part
 shapes, tool_choice, finish reasons, usage, what is dropped) by columns of
-providers. Every cell is read from `Provider.source.data`, the rule file as
-plain data, by the rule file's structure: no provider name is ever tested, so a
-new rule file gets its column for free. Templates are shown in a compact
-notation (`_LEGEND`); `doc:` and `source:` entries become numbered footnotes.
+providers. Tables (endpoint, roles, finish reasons, ...) are read from the rule
+file's data by its structure; templates are parsed into the nodes the compiler
+builds (`language.ask.parse`) and shown from them, never from the raw YAML: no
+provider name is ever tested, so a new rule file gets its column for free.
+Templates are shown in a compact notation (`_LEGEND`); `doc:` and `source:`
+entries become numbered footnotes.
 A concept a rule file says nothing about shows as "—".
 
 Three renderers: `render_table` (a terminal; never splits a word or a note
@@ -26,7 +28,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..language.ask import parse, plain_read, roots, written
 from ..language.loader import Key, dotted, rule_schema
+from ..language.templates import Apply, Array, Const, Content, Get, ListOf, Lookup, Merge, Node, Obj, Sum, When, walk
 from ..translate.rulebook import Provider, Rulebook
 
 NOTHING = "—"
@@ -112,47 +116,15 @@ class _Notes:
         return f"\x1f{self.by_key[entry].number}\x1f"
 
 
-def _op(value: Any) -> str | None:
-    """The operation of a template mapping (`$get`, ...), or None for a constant."""
-    if isinstance(value, dict):
-        ops = [k for k in value if k.startswith("$")]
-        if len(ops) == 1:
-            return str(ops[0])
-    return None
-
-
-def _paths(arg: Any) -> list[str]:
-    return [str(p) for p in arg] if isinstance(arg, list) else [str(arg)]
-
-
-def _plain_get(value: Any) -> str | None:
-    """The path of `{$get: PATH}` with no default and no requirement, else None."""
-    if _op(value) == "$get" and not set(value) - {"$get", *_DOC_KEYS} and isinstance(value["$get"], str):
-        return str(value["$get"])
-    return None
-
-
-def _roots(value: Any) -> set[str]:
-    """The top-level scope names a template reads."""
-    out: set[str] = set()
-    op = _op(value)
-    if op is not None:
-        if op in ("$get", "$when", "$list", "$sum", "$merge"):
-            out.update(re.split(r"[.\[]", p, maxsplit=1)[0] for p in _paths(value[op]))
-        for option, sub in value.items():
-            if option not in (op, *_DOC_KEYS):
-                out |= _roots(sub)
-    elif isinstance(value, dict):
-        for sub in value.values():
-            out |= _roots(sub)
-    elif isinstance(value, list):
-        for sub in value:
-            out |= _roots(sub)
-    return out
+def _copies(node: Node | None) -> str | None:
+    """The path of a template that only reads one path (no default, not required), else None."""
+    read = None if node is None else plain_read(node)
+    return None if read is None else read.expr
 
 
 class _View:
-    """One provider's rule file, read concept by concept."""
+    """One provider's rule file, read concept by concept: its tables as data, its templates as the
+    parsed nodes the compiler builds (what each reads, writes, and its plain path), never as raw YAML."""
 
     def __init__(self, provider: Provider, notes: _Notes) -> None:
         self.provider = provider
@@ -174,6 +146,16 @@ class _View:
         value = self.at(*key)
         return value if isinstance(value, dict) else {}
 
+    def template(self, *key: str | int) -> Node | None:
+        """The parsed template at `key`, or None when the rule file has none there."""
+        value = self.at(*key)
+        return None if value is None else parse(value, key, self.provider.source)
+
+    def templates(self, *key: str) -> list[tuple[str, Node, Key]]:
+        """The templates of the table at `key` (body fields, roles, ...): name, node, key."""
+        found = ((name, self.template(*key, name), (*key, name)) for name in self.table(*key))
+        return [(name, node, at) for name, node, at in found if node is not None]
+
     def cell(self, lines: Iterable[str], key: Key = ()) -> Cell:
         where = ""
         if key:
@@ -189,57 +171,72 @@ class _View:
             self.notes.ref(self.provider.name, key, str(entry[k])) for k in _DOC_KEYS if isinstance(entry.get(k), str)
         )
 
-    # Templates in compact notation.
+    def doc(self, key: Key) -> str:
+        """The footnote references of the operation written at `key` (its `doc:`/`source:` annotations)."""
+        return self.marks(self.at(*key), key)
 
-    def shape(self, value: Any, key: Key, *, top: bool = False) -> str:
-        op = _op(value)
-        if op is not None:
-            return self._op_shape(op, value, key, top=top) + self.marks(value, key)
+    # Templates in compact notation, from their nodes.
+
+    def shape(self, node: Node, key: Key, *, top: bool = False) -> str:
+        if isinstance(node, Const):
+            return self.constant(node.value)
+        if isinstance(node, Obj):
+            return "{" + ", ".join(self.item(k, n, (*key, k)) for k, n in node.items) + "}"
+        if isinstance(node, Array):
+            return "[" + ", ".join(self.shape(n, (*key, i)) for i, n in enumerate(node.items)) + "]"
+        return self._op_shape(node, key, top=top) + self.doc(key)
+
+    def constant(self, value: Any) -> str:
         if isinstance(value, dict):
-            if not value:
-                return "{}"
-            return "{" + ", ".join(self.item(k, v, (*key, k)) for k, v in value.items()) + "}"
+            return "{" + ", ".join(f"{k}: {self.constant(v)}" for k, v in value.items()) + "}"
         if isinstance(value, list):
-            return "[" + ", ".join(self.shape(v, (*key, i)) for i, v in enumerate(value)) + "]"
+            return "[" + ", ".join(map(self.constant, value)) + "]"
         return json.dumps(value, ensure_ascii=False)
 
-    def item(self, name: str, value: Any, key: Key) -> str:
+    def item(self, name: str, node: Node, key: Key) -> str:
         """`name` when the template copies the field of that name, else `name: shape`."""
-        if _plain_get(value) == name:
-            return name + self.marks(value, key)
-        return f"{name}: {self.shape(value, key)}"
+        if _copies(node) == name:
+            return name + self.doc(key)
+        return f"{name}: {self.shape(node, key)}"
 
-    def _op_shape(self, op: str, spec: dict[str, Any], key: Key, *, top: bool) -> str:
-        arg = spec[op]
-        if op == "$get":
-            if top and _plain_get(spec) == "source":
+    def _op_shape(self, node: Node, key: Key, *, top: bool) -> str:
+        if isinstance(node, Get):
+            if top and _copies(node) == "source":
                 return "as given"
-            text = " ?? ".join(_paths(arg))
-            if "default" in spec:
-                text += " ?? " + self.shape(spec["default"], (*key, "default"))
-            return text + (" (required)" if spec.get("required") else "")
-        if op == "$when" and "then" in spec:
-            test = (
-                f"{arg} in {self.shape(spec['in'], key)}"
-                if "in" in spec
-                else f"{arg} == {self.shape(spec.get('is'), key)}"
-            )
-            text = f"{self.shape(spec['then'], (*key, 'then'))} if {test}"
-            return text + (f" else {self.shape(spec['else'], (*key, 'else'))}" if "else" in spec else "")
-        if op == "$list":
-            return f"list({arg})"
-        if op == "$sum":
-            return " + ".join(_paths(arg))
-        if op == "$merge":
-            sets = spec.get("with")
-            items = [self.item(k, v, (*key, "with", k)) for k, v in sets.items()] if isinstance(sets, dict) else []
-            if top and arg == "source":
+            text = " ?? ".join(read.expr for read in node.reads)
+            if node.default is not None:
+                text += " ?? " + self.shape(node.default, (*key, "default"))
+            return text + (" (required)" if node.required else "")
+        if isinstance(node, When):
+            expected = node.expected
+            test = f"in {self.constant(list(expected))}" if len(expected) > 1 else f"== {self.constant(expected[0])}"
+            text = f"{self.shape(node.then, (*key, 'then'))} if {node.path.expr} {test}"
+            return text + (f" else {self.shape(node.otherwise, (*key, 'else'))}" if node.otherwise else "")
+        if isinstance(node, ListOf):
+            return f"list({node.path.expr})"
+        if isinstance(node, Sum):
+            return " + ".join(read.expr for read in node.reads)
+        if isinstance(node, Merge):
+            items = [self.item(k, n, (*key, "with", k)) for k, n in node.sets]
+            if top and node.path.expr == "source":
                 return "as given" + (", with " + ", ".join(items) if items else "")
-            return "{" + ", ".join([f"...{arg}", *items]) + "}"
-        # $content, and any operation added later: name(argument, option: value, ...)
-        args = [arg if isinstance(arg, str) else self.shape(arg, (*key, op))]
-        args += [f"{k}: {self.shape(v, (*key, k))}" for k, v in spec.items() if k not in (op, *_DOC_KEYS)]
-        return f"{op[1:]}({', '.join(args)})"
+            return "{" + ", ".join([f"...{node.path.expr}", *items]) + "}"
+        if isinstance(node, Lookup):
+            rows = ", ".join(self.item(k, n, (*key, "table", k)) for k, n in node.rows)
+            args = [node.path.expr, f"table: {{{rows}}}"]
+            args += [f"skip: {self.constant(list(node.skip))}"] if node.skip else []
+            args += [f"default: {self.shape(node.default, (*key, 'default'))}"] if node.default else []
+            return f"lookup({', '.join(args)})"
+        if isinstance(node, Content):
+            args = [node.policy]
+            args += [f"kinds: {self.constant(sorted(node.kinds))}"] if node.kinds is not None else []
+            args += [f"lead: {self.constant(read.expr)}" for read in node.reads[1:]]
+            return f"content({', '.join(args)})"
+        assert isinstance(node, Apply)  # a value function: its name and options
+        function = node.function
+        options = getattr(function, "keywords", {})
+        args = [node.path.expr] + [f"{k}: {self.constant(v)}" for k, v in options.items() if k != "where"]
+        return f"{getattr(function, 'func', function).__name__}({', '.join(args)})"
 
     def unsupported(self, key: Key, action: str) -> list[str]:
         """The entries of an `unsupported` table with this action, with their accepted values."""
@@ -250,7 +247,7 @@ class _View:
             accept = entry.get("accept")
             text = name
             if isinstance(accept, list) and accept:
-                values = " or ".join(self.shape(v, (*key, name, "accept", i)) for i, v in enumerate(accept))
+                values = " or ".join(map(self.constant, accept))
                 text += f" unless {values}" if action == "error" else f" (silent when {values})"
             out.append(text + self.marks(entry, (*key, name)))
         return out
@@ -316,14 +313,14 @@ def _error_body(v: _View) -> Cell:
 def _system_target(v: _View) -> Cell:
     system = v.table("messages", "system")
     key: Key = ("messages", "system")
-    if "message" in system:
-        lines = [f"a leading message {v.shape(system['message'], (*key, 'message'))}"]
+    message = v.template(*key, "message")
+    if message is not None:
+        lines = [f"a leading message {v.shape(message, (*key, 'message'))}"]
     else:
         lines = []
-        for name, template in v.table("request", "body").items():
-            if "system" in _roots(template):
-                at: Key = ("request", "body", name)
-                shown = f": {v.shape(template, at)}" if _plain_get(template) != "system" else v.marks(template, at)
+        for name, node, at in v.templates("request", "body"):
+            if "system" in roots(node):
+                shown = f": {v.shape(node, at)}" if _copies(node) != "system" else v.doc(at)
                 lines.append(f"body field {name}{shown}")
                 key = at
     if lines:
@@ -341,9 +338,12 @@ def _hoisted(v: _View) -> Cell:
 
 
 def _system_blocks(v: _View) -> Cell:
-    blocks = v.at("messages", "system", "blocks")
-    shown = ["text blocks, each cache_control where it was given"] if blocks == "when_cached" else []
-    return v.cell(shown, ("messages", "system", "blocks"))
+    """`when_cached`: the keys the text part's template writes besides its text keep the prompt in blocks."""
+    text = v.template("messages", "parts", "text")
+    if v.at("messages", "system", "blocks") != "when_cached" or text is None:
+        return Cell()
+    keys = ", ".join(sorted(roots(text) - {"text"}))
+    return v.cell([f"text blocks, each {keys} where it was given"], ("messages", "system", "blocks"))
 
 
 def _tool_call_ids(v: _View) -> Cell:
@@ -358,17 +358,16 @@ def _role_name(role: str) -> Concept:
     def concept(v: _View) -> Cell:
         key: Key = ("messages", "roles", role)
         entry = v.at(*key)
-        if not isinstance(entry, dict) or "message" not in entry:
+        template = v.template(*key, "message")
+        if template is None:
             hoisted = v.at("messages", "system", "roles")
             return v.cell(["hoisted into the system prompt"] if isinstance(hoisted, list) and role in hoisted else [])
-        template = entry["message"]
-        op = _op(template)
-        if op is None and isinstance(template, dict) and "role" in template:
-            name = template["role"]
-            text = name if isinstance(name, str) else v.shape(name, (*key, "message", "role"))
-        elif op == "$merge" and isinstance(template.get("with"), dict) and "role" in template["with"]:
-            text = v.shape(template["with"]["role"], (*key, "message", "with", "role"))
-        elif op in ("$merge", "$get") and template[op] == "source":
+        name = dict(written(template)).get("role")
+        if isinstance(template, Merge) and name is not None:
+            text = v.shape(name, (*key, "message", "with", "role"))
+        elif name is not None:
+            text = name.value if isinstance(name, Const) and isinstance(name.value, str) else v.shape(name, key)
+        elif isinstance(template, Merge | Get) and template.paths()[0].expr == "source":
             text = "as given"
         else:
             text = v.shape(template, (*key, "message"), top=True)
@@ -379,13 +378,16 @@ def _role_name(role: str) -> Concept:
 
 def _message_bodies(v: _View) -> Cell:
     lines = []
-    for role, entry in v.table("messages", "roles").items():
-        if not isinstance(entry, dict) or "message" not in entry:
+    for role in v.table("messages", "roles"):
+        key: Key = ("messages", "roles", role, "message")
+        template = v.template(*key)
+        if template is None:
             continue
-        template = entry["message"]
-        if _op(template) is None and isinstance(template, dict) and isinstance(template.get("role"), str):
-            template = {k: t for k, t in template.items() if k != "role"}  # the role row shows it
-        lines.append(f"{role}: {v.shape(template, ('messages', 'roles', role, 'message'), top=True)}")
+        items = written(template)
+        name = dict(items).get("role")
+        if not isinstance(template, Merge) and isinstance(name, Const) and isinstance(name.value, str):
+            template = Obj(tuple((k, n) for k, n in items if k != "role"))  # the role row shows it
+        lines.append(f"{role}: {v.shape(template, key, top=True)}")
     return v.cell(lines, ("messages", "roles"))
 
 
@@ -421,65 +423,76 @@ def _template(*key: str) -> Concept:
     """A template shown whole, e.g. one part kind, one tool_choice kind, one usage field."""
 
     def concept(v: _View) -> Cell:
-        value = v.at(*key)
-        return Cell() if value is None else v.cell([v.shape(value, key, top=True)], key)
+        node = v.template(*key)
+        return Cell() if node is None else v.cell([v.shape(node, key, top=True)], key)
 
     return concept
-
-
-def _body_entries(v: _View) -> list[tuple[str, Any, Key]]:
-    return [(name, t, ("request", "body", name)) for name, t in v.table("request", "body").items()]
 
 
 def _body_sections(v: _View) -> Cell:
     """Where the translated messages, tools and tool_choice go in the body."""
     lines = [
-        v.item(name, t, key)
-        for name, t, key in _body_entries(v)
-        if _roots(t) & set(_TRANSLATED) and "system" not in _roots(t)
+        v.item(name, node, key)
+        for name, node, key in v.templates("request", "body")
+        if roots(node) & set(_TRANSLATED) and "system" not in roots(node)
     ]
     return v.cell(lines, ("request", "body"))
 
 
 def _passed(v: _View) -> Cell:
     names = []
-    for name, t, key in _body_entries(v):
-        if _op(t) == "$get" and t["$get"] == name and name not in _TRANSLATED and "default" not in t:
-            names.append(name + (" (required)" if t.get("required") else "") + v.marks(t, key))
+    for name, node, key in v.templates("request", "body"):
+        if _reads_itself(name, node) and name not in _TRANSLATED:
+            names.append(name + (" (required)" if isinstance(node, Get) and node.required else "") + v.doc(key))
     return v.cell([", ".join(names)] if names else [], ("request", "body"))
 
 
 def _reshaped(v: _View) -> Cell:
     lines = [
-        v.item(name, t, key)
-        for name, t, key in _body_entries(v)
-        if not (_op(t) == "$get" and t["$get"] == name and "default" not in t) and not _roots(t) & set(_TRANSLATED)
+        v.item(name, node, key)
+        for name, node, key in v.templates("request", "body")
+        if not _reads_itself(name, node) and not roots(node) & set(_TRANSLATED)
     ]
     return v.cell(lines, ("request", "body"))
 
 
 def _defaults(v: _View) -> Cell:
-    """Every `$get` with a `default:`, anywhere in the file (body fields by their body name)."""
-    found: list[str] = []
-
-    def walk(value: Any, key: Key) -> None:
-        if isinstance(value, dict):
-            if _op(value) == "$get" and "default" in value:
-                shown = dotted(key[2:] if key[:2] == ("request", "body") else key)
-                found.append(f"{shown}: {v.shape(value['default'], (*key, 'default'))}{v.marks(value, key)}")
-            for k, sub in value.items():
-                walk(sub, (*key, k))
-        elif isinstance(value, list):
-            for i, sub in enumerate(value):
-                walk(sub, (*key, i))
-
-    walk(v.data, ())
-    return v.cell(found)
+    """Every `$get` with a `default:`, in any template of the file (body fields by their body name), in file order."""
+    found: list[tuple[int, str]] = []
+    for key in _template_keys(v):
+        node = v.template(*key)
+        for get in walk(node) if node is not None else ():
+            if isinstance(get, Get) and get.default is not None:
+                at = _key_of(get)
+                shown = dotted(at[2:] if at[:2] == ("request", "body") else at)
+                text = f"{shown}: {v.shape(get.default, (*at, 'default'))}{v.doc(at)}"
+                found.append((v.provider.source.where(at)[0] or 0, text))
+    return v.cell(text for _, text in sorted(found, key=lambda pair: pair[0]))
 
 
-def _tool_template(item: Any) -> Any:
-    """What an answer element contributes: its `as` template, or its `kinds` table."""
-    return item.get("as", item.get("kinds")) if isinstance(item, dict) else None
+def _template_keys(v: _View) -> list[Key]:
+    """Where the rule file's templates are (README "Rule format"), each named by its key."""
+    keys: list[Key] = [("messages", "system", "message"), ("tools", "declaration"), ("response", "model")]
+    keys += [("request", "body", name) for name in v.table("request", "body")]
+    keys += [("messages", "roles", role, "message") for role in v.table("messages", "roles")]
+    keys += [("messages", "parts", kind) for kind in v.table("messages", "parts")]
+    keys += [("tool_choice", kind) for kind in v.table("tool_choice") if kind not in _DOC_KEYS]
+    keys += [("response", "usage", name) for name in v.table("response", "usage")]
+    for i, item in enumerate(v.at("response", "items") or []):
+        keys += [("response", "items", i, "as")] if "as" in item else []
+        keys += [("response", "items", i, "kinds", kind) for kind in item.get("kinds") or {}]
+    return keys
+
+
+def _key_of(get: Get) -> Key:
+    """The rule key of a `$get`: where its first path is written, less the operation (and the list index)."""
+    key = get.reads[0].key
+    return key[:-1] if isinstance(key[-1], str) else key[:-2]
+
+
+def _reads_itself(name: str, node: Node) -> bool:
+    """Whether a body field's template is `{$get: <its own name>}`, required or not (no default)."""
+    return isinstance(node, Get) and [read.expr for read in node.reads] == [name] and node.default is None
 
 
 def _answer_pieces(v: _View) -> Cell:
@@ -493,21 +506,24 @@ def _answer_pieces(v: _View) -> Cell:
         where += " (optional)" if item.get("optional") else ""
         if isinstance(item.get("kinds"), dict):
             lines.append(f"{where}, by {item.get('kind', '?')}:{v.marks(item, key)}")
-            for kind, template in item["kinds"].items():
-                shown = v.shape(template, (*key, "kinds", kind)) if template else "ignored"
+            for kind in item["kinds"]:
+                node = v.template(*key, "kinds", kind)
+                shown = "ignored" if node is None or node == Const({}) else v.shape(node, (*key, "kinds", kind))
                 lines.append(f"· {kind}: {shown}")
         else:
-            lines.append(f"{where}: {v.shape(item.get('as'), (*key, 'as'))}{v.marks(item, key)}")
+            node = v.template(*key, "as")
+            shown = v.shape(node, (*key, "as")) if node is not None else v.constant(None)
+            lines.append(f"{where}: {shown}{v.marks(item, key)}")
     return v.cell(lines, ("response", "items"))
 
 
 def _arguments_form(v: _View) -> Cell:
     forms: list[str] = []
     items = v.at("response", "items")
-    for item in items if isinstance(items, list) else []:
-        template = _tool_template(item)
-        kinds = template.values() if isinstance(item, dict) and "kinds" in item and isinstance(template, dict) else []
-        if any(isinstance(t, dict) and "tool_call" in t for t in [template, *kinds]):
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        keys = [("response", "items", i, "kinds", kind) for kind in item.get("kinds") or {}]
+        nodes = [v.template(*key) for key in [("response", "items", i, "as"), *keys]]
+        if any(node is not None and "tool_call" in dict(written(node)) for node in nodes):
             form = str(item.get("arguments", "any"))
             forms += [form] if form not in forms else []
     return v.cell([", ".join(forms)] if forms else [], ("response", "items"))
@@ -546,7 +562,7 @@ def _stream_endpoint(v: _View) -> Cell:
 
 def _stream_body(v: _View) -> Cell:
     body = v.table("streaming", "body")
-    return v.cell([v.shape(body, ("streaming", "body"))] if body else [], ("streaming", "body"))
+    return v.cell([v.constant(body)] if body else [], ("streaming", "body"))
 
 
 def _step(step: Any) -> str:

@@ -56,7 +56,6 @@ class RuleSource:
     file: str
     data: Any
     positions: dict[Key, tuple[int, int]] = field(default_factory=dict)
-    generated: dict[Key, str] = field(default_factory=dict)  # rule key -> the Python compiled from it
 
     def where(self, key: Key) -> tuple[int | None, int | None]:
         """The line and column of `key`, or of its nearest located parent."""

@@ -155,9 +155,9 @@ class Env:
 
     source: RuleSource
     content: ContentFactory | None = None
-    # Where each compiled template's Python goes (rule key -> source), for `explain --code`; the request side
-    # passes its own table and returns it with what it compiled. None: the rule source's shared table.
-    generated: dict[Key, str] | None = None
+    # Where each compiled template's Python goes (rule key -> source), for `explain --code`: the caller's
+    # table, returned on the compiled object it builds (never written into the loaded rule source).
+    generated: dict[Key, str] = field(default_factory=dict)
     nodes: list[Node] = field(default_factory=list)  # each template compiled here, parsed
     loose: dict[str, Key] = field(default_factory=dict)  # paths read outside a template (path_getter)
 
@@ -242,7 +242,7 @@ def _define(gen: _Codegen, signature: str, lines: list[str], key: Key, env: Env)
     namespace = {"MISSING": MISSING, "fresh_copy": fresh_copy, "Note": Note, "pick_first": pick_first, **gen.names}
     exec(compile(source, f"<template {'.'.join(map(str, key))}>", "exec"), namespace)
     render: Render = namespace["render"]
-    (env.source.generated if env.generated is None else env.generated)[key] = source
+    env.generated[key] = source
     return render
 
 
@@ -356,6 +356,7 @@ class Lookup(Node):
     rows: tuple[tuple[str, Node], ...]
     default: Node | None
     render: Render
+    skip: tuple[str, ...] = ()  # the values that send nothing
 
     def children(self) -> tuple[Node, ...]:
         return tuple(node for _, node in self.rows) + (() if self.default is None else (self.default,))
@@ -394,6 +395,7 @@ class Content(Node):
     render: Render
     kinds: frozenset[str] | None  # the part kinds it writes, None for every kind
     reads: tuple[Read, ...]  # `parts`, and the `lead` path when given
+    policy: str = "blocks"  # text_or_blocks | blocks
 
     def paths(self) -> tuple[Read, ...]:
         return self.reads
@@ -534,7 +536,8 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Node:
     reads = [_read("parts", at, env)]
     if isinstance(spec.get("lead"), str):
         reads.append(_read(spec["lead"], (*key, "lead"), env))  # the message key it replays counts as read
-    return Content(env.content(spec, key), frozenset(kinds) if isinstance(kinds, list) else None, tuple(reads))
+    kinds_read = frozenset(kinds) if isinstance(kinds, list) else None
+    return Content(env.content(spec, key), kinds_read, tuple(reads), str(arg))
 
 
 def pick_first(ctx: Ctx, *candidates: Any) -> Any:
@@ -831,20 +834,7 @@ def _lookup(spec: dict[str, Any], read: Read, key: Key, env: Env) -> Lookup:
             return MISSING
         raise ctx.fail(ctx.at(expr), f"{value!r} cannot be sent to {ctx.provider} (the rules know {known}){why}")
 
-    return Lookup(read, row_nodes, default_node, render)
-
-
-def plain_get(template: Any) -> tuple[str | int, ...] | None:
-    """The steps of a template that is only a plain read (`{$get: a.b[0]}`, no default), else None.
-
-    Compiled code that knows a value is a plain read reads it inline instead of calling a render.
-    """
-    if not (isinstance(template, dict) and isinstance(template.get("$get"), str)):
-        return None
-    if not set(template) <= {"$get", "doc", "source"}:
-        return None
-    steps = simple_steps(template["$get"])
-    return None if steps is None else tuple(steps)
+    return Lookup(read, row_nodes, default_node, render, tuple(skip))
 
 
 def read_lines(target: str, scope: str, steps: tuple[str | int, ...]) -> list[str]:

@@ -28,11 +28,25 @@ from types import MappingProxyType
 from typing import Any, NoReturn
 
 from ..errors import Note, ResponseError
+from ..language.ask import plain_read, read_path, written
 from ..language.ids import IdRule, compile_id_rule
 from ..language.jsonsafe import checked
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, Getter, simple_steps
-from ..language.templates import Ctx, Env, Render, compile_template, path_getter, plain_get, read_lines
+from ..language.templates import (
+    Const,
+    Ctx,
+    Env,
+    Node,
+    Obj,
+    Read,
+    Render,
+    compile_node,
+    compile_template,
+    parse_template,
+    path_getter,
+    read_lines,
+)
 from .result import TranslatedToolCall, TranslateResult
 
 FINISH_TOOL_CALLS = "tool_calls"
@@ -46,6 +60,7 @@ class Part:
 
     steps: tuple[str | int, ...] | None
     render: Render | None
+    read: Read | None = None  # the path a `$get` of one path reads, whatever its default (for errors, streams)
 
 
 @dataclass(frozen=True)
@@ -115,6 +130,7 @@ class Outbound:
     blocked: tuple[str, Getter, str] | None = None  # (path, getter, finish reason): an answer refused whole
     tool_call_ids: IdRule | None = None  # ids encoded on the way in are restored on the way out
     code: str = ""  # the generated function's source, for `toolnexus explain --code`
+    templates_code: tuple[tuple[Key, str], ...] = ()  # (rule key, the Python a template compiled to)
     run: Run = _not_built
 
     def translate(self, response: Any, *, requested_model: str | None = None) -> TranslateResult:
@@ -286,6 +302,11 @@ class Outbound:
 
 def compile_outbound(source: RuleSource) -> Outbound:
     data = source.data
+    compiled: dict[Key, str] = {}  # each template's generated Python, returned on the Outbound
+
+    def env() -> Env:
+        return Env(source, generated=compiled)
+
     rule = data["response"]
     key = ("response",)
     sources = []
@@ -302,38 +323,31 @@ def compile_outbound(source: RuleSource) -> Outbound:
         if has_kind and not isinstance(spec.get("kinds"), dict):
             raise source.error(at, "`kind` needs a `kinds` table")
         kinds = {
-            name: compile_template(tmpl, (*at, "kinds", name), Env(source))
+            name: compile_template(tmpl, (*at, "kinds", name), env())
             for name, tmpl in (spec.get("kinds") or {}).items()
+        }
+        parts = {
+            name: _parts(tmpl, (*at, "as") if has_as else (*at, "kinds", name), env())
+            for name, tmpl in ({"": spec["as"]} if has_as else spec["kinds"]).items()
         }
         sources.append(
             ItemSource(
                 path=path,
-                getter=path_getter(path, (*at, "each" if has_each else "one"), Env(source)),
+                getter=path_getter(path, (*at, "each" if has_each else "one"), env()),
                 each=has_each,
                 optional=bool(spec.get("optional", False)),
-                kind=path_getter(spec["kind"], (*at, "kind"), Env(source)) if "kind" in spec else None,
+                kind=path_getter(spec["kind"], (*at, "kind"), env()) if "kind" in spec else None,
                 kinds=MappingProxyType(kinds),
-                template=compile_template(spec["as"], (*at, "as"), Env(source)) if has_as else None,
+                template=compile_template(spec["as"], (*at, "as"), env()) if has_as else None,
                 arguments=spec.get("arguments", "any"),
-                field_paths=MappingProxyType(
-                    {
-                        name: MappingProxyType(_tool_call_paths(tmpl))
-                        for name, tmpl in ({"": spec["as"]} if has_as else spec["kinds"]).items()
-                    }
-                ),
+                field_paths=MappingProxyType({name: _tool_call_paths(p) for name, p in parts.items()}),
                 optional_if=tuple(
-                    path_getter(p, (*at, "optional_if", j), Env(source))
-                    for j, p in enumerate(spec.get("optional_if", []))
+                    path_getter(p, (*at, "optional_if", j), env()) for j, p in enumerate(spec.get("optional_if", []))
                 ),
                 kind_by_key=by_key,
                 synthesize_ids=bool(spec.get("synthesize_ids", False)),
                 kind_path=spec.get("kind", ""),
-                parts=MappingProxyType(
-                    {
-                        name: _parts(tmpl, (*at, "as") if has_as else (*at, "kinds", name), source)
-                        for name, tmpl in ({"": spec["as"]} if has_as else spec["kinds"]).items()
-                    }
-                ),
+                parts=MappingProxyType(parts),
             )
         )
 
@@ -344,38 +358,42 @@ def compile_outbound(source: RuleSource) -> Outbound:
             (*key, "finish_reason", "table"),
             f"does not cover the documented stop reason(s) {', '.join(missing_values)}",
         )
+    usage_env = env()
+    usage = parse_template(rule["usage"], (*key, "usage"), usage_env)  # parsed once: compiled, and asked what it writes
     draft = Outbound(
         provider=data["provider"],
-        model=compile_template(rule["model"], (*key, "model"), Env(source)) if "model" in rule else None,
+        model=compile_template(rule["model"], (*key, "model"), env()) if "model" in rule else None,
         sources=tuple(sources),
         stop_path=finish["from"],
-        stop=path_getter(finish["from"], (*key, "finish_reason", "from"), Env(source)),
+        stop=path_getter(finish["from"], (*key, "finish_reason", "from"), env()),
         table=MappingProxyType(dict(finish["table"])),
         unknown=finish["unknown"],
         missing=finish.get("missing"),
-        usage=compile_template(rule["usage"], (*key, "usage"), Env(source)),
+        usage=compile_node(usage, (*key, "usage"), usage_env),
         blocked=(
             (
                 finish["blocked"]["from"],
-                path_getter(finish["blocked"]["from"], (*key, "finish_reason", "blocked", "from"), Env(source)),
+                path_getter(finish["blocked"]["from"], (*key, "finish_reason", "blocked", "from"), env()),
                 finish["blocked"]["reason"],
             )
             if "blocked" in finish
             else None
         ),
         tool_call_ids=compile_id_rule(source),
-        within=_within(rule, source),
+        within=_within(rule, source, usage),
     )
     code, run = generate(draft)
-    return replace(draft, code=code, run=run)
+    return replace(draft, code=code, run=run, templates_code=tuple(compiled.items()))
 
 
-def _parts(template: dict[str, Any], key: Key, source: RuleSource) -> Parts:
+def _parts(template: dict[str, Any], key: Key, env: Env) -> Parts:
     """One kind's template split field by field: plain reads stay paths, the rest compile alone."""
 
     def part(name: str, spec: Any, at: Key) -> Part:
-        steps = plain_get(spec)
-        return Part(steps, None if steps is not None else compile_template(spec, (*at, name), Env(source)))
+        node = parse_template(spec, (*at, name), env)
+        plain = plain_read(node)
+        steps = plain.steps if plain is not None else None
+        return Part(steps, None if steps is not None else compile_node(node, (*at, name), env), read_path(node))
 
     call = template.get("tool_call")
     return Parts(
@@ -396,15 +414,21 @@ OPENAI_WITHIN: dict[str, tuple[tuple[str, str], ...]] = {  # what OpenAI's own u
 }
 
 
-def _within(rule: dict[str, Any], source: RuleSource) -> Mapping[str, tuple[tuple[str, str], ...]]:
-    """`usage_within`: the counts the rules write that a total already includes, beside OpenAI's own."""
+def _within(rule: dict[str, Any], source: RuleSource, usage: Node) -> Mapping[str, tuple[tuple[str, str], ...]]:
+    """`usage_within`: the counts the rules write that a total already includes, beside OpenAI's own (what
+    the `usage` template writes is asked of its nodes)."""
+    details_written = {
+        name: dict(written(node))
+        for name, node in written(usage)
+        if isinstance(node, Obj) or (isinstance(node, Const) and isinstance(node.value, dict))
+    }  # a mapping the rules write key by key; an operation's keys are not known before it runs
     within = {total: list(counts) for total, counts in OPENAI_WITHIN.items()}
     for total, paths in rule.get("usage_within", {}).items():
         for i, path in enumerate(paths):
             at = ("response", "usage_within", total, i)
             details, _, count = path.partition(".")
-            written = rule["usage"].get(details)
-            if isinstance(written, dict) and not any(k.startswith("$") for k in written) and count not in written:
+            counts = details_written.get(details)
+            if counts is not None and count not in counts:
                 raise source.error(at, f"usage.{details} writes no '{count}'")
             if (details, count) in within[total]:
                 raise source.error(at, f"{total} already includes {path}")
@@ -412,16 +436,10 @@ def _within(rule: dict[str, Any], source: RuleSource) -> Mapping[str, tuple[tupl
     return MappingProxyType({total: tuple(counts) for total, counts in within.items()})
 
 
-def _tool_call_paths(template: Any) -> dict[str, str]:
-    """For error paths: which element field a tool_call template reads, where it is a plain `$get`."""
-    call = template.get("tool_call") if isinstance(template, dict) else None
-    if not isinstance(call, dict):
-        return {}
-    return {
-        name: spec["$get"]
-        for name, spec in call.items()
-        if isinstance(spec, dict) and isinstance(spec.get("$get"), str)
-    }
+def _tool_call_paths(parts: Parts) -> Mapping[str, str]:
+    """For error paths: which element field each tool_call field reads, where it reads one path."""
+    fields = parts.tool_call or {}
+    return MappingProxyType({name: part.read.expr for name, part in fields.items() if part.read is not None})
 
 
 class _Found:

@@ -73,7 +73,7 @@ class Provider:
         ranges = [f"{name} {limits.text()}" for name, limits in sorted(self.inbound.ranges.items())]
         lines.append(f"  request ranges: {', '.join(ranges) or '-'}")
         if code:
-            for key, generated in (*self.inbound.code, *self.source.generated.items()):
+            for key, generated in (*self.inbound.code, *self.outbound.templates_code):
                 line, _ = self.source.where(key)
                 lines.append(f"\n  # {self.file}:{line} {dotted(key)}")
                 lines += [f"  {text}" for text in generated.rstrip().splitlines()]

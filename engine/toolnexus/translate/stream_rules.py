@@ -72,7 +72,6 @@ class Move:
 
     into: Path
     source: Getter
-    source_path: str
     at: Getter | None = None
     at_path: str = ""
     field: Path = ()
@@ -118,7 +117,6 @@ class Streaming:
     path: str | None
     body: dict[str, Any]
     type: Getter | None
-    type_path: str
     events: Mapping[str, Steps | Dispatch]
     every: Steps
     done: str | None
@@ -190,7 +188,6 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
         path=spec.get("path"),
         body=dict(spec.get("body", {})),
         type=path_getter(spec["type"], (*key, "type"), env) if "type" in spec else None,
-        type_path=spec.get("type", ""),
         events=MappingProxyType(events),
         every=_steps(spec.get("every", []), (*key, "every"), env),
         done=spec.get("done"),
@@ -221,7 +218,6 @@ def _steps(spec: list[Any], key: Key, env: Env) -> Steps:
             Move(
                 into=write_path(step["into"], (*at, "into"), env),
                 source=path_getter(step["from"], (*at, "from"), env),
-                source_path=step["from"],
                 at=path_getter(step["at"], (*at, "at"), env) if "at" in step else None,
                 at_path=step.get("at", ""),
                 field=write_path(step["field"], (*at, "field"), env) if "field" in step else (),
@@ -272,30 +268,28 @@ def _leaf(root: _Draft, path: Path, key: Key, env: Env) -> _Draft:
 def _watch(
     source: RuleSource, outbound: Outbound, combine: Node, reasoning: dict[str, Path], key: Key
 ) -> list[Watched]:
-    """Every item source of the response section, with the role of each field its templates read."""
-    items = source.data["response"]["items"]
-    known = {kind for spec in items for kind in (spec.get("kinds") or {})}
+    """Every item source of the response section, with the role of each field its templates read (asked
+    of the compiled sources' parts: a text field that is a plain read, the path tool-call arguments read)."""
+    known = {kind for src in outbound.sources for kind in src.kinds}
     for kind in reasoning:
         if kind not in known:
             raise source.error((*key, "reasoning", kind), f"no item kind '{kind}' in response.items")
     watched = []
-    for src, spec in zip(outbound.sources, items, strict=True):
+    for i, src in enumerate(outbound.sources):
         steps = simple_steps(src.path)
         if steps is None:
-            raise source.error(("response", "items"), f"a streamed item path must be plain, got '{src.path}'")
+            raise source.error(("response", "items", i), f"a streamed item path must be plain, got '{src.path}'")
         element_steps: Path = (*steps, 0) if src.each else tuple(steps)
-        templates = {"": spec["as"]} if "as" in spec else dict(spec["kinds"])
         roles: dict[str, dict[Path, str]] = {}
         streamed: set[str] = set()
-        for kind, template in templates.items():
+        for kind, parts in src.parts.items():
             fields: dict[Path, str] = {}
-            text = _plain_get(template.get("text") if isinstance(template, dict) else None)
-            if text is not None:
-                fields[_steps_of(text)] = TEXT
-            arguments = src.field_paths.get(kind, {}).get("arguments")
-            if arguments is not None:
-                fields[_steps_of(arguments)] = ARGUMENTS
-                policy = combine.find((*element_steps, *_steps_of(arguments)))
+            if parts.text is not None and parts.text.steps is not None:
+                fields[parts.text.steps] = TEXT
+            arguments = (parts.tool_call or {}).get("arguments")
+            if arguments is not None and arguments.read is not None and arguments.read.steps is not None:
+                fields[arguments.read.steps] = ARGUMENTS
+                policy = combine.find((*element_steps, *arguments.read.steps))
                 if policy is not None and policy.policy in (APPEND, JSON):
                     streamed.add(kind)
             if kind in reasoning:
@@ -307,14 +301,3 @@ def _watch(
         frozen_roles = MappingProxyType({kind: MappingProxyType(fields) for kind, fields in roles.items()})
         watched.append(Watched(src, tuple(steps), frozen_roles, frozenset(streamed)))
     return watched
-
-
-def _plain_get(spec: Any) -> str | None:
-    if isinstance(spec, dict) and isinstance(spec.get("$get"), str) and set(spec) <= {"$get", "doc", "source"}:
-        return str(spec["$get"])
-    return None
-
-
-def _steps_of(expr: str) -> Path:
-    steps = simple_steps(expr)
-    return tuple(steps) if steps is not None else ("\0unplain",)
