@@ -611,3 +611,33 @@ def test_a_nan_among_many_items_is_found_with_orjson() -> None:
     with pytest.raises(jsonsafe.JsonValueError) as info:
         jsonsafe.check({"messages": items})
     assert info.value.where == "messages[73].x[0]"
+
+
+LONG_PADDING = ', "pad": "' + "x" * 600 + '"'
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ('{"a": "\\ud800"' + LONG_PADDING + "}", "a"),  # a lone surrogate, escaped
+        ('{"a": "\ud800"' + LONG_PADDING + "}", "a"),  # a lone surrogate, as itself
+        ('{"a": [1e400]' + LONG_PADDING + "}", "a[0]"),  # beyond a float
+        ('{"a": NaN' + LONG_PADDING + "}", "a"),
+        ('{"a": ' + "[" * 300 + "]" * 300 + LONG_PADDING + "}", "a" + "[0]" * 255),
+    ],
+)
+def test_long_json_text_is_refused_where_its_culprit_sits(text: str, where: str) -> None:
+    with pytest.raises(jsonsafe.JsonValueError) as caught:
+        jsonsafe.loads(text)
+    assert caught.value.where == where
+
+
+def test_long_plain_json_text_is_decoded_without_a_second_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Text that encodes as UTF-8, escapes no surrogate and has few brackets cannot hold what `check` refuses."""
+
+    def walked(value: Any) -> None:
+        raise AssertionError("checked again")
+
+    monkeypatch.setattr(jsonsafe, "check", walked)
+    text = '{"a": ["é", "\\u00e9", 1.5, {"b": null}]' + LONG_PADDING + "}"
+    assert jsonsafe.loads(text)["a"] == ["é", "é", 1.5, {"b": None}]

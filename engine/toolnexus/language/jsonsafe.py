@@ -20,13 +20,15 @@ not one) does the check enter the parts whose text holds one, where a None is fi
 float must be finite. The top two levels of a request are written member by member (one
 message at a time, never one buffer the size of the whole transcript). Only a value that
 fails (or every value, without orjson) is walked in Python, which finds the culprit and its
-path.
+path. `loads` needs no check at all for text whose decoder refused NaN and overflow, that
+encodes as UTF-8, escapes no surrogate and holds at most MAX_DEPTH brackets and braces.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -170,8 +172,7 @@ def loads(text: str | bytes) -> Any:
     try:
         try:
             value = _FINITE.decode(text) if type(text) is str else json.loads(text)
-            # Short ASCII text without \u escapes, decoded without a NaN, cannot be too deep or hold a surrogate.
-            clean = type(text) is str and len(text) <= 2 * MAX_DEPTH and text.isascii() and "\\u" not in text
+            clean = type(text) is str and _plain_text(text)
         except _NotFinite:  # decoded again as Python reads it, so that `check` names the culprit's path
             value, clean = json.loads(text), False
     except RecursionError:
@@ -181,6 +182,26 @@ def loads(text: str | bytes) -> Any:
     if not clean:
         check(value)
     return value
+
+
+# A \\u escape of a surrogate (U+D800-U+DFFF): the only way JSON text that encodes as UTF-8 can yield a lone one.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _plain_text(text: str) -> bool:
+    """Whether text the finite decoder read needs no `check`: it encodes as UTF-8 and escapes no surrogate
+    (so it holds no lone one), and has at most MAX_DEPTH brackets and braces (so it cannot nest deeper)."""
+    if len(text) > MAX_DEPTH and text.count("[") + text.count("{") > MAX_DEPTH:
+        return False
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+        return False
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class _NotFinite(Exception):

@@ -47,14 +47,16 @@ UnknownFields = Literal["error", "drop"]
 class _Sequence:
     """A request list whose element paths are formatted only when a note or an error needs one."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, inside: str = "") -> None:
         self.name = name
+        self.inside = inside  # the path of what is written inside each element (a tool's `.function`)
 
     def element_path(self, index: int) -> str:
-        return f"{self.name}[{index}]"
+        return f"{self.name}[{index}]{self.inside}"
 
 
 MESSAGES = _Sequence("messages")
+TOOLS = _Sequence("tools", ".function")
 
 
 class _Parts:
@@ -129,7 +131,7 @@ class Inbound:
     roles: Mapping[str, RoleRule]
     message_unsupported: Mapping[str, Unsupported]
     declaration: Render
-    tool_keys_read: frozenset[str] | None
+    tool_keys_read: frozenset[str] | None  # the function keys the declaration reads; None = it reads the tool whole
     tool_unsupported: Mapping[str, Unsupported]
     tool_choice: Mapping[str, Render]
     reads_arguments_json: bool
@@ -143,6 +145,9 @@ class Inbound:
     code: tuple[tuple[Key, str], ...] = ()  # (rule key, the Python compiled from it), in compile order
     plan: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
     ranges: Mapping[str, Range] = field(default_factory=lambda: EMPTY)  # request.ranges: what the provider accepts
+    # The declaration's scope for a tool that passes the tools section's fast test: its function object (the
+    # template reads only function keys), the tool as `source` (it reads only that), or None (explain always).
+    plain_tool_scope: Literal["function", "source"] | None = None
 
     def translate(
         self,
@@ -198,9 +203,7 @@ class Inbound:
 
         declared: set[str] | None = None
         if "tools" in scope:
-            tools = read_tools(scope["tools"], provider)
-            declared = {t["name"] for t in tools}
-            scope["tools"] = [self._write_tool(t, ctx, unknown_fields) for t in tools]
+            scope["tools"], declared = self._tools_section(scope["tools"], ctx, unknown_fields)
         choice = read_tool_choice(scope.get("tool_choice", MISSING), parallel, provider)
         if choice["name"] is not MISSING and declared is not None and choice["name"] not in declared:
             raise TranslationError(
@@ -219,6 +222,46 @@ class Inbound:
         body.notes = tuple(ctx.notes)
         return body
 
+    def _tools_section(self, tools: Any, ctx: Ctx, unknown_fields: UnknownFields) -> tuple[list[Any], set[str]]:
+        """The tools and their declared names. When every tool passes `_plain_tools`, the declaration's scope
+        is the tool as given; otherwise the explain step (the reader, then `_write_tool` per tool) refuses,
+        settles and notes precisely. Both write the same declarations."""
+        names = self._plain_tools(tools)
+        if names is None:
+            read = read_tools(tools, self.provider)
+            return [self._write_tool(t, ctx, unknown_fields) for t in read], {t["name"] for t in read}
+        declaration = self.declaration
+        whole = self.plain_tool_scope == "source"
+        written = []
+        for i, tool in enumerate(tools):
+            ctx.path = (TOOLS, i)
+            written.append(declaration({"source": tool} if whole else tool["function"], ctx))
+        ctx.path = ""
+        return written, names
+
+    def _plain_tools(self, tools: Any) -> set[str] | None:
+        """The fast test of the tools section: the declared names when every tool is `{type: function,
+        function}` whose keys the declaration all reads (none of them null), with a new non-empty name, a
+        string description and an object of parameters if given (None: the explain step decides). A template
+        that reads the tool whole takes any function keys."""
+        if self.plain_tool_scope is None or type(tools) is not list:
+            return None
+        reads = self.tool_keys_read if self.plain_tool_scope == "function" else None
+        names: set[str] = set()
+        for tool in tools:
+            function = tool.get("function") if type(tool) is dict and len(tool) == 2 else None
+            if type(function) is not dict or tool.get("type") != "function":
+                return None
+            if reads is not None and (not function.keys() <= reads or None in function.values()):
+                return None
+            name = function.get("name")
+            if type(name) is not str or not name or name in names:
+                return None
+            if type(function.get("description", "")) is not str or type(function.get("parameters", {})) is not dict:
+                return None
+            names.add(name)
+        return names
+
     def _refuse(self, path: str, message: str) -> TranslationError:
         return TranslationError(path, message, provider=self.provider)
 
@@ -226,7 +269,7 @@ class Inbound:
         """OpenAI tool declarations alone -> the provider's (for toolkits and the seed helpers)."""
         ctx = Ctx(self.provider)
         checked(tools, "tools", self._refuse)
-        return [self._write_tool(t, ctx, unknown_fields) for t in read_tools(tools, self.provider)]
+        return self._tools_section(tools, ctx, unknown_fields)[0]
 
     def _settle(
         self,
@@ -535,6 +578,11 @@ def compile_inbound(source: RuleSource) -> Inbound:
     declaration = compile_template(tools["declaration"], ("tools", "declaration"), decl_env)
     decl_reads = decl_env.fields_read()
     tool_keys_read = None if decl_reads is None or {"source", "function"} & decl_reads else frozenset(decl_reads)
+    plain_tool_scope: Literal["function", "source"] | None = None
+    if tool_keys_read is not None and "path" not in tool_keys_read:
+        plain_tool_scope = "function"
+    elif decl_reads == {"source"}:
+        plain_tool_scope = "source"
 
     tool_call_ids = compile_id_rule(source)
     for fill in finish:  # complete now, so nothing compiled is ever filled in (or raced over) at translate time
@@ -551,6 +599,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
         message_unsupported=_unsupported_table(msgs.get("unsupported", {}), ("messages", "unsupported"), source),
         declaration=declaration,
         tool_keys_read=tool_keys_read,
+        plain_tool_scope=plain_tool_scope,
         reads_arguments_json=_reads(parts.get("tool_call"), "arguments_json"),
         tool_unsupported=_unsupported_table(tools.get("unsupported", {}), ("tools", "unsupported"), source),
         tool_choice=MappingProxyType(tool_choice),

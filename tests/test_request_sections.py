@@ -1,0 +1,112 @@
+"""The request's tools section: tools of the common shape are written from their function object by a fast
+test, any other list goes to the explain step (the reader), and the two write the same declarations, notes
+and errors."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, NoReturn
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+import toolnexus
+from toolnexus import ToolnexusError, translate_request
+from toolnexus.devtools.conformance import load_cases
+from toolnexus.translate import inbound
+from toolnexus.translate.inbound import Inbound
+
+PROVIDERS = toolnexus.providers()
+
+
+def case_requests() -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
+    """(provider, case, request, options) for every case column with a request."""
+    return [
+        (c.provider, c.name, c.data["request"], c.data.get("options", {}))
+        for c in load_cases()
+        if c.skip is None and c.provider in PROVIDERS and "request" in c.data
+    ]
+
+
+CASES = case_requests()
+
+
+def outcome(provider: str, request: Any, options: dict[str, Any]) -> Any:
+    """What a translation gives: the body and its notes, or the error's kind, path and message."""
+    try:
+        body = translate_request(provider, copy.deepcopy(request), **options)
+    except ToolnexusError as exc:
+        return (type(exc).__name__, getattr(exc, "path", None), str(exc))
+    return (dict(body), body.notes)
+
+
+def explained(monkeypatch: pytest.MonkeyPatch, provider: str, request: Any, options: dict[str, Any]) -> Any:
+    """The outcome with the fast test refusing every tool list, so the explain step writes them all."""
+    with monkeypatch.context() as patch:
+        patch.setattr(Inbound, "_plain_tools", lambda self, tools: None)
+        return outcome(provider, request, options)
+
+
+@pytest.mark.parametrize(("provider", "name", "request_", "options"), CASES, ids=[f"{c[0]}/{c[1]}" for c in CASES])
+def test_the_fast_test_and_the_explain_step_agree_on_every_case(
+    monkeypatch: pytest.MonkeyPatch, provider: str, name: str, request_: dict[str, Any], options: dict[str, Any]
+) -> None:
+    assert outcome(provider, request_, options) == explained(monkeypatch, provider, request_, options)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_plain_tools_never_reach_the_reader(monkeypatch: pytest.MonkeyPatch, provider: str) -> None:
+    def reader(*args: Any) -> NoReturn:
+        raise AssertionError("the tools went to the explain step")
+
+    tools = [
+        {"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": {}}},
+        {"type": "function", "function": {"name": "now"}},
+    ]
+    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}
+    expected = explained(monkeypatch, provider, request, {})
+    monkeypatch.setattr(inbound, "read_tools", reader)
+    assert outcome(provider, request, {}) == expected
+
+
+NAMES = st.sampled_from(["a", "b", "", 3, None])
+VALUES = st.one_of(st.none(), st.booleans(), st.text(max_size=3), st.dictionaries(st.sampled_from(["type"]), NAMES))
+FUNCTIONS = st.dictionaries(
+    st.sampled_from(["name", "description", "parameters", "strict", "cache_control", "path", "source", "x"]),
+    st.one_of(NAMES, VALUES),
+    max_size=4,
+)
+TOOLS = st.one_of(
+    st.dictionaries(
+        st.sampled_from(["type", "function", "cache_control", "strict"]),
+        st.one_of(st.just("function"), FUNCTIONS, VALUES),
+        max_size=3,
+    ),
+    st.fixed_dictionaries({"type": st.just("function"), "function": FUNCTIONS}),  # near the common shape
+    st.fixed_dictionaries(
+        {
+            "type": st.just("function"),
+            "function": st.fixed_dictionaries({"name": NAMES}, optional={"parameters": VALUES}),
+        }
+    ),
+)
+
+
+NULL_READ_KEY = [{"type": "function", "function": {"name": "a", "cache_control": None}}]  # read, but null
+UNREAD_KEY = [{"type": "function", "function": {"name": "a", "strict": True, "x": 1}}]
+ON_THE_TOOL = [{"type": "function", "function": {"name": "a"}, "cache_control": {"type": "ephemeral"}}]
+TWICE = [{"type": "function", "function": {"name": "a"}}] * 2
+
+
+@settings(max_examples=150, deadline=None)
+@example(provider="anthropic", tools=NULL_READ_KEY)
+@example(provider="gemini", tools=UNREAD_KEY)
+@example(provider="openai", tools=TWICE)
+@example(provider="anthropic", tools=ON_THE_TOOL)
+@given(provider=st.sampled_from(PROVIDERS), tools=st.one_of(st.lists(TOOLS, max_size=3), VALUES))
+def test_the_two_agree_on_generated_tool_lists(provider: str, tools: Any) -> None:
+    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}
+    with pytest.MonkeyPatch.context() as patch:
+        for options in ({}, {"unknown_fields": "drop"}):
+            assert outcome(provider, request, options) == explained(patch, provider, request, options)
