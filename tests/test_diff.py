@@ -170,7 +170,8 @@ def test_markdown_rows_have_one_cell_per_provider_plus_the_concept() -> None:
 
 def odd_rules(tmp_path: Path) -> Path:
     """A rule file whose data carries `|`, `<`, `&` and `$`: every renderer must keep them as text."""
-    return user_rules(tmp_path, "openai", ("auth_scheme: Bearer", 'auth_scheme: "Be|ar<er>&$x"'))
+    edit = ("auth: bearer ", 'auth: {scheme: header, header: Authorization, prefix: "Be|ar<er>&$x"} ')
+    return user_rules(tmp_path, "openai", edit)
 
 
 def test_markdown_escapes_pipes_and_markup(tmp_path: Path) -> None:

@@ -172,7 +172,7 @@ def error_object(provider: str, message: str, error_type: str) -> dict[str, Any]
 
 
 def auth_header(provider: str) -> str:
-    return toolnexus.load_rules().get(provider).endpoint.auth_header.lower()
+    return toolnexus.load_rules().get(provider).endpoint.auth.header.lower()
 
 
 @dataclass

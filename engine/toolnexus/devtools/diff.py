@@ -284,10 +284,22 @@ def _base_url(v: _View) -> Cell:
 
 def _auth(v: _View) -> Cell:
     ep = v.table("endpoint")
-    if "auth_header" not in ep:
-        return Cell()
-    scheme = f"{ep['auth_scheme']} " if ep.get("auth_scheme") else ""
-    return v.cell([f"{ep['auth_header']}: {scheme}<key>"], ("endpoint", "auth_header"))
+    if "auth" not in ep:
+        if "auth_header" not in ep:
+            return Cell()
+        scheme = f"{ep['auth_scheme']} " if ep.get("auth_scheme") else ""
+        return v.cell([f"{ep['auth_header']}: {scheme}<key>"], ("endpoint", "auth_header"))
+    given = ep["auth"]
+    auth = {"scheme": given} if isinstance(given, str) else dict(given)
+    scheme = auth["scheme"]
+    if scheme in ("header", "bearer"):
+        name, prefix = (auth.get("header"), auth.get("prefix")) if scheme == "header" else ("Authorization", "Bearer")
+        shown = f"{name}: {prefix + ' ' if prefix else ''}<key>"
+    else:
+        params = ", ".join(f"{k} {', '.join(map(str, w)) if isinstance(w, list) else w}" for k, w in auth.items()
+                           if k in ("service", "region", "scopes"))  # fmt: skip
+        shown = f"{scheme} ({params})" if params else scheme
+    return v.cell([shown], ("endpoint", "auth"))
 
 
 def _key_env(v: _View) -> Cell:

@@ -32,6 +32,7 @@ from ..redact import chain_mentions, guard_logs
 from ..translate.endpoint import Endpoint, excerpt
 from ..translate.result import TranslateResult
 from . import wire
+from .auth import Signer, signer_for
 from .limits import MAX_RETRY_AFTER, AttemptTimeout, BodyError, deadline, read_body
 from .transport import TransportOption, async_client, transport_error
 
@@ -100,12 +101,15 @@ class Caller:
         *,
         headers: dict[str, str],
         transport: TransportOption = None,
+        credentials: Any = None,
     ) -> None:
         self.provider = provider
         self.model = model
         self.policy = policy
         self._endpoint = endpoint
         self._key = key  # only to scrub a provider that echoes the key back in an error body
+        # an aws-sigv4 or google-oauth scheme without a key signs each attempt (auth.py)
+        self._signer: Signer | None = signer_for(endpoint.auth, key, provider, credentials)
         guard_logs(self, [key])  # ... or in a response header, which httpcore logs at DEBUG
         self._make_pool = partial(
             async_client,
@@ -115,6 +119,11 @@ class Caller:
         )
         self._http = self._make_pool()
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """The rule file's endpoint (a stream's framing reads its error shape)."""
+        return self._endpoint
 
     def _pool(self) -> httpx.AsyncClient:
         """The connection pool for the running event loop. A pool used under another loop (an earlier
@@ -184,7 +193,7 @@ class Caller:
             self.emit(attempts, started, status_of(exc, status), {}, "error", failure)
             if failure is exc:
                 raise
-            if isinstance(exc, (httpx.TransportError, AttemptTimeout)) and not chain_mentions(exc, [self._key]):
+            if isinstance(exc, (httpx.TransportError, AttemptTimeout)) and not chain_mentions(exc, self._secrets()):
                 cause = exc
         if failure is not None:  # raised outside the handler: a cause that may quote the key is not even its context
             raise failure from cause
@@ -195,7 +204,8 @@ class Caller:
         """One attempt under one deadline; the body read whole (inflated, capped) before it ends."""
         async with deadline(self.policy.timeout):
             pool = self._pool()
-            sent = await pool.send(pool.build_request("POST", url, content=content), stream=True)
+            request = pool.build_request("POST", url, content=content)
+            sent = await (pool.send(request, stream=True) if self._signer is None else self._signed(pool, request))
             response = await read_body(sent, self.policy.max_response_bytes)
         if response.status_code in RETRY_STATUSES or response.status_code >= 500:
             raise RetryableStatus(response)
@@ -244,9 +254,25 @@ class Caller:
         pool = self._pool()
         request = pool.build_request("POST", url, content=content, headers={"accept": accept})
         async with deadline(self.policy.timeout):
-            response = await pool.send(request, stream=True)
+            response = await (pool.send(request, stream=True) if self._signer is None else self._signed(pool, request))
             if response.status_code in RETRY_STATUSES or response.status_code >= 500:
                 raise RetryableStatus(await read_body(response, self.policy.max_response_bytes))
+        return response
+
+    async def _signed(self, pool: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+        """`request` signed anew (each attempt, so a retry too) and sent; after a 401 the signer renews its
+        credentials (a token refreshed) and the request is signed and sent once more."""
+        signer = self._signer
+        assert signer is not None
+        try:
+            await signer.sign(request)
+            response = await pool.send(request, stream=True)
+            if response.status_code == 401 and await signer.renew():
+                await response.aclose()
+                await signer.sign(request)
+                response = await pool.send(request, stream=True)
+        finally:
+            guard_logs(self, [self._key, *signer.secrets()])
         return response
 
     async def read(self, response: httpx.Response) -> httpx.Response:
@@ -325,21 +351,27 @@ class Caller:
             )  # fmt: skip
         return exc
 
+    def _secrets(self) -> list[str]:
+        """The key, and a signer's credentials, tokens and recent signatures."""
+        secrets = [self._key] if self._key else []
+        return secrets if self._signer is None else [*secrets, *self._signer.secrets()]
+
     def scrub(self, text: str) -> str:
-        """The API key never leaves in an error, even when the provider quotes it, whole or cut short."""
-        key = self._key
-        if not key:
-            return text
-        text = text.replace(key, "***")
-        for size in range(len(key) - 1, MIN_KEY_PREFIX - 1, -1):  # a key cut off where a body ends
-            prefix = key[:size]
-            if prefix in text:
-                text = text.replace(prefix, "***")
+        """The API key (and a signer's secrets) never leave in an error, even when the provider quotes them,
+        whole or cut short."""
+        for key in self._secrets():
+            text = text.replace(key, "***")
+            for size in range(len(key) - 1, MIN_KEY_PREFIX - 1, -1):  # a key cut off where a body ends
+                prefix = key[:size]
+                if prefix in text:
+                    text = text.replace(prefix, "***")
         return text
 
     def _scrub_bytes(self, content: bytes) -> bytes:
-        """The body with the key blanked before any excerpt is cut from it (a cut could halve the key)."""
-        return content.replace(self._key.encode(), b"***") if self._key else content
+        """The body with the secrets blanked before any excerpt is cut from it (a cut could halve one)."""
+        for key in self._secrets():
+            content = content.replace(key.encode(), b"***")
+        return content
 
     def request_id(self, response: httpx.Response) -> str | None:
         """The provider's request id, scrubbed: a provider may echo anything in a header."""

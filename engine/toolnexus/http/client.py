@@ -50,7 +50,9 @@ class Client:
     before_llm(body) may return a replacement body; after_llm(response) sees the decoded
     answer; on_event receives one LLMEvent per call. transport: an httpx transport, or
     "aiohttp" (httpx-aiohttp's pool: the default, faster under concurrency) or "httpx" (httpx's
-    own pool). A client belongs to the event loop it first calls in.
+    own pool). credentials: for a provider whose rules authenticate with aws-sigv4 or google-oauth,
+    a botocore or google-auth Credentials object instead of the standard chain's (see http/auth.py;
+    an api_key given instead is sent as a bearer token). A client belongs to the event loop it first calls in.
     """
 
     def __init__(
@@ -74,6 +76,7 @@ class Client:
         request_params: dict[str, Any] | None = None,
         on_event: Callable[[LLMEvent], None] | None = None,
         transport: TransportOption = None,
+        credentials: Any = None,
     ) -> None:
         missing = [name + "=" for name, value in (("style", style), ("model", model)) if not value]
         if missing:
@@ -105,7 +108,8 @@ class Client:
             max_response_bytes=self.max_response_bytes, max_event_bytes=self.max_event_bytes, backoff=backoff,
             before_llm=before_llm, after_llm=after_llm, on_event=on_event,
         )  # fmt: skip
-        self._caller = Caller(style, model, endpoint, key, policy, headers=headers or {}, transport=transport)
+        self._caller = Caller(style, model, endpoint, key, policy, headers=headers or {}, transport=transport,
+                              credentials=credentials)  # fmt: skip
         self._answer = self._read_answer  # bound once: one call's answer, translated
 
     def __repr__(self) -> str:

@@ -18,7 +18,8 @@ with the changes a stream needs:
   ProviderError kind too_large; an error body is read as `translate` reads it;
 - setting `cancel` ends the stream at once, even mid-read, and closes the connection.
 
-Events are parsed by httpx-sse and translated by `stream.StreamTranslator`; the call's policy
+Events are cut from the bytes by the rule file's framing (framing.py: SSE by httpx-sse, NDJSON lines,
+the AWS event stream by botocore) and translated by `stream.StreamTranslator`; the call's policy
 (retries, deadlines, caps, the error map, scrubbing, hooks, events) is the call layer's (call.py).
 """
 
@@ -27,22 +28,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, Awaitable
-from contextlib import suppress
+from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 import httpx
-from httpx_sse import EventSource, ServerSentEvent
 
 from ..errors import Cancelled, Note
 from ..translate.result import TranslateResult
 from ..translate.stream import StreamTranslator
 from ..translate.stream_rules import Streaming
 from .call import Caller, encode_body, with_request_notes
-from .limits import WaitDeadline, capped_events
+from .framing import Frames, framing
+from .limits import WaitDeadline
 
 T = TypeVar("T")
-EVENT_STREAM = "text/event-stream"
 _LIVE = ("new", "open")  # states in which the stream may still call the provider
 
 
@@ -60,12 +59,12 @@ class TranslateStream:
         self._body = body
         self._url = url
         self._translator = StreamTranslator(streaming, requested_model=caller.model)
+        self._framing = framing(streaming.framing)
         self._cancel = cancel
         self._pending: deque[dict[str, Any]] = deque()
         self._state = "new"  # new -> open -> done | failed | closed
         self._response: httpx.Response | None = None
-        self._capped: httpx.Response | None = None  # the response's body as the events read it (capped)
-        self._events: AsyncGenerator[ServerSentEvent, None] | None = None
+        self._events: Frames | None = None  # the response's body cut into events (capped)
         self._result: TranslateResult | None = None
         self._scope: asyncio.Timeout | None = None
         self._deadline = WaitDeadline(caller.policy.timeout)  # for each wait for the next event
@@ -130,7 +129,7 @@ class TranslateStream:
                 raise
             event = None  # the provider's end event had come: a connection lost after it loses nothing
         if event is not None:
-            self._pending.extend(self._translator.feed(event.data))
+            self._pending.extend(self._translator.feed(event))
             return
         await self._caller.after(self._translator.assemble())
         self._pending.extend(self._translator.finish())
@@ -153,16 +152,16 @@ class TranslateStream:
         self._response = response
         if not response.is_success:
             raise caller.http_error(await caller.read(response), self._attempts)
-        if EVENT_STREAM not in response.headers.get("content-type", ""):
+        if not self._framing.matches(response.headers.get("content-type", "")):
             read = await caller.read(response)
             caller.decode(read, self._attempts)  # the provider's error shape, or not JSON
-            raise caller.not_a_stream(read, self._attempts, EVENT_STREAM)
-        self._capped = capped_events(response, caller.policy.max_event_bytes)
-        self._events = EventSource(self._capped).aiter_sse()
+            raise caller.not_a_stream(read, self._attempts, self._framing.media_types[0])
+        self._events = self._framing.read(response, caller.policy.max_event_bytes, caller.endpoint)
 
     async def _connect(self, content: bytes) -> httpx.Response:
         self._attempts = 1
-        return await self._caller.attempts(lambda: self._caller.open(self._url, content, EVENT_STREAM), self._count)
+        accept = self._framing.media_types[0]
+        return await self._caller.attempts(lambda: self._caller.open(self._url, content, accept), self._count)
 
     def _count(self, number: int) -> None:
         self._attempts = number
@@ -216,9 +215,6 @@ class TranslateStream:
             self._watcher = None
         events, self._events = self._events, None
         if events is not None:
-            with suppress(httpx.HTTPError, RuntimeError):  # the connection is closed below either way
-                await events.aclose()
-        if self._capped is not None:
-            await self._capped.aclose()
+            await events.aclose()
         if self._response is not None:
             await self._response.aclose()

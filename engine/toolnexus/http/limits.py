@@ -158,7 +158,7 @@ async def read_body(response: httpx.Response, cap: int) -> httpx.Response:
         return response
     body = bytearray()
     try:
-        async with aclosing(_inflated(response)) as chunks:
+        async with aclosing(inflated(response)) as chunks:
             async for chunk in chunks:
                 if len(body) + len(chunk) > cap:
                     raise _too_large(response, cap)
@@ -185,7 +185,7 @@ class _EventBytes(httpx.AsyncByteStream):
     def __init__(self, response: httpx.Response, cap: int) -> None:
         self._response = response
         self._cap = cap
-        self._chunks = _inflated(response)
+        self._chunks = inflated(response)
         self._since = 0  # bytes since the last event's end
         self._tail = b""  # the last bytes seen: a blank line may span two chunks
 
@@ -214,7 +214,7 @@ class _EventBytes(httpx.AsyncByteStream):
         await self._response.aclose()
 
 
-async def _inflated(response: httpx.Response) -> AsyncGenerator[bytes, None]:
+async def inflated(response: httpx.Response) -> AsyncGenerator[bytes, None]:
     """The body's bytes, inflated from its content-encoding at most STEP bytes at a time."""
     try:
         whole = response.content  # a transport may hand over a body it read and inflated (httpx.MockTransport)

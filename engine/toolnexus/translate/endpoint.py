@@ -20,8 +20,33 @@ if TYPE_CHECKING:
     import httpx
 
 EXCERPT_BYTES = 200
+SCHEMES = ("header", "bearer", "none", "aws-sigv4", "google-oauth")  # endpoint.auth's schemes (see Auth)
+CHAINED = ("aws-sigv4", "google-oauth")  # schemes whose credentials come from a chain when no key is given
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 PLACEHOLDERS = ("model",)  # the values an endpoint path may name
+
+
+@dataclass(frozen=True)
+class Auth:
+    """How a request proves who sends it (`endpoint.auth`); the HTTP layer (http/auth.py) applies it.
+
+    header: the key in `header`, after `prefix` when one is given; bearer: `Authorization: Bearer <key>`;
+    none: nothing (a local server); aws-sigv4: every attempt signed for `service` in `region` (None: the
+    AWS chain's region) with the AWS chain's credentials; google-oauth: a token for `scopes` from Google's
+    application default credentials. A key given to none or a chained scheme is sent as a bearer token.
+    """
+
+    scheme: str
+    header: str = "Authorization"
+    prefix: str = ""
+    service: str = ""
+    region: str | None = None
+    scopes: tuple[str, ...] = ()
+
+    @property
+    def takes_key(self) -> bool:
+        """Whether a call needs an API key (the other schemes work without one)."""
+        return self.scheme in ("header", "bearer")
 
 
 @dataclass(frozen=True)
@@ -29,8 +54,7 @@ class Endpoint:
     provider: str
     path: str
     base_url: str | None  # the provider's public base URL; the client's base_url wins
-    auth_header: str
-    auth_scheme: str
+    auth: Auth
     headers: dict[str, str]
     api_key_env: tuple[str, ...]
     request_id_header: str | None
@@ -54,7 +78,8 @@ class Endpoint:
             raise ConfigError(f"base_url for {self.provider} is not usable: httpx cannot send to it") from None
 
     def resolve_key(self, explicit: str | None, environ: Mapping[str, str] | None = None) -> str:
-        """An explicit key wins; else the first set env var the rules name; else a ConfigError.
+        """An explicit key wins; else the first set env var the rules name; else a ConfigError when the
+        auth scheme needs a key, "" when it does not (none, or a chained scheme's credential chain).
 
         A key HTTP cannot carry (a trailing newline from a file, say) is refused here, never quoted.
         """
@@ -64,9 +89,10 @@ class Endpoint:
         else:
             named = next((name for name in self.api_key_env if env.get(name)), None)
             if named is None:
-                raise ConfigError(
-                    f"no API key for {self.provider}: pass api_key= or set {' or '.join(self.api_key_env)}"
-                )
+                if not self.auth.takes_key:
+                    return ""
+                wanted = f" or set {' or '.join(self.api_key_env)}" if self.api_key_env else ""
+                raise ConfigError(f"no API key for {self.provider}: pass api_key={wanted}")
             where, key = f"${named}", env[named]
         if header_problem("key", key) is not None:
             raise ConfigError(
@@ -76,8 +102,15 @@ class Endpoint:
         return key
 
     def auth_headers(self, key: str) -> dict[str, str]:
-        value = f"{self.auth_scheme} {key}" if self.auth_scheme else key
-        return {**self.headers, self.auth_header: value}
+        """The headers every request carries: the rule file's, and the key where the scheme (or a chained
+        scheme given a key, as a bearer token) sends one."""
+        auth = self.auth
+        if not auth.takes_key and not key:
+            return dict(self.headers)
+        if auth.scheme != "header":
+            return {**self.headers, "Authorization": f"Bearer {key}"}
+        value = f"{auth.prefix} {key}" if auth.prefix else key
+        return {**self.headers, auth.header: value}
 
     def carries_error(self, data: dict[str, Any]) -> bool:
         """Whether a decoded body has the provider's error shape (some gateways answer errors with 200)."""
@@ -169,22 +202,43 @@ def compile_endpoint(source: RuleSource) -> Endpoint:
             check_base_url(base_url, source.data["provider"])
         except ConfigError as exc:
             raise env.error(("endpoint", "base_url"), str(exc)) from None
+    auth, auth_key = compile_auth(spec, env)
     sent: list[tuple[tuple[str, ...], Any, Any]] = [(("headers", k), k, v) for k, v in spec.get("headers", {}).items()]
-    for where, name, value in [*sent, (("auth_header",), spec["auth_header"], "key")]:
+    for where, name, value in [*sent, (auth_key, auth.header, "key")]:
         problem = header_problem(name, value)
         if problem is not None:
             raise env.error(("endpoint", *where), problem)
+    if auth.takes_key and not spec.get("api_key_env"):
+        raise env.error(("endpoint",), f"auth {auth.scheme} sends an API key: name api_key_env")
     return Endpoint(
         provider=source.data["provider"],
         path=spec["path"],
         base_url=base_url,
-        auth_header=spec["auth_header"],
-        auth_scheme=spec.get("auth_scheme", ""),
+        auth=auth,
         headers=dict(spec.get("headers", {})),
-        api_key_env=tuple(spec["api_key_env"]),
+        api_key_env=tuple(spec.get("api_key_env", ())),
         request_id_header=spec.get("request_id_header"),
         error_type=path_getter(error["type"], ("endpoint", "error", "type"), env) if "type" in error else None,
         error_message=(
             path_getter(error["message"], ("endpoint", "error", "message"), env) if "message" in error else None
         ),
     )
+
+
+def compile_auth(spec: dict[str, Any], env: Env) -> tuple[Auth, tuple[str, ...]]:
+    """`endpoint.auth` (a scheme's name, or a mapping with `scheme` and its parameters), or the first
+    edition's `auth_header` + `auth_scheme`, which mean `{scheme: header, header: ..., prefix: ...}`.
+    Returns the Auth and the rule key its header name sits under (for a located error)."""
+    if "auth" not in spec:
+        if "auth_header" not in spec:
+            raise env.error(("endpoint",), "no auth: name one (header, bearer, none, aws-sigv4, google-oauth)")
+        return Auth("header", spec["auth_header"], spec.get("auth_scheme", "")), ("auth_header",)
+    if "auth_header" in spec or "auth_scheme" in spec:
+        raise env.error(("endpoint", "auth"), "auth replaces auth_header and auth_scheme: give one or the other")
+    given = spec["auth"]
+    options = {"scheme": given} if isinstance(given, str) else dict(given)
+    scheme = options.pop("scheme")
+    if scheme == "header":
+        return Auth(scheme, options["header"], options.get("prefix", "")), ("auth", "header")
+    region, scopes = options.get("region"), tuple(options.get("scopes", ()))
+    return Auth(scheme, service=options.get("service", ""), region=region, scopes=scopes), ("auth",)

@@ -116,6 +116,7 @@ class Streaming:
     provider: str
     path: str | None
     body: dict[str, Any]
+    framing: str  # how the bytes become events: sse | ndjson | aws-eventstream (http/framing.py)
     type: Getter | None
     events: Mapping[str, Steps | Dispatch]
     every: Steps
@@ -187,6 +188,7 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
         provider=source.data["provider"],
         path=spec.get("path"),
         body=dict(spec.get("body", {})),
+        framing=spec.get("framing", "sse"),
         type=path_getter(spec["type"], (*key, "type"), env) if "type" in spec else None,
         events=MappingProxyType(events),
         every=_steps(spec.get("every", []), (*key, "every"), env),

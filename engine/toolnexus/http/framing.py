@@ -1,0 +1,208 @@
+"""Stream framings: how a streamed answer's bytes become the events a rule file's `streaming` section reads.
+
+`streaming.framing` names one; each turns the response body into event data texts, the JSON
+objects `StreamTranslator.feed` dispatches on (the `events` table, the rebuild of the whole
+response and the OpenAI chunks do not depend on the framing):
+
+- `sse` (the default): server-sent events, parsed by httpx-sse; an event's `data`;
+- `ndjson`: one JSON object a line (`\\n`, a trailing `\\r` is dropped; a last line without one counts);
+- `aws-eventstream`: the AWS binary event stream (Bedrock's ConverseStream), decoded by botocore's
+  `EventStreamBuffer` (the `bedrock` extra). An `event` frame becomes `{<its :event-type>: <its JSON
+  payload>}`, the shape AWS SDKs give for a stream's events, so a rule file reads the type with
+  `type: keys(@)[0]` and the payload under it. An `exception` frame (`:exception-type`, a JSON
+  payload the `endpoint.error` paths read) or an `error` frame (`:error-code`, `:error-message`)
+  raises ProviderError with that type and message; another message type is a decode error.
+
+Every framing holds at most `max_event_bytes` of one event (SSE: its lines; NDJSON: its line; the event
+stream: one frame), beyond which the stream ends with kind too_large, as the client's caps promise.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from httpx_sse import EventSource
+
+from ..errors import ConfigError, ProviderError
+from ..language.jsonsafe import loads
+from ..translate.endpoint import Endpoint, excerpt
+from .limits import BodyError, capped_events, inflated
+
+
+class Frames:
+    """An open stream's events: `await anext(frames, None)` gives each event's data text; `aclose()` ends it."""
+
+    def __aiter__(self) -> Frames:
+        return self
+
+    async def __anext__(self) -> str:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Framing:
+    """One framing: the media types a stream of it comes as (the first is asked for) and its reader."""
+
+    name: str
+    media_types: tuple[str, ...]
+    read: Callable[[httpx.Response, int, Endpoint], Frames]
+    needs: Callable[[], object] | None = None  # raises ConfigError naming the extra it needs, when missing
+
+    def matches(self, content_type: str) -> bool:
+        """Whether an answer's content type is a stream of this framing."""
+        return any(media in content_type for media in self.media_types)
+
+
+class _Sse(Frames):
+    def __init__(self, response: httpx.Response, cap: int, endpoint: Endpoint) -> None:
+        self._capped = capped_events(response, cap)
+        self._events = EventSource(self._capped).aiter_sse()
+
+    async def __anext__(self) -> str:
+        return (await anext(self._events)).data
+
+    async def aclose(self) -> None:
+        with suppress(httpx.HTTPError, RuntimeError):  # the connection is closed below either way
+            await self._events.aclose()
+        await self._capped.aclose()
+
+
+class _Lines(Frames):
+    """NDJSON: the body cut at line ends as it arrives; a line (or the unfinished one) over the cap stops it."""
+
+    def __init__(self, response: httpx.Response, cap: int, endpoint: Endpoint) -> None:
+        self._response = response
+        self._cap = cap
+        self._chunks = inflated(response)
+        self._lines: deque[bytes] = deque()
+        self._open = b""  # the line still arriving
+        self._ended = False
+
+    async def __anext__(self) -> str:
+        lines = self._lines
+        while not lines:
+            if self._ended:
+                raise StopAsyncIteration
+            try:
+                chunk = await anext(self._chunks)
+            except StopAsyncIteration:
+                self._ended = True
+                if self._open:
+                    lines.append(self._open)
+                    self._open = b""
+                continue
+            parts = (self._open + chunk).split(b"\n")
+            self._open = parts.pop()
+            for part in (*parts, self._open):
+                if len(part) > self._cap:
+                    message = f"one line is larger than max_event_bytes ({self._cap} bytes)"
+                    raise BodyError("too_large", message, self._response)
+            lines.extend(parts)
+        return lines.popleft().rstrip(b"\r").decode("utf-8", "replace")
+
+    async def aclose(self) -> None:
+        with suppress(httpx.HTTPError, RuntimeError):  # the connection is closed below either way
+            await self._chunks.aclose()
+        await self._response.aclose()
+
+
+class _AwsEvents(Frames):
+    """The AWS event stream: frames decoded by botocore as the bytes arrive (see the module's docstring)."""
+
+    def __init__(self, response: httpx.Response, cap: int, endpoint: Endpoint) -> None:
+        eventstream = aws_eventstream()
+        self._errors: type[Exception] = eventstream.ParserError
+        self._buffer = eventstream.EventStreamBuffer()
+        self._response = response
+        self._endpoint = endpoint
+        self._cap = cap
+        self._chunks = inflated(response)
+        self._pending = 0  # bytes given to the buffer and not yet part of a frame
+
+    async def __anext__(self) -> str:
+        while True:
+            try:
+                message = next(self._buffer)
+            except StopIteration:
+                pass
+            except self._errors as exc:
+                raise BodyError("decode", f"the event stream is broken: {type(exc).__name__}", self._response) from None
+            else:
+                self._pending -= message.prelude.total_length
+                return self._event(message.headers, message.payload)
+            try:
+                chunk = await anext(self._chunks)
+            except StopAsyncIteration:
+                if self._pending:
+                    what = f"the event stream ended inside a frame ({self._pending} bytes of it)"
+                    raise BodyError("decode", what, self._response) from None
+                raise
+            self._buffer.add_data(chunk)
+            self._pending += len(chunk)
+            if self._pending > self._cap:
+                raise BodyError("too_large", f"one frame is larger than max_event_bytes ({self._cap} bytes)",
+                                self._response)  # fmt: skip
+
+    def _event(self, headers: dict[str, Any], payload: bytes) -> str:
+        kind = headers.get(":message-type")
+        if kind == "event":
+            text = payload.decode("utf-8", "replace") if payload else "{}"
+            return "{" + json.dumps(str(headers.get(":event-type", ""))) + ":" + text + "}"
+        provider = self._endpoint.provider
+        if kind == "exception":
+            error_type = str(headers.get(":exception-type", "")) or None
+            try:
+                described = self._endpoint.error_in(loads(payload))
+            except ValueError:
+                described = None
+            message = described[1] if described else f"unreadable exception: {excerpt(payload)}"
+            raise ProviderError(message, provider=provider, kind="http", error_type=error_type)
+        if kind == "error":
+            error_type = str(headers.get(":error-code", "")) or None
+            raise ProviderError(str(headers.get(":error-message", "")), provider=provider, kind="http",
+                                error_type=error_type)  # fmt: skip
+        raise ProviderError(f"an event stream frame of unknown message type {kind!r}", provider=provider,
+                            kind="decode")  # fmt: skip
+
+    async def aclose(self) -> None:
+        with suppress(httpx.HTTPError, RuntimeError):  # the connection is closed below either way
+            await self._chunks.aclose()
+        await self._response.aclose()
+
+
+def aws_eventstream() -> Any:
+    """botocore's event-stream module (the `bedrock` extra), or a ConfigError naming the extra."""
+    try:
+        from botocore import eventstream
+    except ImportError:
+        raise ConfigError(
+            "the AWS event stream (streaming.framing: aws-eventstream) needs botocore: pip install 'toolnexus[bedrock]'"
+        ) from None
+    return eventstream
+
+
+FRAMINGS: dict[str, Framing] = {
+    "sse": Framing("sse", ("text/event-stream",), _Sse),
+    "ndjson": Framing("ndjson", ("application/x-ndjson", "application/ndjson", "application/jsonl"), _Lines),
+    "aws-eventstream": Framing("aws-eventstream", ("application/vnd.amazon.eventstream",), _AwsEvents,
+                               aws_eventstream),  # fmt: skip
+}
+
+
+def framing(name: str) -> Framing:
+    """The framing a rule file names (the loader's schema admits only these); a ConfigError when the
+    extra it needs is not installed, before any request."""
+    found = FRAMINGS[name]
+    if found.needs is not None:
+        found.needs()
+    return found
+
