@@ -26,6 +26,15 @@ VIEW_FUNCTIONS = {"to_anthropic", "to_gemini"}
 PROVIDER_FIELDS = ("cache_control", "thought_signature", "cache_write", "thinking", "google", "claude")
 
 
+# Modules adapting a vendor's library for a general construct may say the vendor's words: http/auth.py
+# (the google-oauth scheme runs google-auth; the `bedrock` and `vertex` extras install the libraries the
+# chained schemes need) and http/framing.py (the aws-eventstream framing needs the `bedrock` extra).
+ADAPTER_WORDS = {
+    ENGINE / "http" / "auth.py": frozenset({"google", "bedrock", "vertex"}),
+    ENGINE / "http" / "framing.py": frozenset({"bedrock"}),
+}
+
+
 def provider_names() -> set[str]:
     names = set()
     for path in (REPO / "rules").glob("*.yaml"):
@@ -75,7 +84,7 @@ def test_the_engine_code_names_no_provider_and_no_provider_specific_field() -> N
         for path in sorted(ENGINE.rglob("*.py"))
         if path not in VIEWS
         for line, text in code_words(path)
-        if any(word in text.lower() for word in words)
+        if any(word in text.lower() for word in words if word not in ADAPTER_WORDS.get(path, ()))
     ]
     assert not hits, "provider knowledge in engine code (it belongs in rules/*.yaml):\n" + "\n".join(hits)
 

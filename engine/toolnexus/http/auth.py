@@ -87,8 +87,8 @@ class AwsSigner(Signer):
         region = auth.region or (self._session.get_config_variable("region") if self._session else None)
         if not region:
             raise ConfigError(
-                f"auth aws-sigv4 needs a region: set AWS_REGION (or AWS_DEFAULT_REGION, or a profile's region), "
-                f"or name endpoint.auth.region"
+                "auth aws-sigv4 needs a region: set AWS_REGION (or AWS_DEFAULT_REGION, or a profile's region), "
+                "or name endpoint.auth.region"
             )
         self._region: str = region
         self._credentials = credentials
@@ -139,7 +139,9 @@ class GoogleSigner(Signer):
         self._google = google.auth
         self._scopes = list(auth.scopes)
         if credentials is not None:
-            credentials = google.auth.credentials.with_scopes_if_required(credentials, self._scopes)
+            credentials = google.auth.credentials.with_scopes_if_required(  # type: ignore[no-untyped-call]
+                credentials, self._scopes
+            )
         self._credentials = credentials
         self._tokens: deque[str] = deque(maxlen=RECENT)
 

@@ -193,8 +193,9 @@ def aws_eventstream() -> Any:
 FRAMINGS: dict[str, Framing] = {
     "sse": Framing("sse", ("text/event-stream",), _Sse),
     "ndjson": Framing("ndjson", ("application/x-ndjson", "application/ndjson", "application/jsonl"), _Lines),
-    "aws-eventstream": Framing("aws-eventstream", ("application/vnd.amazon.eventstream",), _AwsEvents,
-                               aws_eventstream),  # fmt: skip
+    "aws-eventstream": Framing(
+        "aws-eventstream", ("application/vnd.amazon.eventstream",), _AwsEvents, needs=aws_eventstream
+    ),
 }
 
 
@@ -205,4 +206,3 @@ def framing(name: str) -> Framing:
     if found.needs is not None:
         found.needs()
     return found
-

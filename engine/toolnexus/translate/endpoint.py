@@ -20,8 +20,6 @@ if TYPE_CHECKING:
     import httpx
 
 EXCERPT_BYTES = 200
-SCHEMES = ("header", "bearer", "none", "aws-sigv4", "google-oauth")  # endpoint.auth's schemes (see Auth)
-CHAINED = ("aws-sigv4", "google-oauth")  # schemes whose credentials come from a chain when no key is given
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 PLACEHOLDERS = ("model",)  # the values an endpoint path may name
 
@@ -231,7 +229,7 @@ def compile_auth(spec: dict[str, Any], env: Env) -> tuple[Auth, tuple[str, ...]]
     Returns the Auth and the rule key its header name sits under (for a located error)."""
     if "auth" not in spec:
         if "auth_header" not in spec:
-            raise env.error(("endpoint",), "no auth: name one (header, bearer, none, aws-sigv4, google-oauth)")
+            raise env.error(("endpoint",), "no auth: name one (see endpoint.auth in rules.schema.json)")
         return Auth("header", spec["auth_header"], spec.get("auth_scheme", "")), ("auth_header",)
     if "auth_header" in spec or "auth_scheme" in spec:
         raise env.error(("endpoint", "auth"), "auth replaces auth_header and auth_scheme: give one or the other")
