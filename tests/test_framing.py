@@ -321,6 +321,7 @@ def test_an_event_stream_gives_the_result_of_the_same_answer_sent_whole_signed_b
     make = lambda url: whole_and_streamed(client(url, "frames", credentials=aws_credentials()))  # noqa: E731
     (plain, chunks, streamed), requests = served(replies, make)
     same(plain, streamed)
+    assert len(chunks) > 2
     assert bool(plain.tool_calls) == calls and plain.finish_reason == ("tool_calls" if calls else "stop")
     assert [r.path for r in requests] == ["/v1/model/m/converse", "/v1/model/m/converse-stream"]
     assert all(sigv4_verified(r, aws_credentials(), "madeup", "eu-north-1") for r in requests)
@@ -424,8 +425,8 @@ def test_an_error_frame_is_a_provider_error_with_its_code_and_message() -> None:
 def test_a_frame_of_an_unknown_event_type_is_noted_and_skipped() -> None:
     frames = frame_bytes(frames_answer())
     frames.insert(2, aws_event("somethingNew", {"x": 1}))
-    got, _ = served([frames_answer(), frames_reply(frames)], lambda url: whole_and_streamed(client(url, "frames",
-                                                                                                 api_key=KEY)))  # fmt: skip
+    make = lambda url: whole_and_streamed(client(url, "frames", api_key=KEY))  # noqa: E731
+    got, _ = served([frames_answer(), frames_reply(frames)], make)
     plain, _, streamed = got
     assert streamed.text == plain.text
     assert any(n.kind == "unknown" and "somethingNew" in n.message for n in streamed.notes)

@@ -11,13 +11,16 @@ reach the stub, so it can fail.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import logging
 import sys
 import traceback
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
+import google.auth.credentials
 import httpx
 import pytest
 
@@ -36,7 +39,7 @@ from support.faults import (
     text_reply,
 )
 from toolnexus import ConfigError, ProviderError, ToolkitError, ToolnexusError
-from toolnexus.devtools.stub import StubReply, StubRequest
+from toolnexus.devtools.stub import AWS_EVENTSTREAM, NDJSON, StubReply, StubRequest, aws_exception, ndjson_lines
 from toolnexus.redact import exception_chain
 from toolnexus.translate.endpoint import EXCERPT_BYTES
 
@@ -341,3 +344,91 @@ def test_an_mcp_server_echoing_an_expanded_header_value_in_its_reply_leaves_no_t
     assert stub.requests and MCP_SECRET in stub.requests[0].headers["authorization"]
     assert [type(error) for error in errors] == [ToolkitError]
     assert leaks(MCP_SECRET, errors, caplog) == []
+
+
+# ----------------------------------------------------------------- signatures and tokens (endpoint.auth)
+# A signed call's secrets are the AWS secret key and session token and each attempt's signature; an OAuth
+# call's are its tokens. The stub echoes what it received in every error it sends (an error body, an
+# exception frame, an NDJSON error line), and none of it may reach what the caller sees.
+
+FRAMING_RULES = Path(__file__).resolve().parent / "framing_rules"
+AWS_SECRET, AWS_TOKEN = "aws-SECRET-toolnexus-0123456789abcdef", "aws-TOKEN-toolnexus-0123456789abcdef"
+
+
+class _Tokens(google.auth.credentials.Credentials):  # type: ignore[misc]
+    def __init__(self) -> None:
+        super().__init__()
+        self.refreshes = 0
+
+    def refresh(self, request: Any) -> None:
+        self.refreshes += 1
+        self.token = f"ya29.SECRET-toolnexus-token-{self.refreshes}"
+        self.expiry = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) + datetime.timedelta(hours=1)
+
+
+def _echo(request: StubRequest) -> str:
+    return f"you sent {request.headers.get('authorization', '')} {request.headers.get('x-amz-security-token', '')}"
+
+
+def _exception_frame(request: StubRequest) -> StubReply:
+    frame = aws_exception("accessDeniedException", {"message": _echo(request)})
+    return StubReply(stream=[frame], headers={"Content-Type": AWS_EVENTSTREAM})
+
+
+def _signed_scenarios() -> dict[str, tuple[str, Any, bool]]:
+    """name -> (provider, responder, streamed)"""
+    return {
+        "sigv4-error-body": ("frames", lambda r: StubReply(status=500, body={"message": _echo(r)}), False),
+        "sigv4-exception-frame": ("frames", _exception_frame, True),
+        "oauth-401-echo": ("tokens", lambda r: StubReply(status=401, body={"error": _echo(r)}), False),
+        "oauth-ndjson-error-line": (
+            "tokens",
+            lambda r: StubReply(stream=ndjson_lines([{"error": _echo(r)}]), headers={"Content-Type": NDJSON}),
+            True,
+        ),
+    }
+
+
+@pytest.mark.parametrize("scenario", list(_signed_scenarios()))
+def test_signatures_and_tokens_never_leave(scenario: str, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    from botocore.credentials import Credentials
+
+    caplog.set_level(logging.DEBUG)
+    provider, responder, streamed = _signed_scenarios()[scenario]
+    text = (FRAMING_RULES / "lines.yaml").read_text().replace("provider: lines", "provider: tokens")
+    scopes = "  auth: {scheme: google-oauth, scopes: [https://www.googleapis.com/auth/cloud-platform]}"
+    (tmp_path / "tokens.yaml").write_text(text.replace("  auth: none", scopes))
+    (tmp_path / "frames.yaml").write_text((FRAMING_RULES / "frames.yaml").read_text())
+    credentials = Credentials("AKIDTOOLNEXUS", AWS_SECRET, AWS_TOKEN) if provider == "frames" else _Tokens()
+    events: list[Any] = []
+
+    async def main() -> tuple[BaseException | None, str]:
+        client = toolnexus.create_client(stub.base_url, provider, "m", rules=tmp_path, credentials=credentials,
+                                         backoff=(0.01, 0.02), max_retries=1, on_event=events.append)  # fmt: skip
+        try:
+            if streamed:
+                async for _ in client.translate_stream(USER):
+                    pass
+            else:
+                await client.translate(USER)
+        except ToolnexusError as exc:
+            return exc, repr(client)
+        finally:
+            await client.aclose()
+        return None, repr(client)
+
+    with FaultStub(responder) as stub:
+        error, client_repr = asyncio.run(main())
+    assert isinstance(error, ProviderError)
+    secrets = [AWS_SECRET, AWS_TOKEN] if provider == "frames" else []
+    for request in stub.requests:
+        authorization = request.headers["authorization"]
+        secrets.append(authorization.rpartition("Signature=")[2] if provider == "frames" else authorization[7:])
+    assert secrets and all(len(s) >= 16 for s in secrets)
+    assert any(s in _echo(r) for r in stub.requests for s in secrets), "the stub really echoed them"
+    haystacks = {"repr(client)": client_repr, **exception_texts("error", error), **record_texts(caplog.records)}
+    haystacks["caplog.text"] = caplog.text
+    haystacks.update({f"event {i}": repr(event) for i, event in enumerate(events)})
+    leaks = [(where, secret[:6]) for where, text in haystacks.items() for secret in secrets if secret in text]
+    assert leaks == []
