@@ -35,6 +35,9 @@ from ..translate.endpoint import Endpoint, excerpt
 from .limits import BodyError, capped_events, inflated
 
 
+FEED = 1024  # bytes: the event stream's buffer is given at least this much at a time
+
+
 class Frames:
     """An open stream's events: `await anext(frames, None)` gives each event's data text; `aclose()` ends it."""
 
@@ -127,6 +130,8 @@ class _AwsEvents(Frames):
         self._cap = cap
         self._chunks = inflated(response)
         self._pending = 0  # bytes given to the buffer and not yet part of a frame
+        self._unfed = b""  # bytes read and not yet given to the buffer
+        self._at = 0
 
     async def __anext__(self) -> str:
         while True:
@@ -139,18 +144,28 @@ class _AwsEvents(Frames):
             else:
                 self._pending -= message.prelude.total_length
                 return self._event(message.headers, message.payload)
-            try:
-                chunk = await anext(self._chunks)
-            except StopAsyncIteration:
-                if self._pending:
-                    what = f"the event stream ended inside a frame ({self._pending} bytes of it)"
-                    raise BodyError("decode", what, self._response) from None
-                raise
-            self._buffer.add_data(chunk)
-            self._pending += len(chunk)
-            if self._pending > self._cap:
-                raise BodyError("too_large", f"one frame is larger than max_event_bytes ({self._cap} bytes)",
-                                self._response)  # fmt: skip
+            if self._at >= len(self._unfed):
+                try:
+                    self._unfed, self._at = await anext(self._chunks), 0
+                except StopAsyncIteration:
+                    if self._pending:
+                        what = f"the event stream ended inside a frame ({self._pending} bytes of it)"
+                        raise BodyError("decode", what, self._response) from None
+                    raise
+            self._feed()
+
+    def _feed(self) -> None:
+        """Give the buffer the next piece of what was read: as much again as it holds (at least FEED bytes).
+        The buffer copies what it holds past each frame it parses, so a whole network read given at once
+        would be copied once per small frame in it; pieces that double keep a large frame's copies linear."""
+        size = max(FEED, self._pending)
+        piece = self._unfed[self._at : self._at + size]
+        self._at += len(piece)
+        self._buffer.add_data(piece)
+        self._pending += len(piece)
+        if self._pending > self._cap:
+            raise BodyError("too_large", f"one frame is larger than max_event_bytes ({self._cap} bytes)",
+                            self._response)  # fmt: skip
 
     def _event(self, headers: dict[str, Any], payload: bytes) -> str:
         kind = headers.get(":message-type")
