@@ -26,13 +26,15 @@ import httpx
 import pytest
 from botocore.credentials import Credentials
 from botocore.eventstream import EventStreamBuffer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import toolnexus
+from support.faults import FaultStub, framed_reply
 from toolnexus import Cancelled, ConfigError, ProviderError, RuleError, TranslateResult
 from toolnexus.devtools.stub import (
     AWS_EVENTSTREAM,
     NDJSON,
-    ProviderStub,
     StubReply,
     StubRequest,
     aws_event,
@@ -127,11 +129,11 @@ def frames_events(answer: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def ndjson_reply(objects: list[dict[str, Any]], **options: Any) -> StubReply:
-    return StubReply(stream=ndjson_lines(objects), headers={"Content-Type": NDJSON}, **options)
+    return framed_reply("ndjson", ndjson_lines(objects), **options)
 
 
 def frames_reply(frames: list[bytes], **options: Any) -> StubReply:
-    return StubReply(stream=frames, headers={"Content-Type": AWS_EVENTSTREAM}, **options)
+    return framed_reply("aws-eventstream", frames, **options)
 
 
 def frame_bytes(answer: dict[str, Any]) -> list[bytes]:
@@ -150,7 +152,7 @@ def client(base_url: str, provider: str, rules: Path = RULES, **options: Any) ->
 
 def served(replies: list[Any], drive: Callable[[str], Awaitable[Any]]) -> tuple[Any, list[StubRequest]]:
     """Run `drive(base_url)` against a stub answering `replies` in order; (its return, the requests)."""
-    with ProviderStub(scripted(replies)) as stub:
+    with FaultStub(scripted(replies)) as stub:
         got = asyncio.run(asyncio.wait_for(drive(stub.base_url), HARD_CAP))
         return got, list(stub.requests)
 
@@ -630,3 +632,33 @@ def test_a_reply_never_shares_state_with_the_next(tokens_rules: Path) -> None:
     before = copy.deepcopy(answer)
     served([answer, ndjson_reply(lines_stream(answer))], lambda url: whole_and_streamed(client(url, "lines")))
     assert answer == before
+
+
+# ---------------------------------------------------------------- stream equals whole, for any text and cuts
+
+
+@pytest.fixture(scope="module")
+def stub_holder() -> Any:
+    holder: dict[str, Any] = {}
+    with FaultStub(lambda request: holder["replies"].pop(0)) as stub:
+        holder["stub"] = stub
+        yield holder
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(min_size=1, max_size=60), seed=st.integers(0, 1000), calls=st.booleans())
+def test_any_answer_streams_to_the_result_of_it_sent_whole(stub_holder: Any, text: str, seed: int, calls: bool) -> None:
+    """Both framings, any text (cut anywhere, across UTF-8 characters), with and without a call."""
+    rng = random.Random(seed)
+    lines = lines_answer(text, calls)
+    lines_bytes = sse_pieces([b"".join(ndjson_lines(lines_stream(lines, pieces=rng.randint(1, 6))))], rng, cuts=9)
+    frames = frames_answer(calls)
+    frames["output"]["message"]["content"][0]["text"] = text
+    frames_bytes = sse_pieces([b"".join(frame_bytes(frames))], rng, cuts=9)
+    cases = [("lines", lines, lines_bytes, "ndjson"), ("frames", frames, frames_bytes, "aws-eventstream")]
+    for provider, whole, pieces, framing_name in cases:
+        stub_holder["replies"] = [whole, framed_reply(framing_name, pieces)]
+        plain, _, streamed = asyncio.run(
+            whole_and_streamed(client(stub_holder["stub"].base_url, provider, api_key=KEY))
+        )
+        same(plain, streamed)
