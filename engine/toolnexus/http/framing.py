@@ -34,7 +34,6 @@ from ..language.jsonsafe import loads
 from ..translate.endpoint import Endpoint, excerpt
 from .limits import BodyError, capped_events, inflated
 
-
 FEED = 1024  # bytes: the event stream's buffer is given at least this much at a time
 
 
