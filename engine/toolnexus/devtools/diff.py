@@ -572,6 +572,13 @@ def _stream_endpoint(v: _View) -> Cell:
     return v.cell([f"POST {path}{v.marks(streaming, ('streaming',))}"], ("streaming",))
 
 
+def _stream_framing(v: _View) -> Cell:
+    streaming = v.table("streaming")
+    if not streaming:
+        return Cell()
+    return v.cell([str(streaming.get("framing", "sse"))], ("streaming", "framing"))
+
+
 def _stream_body(v: _View) -> Cell:
     body = v.table("streaming", "body")
     return v.cell([v.constant(body)] if body else [], ("streaming", "body"))
@@ -752,6 +759,7 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
         "Streaming",
         (
             ("stream endpoint", _stream_endpoint),
+            ("stream framing", _stream_framing),
             ("asks for a stream with", _stream_body),
             ("events rebuild the response", _stream_events),
             ("the stream is complete at", _stream_end),
