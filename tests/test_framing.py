@@ -662,3 +662,58 @@ def test_any_answer_streams_to_the_result_of_it_sent_whole(stub_holder: Any, tex
             whole_and_streamed(client(stub_holder["stub"].base_url, provider, api_key=KEY))
         )
         same(plain, streamed)
+
+
+# ---------------------------------------------------------------- memory
+
+
+class _Chunks(httpx.AsyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = chunks
+
+    async def __aiter__(self) -> Any:
+        for chunk in self._chunks:
+            yield chunk
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ndjson", "aws-eventstream"])
+def test_a_framing_holds_a_read_and_an_event_never_the_stream(name: str) -> None:
+    """A 2 MB stream of 500 or of 20,000 events: the framing's peak memory is the same, and small."""
+    import tracemalloc
+
+    from toolnexus.http.framing import framing
+
+    endpoint = toolnexus.load_rules(RULES).get("frames").endpoint
+    text = "".join(random.Random(0).choices("abcdefghij ", k=2_000_000))
+
+    def peak(events: int) -> int:
+        step = len(text) // events
+        pieces = [text[i : i + step] for i in range(0, len(text), step)]
+        if name == "ndjson":
+            data = b"".join(ndjson_lines([{"message": {"content": piece}} for piece in pieces]))
+        else:
+            data = b"".join(aws_event("contentBlockDelta", {"delta": {"text": piece}}) for piece in pieces)
+        chunks = [data[i : i + 16384] for i in range(0, len(data), 16384)]
+        request = httpx.Request("POST", "http://127.0.0.1/")
+        media = framing(name).media_types[0]
+        response = httpx.Response(200, headers={"content-type": media}, stream=_Chunks(chunks), request=request)
+
+        async def read() -> int:
+            frames = framing(name).read(response, 16 * 1024 * 1024, endpoint)
+            n = 0
+            async for _ in frames:
+                n += 1
+            await frames.aclose()
+            return n
+
+        tracemalloc.start()
+        try:
+            assert asyncio.run(read()) == len(pieces)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    few, many = peak(500), peak(20_000)
+    assert many < few * 1.25 + 64 * 1024, (few, many)
+    assert few < 1_000_000, few  # far less than the stream's 2 MB
