@@ -144,10 +144,8 @@ def frame_bytes(answer: dict[str, Any]) -> list[bytes]:
 
 
 def client(base_url: str, provider: str, rules: Path = RULES, **options: Any) -> toolnexus.Client:
-    transport = httpx.AsyncHTTPTransport(verify=SSL)
-    options = {"timeout": 5.0, **options}
-    return toolnexus.create_client(base_url, provider, "m", rules=rules, transport=transport, backoff=FAST,
-                                   **options)  # fmt: skip
+    options = {"timeout": 5.0, "transport": httpx.AsyncHTTPTransport(verify=SSL), "model": "m", **options}
+    return toolnexus.create_client(base_url, provider, rules=rules, backoff=FAST, **options)
 
 
 def served(replies: list[Any], drive: Callable[[str], Awaitable[Any]]) -> tuple[Any, list[StubRequest]]:
@@ -328,6 +326,16 @@ def test_an_event_stream_gives_the_result_of_the_same_answer_sent_whole_signed_b
     assert [r.path for r in requests] == ["/v1/model/m/converse", "/v1/model/m/converse-stream"]
     assert all(sigv4_verified(r, aws_credentials(), "madeup", "eu-north-1") for r in requests)
     assert requests[1].headers["accept"] == AWS_EVENTSTREAM
+
+
+@pytest.mark.parametrize("stack", ["httpx", "aiohttp"])
+def test_a_signature_covers_the_url_as_each_http_stack_sends_it(stack: str) -> None:
+    """aiohttp sends `%3A` as `:`; the signature must cover what the server receives."""
+    make = lambda url: once(client(url, "frames", credentials=aws_credentials(), transport=stack,  # noqa: E731
+                                   model="vendor.model-v1:0/x"))  # fmt: skip
+    _, requests = served([frames_answer()], make)
+    assert requests[0].path.startswith("/v1/model/vendor.model-v1")
+    assert sigv4_verified(requests[0], aws_credentials(), "madeup", "eu-north-1")
 
 
 def test_a_changed_body_or_a_wrong_secret_fails_the_stubs_signature_check() -> None:

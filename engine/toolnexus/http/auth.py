@@ -113,6 +113,7 @@ class AwsSigner(Signer):
 
     async def sign(self, request: httpx.Request) -> None:
         credentials = await self._frozen()
+        request.url = sent_form(request.url)
         self._keys = [s for s in (credentials.token, credentials.secret_key) if s]
         aws = self._request(method=request.method, url=str(request.url), data=request.content,
                             headers={"content-type": request.headers.get("content-type", "")})  # fmt: skip
@@ -125,6 +126,16 @@ class AwsSigner(Signer):
 
     def secrets(self) -> list[str]:
         return [*self._keys, *self._signatures]
+
+
+def sent_form(url: httpx.URL) -> httpx.URL:
+    """`url` as every HTTP stack sends it, so a signature covers what the server receives: aiohttp's URLs
+    (yarl) unquote what a path may hold as is (`%3A` becomes `:`), httpx sends a URL as it is given."""
+    try:
+        from yarl import URL
+    except ImportError:  # no aiohttp stack: httpx's form is the one sent
+        return url
+    return httpx.URL(str(URL(str(url))))
 
 
 class GoogleSigner(Signer):
