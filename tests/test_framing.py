@@ -725,3 +725,25 @@ def test_a_framing_holds_a_read_and_an_event_never_the_stream(name: str) -> None
     few, many = peak(500), peak(20_000)
     assert many < few * 1.25 + 64 * 1024, (few, many)
     assert few < 1_000_000, few  # far less than the stream's 2 MB
+
+
+# ---------------------------------------------------------------- the demo
+
+
+@pytest.mark.parametrize("provider", ["lines", "frames"])
+def test_the_demo_streams_a_provider_in_its_framing(provider: str) -> None:
+    import io
+
+    from toolnexus.devtools.demo import demo_stream
+
+    if provider == "lines":
+        answer: dict[str, Any] = lines_answer(calls=True)
+        events, framing_name = b"".join(ndjson_lines(lines_stream(answer))), "ndjson"
+    else:
+        answer = frames_answer(calls=True)
+        events, framing_name = b"".join(frame_bytes(answer)), "aws-eventstream"
+    out = io.StringIO()
+    script = {"model": "m", "replies": [answer]}
+    problems = asyncio.run(demo_stream(provider, script, events, out, RULES, framing_name))
+    assert problems == [], out.getvalue()
+    assert "chunk delta" in out.getvalue()

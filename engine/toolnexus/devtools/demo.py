@@ -6,7 +6,8 @@ call, then the final answer. The demo itself executes the tool (toolnexus never
 does), sends the result back through `client.translate`, and prints the OpenAI
 request, the provider-native body on the wire and the OpenAI-shaped result of
 each turn. Then the first turn again, streamed: the stub sends the provider's
-event stream (`fixtures/demo/<provider>.sse`, the same answer) in small pieces and
+event stream (`fixtures/demo/<provider>.sse`, `.ndjson` or `.eventstream` by its rule file's
+framing; the same answer) in small pieces and
 `client.translate_stream` prints each OpenAI chunk's delta as it arrives. It fails
 (exit 1) when a turn does not come out as expected, or the streamed result differs.
 
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..http.client import create_client
+from ..http.framing import FRAMINGS
 from ..toolkit.toolkit import Toolkit, create_toolkit, define_tool
 from ..translate.rulebook import RulesArg, load_rules
 from .conformance import fixtures_dir
@@ -122,15 +124,23 @@ async def demo_provider(
     return problems
 
 
+# a provider's demo stream, by its rule file's framing: the file beside its script, and what it holds
+STREAM_FILES = {"sse": (".sse", "server-sent events"), "ndjson": (".ndjson", "NDJSON lines"),
+                "aws-eventstream": (".eventstream", "AWS event-stream frames")}  # fmt: skip
+
+
 async def demo_stream(
-    name: str, script: dict[str, Any], events: bytes, out: TextIO, rules: RulesArg = None
+    name: str, script: dict[str, Any], events: bytes, out: TextIO, rules: RulesArg = None, framing: str = "sse"
 ) -> list[str]:
     """Turn 1 again, streamed: print every chunk's delta as it arrives; the result must be turn 1's."""
     toolkit: Toolkit = await create_toolkit()
     toolkit.register(define_tool(add))
     messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
-    reply = StubReply(stream=sse_pieces([events], cuts=events.count(b"\n\n") * 2), pause=0.01)
-    out.write(f"\n{name} · turn 1 streamed (the same answer as server-sent events, in pieces)\n")
+    boundaries = {"sse": events.count(b"\n\n"), "ndjson": events.count(b"\n")}.get(framing, len(events) // 128)
+    pieces = sse_pieces([events], cuts=boundaries * 2)
+    media = FRAMINGS[framing].media_types[0]
+    reply = StubReply(stream=pieces, pause=0.01, headers={"Content-Type": media})
+    out.write(f"\n{name} · turn 1 streamed (the same answer as {STREAM_FILES[framing][1]}, in pieces)\n")
     with ProviderStub(scripted([script["replies"][0], reply])) as stub:
         async with create_client(stub.base_url, name, script["model"], api_key=DEMO_KEY, rules=rules) as client:
             whole = await client.translate(messages, toolkit=toolkit)
@@ -165,12 +175,13 @@ async def run_demo(out: TextIO, rules: RulesArg = None) -> int:
             continue
         scripts[name] = script = json.loads(path.read_text(encoding="utf-8"))
         problems = await demo_provider(name, script, out, rules)
-        stream_path = path.with_suffix(".sse")
-        if load_rules(rules).get(name).streaming is not None and not problems:
+        streaming = load_rules(rules).get(name).streaming
+        if streaming is not None and not problems:
+            stream_path = path.with_suffix(STREAM_FILES[streaming.framing][0])
             if stream_path.exists():
-                problems += await demo_stream(name, script, stream_path.read_bytes(), out, rules)
+                problems += await demo_stream(name, script, stream_path.read_bytes(), out, rules, streaming.framing)
             else:
-                problems.append(f"no demo stream at fixtures/demo/{name}.sse")
+                problems.append(f"no demo stream at fixtures/demo/{stream_path.name}")
         failures += _report(out, name, problems)
         runs += 1
     if importlib.util.find_spec("mcp") is None:
