@@ -34,7 +34,7 @@ from ..language.jsonsafe import loads
 from ..translate.endpoint import Endpoint, excerpt
 from .limits import BodyError, capped_events, inflated
 
-FEED = 1024  # bytes: the event stream's buffer is given at least this much at a time
+PRELUDE = 12  # bytes: an event-stream frame's prelude (total length, headers length, CRC)
 
 
 class Frames:
@@ -86,7 +86,7 @@ class _Lines(Frames):
         self._cap = cap
         self._chunks = inflated(response)
         self._lines: deque[bytes] = deque()
-        self._open = b""  # the line still arriving
+        self._open = bytearray()  # the line still arriving
         self._ended = False
 
     async def __anext__(self) -> str:
@@ -99,17 +99,26 @@ class _Lines(Frames):
             except StopAsyncIteration:
                 self._ended = True
                 if self._open:
-                    lines.append(self._open)
-                    self._open = b""
+                    lines.append(bytes(self._open))
+                    self._open = bytearray()
                 continue
-            parts = (self._open + chunk).split(b"\n")
-            self._open = parts.pop()
-            for part in (*parts, self._open):
-                if len(part) > self._cap:
-                    message = f"one line is larger than max_event_bytes ({self._cap} bytes)"
-                    raise BodyError("too_large", message, self._response)
+            if b"\n" not in chunk:  # a long line in many reads grows in place, never copied whole per read
+                self._open += chunk
+                self._check(len(self._open))
+                continue
+            parts = chunk.split(b"\n")
+            parts[0] = bytes(self._open) + parts[0]
+            self._open = bytearray(parts.pop())
+            for part in parts:
+                self._check(len(part))
+            self._check(len(self._open))
             lines.extend(parts)
         return lines.popleft().rstrip(b"\r").decode("utf-8", "replace")
+
+    def _check(self, size: int) -> None:
+        if size > self._cap:
+            message = f"one line is larger than max_event_bytes ({self._cap} bytes)"
+            raise BodyError("too_large", message, self._response)
 
     async def aclose(self) -> None:
         with suppress(httpx.HTTPError, RuntimeError):  # the connection is closed below either way
@@ -118,53 +127,59 @@ class _Lines(Frames):
 
 
 class _AwsEvents(Frames):
-    """The AWS event stream: frames decoded by botocore as the bytes arrive (see the module's docstring)."""
+    """The AWS event stream: each frame decoded and checked by botocore as its bytes arrive.
+
+    The buffer is given one frame at a time: first its 12-byte prelude (botocore checks its CRC and
+    lengths), then, once the rest has arrived, the rest (botocore checks the message CRC and parses the
+    headers). Given a whole network read, botocore's buffer would copy what follows each small frame
+    once per frame; a frame larger than the cap is refused from its prelude, before it is read."""
 
     def __init__(self, response: httpx.Response, cap: int, endpoint: Endpoint) -> None:
         eventstream = aws_eventstream()
         self._errors: type[Exception] = eventstream.ParserError
         self._buffer = eventstream.EventStreamBuffer()
+        self._lengths = eventstream.DecodeUtils.unpack_prelude
         self._response = response
         self._endpoint = endpoint
         self._cap = cap
         self._chunks = inflated(response)
-        self._pending = 0  # bytes given to the buffer and not yet part of a frame
-        self._unfed = b""  # bytes read and not yet given to the buffer
+        self._data = bytearray()  # bytes read and not yet given to the buffer, from `_at` on
         self._at = 0
 
     async def __anext__(self) -> str:
-        while True:
-            try:
-                message = next(self._buffer)
-            except StopIteration:
-                pass
-            except self._errors as exc:
-                raise BodyError("decode", f"the event stream is broken: {type(exc).__name__}", self._response) from None
-            else:
-                self._pending -= message.prelude.total_length
-                return self._event(message.headers, message.payload)
-            if self._at >= len(self._unfed):
-                try:
-                    self._unfed, self._at = await anext(self._chunks), 0
-                except StopAsyncIteration:
-                    if self._pending:
-                        what = f"the event stream ended inside a frame ({self._pending} bytes of it)"
-                        raise BodyError("decode", what, self._response) from None
-                    raise
-            self._feed()
+        buffer = self._buffer
+        try:
+            prelude = await self._take(PRELUDE, inside=False)
+            buffer.add_data(prelude)
+            next(buffer, None)  # the prelude checked: an incomplete frame gives None, a broken one raises
+            (total, _, _), _ = self._lengths(prelude)
+            if total > self._cap:
+                raise BodyError("too_large", f"one frame is larger than max_event_bytes ({self._cap} bytes)",
+                                self._response)  # fmt: skip
+            buffer.add_data(await self._take(total - PRELUDE, inside=True))
+            message = next(buffer)
+        except self._errors as exc:
+            raise BodyError("decode", f"the event stream is broken: {type(exc).__name__}", self._response) from None
+        return self._event(message.headers, message.payload)
 
-    def _feed(self) -> None:
-        """Give the buffer the next piece of what was read: as much again as it holds (at least FEED bytes).
-        The buffer copies what it holds past each frame it parses, so a whole network read given at once
-        would be copied once per small frame in it; pieces that double keep a large frame's copies linear."""
-        size = max(FEED, self._pending)
-        piece = self._unfed[self._at : self._at + size]
-        self._at += len(piece)
-        self._buffer.add_data(piece)
-        self._pending += len(piece)
-        if self._pending > self._cap:
-            raise BodyError("too_large", f"one frame is larger than max_event_bytes ({self._cap} bytes)",
-                            self._response)  # fmt: skip
+    async def _take(self, size: int, *, inside: bool) -> bytes:
+        """The next `size` bytes of the body; StopAsyncIteration at its end between frames."""
+        data = self._data
+        while len(data) - self._at < size:
+            try:
+                chunk = await anext(self._chunks)
+            except StopAsyncIteration:
+                if inside or len(data) > self._at:
+                    what = "the event stream ended inside a frame"
+                    raise BodyError("decode", what, self._response) from None
+                raise
+            if self._at:  # once per read: what was taken goes
+                del data[: self._at]
+                self._at = 0
+            data += chunk
+        piece = bytes(data[self._at : self._at + size])
+        self._at += size
+        return piece
 
     def _event(self, headers: dict[str, Any], payload: bytes) -> str:
         kind = headers.get(":message-type")
