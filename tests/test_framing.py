@@ -241,6 +241,11 @@ def test_an_ndjson_stream_gives_the_result_of_the_same_answer_sent_whole(calls: 
     assert requests[1].headers["accept"] == NDJSON
 
 
+def test_a_key_given_to_a_provider_without_auth_is_sent_as_a_bearer_token() -> None:
+    _, requests = served([lines_answer()], lambda url: once(client(url, "lines", api_key="local-proxy-key")))
+    assert bearer_of(requests[0]) == "local-proxy-key"
+
+
 def test_ndjson_lines_cut_anywhere_and_crlf_line_ends_read_the_same() -> None:
     answer = lines_answer()
     data = b"".join(ndjson_lines(lines_stream(answer))).replace(b"\n", b"\r\n")
