@@ -22,6 +22,7 @@ import toolnexus
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import bench
 import bench_client
+import bench_stream
 from bench_inputs import tool_declarations, transcript
 from bench_litellm import TINY_PNG, compatible_copy
 
@@ -162,6 +163,14 @@ def test_the_end_to_end_bench_runs_against_its_stub_process(capsys: pytest.Captu
         assert len([line for line in sides if f" {side} " in line]) == 2, out
     assert len([line for line in lines if "translate_stream / stream-functions" in line]) == 2, out
     assert len([line for line in lines if "translate / functions (same stack)" in line]) == 2, out
+
+
+def test_the_framings_bench_runs_every_framing_at_its_smallest(capsys: pytest.CaptureFixture[str]) -> None:
+    bench_stream.main(["--framings", "--events", "40", "--rounds", "1"])
+    lines = capsys.readouterr().out.splitlines()
+    for name in ("sse", "ndjson", "aws-eventstream"):
+        assert len([line for line in lines if line.startswith(f"framing alone  {name} ")]) == 1, lines
+    assert len([line for line in lines if line.startswith("translate_stream ")]) == 2, lines
 
 
 def test_the_stub_answers_pipelined_requests_and_keeps_the_first_body() -> None:

@@ -200,6 +200,8 @@ def bench_framings_alone(events: int, rounds: int) -> None:
     endpoint = load_rules(FRAMING_RULES).get("frames").endpoint
     stream = [("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": f"piece {i} "}}) for i in range(events)]
     data = {name: encoded(name, stream) for name in ("sse", "ndjson", "aws-eventstream")}
+    for name, content in data.items():  # each framing reads every event, or the comparison means nothing
+        assert asyncio.run(read_alone(name, content, endpoint)) == events, name
     sides = {name: (lambda name=name: read_alone(name, data[name], endpoint)) for name in data}
     times = timed_rounds(sides, rounds, "framings alone")
     sse = statistics.median(times["sse"]) / events * 1e6
@@ -288,12 +290,12 @@ def reply_of(data: bytes, framing_name: str) -> StubReply:
     return StubReply(stream=[data], headers={"Content-Type": framing(framing_name).media_types[0]})
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=2000, help="text pieces in the answer (about one event each)")
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--framings", action="store_true", help="each stream framing against SSE instead")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     print(f"Python {platform.python_version()} on {platform.machine()}; median of {args.rounds} alternating rounds")
     if args.framings:
         bench_framings_alone(args.events, args.rounds)
