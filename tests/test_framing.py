@@ -752,3 +752,14 @@ def test_the_demo_streams_a_provider_in_its_framing(provider: str) -> None:
     problems = asyncio.run(demo_stream(provider, script, events, out, RULES, framing_name))
     assert problems == [], out.getvalue()
     assert "chunk delta" in out.getvalue()
+
+
+def test_the_differences_report_shows_each_auth_scheme_and_framing() -> None:
+    from toolnexus.devtools.diff import build_report, render_markdown
+
+    rows = render_markdown(build_report(toolnexus.load_rules(RULES), ["lines", "frames", "openai"])).splitlines()
+    assert (
+        "| auth header | none | aws-sigv4 (service madeup, region eu-north-1) | Authorization: Bearer &lt;key&gt; |"
+        in rows
+    )
+    assert "| stream framing | ndjson | aws-eventstream | sse |" in rows
