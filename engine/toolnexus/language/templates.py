@@ -71,7 +71,7 @@ from __future__ import annotations
 import difflib
 import mimetypes
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -91,9 +91,10 @@ class Ctx:
     needs it, so the hot loop builds no strings.
     """
 
-    __slots__ = ("notes", "outbound", "path", "provider", "settler")
+    __slots__ = ("ids", "notes", "outbound", "path", "provider", "settler")
 
-    def __init__(self, provider: str, *, outbound: bool = False) -> None:
+    def __init__(self, provider: str, *, outbound: bool = False, ids: Mapping[str, str] | None = None) -> None:
+        self.ids = ids  # the answered request's sent tool-call id -> caller's id (`RequestBody.id_map`)
         self.notes: list[Note] = []
         self.path: Any = ""
         self.provider = provider
