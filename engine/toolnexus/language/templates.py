@@ -35,7 +35,7 @@ Operations (the whole vocabulary; README "Rule format" has an example of each):
         wrap: KEY            object; anything else becomes {KEY: value}
   $media_type: PATH         the media type a URL's file extension names; absent
                              when it names none
-  $content: text_or_blocks | blocks
+  $content: text_or_blocks | blocks | one
         kinds: [KIND, ...]   a message's parts written through the `parts`
         lead: PATH           table (inside a role's `message`, or a part's own
                              parts inside a part template); `lead` names a list
@@ -389,6 +389,9 @@ class Merge(Node):
         return (self.path,)
 
 
+CONTENT_POLICIES = ("text_or_blocks", "blocks", "one")
+
+
 @dataclass(frozen=True)
 class Content(Node):
     """`$content`: the message's (or part's) parts, written through the parts table's closure."""
@@ -396,7 +399,7 @@ class Content(Node):
     render: Render
     kinds: frozenset[str] | None  # the part kinds it writes, None for every kind
     reads: tuple[Read, ...]  # `parts`, and the `lead` path when given
-    policy: str = "blocks"  # text_or_blocks | blocks
+    policy: str = "blocks"  # text_or_blocks | blocks | one (the message's one part, written as the whole value)
 
     def paths(self) -> tuple[Read, ...]:
         return self.reads
@@ -527,11 +530,10 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Node:
     # $content
     if env.content is None:
         raise env.error(at, "$content is only allowed in a role's `message`")
-    if arg not in ("text_or_blocks", "blocks"):
+    if arg not in CONTENT_POLICIES:
         raise env.error(
             at,
-            f"$content takes text_or_blocks or blocks, got {arg!r}"
-            + did_you_mean(str(arg), ["text_or_blocks", "blocks"]),
+            f"$content takes text_or_blocks, blocks or one, got {arg!r}" + did_you_mean(str(arg), CONTENT_POLICIES),
         )
     kinds = spec.get("kinds")
     reads = [_read("parts", at, env)]

@@ -700,7 +700,7 @@ def _content_writer(
     lead_getter = None if lead is None else path_getter(lead, (*key, "lead"), Env(source))
     lead_where = str(lead).removeprefix("source.")
     wanted = frozenset(kinds) if kinds is not None else None
-    flatten = policy == "text_or_blocks"
+    flatten, one = policy == "text_or_blocks", policy == "one"
     # Read from `parts` at the end of the load: [writers, reporting kinds, keys a text part may carry that
     # the text template writes (such a part stays a block)].
     table: list[Any] = []
@@ -753,7 +753,11 @@ def _content_writer(
             at[1] = part
             blocks.append(write(part, ctx))
         ctx.path = where
-        return blocks if blocks else MISSING
+        if not one:
+            return blocks if blocks else MISSING
+        if len(blocks) > 1:
+            raise ctx.fail(f"messages[{turn['index']}]", f"holds {len(blocks)} parts; the rules send one per message")
+        return blocks[0] if blocks else MISSING
 
     return render
 
