@@ -333,6 +333,18 @@ def judge_mistral(body: dict[str, Any], *, api_rules: bool = True) -> None:
         check_mistral_api_rules(body)
 
 
+def judge_mistral_stream(body: dict[str, Any]) -> None:
+    """A streamed call's body: the streaming request model (its `stream` defaults to true, so it must be said)."""
+    judge_mistral_model(mistral_models.ChatCompletionStreamRequest, body)
+    assert body.get("stream") is True, "a streamed call sends stream: true"
+    check_mistral_api_rules(body)
+
+
+def judge_mistral_chunk(event: dict[str, Any]) -> None:
+    """One streamed event's data, as the SDK reads a chunk."""
+    judge_mistral_model(mistral_models.CompletionChunk, event)
+
+
 JUDGES = {"anthropic": judge_anthropic, "gemini": judge_gemini, "mistral": judge_mistral, "openai": judge_openai}
 
 
