@@ -232,3 +232,25 @@ def test_the_client_restores_an_id_its_request_sent_rewritten(nine: Path) -> Non
 
     assert asyncio.run(main()) == "call_0"
     assert re.fullmatch(NINE, seen[0]["turns"][1]["say"][0]["call"])
+
+
+# ---------------------------------------------------------------- $content: one (a tool message that is its result)
+
+
+def test_content_one_writes_the_messages_one_part_as_the_whole_message(tmp_path: Path) -> None:
+    """`$content: one` lets a tool message be its tool_result part, so the part's mapped id is what is sent."""
+    text = RULE_FILE.format(pattern=NINE, rewrite=REWRITE).replace(
+        "tool: {message: {from: tool, say: {$content: blocks}}}", "tool: {message: {$content: one}}"
+    )
+    (tmp_path / "nine.yaml").write_text(text)
+    body = translate_request("nine", {"messages": transcript(["call_a"])}, rules=tmp_path)
+    sent = body["turns"][1]["say"][0]["call"]
+    assert body["turns"][2] == {"answer": sent, "body": "ok"}
+    parts = text.replace(
+        "user: {message: {from: user, say: {$content: text_or_blocks}}}", "user: {message: {$content: one}}"
+    )
+    (tmp_path / "nine.yaml").write_text(parts)
+    two = [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]
+    with pytest.raises(TranslationError) as info:  # a message of two parts is not one part
+        translate_request("nine", {"messages": two}, rules=load_rules(tmp_path, reload=True))
+    assert info.value.path == "messages[0]"
