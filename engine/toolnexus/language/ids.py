@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -73,15 +74,21 @@ class Rewrite:
     collisions: Literal["rehash", "error"] = "rehash"
 
     def derive(self, call_id: str, attempt: int) -> str:
-        width = len(self.alphabet)
-        size = (self.length * width.bit_length() + 7) // 8 + 8  # spare bytes keep the digits near-uniform
-        seed = f"{attempt}:{call_id}".encode("utf-8", "surrogatepass")
-        number = int.from_bytes(hashlib.shake_256(seed).digest(size), "big")
-        chars = []
-        for _ in range(self.length):
-            number, digit = divmod(number, width)
-            chars.append(self.alphabet[digit])
-        return "".join(chars)
+        return _derive(self.alphabet, self.length, call_id, attempt)
+
+
+@functools.lru_cache(maxsize=4096)  # a pure function; a conversation sends the same ids on every turn
+def _derive(alphabet: str, length: int, call_id: str, attempt: int) -> str:
+    """`length` characters of `alphabet` from a hash of the attempt number and the id."""
+    width = len(alphabet)
+    size = (length * width.bit_length() + 7) // 8 + 8  # spare bytes keep the digits near-uniform
+    seed = f"{attempt}:{call_id}".encode("utf-8", "surrogatepass")
+    number = int.from_bytes(hashlib.shake_256(seed).digest(size), "big")
+    chars = []
+    for _ in range(length):
+        number, digit = divmod(number, width)
+        chars.append(alphabet[digit])
+    return "".join(chars)
 
 
 @dataclass(frozen=True)
