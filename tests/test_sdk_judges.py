@@ -22,11 +22,13 @@ import json
 from typing import Any
 
 import anthropic.types
+import pydantic
 import pytest
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from deepdiff import DeepDiff
 from google.genai import types as genai_types
 from hypothesis import given
+from mistralai.client import models as mistral_models
 from openai.types.chat import (
     ChatCompletion,
     ChatCompletionAssistantMessageParam,
@@ -46,6 +48,7 @@ from support.judges import (
     judge_extensions,
     judge_gemini,
     judge_genai,
+    judge_mistral,
     judge_openai,
     without,
 )
@@ -152,6 +155,34 @@ def test_the_gemini_judge_can_fail() -> None:
     for body in bodies:
         with pytest.raises((AssertionError, UserWarning, ValueError)):
             judge_gemini(body)
+
+
+def test_the_mistral_judge_can_fail() -> None:
+    """mistralai's models ignore unknown keys; the judge refuses them anywhere, and a wrong type, an enum value the
+    SDK keeps as "unrecognized", an id that is not 9 letters and digits, and an unanswered call."""
+    good = translate_request("mistral", copy.deepcopy(RICH_REQUESTS["multimodal-parallel-calls"]))
+    judge_mistral(good)
+    parsed = mistral_models.ChatCompletionRequest.model_validate({**good, "cache_control": {"type": "ephemeral"}})
+    assert "cache_control" not in parsed.model_dump(), "the SDK model drops unknown keys: the walk is the judge"
+
+    def broken(change: Any) -> dict[str, Any]:
+        body = copy.deepcopy(good)
+        change(body)
+        return body
+
+    calls = next(i for i, m in enumerate(good["messages"]) if m.get("tool_calls"))
+    bodies = [
+        broken(lambda b: b.update(cache_control={"type": "ephemeral"})),  # unknown at the top
+        broken(lambda b: b["messages"][1]["content"][0].update(cache_control={"type": "ephemeral"})),  # in a chunk
+        broken(lambda b: b["tools"][0]["function"].update(cache_control={"type": "ephemeral"})),  # in a tool
+        broken(lambda b: b.update(max_tokens="2048")),  # a wrong type
+        broken(lambda b: b.update(tool_choice="anyy")),  # not a tool_choice
+        broken(lambda b: b["messages"][calls]["tool_calls"][0].update(id="call_w1")),  # not 9 letters and digits
+        broken(lambda b: b["messages"].pop(calls + 1)),  # a call left unanswered
+    ]
+    for body in bodies:
+        with pytest.raises((AssertionError, pydantic.ValidationError)):
+            judge_mistral(body)
 
 
 # ---------------------------------------------------------------- the case tables

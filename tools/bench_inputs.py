@@ -467,6 +467,15 @@ def generated_responses(tools: list[JSON]) -> dict[str, dict[str, JSON]]:
             "system_fingerprint": "fp_bench",
         }
 
+    def mistral(content: str, tool_calls: list[JSON] | None, finish: str) -> JSON:
+        message: JSON = {"role": "assistant", "content": content}
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+        usage = {k: openai_usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+        choice = {"index": 0, "message": message, "finish_reason": finish}
+        return {"id": "cmpl-bench", "object": "chat.completion", "created": 1_747_000_000,
+                "model": "mistral-large-2411", "choices": [choice], "usage": usage}  # fmt: skip
+
     def gemini(parts: list[JSON], finish: str) -> JSON:
         return {
             "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}],
@@ -505,6 +514,22 @@ def generated_responses(tools: list[JSON]) -> dict[str, dict[str, JSON]]:
                         "function": {"name": n, "arguments": json.dumps(a, ensure_ascii=False)},
                     }
                     for i, n, a in calls
+                ],
+                "tool_calls",
+            ),
+        },
+        "mistral": {
+            "text": mistral(answer, None, "stop"),
+            "3 tool calls": mistral(
+                preface,
+                [
+                    {
+                        "id": i[-9:],
+                        "type": "function",
+                        "index": k,
+                        "function": {"name": n, "arguments": json.dumps(a, ensure_ascii=False)},
+                    }
+                    for k, (i, n, a) in enumerate(calls)
                 ],
                 "tool_calls",
             ),
@@ -577,6 +602,7 @@ def parity_inputs() -> tuple[JSON, dict[str, dict[str, JSON]]]:
     return request, {
         "anthropic": answers,
         "openai": {branch: openai_shaped(answer) for branch, answer in answers.items()},
+        "mistral": {branch: openai_shaped(answer) for branch, answer in answers.items()},  # the same shape
         "gemini": gemini["finish_reasons"],
     }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .errors import ConfigError, ProviderError
@@ -40,8 +41,12 @@ def translate_response(
     *,
     requested_model: str | None = None,
     rules: RulesArg = None,
+    id_map: Mapping[str, str] | None = None,
 ) -> TranslateResult:
     """A provider's decoded response -> an OpenAI-shaped TranslateResult.
+
+    `id_map`: the `.id_map` of the request this answers (`translate_request`'s result), so a
+    tool-call id the request sent rewritten comes back as the caller's id.
 
     A body with the provider's error shape (the rule file's `endpoint.error` paths) raises
     ProviderError with its type and message, as the client does for an HTTP error.
@@ -50,20 +55,27 @@ def translate_response(
     error = rules_for.endpoint.error_in(response)
     if error is not None:
         raise ProviderError(error[1], provider=provider, kind="http", error_type=error[0])
-    return rules_for.outbound.translate(response, requested_model=requested_model)
+    return rules_for.outbound.translate(response, requested_model=requested_model, id_map=id_map)
 
 
-def stream_translator(provider: str, *, requested_model: str | None = None, rules: RulesArg = None) -> StreamTranslator:
+def stream_translator(
+    provider: str,
+    *,
+    requested_model: str | None = None,
+    rules: RulesArg = None,
+    id_map: Mapping[str, str] | None = None,
+) -> StreamTranslator:
     """A translator for one provider event stream, for callers that do their own HTTP.
 
     `feed(data)` per server-sent event (its `data:` text) returns OpenAI chunk dicts;
     at the end of the stream `finish()` returns the closing chunks and sets `.result`,
     the TranslateResult `translate_response` gives for the response the events built.
+    `id_map` as for `translate_response`.
     """
     streaming = load_rules(rules).get(provider).streaming
     if streaming is None:
         raise ConfigError(f"the {provider} rules have no streaming section")
-    return StreamTranslator(streaming, requested_model=requested_model)
+    return StreamTranslator(streaming, requested_model=requested_model, id_map=id_map)
 
 
 def providers(rules: RulesArg = None) -> list[str]:

@@ -473,7 +473,8 @@ def wrong_shape_body(provider: str, case: str) -> dict[str, Any]:
     elif case == "tool-input-string":
         set_at(reply, site.arguments, "a string, not an object")
     elif case == "tool-input-wrong-type":  # the JSON type the provider does not use for arguments
-        set_at(reply, site.arguments, {"a": 21} if site.native_text else [21, 21])
+        text_only = any(src.arguments == "text" for src in toolnexus.load_rules().get(provider).outbound.sources)
+        set_at(reply, site.arguments, {"a": 21} if site.native_text and text_only else [21, 21])
     else:
         raise AssertionError(case)
     return reply

@@ -16,6 +16,8 @@ import openai.types.chat
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from deepdiff import DeepDiff
 from google.genai import types as genai_types
+from mistralai.client import models as mistral_models
+from mistralai.client import types as mistral_types
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from pydantic import BaseModel, TypeAdapter
 
@@ -276,7 +278,74 @@ def judge_gemini(body: dict[str, Any], *, api_rules: bool = True) -> None:
         assert all(c["role"] in ("user", "model") for c in body["contents"])
 
 
-JUDGES = {"anthropic": judge_anthropic, "gemini": judge_gemini, "openai": judge_openai}
+# ---------------------------------------------------------------- Mistral: mistralai's pydantic models
+# They ignore unknown keys (pydantic's default), so the judge walks the body against the validated model: a key
+# that is neither a field's name nor its alias fails, and so does a value kept only as an "unrecognized" string
+# or an unknown content chunk. Strict validation refuses coercions ("5" for 5).
+
+MISTRAL_ID = re.compile(r"[a-zA-Z0-9]{9}")
+
+
+def unknown_keys(given: Any, parsed: Any, path: str = "") -> list[str]:
+    """Where `given` holds what the validated `parsed` did not take (keys, unrecognized enum values)."""
+    if isinstance(parsed, mistral_types.UnrecognizedStr):
+        return [f"{path}: {parsed!r} is not a value the SDK knows"]
+    if isinstance(parsed, mistral_types.BaseModel):
+        if type(parsed).__name__.startswith("Unknown"):
+            return [f"{path}: an unknown {type(parsed).__name__}"]
+        assert isinstance(given, dict), f"{path}: an object"
+        fields = type(parsed).model_fields
+        names = {name: name for name in fields} | {f.alias: name for name, f in fields.items() if f.alias}
+        problems = [f"{path}.{key}".lstrip(".") + ": a key the SDK does not know" for key in given if key not in names]
+        for key, value in given.items():
+            if key in names:
+                problems += unknown_keys(value, getattr(parsed, names[key]), f"{path}.{key}".lstrip("."))
+        return problems
+    if isinstance(parsed, list) and isinstance(given, list):
+        return [
+            p for i, (g, v) in enumerate(zip(given, parsed, strict=True)) for p in unknown_keys(g, v, f"{path}[{i}]")
+        ]
+    return []  # a leaf, or the caller's own data (a JSON Schema, arguments given as an object)
+
+
+def judge_mistral_model(model: type[BaseModel], value: Any, where: str = "") -> None:
+    plain = json.loads(json.dumps(value))
+    parsed = model.model_validate(plain, strict=True)
+    problems = unknown_keys(plain, parsed, where)
+    assert not problems, "the SDK type does not take all of it:\n" + "\n".join(problems)
+
+
+def check_mistral_api_rules(body: dict[str, Any]) -> None:
+    """Tool-call ids are exactly 9 letters and digits, and each call is answered right after its turn."""
+    check_openai_api_rules(body)
+    messages = body["messages"]
+    for k, msg in enumerate(messages):
+        assert msg["role"] in ("system", "user", "assistant", "tool"), f"messages[{k}]: role {msg['role']!r}"
+        for j, call in enumerate(msg.get("tool_calls") or []):
+            assert MISTRAL_ID.fullmatch(call["id"]), f"messages[{k}].tool_calls[{j}].id: not 9 letters and digits"
+        if msg["role"] == "tool":
+            assert MISTRAL_ID.fullmatch(msg["tool_call_id"]), f"messages[{k}].tool_call_id: not 9 letters and digits"
+
+
+def judge_mistral(body: dict[str, Any], *, api_rules: bool = True) -> None:
+    judge_mistral_model(mistral_models.ChatCompletionRequest, body)
+    if api_rules:
+        check_mistral_api_rules(body)
+
+
+def judge_mistral_stream(body: dict[str, Any]) -> None:
+    """A streamed call's body: the streaming request model (its `stream` defaults to true, so it must be said)."""
+    judge_mistral_model(mistral_models.ChatCompletionStreamRequest, body)
+    assert body.get("stream") is True, "a streamed call sends stream: true"
+    check_mistral_api_rules(body)
+
+
+def judge_mistral_chunk(event: dict[str, Any]) -> None:
+    """One streamed event's data, as the SDK reads a chunk."""
+    judge_mistral_model(mistral_models.CompletionChunk, event)
+
+
+JUDGES = {"anthropic": judge_anthropic, "gemini": judge_gemini, "mistral": judge_mistral, "openai": judge_openai}
 
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
@@ -458,4 +527,13 @@ def _gemini_response(response: dict[str, Any]) -> None:
     assert not diff, f"the SDK type changed part of the response:\n{diff.pretty()}"
 
 
-SDK_VALIDATORS = {"anthropic": _anthropic_response, "gemini": _gemini_response, "openai": _openai_response}
+def _mistral_response(response: dict[str, Any]) -> None:
+    judge_mistral_model(mistral_models.ChatCompletionResponse, response)
+
+
+SDK_VALIDATORS = {
+    "anthropic": _anthropic_response,
+    "gemini": _gemini_response,
+    "mistral": _mistral_response,
+    "openai": _openai_response,
+}

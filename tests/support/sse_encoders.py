@@ -174,7 +174,38 @@ def openai_events(response: dict[str, Any], rng: random.Random, *, cuts: int | N
     return out
 
 
-ENCODERS: dict[str, Encoder] = {"anthropic": anthropic_events, "gemini": gemini_events, "openai": openai_events}
+# ---------------------------------------------------------------- Mistral
+
+
+def mistral_events(response: dict[str, Any], rng: random.Random, *, cuts: int | None = None) -> list[bytes]:
+    """chat.completion.chunk events as Mistral streams them: the role, content pieces, each tool call whole in
+    one chunk (its arguments complete), then a last chunk with the finish reason and usage, then [DONE]."""
+    head = {k: v for k, v in response.items() if k not in ("object", "choices", "usage")}
+    head["object"] = "chat.completion.chunk"
+    choice = response["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, **more: Any) -> bytes:
+        return _sse({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **more})
+
+    content = message.get("content")
+    out = [chunk({"role": "assistant", "content": ""})]
+    for piece in pieces(content, rng, cuts) if content else []:
+        out.append(chunk({"content": piece}))
+    for call in message.get("tool_calls") or []:
+        out.append(chunk({"tool_calls": [call]}))
+    usage = {"usage": response["usage"]} if "usage" in response else {}
+    out.append(chunk({"content": ""}, choice.get("finish_reason"), **usage))
+    out.append(_sse("[DONE]"))
+    return out
+
+
+ENCODERS: dict[str, Encoder] = {
+    "anthropic": anthropic_events,
+    "gemini": gemini_events,
+    "mistral": mistral_events,
+    "openai": openai_events,
+}
 CANONICAL: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {"gemini": gemini_canonical}
 
 

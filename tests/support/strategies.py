@@ -424,6 +424,37 @@ def openai_responses(draw: Callable[..., Any]) -> dict[str, Any]:
     }
 
 
+mistral_ids = st.text(alphabet=string.ascii_letters + string.digits, min_size=9, max_size=9)
+
+
+@st.composite
+def mistral_responses(draw: Callable[..., Any]) -> dict[str, Any]:
+    """A Mistral chat completion: 9-character call ids, arguments as JSON text or an object, no cache or
+    reasoning counts, finish reasons from its documented list."""
+    ids = draw(st.lists(mistral_ids, max_size=4, unique=True))
+    calls = []
+    for index, call_id in enumerate(ids):
+        arguments = draw(json_objects)
+        given = arguments if draw(st.booleans()) else encode_object(draw, arguments)
+        function = {"name": draw(tool_names), "arguments": given}
+        calls.append({"id": call_id, "type": "function", "function": function, "index": index})
+    message: dict[str, Any] = {"role": "assistant", "content": draw(texts)}
+    if calls:
+        message["tool_calls"] = calls
+        finish = draw(st.sampled_from(["tool_calls", "tool_calls", "stop", "length"]))
+    else:
+        finish = draw(st.sampled_from(["stop", "length", "model_length", "error"]))
+    prompt, completion = draw(st.integers(0, 10**6)), draw(st.integers(0, 10**5))
+    return {
+        "id": f"cmpl-{draw(id_tails)}",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "mistral-large-2411",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+    }
+
+
 not_objects = st.one_of(
     st.integers(), st.text(max_size=5), st.lists(st.integers(), max_size=2), st.booleans(), st.none()
 )

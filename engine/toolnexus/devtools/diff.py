@@ -362,7 +362,13 @@ def _tool_call_ids(v: _View) -> Cell:
     rule = v.table("tool_call_ids")
     if "pattern" not in rule:
         return Cell()
-    text = f"{rule['pattern']}; others sent as tn_ + base64url, restored in results{v.marks(rule, ('tool_call_ids',))}"
+    rewrite = rule.get("rewrite")
+    how = (
+        f"a hash in {rewrite.get('length')} of {rewrite.get('alphabet')}, restored from the request's id map"
+        if isinstance(rewrite, dict)
+        else "tn_ + base64url, restored in results"
+    )
+    text = f"{rule['pattern']}; others sent as {how}{v.marks(rule, ('tool_call_ids',))}"
     return v.cell([text], ("tool_call_ids", "pattern"))
 
 

@@ -11,8 +11,9 @@ module adds the translation around it and the cancel event.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
+from functools import partial
 from typing import Any
 
 from ..errors import Cancelled, ConfigError, TranslationError
@@ -148,7 +149,8 @@ class Client:
                                max_tokens=max_tokens, params=params)  # fmt: skip
         notes = request_notes(body)
         content = encode_body(await self._caller.before(body))
-        call = self._caller.call(self._url, content, self._answer, notes)
+        answer = self._answer if not body.id_map else partial(self._read_answer, id_map=body.id_map)
+        call = self._caller.call(self._url, content, answer, notes)
         return await (call if cancel is None else self._cancellable(call, cancel))
 
     def translate_stream(
@@ -174,7 +176,9 @@ class Client:
         body = self.build_body(messages, tools=tools, toolkit=toolkit, tool_choice=tool_choice, system=system,
                                max_tokens=max_tokens, params=params)  # fmt: skip
         notes = request_notes(body)
-        return TranslateStream(self._caller, {**body, **streaming.body}, self._stream_url, streaming, cancel, notes)
+        return TranslateStream(
+            self._caller, {**body, **streaming.body}, self._stream_url, streaming, cancel, notes, body.id_map
+        )
 
     def build_body(
         self,
@@ -186,7 +190,7 @@ class Client:
         system: str | None = None,
         max_tokens: int = 0,
         params: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> RequestBody:
         """The provider body translate would send (before `before_llm`): the pure translation + request_params."""
         clash = sorted(OWN_ARGUMENTS & set(params or ()))
         if clash:
@@ -203,6 +207,8 @@ class Client:
         if self._params:
             merged = RequestBody({**body, **self._params})
             merged.notes = body.notes
+            if body.id_map:
+                merged.id_map = body.id_map
             return merged
         return body
 
@@ -221,8 +227,8 @@ class Client:
             raise Cancelled("the call was cancelled by the caller's cancel event")
         return task.result()
 
-    def _read_answer(self, data: dict[str, Any]) -> TranslateResult:
-        return self._provider.outbound.translate(data, requested_model=self.model)
+    def _read_answer(self, data: dict[str, Any], id_map: Mapping[str, str] | None = None) -> TranslateResult:
+        return self._provider.outbound.translate(data, requested_model=self.model, id_map=id_map)
 
 
 create_client = Client

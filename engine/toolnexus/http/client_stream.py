@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 
 import httpx
@@ -53,12 +53,13 @@ class TranslateStream:
     """
 
     def __init__(self, caller: Caller, body: dict[str, Any], url: httpx.URL, streaming: Streaming,
-                 cancel: asyncio.Event | None, notes: tuple[Note, ...] = ()) -> None:  # fmt: skip
+                 cancel: asyncio.Event | None, notes: tuple[Note, ...] = (),
+                 id_map: Mapping[str, str] | None = None) -> None:  # fmt: skip
         self._caller = caller
         self._notes = notes  # the request's, carried onto the result
         self._body = body
         self._url = url
-        self._translator = StreamTranslator(streaming, requested_model=caller.model)
+        self._translator = StreamTranslator(streaming, requested_model=caller.model, id_map=id_map)
         self._framing = framing(streaming.framing)
         self._cancel = cancel
         self._pending: deque[dict[str, Any]] = deque()

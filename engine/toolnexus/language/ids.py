@@ -13,6 +13,12 @@ function of the id:
 - `restore`: the inverse, for ids the provider hands back: an encoded id becomes
   the caller's original; anything else is left alone.
 
+A provider whose ids are too narrow for that encoding (Mistral: exactly 9 letters and
+digits) declares a `rewrite` (an alphabet and a length): an id that does not fit becomes
+a hash of itself written in that alphabet. A hash cannot be decoded, so the request's
+own map (sent id -> caller's id, `RequestBody.id_map`) restores what the provider
+echoes; the rewrite is still stateless: the same transcript maps the same way.
+
 The pattern is matched with RE2 (the `google-re2` package), which runs in time linear
 in the id: a rule file cannot make a pattern like `^([a-z]+)+$` take seconds on one id,
 as Python's backtracking `re` would. RE2 has no backreferences or lookarounds; a
@@ -25,15 +31,21 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable
+import functools
+import hashlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Literal
 
 import re2
 
+from ..errors import TranslationError
 from .loader import RuleSource
 
 MARK = "tn_"
+NO_IDS: Mapping[str, str] = MappingProxyType({})
+REHASH_LIMIT = 64  # attempts before a rewrite gives up on an id (only a tiny alphabet and length get there)
 
 
 def encode(call_id: str) -> str:
@@ -53,33 +65,105 @@ def decode(sent: str) -> str | None:
 
 
 @dataclass(frozen=True)
+class Rewrite:
+    """`tool_call_ids.rewrite`: an id the pattern refuses becomes `length` characters of `alphabet`, derived from
+    a hash of the id (attempt 0, then 1, 2, ... while the result collides, when `collisions` is `rehash`)."""
+
+    alphabet: str
+    length: int
+    collisions: Literal["rehash", "error"] = "rehash"
+
+    def derive(self, call_id: str, attempt: int) -> str:
+        return _derive(self.alphabet, self.length, call_id, attempt)
+
+
+@functools.lru_cache(maxsize=4096)  # a pure function; a conversation sends the same ids on every turn
+def _derive(alphabet: str, length: int, call_id: str, attempt: int) -> str:
+    """`length` characters of `alphabet` from a hash of the attempt number and the id."""
+    width = len(alphabet)
+    size = (length * width.bit_length() + 7) // 8 + 8  # spare bytes keep the digits near-uniform
+    seed = f"{attempt}:{call_id}".encode("utf-8", "surrogatepass")
+    number = int.from_bytes(hashlib.shake_256(seed).digest(size), "big")
+    chars = []
+    for _ in range(length):
+        number, digit = divmod(number, width)
+        chars.append(alphabet[digit])
+    return "".join(chars)
+
+
+@dataclass(frozen=True)
 class IdRule:
-    """A provider's accepted tool-call id form (a regular expression the whole id must match)."""
+    """A provider's accepted tool-call id form (a regular expression the whole id must match), and how
+    another id is made to fit: `tn_` + base64url by default, or the rule's `rewrite`."""
 
     pattern: Any  # a compiled RE2 pattern over UTF-8 bytes (google-re2 ships no type hints)
+    rewrite: Rewrite | None = None
 
     def accepts(self, call_id: str) -> bool:
         """Whether the provider takes this id as it is (the whole id matches the pattern)."""
         return self.pattern.fullmatch(call_id.encode("utf-8", "surrogatepass")) is not None
 
     def normalize(self, call_id: str) -> str:
+        """The encoded form of an id (the default, stateless and reversible, with no rewrite)."""
         if self.accepts(call_id) and not call_id.startswith(MARK):
             return call_id
         return encode(call_id)
 
-    def memo(self) -> Callable[[str], str]:
-        """`normalize` for one request: a call and its result share one check."""
+    def for_request(self, messages: Any, provider: str) -> tuple[Callable[[str], str], dict[str, str]]:
+        """The id map of one request: a function the reader calls per id (a call and its result share one
+        answer), and the dict it fills, sent id -> caller's id, for each id it changed."""
+        changed: dict[str, str] = {}
+        if self.rewrite is not None:
+            table = self._rewritten(messages, provider)
+            changed.update((sent, given) for given, sent in table.items())
+            return (lambda call_id: table.get(call_id, call_id)), changed
         seen: dict[str, str] = {}
 
         def normalize(call_id: str) -> str:
             sent = seen.get(call_id)
             if sent is None:
                 sent = seen[call_id] = self.normalize(call_id)
+                if sent != call_id:
+                    changed[sent] = call_id
             return sent
 
-        return normalize
+        return normalize, changed
 
-    def restore(self, sent: str) -> str:
+    def _rewritten(self, messages: Any, provider: str) -> dict[str, str]:
+        """Caller's id -> sent id for every id of the transcript the pattern refuses, in order of first
+        appearance; never equal to an id sent unchanged or to another rewritten one."""
+        rewrite = self.rewrite
+        assert rewrite is not None
+        found: dict[str, str] = {}  # id -> where it first appears
+        for call_id, where in _transcript_ids(messages):
+            found.setdefault(call_id, where)
+        taken = {call_id for call_id in found if self.accepts(call_id)}
+        table: dict[str, str] = {}
+        for call_id, where in found.items():
+            if call_id in taken:
+                continue
+            for attempt in range(REHASH_LIMIT):
+                sent = rewrite.derive(call_id, attempt)
+                if sent not in taken and self.accepts(sent):
+                    break
+                if rewrite.collisions == "error" and sent in taken:
+                    message = f"{call_id!r} rewrites to {sent!r}, an id this request already sends"
+                    raise TranslationError(where, message, provider=provider)
+            else:
+                message = f"no free {rewrite.length}-character id for {call_id!r}"
+                raise TranslationError(where, message, provider=provider)
+            taken.add(sent)
+            table[call_id] = sent
+        return table
+
+    def restore(self, sent: str, id_map: Mapping[str, str] = NO_IDS) -> str:
+        """The caller's id for an id the provider hands back: from the request's map when given, else
+        decoded from `tn_` + base64url (a rewrite's hash cannot be decoded: without the map it stays)."""
+        original = id_map.get(sent)
+        if original is not None:
+            return original
+        if self.rewrite is not None:
+            return sent
         original = decode(sent)
         return sent if original is None else original
 
@@ -88,6 +172,33 @@ class IdRule:
         samples = ("a", "a.b:c", "é/\u6771", "x" * 40)
         return all(self.accepts(encode(sample)) for sample in samples)
 
+    def admits_rewritten_ids(self) -> bool:
+        """Whether the pattern accepts every character of the rewrite's alphabet at every place, and a few
+        derived ids (checked when the rules load)."""
+        rewrite = self.rewrite
+        assert rewrite is not None
+        samples = [char * rewrite.length for char in rewrite.alphabet]
+        samples += [rewrite.derive(sample, 0) for sample in ("a", "call_1", "é/\u6771")]
+        return all(self.accepts(sample) for sample in samples)
+
+
+def _transcript_ids(messages: Any) -> Iterator[tuple[str, str]]:
+    """(id, path) of each tool-call id of a transcript, as the reader will find them (anything malformed is
+    skipped here: the reader refuses it, at its path)."""
+    if not isinstance(messages, list):
+        return
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict):
+            continue
+        calls = msg.get("tool_calls")
+        if isinstance(calls, list):
+            for k, call in enumerate(calls):
+                if isinstance(call, dict) and type(call.get("id")) is str:
+                    yield call["id"], f"messages[{i}].tool_calls[{k}].id"
+        answered = msg.get("tool_call_id")
+        if type(answered) is str:
+            yield answered, f"messages[{i}].tool_call_id"
+
 
 def compile_id_rule(source: RuleSource) -> IdRule | None:
     """The rule file's `tool_call_ids` section, compiled (None when the provider takes any id)."""
@@ -95,12 +206,43 @@ def compile_id_rule(source: RuleSource) -> IdRule | None:
     if spec is None:
         return None
     try:
-        rule = IdRule(compile_pattern(spec["pattern"]))
+        pattern = compile_pattern(spec["pattern"])
     except re2.error as exc:
         raise source.error(("tool_call_ids", "pattern"), f"not an RE2 regular expression: {_reason(exc)}") from None
-    if not rule.admits_encoded_ids():
-        raise source.error(("tool_call_ids", "pattern"), "must accept the encoded form tn_ + URL-safe base64")
+    if "rewrite" not in spec:
+        rule = IdRule(pattern)
+        if not rule.admits_encoded_ids():
+            raise source.error(("tool_call_ids", "pattern"), "must accept the encoded form tn_ + URL-safe base64")
+        return rule
+    given = spec["rewrite"]
+    alphabet = expand_alphabet(given["alphabet"])
+    if alphabet is None:
+        raise source.error(("tool_call_ids", "rewrite", "alphabet"), "a range runs backwards (write it low-high)")
+    if len(alphabet) < 2:
+        raise source.error(("tool_call_ids", "rewrite", "alphabet"), "needs at least two characters")
+    rule = IdRule(pattern, Rewrite(alphabet, given["length"], given.get("collisions", "rehash")))
+    if not rule.admits_rewritten_ids():
+        message = f"{given['length']} characters of {given['alphabet']!r} do not all fit the pattern"
+        raise source.error(("tool_call_ids", "rewrite"), message)
     return rule
+
+
+def expand_alphabet(spec: str) -> str | None:
+    """A rewrite's alphabet: characters and `x-y` ranges (a `-` first or last is itself), in the order given,
+    each once; None when a range runs backwards."""
+    chars: dict[str, None] = {}
+    i = 0
+    while i < len(spec):
+        if i + 2 < len(spec) and spec[i + 1] == "-":
+            low, high = spec[i], spec[i + 2]
+            if low > high:
+                return None
+            chars.update(dict.fromkeys(chr(c) for c in range(ord(low), ord(high) + 1)))
+            i += 3
+        else:
+            chars[spec[i]] = None
+            i += 1
+    return "".join(chars)
 
 
 def compile_pattern(pattern: str) -> Any:

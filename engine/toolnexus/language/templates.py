@@ -35,7 +35,7 @@ Operations (the whole vocabulary; README "Rule format" has an example of each):
         wrap: KEY            object; anything else becomes {KEY: value}
   $media_type: PATH         the media type a URL's file extension names; absent
                              when it names none
-  $content: text_or_blocks | blocks
+  $content: text_or_blocks | blocks | one
         kinds: [KIND, ...]   a message's parts written through the `parts`
         lead: PATH           table (inside a role's `message`, or a part's own
                              parts inside a part template); `lead` names a list
@@ -71,7 +71,7 @@ from __future__ import annotations
 import difflib
 import mimetypes
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -91,9 +91,10 @@ class Ctx:
     needs it, so the hot loop builds no strings.
     """
 
-    __slots__ = ("notes", "outbound", "path", "provider", "settler")
+    __slots__ = ("ids", "notes", "outbound", "path", "provider", "settler")
 
-    def __init__(self, provider: str, *, outbound: bool = False) -> None:
+    def __init__(self, provider: str, *, outbound: bool = False, ids: Mapping[str, str] | None = None) -> None:
+        self.ids = ids  # the answered request's sent tool-call id -> caller's id (`RequestBody.id_map`)
         self.notes: list[Note] = []
         self.path: Any = ""
         self.provider = provider
@@ -388,6 +389,9 @@ class Merge(Node):
         return (self.path,)
 
 
+CONTENT_POLICIES = ("text_or_blocks", "blocks", "one")
+
+
 @dataclass(frozen=True)
 class Content(Node):
     """`$content`: the message's (or part's) parts, written through the parts table's closure."""
@@ -395,7 +399,7 @@ class Content(Node):
     render: Render
     kinds: frozenset[str] | None  # the part kinds it writes, None for every kind
     reads: tuple[Read, ...]  # `parts`, and the `lead` path when given
-    policy: str = "blocks"  # text_or_blocks | blocks
+    policy: str = "blocks"  # text_or_blocks | blocks | one (the message's one part, written as the whole value)
 
     def paths(self) -> tuple[Read, ...]:
         return self.reads
@@ -526,11 +530,10 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Node:
     # $content
     if env.content is None:
         raise env.error(at, "$content is only allowed in a role's `message`")
-    if arg not in ("text_or_blocks", "blocks"):
+    if arg not in CONTENT_POLICIES:
         raise env.error(
             at,
-            f"$content takes text_or_blocks or blocks, got {arg!r}"
-            + did_you_mean(str(arg), ["text_or_blocks", "blocks"]),
+            f"$content takes text_or_blocks, blocks or one, got {arg!r}" + did_you_mean(str(arg), CONTENT_POLICIES),
         )
     kinds = spec.get("kinds")
     reads = [_read("parts", at, env)]

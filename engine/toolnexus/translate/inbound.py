@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from ..errors import Note, TranslationError
-from ..language.ids import IdRule, compile_id_rule
+from ..language.ids import NO_IDS, IdRule, compile_id_rule
 from ..language.jsonsafe import checked
 from ..language.loader import Key, RuleSource, did_you_mean
 from ..language.paths import MISSING
@@ -81,9 +81,12 @@ COMPUTED_FIELDS = frozenset({"system"})
 
 
 class RequestBody(dict[str, Any]):
-    """The provider-native body (a plain dict) plus the notes of its translation."""
+    """The provider-native body (a plain dict) plus the notes of its translation, and `id_map`: each tool-call
+    id it sends rewritten -> the caller's id, for translating the answer to this request (`translate_response`'s
+    `id_map`), since a provider may echo a sent id and a rewrite's hash cannot be decoded."""
 
     notes: tuple[Note, ...] = ()
+    id_map: Mapping[str, str] = NO_IDS
 
 
 @dataclass(frozen=True)
@@ -185,12 +188,15 @@ class Inbound:
         if parallel is not MISSING and type(parallel) is not bool:
             raise TranslationError("parallel_tool_calls", "must be true or false", provider=provider)
 
+        id_map, sent_ids = None, None
+        if self.tool_call_ids is not None:
+            id_map, sent_ids = self.tool_call_ids.for_request(scope["messages"], provider)
         turns, hoisted = read_messages(
             scope["messages"],
             self.hoist,
             provider,
             arguments_json=self.reads_arguments_json,
-            tool_call_ids=None if self.tool_call_ids is None else self.tool_call_ids.memo(),
+            tool_call_ids=id_map,
             carry=self.carry,
         )
         chosen = self._choose_system(hoisted, turns, system, default_system, ctx)
@@ -220,6 +226,8 @@ class Inbound:
 
         body = RequestBody(self.body(scope, ctx) or {})
         body.notes = tuple(ctx.notes)
+        if sent_ids:
+            body.id_map = sent_ids
         return body
 
     def _tools_section(self, tools: Any, ctx: Ctx, unknown_fields: UnknownFields) -> tuple[list[Any], set[str]]:
@@ -692,7 +700,7 @@ def _content_writer(
     lead_getter = None if lead is None else path_getter(lead, (*key, "lead"), Env(source))
     lead_where = str(lead).removeprefix("source.")
     wanted = frozenset(kinds) if kinds is not None else None
-    flatten = policy == "text_or_blocks"
+    flatten, one = policy == "text_or_blocks", policy == "one"
     # Read from `parts` at the end of the load: [writers, reporting kinds, keys a text part may carry that
     # the text template writes (such a part stays a block)].
     table: list[Any] = []
@@ -745,7 +753,11 @@ def _content_writer(
             at[1] = part
             blocks.append(write(part, ctx))
         ctx.path = where
-        return blocks if blocks else MISSING
+        if not one:
+            return blocks if blocks else MISSING
+        if len(blocks) > 1:
+            raise ctx.fail(f"messages[{turn['index']}]", f"holds {len(blocks)} parts; the rules send one per message")
+        return blocks[0] if blocks else MISSING
 
     return render
 

@@ -29,7 +29,7 @@ from typing import Any, NoReturn
 
 from ..errors import Note, ResponseError
 from ..language.ask import plain_read, read_path, written
-from ..language.ids import IdRule, compile_id_rule
+from ..language.ids import NO_IDS, IdRule, compile_id_rule
 from ..language.jsonsafe import checked
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, Getter, simple_steps
@@ -105,10 +105,12 @@ class ItemSource:
         return kind, (self.kinds.get(kind) if isinstance(kind, str) else None)
 
 
-Run = Callable[["Outbound", dict[str, Any], "str | None"], TranslateResult]
+Run = Callable[["Outbound", dict[str, Any], "str | None", "Mapping[str, str] | None"], TranslateResult]
 
 
-def _not_built(outbound: Outbound, response: dict[str, Any], requested_model: str | None) -> TranslateResult:
+def _not_built(
+    outbound: Outbound, response: dict[str, Any], requested_model: str | None, id_map: Mapping[str, str] | None
+) -> TranslateResult:
     raise AssertionError("compile_outbound builds the response function")
 
 
@@ -133,12 +135,16 @@ class Outbound:
     templates_code: tuple[tuple[Key, str], ...] = ()  # (rule key, the Python a template compiled to)
     run: Run = _not_built
 
-    def translate(self, response: Any, *, requested_model: str | None = None) -> TranslateResult:
+    def translate(
+        self, response: Any, *, requested_model: str | None = None, id_map: Mapping[str, str] | None = None
+    ) -> TranslateResult:
+        """`id_map`: the answered request's `RequestBody.id_map`, so an id it sent rewritten comes back as the
+        caller's (needed for a `rewrite`; `tn_` ids decode without it)."""
         provider = self.provider
         if not isinstance(response, dict):
             raise ResponseError("", f"the response must be an object, got {type(response).__name__}", provider=provider)
         checked(response, "", lambda path, message: ResponseError(path, message, provider=provider))
-        return self.run(self, response, requested_model)
+        return self.run(self, response, requested_model, id_map)
 
     def _read_source(self, src: ItemSource, response: dict[str, Any], ctx: Ctx, found: _Found) -> None:
         """A source the generated code did not find as it expects: absent (fine if optional), or each element."""
@@ -243,7 +249,7 @@ class Outbound:
         ):
             if self.tool_call_ids is not None:
                 given = call_id
-                call_id = self.tool_call_ids.restore(call_id)
+                call_id = self.tool_call_ids.restore(call_id, ctx.ids or NO_IDS)
                 if call_id != given:
                     ctx.notes.append(Note("rewritten", src.element_path(i), f"id {given!r} restored to {call_id!r}"))
             return TranslatedToolCall(id=call_id, name=name, arguments=arguments, extra_content=extra)
@@ -581,6 +587,7 @@ class _Code:
         self.o = outbound
         self.names: dict[str, Any] = {
             "MISSING": MISSING,
+            "NO_IDS": NO_IDS,
             "Ctx": Ctx,
             "Note": Note,
             "Found": _Found,
@@ -645,7 +652,8 @@ class _Code:
 
     def function(self) -> str:
         o = self.o
-        lines = [f"c = Ctx({o.provider!r}, outbound=True)", "f = Found()", "texts = f.texts", "calls = f.calls"]
+        lines = [f"c = Ctx({o.provider!r}, outbound=True, ids=id_map)", "f = Found()", "texts = f.texts"]
+        lines.append("calls = f.calls")
         for index, src in enumerate(o.sources):
             lines += self.source(index, src)
         lines.append('c.path = ""')
@@ -655,7 +663,7 @@ class _Code:
             'return TranslateResult("".join(texts), calls, finish, u, mo, r, tuple(c.notes),'
             ' "".join(f.reasoning), f.extras)'
         )
-        return "def respond(o, r, requested_model):\n" + "".join(f"    {line}\n" for line in lines)
+        return "def respond(o, r, requested_model, id_map=None):\n" + "".join(f"    {line}\n" for line in lines)
 
     def source(self, index: int, src: ItemSource) -> list[str]:
         s = self.name(src, "source")
@@ -761,7 +769,7 @@ class _Code:
             if o.tool_call_ids is not None:
                 ids = self.name(o.tool_call_ids, "ids")
                 writes += [
-                    f"given = ci; ci = {ids}.restore(ci)",
+                    f"given = ci; ci = {ids}.restore(ci, id_map or NO_IDS)",
                     "if ci != given:",
                     f"    c.notes.append(Note('rewritten', {s}.element_path(i),"
                     " f'id {given!r} restored to {ci!r}'))",

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import Note, ProviderError, ResponseError
+from ..language.ids import NO_IDS
 from ..language.jsonsafe import JsonValueError, loads, where_in
 from ..language.paths import MISSING
 from ..language.templates import Ctx, fresh_copy
@@ -109,9 +110,12 @@ class StreamTranslator:
     ProviderError (kind connection); an event the rules cannot place is a ResponseError at `events[n]...`.
     """
 
-    def __init__(self, rules: Streaming, *, requested_model: str | None = None) -> None:
+    def __init__(
+        self, rules: Streaming, *, requested_model: str | None = None, id_map: Mapping[str, str] | None = None
+    ) -> None:
         self.rules = rules
         self.requested_model = requested_model
+        self.id_map = id_map  # the request's sent tool-call id -> caller's id (`RequestBody.id_map`)
         self.response: dict[str, Any] = fresh_copy(rules.start)
         self.result: TranslateResult | None = None
         self.ended = False
@@ -408,7 +412,7 @@ class StreamTranslator:
         self._elements[w_index][i] = info
         if template is None:
             return  # a kind the rules do not know: the final translation notes it
-        ctx = Ctx(self.rules.provider, outbound=True)
+        ctx = Ctx(self.rules.provider, outbound=True, ids=self.id_map)
         ctx.path = (src, i)
         item = template(element, ctx)
         if item is MISSING:
@@ -434,7 +438,7 @@ class StreamTranslator:
             if not (type(call_id) is str and call_id and type(name) is str and name):
                 outbound.bad_tool_call(call, src.element_path(i), fields, src.arguments)
             if outbound.tool_call_ids is not None:  # the caller's own id, as the whole answer restores it
-                call_id = outbound.tool_call_ids.restore(call_id)
+                call_id = outbound.tool_call_ids.restore(call_id, self.id_map or NO_IDS)
             arguments = call.get("arguments")
             first = arguments if type(arguments) is str else ""  # JSON arriving in pieces starts from nothing
         else:
@@ -554,7 +558,7 @@ class StreamTranslator:
         unknown event type); the streamed tool calls and text are checked against it.
         """
         rules = self.rules
-        result = rules.outbound.translate(self.assemble(), requested_model=self.requested_model)
+        result = rules.outbound.translate(self.assemble(), requested_model=self.requested_model, id_map=self.id_map)
         if self.notes:
             result.notes = (*result.notes, *self.notes)
         for call, done in zip(self._calls, result.tool_calls, strict=False):
