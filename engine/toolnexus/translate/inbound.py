@@ -23,7 +23,6 @@ from ..language.loader import Key, RuleSource, did_you_mean
 from ..language.paths import MISSING
 from ..language.templates import Ctx, Env, Render, compile_template, path_getter
 from .fields import OPENAI_REQUEST_FIELDS, ZERO_MEANS_ABSENT, Range, check_fields, compile_ranges
-from .request_code import MESSAGES, Messages, Written, _Sequence, generate, json_safe, settle_parts, unchecked
 from .reader import (
     NO_CARRY,
     PART_FIELDS,
@@ -41,11 +40,12 @@ from .reader import (
     read_tools,
     system_parts,
 )
+from .request_code import ListPath, Messages, Written, generate, json_safe, settle_parts, unchecked
 
 UnknownFields = Literal["error", "drop"]
 
 
-TOOLS = _Sequence("tools", ".function")
+TOOLS = ListPath("tools", ".function")
 
 
 class _Parts:

@@ -43,7 +43,7 @@ Check = Callable[[Any], bool]
 Messages = Callable[[list[Any], Ctx, Check, IdMap | None], Written | None]
 
 
-class _Sequence:
+class ListPath:
     """A request list whose element paths are formatted only when a note or an error needs one."""
 
     def __init__(self, name: str, inside: str = "") -> None:
@@ -54,7 +54,7 @@ class _Sequence:
         return f"{self.name}[{index}]{self.inside}"
 
 
-MESSAGES = _Sequence("messages")
+MESSAGES = ListPath("messages")
 
 
 def json_safe(value: Any) -> bool:
@@ -156,6 +156,7 @@ def generate(inbound: Inbound) -> tuple[str, Messages]:
         "        for k, v in m.items():",
         "            if (k not in KNOWN and (type(k) is not str or not ok(k))) or not ok(v): return None",
         "        role = m.get('role')",
+        "        if type(role) is not str: return None",
     ]
     branch = "if"
     if inbound.hoist:
