@@ -1,7 +1,7 @@
-"""The request's messages section: the generated function (request_code.py) writes transcripts that pass its
-fast test in one pass; any other goes to the explain step (the whole-request JSON check, then the reader).
-Both give the same body, notes and errors: on every case request, on each case request damaged one place
-at a time, and on generated transcripts."""
+"""The request's messages section: the generated function (request_code.py) reads and writes the transcript
+in one pass; on an error its explain step, the reader, reads the whole transcript first. The result is the
+same as reading everything before writing anything (the body, notes and errors): on every case request, on
+each case request damaged one place at a time, and on generated transcripts."""
 
 from __future__ import annotations
 
@@ -25,9 +25,15 @@ CASES = request_cases(PROVIDERS)
 
 
 def explained(provider: str, request: Any, options: dict[str, Any]) -> Any:
-    """The outcome with the fast test refusing every transcript, so the explain step reads it first."""
+    """The outcome when the reader reads every transcript before the generated function writes it."""
+    write = Inbound._write_messages
+
+    def reader_first(self: Inbound, msgs: Any, settler: Any) -> Any:
+        self._explain_messages(msgs)
+        return write(self, msgs, settler)
+
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Inbound, "_fast_messages", lambda self, msgs, settler: None)
+        patch.setattr(Inbound, "_write_messages", reader_first)
         return request_outcome(provider, request, options)
 
 
@@ -70,13 +76,14 @@ def round_trip(provider: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_round_trip_transcripts_never_reach_the_reader(monkeypatch: pytest.MonkeyPatch, provider: str) -> None:
-    """Round-trip keys are ordinary template values: such a transcript passes the fast test."""
+    """Round-trip keys are ordinary template values: such a transcript is written in the one pass."""
 
     def reader(*args: Any, **kwargs: Any) -> NoReturn:
         raise AssertionError("the transcript went to the explain step")
 
     request = round_trip(provider)
     expected = explained(provider, request, {})
+    assert isinstance(expected[0], dict)
     monkeypatch.setattr(inbound, "read_messages", reader)
     assert request_outcome(provider, request, {}) == expected
 
@@ -89,7 +96,8 @@ def places(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
         yield from places(item, (*path, key))
 
 
-# One damage per place, in turn: a wrong type, null, text JSON cannot hold, a number JSON cannot say, absent.
+# One damage per place, in turn: a wrong type, null, text JSON cannot hold, a number JSON cannot say, absent,
+# an empty list, an object.
 DAMAGE: list[Any] = [7, None, "\ud800", math.nan, KeyError, [], {"x": 1}]
 
 

@@ -297,17 +297,3 @@ def _text(text: str) -> None:
         raise _Problem(
             f"holds a lone surrogate {text[exc.start]!r} at character {exc.start}, which UTF-8 cannot encode"
         ) from None
-
-
-def fits(value: Any, level: int) -> bool:
-    """Whether `value`, found `level` arrays or objects below the top of a request (a message's value: 2),
-    passes the request's `check`. False may also mean "ask `check` of the whole": nesting is counted as
-    the stricter of the two ways `check` writes a request's messages (one list, or member by member)."""
-    for _ in range(level):
-        value = [value]
-    if orjson is None:
-        return locate([value]) is None
-    try:
-        return _clean(value, 2)
-    except RecursionError:
-        return False

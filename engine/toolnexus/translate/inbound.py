@@ -40,7 +40,7 @@ from .reader import (
     read_tools,
     system_parts,
 )
-from .request_code import ListPath, Messages, Written, generate, json_safe, settle_parts, unchecked
+from .request_code import ListPath, Messages, Written, generate, settle_parts
 
 UnknownFields = Literal["error", "drop"]
 
@@ -156,8 +156,7 @@ class Inbound:
             if value is not None and type(value) is not str:
                 raise TranslationError(name, f"must be a string, got {type(value).__name__}", provider=provider)
         settler = self._settle_drop if unknown_fields == "drop" else self._settle_error
-        written = self._fast_messages(request.get("messages"), settler)
-        checked(request if written is None else {k: v for k, v in request.items() if k != "messages"}, "", self._refuse)
+        checked(request, "", self._refuse)
         check_fields(request, self.ranges, provider)
         ctx = Ctx(provider)
         ctx.settler = settler
@@ -177,18 +176,7 @@ class Inbound:
         if parallel is not MISSING and type(parallel) is not bool:
             raise TranslationError("parallel_tool_calls", "must be true or false", provider=provider)
 
-        if written is None:  # the explain step: the reader names what the fast test refused
-            read_messages(
-                scope["messages"],
-                self.hoist,
-                provider,
-                arguments_json=self.reads_arguments_json,
-                tool_call_ids=None if self.tool_call_ids is None else self.tool_call_ids.memo(),
-                carry=self.carry,
-            )
-            written = self._write_messages(scope["messages"], settler, unchecked)
-            assert written is not None  # what the reader accepts, the generated function writes
-        turns, hoisted, turn_notes, first = written
+        turns, hoisted, turn_notes, first = self._write_messages(scope["messages"], settler)
         chosen = self._choose_system(hoisted, first, system, default_system, ctx)
         if system is None and hoisted:
             chosen = self._cached_system(hoisted, chosen, ctx)
@@ -363,21 +351,27 @@ class Inbound:
         ctx.path = ""
         return blocks
 
-    def _fast_messages(self, msgs: Any, settler: Any) -> Written | None:
-        """The generated messages function on the transcript as given (None: the explain step decides)."""
-        if type(msgs) is not list or not msgs:
-            return None
-        try:
-            return self._write_messages(msgs, settler, json_safe)
-        except TranslationError:
-            return None
-
-    def _write_messages(self, msgs: list[Any], settler: Any, ok: Any) -> Written | None:
-        """Run the generated function with a Ctx of its own: its notes go in after the system prompt's."""
+    def _write_messages(self, msgs: Any, settler: Any) -> Written:
+        """The transcript written by the generated function (its notes kept apart: they go in after the
+        system prompt's). On an error its explain step, the reader, goes first: the reader's errors come
+        before the writer's, as it reads the whole transcript before anything is written."""
         ctx = Ctx(self.provider)
         ctx.settler = settler
         ids = None if self.tool_call_ids is None else self.tool_call_ids.memo()
-        return self.messages(msgs, ctx, ok, ids)
+        try:
+            written = self.messages(msgs, ctx, ids)
+        except TranslationError:
+            self._explain_messages(msgs)
+            raise
+        if written is None:  # a shape the fast test declines: the reader says what is wrong with it
+            self._explain_messages(msgs)
+            raise TranslationError("messages", "cannot be read", provider=self.provider)
+        return written
+
+    def _explain_messages(self, msgs: Any) -> None:
+        ids = None if self.tool_call_ids is None else self.tool_call_ids.memo()
+        carry, arguments_json = self.carry, self.reads_arguments_json
+        read_messages(msgs, self.hoist, self.provider, arguments_json=arguments_json, tool_call_ids=ids, carry=carry)
 
     def _system_message(self, chosen: Any, hoisted: list[Hoisted], system: str | None, ctx: Ctx) -> list[Any]:
         """The system prompt as a message of its own, where the rules place it so ([] otherwise)."""

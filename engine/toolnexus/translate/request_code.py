@@ -1,16 +1,16 @@
 """The request's messages section as one generated function per rule file.
 
-One pass over the transcript: per message, a fast test of its shape and of the JSON safety of what it
-holds, the read into the middle form (the reader's helpers for each shape: one implementation of each
-idea), the per-turn settling, the write by the role's compiled template, the merge of consecutive
-turns, and the notes where they arise. The role table, the carry table and the hoisted roles are
-folded into the code, so the loop does no lookups the rule file already answered.
+One pass over the transcript: per message, its role's read into the middle form (the reader's helper
+for each shape: one implementation of each idea), the per-turn settling, the write by the role's
+compiled template, the merge of consecutive turns, and the notes where they arise. The role table, the
+carry table and the hoisted roles are folded into the code, so the loop asks nothing the rule file
+already answered at load.
 
-The explain step is the reader: when the fast test fails (a value JSON cannot hold, or anything the
-reader refuses), `Inbound.translate` checks the request whole and reads the transcript with
-`read_messages`, which raises the precise TranslationError with its path; a transcript it accepts is
-then written by this same function, which raises the writer's own errors in message order. So both
-give the same body, notes and errors (tests/test_request_messages.py compares them).
+The explain step is the reader: when the function raises (or declines a message that is not an object
+of a known role), `Inbound._write_messages` reads the whole transcript with `read_messages` first,
+which raises the reader's precise TranslationError with its path, as the reader's errors come before
+any writer's; a transcript it accepts gets the generated function's own error, the first in message
+order. tests/test_request_messages.py holds the two orders to the same result.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Note
-from ..language.jsonsafe import fits
 from ..language.paths import MISSING
 from ..language.templates import Ctx
 from .reader import (
@@ -39,8 +38,7 @@ if TYPE_CHECKING:
 
 # (the written messages, the hoisted prompts, the notes of the turns, the index of the first turn)
 Written = tuple[list[Any], list[tuple[str, str, int, dict[str, Any]]], list[Note], int | None]
-Check = Callable[[Any], bool]
-Messages = Callable[[list[Any], Ctx, Check, IdMap | None], Written | None]
+Messages = Callable[[list[Any], Ctx, IdMap | None], Written | None]
 
 
 class ListPath:
@@ -55,28 +53,6 @@ class ListPath:
 
 
 MESSAGES = ListPath("messages")
-
-
-def json_safe(value: Any) -> bool:
-    """The fast test of one message value: text that UTF-8 encodes, a JSON scalar, or a container orjson
-    writes within the depth the whole request's check allows (False: the explain step checks it)."""
-    kind = type(value)
-    if kind is str:
-        if value.isascii():
-            return True
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return False
-        return True
-    if kind is int or kind is bool or value is None:
-        return True
-    return fits(value, 2)  # a message's value sits two levels below the messages list
-
-
-def unchecked(value: Any) -> bool:
-    """The explain step has checked the request whole already."""
-    return True
 
 
 def merge_into(merged: dict[str, Any], message: dict[str, Any]) -> None:
@@ -125,7 +101,6 @@ def generate(inbound: Inbound) -> tuple[str, Messages]:
         "MESSAGES": MESSAGES,
         "ARGUMENTS_JSON": inbound.reads_arguments_json,
         "CARRY": inbound.carry,
-        "KNOWN": frozenset().union(*inbound.read_keys.values(), *(r.allowed or () for r in inbound.roles.values())),
         "user_parts": _user_parts,
         "assistant_parts": _assistant_parts,
         "tool_result": _tool_result,
@@ -136,7 +111,8 @@ def generate(inbound: Inbound) -> tuple[str, Messages]:
         "merge_into": merge_into,
     }
     lines = [
-        "def messages(msgs, c, ok, ids):",
+        "def messages(msgs, c, ids):",
+        "    if type(msgs) is not list: return None",
         "    out, hoisted, notes = [], [], c.notes",
         "    seen, pending, answered = {}, {}, set()",
         "    merging, merged, first = None, False, None",
@@ -153,8 +129,6 @@ def generate(inbound: Inbound) -> tuple[str, Messages]:
     lines += [
         "    for i, m in enumerate(msgs):",
         "        if type(m) is not dict: return None",
-        "        for k, v in m.items():",
-        "            if (k not in KNOWN and (type(k) is not str or not ok(k))) or not ok(v): return None",
         "        role = m.get('role')",
         "        if type(role) is not str: return None",
     ]
