@@ -133,3 +133,11 @@ def test_the_two_agree_on_each_case_request_damaged_one_place_at_a_time(provider
 def test_the_two_agree_on_generated_transcripts(provider: str, request: dict[str, Any], drop: bool) -> None:
     options = {"unknown_fields": "drop"} if drop else {}
     assert request_outcome(provider, request, options) == explained(provider, request, options)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_explain_shows_the_messages_function_beside_its_rule(provider: str) -> None:
+    shown = toolnexus.load_rules(None).get(provider).explain(code=True)
+    header = next(line for line in shown.splitlines() if line.strip().startswith("# ") and line.endswith(" messages"))
+    assert f"rules/{provider}.yaml:" in header
+    assert "def messages(msgs, c, ids):" in shown.split(header, 1)[1]
