@@ -4,7 +4,6 @@ and errors."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any, NoReturn
 
 import pytest
@@ -12,47 +11,28 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import toolnexus
-from toolnexus import ToolnexusError, translate_request
-from toolnexus.devtools.conformance import load_cases
+from support.cases import request_cases, request_outcome
 from toolnexus.translate import inbound
 from toolnexus.translate.inbound import Inbound
 
 PROVIDERS = toolnexus.providers()
 
 
-def case_requests() -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
-    """(provider, case, request, options) for every case column with a request."""
-    return [
-        (c.provider, c.name, c.data["request"], c.data.get("options", {}))
-        for c in load_cases()
-        if c.skip is None and c.provider in PROVIDERS and "request" in c.data
-    ]
-
-
-CASES = case_requests()
-
-
-def outcome(provider: str, request: Any, options: dict[str, Any]) -> Any:
-    """What a translation gives: the body and its notes, or the error's kind, path and message."""
-    try:
-        body = translate_request(provider, copy.deepcopy(request), **options)
-    except ToolnexusError as exc:
-        return (type(exc).__name__, getattr(exc, "path", None), str(exc))
-    return (dict(body), body.notes)
+CASES = request_cases(PROVIDERS)
 
 
 def explained(monkeypatch: pytest.MonkeyPatch, provider: str, request: Any, options: dict[str, Any]) -> Any:
     """The outcome with the fast test refusing every tool list, so the explain step writes them all."""
     with monkeypatch.context() as patch:
         patch.setattr(Inbound, "_plain_tools", lambda self, tools: None)
-        return outcome(provider, request, options)
+        return request_outcome(provider, request, options)
 
 
 @pytest.mark.parametrize(("provider", "name", "request_", "options"), CASES, ids=[f"{c[0]}/{c[1]}" for c in CASES])
 def test_the_fast_test_and_the_explain_step_agree_on_every_case(
     monkeypatch: pytest.MonkeyPatch, provider: str, name: str, request_: dict[str, Any], options: dict[str, Any]
 ) -> None:
-    assert outcome(provider, request_, options) == explained(monkeypatch, provider, request_, options)
+    assert request_outcome(provider, request_, options) == explained(monkeypatch, provider, request_, options)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -67,7 +47,7 @@ def test_plain_tools_never_reach_the_reader(monkeypatch: pytest.MonkeyPatch, pro
     request = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}
     expected = explained(monkeypatch, provider, request, {})
     monkeypatch.setattr(inbound, "read_tools", reader)
-    assert outcome(provider, request, {}) == expected
+    assert request_outcome(provider, request, {}) == expected
 
 
 NAMES = st.sampled_from(["a", "b", "", 3, None])
@@ -109,4 +89,4 @@ def test_the_two_agree_on_generated_tool_lists(provider: str, tools: Any) -> Non
     request = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}
     with pytest.MonkeyPatch.context() as patch:
         for options in ({}, {"unknown_fields": "drop"}):
-            assert outcome(provider, request, options) == explained(patch, provider, request, options)
+            assert request_outcome(provider, request, options) == explained(patch, provider, request, options)

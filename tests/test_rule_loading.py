@@ -504,8 +504,8 @@ def test_the_compiled_request_side_is_returned_frozen_not_written_into_the_rule_
     shutil.copy(Path(__file__).resolve().parent.parent / "rules" / f"{provider}.yaml", tmp_path)
     compiled = toolnexus.load_rules(tmp_path).get(provider)
     assert not hasattr(compiled.source, "generated")
-    assert {key[0] for key, _ in compiled.inbound.code} >= {"request", "tools"}
-    assert all(text.startswith("def render(") for _, text in compiled.inbound.code)
+    assert {key[0] for key, _ in compiled.inbound.code} >= {"request", "tools", "messages"}
+    assert all(text.startswith(("def render(", "def messages(")) for _, text in compiled.inbound.code)
     with pytest.raises(dataclasses.FrozenInstanceError):
         compiled.inbound.join = "x"  # type: ignore[misc]
 

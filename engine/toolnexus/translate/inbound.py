@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -33,6 +33,7 @@ from .reader import (
     TOOL_RESULT_KINDS,
     Carry,
     Hoisted,
+    IdMap,
     orphans,
     part_path,
     read_messages,
@@ -40,23 +41,12 @@ from .reader import (
     read_tools,
     system_parts,
 )
+from .request_code import ListPath, Messages, Written, generate, settle_parts
 
 UnknownFields = Literal["error", "drop"]
 
 
-class _Sequence:
-    """A request list whose element paths are formatted only when a note or an error needs one."""
-
-    def __init__(self, name: str, inside: str = "") -> None:
-        self.name = name
-        self.inside = inside  # the path of what is written inside each element (a tool's `.function`)
-
-    def element_path(self, index: int) -> str:
-        return f"{self.name}[{index}]{self.inside}"
-
-
-MESSAGES = _Sequence("messages")
-TOOLS = _Sequence("tools", ".function")
+TOOLS = ListPath("tools", ".function")
 
 
 class _Parts:
@@ -151,6 +141,7 @@ class Inbound:
     # The declaration's scope for a tool that passes the tools section's fast test: its function object (the
     # template reads only function keys), the tool as `source` (it reads only that), or None (explain always).
     plain_tool_scope: Literal["function", "source"] | None = None
+    messages: Messages = field(default=lambda *_: None)  # the messages section's generated function (request_code)
 
     def translate(
         self,
@@ -168,10 +159,11 @@ class Inbound:
         for name, value in (("system", system), ("default_system", default_system)):
             if value is not None and type(value) is not str:
                 raise TranslationError(name, f"must be a string, got {type(value).__name__}", provider=provider)
+        settler = self._settle_drop if unknown_fields == "drop" else self._settle_error
         checked(request, "", self._refuse)
         check_fields(request, self.ranges, provider)
         ctx = Ctx(provider)
-        ctx.settler = self._settle_drop if unknown_fields == "drop" else self._settle_error
+        ctx.settler = settler
         scope: dict[str, Any] = {}
         for name, value in request.items():
             if value is None or (name in ZERO_MEANS_ABSENT and type(value) is int and value == 0):
@@ -191,19 +183,17 @@ class Inbound:
         id_map, sent_ids = None, None
         if self.tool_call_ids is not None:
             id_map, sent_ids = self.tool_call_ids.for_request(scope["messages"], provider)
-        turns, hoisted = read_messages(
-            scope["messages"],
-            self.hoist,
-            provider,
-            arguments_json=self.reads_arguments_json,
-            tool_call_ids=id_map,
-            carry=self.carry,
-        )
-        chosen = self._choose_system(hoisted, turns, system, default_system, ctx)
+        turns, hoisted, turn_notes, first = self._write_messages(scope["messages"], settler, id_map)
+        chosen = self._choose_system(hoisted, first, system, default_system, ctx)
         if system is None and hoisted:
             chosen = self._cached_system(hoisted, chosen, ctx)
-        messages = self._write_messages(turns, hoisted, chosen, ctx, unknown_fields, system)
-        scope["messages"] = messages
+        messages = self._system_message(chosen, hoisted, system, ctx)
+        for _, path, _, source in hoisted:
+            allowed = self.read_keys[source["role"]]
+            if not source.keys() <= allowed:
+                self._check_message_keys(source, path, allowed, ctx, unknown_fields)
+        ctx.notes += turn_notes
+        scope["messages"] = messages + turns
         if self.system_message is None:
             scope["system"] = chosen
 
@@ -320,7 +310,7 @@ class Inbound:
     def _choose_system(
         self,
         hoisted: list[Hoisted],
-        turns: list[dict[str, Any]],
+        first_turn: int | None,
         system: str | None,
         default_system: str | None,
         ctx: Ctx,
@@ -331,7 +321,6 @@ class Inbound:
                 ctx.notes.append(Note("dropped", path, "overridden by the per-call system prompt"))
             return system
         if hoisted:
-            first_turn = turns[0]["index"] if turns else None
             for _, path, index, _ in hoisted:
                 if first_turn is not None and index > first_turn:
                     ctx.notes.append(Note("rewritten", path, "moved into the system prompt, ahead of earlier turns"))
@@ -371,55 +360,25 @@ class Inbound:
         ctx.path = ""
         return blocks
 
-    def _write_messages(
-        self,
-        turns: list[dict[str, Any]],
-        hoisted: list[Hoisted],
-        chosen: Any,
-        ctx: Ctx,
-        unknown_fields: UnknownFields,
-        system: str | None = None,
-    ) -> list[Any]:
-        out = self._system_message(chosen, hoisted, system, ctx)
-        for _, path, _, source in hoisted:
-            allowed = self.read_keys[source["role"]]
-            if not source.keys() <= allowed:
-                self._check_message_keys(source, path, allowed, ctx, unknown_fields)
-        merging: str | None = None  # the role whose consecutive messages are being merged
-        merged = False  # whether out[-1] is already our own merged copy
-        roles = self.roles
-        for turn in turns:
-            role = turn["role"]
-            rule = roles[role]
-            source = turn["source"]
-            if rule.allowed is not None and not source.keys() <= rule.allowed:
-                self._check_message_keys(source, f"messages[{turn['index']}]", rule.allowed, ctx, unknown_fields)
-            if rule.allowed is not None and rule.carried and not rule.carried.isdisjoint(source):
-                for key, why in orphans(turn, self.carry):
-                    ctx.notes.append(Note("dropped", f"messages[{turn['index']}].{key}", why))
-            if rule.kinds is not None:
-                _settle_parts(turn, turn["parts"], rule.kinds, ctx)
-            if rule.drop_if_empty and not turn["parts"]:
-                path = f"messages[{turn['index']}]"
-                ctx.notes.append(Note("dropped", path, f"an empty {role} turn cannot be sent to {self.provider}"))
-                continue  # it adds nothing, so what comes next may still merge with what came before
-            ctx.path = (MESSAGES, turn["index"])
-            message = rule.render(turn, ctx)
-            if message is MISSING:
-                raise ctx.fail(
-                    f"messages[{turn['index']}]", f"the {self.provider} rules wrote nothing for this message"
-                )
-            if merging == role:
-                if not merged:
-                    out[-1] = {k: list(v) if isinstance(v, list) else v for k, v in out[-1].items()}
-                    merged = True
-                merge_into(out[-1], message)
-            else:
-                out.append(message)
-                merged = False
-            merging = role if rule.merge_consecutive else None
-        ctx.path = ""
-        return out
+    def _write_messages(self, msgs: Any, settler: Any, ids: IdMap | None) -> Written:
+        """The transcript written by the generated function (its notes kept apart: they go in after the
+        system prompt's). On an error its explain step, the reader, goes first: the reader's errors come
+        before the writer's, as it reads the whole transcript before anything is written."""
+        ctx = Ctx(self.provider)
+        ctx.settler = settler
+        try:
+            written = self.messages(msgs, ctx, ids)
+        except TranslationError:
+            self._explain_messages(msgs, ids)
+            raise
+        if written is None:  # a shape the fast test declines: the reader says what is wrong with it
+            self._explain_messages(msgs, ids)
+            raise TranslationError("messages", "cannot be read", provider=self.provider)
+        return written
+
+    def _explain_messages(self, msgs: Any, ids: IdMap | None) -> None:
+        carry, arguments_json = self.carry, self.reads_arguments_json
+        read_messages(msgs, self.hoist, self.provider, arguments_json=arguments_json, tool_call_ids=ids, carry=carry)
 
     def _system_message(self, chosen: Any, hoisted: list[Hoisted], system: str | None, ctx: Ctx) -> list[Any]:
         """The system prompt as a message of its own, where the rules place it so ([] otherwise)."""
@@ -453,15 +412,6 @@ class Inbound:
         written = self.declaration(tool, ctx)
         ctx.path = ""
         return written
-
-
-def merge_into(merged: dict[str, Any], message: dict[str, Any]) -> None:
-    """Consecutive messages of one role become one: list values concatenate, the others are the latest."""
-    for key, value in message.items():
-        if isinstance(value, list) and isinstance(merged.get(key), list):
-            merged[key].extend(value)
-        else:
-            merged[key] = value
 
 
 def json_equal(a: Any, b: Any) -> bool:
@@ -595,7 +545,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
     tool_call_ids = compile_id_rule(source)
     for fill in finish:  # complete now, so nothing compiled is ever filled in (or raced over) at translate time
         fill()
-    return Inbound(
+    inbound = Inbound(
         provider=provider,
         body=body,
         consumed=frozenset(consumed),
@@ -623,6 +573,8 @@ def compile_inbound(source: RuleSource) -> Inbound:
             {"consumed": tuple(sorted(consumed)), "hoist": tuple(sorted(hoist)), "parts": tuple(sorted(parts))}
         ),
     )
+    text, run = generate(inbound)  # the messages section's one function, from the compiled tables above
+    return replace(inbound, messages=run, code=(*inbound.code, (("messages",), text)))
 
 
 def _carry_table(spec: dict[str, Any]) -> Carry:
@@ -795,14 +747,7 @@ def _settle_gaps(turn: dict[str, Any], part: dict[str, Any], gaps: Gaps, ctx: Ct
             path = part_path(turn, part)  # a part with no source is a string content itself
             ctx.settle(name, value, f"{path}.{where}" if "source" in part else path)
     if gaps.kinds is not None:
-        _settle_parts(turn, part.get("parts", ()), gaps.kinds, ctx)
-
-
-def _settle_parts(turn: dict[str, Any], parts: list[dict[str, Any]], kinds: frozenset[str], ctx: Ctx) -> None:
-    """Settle each part of a kind the template never writes (a `$content` with `kinds`, and nothing else)."""
-    for part in parts:
-        if part["kind"] not in kinds:
-            ctx.settle(part["kind"], part.get("source", part.get("text")), part_path(turn, part))
+        settle_parts(turn, part.get("parts", ()), gaps.kinds, ctx)
 
 
 def _opaque_blocks(value: Any, where: str, ctx: Ctx) -> list[Any]:

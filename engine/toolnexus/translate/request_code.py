@@ -1,0 +1,213 @@
+"""The request's messages section as one generated function per rule file.
+
+One pass over the transcript: per message, its role's read into the middle form (the reader's helper
+for each shape: one implementation of each idea), the per-turn settling, the write by the role's
+compiled template, the merge of consecutive turns, and the notes where they arise. The role table, the
+carry table and the hoisted roles are folded into the code, so the loop asks nothing the rule file
+already answered at load.
+
+The explain step is the reader: when the function raises (or declines a message that is not an object
+of a known role), `Inbound._write_messages` reads the whole transcript with `read_messages` first,
+which raises the reader's precise TranslationError with its path, as the reader's errors come before
+any writer's; a transcript it accepts gets the generated function's own error, the first in message
+order. tests/test_request_messages.py holds the two orders to the same result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import Note
+from ..language.paths import MISSING
+from ..language.templates import Ctx
+from .reader import (
+    ROLES,
+    IdMap,
+    _assistant_parts,
+    _text_only,
+    _tool_result,
+    _user_parts,
+    orphans,
+    part_path,
+    place,
+)
+
+if TYPE_CHECKING:
+    from .inbound import Inbound
+
+# (the written messages, the hoisted prompts, the notes of the turns, the index of the first turn)
+Written = tuple[list[Any], list[tuple[str, str, int, dict[str, Any]]], list[Note], int | None]
+Messages = Callable[[list[Any], Ctx, IdMap | None], Written | None]
+
+
+class ListPath:
+    """A request list whose element paths are formatted only when a note or an error needs one."""
+
+    def __init__(self, name: str, inside: str = "") -> None:
+        self.name = name
+        self.inside = inside  # the path of what is written inside each element (a tool's `.function`)
+
+    def element_path(self, index: int) -> str:
+        return f"{self.name}[{index}]{self.inside}"
+
+
+MESSAGES = ListPath("messages")
+
+
+def merge_into(merged: dict[str, Any], message: dict[str, Any]) -> None:
+    """Consecutive messages of one role become one: list values concatenate, the others are the latest."""
+    for key, value in message.items():
+        if isinstance(value, list) and isinstance(merged.get(key), list):
+            merged[key].extend(value)
+        else:
+            merged[key] = value
+
+
+def settle_parts(turn: dict[str, Any], parts: list[dict[str, Any]], kinds: frozenset[str], ctx: Ctx) -> None:
+    """Settle each part of a kind the template never writes (a `$content` with `kinds`, and nothing else)."""
+    for part in parts:
+        if part["kind"] not in kinds:
+            ctx.settle(part["kind"], part.get("source", part.get("text")), part_path(turn, part))
+
+
+# How the reader reads each role's message (OpenAI's shape: the hub's, not a provider's).
+_READ = {
+    "user": [
+        "content = m.get('content')",
+        "if type(content) is str: parts = [{'kind': 'text', 'text': content}]",
+        "else: parts = user_parts(m, i, P)",
+        "pending, answered = {}, set()",
+    ],
+    "assistant": [
+        "pending = {}",
+        "parts = assistant_parts(m, i, P, seen, ARGUMENTS_JSON, pending, ids)",
+        "answered = set()",
+        "if i > last:",
+        "    for p in parts:",
+        "        if p['kind'] == 'tool_call': p['current_turn'] = True",
+    ],
+    "tool": ["parts = [tool_result(m, i, P, pending, answered, ids)]"],
+}
+_TEXT = ["parts = [{'kind': 'text', 'text': text_only(m, i, P)}]"]  # a system or developer role not hoisted
+
+
+def generate(inbound: Inbound) -> tuple[str, Messages]:
+    """The messages section's function and its source."""
+    names: dict[str, Any] = {
+        "MISSING": MISSING,
+        "Note": Note,
+        "P": inbound.provider,
+        "MESSAGES": MESSAGES,
+        "ARGUMENTS_JSON": inbound.reads_arguments_json,
+        "CARRY": inbound.carry,
+        "user_parts": _user_parts,
+        "assistant_parts": _assistant_parts,
+        "tool_result": _tool_result,
+        "text_only": _text_only,
+        "place": place,
+        "orphans": orphans,
+        "settle_parts": settle_parts,
+        "merge_into": merge_into,
+    }
+    lines = [
+        "def messages(msgs, c, ids):",
+        "    if type(msgs) is not list: return None",
+        "    out, hoisted, notes = [], [], c.notes",
+        "    seen, pending, answered = {}, {}, set()",
+        "    merging, merged, first = None, False, None",
+        "    last = -1  # the last user turn: the tool calls after it are the current turn's",
+    ]
+    if "user" not in inbound.hoist:
+        lines += [
+            "    for j in range(len(msgs) - 1, -1, -1):",
+            "        m = msgs[j]",
+            "        if type(m) is dict and m.get('role') == 'user':",
+            "            last = j",
+            "            break",
+        ]
+    lines += [
+        "    for i, m in enumerate(msgs):",
+        "        if type(m) is not dict: return None",
+        "        role = m.get('role')",
+        "        if type(role) is not str: return None",
+    ]
+    branch = "if"
+    if inbound.hoist:
+        names["HOIST"] = inbound.hoist
+        lines += [
+            "        if role in HOIST:",
+            "            hoisted.append((text_only(m, i, P), f'messages[{i}]', i, m))",
+            "            continue",
+        ]
+        branch = "elif"
+    for role in ROLES:
+        if role in inbound.hoist:
+            continue
+        lines.append(f"        {branch} role == {role!r}:")
+        lines += ["            " + line for line in _role(role, inbound, names)]
+        branch = "elif"
+    lines += [
+        "        else:",
+        "            return None  # not a role: the reader names it",
+        "    c.path = ''",
+        "    return out, hoisted, notes, first",
+    ]
+    text = "\n".join(lines) + "\n"
+    exec(compile(text, f"<messages {inbound.provider}>", "exec"), names)
+    run: Messages = names["messages"]
+    return text, run
+
+
+def _role(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
+    """One role's read, settling, write and merge (as `messages.roles.<role>` says)."""
+    rule = inbound.roles[role]
+    names[f"render_{role}"] = rule.render
+    lines = list(_READ.get(role, _TEXT))
+    placed = inbound.carry.get(role)
+    if placed:
+        names[f"PLACED_{role}"] = placed
+        lines.append(f"if len(m) > 2: place(m, parts, i, P, PLACED_{role})")
+    lines += [
+        f"turn = {{'role': {role!r}, 'parts': parts, 'source': m, 'index': i}}",
+        "if first is None: first = i",
+    ]
+    if rule.allowed is not None:
+        names[f"ALLOWED_{role}"] = rule.allowed
+        lines += [
+            f"if not m.keys() <= ALLOWED_{role}:",
+            "    for k, v in m.items():",
+            f"        if k not in ALLOWED_{role} and v is not None: c.settle(k, v, f'messages[{{i}}].{{k}}')",
+        ]
+        if rule.carried:
+            names[f"CARRIED_{role}"] = rule.carried
+            lines += [
+                f"if not CARRIED_{role}.isdisjoint(m):",
+                "    for key, why in orphans(turn, CARRY): notes.append(Note('dropped', f'messages[{i}].{key}', why))",
+            ]
+    if rule.kinds is not None:
+        names[f"KINDS_{role}"] = rule.kinds
+        lines.append(f"settle_parts(turn, parts, KINDS_{role}, c)")
+    if rule.drop_if_empty:
+        why = f"an empty {role} turn cannot be sent to {inbound.provider}"
+        lines += ["if not parts:", f"    notes.append(Note('dropped', f'messages[{{i}}]', {why!r}))", "    continue"]
+    nothing = f"the {inbound.provider} rules wrote nothing for this message"
+    lines += [
+        "c.path = (MESSAGES, i)",
+        f"written = render_{role}(turn, c)",
+        f"if written is MISSING: raise c.fail(f'messages[{{i}}]', {nothing!r})",
+    ]
+    if not rule.merge_consecutive:
+        return [*lines, "out.append(written)", "merging = None"]
+    return [
+        *lines,
+        f"if merging == {role!r}:",
+        "    if not merged:",
+        "        out[-1] = {k: list(v) if isinstance(v, list) else v for k, v in out[-1].items()}",
+        "        merged = True",
+        "    merge_into(out[-1], written)",
+        "else:",
+        "    out.append(written)",
+        "    merged = False",
+        f"merging = {role!r}",
+    ]
