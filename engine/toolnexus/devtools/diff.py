@@ -30,7 +30,23 @@ from typing import Any
 
 from ..language.ask import parse, plain_read, roots, written
 from ..language.loader import Key, dotted, rule_schema
-from ..language.templates import Apply, Array, Const, Content, Get, ListOf, Lookup, Merge, Node, Obj, Sum, When, walk
+from ..language.templates import (
+    Absent,
+    Apply,
+    Array,
+    Const,
+    Content,
+    Get,
+    ListOf,
+    Lookup,
+    Merge,
+    Node,
+    Obj,
+    Refuse,
+    Sum,
+    When,
+    walk,
+)
 from ..translate.rulebook import Provider, Rulebook
 
 NOTHING = "—"
@@ -210,6 +226,8 @@ class _View:
         if isinstance(node, When):
             expected = node.expected
             test = f"in {self.constant(list(expected))}" if len(expected) > 1 else f"== {self.constant(expected[0])}"
+            if node.test != "is":  # present / empty: true or false
+                test = ("is " if expected[0] else "is not ") + node.test
             text = f"{self.shape(node.then, (*key, 'then'))} if {node.path.expr} {test}"
             return text + (f" else {self.shape(node.otherwise, (*key, 'else'))}" if node.otherwise else "")
         if isinstance(node, ListOf):
@@ -232,6 +250,10 @@ class _View:
             args += [f"kinds: {self.constant(sorted(node.kinds))}"] if node.kinds is not None else []
             args += [f"lead: {self.constant(read.expr)}" for read in node.reads[1:]]
             return f"content({', '.join(args)})"
+        if isinstance(node, Refuse):
+            return f"refused: {node.message}"
+        if isinstance(node, Absent):
+            return "absent"
         assert isinstance(node, Apply)  # a value function: its name and options
         function = node.function
         options = getattr(function, "keywords", {})
