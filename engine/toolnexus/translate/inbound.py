@@ -148,6 +148,9 @@ class Inbound:
     # The declaration's scope for a tool that passes the tools section's fast test: its function object (the
     # template reads only function keys), the tool as `source` (it reads only that), or None (explain always).
     plain_tool_scope: Literal["function", "source"] | None = None
+    # messages.merge_same_role: the written message key holding the provider's role; consecutive written
+    # messages with the same value there become one (None: only merge_consecutive merges).
+    merge_same_role: str | None = None
 
     def translate(
         self,
@@ -401,7 +404,10 @@ class Inbound:
                 raise ctx.fail(
                     f"messages[{turn['index']}]", f"the {self.provider} rules wrote nothing for this message"
                 )
-            if merging == role:
+            same = merging == role
+            if not same and self.merge_same_role is not None and out:
+                same = _same_written_role(out[-1], message, self.merge_same_role, turn["index"], ctx)
+            if same:
                 if not merged:
                     out[-1] = {k: list(v) if isinstance(v, list) else v for k, v in out[-1].items()}
                     merged = True
@@ -445,6 +451,25 @@ class Inbound:
         written = self.declaration(tool, ctx)
         ctx.path = ""
         return written
+
+
+def _same_written_role(previous: Any, message: Any, key: str, index: int, ctx: Ctx) -> bool:
+    """`merge_same_role`: whether a written message joins the previous one because both have the same provider
+    role (noted as rewritten). Keys other than lists must agree, else nothing could be merged without loss."""
+    if not isinstance(previous, dict) or not isinstance(message, dict):
+        return False
+    role = message.get(key, MISSING)
+    if role is MISSING or previous.get(key, MISSING) != role:
+        return False
+    for name, value in message.items():
+        if not (isinstance(value, list) and isinstance(previous.get(name), list)) and previous.get(name) != value:
+            raise ctx.fail(
+                f"messages[{index}]",
+                f"follows another {role!r} turn, which {ctx.provider} merges, but its {name!r} cannot be joined"
+                " (a list on both turns, or the same value)",
+            )
+    ctx.notes.append(Note("rewritten", f"messages[{index}]", f"merged into the previous {role!r} turn"))
+    return True
 
 
 def merge_into(merged: dict[str, Any], message: dict[str, Any]) -> None:
@@ -607,6 +632,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
         text_reads=(parts["text"][1] or frozenset()) if "text" in parts else frozenset(),
         text_gaps=gaps.get("text"),
         tool_call_ids=tool_call_ids,
+        merge_same_role=msgs.get("merge_same_role"),
         carry=carry,
         read_keys=MappingProxyType(read_keys),
         code=tuple(code.items()),
