@@ -124,7 +124,8 @@ def test_present_and_empty_write_a_section_only_when_there_is_something_to_put_i
     body = _to_zeta(zeta, {"messages": chat, "tool_choice": "auto"})
     assert "toolbox" not in body and "system" not in body  # no tools: no choice either; an empty prompt: nothing
     body = _to_zeta(zeta, {"messages": chat[1:], "tools": TOOLS}, system="be brief")
-    assert body["toolbox"] == {"tools": [{"name": "f"}], "choice": {"mode": "auto"}} and body["system"] == [{"text": "be brief"}]
+    assert body["toolbox"] == {"tools": [{"name": "f"}], "choice": {"mode": "auto"}}
+    assert body["system"] == [{"text": "be brief"}]
 
 
 def test_json_text_and_absent(zeta: Path) -> None:
