@@ -421,6 +421,12 @@ def _roles_flagged(flag: str) -> Concept:
     return concept
 
 
+def _merge_same_role(v: _View) -> Cell:
+    """messages.merge_same_role: the written key whose equal values merge consecutive turns."""
+    key = v.table("messages").get("merge_same_role")
+    return v.cell([f"consecutive turns with the same {key}"] if isinstance(key, str) else [], ("messages",))
+
+
 def _keys_dropped(*key: str) -> Concept:
     def concept(v: _View) -> Cell:
         lines = []
@@ -722,6 +728,7 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
             _role_rows,
             ("message shape", _message_bodies),
             ("merged when consecutive", _roles_flagged("merge_consecutive")),
+            ("merged by provider role", _merge_same_role),
             ("dropped when empty", _roles_flagged("drop_if_empty")),
             ("message keys dropped / refused", _keys_dropped("messages", "unsupported")),
             _part_rows,

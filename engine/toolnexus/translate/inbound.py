@@ -151,6 +151,7 @@ class Inbound:
     # messages.merge_same_role: the written message key holding the provider's role; consecutive written
     # messages with the same value there become one (None: only merge_consecutive merges).
     merge_same_role: str | None = None
+    spliced: frozenset[str] = frozenset()  # part kinds whose template is a list: its blocks join the message's
 
     def translate(
         self,
@@ -357,12 +358,12 @@ class Inbound:
         extras = self.text_reads - {"text", "kind"}
         if self.system_blocks is None or all(extras.isdisjoint(part) for _, part in parts):
             return chosen
-        blocks = []
+        blocks: list[Any] = []
         for turn, part in parts:
             if self.text_gaps is not None:
                 _settle_gaps(turn, part, self.text_gaps, ctx)
             ctx.path = (PARTS, [turn, part])
-            blocks.append(self.system_blocks(part, ctx))
+            _add_blocks(blocks, self.system_blocks(part, ctx), "text" in self.spliced)
         ctx.path = ""
         return blocks
 
@@ -610,6 +611,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
         plain_tool_scope = "source"
 
     tool_call_ids = compile_id_rule(source)
+    spliced = frozenset(kind for kind, template in msgs["parts"].items() if isinstance(template, list))
     for fill in finish:  # complete now, so nothing compiled is ever filled in (or raced over) at translate time
         fill()
     return Inbound(
@@ -633,6 +635,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
         text_gaps=gaps.get("text"),
         tool_call_ids=tool_call_ids,
         merge_same_role=msgs.get("merge_same_role"),
+        spliced=spliced,
         carry=carry,
         read_keys=MappingProxyType(read_keys),
         code=tuple(code.items()),
@@ -728,12 +731,13 @@ def _content_writer(
         # Kinds whose template reads the part's fields one by one: they may drop or rewrite (see _report_part).
         reporting = {kind: reads for kind, (_, reads) in parts.items() if reads is not None and "source" not in reads}
         text_reads = parts["text"][1] if "text" in parts else None
-        table[:] = [writers, reporting, frozenset(text_reads or ()) - {"text", "kind"}]
+        spliced = frozenset(kind for kind, template in declared.items() if isinstance(template, list))
+        table[:] = [writers, reporting, frozenset(text_reads or ()) - {"text", "kind"}, spliced]
 
     finish.append(fill)
 
     def render(turn: Any, ctx: Ctx) -> Any:
-        writers, reporting, text_extras = table
+        writers, reporting, text_extras, spliced = table
         selected = turn["parts"] if wanted is None else [p for p in turn["parts"] if p["kind"] in wanted]
         blocks: list[Any] = []
         if lead_getter is not None:
@@ -769,7 +773,7 @@ def _content_writer(
             if kind in gaps:
                 _settle_gaps(turn, part, gaps[kind], ctx)
             at[1] = part
-            blocks.append(write(part, ctx))
+            _add_blocks(blocks, write(part, ctx), kind in spliced)
         ctx.path = where
         return blocks if blocks else MISSING
 
@@ -817,6 +821,14 @@ def _settle_parts(turn: dict[str, Any], parts: list[dict[str, Any]], kinds: froz
     for part in parts:
         if part["kind"] not in kinds:
             ctx.settle(part["kind"], part.get("source", part.get("text")), part_path(turn, part))
+
+
+def _add_blocks(blocks: list[Any], written: Any, spliced: bool) -> None:
+    """A part's written block, or, from a part template written as a list, its blocks (the absent ones left out)."""
+    if not spliced:
+        blocks.append(written)
+    elif written is not MISSING:
+        blocks.extend(written)
 
 
 def _opaque_blocks(value: Any, where: str, ctx: Ctx) -> list[Any]:
