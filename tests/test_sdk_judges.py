@@ -40,6 +40,7 @@ from support.judges import (
     ANTHROPIC_SDK_GAPS,
     CALL_EXTENSIONS,
     JUDGES,
+    RICH_REFUSALS,
     RICH_REQUESTS,
     judge,
     judge_anthropic,
@@ -50,7 +51,7 @@ from support.judges import (
     without,
 )
 from support.strategies import SETTINGS, anthropic_responses, gemini_responses, openai_responses, requests
-from toolnexus import translate_request, translate_response
+from toolnexus import TranslationError, translate_request, translate_response
 from toolnexus.devtools.conformance import Case
 
 # Module-level on purpose: a lazily validated Iterable needs its adapter alive while it is consumed
@@ -93,6 +94,12 @@ def test_known_anthropic_sdk_gaps_are_exactly_these() -> None:
 @pytest.mark.parametrize("provider", sorted(JUDGES))
 @pytest.mark.parametrize("name", sorted(RICH_REQUESTS))
 def test_rich_requests_pass_the_sdk_judge(provider: str, name: str) -> None:
+    refused = RICH_REFUSALS.get((provider, name))
+    if refused is not None:
+        with pytest.raises(TranslationError) as info:
+            translate_request(provider, copy.deepcopy(RICH_REQUESTS[name]))
+        assert info.value.path == refused
+        return
     body = translate_request(provider, copy.deepcopy(RICH_REQUESTS[name]))
     JUDGES[provider](body)
 
