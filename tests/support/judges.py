@@ -292,9 +292,7 @@ def boto_params(value: Any, shape: botocore.model.Shape, path: str, problems: li
     kind = shape.type_name
     if kind == "structure" and isinstance(value, dict) and not shape.metadata.get("document"):
         members = shape.members
-        return {
-            k: boto_params(v, members[k], f"{path}.{k}", problems) if k in members else v for k, v in value.items()
-        }
+        return {k: boto_params(v, members[k], f"{path}.{k}", problems) if k in members else v for k, v in value.items()}
     if kind == "list" and isinstance(value, list):
         return [boto_params(v, shape.member, f"{path}[{i}]", problems) for i, v in enumerate(value)]
     if kind == "map" and isinstance(value, dict):
