@@ -136,3 +136,12 @@ def test_json_text_and_absent(zeta: Path) -> None:
     }
     body = _to_zeta(zeta, request)
     assert body["schema"] == '{"type":"object","properties":{"a":{"type":"string"}}}' and "seed" not in body
+
+
+def test_a_part_template_written_as_a_list_writes_several_blocks(tmp_path: Path) -> None:
+    marked = "    text:\n      - {t: {$get: text}}\n      - {$when: cache_control, present: true, then: {mark: here}}\n"
+    (tmp_path / "zeta.yaml").write_text(ZETA.replace("    text: {t: {$get: text}}\n", marked))
+    parts = [{"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}}, {"type": "text", "text": "b"}]
+    body = translate_request("zeta", {"model": "m", "messages": [{"role": "user", "content": parts}]}, rules=tmp_path)
+    assert body["turns"] == [{"from": "human", "say": [{"t": "a"}, {"mark": "here"}, {"t": "b"}]}]
+    assert body.notes == ()
