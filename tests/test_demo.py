@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from toolnexus import providers
+from toolnexus import load_rules, providers
 from toolnexus.devtools.conformance import fixtures_dir
 from toolnexus.devtools.demo import demo_provider, demo_stream, run_demo
 
@@ -22,10 +22,12 @@ def test_demo_succeeds_for_every_provider() -> None:
     for name in providers():
         assert f"{name}: ok" in text
         assert f"{name} · turn 2" in text
+        assert f"{name} (MCP): ok" in text
+        if load_rules().get(name).streaming is None:  # no stream framing the engine reads yet (Bedrock's)
+            continue
         streamed = text.split(f"{name} · turn 1 streamed")[1].split(f"{name}: ok")[0]
         assert '"tool_calls": [{"index": 0, "id": ' in streamed, "the tool call arrives as an indexed delta"
         assert "finish_reason=tool_calls" in streamed and "stream.result is exactly turn 1's result" in streamed
-        assert f"{name} (MCP): ok" in text
     assert "add as calc__add" in text
     assert text.count("the demo runs calc__add(") == len(providers())
 

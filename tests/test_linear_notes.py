@@ -23,7 +23,8 @@ PROVIDERS = toolnexus.providers()
 
 def images_with_detail(n: int) -> dict[str, Any]:
     """One user message of n image parts, each with a detail most providers have no place for."""
-    image = {"type": "image_url", "image_url": {"url": "https://x.test/a.png", "detail": "high"}}
+    # A data URL: every provider takes one (Converse takes no image URL).
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo=", "detail": "high"}}
     content = [{**image} for _ in range(n)]  # n distinct part objects
     return {"model": "m", "messages": [{"role": "user", "content": content}]}
 

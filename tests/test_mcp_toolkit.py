@@ -39,6 +39,7 @@ DECLARED_NAMES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "anthropic": lambda body: [t["name"] for t in body["tools"]],
     "openai": lambda body: [t["function"]["name"] for t in body["tools"]],
     "gemini": lambda body: [d["name"] for t in body["tools"] for d in t["functionDeclarations"]],
+    "bedrock": lambda body: [t["toolSpec"]["name"] for t in body["toolConfig"]["tools"]],
 }
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from deepdiff import DeepDiff
 
-from support.judges import SDK_VALIDATORS, judge_anthropic, judge_gemini, judge_openai
+from support.judges import SDK_VALIDATORS, judge_anthropic, judge_bedrock, judge_gemini, judge_openai
 from toolnexus import (
     ProviderError,
     TranslateResult,
@@ -458,8 +458,107 @@ class OpenAIScript(Script):
         }
 
 
+# ---------------------------------------------------------------- Bedrock Converse
+
+
+@dataclass
+class BedrockScript(Script):
+    signed: dict[str, str] = field(default_factory=dict)  # signature -> the reasoning text it signs
+    redacted: set[str] = field(default_factory=set)
+
+    def error(self, message: str) -> dict[str, Any]:
+        return {"message": message}  # Converse's error body; its type is in the x-amzn-errortype header
+
+    def user_turn(self, text: str) -> Any:
+        return {"role": "user", "content": [{"text": text}]}
+
+    def conversation(self, body: Any) -> list[Any]:
+        return list(body["messages"])
+
+    def check_config(self, body: Any) -> None:
+        thinking = body.get("additionalModelRequestFields", {}).get("thinking")
+        if thinking != {"type": "enabled", "budget_tokens": 8192} or body["inferenceConfig"]["maxTokens"] <= 8192:
+            raise Refused(f"thinking: expected an 8192 budget below maxTokens, got {thinking}")
+        if body.get("system") != [{"text": SYSTEM_TEXT}]:
+            raise Refused(f"system: expected one text block, got {body.get('system')}")
+        if [t["toolSpec"]["name"] for t in body["toolConfig"]["tools"]] != ["get_weather", "screenshot", "read_log"]:
+            raise Refused("toolConfig.tools: the declared tools did not arrive")
+
+    def provider_rules(self, body: Any) -> None:
+        judge_bedrock(body)  # the service model; roles alternate from a user turn; toolUse answered; no empty text
+        messages = body["messages"]
+        last_user = max(k for k, m in enumerate(messages) if any("text" in b for b in m["content"]))
+        for k, message in enumerate(messages):
+            if message["role"] != "assistant":
+                continue
+            kinds = [next(iter(block)) for block in message["content"]]
+            reasoning = [n for n, kind in enumerate(kinds) if kind == "reasoningContent"]
+            if reasoning != list(range(len(reasoning))):
+                raise Refused(f"messages.{k}.content: reasoning blocks must come first in an assistant turn")
+            if k > last_user and "toolUse" in kinds and not reasoning:
+                raise Refused(f"messages.{k}.content.0: with thinking enabled, the turn must start with reasoning")
+            for n, block in enumerate(message["content"]):
+                content = block.get("reasoningContent", {})
+                text = content.get("reasoningText")
+                if text is not None and self.signed.get(text.get("signature", "")) != text.get("text"):
+                    raise Refused(f"messages.{k}.content.{n}: the reasoning signature is invalid")
+                if "redactedContent" in content and content["redactedContent"] not in self.redacted:
+                    raise Refused(f"messages.{k}.content.{n}: the redacted reasoning is not ours")
+
+    def answer(self, turn: int) -> dict[str, Any]:
+        thinking = f"Turn {turn}: {SCHEDULE[turn - 1]}; I keep the earlier results in mind."
+        signature = f"EqQBCkgIBRABGAIiQ{turn:02d}Sig" + "x" * turn
+        self.signed[signature] = thinking
+        content: list[dict[str, Any]] = [
+            {"reasoningContent": {"reasoningText": {"text": thinking, "signature": signature}}}
+        ]
+        if turn % 3 == 1:  # some turns also carry encrypted reasoning (bytes: base64 text on the wire)
+            data = base64.b64encode(f"redacted reasoning {turn}".encode()).decode()
+            self.redacted.add(data)
+            content.append({"reasoningContent": {"redactedContent": data}})
+        if turn % 3 == 2:  # and some a signed block with nothing to read
+            empty = f"ErUBCkYIBRgCIkDx9Zb{turn:02d}Empty"
+            self.signed[empty] = ""
+            content.append({"reasoningContent": {"reasoningText": {"text": "", "signature": empty}}})
+        calls = calls_for(turn)
+        content.append({"text": f"Working on it ({turn})." if calls else f"Answer {turn}: done."})
+        uses = [
+            {"toolUse": {"toolUseId": f"tooluse_{turn:02d}_{j}", "name": n, "input": a}}
+            for j, (n, a) in enumerate(calls)
+        ]
+        content += uses
+        self.history.append({"role": "assistant", "content": copy.deepcopy(content)})
+        if uses:
+            self.history.append({"role": "user", "content": [self.result(use["toolUse"]) for use in uses]})
+        prompt = 40 + turn
+        return {
+            "output": {"message": {"role": "assistant", "content": content}},
+            "stopReason": "tool_use" if uses else "end_turn",
+            "usage": {
+                "inputTokens": prompt,
+                "outputTokens": 300,
+                "totalTokens": prompt + 900 * turn + 60 + 300,
+                "cacheReadInputTokens": 900 * turn,
+                "cacheWriteInputTokens": 60,
+            },
+            "metrics": {"latencyMs": 800 + turn},
+        }
+
+    def result(self, use: dict[str, Any]) -> dict[str, Any]:
+        """How Converse must receive the caller's tool message for this call."""
+        block: dict[str, Any] = {"toolUseId": use["toolUseId"]}
+        name, arguments = use["name"], use["input"]
+        if name == "get_weather":
+            return {"toolResult": block | {"content": [{"text": f"18°C in {arguments['city']}"}]}}
+        if name == "screenshot":
+            image = {"image": {"format": "png", "source": {"bytes": PNG}}}
+            return {"toolResult": block | {"content": [{"text": f"Captured {arguments['page']}:"}, image]}}
+        return {"toolResult": block | {"content": [{"text": "permission denied"}], "status": "error"}}
+
+
 SCRIPTS: dict[str, Callable[[], Script]] = {
     "anthropic": lambda: AnthropicScript(Features(cache_control=True, rich_results=True)),
+    "bedrock": lambda: BedrockScript(Features(cache_control=False, rich_results=True)),
     "gemini": lambda: GeminiScript(Features(cache_control=True, rich_results=True)),
     "openai": lambda: OpenAIScript(Features(cache_control=False, rich_results=False)),
 }
@@ -499,6 +598,9 @@ async def converse(
     return results
 
 
+NO_REASONING_COUNT = {"bedrock"}  # Converse reports no reasoning tokens of its own
+
+
 @pytest.mark.parametrize("provider", sorted(SCRIPTS))
 def test_ten_turns_keep_every_signature_thinking_block_and_tool_result(provider: str) -> None:
     script = SCRIPTS[provider]()
@@ -513,7 +615,9 @@ def test_ten_turns_keep_every_signature_thinking_block_and_tool_result(provider:
         usage = result.usage
         assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"], (turn, usage)
         assert usage["prompt_tokens_details"]["cached_tokens"] > 0, (turn, usage)
-        assert 0 < usage["completion_tokens_details"]["reasoning_tokens"] <= usage["completion_tokens"], (turn, usage)
+        if provider not in NO_REASONING_COUNT:
+            reasoning = usage["completion_tokens_details"]["reasoning_tokens"]
+            assert 0 < reasoning <= usage["completion_tokens"], (turn, usage)
         assert result.finish_reason == ("tool_calls" if result.tool_calls else "stop")
 
 
@@ -628,6 +732,38 @@ def test_the_anthropic_stub_refuses_what_anthropic_refuses(change: Callable[[lis
 )
 def test_the_gemini_stub_refuses_what_gemini_refuses(change: Callable[[list[Any]], Any], refusal: str) -> None:
     assert refusal in _refusal("gemini", change)
+
+
+def test_bedrock_reasoning_comes_back_first_with_its_signature() -> None:
+    script = SCRIPTS["bedrock"]()
+    results = asyncio.run(converse("bedrock", script))
+    last = script.bodies[-1]["messages"]
+    signed = [
+        b
+        for m in last
+        if m["role"] == "assistant"
+        for b in m["content"]
+        if "reasoningText" in b.get("reasoningContent", {})
+    ]
+    assert len(signed) == TURNS - 1 + sum(1 for t in range(1, TURNS) if t % 3 == 2)  # every turn's, and the empty ones
+    assert all(r.reasoning_content.startswith(f"Turn {t}:") for t, r in enumerate(results, 1))
+    first = results[0].assistant_message()["thinking_blocks"]
+    assert [next(iter(b["reasoningContent"])) for b in first] == ["reasoningText", "redactedContent"]
+
+
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        (lambda m: m[1]["content"].reverse(), "reasoning blocks must come first"),
+        (lambda m: m[1]["content"][0]["reasoningContent"]["reasoningText"].update(signature="forged"), "signature"),
+        (lambda m: m[1]["content"].insert(2, {"text": ""}), "text block is not empty"),
+        (lambda m: m.pop(2), "answered in the next turn"),
+        (lambda m: m.insert(3, {"role": "user", "content": [{"text": "and?"}]}), "roles must alternate"),
+    ],
+    ids=["reasoning-not-first", "altered-signature", "empty-text", "tool-use-without-result", "two-user-turns"],
+)
+def test_the_bedrock_stub_refuses_what_converse_refuses(change: Callable[[list[Any]], Any], refusal: str) -> None:
+    assert refusal in _refusal("bedrock", change)
 
 
 @pytest.mark.parametrize("provider", sorted(SCRIPTS))

@@ -42,9 +42,12 @@ from support.judges import (
     ANTHROPIC_SDK_GAPS,
     CALL_EXTENSIONS,
     JUDGES,
+    RICH_REFUSALS,
     RICH_REQUESTS,
+    SDK_VALIDATORS,
     judge,
     judge_anthropic,
+    judge_bedrock,
     judge_extensions,
     judge_gemini,
     judge_genai,
@@ -53,7 +56,7 @@ from support.judges import (
     without,
 )
 from support.strategies import SETTINGS, anthropic_responses, gemini_responses, openai_responses, requests
-from toolnexus import translate_request, translate_response
+from toolnexus import TranslationError, translate_request, translate_response
 from toolnexus.devtools.conformance import Case
 
 # Module-level on purpose: a lazily validated Iterable needs its adapter alive while it is consumed
@@ -96,6 +99,12 @@ def test_known_anthropic_sdk_gaps_are_exactly_these() -> None:
 @pytest.mark.parametrize("provider", sorted(JUDGES))
 @pytest.mark.parametrize("name", sorted(RICH_REQUESTS))
 def test_rich_requests_pass_the_sdk_judge(provider: str, name: str) -> None:
+    refused = RICH_REFUSALS.get((provider, name))
+    if refused is not None:
+        with pytest.raises(TranslationError) as info:
+            translate_request(provider, copy.deepcopy(RICH_REQUESTS[name]))
+        assert info.value.path == refused
+        return
     body = translate_request(provider, copy.deepcopy(RICH_REQUESTS[name]))
     JUDGES[provider](body)
 
@@ -483,3 +492,42 @@ def test_generated_anthropic_results_pass_the_openai_judge(response: dict[str, A
 def test_generated_openai_results_pass_the_openai_judge(response: dict[str, Any]) -> None:
     ChatCompletion.model_validate(response, strict=True)
     judge_result("openai", response)
+
+
+# ---------------------------------------------------------------- botocore's Converse model as the Bedrock judge
+
+
+def test_the_bedrock_judge_can_fail() -> None:
+    """An unknown key, an enum value the model does not list, a blob that is not base64, two members of a union,
+    modelId in the body and two user turns in a row are each refused."""
+    good = translate_request("bedrock", copy.deepcopy(RICH_REQUESTS["tool-only-turn-and-empty-arguments"]))
+    judge_bedrock(good)
+    image = {"image": {"format": "png", "source": {"bytes": "iVBORw0KGgo="}}}
+    judge_bedrock({"messages": [{"role": "user", "content": [image]}]})
+    broken: list[dict[str, Any]] = [
+        {**good, "topK": 5},
+        {"messages": [{"role": "user", "content": [{"text": "hi", "cachePoint": {"type": "default"}}]}]},
+        {"messages": [{"role": "user", "content": [{"image": {"format": "tiff", "source": {"bytes": "aGk="}}}]}]},
+        {"messages": [{"role": "user", "content": [{"image": {"format": "png", "source": {"bytes": "not base64!"}}}]}]},
+        {"messages": [{"role": "human", "content": [{"text": "hi"}]}]},
+        {"messages": [{"role": "user", "content": [{"text": "a"}]}, {"role": "user", "content": [{"text": "b"}]}]},
+        {"modelId": "m", "messages": [{"role": "user", "content": [{"text": "hi"}]}]},
+        {"messages": [{"role": "user", "content": [{"text": ""}]}]},
+    ]
+    for body in broken:
+        with pytest.raises(AssertionError):
+            judge_bedrock(body)
+
+
+def test_bedrock_response_fixtures_are_converse_responses() -> None:
+    """Every canned Converse answer the cases read as an answer (no expected error) is valid for the output shape."""
+    answers = [c for c in CASES if c.provider == "bedrock" and "response" in c.data]
+    off_spec = [{"kind": "unknown", "path": "stopReason"}]  # a stop reason Converse does not list, on purpose
+    readable = [
+        c for c in answers if "expect_response_error" not in c.data and c.data["expect_result_notes"] != off_spec
+    ]
+    assert len(readable) >= 20
+    for case in readable:
+        SDK_VALIDATORS["bedrock"](copy.deepcopy(case.data["response"]))
+    with pytest.raises(AssertionError):  # and the output shape can refuse
+        SDK_VALIDATORS["bedrock"]({"output": {"message": {"role": "assistant", "content": []}}, "stopReason": "done"})

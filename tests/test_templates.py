@@ -370,3 +370,70 @@ def test_env_fields_read_asks_the_nodes() -> None:
     assert env.fields_read() == {"x", "w"} and env.where_read("w") == ("u", "c", "$get")
     compile_template(source.data["t"], ("t",), env)
     assert env.fields_read() is None  # `@` reads the whole scope
+
+
+# ---------------------------------------------------------------- $when present / empty, $absent, $json_text, $refuse
+
+
+@pytest.mark.parametrize(
+    ("value", "present", "empty"),
+    [
+        (MISSING, False, True),
+        (None, False, True),
+        ("", True, True),
+        ([], True, True),
+        ({}, True, True),
+        ("x", True, False),
+        ([1], True, False),
+        ({"a": 1}, True, False),
+        (0, True, False),
+        (False, True, False),
+    ],
+)
+def test_when_present_and_empty_test_the_value_not_its_contents(value: Any, present: bool, empty: bool) -> None:
+    scope = {} if value is MISSING else {"a": value}
+    assert render("{$when: a, present: true, then: 'Y', else: 'N'}", scope) == ("Y" if present else "N")
+    assert render("{$when: a, present: false, then: 'Y'}", scope) == ("Y" if not present else MISSING)
+    assert render("{$when: a, empty: true, then: 'Y', else: 'N'}", scope) == ("Y" if empty else "N")
+    assert render("{$when: a, empty: false, then: {$get: a}}", scope) == (MISSING if empty else value)
+
+
+def test_when_takes_exactly_one_test_and_a_boolean_for_present_and_empty() -> None:
+    assert compile_error("t: {$when: a, present: true, is: 1, then: x}").rule == "t"
+    bad = compile_error("t:\n  $when: a\n  empty: 'yes'\n  then: x\n")
+    assert (bad.rule, bad.line) == ("t.empty", 3)
+
+
+def test_absent_writes_no_key() -> None:
+    assert render("{keep: 1, gone: {$absent: true}}", {}) == {"keep": 1}
+    assert render("{$when: a, is: 1, then: {$absent: true}, else: 2}", {"a": 1}) is MISSING
+    assert render("{$merge: m, with: {b: {$absent: true}}}", {"m": {"a": 1, "b": 2}}) == {"a": 1}
+    assert compile_error("t:\n  $absent: false\n").rule == "t.$absent"
+
+
+def test_json_text_writes_the_value_serialized() -> None:
+    scope = {"s": {"type": "object", "properties": {"é": {"type": "string"}}}}
+    text = render("{schema: {$json_text: s}}", scope)["schema"]
+    assert text == '{"type":"object","properties":{"é":{"type":"string"}}}'
+    assert render("{schema: {$json_text: s}}", {}) is MISSING
+
+
+def test_refuse_raises_at_the_scope_path_with_the_rules_message_and_location() -> None:
+    source = parse_rule_text("t:\n  kind:\n    $refuse: no such mode here\n", "made-up.yaml")
+    fn = compile_template(source.data["t"], ("t",), Env(source))
+    ctx = Ctx("made-up")
+    ctx.path = "tool_choice"
+    with pytest.raises(TranslationError) as info:
+        fn({}, ctx)
+    assert info.value.path == "tool_choice" and info.value.provider == "made-up"
+    assert "no such mode here" in info.value.message and "made-up.yaml:3 t.kind" in info.value.message
+
+
+def test_refuse_at_names_a_request_path_and_is_reached_only_when_written() -> None:
+    template = "{$lookup: mode, table: {a: 1, b: {$refuse: 'b has no counterpart', at: mode}}}"
+    assert render(template, {"mode": "a"}) == 1
+    with pytest.raises(TranslationError) as info:
+        render(template, {"mode": "b"})
+    assert info.value.path == "mode"
+    assert compile_error("t:\n  $refuse: ''\n").rule == "t.$refuse"
+    assert compile_error("t:\n  $refuse: x\n  at: [1]\n").rule == "t.at"

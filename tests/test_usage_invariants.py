@@ -89,7 +89,10 @@ def test_every_provider_has_fixtures_with_cached_and_reasoning_tokens(provider: 
         usage = translate_response(provider, response).usage
         cached |= bool((usage.get("prompt_tokens_details") or {}).get("cached_tokens"))
         reasoning |= bool((usage.get("completion_tokens_details") or {}).get("reasoning_tokens"))
-    assert cached and reasoning, f"{provider}: the fixtures must exercise cached and reasoning tokens"
+    # A provider that reports no reasoning count of its own (Converse) has none to exercise.
+    usage_rule = yaml.safe_load(toolnexus.load_rules().get(provider).path.read_text())["response"]["usage"]
+    counts_reasoning = "completion_tokens_details" in usage_rule
+    assert cached and (reasoning or not counts_reasoning), f"{provider}: fixtures must exercise cached and reasoning"
 
 
 # ---------------------------------------------------------------- unreadable counts: noted, never made up
@@ -149,7 +152,7 @@ def test_a_usage_object_that_is_not_an_object_gives_no_counts(holder: Any) -> No
     assert present.usage == {"prompt_tokens": 5, "completion_tokens": 0}, "omitted counts in the object are zero"
 
 
-@pytest.mark.parametrize("provider", toolnexus.providers())
+@pytest.mark.parametrize("provider", [p for p in toolnexus.providers() if toolnexus.load_rules().get(p).streaming])
 def test_a_stream_with_inconsistent_usage_ends_with_its_finish_chunk_and_the_note(provider: str) -> None:
     response = next(r for name, _, r, expected in ALL if name == provider and expected)
     want = translate_response(provider, copy.deepcopy(response))

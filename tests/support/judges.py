@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import anthropic.types
+import botocore.model
+import botocore.session
+import botocore.validate
 import openai.types.chat
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from deepdiff import DeepDiff
@@ -345,7 +348,83 @@ def judge_mistral_chunk(event: dict[str, Any]) -> None:
     judge_mistral_model(mistral_models.CompletionChunk, event)
 
 
-JUDGES = {"anthropic": judge_anthropic, "gemini": judge_gemini, "mistral": judge_mistral, "openai": judge_openai}
+
+# botocore (Bedrock): the bedrock-runtime service model is the authority. ParamValidator reports unknown keys,
+# missing members, wrong types and a union with more than one member set, but neither enum values nor blobs
+# (it takes any str): `boto_params` checks each enum against the model and turns each blob's base64 text
+# (what the JSON wire carries) into bytes, refusing text that is not base64.
+BEDROCK = botocore.session.get_session().get_service_model("bedrock-runtime")
+CONVERSE = BEDROCK.operation_model("Converse")
+
+
+def boto_params(value: Any, shape: botocore.model.Shape, path: str, problems: list[str]) -> Any:
+    """The value as boto3 takes it (blobs as bytes), with every enum value the model does not list reported."""
+    kind = shape.type_name
+    if kind == "structure" and isinstance(value, dict) and not shape.metadata.get("document"):
+        members = shape.members
+        return {k: boto_params(v, members[k], f"{path}.{k}", problems) if k in members else v for k, v in value.items()}
+    if kind == "list" and isinstance(value, list):
+        return [boto_params(v, shape.member, f"{path}[{i}]", problems) for i, v in enumerate(value)]
+    if kind == "map" and isinstance(value, dict):
+        return {k: boto_params(v, shape.value, f"{path}.{k}", problems) for k, v in value.items()}
+    if kind == "blob" and isinstance(value, str):
+        try:
+            return base64.b64decode(value, validate=True)
+        except ValueError:
+            problems.append(f"{path}: blob is not base64 text")
+            return value
+    enum = getattr(shape, "enum", None)
+    if kind == "string" and enum and value not in enum:
+        problems.append(f"{path}: {value!r} is not one of {enum}")
+    return value
+
+
+def boto_problems(value: dict[str, Any], shape: botocore.model.Shape) -> str:
+    """What the service model says is wrong with a JSON body or response ('' when nothing)."""
+    problems: list[str] = []
+    params = boto_params(copy.deepcopy(value), shape, "", problems)
+    report = botocore.validate.ParamValidator().validate(params, shape)
+    return "\n".join(problems + ([report.generate_report()] if report.has_errors() else []))
+
+
+def check_bedrock_api_rules(body: dict[str, Any]) -> None:
+    """What the model cannot say and Converse enforces: a conversation starts with a user turn, user and
+    assistant alternate, text is never empty, and every toolUse is answered by a toolResult in the next turn."""
+    messages = body["messages"]
+    assert messages and messages[0]["role"] == "user", "the conversation starts with a user turn"
+    for k, message in enumerate(messages):
+        assert message["role"] in ("user", "assistant"), f"messages[{k}]: role user or assistant"
+        if k:
+            assert message["role"] != messages[k - 1]["role"], f"messages[{k}]: roles must alternate"
+        assert message["content"], f"messages[{k}]: content is not empty"
+        for block in message["content"]:
+            assert block.get("text", "x") != "", f"messages[{k}]: a text block is not empty"
+        calls = [b["toolUse"]["toolUseId"] for b in message["content"] if "toolUse" in b]
+        if calls:
+            following = messages[k + 1]["content"] if k + 1 < len(messages) else []
+            answered = [b["toolResult"]["toolUseId"] for b in following if "toolResult" in b]
+            assert sorted(answered) == sorted(calls), f"messages[{k}]: each toolUse answered in the next turn"
+    for block in body.get("system", []):
+        assert block.get("text", "x") != "", "a system text block is not empty"
+
+
+def judge_bedrock(body: dict[str, Any], *, api_rules: bool = True) -> None:
+    """The body is the Converse operation's input without modelId (it goes in the URL)."""
+    assert "modelId" not in body, "modelId goes in the URL"
+    problems = boto_problems({"modelId": "anthropic.claude-sonnet-4-5-20250929-v1:0", **body}, CONVERSE.input_shape)
+    assert not problems, f"not a valid Converse request:\n{problems}"
+    if api_rules:
+        check_bedrock_api_rules(body)
+
+
+
+JUDGES = {
+    "anthropic": judge_anthropic,
+    "bedrock": judge_bedrock,
+    "gemini": judge_gemini,
+    "mistral": judge_mistral,
+    "openai": judge_openai,
+}
 
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
@@ -393,6 +472,13 @@ CLOCK = {"type": "function", "function": {"name": "now"}}  # no description, no 
 def call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
+
+# Rich requests a provider refuses on purpose, with the path of the refusal (Converse takes no image URL and
+# has no tool_choice none).
+RICH_REFUSALS = {
+    ("bedrock", "multimodal-parallel-calls"): "messages[2].content[2]",
+    ("bedrock", "two-rounds-and-stop-string"): "tool_choice",
+}
 
 RICH_REQUESTS: dict[str, dict[str, Any]] = {
     "multimodal-parallel-calls": {
@@ -531,8 +617,14 @@ def _mistral_response(response: dict[str, Any]) -> None:
     judge_mistral_model(mistral_models.ChatCompletionResponse, response)
 
 
+def _bedrock_response(response: dict[str, Any]) -> None:
+    problems = boto_problems(response, CONVERSE.output_shape)
+    assert not problems, f"not a valid Converse response:\n{problems}"
+
+
 SDK_VALIDATORS = {
     "anthropic": _anthropic_response,
+    "bedrock": _bedrock_response,
     "gemini": _gemini_response,
     "mistral": _mistral_response,
     "openai": _openai_response,

@@ -30,7 +30,23 @@ from typing import Any
 
 from ..language.ask import parse, plain_read, roots, written
 from ..language.loader import Key, dotted, rule_schema
-from ..language.templates import Apply, Array, Const, Content, Get, ListOf, Lookup, Merge, Node, Obj, Sum, When, walk
+from ..language.templates import (
+    Absent,
+    Apply,
+    Array,
+    Const,
+    Content,
+    Get,
+    ListOf,
+    Lookup,
+    Merge,
+    Node,
+    Obj,
+    Refuse,
+    Sum,
+    When,
+    walk,
+)
 from ..translate.rulebook import Provider, Rulebook
 
 NOTHING = "—"
@@ -210,6 +226,8 @@ class _View:
         if isinstance(node, When):
             expected = node.expected
             test = f"in {self.constant(list(expected))}" if len(expected) > 1 else f"== {self.constant(expected[0])}"
+            if node.test != "is":  # present / empty: true or false
+                test = ("is " if expected[0] else "is not ") + node.test
             text = f"{self.shape(node.then, (*key, 'then'))} if {node.path.expr} {test}"
             return text + (f" else {self.shape(node.otherwise, (*key, 'else'))}" if node.otherwise else "")
         if isinstance(node, ListOf):
@@ -232,6 +250,10 @@ class _View:
             args += [f"kinds: {self.constant(sorted(node.kinds))}"] if node.kinds is not None else []
             args += [f"lead: {self.constant(read.expr)}" for read in node.reads[1:]]
             return f"content({', '.join(args)})"
+        if isinstance(node, Refuse):
+            return f"refused: {node.message}"
+        if isinstance(node, Absent):
+            return "absent"
         assert isinstance(node, Apply)  # a value function: its name and options
         function = node.function
         options = getattr(function, "keywords", {})
@@ -415,6 +437,12 @@ def _roles_flagged(flag: str) -> Concept:
         return v.cell([", ".join(roles)] if roles else [], ("messages", "roles"))
 
     return concept
+
+
+def _merge_same_role(v: _View) -> Cell:
+    """messages.merge_same_role: the written key whose equal values merge consecutive turns."""
+    key = v.table("messages").get("merge_same_role")
+    return v.cell([f"consecutive turns with the same {key}"] if isinstance(key, str) else [], ("messages",))
 
 
 def _keys_dropped(*key: str) -> Concept:
@@ -725,6 +753,7 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
             _role_rows,
             ("message shape", _message_bodies),
             ("merged when consecutive", _roles_flagged("merge_consecutive")),
+            ("merged by provider role", _merge_same_role),
             ("dropped when empty", _roles_flagged("drop_if_empty")),
             ("message keys dropped / refused", _keys_dropped("messages", "unsupported")),
             _part_rows,

@@ -14,8 +14,10 @@ Operations (the whole vocabulary; README "Rule format" has an example of each):
                              gives a value: a default may itself be conditional)
         required: true       absent is a TranslationError at PATH
   $when: PATH                the `then` template when the value at PATH equals
-        is: VALUE            `is` (same JSON type), or one of `in`; else the
-        in: [VALUE, ...]     `else` template, or absent
+        is: VALUE            `is` (same JSON type), or one of `in`, or when its
+        in: [VALUE, ...]     presence (`present`: not absent, not null) or
+        present: BOOL        emptiness (`empty`: absent, null, "", [] or {})
+        empty: BOOL          is as given; else the `else` template, or absent
         then: TEMPLATE
         else: TEMPLATE
   $lookup: PATH              the `table` row named by the string at PATH (a table
@@ -35,6 +37,13 @@ Operations (the whole vocabulary; README "Rule format" has an example of each):
         wrap: KEY            object; anything else becomes {KEY: value}
   $media_type: PATH         the media type a URL's file extension names; absent
                              when it names none
+  $json_text: PATH          the value as JSON text (a schema some provider takes
+                             as a string)
+  $refuse: MESSAGE           reached, the translation stops: a TranslationError
+        at: PATH             at `at` (a request path; default: where the scope
+                             sits, e.g. tool_choice) with MESSAGE and the rule's
+                             file:line (a value the provider has no counterpart for)
+  $absent: true             nothing: the key is not written
   $content: text_or_blocks | blocks | one
         kinds: [KIND, ...]   a message's parts written through the `parts`
         lead: PATH           table (inside a role's `message`, or a part's own
@@ -63,12 +72,13 @@ and a `Read` says what it reads: `.expr` (as written), `.steps` (the plain path 
 and indexes; None for a rich JMESPath path), `.root` (the top-level field; None when it
 reads the scope itself), `.key` (where in the rule file) and `.getter` (compiled). The
 node classes: Const, Get, When, ListOf, Sum, Obj, Array, Lookup, Apply ($as_object,
-$media_type), Merge, Content.
+$media_type, $json_text), Merge, Content, Refuse, Absent.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 import mimetypes
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -79,7 +89,7 @@ from urllib.parse import urlsplit
 
 from ..errors import Note, ResponseError, RuleError, TranslationError
 from .jsonsafe import JsonValueError, loads, where_in
-from .loader import Key, RuleSource, did_you_mean
+from .loader import Key, RuleSource, did_you_mean, dotted
 from .paths import MISSING, Getter, PathSyntaxError, compile_path, first_field, simple_steps
 
 
@@ -204,7 +214,7 @@ class Env:
 
 _OPTIONS: dict[str, set[str]] = {
     "$get": {"default", "required", "doc", "source"},
-    "$when": {"is", "in", "then", "else", "doc", "source"},
+    "$when": {"is", "in", "present", "empty", "then", "else", "doc", "source"},
     "$lookup": {"table", "skip", "default", "doc", "source"},
     "$as_object": {"wrap", "doc", "source"},
     "$media_type": {"doc", "source"},
@@ -212,7 +222,11 @@ _OPTIONS: dict[str, set[str]] = {
     "$sum": {"empty", "doc", "source"},
     "$merge": {"with", "doc", "source"},
     "$content": {"kinds", "lead", "doc", "source"},
+    "$json_text": {"doc", "source"},
+    "$refuse": {"at", "doc", "source"},
+    "$absent": {"doc", "source"},
 }
+_TESTS = ("is", "in", "present", "empty")  # $when's tests: exactly one is given
 
 
 def compile_template(value: Any, key: Key, env: Env) -> Render:
@@ -240,7 +254,14 @@ def compile_node(node: Node, key: Key, env: Env) -> Render:
 
 def _define(gen: _Codegen, signature: str, lines: list[str], key: Key, env: Env) -> Render:
     source = f"def {signature}:\n" + "".join(f"    {line}\n" for line in lines) + "    return out\n"
-    namespace = {"MISSING": MISSING, "fresh_copy": fresh_copy, "Note": Note, "pick_first": pick_first, **gen.names}
+    namespace = {
+        "MISSING": MISSING,
+        "fresh_copy": fresh_copy,
+        "Note": Note,
+        "pick_first": pick_first,
+        "is_empty": is_empty,
+        **gen.names,
+    }
     exec(compile(source, f"<template {'.'.join(map(str, key))}>", "exec"), namespace)
     render: Render = namespace["render"]
     env.generated[key] = source
@@ -300,9 +321,10 @@ class Get(Node):
 @dataclass(frozen=True)
 class When(Node):
     path: Read
-    expected: Any
+    expected: Any  # the values (`is`, `in`), or (True,)/(False,) for `present` and `empty`
     then: Node
     otherwise: Node | None = None  # the `else` node, or None (absent)
+    test: str = "is"  # is (a value equal to one of `expected`) | present | empty
 
     def children(self) -> tuple[Node, ...]:
         return (self.then,) if self.otherwise is None else (self.then, self.otherwise)
@@ -405,6 +427,20 @@ class Content(Node):
         return self.reads
 
 
+@dataclass(frozen=True)
+class Refuse(Node):
+    """`$refuse`: reaching it is a TranslationError at `at` (or the scope's path) with the rule's own message."""
+
+    message: str
+    at: str | None  # a request path, resolved from the scope's path; None: the scope's path itself
+    where: str  # the rule's file:line and key, appended to the message
+
+
+@dataclass(frozen=True)
+class Absent(Node):
+    """`$absent: true`: writes nothing (the key is not written)."""
+
+
 def walk(node: Node) -> Iterator[Node]:
     """The node and everything it is built from, depth first, in the rule file's order."""
     yield node
@@ -495,13 +531,37 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Node:
         default = parse_template(spec["default"], (*key, "default"), env) if "default" in spec else None
         return Get(_reads(arg, at, env), default, bool(spec.get("required", False)), str(key[-1]) if key else "?")
     if op == "$when":
-        if ("is" in spec) == ("in" in spec) or "then" not in spec:
-            raise env.error(key, "$when needs `then` and one of `is` (a value) or `in` (a list of values)")
-        if "in" in spec and not isinstance(spec["in"], list):
+        tests = [t for t in _TESTS if t in spec]
+        if len(tests) != 1 or "then" not in spec:
+            raise env.error(
+                key,
+                "$when needs `then` and one of `is` (a value), `in` (a list of values),"
+                " `present` or `empty` (true or false)",
+            )
+        test = tests[0]
+        if test == "in" and not isinstance(spec["in"], list):
             raise env.error((*key, "in"), "`in` takes a list of values")
-        expected = tuple(spec["in"]) if "in" in spec else (spec["is"],)
+        if test in ("present", "empty") and type(spec[test]) is not bool:
+            raise env.error((*key, test), f"`{test}` takes true or false")
+        expected = tuple(spec["in"]) if test == "in" else (spec[test],)
         otherwise = parse_template(spec["else"], (*key, "else"), env) if "else" in spec else None
-        return When(_one_read(arg, at, env), expected, parse_template(spec["then"], (*key, "then"), env), otherwise)
+        then = parse_template(spec["then"], (*key, "then"), env)
+        return When(_one_read(arg, at, env), expected, then, otherwise, "is" if test == "in" else test)
+    if op == "$refuse":
+        if not isinstance(arg, str) or not arg.strip():
+            raise env.error(at, "$refuse takes the message the caller sees (a non-empty string)")
+        where_to = spec.get("at")
+        if where_to is not None and (not isinstance(where_to, str) or not where_to):
+            raise env.error((*key, "at"), "`at` takes a request path (a string)")
+        line, _ = env.source.where(at)
+        where = f"{env.source.file}:{line} {dotted(key)}" if line else env.source.file
+        return Refuse(arg, where_to, where)
+    if op == "$absent":
+        if arg is not True:
+            raise env.error(at, "$absent takes true (write nothing here)")
+        return Absent()
+    if op == "$json_text":
+        return Apply(_one_read(arg, at, env), json_text)
     if op == "$lookup":
         return _lookup(spec, _one_read(arg, at, env), key, env)
     if op == "$as_object":
@@ -621,11 +681,20 @@ class _Codegen:
             return lines
         if isinstance(node, Merge):
             return self._merge(node, target, scope)
+        if isinstance(node, Absent):
+            return [f"{target} = MISSING"]
+        if isinstance(node, Refuse):
+            where = f"c.at({node.at!r})" if node.at is not None else "c.where()"
+            return [f"raise c.fail({where}, {f'{node.message} ({node.where})'!r})"]
         if isinstance(node, Get):
             return self._get(node, target, scope)
         if isinstance(node, When):
             lines = self._read(node.path, target, scope)
-            if len(node.expected) == 1:
+            if node.test == "present":
+                lines.append(f"if ({target} is not MISSING and {target} is not None) is {node.expected[0]!r}:")
+            elif node.test == "empty":
+                lines.append(f"if is_empty({target}) is {node.expected[0]!r}:")
+            elif len(node.expected) == 1:
                 expected = self._name(node.expected[0])
                 lines.append(f"if type({target}) is type({expected}) and {target} == {expected}:")
             else:
@@ -753,6 +822,16 @@ def fresh_copy(value: Any) -> Any:
     if isinstance(value, list):
         return [fresh_copy(v) for v in value]
     return value
+
+
+def is_empty(value: Any) -> bool:
+    """`$when`'s `empty` test: absent, null, "", [] and {} are empty."""
+    return value is MISSING or value is None or (type(value) in (str, list, dict) and not value)
+
+
+def json_text(value: Any, ctx: Ctx) -> str:
+    """`$json_text`: the value serialized as compact JSON text (keys in their order, non-ASCII kept)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def path_getter(expression: Any, key: Key, env: Env) -> Getter:

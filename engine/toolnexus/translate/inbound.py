@@ -142,6 +142,10 @@ class Inbound:
     # template reads only function keys), the tool as `source` (it reads only that), or None (explain always).
     plain_tool_scope: Literal["function", "source"] | None = None
     messages: Messages = field(default=lambda *_: None)  # the messages section's generated function (request_code)
+    # messages.merge_same_role: the written message key holding the provider's role; consecutive written
+    # messages with the same value there become one (None: only merge_consecutive merges).
+    merge_same_role: str | None = None
+    spliced: frozenset[str] = frozenset()  # part kinds whose template is a list: its blocks join the message's
 
     def translate(
         self,
@@ -351,12 +355,12 @@ class Inbound:
         extras = self.text_reads - {"text", "kind"}
         if self.system_blocks is None or all(extras.isdisjoint(part) for _, part in parts):
             return chosen
-        blocks = []
+        blocks: list[Any] = []
         for turn, part in parts:
             if self.text_gaps is not None:
                 _settle_gaps(turn, part, self.text_gaps, ctx)
             ctx.path = (PARTS, [turn, part])
-            blocks.append(self.system_blocks(part, ctx))
+            _add_blocks(blocks, self.system_blocks(part, ctx), "text" in self.spliced)
         ctx.path = ""
         return blocks
 
@@ -543,6 +547,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
         plain_tool_scope = "source"
 
     tool_call_ids = compile_id_rule(source)
+    spliced = frozenset(kind for kind, template in msgs["parts"].items() if isinstance(template, list))
     for fill in finish:  # complete now, so nothing compiled is ever filled in (or raced over) at translate time
         fill()
     inbound = Inbound(
@@ -565,6 +570,8 @@ def compile_inbound(source: RuleSource) -> Inbound:
         text_reads=(parts["text"][1] or frozenset()) if "text" in parts else frozenset(),
         text_gaps=gaps.get("text"),
         tool_call_ids=tool_call_ids,
+        merge_same_role=msgs.get("merge_same_role"),
+        spliced=spliced,
         carry=carry,
         read_keys=MappingProxyType(read_keys),
         code=tuple(code.items()),
@@ -662,12 +669,13 @@ def _content_writer(
         # Kinds whose template reads the part's fields one by one: they may drop or rewrite (see _report_part).
         reporting = {kind: reads for kind, (_, reads) in parts.items() if reads is not None and "source" not in reads}
         text_reads = parts["text"][1] if "text" in parts else None
-        table[:] = [writers, reporting, frozenset(text_reads or ()) - {"text", "kind"}]
+        spliced = frozenset(kind for kind, template in declared.items() if isinstance(template, list))
+        table[:] = [writers, reporting, frozenset(text_reads or ()) - {"text", "kind"}, spliced]
 
     finish.append(fill)
 
     def render(turn: Any, ctx: Ctx) -> Any:
-        writers, reporting, text_extras = table
+        writers, reporting, text_extras, spliced = table
         selected = turn["parts"] if wanted is None else [p for p in turn["parts"] if p["kind"] in wanted]
         blocks: list[Any] = []
         if lead_getter is not None:
@@ -703,7 +711,7 @@ def _content_writer(
             if kind in gaps:
                 _settle_gaps(turn, part, gaps[kind], ctx)
             at[1] = part
-            blocks.append(write(part, ctx))
+            _add_blocks(blocks, write(part, ctx), kind in spliced)
         ctx.path = where
         if not one:
             return blocks if blocks else MISSING
@@ -748,6 +756,14 @@ def _settle_gaps(turn: dict[str, Any], part: dict[str, Any], gaps: Gaps, ctx: Ct
             ctx.settle(name, value, f"{path}.{where}" if "source" in part else path)
     if gaps.kinds is not None:
         settle_parts(turn, part.get("parts", ()), gaps.kinds, ctx)
+
+
+def _add_blocks(blocks: list[Any], written: Any, spliced: bool) -> None:
+    """A part's written block, or, from a part template written as a list, its blocks (the absent ones left out)."""
+    if not spliced:
+        blocks.append(written)
+    elif written is not MISSING:
+        blocks.extend(written)
 
 
 def _opaque_blocks(value: Any, where: str, ctx: Ctx) -> list[Any]:

@@ -64,6 +64,25 @@ def merge_into(merged: dict[str, Any], message: dict[str, Any]) -> None:
             merged[key] = value
 
 
+def same_written_role(previous: Any, message: Any, key: str, index: int, ctx: Ctx) -> bool:
+    """`merge_same_role`: whether a written message joins the previous one because both have the same provider
+    role (noted as rewritten). Keys other than lists must agree, else nothing could be merged without loss."""
+    if not isinstance(previous, dict) or not isinstance(message, dict):
+        return False
+    role = message.get(key, MISSING)
+    if role is MISSING or previous.get(key, MISSING) != role:
+        return False
+    for name, value in message.items():
+        if not (isinstance(value, list) and isinstance(previous.get(name), list)) and previous.get(name) != value:
+            raise ctx.fail(
+                f"messages[{index}]",
+                f"follows another {role!r} turn, which {ctx.provider} merges, but its {name!r} cannot be joined"
+                " (a list on both turns, or the same value)",
+            )
+    ctx.notes.append(Note("rewritten", f"messages[{index}]", f"merged into the previous {role!r} turn"))
+    return True
+
+
 def settle_parts(turn: dict[str, Any], parts: list[dict[str, Any]], kinds: frozenset[str], ctx: Ctx) -> None:
     """Settle each part of a kind the template never writes (a `$content` with `kinds`, and nothing else)."""
     for part in parts:
@@ -109,6 +128,8 @@ def generate(inbound: Inbound) -> tuple[str, Messages]:
         "orphans": orphans,
         "settle_parts": settle_parts,
         "merge_into": merge_into,
+        "same_role": same_written_role,
+        "ROLE_KEY": inbound.merge_same_role,
     }
     lines = [
         "def messages(msgs, c, ids):",
@@ -197,11 +218,14 @@ def _role(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
         f"written = render_{role}(turn, c)",
         f"if written is MISSING: raise c.fail(f'messages[{{i}}]', {nothing!r})",
     ]
-    if not rule.merge_consecutive:
+    if not rule.merge_consecutive and inbound.merge_same_role is None:
         return [*lines, "out.append(written)", "merging = None"]
+    same = f"merging == {role!r}" if rule.merge_consecutive else "False"
+    if inbound.merge_same_role is not None:  # messages.merge_same_role: also by the written provider role
+        same += " or (out and same_role(out[-1], written, ROLE_KEY, i, c))"
     return [
         *lines,
-        f"if merging == {role!r}:",
+        f"if {same}:",
         "    if not merged:",
         "        out[-1] = {k: list(v) if isinstance(v, list) else v for k, v in out[-1].items()}",
         "        merged = True",
@@ -209,5 +233,5 @@ def _role(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
         "else:",
         "    out.append(written)",
         "    merged = False",
-        f"merging = {role!r}",
+        f"merging = {role!r}" if rule.merge_consecutive else "merging = None",
     ]
