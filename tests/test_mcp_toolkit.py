@@ -40,6 +40,7 @@ DECLARED_NAMES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "openai": lambda body: [t["function"]["name"] for t in body["tools"]],
     "gemini": lambda body: [d["name"] for t in body["tools"] for d in t["functionDeclarations"]],
     "bedrock": lambda body: [t["toolSpec"]["name"] for t in body["toolConfig"]["tools"]],
+    "mistral": lambda body: [t["function"]["name"] for t in body["tools"]],
 }
 
 

@@ -47,7 +47,7 @@ from support.strategies import (
     text_of,
     texts,
 )
-from toolnexus import ProviderError, RequestBody, TranslationError, load_rules, translate_request, translate_response
+from toolnexus import ProviderError, RequestBody, TranslationError, translate_request, translate_response
 
 PROVIDERS = toolnexus.providers()
 
