@@ -1,0 +1,456 @@
+"""The `streaming` section compiled to Python: one generated function per event type.
+
+Each function reads the event's type (and `by` case) inline, then runs the section's steps for it
+(`every` first) as straight-line code: the `from`, `at` and `each` paths read inline, the walk down
+the `into` path to where the value goes checked by type tests, and the merge done by a generated
+function per place in the response the section can write (`combine` policy, watched item source and
+the fields their templates read all known when the code is written). The common event (a text piece
+appended in place, an object merged key by key into one that is there, an element added to a list)
+runs with no lookup in the rule tables and no path built. Anything else (the first value at a place,
+a type the fast test does not expect, an element that is not there yet) goes to the explain step:
+the StreamTranslator's general merge (`_place`, `_merge`), which does the same and raises the
+located ResponseError. `toolnexus explain --code PROVIDER` prints the generated source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from ..language.paths import MISSING, Getter, simple_steps
+from ..language.templates import read_lines
+from .stream_rules import APPEND, BY_POSITION, END, EXTEND, JSON, Dispatch, Join, Move, Node, Steps, Streaming
+
+Pattern = tuple[str | int | None, ...]  # a place in the response: keys, fixed indexes, None for any other index
+Run = Callable[[Any, dict[str, Any], int], bool]
+
+
+class Text:
+    """A string arriving in pieces: UTF-8 bytes appended in place (a long stream costs its text, no more).
+
+    `placeholder` is the value a `json` field held before its first piece (kept when no JSON arrives).
+    """
+
+    __slots__ = ("buf", "placeholder")
+
+    def __init__(self, first: str = "", placeholder: Any = MISSING) -> None:
+        self.buf = bytearray(first.encode("utf-8", "surrogatepass"))
+        self.placeholder = placeholder
+
+    def add(self, piece: str) -> None:
+        self.buf += piece.encode("utf-8", "surrogatepass")
+
+    def value(self) -> str:
+        return self.buf.decode("utf-8", "surrogatepass")
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def plain_merge(parent: Any, key: str | int, value: Any) -> None:
+    """Merge a value into parent[key] where no combine policy and no watched source lies at or below:
+    objects key by key, null never replaces a value, anything else replaces."""
+    current = parent.get(key, MISSING) if type(parent) is dict else parent[key]
+    if type(value) is dict and type(current) is dict:
+        for k, v in value.items():
+            if type(v) in _SCALARS:
+                now = current.get(k, MISSING)
+                if v is None:
+                    if now is MISSING:
+                        current[k] = None
+                elif type(now) is not type(v) or now != v:
+                    current[k] = v
+            else:
+                plain_merge(current, k, v)
+    elif value is None:
+        if current is MISSING:
+            parent[key] = None
+    elif type(value) is not type(current) or value != current:
+        parent[key] = value
+
+
+def joins(last: Any, element: Any, join: Join) -> bool:
+    """Whether an arriving element continues the previous one (a text split across events)."""
+    if not (isinstance(last, dict) and isinstance(element, dict)):
+        return False
+    if type(element.get(join.field)) is not str or not isinstance(last.get(join.field), (str, Text)):
+        return False
+    if any(last.get(k) != element.get(k) for k in join.same):
+        return False
+    return all(k == join.field or k not in last or last[k] == v for k, v in element.items())
+
+
+def compiled(streaming: Streaming | None) -> Streaming | None:
+    """The section with its generated code and entry function (what `StreamTranslator.feed` runs)."""
+    if streaming is None:
+        return None
+    code = _Code(streaming)
+    text = code.module()
+    exec(compile(text, f"<streaming {streaming.provider}>", "exec"), code.names)
+    return replace(streaming, code=text, run=code.names["run"])
+
+
+class _Code:
+    """The generated module of one streaming section, written line by line."""
+
+    def __init__(self, rules: Streaming) -> None:
+        self.r = rules
+        self.names: dict[str, Any] = {"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge}
+        self.spots: dict[Pattern, str] = {}
+        self.defs: list[str] = []
+        self.count = 0
+
+    def name(self, value: Any, prefix: str) -> str:
+        self.count += 1
+        name = f"{prefix}{self.count}"
+        self.names[name] = value
+        return name
+
+    # ------------------------------------------------------------ places in the response
+
+    def node(self, pattern: Pattern) -> Node | None:
+        node: Node | None = self.r.combine
+        for step in pattern:
+            if node is None:
+                return None
+            node = node.children.get(None) if step is None else node.child(step)
+        return node
+
+    def interesting(self, pattern: Pattern) -> bool:
+        """Whether merging here can do more than a plain merge: a combine policy at or below, or a watched
+        source (or one of its elements) at or below."""
+        if self.node(pattern) is not None:
+            return True
+        for w in self.r.watched:
+            if len(pattern) <= len(w.steps) and all(a == b for a, b in zip(pattern, w.steps, strict=False)):
+                return True
+            if w.src.each and len(pattern) == len(w.steps) + 1 and pattern[:-1] == w.steps:
+                return True
+        return False
+
+    def key_children(self, pattern: Pattern) -> list[str]:
+        node = self.node(pattern)
+        keys = [k for k in (node.children if node else {}) if type(k) is str]
+        for w in self.r.watched:
+            if len(w.steps) > len(pattern) and w.steps[: len(pattern)] == pattern and type(w.steps[len(pattern)]) is str:
+                keys.append(w.steps[len(pattern)])  # type: ignore[arg-type]
+        return [k for k in dict.fromkeys(keys) if self.interesting((*pattern, k))]
+
+    def fixed_indexes(self, pattern: Pattern) -> list[int]:
+        """The indexes of a list place that differ from any other index (a watched path or a combine row names them)."""
+        node = self.node(pattern)
+        found = [k for k in (node.children if node else {}) if type(k) is int]
+        for w in self.r.watched:
+            if len(w.steps) > len(pattern) and w.steps[: len(pattern)] == pattern and type(w.steps[len(pattern)]) is int:
+                found.append(w.steps[len(pattern)])  # type: ignore[arg-type]
+        return sorted(set(found))  # type: ignore[type-var]
+
+    def path_expr(self, pattern: Pattern, at: str) -> str:
+        """The concrete path of a place, as an expression (its indexes from the tuple `at`)."""
+        parts, j = [], 0
+        for step in pattern:
+            if type(step) is str:
+                parts.append(repr(step))
+            else:
+                parts.append(f"{at}[{j}]")
+                j += 1
+        return "(" + "".join(f"{p}, " for p in parts) + ")"
+
+    def above_expr(self, pattern: Pattern, at: str) -> str:
+        return self.path_expr(pattern[:-1], at) if pattern else "()"
+
+    # ------------------------------------------------------------ merging at a place
+
+    def merge(self, pattern: Pattern, p: str, k: str, v: str, at: str) -> str:
+        """A call merging `v` into p[k] at `pattern`."""
+        if not self.interesting(pattern):
+            return f"plain({p}, {k}, {v})"
+        found = self.spots.get(pattern)
+        if found is None:
+            found = self.spots[pattern] = f"m{len(self.spots)}"
+            body = self.spot(pattern)
+            shown = _shown(pattern)
+            self.defs.append(f"def {found}(s, p, k, v, at):  # {shown}\n" + "".join(f"    {ln}\n" for ln in body))
+        return f"{found}(s, {p}, {k}, {v}, {at})"
+
+    def current(self, pattern: Pattern) -> str:
+        if pattern and type(pattern[-1]) is not str:
+            return "cur = p[k]"  # an element the caller found in range
+        return "cur = p.get(k, MISSING)"
+
+    def general(self, pattern: Pattern, omit: frozenset[str] = frozenset()) -> str:
+        node = self.name(self.node(pattern), "node")
+        extra = f", {self.name(omit, 'omit')}" if omit else ""
+        return f"s._merge(p, k, v, {node}, {self.above_expr(pattern, 'at')}{extra})"
+
+    def spot(self, pattern: Pattern) -> list[str]:
+        node = self.node(pattern)
+        policy = node.policy if node is not None else None
+        lines = [self.current(pattern)]
+        if policy is APPEND or policy is JSON:
+            lines += ["if type(v) is str and type(cur) is Text:", "    cur.add(v)"]
+            emit = self.fragment(pattern, "v", "at")
+            if emit:
+                lines += ["    if v:", *_indent(emit, 8)]
+            lines.append("    return")
+        elif policy is EXTEND:
+            assert node is not None
+            lines += ["if type(cur) is list:", "    for x in (v if type(v) is list else (v,)):"]
+            if node.join is not None:
+                lines += _indent(self.joined(pattern, node.join), 8)
+            lines += _indent(["cur.append(x)", *self.placed(pattern, "x", "len(cur) - 1")], 8)
+            lines.append("    return")
+        elif policy is BY_POSITION:
+            lines += ["if type(cur) is list and type(v) is list:", "    for i, x in enumerate(v):", "        if i < len(cur):"]
+            lines += _indent(self.element(pattern, "cur", "i", "x", "at + (i,)"), 12)
+            lines += ["        else:", "            cur.append(x)"]
+            lines.append(f"            s._placed({self.path_expr(pattern, 'at')} + (i,), x)")
+            lines.append("    return")
+        else:
+            lines += ["if type(v) is dict and type(cur) is dict:"]
+            lines += _indent([*self.dict_loop(pattern, frozenset()), "return"], 4)
+            lines += ["if v is None and cur is not MISSING:", "    return"]
+        return [*lines, self.general(pattern)]
+
+    def element(self, pattern: Pattern, p: str, i: str, x: str, at: str) -> list[str]:
+        """Merge into an element of the list at `pattern`, by its index's place."""
+        fixed = self.fixed_indexes(pattern)
+        lines = []
+        for n, index in enumerate(fixed):
+            lines += [f"{'if' if n == 0 else 'elif'} {i} == {index}:", f"    {self.merge((*pattern, index), p, i, x, at)}"]
+        last = self.merge((*pattern, None), p, i, x, at)
+        return [*lines, "else:", f"    {last}"] if fixed else [last]
+
+    def dict_loop(self, pattern: Pattern, omit: frozenset[str]) -> list[str]:
+        """Merge the object `v` key by key into the object `cur`: watched or combined keys by their place,
+        plain values inline."""
+        lines = ["for kk, vv in v.items():"]
+        branches = [
+            (f"kk == {key!r}", [self.merge((*pattern, key), "cur", "kk", "vv", "at")])
+            for key in self.key_children(pattern)
+            if key not in omit
+        ]
+        if omit:
+            branches.insert(0, (" or ".join(f"kk == {key!r}" for key in sorted(omit)), ["pass"]))
+        branches += [
+            ("vv is None", ["if kk not in cur: cur[kk] = None"]),
+            (
+                "type(vv) is str or type(vv) is int or type(vv) is bool or type(vv) is float",
+                ["if type(now := cur.get(kk, MISSING)) is not type(vv) or now != vv: cur[kk] = vv"],
+            ),
+        ]
+        for n, (test, body) in enumerate(branches):
+            lines += [f"    {'if' if n == 0 else 'elif'} {test}:", *_indent(body, 8)]
+        return [*lines, "    else:", "        plain(cur, kk, vv)"]
+
+    def joined(self, pattern: Pattern, join: Join) -> list[str]:
+        """`join`: an element continuing the last one adds its text in place (the first join goes the general way)."""
+        j = self.name(join, "join")
+        field = (*pattern, None, join.field)
+        return [
+            f"if cur and joins(cur[-1], x, {j}):",
+            "    last = cur[-1]",
+            f"    t = last[{join.field!r}]",
+            "    if type(t) is not Text:",
+            f"        s._extend(p, k, cur, [x], {self.name(self.node(pattern), 'node')}, {self.above_expr(pattern, 'at')})",
+            "        continue",
+            f"    piece = x[{join.field!r}]",
+            "    t.add(piece)",
+            "    for kk, vv in x.items():",
+            f"        if kk != {join.field!r} and kk not in last: last[kk] = vv",
+            *(["    if piece:", "        ix = at + (len(cur) - 1,)", *_indent(emit, 8)] if (emit := self.fragment(field, "piece", "ix")) else []),
+            "    continue",
+        ]
+
+    def placed(self, pattern: Pattern, x: str, index: str) -> list[str]:
+        """After an element was added to the list at `pattern`: start it if a watched source reads the list."""
+        deeper = any(len(w.steps) > len(pattern) and w.steps[: len(pattern)] == pattern for w in self.r.watched)
+        if deeper:
+            return [f"s._placed({self.path_expr(pattern, 'at')} + ({index},), {x})"]
+        for w_index, w in enumerate(self.r.watched):
+            if w.src.each and w.steps == pattern:
+                return [f"ix = {index}", f"if ix not in s._elements[{w_index}]: s._start({w_index}, ix, {x})"]
+        return []
+
+    def fragment(self, pattern: Pattern, piece: str, at: str) -> list[str]:
+        """Lines emitting a text piece appended at `pattern`, by the role the watched element's template gives it."""
+        r = self.r
+        for n in r.route_lengths:
+            prefix = pattern[:n]
+            w_index = r.route.get(prefix, -1) if None not in prefix else -1  # type: ignore[arg-type]
+            if w_index >= 0:
+                break
+        else:
+            return []
+        if r.watched[w_index].src.each:
+            if len(pattern) <= n + 1:
+                return []
+            element = f"{at}[{sum(1 for step in pattern[:n] if type(step) is not str)}]"
+            field = pattern[n + 1 :]
+        else:
+            element, field = "0", pattern[n:]
+        if None in field:
+            return [f"s._fragment({self.path_expr(pattern, at)}, {piece})"]
+        return [
+            f"info = s._elements[{w_index}].get({element})",
+            "if info is not None:",
+            f"    role = info.roles.get({field!r})",
+            f"    if role is not None: s._emit(info, role, {piece})",
+        ]
+
+    # ------------------------------------------------------------ steps and events
+
+    def read(self, path: str, getter: Getter, target: str, scope: str) -> list[str]:
+        steps = simple_steps(path)
+        if steps is None:
+            return [f"{target} = {self.name(getter, 'g')}({scope})"]
+        return read_lines(target, scope, tuple(steps))
+
+    def steps(self, steps: Steps, label: str) -> list[str]:
+        lines: list[str] = []
+        for i, step in enumerate(steps):
+            if step == END:
+                lines += [f"# {label}[{i}]: end", "s.ended = True"]
+                continue
+            assert isinstance(step, Move)
+            lines.append(f"# {label}[{i}]")
+            lines += self.move(step)
+        return lines
+
+    def move(self, step: Move) -> list[str]:
+        s = self.name(step, "step")
+        if step.each is None:
+            return self.place(step, s, "e", "None")
+        return [
+            *self.read(step.each_path, step.each, "xs", "e"),
+            "if xs is not MISSING and xs is not None:",
+            "    if type(xs) is list:",
+            "        for i, x in enumerate(xs):",
+            *_indent(self.place(step, s, "x", "i"), 12),
+            "    else:",
+            f"        s._move({s}, e, n)",
+        ]
+
+    def place(self, step: Move, s: str, scope: str, i: str) -> list[str]:
+        """One step's value merged into the response: the walk down `into` by type tests, else the general way."""
+        lines = self.read(step.from_path, step.source, "v", scope)
+        tests: list[str] = []
+        into = step.into
+        parent = "s._holder"
+        key = '""'
+        if into:
+            tests.append("type(q0 := s._holder['']) is dict")
+            parent = "q0"
+            for d, stp in enumerate(into[:-1]):
+                nxt = into[d + 1]
+                want = "dict" if type(nxt) is str else "list"
+                got = f"{parent}.get({stp!r}, MISSING)" if type(stp) is str else f"{parent}[{stp}]"
+                tests.append(f"type(q{d + 1} := {got}) is {want}")
+                if type(nxt) is int:
+                    tests.append(f"{nxt} < len(q{d + 1})")
+                parent = f"q{d + 1}"
+            key = repr(into[-1])
+        fixed_at = tuple(stp for stp in into if type(stp) is int)
+        at = "(" + "".join(f"{x}, " for x in fixed_at) + ")"
+        body: list[str]
+        if step.at is None:
+            body = self.leaf(into, parent, key, at, step.omit)
+        else:
+            lines += self.read(step.at_path, step.at, "ix", scope)
+            lst = f"{parent}.get({key}, MISSING)" if key != '""' else "s._holder['']"
+            tests += [f"type(lq := {lst}) is list", "type(ix) is int", "0 <= ix < len(lq)"]
+            at = f"({''.join(f'{x}, ' for x in fixed_at)}ix,)"
+            body = []
+            fixed = self.fixed_indexes(into)
+            cases = [(f"ix == {index}", (*into, index)) for index in fixed] + [("", (*into, None))]
+            for n, (test, element) in enumerate(cases):
+                inner = self.field(step, element, at, f"s._place({s}, {scope}, n, {i})")
+                if len(cases) == 1:
+                    body = inner
+                else:
+                    body += [f"{'if' if n == 0 else 'elif'} {test}:" if test else "else:", *_indent(inner, 4)]
+        if into or step.at is not None:
+            return [*lines, "if v is not MISSING:", f"    if {' and '.join(tests)}:", *_indent(body, 8),
+                    "    else:", f"        s._place({s}, {scope}, n, {i})"]  # fmt: skip
+        return [*lines, "if v is not MISSING:", *_indent(body, 4)]
+
+    def field(self, step: Move, element: Pattern, at: str, otherwise: str) -> list[str]:
+        """Into the element `ix` of the list, then down `field` (objects there already), then the merge."""
+        if not step.field:
+            return self.leaf(element, "lq", "ix", at, step.omit)
+        tests, parent = ["type(f0 := lq[ix]) is dict"], "f0"
+        for d, stp in enumerate(step.field[:-1]):
+            nxt = step.field[d + 1]
+            want = "dict" if type(nxt) is str else "list"
+            got = f"{parent}.get({stp!r}, MISSING)" if type(stp) is str else f"{parent}[{stp}]"
+            tests.append(f"type(f{d + 1} := {got}) is {want}")
+            if type(nxt) is int:
+                tests.append(f"{nxt} < len(f{d + 1})")
+            parent = f"f{d + 1}"
+        at_more = at
+        fixed_in_field = tuple(stp for stp in step.field if type(stp) is int)
+        if fixed_in_field:
+            at_more = f"{at} + {fixed_in_field!r}"
+        body = self.leaf((*element, *step.field), parent, repr(step.field[-1]), at_more, step.omit)
+        return [f"if {' and '.join(tests)}:", *_indent(body, 4), "else:", f"    {otherwise}"]
+
+    def leaf(self, pattern: Pattern, p: str, k: str, at: str, omit: frozenset[str]) -> list[str]:
+        node = self.node(pattern)
+        if not omit or (node is not None and node.policy is not None):
+            if omit:
+                return [f"p = {p}; k = {k}; at = {at}", self.general(pattern, omit)]
+            return [self.merge(pattern, p, k, "v", at)]
+        lines = [f"p = {p}", f"k = {k}", f"at = {at}", self.current(pattern)]
+        lines += ["if type(v) is dict and type(cur) is dict:", *_indent(self.dict_loop(pattern, omit), 4)]
+        return [*lines, "else:", f"    {self.general(pattern, omit)}"]
+
+    def event(self, name: str, handler: Steps | Dispatch, fn: str) -> list[str]:
+        r = self.r
+        every = self.steps(r.every, "streaming.every")
+        if isinstance(handler, tuple):
+            body = [*every, *self.steps(handler, f"streaming.events.{name}"), f"return {bool(r.every or handler)}"]
+        else:
+            body = self.read(handler.by_path, handler.by, "c", "e")
+            for n, (case, steps) in enumerate(handler.cases.items()):
+                label = f"streaming.events.{name}.cases.{case}"
+                body += [f"{'if' if n == 0 else 'elif'} c == {case!r}:", *_indent([*every, *self.steps(steps, label), f"return {bool(r.every or steps)}"], 4)]
+            label = f"{name!r} with {handler.by_path} "
+            body += [f"s._note_unknown({label!r} + repr(c), n)", *every, f"return {bool(r.every)}"]
+        return [f"def {fn}(s, e, n):  # streaming.events.{name}", *_indent(body, 4)]
+
+    def module(self) -> str:
+        r = self.r
+        events: list[str] = []
+        if r.type is None:
+            run = ["def run(s, e, n):  # streaming.every: each event", *_indent([*self.steps(r.every, "streaming.every"), f"return {bool(r.every)}"], 4)]
+        else:
+            table: dict[str, str] = {}
+            for n, (name, handler) in enumerate(r.events.items()):
+                fn = f"event{n}"
+                table[name] = fn
+                events += [*self.event(name, handler, fn), ""]
+            events.append("EVENTS = {" + ", ".join(f"{k!r}: {v}" for k, v in table.items()) + "}")
+            kind = self.read(r.type_path, r.type, "t", "e")
+            run = [
+                "def run(s, e, n):  # streaming.type: the event's type picks its function",
+                *_indent(kind, 4),
+                "    f = EVENTS.get(t) if type(t) is str else None",
+                "    if f is not None:",
+                "        return f(s, e, n)",
+                "    s._note_unknown(repr(t), n)",
+                *_indent([*self.steps(r.every, "streaming.every"), f"return {bool(r.every)}"], 4),
+            ]
+        return "\n".join([*self.defs, *events, *run]) + "\n"
+
+
+def _indent(lines: list[str], width: int) -> list[str]:
+    return [" " * width + line for line in lines]
+
+
+def _shown(pattern: Pattern) -> str:
+    out = ""
+    for step in pattern:
+        out += ("[]" if step is None else f"[{step}]") if type(step) is not str else (f".{step}" if out else step)
+    return out or "@"
+
