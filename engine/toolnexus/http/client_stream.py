@@ -18,21 +18,24 @@ with the changes a stream needs:
   ProviderError kind too_large; an error body is read as `translate` reads it;
 - setting `cancel` ends the stream at once, even mid-read, and closes the connection.
 
-Events are parsed by httpx-sse and translated by `stream.StreamTranslator`; the call's policy
-(retries, deadlines, caps, the error map, scrubbing, hooks, events) is the call layer's (call.py).
+Events are parsed by httpx-sse's decoders, every event a read brings at once (no await per line or
+per event), and translated one at a time as the caller asks for chunks by `stream.StreamTranslator`;
+the call's policy (retries, deadlines, caps, the error map, scrubbing, hooks, events) is the call
+layer's (call.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable
 from contextlib import suppress
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx
-from httpx_sse import EventSource, ServerSentEvent
+from httpx_sse._decoders import SSEDecoder, SSELineDecoder  # the decoders EventSource.aiter_sse runs, per line
 
 from ..errors import Cancelled, Note
 from ..translate.result import TranslateResult
@@ -65,7 +68,7 @@ class TranslateStream:
         self._state = "new"  # new -> open -> done | failed | closed
         self._response: httpx.Response | None = None
         self._capped: httpx.Response | None = None  # the response's body as the events read it (capped)
-        self._events: AsyncGenerator[ServerSentEvent, None] | None = None
+        self._events: _Events | None = None
         self._result: TranslateResult | None = None
         self._scope: asyncio.Timeout | None = None
         self._deadline = WaitDeadline(caller.policy.timeout)  # for each wait for the next event
@@ -92,6 +95,10 @@ class TranslateStream:
             try:
                 if cancel is not None and cancel.is_set():
                     raise Cancelled("the stream was cancelled by the caller's cancel event")
+                events = self._events
+                if events is not None and events.ready:  # an event already read: translated with no await
+                    pending.extend(self._translator.feed(events.ready.popleft()))
+                    continue
                 await self._advance()
                 continue
             except BaseException as exc:
@@ -121,16 +128,17 @@ class TranslateStream:
         if self._state == "new":
             await self._open()
             return
-        assert self._events is not None
-        following = anext(self._events, None)
+        events = self._events
+        assert events is not None
+        read = events.read()
         try:
-            event = await self._deadline.wait(following if self._cancel is None else self._guarded(following, None))
+            await self._deadline.wait(read if self._cancel is None else self._guarded(read, None))
         except httpx.TransportError:
             if not self._translator.ended:
                 raise
-            event = None  # the provider's end event had come: a connection lost after it loses nothing
-        if event is not None:
-            self._pending.extend(self._translator.feed(event.data))
+            events.ready.clear()  # the provider's end event had come: a connection lost after it loses nothing
+        if events.ready:
+            self._pending.extend(self._translator.feed(events.ready.popleft()))
             return
         await self._caller.after(self._translator.assemble())
         self._pending.extend(self._translator.finish())
@@ -158,7 +166,7 @@ class TranslateStream:
             caller.decode(read, self._attempts)  # the provider's error shape, or not JSON
             raise caller.not_a_stream(read, self._attempts, EVENT_STREAM)
         self._capped = capped_events(response, caller.policy.max_event_bytes)
-        self._events = EventSource(self._capped).aiter_sse()
+        self._events = _Events(self._capped)
 
     async def _connect(self, content: bytes) -> httpx.Response:
         self._attempts = 1
@@ -217,8 +225,40 @@ class TranslateStream:
         events, self._events = self._events, None
         if events is not None:
             with suppress(httpx.HTTPError, RuntimeError):  # the connection is closed below either way
-                await events.aclose()
+                await events.body.aclose()
         if self._capped is not None:
             await self._capped.aclose()
         if self._response is not None:
             await self._response.aclose()
+
+
+class _Events:
+    """The events of an event-stream body, read a chunk of bytes at a time: every event a chunk
+    completes is decoded at once (httpx-sse's line and event decoders, as `aiter_sse` runs them) into
+    `ready`, whose data the stream then translates one event at a time."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.body = cast(AsyncGenerator[bytes, None], response.aiter_bytes())  # an async generator
+        self.ready: deque[str] = deque()
+        self._text = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
+        self._lines = SSELineDecoder()
+        self._sse = SSEDecoder()
+        self._ended = False
+
+    async def read(self) -> None:
+        """Read until at least one more event is ready, or the body has ended (as aiter_text and
+        aiter_sse end it: a last event without its blank line is not one)."""
+        while not self.ready and not self._ended:
+            chunk = await anext(self.body, None)
+            if chunk is None:
+                self._ended = True
+                tail = self._text.decode(b"", final=True)
+                lines = [*(self._lines.decode(tail) if tail else ()), *self._lines.flush()]
+            else:
+                text = self._text.decode(chunk)
+                lines = self._lines.decode(text) if text else []
+            decode, ready = self._sse.decode, self.ready
+            for line in lines:
+                event = decode(line)
+                if event is not None:
+                    ready.append(event.data)
