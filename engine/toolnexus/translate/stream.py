@@ -116,7 +116,7 @@ class StreamTranslator:
         if self.ended or not data or data.isspace():
             return []
         n = self._events
-        self._events += 1
+        self._events = n + 1
         rules = self.rules
         if data == rules.done:
             self.ended = True
@@ -128,11 +128,11 @@ class StreamTranslator:
             event, refused = MISSING, f"JSON toolnexus refuses ({exc})"
         except ValueError:
             event = MISSING
-        if not isinstance(event, dict):
+        if type(event) is not dict:
             what = refused or ("not JSON" if event is MISSING else "not a JSON object")
             shown = excerpt(data.encode("utf-8", "replace"))
             raise ProviderError(f"stream event {n} is {what}: {shown}", provider=rules.provider, kind="decode")
-        if rules.endpoint.carries_error(event):
+        if (message_of := rules.endpoint.error_message) is not None and type(message_of(event)) is str:
             error_type, message = rules.endpoint.describe_error(data.encode())
             raise ProviderError(message, provider=rules.provider, kind="http", error_type=error_type)
         assert rules.run is not None

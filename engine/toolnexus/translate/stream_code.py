@@ -19,8 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..language.paths import MISSING, Getter, simple_steps
-from ..language.templates import read_lines
-from .stream_rules import APPEND, BY_POSITION, END, EXTEND, JSON, Dispatch, Join, Move, Node, Steps, Streaming
+from .stream_rules import APPEND, BY_POSITION, END, EXTEND, JSON, TEXT, Dispatch, Join, Move, Node, Steps, Streaming
 
 Pattern = tuple[str | int | None, ...]  # a place in the response: keys, fixed indexes, None for any other index
 Run = Callable[[Any, dict[str, Any], int], bool]
@@ -100,6 +99,7 @@ class _Code:
         self.spots: dict[Pattern, str] = {}
         self.defs: list[str] = []
         self.count = 0
+        self.known: dict[tuple[str | int, ...], str] = {}  # event paths read in the function being written
 
     def name(self, value: Any, prefix: str) -> str:
         self.count += 1
@@ -296,16 +296,36 @@ class _Code:
             f"info = s._elements[{w_index}].get({element})",
             "if info is not None:",
             f"    role = info.roles.get({field!r})",
-            f"    if role is not None: s._emit(info, role, {piece})",
+            f"    if role == {TEXT!r}: s._text_sent += len({piece}); s._deltas.append({{'content': {piece}}})",
+            f"    elif role is not None: s._emit(info, role, {piece})",
         ]
 
     # ------------------------------------------------------------ steps and events
 
     def read(self, path: str, getter: Getter, target: str, scope: str) -> list[str]:
+        """Lines leaving the value at `path` in the event (or MISSING) in `target`: a plain path inline, its
+        prefixes read once per function (`self.known`), any other path by its compiled getter."""
         steps = simple_steps(path)
         if steps is None:
             return [f"{target} = {self.name(getter, 'g')}({scope})"]
-        return read_lines(target, scope, tuple(steps))
+        lines: list[str] = []
+        source = scope
+        for n, step in enumerate(steps):
+            prefix = tuple(steps[: n + 1])
+            known = self.known.get(prefix) if scope == "e" else None
+            if known is None:
+                self.count += 1
+                known = f"r{self.count}"
+                if scope == "e":  # read once in this function; in an element of a list (`each`), each time
+                    self.known[prefix] = known
+                if isinstance(step, str) and source == "e":  # the event: an object (feed checked it)
+                    lines.append(f"{known} = e.get({step!r}, MISSING)")
+                elif isinstance(step, str):
+                    lines.append(f"{known} = {source}.get({step!r}, MISSING) if type({source}) is dict else MISSING")
+                else:
+                    lines.append(f"{known} = {source}[{step}] if type({source}) is list and -len({source}) <= {step} < len({source}) else MISSING")
+            source = known
+        return [*lines, f"{target} = {source}"]
 
     def steps(self, steps: Steps, label: str) -> list[str]:
         lines: list[str] = []
@@ -407,21 +427,32 @@ class _Code:
 
     def event(self, name: str, handler: Steps | Dispatch, fn: str) -> list[str]:
         r = self.r
+        self.known = {}
+        if isinstance(handler, Dispatch):
+            return self.cases(name, handler, fn)
         every = self.steps(r.every, "streaming.every")
-        if isinstance(handler, tuple):
-            body = [*every, *self.steps(handler, f"streaming.events.{name}"), f"return {bool(r.every or handler)}"]
-        else:
-            body = self.read(handler.by_path, handler.by, "c", "e")
-            for n, (case, steps) in enumerate(handler.cases.items()):
-                label = f"streaming.events.{name}.cases.{case}"
-                body += [f"{'if' if n == 0 else 'elif'} c == {case!r}:", *_indent([*every, *self.steps(steps, label), f"return {bool(r.every or steps)}"], 4)]
-            label = f"{name!r} with {handler.by_path} "
-            body += [f"s._note_unknown({label!r} + repr(c), n)", *every, f"return {bool(r.every)}"]
+        body = [*every, *self.steps(handler, f"streaming.events.{name}"), f"return {bool(r.every or handler)}"]
         return [f"def {fn}(s, e, n):  # streaming.events.{name}", *_indent(body, 4)]
+
+    def cases(self, name: str, handler: Dispatch, fn: str) -> list[str]:
+        """An event type whose steps depend on `by`: a branch per case, each running `every` then its steps."""
+        r = self.r
+        body = self.read(handler.by_path, handler.by, "c", "e")
+        read_before = dict(self.known)  # what a branch reads is not known to the next one
+        for n, (case, steps) in enumerate(handler.cases.items()):
+            self.known = dict(read_before)
+            label = f"streaming.events.{name}.cases.{case}"
+            lines = [*self.steps(r.every, "streaming.every"), *self.steps(steps, label), f"return {bool(r.every or steps)}"]
+            body += [f"{'if' if n == 0 else 'elif'} c == {case!r}:", *_indent(lines, 4)]
+        self.known = dict(read_before)
+        label = f"{name!r} with {handler.by_path} "
+        lines = [f"s._note_unknown({label!r} + repr(c), n)", *self.steps(r.every, "streaming.every")]
+        return [f"def {fn}(s, e, n):  # streaming.events.{name}", *_indent([*body, *lines, f"return {bool(r.every)}"], 4)]
 
     def module(self) -> str:
         r = self.r
         events: list[str] = []
+        self.known = {}
         if r.type is None:
             run = ["def run(s, e, n):  # streaming.every: each event", *_indent([*self.steps(r.every, "streaming.every"), f"return {bool(r.every)}"], 4)]
         else:
@@ -431,6 +462,7 @@ class _Code:
                 table[name] = fn
                 events += [*self.event(name, handler, fn), ""]
             events.append("EVENTS = {" + ", ".join(f"{k!r}: {v}" for k, v in table.items()) + "}")
+            self.known = {}
             kind = self.read(r.type_path, r.type, "t", "e")
             run = [
                 "def run(s, e, n):  # streaming.type: the event's type picks its function",
