@@ -459,6 +459,10 @@ class StreamTranslator:
         elif not deltas:
             return []
         chunk_id, created, model = head["id"], head["created"], head["model"]
+        if len(deltas) == 1:  # the usual event: one piece
+            delta = deltas.pop()
+            return [{"id": chunk_id, "object": CHUNK, "created": created, "model": model,
+                     "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}]}]  # fmt: skip
         out = [
             {"id": chunk_id, "object": CHUNK, "created": created, "model": model,
              "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}]}

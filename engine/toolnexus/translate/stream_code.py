@@ -245,21 +245,25 @@ class _Code:
         return [*lines, "    else:", "        plain(cur, kk, vv)"]
 
     def joined(self, pattern: Pattern, join: Join) -> list[str]:
-        """`join`: an element continuing the last one adds its text in place (the first join goes the general way)."""
-        j = self.name(join, "join")
-        field = (*pattern, None, join.field)
+        """`join`: an element continuing the last one adds its text in place; the first join (the text not yet
+        held in pieces) goes the general way."""
+        j, f = self.name(join, "join"), join.field
+        same = "".join(f" and last.get({key!r}) == x.get({key!r})" for key in join.same)
+        emit = self.fragment((*pattern, None, f), "piece", "ix")
         return [
-            f"if cur and joins(cur[-1], x, {j}):",
-            "    last = cur[-1]",
-            f"    t = last[{join.field!r}]",
-            "    if type(t) is not Text:",
-            f"        s._extend(p, k, cur, [x], {self.name(self.node(pattern), 'node')}, {self.above_expr(pattern, 'at')})",
-            "        continue",
-            f"    piece = x[{join.field!r}]",
-            "    t.add(piece)",
+            f"if cur and type(x) is dict and type(last := cur[-1]) is dict and type(piece := x.get({f!r})) is str"
+            f" and type(t := last.get({f!r})) is Text{same}:",
             "    for kk, vv in x.items():",
-            f"        if kk != {join.field!r} and kk not in last: last[kk] = vv",
-            *(["    if piece:", "        ix = at + (len(cur) - 1,)", *_indent(emit, 8)] if (emit := self.fragment(field, "piece", "ix")) else []),
+            f"        if kk != {f!r} and kk in last and last[kk] != vv: break",
+            "    else:",
+            "        t.add(piece)",
+            "        if len(x) > 1:",
+            "            for kk, vv in x.items():",
+            f"                if kk not in last: last[kk] = vv",
+            *(["        if piece:", "            ix = at + (len(cur) - 1,)", *_indent(emit, 12)] if emit else []),
+            "        continue",
+            f"if cur and joins(cur[-1], x, {j}):",
+            f"    s._extend(p, k, cur, [x], {self.name(self.node(pattern), 'node')}, {self.above_expr(pattern, 'at')})",
             "    continue",
         ]
 
