@@ -757,6 +757,37 @@ def test_memory_grows_with_the_content_not_with_the_number_of_events(provider: s
     assert many < few * 1.25 + 64 * 1024, (few, many)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_memory_is_bounded_by_the_answer_not_by_100_000_events(provider: str) -> None:
+    """Over 100,000 one-character events the stream keeps the answer's text and nothing per event: the peak
+    while feeding stays within twice the answer's size, and through `finish()` within what translating the
+    whole answer takes plus that (8 bytes kept per event would be 1.2 MB over either bound)."""
+    size = 150_000
+    reply = copy.deepcopy(text_reply(provider))
+    text = "".join(random.Random(0).choices("abcdefghij ", k=size))
+    set_text(reply, toolnexus.translate_response(provider, reply).text, text)
+    events = [data_of(e) for e in ENCODERS[provider](reply, random.Random(1), cuts=size - 1)]
+    assert len(events) >= 100_000
+    whole = canonical(provider, reply)
+    translator = toolnexus.stream_translator(provider)
+    tracemalloc.start()
+    try:
+        toolnexus.translate_response(provider, whole)
+        translating = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        for data in events:
+            translator.feed(data)  # the chunks are dropped as a proxy sends them on
+        feeding = tracemalloc.get_traced_memory()[1]
+        translator.finish()
+        finishing = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert translator.result is not None and translator.result.text == text
+    assert feeding < 2 * size + 128 * 1024, (feeding, len(events))
+    assert finishing < translating + 2 * size + 256 * 1024, (finishing, translating, len(events))
+
+
 def set_text(value: Any, old: str, new: str) -> None:
     """Replace the one string equal to `old` inside a JSON value."""
     if isinstance(value, dict):
