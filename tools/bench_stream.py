@@ -74,8 +74,10 @@ def long_reply(provider: str, script: dict[str, Any], chars: int) -> dict[str, A
 def tool_reply(provider: str, script: dict[str, Any], events: int) -> tuple[dict[str, Any], int]:
     reply = copy.deepcopy(script["replies"][0])
     if provider == "anthropic":
-        calls = [{"type": "tool_use", "id": f"toolu_{i}", "name": "add", "input": {"a": 21, "note": _letters(events * 2, i)}}
-                 for i in range(4)]  # fmt: skip
+        calls = [
+            {"type": "tool_use", "id": f"toolu_{i}", "name": "add", "input": {"a": 21, "note": _letters(events * 2, i)}}
+            for i in range(4)
+        ]
         reply["content"] = [reply["content"][0], *calls]
         return reply, events // 4
     if provider == "openai":
@@ -116,7 +118,9 @@ def data_of(stream: bytes) -> list[str]:
     return [line[6:] for line in stream.decode().splitlines() if line.startswith("data: ")]
 
 
-async def bench(provider: str, row: str, reply: dict[str, Any], cuts: int, model: str, args: argparse.Namespace) -> None:
+async def bench(
+    provider: str, row: str, reply: dict[str, Any], cuts: int, model: str, args: argparse.Namespace
+) -> None:
     stream = b"".join(ENCODERS[provider](reply, random.Random(1), cuts=cuts))
     datas = data_of(stream)
     want = translate_response(provider, canonical(provider, reply))
@@ -192,7 +196,8 @@ async def bench(provider: str, row: str, reply: dict[str, Any], cuts: int, model
         return statistics.median(x / y for x, y in zip(times[a], times[b], strict=True))
 
     print(
-        f"| {provider} | {row} | {n} | {per['translate_stream']:.1f} | {per['httpx-sse']:.1f} | {per['httpx-sse+json']:.1f}"
+        f"| {provider} | {row} | {n} | {per['translate_stream']:.1f} | {per['httpx-sse']:.1f}"
+        f" | {per['httpx-sse+json']:.1f}"
         f" | {ratio('translate_stream', 'httpx-sse+json'):.2f}x | {per['feed']:.1f} | {per['json.loads']:.1f}"
         f" | {ratio('feed', 'json.loads'):.2f}x |",
         flush=True,
@@ -209,7 +214,8 @@ def main() -> None:
     args = parser.parse_args()
     print(f"Python {platform.python_version()} on {platform.machine()}; median of {args.rounds} alternating rounds,"
           f" {args.clock} clock; us per event")  # fmt: skip
-    print("| provider | row | events | translate_stream | httpx-sse | httpx-sse+json | ratio | feed | json.loads | ratio |")
+    columns = "translate_stream | httpx-sse | httpx-sse+json | ratio | feed | json.loads | ratio"
+    print(f"| provider | row | events | {columns} |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for provider in args.provider or providers():
         script = json.loads((Path(fixtures_dir()) / "demo" / f"{provider}.json").read_text(encoding="utf-8"))

@@ -44,12 +44,10 @@ from .stream_code import Text, joins
 from .stream_rules import (
     APPEND,
     ARGUMENTS,
-    END,
     EXTEND,
     JSON,
     REASONING,
     TEXT,
-    Join,
     Move,
     Node,
     Path,

@@ -133,7 +133,11 @@ class _Code:
         node = self.node(pattern)
         keys = [k for k in (node.children if node else {}) if type(k) is str]
         for w in self.r.watched:
-            if len(w.steps) > len(pattern) and w.steps[: len(pattern)] == pattern and type(w.steps[len(pattern)]) is str:
+            if (
+                len(w.steps) > len(pattern)
+                and w.steps[: len(pattern)] == pattern
+                and type(w.steps[len(pattern)]) is str
+            ):
                 keys.append(w.steps[len(pattern)])  # type: ignore[arg-type]
         return [k for k in dict.fromkeys(keys) if self.interesting((*pattern, k))]
 
@@ -142,9 +146,13 @@ class _Code:
         node = self.node(pattern)
         found = [k for k in (node.children if node else {}) if type(k) is int]
         for w in self.r.watched:
-            if len(w.steps) > len(pattern) and w.steps[: len(pattern)] == pattern and type(w.steps[len(pattern)]) is int:
+            if (
+                len(w.steps) > len(pattern)
+                and w.steps[: len(pattern)] == pattern
+                and type(w.steps[len(pattern)]) is int
+            ):
                 found.append(w.steps[len(pattern)])  # type: ignore[arg-type]
-        return sorted(set(found))  # type: ignore[type-var]
+        return sorted(set(found))
 
     def path_expr(self, pattern: Pattern, at: str) -> str:
         """The concrete path of a place, as an expression (its indexes from the tuple `at`)."""
@@ -202,7 +210,11 @@ class _Code:
             lines += _indent(["cur.append(x)", *self.placed(pattern, "x", "len(cur) - 1")], 8)
             lines.append("    return")
         elif policy is BY_POSITION:
-            lines += ["if type(cur) is list and type(v) is list:", "    for i, x in enumerate(v):", "        if i < len(cur):"]
+            lines += [
+                "if type(cur) is list and type(v) is list:",
+                "    for i, x in enumerate(v):",
+                "        if i < len(cur):",
+            ]
             lines += _indent(self.element(pattern, "cur", "i", "x", "at + (i,)"), 12)
             lines += ["        else:", "            cur.append(x)"]
             lines.append(f"            s._placed({self.path_expr(pattern, 'at')} + (i,), x)")
@@ -218,7 +230,10 @@ class _Code:
         fixed = self.fixed_indexes(pattern)
         lines = []
         for n, index in enumerate(fixed):
-            lines += [f"{'if' if n == 0 else 'elif'} {i} == {index}:", f"    {self.merge((*pattern, index), p, i, x, at)}"]
+            lines += [
+                f"{'if' if n == 0 else 'elif'} {i} == {index}:",
+                f"    {self.merge((*pattern, index), p, i, x, at)}",
+            ]
         last = self.merge((*pattern, None), p, i, x, at)
         return [*lines, "else:", f"    {last}"] if fixed else [last]
 
@@ -259,7 +274,7 @@ class _Code:
             "        t.add(piece)",
             "        if len(x) > 1:",
             "            for kk, vv in x.items():",
-            f"                if kk not in last: last[kk] = vv",
+            "                if kk not in last: last[kk] = vv",
             *(["        if piece:", "            ix = at + (len(cur) - 1,)", *_indent(emit, 12)] if emit else []),
             "        continue",
             f"if cur and joins(cur[-1], x, {j}):",
@@ -282,7 +297,7 @@ class _Code:
         r = self.r
         for n in r.route_lengths:
             prefix = pattern[:n]
-            w_index = r.route.get(prefix, -1) if None not in prefix else -1  # type: ignore[arg-type]
+            w_index = r.route.get(prefix, -1) if None not in prefix else -1
             if w_index >= 0:
                 break
         else:
@@ -327,7 +342,8 @@ class _Code:
                 elif isinstance(step, str):
                     lines.append(f"{known} = {source}.get({step!r}, MISSING) if type({source}) is dict else MISSING")
                 else:
-                    lines.append(f"{known} = {source}[{step}] if type({source}) is list and -len({source}) <= {step} < len({source}) else MISSING")
+                    held = f"type({source}) is list and -len({source}) <= {step} < len({source})"
+                    lines.append(f"{known} = {source}[{step}] if {held} else MISSING")
             source = known
         return [*lines, f"{target} = {source}"]
 
@@ -446,19 +462,29 @@ class _Code:
         for n, (case, steps) in enumerate(handler.cases.items()):
             self.known = dict(read_before)
             label = f"streaming.events.{name}.cases.{case}"
-            lines = [*self.steps(r.every, "streaming.every"), *self.steps(steps, label), f"return {bool(r.every or steps)}"]
+            lines = [
+                *self.steps(r.every, "streaming.every"),
+                *self.steps(steps, label),
+                f"return {bool(r.every or steps)}",
+            ]
             body += [f"{'if' if n == 0 else 'elif'} c == {case!r}:", *_indent(lines, 4)]
         self.known = dict(read_before)
         label = f"{name!r} with {handler.by_path} "
         lines = [f"s._note_unknown({label!r} + repr(c), n)", *self.steps(r.every, "streaming.every")]
-        return [f"def {fn}(s, e, n):  # streaming.events.{name}", *_indent([*body, *lines, f"return {bool(r.every)}"], 4)]
+        return [
+            f"def {fn}(s, e, n):  # streaming.events.{name}",
+            *_indent([*body, *lines, f"return {bool(r.every)}"], 4),
+        ]
 
     def module(self) -> str:
         r = self.r
         events: list[str] = []
         self.known = {}
         if r.type is None:
-            run = ["def run(s, e, n):  # streaming.every: each event", *_indent([*self.steps(r.every, "streaming.every"), f"return {bool(r.every)}"], 4)]
+            run = [
+                "def run(s, e, n):  # streaming.every: each event",
+                *_indent([*self.steps(r.every, "streaming.every"), f"return {bool(r.every)}"], 4),
+            ]
         else:
             table: dict[str, str] = {}
             for n, (name, handler) in enumerate(r.events.items()):
@@ -489,4 +515,3 @@ def _shown(pattern: Pattern) -> str:
     for step in pattern:
         out += ("[]" if step is None else f"[{step}]") if type(step) is not str else (f".{step}" if out else step)
     return out or "@"
-
