@@ -171,15 +171,12 @@ def loads(text: str | bytes) -> Any:
     """
     if orjson is not None and type(text) is str:  # orjson reads it 3x as fast when it reads it the same
         encoded = text.encode("utf-8", "surrogatepass")
-        if _LONG_NUMBER not in encoded.translate(_DIGITS_AS_ZERO):
+        deep = len(text) > MAX_DEPTH and text.count("[") + text.count("{") > MAX_DEPTH  # the check's to judge
+        if not deep and _LONG_NUMBER not in encoded.translate(_DIGITS_AS_ZERO):
             try:
-                value = orjson.loads(encoded)
+                return orjson.loads(encoded)
             except orjson.JSONDecodeError:
                 pass  # not JSON, or JSON `check` refuses: the standard decoder below says which and where
-            else:
-                if len(text) > MAX_DEPTH and text.count("[") + text.count("{") > MAX_DEPTH:
-                    check(value)
-                return value
     try:
         try:
             value = _FINITE.decode(text) if type(text) is str else json.loads(text)
