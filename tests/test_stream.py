@@ -810,3 +810,16 @@ def test_every_demo_reply_streams_to_its_translation(served: Served, provider: s
         plain, chunks, streamed = run(both_ways(served, provider, canonical(provider, reply), random.Random(i)))
         same_result(plain, streamed)
         check_chunks(chunks, streamed)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_streaming_section_compiles_to_one_function_per_event_type_shown_by_explain(provider: str) -> None:
+    """The generated source runs every event (`run`), has one function per event type, and is what
+    `explain(code=True)` prints under the section's line."""
+    compiled = RULES.get(provider)
+    streaming = compiled.streaming
+    assert streaming is not None and streaming.run is not None
+    assert "def run(s, e, n):" in streaming.code
+    assert streaming.code.count("\ndef event") + streaming.code.startswith("def event") == len(streaming.events)
+    shown = compiled.explain(code=True)
+    assert "streaming: one function per event type" in shown and "def run(s, e, n):" in shown
