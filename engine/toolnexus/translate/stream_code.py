@@ -2,9 +2,9 @@
 
 Each function reads the event's type (and `by` case) inline, then runs the section's steps for it
 (`every` first) as straight-line code: the `from`, `at` and `each` paths read inline, the walk down
-the `into` path to where the value goes checked by type tests, and the merge done by a generated
-function per place in the response the section can write (`combine` policy, watched item source and
-the fields their templates read all known when the code is written). The common event (a text piece
+the `into` path to where the value goes checked by type tests, and the merge written inline for each
+place in the response the step can reach (its `combine` policy, watched item source and the fields
+their templates read all known when the code is written). The common event (a text piece
 appended in place, an object merged key by key into one that is there, an element added to a list)
 runs with no lookup in the rule tables and no path built. Anything else (the first value at a place,
 a type the fast test does not expect, an element that is not there yet) goes to the explain step:
@@ -96,8 +96,6 @@ class _Code:
     def __init__(self, rules: Streaming) -> None:
         self.r = rules
         self.names: dict[str, Any] = {"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge}
-        self.spots: dict[Pattern, str] = {}
-        self.defs: list[str] = []
         self.count = 0
         self.known: dict[tuple[str | int, ...], str] = {}  # event paths read in the function being written
 
@@ -170,129 +168,136 @@ class _Code:
 
     # ------------------------------------------------------------ merging at a place
 
-    def merge(self, pattern: Pattern, p: str, k: str, v: str, at: str) -> str:
-        """A call merging `v` into p[k] at `pattern`."""
+    def merge(self, pattern: Pattern, p: str, k: str, v: str, at: str, d: int) -> list[str]:
+        """Lines merging `v` into p[k] at `pattern`, written inline (names of depth `d`): a plain merge where
+        nothing at or below is combined or watched, else the place's own code."""
         if not self.interesting(pattern):
-            return f"plain({p}, {k}, {v})"
-        found = self.spots.get(pattern)
-        if found is None:
-            found = self.spots[pattern] = f"m{len(self.spots)}"
-            body = self.spot(pattern)
-            shown = _shown(pattern)
-            self.defs.append(f"def {found}(s, p, k, v, at):  # {shown}\n" + "".join(f"    {ln}\n" for ln in body))
-        return f"{found}(s, {p}, {k}, {v}, {at})"
-
-    def current(self, pattern: Pattern) -> str:
+            return [f"plain({p}, {k}, {v})"]
+        lines = []
+        if not at.isidentifier():
+            lines.append(f"at{d} = {at}")
+            at = f"at{d}"
+        c = f"cur{d}"
         if pattern and type(pattern[-1]) is not str:
-            return "cur = p[k]"  # an element the caller found in range
-        return "cur = p.get(k, MISSING)"
-
-    def general(self, pattern: Pattern, omit: frozenset[str] = frozenset()) -> str:
-        node = self.name(self.node(pattern), "node")
-        extra = f", {self.name(omit, 'omit')}" if omit else ""
-        return f"s._merge(p, k, v, {node}, {self.above_expr(pattern, 'at')}{extra})"
-
-    def spot(self, pattern: Pattern) -> list[str]:
+            lines.append(f"{c} = {p}[{k}]")  # an element the caller found in range
+        else:
+            lines.append(f"{c} = {p}.get({k}, MISSING)")
+        general = self.general(pattern, p, k, v, at)
         node = self.node(pattern)
         policy = node.policy if node is not None else None
-        lines = [self.current(pattern)]
         if policy is APPEND or policy is JSON:
-            lines += ["if type(v) is str and type(cur) is Text:", "    cur.add(v)"]
-            emit = self.fragment(pattern, "v", "at")
-            if emit:
-                lines += ["    if v:", *_indent(emit, 8)]
-            lines.append("    return")
+            emit = self.fragment(pattern, v, at, d)
+            lines += [f"if type({v}) is str and type({c}) is Text:", f"    {c}.add({v})"]
+            lines += [f"    if {v}:", *_indent(emit, 8)] if emit else []
         elif policy is EXTEND:
             assert node is not None
-            lines += ["if type(cur) is list:", "    for x in (v if type(v) is list else (v,)):"]
+            x = f"x{d}"
+            lines += [f"if type({c}) is list:", f"    for {x} in ({v} if type({v}) is list else ({v},)):"]
             if node.join is not None:
-                lines += _indent(self.joined(pattern, node.join), 8)
-            lines += _indent(["cur.append(x)", *self.placed(pattern, "x", "len(cur) - 1")], 8)
-            lines.append("    return")
+                lines += _indent(self.joined(pattern, node.join, p, k, c, x, at, d), 8)
+            lines += _indent([f"{c}.append({x})", *self.placed(pattern, x, f"len({c}) - 1", at, d)], 8)
         elif policy is BY_POSITION:
+            i, x = f"i{d}", f"x{d}"
+            lines += [f"if type({c}) is list and type({v}) is list:", f"    for {i}, {x} in enumerate({v}):"]
             lines += [
-                "if type(cur) is list and type(v) is list:",
-                "    for i, x in enumerate(v):",
-                "        if i < len(cur):",
+                f"        if {i} < len({c}):",
+                *_indent(self.element(pattern, c, i, x, f"{at} + ({i},)", d + 1), 12),
             ]
-            lines += _indent(self.element(pattern, "cur", "i", "x", "at + (i,)"), 12)
-            lines += ["        else:", "            cur.append(x)"]
-            lines.append(f"            s._placed({self.path_expr(pattern, 'at')} + (i,), x)")
-            lines.append("    return")
+            lines += ["        else:", f"            {c}.append({x})"]
+            lines.append(f"            s._placed({self.path_expr(pattern, at)} + ({i},), {x})")
         else:
-            lines += ["if type(v) is dict and type(cur) is dict:"]
-            lines += _indent([*self.dict_loop(pattern, frozenset()), "return"], 4)
-            lines += ["if v is None and cur is not MISSING:", "    return"]
-        return [*lines, self.general(pattern)]
+            lines += [
+                f"if type({v}) is dict and type({c}) is dict:",
+                *_indent(self.dict_loop(pattern, frozenset(), c, v, at, d), 4),
+            ]
+            lines += [f"elif {v} is None and {c} is not MISSING:", "    pass"]
+        return [*lines, "else:", f"    {general}"]
 
-    def element(self, pattern: Pattern, p: str, i: str, x: str, at: str) -> list[str]:
+    def general(self, pattern: Pattern, p: str, k: str, v: str, at: str, omit: frozenset[str] = frozenset()) -> str:
+        """The explain step: the translator's general merge, which does the same and says what is wrong."""
+        node = self.name(self.node(pattern), "node")
+        extra = f", {self.name(omit, 'omit')}" if omit else ""
+        return f"s._merge({p}, {k}, {v}, {node}, {self.above_expr(pattern, at)}{extra})"
+
+    def element(self, pattern: Pattern, p: str, i: str, x: str, at: str, d: int) -> list[str]:
         """Merge into an element of the list at `pattern`, by its index's place."""
         fixed = self.fixed_indexes(pattern)
         lines = []
         for n, index in enumerate(fixed):
             lines += [
                 f"{'if' if n == 0 else 'elif'} {i} == {index}:",
-                f"    {self.merge((*pattern, index), p, i, x, at)}",
+                *_indent(self.merge((*pattern, index), p, i, x, at, d), 4),
             ]
-        last = self.merge((*pattern, None), p, i, x, at)
-        return [*lines, "else:", f"    {last}"] if fixed else [last]
+        last = self.merge((*pattern, None), p, i, x, at, d)
+        return [*lines, "else:", *_indent(last, 4)] if fixed else last
 
-    def dict_loop(self, pattern: Pattern, omit: frozenset[str]) -> list[str]:
-        """Merge the object `v` key by key into the object `cur`: watched or combined keys by their place,
-        plain values inline."""
-        lines = ["for kk, vv in v.items():"]
-        branches = [
-            (f"kk == {key!r}", [self.merge((*pattern, key), "cur", "kk", "vv", "at")])
-            for key in self.key_children(pattern)
-            if key not in omit
-        ]
+    def dict_loop(self, pattern: Pattern, omit: frozenset[str], c: str, v: str, at: str, d: int) -> list[str]:
+        """Merge the object `v` key by key into the object `c`: watched or combined keys by their place (a null
+        where no policy applies inline), plain values inline."""
+        kk, vv = f"kk{d}", f"vv{d}"
+        lines = [f"for {kk}, {vv} in {v}.items():"]
+        branches = []
+        for key in self.key_children(pattern):
+            if key in omit:
+                continue
+            child = self.merge((*pattern, key), c, kk, vv, at, d + 1)
+            node = self.node((*pattern, key))
+            if node is None or node.policy is None:  # a null merges as a plain one does
+                child = [f"if {vv} is None:", f"    if {kk} not in {c}: {c}[{kk}] = None", "else:", *_indent(child, 4)]
+            branches.append((f"{kk} == {key!r}", child))
         if omit:
-            branches.insert(0, (" or ".join(f"kk == {key!r}" for key in sorted(omit)), ["pass"]))
+            branches.insert(0, (" or ".join(f"{kk} == {key!r}" for key in sorted(omit)), ["pass"]))
         branches += [
-            ("vv is None", ["if kk not in cur: cur[kk] = None"]),
+            (f"{vv} is None", [f"if {kk} not in {c}: {c}[{kk}] = None"]),
             (
-                "type(vv) is str or type(vv) is int or type(vv) is bool or type(vv) is float",
-                ["if type(now := cur.get(kk, MISSING)) is not type(vv) or now != vv: cur[kk] = vv"],
+                f"type({vv}) is str or type({vv}) is int or type({vv}) is bool or type({vv}) is float",
+                [f"if type(now := {c}.get({kk}, MISSING)) is not type({vv}) or now != {vv}: {c}[{kk}] = {vv}"],
             ),
         ]
         for n, (test, body) in enumerate(branches):
             lines += [f"    {'if' if n == 0 else 'elif'} {test}:", *_indent(body, 8)]
-        return [*lines, "    else:", "        plain(cur, kk, vv)"]
+        return [*lines, "    else:", f"        plain({c}, {kk}, {vv})"]
 
-    def joined(self, pattern: Pattern, join: Join) -> list[str]:
+    def joined(self, pattern: Pattern, join: Join, p: str, k: str, c: str, x: str, at: str, d: int) -> list[str]:
         """`join`: an element continuing the last one adds its text in place; the first join (the text not yet
         held in pieces) goes the general way."""
         j, f = self.name(join, "join"), join.field
-        same = "".join(f" and last.get({key!r}) == x.get({key!r})" for key in join.same)
-        emit = self.fragment((*pattern, None, f), "piece", "ix")
+        last, t, piece, ix, kk, vv = (f"{name}{d}" for name in ("last", "t", "piece", "ix", "kk", "vv"))
+        same = "".join(f" and {last}.get({key!r}) == {x}.get({key!r})" for key in join.same)
+        emit = self.fragment((*pattern, None, f), piece, ix, d)
+        node = self.name(self.node(pattern), "node")
         return [
-            f"if cur and type(x) is dict and type(last := cur[-1]) is dict and type(piece := x.get({f!r})) is str"
-            f" and type(t := last.get({f!r})) is Text{same}:",
-            "    for kk, vv in x.items():",
-            f"        if kk != {f!r} and kk in last and last[kk] != vv: break",
+            f"if {c} and type({x}) is dict and type({last} := {c}[-1]) is dict"
+            f" and type({piece} := {x}.get({f!r})) is str and type({t} := {last}.get({f!r})) is Text{same}:",
+            f"    for {kk}, {vv} in {x}.items():",
+            f"        if {kk} != {f!r} and {kk} in {last} and {last}[{kk}] != {vv}: break",
             "    else:",
-            "        t.add(piece)",
-            "        if len(x) > 1:",
-            "            for kk, vv in x.items():",
-            "                if kk not in last: last[kk] = vv",
-            *(["        if piece:", "            ix = at + (len(cur) - 1,)", *_indent(emit, 12)] if emit else []),
+            f"        {t}.add({piece})",
+            f"        if len({x}) > 1:",
+            f"            for {kk}, {vv} in {x}.items():",
+            f"                if {kk} not in {last}: {last}[{kk}] = {vv}",
+            *(
+                [f"        if {piece}:", f"            {ix} = {at} + (len({c}) - 1,)", *_indent(emit, 12)]
+                if emit
+                else []
+            ),
             "        continue",
-            f"if cur and joins(cur[-1], x, {j}):",
-            f"    s._extend(p, k, cur, [x], {self.name(self.node(pattern), 'node')}, {self.above_expr(pattern, 'at')})",
+            f"if {c} and joins({c}[-1], {x}, {j}):",
+            f"    s._extend({p}, {k}, {c}, [{x}], {node}, {self.above_expr(pattern, at)})",
             "    continue",
         ]
 
-    def placed(self, pattern: Pattern, x: str, index: str) -> list[str]:
+    def placed(self, pattern: Pattern, x: str, index: str, at: str, d: int) -> list[str]:
         """After an element was added to the list at `pattern`: start it if a watched source reads the list."""
         deeper = any(len(w.steps) > len(pattern) and w.steps[: len(pattern)] == pattern for w in self.r.watched)
         if deeper:
-            return [f"s._placed({self.path_expr(pattern, 'at')} + ({index},), {x})"]
+            return [f"s._placed({self.path_expr(pattern, at)} + ({index},), {x})"]
         for w_index, w in enumerate(self.r.watched):
             if w.src.each and w.steps == pattern:
-                return [f"ix = {index}", f"if ix not in s._elements[{w_index}]: s._start({w_index}, ix, {x})"]
+                return [f"ix{d} = {index}", f"if ix{d} not in s._elements[{w_index}]: s._start({w_index}, ix{d}, {x})"]
         return []
 
-    def fragment(self, pattern: Pattern, piece: str, at: str) -> list[str]:
+    def fragment(self, pattern: Pattern, piece: str, at: str, d: int) -> list[str]:
         """Lines emitting a text piece appended at `pattern`, by the role the watched element's template gives it."""
         r = self.r
         for n in r.route_lengths:
@@ -311,12 +316,13 @@ class _Code:
             element, field = "0", pattern[n:]
         if None in field:
             return [f"s._fragment({self.path_expr(pattern, at)}, {piece})"]
+        info, role = f"info{d}", f"role{d}"
         return [
-            f"info = s._elements[{w_index}].get({element})",
-            "if info is not None:",
-            f"    role = info.roles.get({field!r})",
-            f"    if role == {TEXT!r}: s._text_sent += len({piece}); s._deltas.append({{'content': {piece}}})",
-            f"    elif role is not None: s._emit(info, role, {piece})",
+            f"{info} = s._elements[{w_index}].get({element})",
+            f"if {info} is not None:",
+            f"    {role} = {info}.roles.get({field!r})",
+            f"    if {role} == {TEXT!r}: s._text_sent += len({piece}); s._deltas.append({{'content': {piece}}})",
+            f"    elif {role} is not None: s._emit({info}, {role}, {piece})",
         ]
 
     # ------------------------------------------------------------ steps and events
@@ -436,14 +442,21 @@ class _Code:
         return [f"if {' and '.join(tests)}:", *_indent(body, 4), "else:", f"    {otherwise}"]
 
     def leaf(self, pattern: Pattern, p: str, k: str, at: str, omit: frozenset[str]) -> list[str]:
+        """The step's value `v` merged into p[k]; `omit`: keys of it left out."""
         node = self.node(pattern)
-        if not omit or (node is not None and node.policy is not None):
-            if omit:
-                return [f"p = {p}; k = {k}; at = {at}", self.general(pattern, omit)]
-            return [self.merge(pattern, p, k, "v", at)]
-        lines = [f"p = {p}", f"k = {k}", f"at = {at}", self.current(pattern)]
-        lines += ["if type(v) is dict and type(cur) is dict:", *_indent(self.dict_loop(pattern, omit), 4)]
-        return [*lines, "else:", f"    {self.general(pattern, omit)}"]
+        if not omit:
+            return self.merge(pattern, p, k, "v", at, 0)
+        lines = [f"at0 = {at}"]
+        if node is not None and node.policy is not None:
+            return [*lines, self.general(pattern, p, k, "v", "at0", omit)]
+        lines.append(
+            f"cur0 = {p}[{k}]" if pattern and type(pattern[-1]) is not str else f"cur0 = {p}.get({k}, MISSING)"
+        )
+        lines += [
+            "if type(v) is dict and type(cur0) is dict:",
+            *_indent(self.dict_loop(pattern, omit, "cur0", "v", "at0", 0), 4),
+        ]
+        return [*lines, "else:", f"    {self.general(pattern, p, k, 'v', 'at0', omit)}"]
 
     def event(self, name: str, handler: Steps | Dispatch, fn: str) -> list[str]:
         r = self.r
@@ -503,15 +516,8 @@ class _Code:
                 "    s._note_unknown(repr(t), n)",
                 *_indent([*self.steps(r.every, "streaming.every"), f"return {bool(r.every)}"], 4),
             ]
-        return "\n".join([*self.defs, *events, *run]) + "\n"
+        return "\n".join([*events, *run]) + "\n"
 
 
 def _indent(lines: list[str], width: int) -> list[str]:
     return [" " * width + line for line in lines]
-
-
-def _shown(pattern: Pattern) -> str:
-    out = ""
-    for step in pattern:
-        out += ("[]" if step is None else f"[{step}]") if type(step) is not str else (f".{step}" if out else step)
-    return out or "@"
