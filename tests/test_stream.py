@@ -823,3 +823,62 @@ def test_the_streaming_section_compiles_to_one_function_per_event_type_shown_by_
     assert streaming.code.count("\ndef event") + streaming.code.startswith("def event") == len(streaming.events)
     shown = compiled.explain(code=True)
     assert "streaming: one function per event type" in shown and "def run(s, e, n):" in shown
+
+
+ACME_STREAMING = """
+streaming:
+  body: {stream: true}
+  type: kind
+  events:
+    begin: [{into: "@", from: message}]
+    block: [{into: content, at: at, from: block}]
+    pieces: [{into: content, each: pieces, at: i, field: text, from: "t || alt"}]
+    stop: [{into: "@", from: "{stop_reason: why}"}, end]
+  combine:
+    append: ["content[].text"]
+"""
+
+
+def acme_rules(tmp_path: Path) -> Path:
+    """A made-up provider: Anthropic's response section, a streaming section of its own that reads with
+    paths that are not plain chains (`||`, a multiselect) and places list elements (`each`)."""
+    text = (Path(__file__).resolve().parents[1] / "rules" / "anthropic.yaml").read_text()
+    head, _, _ = text.partition("\n# How a streamed answer")
+    (tmp_path / "acme.yaml").write_text(head.replace("provider: anthropic", "provider: acme") + ACME_STREAMING)
+    return tmp_path
+
+
+def test_a_made_up_streaming_section_runs_its_generated_steps(tmp_path: Path) -> None:
+    rules = acme_rules(tmp_path)
+    message = {"id": "m1", "type": "message", "role": "assistant", "model": "acme-1", "content": [],
+               "usage": {"input_tokens": 3, "output_tokens": 2}}  # fmt: skip
+    events = [
+        {"kind": "begin", "message": message},
+        {"kind": "block", "at": 0, "block": {"type": "text", "text": ""}},
+        {"kind": "pieces", "pieces": [{"i": 0, "t": "Hel"}, {"i": 0, "alt": "lo"}]},
+        {"kind": "pieces", "pieces": [{"i": 0, "t": ", you"}]},
+        {"kind": "stop", "why": "end_turn"},
+    ]
+    translator = toolnexus.stream_translator("acme", rules=rules)
+    chunks = [c for e in events for c in translator.feed(json.dumps(e))]
+    chunks += translator.finish()
+    assert [c["choices"][0]["delta"].get("content") for c in chunks if c["choices"]][1:4] == ["Hel", "lo", ", you"]
+    assert translator.result is not None and translator.result.text == "Hello, you"
+    assert translator.result.finish_reason == "stop"
+    assert "def run(s, e, n):" in toolnexus.load_rules(rules).get("acme").explain(code=True)
+
+
+@pytest.mark.parametrize(
+    ("event", "path"),
+    [
+        ({"kind": "pieces", "pieces": {"i": 0, "t": "x"}}, "events[2].pieces"),
+        ({"kind": "pieces", "pieces": [{"i": 0, "t": "x"}, {"i": 3, "t": "y"}]}, "events[2].pieces[1].i"),
+    ],
+)
+def test_a_made_up_streaming_section_names_the_event_it_cannot_place(tmp_path: Path, event: Any, path: str) -> None:
+    translator = toolnexus.stream_translator("acme", rules=acme_rules(tmp_path))
+    translator.feed(json.dumps({"kind": "begin", "message": {"id": "m1", "content": []}}))
+    translator.feed(json.dumps({"kind": "block", "at": 0, "block": {"type": "text", "text": ""}}))
+    with pytest.raises(ResponseError) as caught:
+        translator.feed(json.dumps(event))
+    assert caught.value.path == path
