@@ -1,7 +1,8 @@
 """Streaming translation: a provider's server-sent events in, OpenAI `chat.completion.chunk` dicts out.
 
-Runs a rule file's compiled `streaming` section (stream_rules.py). The section says only how each
-event builds the provider's own *non-streaming* response (steps that merge a part
+Runs a rule file's compiled `streaming` section (stream_rules.py: its tables; stream_code.py: the
+generated function per event type, which calls the general merge here only as its explain step).
+The section says only how each event builds the provider's own *non-streaming* response (steps that merge a part
 of the event into a path of the response, and `combine` policies for the paths
 where pieces join: text appended, JSON text appended then parsed, list elements
 added). Everything OpenAI-facing comes from the `response` section the
