@@ -641,3 +641,19 @@ def test_long_plain_json_text_is_decoded_without_a_second_walk(monkeypatch: pyte
     monkeypatch.setattr(jsonsafe, "check", walked)
     text = '{"a": ["é", "\\u00e9", 1.5, {"b": null}]' + LONG_PADDING + "}"
     assert jsonsafe.loads(text)["a"] == ["é", "é", 1.5, {"b": None}]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"n": 18446744073709551616, "m": -9223372036854775809}',  # beyond 64 bits: orjson would give floats
+        '{"created": 1796083201, "model": "gpt-2026-11-30", "x": [1.5, -0.0, 1e-7, 123456789012345678]}',
+        '{"t": "\\u00e9\\ud83d\\ude00", "u": "é", "v": null, "w": true}',
+    ],
+)
+def test_text_decodes_to_what_the_standard_decoder_gives(text: str) -> None:
+    """Text orjson reads (the `fast` extra) and text it leaves to the standard decoder give the same value,
+    types included: an integer beyond 64 bits stays an exact int."""
+    value = jsonsafe.loads(text)
+    assert value == json.loads(text)
+    assert json.dumps(value) == json.dumps(json.loads(text))

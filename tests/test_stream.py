@@ -829,6 +829,37 @@ def test_memory_grows_with_the_content_not_with_the_number_of_events(provider: s
     assert many < few * 1.25 + 64 * 1024, (few, many)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_memory_is_bounded_by_the_answer_not_by_100_000_events(provider: str) -> None:
+    """Over 100,000 one-character events the stream keeps the answer's text and nothing per event: the peak
+    while feeding stays within twice the answer's size, and through `finish()` within what translating the
+    whole answer takes plus that (8 bytes kept per event would be 1.2 MB over either bound)."""
+    size = 150_000
+    reply = copy.deepcopy(text_reply(provider))
+    text = "".join(random.Random(0).choices("abcdefghij ", k=size))
+    set_text(reply, toolnexus.translate_response(provider, reply).text, text)
+    events = [data_of(e) for e in ENCODERS[provider](reply, random.Random(1), cuts=size - 1)]
+    assert len(events) >= 100_000
+    whole = canonical(provider, reply)
+    translator = toolnexus.stream_translator(provider)
+    tracemalloc.start()
+    try:
+        toolnexus.translate_response(provider, whole)
+        translating = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        for data in events:
+            translator.feed(data)  # the chunks are dropped as a proxy sends them on
+        feeding = tracemalloc.get_traced_memory()[1]
+        translator.finish()
+        finishing = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert translator.result is not None and translator.result.text == text
+    assert feeding < 2 * size + 128 * 1024, (feeding, len(events))
+    assert finishing < translating + 2 * size + 256 * 1024, (finishing, translating, len(events))
+
+
 def set_text(value: Any, old: str, new: str) -> None:
     """Replace the one string equal to `old` inside a JSON value."""
     if isinstance(value, dict):
@@ -851,3 +882,75 @@ def test_every_demo_reply_streams_to_its_translation(served: Served, provider: s
         plain, chunks, streamed = run(both_ways(served, provider, canonical(provider, reply), random.Random(i)))
         same_result(plain, streamed)
         check_chunks(chunks, streamed)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_streaming_section_compiles_to_one_function_per_event_type_shown_by_explain(provider: str) -> None:
+    """The generated source runs every event (`run`), has one function per event type, and is what
+    `explain(code=True)` prints under the section's line."""
+    compiled = RULES.get(provider)
+    streaming = compiled.streaming
+    assert streaming is not None and streaming.run is not None
+    assert "def run(s, e, n):" in streaming.code
+    assert streaming.code.count("\ndef event") + streaming.code.startswith("def event") == len(streaming.events)
+    shown = compiled.explain(code=True)
+    assert "streaming: one function per event type" in shown and "def run(s, e, n):" in shown
+
+
+ACME_STREAMING = """
+streaming:
+  body: {stream: true}
+  type: kind
+  events:
+    begin: [{into: "@", from: message}]
+    block: [{into: content, at: at, from: block}]
+    pieces: [{into: content, each: pieces, at: i, field: text, from: "t || alt"}]
+    stop: [{into: "@", from: "{stop_reason: why}"}, end]
+  combine:
+    append: ["content[].text"]
+"""
+
+
+def acme_rules(tmp_path: Path) -> Path:
+    """A made-up provider: Anthropic's response section, a streaming section of its own that reads with
+    paths that are not plain chains (`||`, a multiselect) and places list elements (`each`)."""
+    text = (Path(__file__).resolve().parents[1] / "rules" / "anthropic.yaml").read_text()
+    head, _, _ = text.partition("\n# How a streamed answer")
+    (tmp_path / "acme.yaml").write_text(head.replace("provider: anthropic", "provider: acme") + ACME_STREAMING)
+    return tmp_path
+
+
+def test_a_made_up_streaming_section_runs_its_generated_steps(tmp_path: Path) -> None:
+    rules = acme_rules(tmp_path)
+    message = {"id": "m1", "type": "message", "role": "assistant", "model": "acme-1", "content": [],
+               "usage": {"input_tokens": 3, "output_tokens": 2}}  # fmt: skip
+    events = [
+        {"kind": "begin", "message": message},
+        {"kind": "block", "at": 0, "block": {"type": "text", "text": ""}},
+        {"kind": "pieces", "pieces": [{"i": 0, "t": "Hel"}, {"i": 0, "alt": "lo"}]},
+        {"kind": "pieces", "pieces": [{"i": 0, "t": ", you"}]},
+        {"kind": "stop", "why": "end_turn"},
+    ]
+    translator = toolnexus.stream_translator("acme", rules=rules)
+    chunks = [c for e in events for c in translator.feed(json.dumps(e))]
+    chunks += translator.finish()
+    assert [c["choices"][0]["delta"].get("content") for c in chunks if c["choices"]][1:4] == ["Hel", "lo", ", you"]
+    assert translator.result is not None and translator.result.text == "Hello, you"
+    assert translator.result.finish_reason == "stop"
+    assert "def run(s, e, n):" in toolnexus.load_rules(rules).get("acme").explain(code=True)
+
+
+@pytest.mark.parametrize(
+    ("event", "path"),
+    [
+        ({"kind": "pieces", "pieces": {"i": 0, "t": "x"}}, "events[2].pieces"),
+        ({"kind": "pieces", "pieces": [{"i": 0, "t": "x"}, {"i": 3, "t": "y"}]}, "events[2].pieces[1].i"),
+    ],
+)
+def test_a_made_up_streaming_section_names_the_event_it_cannot_place(tmp_path: Path, event: Any, path: str) -> None:
+    translator = toolnexus.stream_translator("acme", rules=acme_rules(tmp_path))
+    translator.feed(json.dumps({"kind": "begin", "message": {"id": "m1", "content": []}}))
+    translator.feed(json.dumps({"kind": "block", "at": 0, "block": {"type": "text", "text": ""}}))
+    with pytest.raises(ResponseError) as caught:
+        translator.feed(json.dumps(event))
+    assert caught.value.path == path

@@ -1,25 +1,29 @@
 """The cost of `client.translate_stream` per event, against reading the same SSE stream with httpx-sse alone.
 
-    python tools/bench_stream.py [--events N] [--rounds R]
+    python tools/bench_stream.py [--events N] [--rounds R] [--clock wall|cpu] [--provider P] [--row ROW]
 
-For each provider, one long answer (the demo's first reply with text, its text cut into
-about N pieces; tests/support/sse_encoders.py tells it as the provider's event stream) is served
-by the embedded ProviderStub in one write, so the stub costs both sides the same. One
-process alternates, round after round, between:
+For each provider and row (a long text answer; parallel tool calls whose arguments arrive in many
+pieces, or whole calls where the provider sends them whole; a long reasoning answer where the
+rules stream reasoning), one answer of about N events (tests/support/sse_encoders.py tells it as
+the provider's event stream) is served by the embedded ProviderStub in one write, so the stub
+costs both sides the same. One process alternates, round after round, between:
 
   (a) `client.translate_stream(...)`: every OpenAI chunk, then `stream.result`;
   (b) a bare `httpx.AsyncClient.stream` POST of the same body read with
       `httpx_sse.EventSource(response).aiter_sse()`: every event, nothing else;
-  (c) as (b), plus `json.loads` of each event's data: the least any consumer does.
+  (c) as (b), plus `json.loads` of each event's data: the least any consumer does;
+  (d) `stream_translator().feed()` of every event's data, then `finish()` (no HTTP);
+  (e) `json.loads` of the same data.
 
-It prints microseconds per event for each side, the overhead per event of (a) over
-(b), and the median of the per-round ratios a/b and a/c.
+It prints microseconds per event for each side and the medians of the per-round ratios a/c
+(target: 1.5x) and d/e (target: 2x). `--clock cpu` times this thread's CPU (the stub answers from
+its own thread), steadier on a shared machine. Nothing here asserts a speed.
 
 `--framings` measures the stream framings instead (http/framing.py), each against SSE:
 
-  (d) the framing alone: the same N small JSON events as SSE, NDJSON lines and AWS event-stream
+  (f) the framing alone: the same N small JSON events as SSE, NDJSON lines and AWS event-stream
       frames, read from memory in 16 KiB chunks into event data texts (no network, no translation);
-  (e) end to end: `client.translate_stream` against the stub for the made-up providers of
+  (g) end to end: `client.translate_stream` against the stub for the made-up providers of
       tests/framing_rules (`lines`: NDJSON, `frames`: the AWS event stream), each beside the same
       rule file with `framing: sse` serving the same events as SSE.
 
@@ -38,13 +42,14 @@ import re
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 from httpx_sse import EventSource
 
-from toolnexus import create_client, load_rules, providers, translate_response
+from toolnexus import create_client, load_rules, providers, stream_translator, translate_response
 from toolnexus.devtools.conformance import fixtures_dir
 from toolnexus.devtools.stub import ProviderStub, StubReply, aws_event
 from toolnexus.http.framing import framing
@@ -58,33 +63,88 @@ KEY = "bench-key"
 MESSAGES = [{"role": "user", "content": "What is 21 + 21? Use the add tool."}]
 
 
+def _swap(value: Any, old: Any, new: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _swap(v, old, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_swap(v, old, new) for v in value]
+    return new if value == old else value
+
+
+def _letters(chars: int, seed: int = 0) -> str:
+    return "".join(random.Random(seed).choices("abcdefghij ", k=chars))
+
+
 def long_reply(provider: str, script: dict[str, Any], chars: int) -> dict[str, Any]:
     """The demo's first reply with text, its text made `chars` long."""
     reply = copy.deepcopy(next(r for r in script["replies"] if translate_response(provider, r).text))
-    old = translate_response(provider, reply).text
-    new = "".join(random.Random(0).choices("abcdefghij ", k=chars))
-
-    def swap(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: swap(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [swap(v) for v in value]
-        return new if value == old else value
-
-    return canonical(provider, swap(reply))
+    return canonical(provider, _swap(reply, translate_response(provider, reply).text, _letters(chars)))
 
 
-async def bench(provider: str, events: int, rounds: int) -> None:
-    script = json.loads((Path(fixtures_dir()) / "demo" / f"{provider}.json").read_text(encoding="utf-8"))
-    reply = long_reply(provider, script, events * 8)
-    stream = b"".join(ENCODERS[provider](reply, random.Random(1), cuts=events))
+# Test material per provider: the demo's first reply (text, then one tool call) made into parallel tool
+# calls with long arguments, or into a long reasoning answer. Provider shapes, so they live here, not in
+# the engine. Each gives (reply, cuts): the encoders cut every text into `cuts` + 1 pieces.
+def tool_reply(provider: str, script: dict[str, Any], events: int) -> tuple[dict[str, Any], int]:
+    reply = copy.deepcopy(script["replies"][0])
+    if provider == "anthropic":
+        calls = [
+            {"type": "tool_use", "id": f"toolu_{i}", "name": "add", "input": {"a": 21, "note": _letters(events * 2, i)}}
+            for i in range(4)
+        ]
+        reply["content"] = [reply["content"][0], *calls]
+        return reply, events // 4
+    if provider == "openai":
+        message = reply["choices"][0]["message"]
+        message["tool_calls"] = [
+            {"id": f"call_{i}", "type": "function",
+             "function": {"name": "add", "arguments": json.dumps({"a": 21, "note": _letters(events * 2, i)})}}
+            for i in range(4)
+        ]  # fmt: skip
+        return reply, events // 4
+    parts = reply["candidates"][0]["content"]["parts"]  # gemini: every call arrives whole, one or more per event
+    parts[1:] = [{"functionCall": {"name": "add", "args": {"a": i, "b": 21}}} for i in range(events)]
+    return reply, 1
+
+
+def reasoning_reply(provider: str, script: dict[str, Any], events: int) -> tuple[dict[str, Any], int] | None:
+    reply = copy.deepcopy(script["replies"][1])
+    if provider == "anthropic":
+        thinking = {"type": "thinking", "thinking": _letters(events * 8), "signature": "c2lnbmF0dXJl"}
+        reply["content"] = [thinking, {"type": "text", "text": "42."}]
+        return reply, events
+    if provider == "gemini":
+        reply["candidates"][0]["content"]["parts"] = [{"text": _letters(events * 8), "thought": True}, {"text": "42."}]
+        return reply, events
+    return None  # no reasoning field in the rules' response section
+
+
+def rows(provider: str, script: dict[str, Any], events: int) -> dict[str, tuple[dict[str, Any], int] | None]:
+    return {
+        "text": (long_reply(provider, script, events * 8), events),
+        "tools": tool_reply(provider, script, events),
+        "reasoning": reasoning_reply(provider, script, events),
+    }
+
+
+def data_of(stream: bytes) -> list[str]:
+    """Each event's data (the encoders write one data line per event)."""
+    return [line[6:] for line in stream.decode().splitlines() if line.startswith("data: ")]
+
+
+async def bench(
+    provider: str, row: str, reply: dict[str, Any], cuts: int, model: str, args: argparse.Namespace
+) -> None:
+    stream = b"".join(ENCODERS[provider](reply, random.Random(1), cuts=cuts))
+    datas = data_of(stream)
+    want = translate_response(provider, canonical(provider, reply))
+    clock: Callable[[], float] = time.thread_time if args.clock == "cpu" else time.perf_counter
     with ProviderStub(lambda request: StubReply(stream=[stream])) as stub:
-        client = create_client(stub.base_url, provider, script["model"], api_key=KEY)
+        client = create_client(stub.base_url, provider, model, api_key=KEY)
         streaming = client._provider.streaming
         assert streaming is not None
         body = {**client.build_body(MESSAGES), **streaming.body}
         path = streaming.path or client._provider.endpoint.path
-        url = stub.base_url.rstrip("/") + path.replace("{model}", script["model"])
+        url = stub.base_url.rstrip("/") + path.replace("{model}", model)
         headers = {**client._provider.endpoint.auth_headers(KEY), "content-type": "application/json"}
         raw = httpx.AsyncClient(headers=headers)
         content = json.dumps(body, separators=(",", ":")).encode()
@@ -95,7 +155,7 @@ async def bench(provider: str, events: int, rounds: int) -> None:
             chunks = 0
             async for _ in stream:
                 chunks += 1
-            assert stream.result.text == translate_response(provider, reply).text
+            assert stream.result.text == want.text and len(stream.result.tool_calls) == len(want.tool_calls)
             counted["chunks"] = chunks
 
         async def via_sse(decode: bool) -> None:
@@ -113,34 +173,47 @@ async def bench(provider: str, events: int, rounds: int) -> None:
         async def sse_json() -> None:
             await via_sse(True)
 
-        sides = {"translate_stream": via_client, "httpx-sse": sse_only, "httpx-sse+json": sse_json}
+        async def feed_only() -> None:
+            translator = stream_translator(provider)
+            for data in datas:
+                translator.feed(data)
+            translator.finish()
+
+        async def loads_only() -> None:
+            for data in datas:
+                if data != "[DONE]":
+                    json.loads(data)
+
+        sides = {"translate_stream": via_client, "httpx-sse": sse_only, "httpx-sse+json": sse_json,
+                 "feed": feed_only, "json.loads": loads_only}  # fmt: skip
         for side in sides.values():  # warm up
             await side()
         times: dict[str, list[float]] = {name: [] for name in sides}
-        bar = progress(rounds * len(sides), provider, unit="stream")
-        for r in range(rounds):
+        bar = progress(args.rounds * len(sides), f"{provider} {row}", unit="stream")
+        for r in range(args.rounds):
             order = list(sides.items())
             if r % 2:
                 order.reverse()
             for name, side in order:
-                started = time.perf_counter()
+                started = clock()
                 await side()
-                times[name].append(time.perf_counter() - started)
+                times[name].append(clock() - started)
                 bar.update()
         bar.close()
         await client.aclose()
         await raw.aclose()
     n = counted["events"]
     per = {name: statistics.median(t) / n * 1e6 for name, t in times.items()}
-    ratio_raw = statistics.median(a / b for a, b in zip(times["translate_stream"], times["httpx-sse"], strict=True))
-    ratio_json = statistics.median(
-        a / b for a, b in zip(times["translate_stream"], times["httpx-sse+json"], strict=True)
-    )
-    ours, sse, sse_json = per["translate_stream"], per["httpx-sse"], per["httpx-sse+json"]
+
+    def ratio(a: str, b: str) -> float:
+        return statistics.median(x / y for x, y in zip(times[a], times[b], strict=True))
+
     print(
-        f"{provider:10} {n:6} events -> {counted['chunks']:6} chunks | us/event: translate_stream {ours:7.1f}"
-        f"  httpx-sse {sse:6.1f}  httpx-sse+json {sse_json:6.1f} | overhead {ours - sse:6.1f} us/event"
-        f" | ratio vs httpx-sse {ratio_raw:5.2f}x, vs httpx-sse+json {ratio_json:5.2f}x"
+        f"| {provider} | {row} | {n} | {per['translate_stream']:.1f} | {per['httpx-sse']:.1f}"
+        f" | {per['httpx-sse+json']:.1f}"
+        f" | {ratio('translate_stream', 'httpx-sse+json'):.2f}x | {per['feed']:.1f} | {per['json.loads']:.1f}"
+        f" | {ratio('feed', 'json.loads'):.2f}x |",
+        flush=True,
     )
 
 
@@ -292,17 +365,32 @@ def reply_of(data: bytes, framing_name: str) -> StubReply:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=2000, help="text pieces in the answer (about one event each)")
+    parser.add_argument("--events", type=int, default=2000, help="events in each answer (about)")
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--framings", action="store_true", help="each stream framing against SSE instead")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    parser.add_argument("--provider", action="append", help="only these providers (repeatable)")
+    parser.add_argument("--row", action="append", choices=("text", "tools", "reasoning"), help="only these rows")
     args = parser.parse_args(argv)
-    print(f"Python {platform.python_version()} on {platform.machine()}; median of {args.rounds} alternating rounds")
     if args.framings:
+        print(f"Python {platform.python_version()} on {platform.machine()}; median of {args.rounds} alternating rounds")
         bench_framings_alone(args.events, args.rounds)
         bench_framings_end_to_end(args.events, args.rounds)
         return
-    for provider in providers():
-        asyncio.run(bench(provider, args.events, args.rounds))
+    print(f"Python {platform.python_version()} on {platform.machine()}; median of {args.rounds} alternating rounds,"
+          f" {args.clock} clock; us per event")  # fmt: skip
+    columns = "translate_stream | httpx-sse | httpx-sse+json | ratio | feed | json.loads | ratio"
+    print(f"| provider | row | events | {columns} |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for provider in args.provider or providers():
+        script = json.loads((Path(fixtures_dir()) / "demo" / f"{provider}.json").read_text(encoding="utf-8"))
+        for row, made in rows(provider, script, args.events).items():
+            if args.row and row not in args.row:
+                continue
+            if made is None:
+                print(f"| {provider} | {row} | - | (the rules stream no reasoning) | | | | | | |")
+                continue
+            asyncio.run(bench(provider, row, made[0], made[1], script["model"], args))
 
 
 if __name__ == "__main__":

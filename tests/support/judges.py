@@ -348,7 +348,6 @@ def judge_mistral_chunk(event: dict[str, Any]) -> None:
     judge_mistral_model(mistral_models.CompletionChunk, event)
 
 
-
 # botocore (Bedrock): the bedrock-runtime service model is the authority. ParamValidator reports unknown keys,
 # missing members, wrong types and a union with more than one member set, but neither enum values nor blobs
 # (it takes any str): `boto_params` checks each enum against the model and turns each blob's base64 text
@@ -415,7 +414,6 @@ def judge_bedrock(body: dict[str, Any], *, api_rules: bool = True) -> None:
     assert not problems, f"not a valid Converse request:\n{problems}"
     if api_rules:
         check_bedrock_api_rules(body)
-
 
 
 JUDGES = {

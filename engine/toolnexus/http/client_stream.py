@@ -92,6 +92,10 @@ class TranslateStream:
             try:
                 if cancel is not None and cancel.is_set():
                     raise Cancelled("the stream was cancelled by the caller's cancel event")
+                events = self._events
+                if events is not None and events.ready:  # an event already read: translated with no await
+                    pending.extend(self._translator.feed(events.ready.popleft()))
+                    continue
                 await self._advance()
                 continue
             except BaseException as exc:
@@ -121,8 +125,12 @@ class TranslateStream:
         if self._state == "new":
             await self._open()
             return
-        assert self._events is not None
-        following = anext(self._events, None)
+        events = self._events
+        assert events is not None
+        if events.ready:  # decoded in the same read as an earlier event: no wait
+            self._pending.extend(self._translator.feed(events.ready.popleft()))
+            return
+        following = anext(events, None)
         try:
             event = await self._deadline.wait(following if self._cancel is None else self._guarded(following, None))
         except httpx.TransportError:

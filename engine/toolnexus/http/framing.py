@@ -19,15 +19,16 @@ stream: one frame), beyond which the stream ends with kind too_large, as the cli
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httpx
-from httpx_sse import EventSource
+from httpx_sse._decoders import SSEDecoder, SSELineDecoder  # the decoders EventSource.aiter_sse runs, per line
 
 from ..errors import ConfigError, ProviderError
 from ..language.jsonsafe import loads
@@ -38,7 +39,11 @@ PRELUDE = 12  # bytes: an event-stream frame's prelude (total length, headers le
 
 
 class Frames:
-    """An open stream's events: `await anext(frames, None)` gives each event's data text; `aclose()` ends it."""
+    """An open stream's events: `await anext(frames, None)` gives each event's data text; `aclose()` ends it.
+    `ready` holds events a framing already decoded from the same read, which a reader may take without
+    awaiting (`anext` takes from it first)."""
+
+    ready: deque[str]  # each stream's own (empty for a framing that does not decode ahead)
 
     def __aiter__(self) -> Frames:
         return self
@@ -65,16 +70,42 @@ class Framing:
 
 
 class _Sse(Frames):
+    """Server-sent events, a read of bytes at a time: every event a read completes is decoded at once
+    (httpx-sse's line and event decoders, as `aiter_sse` runs them) into `ready`, so a read bringing many
+    events costs one await, not one per line or per event."""
+
     def __init__(self, response: httpx.Response, cap: int, endpoint: Endpoint) -> None:
         self._capped = capped_events(response, cap)
-        self._events = EventSource(self._capped).aiter_sse()
+        self._body = cast(AsyncGenerator[bytes, None], self._capped.aiter_bytes())
+        self.ready = deque()
+        self._text = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
+        self._lines = SSELineDecoder()
+        self._sse = SSEDecoder()
+        self._ended = False
 
     async def __anext__(self) -> str:
-        return (await anext(self._events)).data
+        ready = self.ready
+        while not ready and not self._ended:
+            chunk = await anext(self._body, None)
+            if chunk is None:  # as aiter_sse ends a body: a last event without its blank line is not one
+                self._ended = True
+                tail = self._text.decode(b"", final=True)
+                lines = [*(self._lines.decode(tail) if tail else ()), *self._lines.flush()]
+            else:
+                text = self._text.decode(chunk)
+                lines = self._lines.decode(text) if text else []
+            decode = self._sse.decode
+            for line in lines:
+                event = decode(line)
+                if event is not None:
+                    ready.append(event.data)
+        if not ready:
+            raise StopAsyncIteration
+        return ready.popleft()
 
     async def aclose(self) -> None:
         with suppress(httpx.HTTPError, RuntimeError):  # the connection is closed below either way
-            await self._events.aclose()
+            await self._body.aclose()
         await self._capped.aclose()
 
 
@@ -85,6 +116,7 @@ class _Lines(Frames):
         self._response = response
         self._cap = cap
         self._chunks = inflated(response)
+        self.ready = deque()
         self._lines: deque[bytes] = deque()
         self._open = bytearray()  # the line still arriving
         self._ended = False
@@ -136,6 +168,7 @@ class _AwsEvents(Frames):
 
     def __init__(self, response: httpx.Response, cap: int, endpoint: Endpoint) -> None:
         eventstream = aws_eventstream()
+        self.ready = deque()
         self._errors: type[Exception] = eventstream.ParserError
         self._buffer = eventstream.EventStreamBuffer()
         self._lengths = eventstream.DecodeUtils.unpack_prelude

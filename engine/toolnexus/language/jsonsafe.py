@@ -169,6 +169,14 @@ def loads(text: str | bytes) -> Any:
     Python reads NaN, Infinity and 1e400 as floats; `check` then refuses them with their path.
     A JSONDecodeError says where in the text; a JsonValueError says where in the value (`.where`).
     """
+    if orjson is not None and type(text) is str:  # orjson reads it 3x as fast when it reads it the same
+        encoded = text.encode("utf-8", "surrogatepass")
+        deep = len(text) > MAX_DEPTH and text.count("[") + text.count("{") > MAX_DEPTH  # the check's to judge
+        if not deep and _LONG_NUMBER not in encoded.translate(_DIGITS_AS_ZERO):
+            try:
+                return orjson.loads(encoded)
+            except orjson.JSONDecodeError:
+                pass  # not JSON, or JSON `check` refuses: the standard decoder below says which and where
     try:
         try:
             value = _FINITE.decode(text) if type(text) is str else json.loads(text)
@@ -182,6 +190,12 @@ def loads(text: str | bytes) -> Any:
     if not clean:
         check(value)
     return value
+
+
+# orjson refuses NaN, Infinity, 1e400 and lone surrogates as `check` does, and reads numbers as Python does,
+# except an integer beyond 64 bits (a float there): text with no run of 19 digits is read by orjson.
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_NUMBER = b"0" * 19
 
 
 # A \\u escape of a surrogate (U+D800-U+DFFF): the only way JSON text that encodes as UTF-8 can yield a lone one.

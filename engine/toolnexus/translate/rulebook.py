@@ -33,6 +33,7 @@ from ..language.loader import (
 from .endpoint import Endpoint, compile_endpoint
 from .inbound import Inbound, compile_inbound
 from .outbound import Outbound, compile_outbound
+from .stream_code import compiled
 from .stream_rules import Streaming, compile_streaming
 
 RULE_SUFFIX = ".yaml"
@@ -80,6 +81,10 @@ class Provider:
             line, _ = self.source.where(("response",))
             lines.append(f"\n  # {self.file}:{line} response: the one function the section compiles to")
             lines += [f"  {text}" for text in self.outbound.code.rstrip().splitlines()]
+            if self.streaming is not None:
+                line, _ = self.source.where(("streaming",))
+                lines.append(f"\n  # {self.file}:{line} streaming: one function per event type")
+                lines += [f"  {text}" for text in self.streaming.code.rstrip().splitlines()]
         return "\n".join(lines)
 
 
@@ -118,7 +123,7 @@ def compile_rule_file(path: Path, display: str | None = None) -> Provider:
         inbound=inbound,
         outbound=outbound,
         source=source,
-        streaming=compile_streaming(source, outbound, endpoint),
+        streaming=compiled(compile_streaming(source, outbound, endpoint)),
         path=path.absolute(),
     )
 

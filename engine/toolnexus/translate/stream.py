@@ -1,7 +1,8 @@
 """Streaming translation: a provider's server-sent events in, OpenAI `chat.completion.chunk` dicts out.
 
-Runs a rule file's compiled `streaming` section (stream_rules.py). The section says only how each
-event builds the provider's own *non-streaming* response (steps that merge a part
+Runs a rule file's compiled `streaming` section (stream_rules.py: its tables; stream_code.py: the
+generated function per event type, which calls the general merge here only as its explain step).
+The section says only how each event builds the provider's own *non-streaming* response (steps that merge a part
 of the event into a path of the response, and `combine` policies for the paths
 where pieces join: text appended, JSON text appended then parsed, list elements
 added). Everything OpenAI-facing comes from the `response` section the
@@ -41,21 +42,18 @@ from ..language.paths import MISSING
 from ..language.templates import Ctx, fresh_copy
 from .endpoint import excerpt
 from .result import TranslateResult
+from .stream_code import Text, joins
 from .stream_rules import (
     APPEND,
     ARGUMENTS,
-    END,
     EXTEND,
     JSON,
     REASONING,
     TEXT,
-    Dispatch,
-    Join,
     Move,
     Node,
     Path,
     Step,
-    Steps,
     Streaming,
 )
 
@@ -63,25 +61,6 @@ CHUNK = "chat.completion.chunk"
 _HELD = "call_held"  # stands in for a synthesized id until the whole response is known
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NONE: frozenset[str] = frozenset()
-
-
-class _Text:
-    """A string arriving in pieces: UTF-8 bytes appended in place (a long stream costs its text, no more).
-
-    `placeholder` is the value a `json` field held before its first piece (kept when no JSON arrives).
-    """
-
-    __slots__ = ("buf", "placeholder")
-
-    def __init__(self, first: str = "", placeholder: Any = MISSING) -> None:
-        self.buf = bytearray(first.encode("utf-8", "surrogatepass"))
-        self.placeholder = placeholder
-
-    def add(self, piece: str) -> None:
-        self.buf += piece.encode("utf-8", "surrogatepass")
-
-    def value(self) -> str:
-        return self.buf.decode("utf-8", "surrogatepass")
 
 
 @dataclass(slots=True)
@@ -121,7 +100,7 @@ class StreamTranslator:
         self.ended = False
         self.notes: list[Note] = []
         self._holder: dict[str, Any] = {"": self.response}
-        self._texts: list[tuple[Any, str | int, _Text, Path]] = []  # every string arriving in pieces
+        self._texts: list[tuple[Any, str | int, Text, Path]] = []  # every string arriving in pieces
         self._assembled = False
         self._elements: list[dict[int, _Element]] = [{} for _ in rules.watched]
         self._calls: list[_Call] = []
@@ -140,7 +119,7 @@ class StreamTranslator:
         if self.ended or not data or data.isspace():
             return []
         n = self._events
-        self._events += 1
+        self._events = n + 1
         rules = self.rules
         if data == rules.done:
             self.ended = True
@@ -152,44 +131,24 @@ class StreamTranslator:
             event, refused = MISSING, f"JSON toolnexus refuses ({exc})"
         except ValueError:
             event = MISSING
-        if not isinstance(event, dict):
+        if type(event) is not dict:
             what = refused or ("not JSON" if event is MISSING else "not a JSON object")
             shown = excerpt(data.encode("utf-8", "replace"))
             raise ProviderError(f"stream event {n} is {what}: {shown}", provider=rules.provider, kind="decode")
-        if rules.endpoint.carries_error(event):
+        if (message_of := rules.endpoint.error_message) is not None and type(message_of(event)) is str:
             error_type, message = rules.endpoint.describe_error(data.encode())
             raise ProviderError(message, provider=rules.provider, kind="http", error_type=error_type)
-        steps = rules.every + self._steps_for(event, n)
-        for step in steps:
-            if step is END:
-                self.ended = True
-            else:
-                assert isinstance(step, Move)
-                self._move(step, event, n)
-        if not steps:
-            return []
-        return self._chunks()
+        assert rules.run is not None
+        if rules.run(self, event, n):  # the generated steps of its event type (stream_code.py)
+            return self._chunks()
+        return []
 
-    def _steps_for(self, event: dict[str, Any], n: int) -> Steps:
-        rules = self.rules
-        if rules.type is None:
-            return ()
-        kind = rules.type(event)
-        handler = rules.events.get(kind) if type(kind) is str else None
-        if type(handler) is tuple:
-            return handler
-        if type(handler) is Dispatch:
-            case = handler.by(event)
-            found = handler.cases.get(case) if type(case) is str else None
-            if found is not None:
-                return found
-            label = f"{kind!r} with {handler.by_path} {case!r}"
-        else:
-            label = repr(kind)
-        if label not in self._unknown:  # noted once per kind of event: a long stream does not grow its notes
+    def _note_unknown(self, label: str, n: int) -> None:
+        """An event (or case) the rules do not know: ignored, and noted once per kind (a long stream does not
+        grow its notes)."""
+        if label not in self._unknown:
             self._unknown.add(label)
             self.notes.append(Note("unknown", f"events[{n}]", f"unknown stream event {label}; ignored"))
-        return ()
 
     def _move(self, step: Move, event: dict[str, Any], n: int) -> None:
         if step.each is None:
@@ -342,21 +301,21 @@ class StreamTranslator:
         if type(piece) is not str:
             raise ResponseError(_text_path((*above, key)), f"expected text to append, got {type(piece).__name__}",
                                 provider=self.rules.provider)  # fmt: skip
-        if type(current) is _Text:
+        if type(current) is Text:
             current.add(piece)
         elif policy is APPEND and (current is MISSING or current is None):
             self._set(parent, key, piece, above)
         elif policy is APPEND and type(current) is str:
-            self._keep(parent, key, _Text(current + piece), above)
+            self._keep(parent, key, Text(current + piece), above)
         elif policy is JSON:
-            self._keep(parent, key, _Text(piece, placeholder=current), above)
+            self._keep(parent, key, Text(piece, placeholder=current), above)
         else:
             raise ResponseError(_text_path((*above, key)), f"cannot append text to a {type(current).__name__}",
                                 provider=self.rules.provider)  # fmt: skip
         if piece:
             self._fragment((*above, key), piece)
 
-    def _keep(self, parent: Any, key: str | int, text: _Text, above: Path) -> None:
+    def _keep(self, parent: Any, key: str | int, text: Text, above: Path) -> None:
         parent[key] = text
         self._texts.append((parent, key, text, (*above, key)))
 
@@ -369,7 +328,7 @@ class StreamTranslator:
             raise ResponseError(_text_path(path), "must be a list", provider=self.rules.provider)
         join = node.join
         for element in value if isinstance(value, list) else [value]:
-            if join is not None and current and _joins(current[-1], element, join):
+            if join is not None and current and joins(current[-1], element, join):
                 last, at = current[-1], len(current) - 1
                 for k, v in element.items():
                     if k == join.field:
@@ -476,9 +435,11 @@ class StreamTranslator:
         else:
             info = self._elements[w_index].get(0)
             field_path = path[n:]
-        if info is None:
-            return
-        role = info.roles.get(field_path)
+        if info is not None and (role := info.roles.get(field_path)) is not None:
+            self._emit(info, role, piece)
+
+    def _emit(self, info: _Element, role: str, piece: str) -> None:
+        """A piece of a watched element's field: a delta by the role its template gives the field."""
         if role == TEXT:
             self._emit_text(piece)
         elif role == REASONING:
@@ -492,12 +453,25 @@ class StreamTranslator:
         self._deltas.append({"content": text})
 
     def _chunks(self) -> list[dict[str, Any]]:
-        out = []
-        if self._head is None:
-            self._head = self._identity()
-            out.append(self._chunk({"role": "assistant", "content": ""}))
-        out.extend(self._chunk(delta) for delta in self._deltas)
-        self._deltas.clear()
+        """The event's deltas as chunks (the first event's chunks open with the assistant role)."""
+        deltas = self._deltas
+        head = self._head
+        if head is None:
+            head = self._head = self._identity()
+            deltas.insert(0, {"role": "assistant", "content": ""})
+        elif not deltas:
+            return []
+        chunk_id, created, model = head["id"], head["created"], head["model"]
+        if len(deltas) == 1:  # the usual event: one piece
+            delta = deltas.pop()
+            return [{"id": chunk_id, "object": CHUNK, "created": created, "model": model,
+                     "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}]}]  # fmt: skip
+        out = [
+            {"id": chunk_id, "object": CHUNK, "created": created, "model": model,
+             "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}]}
+            for delta in deltas
+        ]  # fmt: skip
+        deltas.clear()
         return out
 
     def _identity(self) -> dict[str, Any]:
@@ -605,7 +579,7 @@ def _combined(value: Any, node: Node) -> Any:
     if node.join is not None and isinstance(value, list):
         out: list[Any] = []
         for element in value:
-            if out and _joins(out[-1], element, node.join):
+            if out and joins(out[-1], element, node.join):
                 last = out[-1]
                 out[-1] = {**last, **{k: v for k, v in element.items() if k not in last}}
                 out[-1][node.join.field] = last[node.join.field] + element[node.join.field]
@@ -619,17 +593,6 @@ def _combined(value: Any, node: Node) -> Any:
     if isinstance(value, list):
         return [_combined(v, child) if (child := node.child(i)) else v for i, v in enumerate(value)]
     return value
-
-
-def _joins(last: Any, element: Any, join: Join) -> bool:
-    """Whether an arriving element continues the previous one (a text split across events)."""
-    if not (isinstance(last, dict) and isinstance(element, dict)):
-        return False
-    if type(element.get(join.field)) is not str or not isinstance(last.get(join.field), (str, _Text)):
-        return False
-    if any(last.get(k) != element.get(k) for k in join.same):
-        return False
-    return all(k == join.field or k not in last or last[k] == v for k, v in element.items())
 
 
 def _text_path(path: Path) -> str:

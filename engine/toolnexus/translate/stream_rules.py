@@ -14,7 +14,7 @@ template reads as text, as tool-call arguments, or (by `reasoning`) as reasoning
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -72,6 +72,7 @@ class Move:
 
     into: Path
     source: Getter
+    from_path: str = "@"
     at: Getter | None = None
     at_path: str = ""
     field: Path = ()
@@ -133,6 +134,9 @@ class Streaming:
     below: Mapping[Path, tuple[int, ...]]
     route: Mapping[Path, int]
     route_lengths: tuple[int, ...]
+    type_path: str = ""
+    code: str = ""  # the generated source (stream_code.py), shown by `toolnexus explain --code`
+    run: Callable[[Any, dict[str, Any], int], bool] | None = None  # its entry: one event's steps
 
 
 # ---------------------------------------------------------------- compiling
@@ -190,6 +194,7 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
         body=dict(spec.get("body", {})),
         framing=spec.get("framing", "sse"),
         type=path_getter(spec["type"], (*key, "type"), env) if "type" in spec else None,
+        type_path=spec.get("type", ""),
         events=MappingProxyType(events),
         every=_steps(spec.get("every", []), (*key, "every"), env),
         done=spec.get("done"),
@@ -220,6 +225,7 @@ def _steps(spec: list[Any], key: Key, env: Env) -> Steps:
             Move(
                 into=write_path(step["into"], (*at, "into"), env),
                 source=path_getter(step["from"], (*at, "from"), env),
+                from_path=step["from"],
                 at=path_getter(step["at"], (*at, "at"), env) if "at" in step else None,
                 at_path=step.get("at", ""),
                 field=write_path(step["field"], (*at, "field"), env) if "field" in step else (),

@@ -1,0 +1,523 @@
+"""The `streaming` section compiled to Python: one generated function per event type.
+
+Each function reads the event's type (and `by` case) inline, then runs the section's steps for it
+(`every` first) as straight-line code: the `from`, `at` and `each` paths read inline, the walk down
+the `into` path to where the value goes checked by type tests, and the merge written inline for each
+place in the response the step can reach (its `combine` policy, watched item source and the fields
+their templates read all known when the code is written). The common event (a text piece
+appended in place, an object merged key by key into one that is there, an element added to a list)
+runs with no lookup in the rule tables and no path built. Anything else (the first value at a place,
+a type the fast test does not expect, an element that is not there yet) goes to the explain step:
+the StreamTranslator's general merge (`_place`, `_merge`), which does the same and raises the
+located ResponseError. `toolnexus explain --code PROVIDER` prints the generated source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from ..language.paths import MISSING, Getter, simple_steps
+from .stream_rules import APPEND, BY_POSITION, END, EXTEND, JSON, TEXT, Dispatch, Join, Move, Node, Steps, Streaming
+
+Pattern = tuple[str | int | None, ...]  # a place in the response: keys, fixed indexes, None for any other index
+Run = Callable[[Any, dict[str, Any], int], bool]
+
+
+class Text:
+    """A string arriving in pieces: UTF-8 bytes appended in place (a long stream costs its text, no more).
+
+    `placeholder` is the value a `json` field held before its first piece (kept when no JSON arrives).
+    """
+
+    __slots__ = ("buf", "placeholder")
+
+    def __init__(self, first: str = "", placeholder: Any = MISSING) -> None:
+        self.buf = bytearray(first.encode("utf-8", "surrogatepass"))
+        self.placeholder = placeholder
+
+    def add(self, piece: str) -> None:
+        self.buf += piece.encode("utf-8", "surrogatepass")
+
+    def value(self) -> str:
+        return self.buf.decode("utf-8", "surrogatepass")
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def plain_merge(parent: Any, key: str | int, value: Any) -> None:
+    """Merge a value into parent[key] where no combine policy and no watched source lies at or below:
+    objects key by key, null never replaces a value, anything else replaces."""
+    current = parent.get(key, MISSING) if type(parent) is dict else parent[key]
+    if type(value) is dict and type(current) is dict:
+        for k, v in value.items():
+            if type(v) in _SCALARS:
+                now = current.get(k, MISSING)
+                if v is None:
+                    if now is MISSING:
+                        current[k] = None
+                elif type(now) is not type(v) or now != v:
+                    current[k] = v
+            else:
+                plain_merge(current, k, v)
+    elif value is None:
+        if current is MISSING:
+            parent[key] = None
+    elif type(value) is not type(current) or value != current:
+        parent[key] = value
+
+
+def joins(last: Any, element: Any, join: Join) -> bool:
+    """Whether an arriving element continues the previous one (a text split across events)."""
+    if not (isinstance(last, dict) and isinstance(element, dict)):
+        return False
+    if type(element.get(join.field)) is not str or not isinstance(last.get(join.field), (str, Text)):
+        return False
+    if any(last.get(k) != element.get(k) for k in join.same):
+        return False
+    return all(k == join.field or k not in last or last[k] == v for k, v in element.items())
+
+
+def compiled(streaming: Streaming | None) -> Streaming | None:
+    """The section with its generated code and entry function (what `StreamTranslator.feed` runs)."""
+    if streaming is None:
+        return None
+    code = _Code(streaming)
+    text = code.module()
+    exec(compile(text, f"<streaming {streaming.provider}>", "exec"), code.names)
+    return replace(streaming, code=text, run=code.names["run"])
+
+
+class _Code:
+    """The generated module of one streaming section, written line by line."""
+
+    def __init__(self, rules: Streaming) -> None:
+        self.r = rules
+        self.names: dict[str, Any] = {"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge}
+        self.count = 0
+        self.known: dict[tuple[str | int, ...], str] = {}  # event paths read in the function being written
+
+    def name(self, value: Any, prefix: str) -> str:
+        self.count += 1
+        name = f"{prefix}{self.count}"
+        self.names[name] = value
+        return name
+
+    # ------------------------------------------------------------ places in the response
+
+    def node(self, pattern: Pattern) -> Node | None:
+        node: Node | None = self.r.combine
+        for step in pattern:
+            if node is None:
+                return None
+            node = node.children.get(None) if step is None else node.child(step)
+        return node
+
+    def interesting(self, pattern: Pattern) -> bool:
+        """Whether merging here can do more than a plain merge: a combine policy at or below, or a watched
+        source (or one of its elements) at or below."""
+        if self.node(pattern) is not None:
+            return True
+        for w in self.r.watched:
+            if len(pattern) <= len(w.steps) and all(a == b for a, b in zip(pattern, w.steps, strict=False)):
+                return True
+            if w.src.each and len(pattern) == len(w.steps) + 1 and pattern[:-1] == w.steps:
+                return True
+        return False
+
+    def key_children(self, pattern: Pattern) -> list[str]:
+        node = self.node(pattern)
+        keys = [k for k in (node.children if node else {}) if type(k) is str]
+        for w in self.r.watched:
+            if (
+                len(w.steps) > len(pattern)
+                and w.steps[: len(pattern)] == pattern
+                and type(w.steps[len(pattern)]) is str
+            ):
+                keys.append(w.steps[len(pattern)])  # type: ignore[arg-type]
+        return [k for k in dict.fromkeys(keys) if self.interesting((*pattern, k))]
+
+    def fixed_indexes(self, pattern: Pattern) -> list[int]:
+        """The indexes of a list place that differ from any other index (a watched path or a combine row names them)."""
+        node = self.node(pattern)
+        found = [k for k in (node.children if node else {}) if type(k) is int]
+        for w in self.r.watched:
+            if (
+                len(w.steps) > len(pattern)
+                and w.steps[: len(pattern)] == pattern
+                and type(w.steps[len(pattern)]) is int
+            ):
+                found.append(w.steps[len(pattern)])  # type: ignore[arg-type]
+        return sorted(set(found))
+
+    def path_expr(self, pattern: Pattern, at: str) -> str:
+        """The concrete path of a place, as an expression (its indexes from the tuple `at`)."""
+        parts, j = [], 0
+        for step in pattern:
+            if type(step) is str:
+                parts.append(repr(step))
+            else:
+                parts.append(f"{at}[{j}]")
+                j += 1
+        return "(" + "".join(f"{p}, " for p in parts) + ")"
+
+    def above_expr(self, pattern: Pattern, at: str) -> str:
+        return self.path_expr(pattern[:-1], at) if pattern else "()"
+
+    # ------------------------------------------------------------ merging at a place
+
+    def merge(self, pattern: Pattern, p: str, k: str, v: str, at: str, d: int) -> list[str]:
+        """Lines merging `v` into p[k] at `pattern`, written inline (names of depth `d`): a plain merge where
+        nothing at or below is combined or watched, else the place's own code."""
+        if not self.interesting(pattern):
+            return [f"plain({p}, {k}, {v})"]
+        lines = []
+        if not at.isidentifier():
+            lines.append(f"at{d} = {at}")
+            at = f"at{d}"
+        c = f"cur{d}"
+        if pattern and type(pattern[-1]) is not str:
+            lines.append(f"{c} = {p}[{k}]")  # an element the caller found in range
+        else:
+            lines.append(f"{c} = {p}.get({k}, MISSING)")
+        general = self.general(pattern, p, k, v, at)
+        node = self.node(pattern)
+        policy = node.policy if node is not None else None
+        if policy is APPEND or policy is JSON:
+            emit = self.fragment(pattern, v, at, d)
+            lines += [f"if type({v}) is str and type({c}) is Text:", f"    {c}.add({v})"]
+            lines += [f"    if {v}:", *_indent(emit, 8)] if emit else []
+        elif policy is EXTEND:
+            assert node is not None
+            x = f"x{d}"
+            lines += [f"if type({c}) is list:", f"    for {x} in ({v} if type({v}) is list else ({v},)):"]
+            if node.join is not None:
+                lines += _indent(self.joined(pattern, node.join, p, k, c, x, at, d), 8)
+            lines += _indent([f"{c}.append({x})", *self.placed(pattern, x, f"len({c}) - 1", at, d)], 8)
+        elif policy is BY_POSITION:
+            i, x = f"i{d}", f"x{d}"
+            lines += [f"if type({c}) is list and type({v}) is list:", f"    for {i}, {x} in enumerate({v}):"]
+            lines += [
+                f"        if {i} < len({c}):",
+                *_indent(self.element(pattern, c, i, x, f"{at} + ({i},)", d + 1), 12),
+            ]
+            lines += ["        else:", f"            {c}.append({x})"]
+            lines.append(f"            s._placed({self.path_expr(pattern, at)} + ({i},), {x})")
+        else:
+            lines += [
+                f"if type({v}) is dict and type({c}) is dict:",
+                *_indent(self.dict_loop(pattern, frozenset(), c, v, at, d), 4),
+            ]
+            lines += [f"elif {v} is None and {c} is not MISSING:", "    pass"]
+        return [*lines, "else:", f"    {general}"]
+
+    def general(self, pattern: Pattern, p: str, k: str, v: str, at: str, omit: frozenset[str] = frozenset()) -> str:
+        """The explain step: the translator's general merge, which does the same and says what is wrong."""
+        node = self.name(self.node(pattern), "node")
+        extra = f", {self.name(omit, 'omit')}" if omit else ""
+        return f"s._merge({p}, {k}, {v}, {node}, {self.above_expr(pattern, at)}{extra})"
+
+    def element(self, pattern: Pattern, p: str, i: str, x: str, at: str, d: int) -> list[str]:
+        """Merge into an element of the list at `pattern`, by its index's place."""
+        fixed = self.fixed_indexes(pattern)
+        lines = []
+        for n, index in enumerate(fixed):
+            lines += [
+                f"{'if' if n == 0 else 'elif'} {i} == {index}:",
+                *_indent(self.merge((*pattern, index), p, i, x, at, d), 4),
+            ]
+        last = self.merge((*pattern, None), p, i, x, at, d)
+        return [*lines, "else:", *_indent(last, 4)] if fixed else last
+
+    def dict_loop(self, pattern: Pattern, omit: frozenset[str], c: str, v: str, at: str, d: int) -> list[str]:
+        """Merge the object `v` key by key into the object `c`: watched or combined keys by their place (a null
+        where no policy applies inline), plain values inline."""
+        kk, vv = f"kk{d}", f"vv{d}"
+        lines = [f"for {kk}, {vv} in {v}.items():"]
+        branches = []
+        for key in self.key_children(pattern):
+            if key in omit:
+                continue
+            child = self.merge((*pattern, key), c, kk, vv, at, d + 1)
+            node = self.node((*pattern, key))
+            if node is None or node.policy is None:  # a null merges as a plain one does
+                child = [f"if {vv} is None:", f"    if {kk} not in {c}: {c}[{kk}] = None", "else:", *_indent(child, 4)]
+            branches.append((f"{kk} == {key!r}", child))
+        if omit:
+            branches.insert(0, (" or ".join(f"{kk} == {key!r}" for key in sorted(omit)), ["pass"]))
+        branches += [
+            (f"{vv} is None", [f"if {kk} not in {c}: {c}[{kk}] = None"]),
+            (
+                f"type({vv}) is str or type({vv}) is int or type({vv}) is bool or type({vv}) is float",
+                [f"if type(now := {c}.get({kk}, MISSING)) is not type({vv}) or now != {vv}: {c}[{kk}] = {vv}"],
+            ),
+        ]
+        for n, (test, body) in enumerate(branches):
+            lines += [f"    {'if' if n == 0 else 'elif'} {test}:", *_indent(body, 8)]
+        return [*lines, "    else:", f"        plain({c}, {kk}, {vv})"]
+
+    def joined(self, pattern: Pattern, join: Join, p: str, k: str, c: str, x: str, at: str, d: int) -> list[str]:
+        """`join`: an element continuing the last one adds its text in place; the first join (the text not yet
+        held in pieces) goes the general way."""
+        j, f = self.name(join, "join"), join.field
+        last, t, piece, ix, kk, vv = (f"{name}{d}" for name in ("last", "t", "piece", "ix", "kk", "vv"))
+        same = "".join(f" and {last}.get({key!r}) == {x}.get({key!r})" for key in join.same)
+        emit = self.fragment((*pattern, None, f), piece, ix, d)
+        node = self.name(self.node(pattern), "node")
+        return [
+            f"if {c} and type({x}) is dict and type({last} := {c}[-1]) is dict"
+            f" and type({piece} := {x}.get({f!r})) is str and type({t} := {last}.get({f!r})) is Text{same}:",
+            f"    for {kk}, {vv} in {x}.items():",
+            f"        if {kk} != {f!r} and {kk} in {last} and {last}[{kk}] != {vv}: break",
+            "    else:",
+            f"        {t}.add({piece})",
+            f"        if len({x}) > 1:",
+            f"            for {kk}, {vv} in {x}.items():",
+            f"                if {kk} not in {last}: {last}[{kk}] = {vv}",
+            *(
+                [f"        if {piece}:", f"            {ix} = {at} + (len({c}) - 1,)", *_indent(emit, 12)]
+                if emit
+                else []
+            ),
+            "        continue",
+            f"if {c} and joins({c}[-1], {x}, {j}):",
+            f"    s._extend({p}, {k}, {c}, [{x}], {node}, {self.above_expr(pattern, at)})",
+            "    continue",
+        ]
+
+    def placed(self, pattern: Pattern, x: str, index: str, at: str, d: int) -> list[str]:
+        """After an element was added to the list at `pattern`: start it if a watched source reads the list."""
+        deeper = any(len(w.steps) > len(pattern) and w.steps[: len(pattern)] == pattern for w in self.r.watched)
+        if deeper:
+            return [f"s._placed({self.path_expr(pattern, at)} + ({index},), {x})"]
+        for w_index, w in enumerate(self.r.watched):
+            if w.src.each and w.steps == pattern:
+                return [f"ix{d} = {index}", f"if ix{d} not in s._elements[{w_index}]: s._start({w_index}, ix{d}, {x})"]
+        return []
+
+    def fragment(self, pattern: Pattern, piece: str, at: str, d: int) -> list[str]:
+        """Lines emitting a text piece appended at `pattern`, by the role the watched element's template gives it."""
+        r = self.r
+        for n in r.route_lengths:
+            prefix = pattern[:n]
+            w_index = r.route.get(prefix, -1) if None not in prefix else -1
+            if w_index >= 0:
+                break
+        else:
+            return []
+        if r.watched[w_index].src.each:
+            if len(pattern) <= n + 1:
+                return []
+            element = f"{at}[{sum(1 for step in pattern[:n] if type(step) is not str)}]"
+            field = pattern[n + 1 :]
+        else:
+            element, field = "0", pattern[n:]
+        if None in field:
+            return [f"s._fragment({self.path_expr(pattern, at)}, {piece})"]
+        info, role = f"info{d}", f"role{d}"
+        return [
+            f"{info} = s._elements[{w_index}].get({element})",
+            f"if {info} is not None:",
+            f"    {role} = {info}.roles.get({field!r})",
+            f"    if {role} == {TEXT!r}: s._text_sent += len({piece}); s._deltas.append({{'content': {piece}}})",
+            f"    elif {role} is not None: s._emit({info}, {role}, {piece})",
+        ]
+
+    # ------------------------------------------------------------ steps and events
+
+    def read(self, path: str, getter: Getter, target: str, scope: str) -> list[str]:
+        """Lines leaving the value at `path` in the event (or MISSING) in `target`: a plain path inline, its
+        prefixes read once per function (`self.known`), any other path by its compiled getter."""
+        steps = simple_steps(path)
+        if steps is None:
+            return [f"{target} = {self.name(getter, 'g')}({scope})"]
+        lines: list[str] = []
+        source = scope
+        for n, step in enumerate(steps):
+            prefix = tuple(steps[: n + 1])
+            known = self.known.get(prefix) if scope == "e" else None
+            if known is None:
+                self.count += 1
+                known = f"r{self.count}"
+                if scope == "e":  # read once in this function; in an element of a list (`each`), each time
+                    self.known[prefix] = known
+                if isinstance(step, str) and source == "e":  # the event: an object (feed checked it)
+                    lines.append(f"{known} = e.get({step!r}, MISSING)")
+                elif isinstance(step, str):
+                    lines.append(f"{known} = {source}.get({step!r}, MISSING) if type({source}) is dict else MISSING")
+                else:
+                    held = f"type({source}) is list and -len({source}) <= {step} < len({source})"
+                    lines.append(f"{known} = {source}[{step}] if {held} else MISSING")
+            source = known
+        return [*lines, f"{target} = {source}"]
+
+    def steps(self, steps: Steps, label: str) -> list[str]:
+        lines: list[str] = []
+        for i, step in enumerate(steps):
+            if step == END:
+                lines += [f"# {label}[{i}]: end", "s.ended = True"]
+                continue
+            assert isinstance(step, Move)
+            lines.append(f"# {label}[{i}]")
+            lines += self.move(step)
+        return lines
+
+    def move(self, step: Move) -> list[str]:
+        s = self.name(step, "step")
+        if step.each is None:
+            return self.place(step, s, "e", "None")
+        return [
+            *self.read(step.each_path, step.each, "xs", "e"),
+            "if xs is not MISSING and xs is not None:",
+            "    if type(xs) is list:",
+            "        for i, x in enumerate(xs):",
+            *_indent(self.place(step, s, "x", "i"), 12),
+            "    else:",
+            f"        s._move({s}, e, n)",
+        ]
+
+    def place(self, step: Move, s: str, scope: str, i: str) -> list[str]:
+        """One step's value merged into the response: the walk down `into` by type tests, else the general way."""
+        lines = self.read(step.from_path, step.source, "v", scope)
+        tests: list[str] = []
+        into = step.into
+        parent = "s._holder"
+        key = '""'
+        if into:
+            tests.append("type(q0 := s._holder['']) is dict")
+            parent = "q0"
+            for d, stp in enumerate(into[:-1]):
+                nxt = into[d + 1]
+                want = "dict" if type(nxt) is str else "list"
+                got = f"{parent}.get({stp!r}, MISSING)" if type(stp) is str else f"{parent}[{stp}]"
+                tests.append(f"type(q{d + 1} := {got}) is {want}")
+                if type(nxt) is int:
+                    tests.append(f"{nxt} < len(q{d + 1})")
+                parent = f"q{d + 1}"
+            key = repr(into[-1])
+        fixed_at = tuple(stp for stp in into if type(stp) is int)
+        at = "(" + "".join(f"{x}, " for x in fixed_at) + ")"
+        body: list[str]
+        if step.at is None:
+            body = self.leaf(into, parent, key, at, step.omit)
+        else:
+            lines += self.read(step.at_path, step.at, "ix", scope)
+            lst = f"{parent}.get({key}, MISSING)" if key != '""' else "s._holder['']"
+            tests += [f"type(lq := {lst}) is list", "type(ix) is int", "0 <= ix < len(lq)"]
+            at = f"({''.join(f'{x}, ' for x in fixed_at)}ix,)"
+            body = []
+            fixed = self.fixed_indexes(into)
+            cases = [(f"ix == {index}", (*into, index)) for index in fixed] + [("", (*into, None))]
+            for n, (test, element) in enumerate(cases):
+                inner = self.field(step, element, at, f"s._place({s}, {scope}, n, {i})")
+                if len(cases) == 1:
+                    body = inner
+                else:
+                    body += [f"{'if' if n == 0 else 'elif'} {test}:" if test else "else:", *_indent(inner, 4)]
+        if into or step.at is not None:
+            return [*lines, "if v is not MISSING:", f"    if {' and '.join(tests)}:", *_indent(body, 8),
+                    "    else:", f"        s._place({s}, {scope}, n, {i})"]  # fmt: skip
+        return [*lines, "if v is not MISSING:", *_indent(body, 4)]
+
+    def field(self, step: Move, element: Pattern, at: str, otherwise: str) -> list[str]:
+        """Into the element `ix` of the list, then down `field` (objects there already), then the merge."""
+        if not step.field:
+            return self.leaf(element, "lq", "ix", at, step.omit)
+        tests, parent = ["type(f0 := lq[ix]) is dict"], "f0"
+        for d, stp in enumerate(step.field[:-1]):
+            nxt = step.field[d + 1]
+            want = "dict" if type(nxt) is str else "list"
+            got = f"{parent}.get({stp!r}, MISSING)" if type(stp) is str else f"{parent}[{stp}]"
+            tests.append(f"type(f{d + 1} := {got}) is {want}")
+            if type(nxt) is int:
+                tests.append(f"{nxt} < len(f{d + 1})")
+            parent = f"f{d + 1}"
+        at_more = at
+        fixed_in_field = tuple(stp for stp in step.field if type(stp) is int)
+        if fixed_in_field:
+            at_more = f"{at} + {fixed_in_field!r}"
+        body = self.leaf((*element, *step.field), parent, repr(step.field[-1]), at_more, step.omit)
+        return [f"if {' and '.join(tests)}:", *_indent(body, 4), "else:", f"    {otherwise}"]
+
+    def leaf(self, pattern: Pattern, p: str, k: str, at: str, omit: frozenset[str]) -> list[str]:
+        """The step's value `v` merged into p[k]; `omit`: keys of it left out."""
+        node = self.node(pattern)
+        if not omit:
+            return self.merge(pattern, p, k, "v", at, 0)
+        lines = [f"at0 = {at}"]
+        if node is not None and node.policy is not None:
+            return [*lines, self.general(pattern, p, k, "v", "at0", omit)]
+        lines.append(
+            f"cur0 = {p}[{k}]" if pattern and type(pattern[-1]) is not str else f"cur0 = {p}.get({k}, MISSING)"
+        )
+        lines += [
+            "if type(v) is dict and type(cur0) is dict:",
+            *_indent(self.dict_loop(pattern, omit, "cur0", "v", "at0", 0), 4),
+        ]
+        return [*lines, "else:", f"    {self.general(pattern, p, k, 'v', 'at0', omit)}"]
+
+    def event(self, name: str, handler: Steps | Dispatch, fn: str) -> list[str]:
+        r = self.r
+        self.known = {}
+        if isinstance(handler, Dispatch):
+            return self.cases(name, handler, fn)
+        every = self.steps(r.every, "streaming.every")
+        body = [*every, *self.steps(handler, f"streaming.events.{name}"), f"return {bool(r.every or handler)}"]
+        return [f"def {fn}(s, e, n):  # streaming.events.{name}", *_indent(body, 4)]
+
+    def cases(self, name: str, handler: Dispatch, fn: str) -> list[str]:
+        """An event type whose steps depend on `by`: a branch per case, each running `every` then its steps."""
+        r = self.r
+        body = self.read(handler.by_path, handler.by, "c", "e")
+        read_before = dict(self.known)  # what a branch reads is not known to the next one
+        for n, (case, steps) in enumerate(handler.cases.items()):
+            self.known = dict(read_before)
+            label = f"streaming.events.{name}.cases.{case}"
+            lines = [
+                *self.steps(r.every, "streaming.every"),
+                *self.steps(steps, label),
+                f"return {bool(r.every or steps)}",
+            ]
+            body += [f"{'if' if n == 0 else 'elif'} c == {case!r}:", *_indent(lines, 4)]
+        self.known = dict(read_before)
+        label = f"{name!r} with {handler.by_path} "
+        lines = [f"s._note_unknown({label!r} + repr(c), n)", *self.steps(r.every, "streaming.every")]
+        return [
+            f"def {fn}(s, e, n):  # streaming.events.{name}",
+            *_indent([*body, *lines, f"return {bool(r.every)}"], 4),
+        ]
+
+    def module(self) -> str:
+        r = self.r
+        events: list[str] = []
+        self.known = {}
+        if r.type is None:
+            run = [
+                "def run(s, e, n):  # streaming.every: each event",
+                *_indent([*self.steps(r.every, "streaming.every"), f"return {bool(r.every)}"], 4),
+            ]
+        else:
+            table: dict[str, str] = {}
+            for n, (name, handler) in enumerate(r.events.items()):
+                fn = f"event{n}"
+                table[name] = fn
+                events += [*self.event(name, handler, fn), ""]
+            events.append("EVENTS = {" + ", ".join(f"{k!r}: {v}" for k, v in table.items()) + "}")
+            self.known = {}
+            kind = self.read(r.type_path, r.type, "t", "e")
+            run = [
+                "def run(s, e, n):  # streaming.type: the event's type picks its function",
+                *_indent(kind, 4),
+                "    f = EVENTS.get(t) if type(t) is str else None",
+                "    if f is not None:",
+                "        return f(s, e, n)",
+                "    s._note_unknown(repr(t), n)",
+                *_indent([*self.steps(r.every, "streaming.every"), f"return {bool(r.every)}"], 4),
+            ]
+        return "\n".join([*events, *run]) + "\n"
+
+
+def _indent(lines: list[str], width: int) -> list[str]:
+    return [" " * width + line for line in lines]
