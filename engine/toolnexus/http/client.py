@@ -106,7 +106,8 @@ class Client:
             before_llm=before_llm, after_llm=after_llm, on_event=on_event,
         )  # fmt: skip
         self._caller = Caller(style, model, endpoint, key, policy, headers=headers or {}, transport=transport)
-        self._answer = self._read_answer  # bound once: one call's answer, translated
+        # bound once: one call's answer, translated; checked again only when after_llm could have changed it
+        self._answer = self._read_answer if after_llm is not None else self._read_decoded
 
     def __repr__(self) -> str:
         return f"Client(style={self.style!r}, model={self.model!r}, base_url={self.base_url!r}, api_key='***')"
@@ -219,6 +220,9 @@ class Client:
 
     def _read_answer(self, data: dict[str, Any]) -> TranslateResult:
         return self._provider.outbound.translate(data, requested_model=self.model)
+
+    def _read_decoded(self, data: dict[str, Any]) -> TranslateResult:
+        return self._provider.outbound.translate_decoded(data, requested_model=self.model)
 
 
 create_client = Client

@@ -140,6 +140,10 @@ class Outbound:
         checked(response, "", lambda path, message: ResponseError(path, message, provider=provider))
         return self.run(self, response, requested_model)
 
+    def translate_decoded(self, response: dict[str, Any], *, requested_model: str | None = None) -> TranslateResult:
+        """`translate` for an object `jsonsafe.loads` returned untouched: its parse refused what `check` refuses."""
+        return self.run(self, response, requested_model)
+
     def _read_source(self, src: ItemSource, response: dict[str, Any], ctx: Ctx, found: _Found) -> None:
         """A source the generated code did not find as it expects: absent (fine if optional), or each element."""
         container = src.getter(response)
