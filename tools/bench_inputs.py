@@ -413,13 +413,19 @@ def round_trip(request: JSON, style: str) -> JSON:
 
 
 def generated_responses(tools: list[JSON]) -> dict[str, dict[str, JSON]]:
-    """Per provider: a text answer, and thinking + text + three parallel tool calls."""
+    """Per provider: a text answer; thinking + text + three parallel tool calls; and a large answer
+    (thinking, a 40,000-character text and 24 parallel tool calls)."""
     rng = random.Random(SEED)
     answer = prose(rng, 900)
     preface = prose(rng, 120)
     thinking = prose(rng, 600)
     picked = [rng.choice(tools)["function"] for _ in range(3)]
     calls = [(call_id(rng), f["name"], example(f["parameters"], rng)) for f in picked]
+    long_answer = prose(rng, 40_000)  # the large answer: a long text and 24 parallel tool calls
+    many = [
+        (call_id(rng), f["name"], example(f["parameters"], rng))
+        for f in (rng.choice(tools)["function"] for _ in range(24))
+    ]
     anthropic_usage = {
         "input_tokens": 2_345,
         "cache_creation_input_tokens": 0,
@@ -493,6 +499,14 @@ def generated_responses(tools: list[JSON]) -> dict[str, dict[str, JSON]]:
                 ],
                 "tool_use",
             ),
+            "large": anthropic(
+                [
+                    {"type": "thinking", "thinking": thinking, "signature": "EqQBCkYIBRgCKkDbench"},
+                    {"type": "text", "text": long_answer},
+                    *({"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in many),
+                ],
+                "tool_use",
+            ),
         },
         "openai": {
             "text": openai(answer, None, "stop"),
@@ -505,6 +519,18 @@ def generated_responses(tools: list[JSON]) -> dict[str, dict[str, JSON]]:
                         "function": {"name": n, "arguments": json.dumps(a, ensure_ascii=False)},
                     }
                     for i, n, a in calls
+                ],
+                "tool_calls",
+            ),
+            "large": openai(
+                long_answer,
+                [
+                    {
+                        "id": i,
+                        "type": "function",
+                        "function": {"name": n, "arguments": json.dumps(a, ensure_ascii=False)},
+                    }
+                    for i, n, a in many
                 ],
                 "tool_calls",
             ),
@@ -522,6 +548,14 @@ def generated_responses(tools: list[JSON]) -> dict[str, dict[str, JSON]]:
                         }
                         for k, (_, n, a) in enumerate(calls)
                     ),
+                ],
+                "STOP",
+            ),
+            "large": gemini(
+                [
+                    {"text": thinking, "thought": True},
+                    {"text": long_answer},
+                    *({"functionCall": {"name": n, "args": a}} for _, n, a in many),
                 ],
                 "STOP",
             ),

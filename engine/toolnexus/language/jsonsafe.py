@@ -17,13 +17,12 @@ extra) writes the value in C and fails on surrogates, on other types and beyond 
 It writes NaN and Infinity as null, so only when its text holds a null token (`null` after
 `:`, `,` or `[` and before `,`, `]` or `}`; the word inside a string, as in a schema's
 `"type": "null"`, is not one) are the floats of that value looked at, in one iterative pass
-over its containers; a large value is first narrowed, member by member, to the parts whose
-text holds one. A transcript (a mapping holding a list of more than a few items) is written
-member by member (one message at a time, never one buffer the size of the whole
-transcript). Only a value that fails (or every value, without orjson) is walked in Python,
-which finds the culprit and its path. `loads` needs no check at all for text whose decoder
-refused NaN and overflow, that encodes as UTF-8, escapes no surrogate and holds at most
-MAX_DEPTH brackets and braces.
+over its containers (strings are not entered). A transcript (a mapping holding a list of
+more than a few items) is written member by member (one message at a time, never one
+buffer the size of the whole transcript). Only a value that fails (or every value, without
+orjson) is walked in Python, which finds the culprit and its path. `loads` needs no check
+at all for text whose decoder refused NaN and overflow, that encodes as UTF-8, escapes no
+surrogate and holds at most MAX_DEPTH brackets and braces.
 """
 
 from __future__ import annotations
@@ -48,7 +47,6 @@ _SCALARS = (int, bool, type(None))
 _TEXT_SCALARS = (str, int, bool, type(None))
 _LONG = 32  # a list longer than this is looked at item by item, not encoded again
 _FEW = 8  # a mapping holding a longer list (a transcript) is encoded member by member
-_SMALL = 16384  # JSON text up to this size holding a null token has its floats looked at, not its members encoded
 
 
 class JsonValueError(ValueError):
@@ -85,8 +83,7 @@ def _clean(value: Any, level: int) -> bool:
 
     A transcript (a mapping holding a long list, or a long list, at the top two levels) is encoded member
     by member, never into one buffer of its whole size; orjson's own limit of 254 levels per member then
-    keeps the whole within MAX_DEPTH. Anything else is encoded in one call. Text holding a null token is
-    narrowed the same way, member by member, down to a part small enough for `_finite` to look at.
+    keeps the whole within MAX_DEPTH. Anything else is encoded in one call.
     """
     kind = type(value)
     if (kind is list and level < 2 and len(value) > _LONG) or (kind is dict and level == 0 and _holds_long(value)):
@@ -99,11 +96,7 @@ def _clean(value: Any, level: int) -> bool:
         return False
     if kind is float or kind is str:
         return out != b"null"  # a NaN or an Infinity; a str is encoded to find a lone surrogate
-    if not _has_null(out):
-        return True
-    if len(out) > _SMALL and (kind is dict or kind is list):
-        return _members_clean(value, level)
-    return _finite(value)
+    return not _has_null(out) or _finite(value)
 
 
 def _members_clean(value: dict[Any, Any] | list[Any], level: int) -> bool:
