@@ -473,6 +473,12 @@ def generated_responses(tools: list[JSON]) -> dict[str, dict[str, JSON]]:
             "system_fingerprint": "fp_bench",
         }
 
+    def openai_calls(picked: list[tuple[str, str, JSON]]) -> list[JSON]:
+        return [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a, ensure_ascii=False)}}
+            for i, n, a in picked
+        ]
+
     def gemini(parts: list[JSON], finish: str) -> JSON:
         return {
             "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}],
@@ -510,30 +516,8 @@ def generated_responses(tools: list[JSON]) -> dict[str, dict[str, JSON]]:
         },
         "openai": {
             "text": openai(answer, None, "stop"),
-            "3 tool calls": openai(
-                preface,
-                [
-                    {
-                        "id": i,
-                        "type": "function",
-                        "function": {"name": n, "arguments": json.dumps(a, ensure_ascii=False)},
-                    }
-                    for i, n, a in calls
-                ],
-                "tool_calls",
-            ),
-            "large": openai(
-                long_answer,
-                [
-                    {
-                        "id": i,
-                        "type": "function",
-                        "function": {"name": n, "arguments": json.dumps(a, ensure_ascii=False)},
-                    }
-                    for i, n, a in many
-                ],
-                "tool_calls",
-            ),
+            "3 tool calls": openai(preface, openai_calls(calls), "tool_calls"),
+            "large": openai(long_answer, openai_calls(many), "tool_calls"),
         },
         "gemini": {
             "text": gemini([{"text": answer}], "STOP"),
