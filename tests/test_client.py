@@ -36,6 +36,7 @@ from toolnexus import (
     translate_request,
 )
 from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest, scripted
+from toolnexus.language import jsonsafe
 
 STYLES = ["anthropic", "openai"]
 FAST = (0.01, 0.05)  # backoff for tests
@@ -580,6 +581,41 @@ def test_after_llm_does_not_fire_on_a_failed_call_and_before_llm_fires_once(styl
     assert len(stub.requests) == 3
     assert len(before_calls) == 1
     assert after_calls == []
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_an_answer_is_checked_once_in_its_parse(style: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parse refuses what the JSON check refuses, so the decoded answer is not walked a second time."""
+    walked: list[Any] = []
+    check = jsonsafe.check
+    monkeypatch.setattr(jsonsafe, "check", lambda value: walked.append(value) or check(value))
+    with Stub(always(tool_reply(style, "add", {"a": 1.5, "b": [None, 2]}))) as stub:
+
+        async def main() -> toolnexus.TranslateResult:
+            async with make_client(stub, style) as client:
+                return await client.translate(USER)
+
+        result = asyncio.run(main())
+    assert json.loads(result.tool_calls[0].arguments) == {"a": 1.5, "b": [None, 2]}
+    assert [sorted(value) for value in walked] == [["messages", "model"]]  # the request's check alone
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_an_answer_after_llm_changed_is_checked_again(style: str) -> None:
+    """after_llm may change the decoded answer: what JSON cannot carry is then a ResponseError at its path."""
+
+    def poison(data: dict[str, Any]) -> None:
+        data["x"] = {"n": float("nan")}
+
+    with Stub(always(text_reply(style))) as stub:
+
+        async def main() -> None:
+            async with make_client(stub, style, after_llm=poison) as client:
+                await client.translate(USER)
+
+        with pytest.raises(toolnexus.ResponseError) as info:
+            asyncio.run(main())
+    assert info.value.path == "x.n"
 
 
 # ----------------------------------------------------------------- concurrency

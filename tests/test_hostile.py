@@ -549,7 +549,8 @@ def test_hostile_stream_events_give_chunks_or_a_toolnexus_error(provider: str, v
 
 
 def test_the_check_enters_only_text_holding_a_null_token(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A schema saying "null" (a string) holds no null token: the check looks no further than orjson's text."""
+    """A schema saying "null" (a string) holds no null token: the check looks no further than orjson's text.
+    A transcript is looked at message by message: only the one whose text holds a null is entered."""
     if jsonsafe.orjson is None:
         pytest.skip("orjson is not installed")
     entered: list[Any] = []
@@ -557,8 +558,13 @@ def test_the_check_enters_only_text_holding_a_null_token(monkeypatch: pytest.Mon
     monkeypatch.setattr(jsonsafe, "_finite", lambda value: entered.append(value) or finite(value))
     jsonsafe.check({"parameters": {"type": ["string", "null"], "properties": {"null": {}}}, "n": [1]})
     assert entered == []
-    jsonsafe.check({"schema": {"type": "null"}, "m": [{"a": None}]})
-    assert [type(v).__name__ for v in entered] == ["tuple", "list", "dict"]  # only the list holding the null
+    answer = {"schema": {"type": "null"}, "m": [{"a": None}]}
+    jsonsafe.check(answer)
+    assert entered == [answer]
+    entered.clear()
+    messages = [{"role": "user", "content": "x"}] * 40 + [{"role": "assistant", "content": None, "f": 1.5}]
+    jsonsafe.check({"messages": messages, "schema": {"type": "null"}})
+    assert entered == [messages[-1]]
 
 
 def test_explain_shows_the_compiled_ranges() -> None:
@@ -589,6 +595,7 @@ def encoder(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
         ({"big": 2**70, "m": None, "x": math.nan}, "x"),
         ({"s": "a:null]", "t": ["null", [math.inf]]}, "t[1][0]"),  # the word in strings, the token elsewhere
         ([{"x": ",null}"}, {"y": {"z": [1, math.nan]}}], "[1].y.z[1]"),
+        ({"t": "x" * 20_000, "m": [{"s": "y" * 20_000}, {"a": None, "f": (1, math.inf)}]}, "m[1].f[1]"),
     ],
 )
 def test_the_check_finds_the_same_culprit_with_and_without_orjson(encoder: str, value: Any, where: str) -> None:

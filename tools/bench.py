@@ -5,9 +5,10 @@
 What is timed: `toolnexus.translate_request` and `toolnexus.translate_response` for every
 provider the rules define (`toolnexus.providers()`), on the inputs of tools/bench_inputs.py:
 the golden parity fixture and its responses, generated responses (a text answer; thinking +
-text + three parallel tool calls), one user turn declaring 20 tools, and agent transcripts
-of 10, 100, 1,000 and 10,000 messages (parallel tool calls with nested arguments, 0.5-2 KB
-tool results, 20 tool declarations with realistic JSON schemas).
+text + three parallel tool calls; a large answer of 40,000 characters and 24 tool calls), one
+user turn declaring 20 tools, and agent transcripts of 10, 100, 1,000 and 10,000 messages
+(parallel tool calls with nested arguments, 0.5-2 KB tool results, 20 tool declarations with
+realistic JSON schemas).
 
 What it is compared with: tools/bench_baseline.py, the translator a careful person writes
 by hand for the same rules. Before anything is timed, every input goes through both and

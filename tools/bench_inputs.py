@@ -413,13 +413,19 @@ def round_trip(request: JSON, style: str) -> JSON:
 
 
 def generated_responses(tools: list[JSON]) -> dict[str, dict[str, JSON]]:
-    """Per provider: a text answer, and thinking + text + three parallel tool calls."""
+    """Per provider: a text answer; thinking + text + three parallel tool calls; and a large answer
+    (thinking, a 40,000-character text and 24 parallel tool calls)."""
     rng = random.Random(SEED)
     answer = prose(rng, 900)
     preface = prose(rng, 120)
     thinking = prose(rng, 600)
     picked = [rng.choice(tools)["function"] for _ in range(3)]
     calls = [(call_id(rng), f["name"], example(f["parameters"], rng)) for f in picked]
+    long_answer = prose(rng, 40_000)  # the large answer: a long text and 24 parallel tool calls
+    many = [
+        (call_id(rng), f["name"], example(f["parameters"], rng))
+        for f in (rng.choice(tools)["function"] for _ in range(24))
+    ]
     anthropic_usage = {
         "input_tokens": 2_345,
         "cache_creation_input_tokens": 0,
@@ -476,6 +482,16 @@ def generated_responses(tools: list[JSON]) -> dict[str, dict[str, JSON]]:
         return {"id": "cmpl-bench", "object": "chat.completion", "created": 1_747_000_000,
                 "model": "mistral-large-2411", "choices": [choice], "usage": usage}  # fmt: skip
 
+    def openai_calls(picked: list[tuple[str, str, JSON]]) -> list[JSON]:
+        return [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a, ensure_ascii=False)}}
+            for i, n, a in picked
+        ]
+
+    def mistral_calls(picked: list[tuple[str, str, JSON]]) -> list[JSON]:
+        """Mistral's calls: 9-character ids, and the index its answers carry."""
+        return [{**call, "id": call["id"][-9:], "index": k} for k, call in enumerate(openai_calls(picked))]
+
     def gemini(parts: list[JSON], finish: str) -> JSON:
         return {
             "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}],
@@ -502,37 +518,24 @@ def generated_responses(tools: list[JSON]) -> dict[str, dict[str, JSON]]:
                 ],
                 "tool_use",
             ),
+            "large": anthropic(
+                [
+                    {"type": "thinking", "thinking": thinking, "signature": "EqQBCkYIBRgCKkDbench"},
+                    {"type": "text", "text": long_answer},
+                    *({"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in many),
+                ],
+                "tool_use",
+            ),
         },
         "openai": {
             "text": openai(answer, None, "stop"),
-            "3 tool calls": openai(
-                preface,
-                [
-                    {
-                        "id": i,
-                        "type": "function",
-                        "function": {"name": n, "arguments": json.dumps(a, ensure_ascii=False)},
-                    }
-                    for i, n, a in calls
-                ],
-                "tool_calls",
-            ),
+            "3 tool calls": openai(preface, openai_calls(calls), "tool_calls"),
+            "large": openai(long_answer, openai_calls(many), "tool_calls"),
         },
         "mistral": {
             "text": mistral(answer, None, "stop"),
-            "3 tool calls": mistral(
-                preface,
-                [
-                    {
-                        "id": i[-9:],
-                        "type": "function",
-                        "index": k,
-                        "function": {"name": n, "arguments": json.dumps(a, ensure_ascii=False)},
-                    }
-                    for k, (i, n, a) in enumerate(calls)
-                ],
-                "tool_calls",
-            ),
+            "3 tool calls": mistral(preface, mistral_calls(calls), "tool_calls"),
+            "large": mistral(long_answer, mistral_calls(many), "tool_calls"),
         },
         "gemini": {
             "text": gemini([{"text": answer}], "STOP"),
@@ -547,6 +550,14 @@ def generated_responses(tools: list[JSON]) -> dict[str, dict[str, JSON]]:
                         }
                         for k, (_, n, a) in enumerate(calls)
                     ),
+                ],
+                "STOP",
+            ),
+            "large": gemini(
+                [
+                    {"text": thinking, "thought": True},
+                    {"text": long_answer},
+                    *({"functionCall": {"name": n, "args": a}} for _, n, a in many),
                 ],
                 "STOP",
             ),

@@ -111,7 +111,8 @@ class Client:
         )  # fmt: skip
         self._caller = Caller(style, model, endpoint, key, policy, headers=headers or {}, transport=transport,
                               credentials=credentials)  # fmt: skip
-        self._answer = self._read_answer  # bound once: one call's answer, translated
+        # bound once: one call's answer, translated; checked again only when after_llm could have changed it
+        self._answer = self._read_answer if after_llm is not None else self._read_decoded
 
     def __repr__(self) -> str:
         return f"Client(style={self.style!r}, model={self.model!r}, base_url={self.base_url!r}, api_key='***')"
@@ -149,7 +150,7 @@ class Client:
                                max_tokens=max_tokens, params=params)  # fmt: skip
         notes = request_notes(body)
         content = encode_body(await self._caller.before(body))
-        answer = self._answer if not body.id_map else partial(self._read_answer, id_map=body.id_map)
+        answer = self._answer if not body.id_map else partial(self._answer, id_map=body.id_map)
         call = self._caller.call(self._url, content, answer, notes)
         return await (call if cancel is None else self._cancellable(call, cancel))
 
@@ -229,6 +230,9 @@ class Client:
 
     def _read_answer(self, data: dict[str, Any], id_map: Mapping[str, str] | None = None) -> TranslateResult:
         return self._provider.outbound.translate(data, requested_model=self.model, id_map=id_map)
+
+    def _read_decoded(self, data: dict[str, Any], id_map: Mapping[str, str] | None = None) -> TranslateResult:
+        return self._provider.outbound.translate_decoded(data, requested_model=self.model, id_map=id_map)
 
 
 create_client = Client

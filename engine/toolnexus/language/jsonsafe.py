@@ -12,20 +12,22 @@ RecursionError, a UnicodeEncodeError in the HTTP layer or NaN in the output:
 - lone surrogates (`"\\ud800"`), which cannot be encoded as UTF-8;
 - values that are not JSON (a set, an object), and keys that are not strings.
 
-The check runs on every request, so it has a fast path: orjson (the `fast` extra) writes
-the value in C and fails on surrogates, on other types and beyond 254 levels. It writes NaN
-and Infinity as null, so only when its text holds a null token (`null` after `:`, `,` or `[`
-and before `,`, `]` or `}`; the word inside a string, as in a schema's `"type": "null"`, is
-not one) does the check enter the parts whose text holds one, where a None is fine and a
-float must be finite. The top two levels of a request are written member by member (one
-message at a time, never one buffer the size of the whole transcript). Only a value that
-fails (or every value, without orjson) is walked in Python, which finds the culprit and its
-path. `loads` needs no check at all for text whose decoder refused NaN and overflow, that
-encodes as UTF-8, escapes no surrogate and holds at most MAX_DEPTH brackets and braces.
+The check runs on every request and response, so it has a fast path: orjson (the `fast`
+extra) writes the value in C and fails on surrogates, on other types and beyond 254 levels.
+It writes NaN and Infinity as null, so only when its text holds a null token (`null` after
+`:`, `,` or `[` and before `,`, `]` or `}`; the word inside a string, as in a schema's
+`"type": "null"`, is not one) are the floats of that value looked at, in one iterative pass
+over its containers (strings are not entered). A transcript (a mapping holding a list of
+more than a few items) is written member by member (one message at a time, never one
+buffer the size of the whole transcript). Only a value that fails (or every value, without
+orjson) is walked in Python, which finds the culprit and its path. `loads` needs no check
+at all for text whose decoder refused NaN and overflow, that encodes as UTF-8, escapes no
+surrogate and holds at most MAX_DEPTH brackets and braces.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -44,6 +46,7 @@ MAX_DEPTH = 256
 _SCALARS = (int, bool, type(None))
 _TEXT_SCALARS = (str, int, bool, type(None))
 _LONG = 32  # a list longer than this is looked at item by item, not encoded again
+_FEW = 8  # a mapping holding a longer list (a transcript) is encoded member by member
 
 
 class JsonValueError(ValueError):
@@ -78,15 +81,13 @@ def check(value: Any) -> None:
 def _clean(value: Any, level: int) -> bool:
     """Whether orjson encodes `value` and every null it writes is a None (False: let `locate` decide).
 
-    The top two levels of a mapping or a long list are encoded member by member (a large request is
-    not written into one buffer of its whole size); orjson's own limit of 254 levels per member then
-    keeps the whole within MAX_DEPTH.
+    A transcript (a mapping holding a long list, or a long list, at the top two levels) is encoded member
+    by member, never into one buffer of its whole size; orjson's own limit of 254 levels per member then
+    keeps the whole within MAX_DEPTH. Anything else is encoded in one call.
     """
     kind = type(value)
-    if level < 2 and (kind is dict or (kind is list and len(value) > _LONG)):
-        if kind is dict and not _plain_keys(value):
-            return False
-        return all(_clean(item, level + 1) for item in (value.values() if kind is dict else value))
+    if (kind is list and level < 2 and len(value) > _LONG) or (kind is dict and level == 0 and _holds_long(value)):
+        return _members_clean(value, level)
     if kind in _SCALARS:
         return True
     try:
@@ -95,7 +96,21 @@ def _clean(value: Any, level: int) -> bool:
         return False
     if kind is float or kind is str:
         return out != b"null"  # a NaN or an Infinity; a str is encoded to find a lone surrogate
-    return not _has_null(out) or _finite((value,))
+    return not _has_null(out) or _finite(value)
+
+
+def _members_clean(value: dict[Any, Any] | list[Any], level: int) -> bool:
+    if type(value) is dict:
+        if not _plain_keys(value):
+            return False
+        return all(_clean(item, level + 1) for item in value.values())
+    return all(_clean(item, level + 1) for item in value)
+
+
+def _holds_long(mapping: dict[Any, Any]) -> bool:
+    """Whether a mapping holds a list of more than a few items (a transcript's messages or tools, not an
+    answer's choices or parts): then it is encoded member by member."""
+    return any(type(item) is list and len(item) > _FEW for item in mapping.values())
 
 
 def _plain_keys(mapping: dict[Any, Any]) -> bool:
@@ -110,24 +125,21 @@ def _plain_keys(mapping: dict[Any, Any]) -> bool:
 
 
 def _finite(value: Any) -> bool:
-    """Whether the nulls in a container's orjson text are all None, not NaN or Infinity (orjson wrote it).
-
-    A mapping's values, and a long list's items, are looked at directly (encoding a transcript's
-    message list a second time costs more than looking at its messages); a short list is entered
-    only when its own orjson text holds a null token.
-    """
-    for item in value.values() if isinstance(value, dict) else value:
-        kind = type(item)
-        if kind in _TEXT_SCALARS:
-            continue
-        if kind is float:
-            if not math.isfinite(item):
-                return False
-        elif kind is dict or (kind is list and len(item) > _LONG):
-            if not _finite(item):
-                return False
-        elif _has_null(orjson.dumps(item, default=_refuse, option=_ORJSON_OPTIONS)) and not _finite(item):
-            return False
+    """Whether every float inside a container orjson encoded is finite: it writes NaN and Infinity as null, so
+    this runs only when its text holds a null token. Iterative, over containers only (orjson has already
+    refused what is too deep or not JSON)."""
+    stack = [value]
+    while stack:
+        container = stack.pop()
+        for item in container.values() if isinstance(container, dict) else container:
+            kind = type(item)
+            if kind in _TEXT_SCALARS:
+                continue
+            if kind is float:
+                if not math.isfinite(item):
+                    return False
+            elif isinstance(item, (dict, list, tuple)):
+                stack.append(item)
     return True
 
 
@@ -168,7 +180,11 @@ def loads(text: str | bytes) -> Any:
 
     Python reads NaN, Infinity and 1e400 as floats; `check` then refuses them with their path.
     A JSONDecodeError says where in the text; a JsonValueError says where in the value (`.where`).
+    Bytes are decoded first (in the encoding json detects), so that the checks fold into the parse.
     """
+    if not isinstance(text, str):  # undecodable: json reads it with surrogatepass, `check` names the culprit
+        with contextlib.suppress(UnicodeDecodeError):
+            text = text.decode(json.detect_encoding(text))
     if orjson is not None and type(text) is str:  # orjson reads it 3x as fast when it reads it the same
         encoded = text.encode("utf-8", "surrogatepass")
         deep = len(text) > MAX_DEPTH and text.count("[") + text.count("{") > MAX_DEPTH  # the check's to judge

@@ -131,6 +131,7 @@ class Outbound:
     within: Mapping[str, tuple[tuple[str, str], ...]]  # a usage total -> the (details, count) pairs it includes
     blocked: tuple[str, Getter, str] | None = None  # (path, getter, finish reason): an answer refused whole
     tool_call_ids: IdRule | None = None  # ids encoded on the way in are restored on the way out
+    model_read: Read | None = None  # the model template's one plain path, read inline by the generated code
     code: str = ""  # the generated function's source, for `toolnexus explain --code`
     templates_code: tuple[tuple[Key, str], ...] = ()  # (rule key, the Python a template compiled to)
     run: Run = _not_built
@@ -144,6 +145,12 @@ class Outbound:
         if not isinstance(response, dict):
             raise ResponseError("", f"the response must be an object, got {type(response).__name__}", provider=provider)
         checked(response, "", lambda path, message: ResponseError(path, message, provider=provider))
+        return self.run(self, response, requested_model, id_map)
+
+    def translate_decoded(
+        self, response: dict[str, Any], *, requested_model: str | None = None, id_map: Mapping[str, str] | None = None
+    ) -> TranslateResult:
+        """`translate` for an object `jsonsafe.loads` returned untouched: its parse refused what `check` refuses."""
         return self.run(self, response, requested_model, id_map)
 
     def _read_source(self, src: ItemSource, response: dict[str, Any], ctx: Ctx, found: _Found) -> None:
@@ -364,11 +371,13 @@ def compile_outbound(source: RuleSource) -> Outbound:
             (*key, "finish_reason", "table"),
             f"does not cover the documented stop reason(s) {', '.join(missing_values)}",
         )
-    usage_env = env()
+    usage_env, model_env = env(), env()
     usage = parse_template(rule["usage"], (*key, "usage"), usage_env)  # parsed once: compiled, and asked what it writes
+    model = parse_template(rule["model"], (*key, "model"), model_env) if "model" in rule else None
     draft = Outbound(
         provider=data["provider"],
-        model=compile_template(rule["model"], (*key, "model"), env()) if "model" in rule else None,
+        model=compile_node(model, (*key, "model"), model_env) if model is not None else None,
+        model_read=plain_read(model) if model is not None else None,
         sources=tuple(sources),
         stop_path=finish["from"],
         stop=path_getter(finish["from"], (*key, "finish_reason", "from"), env()),
@@ -829,7 +838,10 @@ class _Code:
             *self.usage_test(),
             f"    c.notes += check_usage(u, {within})",
         ]
-        if o.model is None:
+        if o.model_read is not None:
+            read, model = self.top(o.model_read.expr, o.model_read.getter)
+            lines += [*read, f"mo = {model}"]
+        elif o.model is None:
             lines.append("mo = MISSING")
         else:
             lines.append(f"mo = {self.name(o.model, 'model')}(r, c)")
