@@ -90,10 +90,26 @@ def test_known_anthropic_sdk_gaps_are_exactly_these() -> None:
 # ---------------------------------------------------------------- rich requests, built here
 
 
+def within_reach(provider: str, request: dict[str, Any]) -> dict[str, Any]:
+    """The request less what the provider refuses on purpose (its own cases cover the refusals): Cohere has no
+    named tool_choice, Ollama no tool_choice at all and no image URLs."""
+    request = copy.deepcopy(request)
+    choice = request.get("tool_choice")
+    if (provider == "cohere" and isinstance(choice, dict)) or (provider == "ollama" and choice not in (None, "auto")):
+        del request["tool_choice"]
+    if provider == "ollama":
+        for message in request["messages"]:
+            if isinstance(message.get("content"), list):
+                message["content"] = [p for p in message["content"] if not p.get("image_url", {}).get("url", "data:").startswith("http")]
+            if message["role"] == "tool" and isinstance(message["content"], list):  # a known gap of the rule language
+                message["content"] = "".join(p["text"] for p in message["content"])
+    return request
+
+
 @pytest.mark.parametrize("provider", sorted(JUDGES))
 @pytest.mark.parametrize("name", sorted(RICH_REQUESTS))
 def test_rich_requests_pass_the_sdk_judge(provider: str, name: str) -> None:
-    body = translate_request(provider, copy.deepcopy(RICH_REQUESTS[name]))
+    body = translate_request(provider, within_reach(provider, RICH_REQUESTS[name]))
     JUDGES[provider](body)
 
 
