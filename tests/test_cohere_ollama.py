@@ -28,7 +28,9 @@ def cohere_message(tool_plan: str, call_args: str) -> dict[str, Any]:
     return {
         "role": "assistant",
         "tool_plan": tool_plan,
-        "tool_calls": [{"id": "get_weather_k3x9", "type": "function", "function": {"name": "get_weather", "arguments": call_args}}],
+        "tool_calls": [
+            {"id": "get_weather_k3x9", "type": "function", "function": {"name": "get_weather", "arguments": call_args}}
+        ],
     }
 
 
@@ -36,12 +38,41 @@ COHERE_EVENTS = [
     {"type": "message-start", "id": "7c2f0f4e", "delta": {"message": {"role": "assistant"}}},
     {"type": "tool-plan-delta", "delta": {"message": {"tool_plan": "I will check "}}},
     {"type": "tool-plan-delta", "delta": {"message": {"tool_plan": "the weather."}}},
-    {"type": "tool-call-start", "index": 0, "delta": {"message": {"tool_calls": {"id": "get_weather_k3x9", "type": "function", "function": {"name": "get_weather", "arguments": ""}}}}},
-    {"type": "tool-call-delta", "index": 0, "delta": {"message": {"tool_calls": {"function": {"arguments": '{"city": '}}}}},
-    {"type": "tool-call-delta", "index": 0, "delta": {"message": {"tool_calls": {"function": {"arguments": '"Paris"}'}}}}},
+    {
+        "type": "tool-call-start",
+        "index": 0,
+        "delta": {
+            "message": {
+                "tool_calls": {
+                    "id": "get_weather_k3x9",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": ""},
+                }
+            }
+        },
+    },
+    {
+        "type": "tool-call-delta",
+        "index": 0,
+        "delta": {"message": {"tool_calls": {"function": {"arguments": '{"city": '}}}},
+    },
+    {
+        "type": "tool-call-delta",
+        "index": 0,
+        "delta": {"message": {"tool_calls": {"function": {"arguments": '"Paris"}'}}}},
+    },
     {"type": "tool-call-end", "index": 0},
-    {"type": "message-end", "delta": {"finish_reason": "TOOL_CALL", "usage": {"billed_units": {"input_tokens": 12, "output_tokens": 9}, "tokens": {"input_tokens": 496, "output_tokens": 9}}}},
-]  # fmt: skip
+    {
+        "type": "message-end",
+        "delta": {
+            "finish_reason": "TOOL_CALL",
+            "usage": {
+                "billed_units": {"input_tokens": 12, "output_tokens": 9},
+                "tokens": {"input_tokens": 496, "output_tokens": 9},
+            },
+        },
+    },
+]
 
 COHERE_TEXT_EVENTS = [
     {"type": "message-start", "id": "8d3a", "delta": {"message": {"role": "assistant"}}},
@@ -52,16 +83,35 @@ COHERE_TEXT_EVENTS = [
     {"type": "content-delta", "index": 1, "delta": {"message": {"content": {"text": "The capital "}}}},
     {"type": "content-delta", "index": 1, "delta": {"message": {"content": {"text": "is Paris."}}}},
     {"type": "content-end", "index": 1},
-    {"type": "message-end", "delta": {"finish_reason": "COMPLETE", "usage": {"tokens": {"input_tokens": 20, "output_tokens": 7}}}},
-]  # fmt: skip
+    {
+        "type": "message-end",
+        "delta": {"finish_reason": "COMPLETE", "usage": {"tokens": {"input_tokens": 20, "output_tokens": 7}}},
+    },
+]
 
 COHERE_WHOLE = [
-    {"id": "7c2f0f4e", "finish_reason": "TOOL_CALL", "message": cohere_message("I will check the weather.", '{"city": "Paris"}'),
-     "usage": {"billed_units": {"input_tokens": 12, "output_tokens": 9}, "tokens": {"input_tokens": 496, "output_tokens": 9}}},
-    {"id": "8d3a", "finish_reason": "COMPLETE",
-     "message": {"role": "assistant", "content": [{"type": "thinking", "thinking": "Paris, surely."}, {"type": "text", "text": "The capital is Paris."}]},
-     "usage": {"tokens": {"input_tokens": 20, "output_tokens": 7}}},
-]  # fmt: skip
+    {
+        "id": "7c2f0f4e",
+        "finish_reason": "TOOL_CALL",
+        "message": cohere_message("I will check the weather.", '{"city": "Paris"}'),
+        "usage": {
+            "billed_units": {"input_tokens": 12, "output_tokens": 9},
+            "tokens": {"input_tokens": 496, "output_tokens": 9},
+        },
+    },
+    {
+        "id": "8d3a",
+        "finish_reason": "COMPLETE",
+        "message": {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "Paris, surely."},
+                {"type": "text", "text": "The capital is Paris."},
+            ],
+        },
+        "usage": {"tokens": {"input_tokens": 20, "output_tokens": 7}},
+    },
+]
 
 
 @pytest.mark.parametrize("k", [0, 1])
@@ -79,25 +129,67 @@ def test_cohere_stream_equals_whole(k: int) -> None:
 
 
 OLLAMA_LINES = [
-    {"model": "qwen3", "created_at": "2025-06-03T14:20:30Z", "message": {"role": "assistant", "content": "", "thinking": "Weather "}, "done": False},
-    {"model": "qwen3", "created_at": "2025-06-03T14:20:30Z", "message": {"role": "assistant", "content": "", "thinking": "needed."}, "done": False},
-    {"model": "qwen3", "created_at": "2025-06-03T14:20:31Z", "message": {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}, "done": False},
-    {"model": "qwen3", "created_at": "2025-06-03T14:20:31Z", "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop",
-     "total_duration": 1, "load_duration": 1, "prompt_eval_count": 30, "prompt_eval_duration": 1, "eval_count": 12, "eval_duration": 1},
-]  # fmt: skip
+    {
+        "model": "qwen3",
+        "created_at": "2025-06-03T14:20:30Z",
+        "message": {"role": "assistant", "content": "", "thinking": "Weather "},
+        "done": False,
+    },
+    {
+        "model": "qwen3",
+        "created_at": "2025-06-03T14:20:30Z",
+        "message": {"role": "assistant", "content": "", "thinking": "needed."},
+        "done": False,
+    },
+    {
+        "model": "qwen3",
+        "created_at": "2025-06-03T14:20:31Z",
+        "message": {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}],
+        },
+        "done": False,
+    },
+    {
+        "model": "qwen3",
+        "created_at": "2025-06-03T14:20:31Z",
+        "message": {"role": "assistant", "content": ""},
+        "done": True,
+        "done_reason": "stop",
+        "total_duration": 1,
+        "load_duration": 1,
+        "prompt_eval_count": 30,
+        "prompt_eval_duration": 1,
+        "eval_count": 12,
+        "eval_duration": 1,
+    },
+]
 
 OLLAMA_WHOLE = {
-    "model": "qwen3", "created_at": "2025-06-03T14:20:31Z",
-    "message": {"role": "assistant", "content": "", "thinking": "Weather needed.", "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
-    "done": True, "done_reason": "stop", "total_duration": 1, "load_duration": 1, "prompt_eval_count": 30,
-    "prompt_eval_duration": 1, "eval_count": 12, "eval_duration": 1,
-}  # fmt: skip
+    "model": "qwen3",
+    "created_at": "2025-06-03T14:20:31Z",
+    "message": {
+        "role": "assistant",
+        "content": "",
+        "thinking": "Weather needed.",
+        "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Paris"}}}],
+    },
+    "done": True,
+    "done_reason": "stop",
+    "total_duration": 1,
+    "load_duration": 1,
+    "prompt_eval_count": 30,
+    "prompt_eval_duration": 1,
+    "eval_count": 12,
+    "eval_duration": 1,
+}
 
 
 def test_ollama_lines_equal_whole() -> None:
     for line in [*OLLAMA_LINES, OLLAMA_WHOLE]:
         SDK_VALIDATORS["ollama"](line)
-    result, chunks = streamed("ollama", OLLAMA_LINES)
+    result, _ = streamed("ollama", OLLAMA_LINES)
     whole = translate_response("ollama", OLLAMA_WHOLE)
     assert result.to_dict() == whole.to_dict()
     assert result.tool_calls_json()[0]["id"] == whole.tool_calls_json()[0]["id"]  # synthesized the same way

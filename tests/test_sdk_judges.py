@@ -47,6 +47,7 @@ from support.judges import (
     judge_gemini,
     judge_genai,
     judge_openai,
+    within_reach,
     without,
 )
 from support.strategies import SETTINGS, anthropic_responses, gemini_responses, openai_responses, requests
@@ -88,22 +89,6 @@ def test_known_anthropic_sdk_gaps_are_exactly_these() -> None:
 
 
 # ---------------------------------------------------------------- rich requests, built here
-
-
-def within_reach(provider: str, request: dict[str, Any]) -> dict[str, Any]:
-    """The request less what the provider refuses on purpose (its own cases cover the refusals): Cohere has no
-    named tool_choice, Ollama no tool_choice at all and no image URLs."""
-    request = copy.deepcopy(request)
-    choice = request.get("tool_choice")
-    if (provider == "cohere" and isinstance(choice, dict)) or (provider == "ollama" and choice not in (None, "auto")):
-        del request["tool_choice"]
-    if provider == "ollama":
-        for message in request["messages"]:
-            if isinstance(message.get("content"), list):
-                message["content"] = [p for p in message["content"] if not p.get("image_url", {}).get("url", "data:").startswith("http")]
-            if message["role"] == "tool" and isinstance(message["content"], list):  # a known gap of the rule language
-                message["content"] = "".join(p["text"] for p in message["content"])
-    return request
 
 
 @pytest.mark.parametrize("provider", sorted(JUDGES))

@@ -18,7 +18,7 @@ import ssl
 import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import openai.types.chat
@@ -29,6 +29,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
+from typing_extensions import TypedDict
 
 import toolnexus
 from support.cases import CASES, case_ids
@@ -46,9 +47,25 @@ from support.faults import (
     tool_call_reply,
 )
 from support.faults import run as run_fault
-from support.judges import ANTHROPIC_SDK_GAPS, RICH_REQUESTS, judge, judge_gemini
+from support.judges import (
+    ANTHROPIC_SDK_GAPS,
+    RICH_REQUESTS,
+    judge,
+    judge_cohere,
+    judge_gemini,
+    judge_ollama,
+    within_reach,
+)
 from support.sse_encoders import ENCODERS, canonical
-from support.strategies import SETTINGS, anthropic_responses, gemini_responses, json_equal, openai_responses
+from support.strategies import (
+    SETTINGS,
+    anthropic_responses,
+    cohere_responses,
+    gemini_responses,
+    json_equal,
+    ollama_responses,
+    openai_responses,
+)
 from toolnexus import Cancelled, ConfigError, ProviderError, ResponseError, TranslateResult, TranslationError
 from toolnexus.devtools.conformance import Case
 from toolnexus.devtools.stub import ProviderStub, StubReply, scripted, sse_pieces
@@ -61,6 +78,8 @@ GENERATORS: dict[str, Callable[[], st.SearchStrategy[dict[str, Any]]]] = {
     "anthropic": anthropic_responses,
     "gemini": gemini_responses,
     "openai": openai_responses,
+    "cohere": cohere_responses,
+    "ollama": ollama_responses,
 }
 
 
@@ -264,11 +283,21 @@ def test_the_stream_keys_are_what_each_provider_documents() -> None:
 
 # Module-level: a lazily validated Iterable needs its adapter alive while it is consumed.
 ANTHROPIC_STREAM_REQUEST = pydantic.TypeAdapter(MessageCreateParamsStreaming)
+
+
+class Streamed(TypedDict):
+    stream: Literal[True]
+
+
+STREAMED = pydantic.TypeAdapter(Streamed)
 OPENAI_STREAM_REQUEST = pydantic.TypeAdapter(CompletionCreateParamsStreaming)
 STREAM_JUDGES: dict[str, Callable[[dict[str, Any]], None]] = {
     "anthropic": lambda body: judge(ANTHROPIC_STREAM_REQUEST, body, unknown_top_level=ANTHROPIC_SDK_GAPS),
     "openai": lambda body: judge(OPENAI_STREAM_REQUEST, body),
     "gemini": judge_gemini,  # the same generateContent body; streaming is the URL
+    # cohere and ollama: the same body with stream true (the SDKs have no separate streaming request type)
+    "cohere": lambda body: (STREAMED.validate_python(body), judge_cohere(body)),
+    "ollama": lambda body: (STREAMED.validate_python(body), judge_ollama(body)),
 }
 
 
@@ -277,7 +306,7 @@ STREAM_JUDGES: dict[str, Callable[[dict[str, Any]], None]] = {
 def test_streamed_bodies_pass_the_sdks_streaming_request_types(provider: str, name: str) -> None:
     streaming = RULES.get(provider).streaming
     assert streaming is not None and provider in STREAM_JUDGES, f"no streaming judge for {provider}"
-    body = toolnexus.translate_request(provider, copy.deepcopy(RICH_REQUESTS[name]))
+    body = toolnexus.translate_request(provider, within_reach(provider, RICH_REQUESTS[name]))
     STREAM_JUDGES[provider]({**body, **streaming.body})
     if streaming.body:  # the streaming types require what the stream keys say: without them, refused
         with pytest.raises(pydantic.ValidationError):
@@ -391,7 +420,10 @@ def test_chunks_carry_the_provider_id_and_model(provider: str) -> None:
     chunks += translator.finish()
     assert {c["model"] for c in chunks} == {translator.result.model}
     streaming = RULES.get(provider).streaming
-    assert streaming is not None and streaming.chunk_id is not None
+    assert streaming is not None
+    if streaming.chunk_id is None:  # the provider's stream names no id (Ollama): one made-up id for every chunk
+        assert len({c["id"] for c in chunks}) == 1 and chunks[0]["id"].startswith("chatcmpl-")
+        return
     assert {c["id"] for c in chunks} == {streaming.chunk_id(translator.response)}
 
 
@@ -496,7 +528,11 @@ def test_a_connection_lost_after_the_end_event_loses_nothing(provider: str) -> N
     assert outcome.error is None and outcome.result is not None
     got = outcome.result.to_dict()  # the client's result also holds the request's notes; each says its side
     got["notes"] = [{k: v for k, v in n.items() if k != "side"} for n in got["notes"] if n.get("side") != "request"]
-    assert got == toolnexus.translate_response(provider, canonical(provider, reply)).to_dict()
+    # the client asked for the demo's model: a response that names none (Cohere's) reports that one
+    assert (
+        got
+        == toolnexus.translate_response(provider, canonical(provider, reply), requested_model=model(provider)).to_dict()
+    )
     check_chunks(chunks, outcome.result)
 
 
