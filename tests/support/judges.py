@@ -19,6 +19,8 @@ from google.genai import types as genai_types
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from pydantic import BaseModel, TypeAdapter
 
+import toolnexus
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -619,19 +621,32 @@ def cohere_stream_event(event: dict[str, Any]) -> None:
     judge_model(TypeAdapter(V2ChatStreamResponse), event, event.get("type", ""))
 
 
+def _url(part: dict[str, Any]) -> Any:
+    image = part.get("image_url")
+    return image.get("url", "") if isinstance(image, dict) else ""
+
+
 def within_reach(provider: str, request: dict[str, Any]) -> dict[str, Any]:
-    """The request less what the provider refuses on purpose (its own cases cover the refusals): Cohere has no
-    named tool_choice, Ollama no tool_choice at all and no image URLs."""
+    """The request less what the provider refuses on purpose (its own cases cover the refusals): values outside its
+    documented ranges; Cohere has no named tool_choice, Ollama no tool_choice at all and no image URLs."""
     request = copy.deepcopy(request)
+    for name, bounds in toolnexus.load_rules().get(provider).source.data["request"].get("ranges", {}).items():
+        value = request.get(name)
+        if isinstance(value, (int, float)) and not bounds.get("minimum", value) <= value <= bounds.get(
+            "maximum", value
+        ):
+            del request[name]  # outside what the provider documents: refused on purpose
     choice = request.get("tool_choice")
     if (provider == "cohere" and isinstance(choice, dict)) or (provider == "ollama" and choice not in (None, "auto")):
         del request["tool_choice"]
-    if provider == "ollama":
+    if provider == "ollama" and isinstance(request.get("messages"), list):
         for message in request["messages"]:
-            if isinstance(message.get("content"), list):
-                message["content"] = [
-                    p for p in message["content"] if not p.get("image_url", {}).get("url", "data:").startswith("http")
-                ]
-            if message["role"] == "tool" and isinstance(message["content"], list):  # a known gap of the rule language
-                message["content"] = "".join(p["text"] for p in message["content"])
+            parts = message.get("content") if isinstance(message, dict) else None
+            if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
+                continue
+            kept = [p for p in parts if not str(_url(p)).startswith("http")]
+            if message.get("role") == "tool" and all(p.get("type") == "text" for p in kept):
+                message["content"] = "".join(str(p.get("text", "")) for p in kept)  # a known gap of the rule language
+            elif kept:
+                message["content"] = kept
     return request
