@@ -9,12 +9,17 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import random
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import toolnexus
 from support.judges import RICH_REQUESTS, SDK_VALIDATORS, cohere_stream_event, judge_cohere, judge_ollama
+from support.sse_encoders import ENCODERS, canonical
+from support.strategies import SETTINGS, cohere_responses, ollama_responses
 from toolnexus import translate_request, translate_response
 from toolnexus.devtools.stub import ProviderStub, StubRequest
 
@@ -327,3 +332,20 @@ def test_ten_turns_hand_back_reasoning_calls_and_results(provider: str) -> None:
             calls = [c["id"] for m in assistants for c in m.get("tool_calls", [])]
             assert [r["tool_call_id"] for r in results] == calls
             assert all(r["content"][0]["document"]["id"] == r["tool_call_id"] for r in results)
+
+
+@SETTINGS
+@given(response=cohere_responses(), seed=st.integers(0, 2**16))
+def test_generated_cohere_answers_and_their_events_pass_the_sdk_types(response: dict[str, Any], seed: int) -> None:
+    """The generators and the stream encoder the shared suites use tell what Cohere's SDK types accept."""
+    SDK_VALIDATORS["cohere"](response)
+    for event in ENCODERS["cohere"](canonical("cohere", response), random.Random(seed)):
+        cohere_stream_event(json.loads(event.decode().split("data: ", 1)[1]))
+
+
+@SETTINGS
+@given(response=ollama_responses(), seed=st.integers(0, 2**16))
+def test_generated_ollama_answers_and_their_lines_pass_the_sdk_types(response: dict[str, Any], seed: int) -> None:
+    SDK_VALIDATORS["ollama"](response)
+    for event in ENCODERS["ollama"](response, random.Random(seed)):
+        SDK_VALIDATORS["ollama"](json.loads(event.decode().split("data: ", 1)[1]))
