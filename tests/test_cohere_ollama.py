@@ -17,9 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import toolnexus
-from support.judges import RICH_REQUESTS, SDK_VALIDATORS, cohere_stream_event, judge_cohere, judge_ollama
+from support.judges import RICH_REQUESTS, SDK_VALIDATORS, cohere_stream_event, judge_cohere, judge_ollama, within_reach
 from support.sse_encoders import ENCODERS, canonical
-from support.strategies import SETTINGS, cohere_responses, ollama_responses
+from support.strategies import SETTINGS, cohere_responses, ollama_responses, requests
 from toolnexus import translate_request, translate_response
 from toolnexus.devtools.stub import ProviderStub, StubRequest
 
@@ -349,3 +349,15 @@ def test_generated_ollama_answers_and_their_lines_pass_the_sdk_types(response: d
     SDK_VALIDATORS["ollama"](response)
     for event in ENCODERS["ollama"](response, random.Random(seed)):
         SDK_VALIDATORS["ollama"](json.loads(event.decode().split("data: ", 1)[1]))
+
+
+@SETTINGS
+@given(request=requests(api_valid=True))
+def test_generated_cohere_bodies_pass_the_sdk_judge(request: dict[str, Any]) -> None:
+    judge_cohere(translate_request("cohere", within_reach("cohere", request)))
+
+
+@SETTINGS
+@given(request=requests(api_valid=True))
+def test_generated_ollama_bodies_pass_the_sdk_judge(request: dict[str, Any]) -> None:
+    judge_ollama(translate_request("ollama", within_reach("ollama", request)))

@@ -532,7 +532,7 @@ def check_cohere_api_rules(body: dict[str, Any]) -> None:
     """What the v2 chat endpoint enforces beyond the SDK types (its enums are open there)."""
     assert body["messages"], "messages must not be empty"
     assert body.get("tool_choice", "REQUIRED") in ("REQUIRED", "NONE"), f"tool_choice {body['tool_choice']!r}"
-    assert "tool_choice" not in body or body.get("tools"), "tool_choice needs tools"
+    assert body.get("tool_choice") != "REQUIRED" or body.get("tools"), "tool_choice REQUIRED needs tools"
     assert body.get("thinking", {"type": "enabled"})["type"] in ("enabled", "disabled")
     assert len(body.get("stop_sequences", [])) <= 5, "at most 5 stop sequences"
     calls: dict[str, str] = {}
@@ -647,6 +647,6 @@ def within_reach(provider: str, request: dict[str, Any]) -> dict[str, Any]:
             kept = [p for p in parts if not str(_url(p)).startswith("http")]
             if message.get("role") == "tool" and all(p.get("type") == "text" for p in kept):
                 message["content"] = "".join(str(p.get("text", "")) for p in kept)  # a known gap of the rule language
-            elif kept:
-                message["content"] = kept
+            else:
+                message["content"] = kept or "(an image URL was here)"
     return request
