@@ -60,6 +60,7 @@ SLOW = {
     "cohere/response-function-call-id-kept",
     "cohere/response-several-tool-calls",
     "cohere/response-thinking-tool-use",
+    "cohere/round-trip-tool-call",
 }
 
 
