@@ -152,6 +152,12 @@ def test_500_three_times_then_success(provider: str, stack: str) -> None:
     assert [(e.outcome, e.attempts) for e in outcome.events] == [("ok", 4)]
 
 
+def injected_type(provider: str) -> str | None:
+    """The error type the fault's body carries, where the provider's error body has one (Cohere's and Ollama's
+    carry only a message)."""
+    return "fault_injected" if "type" in toolnexus.load_rules().get(provider).source.data["endpoint"]["error"] else None
+
+
 @parametrize_targets
 def test_500_forever_gives_up_with_the_last_status(provider: str, stack: str) -> None:
     outcome = run_clean(provider, fault_500_forever(provider), stack)

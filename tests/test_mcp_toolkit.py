@@ -41,6 +41,8 @@ DECLARED_NAMES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "gemini": lambda body: [d["name"] for t in body["tools"] for d in t["functionDeclarations"]],
     "bedrock": lambda body: [t["toolSpec"]["name"] for t in body["toolConfig"]["tools"]],
     "mistral": lambda body: [t["function"]["name"] for t in body["tools"]],
+    "cohere": lambda body: [t["function"]["name"] for t in body["tools"]],
+    "ollama": lambda body: [t["function"]["name"] for t in body["tools"]],
 }
 
 

@@ -35,6 +35,13 @@ POLLS: dict[str, Any] = {
         "modelVersion": "gemini-2.5-flash",
         "responseId": f"poll-{turn}",
     },
+    "ollama": lambda turn: {
+        "model": "llama3.2", "created_at": f"2026-11-30T09:00:{turn % 60:02d}.{turn:06d}Z",
+        "message": {
+            "role": "assistant", "content": "", "tool_calls": [{"function": {"name": "get_time", "arguments": {}}}],
+        },
+        "done": True, "done_reason": "stop", "total_duration": 1000 + turn, "prompt_eval_count": 20, "eval_count": 5,
+    },
 }  # fmt: skip
 
 
@@ -54,7 +61,7 @@ def test_fifty_turns_polling_one_tool_run_through_translate_and_translate_stream
 
     def answer(request: StubRequest) -> StubReply | dict[str, Any]:
         reply = POLLS[provider](turn[0])
-        if request.path.endswith("alt=sse"):
+        if request.path.endswith("alt=sse") or (isinstance(request.body, dict) and request.body.get("stream") is True):
             rng = random.Random(turn[0])
             return StubReply(stream=sse_pieces(ENCODERS[provider](reply, rng), rng, cuts=3))
         return reply

@@ -24,6 +24,8 @@ from mistralai.client import types as mistral_types
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from pydantic import BaseModel, TypeAdapter
 
+import toolnexus
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -289,26 +291,35 @@ def judge_gemini(body: dict[str, Any], *, api_rules: bool = True) -> None:
 MISTRAL_ID = re.compile(r"[a-zA-Z0-9]{9}")
 
 
+CALLERS_DATA = frozenset({"parameters", "data", "json_schema", "arguments", "format"})
+
+
 def unknown_keys(given: Any, parsed: Any, path: str = "") -> list[str]:
-    """Where `given` holds what the validated `parsed` did not take (keys, unrecognized enum values)."""
+    """Where `given` holds what the validated `parsed` did not take: keys that are neither a field's name nor its
+    alias, values kept only as an "unrecognized" string or an unknown union member (mistralai), at any depth. The
+    caller's own data (JSON Schema, tool arguments, document data: CALLERS_DATA) is not walked."""
     if isinstance(parsed, mistral_types.UnrecognizedStr):
         return [f"{path}: {parsed!r} is not a value the SDK knows"]
-    if isinstance(parsed, mistral_types.BaseModel):
+    if isinstance(parsed, BaseModel):
         if type(parsed).__name__.startswith("Unknown"):
             return [f"{path}: an unknown {type(parsed).__name__}"]
-        assert isinstance(given, dict), f"{path}: an object"
+        if not isinstance(given, Mapping):
+            return [f"{path}: an object was expected"]
         fields = type(parsed).model_fields
         names = {name: name for name in fields} | {f.alias: name for name, f in fields.items() if f.alias}
-        problems = [f"{path}.{key}".lstrip(".") + ": a key the SDK does not know" for key in given if key not in names]
+        problems = []
         for key, value in given.items():
-            if key in names:
-                problems += unknown_keys(value, getattr(parsed, names[key]), f"{path}.{key}".lstrip("."))
+            where = f"{path}.{key}".lstrip(".")
+            if key not in names:
+                problems.append(f"{where}: a key the SDK does not know")
+            elif key not in CALLERS_DATA:
+                problems += unknown_keys(value, getattr(parsed, names[key]), where)
         return problems
-    if isinstance(parsed, list) and isinstance(given, list):
+    if isinstance(parsed, (list, tuple)) and isinstance(given, list):
         return [
             p for i, (g, v) in enumerate(zip(given, parsed, strict=True)) for p in unknown_keys(g, v, f"{path}[{i}]")
         ]
-    return []  # a leaf, or the caller's own data (a JSON Schema, arguments given as an object)
+    return []  # a leaf, or the caller's own data
 
 
 def judge_mistral_model(model: type[BaseModel], value: Any, where: str = "") -> None:
@@ -627,3 +638,170 @@ SDK_VALIDATORS = {
     "mistral": _mistral_response,
     "openai": _openai_response,
 }
+
+
+# ---------------------------------------------------------------- cohere and ollama: models that ignore unknown keys
+
+# Both SDKs' pydantic models take unknown keys without a word (cohere's allow and keep them, ollama's ignore them),
+# and several of cohere's enums are `Literal[...] | Any`. So a body is validated strictly, then walked against the
+# parsed model: every key must be a field (by name or alias) of the model that took it, and enum values are checked
+# here. Values that are the caller's own data (JSON Schema, tool arguments, document data) are not walked.
+
+CALLERS_DATA = frozenset({"parameters", "data", "json_schema", "arguments", "format"})
+
+
+def judge_model(adapter: TypeAdapter[Any], value: Any, where: str) -> None:
+    """Strict validation, then no key the model did not take."""
+    plain = json.loads(json.dumps(value))
+    parsed = adapter.validate_python(plain, strict=True)
+    unknown = unknown_keys(plain, parsed, where)
+    assert not unknown, f"keys the SDK type does not know: {unknown}"
+
+
+def _cohere_adapters() -> dict[str, TypeAdapter[Any]]:
+    from cohere.types import ChatMessageV2, ResponseFormatV2, Thinking, ToolV2
+
+    return {
+        "model": TypeAdapter(str),
+        "messages": TypeAdapter(list[ChatMessageV2]),
+        "tools": TypeAdapter(list[ToolV2]),
+        "tool_choice": TypeAdapter(str),
+        "response_format": TypeAdapter(ResponseFormatV2),
+        "thinking": TypeAdapter(Thinking),
+        "max_tokens": TypeAdapter(int),
+        "stop_sequences": TypeAdapter(list[str]),
+        "temperature": TypeAdapter(float),
+        "seed": TypeAdapter(int),
+        "frequency_penalty": TypeAdapter(float),
+        "presence_penalty": TypeAdapter(float),
+        "k": TypeAdapter(int),
+        "p": TypeAdapter(float),
+        "stream": TypeAdapter(bool),
+    }
+
+
+COHERE_BODY = _cohere_adapters()
+
+
+def check_cohere_api_rules(body: dict[str, Any]) -> None:
+    """What the v2 chat endpoint enforces beyond the SDK types (its enums are open there)."""
+    assert body["messages"], "messages must not be empty"
+    assert body.get("tool_choice", "REQUIRED") in ("REQUIRED", "NONE"), f"tool_choice {body['tool_choice']!r}"
+    assert body.get("tool_choice") != "REQUIRED" or body.get("tools"), "tool_choice REQUIRED needs tools"
+    assert body.get("thinking", {"type": "enabled"})["type"] in ("enabled", "disabled")
+    assert len(body.get("stop_sequences", [])) <= 5, "at most 5 stop sequences"
+    calls: dict[str, str] = {}
+    for k, msg in enumerate(body["messages"]):
+        for call in msg.get("tool_calls") or []:
+            assert isinstance(json.loads(call["function"]["arguments"] or "{}"), dict)
+            calls[call["id"]] = call["function"]["name"]
+        if msg["role"] == "tool":
+            assert msg["tool_call_id"] in calls, f"messages[{k}]: answers no earlier tool call"
+        if msg["role"] == "assistant":
+            assert msg.get("content") or msg.get("tool_calls"), f"messages[{k}]: an empty assistant message"
+
+
+def judge_cohere(body: dict[str, Any], *, api_rules: bool = True) -> None:
+    unknown = sorted(set(body) - set(COHERE_BODY))
+    assert not unknown, f"keys the v2 chat endpoint does not take: {unknown}"
+    for key, value in body.items():
+        judge_model(COHERE_BODY[key], value, key)
+    if api_rules:
+        check_cohere_api_rules(body)
+
+
+def _ollama_adapters() -> dict[str, TypeAdapter[Any]]:
+    from ollama._types import Message, Options, Tool
+
+    return {"message": TypeAdapter(Message), "options": TypeAdapter(Options), "tool": TypeAdapter(Tool)}
+
+
+OLLAMA = _ollama_adapters()
+OLLAMA_BODY = frozenset({"model", "messages", "tools", "format", "options", "stream", "think", "keep_alive"})
+
+
+def judge_ollama(body: dict[str, Any], *, api_rules: bool = True) -> None:
+    """ollama's ChatRequest takes any mapping as a message and any JSON Schema in `format`: each message is judged
+    as a Message (images as base64 text, which the SDK reads from files or bytes), tools and options likewise."""
+    unknown = sorted(set(body) - OLLAMA_BODY)
+    assert not unknown, f"keys /api/chat does not take: {unknown}"
+    assert isinstance(body["model"], str) and body["model"]
+    assert isinstance(body.get("stream", False), bool)
+    assert body.get("format", "json") == "json" or isinstance(body["format"], dict)
+    assert body.get("think", True) in (True, False, "low", "medium", "high")
+    for i, message in enumerate(body["messages"]):
+        images = message.get("images", [])
+        for image in images:
+            base64.b64decode(image, validate=True)
+        judge_model(OLLAMA["message"], without(message, frozenset({"images"})), f"messages[{i}]")
+        assert isinstance(message.get("content", ""), str), f"messages[{i}].content: a string"
+        for call in message.get("tool_calls") or []:
+            assert isinstance(call["function"]["arguments"], dict)
+    for i, tool in enumerate(body.get("tools") or []):
+        judge_model(
+            OLLAMA["tool"], {**tool, "function": without(tool["function"], frozenset({"parameters"}))}, f"tools[{i}]"
+        )
+    if "options" in body:
+        judge_model(OLLAMA["options"], body["options"], "options")
+    if api_rules:
+        assert all(m["role"] in ("system", "user", "assistant", "tool") for m in body["messages"])
+
+
+JUDGES.update({"cohere": judge_cohere, "ollama": judge_ollama})
+
+
+def _cohere_response(response: dict[str, Any]) -> None:
+    from cohere.v2.types import V2ChatResponse
+
+    judge_model(TypeAdapter(V2ChatResponse), response, "")
+    reason = response["finish_reason"]
+    assert reason in ("COMPLETE", "STOP_SEQUENCE", "MAX_TOKENS", "TOOL_CALL", "ERROR", "TIMEOUT"), (
+        f"finish_reason {reason!r}"
+    )
+
+
+def _ollama_response(response: dict[str, Any]) -> None:
+    from ollama._types import ChatResponse
+
+    judge_model(TypeAdapter(ChatResponse), response, "")
+
+
+SDK_VALIDATORS.update({"cohere": _cohere_response, "ollama": _ollama_response})
+
+
+def cohere_stream_event(event: dict[str, Any]) -> None:
+    """One decoded stream event, by the SDK's stream event union."""
+    from cohere.v2.types import V2ChatStreamResponse
+
+    judge_model(TypeAdapter(V2ChatStreamResponse), event, event.get("type", ""))
+
+
+def _url(part: dict[str, Any]) -> Any:
+    image = part.get("image_url")
+    return image.get("url", "") if isinstance(image, dict) else ""
+
+
+def within_reach(provider: str, request: dict[str, Any]) -> dict[str, Any]:
+    """The request less what the provider refuses on purpose (its own cases cover the refusals): values outside its
+    documented ranges; Cohere has no named tool_choice, Ollama no tool_choice at all and no image URLs."""
+    request = copy.deepcopy(request)
+    for name, bounds in toolnexus.load_rules().get(provider).source.data["request"].get("ranges", {}).items():
+        value = request.get(name)
+        if isinstance(value, (int, float)) and not bounds.get("minimum", value) <= value <= bounds.get(
+            "maximum", value
+        ):
+            del request[name]  # outside what the provider documents: refused on purpose
+    choice = request.get("tool_choice")
+    if (provider == "cohere" and isinstance(choice, dict)) or (provider == "ollama" and choice not in (None, "auto")):
+        del request["tool_choice"]
+    if provider == "ollama" and isinstance(request.get("messages"), list):
+        for message in request["messages"]:
+            parts = message.get("content") if isinstance(message, dict) else None
+            if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
+                continue
+            kept = [p for p in parts if not str(_url(p)).startswith("http")]
+            if message.get("role") == "tool" and all(p.get("type") == "text" for p in kept):
+                message["content"] = "".join(str(p.get("text", "")) for p in kept)  # a known gap of the rule language
+            else:
+                message["content"] = kept or "(an image URL was here)"
+    return request

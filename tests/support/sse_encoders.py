@@ -200,13 +200,98 @@ def mistral_events(response: dict[str, Any], rng: random.Random, *, cuts: int | 
     return out
 
 
+# ---------------------------------------------------------------- Cohere
+
+
+def cohere_canonical(response: dict[str, Any]) -> dict[str, Any]:
+    """The response as its stream rebuilds it: the stream starts from an empty content list (the rules' `start`);
+    message-start names only the role, so other empty lists and an empty tool_plan have no event to tell them."""
+    message = response.get("message")
+    if not isinstance(message, dict):
+        return response
+    kept = {k: v for k, v in message.items() if v not in ([], "") or k == "content"}
+    return {**response, "message": {"content": [], **kept}}
+
+
+def cohere_events(response: dict[str, Any], rng: random.Random, *, cuts: int | None = None) -> list[bytes]:
+    """message-start, tool-plan-delta pieces, content-start/-delta/-end per block (text and thinking in pieces),
+    tool-call-start/-delta/-end per call (arguments in pieces), message-end with the finish reason and usage."""
+    message = response.get("message", {})
+    out = [
+        _sse(
+            {"type": "message-start", "id": response.get("id"), "delta": {"message": {"role": "assistant"}}},
+            "message-start",
+        )
+    ]
+    for piece in pieces(message["tool_plan"], rng, cuts) if message.get("tool_plan") else []:
+        out.append(_sse({"type": "tool-plan-delta", "delta": {"message": {"tool_plan": piece}}}, "tool-plan-delta"))
+    for index, block in enumerate(message.get("content") or []):
+        field = {"text": "text", "thinking": "thinking"}.get(block.get("type"))
+        start = {**block, field: ""} if field else block
+        out.append(
+            _sse({"type": "content-start", "index": index, "delta": {"message": {"content": start}}}, "content-start")
+        )
+        for piece in pieces(block[field], rng, cuts) if field and block[field] else []:
+            delta = {"message": {"content": {field: piece}}}
+            out.append(_sse({"type": "content-delta", "index": index, "delta": delta}, "content-delta"))
+        out.append(_sse({"type": "content-end", "index": index}, "content-end"))
+    for index, call in enumerate(message.get("tool_calls") or []):
+        function = call.get("function", {})
+        head = {**call, "function": {**function, "arguments": ""}} if "arguments" in function else call
+        out.append(
+            _sse(
+                {"type": "tool-call-start", "index": index, "delta": {"message": {"tool_calls": head}}},
+                "tool-call-start",
+            )
+        )
+        for piece in pieces(function["arguments"], rng, cuts) if function.get("arguments") else []:
+            delta = {"message": {"tool_calls": {"function": {"arguments": piece}}}}
+            out.append(_sse({"type": "tool-call-delta", "index": index, "delta": delta}, "tool-call-delta"))
+        out.append(_sse({"type": "tool-call-end", "index": index}, "tool-call-end"))
+    end = {k: response[k] for k in ("finish_reason", "usage") if k in response}
+    out.append(_sse({"type": "message-end", "delta": end}, "message-end"))
+    return out
+
+
+# ---------------------------------------------------------------- Ollama
+
+
+def ollama_events(response: dict[str, Any], rng: random.Random, *, cuts: int | None = None) -> list[bytes]:
+    """The lines of a streamed chat: thinking pieces, content pieces, the tool calls whole, then the last line
+    (done true, done_reason and the counts). Sent as server-sent events' data until the rules can say
+    `streaming.framing: ndjson` (then each line ends with a newline instead).  # merge: framing ndjson"""
+    head = {k: v for k, v in response.items() if k in ("model", "created_at")}
+    message = response.get("message", {})
+    role = message.get("role", "assistant")
+    lines = []
+    for piece in pieces(message["thinking"], rng, cuts) if message.get("thinking") else []:
+        lines.append({**head, "message": {"role": role, "content": "", "thinking": piece}, "done": False})
+    for piece in pieces(message["content"], rng, cuts) if message.get("content") else []:
+        lines.append({**head, "message": {"role": role, "content": piece}, "done": False})
+    if message.get("tool_calls"):
+        lines.append(
+            {**head, "message": {"role": role, "content": "", "tool_calls": message["tool_calls"]}, "done": False}
+        )
+    last_message = {k: v for k, v in message.items() if k not in ("thinking", "tool_calls")}
+    last_message["content"] = "" if message.get("content") else message.get("content", "")
+    if "content" not in message:
+        del last_message["content"]
+    lines.append({**response, "message": last_message})
+    return [_sse(line) for line in lines]
+
+
 ENCODERS: dict[str, Encoder] = {
     "anthropic": anthropic_events,
+    "cohere": cohere_events,
     "gemini": gemini_events,
     "mistral": mistral_events,
+    "ollama": ollama_events,
     "openai": openai_events,
 }
-CANONICAL: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {"gemini": gemini_canonical}
+CANONICAL: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "gemini": gemini_canonical,
+    "cohere": cohere_canonical,
+}
 
 
 def canonical(provider: str, response: dict[str, Any]) -> dict[str, Any]:

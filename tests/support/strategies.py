@@ -455,6 +455,77 @@ def mistral_responses(draw: Callable[..., Any]) -> dict[str, Any]:
     }
 
 
+COHERE_FINISH = finish_table("cohere")
+OLLAMA_FINISH = finish_table("ollama")
+
+
+@st.composite
+def cohere_responses(draw: Callable[..., Any]) -> dict[str, Any]:
+    """v2 chat answers: an optional tool plan, thinking and text blocks, tool calls with JSON-text arguments."""
+    counter = itertools.count()
+    blocks = draw(
+        st.lists(
+            st.one_of(
+                texts.map(lambda t: {"type": "text", "text": t}),
+                texts.map(lambda t: {"type": "thinking", "thinking": t}),
+            ),
+            max_size=4,
+        )
+    )
+    calls = [
+        {
+            "id": f"{draw(tool_names)}_{draw(id_tails)}{next(counter)}",
+            "type": "function",
+            "function": {"name": draw(tool_names), "arguments": encode_object(draw, draw(json_objects))},
+        }
+        for _ in range(draw(st.integers(0, 3)))
+    ]
+    message: dict[str, Any] = {"role": "assistant"}
+    if calls and draw(st.booleans()):
+        message["tool_plan"] = draw(texts.filter(bool))
+    message["content"] = blocks
+    if calls:
+        message["tool_calls"] = calls
+    stops = sorted(COHERE_FINISH) if calls else [s for s in sorted(COHERE_FINISH) if s != "TOOL_CALL"]
+    tokens = {"input_tokens": draw(st.integers(0, 10**6)), "output_tokens": draw(st.integers(0, 10**5))}
+    usage: dict[str, Any] = {"billed_units": dict(tokens), "tokens": tokens}
+    if draw(st.booleans()):
+        usage["cached_tokens"] = draw(st.integers(0, tokens["input_tokens"]))
+    return {
+        "id": f"{draw(id_tails)}-{draw(id_tails)}",
+        "finish_reason": draw(st.sampled_from(stops)),
+        "message": message,
+        "usage": usage,
+    }
+
+
+@st.composite
+def ollama_responses(draw: Callable[..., Any]) -> dict[str, Any]:
+    """/api/chat answers: content, optional thinking, tool calls with object arguments and no id."""
+    message: dict[str, Any] = {"role": "assistant", "content": draw(texts)}
+    if draw(st.booleans()):
+        message["thinking"] = draw(texts.filter(bool))
+    calls = [
+        {"function": {"name": draw(tool_names), "arguments": draw(json_objects)}}
+        for _ in range(draw(st.integers(0, 3)))
+    ]
+    if calls:
+        message["tool_calls"] = calls
+    return {
+        "model": draw(st.sampled_from(["llama3.2", "qwen3:8b", "gpt-oss:20b"])),
+        "created_at": "2025-06-03T14:20:31.123456Z",
+        "message": message,
+        "done": True,
+        "done_reason": draw(st.sampled_from(sorted(OLLAMA_FINISH))),
+        "total_duration": draw(st.integers(0, 10**10)),
+        "load_duration": draw(st.integers(0, 10**9)),
+        "prompt_eval_count": draw(st.integers(0, 10**6)),
+        "prompt_eval_duration": draw(st.integers(0, 10**9)),
+        "eval_count": draw(st.integers(0, 10**5)),
+        "eval_duration": draw(st.integers(0, 10**9)),
+    }
+
+
 not_objects = st.one_of(
     st.integers(), st.text(max_size=5), st.lists(st.integers(), max_size=2), st.booleans(), st.none()
 )
