@@ -100,13 +100,15 @@ class Caller:
         *,
         headers: dict[str, str],
         transport: TransportOption = None,
+        secrets: list[str] | None = None,
     ) -> None:
         self.provider = provider
         self.model = model
         self.policy = policy
         self._endpoint = endpoint
         self._key = key  # only to scrub a provider that echoes the key back in an error body
-        guard_logs(self, [key])  # ... or in a response header, which httpcore logs at DEBUG
+        self._secrets = tuple(s for s in (key, *(secrets or ())) if s)  # the key, and secret endpoint options
+        guard_logs(self, self._secrets)  # ... or in a response header, which httpcore logs at DEBUG
         self._make_pool = partial(
             async_client,
             transport,
@@ -184,7 +186,7 @@ class Caller:
             self.emit(attempts, started, status_of(exc, status), {}, "error", failure)
             if failure is exc:
                 raise
-            if isinstance(exc, (httpx.TransportError, AttemptTimeout)) and not chain_mentions(exc, [self._key]):
+            if isinstance(exc, (httpx.TransportError, AttemptTimeout)) and not chain_mentions(exc, self._secrets):
                 cause = exc
         if failure is not None:  # raised outside the handler: a cause that may quote the key is not even its context
             raise failure from cause
@@ -327,19 +329,19 @@ class Caller:
 
     def scrub(self, text: str) -> str:
         """The API key never leaves in an error, even when the provider quotes it, whole or cut short."""
-        key = self._key
-        if not key:
-            return text
-        text = text.replace(key, "***")
-        for size in range(len(key) - 1, MIN_KEY_PREFIX - 1, -1):  # a key cut off where a body ends
-            prefix = key[:size]
-            if prefix in text:
-                text = text.replace(prefix, "***")
+        for key in self._secrets:
+            text = text.replace(key, "***")
+            for size in range(len(key) - 1, MIN_KEY_PREFIX - 1, -1):  # a key cut off where a body ends
+                prefix = key[:size]
+                if prefix in text:
+                    text = text.replace(prefix, "***")
         return text
 
     def _scrub_bytes(self, content: bytes) -> bytes:
         """The body with the key blanked before any excerpt is cut from it (a cut could halve the key)."""
-        return content.replace(self._key.encode(), b"***") if self._key else content
+        for key in self._secrets:
+            content = content.replace(key.encode(), b"***")
+        return content
 
     def request_id(self, response: httpx.Response) -> str | None:
         """The provider's request id, scrubbed: a provider may echo anything in a header."""

@@ -11,7 +11,7 @@ module adds the translation around it and the cancel event.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
 from typing import Any
 
@@ -50,7 +50,10 @@ class Client:
     before_llm(body) may return a replacement body; after_llm(response) sees the decoded
     answer; on_event receives one LLMEvent per call. transport: an httpx transport, or
     "aiohttp" (httpx-aiohttp's pool: the default, faster under concurrency) or "httpx" (httpx's
-    own pool). A client belongs to the event loop it first calls in.
+    own pool). endpoint_options: the values the rule file's `endpoint.options` name (an Azure
+    deployment, a Vertex project and location, an OpenRouter title header); a required one
+    missing, or one the rules do not declare, is a ConfigError here. A client belongs to the
+    event loop it first calls in.
     """
 
     def __init__(
@@ -74,6 +77,7 @@ class Client:
         request_params: dict[str, Any] | None = None,
         on_event: Callable[[LLMEvent], None] | None = None,
         transport: TransportOption = None,
+        endpoint_options: Mapping[str, str] | None = None,
     ) -> None:
         missing = [name + "=" for name, value in (("style", style), ("model", model)) if not value]
         if missing:
@@ -87,12 +91,16 @@ class Client:
         endpoint = self._provider.endpoint
         key = endpoint.resolve_key(api_key)
         check_headers(headers or {})
-        self._url = endpoint.url(base_url, model)  # parsed once, not on every post; a bad model raises here
+        values = endpoint.values(model, endpoint_options)  # the URL's, query's and headers' placeholders
+        self._url = endpoint.url(base_url, model, values=values)  # parsed once; a bad model or option raises here
         streaming = self._provider.streaming
-        self._stream_url = endpoint.url(base_url, model, streaming.path) if streaming and streaming.path else self._url
+        self._stream_url = (
+            endpoint.url(base_url, model, streaming.path, values) if streaming and streaming.path else self._url
+        )
+        headers = {**endpoint.headers_for(values), **(headers or {})}
         self.style = style
         self.model = model
-        self.base_url = base_url if base_url is not None else endpoint.base_url
+        self.base_url = endpoint.base(base_url, values)
         self.system_prompt = system_prompt
         self.max_retries = max_retries
         self.timeout = timeout
@@ -105,7 +113,9 @@ class Client:
             max_response_bytes=self.max_response_bytes, max_event_bytes=self.max_event_bytes, backoff=backoff,
             before_llm=before_llm, after_llm=after_llm, on_event=on_event,
         )  # fmt: skip
-        self._caller = Caller(style, model, endpoint, key, policy, headers=headers or {}, transport=transport)
+        self._caller = Caller(
+            style, model, endpoint, key, policy, headers=headers, transport=transport, secrets=endpoint.secrets(values)
+        )
         self._answer = self._read_answer  # bound once: one call's answer, translated
 
     def __repr__(self) -> str:
