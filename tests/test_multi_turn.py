@@ -28,6 +28,7 @@ import pytest
 from deepdiff import DeepDiff
 
 from support.judges import SDK_VALIDATORS, judge_anthropic, judge_gemini, judge_openai
+from support.variants import with_variants
 from toolnexus import (
     ProviderError,
     TranslateResult,
@@ -463,6 +464,7 @@ SCRIPTS: dict[str, Callable[[], Script]] = {
     "gemini": lambda: GeminiScript(Features(cache_control=True, rich_results=True)),
     "openai": lambda: OpenAIScript(Features(cache_control=False, rich_results=False)),
 }
+SCRIPTS = with_variants(SCRIPTS)  # a variant without an entry takes its parent's
 
 
 # ---------------------------------------------------------------- the caller

@@ -47,6 +47,7 @@ from support.strategies import (
     text_of,
     texts,
 )
+from support.variants import with_variants
 from toolnexus import TranslationError, translate_request, translate_response
 
 PROVIDERS = toolnexus.providers()
@@ -214,6 +215,7 @@ VIEWS: dict[str, Callable[[dict[str, Any]], View]] = {
     "gemini": view_gemini,
     "openai": view_openai,
 }
+VIEWS = with_variants(VIEWS)  # a variant without an entry takes its parent's
 # How a tool result's text is carried, where a provider does not send it as text (the view's result form).
 # Roles whose consecutive messages a provider sends as ONE turn (Gemini: a function-call turn must follow
 # a user or function-response turn, so consecutive assistant messages become one model turn).
@@ -221,6 +223,7 @@ TURN_MERGES: dict[str, frozenset[str]] = {"gemini": frozenset({"assistant"})}
 RESULT_FORMS: dict[str, Callable[[str], str]] = {
     "gemini": lambda text: json.dumps(gemini_response_of(text), sort_keys=True, ensure_ascii=False),
 }
+RESULT_FORMS = with_variants(RESULT_FORMS)  # a variant without an entry takes its parent's
 
 
 def results_as_sent(provider: str, results: list[tuple[str, str]]) -> list[tuple[str, str]]:

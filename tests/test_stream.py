@@ -49,6 +49,7 @@ from support.faults import run as run_fault
 from support.judges import ANTHROPIC_SDK_GAPS, RICH_REQUESTS, judge, judge_gemini
 from support.sse_encoders import ENCODERS, canonical
 from support.strategies import SETTINGS, anthropic_responses, gemini_responses, json_equal, openai_responses
+from support.variants import with_variants
 from toolnexus import Cancelled, ConfigError, ProviderError, ResponseError, TranslateResult, TranslationError
 from toolnexus.devtools.conformance import Case
 from toolnexus.devtools.stub import ProviderStub, StubReply, scripted, sse_pieces
@@ -62,6 +63,7 @@ GENERATORS: dict[str, Callable[[], st.SearchStrategy[dict[str, Any]]]] = {
     "gemini": gemini_responses,
     "openai": openai_responses,
 }
+GENERATORS = with_variants(GENERATORS)  # a variant without an entry takes its parent's
 
 
 def test_every_provider_streams_and_has_an_encoder_and_a_generator() -> None:
@@ -270,6 +272,7 @@ STREAM_JUDGES: dict[str, Callable[[dict[str, Any]], None]] = {
     "openai": lambda body: judge(OPENAI_STREAM_REQUEST, body),
     "gemini": judge_gemini,  # the same generateContent body; streaming is the URL
 }
+STREAM_JUDGES = with_variants(STREAM_JUDGES)  # a variant without an entry takes its parent's
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

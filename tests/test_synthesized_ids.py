@@ -18,6 +18,7 @@ import pytest
 
 import toolnexus
 from support.sse_encoders import ENCODERS
+from support.variants import with_variants
 from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest, sse_pieces
 
 TURNS = 50
@@ -36,6 +37,7 @@ POLLS: dict[str, Any] = {
         "responseId": f"poll-{turn}",
     },
 }  # fmt: skip
+POLLS = with_variants(POLLS)  # a variant without an entry takes its parent's
 
 
 def synthesizing() -> list[str]:

@@ -34,7 +34,7 @@ import httpx
 from httpx_sse import EventSource
 
 from toolnexus import create_client, providers, translate_response
-from toolnexus.devtools.conformance import fixtures_dir
+from toolnexus.devtools.conformance import demo_file
 from toolnexus.devtools.stub import ProviderStub, StubReply
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -62,7 +62,7 @@ def long_reply(provider: str, script: dict[str, Any], chars: int) -> dict[str, A
 
 
 async def bench(provider: str, events: int, rounds: int) -> None:
-    script = json.loads((Path(fixtures_dir()) / "demo" / f"{provider}.json").read_text(encoding="utf-8"))
+    script = json.loads(demo_file(provider).read_text(encoding="utf-8"))
     reply = long_reply(provider, script, events * 8)
     stream = b"".join(ENCODERS[provider](reply, random.Random(1), cuts=events))
     with ProviderStub(lambda request: StubReply(stream=[stream])) as stub:

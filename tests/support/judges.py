@@ -19,6 +19,8 @@ from google.genai import types as genai_types
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 from pydantic import BaseModel, TypeAdapter
 
+from .variants import with_variants
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -277,6 +279,7 @@ def judge_gemini(body: dict[str, Any], *, api_rules: bool = True) -> None:
 
 
 JUDGES = {"anthropic": judge_anthropic, "gemini": judge_gemini, "openai": judge_openai}
+JUDGES = with_variants(JUDGES)  # a variant without an entry takes its parent's
 
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
@@ -434,6 +437,7 @@ RICH_REQUESTS: dict[str, dict[str, Any]] = {
     if (FIXTURES / "translation-parity.request.json").exists()
     else {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
 }
+RICH_REQUESTS = with_variants(RICH_REQUESTS)  # a variant without an entry takes its parent's
 
 
 # ---------------------------------------------------------------- canned provider responses
@@ -459,3 +463,4 @@ def _gemini_response(response: dict[str, Any]) -> None:
 
 
 SDK_VALIDATORS = {"anthropic": _anthropic_response, "gemini": _gemini_response, "openai": _openai_response}
+SDK_VALIDATORS = with_variants(SDK_VALIDATORS)  # a variant without an entry takes its parent's

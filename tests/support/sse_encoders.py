@@ -13,6 +13,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from .variants import with_variants
+
 Encoder = Callable[..., list[bytes]]  # (response, rng, *, cuts=None) -> the events' bytes
 
 
@@ -175,6 +177,7 @@ def openai_events(response: dict[str, Any], rng: random.Random, *, cuts: int | N
 
 
 ENCODERS: dict[str, Encoder] = {"anthropic": anthropic_events, "gemini": gemini_events, "openai": openai_events}
+ENCODERS = with_variants(ENCODERS)  # a variant without an entry takes its parent's
 CANONICAL: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {"gemini": gemini_canonical}
 
 

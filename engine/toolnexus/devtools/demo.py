@@ -23,13 +23,12 @@ import json
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any, TextIO
 
 from ..http.client import create_client
 from ..toolkit.toolkit import Toolkit, create_toolkit, define_tool
 from ..translate.rulebook import RulesArg, load_rules
-from .conformance import fixtures_dir
+from .conformance import demo_file
 from .stub import ProviderStub, StubReply, scripted, sse_pieces
 
 DEMO_KEY = "demo-key-not-secret"
@@ -158,14 +157,14 @@ async def run_demo(out: TextIO, rules: RulesArg = None) -> int:
     scripts: dict[str, dict[str, Any]] = {}
     failures = runs = 0
     for name in load_rules(rules).names():
-        path = Path(fixtures_dir()) / "demo" / f"{name}.json"
+        path = demo_file(name, rules=rules)
         if not path.exists():
             out.write(f"\n{name}: no demo script at fixtures/demo/{name}.json\n")
             failures += 1
             continue
         scripts[name] = script = json.loads(path.read_text(encoding="utf-8"))
         problems = await demo_provider(name, script, out, rules)
-        stream_path = path.with_suffix(".sse")
+        stream_path = demo_file(name, ".sse", rules)
         if load_rules(rules).get(name).streaming is not None and not problems:
             if stream_path.exists():
                 problems += await demo_stream(name, script, stream_path.read_bytes(), out, rules)
