@@ -201,3 +201,44 @@ def test_explain_says_which_values_are_inherited_and_from_where(tmp_path: Path) 
     inherited = next(line for line in text.splitlines() if "endpoint.path" in line)
     assert own.strip().startswith(f"{child}:4") and "inherited" not in own
     assert inherited.strip().startswith(f"{parent}:") and "inherited" in inherited
+
+
+# ---------------------------------------------------------------- case tables: a variant runs its parent's column
+
+
+def _check(rules: Path) -> dict[str, list[str]]:
+    from toolnexus.devtools.conformance import run_check
+
+    return {o.name: o.problems for o in run_check(rules)}
+
+
+def test_a_variant_without_a_column_runs_its_parents_and_passes_when_it_translates_alike(tmp_path: Path) -> None:
+    (tmp_path / "alike.yaml").write_text(
+        "provider: alike\nextends: openai\nendpoint:\n  base_url: https://example.invalid/v1\n", encoding="utf-8"
+    )
+    outcomes = _check(tmp_path)
+    inherited = {name: problems for name, problems in outcomes.items() if name.startswith("alike/")}
+    assert inherited and all("(openai's column)" in name for name in inherited)
+    assert not any(inherited.values())
+
+
+def test_a_real_difference_fails_until_the_variant_has_its_own_column(tmp_path: Path) -> None:
+    (tmp_path / "nostop.yaml").write_text(
+        "provider: nostop\nextends: openai\nrequest:\n  body:\n    stop: {$delete: true}\n"
+        "  unsupported:\n    stop: {action: drop}\n",
+        encoding="utf-8",
+    )
+    failing = {name for name, problems in _check(tmp_path).items() if problems}
+    assert "nostop/stop-list (openai's column)" in failing
+
+    cases = tmp_path / "fixtures" / "cases"
+    cases.mkdir(parents=True)
+    shipped = (REPO / "fixtures" / "cases" / "stop-list.yaml").read_text(encoding="utf-8")
+    column = (
+        "  nostop:\n    with: {model: gpt-4o}\n    expect_request:\n      model: gpt-4o\n      messages:\n"
+        '        - {role: user, content: "Write a dialogue."}\n'
+        "    expect_notes: [{kind: dropped, path: stop}]\n"
+    )
+    (cases / "stop-list.yaml").write_text(shipped + column, encoding="utf-8")
+    outcomes = _check(tmp_path)
+    assert outcomes["nostop/stop-list"] == []
