@@ -60,7 +60,8 @@ def test_a_concern_without_a_providers_column_shows_the_gap(tmp_path: Path) -> N
     concern = tmp_path / "one-column.yaml"
     concern.write_text("doc: x\nrequest: {model: m, messages: []}\nproviders:\n  openai: {skip: a reason}\n")
     missing, unknown = gaps(load_concern(concern))
-    openai_family = {name for name in toolnexus.providers() if "openai" in lineage(name, parents_of(toolnexus.load_rules()))}
+    parents = parents_of(toolnexus.load_rules())
+    openai_family = {name for name in toolnexus.providers() if "openai" in lineage(name, parents)}
     assert missing == sorted(set(toolnexus.providers()) - openai_family) and missing and not unknown
 
 

@@ -46,7 +46,7 @@ from support.faults import (
     tool_call_reply,
 )
 from support.faults import run as run_fault
-from support.judges import ANTHROPIC_SDK_GAPS, RICH_REQUESTS, judge, judge_gemini
+from support.judges import ANTHROPIC_SDK_GAPS, RICH_REQUESTS, as_openrouter, as_vertex_anthropic, judge, judge_gemini
 from support.sse_encoders import ENCODERS, canonical
 from support.strategies import SETTINGS, anthropic_responses, gemini_responses, json_equal, openai_responses
 from support.variants import with_variants
@@ -272,6 +272,8 @@ STREAM_JUDGES: dict[str, Callable[[dict[str, Any]], None]] = {
     "openai": lambda body: judge(OPENAI_STREAM_REQUEST, body),
     "gemini": judge_gemini,  # the same generateContent body; streaming is the URL
 }
+STREAM_JUDGES["vertex-anthropic"] = as_vertex_anthropic(STREAM_JUDGES["anthropic"])
+STREAM_JUDGES["openrouter"] = as_openrouter(STREAM_JUDGES["openai"])
 STREAM_JUDGES = with_variants(STREAM_JUDGES)  # a variant without an entry takes its parent's
 
 

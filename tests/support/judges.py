@@ -7,7 +7,7 @@ import copy
 import json
 import re
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -278,7 +278,43 @@ def judge_gemini(body: dict[str, Any], *, api_rules: bool = True) -> None:
         assert all(c["role"] in ("user", "model") for c in body["contents"])
 
 
-JUDGES = {"anthropic": judge_anthropic, "gemini": judge_gemini, "openai": judge_openai}
+VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
+OPENROUTER_EFFORTS = (None, "none", "minimal", "low", "medium", "high", "xhigh")
+
+
+def as_vertex_anthropic(parent: Callable[..., None]) -> Callable[..., None]:
+    """Claude on Vertex: the model is in the URL, never in the body, and anthropic_version is in the body
+    (https://docs.anthropic.com/en/api/claude-on-vertex-ai). The rest is Anthropic's body, judged by the
+    anthropic SDK's params with the model put back, as its Vertex client takes it before moving it to the URL."""
+
+    def judge_vertex(body: dict[str, Any], **options: Any) -> None:
+        assert "model" not in body, "Vertex takes the model in the URL, not in the body"
+        assert body.get("anthropic_version") == VERTEX_ANTHROPIC_VERSION, body.get("anthropic_version")
+        parent({"model": "claude-in-the-url", **without(body, frozenset({"anthropic_version"}))}, **options)
+
+    return judge_vertex
+
+
+def as_openrouter(parent: Callable[..., None]) -> Callable[..., None]:
+    """OpenRouter's body is OpenAI's plus its `reasoning` object, checked against its documented keys and efforts
+    (https://openrouter.ai/docs/use-cases/reasoning-tokens); the rest by the openai SDK's types."""
+
+    def judge_openrouter(body: dict[str, Any], **options: Any) -> None:
+        reasoning = body.get("reasoning", {})
+        assert isinstance(reasoning, dict) and set(reasoning) <= {"effort", "max_tokens", "exclude", "enabled"}
+        assert reasoning.get("effort") in OPENROUTER_EFFORTS, reasoning
+        parent(without(body, frozenset({"reasoning"})), **options)
+
+    return judge_openrouter
+
+
+JUDGES = {
+    "anthropic": judge_anthropic,
+    "gemini": judge_gemini,
+    "openai": judge_openai,
+    "vertex-anthropic": as_vertex_anthropic(judge_anthropic),
+    "openrouter": as_openrouter(judge_openai),
+}
 JUDGES = with_variants(JUDGES)  # a variant without an entry takes its parent's
 
 
@@ -462,5 +498,20 @@ def _gemini_response(response: dict[str, Any]) -> None:
     assert not diff, f"the SDK type changed part of the response:\n{diff.pretty()}"
 
 
-SDK_VALIDATORS = {"anthropic": _anthropic_response, "gemini": _gemini_response, "openai": _openai_response}
+def _deepseek_response(response: dict[str, Any]) -> None:
+    """DeepSeek's finish reasons are OpenAI's plus insufficient_system_resource (its capacity cut the answer off,
+    https://api-docs.deepseek.com/api/create-chat-completion); the rest is judged by the openai SDK's types."""
+    choices = [
+        {**c, "finish_reason": "length"} if c.get("finish_reason") == "insufficient_system_resource" else c
+        for c in response.get("choices", [])
+    ]
+    _openai_response({**response, "choices": choices})
+
+
+SDK_VALIDATORS = {
+    "anthropic": _anthropic_response,
+    "gemini": _gemini_response,
+    "openai": _openai_response,
+    "deepseek": _deepseek_response,
+}
 SDK_VALIDATORS = with_variants(SDK_VALIDATORS)  # a variant without an entry takes its parent's
