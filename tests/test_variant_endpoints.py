@@ -1,4 +1,4 @@
-"""Each shipped variant's endpoint, as the client builds it from the rule file alone: the URL with its
+"""Each shipped variant's endpoint and reasoning round trip, as the client builds it from the rule file alone: the URL with its
 placeholders and query, the auth and attribution headers, and the body (Vertex's Claude body has no
 model key and carries anthropic_version). No network: an httpx MockTransport records the request."""
 
@@ -11,7 +11,15 @@ from typing import Any
 import httpx
 import pytest
 
-from toolnexus import ConfigError, ProviderError, create_client, load_rules
+from toolnexus import (
+    ConfigError,
+    ProviderError,
+    create_client,
+    load_rules,
+    stream_translator,
+    translate_request,
+    translate_response,
+)
 
 USER = [{"role": "user", "content": "hi"}]
 
@@ -106,3 +114,70 @@ def test_a_required_option_is_a_config_error_without_a_base_url_and_unneeded_wit
         create_client(style=provider, model="m", api_key="k-1")
     request = _call(provider, "m", {}, base_url="http://127.0.0.1:9/base")  # a given base URL is used as is
     assert str(request.url).startswith("http://127.0.0.1:9/base/")
+
+
+# Reasoning the OpenAI-compatible variants hand back: read, streamed in pieces, and sent back.
+
+REASONING_KEY = {"deepseek": "reasoning_content", "xai": "reasoning_content", "openrouter": "reasoning"}
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return json.dumps({"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [choice]})
+
+
+@pytest.mark.parametrize("provider", sorted(REASONING_KEY))
+def test_streamed_reasoning_pieces_join_as_the_whole_answer_reads_them(provider: str) -> None:
+    key = REASONING_KEY[provider]
+    translator = stream_translator(provider)
+    for data in (
+        _chunk({"role": "assistant", key: "Let me "}),
+        _chunk({key: "think."}),
+        _chunk({"content": "Hi"}, "stop"),
+    ):
+        translator.feed(data)
+    translator.feed("[DONE]")
+    translator.finish()
+    whole = {
+        "id": "c1", "object": "chat.completion", "created": 1, "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi", key: "Let me think."},
+                     "finish_reason": "stop"}],
+    }  # fmt: skip
+    assert translator.result.reasoning_content == translate_response(provider, whole).reasoning_content
+    assert translator.result.reasoning_content == "Let me think."
+
+
+def test_deepseek_reasoning_goes_back_inside_the_tool_calling_turn() -> None:
+    """DeepSeek answers 400 when a tool-calling turn's reasoning_content is not sent back."""
+    answer = {
+        "id": "c1", "object": "chat.completion", "created": 1, "model": "deepseek-reasoner",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": "", "reasoning_content": "Need the weather.",
+            "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}],
+        }}],
+    }  # fmt: skip
+    message = translate_response("deepseek", answer).assistant_message()
+    request = {
+        "model": "deepseek-reasoner",
+        "messages": [
+            {"role": "user", "content": "Weather?"},
+            message,
+            {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+        ],
+    }
+    body = translate_request("deepseek", request)
+    assert body["messages"][1]["reasoning_content"] == "Need the weather."
+    assert body["messages"][1]["tool_calls"][0]["id"] == "call_1"
+
+
+def test_openrouter_reasoning_details_ride_on_the_message_and_go_back() -> None:
+    details = [{"type": "reasoning.encrypted", "data": "ZW5j"}]
+    answer = {
+        "id": "c1", "object": "chat.completion", "created": 1, "model": "openai/o3",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": "Hi", "reasoning": "thought", "reasoning_details": details}}],
+    }  # fmt: skip
+    result = translate_response("openrouter", answer)
+    assert result.reasoning_content == "thought" and result.message_extras["reasoning_details"] == details
+    request = {"model": "openai/o3", "messages": [{"role": "user", "content": "x"}, result.assistant_message()]}
+    assert translate_request("openrouter", request)["messages"][1]["reasoning_details"] == details
