@@ -1,6 +1,7 @@
-"""Each shipped variant's endpoint and reasoning round trip, as the client builds it from the rule file alone: the URL with its
+"""Each shipped variant's endpoint, as the client builds it from the rule file alone: the URL with its
 placeholders and query, the auth and attribution headers, and the body (Vertex's Claude body has no
-model key and carries anthropic_version). No network: an httpx MockTransport records the request."""
+model key and carries anthropic_version); no network, an httpx MockTransport records the request. Then
+the reasoning the OpenAI-compatible variants hand back: read, streamed in pieces, and sent back."""
 
 from __future__ import annotations
 
