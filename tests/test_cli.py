@@ -352,7 +352,7 @@ def test_every_option_has_help_and_every_command_an_example() -> None:
 
 def test_check_and_demo_end_with_one_summary_line() -> None:
     check = toolnexus("check")
-    assert re.fullmatch(r"rules valid \([a-z, ]+\); \d+ passed, 0 failed in \d+\.\ds\n", check.stdout), check.stdout
+    assert re.fullmatch(r"rules valid \([a-z, -]+\); \d+ passed, 0 failed in \d+\.\ds\n", check.stdout), check.stdout
     out = io.StringIO()
     assert asyncio.run(run_demo(out)) == 0
     assert re.fullmatch(r"demo: \d+ exchanges \(.*\), 0 failed in \d+\.\ds", out.getvalue().splitlines()[-1])

@@ -242,3 +242,13 @@ def test_a_real_difference_fails_until_the_variant_has_its_own_column(tmp_path: 
     (cases / "stop-list.yaml").write_text(shipped + column, encoding="utf-8")
     outcomes = _check(tmp_path)
     assert outcomes["nostop/stop-list"] == []
+
+
+def test_a_built_in_variant_follows_a_parent_the_user_directory_overrides(tmp_path: Path) -> None:
+    (tmp_path / "openai.yaml").write_text(
+        "provider: openai\nextends: openai\nendpoint:\n  request_id_header: x-mine\n", encoding="utf-8"
+    )
+    book = toolnexus.load_rules(tmp_path, reload=True)
+    assert book.get("groq").endpoint.request_id_header == "x-mine"  # groq extends openai: the user's now
+    assert book.get("groq").endpoint.base_url == "https://api.groq.com/openai/v1"  # and keeps its own values
+    assert toolnexus.load_rules().get("groq").endpoint.request_id_header == "x-request-id"  # built-ins unchanged

@@ -28,7 +28,8 @@ from deepdiff import DeepDiff
 from .. import errors
 from ..api import translate_request, translate_response
 from ..language.loader import did_you_mean, parse_rule_text
-from ..translate.rulebook import Rulebook, RulesArg, load_rules
+from ..translate.rulebook import Rulebook, RulesArg, lineage, load_rules
+from ..translate.rulebook import parents_of as providers_parents
 
 GOLDEN_SUFFIX = ".input.json"
 
@@ -158,15 +159,7 @@ def _check_keys(source: Any, where: tuple[Any, ...], data: Any, allowed: set[str
 
 def parents_of(book: Rulebook) -> dict[str, str]:
     """Each provider whose rule file `extends:` another, and that parent."""
-    return {name: p.source.data["extends"] for name, p in book.providers.items() if "extends" in p.source.data}
-
-
-def lineage(provider: str, parents: Mapping[str, str]) -> list[str]:
-    """`provider`, its parent, the parent's parent, ...: where a variant looks for what it does not have."""
-    out = [provider]
-    while out[-1] in parents and parents[out[-1]] not in out:
-        out.append(parents[out[-1]])
-    return out
+    return providers_parents(book.providers)
 
 
 def demo_file(provider: str, suffix: str = ".json", rules: RulesArg = None) -> Path:

@@ -100,13 +100,15 @@ def _leaves(value: Any, key: tuple[str | int, ...]) -> list[tuple[tuple[str | in
 MAX_EXTENDS = 8  # parents above a rule file at most (the shipped variants have one)
 
 
-def read_rule_source(path: Path, display: str | None = None, chain: tuple[Path, ...] = ()) -> RuleSource:
+def read_rule_source(
+    path: Path, display: str | None = None, chain: tuple[Path, ...] = (), search: tuple[Path, ...] = ()
+) -> RuleSource:
     """One rule file parsed, with its `extends:` parent (and theirs) merged under it.
 
-    A parent is looked up as `<name>.yaml` in the extending file's own directory first (the
-    file itself excepted, so a user's `openai.yaml` may extend the built-in `openai`), then in
-    the built-in rules. Built-in files so always extend built-ins. An unknown parent, a cycle
-    or a chain longer than MAX_EXTENDS is a RuleError at the `extends:` line.
+    A parent is looked up as `<name>.yaml` in `search` (a user rules directory), then in the
+    extending file's own directory, then in the built-in rules, the file itself excepted (so a
+    user's `openai.yaml` may extend the built-in `openai`). An unknown parent, a cycle or a chain
+    longer than MAX_EXTENDS is a RuleError at the `extends:` line.
     """
     display = display or _shown(path)
     try:
@@ -127,10 +129,11 @@ def read_rule_source(path: Path, display: str | None = None, chain: tuple[Path, 
     chain = (*chain, path.resolve())
     if len(chain) > MAX_EXTENDS:
         raise source.error(here, f"more than {MAX_EXTENDS} rule files extend one another")
-    candidates = [d / f"{parent_name}{RULE_SUFFIX}" for d in (path.parent, builtin_rules_dir())]
+    directories = (*search, path.parent, builtin_rules_dir())
+    candidates = [d / f"{parent_name}{RULE_SUFFIX}" for d in directories]
     found = [c for c in candidates if c.is_file() and c.resolve() != path.resolve()]
     if not found:
-        known = sorted({p.stem for d in (path.parent, builtin_rules_dir()) for p in _rule_files(d)} - {path.stem})
+        known = sorted({p.stem for d in directories for p in _rule_files(d)} - {path.stem})
         raise source.error(
             here,
             f"extends unknown provider '{parent_name}'{did_you_mean(parent_name, known)}; known: {', '.join(known)}",
@@ -138,7 +141,7 @@ def read_rule_source(path: Path, display: str | None = None, chain: tuple[Path, 
     if found[0].resolve() in chain:
         names = " -> ".join(p.stem for p in (*chain, found[0]))
         raise source.error(here, f"extends makes a cycle: {names}")
-    return extend(read_rule_source(found[0], chain=chain), source)
+    return extend(read_rule_source(found[0], chain=chain, search=search), source)
 
 
 def _shown(path: Path) -> str:
@@ -147,10 +150,10 @@ def _shown(path: Path) -> str:
     return _display(path, base) if path.resolve().parent == base.resolve() else str(path)
 
 
-def compile_rule_file(path: Path, display: str | None = None) -> Provider:
+def compile_rule_file(path: Path, display: str | None = None, search: tuple[Path, ...] = ()) -> Provider:
     """Parse, validate and compile one rule file (merged over its `extends:` parent), or raise a located RuleError."""
     display = display or str(path)
-    source = read_rule_source(path, display)
+    source = read_rule_source(path, display, search=search)
     validate_against_schema(source)
     name = source.data["provider"]
     if path.suffix == RULE_SUFFIX and path.stem != name:
@@ -223,11 +226,30 @@ def read_rules_dir(directory: Path) -> Rulebook:
             f"no rule files in {directory}: a rules directory holds <provider>{RULE_SUFFIX} files"
             " (copy one from the built-in rules to start)"
         )
-    providers = dict(builtin_rulebook().providers)
+    builtin = builtin_rulebook().providers
+    providers = dict(builtin)
     for path in files:
         provider = compile_rule_file(path)
         providers[provider.name] = provider
+    mine = {p.stem for p in files}
+    parents = parents_of(providers)
+    for name, provider in builtin.items():  # a built-in variant follows a parent the directory overrides
+        if name not in mine and mine & set(lineage(name, parents)[1:]) and provider.path is not None:
+            providers[name] = compile_rule_file(provider.path, provider.file, search=(directory,))
     return Rulebook(providers)
+
+
+def parents_of(providers: Mapping[str, Provider]) -> dict[str, str]:
+    """Each provider whose rule file `extends:` another, and that parent."""
+    return {name: p.source.data["extends"] for name, p in providers.items() if "extends" in p.source.data}
+
+
+def lineage(provider: str, parents: Mapping[str, str]) -> list[str]:
+    """`provider`, its parent, the parent's parent, ...: where a variant looks for what it does not have."""
+    out = [provider]
+    while out[-1] in parents and parents[out[-1]] not in out:
+        out.append(parents[out[-1]])
+    return out
 
 
 RulesArg = str | os.PathLike[str] | Rulebook | None
