@@ -220,6 +220,7 @@ VIEWS = with_variants(VIEWS)  # a variant without an entry takes its parent's
 # Roles whose consecutive messages a provider sends as ONE turn (Gemini: a function-call turn must follow
 # a user or function-response turn, so consecutive assistant messages become one model turn).
 TURN_MERGES: dict[str, frozenset[str]] = {"gemini": frozenset({"assistant"})}
+TURN_MERGES = with_variants(TURN_MERGES)  # a variant without an entry takes its parent's
 RESULT_FORMS: dict[str, Callable[[str], str]] = {
     "gemini": lambda text: json.dumps(gemini_response_of(text), sort_keys=True, ensure_ascii=False),
 }

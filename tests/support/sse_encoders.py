@@ -179,6 +179,7 @@ def openai_events(response: dict[str, Any], rng: random.Random, *, cuts: int | N
 ENCODERS: dict[str, Encoder] = {"anthropic": anthropic_events, "gemini": gemini_events, "openai": openai_events}
 ENCODERS = with_variants(ENCODERS)  # a variant without an entry takes its parent's
 CANONICAL: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {"gemini": gemini_canonical}
+CANONICAL = with_variants(CANONICAL)  # a variant without an entry takes its parent's
 
 
 def canonical(provider: str, response: dict[str, Any]) -> dict[str, Any]:
