@@ -23,7 +23,7 @@ import yaml
 from toolnexus import ProviderError, RuleError, load_rules, providers, translate_response
 from toolnexus.devtools import cli
 from toolnexus.devtools.cli import build_parser
-from toolnexus.devtools.conformance import load_concern
+from toolnexus.devtools.conformance import demo_file, load_concern
 from toolnexus.devtools.demo import run_demo
 
 REPO = Path(__file__).resolve().parents[1]
@@ -245,14 +245,14 @@ def test_stream_true_says_how_to_stream_from_the_command_line() -> None:
 @pytest.mark.parametrize("provider", [p for p in providers() if load_rules().get(p).streaming is not None])
 def test_response_stream_translates_a_captured_event_stream(provider: str) -> None:
     """Each chunk one JSON line; together they make exactly the whole answer's result."""
-    events = REPO / "fixtures" / "demo" / f"{provider}.sse"
+    events = demo_file(provider, ".sse")
     run = toolnexus("response", "--from", provider, "--stream", str(events))
     assert run.returncode == 0, run.stderr
     chunks = [json.loads(line) for line in run.stdout.splitlines()]
     assert all(chunk["object"] == "chat.completion.chunk" for chunk in chunks)
     finish = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]]
     assert finish == ["tool_calls"]
-    whole = json.loads((REPO / "fixtures" / "demo" / f"{provider}.json").read_text())["replies"][0]
+    whole = json.loads(demo_file(provider).read_text())["replies"][0]
     assert [c for c in chunks if not c["choices"]][-1]["usage"] == translate_response(provider, whole).usage
     not_events = one_error_line(toolnexus("response", "--from", provider, "--stream", stdin='{"a": 1}'))
     assert "<stdin>: no server-sent events" in not_events
@@ -352,7 +352,7 @@ def test_every_option_has_help_and_every_command_an_example() -> None:
 
 def test_check_and_demo_end_with_one_summary_line() -> None:
     check = toolnexus("check")
-    assert re.fullmatch(r"rules valid \([a-z, ]+\); \d+ passed, 0 failed in \d+\.\ds\n", check.stdout), check.stdout
+    assert re.fullmatch(r"rules valid \([a-z, -]+\); \d+ passed, 0 failed in \d+\.\ds\n", check.stdout), check.stdout
     out = io.StringIO()
     assert asyncio.run(run_demo(out)) == 0
     assert re.fullmatch(r"demo: \d+ exchanges \(.*\), 0 failed in \d+\.\ds", out.getvalue().splitlines()[-1])

@@ -1556,9 +1556,28 @@ def refusing(provider: str) -> Any:
     return lambda request: StubReply(status=400, body=body)
 
 
+def option_values(provider: str) -> dict[str, str]:
+    """A value for every endpoint option the rules require (no default, not optional): `opt-<name>`."""
+    options = toolnexus.load_rules().get(provider).endpoint.options
+    return {name: f"opt-{name}" for name, o in options.items() if o.default is None and not o.optional}
+
+
+def filled(template: str, provider: str, model: str) -> str:
+    """`template` with {model} and the endpoint options (given, else their defaults) percent-encoded in."""
+    options = toolnexus.load_rules().get(provider).endpoint.options
+    values = {**{n: o.default for n, o in options.items() if o.default is not None}, **option_values(provider)}
+    values["model"] = model
+    return re.sub(r"\{(\w+)\}", lambda m: urllib.parse.quote(values[m.group(1)], safe=""), template)
+
+
 def expected_path(provider: str, model: str, path: str | None = None) -> str:
+    """The path and query the provider receives: the rule file's, with the query parameters it declares."""
     endpoint = toolnexus.load_rules().get(provider).endpoint
-    return "/v1" + (path or endpoint.path).replace("{model}", urllib.parse.quote(model, safe=""))
+    target = filled(path or endpoint.path, provider, model)
+    pairs = [(name, urllib.parse.unquote(filled(value, provider, model))) for name, value in endpoint.query]
+    if pairs:
+        target += ("&" if "?" in target else "?") + urllib.parse.urlencode(pairs, quote_via=urllib.parse.quote)
+    return "/v1" + target
 
 
 def test_the_providers_with_the_model_in_the_path_are_tested() -> None:
@@ -1693,14 +1712,16 @@ def test_without_a_base_url_the_client_calls_the_rule_files_public_base_url(prov
 
     async def main(**where: str) -> None:
         async with create_client(style=provider, model="m-1", api_key="k", max_retries=0,
-                                 transport=httpx.MockTransport(handler), **where) as client:  # fmt: skip
+                                 transport=httpx.MockTransport(handler), endpoint_options=option_values(provider),
+                                 **where) as client:  # fmt: skip
             with pytest.raises(ProviderError):
                 await client.translate(USER)
 
     asyncio.run(main())
-    asyncio.run(main(base_url="http://127.0.0.1:9/custom"))  # an explicit base URL wins
-    path = toolnexus.load_rules().get(provider).endpoint.path.replace("{model}", "m-1")
-    assert [str(r.url) for r in seen] == [rule_base_url(provider) + path, "http://127.0.0.1:9/custom" + path]
+    asyncio.run(main(base_url="http://127.0.0.1:9/custom"))  # an explicit base URL wins, as is
+    path = expected_path(provider, "m-1").removeprefix("/v1")
+    base = filled(rule_base_url(provider), provider, "m-1")
+    assert [str(r.url) for r in seen] == [base + path, "http://127.0.0.1:9/custom" + path]
 
 
 def test_style_and_model_are_still_required() -> None:

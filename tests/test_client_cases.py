@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +17,7 @@ from deepdiff import DeepDiff
 from support.cases import CASES as ALL_CASES
 from support.cases import case_ids
 from toolnexus import create_client
-from toolnexus.devtools.conformance import Case, fixtures_dir
+from toolnexus.devtools.conformance import Case, demo_file
 from toolnexus.devtools.stub import ProviderStub
 
 CLIENT_FIELDS = {"model", "messages", "tools", "tool_choice", "max_tokens"}
@@ -45,7 +44,7 @@ def test_some_cases_reach_the_client_for_every_provider() -> None:
 def test_case_through_the_client(column: Case) -> None:
     provider, case = column.provider, column.data
     request: dict[str, Any] = case["request"]
-    demo = json.loads((Path(fixtures_dir()) / "demo" / f"{provider}.json").read_text())
+    demo = json.loads(demo_file(provider).read_text())
     response = case.get("response", demo["replies"][-1])
 
     async def run() -> tuple[Any, Any]:

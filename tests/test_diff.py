@@ -129,7 +129,7 @@ def test_a_new_provider_gets_its_column_by_its_rule_file_alone(tmp_path: Path) -
 
 def test_providers_are_selected_in_the_order_given() -> None:
     book = load_rules()
-    assert build_report(book).providers == tuple(book.names())
+    assert sorted(build_report(book).providers) == book.names()  # all of them, each family together
     assert build_report(book, ["openai"]).providers == ("openai",)
     assert build_report(book, ["openai", "anthropic", "openai"]).providers == ("openai", "anthropic")
     run = toolnexus("diff", "openai", "--format", "markdown")
@@ -256,7 +256,7 @@ def test_the_terminal_table_aligns_and_wraps_to_the_width() -> None:
 
 def test_the_terminal_table_never_splits_a_word_or_a_note_marker() -> None:
     report = build_report(load_rules())
-    cells = [line for s in report.sections for row in s.rows for c in row.cells for line in c.lines]
+    cells = [line for s in report.sections for row in s.rows for c in row.cells for line in c.shown]
     concepts = [row.concept for s in report.sections for row in s.rows]
     titles = [s.title.upper() for s in report.sections]
     words = {w for line in [*cells, *concepts, *report.providers, *titles] for w in re.findall("[A-Za-z0-9]+", line)}
@@ -424,3 +424,25 @@ def test_a_dozen_providers_keep_every_column_and_the_concept_column_in_view(tmp_
     assert [name for name, _, _ in m["columns"]] == ["concept", *names]
     assert m["scrolled"][0] > 0  # a dozen columns scroll sideways ...
     assert abs(m["conceptLeft"]) < 1 and abs(m["headTop"]) < 1  # ... with the concept column and header in view
+
+
+# Variants (`extends:`): grouped under their parent, their parent's answers shown as such.
+
+
+def test_variants_follow_their_parent_and_say_where_they_agree(tmp_path: Path) -> None:
+    (tmp_path / "zeta.yaml").write_text(
+        "provider: zeta\nextends: openai\nendpoint:\n  base_url: https://zeta.example.invalid/v1\n", encoding="utf-8"
+    )
+    book = load_rules(tmp_path, reload=True)
+    report = build_report(book)
+    after = report.providers[report.providers.index("openai") + 1 :]  # openai is the last family: its variants follow
+    assert "zeta" in after and all(book.get(name).source.data.get("extends") == "openai" for name in after)
+    assert cell(report, "extends", "zeta")[0].startswith("openai")
+    assert cell(report, "default base URL", "zeta") == ("https://zeta.example.invalid/v1",)
+    row = next(r for s in report.sections for r in s.rows if r.concept == "tool_choice auto")
+    ours = row.cells[report.providers.index("zeta")]
+    assert ours.shown == ("as openai",) and ours.lines == row.cells[report.providers.index("openai")].lines
+    assert "| as openai " in render_table(report, 400) and "as openai" in render_markdown(report)
+    assert 'class="inherited"' in render_html(report)
+    alone = build_report(book, ["zeta"])  # without its parent in the report, a variant shows its own values
+    assert cell(alone, "tool_choice auto", "zeta") == ("as given",)

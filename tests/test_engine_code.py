@@ -4,6 +4,7 @@ field names), and the readers of rule templates ask the parsed nodes, never the 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,16 +78,31 @@ def code_words(path: Path) -> Iterator[tuple[int, str]]:
             yield node.lineno, node.arg
 
 
+def names_provider(text: str, names: set[str]) -> bool:
+    """Whether `text` holds a provider name as a word of its own (`xai`, `xai_client`, `XaiClient`), not
+    inside another word (`HttpxAiohttpClient`): short names such as `xai` hide inside longer ones."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", text).lower()
+    return any(re.search(rf"(?<![a-z0-9]){re.escape(name)}(?![a-z0-9])", spaced) for name in names)
+
+
 def test_the_engine_code_names_no_provider_and_no_provider_specific_field() -> None:
-    words = (*provider_names(), *PROVIDER_FIELDS)
+    names = provider_names()
     hits = [
         f"{path.relative_to(REPO)}:{line}: {text!r}"
         for path in sorted(ENGINE.rglob("*.py"))
         if path not in VIEWS
         for line, text in code_words(path)
-        if any(word in text.lower() for word in words if word not in ADAPTER_WORDS.get(path, ()))
+        if names_provider(text, names - ADAPTER_WORDS.get(path, frozenset()))
+        or any(word in text.lower() for word in PROVIDER_FIELDS if word not in ADAPTER_WORDS.get(path, ()))
     ]
     assert not hits, "provider knowledge in engine code (it belongs in rules/*.yaml):\n" + "\n".join(hits)
+
+
+def test_a_provider_name_is_found_as_a_word_not_inside_another() -> None:
+    names = {"xai", "anthropic"}
+    assert names_provider("xai", names) and names_provider("to_xai", names) and names_provider("XaiClient", names)
+    assert names_provider("use-anthropic-rules", names)
+    assert not names_provider("HttpxAiohttpClient", names) and not names_provider("taxaid", names)
 
 
 def test_the_word_scan_sees_code_and_skips_prose() -> None:

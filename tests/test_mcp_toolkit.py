@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 
 from support.judges import JUDGES
+from support.variants import with_variants
 from toolnexus import ToolkitError, create_client, create_toolkit, define_tool, providers
-from toolnexus.devtools.conformance import fixtures_dir
+from toolnexus.devtools.conformance import demo_file
 from toolnexus.devtools.stub import ProviderStub, scripted
 from toolnexus.toolkit.toolkit import Toolkit
 
@@ -44,6 +45,7 @@ DECLARED_NAMES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "cohere": lambda body: [t["function"]["name"] for t in body["tools"]],
     "ollama": lambda body: [t["function"]["name"] for t in body["tools"]],
 }
+DECLARED_NAMES = with_variants(DECLARED_NAMES)  # a variant without an entry takes its parent's
 
 
 def stdio(log: Path, **env: str) -> dict[str, Any]:
@@ -170,7 +172,7 @@ def test_declarations_carry_the_server_schema_as_listed(shared: Shared) -> None:
 
 
 def _demo_reply(provider: str) -> dict[str, Any]:
-    script = json.loads((Path(fixtures_dir()) / "demo" / f"{provider}.json").read_text())
+    script = json.loads(demo_file(provider).read_text())
     return {"model": script["model"], "reply": script["replies"][-1]}
 
 

@@ -27,7 +27,8 @@ from typing import Any
 import pytest
 from deepdiff import DeepDiff
 
-from support.judges import SDK_VALIDATORS, judge_anthropic, judge_bedrock, judge_gemini, judge_openai
+from support.judges import JUDGES, SDK_VALIDATORS, judge_anthropic, judge_bedrock, judge_gemini, judge_openai
+from support.variants import with_variants
 from toolnexus import (
     ProviderError,
     TranslateResult,
@@ -167,6 +168,7 @@ class Script:
     history: list[Any] = field(default_factory=list)  # what the next request must carry, provider-native
     failures: list[str] = field(default_factory=list)
     bodies: list[Any] = field(default_factory=list)
+    judge: Callable[..., None] | None = None  # a variant's SDK judge, else the family's own below
 
     def respond(self, request: StubRequest) -> Any:
         body = request.body
@@ -227,7 +229,9 @@ class AnthropicScript(Script):
             raise Refused("tools[2].cache_control: the marker did not arrive as given")
 
     def provider_rules(self, body: Any) -> None:
-        judge_anthropic(body)  # SDK types, roles, tool_use answered first in the next user turn, no empty text
+        (self.judge or judge_anthropic)(
+            body
+        )  # SDK types, roles, tool_use answered first in the next user turn, no empty text
         messages = body["messages"]
         marks = json.dumps(body).count('"cache_control"')
         if marks > 4:
@@ -332,7 +336,9 @@ class GeminiScript(Script):
             raise Refused(f"systemInstruction: {body.get('systemInstruction')}")
 
     def provider_rules(self, body: Any) -> None:
-        judge_gemini(body)  # SDK types, camelCase, turn order, one response per call, no empty text part
+        (self.judge or judge_gemini)(
+            body
+        )  # SDK types, camelCase, turn order, one response per call, no empty text part
         contents = body["contents"]
         last_user = max(
             k for k, c in enumerate(contents) if c["role"] == "user" and any("text" in p for p in c["parts"])
@@ -424,11 +430,14 @@ class OpenAIScript(Script):
         return list(body["messages"][1:])
 
     def check_config(self, body: Any) -> None:
-        if body.get("reasoning_effort") != EFFORT:
-            raise Refused(f"reasoning_effort: {body.get('reasoning_effort')}")
+        effort = body.get("reasoning_effort", body.get("reasoning", {}).get("effort"))  # OpenRouter: reasoning.effort
+        if effort != EFFORT:
+            raise Refused(f"reasoning_effort: {effort}")
 
     def provider_rules(self, body: Any) -> None:
-        judge_openai(body)  # SDK types; each assistant tool call answered by the tool messages right after it
+        (self.judge or judge_openai)(
+            body
+        )  # SDK types; each assistant tool call answered by the tool messages right after it
 
     def answer(self, turn: int) -> dict[str, Any]:
         calls = [
@@ -561,7 +570,12 @@ SCRIPTS: dict[str, Callable[[], Script]] = {
     "bedrock": lambda: BedrockScript(Features(cache_control=False, rich_results=True)),
     "gemini": lambda: GeminiScript(Features(cache_control=True, rich_results=True)),
     "openai": lambda: OpenAIScript(Features(cache_control=False, rich_results=False)),
+    "vertex-anthropic": lambda: AnthropicScript(
+        Features(cache_control=True, rich_results=True), judge=JUDGES["vertex-anthropic"]
+    ),
+    "openrouter": lambda: OpenAIScript(Features(cache_control=False, rich_results=False), judge=JUDGES["openrouter"]),
 }
+SCRIPTS = with_variants(SCRIPTS)  # a variant without an entry takes its parent's
 
 
 # ---------------------------------------------------------------- the caller

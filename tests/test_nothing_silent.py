@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import toolnexus
+from support.variants import with_variants
 from toolnexus import TranslationError
 
 RULES = Path(__file__).resolve().parents[1] / "rules"
@@ -94,6 +95,7 @@ CASES: dict[str, tuple[tuple[tuple[str, str], ...], list[dict[str, Any]], list[t
         [("text", "messages[0].content")],
     ),
 }
+CASES = with_variants(CASES)  # a variant without an entry takes its parent's
 
 
 def user_rules(tmp_path: Path, edits: tuple[tuple[str, str], ...], extra_unsupported: str = "") -> Path:

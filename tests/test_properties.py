@@ -48,6 +48,7 @@ from support.strategies import (
     text_of,
     texts,
 )
+from support.variants import with_variants
 from toolnexus import ProviderError, RequestBody, TranslationError, translate_request, translate_response
 
 PROVIDERS = toolnexus.providers()
@@ -300,6 +301,7 @@ VIEWS: dict[str, Callable[[dict[str, Any]], View]] = {
     "cohere": view_cohere,
     "ollama": view_ollama,
 }
+VIEWS = with_variants(VIEWS)  # a variant without an entry takes its parent's
 # Providers whose calls and results carry no id (Ollama): compared without it, in order. Images there are
 # base64 data alone (the model tells the format from the bytes).
 IDS_LOST = frozenset({"ollama"})
@@ -312,6 +314,7 @@ TURN_MERGES: dict[str, frozenset[str]] = {
     "gemini": frozenset({"assistant"}),
     "bedrock": frozenset({"user", "assistant"}),
 }
+TURN_MERGES = with_variants(TURN_MERGES)  # a variant without an entry takes its parent's
 # Providers that send no system prompt for an empty one (Converse refuses an empty text block).
 EMPTY_SYSTEM_OMITTED = frozenset({"bedrock"})
 
@@ -346,6 +349,7 @@ RESULT_FORMS: dict[str, Callable[[str], str]] = {
     "gemini": lambda text: json.dumps(gemini_response_of(text), sort_keys=True, ensure_ascii=False),
     "cohere": lambda text: json.dumps(gemini_response_of(text), sort_keys=True, ensure_ascii=False),  # a document
 }
+RESULT_FORMS = with_variants(RESULT_FORMS)  # a variant without an entry takes its parent's
 
 
 def as_carried(provider: str, want: View) -> View:

@@ -18,6 +18,7 @@ import pytest
 
 import toolnexus
 from support.sse_encoders import ENCODERS
+from support.variants import with_variants
 from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest, sse_pieces
 
 TURNS = 50
@@ -43,6 +44,7 @@ POLLS: dict[str, Any] = {
         "done": True, "done_reason": "stop", "total_duration": 1000 + turn, "prompt_eval_count": 20, "eval_count": 5,
     },
 }  # fmt: skip
+POLLS = with_variants(POLLS)  # a variant without an entry takes its parent's
 
 
 def synthesizing() -> list[str]:

@@ -64,7 +64,7 @@ import httpx
 from httpx_sse import EventSource
 
 import toolnexus
-from toolnexus.devtools.conformance import fixtures_dir
+from toolnexus.devtools.conformance import demo_file
 from toolnexus.http import wire
 from toolnexus.http.transport import DEFAULT_STACK, STACKS, async_client
 
@@ -170,7 +170,7 @@ def stub_process(replies: dict[bytes, bytes]) -> AbstractContextManager[int]:
 
 
 def demo(provider: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((fixtures_dir() / "demo" / f"{provider}.json").read_text("utf-8"))
+    data: dict[str, Any] = json.loads(demo_file(provider).read_text("utf-8"))
     return data
 
 

@@ -50,7 +50,7 @@ import httpx
 from httpx_sse import EventSource
 
 from toolnexus import create_client, load_rules, providers, stream_translator, translate_response
-from toolnexus.devtools.conformance import fixtures_dir
+from toolnexus.devtools.conformance import demo_file
 from toolnexus.devtools.stub import ProviderStub, StubReply, aws_event
 from toolnexus.http.framing import framing
 from toolnexus.http.limits import MAX_EVENT_BYTES
@@ -383,7 +383,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"| provider | row | events | {columns} |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for provider in args.provider or providers():
-        script = json.loads((Path(fixtures_dir()) / "demo" / f"{provider}.json").read_text(encoding="utf-8"))
+        script = json.loads(demo_file(provider).read_text(encoding="utf-8"))
         for row, made in rows(provider, script, args.events).items():
             if args.row and row not in args.row:
                 continue

@@ -23,7 +23,7 @@ import pytest
 
 import toolnexus
 from toolnexus import Cancelled, LLMEvent, ToolnexusError, TranslateResult
-from toolnexus.devtools.conformance import fixtures_dir
+from toolnexus.devtools.conformance import demo_file
 from toolnexus.devtools.stub import (
     AWS_EVENTSTREAM,
     NDJSON,
@@ -65,7 +65,7 @@ _SSL = ssl.create_default_context()
 
 @cache
 def _demo(provider: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((fixtures_dir() / "demo" / f"{provider}.json").read_text("utf-8"))
+    data: dict[str, Any] = json.loads(demo_file(provider).read_text("utf-8"))
     return data
 
 

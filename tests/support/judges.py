@@ -7,7 +7,7 @@ import copy
 import json
 import re
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,8 @@ from openai.types.chat.completion_create_params import CompletionCreateParamsNon
 from pydantic import BaseModel, TypeAdapter
 
 import toolnexus
+
+from .variants import with_variants
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -427,12 +429,44 @@ def judge_bedrock(body: dict[str, Any], *, api_rules: bool = True) -> None:
         check_bedrock_api_rules(body)
 
 
+VERTEX_ANTHROPIC_VERSION = "vertex-2023-10-16"
+OPENROUTER_EFFORTS = (None, "none", "minimal", "low", "medium", "high", "xhigh")
+
+
+def as_vertex_anthropic(parent: Callable[..., None]) -> Callable[..., None]:
+    """Claude on Vertex: the model is in the URL, never in the body, and anthropic_version is in the body
+    (https://docs.anthropic.com/en/api/claude-on-vertex-ai). The rest is Anthropic's body, judged by the
+    anthropic SDK's params with the model put back, as its Vertex client takes it before moving it to the URL."""
+
+    def judge_vertex(body: dict[str, Any], **options: Any) -> None:
+        assert "model" not in body, "Vertex takes the model in the URL, not in the body"
+        assert body.get("anthropic_version") == VERTEX_ANTHROPIC_VERSION, body.get("anthropic_version")
+        parent({"model": "claude-in-the-url", **without(body, frozenset({"anthropic_version"}))}, **options)
+
+    return judge_vertex
+
+
+def as_openrouter(parent: Callable[..., None]) -> Callable[..., None]:
+    """OpenRouter's body is OpenAI's plus its `reasoning` object, checked against its documented keys and efforts
+    (https://openrouter.ai/docs/use-cases/reasoning-tokens); the rest by the openai SDK's types."""
+
+    def judge_openrouter(body: dict[str, Any], **options: Any) -> None:
+        reasoning = body.get("reasoning", {})
+        assert isinstance(reasoning, dict) and set(reasoning) <= {"effort", "max_tokens", "exclude", "enabled"}
+        assert reasoning.get("effort") in OPENROUTER_EFFORTS, reasoning
+        parent(without(body, frozenset({"reasoning"})), **options)
+
+    return judge_openrouter
+
+
 JUDGES = {
     "anthropic": judge_anthropic,
     "bedrock": judge_bedrock,
     "gemini": judge_gemini,
     "mistral": judge_mistral,
     "openai": judge_openai,
+    "vertex-anthropic": as_vertex_anthropic(judge_anthropic),
+    "openrouter": as_openrouter(judge_openai),
 }
 
 
@@ -598,6 +632,7 @@ RICH_REQUESTS: dict[str, dict[str, Any]] = {
     if (FIXTURES / "translation-parity.request.json").exists()
     else {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
 }
+RICH_REQUESTS = with_variants(RICH_REQUESTS)  # a variant without an entry takes its parent's
 
 
 # ---------------------------------------------------------------- canned provider responses
@@ -631,12 +666,23 @@ def _bedrock_response(response: dict[str, Any]) -> None:
     assert not problems, f"not a valid Converse response:\n{problems}"
 
 
+def _deepseek_response(response: dict[str, Any]) -> None:
+    """DeepSeek's finish reasons are OpenAI's plus insufficient_system_resource (its capacity cut the answer off,
+    https://api-docs.deepseek.com/api/create-chat-completion); the rest is judged by the openai SDK's types."""
+    choices = [
+        {**c, "finish_reason": "length"} if c.get("finish_reason") == "insufficient_system_resource" else c
+        for c in response.get("choices", [])
+    ]
+    _openai_response({**response, "choices": choices})
+
+
 SDK_VALIDATORS = {
     "anthropic": _anthropic_response,
     "bedrock": _bedrock_response,
     "gemini": _gemini_response,
     "mistral": _mistral_response,
     "openai": _openai_response,
+    "deepseek": _deepseek_response,
 }
 
 
@@ -748,6 +794,7 @@ def judge_ollama(body: dict[str, Any], *, api_rules: bool = True) -> None:
 
 
 JUDGES.update({"cohere": judge_cohere, "ollama": judge_ollama})
+JUDGES = with_variants(JUDGES)  # a variant without an entry takes its parent's
 
 
 def _cohere_response(response: dict[str, Any]) -> None:
@@ -767,6 +814,7 @@ def _ollama_response(response: dict[str, Any]) -> None:
 
 
 SDK_VALIDATORS.update({"cohere": _cohere_response, "ollama": _ollama_response})
+SDK_VALIDATORS = with_variants(SDK_VALIDATORS)  # a variant without an entry takes its parent's
 
 
 def cohere_stream_event(event: dict[str, Any]) -> None:

@@ -13,6 +13,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from .variants import with_variants
+
 Encoder = Callable[..., list[bytes]]  # (response, rng, *, cuts=None) -> the events' bytes
 
 
@@ -288,10 +290,12 @@ ENCODERS: dict[str, Encoder] = {
     "ollama": ollama_events,
     "openai": openai_events,
 }
+ENCODERS = with_variants(ENCODERS)  # a variant without an entry takes its parent's
 CANONICAL: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "gemini": gemini_canonical,
     "cohere": cohere_canonical,
 }
+CANONICAL = with_variants(CANONICAL)  # a variant without an entry takes its parent's
 
 
 def canonical(provider: str, response: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ adding a file.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -28,7 +28,8 @@ from deepdiff import DeepDiff
 from .. import errors
 from ..api import translate_request, translate_response
 from ..language.loader import did_you_mean, parse_rule_text
-from ..translate.rulebook import Rulebook, RulesArg, load_rules
+from ..translate.rulebook import Rulebook, RulesArg, lineage, load_rules
+from ..translate.rulebook import parents_of as providers_parents
 
 GOLDEN_SUFFIX = ".input.json"
 
@@ -136,10 +137,11 @@ class Case:
     file: Path
     data: dict[str, Any]
     skip: str | None = None
+    inherited_from: str | None = None  # the parent provider whose column this variant runs
 
     @property
     def name(self) -> str:
-        return f"{self.provider}/{self.concern}"
+        return f"{self.provider}/{self.concern}" + (f" ({self.inherited_from}'s column)" if self.inherited_from else "")
 
 
 def concern_files(directory: Path | None = None) -> list[Path]:
@@ -155,8 +157,40 @@ def _check_keys(source: Any, where: tuple[Any, ...], data: Any, allowed: set[str
             raise source.error((*where, key), f"unknown {what} key '{key}'{did_you_mean(str(key), allowed)}")
 
 
-def load_concern(path: Path) -> dict[str, Case]:
-    """A concern file's columns by provider; a mistake raises RuleError at its file:line:column."""
+def parents_of(book: Rulebook) -> dict[str, str]:
+    """Each provider whose rule file `extends:` another, and that parent."""
+    return providers_parents(book.providers)
+
+
+def demo_file(provider: str, suffix: str = ".json", rules: RulesArg = None) -> Path:
+    """`fixtures/demo/<provider><suffix>`, or for a variant without one its nearest ancestor's
+    (a variant answers in its parent's shape until it says otherwise); the provider's own path when none exists."""
+    demo = fixtures_dir() / "demo"
+    found = [demo / f"{name}{suffix}" for name in lineage(provider, parents_of(load_rules(rules)))]
+    return next((path for path in found if path.exists()), found[0])
+
+
+def inherit_columns(cases: dict[str, Case], parents: Mapping[str, str]) -> dict[str, Case]:
+    """A variant without a column of its own takes its nearest ancestor's column, run against the variant.
+
+    So a variant is held to its parent's expectations until its concern file writes a column where it differs.
+    """
+    out = dict(cases)
+    for name in parents:
+        ancestor = next((a for a in lineage(name, parents) if a in cases), None)
+        if ancestor is not None and ancestor != name:
+            column = cases[ancestor]
+            out[name] = Case(column.concern, name, column.file, column.data, column.skip, ancestor)
+    return out
+
+
+def load_concern(path: Path, parents: Mapping[str, str] | None = None) -> dict[str, Case]:
+    """A concern file's columns by provider, variants without a column taking their parent's (`parents`:
+    variant -> parent, by default the built-in rules'); a mistake raises RuleError at its file:line:column."""
+    return inherit_columns(_own_columns(path), parents_of(load_rules()) if parents is None else parents)
+
+
+def _own_columns(path: Path) -> dict[str, Case]:
     source = parse_rule_text(path.read_text(encoding="utf-8"), shown(path))
     concern = source.data
     _check_keys(source, (), concern, CONCERN_KEYS, "concern")
@@ -199,8 +233,9 @@ def load_concern(path: Path) -> dict[str, Case]:
 
 
 def load_cases(directory: Path | None = None) -> list[Case]:
-    """Every column of every concern in a fixtures directory, skips included."""
-    return [case for path in concern_files(directory) for case in load_concern(path).values()]
+    """Every column of every concern in a fixtures directory, skips and inherited columns included."""
+    parents = parents_of(load_rules())
+    return [case for path in concern_files(directory) for case in load_concern(path, parents).values()]
 
 
 def _expect_error(kind_and_path: dict[str, str], exc: errors.ToolnexusError | None, what: str) -> list[str]:
@@ -225,10 +260,10 @@ def run_case(case: Case, rules: RulesArg = None) -> Outcome:
     return outcome
 
 
-def _load_outcomes(path: Path) -> tuple[dict[str, Case], Outcome | None]:
+def _load_outcomes(path: Path, parents: Mapping[str, str]) -> tuple[dict[str, Case], Outcome | None]:
     """A concern file's columns, or the outcome that reports why it cannot be read."""
     try:
-        return load_concern(path), None
+        return load_concern(path, parents), None
     except (errors.RuleError, OSError, UnicodeDecodeError) as exc:
         return {}, Outcome(path.stem, [str(exc)], file=shown(path))
 
@@ -310,8 +345,9 @@ def run_check(rules: RulesArg = None) -> Iterator[Outcome]:
                 )
     covered: set[str] = set()
     providers = book.names()
+    parents = parents_of(book)
     for name in sorted(concerns):
-        cases, broken = _load_outcomes(concerns[name])
+        cases, broken = _load_outcomes(concerns[name], parents)
         if broken is not None:
             yield broken
         for provider, case in sorted(cases.items()):

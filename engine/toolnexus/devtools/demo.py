@@ -24,14 +24,13 @@ import json
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any, TextIO
 
 from ..http.client import create_client
 from ..http.framing import FRAMINGS
 from ..toolkit.toolkit import Toolkit, create_toolkit, define_tool
 from ..translate.rulebook import RulesArg, load_rules
-from .conformance import fixtures_dir
+from .conformance import demo_file
 from .stub import ProviderStub, StubReply, scripted, sse_pieces
 
 DEMO_KEY = "demo-key-not-secret"
@@ -168,7 +167,7 @@ async def run_demo(out: TextIO, rules: RulesArg = None) -> int:
     scripts: dict[str, dict[str, Any]] = {}
     failures = runs = 0
     for name in load_rules(rules).names():
-        path = Path(fixtures_dir()) / "demo" / f"{name}.json"
+        path = demo_file(name, rules=rules)
         if not path.exists():
             out.write(f"\n{name}: no demo script at fixtures/demo/{name}.json\n")
             failures += 1
@@ -177,7 +176,7 @@ async def run_demo(out: TextIO, rules: RulesArg = None) -> int:
         problems = await demo_provider(name, script, out, rules)
         streaming = load_rules(rules).get(name).streaming
         if streaming is not None and not problems:
-            stream_path = path.with_suffix(STREAM_FILES[streaming.framing][0])
+            stream_path = demo_file(name, STREAM_FILES[streaming.framing][0], rules)
             if stream_path.exists():
                 problems += await demo_stream(name, script, stream_path.read_bytes(), out, rules, streaming.framing)
             else:

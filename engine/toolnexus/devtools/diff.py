@@ -89,6 +89,12 @@ class Cell:
 
     lines: tuple[str, ...] = ()
     where: str = ""  # file:line of the rule it came from (shown by the html renderer)
+    same_as: str = ""  # a variant's answer that is its parent's (the parent is in the report): shown as such
+
+    @property
+    def shown(self) -> tuple[str, ...]:
+        """What the renderers print: the lines, or for a variant saying what its parent says, `as <parent>`."""
+        return (f"as {self.same_as}",) if self.same_as and self.lines else self.lines
 
 
 @dataclass(frozen=True)
@@ -175,8 +181,8 @@ class _View:
     def cell(self, lines: Iterable[str], key: Key = ()) -> Cell:
         where = ""
         if key:
-            line, _ = self.provider.source.where(key)
-            where = f"{self.provider.file}:{line}" if line else self.provider.file
+            file, line, _ = self.provider.source.locate(key)  # an inherited rule: its parent's file
+            where = f"{file}:{line}" if line else file
         return Cell(tuple(lines), where)
 
     def marks(self, entry: Any, key: Key) -> str:
@@ -284,6 +290,12 @@ Concept = Callable[[_View], Cell]
 
 def _rule_file(v: _View) -> Cell:
     return v.cell([v.provider.file])
+
+
+def _extends(v: _View) -> Cell:
+    """The parent a variant starts from; its other cells say `as <parent>` where they say what the parent says."""
+    parent = v.at("extends")
+    return Cell() if parent is None else v.cell([f"{parent} (its values unless written)"], ("extends",))
 
 
 def _api(v: _View) -> Cell:
@@ -726,7 +738,7 @@ def _usage_rows(views: Sequence[_View]) -> list[RowSpec]:
 Rows = RowSpec | Callable[[Sequence[_View]], list[RowSpec]]
 
 _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
-    ("Provider", (("rule file", _rule_file), ("API", _api))),
+    ("Provider", (("rule file", _rule_file), ("extends", _extends), ("API", _api))),
     (
         "Endpoint",
         (
@@ -805,19 +817,65 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
 )
 
 
+def _parent(provider: Provider) -> str | None:
+    parent = provider.source.data.get("extends")
+    return parent if isinstance(parent, str) and parent != provider.name else None
+
+
+def family_order(book: Rulebook) -> list[str]:
+    """Every provider, each variant (`extends:`) right after its parent, variants of variants after them."""
+    children: dict[str | None, list[str]] = {}
+    for name in book.names():
+        parent = _parent(book.get(name))
+        children.setdefault(parent if parent in book.providers else None, []).append(name)
+    out: list[str] = []
+
+    def visit(name: str) -> None:
+        if name not in out:
+            out.append(name)
+            for child in children.get(name, []):
+                visit(child)
+
+    for root in children.get(None, []):
+        visit(root)
+    return out + [name for name in book.names() if name not in out]  # a cycle cannot load; kept for safety
+
+
 def build_report(book: Rulebook, names: Sequence[str] = ()) -> Report:
-    """The report for the named providers (all of the rulebook's when none), in the order given."""
-    chosen = list(dict.fromkeys(names)) or book.names()
+    """The report for the named providers (all of the rulebook's, each family together, when none), in the
+    order given. A variant's cell that says what its parent's says is shown as `as <parent>`."""
+    chosen = list(dict.fromkeys(names)) or family_order(book)
     notes = _Notes()
-    views = [_View(book.get(name), notes) for name in chosen]
+    views = {name: _View(book.get(name), notes) for name in chosen}
+    parents = {name: _parent(book.get(name)) for name in chosen}
+    order = [name for name in family_order(book) if name in views]  # parents before their variants
     sections = []
     for title, specs in _SECTIONS:
         rows = []
         for spec in specs:
-            for label, concept in [spec] if isinstance(spec, tuple) else spec(views):
-                rows.append(Row(label, tuple(concept(v) for v in views)))  # row-major: footnotes number in order
+            for label, concept in [spec] if isinstance(spec, tuple) else spec(list(views.values())):
+                cells: dict[str, Cell] = {}
+                for name in order:  # row-major: footnotes number in order
+                    cells[name] = _variant_cell(concept, views[name], cells.get(parents[name] or ""), parents[name])
+                rows.append(Row(label, tuple(cells[name] for name in chosen)))
         sections.append(Section(title, tuple(rows)))
     return Report(tuple(chosen), tuple(sections), tuple(notes.by_key.values()))
+
+
+def _variant_cell(concept: Callable[[_View], Cell], view: _View, parent: Cell | None, name: str | None) -> Cell:
+    """`concept`'s cell for `view`; for a variant whose answer is its parent's (footnotes aside), the parent's
+    cell marked `same_as`, tried with scratch notes so that it numbers none of its own."""
+    if parent is None or name is None:
+        return concept(view)
+    real, view.notes = view.notes, _Notes()
+    try:
+        trial = concept(view)
+    finally:
+        view.notes = real
+    plain = [tuple(_MARK.sub("", line) for line in cell.lines) for cell in (trial, parent)]
+    if plain[0] == plain[1] and parent.lines:
+        return Cell(parent.lines, trial.where, same_as=name)
+    return concept(view)
 
 
 # ---------------------------------------------------------------------------------------
@@ -841,7 +899,7 @@ def render_table(report: Report, width: int | None = None) -> str:
     """
     width = width or shutil.get_terminal_size((120, 24)).columns
     rows = [row for section in report.sections for row in section.rows]
-    cells = [[[_plain(line) for line in cell.lines] or [NOTHING] for cell in row.cells] for row in rows]
+    cells = [[[_plain(line) for line in cell.shown] or [NOTHING] for cell in row.cells] for row in rows]
     concepts = [row.concept for row in rows]
     natural = [max(len("concept"), *map(len, concepts))] + [
         max(len(name), *(len(line) for row in cells for line in row[i])) for i, name in enumerate(report.providers)
@@ -932,7 +990,7 @@ def render_markdown(report: Report) -> str:
     for section in report.sections:
         out.append(line([f"**{markdown_escape(section.title)}**", *[""] * len(report.providers)]))
         for row in section.rows:
-            texts = ["<br>".join(map(cell, c.lines)) or NOTHING for c in row.cells]
+            texts = ["<br>".join(map(cell, c.shown)) or NOTHING for c in row.cells]
             out.append(line([markdown_escape(row.concept), *texts]))
     out += ["", markdown_escape(_LEGEND)]
     if report.footnotes:
@@ -959,6 +1017,7 @@ tr.differs th[scope="row"] { box-shadow: inset 4px 0 #d4a72c; }
 span.differs { color: #9a6700; font-weight: bold; }
 td { font-family: ui-monospace, monospace; font-size: 13px; white-space: pre-wrap; }
 td.nothing { color: #8c959f; }
+td.inherited { color: #57606a; font-style: italic; }
 tr.section th { background: #eaeef2; }
 tr.section span { position: sticky; left: .5em; }
 tr.section a, ol.notes a.back { font-weight: normal; font-size: .85em; margin-left: .5em; }
@@ -1051,7 +1110,9 @@ def render_html(report: Report, title: str = "toolnexus: provider differences") 
             tds = []
             for c in row.cells:
                 where = f' title="{html.escape(c.where)}"' if c.where and c.lines else ""
-                if c.lines:
+                if c.same_as and c.lines:  # a variant saying what its parent says
+                    tds.append(f'<td class="inherited"{where}>' + text(c.shown[0]) + "</td>")
+                elif c.lines:
                     tds.append(f"<td{where}>" + "\n".join(map(text, c.lines)) + "</td>")
                 else:
                     tds.append(f'<td class="nothing"{where}>{NOTHING}</td>')

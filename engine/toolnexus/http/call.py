@@ -102,6 +102,7 @@ class Caller:
         headers: dict[str, str],
         transport: TransportOption = None,
         credentials: Any = None,
+        secrets: list[str] | None = None,
     ) -> None:
         self.provider = provider
         self.model = model
@@ -110,7 +111,8 @@ class Caller:
         self._key = key  # only to scrub a provider that echoes the key back in an error body
         # an aws-sigv4 or google-oauth scheme without a key signs each attempt (auth.py)
         self._signer: Signer | None = signer_for(endpoint.auth, key, provider, credentials)
-        guard_logs(self, [key])  # ... or in a response header, which httpcore logs at DEBUG
+        self._fixed_secrets = tuple(s for s in (key, *(secrets or ())) if s)  # the key, and secret endpoint options
+        guard_logs(self, list(self._fixed_secrets))  # ... or in a response header, which httpcore logs at DEBUG
         self._make_pool = partial(
             async_client,
             transport,
@@ -352,8 +354,8 @@ class Caller:
         return exc
 
     def _secrets(self) -> list[str]:
-        """The key, and a signer's credentials, tokens and recent signatures."""
-        secrets = [self._key] if self._key else []
+        """The key, secret endpoint options, and a signer's credentials, tokens and recent signatures."""
+        secrets = list(self._fixed_secrets)
         return secrets if self._signer is None else [*secrets, *self._signer.secrets()]
 
     def scrub(self, text: str) -> str:

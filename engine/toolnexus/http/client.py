@@ -51,7 +51,10 @@ class Client:
     before_llm(body) may return a replacement body; after_llm(response) sees the decoded
     answer; on_event receives one LLMEvent per call. transport: an httpx transport, or
     "aiohttp" (httpx-aiohttp's pool: the default, faster under concurrency) or "httpx" (httpx's
-    own pool). credentials: for a provider whose rules authenticate with aws-sigv4 or google-oauth,
+    own pool). endpoint_options: the values the rule file's `endpoint.options` name (an Azure
+    deployment, a Vertex project and location, an OpenRouter title header); a required one
+    missing, or one the rules do not declare, is a ConfigError here.
+    credentials: for a provider whose rules authenticate with aws-sigv4 or google-oauth,
     a botocore or google-auth Credentials object instead of the standard chain's (see http/auth.py;
     an api_key given instead is sent as a bearer token). A client belongs to the event loop it first calls in.
     """
@@ -78,6 +81,7 @@ class Client:
         on_event: Callable[[LLMEvent], None] | None = None,
         transport: TransportOption = None,
         credentials: Any = None,
+        endpoint_options: Mapping[str, str] | None = None,
     ) -> None:
         missing = [name + "=" for name, value in (("style", style), ("model", model)) if not value]
         if missing:
@@ -91,12 +95,16 @@ class Client:
         endpoint = self._provider.endpoint
         key = endpoint.resolve_key(api_key)
         check_headers(headers or {})
-        self._url = endpoint.url(base_url, model)  # parsed once, not on every post; a bad model raises here
+        values = endpoint.values(model, endpoint_options)  # the URL's, query's and headers' placeholders
+        self._url = endpoint.url(base_url, model, values=values)  # parsed once; a bad model or option raises here
         streaming = self._provider.streaming
-        self._stream_url = endpoint.url(base_url, model, streaming.path) if streaming and streaming.path else self._url
+        self._stream_url = (
+            endpoint.url(base_url, model, streaming.path, values) if streaming and streaming.path else self._url
+        )
+        headers = {**endpoint.headers_for(values), **(headers or {})}
         self.style = style
         self.model = model
-        self.base_url = base_url if base_url is not None else endpoint.base_url
+        self.base_url = endpoint.base(base_url, values)
         self.system_prompt = system_prompt
         self.max_retries = max_retries
         self.timeout = timeout
@@ -109,8 +117,8 @@ class Client:
             max_response_bytes=self.max_response_bytes, max_event_bytes=self.max_event_bytes, backoff=backoff,
             before_llm=before_llm, after_llm=after_llm, on_event=on_event,
         )  # fmt: skip
-        self._caller = Caller(style, model, endpoint, key, policy, headers=headers or {}, transport=transport,
-                              credentials=credentials)  # fmt: skip
+        self._caller = Caller(style, model, endpoint, key, policy, headers=headers, transport=transport,
+                              credentials=credentials, secrets=endpoint.secrets(values))  # fmt: skip
         # bound once: one call's answer, translated; checked again only when after_llm could have changed it
         self._answer = self._read_answer if after_llm is not None else self._read_decoded
 

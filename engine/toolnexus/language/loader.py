@@ -51,22 +51,37 @@ _SAFE_TAGS = {
 
 @dataclass
 class RuleSource:
-    """A loaded rule document: the data, plus the position of every value and key."""
+    """A loaded rule document: the data, plus the position of every value and key.
+
+    A document merged from an `extends:` parent keeps, for each inherited value, the
+    parent file it came from (`files`), so errors and reports point at the file that holds it.
+    """
 
     file: str
     data: Any
     positions: dict[Key, tuple[int, int]] = field(default_factory=dict)
+    files: dict[Key, str] = field(default_factory=dict)  # keys whose value another file holds
+
+    def locate(self, key: Key) -> tuple[str, int | None, int | None]:
+        """The file, line and column of `key`, or of its nearest located parent."""
+        for end in range(len(key), -1, -1):
+            if key[:end] in self.positions:
+                return (self.files.get(key[:end], self.file), *self.positions[key[:end]])
+        return self.file, None, None
 
     def where(self, key: Key) -> tuple[int | None, int | None]:
         """The line and column of `key`, or of its nearest located parent."""
-        for end in range(len(key), -1, -1):
-            if key[:end] in self.positions:
-                return self.positions[key[:end]]
-        return None, None
+        _, line, column = self.locate(key)
+        return line, column
+
+    def inherited_from(self, key: Key) -> str | None:
+        """The file `key`'s value is inherited from, or None when this document writes it."""
+        file = self.locate(key)[0]
+        return None if file == self.file else file
 
     def error(self, key: Key, message: str) -> RuleError:
-        line, column = self.where(key)
-        return RuleError(message, file=self.file, line=line, column=column, rule=dotted(key))
+        file, line, column = self.locate(key)
+        return RuleError(message, file=file, line=line, column=column, rule=dotted(key))
 
 
 def dotted(key: Key) -> str:
@@ -297,3 +312,91 @@ def builtin_rules_dir() -> Path:
     if packaged.is_dir():
         return packaged
     return Path(__file__).resolve().parents[3] / "rules"
+
+
+# ---------------------------------------------------------------- extends: a rule file over its parent
+
+DELETE = "$delete"  # `key: {$delete: true}` in a file that extends another removes the inherited key
+
+
+def extend(parent: RuleSource, child: RuleSource) -> RuleSource:
+    """The child's rules over its parent's, every value keeping the file and line that hold it.
+
+    Plain mappings merge key by key (inherited keys keep their order, new ones follow); a list,
+    a scalar or a template operation (a mapping with a `$`-key) replaces the inherited value
+    whole; `{$delete: true}` removes an inherited key. A `$delete` with nothing to delete is a
+    located error, so a misspelt key cannot silently delete nothing.
+    """
+    out = RuleSource(file=child.file, data=None)
+    out.data = _overlay(parent.data, child.data, (), parent, child, out)
+    return out
+
+
+def _plain(value: Any) -> bool:
+    return isinstance(value, dict) and not any(k.startswith("$") for k in value)
+
+
+def _is_delete(value: Any, key: Key, source: RuleSource) -> bool:
+    if not (isinstance(value, dict) and DELETE in value):
+        return False
+    if value != {DELETE: True}:
+        raise source.error(key, f"{DELETE} is written alone as {{{DELETE}: true}}")
+    return True
+
+
+def _overlay(base: Any, over: Any, key: Key, parent: RuleSource, child: RuleSource, out: RuleSource) -> Any:
+    if not (_plain(base) and _plain(over)):
+        _refuse_stray_delete(over, key, child)
+        _take(child, over, key, out)
+        return over
+    _take_one(child, key, out)
+    merged: dict[str, Any] = {}
+    for name, value in base.items():
+        sub = (*key, name)
+        if name not in over:
+            merged[name] = value
+            _take(parent, value, sub, out)
+        elif not _is_delete(over[name], sub, child):
+            merged[name] = _overlay(value, over[name], sub, parent, child, out)
+    for name, value in over.items():
+        if name not in base:
+            sub = (*key, name)
+            if _is_delete(value, sub, child):
+                raise child.error(sub, f"{DELETE}: '{name}' is not inherited here, so there is nothing to delete")
+            _refuse_stray_delete(value, sub, child)
+            merged[name] = value
+            _take(child, value, sub, out)
+    return merged
+
+
+def _refuse_stray_delete(value: Any, key: Key, source: RuleSource) -> None:
+    """A `$delete` where nothing is inherited (inside a list, or a value that replaces the parent's whole)."""
+    if isinstance(value, dict):
+        if DELETE in value:
+            raise source.error(key, f"{DELETE} removes an inherited mapping key; nothing is inherited here")
+        for name, sub in value.items():
+            _refuse_stray_delete(sub, (*key, name), source)
+    elif isinstance(value, list):
+        for i, sub in enumerate(value):
+            _refuse_stray_delete(sub, (*key, i), source)
+
+
+def _take_one(src: RuleSource, key: Key, out: RuleSource) -> None:
+    if key in src.positions:
+        out.positions[key] = src.positions[key]
+        file = src.files.get(key, src.file)
+        if file != out.file:
+            out.files[key] = file
+        else:
+            out.files.pop(key, None)
+
+
+def _take(src: RuleSource, value: Any, key: Key, out: RuleSource) -> None:
+    """Copy the positions of `value` (at `key`) and everything inside it from `src`."""
+    _take_one(src, key, out)
+    if isinstance(value, dict):
+        for name, sub in value.items():
+            _take(src, sub, (*key, name), out)
+    elif isinstance(value, list):
+        for i, sub in enumerate(value):
+            _take(src, sub, (*key, i), out)

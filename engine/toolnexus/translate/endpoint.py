@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
-from urllib.parse import SplitResult, quote, urlsplit
+from urllib.parse import SplitResult, quote, urlencode, urlsplit
 
 from ..errors import ConfigError
 from ..language.jsonsafe import loads
-from ..language.loader import RuleSource
+from ..language.loader import RuleSource, did_you_mean
 from ..language.paths import MISSING, Getter
 from ..language.templates import Env, path_getter
 from ..redact import control_character, header_problem
@@ -21,7 +22,17 @@ if TYPE_CHECKING:
 
 EXCERPT_BYTES = 200
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
-PLACEHOLDERS = ("model",)  # the values an endpoint path may name
+MODEL = "model"  # the one placeholder every endpoint may name; the others are its declared `options`
+
+
+@dataclass(frozen=True)
+class EndpointOption:
+    """A value the client supplies for the URL, a query parameter or a header (`endpoint.options`)."""
+
+    default: str | None
+    optional: bool  # absent and no default: the query parameters and headers naming it are left out
+    secret: bool  # scrubbed from errors, logs and events like the API key
+    where: str  # `rules/azure-openai.yaml:20 endpoint.options.deployment`, for errors
 
 
 @dataclass(frozen=True)
@@ -58,22 +69,88 @@ class Endpoint:
     request_id_header: str | None
     error_type: Getter | None
     error_message: Getter | None
+    options: Mapping[str, EndpointOption] = field(default_factory=lambda: MappingProxyType({}))
+    query: tuple[tuple[str, str], ...] = ()  # (parameter, value with placeholders), in file order
+    option_headers: tuple[tuple[str, str], ...] = ()  # headers whose value names placeholders
 
-    def url(self, base_url: str | None, model: str, path: str | None = None) -> httpx.URL:
-        """The URL to call: the base URL (given, else the rule file's) + the path with its placeholders filled.
+    def values(self, model: str, given: Mapping[str, Any] | None = None) -> dict[str, str]:
+        """What the placeholders take: the model, and each option as given, else its default."""
+        given = dict(given or {})
+        for name, value in given.items():
+            if name not in self.options:
+                known = ", ".join(self.options) or "none"
+                raise ConfigError(
+                    f"endpoint_options: {self.provider} has no option '{name}'{did_you_mean(str(name), self.options)}"
+                    f"; known: {known}"
+                )
+            if not isinstance(value, str):
+                raise ConfigError(f"endpoint_options['{name}'] must be text")
+        values = {MODEL: model}
+        for name, option in self.options.items():
+            value = given.get(name, option.default)
+            if value is not None:
+                values[name] = value
+        return values
+
+    def secrets(self, values: Mapping[str, str]) -> list[str]:
+        """The option values to scrub like the key."""
+        return [values[name] for name, option in self.options.items() if option.secret and name in values]
+
+    def _need(self, name: str, values: Mapping[str, str]) -> str:
+        if name in values:
+            return values[name]
+        raise ConfigError(
+            f"{self.provider} needs the endpoint option '{name}' ({self.options[name].where}):"
+            f" pass endpoint_options={{'{name}': ...}}"
+        )
+
+    def _omitted(self, template: str, values: Mapping[str, str]) -> bool:
+        """A query parameter or header naming an optional option that was not given is left out."""
+        return any(n not in values and self.options[n].optional for n in PLACEHOLDER.findall(template))
+
+    def base(self, base_url: str | None, values: Mapping[str, str]) -> str:
+        """The base URL given, as is; else the rule file's, its placeholders filled as path segments."""
+        if base_url is None and self.base_url is not None:
+            base_url = PLACEHOLDER.sub(
+                lambda m: path_segment(m.group(1), self._need(m.group(1), values)), self.base_url
+            )
+        return check_base_url(base_url, self.provider)
+
+    def url(
+        self, base_url: str | None, model: str, path: str | None = None, values: Mapping[str, str] | None = None
+    ) -> httpx.URL:
+        """The URL to call: the base URL (given as is, else the rule file's with its placeholders filled) + the
+        path with its placeholders filled + the rule file's query parameters.
 
         Each placeholder value is percent-encoded as exactly one path segment, so a model name
-        can neither climb out of the path (`../x`) nor add a query or fragment (`m?alt=x#`).
+        can neither climb out of the path (`../x`) nor add a query or fragment (`m?alt=x#`);
+        query values are percent-encoded as query values.
         """
         import httpx  # only the client builds URLs: translation never loads the HTTP stack
 
-        base = check_base_url(base_url if base_url is not None else self.base_url, self.provider)
-        values = {"model": model}
-        filled = PLACEHOLDER.sub(lambda m: path_segment(m.group(1), values[m.group(1)]), path or self.path)
+        values = values if values is not None else self.values(model)
+        base = self.base(base_url, values)
+        filled = PLACEHOLDER.sub(lambda m: path_segment(m.group(1), self._need(m.group(1), values)), path or self.path)
+        pairs = [
+            (name, PLACEHOLDER.sub(lambda m: self._need(m.group(1), values), template))
+            for name, template in self.query
+            if not self._omitted(template, values)
+        ]
+        if pairs:
+            filled += ("&" if "?" in filled else "?") + urlencode(pairs, quote_via=quote)
         try:
             return httpx.URL(base.rstrip("/") + filled)
         except httpx.InvalidURL:  # never quoted: the base URL may carry credentials
             raise ConfigError(f"base_url for {self.provider} is not usable: httpx cannot send to it") from None
+
+    def headers_for(self, values: Mapping[str, str]) -> dict[str, str]:
+        """The headers whose values name options, filled (an optional one not given is left out)."""
+        out = {}
+        for name, template in self.option_headers:
+            if not self._omitted(template, values):
+                out[name] = PLACEHOLDER.sub(lambda m: self._need(m.group(1), values), template)
+        check_headers(out)
+        return out
 
     def resolve_key(self, explicit: str | None, environ: Mapping[str, str] | None = None) -> str:
         """An explicit key wins; else the first set env var the rules name; else a ConfigError when the
@@ -189,19 +266,32 @@ def compile_endpoint(source: RuleSource) -> Endpoint:
     spec = source.data["endpoint"]
     error = spec.get("error", {})
     env = Env(source)
-    paths = {("endpoint", "path"): spec["path"], ("streaming", "path"): source.data.get("streaming", {}).get("path")}
-    for key, path in paths.items():
-        for name in PLACEHOLDER.findall(path or ""):
-            if name not in PLACEHOLDERS:
-                raise env.error(key, f"unknown placeholder {{{name}}}; known: {', '.join(PLACEHOLDERS)}")
+    options = _compile_options(spec.get("options", {}), source)
+    paths = {
+        ("endpoint", "base_url"): spec.get("base_url"),
+        ("endpoint", "path"): spec["path"],
+        ("streaming", "path"): source.data.get("streaming", {}).get("path"),
+    }
+    templated: dict[tuple[str, ...], str] = {("endpoint", "query", k): v for k, v in spec.get("query", {}).items()}
+    templated.update({("endpoint", "headers", k): v for k, v in spec.get("headers", {}).items()})
+    for key, text in [*paths.items(), *templated.items()]:
+        for name in PLACEHOLDER.findall(text or ""):
+            if name != MODEL and name not in options:
+                known = ", ".join((MODEL, *options))
+                raise env.error(key, f"unknown placeholder {{{name}}}{did_you_mean(name, options)}; known: {known}")
+            if key in paths and name in options and options[name].optional:
+                raise env.error(key, f"{{{name}}} is in the URL, so its option cannot be optional")
     base_url = spec.get("base_url")
     if base_url is not None:
         try:
-            check_base_url(base_url, source.data["provider"])
+            check_base_url(PLACEHOLDER.sub("x", base_url), source.data["provider"])
         except ConfigError as exc:
             raise env.error(("endpoint", "base_url"), str(exc)) from None
     auth, auth_key = compile_auth(spec, env)
-    sent: list[tuple[tuple[str, ...], Any, Any]] = [(("headers", k), k, v) for k, v in spec.get("headers", {}).items()]
+    headers = spec.get("headers", {})
+    sent: list[tuple[tuple[str, ...], Any, Any]] = [
+        (("headers", k), k, PLACEHOLDER.sub("x", v)) for k, v in headers.items()
+    ]
     for where, name, value in [*sent, (auth_key, auth.header, "key")]:
         problem = header_problem(name, value)
         if problem is not None:
@@ -213,13 +303,16 @@ def compile_endpoint(source: RuleSource) -> Endpoint:
         path=spec["path"],
         base_url=base_url,
         auth=auth,
-        headers=dict(spec.get("headers", {})),
+        headers={k: v for k, v in headers.items() if not PLACEHOLDER.search(v)},
         api_key_env=tuple(spec.get("api_key_env", ())),
         request_id_header=spec.get("request_id_header"),
         error_type=path_getter(error["type"], ("endpoint", "error", "type"), env) if "type" in error else None,
         error_message=(
             path_getter(error["message"], ("endpoint", "error", "message"), env) if "message" in error else None
         ),
+        options=MappingProxyType(options),
+        query=tuple(spec.get("query", {}).items()),
+        option_headers=tuple((k, v) for k, v in headers.items() if PLACEHOLDER.search(v)),
     )
 
 
@@ -240,3 +333,23 @@ def compile_auth(spec: dict[str, Any], env: Env) -> tuple[Auth, tuple[str, ...]]
         return Auth(scheme, options["header"], options.get("prefix", "")), ("auth", "header")
     region, scopes = options.get("region"), tuple(options.get("scopes", ()))
     return Auth(scheme, service=options.get("service", ""), region=region, scopes=scopes), ("auth",)
+
+
+def _compile_options(spec: dict[str, Any], source: RuleSource) -> dict[str, EndpointOption]:
+    out = {}
+    for name, option in spec.items():
+        key = ("endpoint", "options", name)
+        if option.get("optional") and "default" in option:
+            raise source.error(key, "an option with a default is never absent: drop optional or the default")
+        if option.get("secret") and "default" in option:
+            raise source.error(
+                (*key, "default"), "a secret option has no default: a secret is never written in a rule file"
+            )
+        file, line, _ = source.locate(key)
+        out[name] = EndpointOption(
+            default=option.get("default"),
+            optional=bool(option.get("optional")),
+            secret=bool(option.get("secret")),
+            where=f"{file}:{line} endpoint.options.{name}",
+        )
+    return out

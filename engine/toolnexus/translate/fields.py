@@ -132,8 +132,8 @@ def compile_ranges(source: RuleSource) -> dict[str, Range]:
         low, high = spec.get("minimum"), spec.get("maximum")
         if low is not None and high is not None and low > high:
             raise source.error(key, f"minimum {low} is above maximum {high}")
-        line, _ = source.where(key)
-        out[name] = Range(low, high, f"{source.file}:{line} request.ranges.{name}" if line else source.file)
+        file, line, _ = source.locate(key)
+        out[name] = Range(low, high, f"{file}:{line} request.ranges.{name}" if line else file)
     return out
 
 

@@ -27,6 +27,7 @@ from ..language.loader import (
     builtin_rules_dir,
     did_you_mean,
     dotted,
+    extend,
     parse_rule_text,
     validate_against_schema,
 )
@@ -66,17 +67,20 @@ class Provider:
         """The compiled plan beside its source: every rule with its file line (and, with
         `code`, the Python each template compiled to)."""
         lines = [f"{self.name}: {self.doc}".rstrip(": "), f"  file: {self.file}"]
+        if "extends" in self.source.data:
+            lines.append(f"  extends: {self.source.data['extends']} (values marked inherited come from its file)")
         for key, value in _leaves(self.source.data, ()):
-            line, _ = self.source.where(key)
-            lines.append(f"  {self.file}:{line}  {dotted(key)} = {json.dumps(value, ensure_ascii=False)}")
+            file, line, _ = self.source.locate(key)
+            inherited = "  (inherited)" if file != self.file else ""
+            lines.append(f"  {file}:{line}  {dotted(key)} = {json.dumps(value, ensure_ascii=False)}{inherited}")
         lines.append(f"  request fields mapped: {', '.join(self.inbound.plan['consumed'])}")
         lines.append(f"  request fields unsupported: {', '.join(sorted(self.inbound.unsupported)) or '-'}")
         ranges = [f"{name} {limits.text()}" for name, limits in sorted(self.inbound.ranges.items())]
         lines.append(f"  request ranges: {', '.join(ranges) or '-'}")
         if code:
             for key, generated in (*self.inbound.code, *self.outbound.templates_code):
-                line, _ = self.source.where(key)
-                lines.append(f"\n  # {self.file}:{line} {dotted(key)}")
+                file, line, _ = self.source.locate(key)
+                lines.append(f"\n  # {file}:{line} {dotted(key)}")
                 lines += [f"  {text}" for text in generated.rstrip().splitlines()]
             line, _ = self.source.where(("response",))
             lines.append(f"\n  # {self.file}:{line} response: the one function the section compiles to")
@@ -98,9 +102,20 @@ def _leaves(value: Any, key: tuple[str | int, ...]) -> list[tuple[tuple[str | in
     return [(key, value)]
 
 
-def compile_rule_file(path: Path, display: str | None = None) -> Provider:
-    """Parse, validate and compile one rule file, or raise a located RuleError."""
-    display = display or str(path)
+MAX_EXTENDS = 8  # parents above a rule file at most (the shipped variants have one)
+
+
+def read_rule_source(
+    path: Path, display: str | None = None, chain: tuple[Path, ...] = (), search: tuple[Path, ...] = ()
+) -> RuleSource:
+    """One rule file parsed, with its `extends:` parent (and theirs) merged under it.
+
+    A parent is looked up as `<name>.yaml` in `search` (a user rules directory), then in the
+    extending file's own directory, then in the built-in rules, the file itself excepted (so a
+    user's `openai.yaml` may extend the built-in `openai`). An unknown parent, a cycle or a chain
+    longer than MAX_EXTENDS is a RuleError at the `extends:` line.
+    """
+    display = display or _shown(path)
     try:
         with path.open("rb") as stream:
             raw = stream.read(MAX_FILE_BYTES + 1)  # a larger file is refused without reading it all
@@ -108,6 +123,42 @@ def compile_rule_file(path: Path, display: str | None = None) -> Provider:
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"cannot read: {exc}", file=display) from None
     source = parse_rule_text(text, display)
+    if not isinstance(source.data, dict) or "extends" not in source.data:
+        return source
+    parent_name = source.data["extends"]
+    here = ("extends",)
+    if not isinstance(parent_name, str):
+        raise source.error(here, "extends names one provider (a rule file's name)")
+    if not isinstance(source.data.get("provider"), str):
+        raise source.error((), "a rule file that extends another names its own provider (provider: <name>)")
+    chain = (*chain, path.resolve())
+    if len(chain) > MAX_EXTENDS:
+        raise source.error(here, f"more than {MAX_EXTENDS} rule files extend one another")
+    directories = (*search, path.parent, builtin_rules_dir())
+    candidates = [d / f"{parent_name}{RULE_SUFFIX}" for d in directories]
+    found = [c for c in candidates if c.is_file() and c.resolve() != path.resolve()]
+    if not found:
+        known = sorted({p.stem for d in directories for p in _rule_files(d)} - {path.stem})
+        raise source.error(
+            here,
+            f"extends unknown provider '{parent_name}'{did_you_mean(parent_name, known)}; known: {', '.join(known)}",
+        )
+    if found[0].resolve() in chain:
+        names = " -> ".join(p.stem for p in (*chain, found[0]))
+        raise source.error(here, f"extends makes a cycle: {names}")
+    return extend(read_rule_source(found[0], chain=chain, search=search), source)
+
+
+def _shown(path: Path) -> str:
+    """A rule file as errors name it: `rules/anthropic.yaml` for a built-in, else its path."""
+    base = builtin_rules_dir()
+    return _display(path, base) if path.resolve().parent == base.resolve() else str(path)
+
+
+def compile_rule_file(path: Path, display: str | None = None, search: tuple[Path, ...] = ()) -> Provider:
+    """Parse, validate and compile one rule file (merged over its `extends:` parent), or raise a located RuleError."""
+    display = display or str(path)
+    source = read_rule_source(path, display, search=search)
     validate_against_schema(source)
     name = source.data["provider"]
     if path.suffix == RULE_SUFFIX and path.stem != name:
@@ -180,11 +231,30 @@ def read_rules_dir(directory: Path) -> Rulebook:
             f"no rule files in {directory}: a rules directory holds <provider>{RULE_SUFFIX} files"
             " (copy one from the built-in rules to start)"
         )
-    providers = dict(builtin_rulebook().providers)
+    builtin = builtin_rulebook().providers
+    providers = dict(builtin)
     for path in files:
         provider = compile_rule_file(path)
         providers[provider.name] = provider
+    mine = {p.stem for p in files}
+    parents = parents_of(providers)
+    for name, provider in builtin.items():  # a built-in variant follows a parent the directory overrides
+        if name not in mine and mine & set(lineage(name, parents)[1:]) and provider.path is not None:
+            providers[name] = compile_rule_file(provider.path, provider.file, search=(directory,))
     return Rulebook(providers)
+
+
+def parents_of(providers: Mapping[str, Provider]) -> dict[str, str]:
+    """Each provider whose rule file `extends:` another, and that parent."""
+    return {name: p.source.data["extends"] for name, p in providers.items() if "extends" in p.source.data}
+
+
+def lineage(provider: str, parents: Mapping[str, str]) -> list[str]:
+    """`provider`, its parent, the parent's parent, ...: where a variant looks for what it does not have."""
+    out = [provider]
+    while out[-1] in parents and parents[out[-1]] not in out:
+        out.append(parents[out[-1]])
+    return out
 
 
 RulesArg = str | os.PathLike[str] | Rulebook | None
