@@ -848,8 +848,5 @@ def within_reach(provider: str, request: dict[str, Any]) -> dict[str, Any]:
             if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
                 continue
             kept = [p for p in parts if not str(_url(p)).startswith("http")]
-            if message.get("role") == "tool" and all(p.get("type") == "text" for p in kept):
-                message["content"] = "".join(str(p.get("text", "")) for p in kept)  # a known gap of the rule language
-            else:
-                message["content"] = kept or "(an image URL was here)"
+            message["content"] = kept or "(an image URL was here)"
     return request
