@@ -883,6 +883,22 @@ def test_gemini_signatures_ride_on_the_tool_calls_and_the_message() -> None:
     assert len(sent) == TURNS - 1 and set(sent) <= script.signatures  # every earlier turn's, none invented
 
 
+@pytest.mark.parametrize("streamed", [False, True] if streams("ollama") else [False])
+def test_ollama_results_name_the_calls_whose_ids_were_synthesized(streamed: bool) -> None:
+    """Ollama's calls carry no id: each gets a synthesized one (noted, never the same twice in a conversation),
+    and the results sent back name their call's function instead, in the calls' order."""
+    script = SCRIPTS["ollama"]()
+    results = asyncio.run(converse("ollama", script, streamed=streamed))
+    ids = [call.id for result in results for call in result.tool_calls]
+    assert len(ids) == len(set(ids)) == sum(len(calls_for(t)) for t in range(1, TURNS + 1))
+    synthesized = [n for r in results for n in r.notes if n.kind == "synthesized"]
+    assert len(synthesized) == len(ids) and all(any(i in n.message for i in ids) for n in synthesized)
+    last = script.bodies[-1]["messages"]
+    names = [call["function"]["name"] for m in last for call in m.get("tool_calls") or []]
+    assert [m["tool_name"] for m in last if m["role"] == "tool"] == names
+    assert not any("tool_call_id" in m or "id" in c for m in last for c in m.get("tool_calls") or [m])
+
+
 # ---------------------------------------------------------------- the stub refuses what the provider refuses
 
 
