@@ -12,6 +12,8 @@ answer. Before answering, the stub
   signature, every tool call and result, in the right place, byte for byte.
 A refusal is a 400 in the provider's error shape, so the client raises and the test
 fails loudly, naming the broken guarantee. The last tests show the stub does refuse.
+Every provider runs whole, and streamed where the stub serves its rules' framing (SERVE);
+every provider whose response rules read reasoning must have a script (derived from the rules).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from support.judges import (
     judge_bedrock,
     judge_cohere,
     judge_gemini,
+    judge_mistral,
     judge_ollama,
     judge_openai,
 )
@@ -485,9 +488,12 @@ class OpenAIScript(ChatScript):
             body
         )  # SDK types; each assistant tool call answered by the tool messages right after it
 
+    def call_id(self, turn: int, j: int) -> str:
+        return f"call_{turn:02d}_{j}"
+
     def answer(self, turn: int) -> dict[str, Any]:
         calls = [
-            {"id": f"call_{turn:02d}_{j}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+            {"id": self.call_id(turn, j), "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
             for j, (n, a) in enumerate(calls_for(turn))
         ]
         message: dict[str, Any] = {"role": "assistant", "content": None if calls else f"Answer {turn}: done."}
@@ -515,6 +521,41 @@ class OpenAIScript(ChatScript):
                 "completion_tokens_details": {"reasoning_tokens": 256},
             },
         }
+
+
+@dataclass
+class MistralScript(OpenAIScript):
+    """Mistral's ids are exactly 9 letters and digits (its own come back unchanged) and a tool message carries its
+    function's name. Its rules read no reasoning (reasoning_effort is dropped, noted), so none is handed out."""
+
+    def call_id(self, turn: int, j: int) -> str:
+        return f"c{turn:02d}{j}Mstrl"
+
+    def check_config(self, body: Any) -> None:
+        if "reasoning_effort" in body:
+            raise Refused("reasoning_effort: Mistral's chat completions take none")
+
+    def provider_rules(self, body: Any) -> None:
+        (self.judge or judge_mistral)(body)  # SDK models; 9-character ids; each call answered right after its turn
+
+    def answer(self, turn: int) -> dict[str, Any]:
+        before = len(self.history)
+        answer = super().answer(turn)
+        sent, *results = self.history[before:]
+        calls = {c["id"]: c for c in sent.get("tool_calls", [])}
+        for call in calls.values():
+            call.pop("extra_content", None)  # no OpenAI-compatible layer signed these
+        if sent["content"] is None:
+            sent["content"] = ""  # a tool-call turn's content goes as an empty string
+        for result in results:
+            result["name"] = calls[result["tool_call_id"]]["function"]["name"]
+        message = answer["choices"][0]["message"]
+        for j, call in enumerate(message.get("tool_calls", [])):
+            call.pop("extra_content", None)
+            call["index"] = j  # Mistral numbers its calls, in whole answers as in chunks
+        usage = answer["usage"]
+        answer["usage"] = {k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+        return answer
 
 
 # ---------------------------------------------------------------- Bedrock Converse
@@ -731,6 +772,7 @@ SCRIPTS: dict[str, Callable[[], Script]] = {
     "xai": lambda: OpenAIScript(
         Features(cache_control=False, rich_results=False), judge=JUDGES["xai"], reasoning=reasoning_content
     ),
+    "mistral": lambda: MistralScript(Features(cache_control=False, rich_results=False)),
     "cohere": lambda: CohereScript(Features(cache_control=False, rich_results=False)),
     "ollama": lambda: OllamaScript(Features(cache_control=False, rich_results=True)),
 }
@@ -830,7 +872,7 @@ def reads_reasoning(provider: str) -> bool:
 
 def test_every_provider_whose_rules_read_reasoning_runs_the_ten_turns() -> None:
     readers = {name for name in load_rules().names() if reads_reasoning(name)}
-    assert "anthropic" in readers and "openrouter" in readers, readers  # the derivation sees what it must
+    assert {"anthropic", "openrouter", "cohere"} <= readers and "mistral" not in readers, readers  # it tells them apart
     assert readers <= set(SCRIPTS), f"no ten-turn script for {sorted(readers - set(SCRIPTS))}"
 
 
