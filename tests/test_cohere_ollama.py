@@ -6,7 +6,6 @@ rule-file value; Cohere's events go through the same call as any server-sent eve
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import random
@@ -21,7 +20,6 @@ from support.judges import RICH_REQUESTS, SDK_VALIDATORS, cohere_stream_event, j
 from support.sse_encoders import ENCODERS, canonical
 from support.strategies import SETTINGS, cohere_responses, ollama_responses, requests
 from toolnexus import translate_request, translate_response
-from toolnexus.devtools.stub import ProviderStub, StubRequest
 
 
 def streamed(provider: str, events: list[dict[str, Any]], requested_model: str | None = None) -> Any:
@@ -223,115 +221,6 @@ def test_the_cohere_and_ollama_judges_refuse_an_unknown_key_and_a_wrong_type() -
     for body in broken_ollama:
         with pytest.raises((AssertionError, ValueError)):
             judge_ollama(body)
-
-
-# ---------------------------------------------------------------- ten turns: what each answer hands out comes back
-
-TURNS = 10
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Weather for a city.",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-        },
-    }
-]
-CITIES = ["Paris", "東京", "Lyon", "Oslo", "Lima"]
-
-
-def cohere_answer(turn: int) -> dict[str, Any]:
-    """Even turns: a plan and two calls; odd turns: the answer (thinking and text)."""
-    usage = {
-        "billed_units": {"input_tokens": 10, "output_tokens": 5},
-        "tokens": {"input_tokens": 100 + turn, "output_tokens": 20},
-    }
-    if turn % 2 == 0:
-        calls = [
-            {"id": f"get_weather_{turn}_{k}", "type": "function",
-             "function": {"name": "get_weather", "arguments": json.dumps({"city": CITIES[(turn + k) % 5]})}}
-            for k in range(2)
-        ]  # fmt: skip
-        message = {"role": "assistant", "tool_plan": f"Plan {turn}: look both cities up.", "tool_calls": calls}
-        return {"id": f"t{turn}", "finish_reason": "TOOL_CALL", "message": message, "usage": usage}
-    content = [{"type": "thinking", "thinking": f"Thought {turn}."}, {"type": "text", "text": f"Answer {turn}."}]
-    return {
-        "id": f"t{turn}",
-        "finish_reason": "COMPLETE",
-        "message": {"role": "assistant", "content": content},
-        "usage": usage,
-    }
-
-
-def ollama_answer(turn: int) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": "", "thinking": f"Thought {turn}."}
-    if turn % 2 == 0:
-        message["tool_calls"] = [
-            {"function": {"name": "get_weather", "arguments": {"city": CITIES[(turn + k) % 5]}}} for k in range(2)
-        ]
-    else:
-        message["content"] = f"Answer {turn}."
-    return {"model": "qwen3", "created_at": f"2026-11-30T09:00:{turn:02d}Z", "message": message, "done": True,
-            "done_reason": "stop", "prompt_eval_count": 100 + turn, "eval_count": 20}  # fmt: skip
-
-
-ANSWERS = {"cohere": cohere_answer, "ollama": ollama_answer}
-JUDGE = {"cohere": judge_cohere, "ollama": judge_ollama}
-
-
-def handed_back(provider: str, answer: dict[str, Any], sent: dict[str, Any]) -> None:
-    """The assistant message sent for `answer`: its reasoning and its calls, as the provider handed them out."""
-    message = answer["message"]
-    if provider == "cohere":
-        reasoning = message.get("tool_plan") or "".join(
-            b["thinking"] for b in message["content"] if b["type"] == "thinking"
-        )
-        assert sent["tool_plan"] == reasoning
-        assert sent.get("tool_calls", []) == message.get("tool_calls", [])
-    else:
-        assert sent["thinking"] == message["thinking"]
-        assert sent.get("tool_calls", []) == message.get("tool_calls", [])
-
-
-@pytest.mark.parametrize("provider", sorted(ANSWERS))
-def test_ten_turns_hand_back_reasoning_calls_and_results(provider: str) -> None:
-    """The OpenAI SDK user's loop: each request carries every earlier turn as the provider handed it out,
-    every call answered by its result right after it, and passes the provider's judge."""
-    bodies: list[dict[str, Any]] = []
-
-    def respond(request: StubRequest) -> dict[str, Any]:
-        bodies.append(request.body)
-        return ANSWERS[provider](len(bodies) - 1)
-
-    async def converse(base_url: str) -> None:
-        messages: list[dict[str, Any]] = [{"role": "user", "content": "Weather, please."}]
-        async with toolnexus.create_client(base_url, provider, "m", api_key="k", max_retries=0) as client:
-            for turn in range(TURNS):
-                result = await client.translate(messages, tools=TOOLS)
-                assert result.reasoning_content, turn
-                messages.append(result.assistant_message())
-                for call in result.tool_calls:
-                    city = json.loads(call.arguments)["city"]
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps({"sky": city})})
-                if not result.tool_calls:
-                    messages.append({"role": "user", "content": f"And now? ({turn})"})
-
-    with ProviderStub(respond) as stub:
-        asyncio.run(converse(stub.base_url))
-    assert len(bodies) == TURNS
-    for turn, body in enumerate(bodies):
-        JUDGE[provider](body)
-        assistants = [m for m in body["messages"] if m["role"] == "assistant"]
-        assert len(assistants) == turn
-        for k, sent in enumerate(assistants):
-            handed_back(provider, ANSWERS[provider](k), sent)
-        results = [m for m in body["messages"] if m["role"] == "tool"]
-        assert len(results) == 2 * ((turn + 1) // 2)
-        if provider == "cohere":  # each result answers its call by id, as a document
-            calls = [c["id"] for m in assistants for c in m.get("tool_calls", [])]
-            assert [r["tool_call_id"] for r in results] == calls
-            assert all(r["content"][0]["document"]["id"] == r["tool_call_id"] for r in results)
 
 
 @SETTINGS

@@ -12,6 +12,8 @@ answer. Before answering, the stub
   signature, every tool call and result, in the right place, byte for byte.
 A refusal is a 400 in the provider's error shape, so the client raises and the test
 fails loudly, naming the broken guarantee. The last tests show the stub does refuse.
+Every provider runs whole, and streamed where the stub serves its rules' framing (SERVE);
+every provider whose response rules read reasoning must have a script (derived from the rules).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import asyncio
 import base64
 import copy
 import json
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,17 +30,29 @@ from typing import Any
 import pytest
 from deepdiff import DeepDiff
 
-from support.judges import JUDGES, SDK_VALIDATORS, judge_anthropic, judge_bedrock, judge_gemini, judge_openai
+from support.judges import (
+    JUDGES,
+    SDK_VALIDATORS,
+    judge_anthropic,
+    judge_bedrock,
+    judge_cohere,
+    judge_gemini,
+    judge_mistral,
+    judge_ollama,
+    judge_openai,
+)
+from support.sse_encoders import ENCODERS
 from support.variants import with_variants
 from toolnexus import (
     ProviderError,
     TranslateResult,
     TranslationError,
     create_client,
+    load_rules,
     translate_request,
     translate_response,
 )
-from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest
+from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest, sse_pieces
 
 TURNS = 10
 SCHEDULE = (["two calls", "one call", "answer"] * 3 + ["answer"])[:TURNS]
@@ -417,9 +432,8 @@ class GeminiScript(Script):
 
 
 @dataclass
-class OpenAIScript(Script):
-    def error(self, message: str) -> dict[str, Any]:
-        return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
+class ChatScript(Script):
+    """A chat API whose messages start with the system prompt as a string and take user text as a string."""
 
     def user_turn(self, text: str) -> Any:
         return {"role": "user", "content": text}
@@ -428,6 +442,41 @@ class OpenAIScript(Script):
         if body["messages"][0] != {"role": "system", "content": SYSTEM_TEXT}:
             raise Refused(f"messages[0]: {body['messages'][0]}")
         return list(body["messages"][1:])
+
+
+def google_signature(turn: int) -> dict[str, Any]:
+    """What Google's OpenAI-compatible layer hands out: a thought signature in extra_content."""
+    return {"google": {"thought_signature": base64.b64encode(f"openai-layer signature {turn}".encode()).decode()}}
+
+
+def thinking_text(turn: int) -> str:
+    return f"Turn {turn}: {SCHEDULE[turn - 1]}; I keep the earlier results in mind."
+
+
+def reasoning_content(turn: int) -> dict[str, Any]:
+    """DeepSeek's and xAI's readable reasoning beside content (DeepSeek wants it back inside a tool-calling turn)."""
+    return {"reasoning_content": thinking_text(turn)}
+
+
+def reasoning_details(turn: int) -> dict[str, Any]:
+    """OpenRouter's readable reasoning and its reasoning_details (summaries, encrypted blocks, signatures)."""
+    signed = {"type": "reasoning.text", "text": thinking_text(turn), "signature": f"sig{turn:02d}", "index": 0}
+    encrypted = base64.b64encode(f"encrypted {turn}".encode()).decode()
+    hidden = {"type": "reasoning.encrypted", "data": encrypted, "index": 1}
+    details = [{**signed, "format": "anthropic-claude-v1"}, hidden]
+    return {"reasoning": thinking_text(turn), "reasoning_details": details}
+
+
+@dataclass
+class OpenAIScript(ChatScript):
+    """`reasoning`: what this OpenAI-compatible provider hands out beside the answer; `renamed`: the keys of it
+    that come back under another name (OpenRouter's readable `reasoning` comes back as reasoning_content)."""
+
+    reasoning: Callable[[int], dict[str, Any]] | None = None
+    renamed: dict[str, str] = field(default_factory=dict)
+
+    def error(self, message: str) -> dict[str, Any]:
+        return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
 
     def check_config(self, body: Any) -> None:
         effort = body.get("reasoning_effort", body.get("reasoning", {}).get("effort"))  # OpenRouter: reasoning.effort
@@ -439,15 +488,22 @@ class OpenAIScript(Script):
             body
         )  # SDK types; each assistant tool call answered by the tool messages right after it
 
+    def call_id(self, turn: int, j: int) -> str:
+        return f"call_{turn:02d}_{j}"
+
     def answer(self, turn: int) -> dict[str, Any]:
         calls = [
-            {"id": f"call_{turn:02d}_{j}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+            {"id": self.call_id(turn, j), "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
             for j, (n, a) in enumerate(calls_for(turn))
         ]
         message: dict[str, Any] = {"role": "assistant", "content": None if calls else f"Answer {turn}: done."}
         if calls:
             message["tool_calls"] = calls
-        self.history.append(copy.deepcopy(message))
+        if self.reasoning is not None:
+            message |= self.reasoning(turn)
+        elif calls:  # an OpenAI-compatible layer that signs its calls (Google's): the first call carries it
+            calls[0]["extra_content"] = google_signature(turn)
+        self.history.append({self.renamed.get(k, k): copy.deepcopy(v) for k, v in message.items()})
         for call in calls:
             arguments = json.loads(call["function"]["arguments"])
             self.history.append(tool_message(call["id"], call["function"]["name"], arguments, self.features))
@@ -465,6 +521,41 @@ class OpenAIScript(Script):
                 "completion_tokens_details": {"reasoning_tokens": 256},
             },
         }
+
+
+@dataclass
+class MistralScript(OpenAIScript):
+    """Mistral's ids are exactly 9 letters and digits (its own come back unchanged) and a tool message carries its
+    function's name. Its rules read no reasoning (reasoning_effort is dropped, noted), so none is handed out."""
+
+    def call_id(self, turn: int, j: int) -> str:
+        return f"c{turn:02d}{j}Mstrl"
+
+    def check_config(self, body: Any) -> None:
+        if "reasoning_effort" in body:
+            raise Refused("reasoning_effort: Mistral's chat completions take none")
+
+    def provider_rules(self, body: Any) -> None:
+        (self.judge or judge_mistral)(body)  # SDK models; 9-character ids; each call answered right after its turn
+
+    def answer(self, turn: int) -> dict[str, Any]:
+        before = len(self.history)
+        answer = super().answer(turn)
+        sent, *results = self.history[before:]
+        calls = {c["id"]: c for c in sent.get("tool_calls", [])}
+        for call in calls.values():
+            call.pop("extra_content", None)  # no OpenAI-compatible layer signed these
+        if sent["content"] is None:
+            sent["content"] = ""  # a tool-call turn's content goes as an empty string
+        for result in results:
+            result["name"] = calls[result["tool_call_id"]]["function"]["name"]
+        message = answer["choices"][0]["message"]
+        for j, call in enumerate(message.get("tool_calls", [])):
+            call.pop("extra_content", None)
+            call["index"] = j  # Mistral numbers its calls, in whole answers as in chunks
+        usage = answer["usage"]
+        answer["usage"] = {k: usage[k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+        return answer
 
 
 # ---------------------------------------------------------------- Bedrock Converse
@@ -565,6 +656,102 @@ class BedrockScript(Script):
         return {"toolResult": block | {"content": [{"text": "permission denied"}], "status": "error"}}
 
 
+# ---------------------------------------------------------------- Cohere v2
+
+
+@dataclass
+class CohereScript(ChatScript):
+    """A tool turn carries Cohere's tool_plan and its calls; an answer its thinking and text. Both come back as
+    tool_plan (the readable reasoning), every result as a document naming its call."""
+
+    def error(self, message: str) -> dict[str, Any]:
+        return {"message": message}
+
+    def check_config(self, body: Any) -> None:
+        if body.get("thinking", {}).get("type") != "enabled":
+            raise Refused(f"thinking: {body.get('thinking')}")
+
+    def provider_rules(self, body: Any) -> None:
+        (self.judge or judge_cohere)(body)  # SDK types, no unknown key, each result answers an earlier call
+
+    def answer(self, turn: int) -> dict[str, Any]:
+        calls = [
+            {"id": f"{n}_{turn:02d}{j}k3x9", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+            for j, (n, a) in enumerate(calls_for(turn))
+        ]
+        message: dict[str, Any] = {"role": "assistant"}
+        if calls:
+            message |= {"tool_plan": thinking_text(turn), "tool_calls": calls}
+            sent = copy.deepcopy(message)
+        else:
+            thinking = {"type": "thinking", "thinking": thinking_text(turn)}
+            message["content"] = [thinking, {"type": "text", "text": f"Answer {turn}: done."}]
+            sent = {"role": "assistant", "tool_plan": thinking_text(turn), "content": message["content"][1:]}
+        self.history.append(sent)
+        for call in calls:
+            arguments = json.loads(call["function"]["arguments"])
+            given = tool_message(call["id"], call["function"]["name"], arguments, self.features)["content"]
+            document = {"id": call["id"], "data": {"result": given}}
+            content = [{"type": "document", "document": document}]
+            self.history.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+        usage = {
+            "billed_units": {"input_tokens": 40 + turn, "output_tokens": 300},
+            "tokens": {"input_tokens": 1000 * turn, "output_tokens": 300},
+            "cached_tokens": 800 * turn,
+        }
+        reason = "TOOL_CALL" if calls else "COMPLETE"
+        return {"id": f"c{turn:02d}", "finish_reason": reason, "message": message, "usage": usage}
+
+
+# ---------------------------------------------------------------- Ollama
+
+
+@dataclass
+class OllamaScript(ChatScript):
+    """Ollama's calls carry no id: its thinking comes back as `thinking`, each call as handed out, and each result
+    names its function (`tool_name`), its text as content and an image as base64 in `images`."""
+
+    def error(self, message: str) -> dict[str, Any]:
+        return {"error": message}
+
+    def check_config(self, body: Any) -> None:
+        if body.get("think") != EFFORT:
+            raise Refused(f"think: {body.get('think')}")
+
+    def provider_rules(self, body: Any) -> None:
+        (self.judge or judge_ollama)(body)  # SDK types, no unknown key, content one string
+        pending: list[str] = []
+        for k, message in enumerate(body["messages"]):
+            if message["role"] == "tool" and (not pending or message.get("tool_name") != pending.pop(0)):
+                raise Refused(f"messages[{k}]: a tool result must name the call it answers (tool_name), in order")
+            if message["role"] != "tool" and pending:
+                raise Refused(f"messages[{k}]: the calls before it were not all answered")
+            pending += [c["function"]["name"] for c in message.get("tool_calls") or []]
+
+    def answer(self, turn: int) -> dict[str, Any]:
+        calls = [{"function": {"name": n, "arguments": a}} for n, a in calls_for(turn)]
+        message: dict[str, Any] = {"role": "assistant", "content": "" if calls else f"Answer {turn}: done."}
+        message["thinking"] = thinking_text(turn)
+        if calls:
+            message["tool_calls"] = calls
+        self.history.append(copy.deepcopy(message))
+        for call in calls:
+            name, arguments = call["function"]["name"], call["function"]["arguments"]
+            self.history.append(self.result(tool_message("", name, arguments, self.features), name))
+        return {"model": "qwen3", "created_at": f"2026-11-30T09:00:{turn:02d}Z", "message": message, "done": True,
+                "done_reason": "stop", "prompt_eval_count": 1000 * turn, "eval_count": 300}  # fmt: skip
+
+    @staticmethod
+    def result(given: dict[str, Any], name: str) -> dict[str, Any]:
+        """How Ollama must receive the caller's tool message: text joined, images as base64, no error flag."""
+        content = given["content"]
+        if isinstance(content, str):
+            return {"role": "tool", "tool_name": name, "content": content}
+        text = "".join(p["text"] for p in content if p["type"] == "text")
+        images = [p["image_url"]["url"].split(",", 1)[1] for p in content if p["type"] == "image_url"]
+        return {"role": "tool", "tool_name": name, "content": text, "images": images}
+
+
 SCRIPTS: dict[str, Callable[[], Script]] = {
     "anthropic": lambda: AnthropicScript(Features(cache_control=True, rich_results=True)),
     "bedrock": lambda: BedrockScript(Features(cache_control=False, rich_results=True)),
@@ -573,7 +760,21 @@ SCRIPTS: dict[str, Callable[[], Script]] = {
     "vertex-anthropic": lambda: AnthropicScript(
         Features(cache_control=True, rich_results=True), judge=JUDGES["vertex-anthropic"]
     ),
-    "openrouter": lambda: OpenAIScript(Features(cache_control=False, rich_results=False), judge=JUDGES["openrouter"]),
+    "openrouter": lambda: OpenAIScript(
+        Features(cache_control=False, rich_results=False),
+        judge=JUDGES["openrouter"],
+        reasoning=reasoning_details,
+        renamed={"reasoning": "reasoning_content"},
+    ),
+    "deepseek": lambda: OpenAIScript(
+        Features(cache_control=False, rich_results=False), judge=JUDGES["deepseek"], reasoning=reasoning_content
+    ),
+    "xai": lambda: OpenAIScript(
+        Features(cache_control=False, rich_results=False), judge=JUDGES["xai"], reasoning=reasoning_content
+    ),
+    "mistral": lambda: MistralScript(Features(cache_control=False, rich_results=False)),
+    "cohere": lambda: CohereScript(Features(cache_control=False, rich_results=False)),
+    "ollama": lambda: OllamaScript(Features(cache_control=False, rich_results=True)),
 }
 SCRIPTS = with_variants(SCRIPTS)  # a variant without an entry takes its parent's
 
@@ -588,18 +789,64 @@ def as_the_sdk_user_does(result: TranslateResult) -> dict[str, Any]:
     return result.assistant_message()
 
 
+# How the stub serves each framing. A provider whose rules stream in a framing listed here runs streamed as well
+# as whole; one more framing the stub can serve (NDJSON lines, AWS event-stream frames) is one more line.
+SERVE: dict[str, Callable[[list[bytes], random.Random], StubReply]] = {
+    "sse": lambda events, rng: StubReply(stream=sse_pieces(events, rng, cuts=3)),
+}
+
+
+def streams(provider: str) -> bool:
+    streaming = load_rules().get(provider).streaming
+    return streaming is not None and streaming.framing in SERVE
+
+
+def served(provider: str, script: Script, streamed: bool) -> Callable[[StubRequest], Any]:
+    """The script as the stub's responder: a streamed call's body must ask for the stream as the rules say, and
+    its answer goes out as the provider's stream events (a refusal stays the provider's error body)."""
+    if not streamed:
+        return script.respond
+    streaming = load_rules().get(provider).streaming
+    assert streaming is not None
+    rng = random.Random(provider)
+
+    def respond(request: StubRequest) -> Any:
+        asked = {k: request.body.get(k) for k in streaming.body}
+        if asked != streaming.body:
+            return StubReply(status=400, body=script.error(f"a streamed call must send {streaming.body}, got {asked}"))
+        plain = {k: v for k, v in request.body.items() if k not in streaming.body}
+        answer = script.respond(StubRequest(request.path, request.headers, plain, request.raw))
+        if isinstance(answer, StubReply):
+            return answer
+        return SERVE[streaming.framing](ENCODERS[provider](answer, rng), rng)
+
+    return respond
+
+
 async def converse(
-    provider: str, script: Script, echo: Echo = as_the_sdk_user_does, *, drop_result: bool = False
+    provider: str,
+    script: Script,
+    echo: Echo = as_the_sdk_user_does,
+    *,
+    drop_result: bool = False,
+    streamed: bool = False,
 ) -> list[TranslateResult]:
-    """The caller's loop: translate, append what came back, run the tools, ask again after each answer."""
+    """The caller's loop: translate (or stream), append what came back, run the tools, ask again after each
+    answer. Each request's history is built only from the earlier results."""
     features = script.features
     messages: list[dict[str, Any]] = [system_message(features), {"role": "user", "content": QUESTIONS[0]}]
     asked = 1
     results = []
-    with ProviderStub(script.respond) as stub:
+    options: dict[str, Any] = {"tools": tools(features), "params": {"reasoning_effort": EFFORT}}
+    with ProviderStub(served(provider, script, streamed)) as stub:
         async with create_client(stub.base_url, provider, "m", api_key="k", max_retries=0) as client:
             for _ in range(TURNS):
-                result = await client.translate(messages, tools=tools(features), params={"reasoning_effort": EFFORT})
+                if streamed:
+                    stream = client.translate_stream(messages, **options)
+                    assert [chunk async for chunk in stream]
+                    result = stream.result
+                else:
+                    result = await client.translate(messages, **options)
                 results.append(result)
                 messages.append(echo(result))
                 answers = [
@@ -612,24 +859,43 @@ async def converse(
     return results
 
 
-NO_REASONING_COUNT = {"bedrock"}  # Converse reports no reasoning tokens of its own
+def reads_reasoning(provider: str) -> bool:
+    """The provider's response rules read reasoning or something to hand back (a signed block, a signature on a
+    tool call, reasoning_details): its answers must survive ten turns of echoed history."""
+    sources = load_rules().get(provider).outbound.sources
+    return any(
+        parts.reasoning is not None or parts.message is not None or "extra_content" in (parts.tool_call or {})
+        for source in sources
+        for parts in source.parts.values()
+    )
 
 
-@pytest.mark.parametrize("provider", sorted(SCRIPTS))
-def test_ten_turns_keep_every_signature_thinking_block_and_tool_result(provider: str) -> None:
+def test_every_provider_whose_rules_read_reasoning_runs_the_ten_turns() -> None:
+    readers = {name for name in load_rules().names() if reads_reasoning(name)}
+    assert {"anthropic", "openrouter", "cohere"} <= readers and "mistral" not in readers, readers  # it tells them apart
+    assert readers <= set(SCRIPTS), f"no ten-turn script for {sorted(readers - set(SCRIPTS))}"
+
+
+RUNS = [(p, False) for p in sorted(SCRIPTS)] + [(p, True) for p in sorted(SCRIPTS) if streams(p)]
+
+
+@pytest.mark.parametrize(("provider", "streamed"), RUNS, ids=[f"{p}-{'streamed' if s else 'whole'}" for p, s in RUNS])
+def test_ten_turns_keep_every_signature_thinking_block_and_tool_result(provider: str, streamed: bool) -> None:
     script = SCRIPTS[provider]()
     try:
-        results = asyncio.run(converse(provider, script))
+        results = asyncio.run(converse(provider, script, streamed=streamed))
     except ProviderError as exc:
         raise AssertionError(f"{provider} refused: {script.failures or exc}") from None
     assert not script.failures, script.failures
+    counted = load_rules().get(provider).source.data["response"]["usage"]  # the counts the rules read
     assert len(results) == len(script.bodies) == TURNS
     assert [bool(r.tool_calls) for r in results] == [kind != "answer" for kind in SCHEDULE]
     for turn, result in enumerate(results, 1):
         usage = result.usage
         assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"], (turn, usage)
-        assert usage["prompt_tokens_details"]["cached_tokens"] > 0, (turn, usage)
-        if provider not in NO_REASONING_COUNT:
+        if "prompt_tokens_details" in counted:
+            assert usage["prompt_tokens_details"]["cached_tokens"] > 0, (turn, usage)
+        if "completion_tokens_details" in counted:
             reasoning = usage["completion_tokens_details"]["reasoning_tokens"]
             assert 0 < reasoning <= usage["completion_tokens"], (turn, usage)
         assert result.finish_reason == ("tool_calls" if result.tool_calls else "stop")
@@ -657,6 +923,22 @@ def test_gemini_signatures_ride_on_the_tool_calls_and_the_message() -> None:
     assert answer["extra_content"]["google"]["thought_signature"] in script.signatures
     sent = [p["thoughtSignature"] for c in script.bodies[-1]["contents"] for p in c["parts"] if "thoughtSignature" in p]
     assert len(sent) == TURNS - 1 and set(sent) <= script.signatures  # every earlier turn's, none invented
+
+
+@pytest.mark.parametrize("streamed", [False, True] if streams("ollama") else [False])
+def test_ollama_results_name_the_calls_whose_ids_were_synthesized(streamed: bool) -> None:
+    """Ollama's calls carry no id: each gets a synthesized one (noted, never the same twice in a conversation),
+    and the results sent back name their call's function instead, in the calls' order."""
+    script = SCRIPTS["ollama"]()
+    results = asyncio.run(converse("ollama", script, streamed=streamed))
+    ids = [call.id for result in results for call in result.tool_calls]
+    assert len(ids) == len(set(ids)) == sum(len(calls_for(t)) for t in range(1, TURNS + 1))
+    synthesized = [n for r in results for n in r.notes if n.kind == "synthesized"]
+    assert len(synthesized) == len(ids) and all(any(i in n.message for i in ids) for n in synthesized)
+    last = script.bodies[-1]["messages"]
+    names = [call["function"]["name"] for m in last for call in m.get("tool_calls") or []]
+    assert [m["tool_name"] for m in last if m["role"] == "tool"] == names
+    assert not any("tool_call_id" in m or "id" in c for m in last for c in m.get("tool_calls") or [m])
 
 
 # ---------------------------------------------------------------- the stub refuses what the provider refuses

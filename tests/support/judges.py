@@ -459,6 +459,27 @@ def as_openrouter(parent: Callable[..., None]) -> Callable[..., None]:
     return judge_openrouter
 
 
+REASONING_DETAIL_TYPES = frozenset({"reasoning.summary", "reasoning.encrypted", "reasoning.text"})
+
+
+def with_round_trip(parent: Callable[..., None], keys: frozenset[str]) -> Callable[..., None]:
+    """A provider that takes its own reasoning back on an assistant message (DeepSeek's and xAI's
+    reasoning_content, https://api-docs.deepseek.com/guides/thinking_mode; OpenRouter's reasoning_details,
+    https://openrouter.ai/docs/use-cases/reasoning-tokens#preserving-reasoning-blocks): those keys are checked
+    for their documented shapes, the rest of the body by the parent's types."""
+
+    def judge_round_trip(body: dict[str, Any], **options: Any) -> None:
+        for message in body["messages"]:
+            for detail in message.get("reasoning_details", []) if "reasoning_details" in keys else []:
+                assert detail["type"] in REASONING_DETAIL_TYPES, detail
+        plain = [without(m, keys) if m["role"] == "assistant" else m for m in body["messages"]]
+        for original, kept in zip(body["messages"], plain, strict=True):
+            judge_extensions({k: v for k, v in original.items() if k not in kept or k == "role"})
+        parent({**body, "messages": plain}, **options)
+
+    return judge_round_trip
+
+
 JUDGES = {
     "anthropic": judge_anthropic,
     "bedrock": judge_bedrock,
@@ -466,7 +487,9 @@ JUDGES = {
     "mistral": judge_mistral,
     "openai": judge_openai,
     "vertex-anthropic": as_vertex_anthropic(judge_anthropic),
-    "openrouter": as_openrouter(judge_openai),
+    "openrouter": as_openrouter(with_round_trip(judge_openai, frozenset({"reasoning_content", "reasoning_details"}))),
+    "deepseek": with_round_trip(judge_openai, frozenset({"reasoning_content"})),
+    "xai": with_round_trip(judge_openai, frozenset({"reasoning_content"})),
 }
 
 
@@ -848,8 +871,5 @@ def within_reach(provider: str, request: dict[str, Any]) -> dict[str, Any]:
             if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
                 continue
             kept = [p for p in parts if not str(_url(p)).startswith("http")]
-            if message.get("role") == "tool" and all(p.get("type") == "text" for p in kept):
-                message["content"] = "".join(str(p.get("text", "")) for p in kept)  # a known gap of the rule language
-            else:
-                message["content"] = kept or "(an image URL was here)"
+            message["content"] = kept or "(an image URL was here)"
     return request
