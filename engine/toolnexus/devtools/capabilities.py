@@ -111,8 +111,9 @@ Capability = Callable[[_Rules], str]
 
 
 def tools(r: _Rules) -> str:
-    """Whether the rules declare tools and place them in the body."""
-    return "yes" if r.node("tools", "declaration") is not None and _reads(r.nodes("request", "body"), "tools") else NOTHING
+    """Whether a body template writes the declared tools (reads them, not only tests them to refuse)."""
+    gets = (n for node in r.nodes("request", "body") for n in walk(node) if isinstance(n, Get))
+    return "yes" if any(read.root == "tools" for get in gets for read in get.reads) else NOTHING
 
 
 def tool_choice(r: _Rules) -> str:
@@ -165,7 +166,7 @@ def reasoning(r: _Rules) -> str:
 
 
 def caching(r: _Rules) -> str:
-    """`breakpoints`: a part, tool or body template writes from cache_control; `reported`: usage counts cached tokens."""
+    """`breakpoints`: a part, tool or body template reads cache_control; `hits reported`: usage has cached tokens."""
     templates = [*r.nodes("messages", "parts"), *r.request_nodes()]
     found = []
     if _reads(iter(templates), "cache_control"):
@@ -245,9 +246,7 @@ def render_summary(summary: Summary, fmt: str = "table", *, book: Rulebook | Non
         return "\n".join(lines) + "\n"
     if fmt == "html":
         cells = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>\n" for row in rows
-        )
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>\n" for row in rows)
         return (
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>toolnexus: provider capabilities'
             f"</title></head><body><table><thead><tr>{cells}</tr></thead><tbody>\n{body}</tbody></table></body></html>\n"

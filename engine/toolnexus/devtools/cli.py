@@ -275,9 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("providers", nargs="*", metavar="PROVIDER", help=f"the providers to compare (default: all), {which}")
     p.add_argument("--format", choices=("table", "markdown", "html"), default="table", help="the output format")
     p.add_argument("--providers", dest="columns", metavar="A,B,...",
-                   help="the provider columns, in this order; NAME+variants is NAME and every file that extends it")  # fmt: skip
+                   help="the columns, in this order; NAME+variants: NAME and every file extending it")  # fmt: skip
     p.add_argument("--summary", action="store_true",
-                   help="one row per provider: what it supports (tools, images, streaming, reasoning, ...)")  # fmt: skip
+                   help="one row per provider: what it supports (tools, images, streaming, ...)")  # fmt: skip
     p.add_argument("--output", metavar="FILE", help="write to FILE instead of printing")
 
     p = _command(sub, "explain", cmd_explain, "show a provider's compiled rules beside their source lines",

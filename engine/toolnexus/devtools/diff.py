@@ -866,7 +866,8 @@ def family_order(book: Rulebook) -> list[str]:
 
 def build_report(book: Rulebook, names: Sequence[str] = ()) -> Report:
     """The report for the named providers (all of the rulebook's, each family together, when none; a
-    `NAME+variants` for a family), in the order given. A variant's cell that says what its parent's says is shown as `as <parent>`."""
+    `NAME+variants` for a family), in the order given. A variant's cell that says what its parent's says
+    is shown as `as <parent>`."""
     chosen = chosen_providers(book, names)
     notes = _Notes()
     views = {name: _View(book.get(name), notes) for name in chosen}
