@@ -23,6 +23,7 @@ from .diff import NOTHING, chosen_providers, markdown_escape, parent_of
 
 IMAGE_KINDS = (("image_base64", "base64"), ("image_url", "URL"))
 FORMAT_TYPE = "response_format.type"
+BREAKPOINT = "cache_control"  # the request's cache breakpoint field, on a part, a message or a tool
 
 
 @dataclass(frozen=True)
@@ -169,9 +170,9 @@ def caching(r: _Rules) -> str:
     """`breakpoints`: a part, tool or body template reads cache_control; `hits reported`: usage has cached tokens."""
     templates = [*r.nodes("messages", "parts"), *r.request_nodes()]
     found = []
-    if _reads(iter(templates), "cache_control"):
+    if _reads(iter(templates), BREAKPOINT):
         found.append("breakpoints")
-    elif "cache_control" in r.table("messages", "carry") and r.user_turn_as_given():
+    elif BREAKPOINT in r.table("messages", "carry") and r.user_turn_as_given():
         found.append("breakpoints as given")
     details = r.node("response", "usage", "prompt_tokens_details")
     if details is not None and (plain_read(details) is not None or "cached_tokens" in dict(written(details))):
