@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -88,12 +89,12 @@ def test_parallel_tool_calls(tmp_path: Path) -> None:
 def test_tool_call_ids(tmp_path: Path) -> None:
     assert answer(tmp_path, "tool-call ids") == "any"
     pattern = ("tool_choice:\n", 'tool_call_ids: {pattern: "^[A-Za-z0-9_-]+$"}\ntool_choice:\n')
-    assert answer(tmp_path, "tool-call ids", pattern).endswith("others sent as tn_ + base64url")
+    assert answer(tmp_path, "tool-call ids", pattern).endswith("else tn_ + base64url")
     hashed = ("tool_choice:\n", 'tool_call_ids: {pattern: "^[a-z]{9}$", rewrite: {alphabet: a-z, length: 9}}\n'
               "tool_choice:\n")  # fmt: skip
-    assert answer(tmp_path, "tool-call ids", hashed).endswith("hashed to 9 of a-z")
+    assert answer(tmp_path, "tool-call ids", hashed).endswith("hashed (9 of a-z)")
     synthesized = ("kind: kind,", "kind: kind, synthesize_ids: true,")
-    assert answer(tmp_path, "tool-call ids", synthesized) == "any; synthesized when the answer has none"
+    assert answer(tmp_path, "tool-call ids", synthesized) == "any; synthesized when absent"
 
 
 def test_images(tmp_path: Path) -> None:
@@ -183,7 +184,25 @@ def test_every_provider_has_a_row_each_family_together() -> None:
 def test_the_cli_prints_the_summary(fmt: str) -> None:
     exe = Path(sys.executable).with_name("toolnexus")
     command = [str(exe)] if exe.exists() else [sys.executable, "-m", "toolnexus"]
-    run = subprocess.run([*command, "diff", "--summary", "--format", fmt], capture_output=True, text=True, timeout=60)
+    env = {**os.environ, "COLUMNS": "160"}
+    run = subprocess.run(
+        [*command, "diff", "--summary", "--format", fmt], capture_output=True, text=True, timeout=60, env=env
+    )
     assert run.returncode == 0, run.stderr
     book = load_rules()
-    assert run.stdout == render_summary(build_summary(book), fmt, book=book)
+    assert run.stdout == render_summary(build_summary(book), fmt, book=book, width=160)
+
+
+def test_the_terminal_summary_fits_the_width_without_splitting_a_word() -> None:
+    book = load_rules()
+    summary = build_summary(book)
+    words = {w for _, answers in summary.rows for a in answers for w in a.split()} | set(book.names())
+    words |= {w for c in summary.capabilities for w in c.split()} | {"provider", "(extends", "|"}
+    words |= {f"{p})" for p in book.names()}
+    for width in (160, 200):  # the longest words alone take about 155 columns
+        lines = render_summary(summary, "table", book=book, width=width).splitlines()
+        assert max(map(len, lines)) <= width
+        bars = [i for i, ch in enumerate(lines[0]) if ch == "|"]
+        assert all([i for i, ch in enumerate(line) if ch == "|"] == bars for line in lines if "|" in line)
+        cells = [line for line in lines if not line.startswith("-")]  # the rule under the header aside
+        assert {w for line in cells for w in line.split()} <= words  # every word whole

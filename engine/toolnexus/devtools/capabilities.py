@@ -11,6 +11,8 @@ template reads `response_format`. A provider the rules say nothing about for a c
 from __future__ import annotations
 
 import html
+import shutil
+import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -139,10 +141,10 @@ def tool_call_ids(r: _Rules) -> str:
         shown = "any"
     elif isinstance(rule.get("rewrite"), dict):
         rewrite = rule["rewrite"]
-        shown = f"{rule['pattern']}, others hashed to {rewrite.get('length')} of {rewrite.get('alphabet')}"
+        shown = f"{rule['pattern']}, else hashed ({rewrite.get('length')} of {rewrite.get('alphabet')})"
     else:
-        shown = f"{rule['pattern']}, others sent as tn_ + base64url"
-    return shown + ("; synthesized when the answer has none" if synthesized else "")
+        shown = f"{rule['pattern']}, else tn_ + base64url"
+    return shown + ("; synthesized when absent" if synthesized else "")
 
 
 def images(r: _Rules) -> str:
@@ -236,7 +238,9 @@ def _label(parent: str | None, name: str) -> str:
     return f"{name} (extends {parent})" if parent else name
 
 
-def render_summary(summary: Summary, fmt: str = "table", *, book: Rulebook | None = None) -> str:
+def render_summary(
+    summary: Summary, fmt: str = "table", *, book: Rulebook | None = None, width: int | None = None
+) -> str:
     """The summary as a markdown table, an HTML page or aligned terminal columns."""
     header = ["provider", *summary.capabilities]
     names = [_label(parent_of(book, n) if book else None, n) for n, _ in summary.rows]
@@ -252,7 +256,28 @@ def render_summary(summary: Summary, fmt: str = "table", *, book: Rulebook | Non
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>toolnexus: provider capabilities'
             f"</title></head><body><table><thead><tr>{cells}</tr></thead><tbody>\n{body}</tbody></table></body></html>\n"
         )
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    out = [" | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [header, *rows]]
-    out.insert(1, "-+-".join("-" * w for w in widths))
+    return _columns([header, *rows], width or shutil.get_terminal_size((120, 24)).columns)
+
+
+def _columns(rows: list[list[str]], width: int) -> str:
+    """Aligned columns; while the table is wider than `width`, the widest column that can narrows and
+    its cells wrap at spaces. A word is never split, so a column keeps its longest word's width."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    least = [max(len(word) for row in rows for word in row[i].split() or [""]) for i in range(len(widths))]
+    while sum(widths) + 3 * (len(widths) - 1) > width:
+        room = [w if w > low else 0 for w, low in zip(widths, least, strict=True)]
+        if not any(room):
+            break
+        widths[room.index(max(room))] -= 1
+    out = []
+    for n, row in enumerate(rows):
+        cells = [
+            textwrap.wrap(c, w, break_long_words=False, break_on_hyphens=False) or [""]
+            for c, w in zip(row, widths, strict=True)
+        ]
+        for i in range(max(map(len, cells))):
+            texts = [c[i] if i < len(c) else "" for c in cells]
+            out.append(" | ".join(t.ljust(w) for t, w in zip(texts, widths, strict=True)).rstrip())
+        if n == 0:
+            out.append("-+-".join("-" * w for w in widths))
     return "\n".join(out) + "\n"
