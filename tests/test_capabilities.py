@@ -153,6 +153,10 @@ def test_auth(tmp_path: Path) -> None:
     assert answer(tmp_path, "auth") == "none"
     keyed = ("auth: none}", "auth: {scheme: header, header: x-key}, api_key_env: [ZETA_KEY]}")
     assert answer(tmp_path, "auth", keyed) == "header x-key"
+    first_edition = ("auth: none}", "auth_header: Authorization, auth_scheme: Bearer, api_key_env: [ZETA_KEY]}")
+    assert answer(tmp_path, "auth", first_edition) == "bearer"  # what it sends: Authorization: Bearer <key>
+    prefixed = ("auth: none}", "auth: {scheme: header, header: x-key, prefix: Token}, api_key_env: [ZETA_KEY]}")
+    assert answer(tmp_path, "auth", prefixed) == "header x-key (Token <key>)"
 
 
 # The README shows the generated summary.

@@ -200,14 +200,21 @@ def structured_output(r: _Rules) -> str:
 
 
 def auth(r: _Rules) -> str:
-    given = r.at("endpoint", "auth")
+    """The `endpoint.auth` scheme; a header scheme sending `Authorization: Bearer <key>` is `bearer`, as it is
+    (the first edition's `auth_header`/`auth_scheme` read as the header scheme they stand for)."""
+    endpoint = r.table("endpoint")
+    given = endpoint.get("auth")
+    if given is None and "auth_header" in endpoint:
+        given = {"scheme": "header", "header": endpoint["auth_header"], "prefix": endpoint.get("auth_scheme")}
     if given is None:
-        header = r.at("endpoint", "auth_header")
-        return f"header {header}" if header else NOTHING
+        return NOTHING
     scheme = given if isinstance(given, str) else str(given.get("scheme"))
-    if scheme == "header" and isinstance(given, dict):
-        return f"header {given.get('header')}"
-    return scheme
+    if scheme != "header" or not isinstance(given, dict):
+        return scheme
+    header, prefix = str(given.get("header")), given.get("prefix")
+    if header.lower() == "authorization" and isinstance(prefix, str) and prefix.lower() == "bearer":
+        return "bearer"
+    return f"header {header}" + (f" ({prefix} <key>)" if prefix else "")
 
 
 CAPABILITIES: tuple[tuple[str, Capability], ...] = (
