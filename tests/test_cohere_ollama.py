@@ -19,7 +19,7 @@ import toolnexus
 from support.judges import RICH_REQUESTS, SDK_VALIDATORS, cohere_stream_event, judge_cohere, judge_ollama, within_reach
 from support.sse_encoders import ENCODERS, canonical
 from support.strategies import SETTINGS, cohere_responses, ollama_responses, requests
-from toolnexus import translate_request, translate_response
+from toolnexus import TranslationError, translate_request, translate_response
 
 
 def streamed(provider: str, events: list[dict[str, Any]], requested_model: str | None = None) -> Any:
@@ -250,3 +250,12 @@ def test_generated_cohere_bodies_pass_the_sdk_judge(request: dict[str, Any]) -> 
 @given(request=requests(api_valid=True))
 def test_generated_ollama_bodies_pass_the_sdk_judge(request: dict[str, Any]) -> None:
     judge_ollama(translate_request("ollama", within_reach("ollama", request)))
+
+
+def test_cohere_sends_tool_choice_none_without_tools_and_refuses_required() -> None:
+    chat = {"model": "command-a-03-2025", "messages": [{"role": "user", "content": "hi"}]}
+    assert translate_request("cohere", {**chat, "tool_choice": "none"})["tool_choice"] == "NONE"
+    assert "tool_choice" not in translate_request("cohere", {**chat, "tool_choice": "auto"})
+    with pytest.raises(TranslationError) as refused:
+        translate_request("cohere", {**chat, "tool_choice": "required"})
+    assert refused.value.path == "tool_choice" and "rules/cohere.yaml:" in str(refused.value)

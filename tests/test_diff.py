@@ -446,3 +446,30 @@ def test_variants_follow_their_parent_and_say_where_they_agree(tmp_path: Path) -
     assert 'class="inherited"' in render_html(report)
     alone = build_report(book, ["zeta"])  # without its parent in the report, a variant shows its own values
     assert cell(alone, "tool_choice auto", "zeta") == ("as given",)
+
+
+def test_a_family_is_picked_with_plus_variants(tmp_path: Path) -> None:
+    (tmp_path / "zeta.yaml").write_text("provider: zeta\nextends: openai\n", encoding="utf-8")
+    (tmp_path / "eta.yaml").write_text("provider: eta\nextends: zeta\n", encoding="utf-8")  # a variant of a variant
+    book = load_rules(tmp_path, reload=True)
+    family = [n for n in build_report(book).providers if n == "openai" or book.get(n).source.data.get("extends")
+              in ("openai", "zeta")]  # fmt: skip
+    assert "eta" in family and "zeta" in family
+    assert build_report(book, ["openai+variants"]).providers == tuple(family)
+    assert build_report(book, ["zeta+variants"]).providers == ("zeta", "eta")
+    assert build_report(book, ["anthropic", "openai+variants", "zeta"]).providers == ("anthropic", *family)
+    run = toolnexus("diff", "--rules", str(tmp_path), "--providers", "zeta+variants", "--format", "markdown")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[0] == "| concept | zeta | eta |"
+    bad = toolnexus("diff", "--providers", "opnai+variants")
+    assert bad.returncode == 2 and "did you mean 'openai'" in bad.stderr
+
+
+@needs_chromium
+def test_every_shipped_provider_keeps_a_readable_column_in_chromium(tmp_path: Path) -> None:
+    report = build_report(load_rules())
+    m = measure_in_chromium(render_html(report), tmp_path)
+    assert [name for name, _, _ in m["columns"]] == ["concept", *report.providers]
+    assert min(right - left for _, left, right in m["columns"][1:]) > 200  # a column stays readable: it scrolls
+    assert m["scrolled"][0] > 0 and abs(m["conceptLeft"]) < 1 and abs(m["headTop"]) < 1
+    assert m["unresolved"] == []

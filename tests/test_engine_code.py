@@ -30,9 +30,12 @@ PROVIDER_FIELDS = ("cache_control", "thought_signature", "cache_write", "thinkin
 # Modules adapting a vendor's library for a general construct may say the vendor's words: http/auth.py
 # (the google-oauth scheme runs google-auth; the `bedrock` and `vertex` extras install the libraries the
 # chained schemes need) and http/framing.py (the aws-eventstream framing needs the `bedrock` extra).
+# And `toolnexus diff --summary`'s caching question names the request's cache breakpoint field: it asks
+# which rule files write it, the one place a field is named to be looked for rather than handled.
 ADAPTER_WORDS = {
     ENGINE / "http" / "auth.py": frozenset({"google", "bedrock", "vertex"}),
     ENGINE / "http" / "framing.py": frozenset({"bedrock"}),
+    ENGINE / "devtools" / "capabilities.py": frozenset({"cache_control"}),
 }
 
 

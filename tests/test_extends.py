@@ -8,6 +8,8 @@ Plain mappings merge key by key, lists, scalars and template operations replace,
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -252,3 +254,19 @@ def test_a_built_in_variant_follows_a_parent_the_user_directory_overrides(tmp_pa
     assert book.get("groq").endpoint.request_id_header == "x-mine"  # groq extends openai: the user's now
     assert book.get("groq").endpoint.base_url == "https://api.groq.com/openai/v1"  # and keeps its own values
     assert toolnexus.load_rules().get("groq").endpoint.request_id_header == "x-request-id"  # built-ins unchanged
+
+
+def test_the_readme_variant_example_loads_and_refuses_what_it_says(tmp_path: Path) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = "# mydir/acme.yaml" + readme.split("```yaml\n# mydir/acme.yaml", 1)[1].split("```", 1)[0]
+    (tmp_path / "acme.yaml").write_text(block, encoding="utf-8")
+    book = toolnexus.load_rules(tmp_path, reload=True)
+    assert book.get("acme").source.data["extends"] == "openai"
+    body = toolnexus.translate_request("acme", REQUEST, rules=tmp_path)
+    assert body["stop"] == "END" and body["temperature"] == 1.5  # the parent's rules, as inherited
+    with pytest.raises(toolnexus.TranslationError) as refused:
+        toolnexus.translate_request("acme", {**REQUEST, "web_search_options": {}}, rules=tmp_path)
+    assert refused.value.path == "web_search_options"
+    checked = subprocess.run([sys.executable, "-m", "toolnexus", "check", "--rules", str(tmp_path)],
+                             capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert checked.returncode == 0, checked.stdout[-2000:]  # every parent column it runs passes as written

@@ -182,3 +182,16 @@ def test_openrouter_reasoning_details_ride_on_the_message_and_go_back() -> None:
     assert result.reasoning_content == "thought" and result.message_extras["reasoning_details"] == details
     request = {"model": "openai/o3", "messages": [{"role": "user", "content": "x"}, result.assistant_message()]}
     assert translate_request("openrouter", request)["messages"][1]["reasoning_details"] == details
+
+
+def test_groq_gets_no_message_name_in_any_turn_and_each_is_noted() -> None:
+    chat = [
+        {"role": "user", "name": "alice", "content": "hi"},
+        {"role": "assistant", "name": "bot", "content": "hello"},
+        {"role": "user", "content": "and now?"},
+    ]
+    body = translate_request("groq", {"model": "llama-3.3-70b-versatile", "messages": chat})
+    assert all("name" not in message for message in body["messages"])
+    assert body["messages"][1] == {"role": "assistant", "content": "hello"}
+    dropped = sorted(note.path for note in body.notes if note.kind == "dropped")
+    assert dropped == ["messages[0].name", "messages[1].name"]

@@ -182,10 +182,15 @@ def cmd_explain(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_diff(args: argparse.Namespace, out: TextIO) -> int:
+    from .capabilities import build_summary, render_summary
     from .diff import build_report, render
 
     names = [*args.providers, *(n.strip() for n in (args.columns or "").split(",") if n.strip())]
-    text = render(build_report(load_rules(args.rules), names), args.format)
+    book = load_rules(args.rules)
+    if args.summary:
+        text = render_summary(build_summary(book, names), args.format, book=book)
+    else:
+        text = render(build_report(book, names), args.format)
     if args.output is None:
         out.write(text)
     else:
@@ -269,7 +274,10 @@ def build_parser() -> argparse.ArgumentParser:
                  f"toolnexus diff {one} {two} --format html --output differences.html")  # fmt: skip
     p.add_argument("providers", nargs="*", metavar="PROVIDER", help=f"the providers to compare (default: all), {which}")
     p.add_argument("--format", choices=("table", "markdown", "html"), default="table", help="the output format")
-    p.add_argument("--providers", dest="columns", metavar="A,B,...", help="the provider columns, in this order")
+    p.add_argument("--providers", dest="columns", metavar="A,B,...",
+                   help="the columns, in this order; NAME+variants: NAME and every file extending it")  # fmt: skip
+    p.add_argument("--summary", action="store_true",
+                   help="one row per provider: what it supports (tools, images, streaming, ...)")  # fmt: skip
     p.add_argument("--output", metavar="FILE", help="write to FILE instead of printing")
 
     p = _command(sub, "explain", cmd_explain, "show a provider's compiled rules beside their source lines",

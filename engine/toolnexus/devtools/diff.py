@@ -47,7 +47,7 @@ from ..language.templates import (
     When,
     walk,
 )
-from ..translate.rulebook import Provider, Rulebook
+from ..translate.rulebook import Provider, Rulebook, lineage, parents_of
 
 NOTHING = "—"
 FORMATS = ("table", "markdown", "html")
@@ -822,6 +822,29 @@ def _parent(provider: Provider) -> str | None:
     return parent if isinstance(parent, str) and parent != provider.name else None
 
 
+def parent_of(book: Rulebook, name: str) -> str | None:
+    """The provider a rule file `extends:`, or None."""
+    return _parent(book.get(name))
+
+
+FAMILY = "+variants"  # `openai+variants`: openai and every rule file that extends it, directly or not
+
+
+def chosen_providers(book: Rulebook, names: Sequence[str]) -> list[str]:
+    """The providers `names` pick, in order, once each; `NAME+variants` is NAME's family (README "Provider
+    differences"); none picks every provider, each family together. An unknown name fails as `book.get` does."""
+    if not names:
+        return family_order(book)
+    out: list[str] = []
+    order, parents = family_order(book), parents_of(book.providers)
+    for name in names:
+        root = name.removesuffix(FAMILY)
+        book.get(root)  # an unknown provider: a located error with a did-you-mean
+        family = [n for n in order if root in lineage(n, parents)] if name.endswith(FAMILY) else [root]
+        out += [n for n in family if n not in out]
+    return out
+
+
 def family_order(book: Rulebook) -> list[str]:
     """Every provider, each variant (`extends:`) right after its parent, variants of variants after them."""
     children: dict[str | None, list[str]] = {}
@@ -842,9 +865,10 @@ def family_order(book: Rulebook) -> list[str]:
 
 
 def build_report(book: Rulebook, names: Sequence[str] = ()) -> Report:
-    """The report for the named providers (all of the rulebook's, each family together, when none), in the
-    order given. A variant's cell that says what its parent's says is shown as `as <parent>`."""
-    chosen = list(dict.fromkeys(names)) or family_order(book)
+    """The report for the named providers (all of the rulebook's, each family together, when none; a
+    `NAME+variants` for a family), in the order given. A variant's cell that says what its parent's says
+    is shown as `as <parent>`."""
+    chosen = chosen_providers(book, names)
     notes = _Notes()
     views = {name: _View(book.get(name), notes) for name in chosen}
     parents = {name: _parent(book.get(name)) for name in chosen}
