@@ -242,7 +242,11 @@ def test_stream_true_says_how_to_stream_from_the_command_line() -> None:
     assert "stream" not in json.loads(gemini.stdout), "gemini streams by URL, not by a body field"
 
 
-@pytest.mark.parametrize("provider", [p for p in providers() if load_rules().get(p).streaming is not None])
+# `response --stream` reads server-sent events; NDJSON and event-stream captures are not read there yet.
+SSE_STREAMING = [p for p in providers() if getattr(load_rules().get(p).streaming, "framing", None) == "sse"]
+
+
+@pytest.mark.parametrize("provider", SSE_STREAMING)
 def test_response_stream_translates_a_captured_event_stream(provider: str) -> None:
     """Each chunk one JSON line; together they make exactly the whole answer's result."""
     events = demo_file(provider, ".sse")

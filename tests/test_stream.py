@@ -101,7 +101,7 @@ GENERATORS = with_variants(GENERATORS)  # a variant without an entry takes its p
 
 
 def test_every_provider_streams_and_has_an_encoder_and_a_generator() -> None:
-    assert PROVIDERS == toolnexus.providers(), "a provider lost its streaming"
+    assert toolnexus.providers() == PROVIDERS, "a provider lost its streaming"
     for provider in PROVIDERS:
         assert provider in ENCODERS, f"tests/support/sse_encoders.py cannot tell a {provider} response as a stream"
         assert provider in GENERATORS, f"no response generator for {provider}"

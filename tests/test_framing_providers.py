@@ -1,0 +1,101 @@
+"""The real providers whose streams or credentials are not SSE and an API key, end to end offline:
+Bedrock (ConverseStream frames; SigV4 with explicit botocore credentials, or a bearer key), Ollama
+(NDJSON, no key) and Vertex (Google OAuth from a stubbed credential, refreshed once after a 401).
+`client.translate` and `client.translate_stream` against the stub must give the same result."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import httpx
+import pytest
+from botocore.credentials import Credentials
+
+import toolnexus
+from support.faults import FaultStub, model, tool_call_reply
+from support.sse_encoders import ENCODERS, canonical, events_reply
+from test_framing import FAST, SSL, USER, StubGoogleCredentials, no_aws_surroundings  # noqa: F401
+from toolnexus import ProviderError, TranslateResult
+from toolnexus.devtools.stub import StubReply, StubRequest, bearer_of, scripted, sigv4_verified
+
+HARD_CAP = 20.0
+ACCESS, SECRET_KEY = "AKIDBEDROCK0001", "bedrock-secret-access-key-0123456789"
+
+
+def both(
+    provider: str, replies: list[Any], **options: Any
+) -> tuple[TranslateResult, TranslateResult, list[StubRequest]]:
+    """translate, then translate_stream, against a stub answering `replies` in order."""
+    import asyncio
+
+    async def drive(url: str) -> tuple[TranslateResult, TranslateResult]:
+        transport = httpx.AsyncHTTPTransport(verify=SSL)
+        async with toolnexus.create_client(url, provider, model(provider), transport=transport, backoff=FAST,
+                                           timeout=5.0, **options) as c:  # fmt: skip
+            plain = await c.translate(USER)
+            stream = c.translate_stream(USER)
+            async for _ in stream:
+                pass
+            return plain, stream.result
+
+    with FaultStub(scripted(replies)) as stub:
+        plain, streamed = asyncio.run(asyncio.wait_for(drive(stub.base_url), HARD_CAP))
+        return plain, streamed, list(stub.requests)
+
+
+def whole_and_stream(provider: str) -> list[Any]:
+    reply = canonical(provider, tool_call_reply(provider))
+    return [reply, events_reply(provider, ENCODERS[provider](reply, random.Random(7)), random.Random(8), cuts=9)]
+
+
+def test_bedrock_signs_every_call_with_sigv4_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    credentials = Credentials(ACCESS, SECRET_KEY)
+    plain, streamed, requests = both("bedrock", whole_and_stream("bedrock"), credentials=credentials)
+    assert streamed.to_dict() == plain.to_dict() and plain.tool_calls
+    assert [r.path.rsplit("/", 1)[1] for r in requests] == ["converse", "converse-stream"]
+    assert all(sigv4_verified(r, credentials, "bedrock", "us-east-1") for r in requests)
+    assert not sigv4_verified(requests[0], Credentials(ACCESS, "another-secret"), "bedrock", "us-east-1")
+
+
+def test_a_bedrock_api_key_replaces_the_signature(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-0123")
+    plain, streamed, requests = both("bedrock", whole_and_stream("bedrock"))
+    assert streamed.to_dict() == plain.to_dict()
+    assert [bearer_of(r) for r in requests] == ["bedrock-api-key-0123"] * 2
+    assert not any("x-amz-date" in r.headers for r in requests)
+
+
+def test_ollama_needs_no_key_and_streams_ndjson() -> None:
+    plain, streamed, requests = both("ollama", whole_and_stream("ollama"))
+    assert streamed.to_dict() == plain.to_dict() and plain.tool_calls
+    assert all("authorization" not in r.headers for r in requests)
+    assert requests[1].headers["accept"] == "application/x-ndjson"
+
+
+@pytest.mark.parametrize("provider", ["vertex-gemini", "vertex-anthropic"])
+def test_vertex_sends_google_tokens_and_refreshes_an_expired_one_once(provider: str) -> None:
+    credentials = StubGoogleCredentials()
+    expired = StubReply(
+        status=401, body={"error": {"code": 401, "message": "token expired", "status": "UNAUTHENTICATED"}}
+    )
+    replies = whole_and_stream(provider)
+    plain, streamed, requests = both(provider, [expired, *replies], credentials=credentials)
+    assert streamed.to_dict() == plain.to_dict()
+    assert [bearer_of(r) for r in requests] == ["tok-1", "tok-2", "tok-2"] and credentials.refreshes == 2
+
+
+def test_an_exception_frame_from_bedrock_is_its_provider_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from support.sse_encoders import error_event
+
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-0123")
+    events = ENCODERS["bedrock"](tool_call_reply("bedrock"), random.Random(1))
+    bad = [*events[:2], error_event("bedrock", {"message": "Too many tokens"}, "throttlingException")]
+    with pytest.raises(ProviderError) as info:
+        both("bedrock", [tool_call_reply("bedrock"), events_reply("bedrock", bad)])
+    assert (info.value.error_type, info.value.message, info.value.kind) == (
+        "throttlingException",
+        "Too many tokens",
+        "http",
+    )
