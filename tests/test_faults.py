@@ -102,7 +102,7 @@ def error_type(provider: str) -> str | None:
 
 
 def streams(provider: str) -> bool:
-    """Whether the rules stream this provider (Bedrock's AWS event stream is not read yet)."""
+    """Whether the rules stream this provider (every shipped one does, each in its framing)."""
     return toolnexus.load_rules().get(provider).streaming is not None
 
 

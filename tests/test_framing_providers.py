@@ -17,7 +17,7 @@ from support.faults import FaultStub, model, tool_call_reply
 from support.sse_encoders import ENCODERS, canonical, events_reply
 from test_framing import FAST, SSL, USER, StubGoogleCredentials, no_aws_surroundings  # noqa: F401
 from toolnexus import ProviderError, TranslateResult
-from toolnexus.devtools.stub import StubReply, StubRequest, bearer_of, scripted, sigv4_verified
+from toolnexus.devtools.stub import StubReply, StubRequest, aws_frame, bearer_of, scripted, sigv4_verified
 
 HARD_CAP = 20.0
 ACCESS, SECRET_KEY = "AKIDBEDROCK0001", "bedrock-secret-access-key-0123456789"
@@ -99,3 +99,29 @@ def test_an_exception_frame_from_bedrock_is_its_provider_error(monkeypatch: pyte
         "Too many tokens",
         "http",
     )
+
+
+def broken_bedrock(how: str) -> list[bytes]:
+    events = ENCODERS["bedrock"](tool_call_reply("bedrock"), random.Random(1))
+    if how == "bad-checksum":
+        return [*events[:3], events[3][:-1] + bytes([events[3][-1] ^ 0xFF]), *events[4:]]
+    if how == "cut-in-half":
+        return [*events[:3], events[3][: len(events[3]) // 2]]
+    return [*events[:3], aws_frame({":message-type": "mystery", ":content-type": "application/json"}, b"{}")]
+
+
+@pytest.mark.parametrize("how", ["bad-checksum", "cut-in-half", "unknown-message-type"])
+def test_a_broken_bedrock_frame_is_a_decode_error_never_a_result(monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-0123")
+    reply = events_reply("bedrock", broken_bedrock(how), random.Random(2), cuts=7)
+    with pytest.raises(ProviderError) as info:
+        both("bedrock", [tool_call_reply("bedrock"), reply])
+    assert info.value.kind == "decode"
+
+
+def test_an_ollama_stream_cut_mid_line_is_a_connection_error() -> None:
+    lines = ENCODERS["ollama"](tool_call_reply("ollama"), random.Random(1))
+    reply = events_reply("ollama", [*lines[:-1], lines[-1][:20]], cut=True)
+    with pytest.raises(ProviderError) as info:
+        both("ollama", [tool_call_reply("ollama"), reply])
+    assert info.value.kind in ("connection", "decode")
