@@ -24,7 +24,6 @@ import pytest
 import toolnexus
 from toolnexus import Cancelled, LLMEvent, ToolnexusError, TranslateResult
 from toolnexus.devtools.conformance import demo_file
-from toolnexus.http.framing import FRAMINGS
 from toolnexus.devtools.stub import (
     ProviderStub,
     Responder,
@@ -32,6 +31,7 @@ from toolnexus.devtools.stub import (
     StubRequest,
     scripted,
 )
+from toolnexus.http.framing import FRAMINGS
 
 PROVIDERS = toolnexus.providers()
 
@@ -180,8 +180,6 @@ def error_object(provider: str, message: str, error_type: str) -> dict[str, Any]
 
 def auth_header(provider: str) -> str:
     return toolnexus.load_rules().get(provider).endpoint.auth.header.lower()
-
-
 
 
 def framed_reply(framing: str, pieces: list[bytes], **options: Any) -> StubReply:
