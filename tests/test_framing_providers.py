@@ -6,6 +6,8 @@ Bedrock (ConverseStream frames; SigV4 with explicit botocore credentials, or a b
 from __future__ import annotations
 
 import random
+import ssl
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,13 +15,21 @@ import pytest
 from botocore.credentials import Credentials
 
 import toolnexus
-from support.faults import FaultStub, model, tool_call_reply
+from support.credentials import StubGoogleCredentials, isolate_aws
+from support.faults import FAST, USER, FaultStub, model, tool_call_reply
 from support.sse_encoders import ENCODERS, canonical, events_reply
-from test_framing import FAST, SSL, USER, StubGoogleCredentials, no_aws_surroundings  # noqa: F401
 from toolnexus import ProviderError, TranslateResult
 from toolnexus.devtools.stub import StubReply, StubRequest, aws_frame, bearer_of, scripted, sigv4_verified
 
 HARD_CAP = 20.0
+SSL = ssl.create_default_context()
+
+
+@pytest.fixture(autouse=True)
+def no_aws_surroundings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    isolate_aws(monkeypatch, str(tmp_path / "none"))
+
+
 ACCESS, SECRET_KEY = "AKIDBEDROCK0001", "bedrock-secret-access-key-0123456789"
 
 
