@@ -5,6 +5,7 @@ Bedrock (ConverseStream frames; SigV4 with explicit botocore credentials, or a b
 
 from __future__ import annotations
 
+import json
 import random
 import ssl
 from pathlib import Path
@@ -13,11 +14,15 @@ from typing import Any
 import httpx
 import pytest
 from botocore.credentials import Credentials
+from hypothesis import given
+from hypothesis import strategies as st
 
 import toolnexus
 from support.credentials import StubGoogleCredentials, isolate_aws
 from support.faults import FAST, USER, FaultStub, model, tool_call_reply
-from support.sse_encoders import ENCODERS, canonical, events_reply
+from support.judges import SDK_VALIDATORS
+from support.sse_encoders import ENCODERS, canonical, data_of, events_reply
+from support.strategies import SETTINGS, bedrock_responses
 from toolnexus import ProviderError, TranslateResult
 from toolnexus.devtools.stub import StubReply, StubRequest, aws_frame, bearer_of, scripted, sigv4_verified
 
@@ -135,3 +140,36 @@ def test_an_ollama_stream_cut_mid_line_is_a_connection_error() -> None:
     with pytest.raises(ProviderError) as info:
         both("ollama", [tool_call_reply("ollama"), reply])
     assert info.value.kind in ("connection", "decode")
+
+
+# ---------------------------------------------------------------- Bedrock's events, judged by botocore's model
+
+
+def judge_converse_stream_event(event: dict[str, Any]) -> None:
+    """One ConverseStream event ({<type>: <payload>}) against botocore's bedrock-runtime output shapes."""
+    import botocore.session
+    from botocore.validate import ParamValidator
+
+    stream = botocore.session.get_session().get_service_model("bedrock-runtime")
+    shapes = stream.operation_model("ConverseStream").output_shape.members["stream"].members
+    ((kind, payload),) = event.items()
+    assert kind in shapes, f"{kind} is not a ConverseStream event"
+    report = ParamValidator().validate(payload, shapes[kind])
+    assert not report.has_errors(), report.generate_report()
+
+
+@SETTINGS
+@given(response=bedrock_responses(), seed=st.integers(0, 2**16))
+def test_generated_bedrock_answers_and_their_events_pass_botocores_shapes(response: dict[str, Any], seed: int) -> None:
+    """The generator and the frame encoder the shared stream suites use tell what the service model holds."""
+    SDK_VALIDATORS["bedrock"](response)
+    for event in ENCODERS["bedrock"](response, random.Random(seed)):
+        judge_converse_stream_event(json.loads(data_of("bedrock", event)))
+
+
+def test_the_converse_stream_judge_can_fail() -> None:
+    judge_converse_stream_event({"contentBlockDelta": {"delta": {"text": "x"}, "contentBlockIndex": 0}})
+    for bad in ({"contentBlockDelta": {"delta": {"text": 5}, "contentBlockIndex": 0}},
+                {"messageStop": {"stopReason": "end_turn", "usage": {}}}, {"contentBlockBegin": {}}):  # fmt: skip
+        with pytest.raises(AssertionError):
+            judge_converse_stream_event(bad)
