@@ -341,6 +341,9 @@ def test_the_stream_keys_are_what_each_provider_documents() -> None:
     assert RULES.get("openai").streaming.body == {"stream": True, "stream_options": {"include_usage": True}}  # type: ignore[union-attr]
     assert RULES.get("gemini").streaming.path == "/models/{model}:streamGenerateContent?alt=sse"  # type: ignore[union-attr]
     assert RULES.get("mistral").streaming.body == {"stream": True}  # type: ignore[union-attr]  # usage comes unasked
+    assert RULES.get("bedrock").streaming.path == "/model/{model}/converse-stream"  # type: ignore[union-attr]
+    framings = {p: RULES.get(p).streaming.framing for p in ("bedrock", "ollama", "anthropic")}  # type: ignore[union-attr]
+    assert framings == {"bedrock": "aws-eventstream", "ollama": "ndjson", "anthropic": "sse"}
 
 
 # Module-level: a lazily validated Iterable needs its adapter alive while it is consumed.
