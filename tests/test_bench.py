@@ -181,6 +181,15 @@ def test_the_framings_bench_runs_every_framing_at_its_smallest(capsys: pytest.Ca
     assert len([line for line in lines if line.startswith("translate_stream ")]) == 2, lines
 
 
+def test_the_stream_bench_has_rows_for_the_providers_of_every_framing(capsys: pytest.CaptureFixture[str]) -> None:
+    """Bedrock (AWS frames) and Ollama (NDJSON) timed like the SSE providers, read bare by their framing."""
+    bench_stream.main(["--events", "40", "--rounds", "1", "--provider", "bedrock", "--provider", "ollama"])
+    rows = [line.split(" | ")[:3] for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    timed = {(row[0].lstrip("| "), row[1]) for row in rows[1:] if row[2] != "-"}
+    assert timed == {("bedrock", "text"), ("bedrock", "tools"), ("bedrock", "reasoning"),
+                     ("ollama", "text"), ("ollama", "reasoning")}, rows  # fmt: skip
+
+
 def test_the_stub_answers_pipelined_requests_and_keeps_the_first_body() -> None:
     replies = {b"/v1/x": bench_client.http_response(200, b'{"ok": true}')}
     captured: dict[bytes, bytes] = {}

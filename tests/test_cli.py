@@ -24,7 +24,7 @@ from toolnexus import ProviderError, RuleError, load_rules, providers, translate
 from toolnexus.devtools import cli
 from toolnexus.devtools.cli import build_parser
 from toolnexus.devtools.conformance import demo_file, load_concern
-from toolnexus.devtools.demo import run_demo
+from toolnexus.devtools.demo import STREAM_FILES, run_demo
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN_INPUT = REPO / "fixtures" / "translation-parity.input.json"
@@ -242,10 +242,14 @@ def test_stream_true_says_how_to_stream_from_the_command_line() -> None:
     assert "stream" not in json.loads(gemini.stdout), "gemini streams by URL, not by a body field"
 
 
-@pytest.mark.parametrize("provider", [p for p in providers() if load_rules().get(p).streaming is not None])
+STREAMING = [p for p in providers() if load_rules().get(p).streaming is not None]
+
+
+@pytest.mark.parametrize("provider", STREAMING)
 def test_response_stream_translates_a_captured_event_stream(provider: str) -> None:
     """Each chunk one JSON line; together they make exactly the whole answer's result."""
-    events = demo_file(provider, ".sse")
+    framing = load_rules().get(provider).streaming.framing  # type: ignore[union-attr]
+    events = demo_file(provider, STREAM_FILES[framing][0])  # the capture in the provider's own framing
     run = toolnexus("response", "--from", provider, "--stream", str(events))
     assert run.returncode == 0, run.stderr
     chunks = [json.loads(line) for line in run.stdout.splitlines()]
@@ -254,8 +258,8 @@ def test_response_stream_translates_a_captured_event_stream(provider: str) -> No
     assert finish == ["tool_calls"]
     whole = json.loads(demo_file(provider).read_text())["replies"][0]
     assert [c for c in chunks if not c["choices"]][-1]["usage"] == translate_response(provider, whole).usage
-    not_events = one_error_line(toolnexus("response", "--from", provider, "--stream", stdin='{"a": 1}'))
-    assert "<stdin>: no server-sent events" in not_events
+    empty = one_error_line(toolnexus("response", "--from", provider, "--stream", stdin=""))
+    assert "<stdin>: no " in empty and " in it" in empty
 
 
 # ---------------------------------------------------------------- check with a user's rules and cases
@@ -384,3 +388,10 @@ def test_the_last_resort_is_one_line_too(
     if code == 3:
         with pytest.raises(TypeError):
             cli.main(["providers"])
+
+
+def test_response_stream_of_a_broken_event_stream_capture_is_one_error_line(tmp_path: Path) -> None:
+    capture = demo_file("bedrock", STREAM_FILES["aws-eventstream"][0]).read_bytes()
+    (tmp_path / "cut.eventstream").write_bytes(capture[: len(capture) // 2])
+    line = one_error_line(toolnexus("response", "--from", "bedrock", "--stream", str(tmp_path / "cut.eventstream")))
+    assert "cut.eventstream: the event stream ended inside a frame" in line

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 import toolnexus
-from support.sse_encoders import ENCODERS
+from support.sse_encoders import ENCODERS, events_reply
 from toolnexus import LLMEvent, Note, TranslateResult
-from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest, sse_pieces
+from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest
 
 MESSAGES = [{"role": "user", "content": "Hi."}]
 # Anthropic has no frequency_penalty (dropped) and needs max_tokens (the rule's default is sent).
@@ -33,7 +33,7 @@ def sides(notes: tuple[Note, ...]) -> list[tuple[str, str, str]]:
 def answer(request: StubRequest) -> StubReply | dict[str, Any]:
     if isinstance(request.body, dict) and request.body.get("stream"):
         rng = random.Random(1)
-        return StubReply(stream=sse_pieces(ENCODERS["anthropic"](ANSWER, rng), rng, cuts=4))
+        return events_reply("anthropic", ENCODERS["anthropic"](ANSWER, rng), rng, cuts=4)
     return ANSWER
 
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import toolnexus
 from support.judges import RICH_REQUESTS, SDK_VALIDATORS, cohere_stream_event, judge_cohere, judge_ollama, within_reach
-from support.sse_encoders import ENCODERS, canonical
+from support.sse_encoders import ENCODERS, canonical, data_of
 from support.strategies import SETTINGS, cohere_responses, ollama_responses, requests
 from toolnexus import TranslationError, translate_request, translate_response
 
@@ -237,7 +237,7 @@ def test_generated_cohere_answers_and_their_events_pass_the_sdk_types(response: 
 def test_generated_ollama_answers_and_their_lines_pass_the_sdk_types(response: dict[str, Any], seed: int) -> None:
     SDK_VALIDATORS["ollama"](response)
     for event in ENCODERS["ollama"](response, random.Random(seed)):
-        SDK_VALIDATORS["ollama"](json.loads(event.decode().split("data: ", 1)[1]))
+        SDK_VALIDATORS["ollama"](json.loads(data_of("ollama", event)))
 
 
 @SETTINGS

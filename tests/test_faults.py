@@ -14,8 +14,10 @@ recognisable key.
 from __future__ import annotations
 
 import asyncio
+import binascii
 import copy
 import json
+import struct
 import tracemalloc
 import zlib
 from collections.abc import Callable, Iterator
@@ -56,8 +58,10 @@ from support.faults import (
     tool_call_site,
     truncated_json,
 )
+from support.sse_encoders import framing_of
 from toolnexus import Cancelled, ProviderError, ResponseError, TranslateResult
 from toolnexus.devtools.stub import ProviderStub, Responder, StubReply, StubRequest, scripted
+from toolnexus.http.framing import FRAMINGS
 from toolnexus.http.limits import AttemptTimeout, WaitDeadline
 
 # one TLS context for every client: httpx builds one per client otherwise (~85 ms each)
@@ -102,7 +106,7 @@ def error_type(provider: str) -> str | None:
 
 
 def streams(provider: str) -> bool:
-    """Whether the rules stream this provider (Bedrock's AWS event stream is not read yet)."""
+    """Whether the rules stream this provider (every shipped one does, each in its framing)."""
     return toolnexus.load_rules().get(provider).streaming is not None
 
 
@@ -289,6 +293,21 @@ def sse_event_without_end() -> Iterator[bytes]:
         yield b"data: x\n" * (BLOCK // 8)
 
 
+def ndjson_without_newline() -> Iterator[bytes]:
+    yield b'{"x": "'
+    for _ in range(HUGE // BLOCK):
+        yield b"x" * BLOCK
+
+
+def aws_frame_over_the_cap() -> Iterator[bytes]:
+    """A frame whose (valid) prelude announces 8 MiB (over the cap, within the 16 MiB botocore takes), then
+    bytes as they come."""
+    prelude = struct.pack("!II", 8 * 2**20, 0)
+    yield prelude + struct.pack("!I", binascii.crc32(prelude))
+    for _ in range(HUGE // BLOCK):
+        yield b"x" * BLOCK
+
+
 def lazy(pieces: Callable[[], Iterator[bytes]], sent: list[StubReply], **headers: str) -> Responder:
     """A responder sending `pieces()` as they are made; every reply kept in `sent` (to see the client leave)."""
 
@@ -340,12 +359,16 @@ def test_a_body_over_max_response_bytes_is_too_large(provider: str, stack: str, 
 @parametrize_targets
 @pytest.mark.parametrize("shape", ["one-line", "one-event"])
 def test_a_streamed_event_over_max_event_bytes_is_too_large(provider: str, stack: str, shape: str) -> None:
-    if not streams(provider):
-        pytest.skip(f"the {provider} rules stream no server-sent events")
+    """In the provider's framing: an SSE line or event, an NDJSON line, an AWS frame (its prelude says how
+    long it is) that never ends within the cap."""
     sent: list[StubReply] = []
-    pieces = sse_without_newlines if shape == "one-line" else sse_event_without_end
-    scenario = Scenario(lazy(pieces, sent, **{"Content-Type": "text/event-stream"}), 10.0,
-                        {"max_event_bytes": CAP}, drive=_stream_all)  # fmt: skip
+    framing = framing_of(provider)
+    pieces = {"ndjson": ndjson_without_newline, "aws-eventstream": aws_frame_over_the_cap}.get(
+        framing, sse_without_newlines if shape == "one-line" else sse_event_without_end
+    )
+    media = FRAMINGS[framing].media_types[0]
+    scenario = Scenario(lazy(pieces, sent, **{"Content-Type": media}), 10.0, {"max_event_bytes": CAP},
+                        drive=_stream_all)  # fmt: skip
     outcome, peak = run_measured(provider, scenario, stack)
     assert_too_large(outcome, sent, peak)
 

@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolnexus
+from support.credentials import StubGoogleCredentials, isolate_aws
 from support.faults import FaultStub, framed_reply
 from toolnexus import Cancelled, ConfigError, ProviderError, RuleError, TranslateResult
 from toolnexus.devtools.stub import (
@@ -59,13 +60,7 @@ ACCESS, SECRET_KEY, TOKEN = "AKIDMADEUP0001", "madeup-secret-access-key-01234567
 @pytest.fixture(autouse=True)
 def no_aws_surroundings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The AWS chain reads only what a test sets: no profile files, no instance metadata (no network)."""
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_REGION",
-                 "AWS_DEFAULT_REGION", "FRAMES_BEARER_TOKEN", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-                 "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN"):  # fmt: skip
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    isolate_aws(monkeypatch, str(tmp_path / "none"))
 
 
 # ---------------------------------------------------------------- answers, whole and streamed
@@ -542,20 +537,6 @@ def test_without_the_bedrock_extra_the_event_stream_is_a_config_error_naming_it(
 
 
 # ---------------------------------------------------------------- Google OAuth
-
-
-class StubGoogleCredentials(google.auth.credentials.Credentials):  # type: ignore[misc]
-    """A google-auth credential whose refresh hands out tok-1, tok-2, ... valid for `lifetime`."""
-
-    def __init__(self, lifetime: datetime.timedelta = datetime.timedelta(hours=1)) -> None:
-        super().__init__()
-        self.lifetime = lifetime
-        self.refreshes = 0
-
-    def refresh(self, request: Any) -> None:
-        self.refreshes += 1
-        self.token = f"tok-{self.refreshes}"
-        self.expiry = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) + self.lifetime
 
 
 @pytest.fixture

@@ -41,7 +41,7 @@ from support.judges import (
     judge_ollama,
     judge_openai,
 )
-from support.sse_encoders import ENCODERS
+from support.sse_encoders import ENCODERS, events_reply
 from support.variants import with_variants
 from toolnexus import (
     ProviderError,
@@ -52,7 +52,7 @@ from toolnexus import (
     translate_request,
     translate_response,
 )
-from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest, sse_pieces
+from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest
 
 TURNS = 10
 SCHEDULE = (["two calls", "one call", "answer"] * 3 + ["answer"])[:TURNS]
@@ -789,16 +789,9 @@ def as_the_sdk_user_does(result: TranslateResult) -> dict[str, Any]:
     return result.assistant_message()
 
 
-# How the stub serves each framing. A provider whose rules stream in a framing listed here runs streamed as well
-# as whole; one more framing the stub can serve (NDJSON lines, AWS event-stream frames) is one more line.
-SERVE: dict[str, Callable[[list[bytes], random.Random], StubReply]] = {
-    "sse": lambda events, rng: StubReply(stream=sse_pieces(events, rng, cuts=3)),
-}
-
-
 def streams(provider: str) -> bool:
-    streaming = load_rules().get(provider).streaming
-    return streaming is not None and streaming.framing in SERVE
+    """Whether the provider streams (in its own framing: SSE, NDJSON lines or AWS event-stream frames)."""
+    return load_rules().get(provider).streaming is not None
 
 
 def served(provider: str, script: Script, streamed: bool) -> Callable[[StubRequest], Any]:
@@ -818,7 +811,7 @@ def served(provider: str, script: Script, streamed: bool) -> Callable[[StubReque
         answer = script.respond(StubRequest(request.path, request.headers, plain, request.raw))
         if isinstance(answer, StubReply):
             return answer
-        return SERVE[streaming.framing](ENCODERS[provider](answer, rng), rng)
+        return events_reply(provider, ENCODERS[provider](answer, rng), rng, cuts=3)
 
     return respond
 

@@ -381,6 +381,14 @@ def _signed_scenarios() -> dict[str, tuple[str, Any, bool]]:
         "sigv4-error-body": ("frames", lambda r: StubReply(status=500, body={"message": _echo(r)}), False),
         "sigv4-exception-frame": ("frames", _exception_frame, True),
         "oauth-401-echo": ("tokens", lambda r: StubReply(status=401, body={"error": _echo(r)}), False),
+        # the shipped rule files: Bedrock's ConverseStream signed with SigV4, Vertex's Google tokens
+        "bedrock-sigv4-exception-frame": ("bedrock", _exception_frame, True),
+        "bedrock-sigv4-error-body": ("bedrock", lambda r: StubReply(status=500, body={"message": _echo(r)}), False),
+        "vertex-oauth-401-echo": (
+            "vertex-gemini",
+            lambda r: StubReply(status=401, body={"error": {"code": 401, "message": _echo(r)}}),
+            False,
+        ),
         "oauth-ndjson-error-line": (
             "tokens",
             lambda r: StubReply(stream=ndjson_lines([{"error": _echo(r)}]), headers={"Content-Type": NDJSON}),
@@ -400,11 +408,15 @@ def test_signatures_and_tokens_never_leave(scenario: str, tmp_path: Path, caplog
     scopes = "  auth: {scheme: google-oauth, scopes: [https://www.googleapis.com/auth/cloud-platform]}"
     (tmp_path / "tokens.yaml").write_text(text.replace("  auth: none", scopes))
     (tmp_path / "frames.yaml").write_text((FRAMING_RULES / "frames.yaml").read_text())
-    credentials = Credentials("AKIDTOOLNEXUS", AWS_SECRET, AWS_TOKEN) if provider == "frames" else _Tokens()
+    signed = provider in ("frames", "bedrock")
+    credentials = Credentials("AKIDTOOLNEXUS", AWS_SECRET, AWS_TOKEN) if signed else _Tokens()
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")  # Bedrock's rules name no region: the chain's
+    monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK", raising=False)
+    rules = tmp_path if provider in ("frames", "tokens") else None
     events: list[Any] = []
 
     async def main() -> tuple[BaseException | None, str]:
-        client = toolnexus.create_client(stub.base_url, provider, "m", rules=tmp_path, credentials=credentials,
+        client = toolnexus.create_client(stub.base_url, provider, "m", rules=rules, credentials=credentials,
                                          backoff=(0.01, 0.02), max_retries=1, on_event=events.append)  # fmt: skip
         try:
             if streamed:
@@ -421,10 +433,10 @@ def test_signatures_and_tokens_never_leave(scenario: str, tmp_path: Path, caplog
     with FaultStub(responder) as stub:
         error, client_repr = asyncio.run(main())
     assert isinstance(error, ProviderError)
-    secrets = [AWS_SECRET, AWS_TOKEN] if provider == "frames" else []
+    secrets = [AWS_SECRET, AWS_TOKEN] if signed else []
     for request in stub.requests:
         authorization = request.headers["authorization"]
-        secrets.append(authorization.rpartition("Signature=")[2] if provider == "frames" else authorization[7:])
+        secrets.append(authorization.rpartition("Signature=")[2] if signed else authorization[7:])
     assert secrets and all(len(s) >= 16 for s in secrets)
     assert any(s in _echo(r) for r in stub.requests for s in secrets), "the stub really echoed them"
     haystacks = {"repr(client)": client_repr, **exception_texts("error", error), **record_texts(caplog.records)}

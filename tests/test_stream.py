@@ -16,6 +16,7 @@ import json
 import random
 import ssl
 import tracemalloc
+import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -50,10 +51,12 @@ from support.faults import (
 from support.faults import run as run_fault
 from support.judges import (
     ANTHROPIC_SDK_GAPS,
+    RICH_REFUSALS,
     RICH_REQUESTS,
     as_openrouter,
     as_vertex_anthropic,
     judge,
+    judge_bedrock,
     judge_cohere,
     judge_gemini,
     judge_mistral_chunk,
@@ -62,10 +65,11 @@ from support.judges import (
     judge_ollama,
     within_reach,
 )
-from support.sse_encoders import ENCODERS, canonical
+from support.sse_encoders import ENCODERS, canonical, data_of, error_event, events_reply, framing_of
 from support.strategies import (
     SETTINGS,
     anthropic_responses,
+    bedrock_responses,
     cohere_responses,
     gemini_responses,
     json_equal,
@@ -76,17 +80,17 @@ from support.strategies import (
 from support.variants import with_variants
 from toolnexus import Cancelled, ConfigError, ProviderError, ResponseError, TranslateResult, TranslationError
 from toolnexus.devtools.conformance import Case
-from toolnexus.devtools.stub import ProviderStub, StubReply, scripted, sse_pieces
+from toolnexus.devtools.stub import ProviderStub, StubReply, scripted
+from toolnexus.http.framing import FRAMINGS
 from toolnexus.translate.stream_rules import END
 
 RULES = toolnexus.load_rules()
-# The providers whose rule files stream over server-sent events (Bedrock's ConverseStream is the AWS binary
-# event stream, a framing of its own: no `streaming` section yet).
+# Every provider streams, each in its rule file's framing (SSE; Ollama's NDJSON; Bedrock's AWS event stream).
 PROVIDERS = [p for p in toolnexus.providers() if RULES.get(p).streaming is not None]
-NOT_STREAMING = {"bedrock"}
 SSL = ssl.create_default_context()  # one TLS context for every client (httpx builds one per client otherwise)
 GENERATORS: dict[str, Callable[[], st.SearchStrategy[dict[str, Any]]]] = {
     "anthropic": anthropic_responses,
+    "bedrock": bedrock_responses,
     "gemini": gemini_responses,
     "mistral": mistral_responses,
     "openai": openai_responses,
@@ -97,7 +101,7 @@ GENERATORS = with_variants(GENERATORS)  # a variant without an entry takes its p
 
 
 def test_every_provider_streams_and_has_an_encoder_and_a_generator() -> None:
-    assert set(toolnexus.providers()) - set(PROVIDERS) == NOT_STREAMING, "a provider lost or gained its streaming"
+    assert toolnexus.providers() == PROVIDERS, "a provider lost its streaming"
     for provider in PROVIDERS:
         assert provider in ENCODERS, f"tests/support/sse_encoders.py cannot tell a {provider} response as a stream"
         assert provider in GENERATORS, f"no response generator for {provider}"
@@ -128,7 +132,7 @@ def client(base_url: str, provider: str, **options: Any) -> toolnexus.Client:
 
 
 def stream_reply(provider: str, response: dict[str, Any], rng: random.Random, cuts: int = 12) -> StubReply:
-    return StubReply(stream=sse_pieces(ENCODERS[provider](response, rng), rng, cuts=cuts))
+    return events_reply(provider, ENCODERS[provider](response, rng), rng, cuts=cuts)
 
 
 async def both_ways(
@@ -233,7 +237,7 @@ def test_every_case_response_streams_to_its_case_result(served: Served, column: 
     events = ENCODERS[provider](response, random.Random(column.concern))
     try:
         for event in events:
-            chunks += translator.feed(data_of(event))
+            chunks += translator.feed(data_of(provider, event))
         chunks += translator.finish()
     except ProviderError as exc:  # a stream with no end event and no finish reason was cut off
         assert exc.kind == "connection" and not any(
@@ -246,19 +250,11 @@ def test_every_case_response_streams_to_its_case_result(served: Served, column: 
     check_chunks(chunks, translator.result)
 
 
-def data_of(event: bytes) -> str:
-    """The data of one encoded event (the encoders write one data line per event)."""
-    for line in event.decode().splitlines():
-        if line.startswith("data: "):
-            return line[len("data: ") :]
-    raise AssertionError(event)
-
-
 def feed_all(provider: str, events: list[bytes]) -> tuple[list[dict[str, Any]], Any]:
     translator = toolnexus.stream_translator(provider)
     chunks = []
     for event in events:
-        chunks += translator.feed(data_of(event))
+        chunks += translator.feed(data_of(provider, event))
     return chunks, translator
 
 
@@ -282,10 +278,11 @@ def test_the_streamed_call_sends_the_translated_body_with_the_stream_keys_to_the
     plain, streamed = stub.requests
     assert streamed.body == {**plain.body, **streaming.body}
     assert "0.25" in json.dumps(streamed.body)  # params reach the streamed call as they reach translate
-    assert streamed.headers["accept"] == "text/event-stream"
+    assert streamed.headers["accept"] == FRAMINGS[framing_of(provider)].media_types[0]
     want = (streaming.path or RULES.get(provider).endpoint.path).replace("{model}", model(provider))
     declared = "&" if "?" in want else "?"  # the query parameters a rule file declares follow the path's own
-    assert streamed.path == "/v1" + want or streamed.path.startswith("/v1" + want + declared)
+    path = urllib.parse.unquote(streamed.path)  # a model id is one path segment: Bedrock's `:` goes as %3A
+    assert path == "/v1" + want or path.startswith("/v1" + want + declared)
 
 
 @SETTINGS
@@ -344,6 +341,9 @@ def test_the_stream_keys_are_what_each_provider_documents() -> None:
     assert RULES.get("openai").streaming.body == {"stream": True, "stream_options": {"include_usage": True}}  # type: ignore[union-attr]
     assert RULES.get("gemini").streaming.path == "/models/{model}:streamGenerateContent?alt=sse"  # type: ignore[union-attr]
     assert RULES.get("mistral").streaming.body == {"stream": True}  # type: ignore[union-attr]  # usage comes unasked
+    assert RULES.get("bedrock").streaming.path == "/model/{model}/converse-stream"  # type: ignore[union-attr]
+    framings = {p: RULES.get(p).streaming.framing for p in ("bedrock", "ollama", "anthropic")}  # type: ignore[union-attr]
+    assert framings == {"bedrock": "aws-eventstream", "ollama": "ndjson", "anthropic": "sse"}
 
 
 # Module-level: a lazily validated Iterable needs its adapter alive while it is consumed.
@@ -360,6 +360,7 @@ STREAM_JUDGES: dict[str, Callable[[dict[str, Any]], None]] = {
     "anthropic": lambda body: judge(ANTHROPIC_STREAM_REQUEST, body, unknown_top_level=ANTHROPIC_SDK_GAPS),
     "openai": lambda body: judge(OPENAI_STREAM_REQUEST, body),
     "gemini": judge_gemini,  # the same generateContent body; streaming is the URL
+    "bedrock": judge_bedrock,  # ConverseStream's request is Converse's; streaming is the URL
     "mistral": judge_mistral_stream,
     # cohere and ollama: the same body with stream true (the SDKs have no separate streaming request type)
     "cohere": lambda body: (STREAMED.validate_python(body), judge_cohere(body)),
@@ -375,6 +376,8 @@ STREAM_JUDGES = with_variants(STREAM_JUDGES)  # a variant without an entry takes
 def test_streamed_bodies_pass_the_sdks_streaming_request_types(provider: str, name: str) -> None:
     streaming = RULES.get(provider).streaming
     assert streaming is not None and provider in STREAM_JUDGES, f"no streaming judge for {provider}"
+    if (provider, name) in RICH_REFUSALS:  # refused on purpose (test_sdk_judges checks where)
+        return
     body = toolnexus.translate_request(provider, within_reach(provider, RICH_REQUESTS[name]))
     STREAM_JUDGES[provider]({**body, **streaming.body})
     if streaming.body:  # the streaming types require what the stream keys say: without them, refused
@@ -556,7 +559,7 @@ BOUND = 10.0  # seconds: far below every stall the stubs below hold
 def held_stream(provider: str) -> StubReply:
     """The first events of a stream, then silence (up to a minute) with the connection open."""
     events = ENCODERS[provider](text_reply(provider), random.Random(3), cuts=4)
-    return StubReply(stream=[b"".join(events[:2])], hold=60.0)
+    return events_reply(provider, [b"".join(events[:2])], hold=60.0)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -566,7 +569,7 @@ def test_a_dropped_stream_is_a_provider_error_after_the_chunks_and_never_complet
 ) -> None:
     """`cut`: the connection closes mid-body; `ended-early`: the body ends cleanly before the provider's end."""
     events = ENCODERS[provider](tool_call_reply(provider), random.Random(4), cuts=3)
-    reply = StubReply(stream=sse_pieces(cut_before_end(provider, events), random.Random(1), cuts=5), cut=how == "cut")
+    reply = events_reply(provider, cut_before_end(provider, events), random.Random(1), cuts=5, cut=how == "cut")
     chunks: list[dict[str, Any]] = []
     outcome = run_fault(provider, Scenario(scripted([reply, text_reply(provider)]), BOUND, {"max_retries": 3},
                                            streaming(chunks)))  # fmt: skip
@@ -585,7 +588,7 @@ def test_a_connection_lost_after_the_end_event_loses_nothing(provider: str) -> N
     reply = tool_call_reply(provider)
     events = ENCODERS[provider](reply, random.Random(4), cuts=3)
     chunks: list[dict[str, Any]] = []
-    stub_reply = StubReply(stream=sse_pieces(events, random.Random(1), cuts=5), cut=True)
+    stub_reply = events_reply(provider, events, random.Random(1), cuts=5, cut=True)
     outcome = run_fault(provider, Scenario(scripted([stub_reply]), BOUND, drive=streaming(chunks)))
     assert_clean(outcome, BOUND)
     streaming_rules = RULES.get(provider).streaming
@@ -612,15 +615,15 @@ def test_an_error_event_mid_stream_is_a_provider_error_with_its_type_and_message
     key = "sk-stream-secret-0123456789abcdef"
     events = ENCODERS[provider](text_reply(provider), random.Random(3), cuts=3)
     message = "Overloaded, try later" + (f" (key {key})" if echo else "")
-    error = json.dumps(error_object(provider, message, "overloaded_error")).encode()
-    bad = [*events[:2], b"event: error\ndata: " + error + b"\n\n", *events[2:]]
+    error = error_event(provider, error_object(provider, message, "overloaded_error"))
+    bad = [*events[:2], error, *events[2:]]
     chunks: list[dict[str, Any]] = []
-    reply = StubReply(stream=sse_pieces(bad, random.Random(2), cuts=9))
+    reply = events_reply(provider, bad, random.Random(2), cuts=9)
     outcome = run_fault(provider, Scenario(scripted([reply]), BOUND, drive=streaming(chunks)), api_key=key)
     assert_clean(outcome, BOUND)
     assert isinstance(outcome.error, ProviderError)
     assert outcome.error.message == "Overloaded, try later" + (" (key ***)" if echo else "")
-    if "type" in RULES.get(provider).source.data["endpoint"]["error"]:
+    if "type" in RULES.get(provider).source.data["endpoint"]["error"] or framing_of(provider) == "aws-eventstream":
         assert outcome.error.error_type == "overloaded_error"
     assert (outcome.error.status, outcome.error.kind) == (200, "http")
     assert key not in repr(outcome.error) + str(outcome.error) + repr(outcome.events)
@@ -846,7 +849,7 @@ def test_memory_grows_with_the_content_not_with_the_number_of_events(provider: s
     set_text(reply, original, text)
 
     def peak(cuts: int) -> int:
-        events = [data_of(e) for e in ENCODERS[provider](reply, random.Random(1), cuts=cuts)]
+        events = [data_of(provider, e) for e in ENCODERS[provider](reply, random.Random(1), cuts=cuts)]
         translator = toolnexus.stream_translator(provider)
         tracemalloc.start()
         try:
@@ -872,7 +875,7 @@ def test_memory_is_bounded_by_the_answer_not_by_100_000_events(provider: str) ->
     reply = copy.deepcopy(text_reply(provider))
     text = "".join(random.Random(0).choices("abcdefghij ", k=size))
     set_text(reply, toolnexus.translate_response(provider, reply).text, text)
-    events = [data_of(e) for e in ENCODERS[provider](reply, random.Random(1), cuts=size - 1)]
+    events = [data_of(provider, e) for e in ENCODERS[provider](reply, random.Random(1), cuts=size - 1)]
     assert len(events) >= 100_000
     whole = canonical(provider, reply)
     translator = toolnexus.stream_translator(provider)

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 import toolnexus
-from support.sse_encoders import ENCODERS
+from support.sse_encoders import ENCODERS, events_reply
 from support.variants import with_variants
-from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest, sse_pieces
+from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest
 
 TURNS = 50
 TOOLS = [{"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}]
@@ -65,7 +65,7 @@ def test_fifty_turns_polling_one_tool_run_through_translate_and_translate_stream
         reply = POLLS[provider](turn[0])
         if request.path.endswith("alt=sse") or (isinstance(request.body, dict) and request.body.get("stream") is True):
             rng = random.Random(turn[0])
-            return StubReply(stream=sse_pieces(ENCODERS[provider](reply, rng), rng, cuts=3))
+            return events_reply(provider, ENCODERS[provider](reply, rng), rng, cuts=3)
         return reply
 
     async def converse(base_url: str) -> list[str]:

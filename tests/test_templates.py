@@ -437,3 +437,23 @@ def test_refuse_at_names_a_request_path_and_is_reached_only_when_written() -> No
     assert info.value.path == "mode"
     assert compile_error("t:\n  $refuse: ''\n").rule == "t.$refuse"
     assert compile_error("t:\n  $refuse: x\n  at: [1]\n").rule == "t.at"
+
+
+@pytest.mark.parametrize("expression", ["keys(@)[0]", "keys(a.b)[0]", "keys(a[1])[0]"])
+@pytest.mark.parametrize(
+    "data",
+    [{"x": 1, "y": 2}, {"a": {"b": {"k": 1, "j": 2}}}, {"a": [0, {"m": 1}]}, {"a": {"b": {}}}, {}, {"a": 3}],
+)
+def test_the_first_key_of_a_union_reads_as_jmespath_reads_it(expression: str, data: Any) -> None:
+    """`keys(<chain>)[0]` is read straight from the dict (every streamed event names its type so), with
+    jmespath's answer, and jmespath's error where it raises one."""
+    import jmespath
+    from jmespath.exceptions import JMESPathTypeError
+
+    try:
+        want = jmespath.search(expression, data)
+    except JMESPathTypeError:
+        with pytest.raises(JMESPathTypeError):
+            compile_path(expression)(data)
+        return
+    assert compile_path(expression)(data) == (MISSING if want is None else want)

@@ -23,7 +23,7 @@ import pytest
 
 import toolnexus
 from support.cases import CASES
-from support.sse_encoders import ENCODERS
+from support.sse_encoders import ENCODERS, data_of
 from toolnexus import translate_response
 from toolnexus.devtools.conformance import fixtures_dir, golden_files, run_check
 from toolnexus.translate.rulebook import load_rules
@@ -168,18 +168,14 @@ def test_a_stream_with_inconsistent_usage_ends_with_its_finish_chunk_and_the_not
         pytest.skip(f"no {provider} fixture with inconsistent usage: its counts cannot contradict each other")
     want = translate_response(provider, copy.deepcopy(response))
     translator = toolnexus.stream_translator(provider)
-    chunks = [c for event in ENCODERS[provider](response, random.Random(2)) for c in translator.feed(_data(event))]
+    chunks = [
+        c for event in ENCODERS[provider](response, random.Random(2)) for c in translator.feed(data_of(provider, event))
+    ]
     chunks += translator.finish()
     assert translator.result is not None and translator.result.text == want.text
     assert [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]][-1] == want.finish_reason
     assert [(n.kind, n.path) for n in translator.result.notes] == [(n.kind, n.path) for n in want.notes]
     assert any(n.kind == "inconsistent" for n in translator.result.notes)
-
-
-def _data(event: bytes) -> str:
-    """The `data:` text of one encoded server-sent event."""
-    lines = event.decode().splitlines()
-    return "\n".join(line[len("data:") :].lstrip() for line in lines if line.startswith("data:"))
 
 
 def test_check_fails_when_the_rules_usage_breaks_the_invariants(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The cost of `client.translate_stream` per event, against reading the same SSE stream with httpx-sse alone.
+"""The cost of `client.translate_stream` per event, against reading the same stream bare (httpx-sse for SSE).
 
     python tools/bench_stream.py [--events N] [--rounds R] [--clock wall|cpu] [--provider P] [--row ROW]
 
@@ -10,7 +10,9 @@ costs both sides the same. One process alternates, round after round, between:
 
   (a) `client.translate_stream(...)`: every OpenAI chunk, then `stream.result`;
   (b) a bare `httpx.AsyncClient.stream` POST of the same body read with
-      `httpx_sse.EventSource(response).aiter_sse()`: every event, nothing else;
+      `httpx_sse.EventSource(response).aiter_sse()`: every event, nothing else (a provider whose rules
+      name another framing, Ollama's NDJSON or Bedrock's AWS event stream, is read by that framing's
+      reader, http/framing.py, the least its stream takes to cut into events);
   (c) as (b), plus `json.loads` of each event's data: the least any consumer does;
   (d) `stream_translator().feed()` of every event's data, then `finish()` (no HTTP);
   (e) `json.loads` of the same data.
@@ -42,6 +44,7 @@ import re
 import statistics
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -57,7 +60,13 @@ from toolnexus.http.limits import MAX_EVENT_BYTES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from progress import progress  # beside this file
-from support.sse_encoders import ENCODERS, canonical  # test material: a response told as its provider's stream
+from support.sse_encoders import (  # test material: a response told as its provider's stream
+    ENCODERS,
+    canonical,
+    data_of,
+    events_reply,
+    framing_of,
+)
 
 KEY = "bench-key"
 MESSAGES = [{"role": "user", "content": "What is 21 + 21? Use the add tool."}]
@@ -84,7 +93,7 @@ def long_reply(provider: str, script: dict[str, Any], chars: int) -> dict[str, A
 # Test material per provider: the demo's first reply (text, then one tool call) made into parallel tool
 # calls with long arguments, or into a long reasoning answer. Provider shapes, so they live here, not in
 # the engine. Each gives (reply, cuts): the encoders cut every text into `cuts` + 1 pieces.
-def tool_reply(provider: str, script: dict[str, Any], events: int) -> tuple[dict[str, Any], int]:
+def tool_reply(provider: str, script: dict[str, Any], events: int) -> tuple[dict[str, Any], int] | None:
     reply = copy.deepcopy(script["replies"][0])
     if provider == "anthropic":
         calls = [
@@ -93,6 +102,21 @@ def tool_reply(provider: str, script: dict[str, Any], events: int) -> tuple[dict
         ]
         reply["content"] = [reply["content"][0], *calls]
         return reply, events // 4
+    if provider == "bedrock":
+        calls = [
+            {
+                "toolUse": {
+                    "toolUseId": f"tooluse_{i}",
+                    "name": "add",
+                    "input": {"a": 21, "note": _letters(events * 2, i)},
+                }
+            }
+            for i in range(4)
+        ]
+        reply["output"]["message"]["content"] = [reply["output"]["message"]["content"][0], *calls]
+        return reply, events // 4
+    if provider == "ollama":  # every call arrives whole, all in one line: no stream of calls to time
+        return None
     if provider == "openai":
         message = reply["choices"][0]["message"]
         message["tool_calls"] = [
@@ -115,6 +139,13 @@ def reasoning_reply(provider: str, script: dict[str, Any], events: int) -> tuple
     if provider == "gemini":
         reply["candidates"][0]["content"]["parts"] = [{"text": _letters(events * 8), "thought": True}, {"text": "42."}]
         return reply, events
+    if provider == "bedrock":
+        said = {"reasoningText": {"text": _letters(events * 8), "signature": "c2lnbmF0dXJl"}}
+        reply["output"]["message"]["content"] = [{"reasoningContent": said}, {"text": "42."}]
+        return reply, events
+    if provider == "ollama":
+        reply["message"]["thinking"] = _letters(events * 8)
+        return reply, events
     return None  # no reasoning field in the rules' response section
 
 
@@ -126,25 +157,22 @@ def rows(provider: str, script: dict[str, Any], events: int) -> dict[str, tuple[
     }
 
 
-def data_of(stream: bytes) -> list[str]:
-    """Each event's data (the encoders write one data line per event)."""
-    return [line[6:] for line in stream.decode().splitlines() if line.startswith("data: ")]
-
-
 async def bench(
     provider: str, row: str, reply: dict[str, Any], cuts: int, model: str, args: argparse.Namespace
 ) -> None:
-    stream = b"".join(ENCODERS[provider](reply, random.Random(1), cuts=cuts))
-    datas = data_of(stream)
+    events = ENCODERS[provider](reply, random.Random(1), cuts=cuts)
+    datas = [data_of(provider, event) for event in events]
     want = translate_response(provider, canonical(provider, reply))
     clock: Callable[[], float] = time.thread_time if args.clock == "cpu" else time.perf_counter
-    with ProviderStub(lambda request: StubReply(stream=[stream])) as stub:
+    framed = events_reply(provider, [b"".join(events)])
+    framing_name = framing_of(provider)
+    with ProviderStub(lambda request: framed) as stub:
         client = create_client(stub.base_url, provider, model, api_key=KEY)
         streaming = client._provider.streaming
         assert streaming is not None
         body = {**client.build_body(MESSAGES), **streaming.body}
         path = streaming.path or client._provider.endpoint.path
-        url = stub.base_url.rstrip("/") + path.replace("{model}", model)
+        url = stub.base_url.rstrip("/") + path.replace("{model}", urllib.parse.quote(model, safe=""))
         headers = {**client._provider.endpoint.auth_headers(KEY), "content-type": "application/json"}
         raw = httpx.AsyncClient(headers=headers)
         content = json.dumps(body, separators=(",", ":")).encode()
@@ -159,12 +187,19 @@ async def bench(
             counted["chunks"] = chunks
 
         async def via_sse(decode: bool) -> None:
-            async with raw.stream("POST", url, content=content, headers={"accept": "text/event-stream"}) as response:
+            media = framing(framing_name).media_types[0]
+            async with raw.stream("POST", url, content=content, headers={"accept": media}) as response:
                 n = 0
-                async for event in EventSource(response).aiter_sse():
-                    n += 1
-                    if decode and event.data != "[DONE]":
-                        json.loads(event.data)
+                if framing_name == "sse":
+                    async for event in EventSource(response).aiter_sse():
+                        n += 1
+                        if decode and event.data != "[DONE]":
+                            json.loads(event.data)
+                else:  # the framing's own reader: the bytes cut into event data texts
+                    async for data in framing(framing_name).read(response, MAX_EVENT_BYTES, client._provider.endpoint):
+                        n += 1
+                        if decode:
+                            json.loads(data)
                 counted["events"] = n
 
         async def sse_only() -> None:
@@ -388,7 +423,8 @@ def main(argv: list[str] | None = None) -> None:
             if args.row and row not in args.row:
                 continue
             if made is None:
-                print(f"| {provider} | {row} | - | (the rules stream no reasoning) | | | | | | |")
+                why = "the rules stream no reasoning" if row == "reasoning" else "every call arrives in one event"
+                print(f"| {provider} | {row} | - | ({why}) | | | | | | |")
                 continue
             asyncio.run(bench(provider, row, made[0], made[1], script["model"], args))
 

@@ -25,14 +25,13 @@ import toolnexus
 from toolnexus import Cancelled, LLMEvent, ToolnexusError, TranslateResult
 from toolnexus.devtools.conformance import demo_file
 from toolnexus.devtools.stub import (
-    AWS_EVENTSTREAM,
-    NDJSON,
     ProviderStub,
     Responder,
     StubReply,
     StubRequest,
     scripted,
 )
+from toolnexus.http.framing import FRAMINGS
 
 PROVIDERS = toolnexus.providers()
 
@@ -183,14 +182,11 @@ def auth_header(provider: str) -> str:
     return toolnexus.load_rules().get(provider).endpoint.auth.header.lower()
 
 
-MEDIA_TYPES = {"sse": "text/event-stream", "ndjson": NDJSON, "aws-eventstream": AWS_EVENTSTREAM}
-
-
 def framed_reply(framing: str, pieces: list[bytes], **options: Any) -> StubReply:
     """A streamed answer in one of the rule language's framings (pieces: SSE events, NDJSON lines from
     `ndjson_lines`, or AWS event-stream frames from `aws_event`), sent as its media type; `cut`, `hold`,
     `pause` and `delay` make the faults (a frame cut in half, a stall, ...) as for SSE."""
-    return StubReply(stream=pieces, headers={"Content-Type": MEDIA_TYPES[framing]}, **options)
+    return StubReply(stream=pieces, headers={"Content-Type": FRAMINGS[framing].media_types[0]}, **options)
 
 
 @dataclass

@@ -3,7 +3,10 @@
 The reverse of the rule files' `streaming` sections, written from each provider's streaming
 documentation, so the tests can serve the same content both ways and compare. Text and JSON are
 cut into pieces at random character positions (`rng`); `ENCODERS` has one encoder per provider the
-rules define (test_stream.py fails loudly when one is missing).
+rules define (test_stream.py fails loudly when one is missing). Each encoder writes its events in the
+framing its rule file names (`streaming.framing`): SSE events, NDJSON lines (Ollama) or AWS
+event-stream frames (Bedrock); `streamed` serves them with that framing's media type and `data_of`
+reads one back as the data text the stream translator is fed.
 """
 
 from __future__ import annotations
@@ -12,6 +15,10 @@ import json
 import random
 from collections.abc import Callable
 from typing import Any
+
+import toolnexus
+from toolnexus.devtools.stub import StubReply, aws_event, aws_exception, ndjson_lines, sse_pieces
+from toolnexus.http.framing import FRAMINGS
 
 from .variants import with_variants
 
@@ -260,8 +267,7 @@ def cohere_events(response: dict[str, Any], rng: random.Random, *, cuts: int | N
 
 def ollama_events(response: dict[str, Any], rng: random.Random, *, cuts: int | None = None) -> list[bytes]:
     """The lines of a streamed chat: thinking pieces, content pieces, the tool calls whole, then the last line
-    (done true, done_reason and the counts). Sent as server-sent events' data until the rules can say
-    `streaming.framing: ndjson` (then each line ends with a newline instead).  # merge: framing ndjson"""
+    (done true, done_reason and the counts), as NDJSON lines (the rules' `streaming.framing: ndjson`)."""
     head = {k: v for k, v in response.items() if k in ("model", "created_at")}
     message = response.get("message", {})
     role = message.get("role", "assistant")
@@ -279,11 +285,69 @@ def ollama_events(response: dict[str, Any], rng: random.Random, *, cuts: int | N
     if "content" not in message:
         del last_message["content"]
     lines.append({**response, "message": last_message})
-    return [_sse(line) for line in lines]
+    return ndjson_lines(lines)
+
+
+# ---------------------------------------------------------------- Bedrock
+
+BEDROCK_STREAMED = ("text", "toolUse", "reasoningContent")  # the block kinds ConverseStream's deltas carry
+BEDROCK_TOP = ("output", "stopReason", "additionalModelResponseFields", "usage", "metrics", "trace",
+               "performanceConfig")  # fmt: skip
+
+
+def bedrock_canonical(response: dict[str, Any]) -> dict[str, Any]:
+    """The Converse response as ConverseStream tells it: only blocks its deltas carry (text, toolUse,
+    reasoningContent) and the top-level keys its events hold."""
+    message = response.get("output", {}).get("message")
+    if not isinstance(message, dict):
+        return response
+    blocks = [b for b in message.get("content", []) if isinstance(b, dict) and set(b) & set(BEDROCK_STREAMED)]
+    top = {k: v for k, v in response.items() if k in BEDROCK_TOP}
+    return {**top, "output": {**response["output"], "message": {**message, "content": blocks}}}
+
+
+def bedrock_events(response: dict[str, Any], rng: random.Random, *, cuts: int | None = None) -> list[bytes]:
+    """ConverseStream's frames (API_runtime_ConverseStreamOutput): messageStart, per block a contentBlockStart
+    (toolUse only: id and name), deltas (text pieces, input JSON pieces, reasoning text pieces then its
+    signature, or redactedContent whole) and contentBlockStop; messageStop (stopReason), metadata (usage,
+    metrics). Send bedrock_canonical(response) as the non-streamed twin."""
+    response = bedrock_canonical(response)
+    message = response["output"]["message"]
+    out = [aws_event("messageStart", {"role": message.get("role", "assistant")})]
+
+    def delta(index: int, value: dict[str, Any]) -> None:
+        out.append(aws_event("contentBlockDelta", {"delta": value, "contentBlockIndex": index}))
+
+    for index, block in enumerate(message["content"]):
+        if "toolUse" in block:
+            use = block["toolUse"]
+            start = {"toolUse": {k: v for k, v in use.items() if k != "input"}}
+            out.append(aws_event("contentBlockStart", {"start": start, "contentBlockIndex": index}))
+            for piece in pieces(json.dumps(use.get("input", {}), ensure_ascii=False), rng, cuts):
+                delta(index, {"toolUse": {"input": piece}})
+        elif "text" in block:
+            for piece in pieces(block["text"], rng, cuts):
+                delta(index, {"text": piece})
+        else:
+            reasoning = block["reasoningContent"]
+            if "redactedContent" in reasoning:
+                delta(index, {"reasoningContent": {"redactedContent": reasoning["redactedContent"]}})
+            else:
+                said = reasoning["reasoningText"]
+                for piece in pieces(said["text"], rng, cuts):
+                    delta(index, {"reasoningContent": {"text": piece}})
+                if "signature" in said:
+                    delta(index, {"reasoningContent": {"signature": said["signature"]}})
+        out.append(aws_event("contentBlockStop", {"contentBlockIndex": index}))
+    stop = {k: response[k] for k in ("stopReason", "additionalModelResponseFields") if k in response}
+    out.append(aws_event("messageStop", stop))
+    out.append(aws_event("metadata", {k: response[k] for k in BEDROCK_TOP[3:] if k in response}))
+    return out
 
 
 ENCODERS: dict[str, Encoder] = {
     "anthropic": anthropic_events,
+    "bedrock": bedrock_events,
     "cohere": cohere_events,
     "gemini": gemini_events,
     "mistral": mistral_events,
@@ -294,6 +358,7 @@ ENCODERS = with_variants(ENCODERS)  # a variant without an entry takes its paren
 CANONICAL: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "gemini": gemini_canonical,
     "cohere": cohere_canonical,
+    "bedrock": bedrock_canonical,
 }
 CANONICAL = with_variants(CANONICAL)  # a variant without an entry takes its parent's
 
@@ -301,3 +366,51 @@ CANONICAL = with_variants(CANONICAL)  # a variant without an entry takes its par
 def canonical(provider: str, response: dict[str, Any]) -> dict[str, Any]:
     """The response as the stream rebuilds it (identity except where a provider's stream regroups parts)."""
     return CANONICAL.get(provider, lambda r: r)(response)
+
+
+# ---------------------------------------------------------------- serving and reading by framing
+
+
+def framing_of(provider: str) -> str:
+    """The framing the provider's rule file streams in (sse unless it names another)."""
+    streaming = toolnexus.load_rules().get(provider).streaming
+    return streaming.framing if streaming is not None else "sse"
+
+
+def events_reply(
+    provider: str, events: list[bytes], rng: random.Random | None = None, *, cuts: int = 0, **options: Any
+) -> StubReply:
+    """A stub reply streaming `events` (an encoder's) cut at `cuts` random byte boundaries, as the media
+    type of the provider's framing; `options` are StubReply's (cut, hold, pause, delay, ...)."""
+    media = FRAMINGS[framing_of(provider)].media_types[0]
+    headers = {"Content-Type": media, **options.pop("headers", {})}
+    return StubReply(stream=sse_pieces(events, rng, cuts=cuts), headers=headers, **options)
+
+
+def data_of(provider: str, event: bytes) -> str:
+    """The data text of one encoded event, as the provider's framing gives it to the stream translator."""
+    framing = framing_of(provider)
+    if framing == "ndjson":
+        return event.decode().rstrip("\n")
+    if framing == "aws-eventstream":
+        from botocore.eventstream import EventStreamBuffer
+
+        buffer = EventStreamBuffer()
+        buffer.add_data(event)
+        message = next(buffer)
+        return json.dumps({message.headers[":event-type"]: json.loads(message.payload)})
+    for line in event.decode().splitlines():
+        if line.startswith("data: "):
+            return line[len("data: ") :]
+    raise AssertionError(event)
+
+
+def error_event(provider: str, error: dict[str, Any], error_type: str = "overloaded_error") -> bytes:
+    """A mid-stream error in the provider's framing: an SSE `error` event, an NDJSON line, or an AWS
+    `exception` frame typed `error_type` (its payload the error body)."""
+    framing = framing_of(provider)
+    if framing == "ndjson":
+        return ndjson_lines([error])[0]
+    if framing == "aws-eventstream":
+        return aws_exception(error_type, error)
+    return b"event: error\ndata: " + json.dumps(error).encode() + b"\n\n"

@@ -455,6 +455,7 @@ def mistral_responses(draw: Callable[..., Any]) -> dict[str, Any]:
     }
 
 
+BEDROCK_FINISH = finish_table("bedrock")
 COHERE_FINISH = finish_table("cohere")
 OLLAMA_FINISH = finish_table("ollama")
 
@@ -496,6 +497,36 @@ def cohere_responses(draw: Callable[..., Any]) -> dict[str, Any]:
         "finish_reason": draw(st.sampled_from(stops)),
         "message": message,
         "usage": usage,
+    }
+
+
+@st.composite
+def bedrock_responses(draw: Callable[..., Any]) -> dict[str, Any]:
+    """Converse answers: text, toolUse (object input) and reasoning blocks (signed text, or redacted)."""
+    counter = itertools.count()
+    text_block = texts.map(lambda t: {"text": t})
+    reasoning_block = st.one_of(
+        texts.filter(bool).map(lambda t: {"reasoningContent": {"reasoningText": {"text": t, "signature": "c2ln"}}}),
+        st.just({"reasoningContent": {"redactedContent": "b3BhcXVl"}}),
+    )
+
+    @st.composite
+    def tool_use(draw: Callable[..., Any]) -> dict[str, Any]:
+        use = {"toolUseId": f"tooluse_{draw(id_tails)}{next(counter)}", "name": draw(tool_names)}
+        return {"toolUse": {**use, "input": draw(json_objects)}}
+
+    content = draw(st.lists(st.one_of(text_block, tool_use(), reasoning_block), max_size=6))
+    has_tools = any("toolUse" in b for b in content)
+    stops = sorted(BEDROCK_FINISH) if has_tools else [s for s in sorted(BEDROCK_FINISH) if s != "tool_use"]
+    inputs, outputs = draw(st.integers(0, 10**6)), draw(st.integers(0, 10**5))
+    usage: dict[str, Any] = {"inputTokens": inputs, "outputTokens": outputs, "totalTokens": inputs + outputs}
+    if draw(st.booleans()):
+        usage["cacheReadInputTokens"] = draw(st.integers(0, 10**6))
+    return {
+        "output": {"message": {"role": "assistant", "content": content}},
+        "stopReason": draw(st.sampled_from(stops)),
+        "usage": usage,
+        "metrics": {"latencyMs": draw(st.integers(0, 10**5))},
     }
 
 

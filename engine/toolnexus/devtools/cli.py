@@ -7,6 +7,7 @@ one line on stderr and a documented exit code (EXIT_CODES, also in `--help`).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
@@ -52,6 +53,19 @@ def _label(name: str) -> str:
 
 def _read_text(name: str) -> str:
     """The text of FILE (or stdin): bounded in size, UTF-8 (a byte order mark is accepted)."""
+    data = _read_bytes(name)
+    label = _label(name)
+    try:
+        return data.decode("utf-8-sig")  # a UTF-8 byte order mark, as Windows editors write, is accepted
+    except UnicodeDecodeError as exc:
+        utf16 = " (it looks like UTF-16: save it as UTF-8)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+        raise _InputError(
+            f"{label}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}){utf16}"
+        ) from None
+
+
+def _read_bytes(name: str) -> bytes:
+    """The bytes of FILE (or stdin), bounded in size."""
     try:
         if name == "-":
             if sys.stdin.isatty():
@@ -62,16 +76,9 @@ def _read_text(name: str) -> str:
                 data = fh.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
         raise _InputError(f"{name}: {exc.strerror}") from None
-    label = _label(name)
     if len(data) > MAX_INPUT_BYTES:
-        raise _InputError(f"{label}: larger than the input limit of {MAX_INPUT_BYTES // 2**20} MiB")
-    try:
-        return data.decode("utf-8-sig")  # a UTF-8 byte order mark, as Windows editors write, is accepted
-    except UnicodeDecodeError as exc:
-        utf16 = " (it looks like UTF-16: save it as UTF-8)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
-        raise _InputError(
-            f"{label}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}){utf16}"
-        ) from None
+        raise _InputError(f"{_label(name)}: larger than the input limit of {MAX_INPUT_BYTES // 2**20} MiB")
+    return data
 
 
 def _read_json(name: str) -> Any:
@@ -151,22 +158,50 @@ def cmd_response(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _response_stream(args: argparse.Namespace, out: TextIO) -> int:
-    """A captured event stream (server-sent events) -> the OpenAI chunks, one JSON object a line."""
+    """A captured stream in the provider's framing -> the OpenAI chunks, one JSON object a line."""
     import httpx
     from httpx_sse import EventSource
 
     translator = stream_translator(args.from_, requested_model=args.model, rules=args.rules)
-    text = _read_text(args.file) + "\n\n"  # a capture may lack the blank line that ends its last event
-    captured = httpx.Response(200, text=text, headers={"content-type": "text/event-stream"})
-    events = list(EventSource(captured).iter_sse())
-    if not events:
-        raise _InputError(f"{_label(args.file)}: no server-sent events (`data:` lines) in it")
+    streaming = load_rules(args.rules).get(args.from_).streaming
+    assert streaming is not None  # stream_translator refused a provider without one
+    if streaming.framing == "sse":
+        text = _read_text(args.file) + "\n\n"  # a capture may lack the blank line that ends its last event
+        captured = httpx.Response(200, text=text, headers={"content-type": "text/event-stream"})
+        datas = [event.data for event in EventSource(captured).iter_sse()]
+        if not datas:
+            raise _InputError(f"{_label(args.file)}: no server-sent events (`data:` lines) in it")
+    else:
+        datas = asyncio.run(_framed(streaming.framing, _read_bytes(args.file), streaming.endpoint, args.file))
     chunks: list[dict[str, Any]] = []
-    for event in events:
-        chunks += translator.feed(event.data)
+    for data in datas:
+        chunks += translator.feed(data)
     chunks += translator.finish()
     _print_json_lines(chunks, out, args.file)
     return 0
+
+
+async def _framed(name: str, data: bytes, endpoint: Any, file: str) -> list[str]:
+    """A captured stream of another framing (NDJSON lines, AWS event-stream frames) cut into its events'
+    data by the client's own reader for it."""
+    import httpx
+
+    from ..http.framing import framing
+    from ..http.limits import MAX_EVENT_BYTES, BodyError
+
+    chosen = framing(name)
+    request = httpx.Request("POST", "http://capture.invalid/")
+    captured = httpx.Response(200, content=data, headers={"content-type": chosen.media_types[0]}, request=request)
+    frames = chosen.read(captured, MAX_EVENT_BYTES, endpoint)
+    try:
+        datas = [text async for text in frames if text.strip()]
+    except BodyError as exc:
+        raise _InputError(f"{_label(file)}: {exc.message}") from None
+    finally:
+        await frames.aclose()
+    if not datas:
+        raise _InputError(f"{_label(file)}: no {name} events in it")
+    return datas
 
 
 def cmd_providers(args: argparse.Namespace, out: TextIO) -> int:
@@ -262,7 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--model", help="the requested model, used when the response names none")
     p.add_argument("--stream", action="store_true",
-                   help="FILE is a captured event stream (server-sent events): print its OpenAI chunks")  # fmt: skip
+                   help="FILE is a captured stream in the provider's framing (server-sent events, NDJSON, "
+                        "AWS event-stream frames): print its OpenAI chunks")  # fmt: skip
     p.add_argument("file", nargs="?", default="-", metavar="FILE", help="JSON file, or - for stdin (the default)")
 
     _command(sub, "providers", cmd_providers, "list the providers the rules define (name, rule file, description)",

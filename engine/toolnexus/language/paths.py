@@ -71,6 +71,9 @@ def compile_path(expression: str) -> Getter:
     parsed = _parse(expression)
     steps = _simple_steps(parsed.parsed)
     if steps is None:
+        first_key = _first_key_getter(parsed)
+        if first_key is not None:
+            return first_key
 
         def search(data: Any) -> Any:
             value = parsed.search(data)
@@ -89,6 +92,30 @@ def compile_path(expression: str) -> Getter:
 
         return get_one
     return _chain_getter(steps)
+
+
+def _first_key_getter(parsed: ParsedResult) -> Getter | None:
+    """`keys(<plain chain>)[0]`, the name of a one-key union (an AWS event, a Converse delta), read on every
+    streamed event: a dict's first key straight away, anything else as jmespath reads it (its errors too)."""
+    node = parsed.parsed
+    if node["type"] != "index_expression" or node["children"][1] != {"type": "index", "value": 0, "children": []}:
+        return None
+    call = node["children"][0]
+    if call["type"] != "function_expression" or call["value"] != "keys" or len(call["children"]) != 1:
+        return None
+    steps = _simple_steps(call["children"][0])
+    if steps is None:
+        return None
+    inner = _chain_getter(steps) if steps else (lambda data: data)
+
+    def first_key(data: Any) -> Any:
+        value = inner(data)
+        if type(value) is dict and value:
+            return next(iter(value))
+        found = parsed.search(data)
+        return MISSING if found is None else found
+
+    return first_key
 
 
 def _chain_getter(steps: list[str | int]) -> Getter:
