@@ -452,11 +452,16 @@ class StreamTranslator:
         self._text_sent += len(text)
         self._deltas.append({"content": text})
 
-    def _chunks(self) -> list[dict[str, Any]]:
-        """The event's deltas as chunks (the first event's chunks open with the assistant role)."""
+    def _chunks(self, last: bool = False) -> list[dict[str, Any]]:
+        """The event's deltas as chunks (the first chunks open with the assistant role).
+
+        The header (id, created, model) is read at the first event that has an id or something to
+        send: an opening event with neither (an empty id, nothing said yet) waits for the next."""
         deltas = self._deltas
         head = self._head
         if head is None:
+            if not (deltas or last or self._identified()):
+                return []
             head = self._head = self._identity()
             deltas.insert(0, {"role": "assistant", "content": ""})
         elif not deltas:
@@ -474,8 +479,16 @@ class StreamTranslator:
         deltas.clear()
         return out
 
+    def _identified(self) -> bool:
+        """Whether the response rebuilt so far has a chunk id (or the rules read none)."""
+        read = self.rules.chunk_id
+        if read is None:
+            return True
+        found = read(self.response)
+        return type(found) is str and found != ""
+
     def _identity(self) -> dict[str, Any]:
-        """id, created and model of every chunk, read once the first event has arrived."""
+        """id, created and model of every chunk, read once; an empty id or model and a created of 0 count as none."""
         rules, response = self.rules, self.response
         chunk_id = rules.chunk_id(response) if rules.chunk_id else MISSING
         created = rules.created(response) if rules.created else MISSING
@@ -483,8 +496,8 @@ class StreamTranslator:
         return {
             "id": chunk_id if type(chunk_id) is str and chunk_id else f"chatcmpl-{uuid.uuid4().hex}",
             "object": CHUNK,
-            "created": created if type(created) is int else self._created,
-            "model": model if type(model) is str else (self.requested_model or ""),
+            "created": created if type(created) is int and created > 0 else self._created,
+            "model": model if type(model) is str and model else (self.requested_model or ""),
         }
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -545,7 +558,7 @@ class StreamTranslator:
         self.result = result
         self._deltas += self._held
         self._held.clear()
-        out = self._chunks() if self._head is None or self._deltas else []
+        out = self._chunks(last=True) if self._head is None or self._deltas else []
         for index, (call, done) in enumerate(zip(self._calls, result.tool_calls, strict=True)):
             if not call.sent_arguments and done.arguments:
                 out.append(self._chunk({"tool_calls": [{"index": index, "function": {"arguments": done.arguments}}]}))
