@@ -252,6 +252,8 @@ def _expect_error(kind_and_path: dict[str, str], exc: errors.ToolnexusError | No
         return [f"{what}: expected {kind_and_path['kind']} at {kind_and_path.get('path')!r}, but it translated"]
     actual = {"kind": type(exc).__name__, "path": getattr(exc, "path", None)}
     expected = {"kind": kind_and_path["kind"], "path": kind_and_path.get("path")}
+    if "type" in kind_and_path:  # a provider's error: the type its body names
+        actual["type"], expected["type"] = getattr(exc, "error_type", None), kind_and_path["type"]
     return [] if actual == expected else [f"{what}: expected error {expected}, got {actual} ({exc})"]
 
 
