@@ -86,7 +86,8 @@ class StreamTranslator:
     Pure (no I/O), so a proxy with its own HTTP can drive it; `Client.translate_stream` does.
     Errors: an event with the provider's error shape is a ProviderError (kind http); an event that is
     not a JSON object is a ProviderError (kind decode); a stream that ends before the rules' end is a
-    ProviderError (kind connection); an event the rules cannot place is a ResponseError at `events[n]...`.
+    ProviderError (kind connection); an event the rules cannot place, an event after the end, or a
+    second opening event (`starts`) is a ResponseError at `events[n]...`.
     """
 
     def __init__(
@@ -111,16 +112,22 @@ class StreamTranslator:
         self._head: dict[str, Any] | None = None
         self._created = int(time.time())
         self._unknown: set[str] = set()
+        self._opening: tuple[int, dict[str, Any]] | None = None  # the event that opened the answer (`starts`)
 
     # ------------------------------------------------------------ events in
 
     def feed(self, data: str) -> list[dict[str, Any]]:
         """One event's data (the SSE `data:` text) -> the chunks it produces (often one, sometimes none)."""
-        if self.ended or not data or data.isspace():
+        if not data or data.isspace():
             return []
         n = self._events
         self._events = n + 1
         rules = self.rules
+        if self.ended:
+            if data == rules.done:  # the end said again
+                return []
+            raise ResponseError(f"events[{n}]", "an event after the end of the answer: a stream holds one answer",
+                                provider=rules.provider)  # fmt: skip
         if data == rules.done:
             self.ended = True
             return []
@@ -142,6 +149,18 @@ class StreamTranslator:
         if rules.run(self, event, n):  # the generated steps of its event type (stream_code.py)
             return self._chunks()
         return []
+
+    def _begin(self, event: dict[str, Any], n: int) -> bool:
+        """An event that opens an answer (`starts`): the first opens it, an exact repeat of it is ignored
+        (False), any other is a second answer spliced in, refused."""
+        opening = self._opening
+        if opening is None:
+            self._opening = (n, event)
+            return True
+        if event == opening[1]:
+            return False
+        raise ResponseError(f"events[{n}]", f"a second answer starts here (the answer opened at events[{opening[0]}]);"
+                            " a stream holds one answer", provider=self.rules.provider)  # fmt: skip
 
     def _note_unknown(self, label: str, n: int) -> None:
         """An event (or case) the rules do not know: ignored, and noted once per kind (a long stream does not

@@ -5,7 +5,8 @@ stream; per event type (or for every event) the *steps* that merge a part of the
 into the provider's non-streaming response (`into`, `from`, `at`, `field`, `each`,
 `omit`, or `end`); the `combine` policies by response path (`append`, `json`,
 `extend`, `by_position`, `join`); how a stream without an end event is known complete;
-the chunk id and created paths; and which item kinds stream as reasoning. The response
+the chunk id and created paths; which event types open an answer (`starts`); and which item kinds
+stream as reasoning. The response
 section's item sources are *watched*: for each source and kind, which field the
 template reads as text, as tool-call arguments, or (by `reasoning`) as reasoning.
 `stream.StreamTranslator` runs it.
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..language.loader import Key, RuleSource
+from ..language.loader import Key, RuleSource, did_you_mean
 from ..language.paths import Getter, simple_steps
 from ..language.templates import Env, path_getter
 from .endpoint import Endpoint
@@ -122,6 +123,7 @@ class Streaming:
     events: Mapping[str, Steps | Dispatch]
     every: Steps
     done: str | None
+    starts: frozenset[str]  # event types that open an answer (a second opening is refused)
     complete: tuple[Getter, ...]
     start: dict[str, Any]
     chunk_id: Getter | None
@@ -170,6 +172,10 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
     env = Env(source)
     if "events" in spec and "type" not in spec:
         raise source.error(key, "`events` needs `type`: the path in an event naming its type")
+    for i, name in enumerate(spec.get("starts", [])):
+        if name not in spec.get("events", {}):
+            raise source.error((*key, "starts", i), f"no event '{name}' in streaming.events"
+                               f"{did_you_mean(name, spec.get('events', {}))}")  # fmt: skip
     combine = _compile_combine(spec.get("combine", {}), (*key, "combine"), env)
     events: dict[str, Steps | Dispatch] = {}
     for name, handler in spec.get("events", {}).items():
@@ -198,6 +204,7 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
         events=MappingProxyType(events),
         every=_steps(spec.get("every", []), (*key, "every"), env),
         done=spec.get("done"),
+        starts=frozenset(spec.get("starts", ())),
         complete=tuple(path_getter(p, (*key, "complete", i), env) for i, p in enumerate(spec.get("complete", []))),
         start=dict(spec.get("start", {})),
         chunk_id=path_getter(spec["id"], (*key, "id"), env) if "id" in spec else None,
