@@ -329,6 +329,22 @@ def _check_result(result: TranslateResult, case: dict[str, Any], what: str = "re
     return problems
 
 
+def _told(chunks: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """The text and tool calls the chunks' deltas add up to (a client reading them would have)."""
+    text, calls = "", []
+    for chunk in chunks:
+        for choice in chunk["choices"]:
+            delta = choice["delta"]
+            text += delta.get("content") or ""
+            for piece in delta.get("tool_calls", ()):
+                if piece["index"] == len(calls):
+                    calls.append({"id": piece["id"], "type": "function", "function": {**piece["function"]}})
+                    calls[-1].update({k: v for k, v in piece.items() if k not in ("index", "id", "type", "function")})
+                else:
+                    calls[piece["index"]]["function"]["arguments"] += piece["function"]["arguments"]
+    return text, calls
+
+
 def _run_stream(provider: str, case: dict[str, Any], rules: RulesArg) -> list[str]:
     """The column's events fed one by one (an object as its JSON text), then the stream finished."""
     translator = stream_translator(provider, requested_model=case.get("requested_model"), rules=rules)
@@ -345,6 +361,8 @@ def _run_stream(provider: str, case: dict[str, Any], rules: RulesArg) -> list[st
         return _expect_error(case["expect_response_error"], None, "stream")
     assert translator.result is not None
     problems = _check_result(translator.result, case, "streamed result")
+    if (told := _told(chunks)) != (translator.result.text, translator.result.tool_calls_json()):
+        problems.append(f"the chunks tell {told}, not the streamed result")
     header = case.get("expect_chunk_header")
     if header is not None:
         wrong = [c for c in chunks if {k: c.get(k) for k in header} != header]

@@ -29,6 +29,7 @@ provider name appears here: only the rule file knows event names.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Mapping
@@ -50,6 +51,7 @@ from .stream_rules import (
     JSON,
     REASONING,
     TEXT,
+    Continued,
     Move,
     Node,
     Path,
@@ -113,6 +115,7 @@ class StreamTranslator:
         self._created = int(time.time())
         self._unknown: set[str] = set()
         self._opening: tuple[int, dict[str, Any]] | None = None  # the event that opened the answer (`starts`)
+        self._continued: dict[int, Any] = {}  # `continued` lists: the element held while more of it follows
 
     # ------------------------------------------------------------ events in
 
@@ -303,8 +306,8 @@ class StreamTranslator:
 
     def _set(self, parent: Any, key: str | int, value: Any, above: Path, node: Node | None = None) -> None:
         """Put a new value in place; an object or list arriving whole is first combined within itself."""
-        if isinstance(value, (dict, list)) and node is not None and node.children:
-            value = _combined(value, node)
+        if isinstance(value, (dict, list)) and node is not None and (node.children or node.continued):
+            value = _combined(value, node, self._continue)
         if type(parent) is list and key == len(parent):
             parent.append(value)
         else:
@@ -347,6 +350,8 @@ class StreamTranslator:
             raise ResponseError(_text_path(path), "must be a list", provider=self.rules.provider)
         join = node.join
         for element in value if isinstance(value, list) else [value]:
+            if node.continued is not None and (element := self._continue(node, element)) is MISSING:
+                continue
             if join is not None and current and joins(current[-1], element, join):
                 last, at = current[-1], len(current) - 1
                 for k, v in element.items():
@@ -357,6 +362,32 @@ class StreamTranslator:
                 continue
             current.append(element)
             self._placed((*path, len(current) - 1), element)
+
+    def _continue(self, node: Node, element: Any) -> Any:
+        """`continued`: fold an arriving element into the one held for this list, or hold it; MISSING while
+        held, else the element to add (a held one complete, without its flag and pieces)."""
+        rule = node.continued
+        assert rule is not None
+        held = self._continued.pop(id(node), None)
+        if held is None:
+            if type(element) is not dict or _walk(element, rule.flag) is not True:
+                return element
+            held = element
+        elif type(element) is dict:
+            for k, v in element.items():
+                if k not in held:
+                    held[k] = v
+        pieces = _walk(element, rule.pieces)
+        if pieces is not MISSING:
+            _fold(held, rule, pieces, self.rules.provider)
+        if _walk(element, rule.flag) is True:
+            self._continued[id(node)] = held
+            return MISSING
+        for path in (rule.flag, rule.pieces):
+            parent = _walk(held, path[:-1])
+            if type(parent) is dict:
+                parent.pop(path[-1], None)
+        return held
 
     # ------------------------------------------------------------ deltas out
 
@@ -537,6 +568,10 @@ class StreamTranslator:
         if not self.ended and not any(present(self.response) not in (MISSING, None) for present in rules.complete):
             raise ProviderError("the stream ended before the provider finished its answer",
                                 provider=rules.provider, kind="connection")  # fmt: skip
+        for held in self._continued:
+            label = next(n.continued.label for n in _nodes(rules.combine) if id(n) == held and n.continued)
+            raise ResponseError(label, "the stream ended while an element said more of it follows",
+                                provider=rules.provider)  # fmt: skip
         for parent, key, text, path in self._texts:
             value = text.value()
             if (found := rules.combine.find(path)) is None or found.policy is not JSON:
@@ -589,6 +624,11 @@ class StreamTranslator:
         return out
 
 
+def _nodes(node: Node) -> list[Node]:
+    """Every node of a combine table."""
+    return [node, *(n for child in node.children.values() for n in _nodes(child))]
+
+
 def _get(parent: Any, key: str | int) -> Any:
     if isinstance(parent, dict):
         return parent.get(key, MISSING)
@@ -606,8 +646,11 @@ def _walk(value: Any, steps: Path) -> Any:
     return value
 
 
-def _combined(value: Any, node: Node) -> Any:
-    """A value arriving whole, with its `join` lists folded as if their elements had arrived one by one."""
+def _combined(value: Any, node: Node, fold: Any) -> Any:
+    """A value arriving whole, with its `join` and `continued` lists folded as if their elements had arrived
+    one by one (`fold`: the translator's `_continue`, which holds a continued element across events)."""
+    if node.continued is not None and isinstance(value, list):
+        value = [x for x in (fold(node, element) for element in value) if x is not MISSING]
     if node.join is not None and isinstance(value, list):
         out: list[Any] = []
         for element in value:
@@ -621,10 +664,63 @@ def _combined(value: Any, node: Node) -> Any:
     if not node.children:
         return value
     if isinstance(value, dict):
-        return {k: _combined(v, child) if (child := node.child(k)) else v for k, v in value.items()}
+        return {k: _combined(v, child, fold) if (child := node.child(k)) else v for k, v in value.items()}
     if isinstance(value, list):
-        return [_combined(v, child) if (child := node.child(i)) else v for i, v in enumerate(value)]
+        return [_combined(v, child, fold) if (child := node.child(i)) else v for i, v in enumerate(value)]
     return value
+
+
+_JSON_PATH_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]")
+
+
+def _json_path(text: Any) -> list[str | int] | None:
+    """The steps of a JSON path of names and indexes (`$.a.b[0]`, `$['a']`), or None for any other."""
+    if type(text) is not str or not text.startswith("$"):
+        return None
+    steps: list[str | int] = []
+    at = 1
+    while at < len(text):
+        match = _JSON_PATH_STEP.match(text, at)
+        if match is None:
+            return None
+        name, index, quoted = match.groups()
+        steps.append(name if name is not None else int(index) if index is not None else quoted)
+        at = match.end()
+    return steps
+
+
+def _fold(held: dict[str, Any], rule: Continued, pieces: Any, provider: str) -> None:
+    """Set each piece's value into the held element's `into` object at the piece's JSON path (a string piece
+    where a string is continues it)."""
+    where = f"{rule.label}[].{_text_path(rule.pieces)}"
+    if not isinstance(pieces, list):
+        raise ResponseError(where, "must be a list", provider=provider)
+    for i, piece in enumerate(pieces):
+        at = f"{where}[{i}]"
+        steps = _json_path(piece.get(rule.path) if type(piece) is dict else None)
+        if not steps:
+            raise ResponseError(
+                f"{at}.{rule.path}", "must be a JSON path of names and indexes under $", provider=provider
+            )
+        value = next((piece[name] for name in rule.values if name in piece), MISSING)
+        if value is MISSING:
+            if rule.null is None or rule.null not in piece:
+                raise ResponseError(at, "holds no value", provider=provider)
+            value = None
+        path: list[Any] = [*rule.into, *steps]
+        parent: Any = held
+        for n, step in enumerate(path):
+            if type(step) is int and type(parent) is list:
+                parent.extend(None for _ in range(step + 1 - len(parent)))
+            elif type(step) is int or type(parent) is not dict:
+                raise ResponseError(f"{at}.{rule.path}", "does not fit the value built so far", provider=provider)
+            now = parent[step] if type(parent) is list else parent.get(step)
+            if n == len(path) - 1:
+                parent[step] = now + value if type(now) is str and type(value) is str else value
+            else:
+                if now is None:
+                    now = parent[step] = [] if type(path[n + 1]) is int else {}
+                parent = now
 
 
 def _text_path(path: Path) -> str:

@@ -184,6 +184,8 @@ class _Code:
             lines.append(f"{c} = {p}.get({k}, MISSING)")
         general = self.general(pattern, p, k, v, at)
         node = self.node(pattern)
+        if node is not None and node.continued is not None:  # held elements: the translator's own `_extend`
+            return [general]
         policy = node.policy if node is not None else None
         if policy is APPEND or policy is JSON:
             emit = self.fragment(pattern, v, at, d)
