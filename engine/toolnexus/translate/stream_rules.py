@@ -294,7 +294,8 @@ def _compile_combine(spec: dict[str, Any], key: Key, env: Env) -> Node:
         piece = spec_of["piece"]
         node.policy = EXTEND
         flag, pieces, into = (write_path(spec_of[name], (*at, name), env) for name in ("flag", "pieces", "into"))
-        node.continued = Continued(expr, flag, pieces, into, piece["path"], tuple(piece["values"]), piece.get("is_null"))
+        values = tuple(piece["values"])
+        node.continued = Continued(expr, flag, pieces, into, piece["path"], values, piece.get("is_null"))
     return root.freeze()
 
 
