@@ -331,7 +331,7 @@ def _check_result(result: TranslateResult, case: dict[str, Any], what: str = "re
 
 def _told(chunks: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
     """The text and tool calls the chunks' deltas add up to (a client reading them would have)."""
-    text, calls = "", []
+    text, calls = "", list[dict[str, Any]]()
     for chunk in chunks:
         for choice in chunk["choices"]:
             delta = choice["delta"]
