@@ -8,7 +8,8 @@ Two kinds of data files drive it, both shipped with the package:
 - case tables, `fixtures/cases/<concern>.yaml`: one concern each, with one
   OpenAI request and, per provider, the expected provider body (or an expected
   error kind and path), and/or that provider's response and the expected
-  OpenAI-shaped result; or `skip:` and the reason the provider has no counterpart.
+  OpenAI-shaped result, and/or a provider event `stream` and what it translates to;
+  or `skip:` and the reason the provider has no counterpart.
 
 `toolnexus check` and the test suite run the same code, so a case is added by
 adding a file.
@@ -26,8 +27,9 @@ from typing import Any
 from deepdiff import DeepDiff
 
 from .. import errors
-from ..api import translate_request, translate_response
+from ..api import stream_translator, translate_request, translate_response
 from ..language.loader import did_you_mean, parse_rule_text
+from ..translate.result import TranslateResult
 from ..translate.rulebook import Rulebook, RulesArg, lineage, load_rules
 from ..translate.rulebook import parents_of as providers_parents
 
@@ -111,7 +113,9 @@ def check_golden(path: Path, rules: RulesArg = None) -> Outcome:
 CONCERN_KEYS = {"doc", "request", "options", "providers"}
 REQUEST_EXPECT = {"expect_request", "expect_error", "expect_notes"}
 RESPONSE_KEYS = {"response", "requested_model", "expect_result", "expect_response_error", "expect_result_notes"}
-COLUMN_KEYS = {"doc", "skip", "with"} | REQUEST_EXPECT | RESPONSE_KEYS
+STREAM_KEYS = {"stream", "expect_chunk_header"}  # a provider event stream, and the id/created/model of every chunk
+ANSWERS = ("response", "stream")
+COLUMN_KEYS = {"doc", "skip", "with"} | REQUEST_EXPECT | RESPONSE_KEYS | STREAM_KEYS
 CASES_DIR = "cases"
 
 
@@ -221,12 +225,17 @@ def _own_columns(path: Path) -> dict[str, Case]:
                 data["options"] = concern["options"]
         elif REQUEST_EXPECT & set(column) or "with" in column:
             raise source.error(where, "request expectations need the concern's request")
-        if "response" in column and not ({"expect_result", "expect_response_error"} & set(column)):
-            raise source.error((*where, "response"), "a response needs expect_result or expect_response_error")
-        if "response" not in column and RESPONSE_KEYS & set(column):
-            raise source.error(where, "response expectations need a response")
-        if request is None and "response" not in column:
-            raise source.error(where, "a column needs a response when the concern has no request")
+        answer = next((k for k in ANSWERS if k in column), None)
+        if answer and not ({"expect_result", "expect_response_error"} & set(column)):
+            raise source.error((*where, answer), f"a {answer} needs expect_result or expect_response_error")
+        if answer is None and (RESPONSE_KEYS | STREAM_KEYS) & set(column):
+            raise source.error(where, "response expectations need a response or a stream")
+        if "stream" in column and not isinstance(column["stream"], list):
+            raise source.error((*where, "stream"), "stream is a list of events (objects, or strings sent as they are)")
+        if "expect_chunk_header" in column and "stream" not in column:
+            raise source.error((*where, "expect_chunk_header"), "expect_chunk_header needs a stream")
+        if request is None and answer is None:
+            raise source.error(where, "a column needs a response or a stream when the concern has no request")
         data.update({k: v for k, v in column.items() if k not in ("doc", "with")})
         cases[provider] = Case(path.stem, provider, path, data)
     return cases
@@ -243,6 +252,8 @@ def _expect_error(kind_and_path: dict[str, str], exc: errors.ToolnexusError | No
         return [f"{what}: expected {kind_and_path['kind']} at {kind_and_path.get('path')!r}, but it translated"]
     actual = {"kind": type(exc).__name__, "path": getattr(exc, "path", None)}
     expected = {"kind": kind_and_path["kind"], "path": kind_and_path.get("path")}
+    if "type" in kind_and_path:  # a provider's error: the type its body names
+        actual["type"], expected["type"] = getattr(exc, "error_type", None), kind_and_path["type"]
     return [] if actual == expected else [f"{what}: expected error {expected}, got {actual} ({exc})"]
 
 
@@ -257,6 +268,8 @@ def run_case(case: Case, rules: RulesArg = None) -> Outcome:
         outcome.problems += _run_request(case.provider, case.data, rules)
     if "response" in case.data:
         outcome.problems += _run_response(case.provider, case.data, rules)
+    if "stream" in case.data:
+        outcome.problems += _run_stream(case.provider, case.data, rules)
     return outcome
 
 
@@ -297,19 +310,64 @@ def _run_response(provider: str, case: dict[str, Any], rules: RulesArg) -> list[
         return [f"response: unexpected {type(exc).__name__}: {exc}"]
     if "expect_response_error" in case:
         return _expect_error(case["expect_response_error"], None, "response")
+    problems = [] if result.raw is case["response"] else ["result.raw is not the provider response as given"]
+    return problems + _check_result(result, case)
+
+
+def _check_result(result: TranslateResult, case: dict[str, Any], what: str = "result") -> list[str]:
     problems = []
     actual = result.to_dict()
     actual.pop("notes")
     diff = _diff(case["expect_result"], actual)
     if diff:
-        problems.append(f"result differs:\n{diff}")
-    if result.raw is not case["response"]:
-        problems.append("result.raw is not the provider response as given")
+        problems.append(f"{what} differs:\n{diff}")
     if "expect_result_notes" in case and _notes(result.notes) != case["expect_result_notes"]:
-        problems.append(f"result notes: expected {case['expect_result_notes']}, got {_notes(result.notes)}")
+        problems.append(f"{what} notes: expected {case['expect_result_notes']}, got {_notes(result.notes)}")
     broken = [str(n) for n in result.notes if n.kind == "inconsistent"]
     if broken and "expect_result_notes" not in case:  # the rules' usage must keep the invariants
-        problems.append(f"the result's usage breaks the invariants: {'; '.join(broken)}")
+        problems.append(f"the {what}'s usage breaks the invariants: {'; '.join(broken)}")
+    return problems
+
+
+def _told(chunks: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """The text and tool calls the chunks' deltas add up to (a client reading them would have)."""
+    text, calls = "", list[dict[str, Any]]()
+    for chunk in chunks:
+        for choice in chunk["choices"]:
+            delta = choice["delta"]
+            text += delta.get("content") or ""
+            for piece in delta.get("tool_calls", ()):
+                if piece["index"] == len(calls):
+                    calls.append({"id": piece["id"], "type": "function", "function": {**piece["function"]}})
+                    calls[-1].update({k: v for k, v in piece.items() if k not in ("index", "id", "type", "function")})
+                else:
+                    calls[piece["index"]]["function"]["arguments"] += piece["function"]["arguments"]
+    return text, calls
+
+
+def _run_stream(provider: str, case: dict[str, Any], rules: RulesArg) -> list[str]:
+    """The column's events fed one by one (an object as its JSON text), then the stream finished."""
+    translator = stream_translator(provider, requested_model=case.get("requested_model"), rules=rules)
+    chunks: list[dict[str, Any]] = []
+    try:
+        for event in case["stream"]:
+            chunks += translator.feed(event if isinstance(event, str) else json.dumps(event))
+        chunks += translator.finish()
+    except (errors.TranslationError, errors.ProviderError) as exc:
+        if "expect_response_error" in case:
+            return _expect_error(case["expect_response_error"], exc, "stream")
+        return [f"stream: unexpected {type(exc).__name__}: {exc}"]
+    if "expect_response_error" in case:
+        return _expect_error(case["expect_response_error"], None, "stream")
+    assert translator.result is not None
+    problems = _check_result(translator.result, case, "streamed result")
+    if (told := _told(chunks)) != (translator.result.text, translator.result.tool_calls_json()):
+        problems.append(f"the chunks tell {told}, not the streamed result")
+    header = case.get("expect_chunk_header")
+    if header is not None:
+        wrong = [c for c in chunks if {k: c.get(k) for k in header} != header]
+        if wrong:
+            problems.append(f"{len(wrong)} of {len(chunks)} chunks differ from the header {header}: {wrong[0]}")
     return problems
 
 

@@ -29,6 +29,7 @@ provider name appears here: only the rule file knows event names.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Mapping
@@ -50,6 +51,7 @@ from .stream_rules import (
     JSON,
     REASONING,
     TEXT,
+    Continued,
     Move,
     Node,
     Path,
@@ -86,7 +88,8 @@ class StreamTranslator:
     Pure (no I/O), so a proxy with its own HTTP can drive it; `Client.translate_stream` does.
     Errors: an event with the provider's error shape is a ProviderError (kind http); an event that is
     not a JSON object is a ProviderError (kind decode); a stream that ends before the rules' end is a
-    ProviderError (kind connection); an event the rules cannot place is a ResponseError at `events[n]...`.
+    ProviderError (kind connection); an event the rules cannot place, an event after the end, or a
+    second opening event (`starts`) is a ResponseError at `events[n]...`.
     """
 
     def __init__(
@@ -111,16 +114,23 @@ class StreamTranslator:
         self._head: dict[str, Any] | None = None
         self._created = int(time.time())
         self._unknown: set[str] = set()
+        self._opening: tuple[int, dict[str, Any]] | None = None  # the event that opened the answer (`starts`)
+        self._continued: dict[int, Any] = {}  # `continued` lists: the element held while more of it follows
 
     # ------------------------------------------------------------ events in
 
     def feed(self, data: str) -> list[dict[str, Any]]:
         """One event's data (the SSE `data:` text) -> the chunks it produces (often one, sometimes none)."""
-        if self.ended or not data or data.isspace():
+        if not data or data.isspace():
             return []
         n = self._events
         self._events = n + 1
         rules = self.rules
+        if self.ended:
+            if data == rules.done:  # the end said again
+                return []
+            raise ResponseError(f"events[{n}]", "an event after the end of the answer: a stream holds one answer",
+                                provider=rules.provider)  # fmt: skip
         if data == rules.done:
             self.ended = True
             return []
@@ -142,6 +152,18 @@ class StreamTranslator:
         if rules.run(self, event, n):  # the generated steps of its event type (stream_code.py)
             return self._chunks()
         return []
+
+    def _begin(self, event: dict[str, Any], n: int) -> bool:
+        """An event that opens an answer (`starts`): the first opens it, an exact repeat of it is ignored
+        (False), any other is a second answer spliced in, refused."""
+        opening = self._opening
+        if opening is None:
+            self._opening = (n, event)
+            return True
+        if event == opening[1]:
+            return False
+        raise ResponseError(f"events[{n}]", f"a second answer starts here (the answer opened at events[{opening[0]}]);"
+                            " a stream holds one answer", provider=self.rules.provider)  # fmt: skip
 
     def _note_unknown(self, label: str, n: int) -> None:
         """An event (or case) the rules do not know: ignored, and noted once per kind (a long stream does not
@@ -284,8 +306,8 @@ class StreamTranslator:
 
     def _set(self, parent: Any, key: str | int, value: Any, above: Path, node: Node | None = None) -> None:
         """Put a new value in place; an object or list arriving whole is first combined within itself."""
-        if isinstance(value, (dict, list)) and node is not None and node.children:
-            value = _combined(value, node)
+        if isinstance(value, (dict, list)) and node is not None and (node.children or node.continued):
+            value = _combined(value, node, self._continue)
         if type(parent) is list and key == len(parent):
             parent.append(value)
         else:
@@ -328,6 +350,8 @@ class StreamTranslator:
             raise ResponseError(_text_path(path), "must be a list", provider=self.rules.provider)
         join = node.join
         for element in value if isinstance(value, list) else [value]:
+            if node.continued is not None and (element := self._continue(node, element)) is MISSING:
+                continue
             if join is not None and current and joins(current[-1], element, join):
                 last, at = current[-1], len(current) - 1
                 for k, v in element.items():
@@ -338,6 +362,32 @@ class StreamTranslator:
                 continue
             current.append(element)
             self._placed((*path, len(current) - 1), element)
+
+    def _continue(self, node: Node, element: Any) -> Any:
+        """`continued`: fold an arriving element into the one held for this list, or hold it; MISSING while
+        held, else the element to add (a held one complete, without its flag and pieces)."""
+        rule = node.continued
+        assert rule is not None
+        held = self._continued.pop(id(node), None)
+        if held is None:
+            if type(element) is not dict or _walk(element, rule.flag) is not True:
+                return element
+            held = element
+        elif type(element) is dict:
+            for k, v in element.items():
+                if k not in held:
+                    held[k] = v
+        pieces = _walk(element, rule.pieces)
+        if pieces is not MISSING:
+            _fold(held, rule, pieces, self.rules.provider)
+        if _walk(element, rule.flag) is True:
+            self._continued[id(node)] = held
+            return MISSING
+        for path in (rule.flag, rule.pieces):
+            parent = _walk(held, path[:-1])
+            if type(parent) is dict:
+                parent.pop(path[-1], None)
+        return held
 
     # ------------------------------------------------------------ deltas out
 
@@ -452,11 +502,16 @@ class StreamTranslator:
         self._text_sent += len(text)
         self._deltas.append({"content": text})
 
-    def _chunks(self) -> list[dict[str, Any]]:
-        """The event's deltas as chunks (the first event's chunks open with the assistant role)."""
+    def _chunks(self, last: bool = False) -> list[dict[str, Any]]:
+        """The event's deltas as chunks (the first chunks open with the assistant role).
+
+        The header (id, created, model) is read at the first event that has an id or something to
+        send: an opening event with neither (an empty id, nothing said yet) waits for the next."""
         deltas = self._deltas
         head = self._head
         if head is None:
+            if not (deltas or last or self._identified()):
+                return []
             head = self._head = self._identity()
             deltas.insert(0, {"role": "assistant", "content": ""})
         elif not deltas:
@@ -474,8 +529,16 @@ class StreamTranslator:
         deltas.clear()
         return out
 
+    def _identified(self) -> bool:
+        """Whether the response rebuilt so far has a chunk id (or the rules read none)."""
+        read = self.rules.chunk_id
+        if read is None:
+            return True
+        found = read(self.response)
+        return type(found) is str and found != ""
+
     def _identity(self) -> dict[str, Any]:
-        """id, created and model of every chunk, read once the first event has arrived."""
+        """id, created and model of every chunk, read once; an empty id or model and a created of 0 count as none."""
         rules, response = self.rules, self.response
         chunk_id = rules.chunk_id(response) if rules.chunk_id else MISSING
         created = rules.created(response) if rules.created else MISSING
@@ -483,8 +546,8 @@ class StreamTranslator:
         return {
             "id": chunk_id if type(chunk_id) is str and chunk_id else f"chatcmpl-{uuid.uuid4().hex}",
             "object": CHUNK,
-            "created": created if type(created) is int else self._created,
-            "model": model if type(model) is str else (self.requested_model or ""),
+            "created": created if type(created) is int and created > 0 else self._created,
+            "model": model if type(model) is str and model else (self.requested_model or ""),
         }
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -505,6 +568,10 @@ class StreamTranslator:
         if not self.ended and not any(present(self.response) not in (MISSING, None) for present in rules.complete):
             raise ProviderError("the stream ended before the provider finished its answer",
                                 provider=rules.provider, kind="connection")  # fmt: skip
+        for held in self._continued:
+            label = next(n.continued.label for n in _nodes(rules.combine) if id(n) == held and n.continued)
+            raise ResponseError(label, "the stream ended while an element said more of it follows",
+                                provider=rules.provider)  # fmt: skip
         for parent, key, text, path in self._texts:
             value = text.value()
             if (found := rules.combine.find(path)) is None or found.policy is not JSON:
@@ -545,7 +612,7 @@ class StreamTranslator:
         self.result = result
         self._deltas += self._held
         self._held.clear()
-        out = self._chunks() if self._head is None or self._deltas else []
+        out = self._chunks(last=True) if self._head is None or self._deltas else []
         for index, (call, done) in enumerate(zip(self._calls, result.tool_calls, strict=True)):
             if not call.sent_arguments and done.arguments:
                 out.append(self._chunk({"tool_calls": [{"index": index, "function": {"arguments": done.arguments}}]}))
@@ -555,6 +622,11 @@ class StreamTranslator:
             assert self._head is not None
             out.append({**self._head, "choices": [], "usage": usage})
         return out
+
+
+def _nodes(node: Node) -> list[Node]:
+    """Every node of a combine table."""
+    return [node, *(n for child in node.children.values() for n in _nodes(child))]
 
 
 def _get(parent: Any, key: str | int) -> Any:
@@ -574,8 +646,11 @@ def _walk(value: Any, steps: Path) -> Any:
     return value
 
 
-def _combined(value: Any, node: Node) -> Any:
-    """A value arriving whole, with its `join` lists folded as if their elements had arrived one by one."""
+def _combined(value: Any, node: Node, fold: Any) -> Any:
+    """A value arriving whole, with its `join` and `continued` lists folded as if their elements had arrived
+    one by one (`fold`: the translator's `_continue`, which holds a continued element across events)."""
+    if node.continued is not None and isinstance(value, list):
+        value = [x for x in (fold(node, element) for element in value) if x is not MISSING]
     if node.join is not None and isinstance(value, list):
         out: list[Any] = []
         for element in value:
@@ -589,10 +664,63 @@ def _combined(value: Any, node: Node) -> Any:
     if not node.children:
         return value
     if isinstance(value, dict):
-        return {k: _combined(v, child) if (child := node.child(k)) else v for k, v in value.items()}
+        return {k: _combined(v, child, fold) if (child := node.child(k)) else v for k, v in value.items()}
     if isinstance(value, list):
-        return [_combined(v, child) if (child := node.child(i)) else v for i, v in enumerate(value)]
+        return [_combined(v, child, fold) if (child := node.child(i)) else v for i, v in enumerate(value)]
     return value
+
+
+_JSON_PATH_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]")
+
+
+def _json_path(text: Any) -> list[str | int] | None:
+    """The steps of a JSON path of names and indexes (`$.a.b[0]`, `$['a']`), or None for any other."""
+    if type(text) is not str or not text.startswith("$"):
+        return None
+    steps: list[str | int] = []
+    at = 1
+    while at < len(text):
+        match = _JSON_PATH_STEP.match(text, at)
+        if match is None:
+            return None
+        name, index, quoted = match.groups()
+        steps.append(name if name is not None else int(index) if index is not None else quoted)
+        at = match.end()
+    return steps
+
+
+def _fold(held: dict[str, Any], rule: Continued, pieces: Any, provider: str) -> None:
+    """Set each piece's value into the held element's `into` object at the piece's JSON path (a string piece
+    where a string is continues it)."""
+    where = f"{rule.label}[].{_text_path(rule.pieces)}"
+    if not isinstance(pieces, list):
+        raise ResponseError(where, "must be a list", provider=provider)
+    for i, piece in enumerate(pieces):
+        at = f"{where}[{i}]"
+        steps = _json_path(piece.get(rule.path) if type(piece) is dict else None)
+        if not steps:
+            raise ResponseError(
+                f"{at}.{rule.path}", "must be a JSON path of names and indexes under $", provider=provider
+            )
+        value = next((piece[name] for name in rule.values if name in piece), MISSING)
+        if value is MISSING:
+            if rule.null is None or rule.null not in piece:
+                raise ResponseError(at, "holds no value", provider=provider)
+            value = None
+        path: list[Any] = [*rule.into, *steps]
+        parent: Any = held
+        for n, step in enumerate(path):
+            if type(step) is int and type(parent) is list:
+                parent.extend(None for _ in range(step + 1 - len(parent)))
+            elif type(step) is int or type(parent) is not dict:
+                raise ResponseError(f"{at}.{rule.path}", "does not fit the value built so far", provider=provider)
+            now = parent[step] if type(parent) is list else parent.get(step)
+            if n == len(path) - 1:
+                parent[step] = now + value if type(now) is str and type(value) is str else value
+            else:
+                if now is None:
+                    now = parent[step] = [] if type(path[n + 1]) is int else {}
+                parent = now
 
 
 def _text_path(path: Path) -> str:

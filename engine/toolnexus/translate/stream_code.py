@@ -184,6 +184,8 @@ class _Code:
             lines.append(f"{c} = {p}.get({k}, MISSING)")
         general = self.general(pattern, p, k, v, at)
         node = self.node(pattern)
+        if node is not None and node.continued is not None:  # held elements: the translator's own `_extend`
+            return [general]
         policy = node.policy if node is not None else None
         if policy is APPEND or policy is JSON:
             emit = self.fragment(pattern, v, at, d)
@@ -461,16 +463,17 @@ class _Code:
     def event(self, name: str, handler: Steps | Dispatch, fn: str) -> list[str]:
         r = self.r
         self.known = {}
+        opens = ["if not s._begin(e, n):  # streaming.starts", "    return False"] if name in r.starts else []
         if isinstance(handler, Dispatch):
-            return self.cases(name, handler, fn)
+            return self.cases(name, handler, fn, opens)
         every = self.steps(r.every, "streaming.every")
-        body = [*every, *self.steps(handler, f"streaming.events.{name}"), f"return {bool(r.every or handler)}"]
+        body = [*opens, *every, *self.steps(handler, f"streaming.events.{name}"), f"return {bool(r.every or handler)}"]
         return [f"def {fn}(s, e, n):  # streaming.events.{name}", *_indent(body, 4)]
 
-    def cases(self, name: str, handler: Dispatch, fn: str) -> list[str]:
+    def cases(self, name: str, handler: Dispatch, fn: str, opens: list[str]) -> list[str]:
         """An event type whose steps depend on `by`: a branch per case, each running `every` then its steps."""
         r = self.r
-        body = self.read(handler.by_path, handler.by, "c", "e")
+        body = [*opens, *self.read(handler.by_path, handler.by, "c", "e")]
         read_before = dict(self.known)  # what a branch reads is not known to the next one
         for n, (case, steps) in enumerate(handler.cases.items()):
             self.known = dict(read_before)

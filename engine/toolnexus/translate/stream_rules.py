@@ -4,8 +4,9 @@ A section names (see README "Streaming rules"): the endpoint and body keys that 
 stream; per event type (or for every event) the *steps* that merge a part of the event
 into the provider's non-streaming response (`into`, `from`, `at`, `field`, `each`,
 `omit`, or `end`); the `combine` policies by response path (`append`, `json`,
-`extend`, `by_position`, `join`); how a stream without an end event is known complete;
-the chunk id and created paths; and which item kinds stream as reasoning. The response
+`extend`, `by_position`, `join`, `continued`); how a stream without an end event is known complete;
+the chunk id and created paths; which event types open an answer (`starts`); and which item kinds
+stream as reasoning. The response
 section's item sources are *watched*: for each source and kind, which field the
 template reads as text, as tool-call arguments, or (by `reasoning`) as reasoning.
 `stream.StreamTranslator` runs it.
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..language.loader import Key, RuleSource
+from ..language.loader import Key, RuleSource, did_you_mean
 from ..language.paths import Getter, simple_steps
 from ..language.templates import Env, path_getter
 from .endpoint import Endpoint
@@ -42,11 +43,26 @@ class Join:
 
 
 @dataclass(frozen=True)
+class Continued:
+    """`continued`: an element whose `flag` is true is held; the next ones fold into it (their `pieces` set into
+    its `into` object by JSON path) until one arrives without the flag. `label` is the combine path."""
+
+    label: str
+    flag: Path
+    pieces: Path
+    into: Path
+    path: str  # a piece's field holding its JSON path
+    values: tuple[str, ...]  # a piece's fields that may hold its value, tried in order
+    null: str | None  # a piece's field saying its value is null
+
+
+@dataclass(frozen=True)
 class Node:
     """One level of the `combine` table, walked alongside the response while merging."""
 
     policy: str | None = None
     join: Join | None = None
+    continued: Continued | None = None
     children: Mapping[Step, Node] = field(default_factory=lambda: MappingProxyType({}))
 
     def child(self, step: str | int) -> Node | None:
@@ -122,6 +138,7 @@ class Streaming:
     events: Mapping[str, Steps | Dispatch]
     every: Steps
     done: str | None
+    starts: frozenset[str]  # event types that open an answer (a second opening is refused)
     complete: tuple[Getter, ...]
     start: dict[str, Any]
     chunk_id: Getter | None
@@ -170,6 +187,10 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
     env = Env(source)
     if "events" in spec and "type" not in spec:
         raise source.error(key, "`events` needs `type`: the path in an event naming its type")
+    for i, name in enumerate(spec.get("starts", [])):
+        if name not in spec.get("events", {}):
+            raise source.error((*key, "starts", i), f"no event '{name}' in streaming.events"
+                               f"{did_you_mean(name, spec.get('events', {}))}")  # fmt: skip
     combine = _compile_combine(spec.get("combine", {}), (*key, "combine"), env)
     events: dict[str, Steps | Dispatch] = {}
     for name, handler in spec.get("events", {}).items():
@@ -198,6 +219,7 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
         events=MappingProxyType(events),
         every=_steps(spec.get("every", []), (*key, "every"), env),
         done=spec.get("done"),
+        starts=frozenset(spec.get("starts", ())),
         complete=tuple(path_getter(p, (*key, "complete", i), env) for i, p in enumerate(spec.get("complete", []))),
         start=dict(spec.get("start", {})),
         chunk_id=path_getter(spec["id"], (*key, "id"), env) if "id" in spec else None,
@@ -245,11 +267,12 @@ class _Draft:
 
     policy: str | None = None
     join: Join | None = None
+    continued: Continued | None = None
     children: dict[Step, _Draft] = field(default_factory=dict)
 
     def freeze(self) -> Node:
         children = {step: child.freeze() for step, child in self.children.items()}
-        return Node(self.policy, self.join, MappingProxyType(children))
+        return Node(self.policy, self.join, self.continued, MappingProxyType(children))
 
 
 def _compile_combine(spec: dict[str, Any], key: Key, env: Env) -> Node:
@@ -261,6 +284,18 @@ def _compile_combine(spec: dict[str, Any], key: Key, env: Env) -> Node:
     for expr, join in spec.get("join", {}).items():
         node = _leaf(root, write_path(expr, (*key, "join", expr), env, any_index=True), (*key, "join", expr), env)
         node.policy, node.join = EXTEND, Join(join["field"], tuple(join.get("same", ())))
+    for expr, spec_of in spec.get("continued", {}).items():
+        at = (*key, "continued", expr)
+        node = root
+        for step in write_path(expr, at, env, any_index=True):
+            node = node.children.setdefault(step, _Draft())
+        if node.policy not in (None, EXTEND):
+            raise env.error(at, f"a continued list is extended; this path is combined by {node.policy}")
+        piece = spec_of["piece"]
+        node.policy = EXTEND
+        flag, pieces, into = (write_path(spec_of[name], (*at, name), env) for name in ("flag", "pieces", "into"))
+        values = tuple(piece["values"])
+        node.continued = Continued(expr, flag, pieces, into, piece["path"], values, piece.get("is_null"))
     return root.freeze()
 
 
