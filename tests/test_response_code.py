@@ -161,6 +161,8 @@ def by_explain_steps(outbound: Outbound, response: dict[str, Any]) -> TranslateR
         notes=tuple(ctx.notes),
         reasoning_content="".join(found.reasoning),
         message_extras=found.extras,
+        annotations=found.annotations,
+        refusal=outbound.refusal_of(response, ctx),
     )
 
 

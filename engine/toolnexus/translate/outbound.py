@@ -353,6 +353,15 @@ class Outbound:
             return FINISH_STOP
         return mapped
 
+    def refusal_of(self, response: dict[str, Any], ctx: Ctx) -> str | None:
+        """The `refusal` template's reading of the response: the provider's explanation, a non-empty string
+        or nothing (a refusal without one is still a content_filter finish)."""
+        if self.refusal is None:
+            return None
+        ctx.path = ""
+        found = self.refusal(response, ctx)
+        return found if type(found) is str and found else None
+
     def finish_reason_for(self, has_tool_calls: bool, provider_stop: str | None) -> str:
         """The finish reason alone, without a response (the seed's named helper)."""
         if has_tool_calls:
@@ -946,14 +955,7 @@ class _Code:
 
 
     def refusal(self) -> list[str]:
-        """The response's `refusal` template: the model's explanation of a refusal, a string or nothing."""
-        o = self.o
-        if o.refusal is None:
-            return ["refusal = None"]
-        return [
-            f"refusal = {self.name(o.refusal, 'refusal')}(r, c)",
-            "if type(refusal) is not str or not refusal: refusal = None",
-        ]
+        return ["refusal = None" if self.o.refusal is None else "refusal = o.refusal_of(r, c)"]
 
 
 def _indent(lines: list[str], width: int) -> list[str]:
