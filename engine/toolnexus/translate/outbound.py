@@ -208,8 +208,9 @@ class Outbound:
         ctx.path = (src, i)
         item = template(element, ctx)
         key = kind if isinstance(kind, str) else ""
-        if key in src.notes:
-            ctx.notes.append(Note("rewritten", src.element_path(i), f"a {key!r} block: {src.notes[key]}"))
+        if key in src.notes:  # carried elsewhere (rewritten), or only in raw (dropped)
+            said = f"a {key!r} element: {src.notes[key]}" if key else src.notes[key]
+            ctx.notes.append(Note("dropped" if item is MISSING else "rewritten", src.element_path(i), said))
         if item is MISSING:  # the rules found nothing they know in it: say so, keep it in raw
             if key not in src.notes:
                 message = "nothing the rules read is in it; kept in raw"
@@ -497,6 +498,13 @@ def _annotations(spec: Any, key: Key, env: Env) -> Annotations:
     )
 
 
+def _list_part(spec: Annotations) -> Part:
+    """The list an `annotations` spec reads, for the generated code's fast test (empty: nothing to do)."""
+    steps = simple_steps(spec.each)
+    getter = spec.getter
+    return Part(tuple(steps), None) if steps is not None else Part(None, lambda element, ctx: getter(element))
+
+
 def _parts(template: dict[str, Any], key: Key, env: Env, annotations: Annotations | None = None) -> Parts:
     """One kind's template split field by field: plain reads stay paths, the rest compile alone."""
 
@@ -516,9 +524,7 @@ def _parts(template: dict[str, Any], key: Key, env: Env, annotations: Annotation
             if isinstance(call, dict)
             else None
         ),
-        annotations=(
-            part("annotations", {"$get": annotations.each}, (*key, "annotations")) if annotations is not None else None
-        ),
+        annotations=_list_part(annotations) if annotations is not None else None,
     )
 
 
