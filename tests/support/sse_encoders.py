@@ -65,14 +65,14 @@ def anthropic_events(response: dict[str, Any], rng: random.Random, *, cuts: int 
                 "thinking_delta",
                 block["thinking"],
             )
-        else:
-            start, field, delta, text = block, "", "", ""
         elif kind == "compaction":  # the summary arrives whole in one compaction_delta
             start, field, delta, text = {"type": "compaction", "content": None}, "", "", ""
+        else:
+            start, field, delta, text = block, "", "", ""
         out.append(_sse({"type": "content_block_start", "index": index, "content_block": start}, "content_block_start"))
         for citation in citations or []:
-            body = {"type": "content_block_delta", "index": index, "delta": {"type": "citations_delta", "citation": citation}}
-            out.append(_sse(body, "content_block_delta"))
+            cited = {"type": "citations_delta", "citation": citation}
+            out.append(_sse({"type": "content_block_delta", "index": index, "delta": cited}, "content_block_delta"))
         if kind == "compaction":
             piece = {"type": "compaction_delta", "content": block.get("content"),
                      "encrypted_content": block.get("encrypted_content")}  # fmt: skip

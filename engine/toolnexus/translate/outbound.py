@@ -210,7 +210,7 @@ class Outbound:
         key = kind if isinstance(kind, str) else ""
         if key in src.notes:  # carried elsewhere (rewritten), or only in raw (dropped)
             said = f"a {key!r} element: {src.notes[key]}" if key else src.notes[key]
-            ctx.notes.append(Note("dropped" if item is MISSING else "rewritten", src.element_path(i), said))
+            ctx.notes.append(Note("dropped" if item is MISSING or not item else "rewritten", src.element_path(i), said))
         if item is MISSING:  # the rules found nothing they know in it: say so, keep it in raw
             if key not in src.notes:
                 message = "nothing the rules read is in it; kept in raw"
