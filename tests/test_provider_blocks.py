@@ -16,17 +16,22 @@ import openai
 import pydantic
 import pytest
 import yaml
-from support.judges import judge_anthropic
-from support.sse_encoders import ENCODERS
 
 import toolnexus
+from support.judges import judge_anthropic
+from support.sse_encoders import ENCODERS
 from toolnexus import ResponseError, RuleError, load_rules, translate_request, translate_response
 
 ETA = """\
 provider: eta
 endpoint: {path: /chat, auth_header: x-key, api_key_env: [ETA_KEY]}
 request:
-  body: {model: {$get: model}, system: {$get: system}, turns: {$get: messages}, tools: {$get: tools}, tool_choice: {$get: tool_choice}}
+  body:
+    model: {$get: model}
+    system: {$get: system}
+    turns: {$get: messages}
+    tools: {$get: tools}
+    tool_choice: {$get: tool_choice}
 messages:
   system: {roles: [system, developer], join: "\\n"}
   roles:
@@ -54,7 +59,9 @@ response:
           text: {$get: text}
           annotations:
             each: refs
-            as: {type: url_citation, url_citation: {url: {$get: href}, start_index: {$get: from}, end_index: {$get: to}}}
+            as:
+              type: url_citation
+              url_citation: {url: {$get: href}, start_index: {$get: from}, end_index: {$get: to}}
         ran: {message: {ran: [{$get: "@"}]}, note: "a tool eta ran itself; carried in message_extras.ran"}
         seen: {note: "eta's own log line; kept in raw"}
   refusal: {$get: why.text}
@@ -208,8 +215,8 @@ def test_server_blocks_go_back_after_the_thinking_blocks_in_the_order_received()
     result = translate_response("anthropic", response)
     message = result.assistant_message()
     message["thinking_blocks"] = [{"type": "redacted_thinking", "data": "EmwKAhgB"}]
-    body = translate_request("anthropic", {"model": "claude-sonnet-4-5", "messages": [
-        {"role": "user", "content": "When was Shannon born?"}, message, {"role": "user", "content": "Thanks"}]})  # fmt: skip
+    turns = [{"role": "user", "content": "When was Shannon born?"}, message, {"role": "user", "content": "Thanks"}]
+    body = translate_request("anthropic", {"model": "claude-sonnet-4-5", "messages": turns})
     content = body["messages"][1]["content"]
     for block, param in zip(content[1:3], (anthropic.types.ServerToolUseBlockParam,
                                            anthropic.types.WebSearchToolResultBlockParam), strict=True):  # fmt: skip
@@ -230,7 +237,9 @@ def test_the_anthropic_refusal_streams_as_a_refusal_delta() -> None:
     for event in ENCODERS["anthropic"](response, random.Random(3)):
         chunks += translator.feed(event.decode().split("data: ", 1)[1].strip())
     chunks += translator.finish()
-    refusals = [c["choices"][0]["delta"]["refusal"] for c in chunks if c["choices"] and "refusal" in c["choices"][0]["delta"]]
+    refusals = [
+        c["choices"][0]["delta"]["refusal"] for c in chunks if c["choices"] and "refusal" in c["choices"][0]["delta"]
+    ]
     assert refusals == [response["stop_details"]["explanation"]]
     for chunk in chunks:
         openai.types.chat.ChatCompletionChunk.model_validate(chunk, strict=True)

@@ -74,7 +74,10 @@ def anthropic_events(response: dict[str, Any], rng: random.Random, *, cuts: int 
             cited = {"type": "citations_delta", "citation": citation}
             out.append(_sse({"type": "content_block_delta", "index": index, "delta": cited}, "content_block_delta"))
         if kind == "compaction":
-            piece = {"type": "compaction_delta", **{k: block[k] for k in ("content", "encrypted_content") if k in block}}
+            piece = {
+                "type": "compaction_delta",
+                **{k: block[k] for k in ("content", "encrypted_content") if k in block},
+            }
             out.append(_sse({"type": "content_block_delta", "index": index, "delta": piece}, "content_block_delta"))
         if field:
             for piece in pieces(text, rng, cuts) if text else []:

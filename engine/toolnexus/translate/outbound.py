@@ -236,9 +236,7 @@ class Outbound:
                 ctx.notes.append(Note("synthesized", src.element_path(i), f"no call id; sent as {call['id']}"))
             found.calls.append(self.tool_call(call, src, i, fields, ctx))
 
-    def _annotate(
-        self, spec: Annotations, element: Any, where: str, text: str, found: _Found, ctx: Ctx
-    ) -> None:
+    def _annotate(self, spec: Annotations, element: Any, where: str, text: str, found: _Found, ctx: Ctx) -> None:
         """An item's annotations, their indexes moved from the item's text into the assembled text (an
         annotation that gives none spans the item's whole text); an element with no counterpart is noted."""
         listed = spec.getter(element)
@@ -958,7 +956,6 @@ class _Code:
             lines.append(f"mo = {self.name(o.model, 'model')}(r, c)")
         lines.append('if not isinstance(mo, str): mo = requested_model or ""')
         return lines
-
 
     def refusal(self) -> list[str]:
         return ["refusal = None" if self.o.refusal is None else "refusal = o.refusal_of(r, c)"]

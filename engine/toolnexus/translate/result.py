@@ -72,8 +72,9 @@ class TranslateResult:
         `{"role": "assistant", "content": text or None, "tool_calls": [...]}` (tool_calls only
         when there are some), plus `reasoning_content` when there is reasoning, `refusal` when
         the provider explained one, and the `message_extras`. Annotations are for reading
-        (`to_dict()`, `annotations`): no provider takes them back, so they are not on it. Sent back in a later request, the rules put each piece where the
-        provider wants it (signed reasoning blocks first, signatures on their parts).
+        (`to_dict()`, `annotations`): no provider takes them back, so they are not on it. Sent
+        back in a later request, the rules put each piece where the provider wants it (signed
+        reasoning blocks first, signatures on their parts).
         """
         message: dict[str, Any] = {"role": "assistant", "content": self.text or None}
         if self.tool_calls:
