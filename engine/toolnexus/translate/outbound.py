@@ -71,7 +71,8 @@ class Parts:
     reasoning: Part | None
     message: Part | None
     tool_call: Mapping[str, Part] | None  # id, name, arguments and, when given, extra_content
-    annotations: Part | None = None  # the list an `annotations` spec reads (empty or absent: the fast path)
+    annotations: Part | None = None  # the list an `annotations` spec reads (empty or absent: nothing to do)
+    annotate: Annotations | None = None  # that spec, which `Outbound.annotate` applies
 
 
 @dataclass(frozen=True)
@@ -217,13 +218,13 @@ class Outbound:
                 ctx.notes.append(Note("unknown", src.element_path(i), message))
             return
         text = item.get("text")
+        if text is not None and type(text) is not str:
+            message = f"text must be a string, got {type(text).__name__}"
+            raise ResponseError(src.element_path(i), message, provider=self.provider)
+        if key in src.annotations:
+            self.annotate(src.annotations[key], element, src.element_path(i), text or "", found, ctx)
+            ctx.path = (src, i)
         if text is not None:
-            if type(text) is not str:
-                raise ResponseError(
-                    src.element_path(i), f"text must be a string, got {type(text).__name__}", provider=self.provider
-                )
-            if key in src.annotations:
-                self._annotate(src.annotations[key], element, src.element_path(i), text, found, ctx)
             found.texts.append(text)
         if "reasoning" in item or "message" in item:
             self._read_extras(item, ctx, found)
@@ -236,16 +237,17 @@ class Outbound:
                 ctx.notes.append(Note("synthesized", src.element_path(i), f"no call id; sent as {call['id']}"))
             found.calls.append(self.tool_call(call, src, i, fields, ctx))
 
-    def _annotate(self, spec: Annotations, element: Any, where: str, text: str, found: _Found, ctx: Ctx) -> None:
+    def annotate(self, spec: Annotations, element: Any, where: str, text: str, found: _Found, ctx: Ctx) -> None:
         """An item's annotations, their indexes moved from the item's text into the assembled text (an
-        annotation that gives none spans the item's whole text); an element with no counterpart is noted."""
+        annotation that gives none spans the item's whole text); an element with no counterpart is noted.
+        Called before the item's text joins `found.texts` (by the generated code and the explain step)."""
         listed = spec.getter(element)
         if listed is MISSING or listed is None:
             return
         if not isinstance(listed, list):
             message = f"must be a list, got {type(listed).__name__}"
             raise ResponseError(f"{where}.{spec.each}", message, provider=self.provider)
-        start = sum(map(len, found.texts))
+        start, path = sum(map(len, found.texts)), ctx.path
         for j, entry in enumerate(listed):
             at = f"{where}.{spec.each}[{j}]"
             ctx.path = at
@@ -255,7 +257,8 @@ class Outbound:
                 what = f"a {named!r} entry" if isinstance(named, str) else "this entry"
                 ctx.notes.append(Note("dropped", at, f"{what} has no OpenAI annotation; kept in raw"))
                 continue
-            inner = made.get(made.get("type")) if isinstance(made, dict) else None
+            own = made.get("type") if isinstance(made, dict) else None
+            inner = made.get(own) if isinstance(own, str) else None
             if not isinstance(inner, dict):
                 message = "an annotation must be an object whose `type` names its own object"
                 raise ResponseError(at, message, provider=self.provider)
@@ -264,7 +267,8 @@ class Outbound:
                 message = f"an annotation's indexes must lie within the text (0 to {len(text)}), got {span}"
                 raise ResponseError(at, message, provider=self.provider)
             inner = {**inner, "start_index": start + span["start_index"], "end_index": start + span["end_index"]}
-            found.annotations.append({**made, made["type"]: inner})
+            found.annotations.append({**made, str(own): inner})
+        ctx.path = path
 
     def _read_extras(self, item: dict[str, Any], ctx: Ctx, found: _Found) -> None:
         """An item's reasoning text and its pieces of the assistant message (ctx.path is the element)."""
@@ -523,6 +527,7 @@ def _parts(template: dict[str, Any], key: Key, env: Env, annotations: Annotation
             else None
         ),
         annotations=_list_part(annotations) if annotations is not None else None,
+        annotate=annotations,
     )
 
 
@@ -847,9 +852,12 @@ class _Code:
                 present.append(var)
                 into = "texts" if var == "t" else "f.reasoning"
                 writes.append(f"if type({var}) is str: {into}.append({var})")
-        if parts.annotations is not None:  # an element with annotations is read by the explain step
+        if parts.annotations is not None:  # annotations need the text so far: applied before it grows
             lines += self.part("an", parts.annotations, read)
-            tests.append("(an is MISSING or an is None or an == [])")
+            spec, text = self.name(parts.annotate, "annotate"), "t if type(t) is str else ''" if parts.text else "''"
+            writes.insert(
+                0, f"if an is not MISSING and an is not None: o.annotate({spec}, e, {s}.element_path(i), {text}, f, c)"
+            )
         if parts.message is not None:
             lines += self.part("m", parts.message, read)
             tests.append("(type(m) is dict or m is None or m is MISSING)")
