@@ -151,6 +151,7 @@ def by_explain_steps(outbound: Outbound, response: dict[str, Any]) -> TranslateR
     usage = {} if usage is MISSING else _explain_counts(usage, ctx)
     ctx.notes += check_usage(usage, outbound.within)
     model = outbound.model(response, ctx) if outbound.model is not None else MISSING
+    refusal = outbound.refusal_of(response, ctx)
     return TranslateResult(
         text="".join(found.texts),
         tool_calls=found.calls,
@@ -161,6 +162,8 @@ def by_explain_steps(outbound: Outbound, response: dict[str, Any]) -> TranslateR
         notes=tuple(ctx.notes),
         reasoning_content="".join(found.reasoning),
         message_extras=found.extras,
+        annotations=found.annotations,
+        refusal=refusal,
     )
 
 

@@ -186,6 +186,8 @@ def check_chunks(chunks: list[dict[str, Any]], result: TranslateResult) -> None:
     ]
     if result.usage:
         assert not chunks[-1]["choices"] and chunks[-1]["usage"] == result.usage, "usage in a last chunk"
+    assert [a for d in deltas for a in d.get("annotations", [])] == result.annotations, "annotations, once"
+    assert [d["refusal"] for d in deltas if "refusal" in d] == ([result.refusal] if result.refusal else [])
     # the OpenAI SDK's own accumulator agrees
     state = ChatCompletionStreamState()
     for chunk in chunks:

@@ -50,14 +50,19 @@ def anthropic_events(response: dict[str, Any], rng: random.Random, *, cuts: int 
     final_output = usage.pop("output_tokens", None)
     start_usage = {**usage, "output_tokens": 1} if final_output is not None else usage
     message = {**response, "content": [], "stop_reason": None, "stop_sequence": None, "usage": start_usage}
+    if "stop_details" in response:
+        message["stop_details"] = None
     out = [_sse({"type": "message_start", "message": message}, "message_start")]
     for index, block in enumerate(response["content"]):
         kind = block["type"]
         if rng.random() < 0.2:
             out.append(_sse({"type": "ping"}, "ping"))
-        if kind == "text":
+        citations = block.get("citations") if kind == "text" else None
+        if kind == "text":  # citations arrive one per citations_delta, before the text they cite
             start, field, delta, text = {**block, "text": ""}, "text", "text_delta", block["text"]
-        elif kind == "tool_use":
+            if citations:
+                start["citations"] = []
+        elif kind in ("tool_use", "server_tool_use", "mcp_tool_use"):  # input as JSON text, server tools' too
             encoded = json.dumps(block["input"], ensure_ascii=False)
             start, field, delta, text = {**block, "input": {}}, "partial_json", "input_json_delta", encoded
         elif kind == "thinking":
@@ -67,9 +72,20 @@ def anthropic_events(response: dict[str, Any], rng: random.Random, *, cuts: int 
                 "thinking_delta",
                 block["thinking"],
             )
+        elif kind == "compaction":  # the summary arrives whole in one compaction_delta
+            start, field, delta, text = {"type": "compaction", "content": None}, "", "", ""
         else:
             start, field, delta, text = block, "", "", ""
         out.append(_sse({"type": "content_block_start", "index": index, "content_block": start}, "content_block_start"))
+        for citation in citations or []:
+            cited = {"type": "citations_delta", "citation": citation}
+            out.append(_sse({"type": "content_block_delta", "index": index, "delta": cited}, "content_block_delta"))
+        if kind == "compaction":
+            piece = {
+                "type": "compaction_delta",
+                **{k: block[k] for k in ("content", "encrypted_content") if k in block},
+            }
+            out.append(_sse({"type": "content_block_delta", "index": index, "delta": piece}, "content_block_delta"))
         if field:
             for piece in pieces(text, rng, cuts) if text else []:
                 body = {"type": "content_block_delta", "index": index, "delta": {"type": delta, field: piece}}
@@ -79,6 +95,8 @@ def anthropic_events(response: dict[str, Any], rng: random.Random, *, cuts: int 
             out.append(_sse({"type": "content_block_delta", "index": index, "delta": signature}, "content_block_delta"))
         out.append(_sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
     delta = {"stop_reason": response.get("stop_reason"), "stop_sequence": response.get("stop_sequence")}
+    if "stop_details" in response:  # a refusal's explanation comes with the stop reason
+        delta["stop_details"] = response["stop_details"]
     end_usage = {"output_tokens": final_output} if final_output is not None else {}
     out.append(_sse({"type": "message_delta", "delta": delta, "usage": end_usage}, "message_delta"))
     out.append(_sse({"type": "message_stop"}, "message_stop"))

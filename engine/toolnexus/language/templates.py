@@ -46,10 +46,11 @@ Operations (the whole vocabulary; README "Rule format" has an example of each):
   $absent: true             nothing: the key is not written
   $content: text_or_blocks | blocks | one
         kinds: [KIND, ...]   a message's parts written through the `parts`
-        lead: PATH           table (inside a role's `message`, or a part's own
-                             parts inside a part template); `lead` names a list
-                             of opaque blocks in the message, written first and
-                             exactly as given (replayed reasoning blocks)
+        lead: PATH | [PATH]  table (inside a role's `message`, or a part's own
+                             parts inside a part template); `lead` names lists
+                             of opaque blocks in the message, written first (in
+                             the order named) and exactly as given (replayed
+                             reasoning blocks, server-side tool blocks)
 
 Absent is not null: an operation yielding MISSING omits its key, and a mapping
 whose every key is absent (or a list whose every element is absent) is itself absent. Rendering never mutates its scope
@@ -597,8 +598,10 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Node:
         )
     kinds = spec.get("kinds")
     reads = [_read("parts", at, env)]
-    if isinstance(spec.get("lead"), str):
-        reads.append(_read(spec["lead"], (*key, "lead"), env))  # the message key it replays counts as read
+    lead = spec.get("lead")
+    for j, path in enumerate([lead] if isinstance(lead, str) else lead if isinstance(lead, list) else []):
+        at_lead = (*key, "lead") if isinstance(lead, str) else (*key, "lead", j)
+        reads.append(_read(path, at_lead, env))  # the message key it replays counts as read
     kinds_read = frozenset(kinds) if isinstance(kinds, list) else None
     return Content(env.content(spec, key), kinds_read, tuple(reads), str(arg))
 

@@ -656,8 +656,12 @@ def _content_writer(
             if k not in declared:
                 raise source.error((*key, "kinds", i), f"no part template for kind '{k}' in messages.parts")
     lead = spec.get("lead")
-    lead_getter = None if lead is None else path_getter(lead, (*key, "lead"), Env(source))
-    lead_where = str(lead).removeprefix("source.")
+    leads = [] if lead is None else [lead] if not isinstance(lead, list) else lead  # several: in order
+    lead_getters = [
+        (path_getter(path, (*key, "lead") if path is lead else (*key, "lead", j), Env(source)),
+         str(path).removeprefix("source."))
+        for j, path in enumerate(leads)
+    ]  # fmt: skip
     wanted = frozenset(kinds) if kinds is not None else None
     flatten, one = policy == "text_or_blocks", policy == "one"
     # Read from `parts` at the end of the load: [writers, reporting kinds, keys a text part may carry that
@@ -678,7 +682,7 @@ def _content_writer(
         writers, reporting, text_extras, spliced = table
         selected = turn["parts"] if wanted is None else [p for p in turn["parts"] if p["kind"] in wanted]
         blocks: list[Any] = []
-        if lead_getter is not None:
+        for lead_getter, lead_where in lead_getters:
             opaque = lead_getter(turn)
             if opaque is not MISSING and opaque is not None:
                 blocks += _opaque_blocks(opaque, lead_where, ctx)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, NoReturn
 
@@ -71,6 +71,19 @@ class Parts:
     reasoning: Part | None
     message: Part | None
     tool_call: Mapping[str, Part] | None  # id, name, arguments and, when given, extra_content
+    annotations: Part | None = None  # the list an `annotations` spec reads (empty or absent: nothing to do)
+    annotate: Annotations | None = None  # that spec, which `Outbound.annotate` applies
+
+
+@dataclass(frozen=True)
+class Annotations:
+    """A kind's `annotations`: each element of the list at `each` (in the item) rendered by `template` into one
+    OpenAI annotation; an element it renders as nothing is noted by its `kind` (kept in raw)."""
+
+    each: str
+    getter: Getter
+    kind: Getter | None
+    template: Render
 
 
 @dataclass(frozen=True)
@@ -89,6 +102,8 @@ class ItemSource:
     kind_by_key: bool = False  # the kind is the first `kinds` key present in the element
     synthesize_ids: bool = False  # a tool call without an id gets one: see `synthesized_id`
     kind_path: str = ""  # the `kind` path, as written
+    annotations: Mapping[str, Annotations] = field(default_factory=dict)  # kind ("" without kinds) -> its spec
+    notes: Mapping[str, str] = field(default_factory=dict)  # kind -> the note each element of it gets (`note:`)
 
     def element_path(self, index: int) -> str:
         """The response path of one element (built only for errors and notes)."""
@@ -132,6 +147,7 @@ class Outbound:
     blocked: tuple[str, Getter, str] | None = None  # (path, getter, finish reason): an answer refused whole
     tool_call_ids: IdRule | None = None  # ids encoded on the way in are restored on the way out
     model_read: Read | None = None  # the model template's one plain path, read inline by the generated code
+    refusal: Render | None = None  # the `refusal` template: the provider's explanation of a refusal
     code: str = ""  # the generated function's source, for `toolnexus explain --code`
     templates_code: tuple[tuple[Key, str], ...] = ()  # (rule key, the Python a template compiled to)
     run: Run = _not_built
@@ -192,15 +208,23 @@ class Outbound:
         assert template is not None
         ctx.path = (src, i)
         item = template(element, ctx)
+        key = kind if isinstance(kind, str) else ""
+        if key in src.notes:  # carried elsewhere (rewritten), or only in raw (dropped)
+            said = f"a {key!r} element: {src.notes[key]}" if key else src.notes[key]
+            ctx.notes.append(Note("dropped" if item is MISSING or not item else "rewritten", src.element_path(i), said))
         if item is MISSING:  # the rules found nothing they know in it: say so, keep it in raw
-            ctx.notes.append(Note("unknown", src.element_path(i), "nothing the rules read is in it; kept in raw"))
+            if key not in src.notes:
+                message = "nothing the rules read is in it; kept in raw"
+                ctx.notes.append(Note("unknown", src.element_path(i), message))
             return
         text = item.get("text")
+        if text is not None and type(text) is not str:
+            message = f"text must be a string, got {type(text).__name__}"
+            raise ResponseError(src.element_path(i), message, provider=self.provider)
+        if key in src.annotations:
+            self.annotate(src.annotations[key], element, src.element_path(i), text or "", found, ctx)
+            ctx.path = (src, i)
         if text is not None:
-            if type(text) is not str:
-                raise ResponseError(
-                    src.element_path(i), f"text must be a string, got {type(text).__name__}", provider=self.provider
-                )
             found.texts.append(text)
         if "reasoning" in item or "message" in item:
             self._read_extras(item, ctx, found)
@@ -212,6 +236,39 @@ class Outbound:
                 call = {**call, "id": synthesized_id(found.digest, len(found.calls))}
                 ctx.notes.append(Note("synthesized", src.element_path(i), f"no call id; sent as {call['id']}"))
             found.calls.append(self.tool_call(call, src, i, fields, ctx))
+
+    def annotate(self, spec: Annotations, element: Any, where: str, text: str, found: _Found, ctx: Ctx) -> None:
+        """An item's annotations, their indexes moved from the item's text into the assembled text (an
+        annotation that gives none spans the item's whole text); an element with no counterpart is noted.
+        Called before the item's text joins `found.texts` (by the generated code and the explain step)."""
+        listed = spec.getter(element)
+        if listed is MISSING or listed is None:
+            return
+        if not isinstance(listed, list):
+            message = f"must be a list, got {type(listed).__name__}"
+            raise ResponseError(f"{where}.{spec.each}", message, provider=self.provider)
+        start, path = sum(map(len, found.texts)), ctx.path
+        for j, entry in enumerate(listed):
+            at = f"{where}.{spec.each}[{j}]"
+            ctx.path = at
+            made = spec.template(entry, ctx)
+            if made is MISSING or made is None:
+                named = spec.kind(entry) if spec.kind is not None and isinstance(entry, dict) else MISSING
+                what = f"a {named!r} entry" if isinstance(named, str) else "this entry"
+                ctx.notes.append(Note("dropped", at, f"{what} has no OpenAI annotation; kept in raw"))
+                continue
+            own = made.get("type") if isinstance(made, dict) else None
+            inner = made.get(own) if isinstance(own, str) else None
+            if not isinstance(inner, dict):
+                message = "an annotation must be an object whose `type` names its own object"
+                raise ResponseError(at, message, provider=self.provider)
+            span = {"start_index": inner.get("start_index", 0), "end_index": inner.get("end_index", len(text))}
+            if not all(type(v) is int and 0 <= v <= len(text) for v in span.values()):
+                message = f"an annotation's indexes must lie within the text (0 to {len(text)}), got {span}"
+                raise ResponseError(at, message, provider=self.provider)
+            inner = {**inner, "start_index": start + span["start_index"], "end_index": start + span["end_index"]}
+            found.annotations.append({**made, str(own): inner})
+        ctx.path = path
 
     def _read_extras(self, item: dict[str, Any], ctx: Ctx, found: _Found) -> None:
         """An item's reasoning text and its pieces of the assistant message (ctx.path is the element)."""
@@ -299,6 +356,15 @@ class Outbound:
             return FINISH_STOP
         return mapped
 
+    def refusal_of(self, response: dict[str, Any], ctx: Ctx) -> str | None:
+        """The `refusal` template's reading of the response: the provider's explanation, a non-empty string
+        or nothing (a refusal without one is still a content_filter finish)."""
+        if self.refusal is None:
+            return None
+        ctx.path = ""
+        found = self.refusal(response, ctx)
+        return found if type(found) is str and found else None
+
     def finish_reason_for(self, has_tool_calls: bool, provider_stop: str | None) -> str:
         """The finish reason alone, without a response (the seed's named helper)."""
         if has_tool_calls:
@@ -335,13 +401,20 @@ def compile_outbound(source: RuleSource) -> Outbound:
             raise source.error(at, "give either `kind` (or `kind_by_key`) with `kinds`, or `as`")
         if has_kind and not isinstance(spec.get("kinds"), dict):
             raise source.error(at, "`kind` needs a `kinds` table")
+        given = {"": spec["as"]} if has_as else dict(spec["kinds"])
+        annotations = {
+            name: _annotations(tmpl["annotations"], (*_item_key(at, has_as, name), "annotations"), env())
+            for name, tmpl in given.items()
+            if isinstance(tmpl, dict) and "annotations" in tmpl
+        }
+        notes = {name: tmpl["note"] for name, tmpl in given.items() if isinstance(tmpl, dict) and "note" in tmpl}
+        given = {name: _item_template(tmpl) for name, tmpl in given.items()}
         kinds = {
-            name: compile_template(tmpl, (*at, "kinds", name), env())
-            for name, tmpl in (spec.get("kinds") or {}).items()
+            name: compile_template(tmpl, (*at, "kinds", name), env()) for name, tmpl in given.items() if not has_as
         }
         parts = {
-            name: _parts(tmpl, (*at, "as") if has_as else (*at, "kinds", name), env())
-            for name, tmpl in ({"": spec["as"]} if has_as else spec["kinds"]).items()
+            name: _parts(tmpl, _item_key(at, has_as, name), env(), annotations.get(name))
+            for name, tmpl in given.items()
         }
         sources.append(
             ItemSource(
@@ -351,7 +424,7 @@ def compile_outbound(source: RuleSource) -> Outbound:
                 optional=bool(spec.get("optional", False)),
                 kind=path_getter(spec["kind"], (*at, "kind"), env()) if "kind" in spec else None,
                 kinds=MappingProxyType(kinds),
-                template=compile_template(spec["as"], (*at, "as"), env()) if has_as else None,
+                template=compile_template(given[""], (*at, "as"), env()) if has_as else None,
                 arguments=spec.get("arguments", "any"),
                 field_paths=MappingProxyType({name: _tool_call_paths(p) for name, p in parts.items()}),
                 optional_if=tuple(
@@ -361,6 +434,8 @@ def compile_outbound(source: RuleSource) -> Outbound:
                 synthesize_ids=bool(spec.get("synthesize_ids", False)),
                 kind_path=spec.get("kind", ""),
                 parts=MappingProxyType(parts),
+                annotations=MappingProxyType(annotations),
+                notes=MappingProxyType(notes),
             )
         )
 
@@ -396,12 +471,43 @@ def compile_outbound(source: RuleSource) -> Outbound:
         ),
         tool_call_ids=compile_id_rule(source),
         within=_within(rule, source, usage),
+        refusal=compile_template(rule["refusal"], (*key, "refusal"), env()) if "refusal" in rule else None,
     )
     code, run = generate(draft)
     return replace(draft, code=code, run=run, templates_code=tuple(compiled.items()))
 
 
-def _parts(template: dict[str, Any], key: Key, env: Env) -> Parts:
+def _item_key(at: Key, has_as: bool, name: str) -> Key:
+    return (*at, "as") if has_as else (*at, "kinds", name)
+
+
+def _item_template(template: Any) -> Any:
+    """An item template without the keys read apart from it (`annotations`, `note`)."""
+    if not isinstance(template, dict):
+        return template
+    return {k: v for k, v in template.items() if k not in ("annotations", "note")}
+
+
+def _annotations(spec: Any, key: Key, env: Env) -> Annotations:
+    """`annotations: {each: PATH, kind: PATH, as: TEMPLATE}` of one item kind (scope of `as`: one element)."""
+    if not isinstance(spec, dict) or "each" not in spec or "as" not in spec:
+        raise env.error(key, "annotations takes {each: PATH, as: TEMPLATE} and optionally kind: PATH")
+    return Annotations(
+        each=spec["each"],
+        getter=path_getter(spec["each"], (*key, "each"), env),
+        kind=path_getter(spec["kind"], (*key, "kind"), env) if "kind" in spec else None,
+        template=compile_template(spec["as"], (*key, "as"), env),
+    )
+
+
+def _list_part(spec: Annotations) -> Part:
+    """The list an `annotations` spec reads, for the generated code's fast test (empty: nothing to do)."""
+    steps = simple_steps(spec.each)
+    getter = spec.getter
+    return Part(tuple(steps), None) if steps is not None else Part(None, lambda element, ctx: getter(element))
+
+
+def _parts(template: dict[str, Any], key: Key, env: Env, annotations: Annotations | None = None) -> Parts:
     """One kind's template split field by field: plain reads stay paths, the rest compile alone."""
 
     def part(name: str, spec: Any, at: Key) -> Part:
@@ -420,6 +526,8 @@ def _parts(template: dict[str, Any], key: Key, env: Env) -> Parts:
             if isinstance(call, dict)
             else None
         ),
+        annotations=_list_part(annotations) if annotations is not None else None,
+        annotate=annotations,
     )
 
 
@@ -460,7 +568,7 @@ def _tool_call_paths(parts: Parts) -> Mapping[str, str]:
 class _Found:
     """What a response's items add up to."""
 
-    __slots__ = ("calls", "digest", "extras", "reasoning", "texts")
+    __slots__ = ("annotations", "calls", "digest", "extras", "reasoning", "texts")
 
     def __init__(self) -> None:
         self.texts: list[str] = []
@@ -468,6 +576,7 @@ class _Found:
         self.reasoning: list[str] = []
         self.extras: dict[str, Any] = {}
         self.digest: str | None = None  # the response's digest, computed once for its synthesized ids
+        self.annotations: list[dict[str, Any]] = []  # OpenAI message annotations, indexes into the joined text
 
 
 def merge_extras(into: dict[str, Any], extras: dict[str, Any], prefix: str, ctx: Ctx) -> None:
@@ -668,9 +777,10 @@ class _Code:
         lines.append('c.path = ""')
         lines += self.finish()
         lines += self.usage_and_model()
+        lines += self.refusal()
         lines.append(
             'return TranslateResult("".join(texts), calls, finish, u, mo, r, tuple(c.notes),'
-            ' "".join(f.reasoning), f.extras)'
+            ' "".join(f.reasoning), f.extras, f.annotations, refusal)'
         )
         return "def respond(o, r, requested_model, id_map=None):\n" + "".join(f"    {line}\n" for line in lines)
 
@@ -701,7 +811,8 @@ class _Code:
         know, goes to the explain step."""
         lines = ["if not isinstance(e, dict):", f"    {explain}"]
         if src.kind is None and not src.kind_by_key:
-            return [*lines, "else:", *_indent(self.kind(src, s, src.parts[""], explain), 4)]
+            body = [explain] if "" in src.notes else self.kind(src, s, src.parts[""], explain)
+            return [*lines, "else:", *_indent(body, 4)]
         if src.kind_by_key:
             test = "(v := e.get({!r})) is not None and v is not False"
         else:
@@ -713,8 +824,8 @@ class _Code:
                 lines.insert(0, f"k = {self.name(src.kind, 'g')}(e) if isinstance(e, dict) else MISSING")
             test = "k == {!r}"
         for name, parts in src.parts.items():
-            lines.append(f"elif {test.format(name)}:")
-            lines += _indent(self.kind(src, s, parts, explain), 4)
+            lines.append(f"elif {test.format(name)}:")  # a kind with a note: the explain step writes it
+            lines += _indent([explain] if name in src.notes else self.kind(src, s, parts, explain), 4)
         return [*lines, "else:", f"    {explain}"]
 
     def kind(self, src: ItemSource, s: str, parts: Parts, explain: str) -> list[str]:
@@ -741,6 +852,12 @@ class _Code:
                 present.append(var)
                 into = "texts" if var == "t" else "f.reasoning"
                 writes.append(f"if type({var}) is str: {into}.append({var})")
+        if parts.annotations is not None:  # annotations need the text so far: applied before it grows
+            lines += self.part("an", parts.annotations, read)
+            spec, text = self.name(parts.annotate, "annotate"), "t if type(t) is str else ''" if parts.text else "''"
+            writes.insert(
+                0, f"if an is not MISSING and an is not None: o.annotate({spec}, e, {s}.element_path(i), {text}, f, c)"
+            )
         if parts.message is not None:
             lines += self.part("m", parts.message, read)
             tests.append("(type(m) is dict or m is None or m is MISSING)")
@@ -847,6 +964,9 @@ class _Code:
             lines.append(f"mo = {self.name(o.model, 'model')}(r, c)")
         lines.append('if not isinstance(mo, str): mo = requested_model or ""')
         return lines
+
+    def refusal(self) -> list[str]:
+        return ["refusal = None" if self.o.refusal is None else "refusal = o.refusal_of(r, c)"]
 
 
 def _indent(lines: list[str], width: int) -> list[str]:

@@ -44,8 +44,10 @@ class TranslateResult:
     translation could not say in OpenAI terms (unknown stop reasons, unknown blocks,
     inconsistent usage); from a client, the request's notes too, each with its `side`;
     reasoning_content: the readable reasoning ("" when none); message_extras: what the
-    next request needs back on the assistant message (signed reasoning blocks, say), as
-    the rules collect it.
+    next request needs back on the assistant message (signed reasoning blocks, server-side
+    tool blocks, say), as the rules collect it; annotations: OpenAI message annotations
+    (`url_citation`s with indexes into `text`); refusal: the provider's explanation of a
+    refusal, or None.
     """
 
     text: str
@@ -57,6 +59,8 @@ class TranslateResult:
     notes: tuple[Note, ...] = ()
     reasoning_content: str = ""
     message_extras: dict[str, Any] = field(default_factory=dict)
+    annotations: list[dict[str, Any]] = field(default_factory=list)
+    refusal: str | None = None
 
     def tool_calls_json(self) -> list[dict[str, Any]]:
         """The tool calls as an OpenAI `tool_calls` array, ready for an assistant message."""
@@ -66,15 +70,19 @@ class TranslateResult:
         """The OpenAI assistant message to append to the history, carrying what the next turn needs.
 
         `{"role": "assistant", "content": text or None, "tool_calls": [...]}` (tool_calls only
-        when there are some), plus `reasoning_content` when there is reasoning and the
-        `message_extras`. Sent back in a later request, the rules put each piece where the
-        provider wants it (signed reasoning blocks first, signatures on their parts).
+        when there are some), plus `reasoning_content` when there is reasoning, `refusal` when
+        the provider explained one, and the `message_extras`. Annotations are for reading
+        (`to_dict()`, `annotations`): no provider takes them back, so they are not on it. Sent
+        back in a later request, the rules put each piece where the provider wants it (signed
+        reasoning blocks first, signatures on their parts).
         """
         message: dict[str, Any] = {"role": "assistant", "content": self.text or None}
         if self.tool_calls:
             message["tool_calls"] = self.tool_calls_json()
         if self.reasoning_content:
             message["reasoning_content"] = self.reasoning_content
+        if self.refusal is not None:
+            message["refusal"] = self.refusal
         for key, value in self.message_extras.items():
             message[key] = fresh_copy(value)
         return message
@@ -90,6 +98,10 @@ class TranslateResult:
             "usage": self.usage,
             "model": self.model,
         }
+        if self.annotations:
+            view["annotations"] = fresh_copy(self.annotations)
+        if self.refusal is not None:
+            view["refusal"] = self.refusal
         if self.message_extras:
             view["message_extras"] = fresh_copy(self.message_extras)
         view["notes"] = [

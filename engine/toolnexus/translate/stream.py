@@ -616,6 +616,10 @@ class StreamTranslator:
         for index, (call, done) in enumerate(zip(self._calls, result.tool_calls, strict=True)):
             if not call.sent_arguments and done.arguments:
                 out.append(self._chunk({"tool_calls": [{"index": index, "function": {"arguments": done.arguments}}]}))
+        if result.refusal is not None:  # OpenAI's own refusal field, in a delta of its own
+            out.append(self._chunk({"refusal": result.refusal}))
+        if result.annotations:  # known only once the text is whole: all in one delta before the finish
+            out.append(self._chunk({"annotations": fresh_copy(result.annotations)}))
         out.append(self._chunk({}, result.finish_reason))
         usage = result.usage
         if all(type(usage.get(k)) is int for k in ("prompt_tokens", "completion_tokens", "total_tokens")):
