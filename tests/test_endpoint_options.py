@@ -105,8 +105,10 @@ def test_optional_headers_are_left_out_unless_given(tmp_path: Path) -> None:
         (ENDPOINT.replace("/deployments/{deployment}", "/deployments/{referer}"), 5, "endpoint.path"),
         (ENDPOINT.replace("token: {secret: true, optional: true}", "token: {secret: true, default: x}"), 11,
          "endpoint.options.token.default"),
+        (ENDPOINT.replace("fixed: a b", "fixed: '{token}'"), 14, "endpoint.query.fixed"),
     ],
-    ids=["unknown-header-placeholder", "unknown-query-placeholder", "optional-in-path", "secret-default"],
+    ids=["unknown-header-placeholder", "unknown-query-placeholder", "optional-in-path", "secret-default",
+         "secret-in-query"],
 )  # fmt: skip
 def test_a_bad_endpoint_option_use_is_a_located_rule_error(tmp_path: Path, endpoint: str, line: int, rule: str) -> None:
     with pytest.raises(RuleError) as info:

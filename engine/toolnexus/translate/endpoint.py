@@ -281,6 +281,8 @@ def compile_endpoint(source: RuleSource) -> Endpoint:
                 raise env.error(key, f"unknown placeholder {{{name}}}{did_you_mean(name, options)}; known: {known}")
             if key in paths and name in options and options[name].optional:
                 raise env.error(key, f"{{{name}}} is in the URL, so its option cannot be optional")
+            if key[1] != "headers" and name in options and options[name].secret:  # URLs show in reprs and logs
+                raise env.error(key, f"{{{name}}} is a secret option, so it may only be sent in a header, not the URL")
     base_url = spec.get("base_url")
     if base_url is not None:
         try:
