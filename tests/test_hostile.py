@@ -562,9 +562,15 @@ def test_the_check_enters_only_text_holding_a_null_token(monkeypatch: pytest.Mon
     jsonsafe.check(answer)
     assert entered == [answer]
     entered.clear()
-    messages = [{"role": "user", "content": "x"}] * 40 + [{"role": "assistant", "content": None, "f": 1.5}]
+    messages = [{"role": "user", "content": "x"}] * 40 + [{"role": "assistant", "content": None, "f": [1.5, None]}]
     jsonsafe.check({"messages": messages, "schema": {"type": "null"}})
     assert entered == [messages[-1]]
+    entered.clear()  # a message whose one null is its own `content: null` needs no look at its floats
+    jsonsafe.check({"messages": [{"role": "user", "content": "x"}] * 40 + [{"content": None, "f": 1.5}]})
+    assert entered == []
+    with pytest.raises(jsonsafe.JsonValueError) as caught:  # a NaN beside it still writes a null of its own
+        jsonsafe.check({"messages": [{"role": "user", "content": "x"}] * 40 + [{"content": None, "f": math.nan}]})
+    assert caught.value.where == "messages[40].f"
 
 
 def test_explain_shows_the_compiled_ranges() -> None:

@@ -91,6 +91,12 @@ def _derive(alphabet: str, length: int, call_id: str, attempt: int) -> str:
     return "".join(chars)
 
 
+@functools.lru_cache(maxsize=16_384)  # a pure function; a conversation sends the same ids on every turn
+def _accepts(pattern: Any, call_id: str) -> bool:
+    """Whether `pattern` matches the whole id (RE2's Python wrapper costs microseconds a call; a hit, a lookup)."""
+    return pattern.fullmatch(call_id.encode("utf-8", "surrogatepass")) is not None
+
+
 @dataclass(frozen=True)
 class IdRule:
     """A provider's accepted tool-call id form (a regular expression the whole id must match), and how
@@ -101,7 +107,7 @@ class IdRule:
 
     def accepts(self, call_id: str) -> bool:
         """Whether the provider takes this id as it is (the whole id matches the pattern)."""
-        return self.pattern.fullmatch(call_id.encode("utf-8", "surrogatepass")) is not None
+        return _accepts(self.pattern, call_id)
 
     def normalize(self, call_id: str) -> str:
         """The encoded form of an id (the default, stateless and reversible, with no rewrite)."""

@@ -96,7 +96,17 @@ def _clean(value: Any, level: int) -> bool:
         return False
     if kind is float or kind is str:
         return out != b"null"  # a NaN or an Infinity; a str is encoded to find a lone surrogate
-    return not _has_null(out) or _finite(value)
+    if not _has_null(out):
+        return True
+    if kind is dict and out.count(b"null") == _top_nones(value):
+        return True  # every "null" in the text is a None of the mapping's own (a message's `content: null`)
+    return _finite(value)
+
+
+def _top_nones(mapping: dict[Any, Any]) -> int:
+    """How many of a mapping's own values are None. Each writes one "null"; when the text holds no more, no
+    NaN or Infinity (nor a nested None, nor a string saying null) wrote one, and the floats need no look."""
+    return sum(1 for item in mapping.values() if item is None)
 
 
 def _members_clean(value: dict[Any, Any] | list[Any], level: int) -> bool:

@@ -294,7 +294,7 @@ class Inbound:
                 " (list it under `unsupported`, or pass unknown_fields='drop')",
                 provider=self.provider,
             )
-        if any(json_equal(value, ok) for ok in rule.accept):
+        if rule.accept and any(json_equal(value, ok) for ok in rule.accept):
             return
         if rule.action == "drop":
             ctx.notes.append(Note("dropped", path, rule.doc or f"{self.provider} has no counterpart"))
@@ -664,22 +664,25 @@ def _content_writer(
     ]  # fmt: skip
     wanted = frozenset(kinds) if kinds is not None else None
     flatten, one = policy == "text_or_blocks", policy == "one"
-    # Read from `parts` at the end of the load: [writers, reporting kinds, keys a text part may carry that
-    # the text template writes (such a part stays a block)].
-    table: list[Any] = []
+    # Filled at the end of the load (`fill`), so a part's own `$content` sees the whole table. Per kind: its
+    # writer, the fields it reads when it reads them one by one (it may drop or rewrite, see _report_part; else
+    # None), its gaps (None: it leaves nothing unwritten) and whether it is spliced; all decided once, here.
+    plan: dict[str, tuple[Render, frozenset[str] | None, Gaps | None, bool]] = {}
+    # [the text template's reads when it reports, keys a text part may carry that the text template writes
+    # (such a part stays a block)]
+    text: list[Any] = [None, frozenset()]
 
     def fill() -> None:
-        writers = {kind: write for kind, (write, _) in parts.items()}
-        # Kinds whose template reads the part's fields one by one: they may drop or rewrite (see _report_part).
-        reporting = {kind: reads for kind, (_, reads) in parts.items() if reads is not None and "source" not in reads}
-        text_reads = parts["text"][1] if "text" in parts else None
         spliced = frozenset(kind for kind, template in declared.items() if isinstance(template, list))
-        table[:] = [writers, reporting, frozenset(text_reads or ()) - {"text", "kind"}, spliced]
+        for kind, (write, reads) in parts.items():
+            reporting = reads if reads is not None and "source" not in reads else None
+            plan[kind] = (write, reporting, gaps.get(kind), kind in spliced)
+        text_reads = parts["text"][1] if "text" in parts else None
+        text[:] = [plan["text"][1] if "text" in plan else None, frozenset(text_reads or ()) - {"text", "kind"}]
 
     finish.append(fill)
 
     def render(turn: Any, ctx: Ctx) -> Any:
-        writers, reporting, text_extras, spliced = table
         selected = turn["parts"] if wanted is None else [p for p in turn["parts"] if p["kind"] in wanted]
         blocks: list[Any] = []
         for lead_getter, lead_where in lead_getters:
@@ -687,6 +690,7 @@ def _content_writer(
             if opaque is not MISSING and opaque is not None:
                 blocks += _opaque_blocks(opaque, lead_where, ctx)
         if flatten and not blocks:
+            text_reads, text_extras = text
             reported = False
             for p in selected:
                 if p["kind"] != "text":
@@ -696,7 +700,6 @@ def _content_writer(
                         break  # a part the text template writes more of than its text stays a block
                     reported = reported or "report" in p
             else:
-                text_reads = reporting.get("text")
                 if reported and text_reads is not None:
                     for p in selected:
                         if "report" in p:
@@ -706,16 +709,20 @@ def _content_writer(
         at = [turn, None]
         ctx.path = (PARTS, at)
         for part in selected:
-            kind = part["kind"]
-            write = writers.get(kind)
-            if write is None:
-                raise ctx.fail(part_path(turn, part), f"{kind} parts cannot be sent to {provider}")
-            if "report" in part and kind in reporting:
-                _report_part(turn, part, reporting[kind], ctx)
-            if kind in gaps:
-                _settle_gaps(turn, part, gaps[kind], ctx)
+            entry = plan.get(part["kind"])
+            if entry is None:
+                raise ctx.fail(part_path(turn, part), f"{part['kind']} parts cannot be sent to {provider}")
+            write, reads, gap, spliced = entry
+            if reads is not None and "report" in part:
+                _report_part(turn, part, reads, ctx)
+            if gap is not None:
+                _settle_gaps(turn, part, gap, ctx)
             at[1] = part
-            _add_blocks(blocks, write(part, ctx), kind in spliced)
+            written = write(part, ctx)
+            if not spliced:
+                blocks.append(written)
+            elif written is not MISSING:
+                blocks.extend(written)
         ctx.path = where
         if not one:
             return blocks if blocks else MISSING

@@ -188,7 +188,8 @@ def _role(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
     placed = inbound.carry.get(role)
     if placed:
         names[f"PLACED_{role}"] = placed
-        lines.append(f"if len(m) > 2: place(m, parts, i, P, PLACED_{role})")
+        names[f"PLACED_KEYS_{role}"] = frozenset(key for key, _ in placed)
+        lines.append(f"if not PLACED_KEYS_{role}.isdisjoint(m): place(m, parts, i, P, PLACED_{role})")
     lines += [
         f"turn = {{'role': {role!r}, 'parts': parts, 'source': m, 'index': i}}",
         "if first is None: first = i",
