@@ -85,6 +85,10 @@ class Unsupported:
     accept: tuple[Any, ...] = ()
     doc: str = ""
 
+    def dropped_because(self, provider: str) -> str:
+        """The note's text when the value is dropped."""
+        return self.doc or f"{provider} has no counterpart"
+
 
 @dataclass(frozen=True)
 class Gaps:
@@ -297,7 +301,7 @@ class Inbound:
         if rule.accept and any(json_equal(value, ok) for ok in rule.accept):
             return
         if rule.action == "drop":
-            ctx.notes.append(Note("dropped", path, rule.doc or f"{self.provider} has no counterpart"))
+            ctx.notes.append(Note("dropped", path, rule.dropped_because(self.provider)))
             return
         raise TranslationError(
             path, f"cannot be sent to {self.provider}" + (f": {rule.doc}" if rule.doc else ""), provider=self.provider

@@ -407,6 +407,10 @@ def orphans(turn: dict[str, Any], carry: Carry) -> list[tuple[str, str]]:
     return found
 
 
+# Object arguments as the JSON text `json.dumps(..., ensure_ascii=False)` writes (one encoder, not one per call).
+_ARGUMENTS_TEXT = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
 def _tool_call(call: Any, i: int, k: int, provider: str, want_json: bool) -> dict[str, Any]:
     function = call.get("function") if isinstance(call, dict) else None
     call_id = call.get("id") if function is not None else None
@@ -431,7 +435,7 @@ def _tool_call(call: Any, i: int, k: int, provider: str, want_json: bool) -> dic
         part = {"kind": "tool_call", "id": call_id, "name": name, "source": call, "arguments": raw}
         if want_json:
             try:
-                part["arguments_json"] = json.dumps(raw, ensure_ascii=False, allow_nan=False)
+                part["arguments_json"] = _ARGUMENTS_TEXT(raw)
             except (TypeError, ValueError):
                 where, what = locate(raw) or ("", "is not representable as JSON")
                 path = where_in(f"messages[{i}].tool_calls[{k}].function.arguments", where)

@@ -130,6 +130,12 @@ def generate(inbound: Inbound) -> tuple[str, Messages]:
         "merge_into": merge_into,
         "same_role": same_written_role,
         "ROLE_KEY": inbound.merge_same_role,
+        # Message keys `messages.unsupported` drops whatever they hold: their note, decided here (as `_settle` would).
+        "DROPPED": {
+            key: rule.dropped_because(inbound.provider)
+            for key, rule in inbound.message_unsupported.items()
+            if rule.action == "drop" and not rule.accept
+        },
     }
     lines = [
         "def messages(msgs, c, ids):",
@@ -199,7 +205,10 @@ def _role(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
         lines += [
             f"if not m.keys() <= ALLOWED_{role}:",
             "    for k, v in m.items():",
-            f"        if k not in ALLOWED_{role} and v is not None: c.settle(k, v, f'messages[{{i}}].{{k}}')",
+            f"        if k not in ALLOWED_{role} and v is not None:",
+            "            why = DROPPED.get(k)",
+            "            if why is None: c.settle(k, v, f'messages[{i}].{k}')",
+            "            else: notes.append(Note('dropped', f'messages[{i}].{k}', why))",
         ]
         if rule.carried:
             names[f"CARRIED_{role}"] = rule.carried
