@@ -96,7 +96,8 @@ def _clean(value: Any, level: int) -> bool:
         return False
     if kind is float or kind is str:
         return out != b"null"  # a NaN or an Infinity; a str is encoded to find a lone surrogate
-    if not _has_null(out):
+    first = out.find(b"null")
+    if first < 0 or not _has_null(out, first):  # the first test alone settles most values
         return True
     if kind is dict and out.count(b"null") == _top_nones(value):
         return True  # every "null" in the text is a None of the mapping's own (a message's `content: null`)
@@ -153,13 +154,14 @@ def _finite(value: Any) -> bool:
     return True
 
 
-def _has_null(text: bytes) -> bool:
-    """Whether orjson's text holds a null token: where it wrote a None, a NaN or an Infinity.
+def _has_null(text: bytes, first: int) -> bool:
+    """Whether orjson's text, whose first "null" is at `first`, holds a null token: where it wrote a None, a
+    NaN or an Infinity.
 
     A string holding `,null]` counts too, which costs only the closer look in `check`.
     """
     end = len(text)
-    i = text.find(b"null")
+    i = first
     while i >= 0:
         if (i == 0 or text[i - 1] in b":,[") and (i + 4 == end or text[i + 4] in b",]}"):
             return True
