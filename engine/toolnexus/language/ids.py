@@ -91,10 +91,18 @@ def _derive(alphabet: str, length: int, call_id: str, attempt: int) -> str:
     return "".join(chars)
 
 
-@functools.lru_cache(maxsize=16_384)  # a pure function; a conversation sends the same ids on every turn
+@functools.lru_cache(maxsize=16_384)  # as _normalized: for a rewrite's ids, which go through `accepts` alone
 def _accepts(pattern: Any, call_id: str) -> bool:
-    """Whether `pattern` matches the whole id (RE2's Python wrapper costs microseconds a call; a hit, a lookup)."""
+    """Whether `pattern` matches the whole id (RE2's Python wrapper costs microseconds a match)."""
     return pattern.fullmatch(call_id.encode("utf-8", "surrogatepass")) is not None
+
+
+@functools.lru_cache(maxsize=16_384)  # a pure function; a conversation sends the same ids on every turn
+def _normalized(pattern: Any, call_id: str) -> str:
+    """`IdRule.normalize`, kept per id (a cache hit is one lookup)."""
+    if _accepts(pattern, call_id) and not call_id.startswith(MARK):
+        return call_id
+    return encode(call_id)
 
 
 @dataclass(frozen=True)
@@ -111,9 +119,7 @@ class IdRule:
 
     def normalize(self, call_id: str) -> str:
         """The encoded form of an id (the default, stateless and reversible, with no rewrite)."""
-        if self.accepts(call_id) and not call_id.startswith(MARK):
-            return call_id
-        return encode(call_id)
+        return _normalized(self.pattern, call_id)
 
     def for_request(self, messages: Any, provider: str) -> tuple[Callable[[str], str], dict[str, str]]:
         """The id map of one request: a function the reader calls per id (a call and its result share one
@@ -123,14 +129,12 @@ class IdRule:
             table = self._rewritten(messages, provider)
             changed.update((sent, given) for given, sent in table.items())
             return (lambda call_id: table.get(call_id, call_id)), changed
-        seen: dict[str, str] = {}
+        pattern = self.pattern
 
         def normalize(call_id: str) -> str:
-            sent = seen.get(call_id)
-            if sent is None:
-                sent = seen[call_id] = self.normalize(call_id)
-                if sent != call_id:
-                    changed[sent] = call_id
+            sent = _normalized(pattern, call_id)
+            if sent != call_id:
+                changed[sent] = call_id
             return sent
 
         return normalize, changed

@@ -97,9 +97,14 @@ def _clean(value: Any, level: int) -> bool:
     if kind is float or kind is str:
         return out != b"null"  # a NaN or an Infinity; a str is encoded to find a lone surrogate
     first = out.find(b"null")
-    if first < 0 or not _has_null(out, first):  # the first test alone settles most values
+    return first < 0 or _nulls_are_nones(value, out, first)  # the first test alone settles most values
+
+
+def _nulls_are_nones(value: Any, out: bytes, first: int) -> bool:
+    """Whether each null token in orjson's text of a container (its first "null" at `first`) is a None."""
+    if not _has_null(out, first):
         return True
-    if kind is dict and out.count(b"null") == _top_nones(value):
+    if type(value) is dict and out.count(b"null") == _top_nones(value):
         return True  # every "null" in the text is a None of the mapping's own (a message's `content: null`)
     return _finite(value)
 
@@ -115,7 +120,18 @@ def _members_clean(value: dict[Any, Any] | list[Any], level: int) -> bool:
         if not _plain_keys(value):
             return False
         return all(_clean(item, level + 1) for item in value.values())
-    return all(_clean(item, level + 1) for item in value)
+    for item in value:  # a transcript's messages: `_clean` of a mapping below the top, inline
+        if type(item) is dict:
+            try:
+                out = orjson.dumps(item, default=_refuse, option=_ORJSON_OPTIONS)
+            except TypeError:
+                return False
+            first = out.find(b"null")
+            if first >= 0 and not _nulls_are_nones(item, out, first):
+                return False
+        elif not _clean(item, level + 1):
+            return False
+    return True
 
 
 def _holds_long(mapping: dict[Any, Any]) -> bool:
