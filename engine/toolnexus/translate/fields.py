@@ -68,8 +68,13 @@ def check_fields(request: dict[str, Any], ranges: Mapping[str, Range], provider:
     for name, value in request.items():
         if value is None or name not in FIELDS:
             continue
-        kind = type(value)  # the verdict is kept by value: by its JSON text for a list or an object
-        key = value if kind in _HASHABLE else json.dumps(value, sort_keys=True)
+        kind = type(value)  # the verdict is kept by value: a list of strings (a stop list) as their tuple, another
+        if kind in _HASHABLE:  # list or an object by its JSON text
+            key = value
+        elif kind is list and all(type(item) is str for item in value):
+            key = tuple(value)
+        else:
+            key = json.dumps(value, sort_keys=True)
         problem = _cached_problem(name, kind.__name__, key, value)
         if problem is not None:
             raise TranslationError(*problem, provider=provider)
