@@ -64,6 +64,20 @@ response:
               url_citation: {url: {$get: href}, start_index: {$get: from}, end_index: {$get: to}}
         ran: {message: {ran: [{$get: "@"}]}, note: "a tool eta ran itself; carried in message_extras.ran"}
         seen: {note: "eta's own log line; kept in raw"}
+    - one: meta                      # sources cited by index, byte offsets into the whole answer
+      optional: true
+      as:
+        annotations:
+          each: supports
+          cites: {each: refs, in: sources}
+          over: answer
+          unit: utf8-bytes
+          as:
+            $when: cited.link
+            present: true
+            then:
+              type: url_citation
+              url_citation: {url: {$get: cited.link}, start_index: {$get: entry.from}, end_index: {$get: entry.to}}
   refusal: {$get: why.text}
   finish_reason: {from: stop, documented: [done, nay], table: {done: stop, nay: content_filter}, unknown: stop}
   usage: {prompt_tokens: {$get: usage.in}}
@@ -111,6 +125,44 @@ def test_an_entry_with_no_annotation_is_noted_by_its_kind_never_dropped_silently
     assert "'page'" in result.notes[0].message
 
 
+def _met(eta: Path, supports: list[Any], sources: list[Any] | None = None) -> toolnexus.TranslateResult:
+    said = [{"kind": "say", "text": "é "}, {"kind": "say", "text": "ü!"}]  # 6 bytes, 4 characters
+    meta = {"supports": supports, "sources": sources or [{"link": "https://a.example"}, {"link": "https://b.example"}]}
+    return _eta(eta, said, meta=meta)
+
+
+def test_cited_sources_by_index_become_annotations_with_byte_offsets_into_the_whole_answer(eta: Path) -> None:
+    result = _met(eta, [{"from": 3, "to": 5, "refs": [1, 0]}, {"to": 6, "refs": [0]}])
+    assert result.text == "é ü!"
+    assert [(a["url_citation"]["url"], a["url_citation"]["start_index"], a["url_citation"]["end_index"])
+            for a in result.annotations] == [("https://b.example", 2, 3), ("https://a.example", 2, 3),
+                                             ("https://a.example", 0, 4)]  # fmt: skip
+    assert result.notes == ()
+
+
+def test_a_cited_source_with_no_annotation_is_noted_at_the_index_naming_the_source(eta: Path) -> None:
+    result = _met(eta, [{"from": 0, "to": 2, "refs": [0, 1]}], [{"link": "u"}, {"file": "gs://b/doc.pdf"}])
+    assert [a["url_citation"]["url"] for a in result.annotations] == ["u"]
+    assert [(n.kind, n.path) for n in result.notes] == [("dropped", "meta.supports[0].refs[1]")]
+    assert "sources[1]" in result.notes[0].message
+
+
+@pytest.mark.parametrize(
+    ("support", "where"),
+    [
+        ({"from": 1, "to": 2, "refs": [0]}, "meta.supports[0].refs[0]"),  # byte 1 is inside the é
+        ({"from": 0, "to": 7, "refs": [0]}, "meta.supports[0].refs[0]"),  # past the 6 bytes
+        ({"from": 0, "to": 2, "refs": [0, 2]}, "meta.supports[0].refs[1]"),  # no source 2
+        ({"from": 0, "to": 2, "refs": [True]}, "meta.supports[0].refs[0]"),
+        ({"from": 0, "to": 2, "refs": "0"}, "meta.supports[0].refs"),
+    ],
+)
+def test_a_bad_offset_or_index_is_a_response_error_where_it_is(eta: Path, support: Any, where: str) -> None:
+    with pytest.raises(ResponseError) as info:
+        _met(eta, [support])
+    assert info.value.path == where
+
+
 def test_a_noted_kind_is_carried_and_noted_rewritten_or_kept_in_raw_and_noted_dropped(eta: Path) -> None:
     ran = {"kind": "ran", "code": "1+1"}
     result = _eta(eta, [ran, {"kind": "seen", "line": "ok"}, {"kind": "say", "text": "2"}])
@@ -138,6 +190,9 @@ def test_lead_of_several_paths_writes_each_list_first_in_order(eta: Path) -> Non
     [
         ("annotations:\n            each: refs\n            kind: sort\n", "annotations:\n            kind: sort\n"),
         ('note: "a tool eta ran itself; carried in message_extras.ran"', "note: 3"),
+        ("over: answer", "over: everywhere"),
+        ("unit: utf8-bytes", "unit: utf16"),
+        ("cites: {each: refs, in: sources}", "cites: {each: refs}"),
     ],
 )
 def test_a_malformed_spec_is_a_rule_error_at_its_line(tmp_path: Path, replace: str, where: str) -> None:
