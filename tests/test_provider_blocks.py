@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 import toolnexus
-from support.judges import judge_anthropic
+from support.judges import SDK_VALIDATORS, cohere_stream_event, judge_anthropic
 from support.sse_encoders import ENCODERS
 from toolnexus import ResponseError, RuleError, load_rules, translate_request, translate_response
 
@@ -64,6 +64,16 @@ response:
               url_citation: {url: {$get: href}, start_index: {$get: from}, end_index: {$get: to}}
         ran: {message: {ran: [{$get: "@"}]}, note: "a tool eta ran itself; carried in message_extras.ran"}
         seen: {note: "eta's own log line; kept in raw"}
+        quote:                         # sources given inline, several to a span
+          text: {$get: text}
+          annotations:
+            each: spans
+            cites: {each: by}
+            kind: cited.sort
+            as:
+              $when: cited.href
+              present: true
+              then: {type: url_citation, url_citation: {url: {$get: cited.href}, start_index: {$get: entry.from}}}
     - one: meta                      # sources cited by index, byte offsets into the whole answer
       optional: true
       as:
@@ -147,6 +157,15 @@ def test_a_cited_source_with_no_annotation_is_noted_at_the_index_naming_the_sour
     assert "sources[1]" in result.notes[0].message
 
 
+def test_sources_cited_inline_give_one_annotation_each_and_the_rest_are_noted_by_kind(eta: Path) -> None:
+    spans = [{"from": 1, "by": [{"href": "u1"}, {"sort": "book"}, {"href": "u2"}]}]
+    result = _eta(eta, [{"kind": "say", "text": "> "}, {"kind": "quote", "text": "abcd", "spans": spans}])
+    assert [(a["url_citation"]["url"], a["url_citation"]["start_index"], a["url_citation"]["end_index"])
+            for a in result.annotations] == [("u1", 3, 6), ("u2", 3, 6)]  # fmt: skip
+    assert [(n.kind, n.path) for n in result.notes] == [("dropped", "out[1].spans[0].by[1]")]
+    assert "'book'" in result.notes[0].message
+
+
 @pytest.mark.parametrize(
     ("support", "where"),
     [
@@ -192,7 +211,7 @@ def test_lead_of_several_paths_writes_each_list_first_in_order(eta: Path) -> Non
         ('note: "a tool eta ran itself; carried in message_extras.ran"', "note: 3"),
         ("over: answer", "over: everywhere"),
         ("unit: utf8-bytes", "unit: utf16"),
-        ("cites: {each: refs, in: sources}", "cites: {each: refs}"),
+        ("cites: {each: refs, in: sources}", "cites: {in: sources}"),
     ],
 )
 def test_a_malformed_spec_is_a_rule_error_at_its_line(tmp_path: Path, replace: str, where: str) -> None:
@@ -229,6 +248,24 @@ def test_the_anthropic_answers_are_messages_and_the_results_chat_completions(con
     response = column(concern, "anthropic")["response"]
     anthropic.types.Message.model_validate(response)
     judge_completion(translate_response("anthropic", response))
+
+
+@pytest.mark.parametrize("provider", ["gemini", "bedrock", "cohere"])
+def test_citation_answers_are_the_providers_own_and_the_results_chat_completions_streamed_alike(provider: str) -> None:
+    """The case column's answer by the provider's SDK type; its result, and its stream's, by the openai SDK's."""
+    data = column("response-citations", provider)
+    SDK_VALIDATORS[provider](copy.deepcopy(data["response"]))
+    if provider == "cohere":
+        for event in data["stream"]:
+            cohere_stream_event(copy.deepcopy(event))
+    whole = translate_response(provider, copy.deepcopy(data["response"]))
+    assert whole.annotations and all(a["type"] == "url_citation" for a in whole.annotations)
+    judge_completion(whole)
+    translator = toolnexus.stream_translator(provider)
+    chunks = [c for event in data["stream"] for c in translator.feed(json.dumps(event))] + translator.finish()
+    assert translator.result is not None and translator.result.annotations == whole.annotations
+    deltas = [choice["delta"] for chunk in chunks for choice in chunk["choices"]]
+    assert [d["annotations"] for d in deltas if "annotations" in d] == [whole.annotations]
 
 
 BETA = {  # MCP connector and context compaction blocks: beta content blocks, in the beta Message type

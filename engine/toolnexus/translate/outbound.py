@@ -78,12 +78,13 @@ class Parts:
 @dataclass(frozen=True)
 class Cites:
     """`cites: {each: PATH, in: PATH}`: an entry names, by index (the list at `each` in the entry), elements
-    of another list (at `in`, in the item); one annotation per index, rendered from both."""
+    of another list (at `in`, in the item); without `in`, the list at `each` holds the cited elements
+    themselves. One annotation per cited element, rendered from both."""
 
     each: str
     indexes: Getter
-    within: str
-    listed: Getter
+    within: str | None
+    listed: Getter | None
 
 
 @dataclass(frozen=True)
@@ -278,11 +279,9 @@ class Outbound:
                 ctx.path = cited_at
                 made = spec.template(scope, ctx)
                 if made is MISSING or made is None:
-                    if cited is not None:
-                        what = f"{cited} (cited here)"
-                    else:
-                        named = spec.kind(entry) if spec.kind is not None and isinstance(entry, dict) else MISSING
-                        what = f"a {named!r} entry" if isinstance(named, str) else "this entry"
+                    named = spec.kind(scope) if spec.kind is not None and isinstance(scope, dict) else MISSING
+                    what = f"a {named!r} entry" if isinstance(named, str) else "this entry"
+                    what += f" ({cited}, cited here)" if cited is not None else ""
                     ctx.notes.append(Note("dropped", cited_at, f"{what} has no OpenAI annotation; kept in raw"))
                     continue
                 own = made.get("type") if isinstance(made, dict) else None
@@ -306,10 +305,15 @@ class Outbound:
         indexes = cites.indexes(entry) if isinstance(entry, dict) else MISSING
         if indexes is MISSING or indexes is None:
             return []
-        listed = cites.listed(element)
         if not isinstance(indexes, list):
-            message = f"must be a list of indexes, got {type(indexes).__name__}"
+            wanted = "indexes" if cites.listed is not None else "cited elements"
+            message = f"must be a list of {wanted}, got {type(indexes).__name__}"
             raise ResponseError(f"{at}.{cites.each}", message, provider=self.provider)
+        if cites.listed is None:  # the cited elements themselves
+            return [
+                ({"entry": entry, "cited": cited}, f"{at}.{cites.each}[{k}]", None) for k, cited in enumerate(indexes)
+            ]
+        listed = cites.listed(element)
         scopes: list[tuple[Any, str, str | None]] = []
         for k, index in enumerate(indexes):
             here = f"{at}.{cites.each}[{k}]"
@@ -545,8 +549,9 @@ def _annotations(spec: Any, key: Key, env: Env) -> Annotations:
     if not isinstance(spec, dict) or "each" not in spec or "as" not in spec:
         raise env.error(key, "annotations takes {each: PATH, as: TEMPLATE} and optionally kind: PATH")
     cites = spec.get("cites")
-    if cites is not None and (not isinstance(cites, dict) or set(cites) != {"each", "in"}):
-        raise env.error((*key, "cites"), "cites takes {each: PATH (indexes, in the entry), in: PATH (in the item)}")
+    if cites is not None and (not isinstance(cites, dict) or "each" not in cites or not set(cites) <= {"each", "in"}):
+        message = "cites takes {each: PATH (in the entry)} and optionally in: PATH (the list it indexes, in the item)"
+        raise env.error((*key, "cites"), message)
     for name, allowed in (("over", ANNOTATION_OVER), ("unit", ANNOTATION_UNITS)):
         if spec.get(name, allowed[0]) not in allowed:
             raise env.error((*key, name), f"must be one of {', '.join(allowed)}, got {spec[name]!r}")
@@ -559,8 +564,8 @@ def _annotations(spec: Any, key: Key, env: Env) -> Annotations:
             Cites(
                 each=cites["each"],
                 indexes=path_getter(cites["each"], (*key, "cites", "each"), env),
-                within=cites["in"],
-                listed=path_getter(cites["in"], (*key, "cites", "in"), env),
+                within=cites.get("in"),
+                listed=path_getter(cites["in"], (*key, "cites", "in"), env) if "in" in cites else None,
             )
             if cites is not None
             else None
