@@ -575,6 +575,32 @@ def _answer_pieces(v: _View) -> Cell:
     return v.cell(lines, ("response", "items"))
 
 
+def _annotation_sources(v: _View) -> Cell:
+    """Each item kind's `annotations`: the list read, what it cites, what its indexes count, and the annotation."""
+    lines = []
+    items = v.at("response", "items")
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        if not isinstance(item, dict):
+            continue
+        where = f"each {item['each']}" if "each" in item else f"one {item.get('one', '?')}"
+        kinds = [((), "as")] if "as" in item else [((kind,), "kinds") for kind in item.get("kinds") or {}]
+        for names, table in kinds:
+            key: Key = ("response", "items", i, table, *names)
+            spec = v.at(*key, "annotations")
+            if not isinstance(spec, dict):
+                continue
+            read = f"{where}{' ' + names[0] if names else ''}: each {spec.get('each')}"
+            cites = spec.get("cites")
+            if isinstance(cites, dict):
+                read += f", citing {cites.get('each')}" + (f" of {cites['in']}" if "in" in cites else "")
+            read += ", indexes into the answer" if spec.get("over") == "answer" else ""
+            read += ", in UTF-8 bytes" if spec.get("unit") == "utf8-bytes" else ""
+            node = v.template(*key, "annotations", "as")
+            shown = v.shape(node, (*key, "annotations", "as")) if node is not None else "?"
+            lines.append(f"{read} → {shown}")
+    return v.cell(lines, ("response", "items"))
+
+
 def _arguments_form(v: _View) -> Cell:
     forms: list[str] = []
     items = v.at("response", "items")
@@ -627,7 +653,10 @@ def _stream_framing(v: _View) -> Cell:
 
 def _stream_body(v: _View) -> Cell:
     body = v.table("streaming", "body")
-    return v.cell([v.constant(body)] if body else [], ("streaming", "body"))
+    lines = [v.constant(body)] if body else []
+    overlay = v.template("streaming", "request")
+    lines += [f"merged in: {v.shape(overlay, ('streaming', 'request'))}"] if overlay is not None else []
+    return v.cell(lines, ("streaming", "body"))
 
 
 def _step(step: Any) -> str:
@@ -796,6 +825,8 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
         (
             ("model from", _template("response", "model")),
             ("answer pieces", _answer_pieces),
+            ("annotations from", _annotation_sources),
+            ("refusal text from", _template("response", "refusal")),
             ("tool-call arguments arrive as", _arguments_form),
             ("finish_reason read from", _finish_from),
             _finish_rows,
