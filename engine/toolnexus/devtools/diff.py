@@ -553,15 +553,19 @@ def _reads_itself(name: str, node: Node) -> bool:
     return isinstance(node, Get) and [read.expr for read in node.reads] == [name] and node.default is None
 
 
-def _answer_pieces(v: _View) -> Cell:
-    lines = []
+def _item_sources(v: _View) -> Iterable[tuple[int, dict[str, Any], str]]:
+    """Each response item source: its index, its spec and where it reads (`each PATH` or `one PATH`)."""
     items = v.at("response", "items")
     for i, item in enumerate(items if isinstance(items, list) else []):
-        if not isinstance(item, dict):
-            continue
+        if isinstance(item, dict):
+            yield i, item, f"each {item['each']}" if "each" in item else f"one {item.get('one', '?')}"
+
+
+def _answer_pieces(v: _View) -> Cell:
+    lines = []
+    for i, item, read in _item_sources(v):
         key: Key = ("response", "items", i)
-        where = f"each {item['each']}" if "each" in item else f"one {item.get('one', '?')}"
-        where += " (optional)" if item.get("optional") else ""
+        where = read + (" (optional)" if item.get("optional") else "")
         if isinstance(item.get("kinds"), dict):
             lines.append(f"{where}, by {item.get('kind', '?')}:{v.marks(item, key)}")
             for kind in item["kinds"]:
@@ -578,11 +582,7 @@ def _answer_pieces(v: _View) -> Cell:
 def _annotation_sources(v: _View) -> Cell:
     """Each item kind's `annotations`: the list read, what it cites, what its indexes count, and the annotation."""
     lines = []
-    items = v.at("response", "items")
-    for i, item in enumerate(items if isinstance(items, list) else []):
-        if not isinstance(item, dict):
-            continue
-        where = f"each {item['each']}" if "each" in item else f"one {item.get('one', '?')}"
+    for i, item, where in _item_sources(v):
         kinds = [((), "as")] if "as" in item else [((kind,), "kinds") for kind in item.get("kinds") or {}]
         for names, table in kinds:
             key: Key = ("response", "items", i, table, *names)
