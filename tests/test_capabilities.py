@@ -149,6 +149,22 @@ def test_structured_output(tmp_path: Path) -> None:
     assert answer(tmp_path, "structured output", given) == "as given"
 
 
+def test_citations(tmp_path: Path) -> None:
+    assert answer(tmp_path, "citations") == NOTHING
+    say = "kinds: {say: {text: {$get: text}}}"
+    made = "kinds: {say: {text: {$get: text}, annotations: {each: refs, as: {type: url_citation, url_citation: {}}}}}"
+    assert answer(tmp_path, "citations", (say, made)) == "url_citation"
+    given = "kinds: {say: {text: {$get: text}, annotations: {each: refs, as: {$get: '@'}}}}"
+    assert answer(tmp_path, "citations", (say, given)) == "as given"
+
+
+def test_refusal_text(tmp_path: Path) -> None:
+    assert answer(tmp_path, "refusal text") == NOTHING
+    finish = "  finish_reason: {from: stop"
+    assert answer(tmp_path, "refusal text", (finish, "  refusal: {$get: why.text}\n" + finish)) == "explanation"
+    assert answer(tmp_path, "refusal text", (finish, "  refusal: {$get: 'out[0].refusal'}\n" + finish)) == "as given"
+
+
 def test_auth(tmp_path: Path) -> None:
     assert answer(tmp_path, "auth") == "none"
     keyed = ("auth: none}", "auth: {scheme: header, header: x-key}, api_key_env: [ZETA_KEY]}")
@@ -203,7 +219,7 @@ def test_the_terminal_summary_fits_the_width_without_splitting_a_word() -> None:
     words = {w for _, answers in summary.rows for a in answers for w in a.split()} | set(book.names())
     words |= {w for c in summary.capabilities for w in c.split()} | {"provider", "(extends", "|"}
     words |= {f"{p})" for p in book.names()}
-    for width in (170, 200):  # the longest words alone take about 165 columns
+    for width in (200, 230):  # the longest words alone take about 190 columns
         lines = render_summary(summary, "table", book=book, width=width).splitlines()
         assert max(map(len, lines)) <= width
         bars = [i for i, ch in enumerate(lines[0]) if ch == "|"]

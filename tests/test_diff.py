@@ -103,6 +103,21 @@ def test_the_streaming_rows_come_from_the_streaming_section(tmp_path: Path) -> N
     assert "message_stop: nothing" in cell(edited, "events rebuild the response", "anthropic")
 
 
+def test_the_annotation_and_refusal_rows_read_the_response_section() -> None:
+    report = build_report(load_rules(), ["anthropic", "gemini", "cohere", "openai", "mistral"])
+    [grounding] = cell(report, "annotations from", "gemini")
+    assert grounding.startswith("one candidates[0].groundingMetadata: each groundingSupports, citing")
+    assert "groundingChunkIndices of groundingChunks" in grounding and "in UTF-8 bytes" in grounding
+    assert "citing sources, indexes into the answer" in cell(report, "annotations from", "cohere")[0]
+    assert cell(report, "annotations from", "openai") == ("one choices[0].message: each annotations → @",)
+    assert cell(report, "annotations from", "mistral") == ()
+    assert cell(report, "refusal text from", "openai") == ("choices[0].message.refusal",)
+    assert cell(report, "refusal text from", "anthropic")[0].startswith("stop_details.explanation ?? ")
+    assert cell(report, "refusal text from", "cohere") == ()
+    vertex = build_report(load_rules(), ["vertex-gemini"])
+    assert cell(vertex, "asks for a stream with", "vertex-gemini")[0].startswith("merged in: {toolConfig: ")
+
+
 def test_a_user_rules_dir_with_an_edited_finish_reason_table_shows_the_edit(tmp_path: Path) -> None:
     rules = user_rules(tmp_path, "anthropic", ("refusal: content_filter", "refusal: stop"))
     report = build_report(load_rules(rules), ["anthropic"])

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 import toolnexus
-from support.judges import judge_anthropic
+from support.judges import SDK_VALIDATORS, cohere_stream_event, judge_anthropic
 from support.sse_encoders import ENCODERS
 from toolnexus import ResponseError, RuleError, load_rules, translate_request, translate_response
 
@@ -64,6 +64,30 @@ response:
               url_citation: {url: {$get: href}, start_index: {$get: from}, end_index: {$get: to}}
         ran: {message: {ran: [{$get: "@"}]}, note: "a tool eta ran itself; carried in message_extras.ran"}
         seen: {note: "eta's own log line; kept in raw"}
+        quote:                         # sources given inline, several to a span
+          text: {$get: text}
+          annotations:
+            each: spans
+            cites: {each: by}
+            kind: cited.sort
+            as:
+              $when: cited.href
+              present: true
+              then: {type: url_citation, url_citation: {url: {$get: cited.href}, start_index: {$get: entry.from}}}
+    - one: meta                      # sources cited by index, byte offsets into the whole answer
+      optional: true
+      as:
+        annotations:
+          each: supports
+          cites: {each: refs, in: sources}
+          over: answer
+          unit: utf8-bytes
+          as:
+            $when: cited.link
+            present: true
+            then:
+              type: url_citation
+              url_citation: {url: {$get: cited.link}, start_index: {$get: entry.from}, end_index: {$get: entry.to}}
   refusal: {$get: why.text}
   finish_reason: {from: stop, documented: [done, nay], table: {done: stop, nay: content_filter}, unknown: stop}
   usage: {prompt_tokens: {$get: usage.in}}
@@ -111,6 +135,53 @@ def test_an_entry_with_no_annotation_is_noted_by_its_kind_never_dropped_silently
     assert "'page'" in result.notes[0].message
 
 
+def _met(eta: Path, supports: list[Any], sources: list[Any] | None = None) -> toolnexus.TranslateResult:
+    said = [{"kind": "say", "text": "é "}, {"kind": "say", "text": "ü!"}]  # 6 bytes, 4 characters
+    meta = {"supports": supports, "sources": sources or [{"link": "https://a.example"}, {"link": "https://b.example"}]}
+    return _eta(eta, said, meta=meta)
+
+
+def test_cited_sources_by_index_become_annotations_with_byte_offsets_into_the_whole_answer(eta: Path) -> None:
+    result = _met(eta, [{"from": 3, "to": 5, "refs": [1, 0]}, {"to": 6, "refs": [0]}])
+    assert result.text == "é ü!"
+    assert [(a["url_citation"]["url"], a["url_citation"]["start_index"], a["url_citation"]["end_index"])
+            for a in result.annotations] == [("https://b.example", 2, 3), ("https://a.example", 2, 3),
+                                             ("https://a.example", 0, 4)]  # fmt: skip
+    assert result.notes == ()
+
+
+def test_a_cited_source_with_no_annotation_is_noted_at_the_index_naming_the_source(eta: Path) -> None:
+    result = _met(eta, [{"from": 0, "to": 2, "refs": [0, 1]}], [{"link": "u"}, {"file": "gs://b/doc.pdf"}])
+    assert [a["url_citation"]["url"] for a in result.annotations] == ["u"]
+    assert [(n.kind, n.path) for n in result.notes] == [("dropped", "meta.supports[0].refs[1]")]
+    assert "sources[1]" in result.notes[0].message
+
+
+def test_sources_cited_inline_give_one_annotation_each_and_the_rest_are_noted_by_kind(eta: Path) -> None:
+    spans = [{"from": 1, "by": [{"href": "u1"}, {"sort": "book"}, {"href": "u2"}]}]
+    result = _eta(eta, [{"kind": "say", "text": "> "}, {"kind": "quote", "text": "abcd", "spans": spans}])
+    assert [(a["url_citation"]["url"], a["url_citation"]["start_index"], a["url_citation"]["end_index"])
+            for a in result.annotations] == [("u1", 3, 6), ("u2", 3, 6)]  # fmt: skip
+    assert [(n.kind, n.path) for n in result.notes] == [("dropped", "out[1].spans[0].by[1]")]
+    assert "'book'" in result.notes[0].message
+
+
+@pytest.mark.parametrize(
+    ("support", "where"),
+    [
+        ({"from": 1, "to": 2, "refs": [0]}, "meta.supports[0].refs[0]"),  # byte 1 is inside the é
+        ({"from": 0, "to": 7, "refs": [0]}, "meta.supports[0].refs[0]"),  # past the 6 bytes
+        ({"from": 0, "to": 2, "refs": [0, 2]}, "meta.supports[0].refs[1]"),  # no source 2
+        ({"from": 0, "to": 2, "refs": [True]}, "meta.supports[0].refs[0]"),
+        ({"from": 0, "to": 2, "refs": "0"}, "meta.supports[0].refs"),
+    ],
+)
+def test_a_bad_offset_or_index_is_a_response_error_where_it_is(eta: Path, support: Any, where: str) -> None:
+    with pytest.raises(ResponseError) as info:
+        _met(eta, [support])
+    assert info.value.path == where
+
+
 def test_a_noted_kind_is_carried_and_noted_rewritten_or_kept_in_raw_and_noted_dropped(eta: Path) -> None:
     ran = {"kind": "ran", "code": "1+1"}
     result = _eta(eta, [ran, {"kind": "seen", "line": "ok"}, {"kind": "say", "text": "2"}])
@@ -138,6 +209,9 @@ def test_lead_of_several_paths_writes_each_list_first_in_order(eta: Path) -> Non
     [
         ("annotations:\n            each: refs\n            kind: sort\n", "annotations:\n            kind: sort\n"),
         ('note: "a tool eta ran itself; carried in message_extras.ran"', "note: 3"),
+        ("over: answer", "over: everywhere"),
+        ("unit: utf8-bytes", "unit: utf16"),
+        ("cites: {each: refs, in: sources}", "cites: {in: sources}"),
     ],
 )
 def test_a_malformed_spec_is_a_rule_error_at_its_line(tmp_path: Path, replace: str, where: str) -> None:
@@ -174,6 +248,24 @@ def test_the_anthropic_answers_are_messages_and_the_results_chat_completions(con
     response = column(concern, "anthropic")["response"]
     anthropic.types.Message.model_validate(response)
     judge_completion(translate_response("anthropic", response))
+
+
+@pytest.mark.parametrize("provider", ["gemini", "bedrock", "cohere"])
+def test_citation_answers_are_the_providers_own_and_the_results_chat_completions_streamed_alike(provider: str) -> None:
+    """The case column's answer by the provider's SDK type; its result, and its stream's, by the openai SDK's."""
+    data = column("response-citations", provider)
+    SDK_VALIDATORS[provider](copy.deepcopy(data["response"]))
+    if provider == "cohere":
+        for event in data["stream"]:
+            cohere_stream_event(copy.deepcopy(event))
+    whole = translate_response(provider, copy.deepcopy(data["response"]))
+    assert whole.annotations and all(a["type"] == "url_citation" for a in whole.annotations)
+    judge_completion(whole)
+    translator = toolnexus.stream_translator(provider)
+    chunks = [c for event in data["stream"] for c in translator.feed(json.dumps(event))] + translator.finish()
+    assert translator.result is not None and translator.result.annotations == whole.annotations
+    deltas = [choice["delta"] for chunk in chunks for choice in chunk["choices"]]
+    assert [d["annotations"] for d in deltas if "annotations" in d] == [whole.annotations]
 
 
 BETA = {  # MCP connector and context compaction blocks: beta content blocks, in the beta Message type

@@ -199,6 +199,40 @@ def structured_output(r: _Rules) -> str:
     return ", ".join(k for k in ("json_object", "json_schema") if k in kinds) or NOTHING
 
 
+def citations(r: _Rules) -> str:
+    """The annotation types the answer's items write (`as given` when a provider's own annotations pass on)."""
+    found: list[str] = []
+    items = r.at("response", "items")
+    for item in items if isinstance(items, list) else []:
+        templates = [item.get("as")] if "as" in item else list((item.get("kinds") or {}).values())
+        for template in templates:
+            spec = template.get("annotations") if isinstance(template, dict) else None
+            if not isinstance(spec, dict):
+                continue
+            kinds = ["as given"] if spec.get("as") == {"$get": "@"} else _types_written(spec.get("as"))
+            found += [kind for kind in kinds if kind not in found]
+    return ", ".join(found) or NOTHING
+
+
+def _types_written(template: Any) -> list[str]:
+    """The constant `type` values anywhere in a template (an annotation names its own kind there)."""
+    if isinstance(template, list):
+        return [t for value in template for t in _types_written(value)]
+    if not isinstance(template, dict):
+        return []
+    own = [template["type"]] if isinstance(template.get("type"), str) else []
+    return own + [t for key, value in template.items() if key != "type" for t in _types_written(value)]
+
+
+def refusal(r: _Rules) -> str:
+    """Whether the answer's refusal text is read: `as given` (OpenAI's own field) or the provider's explanation."""
+    node = r.node("response", "refusal")
+    if node is None:
+        return NOTHING
+    read = plain_read(node)
+    return "as given" if read is not None and read.expr.endswith(".refusal") else "explanation"
+
+
 def auth(r: _Rules) -> str:
     """The `endpoint.auth` scheme; a header scheme sending `Authorization: Bearer <key>` is `bearer`, as it is
     (the first edition's `auth_header`/`auth_scheme` read as the header scheme they stand for)."""
@@ -227,6 +261,8 @@ CAPABILITIES: tuple[tuple[str, Capability], ...] = (
     ("reasoning", reasoning),
     ("caching", caching),
     ("structured output", structured_output),
+    ("citations", citations),
+    ("refusal text", refusal),
     ("auth", auth),
 )
 

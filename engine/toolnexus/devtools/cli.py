@@ -143,7 +143,7 @@ def cmd_request(args: argparse.Namespace, out: TextIO) -> int:
     body = translate_request(
         args.to, request, rules=args.rules, system=args.system, unknown_fields="drop" if args.drop_unknown else "error"
     )
-    _print_json({**body, **(streaming.body if streaming else {})}, out, args.file)
+    _print_json(streaming.request_body(body, {"model": body.get("model", "")}) if streaming else body, out, args.file)
     for note in body.notes:
         sys.stderr.write(f"note: {note}\n")
     return 0

@@ -553,15 +553,19 @@ def _reads_itself(name: str, node: Node) -> bool:
     return isinstance(node, Get) and [read.expr for read in node.reads] == [name] and node.default is None
 
 
-def _answer_pieces(v: _View) -> Cell:
-    lines = []
+def _item_sources(v: _View) -> Iterable[tuple[int, dict[str, Any], str]]:
+    """Each response item source: its index, its spec and where it reads (`each PATH` or `one PATH`)."""
     items = v.at("response", "items")
     for i, item in enumerate(items if isinstance(items, list) else []):
-        if not isinstance(item, dict):
-            continue
+        if isinstance(item, dict):
+            yield i, item, f"each {item['each']}" if "each" in item else f"one {item.get('one', '?')}"
+
+
+def _answer_pieces(v: _View) -> Cell:
+    lines = []
+    for i, item, read in _item_sources(v):
         key: Key = ("response", "items", i)
-        where = f"each {item['each']}" if "each" in item else f"one {item.get('one', '?')}"
-        where += " (optional)" if item.get("optional") else ""
+        where = read + (" (optional)" if item.get("optional") else "")
         if isinstance(item.get("kinds"), dict):
             lines.append(f"{where}, by {item.get('kind', '?')}:{v.marks(item, key)}")
             for kind in item["kinds"]:
@@ -572,6 +576,28 @@ def _answer_pieces(v: _View) -> Cell:
             node = v.template(*key, "as")
             shown = v.shape(node, (*key, "as")) if node is not None else v.constant(None)
             lines.append(f"{where}: {shown}{v.marks(item, key)}")
+    return v.cell(lines, ("response", "items"))
+
+
+def _annotation_sources(v: _View) -> Cell:
+    """Each item kind's `annotations`: the list read, what it cites, what its indexes count, and the annotation."""
+    lines = []
+    for i, item, where in _item_sources(v):
+        kinds = [((), "as")] if "as" in item else [((kind,), "kinds") for kind in item.get("kinds") or {}]
+        for names, table in kinds:
+            key: Key = ("response", "items", i, table, *names)
+            spec = v.at(*key, "annotations")
+            if not isinstance(spec, dict):
+                continue
+            read = f"{where}{' ' + names[0] if names else ''}: each {spec.get('each')}"
+            cites = spec.get("cites")
+            if isinstance(cites, dict):
+                read += f", citing {cites.get('each')}" + (f" of {cites['in']}" if "in" in cites else "")
+            read += ", indexes into the answer" if spec.get("over") == "answer" else ""
+            read += ", in UTF-8 bytes" if spec.get("unit") == "utf8-bytes" else ""
+            node = v.template(*key, "annotations", "as")
+            shown = v.shape(node, (*key, "annotations", "as")) if node is not None else "?"
+            lines.append(f"{read} → {shown}")
     return v.cell(lines, ("response", "items"))
 
 
@@ -627,7 +653,10 @@ def _stream_framing(v: _View) -> Cell:
 
 def _stream_body(v: _View) -> Cell:
     body = v.table("streaming", "body")
-    return v.cell([v.constant(body)] if body else [], ("streaming", "body"))
+    lines = [v.constant(body)] if body else []
+    overlay = v.template("streaming", "request")
+    lines += [f"merged in: {v.shape(overlay, ('streaming', 'request'))}"] if overlay is not None else []
+    return v.cell(lines, ("streaming", "body"))
 
 
 def _step(step: Any) -> str:
@@ -796,6 +825,8 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
         (
             ("model from", _template("response", "model")),
             ("answer pieces", _answer_pieces),
+            ("annotations from", _annotation_sources),
+            ("refusal text from", _template("response", "refusal")),
             ("tool-call arguments arrive as", _arguments_form),
             ("finish_reason read from", _finish_from),
             _finish_rows,

@@ -96,6 +96,7 @@ class Client:
         key = endpoint.resolve_key(api_key)
         check_headers(headers or {})
         values = endpoint.values(model, endpoint_options)  # the URL's, query's and headers' placeholders
+        self._values = values  # and a streamed request's overlay's (`streaming.request`)
         self._url = endpoint.url(base_url, model, values=values)  # parsed once; a bad model or option raises here
         streaming = self._provider.streaming
         self._stream_url = (
@@ -185,9 +186,8 @@ class Client:
         body = self.build_body(messages, tools=tools, toolkit=toolkit, tool_choice=tool_choice, system=system,
                                max_tokens=max_tokens, params=params)  # fmt: skip
         notes = request_notes(body)
-        return TranslateStream(
-            self._caller, {**body, **streaming.body}, self._stream_url, streaming, cancel, notes, body.id_map
-        )
+        sent = streaming.request_body(body, self._values)
+        return TranslateStream(self._caller, sent, self._stream_url, streaming, cancel, notes, body.id_map)
 
     def build_body(
         self,

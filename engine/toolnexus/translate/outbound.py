@@ -76,14 +76,32 @@ class Parts:
 
 
 @dataclass(frozen=True)
+class Cites:
+    """`cites: {each: PATH, in: PATH}`: an entry names, by index (the list at `each` in the entry), elements
+    of another list (at `in`, in the item); without `in`, the list at `each` holds the cited elements
+    themselves. One annotation per cited element, rendered from both."""
+
+    each: str
+    indexes: Getter
+    within: str | None
+    listed: Getter | None
+
+
+@dataclass(frozen=True)
 class Annotations:
     """A kind's `annotations`: each element of the list at `each` (in the item) rendered by `template` into one
-    OpenAI annotation; an element it renders as nothing is noted by its `kind` (kept in raw)."""
+    OpenAI annotation; an element it renders as nothing is noted by its `kind` (kept in raw).
+
+    `over`: the indexes are into the element's own text (`element`) or the answer's text joined so far
+    (`answer`); `unit`: they count characters or UTF-8 bytes (converted to characters)."""
 
     each: str
     getter: Getter
     kind: Getter | None
     template: Render
+    cites: Cites | None = None
+    over: str = "element"
+    unit: str = "characters"
 
 
 @dataclass(frozen=True)
@@ -212,6 +230,9 @@ class Outbound:
         if key in src.notes:  # carried elsewhere (rewritten), or only in raw (dropped)
             said = f"a {key!r} element: {src.notes[key]}" if key else src.notes[key]
             ctx.notes.append(Note("dropped" if item is MISSING or not item else "rewritten", src.element_path(i), said))
+        if item is MISSING and key in src.annotations:  # a template of annotations only
+            self.annotate(src.annotations[key], element, src.element_path(i), "", found, ctx)
+            return
         if item is MISSING:  # the rules found nothing they know in it: say so, keep it in raw
             if key not in src.notes:
                 message = "nothing the rules read is in it; kept in raw"
@@ -247,28 +268,61 @@ class Outbound:
         if not isinstance(listed, list):
             message = f"must be a list, got {type(listed).__name__}"
             raise ResponseError(f"{where}.{spec.each}", message, provider=self.provider)
-        start, path = sum(map(len, found.texts)), ctx.path
+        if spec.over == "answer":  # indexes into the answer's text so far, not the element's own
+            start, text = 0, "".join(found.texts)
+        else:
+            start = sum(map(len, found.texts))
+        path, span = ctx.path, _Span(text, spec.unit)
         for j, entry in enumerate(listed):
             at = f"{where}.{spec.each}[{j}]"
-            ctx.path = at
-            made = spec.template(entry, ctx)
-            if made is MISSING or made is None:
-                named = spec.kind(entry) if spec.kind is not None and isinstance(entry, dict) else MISSING
-                what = f"a {named!r} entry" if isinstance(named, str) else "this entry"
-                ctx.notes.append(Note("dropped", at, f"{what} has no OpenAI annotation; kept in raw"))
-                continue
-            own = made.get("type") if isinstance(made, dict) else None
-            inner = made.get(own) if isinstance(own, str) else None
-            if not isinstance(inner, dict):
-                message = "an annotation must be an object whose `type` names its own object"
-                raise ResponseError(at, message, provider=self.provider)
-            span = {"start_index": inner.get("start_index", 0), "end_index": inner.get("end_index", len(text))}
-            if not all(type(v) is int and 0 <= v <= len(text) for v in span.values()):
-                message = f"an annotation's indexes must lie within the text (0 to {len(text)}), got {span}"
-                raise ResponseError(at, message, provider=self.provider)
-            inner = {**inner, "start_index": start + span["start_index"], "end_index": start + span["end_index"]}
-            found.annotations.append({**made, str(own): inner})
+            for scope, cited_at, cited in self._cited(spec, element, entry, where, at):
+                ctx.path = cited_at
+                made = spec.template(scope, ctx)
+                if made is MISSING or made is None:
+                    named = spec.kind(scope) if spec.kind is not None and isinstance(scope, dict) else MISSING
+                    what = f"a {named!r} entry" if isinstance(named, str) else "this entry"
+                    what += f" ({cited}, cited here)" if cited is not None else ""
+                    ctx.notes.append(Note("dropped", cited_at, f"{what} has no OpenAI annotation; kept in raw"))
+                    continue
+                own = made.get("type") if isinstance(made, dict) else None
+                inner = made.get(own) if isinstance(own, str) else None
+                if not isinstance(inner, dict):
+                    message = "an annotation must be an object whose `type` names its own object"
+                    raise ResponseError(cited_at, message, provider=self.provider)
+                first, last = span.chars(inner, cited_at, self.provider)
+                inner = {**inner, "start_index": start + first, "end_index": start + last}
+                found.annotations.append({**made, str(own): inner})
         ctx.path = path
+
+    def _cited(
+        self, spec: Annotations, element: Any, entry: Any, where: str, at: str
+    ) -> list[tuple[Any, str, str | None]]:
+        """(the `as` scope, its path, the cited element's path) for one entry: the entry itself, or with
+        `cites` one `{entry, cited}` per index it lists (an index outside the list is a located error)."""
+        cites = spec.cites
+        if cites is None:
+            return [(entry, at, None)]
+        indexes = cites.indexes(entry) if isinstance(entry, dict) else MISSING
+        if indexes is MISSING or indexes is None:
+            return []
+        if not isinstance(indexes, list):
+            wanted = "indexes" if cites.listed is not None else "cited elements"
+            message = f"must be a list of {wanted}, got {type(indexes).__name__}"
+            raise ResponseError(f"{at}.{cites.each}", message, provider=self.provider)
+        if cites.listed is None:  # the cited elements themselves
+            return [
+                ({"entry": entry, "cited": cited}, f"{at}.{cites.each}[{k}]", None) for k, cited in enumerate(indexes)
+            ]
+        listed = cites.listed(element)
+        scopes: list[tuple[Any, str, str | None]] = []
+        for k, index in enumerate(indexes):
+            here = f"{at}.{cites.each}[{k}]"
+            if type(index) is not int or not isinstance(listed, list) or not 0 <= index < len(listed):
+                size = len(listed) if isinstance(listed, list) else 0
+                message = f"must index {where}.{cites.within} (0 to {size - 1}), got {index!r}"
+                raise ResponseError(here, message, provider=self.provider)
+            scopes.append(({"entry": entry, "cited": listed[index]}, here, f"{cites.within}[{index}]"))
+        return scopes
 
     def _read_extras(self, item: dict[str, Any], ctx: Ctx, found: _Found) -> None:
         """An item's reasoning text and its pieces of the assistant message (ctx.path is the element)."""
@@ -489,15 +543,68 @@ def _item_template(template: Any) -> Any:
 
 
 def _annotations(spec: Any, key: Key, env: Env) -> Annotations:
-    """`annotations: {each: PATH, kind: PATH, as: TEMPLATE}` of one item kind (scope of `as`: one element)."""
+    """`annotations: {each: PATH, kind: PATH, cites: {each, in}, over: element|answer, unit:
+    characters|utf8-bytes, as: TEMPLATE}` of one item kind (scope of `as`: one entry, or with `cites`
+    `{entry, cited}`)."""
     if not isinstance(spec, dict) or "each" not in spec or "as" not in spec:
         raise env.error(key, "annotations takes {each: PATH, as: TEMPLATE} and optionally kind: PATH")
+    cites = spec.get("cites")
+    if cites is not None and (not isinstance(cites, dict) or "each" not in cites or not set(cites) <= {"each", "in"}):
+        message = "cites takes {each: PATH (in the entry)} and optionally in: PATH (the list it indexes, in the item)"
+        raise env.error((*key, "cites"), message)
+    for name, allowed in (("over", ANNOTATION_OVER), ("unit", ANNOTATION_UNITS)):
+        if spec.get(name, allowed[0]) not in allowed:
+            raise env.error((*key, name), f"must be one of {', '.join(allowed)}, got {spec[name]!r}")
     return Annotations(
         each=spec["each"],
         getter=path_getter(spec["each"], (*key, "each"), env),
         kind=path_getter(spec["kind"], (*key, "kind"), env) if "kind" in spec else None,
         template=compile_template(spec["as"], (*key, "as"), env),
+        cites=(
+            Cites(
+                each=cites["each"],
+                indexes=path_getter(cites["each"], (*key, "cites", "each"), env),
+                within=cites.get("in"),
+                listed=path_getter(cites["in"], (*key, "cites", "in"), env) if "in" in cites else None,
+            )
+            if cites is not None
+            else None
+        ),
+        over=spec.get("over", ANNOTATION_OVER[0]),
+        unit=spec.get("unit", ANNOTATION_UNITS[0]),
     )
+
+
+ANNOTATION_OVER = ("element", "answer")  # what an annotation's indexes are into (the first: the default)
+ANNOTATION_UNITS = ("characters", "utf8-bytes")  # what they count
+
+
+class _Span:
+    """An annotation's indexes in the text they are into, as characters (given as characters or as UTF-8
+    bytes, which must fall on a character's boundary); absent ones span the whole text."""
+
+    __slots__ = ("encoded", "text", "unit")
+
+    def __init__(self, text: str, unit: str) -> None:
+        self.text, self.unit = text, unit
+        self.encoded = text.encode("utf-8") if unit == "utf8-bytes" else b""
+
+    def chars(self, inner: dict[str, Any], at: str, provider: str) -> tuple[int, int]:
+        size = len(self.encoded) if self.unit == "utf8-bytes" else len(self.text)
+        span = {"start_index": inner.get("start_index", 0), "end_index": inner.get("end_index", size)}
+        if not all(type(v) is int for v in span.values()) or not 0 <= span["start_index"] <= span["end_index"] <= size:
+            unit = "bytes" if self.unit == "utf8-bytes" else "characters"
+            message = f"an annotation's indexes must lie within the text (0 to {size} {unit}), got {span}"
+            raise ResponseError(at, message, provider=provider)
+        if self.unit != "utf8-bytes":
+            return span["start_index"], span["end_index"]
+        try:
+            first = len(self.encoded[: span["start_index"]].decode("utf-8"))
+            last = first + len(self.encoded[span["start_index"] : span["end_index"]].decode("utf-8"))
+        except UnicodeDecodeError:
+            message = f"an annotation's byte indexes must fall between characters of the text, got {span}"
+            raise ResponseError(at, message, provider=provider) from None
+        return first, last
 
 
 def _list_part(spec: Annotations) -> Part:
@@ -903,8 +1010,8 @@ class _Code:
             writes.append(f"calls.append(TranslatedToolCall(ci, cn, ca, {extra}))")
         if present:  # an element whose every field is absent is noted by the explain step
             tests.append("(" + " or ".join(f"{var} is not MISSING" for var in present) + ")")
-        if not tests:
-            return [*lines, "pass"]  # a kind the rules know and read nothing of
+        if not tests:  # a kind the rules know and read nothing of, or only its annotations
+            return [*lines, *writes] if writes else [*lines, "pass"]
         lines.append("if " + " and ".join(tests) + ":")
         lines += _indent(writes or ["pass"], 4)
         lines.append("else:")

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..language.loader import Key, RuleSource, did_you_mean
 from ..language.paths import Getter, simple_steps
-from ..language.templates import Env, path_getter
+from ..language.templates import Ctx, Env, Render, compile_template, path_getter
 from .endpoint import Endpoint
 from .outbound import ItemSource, Outbound
 
@@ -152,8 +152,29 @@ class Streaming:
     route: Mapping[Path, int]
     route_lengths: tuple[int, ...]
     type_path: str = ""
+    request: Render | None = None  # the stream-only request overlay (scope: {body, options})
     code: str = ""  # the generated source (stream_code.py), shown by `toolnexus explain --code`
     run: Callable[[Any, dict[str, Any], int], bool] | None = None  # its entry: one event's steps
+
+    def request_body(self, body: Mapping[str, Any], options: Mapping[str, str]) -> dict[str, Any]:
+        """The body a streamed call sends: the translated body with `body` set, then the `request` overlay
+        (rendered from the body and the endpoint option values) merged in: mappings merge, others replace."""
+        sent = {**body, **self.body}
+        if self.request is None:
+            return sent
+        overlay = self.request({"body": sent, "options": dict(options)}, Ctx(self.provider))
+        if isinstance(overlay, dict):
+            sent = deep_merge(sent, overlay)
+        return sent
+
+
+def deep_merge(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `overlay` merged in (a new mapping at every level it touches; `base` is not changed)."""
+    merged = dict(base)
+    for key, value in overlay.items():
+        have = merged.get(key)
+        merged[key] = deep_merge(have, value) if isinstance(have, dict) and isinstance(value, dict) else value
+    return merged
 
 
 # ---------------------------------------------------------------- compiling
@@ -213,6 +234,7 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
         provider=source.data["provider"],
         path=spec.get("path"),
         body=dict(spec.get("body", {})),
+        request=compile_template(spec["request"], (*key, "request"), env) if "request" in spec else None,
         framing=spec.get("framing", "sse"),
         type=path_getter(spec["type"], (*key, "type"), env) if "type" in spec else None,
         type_path=spec.get("type", ""),
