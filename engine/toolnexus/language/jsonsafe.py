@@ -146,14 +146,15 @@ def _finite(value: Any) -> bool:
 def _has_null(text: bytes) -> bool:
     """Whether orjson's text holds a null token: where it wrote a None, a NaN or an Infinity.
 
-    A string holding `,null]` counts too, which costs only the closer look in `check`.
+    A string holding `,null]` counts too, which costs only the closer look in `check`. Scanned from the end:
+    an answer's nulls (a refusal, logprobs, a stop sequence not met) follow its long text.
     """
     end = len(text)
-    i = text.find(b"null")
+    i = text.rfind(b"null")
     while i >= 0:
         if (i == 0 or text[i - 1] in b":,[") and (i + 4 == end or text[i + 4] in b",]}"):
             return True
-        i = text.find(b"null", i + 4)
+        i = text.rfind(b"null", 0, i)
     return False
 
 
