@@ -44,7 +44,6 @@ MAX_DEPTH = 256
 
 
 _SCALARS = (int, bool, type(None))
-_TEXT_SCALARS = (str, int, bool, type(None))
 _LONG = 32  # a list longer than this is looked at item by item, not encoded again
 _FEW = 8  # a mapping holding a longer list (a transcript) is encoded member by member
 
@@ -129,17 +128,18 @@ def _finite(value: Any) -> bool:
     this runs only when its text holds a null token. Iterative, over containers only (orjson has already
     refused what is too deep or not JSON)."""
     stack = [value]
+    pop, push, isfinite = stack.pop, stack.append, math.isfinite  # the hot loop of every answer with a null
     while stack:
-        container = stack.pop()
+        container = pop()
         for item in container.values() if isinstance(container, dict) else container:
             kind = type(item)
-            if kind in _TEXT_SCALARS:
+            if kind is str or kind is int or item is None or kind is bool:
                 continue
             if kind is float:
-                if not math.isfinite(item):
+                if not isfinite(item):
                     return False
             elif isinstance(item, (dict, list, tuple)):
-                stack.append(item)
+                push(item)
     return True
 
 

@@ -148,6 +148,7 @@ class Outbound:
     tool_call_ids: IdRule | None = None  # ids encoded on the way in are restored on the way out
     model_read: Read | None = None  # the model template's one plain path, read inline by the generated code
     refusal: Render | None = None  # the `refusal` template: the provider's explanation of a refusal
+    refusal_read: Read | None = None  # its one plain path, read inline by the generated code
     code: str = ""  # the generated function's source, for `toolnexus explain --code`
     templates_code: tuple[tuple[Key, str], ...] = ()  # (rule key, the Python a template compiled to)
     run: Run = _not_built
@@ -449,6 +450,8 @@ def compile_outbound(source: RuleSource) -> Outbound:
     usage_env, model_env = env(), env()
     usage = parse_template(rule["usage"], (*key, "usage"), usage_env)  # parsed once: compiled, and asked what it writes
     model = parse_template(rule["model"], (*key, "model"), model_env) if "model" in rule else None
+    refusal_env = env()
+    refusal = parse_template(rule["refusal"], (*key, "refusal"), refusal_env) if "refusal" in rule else None
     draft = Outbound(
         provider=data["provider"],
         model=compile_node(model, (*key, "model"), model_env) if model is not None else None,
@@ -471,7 +474,8 @@ def compile_outbound(source: RuleSource) -> Outbound:
         ),
         tool_call_ids=compile_id_rule(source),
         within=_within(rule, source, usage),
-        refusal=compile_template(rule["refusal"], (*key, "refusal"), env()) if "refusal" in rule else None,
+        refusal=compile_node(refusal, (*key, "refusal"), refusal_env) if refusal is not None else None,
+        refusal_read=plain_read(refusal) if refusal is not None else None,
     )
     code, run = generate(draft)
     return replace(draft, code=code, run=run, templates_code=tuple(compiled.items()))
@@ -855,8 +859,10 @@ class _Code:
         if parts.annotations is not None:  # annotations need the text so far: applied before it grows
             lines += self.part("an", parts.annotations, read)
             spec, text = self.name(parts.annotate, "annotate"), "t if type(t) is str else ''" if parts.text else "''"
-            writes.insert(
-                0, f"if an is not MISSING and an is not None: o.annotate({spec}, e, {s}.element_path(i), {text}, f, c)"
+            writes.insert(  # none (an empty list, most often) is nothing to do
+                0,
+                "if an is not MISSING and an is not None and an != []:"
+                f" o.annotate({spec}, e, {s}.element_path(i), {text}, f, c)",
             )
         if parts.message is not None:
             lines += self.part("m", parts.message, read)
@@ -966,7 +972,15 @@ class _Code:
         return lines
 
     def refusal(self) -> list[str]:
-        return ["refusal = None" if self.o.refusal is None else "refusal = o.refusal_of(r, c)"]
+        """`refusal_of`, inline: a plain path read like the others, a richer template called."""
+        o = self.o
+        if o.refusal is None:
+            return ["refusal = None"]
+        if o.refusal_read is not None:
+            lines, refusal = self.top(o.refusal_read.expr, o.refusal_read.getter)
+        else:
+            lines, refusal = [f"rf = {self.name(o.refusal, 'render')}(r, c)"], "rf"
+        return [*lines, f"refusal = {refusal} if type({refusal}) is str and {refusal} else None"]
 
 
 def _indent(lines: list[str], width: int) -> list[str]:
