@@ -41,6 +41,7 @@ from ..language.templates import (
     Obj,
     Read,
     Render,
+    Sum,
     compile_node,
     compile_template,
     parse_template,
@@ -145,6 +146,7 @@ class Outbound:
     usage: Render
     within: Mapping[str, tuple[tuple[str, str], ...]]  # a usage total -> the (details, count) pairs it includes
     blocked: tuple[str, Getter, str] | None = None  # (path, getter, finish reason): an answer refused whole
+    usage_node: Node | None = field(default=None, compare=False)  # its parsed template, read inline when it can be
     tool_call_ids: IdRule | None = None  # ids encoded on the way in are restored on the way out
     model_read: Read | None = None  # the model template's one plain path, read inline by the generated code
     refusal: Render | None = None  # the `refusal` template: the provider's explanation of a refusal
@@ -463,6 +465,7 @@ def compile_outbound(source: RuleSource) -> Outbound:
         unknown=finish["unknown"],
         missing=finish.get("missing"),
         usage=compile_node(usage, (*key, "usage"), usage_env),
+        usage_node=usage,
         blocked=(
             (
                 finish["blocked"]["from"],
@@ -644,6 +647,16 @@ def _counts(usage: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     return out
 
 
+def _count_map(value: Any) -> dict[str, Any] | None:
+    """A copy of a provider's `*_details` object when it is a non-empty object of clean counts, else None."""
+    if type(value) is not dict or not value:
+        return None
+    for count in value.values():
+        if type(count) is not int or count < 0:
+            return None
+    return dict(value)
+
+
 def _explain_counts(usage: dict[str, Any], ctx: Ctx, where: tuple[str, ...] = ("usage",)) -> dict[str, Any]:
     """Usage as OpenAI has it: non-negative integers, and `*_details` objects of them; a null count is
     absent, any other value is left out and noted (`where` is the path so far, joined only for a note)."""
@@ -720,6 +733,7 @@ class _Code:
             "response_digest": response_digest,
             "synthesized_id": synthesized_id,
             "counts": _counts,
+            "count_map": _count_map,
             "check_usage": check_usage,
         }
         self.count = 0
@@ -955,9 +969,12 @@ class _Code:
     def usage_and_model(self) -> list[str]:
         o = self.o
         within = self.name(o.within, "within")
+        generic = [f"u = {self.name(o.usage, 'usage')}(r, c)", "u = {} if u is MISSING else counts(u, c)"]
+        inline = self.usage_inline(o.usage_node)
+        if inline is not None:  # the explain step: the template rendered, its counts looked at one by one
+            generic = [*inline, "if not ok:", *_indent(generic, 4)]
         lines = [
-            f"u = {self.name(o.usage, 'usage')}(r, c)",
-            "u = {} if u is MISSING else counts(u, c)",
+            *generic,
             *self.usage_test(),
             f"    c.notes += check_usage(u, {within})",
         ]
@@ -969,6 +986,75 @@ class _Code:
         else:
             lines.append(f"mo = {self.name(o.model, 'model')}(r, c)")
         lines.append('if not isinstance(mo, str): mo = requested_model or ""')
+        return lines
+
+    def usage_inline(self, node: Node | None) -> list[str] | None:
+        """Usage as `counts` leaves it, read straight from the response, when the template is a mapping of plain
+        reads, sums and `*_details` mappings of plain reads (None otherwise: the template is rendered). Any
+        count that is not clean sets `ok` false, and the explain step renders the template and writes the notes."""
+        if not isinstance(node, Obj):
+            return None
+        lines = ["u = {}", "ok = True"]
+        for name, child in node.items:
+            details = name.endswith("_details")
+            read = plain_read(child)
+            if read is not None:
+                lines += self.count_read(read, "uv")
+                if details:  # the provider's own object of counts: copied when clean
+                    lines += ["if uv is not MISSING:", "    uv = count_map(uv)", "    if uv is None: ok = False"]
+                    lines.append(f"    else: u[{name!r}] = uv")
+                else:
+                    lines += [f"if type(uv) is int and uv >= 0: u[{name!r}] = uv", "elif uv is not MISSING: ok = False"]
+            elif isinstance(child, Sum) and not details:
+                summed = self.count_sum(child)
+                if summed is None:
+                    return None
+                lines += [*summed, f"if us is not MISSING: u[{name!r}] = us"]
+            elif isinstance(child, Obj) and details:
+                lines.append("ud = {}")
+                for inner, count in child.items:
+                    read = plain_read(count)
+                    if read is None:
+                        return None
+                    lines += self.count_read(read, "uv")
+                    lines += [
+                        f"if type(uv) is int and uv >= 0: ud[{inner!r}] = uv",
+                        "elif uv is not MISSING: ok = False",
+                    ]
+                lines.append(f"if ud: u[{name!r}] = ud")
+            else:
+                return None
+        return lines
+
+    def count_read(self, read: Read, target: str) -> list[str]:
+        """A count's read at the function's top level (its prefixes shared), left in `target`; null is absent."""
+        lines, var = self.top(read.expr, read.getter)
+        return [*lines, f"{target} = MISSING if {var} is None else {var}"]
+
+    def count_sum(self, node: Sum) -> list[str] | None:
+        """A `$sum` of clean counts in `us` (any other count clears `ok`); `empty` when its holders are there."""
+        if node.empty is not MISSING and not (type(node.empty) is int and node.empty >= 0):
+            return None
+        lines = ["us = MISSING"]
+        for read in node.reads:
+            lines += self.count_read(read, "uv")
+            lines += [
+                "if type(uv) is int and uv >= 0: us = uv if us is MISSING else us + uv",
+                "elif uv is not MISSING: ok = False",
+            ]
+        if node.empty is not MISSING:
+            held = []
+            for read in node.holders:
+                read_lines_, var = self.top(read.expr, read.getter)
+                lines += read_lines_
+                held.append(var)
+            there = " and ".join(f"isinstance({var}, dict)" for var in held) or "True"
+            odd = " or ".join(
+                f"({var} is not MISSING and {var} is not None and not isinstance({var}, dict))" for var in held
+            )
+            lines.append(f"if us is MISSING and {there}: us = {node.empty!r}")
+            if odd:
+                lines.append(f"elif us is MISSING and ({odd}): ok = False")
         return lines
 
     def refusal(self) -> list[str]:
