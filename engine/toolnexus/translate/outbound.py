@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 from ..errors import Note, ResponseError
 from ..language.ask import plain_read, read_path, written
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
-from ..language.jsonsafe import checked
+from ..language.jsonsafe import JsonValueError, check
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, Getter, simple_steps
 from ..language.templates import (
@@ -163,7 +163,10 @@ class Outbound:
         provider = self.provider
         if not isinstance(response, dict):
             raise ResponseError("", f"the response must be an object, got {type(response).__name__}", provider=provider)
-        checked(response, "", lambda path, message: ResponseError(path, message, provider=provider))
+        try:
+            check(response)
+        except JsonValueError as exc:
+            raise ResponseError(exc.where, exc.message, provider=provider) from None
         return self.run(self, response, requested_model, id_map)
 
     def translate_decoded(
