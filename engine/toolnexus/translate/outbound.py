@@ -725,6 +725,7 @@ class _Code:
         self.o = outbound
         self.names: dict[str, Any] = {
             "MISSING": MISSING,
+            "NO_KEYS": MappingProxyType({}),
             "NO_IDS": NO_IDS,
             "Ctx": Ctx,
             "Note": Note,
@@ -741,6 +742,7 @@ class _Code:
         }
         self.count = 0
         self.prefixes: dict[tuple[str | int, ...], str] = {}  # response paths read so far -> their variables
+        self.views: dict[str, str] = {}  # a top-level variable -> the one that holds it as a mapping (see `step`)
 
     def name(self, value: Any, prefix: str) -> str:
         self.count += 1
@@ -764,14 +766,30 @@ class _Code:
             known = self.prefixes.get(prefix)
             if known is None:
                 known = self.prefixes[prefix] = f"r{len(self.prefixes)}"
-                lines += read_lines(known, var, prefix[-1:])
+                lines += self.step(known, var, prefix[-1], self.views)
             var = known
         return lines, var
 
-    def part(self, target: str, part: Part, read: dict[tuple[str | int, ...], str]) -> list[str]:
+    def step(self, target: str, var: str, step: str | int, views: dict[str, str]) -> list[str]:
+        """One step of a plain read. `r` (the response) and `e` (an element the dispatch found to be one) are
+        objects; another holder is tested once, into its view (`views`: variable -> view), not once per key."""
+        if isinstance(step, int):
+            if step < 0:
+                return read_lines(target, var, (step,))
+            return [f"{target} = {var}[{step}] if isinstance({var}, list) and len({var}) > {step} else MISSING"]
+        if var in ("r", "e"):
+            return [f"{target} = {var}.get({step!r}, MISSING)"]
+        lines = []
+        view = views.get(var)
+        if view is None:
+            view = views[var] = f"{var}d"
+            lines.append(f"{view} = {var} if isinstance({var}, dict) else NO_KEYS")
+        return [*lines, f"{target} = {view}.get({step!r}, MISSING)"]
+
+    def part(self, target: str, part: Part, read: dict[tuple[str | int, ...], str], views: dict[str, str]) -> list[str]:
         """Lines leaving one template field of the element `e` (known to be an object) in `target`.
 
-        Plain reads share their prefixes within the element (`read`: path -> variable)."""
+        Plain reads share their prefixes (`read`: path -> variable) and views within the element."""
         if part.steps is None:
             return [f"{target} = {self.name(part.render, 'render')}(e, c)"]
         lines: list[str] = []
@@ -781,11 +799,7 @@ class _Code:
             known = read.get(prefix)
             if known is None:
                 known = read[prefix] = f"e{len(read)}"
-                step = prefix[-1]
-                if var == "e" and isinstance(step, str):
-                    lines.append(f"{known} = e.get({step!r}, MISSING)")
-                else:
-                    lines += read_lines(known, var, (step,))
+                lines += self.step(known, var, prefix[-1], views)
             var = known
         return [*lines, f"{target} = {var}"]
 
@@ -835,17 +849,17 @@ class _Code:
             body = [explain] if "" in src.notes else self.kind(src, s, src.parts[""], explain)
             return [*lines, "else:", *_indent(body, 4)]
         if src.kind_by_key:
-            test = "(v := e.get({!r})) is not None and v is not False"
-        else:
+            first = test = "(v := e.get({!r})) is not None and v is not False"
+        else:  # the kind is read in the first test (the element is an object by then)
             assert src.kind is not None
             steps = simple_steps(src.kind_path)
             if steps and len(steps) == 1 and isinstance(steps[0], str):
-                lines.insert(0, f"k = e.get({steps[0]!r}, MISSING) if isinstance(e, dict) else MISSING")
+                first = f"(k := e.get({steps[0]!r}, MISSING)) == {{!r}}"
             else:
-                lines.insert(0, f"k = {self.name(src.kind, 'g')}(e) if isinstance(e, dict) else MISSING")
+                first = f"(k := {self.name(src.kind, 'g')}(e)) == {{!r}}"
             test = "k == {!r}"
-        for name, parts in src.parts.items():
-            lines.append(f"elif {test.format(name)}:")  # a kind with a note: the explain step writes it
+        for n, (name, parts) in enumerate(src.parts.items()):
+            lines.append(f"elif {(test if n else first).format(name)}:")  # a kind with a note: the explain step
             lines += _indent([explain] if name in src.notes else self.kind(src, s, parts, explain), 4)
         return [*lines, "else:", f"    {explain}"]
 
@@ -853,6 +867,7 @@ class _Code:
         """One kind: its fields read, the fast test, then the writes; else the explain step."""
         o = self.o
         read: dict[tuple[str | int, ...], str] = {}
+        views: dict[str, str] = {}
         renders = any(
             p.render is not None
             for p in (parts.text, parts.reasoning, parts.message, *(parts.tool_call or {}).values())
@@ -868,13 +883,13 @@ class _Code:
         present: list[str] = []
         for var, part in (("t", parts.text), ("rs", parts.reasoning)):
             if part is not None:
-                lines += self.part(var, part, read)
+                lines += self.part(var, part, read, views)
                 tests.append(f"(type({var}) is str or {var} is None or {var} is MISSING)")
                 present.append(var)
                 into = "texts" if var == "t" else "f.reasoning"
                 writes.append(f"if type({var}) is str: {into}.append({var})")
         if parts.annotations is not None:  # annotations need the text so far: applied before it grows
-            lines += self.part("an", parts.annotations, read)
+            lines += self.part("an", parts.annotations, read, views)
             spec, text = self.name(parts.annotate, "annotate"), "t if type(t) is str else ''" if parts.text else "''"
             writes.insert(  # none (an empty list, most often) is nothing to do
                 0,
@@ -882,7 +897,7 @@ class _Code:
                 f" o.annotate({spec}, e, {s}.element_path(i), {text}, f, c)",
             )
         if parts.message is not None:
-            lines += self.part("m", parts.message, read)
+            lines += self.part("m", parts.message, read, views)
             tests.append("(type(m) is dict or m is None or m is MISSING)")
             present.append("m")
             writes.append('if type(m) is dict: merge_extras(f.extras, m, "", c)')
@@ -890,7 +905,7 @@ class _Code:
         if call is not None:
             for field_name, var in (("id", "ci"), ("name", "cn"), ("arguments", "ca"), ("extra_content", "cx")):
                 if field_name in call:
-                    lines += self.part(var, call[field_name], read)
+                    lines += self.part(var, call[field_name], read, views)
             tests.append("type(cn) is str and cn != ''")
             if src.synthesize_ids:
                 tests.append("(type(ci) is str or ci is MISSING or ci is None)")
