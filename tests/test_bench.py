@@ -19,6 +19,7 @@ import pytest
 
 import toolnexus
 from toolnexus.devtools.conformance import parents_of
+from toolnexus.language.jsonsafe import JsonValueError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import bench
@@ -214,3 +215,14 @@ def test_the_stub_answers_pipelined_requests_and_keeps_the_first_body() -> None:
     assert captured == {b"/v1/x": first}
     protocol.data_received(b"GET /__captured/v1/x HTTP/1.1\r\n\r\n")
     assert sent[3].endswith(b"\r\n\r\n" + first)
+
+
+def test_responses_only_with_the_checked_baseline_times_answers_through_the_json_check() -> None:
+    cases = bench.build_cases((10,), PROVIDERS, litellm=None, responses_only=True, checked=True)
+    assert {case.op for case in cases} == {"response"}
+    assert {case.provider for case in cases} == set(PROVIDERS)
+    answer = copy.deepcopy(cases[0].sides[1].data)
+    answer["extra"] = [float("nan")]
+    with pytest.raises(JsonValueError) as info:
+        cases[0].sides[1].fn(answer)
+    assert info.value.where == "extra[0]"

@@ -18,7 +18,7 @@ from toolnexus import ResponseError, load_rules, translate_response
 from toolnexus.devtools.conformance import load_cases
 from toolnexus.language.paths import MISSING
 from toolnexus.language.templates import Ctx
-from toolnexus.translate.outbound import Outbound, _explain_counts, _Found, check_usage
+from toolnexus.translate.outbound import Outbound, _explain_counts, _Found, check_usage, generate
 from toolnexus.translate.result import TranslateResult
 
 PROVIDERS = toolnexus.providers()
@@ -226,3 +226,40 @@ def test_a_details_object_given_as_a_number_is_left_out_and_noted(details: str) 
     result = translate_response("openai", answer)
     assert result.text == "hi" and details not in result.usage and result.usage["total_tokens"] == 5
     assert [(n.kind, n.path) for n in result.notes] == [("dropped", f"usage.{details}")]
+
+
+def with_spied_usage(outbound: Outbound, calls: list[Any]) -> Outbound:
+    """The outbound regenerated with its usage template counting the calls (the usage explain step)."""
+    usage = outbound.usage
+
+    def spy(response: Any, ctx: Ctx) -> Any:
+        calls.append(response)
+        return usage(response, ctx)
+
+    spied = dataclasses.replace(outbound, usage=spy)
+    code, run = generate(spied)
+    return dataclasses.replace(spied, code=code, run=run)
+
+
+@pytest.mark.parametrize(("provider", "name", "response"), CLEAN, ids=[f"{p}/{n}" for p, n, _ in CLEAN])
+def test_clean_usage_is_read_inline_without_rendering_the_template(
+    provider: str, name: str, response: dict[str, Any]
+) -> None:
+    calls: list[Any] = []
+    outbound = load_rules().get(provider).outbound
+    spied = with_spied_usage(outbound, calls)
+    assert spied.translate(response).to_dict() == outbound.translate(response).to_dict()
+    assert calls == []
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+def test_a_bad_count_takes_the_usage_explain_step_and_is_noted(provider: str) -> None:
+    answers = {
+        "openai": {"choices": [{"message": {"content": "x"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": -1}},
+        "anthropic": {"content": [], "stop_reason": "end_turn", "usage": {"input_tokens": "3", "output_tokens": 2}},
+        "gemini": {"candidates": [{"content": {"parts": [{"text": "x"}]}}], "usageMetadata": {"totalTokenCount": 1.5}},
+    }
+    calls: list[Any] = []
+    result = with_spied_usage(load_rules().get(provider).outbound, calls).translate(answers[provider])
+    assert len(calls) == 1
+    assert [n.kind for n in result.notes if n.path.startswith(("usage", "usageMetadata"))] == ["dropped"]

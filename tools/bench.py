@@ -1,6 +1,7 @@
 """Speed and memory of the toolnexus rule engine against a hand-written translator of the same rules.
 
     python tools/bench.py [--rounds N] [--clock wall|cpu] [--quick] [--memory] [--no-litellm]
+                          [--responses] [--checked-baseline]
 
 What is timed: `toolnexus.translate_request` and `toolnexus.translate_response` for every
 provider the rules define (`toolnexus.providers()`), on the inputs of tools/bench_inputs.py:
@@ -29,6 +30,12 @@ collection, so each side pays for what it allocates.
 
 Memory: tracemalloc's peak while translating the largest transcript once (after a warm-up
 call), beside the request's and the body's size as compact JSON. `--memory` runs only this.
+
+`--responses` times only the single responses (no requests, no memory table).
+`--checked-baseline` makes the hand-written side of each response row run toolnexus's JSON check
+(`jsonsafe.check`: no NaN or Infinity, bounded depth, no lone surrogates, anywhere in the answer)
+before translating, the minimum the engine's contract requires: what the ratio then shows is the
+translation's own cost.
 
 `--quick` is a smoke run (transcripts of 10 and 100 messages, 2 rounds, 5 ms batches,
 no LiteLLM): it proves the script and the parity check work; its figures are too short
@@ -76,6 +83,7 @@ from bench_inputs import (  # noqa: E402
 from bench_litellm import LiteLLM, compatible_copy, first_line, load  # noqa: E402
 from progress import progress  # noqa: E402
 from toolnexus import TranslateResult  # noqa: E402
+from toolnexus.language import jsonsafe  # noqa: E402
 
 JSON = dict[str, Any]
 Translate = Callable[[Any], Any]
@@ -132,16 +140,31 @@ def kib(data: JSON) -> str:
 
 
 def make_case(
-    provider: str, name: str, op: str, data: JSON, litellm: LiteLLM | None, messages: int | None = None
+    provider: str,
+    name: str,
+    op: str,
+    data: JSON,
+    litellm: LiteLLM | None,
+    messages: int | None = None,
+    checked: bool = False,
 ) -> Case:
     request = op == "request"
     engine = partial(toolnexus.translate_request if request else toolnexus.translate_response, provider)
     size = f"{len(data['messages'])} msgs, {kib(data)}" if request else kib(data)
-    sides = [Side("engine", engine, data), Side("hand-written", HAND_WRITTEN[provider][0 if request else 1], data)]
+    hand = HAND_WRITTEN[provider][0 if request else 1]
+    if checked and not request:
+        hand = partial(checked_first, hand)
+    sides = [Side("engine", engine, data), Side("hand-written", hand, data)]
     case = Case(provider, name, op, size, sides, messages)
     if litellm is not None:
         add_litellm(case, litellm.request(provider) if request else litellm.response(provider), data)
     return case
+
+
+def checked_first(translate: Translate, response: JSON) -> Any:
+    """`--checked-baseline`: the answer through toolnexus's JSON check, then the hand-written translator."""
+    jsonsafe.check(response)
+    return translate(response)
 
 
 def add_litellm(case: Case, fn: Translate, data: JSON) -> None:
@@ -163,18 +186,28 @@ def add_litellm(case: Case, fn: Translate, data: JSON) -> None:
     case.sides.append(Side("LiteLLM", fn, adapted))
 
 
-def build_cases(sizes: Sequence[int], providers: Sequence[str], litellm: LiteLLM | None) -> list[Case]:
+def build_cases(
+    sizes: Sequence[int],
+    providers: Sequence[str],
+    litellm: LiteLLM | None,
+    *,
+    responses_only: bool = False,
+    checked: bool = False,
+) -> list[Case]:
     parity_request, parity_answers = parity_inputs()
     tools = tool_declarations()
-    transcripts = {n: transcript(n, tools) for n in sizes}
+    transcripts = {n: transcript(n, tools) for n in (() if responses_only else sizes)}
     generated = generated_responses(tools)
     cases: list[Case] = []
     for provider in providers:
+        answers = [(f"parity {branch}", answer) for branch, answer in parity_answers[provider].items()]
+        answers += [(f"generated: {name}", answer) for name, answer in generated[provider].items()]
+        answer_cases = [make_case(provider, name, "response", a, litellm, checked=checked) for name, a in answers]
+        if responses_only:
+            cases += answer_cases
+            continue
         cases.append(make_case(provider, "parity fixture", "request", parity_request, litellm))
-        for branch, answer in parity_answers[provider].items():
-            cases.append(make_case(provider, f"parity {branch}", "response", answer, litellm))
-        for name, answer in generated[provider].items():
-            cases.append(make_case(provider, f"generated: {name}", "response", answer, litellm))
+        cases += answer_cases
         cases.append(make_case(provider, TWENTY_TOOLS, "request", twenty_tools_request(tools), litellm))
         for n, data in transcripts.items():
             cases.append(make_case(provider, f"transcript {n:,}", "request", data, litellm, n))
@@ -532,6 +565,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smoke run: small transcripts, short batches, no LiteLLM")
     parser.add_argument("--memory", action="store_true", help="only the memory section")
     parser.add_argument("--no-litellm", action="store_true", help="leave LiteLLM out even when it is installed")
+    parser.add_argument("--responses", action="store_true", help="only the single responses (no requests, no memory)")
+    parser.add_argument(
+        "--checked-baseline", action="store_true", help="the hand-written responses run jsonsafe.check first"
+    )
     parser.add_argument(
         "--clock", choices=sorted(CLOCKS), default="wall", help="wall time (default) or thread CPU time"
     )
@@ -552,7 +589,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     litellm = None if args.quick or args.no_litellm else load()
-    cases = build_cases(sizes, providers, litellm)
+    cases = build_cases(sizes, providers, litellm, responses_only=args.responses, checked=args.checked_baseline)
     if not check_parity(cases):
         print("stopping: the engine and the hand-written translator disagree, so a ratio would mean nothing",
               file=sys.stderr)  # fmt: skip
@@ -560,7 +597,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     gc.collect()
     gc.freeze()  # the inputs are long-lived: keep them out of every collection
     measure(cases, rounds, target_ns, CLOCKS[args.clock])
-    memory_rows = memory(sizes[-1], providers)
+    memory_rows = [] if args.responses else memory(sizes[-1], providers)
 
     print(
         f"toolnexus bench: rule engine vs hand-written translator, interleaved in one process, {rounds} rounds, "
@@ -571,9 +608,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"parity: engine and hand-written outputs identical on all {len(cases)} inputs (checked before timing)")
     if litellm is None and not args.quick and not args.no_litellm:
         print("LiteLLM: not installed (pip install -e '.[bench]' adds its rows)")
+    if args.checked_baseline:
+        print("baseline: the hand-written responses run jsonsafe.check first (--checked-baseline)")
     report_speed(cases, providers, litellm)
     exponents = report_scaling(cases, providers)
-    report_memory(memory_rows, sizes[-1])
+    if memory_rows:
+        report_memory(memory_rows, sizes[-1])
     report_targets(cases, exponents, memory_rows)
     return 0
 

@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 from ..errors import Note, ResponseError
 from ..language.ask import plain_read, read_path, written
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
-from ..language.jsonsafe import checked
+from ..language.jsonsafe import JsonValueError, check
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, Getter, simple_steps
 from ..language.templates import (
@@ -41,6 +41,7 @@ from ..language.templates import (
     Obj,
     Read,
     Render,
+    Sum,
     compile_node,
     compile_template,
     parse_template,
@@ -163,9 +164,11 @@ class Outbound:
     usage: Render
     within: Mapping[str, tuple[tuple[str, str], ...]]  # a usage total -> the (details, count) pairs it includes
     blocked: tuple[str, Getter, str] | None = None  # (path, getter, finish reason): an answer refused whole
+    usage_node: Node | None = field(default=None, compare=False)  # its parsed template, read inline when it can be
     tool_call_ids: IdRule | None = None  # ids encoded on the way in are restored on the way out
     model_read: Read | None = None  # the model template's one plain path, read inline by the generated code
     refusal: Render | None = None  # the `refusal` template: the provider's explanation of a refusal
+    refusal_read: Read | None = None  # its one plain path, read inline by the generated code
     code: str = ""  # the generated function's source, for `toolnexus explain --code`
     templates_code: tuple[tuple[Key, str], ...] = ()  # (rule key, the Python a template compiled to)
     run: Run = _not_built
@@ -178,7 +181,10 @@ class Outbound:
         provider = self.provider
         if not isinstance(response, dict):
             raise ResponseError("", f"the response must be an object, got {type(response).__name__}", provider=provider)
-        checked(response, "", lambda path, message: ResponseError(path, message, provider=provider))
+        try:
+            check(response)
+        except JsonValueError as exc:
+            raise ResponseError(exc.where, exc.message, provider=provider) from None
         return self.run(self, response, requested_model, id_map)
 
     def translate_decoded(
@@ -503,6 +509,8 @@ def compile_outbound(source: RuleSource) -> Outbound:
     usage_env, model_env = env(), env()
     usage = parse_template(rule["usage"], (*key, "usage"), usage_env)  # parsed once: compiled, and asked what it writes
     model = parse_template(rule["model"], (*key, "model"), model_env) if "model" in rule else None
+    refusal_env = env()
+    refusal = parse_template(rule["refusal"], (*key, "refusal"), refusal_env) if "refusal" in rule else None
     draft = Outbound(
         provider=data["provider"],
         model=compile_node(model, (*key, "model"), model_env) if model is not None else None,
@@ -514,6 +522,7 @@ def compile_outbound(source: RuleSource) -> Outbound:
         unknown=finish["unknown"],
         missing=finish.get("missing"),
         usage=compile_node(usage, (*key, "usage"), usage_env),
+        usage_node=usage,
         blocked=(
             (
                 finish["blocked"]["from"],
@@ -525,7 +534,8 @@ def compile_outbound(source: RuleSource) -> Outbound:
         ),
         tool_call_ids=compile_id_rule(source),
         within=_within(rule, source, usage),
-        refusal=compile_template(rule["refusal"], (*key, "refusal"), env()) if "refusal" in rule else None,
+        refusal=compile_node(refusal, (*key, "refusal"), refusal_env) if refusal is not None else None,
+        refusal_read=plain_read(refusal) if refusal is not None else None,
     )
     code, run = generate(draft)
     return replace(draft, code=code, run=run, templates_code=tuple(compiled.items()))
@@ -747,6 +757,16 @@ def _counts(usage: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     return out
 
 
+def _count_map(value: Any) -> dict[str, Any] | None:
+    """A copy of a provider's `*_details` object when it is a non-empty object of clean counts, else None."""
+    if type(value) is not dict or not value:
+        return None
+    for count in value.values():
+        if type(count) is not int or count < 0:
+            return None
+    return dict(value)
+
+
 def _explain_counts(usage: dict[str, Any], ctx: Ctx, where: tuple[str, ...] = ("usage",)) -> dict[str, Any]:
     """Usage as OpenAI has it: non-negative integers, and `*_details` objects of them; a null count is
     absent, any other value is left out and noted (`where` is the path so far, joined only for a note)."""
@@ -812,6 +832,7 @@ class _Code:
         self.o = outbound
         self.names: dict[str, Any] = {
             "MISSING": MISSING,
+            "NO_KEYS": MappingProxyType({}),
             "NO_IDS": NO_IDS,
             "Ctx": Ctx,
             "Note": Note,
@@ -823,10 +844,12 @@ class _Code:
             "response_digest": response_digest,
             "synthesized_id": synthesized_id,
             "counts": _counts,
+            "count_map": _count_map,
             "check_usage": check_usage,
         }
         self.count = 0
         self.prefixes: dict[tuple[str | int, ...], str] = {}  # response paths read so far -> their variables
+        self.views: dict[str, str] = {}  # a top-level variable -> the one that holds it as a mapping (see `step`)
 
     def name(self, value: Any, prefix: str) -> str:
         self.count += 1
@@ -850,14 +873,30 @@ class _Code:
             known = self.prefixes.get(prefix)
             if known is None:
                 known = self.prefixes[prefix] = f"r{len(self.prefixes)}"
-                lines += read_lines(known, var, prefix[-1:])
+                lines += self.step(known, var, prefix[-1], self.views)
             var = known
         return lines, var
 
-    def part(self, target: str, part: Part, read: dict[tuple[str | int, ...], str]) -> list[str]:
+    def step(self, target: str, var: str, step: str | int, views: dict[str, str]) -> list[str]:
+        """One step of a plain read. `r` (the response) and `e` (an element the dispatch found to be one) are
+        objects; another holder is tested once, into its view (`views`: variable -> view), not once per key."""
+        if isinstance(step, int):
+            if step < 0:
+                return read_lines(target, var, (step,))
+            return [f"{target} = {var}[{step}] if isinstance({var}, list) and len({var}) > {step} else MISSING"]
+        if var in ("r", "e"):
+            return [f"{target} = {var}.get({step!r}, MISSING)"]
+        lines = []
+        view = views.get(var)
+        if view is None:
+            view = views[var] = f"{var}d"
+            lines.append(f"{view} = {var} if isinstance({var}, dict) else NO_KEYS")
+        return [*lines, f"{target} = {view}.get({step!r}, MISSING)"]
+
+    def part(self, target: str, part: Part, read: dict[tuple[str | int, ...], str], views: dict[str, str]) -> list[str]:
         """Lines leaving one template field of the element `e` (known to be an object) in `target`.
 
-        Plain reads share their prefixes within the element (`read`: path -> variable)."""
+        Plain reads share their prefixes (`read`: path -> variable) and views within the element."""
         if part.steps is None:
             return [f"{target} = {self.name(part.render, 'render')}(e, c)"]
         lines: list[str] = []
@@ -867,11 +906,7 @@ class _Code:
             known = read.get(prefix)
             if known is None:
                 known = read[prefix] = f"e{len(read)}"
-                step = prefix[-1]
-                if var == "e" and isinstance(step, str):
-                    lines.append(f"{known} = e.get({step!r}, MISSING)")
-                else:
-                    lines += read_lines(known, var, (step,))
+                lines += self.step(known, var, prefix[-1], views)
             var = known
         return [*lines, f"{target} = {var}"]
 
@@ -921,17 +956,17 @@ class _Code:
             body = [explain] if "" in src.notes else self.kind(src, s, src.parts[""], explain)
             return [*lines, "else:", *_indent(body, 4)]
         if src.kind_by_key:
-            test = "(v := e.get({!r})) is not None and v is not False"
-        else:
+            first = test = "(v := e.get({!r})) is not None and v is not False"
+        else:  # the kind is read in the first test (the element is an object by then)
             assert src.kind is not None
             steps = simple_steps(src.kind_path)
             if steps and len(steps) == 1 and isinstance(steps[0], str):
-                lines.insert(0, f"k = e.get({steps[0]!r}, MISSING) if isinstance(e, dict) else MISSING")
+                first = f"(k := e.get({steps[0]!r}, MISSING)) == {{!r}}"
             else:
-                lines.insert(0, f"k = {self.name(src.kind, 'g')}(e) if isinstance(e, dict) else MISSING")
+                first = f"(k := {self.name(src.kind, 'g')}(e)) == {{!r}}"
             test = "k == {!r}"
-        for name, parts in src.parts.items():
-            lines.append(f"elif {test.format(name)}:")  # a kind with a note: the explain step writes it
+        for n, (name, parts) in enumerate(src.parts.items()):
+            lines.append(f"elif {(test if n else first).format(name)}:")  # a kind with a note: the explain step
             lines += _indent([explain] if name in src.notes else self.kind(src, s, parts, explain), 4)
         return [*lines, "else:", f"    {explain}"]
 
@@ -939,6 +974,7 @@ class _Code:
         """One kind: its fields read, the fast test, then the writes; else the explain step."""
         o = self.o
         read: dict[tuple[str | int, ...], str] = {}
+        views: dict[str, str] = {}
         renders = any(
             p.render is not None
             for p in (parts.text, parts.reasoning, parts.message, *(parts.tool_call or {}).values())
@@ -954,19 +990,21 @@ class _Code:
         present: list[str] = []
         for var, part in (("t", parts.text), ("rs", parts.reasoning)):
             if part is not None:
-                lines += self.part(var, part, read)
+                lines += self.part(var, part, read, views)
                 tests.append(f"(type({var}) is str or {var} is None or {var} is MISSING)")
                 present.append(var)
                 into = "texts" if var == "t" else "f.reasoning"
                 writes.append(f"if type({var}) is str: {into}.append({var})")
         if parts.annotations is not None:  # annotations need the text so far: applied before it grows
-            lines += self.part("an", parts.annotations, read)
+            lines += self.part("an", parts.annotations, read, views)
             spec, text = self.name(parts.annotate, "annotate"), "t if type(t) is str else ''" if parts.text else "''"
-            writes.insert(
-                0, f"if an is not MISSING and an is not None: o.annotate({spec}, e, {s}.element_path(i), {text}, f, c)"
+            writes.insert(  # none (an empty list, most often) is nothing to do
+                0,
+                "if an is not MISSING and an is not None and an != []:"
+                f" o.annotate({spec}, e, {s}.element_path(i), {text}, f, c)",
             )
         if parts.message is not None:
-            lines += self.part("m", parts.message, read)
+            lines += self.part("m", parts.message, read, views)
             tests.append("(type(m) is dict or m is None or m is MISSING)")
             present.append("m")
             writes.append('if type(m) is dict: merge_extras(f.extras, m, "", c)')
@@ -974,7 +1012,7 @@ class _Code:
         if call is not None:
             for field_name, var in (("id", "ci"), ("name", "cn"), ("arguments", "ca"), ("extra_content", "cx")):
                 if field_name in call:
-                    lines += self.part(var, call[field_name], read)
+                    lines += self.part(var, call[field_name], read, views)
             tests.append("type(cn) is str and cn != ''")
             if src.synthesize_ids:
                 tests.append("(type(ci) is str or ci is MISSING or ci is None)")
@@ -1056,9 +1094,12 @@ class _Code:
     def usage_and_model(self) -> list[str]:
         o = self.o
         within = self.name(o.within, "within")
+        generic = [f"u = {self.name(o.usage, 'usage')}(r, c)", "u = {} if u is MISSING else counts(u, c)"]
+        inline = self.usage_inline(o.usage_node)
+        if inline is not None:  # the explain step: the template rendered, its counts looked at one by one
+            generic = [*inline, "if not ok:", *_indent(generic, 4)]
         lines = [
-            f"u = {self.name(o.usage, 'usage')}(r, c)",
-            "u = {} if u is MISSING else counts(u, c)",
+            *generic,
             *self.usage_test(),
             f"    c.notes += check_usage(u, {within})",
         ]
@@ -1072,8 +1113,85 @@ class _Code:
         lines.append('if not isinstance(mo, str): mo = requested_model or ""')
         return lines
 
+    def usage_inline(self, node: Node | None) -> list[str] | None:
+        """Usage as `counts` leaves it, read straight from the response, when the template is a mapping of plain
+        reads, sums and `*_details` mappings of plain reads (None otherwise: the template is rendered). Any
+        count that is not clean sets `ok` false, and the explain step renders the template and writes the notes."""
+        if not isinstance(node, Obj):
+            return None
+        lines = ["u = {}", "ok = True"]
+        for name, child in node.items:
+            details = name.endswith("_details")
+            read = plain_read(child)
+            if read is not None:
+                lines += self.count_read(read, "uv")
+                if details:  # the provider's own object of counts: copied when clean
+                    lines += ["if uv is not MISSING:", "    uv = count_map(uv)", "    if uv is None: ok = False"]
+                    lines.append(f"    else: u[{name!r}] = uv")
+                else:
+                    lines += [f"if type(uv) is int and uv >= 0: u[{name!r}] = uv", "elif uv is not MISSING: ok = False"]
+            elif isinstance(child, Sum) and not details:
+                summed = self.count_sum(child)
+                if summed is None:
+                    return None
+                lines += [*summed, f"if us is not MISSING: u[{name!r}] = us"]
+            elif isinstance(child, Obj) and details:
+                lines.append("ud = {}")
+                for inner, count in child.items:
+                    read = plain_read(count)
+                    if read is None:
+                        return None
+                    lines += self.count_read(read, "uv")
+                    lines += [
+                        f"if type(uv) is int and uv >= 0: ud[{inner!r}] = uv",
+                        "elif uv is not MISSING: ok = False",
+                    ]
+                lines.append(f"if ud: u[{name!r}] = ud")
+            else:
+                return None
+        return lines
+
+    def count_read(self, read: Read, target: str) -> list[str]:
+        """A count's read at the function's top level (its prefixes shared), left in `target`; null is absent."""
+        lines, var = self.top(read.expr, read.getter)
+        return [*lines, f"{target} = MISSING if {var} is None else {var}"]
+
+    def count_sum(self, node: Sum) -> list[str] | None:
+        """A `$sum` of clean counts in `us` (any other count clears `ok`); `empty` when its holders are there."""
+        if node.empty is not MISSING and not (type(node.empty) is int and node.empty >= 0):
+            return None
+        lines = ["us = MISSING"]
+        for read in node.reads:
+            lines += self.count_read(read, "uv")
+            lines += [
+                "if type(uv) is int and uv >= 0: us = uv if us is MISSING else us + uv",
+                "elif uv is not MISSING: ok = False",
+            ]
+        if node.empty is not MISSING:
+            held = []
+            for read in node.holders:
+                read_lines_, var = self.top(read.expr, read.getter)
+                lines += read_lines_
+                held.append(var)
+            there = " and ".join(f"isinstance({var}, dict)" for var in held) or "True"
+            odd = " or ".join(
+                f"({var} is not MISSING and {var} is not None and not isinstance({var}, dict))" for var in held
+            )
+            lines.append(f"if us is MISSING and {there}: us = {node.empty!r}")
+            if odd:
+                lines.append(f"elif us is MISSING and ({odd}): ok = False")
+        return lines
+
     def refusal(self) -> list[str]:
-        return ["refusal = None" if self.o.refusal is None else "refusal = o.refusal_of(r, c)"]
+        """`refusal_of`, inline: a plain path read like the others, a richer template called."""
+        o = self.o
+        if o.refusal is None:
+            return ["refusal = None"]
+        if o.refusal_read is not None:
+            lines, refusal = self.top(o.refusal_read.expr, o.refusal_read.getter)
+        else:
+            lines, refusal = [f"rf = {self.name(o.refusal, 'render')}(r, c)"], "rf"
+        return [*lines, f"refusal = {refusal} if type({refusal}) is str and {refusal} else None"]
 
 
 def _indent(lines: list[str], width: int) -> list[str]:
