@@ -39,6 +39,8 @@ Operations (the whole vocabulary; README "Rule format" has an example of each):
                              when it names none
   $json_text: PATH          the value as JSON text (a schema some provider takes
                              as a string)
+  $data_url: PATH           an object {media_type, data} (base64) as one `data:`
+                             URL (the form OpenAI image and file parts take)
   $refuse: MESSAGE           reached, the translation stops: a TranslationError
         at: PATH             at `at` (a request path; default: where the scope
                              sits, e.g. tool_choice) with MESSAGE and the rule's
@@ -224,6 +226,7 @@ _OPTIONS: dict[str, set[str]] = {
     "$merge": {"with", "doc", "source"},
     "$content": {"kinds", "lead", "doc", "source"},
     "$json_text": {"doc", "source"},
+    "$data_url": {"doc", "source"},
     "$refuse": {"at", "doc", "source"},
     "$absent": {"doc", "source"},
 }
@@ -572,6 +575,8 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Node:
         return Apply(_one_read(arg, at, env), partial(as_object, wrap=wrap, where=str(arg)))
     if op == "$media_type":
         return Apply(_one_read(arg, at, env), media_type)
+    if op == "$data_url":
+        return Apply(_one_read(arg, at, env), partial(data_url, where=str(arg)))
     if op == "$list":
         return ListOf(_one_read(arg, at, env))
     if op == "$sum":
@@ -887,6 +892,17 @@ def media_type(url: Any, ctx: Ctx) -> Any:
         return MISSING
     guessed, _ = _MEDIA_TYPES.guess_type(urlsplit(url).path)
     return guessed or MISSING
+
+
+def data_url(value: Any, ctx: Ctx, *, where: str) -> Any:
+    """`$data_url`: an object of `media_type` and base64 `data` as one `data:` URL (absent stays absent)."""
+    if value is MISSING or value is None:
+        return MISSING
+    kind = value.get("media_type") if isinstance(value, dict) else None
+    data = value.get("data") if isinstance(value, dict) else None
+    if type(kind) is not str or not kind or type(data) is not str:
+        raise ctx.fail(ctx.at(where), "must be an object with a media_type and base64 data (strings)")
+    return f"data:{kind};base64,{data}"
 
 
 def _lookup(spec: dict[str, Any], read: Read, key: Key, env: Env) -> Lookup:

@@ -1,0 +1,767 @@
+"""Source formats: a request in another API's shape in, the answer back in that shape (README "Source formats").
+
+A format file (`rules/formats/<name>.yaml`) is data, like a provider's rule file. Its `request`
+section writes the normal form every provider's rules read (a Chat Completions request with the
+round-trip keys of README "Round trips") from the format's request; its `answer` section writes
+a `TranslateResult` back in the format's shape; its `stream` section writes the format's stream
+events from the pieces a provider stream yields. Where the format's own provider rule file (its
+`provider:`) already maps the wire format to the normal form, `derive` reads that mapping
+backwards (`derive_body`, `derive_declaration`, `inverse_table`, `inverse_usage`) instead of
+declaring it twice. Paths in errors and notes name the format's request (`messages[2].content[1]`):
+each normal-form element keeps where it came from (`Origins`).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import jsonschema
+
+from ..errors import Note, ResponseError, RuleError, TranslationError
+from ..language.loader import Key, RuleSource, builtin_rules_dir, parse_rule_text, rule_schema
+from ..language.paths import MISSING, compile_path
+from ..language.templates import Ctx, Env, Get, ListOf, Lookup, Node, Obj, Render, Sum, compile_template, parse_template
+from .result import TranslateResult
+
+FORMATS_DIR = "formats"
+PLAIN = "openai"  # the normal form itself: no format file, today's API
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    action: str
+    accept: tuple[Any, ...] = ()
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How one block kind of a role is read: a `part` of the message, an `item` of one of its lists, or a
+    `message` of its own. `reads`: the block keys it reads (None: the whole block); `renames`: a normal-form
+    key path -> the block key it came from (for error paths); `blocks`: keys re-read as blocks."""
+
+    mode: str
+    render: Render
+    into: str = ""
+    reads: frozenset[str] | None = None
+    renames: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    blocks: tuple[str, ...] = ()
+
+
+Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
+
+
+@dataclass(frozen=True)
+class SourceFormat:
+    """One compiled format file."""
+
+    name: str
+    file: str
+    provider: str
+    doc: str
+    fields: Render
+    field_reads: frozenset[str]
+    field_origin: Mapping[str, str]  # a normal-form field -> the format's field it is read from
+    unsupported: Mapping[str, Unsupported]
+    system: str | None
+    each: str
+    kind: str
+    roles: Mapping[str, Mapping[str, Kind]]
+    tools_each: str | None
+    tool: Render | None
+    tool_reads: frozenset[str]
+    tool_renames: Mapping[str, str]
+    tool_unsupported: Mapping[str, Unsupported]
+    answer: Render
+    blocks_into: str
+    blocks: tuple[tuple[Any, Render], ...]  # (the list it walks or None, the template of one block)
+    stream: Mapping[str, Render]  # start, open.KIND, piece.KIND, close
+    stream_end: tuple[Render, ...]
+    stop_table: Mapping[str, str]
+    stop_key: str
+    usage: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, ...], ...]], ...]
+
+    # ------------------------------------------------------------------ request side
+
+    def read(self, request: Any) -> tuple[dict[str, Any], Origins, list[Note]]:
+        """The format's request -> the normal-form request, where each element came from, and what was dropped."""
+        if not isinstance(request, dict):
+            raise self._fail("", f"the request must be an object, got {type(request).__name__}")
+        notes: list[Note] = []
+        for name, value in request.items():
+            if name in self.field_reads or name == self.each or name == self.system or name == self.tools_each:
+                continue
+            self._settle(name, value, name, self.unsupported, notes)
+        ctx = Ctx(self.name)
+        hub: dict[str, Any] = self.fields(request, ctx) or {}
+        notes += ctx.notes
+        origins: Origins = {name: (source, {}) for name, source in self.field_origin.items() if name in hub}
+        messages: list[dict[str, Any]] = []
+        if self.system is not None and request.get(self.system) is not None:
+            self._message("system", request[self.system], self.system, messages, origins)
+        transcript = request.get(self.each, MISSING)
+        if transcript is MISSING:
+            raise self._fail(self.each, "is required")
+        if not isinstance(transcript, list):
+            raise self._fail(self.each, f"must be a list, got {type(transcript).__name__}")
+        for i, msg in enumerate(transcript):
+            where = f"{self.each}[{i}]"
+            if not isinstance(msg, dict):
+                raise self._fail(where, f"must be an object, got {type(msg).__name__}")
+            for key in msg:
+                if key not in ("role", "content"):
+                    raise self._fail(f"{where}.{key}", f"is not a {self.name} message key")
+            role = msg.get("role")
+            if role not in self.roles or role == "system":
+                raise self._fail(f"{where}.role", f"must be one of {', '.join(r for r in self.roles if r != 'system')}")
+            if "content" not in msg:
+                raise self._fail(f"{where}.content", "is required")
+            self._message(role, msg["content"], where, messages, origins, index=len(messages))
+        hub["messages"] = messages
+        if self.tools_each is not None and request.get(self.tools_each) is not None:
+            hub["tools"] = self._tools(request[self.tools_each], origins, notes)
+        return hub, origins, notes
+
+    def _message(
+        self, role: str, content: Any, where: str, out: list[dict[str, Any]], origins: Origins, index: int = 0
+    ) -> None:
+        """One message's blocks, in order: parts join the current normal-form message, a `message` kind
+        stands alone (closing the current one), an `item` joins one of the current message's lists."""
+        kinds = self.roles[role]
+        current: dict[str, Any] | None = None
+
+        def open_current() -> dict[str, Any]:
+            nonlocal current
+            if current is None:
+                current = {"role": role, "content": []}
+                origins[f"messages[{len(out)}]"] = (where, {})
+                out.append(current)
+            return current
+
+        if isinstance(content, str):
+            origins[f"messages[{len(out)}]"] = (where, {})
+            out.append({"role": role, "content": content})
+            return
+        if not isinstance(content, list):
+            raise self._fail(f"{where}.content" if role != "system" else where, "must be a string or a list of blocks")
+        base = f"{where}.content" if role != "system" else where
+        for j, block in enumerate(content):
+            path = f"{base}[{j}]"
+            kind = self._kind(kinds, block, path)
+            ctx = Ctx(self.name)
+            ctx.path = path
+            written = kind.render(block, ctx)
+            if kind.mode == "message":
+                current = None
+                for key in kind.blocks:
+                    if isinstance(written.get(key), list):
+                        written[key] = self._parts(kinds, written[key], f"{path}.{key}", f"messages[{len(out)}]", origins)
+                origins[f"messages[{len(out)}]"] = (path, kind.renames)
+                out.append(written)
+                continue
+            msg = open_current()
+            hub_index = len(out) - 1
+            if kind.mode == "part":
+                origins[f"messages[{hub_index}].content[{len(msg['content'])}]"] = (path, kind.renames)
+                msg["content"].append(written)
+            else:
+                items = msg.setdefault(kind.into, [])
+                origins[f"messages[{hub_index}].{kind.into}[{len(items)}]"] = (path, kind.renames)
+                items.append(written)
+        for msg in out:
+            if msg.get("content") == [] and msg["role"] != "user":
+                msg["content"] = None
+
+    def _parts(
+        self, kinds: Mapping[str, Kind], blocks: list[Any], base: str, hub: str, origins: Origins
+    ) -> list[Any]:
+        """Blocks inside a block (a tool result's content), read as parts."""
+        parts = []
+        for j, block in enumerate(blocks):
+            path = f"{base}[{j}]"
+            kind = self._kind(kinds, block, path)
+            if kind.mode != "part":
+                raise self._fail(f"{path}.{self.kind}", f"a {block.get(self.kind)!r} block cannot be nested here")
+            ctx = Ctx(self.name)
+            ctx.path = path
+            origins[f"{hub}.content[{j}]"] = (path, kind.renames)
+            parts.append(kind.render(block, ctx))
+        return parts
+
+    def _kind(self, kinds: Mapping[str, Kind], block: Any, path: str) -> Kind:
+        if not isinstance(block, dict):
+            raise self._fail(path, f"must be an object, got {type(block).__name__}")
+        name = block.get(self.kind)
+        kind = kinds.get(name) if isinstance(name, str) else None
+        if kind is None:
+            raise self._fail(f"{path}.{self.kind}", f"a {name!r} block is not read here; known: {', '.join(kinds)}")
+        if kind.reads is not None:
+            for key in block:
+                if key != self.kind and key not in kind.reads:
+                    raise self._fail(f"{path}.{key}", f"is not mapped by the {self.name} format")
+        return kind
+
+    def _tools(self, tools: Any, origins: Origins, notes: list[Note]) -> list[Any]:
+        if not isinstance(tools, list):
+            raise self._fail(self.tools_each or "", f"must be a list, got {type(tools).__name__}")
+        assert self.tool is not None
+        out = []
+        for i, tool in enumerate(tools):
+            path = f"{self.tools_each}[{i}]"
+            if not isinstance(tool, dict):
+                raise self._fail(path, f"must be an object, got {type(tool).__name__}")
+            for key, value in tool.items():
+                if key not in self.tool_reads:
+                    self._settle(key, value, f"{path}.{key}", self.tool_unsupported, notes)
+            ctx = Ctx(self.name)
+            ctx.path = path
+            origins[f"tools[{i}]"] = (path, self.tool_renames)
+            out.append({"type": "function", "function": self.tool(tool, ctx)})
+        return out
+
+    def _settle(self, name: str, value: Any, path: str, table: Mapping[str, Unsupported], notes: list[Note]) -> None:
+        rule = table.get(name)
+        if rule is None:
+            raise self._fail(path, f"is not mapped by the {self.name} format (rules/{FORMATS_DIR}/{self.name}.yaml)")
+        if value is None or any(value == ok for ok in rule.accept):
+            return
+        if rule.action == "drop":
+            notes.append(Note("dropped", path, rule.doc or f"the {self.name} format has no counterpart"))
+            return
+        raise self._fail(path, "cannot be translated" + (f": {rule.doc}" if rule.doc else ""))
+
+    def _fail(self, path: str, message: str) -> TranslationError:
+        return TranslationError(path, message, provider=self.name)
+
+    # ------------------------------------------------------------------ answer side
+
+    def view(self, result: TranslateResult, answer_id: Any) -> dict[str, Any]:
+        """The result as the answer templates read it, with what the format's provider would have said
+        (`provider`: its stop reason and usage, derived from its response section read backwards)."""
+        calls = []
+        for call in result.tool_calls:
+            try:
+                arguments = json.loads(call.arguments) if call.arguments else {}
+            except ValueError:
+                arguments = call.arguments
+            calls.append({"id": call.id, "name": call.name, "input": arguments})
+        said: dict[str, Any] = {self.stop_key: self.stop_table.get(result.finish_reason, MISSING)}
+        for target, total, others in self.usage:
+            value = _dig(result.usage, total)
+            if type(value) is not int:
+                continue
+            for other in others:
+                part = _dig(result.usage, other)
+                value -= part if type(part) is int else 0
+            _put(said, target, max(value, 0))
+        if said[self.stop_key] is MISSING:
+            del said[self.stop_key]
+        return {
+            "id": answer_id if isinstance(answer_id, str) and answer_id else f"msg_{uuid.uuid4().hex[:24]}",
+            "model": result.model,
+            "text": result.text,
+            "reasoning_content": result.reasoning_content,
+            "tool_calls": calls,
+            "finish_reason": result.finish_reason,
+            "usage": result.usage,
+            "message_extras": result.message_extras,
+            "refusal": result.refusal,
+            "provider": said,
+        }
+
+    def write(self, result: TranslateResult, answer_id: Any = None) -> dict[str, Any]:
+        """A result as the format's whole answer."""
+        return self.write_view(self.view(result, answer_id))
+
+    def write_view(self, view: dict[str, Any]) -> dict[str, Any]:
+        ctx = Ctx(self.name, outbound=True)
+        written: dict[str, Any] = self.answer(view, ctx)
+        blocks = []
+        for each, render in self.blocks:
+            elements = [view] if each is None else each(view)
+            for element in elements if isinstance(elements, list) else ():
+                block = render(element, ctx)
+                if block is not MISSING:
+                    blocks.append(block)
+        written[self.blocks_into] = blocks
+        return written
+
+    def event(self, name: str, scope: Any) -> dict[str, Any]:
+        """One stream event, written by the `stream.events` template `name`."""
+        out: dict[str, Any] = self.stream[name](scope, Ctx(self.name, outbound=True))
+        return out
+
+
+def _dig(value: Any, steps: tuple[str, ...]) -> Any:
+    for step in steps:
+        value = value.get(step) if isinstance(value, dict) else None
+    return value
+
+
+def _put(out: dict[str, Any], steps: tuple[str, ...], value: Any) -> None:
+    for step in steps[:-1]:
+        out = out.setdefault(step, {})
+    out[steps[-1]] = value
+
+
+# ---------------------------------------------------------------------- derivation: a provider's rules backwards
+
+
+def leaves(node: Node, at: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], str]]:
+    """The (written key path, read path) pairs of a template's plain reads: an object's `$get`s (its first
+    path) and `$list`s. Only these read backwards as a rename; anything else is declared."""
+    if isinstance(node, Obj):
+        for name, child in node.items:
+            yield from leaves(child, (*at, name))
+    elif isinstance(node, Get) and node.reads[0].steps is not None and node.reads[0].root is not None:
+        yield at, node.reads[0].expr
+    elif isinstance(node, ListOf) and node.path.steps is not None:
+        yield at, node.path.expr
+
+
+def nest(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """`[("function.name", "name")]` -> `{function: {name: {$get: name}}}`: a template from renames."""
+    out: dict[str, Any] = {}
+    for target, read in pairs:
+        steps = target.split(".")
+        here = out
+        for step in steps[:-1]:
+            here = here.setdefault(step, {})
+        here[steps[-1]] = {"$get": read}
+    return out
+
+
+def inverse_table(table: Mapping[str, Any]) -> dict[str, str]:
+    """A table read backwards: each value -> the first key that gives it (the row the file lists first)."""
+    out: dict[str, str] = {}
+    for key, value in table.items():
+        if isinstance(value, str):
+            out.setdefault(value, key)
+    return out
+
+
+def inverse_usage(
+    node: Node,
+) -> tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, ...], ...]], ...]:
+    """A usage template read backwards: each `$get` count is its result count again, and a `$sum` whose terms
+    are all known but one gives that one as the total less the others (input_tokens = prompt_tokens less the
+    cache counts). Returns (provider path, result total path, result paths subtracted) triples."""
+    gets: dict[str, tuple[str, ...]] = {}
+    sums: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+
+    def visit(n: Node, at: tuple[str, ...]) -> None:
+        if isinstance(n, Obj):
+            for name, child in n.items:
+                visit(child, (*at, name))
+        elif isinstance(n, Get) and n.reads[0].steps is not None:
+            gets[n.reads[0].expr] = at
+        elif isinstance(n, Sum) and all(r.steps is not None for r in n.reads):
+            sums.append((at, tuple(r.expr for r in n.reads)))
+
+    visit(node, ())
+    out = [(tuple(expr.split(".")), at, ()) for expr, at in gets.items()]
+    for at, terms in sums:
+        unknown = [t for t in terms if t not in gets]
+        if len(unknown) == 1:
+            out.append((tuple(unknown[0].split(".")), at, tuple(gets[t] for t in terms if t in gets)))
+    return tuple(out)
+
+
+def _lookup_rows(node: Node) -> dict[str, Any] | None:
+    """A `$lookup` whose rows are all constants: value -> row (a table a format can read backwards)."""
+    if not isinstance(node, Lookup):
+        return None
+    rows = {}
+    for value, row in node.rows:
+        constant = getattr(row, "value", MISSING)
+        if constant is MISSING:
+            return None
+        rows[value] = constant
+    return rows
+
+
+# ---------------------------------------------------------------------- loading
+
+
+def format_schema() -> dict[str, Any]:
+    schema = rule_schema()
+    return {"$ref": "#/$defs/format_file", "$defs": schema["$defs"]}
+
+
+def _validate(source: RuleSource) -> None:
+    cls = jsonschema.validators.validator_for(format_schema())
+    errors = sorted(
+        cls(format_schema()).iter_errors(source.data), key=lambda e: (-len(e.absolute_path), str(e.path))
+    )
+    if errors:
+        raise source.error(tuple(errors[0].absolute_path), errors[0].message)
+
+
+def compile_format(path: Path, providers: Mapping[str, Any], display: str | None = None) -> SourceFormat:
+    """One format file compiled against the rulebook holding its provider (for what it derives)."""
+    display = display or str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RuleError(f"cannot read: {exc}", file=display) from None
+    source = parse_rule_text(text, display)
+    _validate(source)
+    data = source.data
+    name = data["format"]
+    provider = providers.get(data["provider"])
+    if provider is None:
+        raise source.error(("provider",), f"no rules for provider '{data['provider']}' to derive from")
+    rules = provider.source  # the provider's loaded rule file: its templates, parsed again as nodes here
+    env = Env(source)
+    theirs = Env(rules)
+    request = data["request"]
+    declared = dict(request.get("fields", {}))
+    messages = request["messages"]
+    own_reads = {messages["each"], messages.get("system")}
+    tools_spec = request.get("tools")
+    if tools_spec:
+        own_reads.add(tools_spec["each"])
+    origin: dict[str, str] = {}
+    derived: dict[str, Any] = {}
+    if "body" in request.get("derive", []):
+        body = rules.data["request"]["body"]
+        for key, template in body.items():
+            node = parse_template(template, ("request", "body", key), theirs)
+            rows = _lookup_rows(node)
+            if rows is not None and key not in own_reads:
+                derived[node.path.expr] = {  # type: ignore[attr-defined]
+                    "$nearest": key,
+                    "rows": rows,
+                }
+                continue
+            for written, read in leaves(node, (key,)):
+                target = ".".join(written)
+                if written[0] in own_reads or read.split(".")[0] in declared or read in ("messages", "tools"):
+                    continue
+                derived.setdefault(read, {"$get": target})
+                origin.setdefault(read.split(".")[0], target)
+    plain = {k: v for k, v in derived.items() if "$nearest" not in v}
+    nearest = {k: v for k, v in derived.items() if "$nearest" in v}
+    fields_template = nest([(k, v["$get"]) for k, v in plain.items()]) | declared
+    fields_render = compile_template(fields_template, ("request", "fields"), env)
+    nearest_renders = {k: _nearest(k, v["$nearest"], v["rows"], name) for k, v in nearest.items()}
+    reads = {n for n in _roots(env)} | {v["$nearest"] for v in nearest.values()}
+    for key, template in declared.items():
+        node = parse_template(template, ("request", "fields", key), Env(source))
+        for read in _reads_of(node):
+            origin.setdefault(key, read)
+            break
+
+    def fields(scope: Any, ctx: Ctx) -> Any:
+        out = fields_render(scope, ctx) or {}
+        for key, render in nearest_renders.items():
+            value = render(scope, ctx)
+            if value is not MISSING:
+                out[key] = value
+        return out
+
+    roles: dict[str, Mapping[str, Kind]] = {}
+    for role, spec in messages["roles"].items():
+        kinds = {}
+        for kind, entry in spec["kinds"].items():
+            at: Key = ("request", "messages", "roles", role, "kinds", kind)
+            mode = next(m for m in ("part", "item", "message") if m in entry)
+            template = entry["as"] if mode == "item" else entry[mode]
+            node = parse_template(template, (*at, mode), env)
+            kinds[kind] = Kind(
+                mode=mode,
+                render=compile_template(template, (*at, mode), env),
+                into=entry.get("item", ""),
+                reads=_block_reads(node, tuple(entry.get("blocks", ()))),
+                renames=MappingProxyType({".".join(w): r for w, r in leaves(node)}),
+                blocks=tuple(entry.get("blocks", ())),
+            )
+        roles[role] = MappingProxyType(kinds)
+
+    tool_render = None
+    tool_reads: frozenset[str] = frozenset()
+    tool_renames: dict[str, str] = {}
+    if tools_spec:
+        pairs: list[tuple[str, str]] = []
+        if tools_spec.get("derive") == "declaration":
+            node = parse_template(rules.data["tools"]["declaration"], ("tools", "declaration"), theirs)
+            pairs = [(read, ".".join(written)) for written, read in leaves(node)]
+        template = nest(pairs) | tools_spec.get("fields", {})
+        tool_node = parse_template(template, ("request", "tools"), env)
+        tool_render = compile_template(template, ("request", "tools"), env)
+        tool_reads = frozenset(r.split(".")[0] for r in _reads_of(tool_node))
+        tool_renames = {f"function.{w[0]}" if w else "": r for w, r in leaves(tool_node)}
+
+    answer = data["answer"]
+    finish = rules.data["response"]["finish_reason"]
+    stop_table = inverse_table(finish["table"])
+    usage_node = parse_template(rules.data["response"]["usage"], ("response", "usage"), theirs)
+    stream_spec = data.get("stream", {})
+    stream_renders: dict[str, Render] = {}
+    for group in ("open", "piece"):
+        for kind, template in stream_spec.get(group, {}).items():
+            stream_renders[f"{group}.{kind}"] = compile_template(template, ("stream", group, kind), env)
+    for single in ("start", "close"):
+        if single in stream_spec:
+            stream_renders[single] = compile_template(stream_spec[single], ("stream", single), env)
+    blocks_spec = answer.get("blocks", {"into": "content", "from": []})
+    return SourceFormat(
+        name=name,
+        file=display,
+        provider=data["provider"],
+        doc=data.get("doc", ""),
+        fields=fields,
+        field_reads=frozenset(reads),
+        field_origin=MappingProxyType(origin),
+        unsupported=_unsupported(request.get("unsupported", {})),
+        system=messages.get("system"),
+        each=messages["each"],
+        kind=messages["kind"],
+        roles=MappingProxyType(roles),
+        tools_each=tools_spec["each"] if tools_spec else None,
+        tool=tool_render,
+        tool_reads=tool_reads,
+        tool_renames=MappingProxyType(tool_renames),
+        tool_unsupported=_unsupported(tools_spec.get("unsupported", {}) if tools_spec else {}),
+        answer=compile_template(answer["message"], ("answer", "message"), env),
+        blocks_into=blocks_spec["into"],
+        blocks=tuple(
+            (
+                compile_path(entry["each"]) if "each" in entry else None,
+                compile_template(entry["as"], ("answer", "blocks", "from", i, "as"), env),
+            )
+            for i, entry in enumerate(blocks_spec["from"])
+        ),
+        stream=MappingProxyType(stream_renders),
+        stream_end=tuple(
+            compile_template(t, ("stream", "end", i), env) for i, t in enumerate(stream_spec.get("end", []))
+        ),
+        stop_table=MappingProxyType(stop_table),
+        stop_key=str(finish["from"]),
+        usage=inverse_usage(usage_node),
+    )
+
+
+def _roots(env: Env) -> set[str]:
+    return {root for expr in env.reads if (root := expr.split(".")[0].split("[")[0]) and root != "@"}
+
+
+def _reads_of(node: Node) -> list[str]:
+    from ..language.templates import reads_of
+
+    return [read.expr for read in reads_of(node)]
+
+
+def _block_reads(node: Node, blocks: tuple[str, ...]) -> frozenset[str] | None:
+    roots = set()
+    for expr in _reads_of(node):
+        if expr == "@":
+            return None
+        roots.add(expr.split(".")[0])
+    return frozenset(roots | set(blocks))
+
+
+def _unsupported(table: Mapping[str, Any]) -> Mapping[str, Unsupported]:
+    return MappingProxyType(
+        {k: Unsupported(v["action"], tuple(v.get("accept", ())), v.get("doc", "")) for k, v in table.items()}
+    )
+
+
+def _nearest(target: str, read: str, rows: Mapping[str, Any], fmt: str) -> Render:
+    """A `$lookup` table of constant rows read backwards: the row equal to the value gives its key; a value
+    that differs from rows of its shape in one number only takes the nearest row at or above it (else the
+    largest), noted as rewritten; a value no row resembles is an error at the read path."""
+    getter = compile_path(read)
+
+    def render(scope: Any, ctx: Ctx) -> Any:
+        value = getter(scope)
+        if value is MISSING or value is None:
+            return MISSING
+        for key, row in rows.items():
+            if row == value:
+                return key
+        near = []
+        if isinstance(value, dict):
+            for key, row in rows.items():
+                if not isinstance(row, dict) or row.keys() != value.keys():
+                    continue
+                differ = [k for k in row if row[k] != value[k]]
+                if len(differ) == 1 and type(row[differ[0]]) is int and type(value[differ[0]]) is int:
+                    near.append((row[differ[0]], key, differ[0]))
+        if not near:
+            raise TranslationError(read, f"no {target} corresponds to it", provider=fmt)
+        near.sort()
+        field_name = near[0][2]
+        given = value[field_name]
+        above = [n for n in near if n[0] >= given]
+        number, key, _ = above[0] if above else near[-1]
+        ctx.notes.append(Note("rewritten", f"{read}.{field_name}", f"{given} sent as {target} {key} ({number})"))
+        return key
+
+    return render
+
+
+@cache
+def builtin_formats_dir() -> Path:
+    return builtin_rules_dir() / FORMATS_DIR
+
+
+def format_files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.glob("*.yaml") if p.is_file())
+
+
+def answer_id(provider: Any, response: Any) -> Any:
+    """The answer's id where the provider's stream rules say it is (`streaming.id`), else absent."""
+    streaming = provider.source.data.get("streaming") if isinstance(provider.source.data, dict) else None
+    path = streaming.get("id") if isinstance(streaming, dict) else None
+    if not isinstance(path, str) or not isinstance(response, dict):
+        return None
+    value = compile_path(path)(response)
+    return value if isinstance(value, str) else None
+
+
+def remap(path: str, origins: Origins) -> str:
+    """A normal-form path as the format's request names it: the longest known prefix replaced, the keys
+    below it renamed back (`messages[3].tool_calls[0].function.arguments` -> `messages[2].content[1].input`)."""
+    cut = len(path)
+    while cut > 0:
+        head = path[:cut]
+        if head in origins:
+            source, renames = origins[head]
+            rest = path[cut:].lstrip(".")
+            for hub, own in renames.items():
+                if rest == hub or rest.startswith(hub + ".") or rest.startswith(hub + "["):
+                    rest = own + rest[len(hub) :]
+                    break
+            else:
+                if rest.startswith("content") and head.startswith("messages[") and "]." not in head:
+                    pass
+            return f"{source}.{rest}" if rest and not rest.startswith("[") else source + rest
+        cut = max(path.rfind(".", 0, cut), path.rfind("[", 0, cut))
+    return path
+
+
+def remap_error(exc: TranslationError, origins: Origins) -> TranslationError:
+    cls = type(exc)
+    if cls is ResponseError:
+        return exc
+    return cls(remap(exc.path, origins), exc.message, provider=exc.provider)
+
+
+class AnswerBody(dict[str, Any]):
+    """An answer in a source format's shape (a dict: its JSON is what the format's API returns), with the
+    `result` it was written from and its `notes` (the result's)."""
+
+    result: TranslateResult
+    notes: tuple[Note, ...] = ()
+
+
+class SourceStream:
+    """A provider stream -> the source format's stream events, over the provider's StreamTranslator.
+
+    `feed(data)` per provider event returns the format's events; `finish()` the closing ones, and sets
+    `result` (the TranslateResult) and `message` (the whole answer, as `translate_response` writes it).
+    Blocks are opened, added to and closed as the stream section says; reasoning closes last (its
+    signature is known only when the answer is whole).
+    """
+
+    def __init__(self, fmt: SourceFormat, translator: Any, answer_id: Any = None) -> None:
+        self.format = fmt
+        self.translator = translator
+        self.result: TranslateResult | None = None
+        self.message: AnswerBody | None = None
+        self._started = False
+        self._id: str = ""
+        self._model = ""
+        self._blocks = 0
+        self._open: tuple[str, int] | None = None  # the open text or tool_call block: (kind, index)
+        self._reasoning: int | None = None  # the open reasoning block's index
+        self._calls: dict[int, int] = {}  # the chunk's tool-call index -> its block index
+
+    def feed(self, data: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for chunk in self.translator.feed(data):
+            self._chunk(chunk, out)
+        return out
+
+    def _chunk(self, chunk: dict[str, Any], out: list[dict[str, Any]]) -> None:
+        fmt = self.format
+        if not self._started:
+            self._started = True
+            self._id = chunk.get("id") or f"msg_{uuid.uuid4().hex[:24]}"
+            self._model = chunk.get("model", "")
+            out.append(fmt.event("start", {"id": self._id, "model": self._model}))
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta") or {}
+            piece = delta.get("reasoning_content")
+            if piece:
+                if self._reasoning is None:
+                    self._reasoning = self._new_block(out, "reasoning", {}, close=False)
+                out.append(fmt.event("piece.reasoning", {"index": self._reasoning, "piece": piece}))
+            piece = delta.get("content")
+            if piece:
+                if self._open is None or self._open[0] != "text":
+                    self._new_block(out, "text", {})
+                assert self._open is not None
+                out.append(fmt.event("piece.text", {"index": self._open[1], "piece": piece}))
+            for call in delta.get("tool_calls") or ():
+                position = call.get("index", 0)
+                function = call.get("function") or {}
+                if position not in self._calls:
+                    scope = {"id": call.get("id"), "name": function.get("name")}
+                    self._calls[position] = self._new_block(out, "tool_call", scope)
+                arguments = function.get("arguments")
+                if arguments:
+                    out.append(fmt.event("piece.tool_call", {"index": self._calls[position], "piece": arguments}))
+
+    def _new_block(self, out: list[dict[str, Any]], kind: str, scope: dict[str, Any], close: bool = True) -> int:
+        if close and self._open is not None:
+            out.append(self.format.event("close", {"index": self._open[1]}))
+            self._open = None
+        index = self._blocks
+        self._blocks += 1
+        out.append(self.format.event(f"open.{kind}", {**scope, "index": index}))
+        if close:
+            self._open = (kind, index)
+        return index
+
+    def finish(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for chunk in self.translator.finish():
+            self._chunk(chunk, out)
+        result = self.translator.result
+        assert result is not None
+        fmt = self.format
+        if not self._started:
+            self._chunk({"id": None, "model": result.model, "choices": []}, out)
+        if self._open is not None:
+            out.append(fmt.event("close", {"index": self._open[1]}))
+            self._open = None
+        view = fmt.view(result, self._id)
+        message = AnswerBody(fmt.write_view(view))
+        blocks = [b for b in message.get(fmt.blocks_into, []) if b.get(fmt.kind) in ("thinking", "redacted_thinking")]
+        signed = blocks[:1] if self._reasoning is not None else []
+        if self._reasoning is not None:
+            signature = signed[0].get("signature") if signed else None
+            if signature:
+                out.append(fmt.event("piece.signature", {"index": self._reasoning, "piece": signature}))
+            out.append(fmt.event("close", {"index": self._reasoning}))
+        for block in blocks[len(signed) :]:  # reasoning blocks no piece announced (redacted, or a second one)
+            index = self._blocks
+            self._blocks += 1
+            out.append(fmt.event("open.whole", {"index": index, "block": block}))
+            out.append(fmt.event("close", {"index": index}))
+        ctx = Ctx(fmt.name, outbound=True)
+        out += [render(view, ctx) for render in fmt.stream_end]
+        message.result = result
+        message.notes = result.notes
+        self.result = result
+        self.message = message
+        return out
