@@ -27,7 +27,20 @@ import jsonschema
 from ..errors import Note, ResponseError, RuleError, TranslationError
 from ..language.loader import Key, RuleSource, builtin_rules_dir, parse_rule_text, rule_schema
 from ..language.paths import MISSING, compile_path
-from ..language.templates import Ctx, Env, Get, ListOf, Lookup, Node, Obj, Render, Sum, compile_template, parse_template
+from ..language.templates import (
+    Apply,
+    Ctx,
+    Env,
+    Get,
+    ListOf,
+    Lookup,
+    Node,
+    Obj,
+    Render,
+    Sum,
+    compile_template,
+    parse_template,
+)
 from .result import TranslateResult
 
 FORMATS_DIR = "formats"
@@ -84,6 +97,7 @@ class SourceFormat:
     blocks: tuple[tuple[Any, Render], ...]  # (the list it walks or None, the template of one block)
     stream: Mapping[str, Render]  # start, open.KIND, piece.KIND, close
     stream_end: tuple[Render, ...]
+    reasoning_kinds: frozenset[str]  # the answer's block kinds that hold reasoning (the stream closes them last)
     stop_table: Mapping[str, str]
     stop_key: str
     usage: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, ...], ...]], ...]
@@ -123,15 +137,13 @@ class SourceFormat:
                 raise self._fail(f"{where}.role", f"must be one of {', '.join(r for r in self.roles if r != 'system')}")
             if "content" not in msg:
                 raise self._fail(f"{where}.content", "is required")
-            self._message(role, msg["content"], where, messages, origins, index=len(messages))
+            self._message(str(role), msg["content"], where, messages, origins)
         hub["messages"] = messages
         if self.tools_each is not None and request.get(self.tools_each) is not None:
             hub["tools"] = self._tools(request[self.tools_each], origins, notes)
         return hub, origins, notes
 
-    def _message(
-        self, role: str, content: Any, where: str, out: list[dict[str, Any]], origins: Origins, index: int = 0
-    ) -> None:
+    def _message(self, role: str, content: Any, where: str, out: list[dict[str, Any]], origins: Origins) -> None:
         """One message's blocks, in order: parts join the current normal-form message, a `message` kind
         stands alone (closing the current one), an `item` joins one of the current message's lists."""
         kinds = self.roles[role]
@@ -162,7 +174,9 @@ class SourceFormat:
                 current = None
                 for key in kind.blocks:
                     if isinstance(written.get(key), list):
-                        written[key] = self._parts(kinds, written[key], f"{path}.{key}", f"messages[{len(out)}]", origins)
+                        written[key] = self._parts(
+                            kinds, written[key], f"{path}.{key}", f"messages[{len(out)}]", origins
+                        )
                 origins[f"messages[{len(out)}]"] = (path, kind.renames)
                 out.append(written)
                 continue
@@ -179,9 +193,7 @@ class SourceFormat:
             if msg.get("content") == [] and msg["role"] != "user":
                 msg["content"] = None
 
-    def _parts(
-        self, kinds: Mapping[str, Kind], blocks: list[Any], base: str, hub: str, origins: Origins
-    ) -> list[Any]:
+    def _parts(self, kinds: Mapping[str, Kind], blocks: list[Any], base: str, hub: str, origins: Origins) -> list[Any]:
         """Blocks inside a block (a tool result's content), read as parts."""
         parts = []
         for j, block in enumerate(blocks):
@@ -314,12 +326,15 @@ def _put(out: dict[str, Any], steps: tuple[str, ...], value: Any) -> None:
 # ---------------------------------------------------------------------- derivation: a provider's rules backwards
 
 
-def leaves(node: Node, at: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], str]]:
+def leaves(node: Node, at: tuple[str, ...] = (), applied: bool = False) -> Iterator[tuple[tuple[str, ...], str]]:
     """The (written key path, read path) pairs of a template's plain reads: an object's `$get`s (its first
-    path) and `$list`s. Only these read backwards as a rename; anything else is declared."""
+    path) and `$list`s. Only these read backwards as a rename; anything else is declared. `applied`: also
+    a value function's one read (`$json_text: input`), for naming where a written value came from."""
     if isinstance(node, Obj):
         for name, child in node.items:
-            yield from leaves(child, (*at, name))
+            yield from leaves(child, (*at, name), applied)
+    elif applied and isinstance(node, Apply) and node.path.steps is not None:
+        yield at, node.path.expr
     elif isinstance(node, Get) and node.reads[0].steps is not None and node.reads[0].root is not None:
         yield at, node.reads[0].expr
     elif isinstance(node, ListOf) and node.path.steps is not None:
@@ -366,6 +381,7 @@ def inverse_usage(
             sums.append((at, tuple(r.expr for r in n.reads)))
 
     visit(node, ())
+    out: list[tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, ...], ...]]]
     out = [(tuple(expr.split(".")), at, ()) for expr, at in gets.items()]
     for at, terms in sums:
         unknown = [t for t in terms if t not in gets]
@@ -397,9 +413,7 @@ def format_schema() -> dict[str, Any]:
 
 def _validate(source: RuleSource) -> None:
     cls = jsonschema.validators.validator_for(format_schema())
-    errors = sorted(
-        cls(format_schema()).iter_errors(source.data), key=lambda e: (-len(e.absolute_path), str(e.path))
-    )
+    errors = sorted(cls(format_schema()).iter_errors(source.data), key=lambda e: (-len(e.absolute_path), str(e.path)))
     if errors:
         raise source.error(tuple(errors[0].absolute_path), errors[0].message)
 
@@ -480,7 +494,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
                 render=compile_template(template, (*at, mode), env),
                 into=entry.get("item", ""),
                 reads=_block_reads(node, tuple(entry.get("blocks", ()))),
-                renames=MappingProxyType({".".join(w): r for w, r in leaves(node)}),
+                renames=MappingProxyType({".".join(w): r for w, r in leaves(node, applied=True)}),
                 blocks=tuple(entry.get("blocks", ())),
             )
         roles[role] = MappingProxyType(kinds)
@@ -540,6 +554,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
             for i, entry in enumerate(blocks_spec["from"])
         ),
         stream=MappingProxyType(stream_renders),
+        reasoning_kinds=frozenset(stream_spec.get("reasoning", ())),
         stream_end=tuple(
             compile_template(t, ("stream", "end", i), env) for i, t in enumerate(stream_spec.get("end", []))
         ),
@@ -746,7 +761,7 @@ class SourceStream:
             self._open = None
         view = fmt.view(result, self._id)
         message = AnswerBody(fmt.write_view(view))
-        blocks = [b for b in message.get(fmt.blocks_into, []) if b.get(fmt.kind) in ("thinking", "redacted_thinking")]
+        blocks = [b for b in message.get(fmt.blocks_into, []) if b.get(fmt.kind) in fmt.reasoning_kinds]
         signed = blocks[:1] if self._reasoning is not None else []
         if self._reasoning is not None:
             signature = signed[0].get("signature") if signed else None

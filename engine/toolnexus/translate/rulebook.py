@@ -31,8 +31,8 @@ from ..language.loader import (
     parse_rule_text,
     validate_against_schema,
 )
-from .formats import PLAIN, SourceFormat, builtin_formats_dir, compile_format, format_files
 from .endpoint import Endpoint, compile_endpoint
+from .formats import PLAIN, SourceFormat, builtin_formats_dir, compile_format, format_files
 from .inbound import Inbound, compile_inbound
 from .outbound import Outbound, compile_outbound
 from .stream_code import compiled
