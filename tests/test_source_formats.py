@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -523,3 +525,21 @@ def test_made_up_format_schema_error_is_located(tmp_path: Path) -> None:
     with pytest.raises(RuleError) as caught:
         made_up(tmp_path, broken)
     assert caught.value.file.endswith("acme.yaml") and caught.value.line is not None
+
+
+# ---------------------------------------------------------------- the CLI
+
+
+def cli(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "toolnexus", *args], input=stdin, capture_output=True, text=True, check=False
+    )
+
+
+def test_cli_source_both_directions() -> None:
+    done = cli("request", "--to", "gemini", "--source", "anthropic", "-", stdin=json.dumps(conversation()))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["generationConfig"]["stopSequences"] == ["END"]
+    done = cli("response", "--from", "gemini", "--source", "anthropic", "-", stdin=json.dumps(GEMINI_ANSWER))
+    assert done.returncode == 0, done.stderr
+    judge_message(json.loads(done.stdout))
