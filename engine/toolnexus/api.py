@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, overload
 
-from .errors import ConfigError, Note, ProviderError, TranslationError
-from .translate.formats import PLAIN, AnswerBody, SourceStream, answer_id, remap, remap_error
+from .errors import ConfigError, ProviderError
+from .translate.formats import PLAIN, AnswerBody, SourceStream, translate_source, write_answer
 from .translate.inbound import RequestBody, UnknownFields
 from .translate.result import TranslateResult
 from .translate.rulebook import RulesArg, load_rules
@@ -36,13 +36,14 @@ def translate_request(
     inbound = book.get(provider).inbound
     if source == PLAIN:
         return inbound.translate(request, system=system, default_system=default_system, unknown_fields=unknown_fields)
-    fmt = book.format(source)
-    hub, origins, notes = fmt.read(request)
-    try:
-        body = inbound.translate(hub, system=system, default_system=default_system, unknown_fields=unknown_fields)
-    except TranslationError as exc:
-        raise remap_error(exc, origins) from None
-    body.notes = (*notes, *(Note(n.kind, remap(n.path, origins), n.message, n.side) for n in body.notes))
+    body: RequestBody = translate_source(
+        book.format(source),
+        inbound,
+        request,
+        system=system,
+        default_system=default_system,
+        unknown_fields=unknown_fields,
+    )
     return body
 
 
@@ -97,10 +98,7 @@ def translate_response(
     result = rules_for.outbound.translate(response, requested_model=requested_model, id_map=id_map)
     if source == PLAIN:
         return result
-    fmt = load_rules(rules).format(source)
-    answer = AnswerBody(fmt.write(result, answer_id(rules_for, response)))
-    answer.result, answer.notes = result, result.notes
-    return answer
+    return write_answer(load_rules(rules).format(source), rules_for, result)
 
 
 def stream_translator(

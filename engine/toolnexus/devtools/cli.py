@@ -295,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--system", help="a per-call system prompt (overrides the transcript's)")
     p.add_argument("--drop-unknown", action="store_true", help="drop (with a note) fields the rules do not map")
     p.add_argument("--source", default="openai", metavar="FORMAT",
-                   help="the request's format: openai (Chat Completions, the default) or anthropic")  # fmt: skip
+                   help="the request's format: openai (the default) or a format in rules/formats/")  # fmt: skip
     p.add_argument("--stream", action="store_true",
                    help="print the streamed call's body (with the rule file's streaming.body)")  # fmt: skip
     p.add_argument("file", nargs="?", default="-", metavar="FILE", help="JSON file, or - for stdin (the default)")
@@ -307,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--model", help="the requested model, used when the response names none")
     p.add_argument("--source", default="openai", metavar="FORMAT",
-                   help="the answer format: openai (a result) or anthropic (a Message; streamed: events)")  # fmt: skip
+                   help="the answer's format: openai (the default) or a format in rules/formats/")  # fmt: skip
     p.add_argument("--stream", action="store_true",
                    help="FILE is a captured stream in the provider's framing (server-sent events, NDJSON, "
                         "AWS event-stream frames): print its OpenAI chunks")  # fmt: skip

@@ -40,6 +40,7 @@ from ..language.templates import (
     Sum,
     compile_template,
     parse_template,
+    unseal,
 )
 from .result import TranslateResult
 
@@ -66,6 +67,7 @@ class Kind:
     reads: frozenset[str] | None = None
     renames: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     blocks: tuple[str, ...] = ()
+    state: tuple[str, str] | None = None  # (block key, message key): a block whose key holds sealed state sets it
 
 
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
@@ -87,6 +89,7 @@ class SourceFormat:
     each: str
     kind: str
     roles: Mapping[str, Mapping[str, Kind]]
+    plain_text: frozenset[str]  # roles whose one plain text part is written as a string (`text_alone`)
     tools_each: str | None
     tool: Render | None
     tool_reads: frozenset[str]
@@ -167,6 +170,11 @@ class SourceFormat:
         for j, block in enumerate(content):
             path = f"{base}[{j}]"
             kind = self._kind(kinds, block, path)
+            if kind.state is not None:
+                state = unseal(block.get(kind.state[0]), Ctx(self.name), part="state")
+                if state is not MISSING:
+                    open_current()[kind.state[1]] = state
+                    continue
             ctx = Ctx(self.name)
             ctx.path = path
             written = kind.render(block, ctx)
@@ -190,8 +198,13 @@ class SourceFormat:
                 origins[f"messages[{hub_index}].{kind.into}[{len(items)}]"] = (path, kind.renames)
                 items.append(written)
         for msg in out:
-            if msg.get("content") == [] and msg["role"] != "user":
+            content = msg.get("content")
+            if content == [] and msg["role"] != "user":
                 msg["content"] = None
+            elif role in self.plain_text and isinstance(content, list) and len(content) == 1:
+                part = content[0]
+                if isinstance(part, dict) and part.keys() == {"type", "text"} and part["type"] == "text":
+                    msg["content"] = part["text"]
 
     def _parts(self, kinds: Mapping[str, Kind], blocks: list[Any], base: str, hub: str, origins: Origins) -> list[Any]:
         """Blocks inside a block (a tool result's content), read as parts."""
@@ -263,7 +276,7 @@ class SourceFormat:
                 arguments = json.loads(call.arguments) if call.arguments else {}
             except ValueError:
                 arguments = call.arguments
-            calls.append({"id": call.id, "name": call.name, "input": arguments})
+            calls.append({"id": call.id, "name": call.name, "input": arguments, "extra_content": call.extra_content})
         said: dict[str, Any] = {self.stop_key: self.stop_table.get(result.finish_reason, MISSING)}
         for target, total, others in self.usage:
             value = _dig(result.usage, total)
@@ -496,6 +509,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
                 reads=_block_reads(node, tuple(entry.get("blocks", ()))),
                 renames=MappingProxyType({".".join(w): r for w, r in leaves(node, applied=True)}),
                 blocks=tuple(entry.get("blocks", ())),
+                state=(entry["state"]["from"], entry["state"]["set"]) if "state" in entry else None,
             )
         roles[role] = MappingProxyType(kinds)
 
@@ -539,6 +553,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         each=messages["each"],
         kind=messages["kind"],
         roles=MappingProxyType(roles),
+        plain_text=frozenset(r for r, spec in messages["roles"].items() if spec.get("text_alone")),
         tools_each=tools_spec["each"] if tools_spec else None,
         tool=tool_render,
         tool_reads=tool_reads,
@@ -678,41 +693,31 @@ class AnswerBody(dict[str, Any]):
     notes: tuple[Note, ...] = ()
 
 
-class SourceStream:
-    """A provider stream -> the source format's stream events, over the provider's StreamTranslator.
+class SourceEvents:
+    """OpenAI chunks -> the source format's stream events (the `stream` section), for one answer.
 
-    `feed(data)` per provider event returns the format's events; `finish()` the closing ones, and sets
-    `result` (the TranslateResult) and `message` (the whole answer, as `translate_response` writes it).
-    Blocks are opened, added to and closed as the stream section says; reasoning closes last (its
-    signature is known only when the answer is whole).
+    `chunk(c)` per OpenAI chunk returns the format's events; `end(result)` the closing ones, and sets
+    `message` (the whole answer, as `translate_response` writes it). Blocks are opened, added to and
+    closed as the stream section says; reasoning closes last (its signature is known only at the end).
     """
 
-    def __init__(self, fmt: SourceFormat, translator: Any, answer_id: Any = None) -> None:
+    def __init__(self, fmt: SourceFormat) -> None:
         self.format = fmt
-        self.translator = translator
-        self.result: TranslateResult | None = None
         self.message: AnswerBody | None = None
         self._started = False
         self._id: str = ""
-        self._model = ""
         self._blocks = 0
         self._open: tuple[str, int] | None = None  # the open text or tool_call block: (kind, index)
         self._reasoning: int | None = None  # the open reasoning block's index
         self._calls: dict[int, int] = {}  # the chunk's tool-call index -> its block index
 
-    def feed(self, data: str) -> list[dict[str, Any]]:
+    def chunk(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        for chunk in self.translator.feed(data):
-            self._chunk(chunk, out)
-        return out
-
-    def _chunk(self, chunk: dict[str, Any], out: list[dict[str, Any]]) -> None:
         fmt = self.format
         if not self._started:
             self._started = True
             self._id = chunk.get("id") or f"msg_{uuid.uuid4().hex[:24]}"
-            self._model = chunk.get("model", "")
-            out.append(fmt.event("start", {"id": self._id, "model": self._model}))
+            out.append(fmt.event("start", {"id": self._id, "model": chunk.get("model", "")}))
         for choice in chunk.get("choices") or ():
             delta = choice.get("delta") or {}
             piece = delta.get("reasoning_content")
@@ -730,11 +735,16 @@ class SourceStream:
                 position = call.get("index", 0)
                 function = call.get("function") or {}
                 if position not in self._calls:
-                    scope = {"id": call.get("id"), "name": function.get("name")}
+                    scope = {
+                        "id": call.get("id"),
+                        "name": function.get("name"),
+                        "extra_content": call.get("extra_content"),
+                    }
                     self._calls[position] = self._new_block(out, "tool_call", scope)
                 arguments = function.get("arguments")
                 if arguments:
                     out.append(fmt.event("piece.tool_call", {"index": self._calls[position], "piece": arguments}))
+        return out
 
     def _new_block(self, out: list[dict[str, Any]], kind: str, scope: dict[str, Any], close: bool = True) -> int:
         if close and self._open is not None:
@@ -747,15 +757,9 @@ class SourceStream:
             self._open = (kind, index)
         return index
 
-    def finish(self) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for chunk in self.translator.finish():
-            self._chunk(chunk, out)
-        result = self.translator.result
-        assert result is not None
+    def end(self, result: TranslateResult) -> list[dict[str, Any]]:
         fmt = self.format
-        if not self._started:
-            self._chunk({"id": None, "model": result.model, "choices": []}, out)
+        out = [] if self._started else self.chunk({"id": None, "model": result.model, "choices": []})
         if self._open is not None:
             out.append(fmt.event("close", {"index": self._open[1]}))
             self._open = None
@@ -768,7 +772,7 @@ class SourceStream:
             if signature:
                 out.append(fmt.event("piece.signature", {"index": self._reasoning, "piece": signature}))
             out.append(fmt.event("close", {"index": self._reasoning}))
-        for block in blocks[len(signed) :]:  # reasoning blocks no piece announced (redacted, or a second one)
+        for block in blocks[len(signed) :]:  # reasoning blocks no piece announced (redacted, sealed state)
             index = self._blocks
             self._blocks += 1
             out.append(fmt.event("open.whole", {"index": index, "block": block}))
@@ -777,6 +781,57 @@ class SourceStream:
         out += [render(view, ctx) for render in fmt.stream_end]
         message.result = result
         message.notes = result.notes
-        self.result = result
         self.message = message
         return out
+
+
+class SourceStream:
+    """A provider stream -> the source format's events, for callers that do their own HTTP.
+
+    `feed(data)` per provider event returns the format's events; `finish()` the closing ones, and sets
+    `result` (the TranslateResult) and `message` (the whole answer, as `translate_response` writes it).
+    """
+
+    def __init__(self, fmt: SourceFormat, translator: Any) -> None:
+        self.translator = translator
+        self.events = SourceEvents(fmt)
+        self.result: TranslateResult | None = None
+        self.message: AnswerBody | None = None
+
+    def feed(self, data: str) -> list[dict[str, Any]]:
+        return [event for chunk in self.translator.feed(data) for event in self.events.chunk(chunk)]
+
+    def finish(self) -> list[dict[str, Any]]:
+        out = [event for chunk in self.translator.finish() for event in self.events.chunk(chunk)]
+        result = self.translator.result
+        assert result is not None
+        out += self.events.end(result)
+        self.result, self.message = result, self.events.message
+        return out
+
+
+def translate_source(
+    fmt: SourceFormat,
+    inbound: Any,
+    request: Any,
+    *,
+    system: str | None = None,
+    default_system: str | None = None,
+    unknown_fields: Any = "error",
+) -> Any:
+    """A request in the format -> the provider's body (`inbound`: the provider's compiled request side),
+    its errors and notes naming the format's paths."""
+    hub, origins, notes = fmt.read(request)
+    try:
+        body = inbound.translate(hub, system=system, default_system=default_system, unknown_fields=unknown_fields)
+    except TranslationError as exc:
+        raise remap_error(exc, origins) from None
+    body.notes = (*notes, *(Note(n.kind, remap(n.path, origins), n.message, n.side) for n in body.notes))
+    return body
+
+
+def write_answer(fmt: SourceFormat, provider: Any, result: TranslateResult) -> AnswerBody:
+    """A result as the format's whole answer, with its id where the provider's rules say the answer's is."""
+    answer = AnswerBody(fmt.write(result, answer_id(provider, result.raw)))
+    answer.result, answer.notes = result, result.notes
+    return answer
