@@ -28,9 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from anthropic.types import Message, RawMessageStreamEvent
 from deepdiff import DeepDiff
-from pydantic import TypeAdapter
 
 from support.judges import (
     ANTHROPIC_REQUEST,
@@ -44,6 +42,7 @@ from support.judges import (
     judge_ollama,
     judge_openai,
 )
+from support.messages import accumulate, judge_event, judge_message
 from support.sse_encoders import ENCODERS, events_reply
 from support.variants import with_variants
 from toolnexus import (
@@ -60,7 +59,6 @@ from toolnexus.devtools.stub import ProviderStub, StubReply, StubRequest
 TURNS = 10
 SCHEDULE = (["two calls", "one call", "answer"] * 3 + ["answer"])[:TURNS]
 QUESTIONS = [f"Question {n}: check the weather, the page and the log." for n in range(1, TURNS + 2)]
-RAW_EVENT: TypeAdapter[Any] = TypeAdapter(RawMessageStreamEvent)
 CITIES = ["Paris", "東京", "Lyon", "Oslo", "Lima", "Pune", "Kyiv", "Bern", "Doha", "Baku", "Rome"]
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 SYSTEM_TEXT = "You are a careful agent. Use the tools."
@@ -1170,12 +1168,12 @@ async def converse_in_messages(provider: str, script: Script, *, streamed: bool)
                     stream = client.translate_stream(messages, **options, source="anthropic")
                     events = [event async for event in stream]
                     for event in events:
-                        RAW_EVENT.validate_python(event, strict=True)
+                        judge_event(event)
                     answer = dict(stream.message)  # type: ignore[union-attr]
-                    assert accumulate_events(events) == answer
+                    assert accumulate(events) == answer
                 else:
                     answer = dict(await client.translate(messages, **options, source="anthropic"))
-                Message.model_validate(answer, strict=True)
+                judge_message(answer)
                 answers.append(answer)
                 messages.append({"role": "assistant", "content": answer["content"]})
                 calls = [b for b in answer["content"] if b["type"] == "tool_use"]
@@ -1186,31 +1184,6 @@ async def converse_in_messages(provider: str, script: Script, *, streamed: bool)
                     messages.append({"role": "user", "content": QUESTIONS[asked]})
                     asked += 1
     return answers
-
-
-def accumulate_events(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """The Message a Messages stream builds, block by block, as a client accumulates it."""
-    message: dict[str, Any] = {}
-    partial: dict[int, str] = {}
-    fields = {"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "signature"}
-    for event in events:
-        kind = event["type"]
-        if kind == "message_start":
-            message = copy.deepcopy(event["message"])
-        elif kind == "content_block_start":
-            message["content"].append(copy.deepcopy(event["content_block"]))
-        elif kind == "content_block_delta":
-            block, delta = message["content"][event["index"]], event["delta"]
-            if delta["type"] == "input_json_delta":
-                partial[event["index"]] = partial.get(event["index"], "") + delta["partial_json"]
-            else:
-                block[fields[delta["type"]]] = block.get(fields[delta["type"]], "") + delta[fields[delta["type"]]]
-        elif kind == "content_block_stop" and event["index"] in partial:
-            message["content"][event["index"]]["input"] = json.loads(partial.pop(event["index"]))
-        elif kind == "message_delta":
-            message.update(event["delta"])
-            message["usage"] = {**message["usage"], **{k: v for k, v in event["usage"].items() if v is not None}}
-    return message
 
 
 MESSAGES_RUNS = [(p, s) for p in sorted(MESSAGES_SCRIPTS) for s in (False, True)]

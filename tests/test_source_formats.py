@@ -17,16 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from anthropic.types import Message, RawMessageStreamEvent
 from deepdiff import DeepDiff
-from pydantic import TypeAdapter
 
 from support.judges import ANTHROPIC_REQUEST, materialize
+from support.messages import accumulate, judge_event, judge_message
 from support.sse_encoders import ENCODERS
 from toolnexus import RuleError, TranslationError, load_rules, stream_translator, translate_request, translate_response
 from toolnexus.translate.formats import AnswerBody, SourceStream, compile_format, inverse_table
-
-STREAM_EVENT = TypeAdapter(RawMessageStreamEvent)
 
 
 def judge_request(request: dict[str, Any]) -> None:
@@ -37,18 +34,6 @@ def judge_request(request: dict[str, Any]) -> None:
         if gap in plain:
             validated[gap] = plain[gap]
     assert not DeepDiff(plain, validated), DeepDiff(plain, validated).pretty()
-
-
-def judge_message(answer: dict[str, Any]) -> None:
-    parsed = Message.model_validate(answer, strict=True)
-    dumped = parsed.model_dump(mode="json", exclude_unset=True)
-    assert not DeepDiff(answer, dumped), DeepDiff(answer, dumped).pretty()
-
-
-def judge_event(event: dict[str, Any]) -> None:
-    parsed = STREAM_EVENT.validate_python(event, strict=True)
-    dumped = parsed.model_dump(mode="json", exclude_unset=True)
-    assert not DeepDiff(event, dumped), DeepDiff(event, dumped).pretty()
 
 
 WEATHER = {
@@ -335,33 +320,6 @@ def provider_events(provider: str, response: dict[str, Any], seed: int = 7) -> l
             if line.startswith("data: "):
                 out.append(line[len("data: ") :])
     return out
-
-
-def accumulate(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """The Message a Messages stream builds, as a client accumulates it."""
-    message: dict[str, Any] = {}
-    partial: dict[int, str] = {}
-    for event in events:
-        kind = event["type"]
-        if kind == "message_start":
-            message = copy.deepcopy(event["message"])
-        elif kind == "content_block_start":
-            assert event["index"] == len(message["content"])
-            message["content"].append(copy.deepcopy(event["content_block"]))
-        elif kind == "content_block_delta":
-            block, delta = message["content"][event["index"]], event["delta"]
-            field = {"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "signature"}
-            if delta["type"] == "input_json_delta":
-                partial[event["index"]] = partial.get(event["index"], "") + delta["partial_json"]
-            else:
-                name = field[delta["type"]]
-                block[name] = block.get(name, "") + delta[name]
-        elif kind == "content_block_stop" and event["index"] in partial:
-            message["content"][event["index"]]["input"] = json.loads(partial.pop(event["index"]))
-        elif kind == "message_delta":
-            message.update(event["delta"])
-            message["usage"] = {**message["usage"], **{k: v for k, v in event["usage"].items() if v is not None}}
-    return message
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "gemini", "openai"])
