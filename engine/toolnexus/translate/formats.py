@@ -195,6 +195,8 @@ class SourceFormat:
                 msg["content"].append(written)
             else:
                 items = msg.setdefault(kind.into, [])
+                if not items:  # the list as a whole: where its first item came from
+                    origins[f"messages[{hub_index}].{kind.into}"] = (path, {})
                 origins[f"messages[{hub_index}].{kind.into}[{len(items)}]"] = (path, kind.renames)
                 items.append(written)
         for msg in out:
@@ -479,6 +481,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     fields_template = nest([(k, v["$get"]) for k, v in plain.items()]) | declared
     fields_render = compile_template(fields_template, ("request", "fields"), env)
     nearest_renders = {k: _nearest(k, v["$nearest"], v["rows"], name) for k, v in nearest.items()}
+    origin.update({k: v["$nearest"] for k, v in nearest.items()})
     reads = {n for n in _roots(env)} | {v["$nearest"] for v in nearest.values()}
     for key, template in declared.items():
         node = parse_template(template, ("request", "fields", key), Env(source))
@@ -507,7 +510,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
                 render=compile_template(template, (*at, mode), env),
                 into=entry.get("item", ""),
                 reads=_block_reads(node, tuple(entry.get("blocks", ()))),
-                renames=MappingProxyType({".".join(w): r for w, r in leaves(node, applied=True)}),
+                renames=MappingProxyType(_renames(node)),
                 blocks=tuple(entry.get("blocks", ())),
                 state=(entry["state"]["from"], entry["state"]["set"]) if "state" in entry else None,
             )
@@ -577,6 +580,17 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         stop_key=str(finish["from"]),
         usage=inverse_usage(usage_node),
     )
+
+
+WHOLE = "/"  # a rename ending so names a value function's read: what lies below it has no counterpart
+
+
+def _renames(node: Node) -> dict[str, str]:
+    """A kind's written key -> the block key it reads (a value function's read marked WHOLE)."""
+    plain = {".".join(w): r for w, r in leaves(node)}
+    return {
+        key: plain.get(key, read + WHOLE) for key, read in ((".".join(w), r) for w, r in leaves(node, applied=True))
+    }
 
 
 def _roots(env: Env) -> set[str]:
@@ -668,11 +682,8 @@ def remap(path: str, origins: Origins) -> str:
             rest = path[cut:].lstrip(".")
             for hub, own in renames.items():
                 if rest == hub or rest.startswith(hub + ".") or rest.startswith(hub + "["):
-                    rest = own + rest[len(hub) :]
+                    rest = own[: -len(WHOLE)] if own.endswith(WHOLE) else own + rest[len(hub) :]
                     break
-            else:
-                if rest.startswith("content") and head.startswith("messages[") and "]." not in head:
-                    pass
             return f"{source}.{rest}" if rest and not rest.startswith("[") else source + rest
         cut = max(path.rfind(".", 0, cut), path.rfind("[", 0, cut))
     return path
