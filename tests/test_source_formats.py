@@ -516,3 +516,14 @@ def test_case_table_messages_inputs_pass_the_sdk_request_judge(column: Any) -> N
     if column.data.get("expect_error"):  # a refused input may be one the SDK types refuse too
         return
     judge_request(request)
+
+
+def test_unknown_fields_drop_notes_what_the_format_does_not_read() -> None:
+    request = conversation() | {"surprise": 1}
+    request["messages"][0] = {"role": "user", "content": [{"type": "text", "text": "hi", "loud": True}]}
+    with pytest.raises(TranslationError) as caught:
+        translate_request("gemini", request, source="anthropic")
+    assert caught.value.path == "surprise"
+    body = translate_request("gemini", request, source="anthropic", unknown_fields="drop")
+    dropped = {n.path for n in body.notes if n.kind == "dropped"}
+    assert {"surprise", "messages[0].content[0].loud"} <= dropped

@@ -71,6 +71,8 @@ class Kind:
 
 
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
+Settle = tuple[list[Note], str]  # a call's notes and its unknown-fields policy
+NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the policy decides
 
 
 @dataclass(frozen=True)
@@ -107,22 +109,23 @@ class SourceFormat:
 
     # ------------------------------------------------------------------ request side
 
-    def read(self, request: Any) -> tuple[dict[str, Any], Origins, list[Note]]:
-        """The format's request -> the normal-form request, where each element came from, and what was dropped."""
+    def read(self, request: Any, unknown_fields: str = "error") -> tuple[dict[str, Any], Origins, list[Note]]:
+        """The format's request -> the normal-form request, where each element came from, and what was dropped.
+        A key the format neither reads nor lists is refused, or with `unknown_fields="drop"` dropped (noted)."""
         if not isinstance(request, dict):
             raise self._fail("", f"the request must be an object, got {type(request).__name__}")
         notes: list[Note] = []
         for name, value in request.items():
             if name in self.field_reads or name == self.each or name == self.system or name == self.tools_each:
                 continue
-            self._settle(name, value, name, self.unsupported, notes)
+            self._settle(name, value, name, self.unsupported, notes, unknown_fields)
         ctx = Ctx(self.name)
         hub: dict[str, Any] = self.fields(request, ctx) or {}
         notes += ctx.notes
         origins: Origins = {name: (source, {}) for name, source in self.field_origin.items() if name in hub}
         messages: list[dict[str, Any]] = []
         if self.system is not None and request.get(self.system) is not None:
-            self._message("system", request[self.system], self.system, messages, origins)
+            self._message("system", request[self.system], self.system, messages, origins, (notes, unknown_fields))
         transcript = request.get(self.each, MISSING)
         if transcript is MISSING:
             raise self._fail(self.each, "is required")
@@ -140,13 +143,15 @@ class SourceFormat:
                 raise self._fail(f"{where}.role", f"must be one of {', '.join(r for r in self.roles if r != 'system')}")
             if "content" not in msg:
                 raise self._fail(f"{where}.content", "is required")
-            self._message(str(role), msg["content"], where, messages, origins)
+            self._message(str(role), msg["content"], where, messages, origins, (notes, unknown_fields))
         hub["messages"] = messages
         if self.tools_each is not None and request.get(self.tools_each) is not None:
-            hub["tools"] = self._tools(request[self.tools_each], origins, notes)
+            hub["tools"] = self._tools(request[self.tools_each], origins, notes, unknown_fields)
         return hub, origins, notes
 
-    def _message(self, role: str, content: Any, where: str, out: list[dict[str, Any]], origins: Origins) -> None:
+    def _message(
+        self, role: str, content: Any, where: str, out: list[dict[str, Any]], origins: Origins, settle: Settle
+    ) -> None:
         """One message's blocks, in order: parts join the current normal-form message, a `message` kind
         stands alone (closing the current one), an `item` joins one of the current message's lists."""
         kinds = self.roles[role]
@@ -169,7 +174,7 @@ class SourceFormat:
         base = f"{where}.content" if role != "system" else where
         for j, block in enumerate(content):
             path = f"{base}[{j}]"
-            kind = self._kind(kinds, block, path)
+            kind = self._kind(kinds, block, path, settle)
             if kind.state is not None:
                 state = unseal(block.get(kind.state[0]), Ctx(self.name), part="state")
                 if state is not MISSING:
@@ -183,7 +188,7 @@ class SourceFormat:
                 for key in kind.blocks:
                     if isinstance(written.get(key), list):
                         written[key] = self._parts(
-                            kinds, written[key], f"{path}.{key}", f"messages[{len(out)}]", origins
+                            kinds, written[key], f"{path}.{key}", f"messages[{len(out)}]", origins, settle
                         )
                 origins[f"messages[{len(out)}]"] = (path, kind.renames)
                 out.append(written)
@@ -208,12 +213,14 @@ class SourceFormat:
                 if isinstance(part, dict) and part.keys() == {"type", "text"} and part["type"] == "text":
                     msg["content"] = part["text"]
 
-    def _parts(self, kinds: Mapping[str, Kind], blocks: list[Any], base: str, hub: str, origins: Origins) -> list[Any]:
+    def _parts(
+        self, kinds: Mapping[str, Kind], blocks: list[Any], base: str, hub: str, origins: Origins, settle: Settle
+    ) -> list[Any]:
         """Blocks inside a block (a tool result's content), read as parts."""
         parts = []
         for j, block in enumerate(blocks):
             path = f"{base}[{j}]"
-            kind = self._kind(kinds, block, path)
+            kind = self._kind(kinds, block, path, settle)
             if kind.mode != "part":
                 raise self._fail(f"{path}.{self.kind}", f"a {block.get(self.kind)!r} block cannot be nested here")
             ctx = Ctx(self.name)
@@ -222,7 +229,7 @@ class SourceFormat:
             parts.append(kind.render(block, ctx))
         return parts
 
-    def _kind(self, kinds: Mapping[str, Kind], block: Any, path: str) -> Kind:
+    def _kind(self, kinds: Mapping[str, Kind], block: Any, path: str, settle: Settle) -> Kind:
         if not isinstance(block, dict):
             raise self._fail(path, f"must be an object, got {type(block).__name__}")
         name = block.get(self.kind)
@@ -232,10 +239,10 @@ class SourceFormat:
         if kind.reads is not None:
             for key in block:
                 if key != self.kind and key not in kind.reads:
-                    raise self._fail(f"{path}.{key}", f"is not mapped by the {self.name} format")
+                    self._settle(key, block[key], f"{path}.{key}", NOTHING, *settle)
         return kind
 
-    def _tools(self, tools: Any, origins: Origins, notes: list[Note]) -> list[Any]:
+    def _tools(self, tools: Any, origins: Origins, notes: list[Note], unknown_fields: str) -> list[Any]:
         if not isinstance(tools, list):
             raise self._fail(self.tools_each or "", f"must be a list, got {type(tools).__name__}")
         assert self.tool is not None
@@ -246,15 +253,20 @@ class SourceFormat:
                 raise self._fail(path, f"must be an object, got {type(tool).__name__}")
             for key, value in tool.items():
                 if key not in self.tool_reads:
-                    self._settle(key, value, f"{path}.{key}", self.tool_unsupported, notes)
+                    self._settle(key, value, f"{path}.{key}", self.tool_unsupported, notes, unknown_fields)
             ctx = Ctx(self.name)
             ctx.path = path
             origins[f"tools[{i}]"] = (path, self.tool_renames)
             out.append({"type": "function", "function": self.tool(tool, ctx)})
         return out
 
-    def _settle(self, name: str, value: Any, path: str, table: Mapping[str, Unsupported], notes: list[Note]) -> None:
+    def _settle(
+        self, name: str, value: Any, path: str, table: Mapping[str, Unsupported], notes: list[Note], policy: str
+    ) -> None:
         rule = table.get(name)
+        if rule is None and policy == "drop":
+            notes.append(Note("dropped", path, f"not mapped by the {self.name} format"))
+            return
         if rule is None:
             raise self._fail(path, f"is not mapped by the {self.name} format (rules/{FORMATS_DIR}/{self.name}.yaml)")
         if value is None or any(value == ok for ok in rule.accept):
@@ -832,7 +844,7 @@ def translate_source(
 ) -> Any:
     """A request in the format -> the provider's body (`inbound`: the provider's compiled request side),
     its errors and notes naming the format's paths."""
-    hub, origins, notes = fmt.read(request)
+    hub, origins, notes = fmt.read(request, unknown_fields)
     try:
         body = inbound.translate(hub, system=system, default_system=default_system, unknown_fields=unknown_fields)
     except TranslationError as exc:
