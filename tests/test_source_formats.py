@@ -527,3 +527,21 @@ def test_unknown_fields_drop_notes_what_the_format_does_not_read() -> None:
     body = translate_request("gemini", request, source="anthropic", unknown_fields="drop")
     dropped = {n.path for n in body.notes if n.kind == "dropped"}
     assert {"surprise", "messages[0].content[0].loud"} <= dropped
+
+
+def test_what_the_answer_cannot_say_is_noted() -> None:
+    """No id: one is made (synthesized); counts that contradict each other are left out, never clamped."""
+    answer = translate_response(
+        "gemini", {k: v for k, v in GEMINI_ANSWER.items() if k != "responseId"}, source="anthropic"
+    )
+    assert isinstance(answer, AnswerBody)
+    assert ("synthesized", "id") in {(n.kind, n.path) for n in answer.notes}
+    broken = GEMINI_ANSWER | {
+        "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 1, "cachedContentTokenCount": 9}
+    }
+    answer = translate_response("gemini", broken, source="anthropic")
+    assert isinstance(answer, AnswerBody)
+    judge_message(dict(answer))
+    assert answer["usage"]["input_tokens"] == 0  # Message requires it: the template's default, noted
+    kinds = {(n.kind, n.path) for n in answer.notes}
+    assert ("inconsistent", "prompt_tokens") in kinds and ("synthesized", "usage.input_tokens") in kinds

@@ -29,6 +29,7 @@ from ..language.loader import Key, RuleSource, builtin_rules_dir, parse_rule_tex
 from ..language.paths import MISSING, compile_path
 from ..language.templates import (
     Apply,
+    Const,
     Ctx,
     Env,
     Get,
@@ -40,6 +41,7 @@ from ..language.templates import (
     Sum,
     compile_template,
     parse_template,
+    reads_of,
     unseal,
 )
 from .result import TranslateResult
@@ -121,7 +123,7 @@ class SourceFormat:
             self._settle(name, value, name, self.unsupported, notes, unknown_fields)
         ctx = Ctx(self.name)
         hub: dict[str, Any] = self.fields(request, ctx) or {}
-        notes += ctx.notes
+        notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
         origins: Origins = {name: (source, {}) for name, source in self.field_origin.items() if name in hub}
         messages: list[dict[str, Any]] = []
         if self.system is not None and request.get(self.system) is not None:
@@ -281,7 +283,7 @@ class SourceFormat:
 
     # ------------------------------------------------------------------ answer side
 
-    def view(self, result: TranslateResult, answer_id: Any) -> dict[str, Any]:
+    def view(self, result: TranslateResult, answer_id: Any, notes: list[Note]) -> dict[str, Any]:
         """The result as the answer templates read it, with what the format's provider would have said
         (`provider`: its stop reason and usage, derived from its response section read backwards)."""
         calls = []
@@ -291,7 +293,12 @@ class SourceFormat:
             except ValueError:
                 arguments = call.arguments
             calls.append({"id": call.id, "name": call.name, "input": arguments, "extra_content": call.extra_content})
-        said: dict[str, Any] = {self.stop_key: self.stop_table.get(result.finish_reason, MISSING)}
+        said: dict[str, Any] = {}
+        stop = self.stop_table.get(result.finish_reason)
+        if stop is None:
+            notes.append(Note("dropped", "finish_reason", f"{result.finish_reason!r} has no {self.name} counterpart"))
+        else:
+            said[self.stop_key] = stop
         for target, total, others in self.usage:
             value = _dig(result.usage, total)
             if type(value) is not int:
@@ -299,11 +306,17 @@ class SourceFormat:
             for other in others:
                 part = _dig(result.usage, other)
                 value -= part if type(part) is int else 0
-            _put(said, target, max(value, 0))
-        if said[self.stop_key] is MISSING:
-            del said[self.stop_key]
+            if value < 0:  # the counts contradict each other: left out, never clamped
+                notes.append(
+                    Note("inconsistent", ".".join(total), f"less than the counts it includes; no {target[-1]}")
+                )
+                continue
+            _put(said, target, value)
+        if not (isinstance(answer_id, str) and answer_id):
+            answer_id = f"msg_{uuid.uuid4().hex[:24]}"
+            notes.append(Note("synthesized", "id", "the provider's answer names no id"))
         return {
-            "id": answer_id if isinstance(answer_id, str) and answer_id else f"msg_{uuid.uuid4().hex[:24]}",
+            "id": answer_id,
             "model": result.model,
             "text": result.text,
             "reasoning_content": result.reasoning_content,
@@ -312,14 +325,16 @@ class SourceFormat:
             "usage": result.usage,
             "message_extras": result.message_extras,
             "refusal": result.refusal,
-            "provider": said,
+            DERIVED: said,
         }
 
-    def write(self, result: TranslateResult, answer_id: Any = None) -> dict[str, Any]:
-        """A result as the format's whole answer."""
-        return self.write_view(self.view(result, answer_id))
+    def write(self, result: TranslateResult, answer_id: Any = None, notes: list[Note] | None = None) -> dict[str, Any]:
+        """A result as the format's whole answer (what it could not say, noted in `notes`)."""
+        notes = [] if notes is None else notes
+        return self.write_view(self.view(result, answer_id, notes), notes)
 
-    def write_view(self, view: dict[str, Any]) -> dict[str, Any]:
+    def write_view(self, view: dict[str, Any], notes: list[Note]) -> dict[str, Any]:
+        """The answer templates over a view; their notes (a default written) join `notes`."""
         ctx = Ctx(self.name, outbound=True)
         written: dict[str, Any] = self.answer(view, ctx)
         blocks = []
@@ -330,6 +345,7 @@ class SourceFormat:
                 if block is not MISSING:
                     blocks.append(block)
         written[self.blocks_into] = blocks
+        notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
         return written
 
     def event(self, name: str, scope: Any) -> dict[str, Any]:
@@ -423,10 +439,9 @@ def _lookup_rows(node: Node) -> dict[str, Any] | None:
         return None
     rows = {}
     for value, row in node.rows:
-        constant = getattr(row, "value", MISSING)
-        if constant is MISSING:
+        if not isinstance(row, Const):
             return None
-        rows[value] = constant
+        rows[value] = row.value
     return rows
 
 
@@ -594,6 +609,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     )
 
 
+DERIVED = "provider"  # the view key holding what the format's provider would have said (derived)
 WHOLE = "/"  # a rename ending so names a value function's read: what lies below it has no counterpart
 
 
@@ -610,8 +626,6 @@ def _roots(env: Env) -> set[str]:
 
 
 def _reads_of(node: Node) -> list[str]:
-    from ..language.templates import reads_of
-
     return [read.expr for read in reads_of(node)]
 
 
@@ -786,8 +800,9 @@ class SourceEvents:
         if self._open is not None:
             out.append(fmt.event("close", {"index": self._open[1]}))
             self._open = None
-        view = fmt.view(result, self._id)
-        message = AnswerBody(fmt.write_view(view))
+        notes: list[Note] = []
+        view = fmt.view(result, self._id, notes)
+        message = AnswerBody(fmt.write_view(view, notes))
         blocks = [b for b in message.get(fmt.blocks_into, []) if b.get(fmt.kind) in fmt.reasoning_kinds]
         signed = blocks[:1] if self._reasoning is not None else []
         if self._reasoning is not None:
@@ -803,7 +818,7 @@ class SourceEvents:
         ctx = Ctx(fmt.name, outbound=True)
         out += [render(view, ctx) for render in fmt.stream_end]
         message.result = result
-        message.notes = result.notes
+        message.notes = (*result.notes, *notes)
         self.message = message
         return out
 
@@ -855,6 +870,7 @@ def translate_source(
 
 def write_answer(fmt: SourceFormat, provider: Any, result: TranslateResult) -> AnswerBody:
     """A result as the format's whole answer, with its id where the provider's rules say the answer's is."""
-    answer = AnswerBody(fmt.write(result, answer_id(provider, result.raw)))
-    answer.result, answer.notes = result, result.notes
+    notes: list[Note] = []
+    answer = AnswerBody(fmt.write(result, answer_id(provider, result.raw), notes))
+    answer.result, answer.notes = result, (*result.notes, *notes)
     return answer
