@@ -158,6 +158,7 @@ class SourceFormat:
         stands alone (closing the current one), an `item` joins one of the current message's lists."""
         kinds = self.roles[role]
         current: dict[str, Any] | None = None
+        first = len(out)  # the normal-form messages this one writes start here
 
         def open_current() -> dict[str, Any]:
             nonlocal current
@@ -206,7 +207,7 @@ class SourceFormat:
                     origins[f"messages[{hub_index}].{kind.into}"] = (path, {})
                 origins[f"messages[{hub_index}].{kind.into}[{len(items)}]"] = (path, kind.renames)
                 items.append(written)
-        for msg in out:
+        for msg in out[first:]:
             content = msg.get("content")
             if content == [] and msg["role"] != "user":
                 msg["content"] = None
