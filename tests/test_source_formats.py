@@ -545,3 +545,20 @@ def test_what_the_answer_cannot_say_is_noted() -> None:
     assert answer["usage"]["input_tokens"] == 0  # Message requires it: the template's default, noted
     kinds = {(n.kind, n.path) for n in answer.notes}
     assert ("inconsistent", "prompt_tokens") in kinds and ("synthesized", "usage.input_tokens") in kinds
+
+
+def test_made_up_format_template_error_is_located(tmp_path: Path) -> None:
+    broken = MADE_UP.replace("{part: {type: text, text: {$get: say}}}", "{part: {type: text, text: {$gte: say}}}", 1)
+    with pytest.raises(RuleError) as caught:
+        made_up(tmp_path, broken)
+    assert (
+        caught.value.file.endswith("acme.yaml")
+        and caught.value.line
+        == MADE_UP.splitlines().index(next(line for line in MADE_UP.splitlines() if "{$get: say}" in line)) + 1
+    )
+
+
+def test_made_up_format_unknown_provider_is_located(tmp_path: Path) -> None:
+    with pytest.raises(RuleError) as caught:
+        made_up(tmp_path, MADE_UP.replace("provider: anthropic", "provider: acme-cloud"))
+    assert caught.value.rule == "provider" and caught.value.line == 4

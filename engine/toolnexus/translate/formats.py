@@ -488,7 +488,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     origin: dict[str, str] = {}
     derived: dict[str, Any] = {}
     if "body" in request.get("derive", []):
-        body = rules.data["request"]["body"]
+        body = _section(rules, ("request", "body"), source, ("request", "derive"))
         for key, template in body.items():
             node = parse_template(template, ("request", "body", key), theirs)
             rows = _lookup_rows(node)
@@ -550,7 +550,8 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     if tools_spec:
         pairs: list[tuple[str, str]] = []
         if tools_spec.get("derive") == "declaration":
-            node = parse_template(rules.data["tools"]["declaration"], ("tools", "declaration"), theirs)
+            declaration = _section(rules, ("tools", "declaration"), source, ("request", "tools", "derive"))
+            node = parse_template(declaration, ("tools", "declaration"), theirs)
             pairs = [(read, ".".join(written)) for written, read in leaves(node)]
         template = nest(pairs) | tools_spec.get("fields", {})
         tool_node = parse_template(template, ("request", "tools"), env)
@@ -559,9 +560,11 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         tool_renames = {f"function.{w[0]}" if w else "": r for w, r in leaves(tool_node)}
 
     answer = data["answer"]
-    finish = rules.data["response"]["finish_reason"]
+    finish = _section(rules, ("response", "finish_reason"), source, ("provider",))
     stop_table = inverse_table(finish["table"])
-    usage_node = parse_template(rules.data["response"]["usage"], ("response", "usage"), theirs)
+    usage_node = parse_template(
+        _section(rules, ("response", "usage"), source, ("provider",)), ("response", "usage"), theirs
+    )
     stream_spec = data.get("stream", {})
     stream_renders: dict[str, Render] = {}
     for group in ("open", "piece"):
@@ -620,6 +623,16 @@ def _renames(node: Node) -> dict[str, str]:
     return {
         key: plain.get(key, read + WHOLE) for key, read in ((".".join(w), r) for w, r in leaves(node, applied=True))
     }
+
+
+def _section(rules: RuleSource, key: Key, fmt: RuleSource, asked_at: Key) -> Any:
+    """The provider rule file's section a format derives from; missing, a RuleError where the format asks."""
+    value: Any = rules.data
+    for step in key:
+        value = value.get(step) if isinstance(value, dict) else None
+    if value is None:
+        raise fmt.error(asked_at, f"{rules.file} has no {'.'.join(map(str, key))} to derive from")
+    return value
 
 
 def _roots(env: Env) -> set[str]:
