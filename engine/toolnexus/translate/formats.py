@@ -386,7 +386,8 @@ def leaves(node: Node, at: tuple[str, ...] = (), applied: bool = False) -> Itera
 
 
 def nest(pairs: list[tuple[str, str]]) -> dict[str, Any]:
-    """`[("function.name", "name")]` -> `{function: {name: {$get: name}}}`: a template from renames."""
+    """`[("function.name", "name")]` -> `{function: {name: {$get: name}}}`: a template from renames
+    (each pair: the path written, the path read)."""
     out: dict[str, Any] = {}
     for target, read in pairs:
         steps = target.split(".")
@@ -479,85 +480,15 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     env = Env(source)
     theirs = Env(rules)
     request = data["request"]
-    declared = dict(request.get("fields", {}))
     messages = request["messages"]
     own_reads = {messages["each"], messages.get("system")}
     tools_spec = request.get("tools")
     if tools_spec:
         own_reads.add(tools_spec["each"])
-    origin: dict[str, str] = {}
-    derived: dict[str, Any] = {}
-    if "body" in request.get("derive", []):
-        body = _section(rules, ("request", "body"), source, ("request", "derive"))
-        for key, template in body.items():
-            node = parse_template(template, ("request", "body", key), theirs)
-            rows = _lookup_rows(node)
-            if rows is not None and key not in own_reads:
-                derived[node.path.expr] = {  # type: ignore[attr-defined]
-                    "$nearest": key,
-                    "rows": rows,
-                }
-                continue
-            for written, read in leaves(node, (key,)):
-                target = ".".join(written)
-                if written[0] in own_reads or read.split(".")[0] in declared or read in ("messages", "tools"):
-                    continue
-                derived.setdefault(read, {"$get": target})
-                origin.setdefault(read.split(".")[0], target)
-    plain = {k: v for k, v in derived.items() if "$nearest" not in v}
-    nearest = {k: v for k, v in derived.items() if "$nearest" in v}
-    fields_template = nest([(k, v["$get"]) for k, v in plain.items()]) | declared
-    fields_render = compile_template(fields_template, ("request", "fields"), env)
-    nearest_renders = {k: _nearest(k, v["$nearest"], v["rows"], name) for k, v in nearest.items()}
-    origin.update({k: v["$nearest"] for k, v in nearest.items()})
-    reads = {n for n in _roots(env)} | {v["$nearest"] for v in nearest.values()}
-    for key, template in declared.items():
-        node = parse_template(template, ("request", "fields", key), Env(source))
-        for read in _reads_of(node):
-            origin.setdefault(key, read)
-            break
+    fields, reads, origin = _compile_fields(request, rules, source, env, own_reads)
 
-    def fields(scope: Any, ctx: Ctx) -> Any:
-        out = fields_render(scope, ctx) or {}
-        for key, render in nearest_renders.items():
-            value = render(scope, ctx)
-            if value is not MISSING:
-                out[key] = value
-        return out
-
-    roles: dict[str, Mapping[str, Kind]] = {}
-    for role, spec in messages["roles"].items():
-        kinds = {}
-        for kind, entry in spec["kinds"].items():
-            at: Key = ("request", "messages", "roles", role, "kinds", kind)
-            mode = next(m for m in ("part", "item", "message") if m in entry)
-            template = entry["as"] if mode == "item" else entry[mode]
-            node = parse_template(template, (*at, mode), env)
-            kinds[kind] = Kind(
-                mode=mode,
-                render=compile_template(template, (*at, mode), env),
-                into=entry.get("item", ""),
-                reads=_block_reads(node, tuple(entry.get("blocks", ()))),
-                renames=MappingProxyType(_renames(node)),
-                blocks=tuple(entry.get("blocks", ())),
-                state=(entry["state"]["from"], entry["state"]["set"]) if "state" in entry else None,
-            )
-        roles[role] = MappingProxyType(kinds)
-
-    tool_render = None
-    tool_reads: frozenset[str] = frozenset()
-    tool_renames: dict[str, str] = {}
-    if tools_spec:
-        pairs: list[tuple[str, str]] = []
-        if tools_spec.get("derive") == "declaration":
-            declaration = _section(rules, ("tools", "declaration"), source, ("request", "tools", "derive"))
-            node = parse_template(declaration, ("tools", "declaration"), theirs)
-            pairs = [(read, ".".join(written)) for written, read in leaves(node)]
-        template = nest(pairs) | tools_spec.get("fields", {})
-        tool_node = parse_template(template, ("request", "tools"), env)
-        tool_render = compile_template(template, ("request", "tools"), env)
-        tool_reads = frozenset(r.split(".")[0] for r in _reads_of(tool_node))
-        tool_renames = {f"function.{w[0]}" if w else "": r for w, r in leaves(tool_node)}
+    roles = _compile_roles(messages["roles"], env)
+    tool_render, tool_reads, tool_renames = _compile_tools(tools_spec, rules, source, env)
 
     answer = data["answer"]
     finish = _section(rules, ("response", "finish_reason"), source, ("provider",))
@@ -623,6 +554,94 @@ def _renames(node: Node) -> dict[str, str]:
     return {
         key: plain.get(key, read + WHOLE) for key, read in ((".".join(w), r) for w, r in leaves(node, applied=True))
     }
+
+
+def _compile_roles(spec: Mapping[str, Any], env: Env) -> dict[str, Mapping[str, Kind]]:
+    """Each role's block kinds, compiled."""
+    roles: dict[str, Mapping[str, Kind]] = {}
+    for role, role_spec in spec.items():
+        kinds = {}
+        for kind, entry in role_spec["kinds"].items():
+            at: Key = ("request", "messages", "roles", role, "kinds", kind)
+            mode = next(m for m in ("part", "item", "message") if m in entry)
+            template = entry["as"] if mode == "item" else entry[mode]
+            node = parse_template(template, (*at, mode), env)
+            kinds[kind] = Kind(
+                mode=mode,
+                render=compile_template(template, (*at, mode), env),
+                into=entry.get("item", ""),
+                reads=_block_reads(node, tuple(entry.get("blocks", ()))),
+                renames=MappingProxyType(_renames(node)),
+                blocks=tuple(entry.get("blocks", ())),
+                state=(entry["state"]["from"], entry["state"]["set"]) if "state" in entry else None,
+            )
+        roles[role] = MappingProxyType(kinds)
+    return roles
+
+
+def _compile_tools(
+    tools_spec: Mapping[str, Any] | None, rules: RuleSource, source: RuleSource, env: Env
+) -> tuple[Render | None, frozenset[str], dict[str, str]]:
+    """A tool declaration read into the normal form's function (the provider's declaration read backwards
+    under the declared `fields`): its render, the tool keys it reads, and its renames."""
+    tool_render = None
+    tool_reads: frozenset[str] = frozenset()
+    tool_renames: dict[str, str] = {}
+    if tools_spec:
+        pairs: list[tuple[str, str]] = []
+        if tools_spec.get("derive") == "declaration":
+            declaration = _section(rules, ("tools", "declaration"), source, ("request", "tools", "derive"))
+            node = parse_template(declaration, ("tools", "declaration"), Env(rules))
+            pairs = [(read, ".".join(written)) for written, read in leaves(node)]
+        template = nest(pairs) | tools_spec.get("fields", {})
+        tool_node = parse_template(template, ("request", "tools"), env)
+        tool_render = compile_template(template, ("request", "tools"), env)
+        tool_reads = frozenset(r.split(".")[0] for r in _reads_of(tool_node))
+        tool_renames = {f"function.{w[0]}" if w else "": r for w, r in leaves(tool_node)}
+    return tool_render, tool_reads, tool_renames
+
+
+def _compile_fields(
+    request: Mapping[str, Any], rules: RuleSource, source: RuleSource, env: Env, own_reads: set[Any]
+) -> tuple[Render, set[str], dict[str, str]]:
+    """The normal-form fields: the provider's body read backwards (`derive: [body]`) under the declared
+    `fields`. Returns the render, the format's fields it reads, and each normal-form field's origin."""
+    declared = dict(request.get("fields", {}))
+    theirs = Env(rules)
+    origin: dict[str, str] = {}
+    renamed: dict[str, str] = {}  # a normal-form path -> the format's field it is read from
+    tables: dict[str, Render] = {}  # a normal-form field -> a constant-row table read backwards
+    if "body" in request.get("derive", []):
+        body = _section(rules, ("request", "body"), source, ("request", "derive"))
+        for key, template in body.items():
+            node = parse_template(template, ("request", "body", key), theirs)
+            rows = _lookup_rows(node)
+            if isinstance(node, Lookup) and rows is not None and key not in own_reads:
+                target = node.path.expr
+                tables[target] = _nearest(target, key, rows, str(source.data["format"]))
+                origin[target] = key
+                continue
+            for written, read in leaves(node, (key,)):
+                if written[0] in own_reads or read.split(".")[0] in declared or read in ("messages", "tools"):
+                    continue
+                renamed.setdefault(read, ".".join(written))
+                origin.setdefault(read.split(".")[0], ".".join(written))
+    render = compile_template(nest(list(renamed.items())) | declared, ("request", "fields"), env)
+    reads = _roots(env) | set(origin.values())
+    for key, template in declared.items():
+        first = next(iter(_reads_of(parse_template(template, ("request", "fields", key), Env(source)))), None)
+        if first is not None:
+            origin.setdefault(key, first)
+
+    def fields(scope: Any, ctx: Ctx) -> Any:
+        out = render(scope, ctx) or {}
+        for key, table in tables.items():
+            value = table(scope, ctx)
+            if value is not MISSING:
+                out[key] = value
+        return out
+
+    return fields, {r.split(".")[0] for r in reads}, origin
 
 
 def _section(rules: RuleSource, key: Key, fmt: RuleSource, asked_at: Key) -> Any:
