@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 from deepdiff import DeepDiff
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from support.cases import CASES
 from support.judges import ANTHROPIC_REQUEST, ANTHROPIC_SDK_GAPS, judge
@@ -562,3 +564,58 @@ def test_made_up_format_unknown_provider_is_located(tmp_path: Path) -> None:
     with pytest.raises(RuleError) as caught:
         made_up(tmp_path, MADE_UP.replace("provider: anthropic", "provider: acme-cloud"))
     assert caught.value.rule == "provider" and caught.value.line == 4
+
+
+# ---------------------------------------------------------------- identity, generated
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20)
+IDS = st.from_regex(r"toolu_[a-zA-Z0-9]{1,8}", fullmatch=True)
+CACHE = st.sampled_from([{}, {"cache_control": {"type": "ephemeral"}}])
+
+
+@st.composite
+def messages_requests(draw: st.DrawFn) -> dict[str, Any]:
+    """Messages requests of the shapes that translate for anthropic without a normalization (README
+    "Source formats" lists those): user text as a string, or blocks one of which is cached;
+    assistant thinking, text and tool_use; each tool turn answered by a user turn of tool_results only."""
+    messages: list[dict[str, Any]] = []
+    used: set[str] = set()
+    for _ in range(draw(st.integers(1, 3))):
+        blocks = [{"type": "text", "text": t} | draw(CACHE) for t in draw(st.lists(TEXT, min_size=1, max_size=3))]
+        blocks[-1]["cache_control"] = {"type": "ephemeral"}  # all plain text blocks would come back joined
+        messages.append({"role": "user", "content": draw(st.sampled_from([draw(TEXT), blocks]))})
+        content: list[dict[str, Any]] = []
+        if draw(st.booleans()):
+            content.append({"type": "thinking", "thinking": draw(TEXT), "signature": draw(IDS)})
+        content.append({"type": "text", "text": draw(TEXT)})
+        ids = [i for i in draw(st.lists(IDS, max_size=2, unique=True)) if i not in used]
+        used |= set(ids)
+        content += [{"type": "tool_use", "id": i, "name": "weather", "input": {"city": draw(TEXT)}} for i in ids]
+        messages.append({"role": "assistant", "content": content})
+        if ids:
+            results = [
+                {"type": "tool_result", "tool_use_id": i, "content": draw(TEXT)} | draw(CACHE)
+                | draw(st.sampled_from([{}, {"is_error": True}]))
+                for i in ids
+            ]  # fmt: skip
+            messages.append({"role": "user", "content": results})
+    messages.append({"role": "user", "content": draw(TEXT)})
+    request: dict[str, Any] = {"model": "claude-sonnet-4-5", "max_tokens": draw(st.integers(1, 8192))}
+    request["messages"] = messages
+    request["tools"] = [WEATHER | draw(CACHE)]
+    choice = draw(st.sampled_from([None, {"type": "any"}, {"type": "tool", "name": "weather"}, {"type": "none"}]))
+    if choice is not None:
+        request["tool_choice"] = choice
+    if draw(st.booleans()):
+        request["temperature"] = draw(st.sampled_from([0.0, 0.5, 1.0]))
+    if draw(st.booleans()):
+        request["stop_sequences"] = draw(st.lists(TEXT, min_size=1, max_size=2))
+    return request
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(request=messages_requests())
+def test_generated_messages_requests_come_out_as_they_went_in(request: dict[str, Any]) -> None:
+    judge_request(request)
+    body = translate_request("anthropic", request, source="anthropic")
+    assert not DeepDiff(request, dict(body)), DeepDiff(request, dict(body)).pretty()
