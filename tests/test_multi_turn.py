@@ -31,6 +31,7 @@ import pytest
 from deepdiff import DeepDiff
 
 from support.judges import (
+    ANTHROPIC_REQUEST,
     JUDGES,
     SDK_VALIDATORS,
     judge_anthropic,
@@ -41,6 +42,7 @@ from support.judges import (
     judge_ollama,
     judge_openai,
 )
+from support.messages import accumulate, judge_event, judge_message
 from support.sse_encoders import ENCODERS, events_reply
 from support.variants import with_variants
 from toolnexus import (
@@ -1078,3 +1080,129 @@ def test_params_are_translated_by_the_rules_and_cannot_replace_translates_own_ar
     asyncio.run(run())
     assert script.bodies[0]["thinking"] == {"type": "enabled", "budget_tokens": 8192}
     assert "reasoning_effort" not in script.bodies[0] and len(script.bodies) == 1
+
+
+# ---------------------------------------------------------------- Messages in: the same ten turns, source="anthropic"
+
+
+def messages_tools(features: Features) -> list[dict[str, Any]]:
+    """The tools as an Anthropic Messages caller declares them."""
+    out = []
+    for tool in tools(features):
+        function = tool["function"]
+        declared = {"name": function["name"], "description": function["description"]}
+        declared["input_schema"] = function["parameters"]
+        if "cache_control" in tool:
+            declared["cache_control"] = tool["cache_control"]
+        out.append(declared)
+    return out
+
+
+def messages_system(features: Features) -> Any:
+    content = system_message(features)["content"]
+    return content if isinstance(content, str) else [dict(part) for part in content]
+
+
+def messages_tool_result(call_id: str, name: str, arguments: dict[str, Any], features: Features) -> dict[str, Any]:
+    """The same tool output as `tool_message`, as a Messages tool_result block."""
+    given = tool_message(call_id, name, arguments, features)
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id}
+    content = given["content"]
+    if isinstance(content, list):
+        content = [
+            {"type": "text", "text": p["text"]}
+            if p["type"] == "text"
+            else {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": p["image_url"]["url"].split(",")[1]},
+            }
+            for p in content
+        ]
+    block["content"] = content
+    if given.get("is_error"):
+        block["is_error"] = True
+    return block
+
+
+@dataclass
+class CompactArgumentsScript(OpenAIScript):
+    """OpenAI answering with compact JSON arguments (as it does): a Messages caller holds tool input as an object,
+    so what comes back is its compact JSON text, and the stub checks the history byte for byte."""
+
+    def answer(self, turn: int) -> dict[str, Any]:
+        out = super().answer(turn)
+        for call in out["choices"][0]["message"].get("tool_calls", []):
+            call["function"]["arguments"] = json.dumps(
+                json.loads(call["function"]["arguments"]), ensure_ascii=False, separators=(",", ":")
+            )
+        for message in self.history:
+            for call in message.get("tool_calls", ()):
+                call["function"]["arguments"] = json.dumps(
+                    json.loads(call["function"]["arguments"]), ensure_ascii=False, separators=(",", ":")
+                )
+        return out
+
+
+MESSAGES_SCRIPTS: dict[str, Callable[[], Script]] = {
+    "gemini": SCRIPTS["gemini"],
+    "openai": lambda: CompactArgumentsScript(Features(cache_control=False, rich_results=False)),
+}
+
+
+async def converse_in_messages(provider: str, script: Script, *, streamed: bool) -> list[dict[str, Any]]:
+    """The caller's loop in Messages format: each request's history is built only from the earlier answers,
+    as Anthropic `Message`s (whole) or the Messages events a stream gave, and tool_result blocks."""
+    features = script.features
+    messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTIONS[0]}]
+    asked = 1
+    answers = []
+    params = {"system": messages_system(features), "thinking": {"type": "enabled", "budget_tokens": 8192}}
+    options: dict[str, Any] = {"tools": messages_tools(features), "params": params, "max_tokens": 20480}
+    with ProviderStub(served(provider, script, streamed)) as stub:
+        async with create_client(stub.base_url, provider, "m", api_key="k", max_retries=0) as client:
+            for _ in range(TURNS):
+                request = {"model": "m", "max_tokens": 20480, "messages": messages, **options["params"]}
+                request["tools"] = options["tools"]
+                ANTHROPIC_REQUEST.validate_python(json.loads(json.dumps(request)))  # a real Messages request
+                if streamed:
+                    stream = client.translate_stream(messages, **options, source="anthropic")
+                    events = [event async for event in stream]
+                    for event in events:
+                        judge_event(event)
+                    answer = dict(stream.message)  # type: ignore[union-attr]
+                    assert accumulate(events) == answer
+                else:
+                    answer = dict(await client.translate(messages, **options, source="anthropic"))
+                judge_message(answer)
+                answers.append(answer)
+                messages.append({"role": "assistant", "content": answer["content"]})
+                calls = [b for b in answer["content"] if b["type"] == "tool_use"]
+                if calls:
+                    results = [messages_tool_result(c["id"], c["name"], c["input"], features) for c in calls]
+                    messages.append({"role": "user", "content": results})
+                else:
+                    messages.append({"role": "user", "content": QUESTIONS[asked]})
+                    asked += 1
+    return answers
+
+
+MESSAGES_RUNS = [(p, s) for p in sorted(MESSAGES_SCRIPTS) for s in (False, True)]
+
+
+@pytest.mark.parametrize(
+    ("provider", "streamed"), MESSAGES_RUNS, ids=[f"{p}-{'streamed' if s else 'whole'}" for p, s in MESSAGES_RUNS]
+)
+def test_ten_turns_in_messages_format(provider: str, streamed: bool) -> None:
+    """Messages in, the provider out, Messages back: signatures, tool ids, tool results and cache markers survive
+    ten turns whose history is only the earlier Messages answers."""
+    script = MESSAGES_SCRIPTS[provider]()
+    try:
+        answers = asyncio.run(converse_in_messages(provider, script, streamed=streamed))
+    except ProviderError as exc:
+        raise AssertionError(f"{provider} refused: {script.failures or exc}") from None
+    assert not script.failures, script.failures
+    assert len(answers) == len(script.bodies) == TURNS
+    assert [any(b["type"] == "tool_use" for b in a["content"]) for a in answers] == [k != "answer" for k in SCHEDULE]
+    for answer in answers:
+        assert answer["stop_reason"] == ("tool_use" if answer["content"][-1]["type"] == "tool_use" else "end_turn")
+        assert answer["usage"]["cache_read_input_tokens"] > 0

@@ -457,3 +457,32 @@ def test_the_first_key_of_a_union_reads_as_jmespath_reads_it(expression: str, da
             compile_path(expression)(data)
         return
     assert compile_path(expression)(data) == (MISSING if want is None else want)
+
+
+def test_data_url_joins_media_type_and_base64_data() -> None:
+    assert render("{u: {$data_url: src}}", {"src": {"media_type": "image/png", "data": "iVBO"}}) == {
+        "u": "data:image/png;base64,iVBO"
+    }
+    assert render("{u: {$data_url: src}}", {}) is MISSING
+    with pytest.raises(TranslationError) as caught:
+        render("{u: {$data_url: src}}", {"src": {"media_type": "image/png"}})
+    assert caught.value.path == "src"
+
+
+def test_seal_carries_state_on_a_string_and_unseal_gives_both_back() -> None:
+    scope = {"id": "call_1", "extra": {"sig": "é/+="}}
+    sealed = render("{id: {$seal: extra, onto: id}}", scope)["id"]
+    assert sealed.startswith("call_1_tns_") and all(c.isalnum() or c in "_-" for c in sealed)
+    back = render("{id: {$unseal: id, part: value}, extra: {$unseal: id, part: state}}", {"id": sealed})
+    assert back == {"id": "call_1", "extra": {"sig": "é/+="}}
+    # no state: the string as it is, and nothing to unseal
+    assert render("{id: {$seal: extra, onto: id}}", {"id": "call_1"}) == {"id": "call_1"}
+    assert render("{id: {$unseal: id, part: value}, x: {$unseal: id, part: state}}", {"id": "a_b"}) == {"id": "a_b"}
+    # onto nothing: the state alone; a seal that does not decode is no seal
+    assert render("{d: {$seal: extra}}", scope)["d"].startswith("_tns_")
+    assert render("{x: {$unseal: id, part: value}}", {"id": "a_tns_!!"}) == {"x": "a_tns_!!"}
+
+
+def test_seal_and_unseal_options_are_checked_at_load() -> None:
+    assert compile_error("t: {x: {$unseal: id, part: both}}").rule == "t.x.part"
+    assert compile_error("t: {x: {$seal: a, onto: 3}}").rule == "t.x.onto"

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
 from .errors import ConfigError, ProviderError
+from .translate.formats import PLAIN, AnswerBody, SourceStream, translate_source, write_answer
 from .translate.inbound import RequestBody, UnknownFields
 from .translate.result import TranslateResult
 from .translate.rulebook import RulesArg, load_rules
@@ -20,19 +21,54 @@ def translate_request(
     default_system: str | None = None,
     rules: RulesArg = None,
     unknown_fields: UnknownFields = "error",
+    source: str = PLAIN,
 ) -> RequestBody:
-    """An OpenAI Chat Completions request -> the provider-native body.
+    """An OpenAI Chat Completions request (or one in the `source` format) -> the provider-native body.
 
     `system` (per call) overrides the transcript's system/developer messages,
     which override `default_system` (a client-wide default). A request field the
     rules neither map nor list as unsupported raises, unless `unknown_fields="drop"`.
-    The returned dict's `.notes` lists every drop, rewrite and synthesized value.
+    The returned dict's `.notes` lists every drop, rewrite and synthesized value. `source`: the
+    request's shape, `openai` (Chat Completions) or a format of `rules/formats/` (README
+    "Source formats"); errors and notes then name the source request's paths.
     """
-    return (
-        load_rules(rules)
-        .get(provider)
-        .inbound.translate(request, system=system, default_system=default_system, unknown_fields=unknown_fields)
+    book = load_rules(rules)
+    inbound = book.get(provider).inbound
+    if source == PLAIN:
+        return inbound.translate(request, system=system, default_system=default_system, unknown_fields=unknown_fields)
+    body: RequestBody = translate_source(
+        book.format(source),
+        inbound,
+        request,
+        system=system,
+        default_system=default_system,
+        unknown_fields=unknown_fields,
     )
+    return body
+
+
+@overload
+def translate_response(
+    provider: str,
+    response: dict[str, Any],
+    *,
+    requested_model: str | None = None,
+    rules: RulesArg = None,
+    id_map: Mapping[str, str] | None = None,
+    source: Literal["openai"] = "openai",
+) -> TranslateResult: ...
+
+
+@overload
+def translate_response(
+    provider: str,
+    response: dict[str, Any],
+    *,
+    requested_model: str | None = None,
+    rules: RulesArg = None,
+    id_map: Mapping[str, str] | None = None,
+    source: str,
+) -> TranslateResult | AnswerBody: ...
 
 
 def translate_response(
@@ -42,8 +78,12 @@ def translate_response(
     requested_model: str | None = None,
     rules: RulesArg = None,
     id_map: Mapping[str, str] | None = None,
-) -> TranslateResult:
+    source: str = PLAIN,
+) -> TranslateResult | AnswerBody:
     """A provider's decoded response -> an OpenAI-shaped TranslateResult.
+
+    With a `source` format other than `openai`: an `AnswerBody`, the answer in that format's shape
+    (a dict; e.g. an Anthropic `Message`), with `.result` (the TranslateResult) and `.notes`.
 
     `id_map`: the `.id_map` of the request this answers (`translate_request`'s result), so a
     tool-call id the request sent rewritten comes back as the caller's id.
@@ -55,7 +95,10 @@ def translate_response(
     error = rules_for.endpoint.error_in(response)
     if error is not None:
         raise ProviderError(error[1], provider=provider, kind="http", error_type=error[0])
-    return rules_for.outbound.translate(response, requested_model=requested_model, id_map=id_map)
+    result = rules_for.outbound.translate(response, requested_model=requested_model, id_map=id_map)
+    if source == PLAIN:
+        return result
+    return write_answer(load_rules(rules).format(source), rules_for, result)
 
 
 def stream_translator(
@@ -64,18 +107,25 @@ def stream_translator(
     requested_model: str | None = None,
     rules: RulesArg = None,
     id_map: Mapping[str, str] | None = None,
-) -> StreamTranslator:
+    source: str = PLAIN,
+) -> StreamTranslator | SourceStream:
     """A translator for one provider event stream, for callers that do their own HTTP.
 
     `feed(data)` per server-sent event (its `data:` text) returns OpenAI chunk dicts;
     at the end of the stream `finish()` returns the closing chunks and sets `.result`,
     the TranslateResult `translate_response` gives for the response the events built.
-    `id_map` as for `translate_response`.
+    `id_map` as for `translate_response`. With a `source` format other than `openai`, a
+    `SourceStream`: `feed`/`finish` return that format's events (Anthropic `message_start` ...
+    `message_stop`), and `finish()` also sets `.message`, the whole answer `translate_response` gives.
     """
-    streaming = load_rules(rules).get(provider).streaming
+    book = load_rules(rules)
+    streaming = book.get(provider).streaming
     if streaming is None:
         raise ConfigError(f"the {provider} rules have no streaming section")
-    return StreamTranslator(streaming, requested_model=requested_model, id_map=id_map)
+    translator = StreamTranslator(streaming, requested_model=requested_model, id_map=id_map)
+    if source == PLAIN:
+        return translator
+    return SourceStream(book.format(source), translator)
 
 
 def providers(rules: RulesArg = None) -> list[str]:

@@ -19,6 +19,7 @@ from ..api import stream_translator, translate_request, translate_response
 from ..errors import ConfigError, ProviderError, ToolnexusError, TranslationError
 from ..language.jsonsafe import JsonValueError, loads
 from ..language.loader import builtin_rules_dir
+from ..translate.result import TranslateResult
 from ..translate.rulebook import load_rules
 from .conformance import run_check
 
@@ -141,7 +142,12 @@ def cmd_request(args: argparse.Namespace, out: TextIO) -> int:
         if isinstance(request, dict):
             request = {k: v for k, v in request.items() if k != "stream"}  # --stream says it
     body = translate_request(
-        args.to, request, rules=args.rules, system=args.system, unknown_fields="drop" if args.drop_unknown else "error"
+        args.to,
+        request,
+        rules=args.rules,
+        system=args.system,
+        unknown_fields="drop" if args.drop_unknown else "error",
+        source=args.source,
     )
     _print_json(streaming.request_body(body, {"model": body.get("model", "")}) if streaming else body, out, args.file)
     for note in body.notes:
@@ -152,8 +158,10 @@ def cmd_request(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_response(args: argparse.Namespace, out: TextIO) -> int:
     if args.stream:
         return _response_stream(args, out)
-    result = translate_response(args.from_, _read_json(args.file), rules=args.rules, requested_model=args.model)
-    _print_json(result.to_dict(), out, args.file)
+    result = translate_response(
+        args.from_, _read_json(args.file), rules=args.rules, requested_model=args.model, source=args.source
+    )
+    _print_json(result.to_dict() if isinstance(result, TranslateResult) else dict(result), out, args.file)
     return 0
 
 
@@ -162,7 +170,7 @@ def _response_stream(args: argparse.Namespace, out: TextIO) -> int:
     import httpx
     from httpx_sse import EventSource
 
-    translator = stream_translator(args.from_, requested_model=args.model, rules=args.rules)
+    translator = stream_translator(args.from_, requested_model=args.model, rules=args.rules, source=args.source)
     streaming = load_rules(args.rules).get(args.from_).streaming
     assert streaming is not None  # stream_translator refused a provider without one
     if streaming.framing == "sse":
@@ -286,6 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", required=True, metavar="PROVIDER", help=f"the provider to translate for, {which}")
     p.add_argument("--system", help="a per-call system prompt (overrides the transcript's)")
     p.add_argument("--drop-unknown", action="store_true", help="drop (with a note) fields the rules do not map")
+    p.add_argument("--source", default="openai", metavar="FORMAT",
+                   help="the request's format: openai (the default) or a format in rules/formats/")  # fmt: skip
     p.add_argument("--stream", action="store_true",
                    help="print the streamed call's body (with the rule file's streaming.body)")  # fmt: skip
     p.add_argument("file", nargs="?", default="-", metavar="FILE", help="JSON file, or - for stdin (the default)")
@@ -296,6 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--from", dest="from_", required=True, metavar="PROVIDER", help=f"the provider that answered, {which}"
     )
     p.add_argument("--model", help="the requested model, used when the response names none")
+    p.add_argument("--source", default="openai", metavar="FORMAT",
+                   help="the answer's format: openai (the default) or a format in rules/formats/")  # fmt: skip
     p.add_argument("--stream", action="store_true",
                    help="FILE is a captured stream in the provider's framing (server-sent events, NDJSON, "
                         "AWS event-stream frames): print its OpenAI chunks")  # fmt: skip

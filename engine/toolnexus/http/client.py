@@ -14,16 +14,17 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
 from functools import partial
-from typing import Any
+from typing import Any, Literal, overload
 
 from ..errors import Cancelled, ConfigError, TranslationError
 from ..toolkit.toolkit import Toolkit
 from ..translate.endpoint import check_headers
+from ..translate.formats import PLAIN, AnswerBody, SourceEvents, translate_source, write_answer
 from ..translate.inbound import RequestBody
 from ..translate.result import TranslateResult
 from ..translate.rulebook import Provider, RulesArg, load_rules
 from .call import AfterLLM, BeforeLLM, Caller, LLMEvent, Policy, encode_body, request_notes
-from .client_stream import TranslateStream
+from .client_stream import SourceEventStream, TranslateStream
 from .limits import MAX_EVENT_BYTES, MAX_RESPONSE_BYTES, check_cap, overall_default
 from .transport import TransportOption
 
@@ -91,7 +92,8 @@ class Client:
         refused = REFUSED_PARAMS & set(request_params or {})
         if refused:
             raise ConfigError(f"request_params cannot set {', '.join(sorted(refused))}: translate owns them")
-        self._provider: Provider = load_rules(rules).get(style)
+        self._book = load_rules(rules)
+        self._provider: Provider = self._book.get(style)
         endpoint = self._provider.endpoint
         key = endpoint.resolve_key(api_key)
         check_headers(headers or {})
@@ -138,6 +140,7 @@ class Client:
 
     # ------------------------------------------------------------ the call
 
+    @overload
     async def translate(
         self,
         messages: list[Any],
@@ -149,19 +152,85 @@ class Client:
         max_tokens: int = 0,
         cancel: asyncio.Event | None = None,
         params: dict[str, Any] | None = None,
-    ) -> TranslateResult:
+        source: Literal["openai"] = "openai",
+    ) -> TranslateResult: ...
+
+    @overload
+    async def translate(
+        self,
+        messages: list[Any],
+        *,
+        tools: list[Any] | None = None,
+        toolkit: Toolkit | None = None,
+        tool_choice: Any = None,
+        system: str | None = None,
+        max_tokens: int = 0,
+        cancel: asyncio.Event | None = None,
+        params: dict[str, Any] | None = None,
+        source: str,
+    ) -> TranslateResult | AnswerBody: ...
+
+    async def translate(
+        self,
+        messages: list[Any],
+        *,
+        tools: list[Any] | None = None,
+        toolkit: Toolkit | None = None,
+        tool_choice: Any = None,
+        system: str | None = None,
+        max_tokens: int = 0,
+        cancel: asyncio.Event | None = None,
+        params: dict[str, Any] | None = None,
+        source: str = PLAIN,
+    ) -> TranslateResult | AnswerBody:
         """Exactly one provider call (retries aside): OpenAI messages in, a TranslateResult out.
 
         `params`: other OpenAI request fields for this call (reasoning_effort, response_format,
-        temperature, ...), translated by the rules like the rest.
+        temperature, ...), translated by the rules like the rest. `source`: the shape of `messages`,
+        `tools`, `tool_choice` and `params` (README "Source formats"); other than `openai`, the answer
+        comes back in that shape too (an `AnswerBody`, e.g. an Anthropic Message, with `.result`).
         """
         body = self.build_body(messages, tools=tools, toolkit=toolkit, tool_choice=tool_choice, system=system,
-                               max_tokens=max_tokens, params=params)  # fmt: skip
+                               max_tokens=max_tokens, params=params, source=source)  # fmt: skip
         notes = request_notes(body)
         content = encode_body(await self._caller.before(body))
         answer = self._answer if not body.id_map else partial(self._answer, id_map=body.id_map)
         call = self._caller.call(self._url, content, answer, notes)
-        return await (call if cancel is None else self._cancellable(call, cancel))
+        result = await (call if cancel is None else self._cancellable(call, cancel))
+        if source == PLAIN:
+            return result
+        written: AnswerBody = write_answer(self._book.format(source), self._provider, result)
+        return written
+
+    @overload
+    def translate_stream(
+        self,
+        messages: list[Any],
+        *,
+        tools: list[Any] | None = None,
+        toolkit: Toolkit | None = None,
+        tool_choice: Any = None,
+        system: str | None = None,
+        max_tokens: int = 0,
+        cancel: asyncio.Event | None = None,
+        params: dict[str, Any] | None = None,
+        source: Literal["openai"] = "openai",
+    ) -> TranslateStream: ...
+
+    @overload
+    def translate_stream(
+        self,
+        messages: list[Any],
+        *,
+        tools: list[Any] | None = None,
+        toolkit: Toolkit | None = None,
+        tool_choice: Any = None,
+        system: str | None = None,
+        max_tokens: int = 0,
+        cancel: asyncio.Event | None = None,
+        params: dict[str, Any] | None = None,
+        source: str,
+    ) -> TranslateStream | SourceEventStream: ...
 
     def translate_stream(
         self,
@@ -174,20 +243,23 @@ class Client:
         max_tokens: int = 0,
         cancel: asyncio.Event | None = None,
         params: dict[str, Any] | None = None,
-    ) -> TranslateStream:
+        source: str = PLAIN,
+    ) -> TranslateStream | SourceEventStream:
         """One streamed provider call: `async for chunk in stream` (OpenAI chunk dicts), then `stream.result`.
 
         Same parameters as `translate`; the body is translated now (a TranslationError raises here),
         the call starts on the first iteration. See client_stream.py for retries, hooks and cancel.
+        With a `source` other than `openai`, a SourceEventStream of that format's events.
         """
         streaming = self._provider.streaming
         if streaming is None:
             raise ConfigError(f"the {self.style} rules have no streaming section")
         body = self.build_body(messages, tools=tools, toolkit=toolkit, tool_choice=tool_choice, system=system,
-                               max_tokens=max_tokens, params=params)  # fmt: skip
+                               max_tokens=max_tokens, params=params, source=source)  # fmt: skip
         notes = request_notes(body)
         sent = streaming.request_body(body, self._values)
-        return TranslateStream(self._caller, sent, self._stream_url, streaming, cancel, notes, body.id_map)
+        inner = TranslateStream(self._caller, sent, self._stream_url, streaming, cancel, notes, body.id_map)
+        return inner if source == PLAIN else SourceEventStream(inner, SourceEvents(self._book.format(source)))
 
     def build_body(
         self,
@@ -199,6 +271,7 @@ class Client:
         system: str | None = None,
         max_tokens: int = 0,
         params: dict[str, Any] | None = None,
+        source: str = PLAIN,
     ) -> RequestBody:
         """The provider body translate would send (before `before_llm`): the pure translation + request_params."""
         clash = sorted(OWN_ARGUMENTS & set(params or ()))
@@ -212,7 +285,13 @@ class Client:
             request["tool_choice"] = tool_choice
         if max_tokens:
             request["max_tokens"] = max_tokens
-        body = self._provider.inbound.translate(request, system=system, default_system=self.system_prompt)
+        inbound = self._provider.inbound
+        if source == PLAIN:
+            body = inbound.translate(request, system=system, default_system=self.system_prompt)
+        else:
+            body = translate_source(
+                self._book.format(source), inbound, request, system=system, default_system=self.system_prompt
+            )
         if self._params:
             merged = RequestBody({**body, **self._params})
             merged.notes = body.notes

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 import httpx
 
 from ..errors import Cancelled, Note
+from ..translate.formats import AnswerBody, SourceEvents
 from ..translate.result import TranslateResult
 from ..translate.stream import StreamTranslator
 from ..translate.stream_rules import Streaming
@@ -227,3 +228,50 @@ class TranslateStream:
             await events.aclose()
         if self._response is not None:
             await self._response.aclose()
+
+
+class SourceEventStream:
+    """`async for event in stream` gives a source format's stream events (Anthropic `message_start` ...
+    `message_stop`), over a TranslateStream; then `stream.result` and `stream.message` (the whole answer)."""
+
+    def __init__(self, inner: TranslateStream, events: SourceEvents) -> None:
+        self._inner = inner
+        self._events = events
+        self._pending: deque[dict[str, Any]] = deque()
+        self._ended = False
+
+    @property
+    def result(self) -> TranslateResult:
+        return self._inner.result
+
+    @property
+    def message(self) -> AnswerBody:
+        """The whole answer in the format's shape, once the stream is exhausted."""
+        if self._events.message is None:
+            raise RuntimeError("stream.message is available once the stream is exhausted")
+        return self._events.message
+
+    def __aiter__(self) -> SourceEventStream:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        while not self._pending:
+            if self._ended:
+                raise StopAsyncIteration
+            try:
+                chunk = await self._inner.__anext__()
+            except StopAsyncIteration:
+                self._ended = True
+                self._pending.extend(self._events.end(self._inner.result))
+                continue
+            self._pending.extend(self._events.chunk(chunk))
+        return self._pending.popleft()
+
+    async def __aenter__(self) -> SourceEventStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._inner.aclose()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

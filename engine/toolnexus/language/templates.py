@@ -39,6 +39,13 @@ Operations (the whole vocabulary; README "Rule format" has an example of each):
                              when it names none
   $json_text: PATH          the value as JSON text (a schema some provider takes
                              as a string)
+  $data_url: PATH           an object {media_type, data} (base64) as one `data:`
+                             URL (the form OpenAI image and file parts take)
+  $seal: PATH               the state at PATH sealed (base64url JSON after `_tns_`)
+        onto: PATH           onto the string at `onto` (else ""): state a format has
+                             no field for rides back on an id; no state: the string
+  $unseal: PATH             a sealed string's `part`: value (the string as it was)
+        part: value|state    or state (what was sealed; absent if nothing)
   $refuse: MESSAGE           reached, the translation stops: a TranslationError
         at: PATH             at `at` (a request path; default: where the scope
                              sits, e.g. tool_choice) with MESSAGE and the rule's
@@ -78,6 +85,7 @@ $media_type, $json_text), Merge, Content, Refuse, Absent.
 
 from __future__ import annotations
 
+import base64
 import difflib
 import json
 import mimetypes
@@ -224,6 +232,9 @@ _OPTIONS: dict[str, set[str]] = {
     "$merge": {"with", "doc", "source"},
     "$content": {"kinds", "lead", "doc", "source"},
     "$json_text": {"doc", "source"},
+    "$data_url": {"doc", "source"},
+    "$seal": {"onto", "doc", "source"},
+    "$unseal": {"part", "doc", "source"},
     "$refuse": {"at", "doc", "source"},
     "$absent": {"doc", "source"},
 }
@@ -572,6 +583,20 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Node:
         return Apply(_one_read(arg, at, env), partial(as_object, wrap=wrap, where=str(arg)))
     if op == "$media_type":
         return Apply(_one_read(arg, at, env), media_type)
+    if op == "$data_url":
+        return Apply(_one_read(arg, at, env), partial(data_url, where=str(arg)))
+    if op == "$seal":
+        onto = spec.get("onto")
+        if onto is not None and (not isinstance(onto, str) or not onto):
+            raise env.error((*key, "onto"), "`onto` takes the path of the string the state is sealed onto")
+        state = _one_read(arg, at, env)
+        text = _one_read(onto, (*key, "onto"), env).getter if onto is not None else None
+        return Apply(_read("@", at, env), partial(seal, state=state.getter, onto=text))
+    if op == "$unseal":
+        part = spec.get("part")
+        if part not in ("value", "state"):
+            raise env.error((*key, "part"), "$unseal takes `part`: value (the string) or state (what was sealed)")
+        return Apply(_one_read(arg, at, env), partial(unseal, part=part))
     if op == "$list":
         return ListOf(_one_read(arg, at, env))
     if op == "$sum":
@@ -887,6 +912,46 @@ def media_type(url: Any, ctx: Ctx) -> Any:
         return MISSING
     guessed, _ = _MEDIA_TYPES.guess_type(urlsplit(url).path)
     return guessed or MISSING
+
+
+def data_url(value: Any, ctx: Ctx, *, where: str) -> Any:
+    """`$data_url`: an object of `media_type` and base64 `data` as one `data:` URL (absent stays absent)."""
+    if value is MISSING or value is None:
+        return MISSING
+    kind = value.get("media_type") if isinstance(value, dict) else None
+    data = value.get("data") if isinstance(value, dict) else None
+    if type(kind) is not str or not kind or type(data) is not str:
+        raise ctx.fail(ctx.at(where), "must be an object with a media_type and base64 data (strings)")
+    return f"data:{kind};base64,{data}"
+
+
+SEAL = "_tns_"  # between a string and its sealed state: letters, digits, _ and - only, as ids allow
+
+
+def seal(scope: Any, ctx: Ctx, *, state: Getter, onto: Getter | None) -> Any:
+    """`$seal`: the state at the path sealed (base64url JSON) onto the string at `onto` (else onto ""), for a
+    format that has no field of its own to carry the state back in; no state: the `onto` string as it is."""
+    text = "" if onto is None else onto(scope)
+    carried = state(scope)
+    if carried is MISSING or carried is None or text is MISSING or text is None:
+        return MISSING if onto is None or text is None else text
+    packed = base64.urlsafe_b64encode(json.dumps(carried, separators=(",", ":")).encode()).decode().rstrip("=")
+    return f"{text}{SEAL}{packed}"
+
+
+def unseal(text: Any, ctx: Ctx, *, part: str) -> Any:
+    """`$unseal`: a `$seal`ed string's own value (`part: value`; an unsealed string is all value) or the
+    state sealed onto it (`part: state`; absent when none, or when the seal does not decode)."""
+    if type(text) is not str:
+        return text if part == "value" else MISSING
+    head, sep, packed = text.rpartition(SEAL)
+    try:
+        state = json.loads(base64.urlsafe_b64decode(packed + "=" * (-len(packed) % 4))) if sep else MISSING
+    except ValueError:
+        state = MISSING
+    if part == "state":
+        return state
+    return head if state is not MISSING else text
 
 
 def _lookup(spec: dict[str, Any], read: Read, key: Key, env: Env) -> Lookup:

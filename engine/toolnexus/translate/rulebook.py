@@ -32,6 +32,7 @@ from ..language.loader import (
     validate_against_schema,
 )
 from .endpoint import Endpoint, compile_endpoint
+from .formats import PLAIN, SourceFormat, builtin_formats_dir, compile_format, format_files
 from .inbound import Inbound, compile_inbound
 from .outbound import Outbound, compile_outbound
 from .stream_code import compiled
@@ -184,6 +185,22 @@ class Rulebook:
 
     def __init__(self, providers: dict[str, Provider]) -> None:
         self.providers: Mapping[str, Provider] = MappingProxyType(dict(sorted(providers.items())))
+        self._formats: dict[str, SourceFormat] = {}  # compiled on first use, then never changed
+
+    def formats(self) -> list[str]:
+        """The source formats besides the normal form (`openai`): the built-in format files."""
+        return [PLAIN, *(p.stem for p in format_files(builtin_formats_dir()))]
+
+    def format(self, name: str) -> SourceFormat:
+        """A source format, compiled against these rules (what it derives reads its provider's file here)."""
+        found = self._formats.get(name)
+        if found is None:
+            path = builtin_formats_dir() / f"{name}{RULE_SUFFIX}"
+            if name == PLAIN or not path.is_file():
+                known = self.formats()
+                raise RuleError(f"no source format '{name}'{did_you_mean(name, known)}; known: {', '.join(known)}")
+            found = self._formats[name] = compile_format(path, self.providers, _display(path, builtin_rules_dir()))
+        return found
 
     def names(self) -> list[str]:
         return list(self.providers)

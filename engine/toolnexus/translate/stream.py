@@ -450,6 +450,8 @@ class StreamTranslator:
                 call_id = outbound.tool_call_ids.restore(call_id, self.id_map or NO_IDS)
             arguments = call.get("arguments")
             first = arguments if type(arguments) is str else ""  # JSON arriving in pieces starts from nothing
+            given = call.get("extra_content")
+            extra = given if isinstance(given, dict) else None  # a signature the call opened with rides on it now
         else:
             done = outbound.tool_call(call, src, i, fields, ctx)
             call_id, name, first, extra = done.id, done.name, done.arguments, done.extra_content
