@@ -93,6 +93,22 @@ def tool_reply(provider: str, script: dict[str, Any], events: int) -> tuple[dict
         ]
         reply["content"] = [reply["content"][0], *calls]
         return reply, events // 4
+    if provider == "cohere":  # arguments in pieces, as Anthropic's; no tool plan (its pieces would be rows of their own)
+        message = reply["message"]
+        message.pop("tool_plan", None)
+        message["tool_calls"] = [
+            {"id": f"add_{i}", "type": "function",
+             "function": {"name": "add", "arguments": json.dumps({"a": 21, "note": _letters(events * 2, i)})}}
+            for i in range(4)
+        ]  # fmt: skip
+        return reply, events // 4
+    if provider == "mistral":  # every call arrives whole, one per event (ids of 9 letters and digits)
+        reply["choices"][0]["message"]["tool_calls"] = [
+            {"id": f"c{i:08d}", "type": "function", "index": i,
+             "function": {"name": "add", "arguments": json.dumps({"a": i, "b": 21})}}
+            for i in range(events)
+        ]  # fmt: skip
+        return reply, 1
     if provider == "openai":
         message = reply["choices"][0]["message"]
         message["tool_calls"] = [
@@ -101,6 +117,7 @@ def tool_reply(provider: str, script: dict[str, Any], events: int) -> tuple[dict
             for i in range(4)
         ]  # fmt: skip
         return reply, events // 4
+    assert provider == "gemini", f"no tool row for {provider}"
     parts = reply["candidates"][0]["content"]["parts"]  # gemini: every call arrives whole, one or more per event
     parts[1:] = [{"functionCall": {"name": "add", "args": {"a": i, "b": 21}}} for i in range(events)]
     return reply, 1
@@ -115,7 +132,14 @@ def reasoning_reply(provider: str, script: dict[str, Any], events: int) -> tuple
     if provider == "gemini":
         reply["candidates"][0]["content"]["parts"] = [{"text": _letters(events * 8), "thought": True}, {"text": "42."}]
         return reply, events
+    if provider == "cohere":
+        thinking = {"type": "thinking", "thinking": _letters(events * 8)}
+        reply["message"]["content"] = [thinking, {"type": "text", "text": "42."}]
+        return reply, events
     return None  # no reasoning field in the rules' response section
+
+
+ROWS = ("anthropic", "cohere", "gemini", "mistral", "openai")  # each source family (variants stream as their parent)
 
 
 def rows(provider: str, script: dict[str, Any], events: int) -> dict[str, tuple[dict[str, Any], int] | None]:
@@ -382,7 +406,7 @@ def main(argv: list[str] | None = None) -> None:
     columns = "translate_stream | httpx-sse | httpx-sse+json | ratio | feed | json.loads | ratio"
     print(f"| provider | row | events | {columns} |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for provider in args.provider or providers():
+    for provider in args.provider or [p for p in providers() if p in ROWS]:
         script = json.loads(demo_file(provider).read_text(encoding="utf-8"))
         for row, made in rows(provider, script, args.events).items():
             if args.row and row not in args.row:

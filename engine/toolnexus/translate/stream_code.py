@@ -53,20 +53,17 @@ def plain_merge(parent: Any, key: str | int, value: Any) -> None:
     current = parent.get(key, MISSING) if type(parent) is dict else parent[key]
     if type(value) is dict and type(current) is dict:
         for k, v in value.items():
-            if type(v) in _SCALARS:
-                now = current.get(k, MISSING)
-                if v is None:
-                    if now is MISSING:
-                        current[k] = None
-                elif type(now) is not type(v) or now != v:
-                    current[k] = v
+            if v is None:
+                if k not in current:
+                    current[k] = None
+            elif type(v) in _SCALARS:
+                current[k] = v  # the same value put again changes nothing
             else:
                 plain_merge(current, k, v)
-    elif value is None:
-        if current is MISSING:
-            parent[key] = None
-    elif type(value) is not type(current) or value != current:
+    elif value is not None:
         parent[key] = value
+    elif current is MISSING:
+        parent[key] = None
 
 
 def joins(last: Any, element: Any, join: Join) -> bool:
@@ -247,12 +244,9 @@ class _Code:
             branches.append((f"{kk} == {key!r}", child))
         if omit:
             branches.insert(0, (" or ".join(f"{kk} == {key!r}" for key in sorted(omit)), ["pass"]))
-        branches += [
+        branches += [  # a plain value replaces (the same value put again changes nothing); a null never does
+            (f"type({vv}) is str or type({vv}) is int or type({vv}) is bool or type({vv}) is float", [f"{c}[{kk}] = {vv}"]),
             (f"{vv} is None", [f"if {kk} not in {c}: {c}[{kk}] = None"]),
-            (
-                f"type({vv}) is str or type({vv}) is int or type({vv}) is bool or type({vv}) is float",
-                [f"if type(now := {c}.get({kk}, MISSING)) is not type({vv}) or now != {vv}: {c}[{kk}] = {vv}"],
-            ),
         ]
         for n, (test, body) in enumerate(branches):
             lines += [f"    {'if' if n == 0 else 'elif'} {test}:", *_indent(body, 8)]
