@@ -93,7 +93,7 @@ def tool_reply(provider: str, script: dict[str, Any], events: int) -> tuple[dict
         ]
         reply["content"] = [reply["content"][0], *calls]
         return reply, events // 4
-    if provider == "cohere":  # arguments in pieces, as Anthropic's; no tool plan (its pieces would be rows of their own)
+    if provider == "cohere":  # arguments in pieces, as Anthropic's; no tool plan (its pieces would make a row)
         message = reply["message"]
         message.pop("tool_plan", None)
         message["tool_calls"] = [

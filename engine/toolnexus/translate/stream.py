@@ -565,7 +565,7 @@ class StreamTranslator:
                                 "rules do not match the response rules", provider=rules.provider)  # fmt: skip
         self.result = result
         for held in self._held:
-            self._deltas += self._open(held, result.tool_calls[held]) if type(held) is int else [held]
+            self._deltas += [held] if isinstance(held, dict) else self._open(held, result.tool_calls[held])
         self._held.clear()
         out = self._chunks() if self._head is None or self._deltas else []
         for index, (call, done) in enumerate(zip(self._calls, result.tool_calls, strict=True)):

@@ -245,7 +245,10 @@ class _Code:
         if omit:
             branches.insert(0, (" or ".join(f"{kk} == {key!r}" for key in sorted(omit)), ["pass"]))
         branches += [  # a plain value replaces (the same value put again changes nothing); a null never does
-            (f"type({vv}) is str or type({vv}) is int or type({vv}) is bool or type({vv}) is float", [f"{c}[{kk}] = {vv}"]),
+            (
+                f"type({vv}) is str or type({vv}) is int or type({vv}) is bool or type({vv}) is float",
+                [f"{c}[{kk}] = {vv}"],
+            ),
             (f"{vv} is None", [f"if {kk} not in {c}: {c}[{kk}] = None"]),
         ]
         for n, (test, body) in enumerate(branches):
