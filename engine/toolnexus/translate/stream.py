@@ -381,8 +381,7 @@ class StreamTranslator:
         if type(text) is str and text:
             self._emit_text(text)
         for field_path, role in info.roles.items():
-            value = _walk(element, field_path)
-            if role == REASONING and type(value) is str and value:
+            if role == REASONING and type(value := _walk(element, field_path)) is str and value:
                 self._deltas.append({"reasoning_content": value})
         call = item.get("tool_call")
         if call is None:

@@ -263,25 +263,25 @@ class _Code:
         same = "".join(f" and {last}.get({key!r}) == {x}.get({key!r})" for key in join.same)
         emit = self.fragment((*pattern, None, f), piece, ix, d)
         node = self.name(self.node(pattern), "node")
-        return [
-            f"if {c} and type({x}) is dict and type({last} := {c}[-1]) is dict"
-            f" and type({piece} := {x}.get({f!r})) is str and type({t} := {last}.get({f!r})) is Text{same}:",
-            f"    for {kk}, {vv} in {x}.items():",
-            f"        if {kk} != {f!r} and {kk} in {last} and {last}[{kk}] != {vv}: break",
-            "    else:",
-            f"        {t}.add({piece})",
-            f"        if len({x}) > 1:",
-            f"            for {kk}, {vv} in {x}.items():",
-            f"                if {kk} not in {last}: {last}[{kk}] = {vv}",
+        return [  # only an element with text in the join field can continue the last one
+            f"if {c} and type({x}) is dict and type({piece} := {x}.get({f!r})) is str:",
+            f"    if type({last} := {c}[-1]) is dict and type({t} := {last}.get({f!r})) is Text{same}:",
+            f"        for {kk}, {vv} in {x}.items():",
+            f"            if {kk} != {f!r} and {kk} in {last} and {last}[{kk}] != {vv}: break",
+            "        else:",
+            f"            {t}.add({piece})",
+            f"            if len({x}) > 1:",
+            f"                for {kk}, {vv} in {x}.items():",
+            f"                    if {kk} not in {last}: {last}[{kk}] = {vv}",
             *(
-                [f"        if {piece}:", f"            {ix} = {at} + (len({c}) - 1,)", *_indent(emit, 12)]
+                [f"            if {piece}:", f"                {ix} = {at} + (len({c}) - 1,)", *_indent(emit, 16)]
                 if emit
                 else []
             ),
+            "            continue",
+            f"    if joins({c}[-1], {x}, {j}):",
+            f"        s._extend({p}, {k}, {c}, [{x}], {node}, {self.above_expr(pattern, at)})",
             "        continue",
-            f"if {c} and joins({c}[-1], {x}, {j}):",
-            f"    s._extend({p}, {k}, {c}, [{x}], {node}, {self.above_expr(pattern, at)})",
-            "    continue",
         ]
 
     def placed(self, pattern: Pattern, x: str, index: str, at: str, d: int) -> list[str]:
