@@ -19,7 +19,21 @@ from dataclasses import replace
 from typing import Any
 
 from ..language.paths import MISSING, Getter, simple_steps
-from .stream_rules import APPEND, BY_POSITION, END, EXTEND, JSON, TEXT, Dispatch, Join, Move, Node, Steps, Streaming
+from .stream_rules import (
+    APPEND,
+    ARGUMENTS,
+    BY_POSITION,
+    END,
+    EXTEND,
+    JSON,
+    TEXT,
+    Dispatch,
+    Join,
+    Move,
+    Node,
+    Steps,
+    Streaming,
+)
 
 Pattern = tuple[str | int | None, ...]  # a place in the response: keys, fixed indexes, None for any other index
 Run = Callable[[Any, dict[str, Any], int], bool]
@@ -313,12 +327,15 @@ class _Code:
             element, field = "0", pattern[n:]
         if None in field:
             return [f"s._fragment({self.path_expr(pattern, at)}, {piece})"]
-        info, role = f"info{d}", f"role{d}"
+        info, role, args = f"info{d}", f"role{d}", f"{{'arguments': {piece}}}"
         return [
             f"{info} = s._elements[{w_index}].get({element})",
             f"if {info} is not None:",
             f"    {role} = {info}.roles.get({field!r})",
             f"    if {role} == {TEXT!r}: s._text_sent += len({piece}); s._deltas.append({{'content': {piece}}})",
+            f"    elif {role} == {ARGUMENTS!r} and (call{d} := {info}.call) is not None:",  # as _emit does, inline
+            f"        s._calls[call{d}].sent_arguments = True",
+            f"        (s._held or s._deltas).append({{'tool_calls': [{{'index': call{d}, 'function': {args}}}]}})",
             f"    elif {role} is not None: s._emit({info}, {role}, {piece})",
         ]
 
