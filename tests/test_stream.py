@@ -992,3 +992,37 @@ def test_a_made_up_streaming_section_names_the_event_it_cannot_place(tmp_path: P
     with pytest.raises(ResponseError) as caught:
         translator.feed(json.dumps(event))
     assert caught.value.path == path
+
+
+def test_a_whole_call_whose_id_is_synthesized_is_rendered_once_by_the_final_translation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Gemini sends every call whole and without an id (it is synthesized from the whole answer): the stream
+    holds the call's place and takes its deltas from the final translation, rather than rendering and
+    encoding each call on arrival too; the chunks still carry each call, in order, with the answer's ids."""
+    from toolnexus.translate.outbound import Outbound
+
+    reply = copy.deepcopy(tool_call_reply("gemini"))
+    parts = reply["candidates"][0]["content"]["parts"]
+    parts[:] = [{"functionCall": {"name": "add", "args": {"a": i, "b": 21}}} for i in range(5)]
+    events = [data_of("gemini", e) for e in ENCODERS["gemini"](canonical("gemini", reply), random.Random(3), cuts=1)]
+    translator = toolnexus.stream_translator("gemini")
+    rendered = 0
+    original = Outbound.tool_call
+
+    def counted(self: Outbound, *args: Any) -> Any:
+        nonlocal rendered
+        rendered += 1
+        return original(self, *args)
+
+    monkeypatch.setattr(Outbound, "tool_call", counted)
+    chunks = [chunk for data in events for chunk in translator.feed(data)]
+    assert rendered == 0
+    chunks += translator.finish()
+    want = toolnexus.translate_response("gemini", canonical("gemini", reply))
+    deltas = [choice["delta"] for chunk in chunks for choice in chunk["choices"]]
+    opened = [c for d in deltas for c in d.get("tool_calls", []) if "id" in c]
+    assert [(c["index"], c["id"], c["function"]["name"]) for c in opened] == [
+        (i, call.id, call.name) for i, call in enumerate(want.tool_calls)
+    ]
+    assert translator.result.tool_calls == want.tool_calls

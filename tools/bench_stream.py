@@ -90,6 +90,15 @@ def long_reply(provider: str, script: dict[str, Any], chars: int) -> dict[str, A
     return canonical(provider, _swap(reply, translate_response(provider, reply).text, _letters(chars)))
 
 
+def _long_calls(prefix: str, events: int) -> list[dict[str, Any]]:
+    """Four OpenAI-shaped tool calls with long arguments (Cohere's calls have the same shape)."""
+    return [
+        {"id": f"{prefix}{i}", "type": "function",
+         "function": {"name": "add", "arguments": json.dumps({"a": 21, "note": _letters(events * 2, i)})}}
+        for i in range(4)
+    ]  # fmt: skip
+
+
 # Test material per provider: the demo's first reply (text, then one tool call) made into parallel tool
 # calls with long arguments, or into a long reasoning answer. Provider shapes, so they live here, not in
 # the engine. Each gives (reply, cuts): the encoders cut every text into `cuts` + 1 pieces.
@@ -117,14 +126,23 @@ def tool_reply(provider: str, script: dict[str, Any], events: int) -> tuple[dict
         return reply, events // 4
     if provider == "ollama":  # every call arrives whole, all in one line: no stream of calls to time
         return None
+    if provider == "cohere":  # arguments in pieces, as Anthropic's; no tool plan (its pieces would make a row)
+        message = reply["message"]
+        message.pop("tool_plan", None)
+        message["tool_calls"] = _long_calls("add_", events)
+        return reply, events // 4
+    if provider == "mistral":  # every call arrives whole, one per event (ids of 9 letters and digits)
+        reply["choices"][0]["message"]["tool_calls"] = [
+            {"id": f"c{i:08d}", "type": "function", "index": i,
+             "function": {"name": "add", "arguments": json.dumps({"a": i, "b": 21})}}
+            for i in range(events)
+        ]  # fmt: skip
+        return reply, 1
     if provider == "openai":
         message = reply["choices"][0]["message"]
-        message["tool_calls"] = [
-            {"id": f"call_{i}", "type": "function",
-             "function": {"name": "add", "arguments": json.dumps({"a": 21, "note": _letters(events * 2, i)})}}
-            for i in range(4)
-        ]  # fmt: skip
+        message["tool_calls"] = _long_calls("call_", events)
         return reply, events // 4
+    assert provider == "gemini", f"no tool row for {provider}"
     parts = reply["candidates"][0]["content"]["parts"]  # gemini: every call arrives whole, one or more per event
     parts[1:] = [{"functionCall": {"name": "add", "args": {"a": i, "b": 21}}} for i in range(events)]
     return reply, 1
@@ -146,7 +164,15 @@ def reasoning_reply(provider: str, script: dict[str, Any], events: int) -> tuple
     if provider == "ollama":
         reply["message"]["thinking"] = _letters(events * 8)
         return reply, events
+    if provider == "cohere":
+        thinking = {"type": "thinking", "thinking": _letters(events * 8)}
+        reply["message"]["content"] = [thinking, {"type": "text", "text": "42."}]
+        return reply, events
     return None  # no reasoning field in the rules' response section
+
+
+# each source family (variants stream as their parent)
+ROWS = ("anthropic", "bedrock", "cohere", "gemini", "mistral", "ollama", "openai")
 
 
 def rows(provider: str, script: dict[str, Any], events: int) -> dict[str, tuple[dict[str, Any], int] | None]:
@@ -417,7 +443,7 @@ def main(argv: list[str] | None = None) -> None:
     columns = "translate_stream | httpx-sse | httpx-sse+json | ratio | feed | json.loads | ratio"
     print(f"| provider | row | events | {columns} |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for provider in args.provider or providers():
+    for provider in args.provider or [p for p in providers() if p in ROWS]:
         script = json.loads(demo_file(provider).read_text(encoding="utf-8"))
         for row, made in rows(provider, script, args.events).items():
             if args.row and row not in args.row:
