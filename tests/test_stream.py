@@ -1026,3 +1026,32 @@ def test_a_whole_call_whose_id_is_synthesized_is_rendered_once_by_the_final_tran
         (i, call.id, call.name) for i, call in enumerate(want.tool_calls)
     ]
     assert translator.result.tool_calls == want.tool_calls
+
+
+def test_a_new_element_at_the_end_of_a_list_is_added_by_the_generated_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`at` the list's length: the element is appended and started by the event's own function (a stream of
+    whole tool calls, one per event, adds one each time), never the general merge; a gap still goes there."""
+    from toolnexus.translate.stream import StreamTranslator
+
+    rules = acme_rules(tmp_path)
+    general: list[Any] = []
+    place = StreamTranslator._place
+    monkeypatch.setattr(StreamTranslator, "_place", lambda s, *a: general.append(a) or place(s, *a))
+    translator = toolnexus.stream_translator("acme", rules=rules)
+    chunks = translator.feed(json.dumps({"kind": "begin", "message": {"id": "m1", "content": []}}))
+    blocks = [{"type": "text", "text": f"t{i} "} for i in range(5)]
+    blocks += [{"type": "tool_use", "id": f"toolu_{i}", "name": "add", "input": {"a": i}} for i in range(3)]
+    chunks += [c for i, block in enumerate(blocks) for c in translator.feed(json.dumps({"kind": "block", "at": i,
+               "block": block}))]  # fmt: skip
+    assert general == []
+    chunks += translator.feed(json.dumps({"kind": "stop", "why": "tool_use"})) + translator.finish()
+    check_chunks(chunks, translator.result)
+    assert translator.result.text == "t0 t1 t2 t3 t4 " and [c.id for c in translator.result.tool_calls] == [
+        "toolu_0", "toolu_1", "toolu_2"]  # fmt: skip
+    with pytest.raises(ResponseError) as caught:
+        translator = toolnexus.stream_translator("acme", rules=rules)
+        translator.feed(json.dumps({"kind": "begin", "message": {"id": "m1", "content": []}}))
+        translator.feed(json.dumps({"kind": "block", "at": 1, "block": blocks[0]}))
+    assert caught.value.path == "events[1].at" and len(general) == 1

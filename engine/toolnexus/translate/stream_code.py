@@ -421,21 +421,34 @@ class _Code:
         else:
             lines += self.read(step.at_path, step.at, "ix", scope)
             lst = f"{parent}.get({key}, MISSING)" if key != '""' else "s._holder['']"
-            tests += [f"type(lq := {lst}) is list", "type(ix) is int", "0 <= ix < len(lq)"]
+            tests += [f"type(lq := {lst}) is list", "type(ix) is int"]
             at = f"({''.join(f'{x}, ' for x in fixed_at)}ix,)"
             body = []
             fixed = self.fixed_indexes(into)
+            general = f"s._place({s}, {scope}, n, {i})"
             cases = [(f"ix == {index}", (*into, index)) for index in fixed] + [("", (*into, None))]
             for n, (test, element) in enumerate(cases):
-                inner = self.field(step, element, at, f"s._place({s}, {scope}, n, {i})")
+                inner = self.field(step, element, at, general)
                 if len(cases) == 1:
                     body = inner
                 else:
                     body += [f"{'if' if n == 0 else 'elif'} {test}:" if test else "else:", *_indent(inner, 4)]
+            body = ["if 0 <= ix < len(lq):", *_indent(body, 4), *self.added(step, at), "else:", f"    {general}"]
         if into or step.at is not None:
             return [*lines, "if v is not MISSING:", f"    if {' and '.join(tests)}:", *_indent(body, 8),
                     "    else:", f"        s._place({s}, {scope}, n, {i})"]  # fmt: skip
         return [*lines, "if v is not MISSING:", *_indent(body, 4)]
+
+    def added(self, step: Move, at: str) -> list[str]:
+        """A new object at the end of the list (`at` its length): appended as it came, then started if watched,
+        as the general merge does where no combine row lies at or below the element (nothing to fold)."""
+        element = self.node((*step.into, None))
+        if step.field or self.fixed_indexes(step.into) or (element is not None and (element.policy or _folds(element))):
+            return []
+        omit = self.name(step.omit, "omit")
+        keep = [f"    v = {{kk: vv for kk, vv in v.items() if kk not in {omit}}}"] if step.omit else []
+        return ["elif ix == len(lq) and type(v) is dict:", *keep, "    lq.append(v)",
+                *_indent(self.placed(step.into, "v", "ix", at, 0), 4)]  # fmt: skip
 
     def field(self, step: Move, element: Pattern, at: str, otherwise: str) -> list[str]:
         """Into the element `ix` of the list, then down `field` (objects there already), then the merge."""
@@ -534,6 +547,11 @@ class _Code:
                 *_indent([*self.steps(r.every, "streaming.every"), f"return {bool(r.every)}"], 4),
             ]
         return "\n".join([*events, *run]) + "\n"
+
+
+def _folds(node: Node) -> bool:
+    """Whether a value put whole at this place is first folded within itself (`join`, `continued` below)."""
+    return node.join is not None or node.continued is not None or any(_folds(c) for c in node.children.values())
 
 
 def _indent(lines: list[str], width: int) -> list[str]:
