@@ -214,3 +214,12 @@ def test_the_stub_answers_pipelined_requests_and_keeps_the_first_body() -> None:
     assert captured == {b"/v1/x": first}
     protocol.data_received(b"GET /__captured/v1/x HTTP/1.1\r\n\r\n")
     assert sent[3].endswith(b"\r\n\r\n" + first)
+
+
+def test_the_stream_bench_compares_with_a_baseline_checkout_row_by_row(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--baseline`: each row under the baseline's engine and this one, in one run (here this checkout twice)."""
+    checkout = Path(__file__).resolve().parents[1]
+    bench_stream.main(["--baseline", str(checkout), "--events", "40", "--rounds", "1", "--provider", "anthropic",
+                       "--row", "tools"])  # fmt: skip
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| anthropic ")]
+    assert len(rows) == 1 and all(cell.strip(" |").endswith("x") for cell in rows[0][3:]), rows
