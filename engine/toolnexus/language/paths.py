@@ -195,6 +195,10 @@ def _false(value: Any) -> bool:
 
 def _evaluator(node: Any) -> Eval | None:
     kind, value = node["type"], node.get("value")  # a jmespath tree node (a dict)
+    steps = _simple_steps(node)
+    if steps:  # a plain chain inside: one straight walk (null and absent both None, as jmespath gives them)
+        walk = _chain_getter(steps)
+        return lambda v: None if (found := walk(v)) is MISSING else found
     fs: list[Eval] = []
     for child in node["children"]:
         if isinstance(child, dict):
