@@ -226,3 +226,12 @@ def test_responses_only_with_the_checked_baseline_times_answers_through_the_json
     with pytest.raises(JsonValueError) as info:
         cases[0].sides[1].fn(answer)
     assert info.value.where == "extra[0]"
+
+
+def test_the_stream_bench_compares_with_a_baseline_checkout_row_by_row(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--baseline`: each row under the baseline's engine and this one, in one run (here this checkout twice)."""
+    checkout = Path(__file__).resolve().parents[1]
+    bench_stream.main(["--baseline", str(checkout), "--events", "40", "--rounds", "1", "--provider", "anthropic",
+                       "--row", "tools"])  # fmt: skip
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| anthropic ")]
+    assert len(rows) == 1 and all(cell.strip(" |").endswith("x") for cell in rows[0][3:]), rows

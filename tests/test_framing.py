@@ -670,6 +670,28 @@ class _Chunks(httpx.AsyncByteStream):
             yield chunk
 
 
+def test_ndjson_lines_of_one_read_are_decoded_together_into_ready() -> None:
+    """Every line a read completes is decoded at once into `ready`, which the client takes without awaiting
+    (a read of many small lines costs one await, as SSE's); the unfinished line waits for its end."""
+    from toolnexus.http.framing import framing
+
+    endpoint = toolnexus.load_rules(RULES).get("lines").endpoint
+    chunks = [b'{"a": 1}\n{"a": 2}\r\n{"a"', b': 3}\n{"a": 4}']
+    request = httpx.Request("POST", "http://127.0.0.1/")
+    response = httpx.Response(200, headers={"content-type": "application/x-ndjson"}, stream=_Chunks(chunks),
+                              request=request)  # fmt: skip
+
+    async def read() -> list[tuple[str, list[str]]]:
+        frames = framing("ndjson").read(response, 1024, endpoint)
+        seen = []
+        async for data in frames:
+            seen.append((data, list(frames.ready)))
+        await frames.aclose()
+        return seen
+
+    assert asyncio.run(read()) == [('{"a": 1}', ['{"a": 2}']), ('{"a": 2}', []), ('{"a": 3}', []), ('{"a": 4}', [])]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["ndjson", "aws-eventstream"])
 def test_a_framing_holds_a_read_and_an_event_never_the_stream(name: str) -> None:

@@ -662,6 +662,9 @@ def test_long_plain_json_text_is_decoded_without_a_second_walk(monkeypatch: pyte
         '{"n": 18446744073709551616, "m": -9223372036854775809}',  # beyond 64 bits: orjson would give floats
         '{"created": 1796083201, "model": "gpt-2026-11-30", "x": [1.5, -0.0, 1e-7, 123456789012345678]}',
         '{"t": "\\u00e9\\ud83d\\ude00", "u": "é", "v": null, "w": true}',
+        '{"id": "cmpl-0000000000000000000000001", "n":\t18446744073709551616}',  # a run in an id, then a number
+        "[1,\n -18446744073709551616, 0.12345678901234567890123]",
+        "18446744073709551616",
     ],
 )
 def test_text_decodes_to_what_the_standard_decoder_gives(text: str) -> None:
@@ -670,3 +673,22 @@ def test_text_decodes_to_what_the_standard_decoder_gives(text: str) -> None:
     value = jsonsafe.loads(text)
     assert value == json.loads(text)
     assert json.dumps(value) == json.dumps(json.loads(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "long"),
+    [
+        (b'{"id": "cmpl-demo0000000000000000000000002", "created": 1796083201}', False),  # inside a string
+        (b'{"id": "12345678901234567890"}', False),  # a quote before the run: a string
+        (b'{"n": 12345678901234567890}', True),
+        (b'{"n":-12345678901234567890}', True),
+        (b"[1,\n12345678901234567890]", True),
+        (b"[0.1234567890123456789012]", True),  # a fraction's run: left to the standard decoder too
+        (b'{"id": "x00000000000000000000000000", "n": 12345678901234567890}', True),  # past the first run
+    ],
+)
+def test_only_a_digit_run_a_number_can_hold_sends_text_to_the_standard_decoder(text: bytes, long: bool) -> None:
+    """A long id of digits (every event of some streams) is read by orjson; a run of 19 digits where a number's
+    digits can stand (orjson would read an integer beyond 64 bits as a float) is not."""
+    assert jsonsafe._long_number(text) is long
+    assert jsonsafe.loads(text) == json.loads(text)

@@ -992,3 +992,66 @@ def test_a_made_up_streaming_section_names_the_event_it_cannot_place(tmp_path: P
     with pytest.raises(ResponseError) as caught:
         translator.feed(json.dumps(event))
     assert caught.value.path == path
+
+
+def test_a_whole_call_whose_id_is_synthesized_is_rendered_once_by_the_final_translation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Gemini sends every call whole and without an id (it is synthesized from the whole answer): the stream
+    holds the call's place and takes its deltas from the final translation, rather than rendering and
+    encoding each call on arrival too; the chunks still carry each call, in order, with the answer's ids."""
+    from toolnexus.translate.outbound import Outbound
+
+    reply = copy.deepcopy(tool_call_reply("gemini"))
+    parts = reply["candidates"][0]["content"]["parts"]
+    parts[:] = [{"functionCall": {"name": "add", "args": {"a": i, "b": 21}}} for i in range(5)]
+    events = [data_of("gemini", e) for e in ENCODERS["gemini"](canonical("gemini", reply), random.Random(3), cuts=1)]
+    translator = toolnexus.stream_translator("gemini")
+    rendered = 0
+    original = Outbound.tool_call
+
+    def counted(self: Outbound, *args: Any) -> Any:
+        nonlocal rendered
+        rendered += 1
+        return original(self, *args)
+
+    monkeypatch.setattr(Outbound, "tool_call", counted)
+    chunks = [chunk for data in events for chunk in translator.feed(data)]
+    assert rendered == 0
+    chunks += translator.finish()
+    want = toolnexus.translate_response("gemini", canonical("gemini", reply))
+    deltas = [choice["delta"] for chunk in chunks for choice in chunk["choices"]]
+    opened = [c for d in deltas for c in d.get("tool_calls", []) if "id" in c]
+    assert [(c["index"], c["id"], c["function"]["name"]) for c in opened] == [
+        (i, call.id, call.name) for i, call in enumerate(want.tool_calls)
+    ]
+    assert translator.result.tool_calls == want.tool_calls
+
+
+def test_a_new_element_at_the_end_of_a_list_is_added_by_the_generated_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`at` the list's length: the element is appended and started by the event's own function (a stream of
+    whole tool calls, one per event, adds one each time), never the general merge; a gap still goes there."""
+    from toolnexus.translate.stream import StreamTranslator
+
+    rules = acme_rules(tmp_path)
+    general: list[Any] = []
+    place = StreamTranslator._place
+    monkeypatch.setattr(StreamTranslator, "_place", lambda s, *a: general.append(a) or place(s, *a))
+    translator = toolnexus.stream_translator("acme", rules=rules)
+    chunks = translator.feed(json.dumps({"kind": "begin", "message": {"id": "m1", "content": []}}))
+    blocks = [{"type": "text", "text": f"t{i} "} for i in range(5)]
+    blocks += [{"type": "tool_use", "id": f"toolu_{i}", "name": "add", "input": {"a": i}} for i in range(3)]
+    chunks += [c for i, block in enumerate(blocks) for c in translator.feed(json.dumps({"kind": "block", "at": i,
+               "block": block}))]  # fmt: skip
+    assert general == []
+    chunks += translator.feed(json.dumps({"kind": "stop", "why": "tool_use"})) + translator.finish()
+    check_chunks(chunks, translator.result)
+    assert translator.result.text == "t0 t1 t2 t3 t4 " and [c.id for c in translator.result.tool_calls] == [
+        "toolu_0", "toolu_1", "toolu_2"]  # fmt: skip
+    with pytest.raises(ResponseError) as caught:
+        translator = toolnexus.stream_translator("acme", rules=rules)
+        translator.feed(json.dumps({"kind": "begin", "message": {"id": "m1", "content": []}}))
+        translator.feed(json.dumps({"kind": "block", "at": 1, "block": blocks[0]}))
+    assert caught.value.path == "events[1].at" and len(general) == 1

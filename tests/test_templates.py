@@ -486,3 +486,69 @@ def test_seal_carries_state_on_a_string_and_unseal_gives_both_back() -> None:
 def test_seal_and_unseal_options_are_checked_at_load() -> None:
     assert compile_error("t: {x: {$unseal: id, part: both}}").rule == "t.x.part"
     assert compile_error("t: {x: {$seal: a, onto: 3}}").rule == "t.x.onto"
+
+
+RICH_PATHS = [
+    "a.b | {r: (c && @) || {t: @}}",
+    "a || b",
+    "a && b",
+    "!a",
+    "!a.b",
+    "a[*].b",
+    "a[?b == 'x'].c",
+    "a[?b != `1`]",
+    "a[].b",
+    "a[-1].b | c",
+    "[a, b.c]",
+    "{x: a, y: `[1, 2]`}",
+    "length(a)",
+    "join('', a[*].b)",
+    "a[0:2]",  # not compiled: jmespath's interpreter
+    "sort_by(a, &b)[0]",  # not compiled: an expression argument
+]
+RICH_DATA = [
+    {"a": {"b": {"c": 1}}},
+    {"a": {"b": {"r": 1}}},
+    {"a": {"b": {}}, "b": 0},
+    {"a": [{"b": "x", "c": 1}, {"b": "y", "c": 2}, {"b": 1}, {"b": True}, 3, [4, {"b": "x", "c": 5}]]},
+    {"a": [], "b": {"c": None}},
+    {"a": "", "b": False},
+    {"a": 0, "b": [0]},
+    {"a": ["p", "q"]},
+    {"a": None},
+    {},
+    [1, 2],
+    "text",
+    None,
+]
+
+
+@pytest.mark.parametrize("expression", RICH_PATHS)
+def test_a_rich_path_reads_as_jmespath_reads_it(expression: str) -> None:
+    """Pipes, multi-selects, `&&`/`||`/`!`, projections, filters and functions are compiled from jmespath's
+    tree (a streamed event reads them per event): the same answers, and jmespath's error where it raises one."""
+    import jmespath
+    from jmespath.exceptions import JMESPathError
+
+    for data in RICH_DATA:
+        try:
+            want = jmespath.search(expression, data)
+        except JMESPathError as exc:
+            with pytest.raises(type(exc)):
+                compile_path(expression)(data)
+            continue
+        got, want = compile_path(expression)(data), MISSING if want is None else want
+        assert got == want and type(got) is type(want), (data, got, want)  # 0 is not False
+
+
+def test_rich_paths_are_compiled_not_interpreted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled reader never calls jmespath's interpreter; the forms it does not compile still do."""
+    from jmespath.parser import ParsedResult
+
+    interpreted: list[str] = []
+    search = ParsedResult.search
+    monkeypatch.setattr(ParsedResult, "search", lambda self, data, options=None: interpreted.append(self.expression)
+                        or search(self, data, options))  # fmt: skip
+    for expression in RICH_PATHS:
+        compile_path(expression)({"a": [{"b": "x"}]})
+    assert interpreted == ["a[0:2]", "sort_by(a, &b)[0]"]

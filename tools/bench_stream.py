@@ -18,8 +18,10 @@ costs both sides the same. One process alternates, round after round, between:
   (e) `json.loads` of the same data.
 
 It prints microseconds per event for each side and the medians of the per-round ratios a/c
-(target: 1.5x) and d/e (target: 2x). `--clock cpu` times this thread's CPU (the stub answers from
-its own thread), steadier on a shared machine. Nothing here asserts a speed.
+(target: 1.5x) and d/e (target: 2x). `--baseline CHECKOUT` runs every row under that checkout's engine
+(e.g. `git archive main engine rules fixtures` unpacked) and under this one, one after the other, and
+prints both ratios. `--clock cpu` times this thread's CPU (the stub answers from its own thread),
+steadier on a shared machine. Nothing here asserts a speed.
 
 `--framings` measures the stream framings instead (http/framing.py), each against SSE:
 
@@ -90,6 +92,15 @@ def long_reply(provider: str, script: dict[str, Any], chars: int) -> dict[str, A
     return canonical(provider, _swap(reply, translate_response(provider, reply).text, _letters(chars)))
 
 
+def _long_calls(prefix: str, events: int) -> list[dict[str, Any]]:
+    """Four OpenAI-shaped tool calls with long arguments (Cohere's calls have the same shape)."""
+    return [
+        {"id": f"{prefix}{i}", "type": "function",
+         "function": {"name": "add", "arguments": json.dumps({"a": 21, "note": _letters(events * 2, i)})}}
+        for i in range(4)
+    ]  # fmt: skip
+
+
 # Test material per provider: the demo's first reply (text, then one tool call) made into parallel tool
 # calls with long arguments, or into a long reasoning answer. Provider shapes, so they live here, not in
 # the engine. Each gives (reply, cuts): the encoders cut every text into `cuts` + 1 pieces.
@@ -117,14 +128,23 @@ def tool_reply(provider: str, script: dict[str, Any], events: int) -> tuple[dict
         return reply, events // 4
     if provider == "ollama":  # every call arrives whole, all in one line: no stream of calls to time
         return None
+    if provider == "cohere":  # arguments in pieces, as Anthropic's; no tool plan (its pieces would make a row)
+        message = reply["message"]
+        message.pop("tool_plan", None)
+        message["tool_calls"] = _long_calls("add_", events)
+        return reply, events // 4
+    if provider == "mistral":  # every call arrives whole, one per event (ids of 9 letters and digits)
+        reply["choices"][0]["message"]["tool_calls"] = [
+            {"id": f"c{i:08d}", "type": "function", "index": i,
+             "function": {"name": "add", "arguments": json.dumps({"a": i, "b": 21})}}
+            for i in range(events)
+        ]  # fmt: skip
+        return reply, 1
     if provider == "openai":
         message = reply["choices"][0]["message"]
-        message["tool_calls"] = [
-            {"id": f"call_{i}", "type": "function",
-             "function": {"name": "add", "arguments": json.dumps({"a": 21, "note": _letters(events * 2, i)})}}
-            for i in range(4)
-        ]  # fmt: skip
+        message["tool_calls"] = _long_calls("call_", events)
         return reply, events // 4
+    assert provider == "gemini", f"no tool row for {provider}"
     parts = reply["candidates"][0]["content"]["parts"]  # gemini: every call arrives whole, one or more per event
     parts[1:] = [{"functionCall": {"name": "add", "args": {"a": i, "b": 21}}} for i in range(events)]
     return reply, 1
@@ -146,7 +166,15 @@ def reasoning_reply(provider: str, script: dict[str, Any], events: int) -> tuple
     if provider == "ollama":
         reply["message"]["thinking"] = _letters(events * 8)
         return reply, events
+    if provider == "cohere":
+        thinking = {"type": "thinking", "thinking": _letters(events * 8)}
+        reply["message"]["content"] = [thinking, {"type": "text", "text": "42."}]
+        return reply, events
     return None  # no reasoning field in the rules' response section
+
+
+# each source family (variants stream as their parent)
+ROWS = ("anthropic", "bedrock", "cohere", "gemini", "mistral", "ollama", "openai")
 
 
 def rows(provider: str, script: dict[str, Any], events: int) -> dict[str, tuple[dict[str, Any], int] | None]:
@@ -398,6 +426,43 @@ def reply_of(data: bytes, framing_name: str) -> StubReply:
     return StubReply(stream=[data], headers={"Content-Type": framing(framing_name).media_types[0]})
 
 
+def compare(args: argparse.Namespace) -> None:
+    """Each row timed by this bench under the baseline's engine and under this one, one after the other in
+    one run (a child process each, so two versions of the package never share one), as one table."""
+    import os
+    import subprocess
+
+    engines = {"before": str(Path(args.baseline).resolve() / "engine"),
+               "after": str(Path(toolnexus_file()).resolve().parents[1])}  # fmt: skip
+    print(
+        f"before: {engines['before']}; after: {engines['after']}; median of {args.rounds} alternating rounds, "
+        f"{args.clock} clock; translate_stream / (httpx-sse + json.loads) and feed / json.loads per event"
+    )
+    print("| provider | row | events | before | after | feed before | feed after |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for provider in args.provider or [p for p in providers() if p in ROWS]:
+        for row in args.row or ("text", "tools", "reasoning"):
+            cells: dict[str, list[str]] = {}
+            for label, engine in engines.items():
+                command = [sys.executable, __file__, "--events", str(args.events), "--rounds", str(args.rounds),
+                           "--clock", args.clock, "--provider", provider, "--row", row]  # fmt: skip
+                env = {**os.environ, "PYTHONPATH": engine}
+                out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+                line = next(line for line in out.splitlines() if line.startswith(f"| {provider} | {row} |"))
+                cells[label] = [cell.strip() for cell in line.strip("|").split("|")]
+            before, after = cells["before"], cells["after"]
+            if after[2] == "-":
+                continue
+            print(f"| {provider} | {row} | {after[2]} | {before[6]} | {after[6]} | {before[9]} | {after[9]} |",
+                  flush=True)  # fmt: skip
+
+
+def toolnexus_file() -> str:
+    import toolnexus
+
+    return str(toolnexus.__file__)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=2000, help="events in each answer (about)")
@@ -406,7 +471,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     parser.add_argument("--provider", action="append", help="only these providers (repeatable)")
     parser.add_argument("--row", action="append", choices=("text", "tools", "reasoning"), help="only these rows")
+    parser.add_argument("--baseline", metavar="CHECKOUT", help="a checkout to compare with, row by row (before/after)")
     args = parser.parse_args(argv)
+    if args.baseline:
+        compare(args)
+        return
     if args.framings:
         print(f"Python {platform.python_version()} on {platform.machine()}; median of {args.rounds} alternating rounds")
         bench_framings_alone(args.events, args.rounds)
@@ -417,7 +486,7 @@ def main(argv: list[str] | None = None) -> None:
     columns = "translate_stream | httpx-sse | httpx-sse+json | ratio | feed | json.loads | ratio"
     print(f"| provider | row | events | {columns} |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for provider in args.provider or providers():
+    for provider in args.provider or [p for p in providers() if p in ROWS]:
         script = json.loads(demo_file(provider).read_text(encoding="utf-8"))
         for row, made in rows(provider, script, args.events).items():
             if args.row and row not in args.row:

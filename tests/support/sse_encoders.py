@@ -242,7 +242,8 @@ def cohere_canonical(response: dict[str, Any]) -> dict[str, Any]:
 
 def cohere_events(response: dict[str, Any], rng: random.Random, *, cuts: int | None = None) -> list[bytes]:
     """message-start, tool-plan-delta pieces, content-start/-delta/-end per block (text and thinking in pieces),
-    tool-call-start/-delta/-end per call (arguments in pieces), message-end with the finish reason and usage."""
+    tool-call-start/-delta/-end per call (arguments in pieces), citation-start/-end per citation, message-end with
+    the finish reason and usage."""
     message = response.get("message", {})
     out = [
         _sse(
@@ -275,6 +276,10 @@ def cohere_events(response: dict[str, Any], rng: random.Random, *, cuts: int | N
             delta = {"message": {"tool_calls": {"function": {"arguments": piece}}}}
             out.append(_sse({"type": "tool-call-delta", "index": index, "delta": delta}, "tool-call-delta"))
         out.append(_sse({"type": "tool-call-end", "index": index}, "tool-call-end"))
+    for index, citation in enumerate(message.get("citations") or []):
+        delta = {"message": {"citations": citation}}
+        out.append(_sse({"type": "citation-start", "index": index, "delta": delta}, "citation-start"))
+        out.append(_sse({"type": "citation-end", "index": index}, "citation-end"))
     end = {k: response[k] for k in ("finish_reason", "usage") if k in response}
     out.append(_sse({"type": "message-end", "delta": end}, "message-end"))
     return out

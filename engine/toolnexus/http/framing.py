@@ -110,20 +110,21 @@ class _Sse(Frames):
 
 
 class _Lines(Frames):
-    """NDJSON: the body cut at line ends as it arrives; a line (or the unfinished one) over the cap stops it."""
+    """NDJSON: the body cut at line ends as it arrives, every line a read completes decoded at once into
+    `ready` (as `_Sse` does: a read bringing many lines costs one await); a line (or the unfinished one)
+    over the cap stops it."""
 
     def __init__(self, response: httpx.Response, cap: int, endpoint: Endpoint) -> None:
         self._response = response
         self._cap = cap
         self._chunks = inflated(response)
         self.ready = deque()
-        self._lines: deque[bytes] = deque()
         self._open = bytearray()  # the line still arriving
         self._ended = False
 
     async def __anext__(self) -> str:
-        lines = self._lines
-        while not lines:
+        ready = self.ready
+        while not ready:
             if self._ended:
                 raise StopAsyncIteration
             try:
@@ -131,7 +132,7 @@ class _Lines(Frames):
             except StopAsyncIteration:
                 self._ended = True
                 if self._open:
-                    lines.append(bytes(self._open))
+                    ready.append(self._open.rstrip(b"\r").decode("utf-8", "replace"))
                     self._open = bytearray()
                 continue
             if b"\n" not in chunk:  # a long line in many reads grows in place, never copied whole per read
@@ -144,8 +145,8 @@ class _Lines(Frames):
             for part in parts:
                 self._check(len(part))
             self._check(len(self._open))
-            lines.extend(parts)
-        return lines.popleft().rstrip(b"\r").decode("utf-8", "replace")
+            ready.extend(part.rstrip(b"\r").decode("utf-8", "replace") for part in parts)
+        return ready.popleft()
 
     def _check(self, size: int) -> None:
         if size > self._cap:

@@ -220,7 +220,7 @@ def loads(text: str | bytes) -> Any:
     if orjson is not None and type(text) is str:  # orjson reads it 3x as fast when it reads it the same
         encoded = text.encode("utf-8", "surrogatepass")
         deep = len(text) > MAX_DEPTH and text.count("[") + text.count("{") > MAX_DEPTH  # the check's to judge
-        if not deep and _LONG_NUMBER not in encoded.translate(_DIGITS_AS_ZERO):
+        if not deep and not _long_number(encoded):
             try:
                 return orjson.loads(encoded)
             except orjson.JSONDecodeError:
@@ -244,6 +244,21 @@ def loads(text: str | bytes) -> Any:
 # except an integer beyond 64 bits (a float there): text with no run of 19 digits is read by orjson.
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _LONG_NUMBER = b"0" * 19
+_BEFORE_NUMBER = frozenset(b"-+.eE:[, \t\n\r")  # what a digit run inside a number can follow
+_ZEROS = re.compile(b"0*")
+
+
+def _long_number(encoded: bytes) -> bool:
+    """Whether the text may hold a number with a run of 19 digits: a run that follows what a number's digits can
+    follow (a run after a letter or a quote is inside a string, such as an id: orjson reads it)."""
+    zeros = encoded.translate(_DIGITS_AS_ZERO)
+    i = zeros.find(_LONG_NUMBER)
+    while i >= 0:
+        if i == 0 or zeros[i - 1] in _BEFORE_NUMBER:
+            return True
+        end = _ZEROS.match(zeros, i).end()  # type: ignore[union-attr]
+        i = zeros.find(_LONG_NUMBER, end)
+    return False
 
 
 # A \\u escape of a surrogate (U+D800-U+DFFF): the only way JSON text that encodes as UTF-8 can yield a lone one.

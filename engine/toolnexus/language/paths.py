@@ -2,8 +2,11 @@
 
 A plain chain (`usage.input_tokens`, `choices[0].message`, `@`) compiles to a
 tuple walk that tells *absent* (MISSING) from *null* (None); anything richer
-(filters, projections) runs on jmespath's compiled expression, where absent and
-null both read as MISSING.
+(filters, projections, pipes, `&&`/`||`, multi-selects) is compiled from jmespath's
+parse tree into nested Python functions with jmespath's own semantics (a streamed
+event is read per event: jmespath's tree interpreter costs several microseconds
+each), where absent and null both read as MISSING; a node outside that set
+(slices, `&expr` arguments) runs the whole expression on jmespath's interpreter.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from typing import Any, Final
 
 import jmespath
 from jmespath.exceptions import JMESPathError, ParseError
+from jmespath.functions import Functions
 from jmespath.parser import ParsedResult
+from jmespath.visitor import TreeInterpreter
 
 
 class _Missing:
@@ -74,9 +79,10 @@ def compile_path(expression: str) -> Getter:
         first_key = _first_key_getter(parsed)
         if first_key is not None:
             return first_key
+        read = _evaluator(parsed.parsed) or parsed.search
 
         def search(data: Any) -> Any:
-            value = parsed.search(data)
+            value = read(data)
             return MISSING if value is None else value
 
         return search
@@ -171,3 +177,116 @@ def _simple_steps(node: Any) -> list[str | int] | None:
             out.extend(steps)
         return out
     return None
+
+
+# ---------------------------------------------------------------- rich paths, compiled
+# Each function takes the current value and gives jmespath's answer (None for absent or null), as
+# jmespath.visitor.TreeInterpreter does node by node; None from _evaluator: a node it does not compile.
+
+Eval = Callable[[Any], Any]
+_FUNCTIONS = Functions()
+_EQUALITY = {op: TreeInterpreter.COMPARATOR_FUNC[op] for op in ("eq", "ne")}
+
+
+def _false(value: Any) -> bool:
+    """jmespath's falsehood: empty string, list or object, null, false (a 0 is true)."""
+    return value == "" or value == [] or value == {} or value is None or value is False
+
+
+def _evaluator(node: Any) -> Eval | None:
+    kind, value = node["type"], node.get("value")  # a jmespath tree node (a dict)
+    steps = _simple_steps(node)
+    if steps:  # a plain chain inside: one straight walk (null and absent both None, as jmespath gives them)
+        walk = _chain_getter(steps)
+        return lambda v: None if (found := walk(v)) is MISSING else found
+    fs: list[Eval] = []
+    for child in node["children"]:
+        if isinstance(child, dict):
+            if (f := _evaluator(child)) is None:
+                return None
+            fs.append(f)
+    if kind in ("current", "identity"):
+        return lambda v: v
+    if kind == "field":
+        return lambda v: v.get(value) if isinstance(v, dict) else None
+    if kind == "index":
+        return lambda v: v[value] if isinstance(v, list) and -len(v) <= value < len(v) else None
+    if kind == "literal":
+        return lambda v: value
+    if kind in ("subexpression", "index_expression", "pipe"):
+        return _chain(fs)
+    if kind == "key_val_pair":
+        return fs[0]
+    if kind == "multi_select_dict":
+        pairs = [(child["value"], f) for child, f in zip(node["children"], fs, strict=True)]
+        return lambda v: None if v is None else {key: f(v) for key, f in pairs}
+    if kind == "multi_select_list":
+        return lambda v: None if v is None else [f(v) for f in fs]
+    if kind == "or_expression":
+        a, b = fs
+        return lambda v: b(v) if _false(found := a(v)) else found
+    if kind == "and_expression":
+        a, b = fs
+        return lambda v: found if _false(found := a(v)) else b(v)
+    if kind == "not_expression":
+        (a,) = fs
+        return lambda v: False if _zero(found := a(v)) else not found
+    if kind == "comparator" and value in _EQUALITY:
+        a, b, same = *fs, _EQUALITY[value]
+        return lambda v: same(a(v), b(v))
+    if kind == "function_expression":
+        name = value
+        return lambda v: _FUNCTIONS.call_function(name, [f(v) for f in fs])
+    if kind in ("projection", "filter_projection"):
+        return _projection(fs)
+    if kind == "flatten":
+        (a,) = fs
+        return lambda v: _flat(base) if isinstance(base := a(v), list) else None
+    return None
+
+
+def _chain(fs: list[Eval]) -> Eval:
+    if len(fs) == 2:
+        a, b = fs
+        return lambda v: b(a(v))
+
+    def chain(v: Any) -> Any:
+        for f in fs:
+            v = f(v)
+        return v
+
+    return chain
+
+
+def _projection(fs: list[Eval]) -> Eval:
+    """`base[*].rest` (and `base[?test].rest`): rest of each element of a list base, nulls left out."""
+    base, rest, *test = fs
+    keep = test[0] if test else None
+
+    def project(v: Any) -> Any:
+        items = base(v)
+        if not isinstance(items, list):
+            return None
+        out = []
+        for item in items:
+            if keep is None or not _false(keep(item)):
+                found = rest(item)
+                if found is not None:
+                    out.append(found)
+        return out
+
+    return project
+
+
+def _flat(items: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, list):
+            out.extend(item)
+        else:
+            out.append(item)
+    return out
+
+
+def _zero(value: Any) -> bool:
+    return type(value) in (int, float) and value == 0

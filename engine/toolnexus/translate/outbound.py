@@ -358,7 +358,7 @@ class Outbound:
         form = src.arguments
         if type(arguments) is dict and form != "text":
             try:
-                arguments = json.dumps(arguments, ensure_ascii=False, allow_nan=False)
+                arguments = arguments_json(arguments)
             except (TypeError, ValueError) as exc:
                 raise ResponseError(
                     src.element_path(i), f"tool input is not representable as JSON ({exc})", provider=self.provider
@@ -797,6 +797,11 @@ def _first_key(element: Any, kinds: Mapping[str, Render]) -> Any:
     return next(iter(element), MISSING)  # unknown: named by its first key, for the note
 
 
+# A tool call's arguments object as the JSON text OpenAI carries: one encoder built once (json.dumps with
+# options builds a new one per call, a cost per tool call in a long stream); the same text as json.dumps.
+arguments_json = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
 def response_digest(response: Any, provider: str) -> str:
     """A digest of the whole response (its JSON with sorted keys): the part of a synthesized id that
     tells two answers apart. Two answers that differ anywhere (a response id, a token count, the
@@ -839,7 +844,7 @@ class _Code:
             "Found": _Found,
             "TranslatedToolCall": TranslatedToolCall,
             "TranslateResult": TranslateResult,
-            "dumps": json.dumps,
+            "arguments_json": arguments_json,
             "merge_extras": merge_extras,
             "response_digest": response_digest,
             "synthesized_id": synthesized_id,
@@ -1036,7 +1041,7 @@ class _Code:
                     f"    c.notes.append(Note('synthesized', {s}.element_path(i), 'no call id; sent as ' + ci))",
                 ]
             if src.arguments != "text":
-                writes.append("if type(ca) is dict: ca = dumps(ca, ensure_ascii=False, allow_nan=False)")
+                writes.append("if type(ca) is dict: ca = arguments_json(ca)")
             if o.tool_call_ids is not None:
                 ids = self.name(o.tool_call_ids, "ids")
                 writes += [

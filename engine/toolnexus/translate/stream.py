@@ -42,7 +42,7 @@ from ..language.jsonsafe import JsonValueError, loads, where_in
 from ..language.paths import MISSING
 from ..language.templates import Ctx, fresh_copy
 from .endpoint import excerpt
-from .result import TranslateResult
+from .result import TranslatedToolCall, TranslateResult
 from .stream_code import Text, joins
 from .stream_rules import (
     APPEND,
@@ -108,7 +108,8 @@ class StreamTranslator:
         self._elements: list[dict[int, _Element]] = [{} for _ in rules.watched]
         self._calls: list[_Call] = []
         self._deltas: list[dict[str, Any]] = []
-        self._held: list[dict[str, Any]] = []  # tool-call deltas waiting for a synthesized id (see the top)
+        self._held: list[dict[str, Any] | int] = []  # tool-call deltas waiting for a synthesized id (see the top);
+        # an index: a whole call, its deltas made at the end from the whole answer's translation (`_open`)
         self._text_sent = 0
         self._events = 0
         self._head: dict[str, Any] | None = None
@@ -430,13 +431,17 @@ class StreamTranslator:
         if type(text) is str and text:
             self._emit_text(text)
         for field_path, role in info.roles.items():
-            value = _walk(element, field_path)
-            if role == REASONING and type(value) is str and value:
+            if role == REASONING and type(value := _walk(element, field_path)) is str and value:
                 self._deltas.append({"reasoning_content": value})
         call = item.get("tool_call")
         if call is None:
             return
         held = src.synthesize_ids and not call.get("id")
+        if held and kind not in w.streamed_arguments:  # a whole call: the final translation gives it (see _open)
+            info.call = len(self._calls)
+            self._calls.append(_Call("", "", False))
+            self._held.append(info.call)
+            return
         if held:
             call = {**call, "id": _HELD}  # the real one hashes the whole response: given at the end
         fields = src.field_paths.get(kind, {}) if isinstance(kind, str) else {}
@@ -465,6 +470,19 @@ class StreamTranslator:
         self._tool_delta({"tool_calls": [opened]}, held)
         if first:
             self._tool_delta({"tool_calls": [{"index": index, "function": {"arguments": first}}]})
+
+    def _open(self, index: int, done: TranslatedToolCall) -> list[dict[str, Any]]:
+        """A held whole call's deltas, from its translation in the whole answer (which validated it and gave
+        its id): rendering it again as it arrived would double a long stream of whole calls' cost."""
+        self._calls[index].sent_arguments = True
+        opened: dict[str, Any] = {"index": index, "id": done.id, "type": "function",
+                                  "function": {"name": done.name, "arguments": ""}}  # fmt: skip
+        if done.extra_content is not None:
+            opened["extra_content"] = done.extra_content
+        deltas = [{"tool_calls": [opened]}]
+        if done.arguments:
+            deltas.append({"tool_calls": [{"index": index, "function": {"arguments": done.arguments}}]})
+        return deltas
 
     def _tool_delta(self, delta: dict[str, Any], hold: bool = False) -> None:
         """A tool-call delta: sent now, or held while any call before it waits for its synthesized id."""
@@ -607,12 +625,15 @@ class StreamTranslator:
         for call, done in zip(self._calls, result.tool_calls, strict=False):
             if call.opened is not None:  # a held call: the id the whole answer synthesized
                 call.id = call.opened["id"] = done.id
+            elif not call.id:  # a held whole call (`_open`)
+                call.id, call.name = done.id, done.name
         streamed = [(c.id, c.name) for c in self._calls]
         if streamed != [(c.id, c.name) for c in result.tool_calls] or self._text_sent != len(result.text):
             raise ResponseError("", "the streamed deltas differ from the assembled response; the streaming "
                                 "rules do not match the response rules", provider=rules.provider)  # fmt: skip
         self.result = result
-        self._deltas += self._held
+        for held in self._held:
+            self._deltas += [held] if isinstance(held, dict) else self._open(held, result.tool_calls[held])
         self._held.clear()
         out = self._chunks(last=True) if self._head is None or self._deltas else []
         for index, (call, done) in enumerate(zip(self._calls, result.tool_calls, strict=True)):

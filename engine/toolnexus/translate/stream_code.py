@@ -19,7 +19,21 @@ from dataclasses import replace
 from typing import Any
 
 from ..language.paths import MISSING, Getter, simple_steps
-from .stream_rules import APPEND, BY_POSITION, END, EXTEND, JSON, TEXT, Dispatch, Join, Move, Node, Steps, Streaming
+from .stream_rules import (
+    APPEND,
+    ARGUMENTS,
+    BY_POSITION,
+    END,
+    EXTEND,
+    JSON,
+    TEXT,
+    Dispatch,
+    Join,
+    Move,
+    Node,
+    Steps,
+    Streaming,
+)
 
 Pattern = tuple[str | int | None, ...]  # a place in the response: keys, fixed indexes, None for any other index
 Run = Callable[[Any, dict[str, Any], int], bool]
@@ -53,20 +67,17 @@ def plain_merge(parent: Any, key: str | int, value: Any) -> None:
     current = parent.get(key, MISSING) if type(parent) is dict else parent[key]
     if type(value) is dict and type(current) is dict:
         for k, v in value.items():
-            if type(v) in _SCALARS:
-                now = current.get(k, MISSING)
-                if v is None:
-                    if now is MISSING:
-                        current[k] = None
-                elif type(now) is not type(v) or now != v:
-                    current[k] = v
+            if v is None:
+                if k not in current:
+                    current[k] = None
+            elif type(v) in _SCALARS:
+                current[k] = v  # the same value put again changes nothing
             else:
                 plain_merge(current, k, v)
-    elif value is None:
-        if current is MISSING:
-            parent[key] = None
-    elif type(value) is not type(current) or value != current:
+    elif value is not None:
         parent[key] = value
+    elif current is MISSING:
+        parent[key] = None
 
 
 def joins(last: Any, element: Any, join: Join) -> bool:
@@ -249,12 +260,12 @@ class _Code:
             branches.append((f"{kk} == {key!r}", child))
         if omit:
             branches.insert(0, (" or ".join(f"{kk} == {key!r}" for key in sorted(omit)), ["pass"]))
-        branches += [
-            (f"{vv} is None", [f"if {kk} not in {c}: {c}[{kk}] = None"]),
+        branches += [  # a plain value replaces (the same value put again changes nothing); a null never does
             (
                 f"type({vv}) is str or type({vv}) is int or type({vv}) is bool or type({vv}) is float",
-                [f"if type(now := {c}.get({kk}, MISSING)) is not type({vv}) or now != {vv}: {c}[{kk}] = {vv}"],
+                [f"{c}[{kk}] = {vv}"],
             ),
+            (f"{vv} is None", [f"if {kk} not in {c}: {c}[{kk}] = None"]),
         ]
         for n, (test, body) in enumerate(branches):
             lines += [f"    {'if' if n == 0 else 'elif'} {test}:", *_indent(body, 8)]
@@ -268,25 +279,25 @@ class _Code:
         same = "".join(f" and {last}.get({key!r}) == {x}.get({key!r})" for key in join.same)
         emit = self.fragment((*pattern, None, f), piece, ix, d)
         node = self.name(self.node(pattern), "node")
-        return [
-            f"if {c} and type({x}) is dict and type({last} := {c}[-1]) is dict"
-            f" and type({piece} := {x}.get({f!r})) is str and type({t} := {last}.get({f!r})) is Text{same}:",
-            f"    for {kk}, {vv} in {x}.items():",
-            f"        if {kk} != {f!r} and {kk} in {last} and {last}[{kk}] != {vv}: break",
-            "    else:",
-            f"        {t}.add({piece})",
-            f"        if len({x}) > 1:",
-            f"            for {kk}, {vv} in {x}.items():",
-            f"                if {kk} not in {last}: {last}[{kk}] = {vv}",
+        return [  # only an element with text in the join field can continue the last one
+            f"if {c} and type({x}) is dict and type({piece} := {x}.get({f!r})) is str:",
+            f"    if type({last} := {c}[-1]) is dict and type({t} := {last}.get({f!r})) is Text{same}:",
+            f"        for {kk}, {vv} in {x}.items():",
+            f"            if {kk} != {f!r} and {kk} in {last} and {last}[{kk}] != {vv}: break",
+            "        else:",
+            f"            {t}.add({piece})",
+            f"            if len({x}) > 1:",
+            f"                for {kk}, {vv} in {x}.items():",
+            f"                    if {kk} not in {last}: {last}[{kk}] = {vv}",
             *(
-                [f"        if {piece}:", f"            {ix} = {at} + (len({c}) - 1,)", *_indent(emit, 12)]
+                [f"            if {piece}:", f"                {ix} = {at} + (len({c}) - 1,)", *_indent(emit, 16)]
                 if emit
                 else []
             ),
+            "            continue",
+            f"    if joins({c}[-1], {x}, {j}):",
+            f"        s._extend({p}, {k}, {c}, [{x}], {node}, {self.above_expr(pattern, at)})",
             "        continue",
-            f"if {c} and joins({c}[-1], {x}, {j}):",
-            f"    s._extend({p}, {k}, {c}, [{x}], {node}, {self.above_expr(pattern, at)})",
-            "    continue",
         ]
 
     def placed(self, pattern: Pattern, x: str, index: str, at: str, d: int) -> list[str]:
@@ -318,12 +329,15 @@ class _Code:
             element, field = "0", pattern[n:]
         if None in field:
             return [f"s._fragment({self.path_expr(pattern, at)}, {piece})"]
-        info, role = f"info{d}", f"role{d}"
+        info, role, args = f"info{d}", f"role{d}", f"{{'arguments': {piece}}}"
         return [
             f"{info} = s._elements[{w_index}].get({element})",
             f"if {info} is not None:",
             f"    {role} = {info}.roles.get({field!r})",
             f"    if {role} == {TEXT!r}: s._text_sent += len({piece}); s._deltas.append({{'content': {piece}}})",
+            f"    elif {role} == {ARGUMENTS!r} and (call{d} := {info}.call) is not None:",  # as _emit does, inline
+            f"        s._calls[call{d}].sent_arguments = True",
+            f"        (s._held or s._deltas).append({{'tool_calls': [{{'index': call{d}, 'function': {args}}}]}})",
             f"    elif {role} is not None: s._emit({info}, {role}, {piece})",
         ]
 
@@ -407,21 +421,34 @@ class _Code:
         else:
             lines += self.read(step.at_path, step.at, "ix", scope)
             lst = f"{parent}.get({key}, MISSING)" if key != '""' else "s._holder['']"
-            tests += [f"type(lq := {lst}) is list", "type(ix) is int", "0 <= ix < len(lq)"]
+            tests += [f"type(lq := {lst}) is list", "type(ix) is int"]
             at = f"({''.join(f'{x}, ' for x in fixed_at)}ix,)"
             body = []
             fixed = self.fixed_indexes(into)
+            general = f"s._place({s}, {scope}, n, {i})"
             cases = [(f"ix == {index}", (*into, index)) for index in fixed] + [("", (*into, None))]
             for n, (test, element) in enumerate(cases):
-                inner = self.field(step, element, at, f"s._place({s}, {scope}, n, {i})")
+                inner = self.field(step, element, at, general)
                 if len(cases) == 1:
                     body = inner
                 else:
                     body += [f"{'if' if n == 0 else 'elif'} {test}:" if test else "else:", *_indent(inner, 4)]
+            body = ["if 0 <= ix < len(lq):", *_indent(body, 4), *self.added(step, at), "else:", f"    {general}"]
         if into or step.at is not None:
             return [*lines, "if v is not MISSING:", f"    if {' and '.join(tests)}:", *_indent(body, 8),
                     "    else:", f"        s._place({s}, {scope}, n, {i})"]  # fmt: skip
         return [*lines, "if v is not MISSING:", *_indent(body, 4)]
+
+    def added(self, step: Move, at: str) -> list[str]:
+        """A new object at the end of the list (`at` its length): appended as it came, then started if watched,
+        as the general merge does where no combine row lies at or below the element (nothing to fold)."""
+        element = self.node((*step.into, None))
+        if step.field or self.fixed_indexes(step.into) or (element is not None and (element.policy or _folds(element))):
+            return []
+        omit = self.name(step.omit, "omit")
+        keep = [f"    v = {{kk: vv for kk, vv in v.items() if kk not in {omit}}}"] if step.omit else []
+        return ["elif ix == len(lq) and type(v) is dict:", *keep, "    lq.append(v)",
+                *_indent(self.placed(step.into, "v", "ix", at, 0), 4)]  # fmt: skip
 
     def field(self, step: Move, element: Pattern, at: str, otherwise: str) -> list[str]:
         """Into the element `ix` of the list, then down `field` (objects there already), then the merge."""
@@ -520,6 +547,11 @@ class _Code:
                 *_indent([*self.steps(r.every, "streaming.every"), f"return {bool(r.every)}"], 4),
             ]
         return "\n".join([*events, *run]) + "\n"
+
+
+def _folds(node: Node) -> bool:
+    """Whether a value put whole at this place is first folded within itself (`join`, `continued` below)."""
+    return node.join is not None or node.continued is not None or any(_folds(c) for c in node.children.values())
 
 
 def _indent(lines: list[str], width: int) -> list[str]:
