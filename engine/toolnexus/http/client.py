@@ -96,10 +96,10 @@ class Client:
         key = endpoint.resolve_key(api_key)
         check_headers(headers or {})
         values = endpoint.values(model, endpoint_options)  # the URL's, query's and headers' placeholders
-        self._url = endpoint.url(base_url, model, values=values)  # parsed once; a bad model or option raises here
+        self._url = str(endpoint.url(base_url, model, values=values))  # parsed once; a bad model or option raises
         streaming = self._provider.streaming
         self._stream_url = (
-            endpoint.url(base_url, model, streaming.path, values) if streaming and streaming.path else self._url
+            str(endpoint.url(base_url, model, streaming.path, values)) if streaming and streaming.path else self._url
         )
         headers = {**endpoint.headers_for(values), **(headers or {})}
         self.style = style
