@@ -183,7 +183,7 @@ class _Httpx(Transport):
         client = self._current()
         request = client.build_request("POST", outgoing.url, content=outgoing.content, headers=outgoing.headers)
         try:
-            return _HttpxReply(await client.send(request, stream=True))
+            return HttpxReply(await client.send(request, stream=True))
         except httpx.TransportError as exc:
             raise httpx_failure(exc) from exc
 
@@ -191,7 +191,9 @@ class _Httpx(Transport):
         await self._client.aclose()
 
 
-class _HttpxReply(Reply):
+class HttpxReply(Reply):
+    """An httpx response as a Reply (the httpx stack's; also what a tool wraps to run a framing on one)."""
+
     def __init__(self, response: httpx.Response) -> None:
         self._response = response
         self.status = response.status_code
