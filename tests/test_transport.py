@@ -173,3 +173,15 @@ def test_a_transport_failure_is_a_provider_error_of_its_kind(kind: str, midway: 
     error = transport_error(TransportFailure(kind, "SomeError"), PROVIDER, 2, midway=midway)  # type: ignore[arg-type]
     assert (error.kind, error.attempts) == (kind, 2)
     assert "SomeError" in error.message and ("mid-stream" in error.message) == midway
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_the_environments_proxy_is_honoured_on_every_stack(transport: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTTP_PROXY sends the call through the proxy (read once per client on aiohttp, as httpx reads it)."""
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with ProviderStub(lambda request: text_reply(PROVIDER)) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.base_url.removesuffix("/v1"))
+        text = translate_once("http://provider.invalid/v1", transport)
+    assert text == toolnexus.translate_response(PROVIDER, text_reply(PROVIDER)).text
+    assert [r.path for r in proxy.requests] == ["http://provider.invalid/v1/chat/completions"]

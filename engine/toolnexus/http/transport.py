@@ -237,9 +237,11 @@ def aiohttp_failure(exc: BaseException) -> TransportFailure:
 
 class _Aiohttp(Transport):
     """aiohttp used directly: no redirects followed, no cookies kept, bodies taken raw (the call layer
-    inflates them within its caps), no timeouts of its own (the call layer's deadline), the
-    environment's proxies honoured as httpx honours them. URLs are sent as they are given (httpx's
-    form, the form a signature covers), not re-quoted."""
+    inflates them within its caps), no timeouts of its own (the call layer's deadline). URLs are sent
+    as they are given (httpx's form, the form a signature covers), not re-quoted. The environment's
+    proxies (HTTP_PROXY, NO_PROXY, ...) are read once per URL, as httpx reads them once per client:
+    aiohttp's trust_env reads them (and netrc) in a worker thread on every request, two thread hops
+    that cost more than the rest of the call."""
 
     def __init__(self, stack: AiohttpStack, headers: Mapping[str, str]) -> None:
         import aiohttp
@@ -251,7 +253,7 @@ class _Aiohttp(Transport):
         self._headers = dict(headers)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._urls: dict[str, Any] = {}  # each URL parsed once (a client sends to one or two)
+        self._urls: dict[str, tuple[Any, Any, Any]] = {}  # URL -> (parsed, proxy, proxy auth): a client has one or two
         self._errors = (aiohttp.ClientError, TimeoutError)
 
     def _current(self) -> aiohttp.ClientSession:
@@ -268,23 +270,32 @@ class _Aiohttp(Transport):
             session = self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self._stack.limit, ssl=self._stack.ssl or True),
                 headers=self._headers, auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(),
-                timeout=aiohttp.ClientTimeout(total=None), trust_env=True,
+                timeout=aiohttp.ClientTimeout(total=None),
             )  # fmt: skip
             self._loop = loop
         return session
 
     async def send(self, outgoing: Outgoing) -> Reply:
         session = self._current()
-        url = self._urls.get(outgoing.url)
-        if url is None:
-            url = self._urls[outgoing.url] = self._url(outgoing.url, encoded=True)
+        target = self._urls.get(outgoing.url) or self._target(outgoing.url)
+        url, proxy, proxy_auth = target
         try:
-            response = await session.post(
-                url, data=outgoing.content, headers=outgoing.headers or None, allow_redirects=False
-            )
+            response = await session.post(url, data=outgoing.content, headers=outgoing.headers or None,
+                                          allow_redirects=False, proxy=proxy, proxy_auth=proxy_auth)  # fmt: skip
         except self._errors as exc:
             raise aiohttp_failure(exc) from exc
         return _AiohttpReply(response, self._errors)
+
+    def _target(self, text: str) -> tuple[Any, Any, Any]:
+        from aiohttp.helpers import get_env_proxy_for_url  # what trust_env runs on every request
+
+        url = self._url(text, encoded=True)
+        try:
+            proxy, proxy_auth = get_env_proxy_for_url(url)
+        except LookupError:  # none set, or NO_PROXY names the host
+            proxy, proxy_auth = None, None
+        self._urls[text] = target = (url, proxy, proxy_auth)
+        return target
 
     async def aclose(self) -> None:
         if self._session is not None:
