@@ -156,7 +156,11 @@ class TranslateStream:
         self._state = "open"
         if self._cancel is not None:
             self._watcher = asyncio.ensure_future(self._watch(self._cancel))
-        response = await self._guarded(self._connect(content), caller.policy.overall_timeout)
+        policy = caller.policy
+        if self._cancel is None and policy.timeout <= policy.overall_timeout:  # as translate: one timer
+            response = await self._connect(content, started=self._started)  # the attempt's deadline ends it first
+        else:
+            response = await self._guarded(self._connect(content), policy.overall_timeout)
         self._response = response
         if not response.is_success:
             raise caller.http_error(await caller.read(response), self._attempts)
@@ -166,10 +170,12 @@ class TranslateStream:
             raise caller.not_a_stream(read, self._attempts, self._framing.media_types[0])
         self._events = self._framing.read(response, caller.policy.max_event_bytes, caller.endpoint)
 
-    async def _connect(self, content: bytes) -> Reply:
+    async def _connect(self, content: bytes, started: float | None = None) -> Reply:
+        """The attempts to start the stream; `started`: the retries run under the overall timeout from then."""
         self._attempts = 1
         accept = self._framing.media_types[0]
-        return await self._caller.attempts(lambda: self._caller.open(self._url, content, accept), self._count)
+        open_one = lambda: self._caller.open(self._url, content, accept)  # noqa: E731
+        return await self._caller.attempts(open_one, self._count, started=started)
 
     def _count(self, number: int) -> None:
         self._attempts = number
