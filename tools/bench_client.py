@@ -4,9 +4,10 @@
                                  [--seconds 2] [--rounds 5] [--provider NAME] [--messages N] [--split]
                                  [--answer demo|calls] [--stream] [--vs-aiohttp]
 
-The issue's workload (10 messages, a 3-tool-call answer, every side, small batches):
+The README's client rows (10 messages, a 3-tool-call answer, every side, small batches; seven
+rounds, since on a shared machine single rounds swing widely):
     python tools/bench_client.py --provider anthropic --messages 10 --answer calls --split --stream \
-        --vs-aiohttp --requests 300 --seconds 1 --rounds 3
+        --vs-aiohttp --requests 300 --seconds 1 --rounds 7
 
 The provider stub runs in a separate process on 127.0.0.1 (a minimal asyncio HTTP/1.1
 server answering canned bytes, so it costs little and takes no time from this process's
