@@ -677,6 +677,7 @@ def test_a_framing_holds_a_read_and_an_event_never_the_stream(name: str) -> None
     import tracemalloc
 
     from toolnexus.http.framing import framing
+    from toolnexus.http.transport import HttpxReply
 
     endpoint = toolnexus.load_rules(RULES).get("frames").endpoint
     text = "".join(random.Random(0).choices("abcdefghij ", k=2_000_000))
@@ -694,7 +695,7 @@ def test_a_framing_holds_a_read_and_an_event_never_the_stream(name: str) -> None
         response = httpx.Response(200, headers={"content-type": media}, stream=_Chunks(chunks), request=request)
 
         async def read() -> int:
-            frames = framing(name).read(response, 16 * 1024 * 1024, endpoint)
+            frames = framing(name).read(HttpxReply(response), 16 * 1024 * 1024, endpoint)
             n = 0
             async for _ in frames:
                 n += 1
