@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 import toolnexus
-from support.faults import error_object, needs_aiohttp
+from support.faults import STACKS, error_object, one_connection_transport
 from toolnexus import (
     Cancelled,
     ConfigError,
@@ -643,7 +643,7 @@ def test_the_stock_stub_accepts_100_simultaneous_connections() -> None:
 
 
 @pytest.mark.parametrize("style", STYLES)
-@pytest.mark.parametrize("stack", [None, pytest.param("aiohttp", marks=needs_aiohttp)])
+@pytest.mark.parametrize("stack", STACKS)
 def test_200_concurrent_translates_on_one_client_each_carry_their_own_messages(style: str, stack: str | None) -> None:
     marker = re.compile(r"<m(\d{3})>")
 
@@ -1176,20 +1176,19 @@ def slow_then_fast(style: str, delay: float = 5.0) -> Any:
     return scripted([StubReply(body=text_reply(style, "slow"), delay=delay), text_reply(style, "fast")])
 
 
-def one_connection() -> httpx.AsyncHTTPTransport:
+def one_connection(stack: str = "aiohttp") -> Any:
     """A pool of ONE connection: a leaked connection would make the next call wait forever."""
-    return httpx.AsyncHTTPTransport(
-        verify=_SHARED_SSL, limits=httpx.Limits(max_connections=1, max_keepalive_connections=1)
-    )
+    return one_connection_transport(stack)
 
 
+@pytest.mark.parametrize("stack", STACKS)
 @pytest.mark.parametrize("style", STYLES)
-def test_setting_the_cancel_event_aborts_promptly_and_the_client_still_works(style: str) -> None:
+def test_setting_the_cancel_event_aborts_promptly_and_the_client_still_works(style: str, stack: str) -> None:
     events: list[LLMEvent] = []
     with Stub(slow_then_fast(style)) as stub:
 
         async def main() -> tuple[float, list[str]]:
-            async with make_client(stub, style, transport=one_connection(), on_event=events.append) as client:
+            async with make_client(stub, style, transport=one_connection(stack), on_event=events.append) as client:
                 cancel = asyncio.Event()
                 asyncio.get_running_loop().call_later(0.1, cancel.set)
                 started = time.perf_counter()
@@ -1210,12 +1209,13 @@ def test_setting_the_cancel_event_aborts_promptly_and_the_client_still_works(sty
     assert len(stub.requests) == 3
 
 
+@pytest.mark.parametrize("stack", STACKS)
 @pytest.mark.parametrize("style", STYLES)
-def test_cancelling_the_task_works_and_the_client_still_works(style: str) -> None:
+def test_cancelling_the_task_works_and_the_client_still_works(style: str, stack: str) -> None:
     with Stub(slow_then_fast(style)) as stub:
 
         async def main() -> tuple[float, str]:
-            async with make_client(stub, style, transport=one_connection()) as client:
+            async with make_client(stub, style, transport=one_connection(stack)) as client:
                 task = asyncio.create_task(client.translate(USER))
                 await asyncio.sleep(0.1)
                 started = time.perf_counter()
@@ -1546,7 +1546,7 @@ def test_sequential_calls_reuse_a_one_connection_pool() -> None:
 
 PROVIDERS = toolnexus.providers()
 MODEL_IN_PATH = [p for p in PROVIDERS if "{model}" in toolnexus.load_rules().get(p).endpoint.path]
-STACKS = [None, pytest.param("aiohttp", marks=needs_aiohttp)]
+TRANSPORT_NAMES = [None, *STACKS]  # None: the default
 HOSTILE_MODELS = ["../../../steal/x", "g:generateContent?alt=x#", "a/b", "x y%2F", "modèle", "%2e%2e"]
 
 
@@ -1584,7 +1584,7 @@ def test_the_providers_with_the_model_in_the_path_are_tested() -> None:
     assert MODEL_IN_PATH, "no rule file puts {model} in its endpoint path: the URL tests below test nothing"
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", TRANSPORT_NAMES)
 @pytest.mark.parametrize("model", HOSTILE_MODELS)
 @pytest.mark.parametrize("provider", MODEL_IN_PATH)
 def test_a_model_name_is_one_path_segment_of_the_url_the_provider_receives(
@@ -1734,7 +1734,7 @@ def test_style_and_model_are_still_required() -> None:
 # ----------------------------------------------------------------- one client, several event loops
 
 
-@pytest.mark.parametrize("stack", [*STACKS, "httpx"])
+@pytest.mark.parametrize("stack", TRANSPORT_NAMES)
 def test_a_client_serves_a_second_event_loop(stack: str | None) -> None:
     """A pool's connections belong to the loop that opened them: a client used again under a second
     `asyncio.run` (a script calling it twice, a test per loop) gets a fresh pool, not 'Event loop is closed'."""

@@ -674,6 +674,7 @@ def test_ndjson_lines_of_one_read_are_decoded_together_into_ready() -> None:
     """Every line a read completes is decoded at once into `ready`, which the client takes without awaiting
     (a read of many small lines costs one await, as SSE's); the unfinished line waits for its end."""
     from toolnexus.http.framing import framing
+    from toolnexus.http.transport import HttpxReply
 
     endpoint = toolnexus.load_rules(RULES).get("lines").endpoint
     chunks = [b'{"a": 1}\n{"a": 2}\r\n{"a"', b': 3}\n{"a": 4}']
@@ -682,7 +683,7 @@ def test_ndjson_lines_of_one_read_are_decoded_together_into_ready() -> None:
                               request=request)  # fmt: skip
 
     async def read() -> list[tuple[str, list[str]]]:
-        frames = framing("ndjson").read(response, 1024, endpoint)
+        frames = framing("ndjson").read(HttpxReply(response), 1024, endpoint)
         seen = []
         async for data in frames:
             seen.append((data, list(frames.ready)))
@@ -699,6 +700,7 @@ def test_a_framing_holds_a_read_and_an_event_never_the_stream(name: str) -> None
     import tracemalloc
 
     from toolnexus.http.framing import framing
+    from toolnexus.http.transport import HttpxReply
 
     endpoint = toolnexus.load_rules(RULES).get("frames").endpoint
     text = "".join(random.Random(0).choices("abcdefghij ", k=2_000_000))
@@ -716,7 +718,7 @@ def test_a_framing_holds_a_read_and_an_event_never_the_stream(name: str) -> None
         response = httpx.Response(200, headers={"content-type": media}, stream=_Chunks(chunks), request=request)
 
         async def read() -> int:
-            frames = framing(name).read(response, 16 * 1024 * 1024, endpoint)
+            frames = framing(name).read(HttpxReply(response), 16 * 1024 * 1024, endpoint)
             n = 0
             async for _ in frames:
                 n += 1

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 import random
-import ssl
+import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from botocore.credentials import Credentials
 from hypothesis import given
@@ -19,7 +18,7 @@ from hypothesis import strategies as st
 
 import toolnexus
 from support.credentials import StubGoogleCredentials, isolate_aws
-from support.faults import FAST, USER, FaultStub, model, tool_call_reply
+from support.faults import FAST, STACKS, USER, FaultStub, model, one_connection_transport, tool_call_reply
 from support.judges import SDK_VALIDATORS
 from support.sse_encoders import ENCODERS, canonical, data_of, events_reply
 from support.strategies import SETTINGS, bedrock_responses
@@ -27,12 +26,15 @@ from toolnexus import ProviderError, TranslateResult
 from toolnexus.devtools.stub import StubReply, StubRequest, aws_frame, bearer_of, scripted, sigv4_verified
 
 HARD_CAP = 20.0
-SSL = ssl.create_default_context()
 
 
-@pytest.fixture(autouse=True)
-def no_aws_surroundings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+STACK = "aiohttp"  # the transport `both` drives: every test here runs on each (the fixture below)
+
+
+@pytest.fixture(autouse=True, params=STACKS)
+def no_aws_surroundings(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     isolate_aws(monkeypatch, str(tmp_path / "none"))
+    monkeypatch.setattr(sys.modules[__name__], "STACK", request.param)
 
 
 ACCESS, SECRET_KEY = "AKIDBEDROCK0001", "bedrock-secret-access-key-0123456789"
@@ -45,7 +47,7 @@ def both(
     import asyncio
 
     async def drive(url: str) -> tuple[TranslateResult, TranslateResult]:
-        transport = httpx.AsyncHTTPTransport(verify=SSL)
+        transport = one_connection_transport(STACK)
         async with toolnexus.create_client(url, provider, model(provider), transport=transport, backoff=FAST,
                                            timeout=5.0, **options) as c:  # fmt: skip
             plain = await c.translate(USER)

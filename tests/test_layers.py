@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("package", ("toolnexus", "toolnexus.__main__")),
 ]
 PURE = ("language", "translate")
-HTTP_STACK = ("httpx", "tenacity", "httpx_sse")
+HTTP_STACK = ("aiohttp", "httpx", "tenacity", "httpx_sse")
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,7 @@ print(json.dumps([loaded_at_import, [m for m in {HTTP_STACK!r} if m in sys.modul
 """
 
 
-def test_pure_translation_in_a_fresh_process_never_loads_httpx_tenacity_or_httpx_sse() -> None:
+def test_pure_translation_in_a_fresh_process_never_loads_the_http_stack() -> None:
     run = subprocess.run([sys.executable, "-c", PURE_RUN], capture_output=True, text=True, check=True, timeout=120)
     at_import, after_use, layers = json.loads(run.stdout)
     assert at_import == []

@@ -29,12 +29,12 @@ from support.faults import (
     FAULTS,
     PROVIDERS,
     STACK_TARGETS,
+    STACKS,
     USER,
     FaultStub,
     auth_header,
     error_object,
     model,
-    needs_aiohttp,
     run,
     text_reply,
 )
@@ -148,7 +148,6 @@ def test_a_key_cut_by_the_excerpt_does_not_leak_its_first_half(provider: str, st
 # formatted traceback, every log record of every library at DEBUG) and looks for the key's core:
 # the key stripped of whitespace is inside every escaped spelling of it too (b'sk-...\\n').
 
-STACKS = ["httpx", pytest.param("aiohttp", marks=needs_aiohttp)]
 REQUEST_ID_PROVIDERS = [p for p in PROVIDERS if toolnexus.load_rules().get(p).endpoint.request_id_header]
 
 

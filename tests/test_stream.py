@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
 import openai.types.chat
 import pydantic
 import pytest
@@ -82,6 +81,7 @@ from toolnexus import Cancelled, ConfigError, ProviderError, ResponseError, Tran
 from toolnexus.devtools.conformance import Case
 from toolnexus.devtools.stub import ProviderStub, StubReply, scripted
 from toolnexus.http.framing import FRAMINGS
+from toolnexus.http.transport import AiohttpStack
 from toolnexus.translate.stream_rules import END
 
 RULES = toolnexus.load_rules()
@@ -126,7 +126,9 @@ def served() -> Iterator[Served]:
 
 
 def client(base_url: str, provider: str, **options: Any) -> toolnexus.Client:
-    transport = httpx.AsyncHTTPTransport(verify=SSL)
+    """A client on the default stack (aiohttp; httpx's streams are replayed by test_faults and
+    test_framing_providers), with the suite's one TLS context."""
+    transport = AiohttpStack(ssl=SSL)
     return toolnexus.create_client(base_url, provider, model(provider), api_key="test-key", transport=transport,
                                    backoff=FAST, **options)  # fmt: skip
 

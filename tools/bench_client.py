@@ -4,9 +4,10 @@
                                  [--seconds 2] [--rounds 5] [--provider NAME] [--messages N] [--split]
                                  [--answer demo|calls] [--stream] [--vs-aiohttp]
 
-The issue's workload (10 messages, a 3-tool-call answer, every side, small batches):
+The README's client rows (10 messages, a 3-tool-call answer, every side, small batches; seven
+rounds, since on a shared machine single rounds swing widely):
     python tools/bench_client.py --provider anthropic --messages 10 --answer calls --split --stream \
-        --vs-aiohttp --requests 300 --seconds 1 --rounds 3
+        --vs-aiohttp --requests 300 --seconds 1 --rounds 7
 
 The provider stub runs in a separate process on 127.0.0.1 (a minimal asyncio HTTP/1.1
 server answering canned bytes, so it costs little and takes no time from this process's
@@ -15,13 +16,13 @@ GIL). It answers every provider's endpoint path with that provider's first demo 
 generated thinking + text + three parallel tool calls (tools/bench_inputs.py); its streaming
 path with the same answer told as the provider's event stream (tests/support/sse_encoders.py).
 
-For each HTTP stack (`toolnexus.http.transport`: httpx's own pool; httpx-aiohttp's when
-installed), provider and concurrency level, one process alternates, round after round,
-between
+For each HTTP stack (`toolnexus.http.transport`: aiohttp, the default, and httpx's own pool),
+provider and concurrency level, one process alternates, round after round, between
   client:  `client.translate(messages, tools=...)` on a client built with `transport=STACK`;
   raw:     a POST of the very bytes that client sent (captured by the stub from one
-           warm-up translate) on an httpx client of the same stack with the same headers,
-           then `response.json()`: the least any caller of that stack does.
+           warm-up translate) on a plain client of that library (`httpx.AsyncClient`,
+           `aiohttp.ClientSession`) with the same headers, then the JSON decoded: the least
+           any caller of that stack does.
 Each batch runs `--concurrency` lanes until `--requests` calls are done or `--seconds` have
 passed. The table gives requests per second, p50/p99 latency per call (all rounds), and the
 client's overhead: the median over rounds of (client time per call / raw time per call) - 1.
@@ -32,9 +33,10 @@ bench's generated N-message agent transcript (tools/bench_inputs.py) and its 20 
 toolnexus.http.wire.dumps as the client serializes, the post, translate_response), to tell the
 translation's share of the overhead from the client's own machinery (retries, hooks, events).
 `--stream` adds `client.translate_stream` (every chunk, then `.result`) and the pure functions
-around a raw streamed post on the same stack (translate_request, the post, httpx-sse, the
-`stream_translator`). `--vs-aiohttp` adds the pure functions around a post on aiohttp itself
-(`aiohttp.ClientSession`, no httpx), the yardstick for the default install's client.
+around a raw streamed post on the same stack (translate_request, the post, httpx-sse's decoders
+over the body's chunks, the `stream_translator`). `--vs-aiohttp` adds, on the httpx stack, the
+pure functions around a post on aiohttp itself (on the aiohttp stack they are its `functions`
+side): the yardstick for the default install's client.
 A last section, targets, gives each client side over its pure-functions side (time per call,
 median over rounds). Nothing here asserts a speed.
 """
@@ -43,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import codecs
 import importlib.util
 import json
 import os
@@ -61,12 +64,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource
+from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
 import toolnexus
 from toolnexus.devtools.conformance import demo_file
 from toolnexus.http import wire
-from toolnexus.http.transport import DEFAULT_STACK, STACKS, async_client
+from toolnexus.http.transport import DEFAULT_STACK, STACKS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -275,27 +278,28 @@ async def bench_provider(
     stream_url = endpoint.url(base_url, model, streaming.path) if streaming and streaming.path else url
     headers = {**endpoint.auth_headers(KEY), "content-type": "application/json"}
     client = toolnexus.create_client(base_url, provider, model, api_key=KEY, transport=stack, max_retries=0)
-    raw = async_client(stack, headers=headers, timeout=httpx.Timeout(60.0))
-    session = aiohttp_session(headers) if args.vs_aiohttp else None
+    raw = RawAiohttp(headers) if stack == "aiohttp" else RawHttpx(headers)
+    session = RawAiohttp(headers) if args.vs_aiohttp and stack != "aiohttp" else None
     try:
         await client.translate(messages, tools=tools)  # the stub keeps this body: the raw side posts it
-        captured = (await raw.get(base_url.rsplit("/v1", 1)[0] + CAPTURED + url.raw_path.decode())).content
+        captured = await raw.get(base_url.rsplit("/v1", 1)[0] + CAPTURED + url.raw_path.decode())
         if not captured:
             raise SystemExit(f"{provider}: the stub captured no body")
 
         async def via_client() -> None:
             await client.translate(messages, tools=tools)
 
+        url_text, stream_text = str(url), str(stream_url)  # as the client holds them
+
         async def via_raw() -> None:
-            response = await raw.post(url, content=captured)
-            response.json()
+            await raw.post(url_text, captured)
 
         openai_request = {"model": model, "messages": messages, "tools": tools}
 
         async def via_functions() -> None:  # what the client does, minus its own machinery
             body = toolnexus.translate_request(provider, openai_request)
-            response = await raw.post(url, content=wire.dumps(body))
-            toolnexus.translate_response(provider, response.json(), requested_model=model)
+            data = await raw.post(url_text, wire.dumps(body))
+            toolnexus.translate_response(provider, data, requested_model=model)
 
         async def via_stream() -> None:
             async with client.translate_stream(messages, tools=tools) as stream:
@@ -306,17 +310,14 @@ async def bench_provider(
         async def via_stream_functions() -> None:  # the pure functions around a raw streamed post
             body = {**toolnexus.translate_request(provider, openai_request), **(streaming.body if streaming else {})}
             translator = toolnexus.stream_translator(provider, requested_model=model)
-            accept = {"accept": EVENT_STREAM}
-            async with raw.stream("POST", stream_url, content=wire.dumps(body), headers=accept) as response:
-                async for event in EventSource(response).aiter_sse():
-                    translator.feed(event.data)
+            async for data in raw.stream(stream_text, wire.dumps(body)):
+                translator.feed(data)
             translator.finish()
 
         async def via_aiohttp_functions() -> None:  # the pure functions around a post on aiohttp itself
             assert session is not None
             body = toolnexus.translate_request(provider, openai_request)
-            async with session.post(str(url), data=wire.dumps(body)) as response:
-                data = json.loads(await response.read())
+            data = await session.post(url_text, wire.dumps(body))
             toolnexus.translate_response(provider, data, requested_model=model)
 
         more = {}
@@ -353,14 +354,68 @@ async def bench_provider(
         await raw.aclose()
         await client.aclose()
         if session is not None:
-            await session.close()
+            await session.aclose()
 
 
-def aiohttp_session(headers: dict[str, str]) -> Any:
-    """An aiohttp session with the client's headers (aiohttp comes with the `aiohttp` extra)."""
-    import aiohttp
+class RawHttpx:
+    """A plain httpx client with the client's headers: a post and its JSON, or a stream's SSE data."""
 
-    return aiohttp.ClientSession(headers=headers)
+    def __init__(self, headers: dict[str, str]) -> None:
+        self._client = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(60.0))
+
+    async def get(self, url: str) -> bytes:
+        return (await self._client.get(url)).content
+
+    async def post(self, url: str, content: bytes) -> Any:
+        return json.loads((await self._client.post(url, content=content)).content)
+
+    async def stream(self, url: str, content: bytes) -> Any:
+        accept = {"accept": EVENT_STREAM}
+        async with self._client.stream("POST", url, content=content, headers=accept) as response:
+            async for data in sse_data(response.aiter_bytes()):
+                yield data
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+class RawAiohttp:
+    """A plain aiohttp session (its defaults) with the client's headers, as RawHttpx."""
+
+    def __init__(self, headers: dict[str, str]) -> None:
+        import aiohttp
+
+        self._session = aiohttp.ClientSession(headers=headers)
+
+    async def get(self, url: str) -> bytes:
+        async with self._session.get(url) as response:
+            return await response.read()
+
+    async def post(self, url: str, content: bytes) -> Any:
+        async with self._session.post(url, data=content) as response:
+            return json.loads(await response.read())
+
+    async def stream(self, url: str, content: bytes) -> Any:
+        async with self._session.post(url, data=content, headers={"accept": EVENT_STREAM}) as response:
+            async for data in sse_data(response.content.iter_any()):
+                yield data
+
+    async def aclose(self) -> None:
+        await self._session.close()
+
+
+async def sse_data(chunks: Any) -> Any:
+    """Each server-sent event's data, by httpx-sse's decoders over the body's chunks (as EventSource does)."""
+    text, lines, events = codecs.getincrementaldecoder("utf-8")(), SSELineDecoder(), SSEDecoder()
+    async for chunk in chunks:
+        for line in lines.decode(text.decode(chunk)):
+            event = events.decode(line)
+            if event is not None:
+                yield event.data
+    for line in lines.flush():
+        event = events.decode(line)
+        if event is not None:
+            yield event.data
 
 
 # ----------------------------------------------------------------- report
@@ -440,16 +495,16 @@ def targets(rows: Sequence[Row]) -> None:
         if stream is not None and functions is not None:
             ratio = row.ratio(stream, functions)
             lines.append(f"{where} translate_stream / stream-functions  {ratio:.2f}x  (target <= 1.2x)")
-        yardstick = row.more.get("aiohttp-functions")
+        yardstick = row.functions if row.stack == "aiohttp" else None  # the pure functions around an aiohttp post
         if yardstick is not None and row.stack == DEFAULT_STACK:
             ratio = row.ratio(row.client, yardstick)
-            lines.append(f"{where} default client / aiohttp-functions {ratio:.2f}x  (target <= 1.25x at 32)")
+            lines.append(f"{where} default client / aiohttp-functions   {ratio:.2f}x  (target <= 1.25x at 32)")
     if lines:
         print(f"\ntargets (the default stack is {DEFAULT_STACK}):", *lines, sep="\n")
 
 
 def machine_note() -> str:
-    versions = ", ".join(f"{name} {version(name)}" for name in ("httpx", "httpx-aiohttp", "aiohttp"))
+    versions = ", ".join(f"{name} {version(name)}" for name in ("httpx", "aiohttp"))
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "unknown"
     return (
         f"{platform.python_implementation()} {platform.python_version()} on {platform.machine()}, "
@@ -467,9 +522,9 @@ def version(name: str) -> str:
 def available_stacks(wanted: Sequence[str]) -> list[str]:
     out = []
     for stack in wanted:
-        if stack == "aiohttp" and importlib.util.find_spec("httpx_aiohttp") is None:
-            print("note: httpx-aiohttp is not installed; the aiohttp stack is left out "
-                  "(pip install -e '.[aiohttp]')", file=sys.stderr)  # fmt: skip
+        if stack == "aiohttp" and importlib.util.find_spec("aiohttp") is None:
+            print("note: aiohttp is not installed; the aiohttp stack is left out (pip install aiohttp)",
+                  file=sys.stderr)  # fmt: skip
             continue
         out.append(stack)
     return out
@@ -482,7 +537,7 @@ async def run(args: argparse.Namespace) -> int:
     machine = machine_note()
     rows: list[Row] = []
     if args.vs_aiohttp and importlib.util.find_spec("aiohttp") is None:
-        raise SystemExit("--vs-aiohttp needs aiohttp: pip install -e '.[aiohttp]'")
+        raise SystemExit("--vs-aiohttp needs aiohttp: pip install aiohttp")
     with stub_process(stub_replies("/v1", providers, args.answer)) as port:
         base_url = f"http://127.0.0.1:{port}/v1"
         for stack in stacks:

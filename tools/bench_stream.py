@@ -59,6 +59,7 @@ from toolnexus.devtools.conformance import demo_file
 from toolnexus.devtools.stub import ProviderStub, StubReply, aws_event
 from toolnexus.http.framing import framing
 from toolnexus.http.limits import MAX_EVENT_BYTES
+from toolnexus.http.transport import HttpxReply
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from progress import progress  # beside this file
@@ -224,7 +225,10 @@ async def bench(
                         if decode and event.data != "[DONE]":
                             json.loads(event.data)
                 else:  # the framing's own reader: the bytes cut into event data texts
-                    async for data in framing(framing_name).read(response, MAX_EVENT_BYTES, client._provider.endpoint):
+                    frames = framing(framing_name).read(
+                        HttpxReply(response), MAX_EVENT_BYTES, client._provider.endpoint
+                    )
+                    async for data in frames:
                         n += 1
                         if decode:
                             json.loads(data)
@@ -309,7 +313,7 @@ async def read_alone(framing_name: str, data: bytes, endpoint: Any) -> int:
     headers = {"content-type": framing(framing_name).media_types[0]}
     request = httpx.Request("POST", "http://127.0.0.1/")
     response = httpx.Response(200, headers=headers, stream=_Memory(data), request=request)
-    frames = framing(framing_name).read(response, MAX_EVENT_BYTES, endpoint)
+    frames = framing(framing_name).read(HttpxReply(response), MAX_EVENT_BYTES, endpoint)
     n = 0
     async for _ in frames:
         n += 1

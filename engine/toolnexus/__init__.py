@@ -4,7 +4,7 @@ Provider differences live in YAML rule files (`rules/`); this package compiles
 them once and runs them in both directions. See README.md.
 
 The client and the toolkits load on first use (module `__getattr__`), so `import toolnexus`
-for pure translation never imports the HTTP stack (httpx, tenacity, httpx-sse).
+for pure translation never imports the HTTP stack (aiohttp, httpx, tenacity, httpx-sse).
 """
 
 from __future__ import annotations
@@ -38,11 +38,13 @@ from .translate.stream import StreamTranslator
 if TYPE_CHECKING:
     from .http.client import Client, LLMEvent, create_client
     from .http.client_stream import TranslateStream
+    from .http.transport import AiohttpStack
     from .toolkit.mcp_tools import ToolResult
     from .toolkit.toolkit import Tool, Toolkit, create_toolkit, define_tool
 
 # name -> the module that defines it, imported when the name is first asked for
 _LAZY = {
+    "AiohttpStack": ".http.transport",
     "Client": ".http.client",
     "LLMEvent": ".http.client",
     "create_client": ".http.client",
@@ -69,6 +71,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AiohttpStack",
     "Cancelled",
     "Client",
     "ConfigError",

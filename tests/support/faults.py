@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import gc
-import importlib.util
 import json
 import re
 import socket
@@ -32,6 +31,7 @@ from toolnexus.devtools.stub import (
     scripted,
 )
 from toolnexus.http.framing import FRAMINGS
+from toolnexus.http.transport import AiohttpStack, TransportOption
 
 PROVIDERS = toolnexus.providers()
 
@@ -51,12 +51,9 @@ HARD_CAP = 30.0  # seconds: a hung call fails its test instead of hanging the su
 ONE_CONNECTION = httpx.Limits(max_connections=1, max_keepalive_connections=1)
 
 
-HAS_AIOHTTP = importlib.util.find_spec("httpx_aiohttp") is not None
-
-
-needs_aiohttp = pytest.mark.skipif(
-    not HAS_AIOHTTP, reason="httpx-aiohttp is not installed (pip install -e '.[aiohttp]')"
-)
+# Every transport the client offers (toolnexus.http.transport): the faults, secrets, cancel and
+# concurrency tests run on each.
+STACKS = ["aiohttp", "httpx"]
 
 
 _SSL = ssl.create_default_context()
@@ -254,17 +251,16 @@ async def _translate(client: toolnexus.Client, errors: list[BaseException]) -> T
     return await client.translate(USER)
 
 
-def one_connection_transport(stack: str) -> httpx.AsyncBaseTransport:
+def one_connection_transport(stack: str) -> TransportOption:
     """A pool of ONE connection on `stack`: a connection the client failed to release would make
     its next request (a retry, or the call after a cancel) wait for the pool and blow the time bound."""
     if stack == "aiohttp":
-        from httpx_aiohttp import AiohttpTransport
-
-        return AiohttpTransport(verify=_SSL, limits=ONE_CONNECTION)
+        return AiohttpStack(limit=1, ssl=_SSL)
+    assert stack == "httpx", stack
     return httpx.AsyncHTTPTransport(verify=_SSL, limits=ONE_CONNECTION)
 
 
-def run(provider: str, scenario: Scenario, *, api_key: str = "test-key", stack: str = "httpx") -> Outcome:
+def run(provider: str, scenario: Scenario, *, api_key: str = "test-key", stack: str = "aiohttp") -> Outcome:
     """Run one fault on a fresh client and stub; report what came out and what was left behind."""
     events: list[LLMEvent] = []
     errors: list[BaseException] = []
@@ -504,6 +500,17 @@ FAULTS: dict[str, Callable[[str, bool], Scenario]] = {
 }
 
 
-STACK_TARGETS = [pytest.param(provider, "httpx", id=provider) for provider in PROVIDERS] + [
-    pytest.param(PROVIDERS[0], "aiohttp", id=f"{PROVIDERS[0]}-aiohttp", marks=needs_aiohttp)
+def _one_per_framing() -> list[str]:
+    """The first provider (by name) of each framing the rules use: what a transport does with a fault
+    depends on how the body is cut into events, not on the provider."""
+    firsts: dict[str, str] = {}
+    for provider in PROVIDERS:
+        streaming = toolnexus.load_rules().get(provider).streaming
+        firsts.setdefault(streaming.framing if streaming is not None else "", provider)
+    return sorted(firsts.values())
+
+
+# Every provider on the default transport (aiohttp); httpx's on one provider of each framing.
+STACK_TARGETS = [pytest.param(provider, "aiohttp", id=provider) for provider in PROVIDERS] + [
+    pytest.param(provider, "httpx", id=f"{provider}-httpx") for provider in _one_per_framing()
 ]

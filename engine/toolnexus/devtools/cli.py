@@ -192,14 +192,12 @@ def _response_stream(args: argparse.Namespace, out: TextIO) -> int:
 async def _framed(name: str, data: bytes, endpoint: Any, file: str) -> list[str]:
     """A captured stream of another framing (NDJSON lines, AWS event-stream frames) cut into its events'
     data by the client's own reader for it."""
-    import httpx
-
     from ..http.framing import framing
     from ..http.limits import MAX_EVENT_BYTES, BodyError
+    from ..http.transport import Received
 
     chosen = framing(name)
-    request = httpx.Request("POST", "http://capture.invalid/")
-    captured = httpx.Response(200, content=data, headers={"content-type": chosen.media_types[0]}, request=request)
+    captured = Received(200, {"content-type": chosen.media_types[0]}, data)
     frames = chosen.read(captured, MAX_EVENT_BYTES, endpoint)
     try:
         datas = [text async for text in frames if text.strip()]

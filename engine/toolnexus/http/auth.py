@@ -25,10 +25,9 @@ import logging
 from collections import deque
 from typing import Any
 
-import httpx
-
 from ..errors import ConfigError, ProviderError
 from ..translate.endpoint import Auth
+from .transport import Outgoing
 
 RECENT = 64  # signatures remembered for scrubbing: one per attempt in flight is the need
 SIGNED = ("Authorization", "X-Amz-Date", "X-Amz-Security-Token")  # what SigV4Auth adds to a request
@@ -37,7 +36,7 @@ SIGNED = ("Authorization", "X-Amz-Date", "X-Amz-Security-Token")  # what SigV4Au
 class Signer:
     """Signs each attempt of one client's calls; `renew()` after a 401 (True when retrying can help)."""
 
-    async def sign(self, request: httpx.Request) -> None:
+    async def sign(self, request: Outgoing) -> None:
         raise NotImplementedError
 
     async def renew(self) -> bool:
@@ -111,12 +110,12 @@ class AwsSigner(Signer):
             return await asyncio.to_thread(credentials.get_frozen_credentials)
         return credentials
 
-    async def sign(self, request: httpx.Request) -> None:
+    async def sign(self, request: Outgoing) -> None:
         credentials = await self._frozen()
-        request.url = sent_form(request.url)
         self._keys = [s for s in (credentials.token, credentials.secret_key) if s]
-        aws = self._request(method=request.method, url=str(request.url), data=request.content,
-                            headers={"content-type": request.headers.get("content-type", "")})  # fmt: skip
+        # the URL as every stack sends it (transport.py), so the signature covers what the server receives
+        aws = self._request(method="POST", url=request.url, data=request.content,
+                            headers={"content-type": request.content_type})  # fmt: skip
         self._sigv4(credentials, self._service, self._region).add_auth(aws)
         for name in SIGNED:
             value = aws.headers.get(name)
@@ -126,16 +125,6 @@ class AwsSigner(Signer):
 
     def secrets(self) -> list[str]:
         return [*self._keys, *self._signatures]
-
-
-def sent_form(url: httpx.URL) -> httpx.URL:
-    """`url` as every HTTP stack sends it, so a signature covers what the server receives: aiohttp's URLs
-    (yarl) unquote what a path may hold as is (`%3A` becomes `:`), httpx sends a URL as it is given."""
-    try:
-        from yarl import URL
-    except ImportError:  # no aiohttp stack: httpx's form is the one sent
-        return url
-    return httpx.URL(str(URL(str(url))))
 
 
 class GoogleSigner(Signer):
@@ -178,7 +167,7 @@ class GoogleSigner(Signer):
             self._tokens.append(credentials.token)
         return credentials
 
-    async def sign(self, request: httpx.Request) -> None:
+    async def sign(self, request: Outgoing) -> None:
         credentials = await self._current()
         request.headers["Authorization"] = f"Bearer {credentials.token}"
 

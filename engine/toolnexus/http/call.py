@@ -18,12 +18,10 @@ import json
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass
-from functools import partial
 from typing import Any, TypeVar
 
-import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from ..errors import Note, ProviderError, ToolnexusError, TranslationError, sided
@@ -34,12 +32,15 @@ from ..translate.result import TranslateResult
 from . import wire
 from .auth import Signer, signer_for
 from .limits import MAX_RETRY_AFTER, AttemptTimeout, BodyError, deadline, read_body
-from .transport import TransportOption, async_client, transport_error
+from .transport import Outgoing, Reply, TransportFailure, TransportOption, transport_for
 
 logger = logging.getLogger("toolnexus")
 T = TypeVar("T")
 
 RETRY_STATUSES = frozenset({408, 409, 429})
+JSON = "application/json"
+# the encodings limits.py inflates (in bounded steps); httpx would also ask for br and zstd when installed
+ACCEPT_ENCODING = "gzip, deflate"
 MIN_KEY_PREFIX = 8  # a key's leading characters this long or longer count as the key
 
 BeforeLLM = Callable[[dict[str, Any]], "dict[str, Any] | Awaitable[dict[str, Any] | None] | None"]
@@ -79,13 +80,13 @@ class Policy:
 class RetryableStatus(Exception):
     """A retryable HTTP status; carried through tenacity, mapped to ProviderError if it is the last."""
 
-    def __init__(self, response: httpx.Response) -> None:
+    def __init__(self, response: Reply) -> None:
         self.response = response
 
 
 def retryable(exc: BaseException) -> bool:
-    """Whether a failed attempt is tried again: a retryable status, a transport error or a timeout."""
-    return isinstance(exc, (RetryableStatus, httpx.TransportError, AttemptTimeout))
+    """Whether a failed attempt is tried again: a retryable status, a transport failure or a timeout."""
+    return isinstance(exc, (RetryableStatus, TransportFailure, AttemptTimeout))
 
 
 class Caller:
@@ -113,34 +114,17 @@ class Caller:
         self._signer: Signer | None = signer_for(endpoint.auth, key, provider, credentials)
         self._fixed_secrets = tuple(s for s in (key, *(secrets or ())) if s)  # the key, and secret endpoint options
         guard_logs(self, list(self._fixed_secrets))  # ... or in a response header, which httpcore logs at DEBUG
-        self._make_pool = partial(
-            async_client,
-            transport,
-            headers={**endpoint.auth_headers(key), **headers, "content-type": "application/json"},
-            timeout=httpx.Timeout(policy.timeout),
-        )
-        self._http = self._make_pool()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        sent = {**endpoint.auth_headers(key), **headers, "content-type": JSON, "accept-encoding": ACCEPT_ENCODING}
+        self._transport = transport_for(transport, sent, policy.timeout)
 
     @property
     def endpoint(self) -> Endpoint:
         """The rule file's endpoint (a stream's framing reads its error shape)."""
         return self._endpoint
 
-    def _pool(self) -> httpx.AsyncClient:
-        """The connection pool for the running event loop. A pool used under another loop (an earlier
-        `asyncio.run`) holds connections that loop owned and cannot serve this one, so a client reused
-        across loops gets a fresh pool instead of the loop's 'Event loop is closed'."""
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:
-            if self._loop is not None:
-                self._http = self._make_pool()
-            self._loop = loop
-        return self._http
-
     async def aclose(self) -> None:
         """Release the connection pool."""
-        await self._http.aclose()
+        await self._transport.aclose()
 
     # ------------------------------------------------------------ hooks
 
@@ -162,7 +146,7 @@ class Caller:
     # ------------------------------------------------------------ the non-streamed call
 
     async def call(
-        self, url: httpx.URL, content: bytes, answer: Callable[[dict[str, Any]], TranslateResult],
+        self, url: str, content: bytes, answer: Callable[[dict[str, Any]], TranslateResult],
         notes: tuple[Note, ...] = (),
     ) -> TranslateResult:  # fmt: skip
         """POST `content` (retried as the policy says), decode the answer and `answer(data)` it; one event."""
@@ -183,33 +167,31 @@ class Caller:
             else:
                 async with asyncio.timeout(policy.overall_timeout):
                     response = await self.attempts(lambda: self.post(url, content), counted)
-            status = response.status_code
+            status = response.status
             data = self.decode(response, attempts)
             await self.after(data)
             result = with_request_notes(answer(data), notes)
         except asyncio.CancelledError:
             self.emit(attempts, started, status, {}, "cancelled", None)
             raise
-        except (TimeoutError, RetryableStatus, httpx.TransportError, AttemptTimeout, BodyError, ToolnexusError) as exc:
+        except (TimeoutError, RetryableStatus, TransportFailure, AttemptTimeout, BodyError, ToolnexusError) as exc:
             failure = self.failure(exc, attempts, status=status)
             self.emit(attempts, started, status_of(exc, status), {}, "error", failure)
             if failure is exc:
                 raise
-            if isinstance(exc, (httpx.TransportError, AttemptTimeout)) and not chain_mentions(exc, self._secrets()):
-                cause = exc
+            cause = self.cause(exc)
         if failure is not None:  # raised outside the handler: a cause that may quote the key is not even its context
             raise failure from cause
         self.emit(attempts, started, status, result.usage, "ok", None, model=result.model, notes=result.notes)
         return result
 
-    async def post(self, url: httpx.URL, content: bytes) -> httpx.Response:
+    async def post(self, url: str, content: bytes) -> Reply:
         """One attempt under one deadline; the body read whole (inflated, capped) before it ends."""
         async with deadline(self.policy.timeout):
-            pool = self._pool()
-            request = pool.build_request("POST", url, content=content)
-            sent = await (pool.send(request, stream=True) if self._signer is None else self._signed(pool, request))
+            outgoing = Outgoing(url, content, JSON)
+            sent = await (self._transport.send(outgoing) if self._signer is None else self._signed(outgoing))
             response = await read_body(sent, self.policy.max_response_bytes)
-        if response.status_code in RETRY_STATUSES or response.status_code >= 500:
+        if response.status in RETRY_STATUSES or response.status >= 500:
             raise RetryableStatus(response)
         return response
 
@@ -249,49 +231,49 @@ class Caller:
             reraise=True,
         )
 
-    async def open(self, url: httpx.URL, content: bytes, accept: str) -> httpx.Response:
+    async def open(self, url: str, content: bytes, accept: str) -> Reply:
         """One attempt to start a streamed answer: the response once its headers are in, body unread.
 
         A retryable status is RetryableStatus (its body read, capped), for `attempts()` to try again."""
-        pool = self._pool()
-        request = pool.build_request("POST", url, content=content, headers={"accept": accept})
+        outgoing = Outgoing(url, content, JSON, {"accept": accept})
         async with deadline(self.policy.timeout):
-            response = await (pool.send(request, stream=True) if self._signer is None else self._signed(pool, request))
-            if response.status_code in RETRY_STATUSES or response.status_code >= 500:
+            response = await (self._transport.send(outgoing) if self._signer is None else self._signed(outgoing))
+            if response.status in RETRY_STATUSES or response.status >= 500:
                 raise RetryableStatus(await read_body(response, self.policy.max_response_bytes))
         return response
 
-    async def _signed(self, pool: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
-        """`request` signed anew (each attempt, so a retry too) and sent; after a 401 the signer renews its
+    async def _signed(self, outgoing: Outgoing) -> Reply:
+        """`outgoing` signed anew (each attempt, so a retry too) and sent; after a 401 the signer renews its
         credentials (a token refreshed) and the request is signed and sent once more."""
         signer = self._signer
         assert signer is not None
         try:
-            await signer.sign(request)
-            response = await pool.send(request, stream=True)
-            if response.status_code == 401 and await signer.renew():
+            await signer.sign(outgoing)
+            response = await self._transport.send(outgoing)
+            if response.status == 401 and await signer.renew():
                 await response.aclose()
-                await signer.sign(request)
-                response = await pool.send(request, stream=True)
+                await signer.sign(outgoing)
+                response = await self._transport.send(outgoing)
         finally:
             guard_logs(self, [self._key, *signer.secrets()])
         return response
 
-    async def read(self, response: httpx.Response) -> httpx.Response:
+    async def read(self, response: Reply) -> Reply:
         """A body read whole as `post` reads one (inflated, capped, under the attempt's deadline)."""
         async with deadline(self.policy.timeout):
             return await read_body(response, self.policy.max_response_bytes)
 
     # ------------------------------------------------------------ answers and errors
 
-    def decode(self, response: httpx.Response, attempts: int) -> dict[str, Any]:
+    def decode(self, response: Reply, attempts: int) -> dict[str, Any]:
         """The answer's JSON object; an error status, a body that is not JSON or the provider's error shape
         is a ProviderError."""
         if not response.is_success:
             raise self.http_error(response, attempts)
+        content = response.body or b""
         refused = ""  # why the body is not JSON toolnexus reads (set in the block; raised outside it, unchained)
         try:
-            data = jsonsafe.loads(response.content)
+            data = jsonsafe.loads(content)
         except jsonsafe.JsonValueError as exc:
             refused = f"JSON toolnexus refuses ({exc})"
         except ValueError:
@@ -299,34 +281,34 @@ class Caller:
         if refused or not isinstance(data, dict):
             what = refused or "not a JSON object"
             raise ProviderError(
-                f"the answer is {what}: {self.scrub(excerpt(self._scrub_bytes(response.content)))}",
-                provider=self.provider, kind="decode", status=response.status_code,
+                f"the answer is {what}: {self.scrub(excerpt(self._scrub_bytes(content)))}",
+                provider=self.provider, kind="decode", status=response.status,
                 request_id=self.request_id(response), attempts=attempts,
             )  # fmt: skip
         if self._endpoint.carries_error(data):  # a 2xx whose body is the provider's error shape
             raise self.http_error(response, attempts)
         return data
 
-    def not_a_stream(self, response: httpx.Response, attempts: int, expected: str) -> ProviderError:
+    def not_a_stream(self, response: Reply, attempts: int, expected: str) -> ProviderError:
         """A 2xx answer that is not the event stream asked for (and not the provider's error shape)."""
         content_type = response.headers.get("content-type", "")
         return ProviderError(
             f"expected an event stream ({expected}), got {content_type or 'no content type'}",
-            provider=self.provider, kind="decode", status=response.status_code,
+            provider=self.provider, kind="decode", status=response.status,
             request_id=self.request_id(response), attempts=attempts,
         )  # fmt: skip
 
-    def http_error(self, response: httpx.Response, attempts: int) -> ProviderError:
+    def http_error(self, response: Reply, attempts: int) -> ProviderError:
         """An error status: the provider's own error type and message (scrubbed)."""
-        error_type, message = self._endpoint.describe_error(self._scrub_bytes(response.content))
+        error_type, message = self._endpoint.describe_error(self._scrub_bytes(response.body or b""))
         return ProviderError(
-            self.scrub(message), provider=self.provider, kind="http", status=response.status_code,
+            self.scrub(message), provider=self.provider, kind="http", status=response.status,
             error_type=error_type, request_id=self.request_id(response), attempts=attempts,
         )  # fmt: skip
 
     def failure(
         self, exc: BaseException, attempts: int, *, status: int | None = None,
-        response: httpx.Response | None = None, stream: bool = False, midway: bool = False,
+        response: Reply | None = None, stream: bool = False, midway: bool = False,
     ) -> BaseException:  # fmt: skip
         """The one map from what went wrong in a call to what the caller sees (anything else as it is).
 
@@ -336,9 +318,9 @@ class Caller:
         if isinstance(exc, RetryableStatus):
             return self.http_error(exc.response, attempts)
         if isinstance(exc, BodyError):
-            return ProviderError(exc.message, provider=self.provider, kind=exc.kind, status=exc.response.status_code,
+            return ProviderError(exc.message, provider=self.provider, kind=exc.kind, status=exc.response.status,
                                  request_id=self.request_id(exc.response), attempts=attempts)  # fmt: skip
-        if isinstance(exc, (httpx.TransportError, AttemptTimeout)):
+        if isinstance(exc, (TransportFailure, AttemptTimeout)):
             return transport_error(exc, self.provider, attempts, status=status, midway=midway)
         if isinstance(exc, TimeoutError):
             what = "the stream did not start" if stream else "no answer"
@@ -352,6 +334,13 @@ class Caller:
                 attempts=attempts,
             )  # fmt: skip
         return exc
+
+    def cause(self, exc: BaseException) -> BaseException | None:
+        """What a ProviderError made of `exc` is raised from: the HTTP library's exception behind a transport
+        failure (for debugging), unless anything in its chain shows a secret (a proxy quoting the headers)."""
+        if not isinstance(exc, (TransportFailure, AttemptTimeout)) or chain_mentions(exc, self._secrets()):
+            return None
+        return exc.__cause__ if isinstance(exc, TransportFailure) else exc
 
     def _secrets(self) -> list[str]:
         """The key, secret endpoint options, and a signer's credentials, tokens and recent signatures."""
@@ -375,7 +364,7 @@ class Caller:
             content = content.replace(key.encode(), b"***")
         return content
 
-    def request_id(self, response: httpx.Response) -> str | None:
+    def request_id(self, response: Reply) -> str | None:
         """The provider's request id, scrubbed: a provider may echo anything in a header."""
         header = self._endpoint.request_id_header
         value = response.headers.get(header) if header else None
@@ -431,8 +420,8 @@ class Caller:
 def status_of(exc: BaseException, status: int | None) -> int | None:
     """The status an event reports for a failure: the failing response's, none for a transport failure."""
     if isinstance(exc, (RetryableStatus, BodyError)):
-        return exc.response.status_code
-    if isinstance(exc, (httpx.TransportError, AttemptTimeout)):
+        return exc.response.status
+    if isinstance(exc, (TransportFailure, AttemptTimeout)):
         return None
     return status
 
@@ -463,7 +452,23 @@ async def maybe_await(value: Any) -> Any:
     return await value if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future) else value
 
 
-def retry_after(headers: httpx.Headers) -> float | None:
+def transport_error(
+    exc: TransportFailure | AttemptTimeout, provider: str, attempts: int, *,
+    status: int | None = None, midway: bool = False,
+) -> ProviderError:  # fmt: skip
+    """The one map from a transport failure or an attempt's deadline to a ProviderError kind, for translate
+    and streams. `midway`: the stream had started, so the connection dropped rather than failed."""
+    where = " mid-stream" if midway else ""
+    if isinstance(exc, AttemptTimeout):
+        return ProviderError(f"{exc}{where}", provider=provider, kind="timeout", status=status, attempts=attempts)
+    if exc.kind == "timeout":
+        return ProviderError(f"timed out{where}: {exc.name}", provider=provider, kind="timeout",
+                             status=status, attempts=attempts)  # fmt: skip
+    what = "the connection dropped mid-stream" if midway else "connection failed"
+    return ProviderError(f"{what}: {exc.name}", provider=provider, kind="connection", status=status, attempts=attempts)
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
     """retry-after-ms (milliseconds) or retry-after (seconds); an HTTP date is not honoured."""
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         value = headers.get(name)

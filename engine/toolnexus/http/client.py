@@ -50,10 +50,11 @@ class Client:
     (first delay, ceiling) in seconds, the provider's retry-after wins. request_params:
     merged into every body after translation (messages, tools and stream are refused).
     before_llm(body) may return a replacement body; after_llm(response) sees the decoded
-    answer; on_event receives one LLMEvent per call. transport: an httpx transport, or
-    "aiohttp" (httpx-aiohttp's pool: the default, faster under concurrency) or "httpx" (httpx's
-    own pool). endpoint_options: the values the rule file's `endpoint.options` name (an Azure
-    deployment, a Vertex project and location, an OpenRouter title header); a required one
+    answer; on_event receives one LLMEvent per call. transport: "aiohttp" (the default: aiohttp's
+    pool, used directly), "httpx" (httpx's own pool), an httpx transport, or an AiohttpStack (aiohttp
+    with a connection limit or a TLS context; see http/transport.py). endpoint_options: the values
+    the rule file's `endpoint.options` name (an Azure deployment, a Vertex project and location, an
+    OpenRouter title header); a required one
     missing, or one the rules do not declare, is a ConfigError here.
     credentials: for a provider whose rules authenticate with aws-sigv4 or google-oauth,
     a botocore or google-auth Credentials object instead of the standard chain's (see http/auth.py;
@@ -99,10 +100,10 @@ class Client:
         check_headers(headers or {})
         values = endpoint.values(model, endpoint_options)  # the URL's, query's and headers' placeholders
         self._values = values  # and a streamed request's overlay's (`streaming.request`)
-        self._url = endpoint.url(base_url, model, values=values)  # parsed once; a bad model or option raises here
+        self._url = str(endpoint.url(base_url, model, values=values))  # parsed once; a bad model or option raises
         streaming = self._provider.streaming
         self._stream_url = (
-            endpoint.url(base_url, model, streaming.path, values) if streaming and streaming.path else self._url
+            str(endpoint.url(base_url, model, streaming.path, values)) if streaming and streaming.path else self._url
         )
         headers = {**endpoint.headers_for(values), **(headers or {})}
         self.style = style

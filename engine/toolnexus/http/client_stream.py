@@ -31,8 +31,6 @@ from collections import deque
 from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 
-import httpx
-
 from ..errors import Cancelled, Note
 from ..translate.formats import AnswerBody, SourceEvents
 from ..translate.result import TranslateResult
@@ -41,6 +39,7 @@ from ..translate.stream_rules import Streaming
 from .call import Caller, encode_body, with_request_notes
 from .framing import Frames, framing
 from .limits import WaitDeadline
+from .transport import Reply, TransportFailure
 
 T = TypeVar("T")
 _LIVE = ("new", "open")  # states in which the stream may still call the provider
@@ -53,7 +52,7 @@ class TranslateStream:
     when you may stop before the end: that closes the connection.
     """
 
-    def __init__(self, caller: Caller, body: dict[str, Any], url: httpx.URL, streaming: Streaming,
+    def __init__(self, caller: Caller, body: dict[str, Any], url: str, streaming: Streaming,
                  cancel: asyncio.Event | None, notes: tuple[Note, ...] = (),
                  id_map: Mapping[str, str] | None = None) -> None:  # fmt: skip
         self._caller = caller
@@ -65,7 +64,7 @@ class TranslateStream:
         self._cancel = cancel
         self._pending: deque[dict[str, Any]] = deque()
         self._state = "new"  # new -> open -> done | failed | closed
-        self._response: httpx.Response | None = None
+        self._response: Reply | None = None
         self._events: Frames | None = None  # the response's body cut into events (capped)
         self._result: TranslateResult | None = None
         self._scope: asyncio.Timeout | None = None
@@ -134,7 +133,7 @@ class TranslateStream:
         following = anext(events, None)
         try:
             event = await self._deadline.wait(following if self._cancel is None else self._guarded(following, None))
-        except httpx.TransportError:
+        except TransportFailure:
             if not self._translator.ended:
                 raise
             event = None  # the provider's end event had come: a connection lost after it loses nothing
@@ -158,7 +157,11 @@ class TranslateStream:
         self._state = "open"
         if self._cancel is not None:
             self._watcher = asyncio.ensure_future(self._watch(self._cancel))
-        response = await self._guarded(self._connect(content), caller.policy.overall_timeout)
+        policy = caller.policy
+        if self._cancel is None and policy.timeout <= policy.overall_timeout:  # as translate: one timer
+            response = await self._connect(content, started=self._started)  # the attempt's deadline ends it first
+        else:
+            response = await self._guarded(self._connect(content), policy.overall_timeout)
         self._response = response
         if not response.is_success:
             raise caller.http_error(await caller.read(response), self._attempts)
@@ -168,10 +171,12 @@ class TranslateStream:
             raise caller.not_a_stream(read, self._attempts, self._framing.media_types[0])
         self._events = self._framing.read(response, caller.policy.max_event_bytes, caller.endpoint)
 
-    async def _connect(self, content: bytes) -> httpx.Response:
+    async def _connect(self, content: bytes, started: float | None = None) -> Reply:
+        """The attempts to start the stream; `started`: the retries run under the overall timeout from then."""
         self._attempts = 1
         accept = self._framing.media_types[0]
-        return await self._caller.attempts(lambda: self._caller.open(self._url, content, accept), self._count)
+        open_one = lambda: self._caller.open(self._url, content, accept)  # noqa: E731
+        return await self._caller.attempts(open_one, self._count, started=started)
 
     def _count(self, number: int) -> None:
         self._attempts = number
@@ -216,7 +221,7 @@ class TranslateStream:
         return error
 
     def _status(self) -> int | None:
-        return self._response.status_code if self._response is not None else None
+        return self._response.status if self._response is not None else None
 
     async def _close(self) -> None:
         self._deadline.close()

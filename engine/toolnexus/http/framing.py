@@ -22,18 +22,18 @@ from __future__ import annotations
 import codecs
 import json
 from collections import deque
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-import httpx
 from httpx_sse._decoders import SSEDecoder, SSELineDecoder  # the decoders EventSource.aiter_sse runs, per line
 
 from ..errors import ConfigError, ProviderError
 from ..language.jsonsafe import loads
 from ..translate.endpoint import Endpoint, excerpt
-from .limits import BodyError, capped_events, inflated
+from .limits import BodyError, EventBytes, inflated
+from .transport import Reply, TransportFailure
 
 PRELUDE = 12  # bytes: an event-stream frame's prelude (total length, headers length, CRC)
 
@@ -61,7 +61,7 @@ class Framing:
 
     name: str
     media_types: tuple[str, ...]
-    read: Callable[[httpx.Response, int, Endpoint], Frames]
+    read: Callable[[Reply, int, Endpoint], Frames]
     needs: Callable[[], object] | None = None  # raises ConfigError naming the extra it needs, when missing
 
     def matches(self, content_type: str) -> bool:
@@ -74,11 +74,10 @@ class _Sse(Frames):
     (httpx-sse's line and event decoders, as `aiter_sse` runs them) into `ready`, so a read bringing many
     events costs one await, not one per line or per event."""
 
-    def __init__(self, response: httpx.Response, cap: int, endpoint: Endpoint) -> None:
-        self._capped = capped_events(response, cap)
-        self._body = cast(AsyncGenerator[bytes, None], self._capped.aiter_bytes())
+    def __init__(self, response: Reply, cap: int, endpoint: Endpoint) -> None:
+        self._body = EventBytes(response, cap)
         self.ready = deque()
-        self._text = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
+        self._text = codecs.getincrementaldecoder(charset(response))(errors="replace")
         self._lines = SSELineDecoder()
         self._sse = SSEDecoder()
         self._ended = False
@@ -104,9 +103,20 @@ class _Sse(Frames):
         return ready.popleft()
 
     async def aclose(self) -> None:
-        with suppress(httpx.HTTPError, RuntimeError):  # the connection is closed below either way
+        with suppress(TransportFailure, RuntimeError):  # the connection is closed either way
             await self._body.aclose()
-        await self._capped.aclose()
+
+
+def charset(response: Reply) -> str:
+    """The text encoding a content type names (`; charset=...`), UTF-8 when it names none or an unknown one."""
+    for part in response.headers.get("content-type", "").split(";")[1:]:
+        name, _, value = part.strip().partition("=")
+        if name.lower() == "charset":
+            try:
+                return codecs.lookup(value.strip().strip('"')).name
+            except LookupError:
+                break
+    return "utf-8"
 
 
 class _Lines(Frames):
@@ -114,7 +124,7 @@ class _Lines(Frames):
     `ready` (as `_Sse` does: a read bringing many lines costs one await); a line (or the unfinished one)
     over the cap stops it."""
 
-    def __init__(self, response: httpx.Response, cap: int, endpoint: Endpoint) -> None:
+    def __init__(self, response: Reply, cap: int, endpoint: Endpoint) -> None:
         self._response = response
         self._cap = cap
         self._chunks = inflated(response)
@@ -154,7 +164,7 @@ class _Lines(Frames):
             raise BodyError("too_large", message, self._response)
 
     async def aclose(self) -> None:
-        with suppress(httpx.HTTPError, RuntimeError):  # the connection is closed below either way
+        with suppress(TransportFailure, RuntimeError):  # the connection is closed below either way
             await self._chunks.aclose()
         await self._response.aclose()
 
@@ -167,7 +177,7 @@ class _AwsEvents(Frames):
     headers). Given a whole network read, botocore's buffer would copy what follows each small frame
     once per frame; a frame larger than the cap is refused from its prelude, before it is read."""
 
-    def __init__(self, response: httpx.Response, cap: int, endpoint: Endpoint) -> None:
+    def __init__(self, response: Reply, cap: int, endpoint: Endpoint) -> None:
         eventstream = aws_eventstream()
         self.ready = deque()
         self._errors: type[Exception] = eventstream.ParserError
@@ -237,7 +247,7 @@ class _AwsEvents(Frames):
                             kind="decode")  # fmt: skip
 
     async def aclose(self) -> None:
-        with suppress(httpx.HTTPError, RuntimeError):  # the connection is closed below either way
+        with suppress(TransportFailure, RuntimeError):  # the connection is closed below either way
             await self._chunks.aclose()
         await self._response.aclose()
 

@@ -1,11 +1,11 @@
 """Bounds on what the client reads from the network: body size, event size, attempt deadline.
 
-httpx alone bounds none of them: `response.read()` keeps the whole body, its decoders
+HTTP stacks bound none of them: reading a response keeps the whole body, their decoders
 inflate each network read whole (a 64 KiB read of a gzip bomb becomes 64 MiB), an SSE line
-without a newline is buffered until the server closes, and its read timeout restarts with
+without a newline is buffered until the server closes, and a read timeout restarts with
 every byte, so a server sending one byte a second is never too slow. Here the client reads
-the raw bytes, inflates them in steps of at most `STEP` bytes, stops at a cap (closing the
-connection), and runs each attempt under one deadline.
+the raw bytes (transport.py hands them over undecoded), inflates them in steps of at most
+`STEP` bytes, stops at a cap (closing the connection), and runs each attempt under one deadline.
 
 Defaults, from what providers send: a non-streamed answer is text and tool calls (128k
 output tokens are about 0.5 MB) plus, at most, inline images or audio as base64 (a few MB
@@ -21,18 +21,16 @@ import re
 import zlib
 from collections.abc import AsyncGenerator, Awaitable, Iterator
 from contextlib import aclosing
-from typing import Any, TypeVar, cast
-
-import httpx
+from typing import Any, TypeVar
 
 from ..errors import ConfigError, ProviderErrorKind
+from .transport import Reply
 
 T = TypeVar("T")
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 MAX_EVENT_BYTES = 16 * 1024 * 1024
 MAX_RETRY_AFTER = 60.0  # seconds: a longer retry-after is not honoured (the backoff applies)
 STEP = 64 * 1024  # inflate at most this many bytes at a time
-_WITHOUT = frozenset({"content-encoding", "content-length", "transfer-encoding"})  # no longer true once inflated
 # A blank line (an event's end) is two line ends in a row, CRLF counting as one: each such pair holds one of these.
 _BLANK_LINE = re.compile(rb"\n\n|\r\r|\n\r")
 
@@ -42,7 +40,7 @@ class BodyError(Exception):
 
     Carries the response, so the client can report its status and request id."""
 
-    def __init__(self, kind: ProviderErrorKind, message: str, response: httpx.Response) -> None:
+    def __init__(self, kind: ProviderErrorKind, message: str, response: Reply) -> None:
         super().__init__(message)
         self.kind: ProviderErrorKind = kind
         self.message = message
@@ -138,21 +136,19 @@ class WaitDeadline:
             self._timer = loop.call_at(due, self._fire)
 
 
-async def read_body(response: httpx.Response, cap: int) -> httpx.Response:
-    """`response` read whole and inflated, as a new Response; more than `cap` bytes is a BodyError.
+async def read_body(response: Reply, cap: int) -> Reply:
+    """`response` with its body read whole and inflated (`body`); more than `cap` bytes is a BodyError.
 
     The response is closed either way (unread, its connection is dropped, not reused)."""
-    try:
-        if len(response.content) > cap:  # a transport may hand over a body it has read (httpx.MockTransport)
+    if response.body is not None:  # a transport may hand over a body it has read (httpx.MockTransport)
+        if len(response.body) > cap:
             raise _too_large(response, cap)
         return response
-    except httpx.ResponseNotRead:
-        pass
     headers = response.headers
     length = headers.get("content-length", "")
     if "content-encoding" not in headers and length.isdigit() and int(length) <= cap:
         try:  # as it is, and no more than it says: HTTP stacks hold a body to its length
-            await response.aread()
+            response.body = await response.read()
         finally:
             await response.aclose()
         return response
@@ -165,31 +161,25 @@ async def read_body(response: httpx.Response, cap: int) -> httpx.Response:
                 body += chunk
     finally:
         await response.aclose()
-    content = bytes(body)
-    del body
-    return httpx.Response(response.status_code, headers=_plain_headers(response), content=content,
-                          request=response.request, extensions=response.extensions)  # fmt: skip
+    response.body = bytes(body)
+    return response
 
 
-def capped_events(response: httpx.Response, cap: int) -> httpx.Response:
-    """A Response streaming `response`'s body inflated; an event (bytes since the last blank line) over
-    `cap` is a BodyError, so neither one line nor one event is buffered beyond it."""
-    return httpx.Response(response.status_code, headers=_plain_headers(response), stream=_EventBytes(response, cap),
-                          request=response.request, extensions=response.extensions)  # fmt: skip
+class EventBytes:
+    """`response`'s body inflated, chunk by chunk; an event (bytes since the last blank line) over `cap`
+    is a BodyError, so neither one line nor one event is buffered beyond it.
 
-
-class _EventBytes(httpx.AsyncByteStream):
-    """An iterator, not an async generator: closing it closes everything under it at once (nothing is
+    An iterator, not an async generator: closing it closes everything under it at once (nothing is
     left for the event loop to finalize later)."""
 
-    def __init__(self, response: httpx.Response, cap: int) -> None:
+    def __init__(self, response: Reply, cap: int) -> None:
         self._response = response
         self._cap = cap
         self._chunks = inflated(response)
         self._since = 0  # bytes since the last event's end
         self._tail = b""  # the last bytes seen: a blank line may span two chunks
 
-    def __aiter__(self) -> _EventBytes:
+    def __aiter__(self) -> EventBytes:
         return self
 
     async def __anext__(self) -> bytes:
@@ -210,26 +200,24 @@ class _EventBytes(httpx.AsyncByteStream):
             raise BodyError("too_large", message, self._response)
 
     async def aclose(self) -> None:
-        await self._chunks.aclose()
-        await self._response.aclose()
+        try:
+            await self._chunks.aclose()
+        finally:
+            await self._response.aclose()
 
 
-async def inflated(response: httpx.Response) -> AsyncGenerator[bytes, None]:
+async def inflated(response: Reply) -> AsyncGenerator[bytes, None]:
     """The body's bytes, inflated from its content-encoding at most STEP bytes at a time."""
-    try:
-        whole = response.content  # a transport may hand over a body it read and inflated (httpx.MockTransport)
-    except httpx.ResponseNotRead:
-        pass
-    else:
-        yield whole
+    if response.body is not None:  # a transport may hand over a body it read and inflated (httpx.MockTransport)
+        yield response.body
         return
-    # as httpx does: the encodings it asks for are undone, any other is taken as identity
+    # as httpx does: the encodings the client asks for are undone, any other is taken as identity
     codecs = [name for name in response.headers.get("content-encoding", "").lower().replace(" ", "").split(",")
               if name in ("gzip", "x-gzip", "deflate")]  # fmt: skip
     if len(codecs) > 1:
         raise BodyError("decode", f"the answer is encoded {len(codecs)} times over: {', '.join(codecs)}", response)
     inflater = _Inflater(codecs[0], response) if codecs else None
-    async with aclosing(cast(AsyncGenerator[bytes, None], response.aiter_raw())) as raws:  # an async generator
+    async with aclosing(response.chunks()) as raws:
         async for raw in raws:
             if inflater is None:
                 yield raw
@@ -244,7 +232,7 @@ async def inflated(response: httpx.Response) -> AsyncGenerator[bytes, None]:
 class _Inflater:
     """gzip or deflate (what httpx asks for), inflated in bounded steps: httpx's decoders inflate a read whole."""
 
-    def __init__(self, encoding: str, response: httpx.Response) -> None:
+    def __init__(self, encoding: str, response: Reply) -> None:
         self._encoding = encoding
         self._response = response
         self._zlib: Any = zlib.decompressobj(zlib.MAX_WBITS | 32)  # a gzip or zlib header, detected
@@ -276,9 +264,5 @@ class _Inflater:
         return out
 
 
-def _too_large(response: httpx.Response, cap: int) -> BodyError:
+def _too_large(response: Reply, cap: int) -> BodyError:
     return BodyError("too_large", f"the answer is larger than max_response_bytes ({cap} bytes)", response)
-
-
-def _plain_headers(response: httpx.Response) -> list[tuple[str, str]]:
-    return [(name, value) for name, value in response.headers.multi_items() if name.lower() not in _WITHOUT]
