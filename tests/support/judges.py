@@ -900,7 +900,8 @@ def _url(part: dict[str, Any]) -> Any:
 
 def within_reach(provider: str, request: dict[str, Any]) -> dict[str, Any]:
     """The request less what the provider refuses on purpose (its own cases cover the refusals): values outside its
-    documented ranges; Cohere has no named tool_choice, Ollama no tool_choice at all and no image URLs."""
+    documented ranges; Cohere has no named tool_choice, Ollama no tool_choice at all and no image URLs, Responses no
+    stop sequences or penalties."""
     request = copy.deepcopy(request)
     for name, bounds in toolnexus.load_rules().get(provider).source.data["request"].get("ranges", {}).items():
         value = request.get(name)
@@ -911,6 +912,9 @@ def within_reach(provider: str, request: dict[str, Any]) -> dict[str, Any]:
     choice = request.get("tool_choice")
     if (provider == "cohere" and isinstance(choice, dict)) or (provider == "ollama" and choice not in (None, "auto")):
         del request["tool_choice"]
+    if provider == "openai-responses":  # no stop sequences, no penalties: refused (stop-list, penalties)
+        for name in ("stop", "frequency_penalty", "presence_penalty", "logit_bias", "seed"):
+            request.pop(name, None)
     if provider == "ollama" and isinstance(request.get("messages"), list):
         for message in request["messages"]:
             parts = message.get("content") if isinstance(message, dict) else None
