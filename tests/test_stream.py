@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from mistralai.client import models as mistral_models
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
+from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 from typing_extensions import TypedDict
 
 import toolnexus
@@ -53,8 +54,10 @@ from support.judges import (
     ANTHROPIC_SDK_GAPS,
     RICH_REFUSALS,
     RICH_REQUESTS,
+    SDK_VALIDATORS,
     as_openrouter,
     as_vertex_anthropic,
+    check_responses_api_rules,
     judge,
     judge_bedrock,
     judge_cohere,
@@ -63,6 +66,7 @@ from support.judges import (
     judge_mistral_model,
     judge_mistral_stream,
     judge_ollama,
+    responses_stream_event,
     within_reach,
 )
 from support.sse_encoders import ENCODERS, canonical, data_of, error_event, events_reply, framing_of
@@ -76,6 +80,7 @@ from support.strategies import (
     mistral_responses,
     ollama_responses,
     openai_responses,
+    responses_answers,
 )
 from support.variants import with_variants
 from toolnexus import Cancelled, ConfigError, ProviderError, ResponseError, TranslateResult, TranslationError
@@ -94,6 +99,7 @@ GENERATORS: dict[str, Callable[[], st.SearchStrategy[dict[str, Any]]]] = {
     "gemini": gemini_responses,
     "mistral": mistral_responses,
     "openai": openai_responses,
+    "openai-responses": responses_answers,
     "cohere": cohere_responses,
     "ollama": ollama_responses,
 }
@@ -307,6 +313,24 @@ def test_the_mistral_stream_fixture_is_chunks_the_sdk_reads() -> None:
         judge_mistral_chunk(json.loads(item))
 
 
+@SETTINGS
+@given(response=responses_answers(), seed=st.integers(0, 2**16))
+def test_every_responses_event_is_an_event_the_sdk_reads(response: dict[str, Any], seed: int) -> None:
+    """The encoder's answers and events (and so the stream tests) are the openai SDK's Response and
+    ResponseStreamEvent shapes, strictly; the stream rebuilds the answer the SDK reads."""
+    SDK_VALIDATORS["openai-responses"](copy.deepcopy(response))
+    for event in ENCODERS["openai-responses"](response, random.Random(seed)):
+        responses_stream_event(json.loads(data_of("openai-responses", event)))
+
+
+def test_the_responses_stream_fixture_is_events_the_sdk_reads() -> None:
+    text = (Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "openai-responses.sse").read_text()
+    data = [json.loads(line.removeprefix("data: ")) for line in text.splitlines() if line.startswith("data: ")]
+    assert data[0]["type"] == "response.created" and data[-1]["type"] == "response.completed"
+    for item in data:
+        responses_stream_event(item)
+
+
 def test_a_mistral_stream_restores_the_ids_its_request_sent_rewritten() -> None:
     """A streamed answer that echoes a rewritten id gives the caller's id, in the chunks and in the result."""
     request = {"model": "m", "messages": [
@@ -358,9 +382,11 @@ class Streamed(TypedDict):
 
 STREAMED = pydantic.TypeAdapter(Streamed)
 OPENAI_STREAM_REQUEST = pydantic.TypeAdapter(CompletionCreateParamsStreaming)
+RESPONSES_STREAM_REQUEST = pydantic.TypeAdapter(ResponseCreateParamsStreaming)
 STREAM_JUDGES: dict[str, Callable[[dict[str, Any]], None]] = {
     "anthropic": lambda body: judge(ANTHROPIC_STREAM_REQUEST, body, unknown_top_level=ANTHROPIC_SDK_GAPS),
     "openai": lambda body: judge(OPENAI_STREAM_REQUEST, body),
+    "openai-responses": lambda body: (judge(RESPONSES_STREAM_REQUEST, body), check_responses_api_rules(body)),
     "gemini": judge_gemini,  # the same generateContent body; streaming is the URL
     "bedrock": judge_bedrock,  # ConverseStream's request is Converse's; streaming is the URL
     "mistral": judge_mistral_stream,
