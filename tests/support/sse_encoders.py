@@ -376,7 +376,9 @@ def responses_events(response: dict[str, Any], rng: random.Random, *, cuts: int 
     def event(kind: str, **fields: Any) -> bytes:
         return _sse({"type": kind, **fields, "sequence_number": next(seq)}, kind)
 
-    created = {**response, "status": "in_progress", "output": [], "usage": None, "incomplete_details": None}
+    created = {**response, "output": [], "usage": None, "incomplete_details": None}
+    if "status" in response:
+        created["status"] = "in_progress"
     out = [event("response.created", response=created)]
     for i, item in enumerate(response.get("output", [])):
         kind, item_id = item.get("type"), item.get("id", f"item_{i}")
