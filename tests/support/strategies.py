@@ -441,7 +441,8 @@ def responses_answers(draw: Callable[..., Any]) -> dict[str, Any]:
         output.append({"id": f"msg_{draw(id_tails)}", "type": "message", "role": "assistant",
                        "status": "completed", "content": [part]})  # fmt: skip
     for _ in range(draw(st.integers(0, 3))):
-        output.append({"id": f"fc_{next(counter)}", "type": "function_call", "call_id": f"call_{draw(id_tails)}_{next(counter)}",
+        n = next(counter)
+        output.append({"id": f"fc_{n}", "type": "function_call", "call_id": f"call_{draw(id_tails)}_{n}",
                        "name": draw(tool_names), "arguments": encode_object(draw, draw(json_objects)),
                        "status": "completed"})  # fmt: skip
     cut = draw(st.booleans())
