@@ -87,3 +87,9 @@ def test_a_streamed_error_is_the_providers_error(event: dict[str, Any], error_ty
     with pytest.raises(ProviderError) as info:
         stream.feed(json.dumps(event))
     assert info.value.error_type == error_type
+
+
+def test_allowed_tools_are_flattened_as_responses_names_them() -> None:
+    choice = {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [TOOL]}}
+    sent = body(tools=[TOOL], tool_choice=choice)["tool_choice"]
+    assert sent == {"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": "f"}]}
