@@ -93,3 +93,42 @@ def test_allowed_tools_are_flattened_as_responses_names_them() -> None:
     choice = {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [TOOL]}}
     sent = body(tools=[TOOL], tool_choice=choice)["tool_choice"]
     assert sent == {"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": "f"}]}
+
+
+def test_a_later_summary_part_streams_without_a_note_and_arrives_with_the_finished_response() -> None:
+    """Reasoning deltas stream from the first summary part; the others come whole with response.completed."""
+    summary = [{"type": "summary_text", "text": "One."}, {"type": "summary_text", "text": "Two."}]
+    done = {**answer(), "output": [{"id": "rs_1", "type": "reasoning", "summary": summary, "encrypted_content": "e"}]}
+    item = {"id": "rs_1", "type": "reasoning", "summary": []}
+    events = [
+        {"type": "response.created", "response": {**done, "status": "in_progress", "output": []}},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        *[
+            event
+            for k, part in enumerate(summary)
+            for event in (
+                {
+                    "type": "response.reasoning_summary_part.added",
+                    "output_index": 0,
+                    "summary_index": k,
+                    "part": {**part, "text": ""},
+                },
+                {
+                    "type": "response.reasoning_summary_text.delta",
+                    "output_index": 0,
+                    "summary_index": k,
+                    "delta": part["text"],
+                },
+            )
+        ],
+        {"type": "response.output_item.done", "output_index": 0, "item": done["output"][0]},
+        {"type": "response.completed", "response": done},
+    ]
+    stream = stream_translator(P)
+    chunks = [chunk for event in events for chunk in stream.feed(json.dumps(event))] + stream.finish()
+    assert stream.result is not None and stream.result.notes == ()
+    assert stream.result.to_dict() == translate_response(P, done).to_dict()
+    assert stream.result.reasoning_content == "One.\n\nTwo."
+    streamed = "".join(c["choices"][0]["delta"].get("reasoning_content", "") for c in chunks if c["choices"])
+    assert streamed == "One."
+    assert stream.result.message_extras == {"reasoning_items": done["output"]}
