@@ -41,6 +41,7 @@ from support.judges import (
     judge_mistral,
     judge_ollama,
     judge_openai,
+    judge_responses,
 )
 from support.messages import accumulate, judge_event, judge_message
 from support.sse_encoders import ENCODERS, events_reply
@@ -754,6 +755,86 @@ class OllamaScript(ChatScript):
         return {"role": "tool", "tool_name": name, "content": text, "images": images}
 
 
+# ---------------------------------------------------------------- OpenAI Responses
+
+
+@dataclass
+class ResponsesScript(Script):
+    """The Responses API with store false: every reasoning item must come back whole, encrypted content included,
+    before the calls it led to; every function_call is answered by its function_call_output."""
+
+    encrypted: dict[str, str] = field(default_factory=dict)  # reasoning item id -> the encrypted content handed out
+
+    def error(self, message: str) -> dict[str, Any]:
+        return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": None}}
+
+    def user_turn(self, text: str) -> Any:
+        return {"type": "message", "role": "user", "content": text}
+
+    def conversation(self, body: Any) -> list[Any]:
+        return list(body["input"])
+
+    def check_config(self, body: Any) -> None:
+        if body.get("reasoning") != {"effort": EFFORT} or body.get("include") != ["reasoning.encrypted_content"]:
+            raise Refused(f"reasoning: expected effort {EFFORT} with encrypted content, got {body.get('reasoning')}")
+        if body.get("store") is not False or body.get("instructions") != SYSTEM_TEXT:
+            raise Refused(f"store/instructions: got {body.get('store')}, {body.get('instructions')!r}")
+        if [t["name"] for t in body["tools"]] != ["get_weather", "screenshot", "read_log"]:
+            raise Refused("tools: the declared tools did not arrive")
+
+    def provider_rules(self, body: Any) -> None:
+        (self.judge or judge_responses)(body)  # SDK types; calls answered; assistant text; encrypted reasoning
+        for k, item in enumerate(body["input"]):
+            if item.get("type") == "reasoning" and self.encrypted.get(item["id"]) != item.get("encrypted_content"):
+                raise Refused(f"input[{k}]: the encrypted content of reasoning item {item['id']} is not ours")
+
+    def answer(self, turn: int) -> dict[str, Any]:
+        summary = [{"type": "summary_text", "text": f"Turn {turn}: {SCHEDULE[turn - 1]}."}]
+        if turn % 3 == 1:  # some turns summarise in two parts
+            summary.append({"type": "summary_text", "text": "I keep the earlier results in mind."})
+        if turn % 3 == 2:  # and some say nothing readable
+            summary = []
+        reasoning = {"id": f"rs_{turn:02d}", "type": "reasoning", "summary": summary,
+                     "encrypted_content": f"gAAAAABo{turn:02d}Enc" + "q" * turn}  # fmt: skip
+        self.encrypted[reasoning["id"]] = reasoning["encrypted_content"]
+        calls = calls_for(turn)
+        text = f"Working on it ({turn})." if calls else f"Answer {turn}: done."
+        message = {"id": f"msg_{turn:02d}", "type": "message", "role": "assistant", "status": "completed",
+                   "content": [{"type": "output_text", "text": text, "annotations": []}]}  # fmt: skip
+        uses = [
+            {"id": f"fc_{turn:02d}_{j}", "type": "function_call", "call_id": f"call_{turn:02d}_{j}", "name": n,
+             "arguments": json.dumps(a, ensure_ascii=False), "status": "completed"}
+            for j, (n, a) in enumerate(calls)
+        ]  # fmt: skip
+        self.history.append(copy.deepcopy(reasoning))
+        self.history.append({"type": "message", "role": "assistant", "content": text})
+        for use in uses:
+            self.history.append({k: use[k] for k in ("type", "call_id", "name", "arguments")})
+        self.history += [self.result(use) for use in uses]
+        cached = 900 * turn
+        return {
+            "id": f"resp_{turn:02d}", "object": "response", "created_at": 1_756_315_696 + turn,
+            "status": "completed", "error": None, "incomplete_details": None, "instructions": SYSTEM_TEXT,
+            "metadata": {}, "model": "gpt-5-2025-08-07", "output": [reasoning, message, *uses],
+            "parallel_tool_calls": True, "temperature": 1.0, "tool_choice": "auto", "tools": [], "top_p": 1.0,
+            "usage": {"input_tokens": cached + 40 + turn,
+                      "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
+                      "output_tokens": 300, "output_tokens_details": {"reasoning_tokens": 180},
+                      "total_tokens": cached + 40 + turn + 300},
+        }  # fmt: skip
+
+    def result(self, use: dict[str, Any]) -> dict[str, Any]:
+        """How Responses must receive the caller's tool message for this call."""
+        item: dict[str, Any] = {"type": "function_call_output", "call_id": use["call_id"]}
+        name, arguments = use["name"], json.loads(use["arguments"])
+        if name == "get_weather":
+            return item | {"output": f"18°C in {arguments['city']}"}
+        if name == "screenshot":
+            image = {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}", "detail": "auto"}
+            return item | {"output": [{"type": "input_text", "text": f"Captured {arguments['page']}:"}, image]}
+        return item | {"output": "permission denied"}  # is_error has no counterpart: dropped, noted
+
+
 SCRIPTS: dict[str, Callable[[], Script]] = {
     "anthropic": lambda: AnthropicScript(Features(cache_control=True, rich_results=True)),
     "bedrock": lambda: BedrockScript(Features(cache_control=False, rich_results=True)),
@@ -777,6 +858,7 @@ SCRIPTS: dict[str, Callable[[], Script]] = {
     "mistral": lambda: MistralScript(Features(cache_control=False, rich_results=False)),
     "cohere": lambda: CohereScript(Features(cache_control=False, rich_results=False)),
     "ollama": lambda: OllamaScript(Features(cache_control=False, rich_results=True)),
+    "openai-responses": lambda: ResponsesScript(Features(cache_control=False, rich_results=True)),
 }
 SCRIPTS = with_variants(SCRIPTS)  # a variant without an entry takes its parent's
 

@@ -292,6 +292,36 @@ def view_ollama(body: dict[str, Any]) -> View:
     return view
 
 
+def _input_text(content: Any) -> str:
+    """The text of a Responses message or function output: a string, or its input_text parts joined."""
+    if isinstance(content, str):
+        return content
+    return "".join(p["text"] for p in content or [] if p.get("type") == "input_text")
+
+
+def view_responses(body: dict[str, Any]) -> View:
+    """`instructions`; the `input` items: messages (text, input_image parts), function_call items (JSON text),
+    function_call_output items."""
+    view = View(system=body.get("instructions"))
+    for item in body["input"]:
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            raw = item["arguments"]
+            assert isinstance(raw, str), "Responses arguments are a JSON string"
+            view.calls.append((item["call_id"], item["name"], parse_arguments(raw), raw))
+        elif kind == "function_call_output":
+            view.results.append((item["call_id"], _input_text(item["output"])))
+        elif kind == "message":
+            assert item["role"] in ("user", "assistant"), item["role"]
+            if _input_text(item["content"]):
+                view.turns.append((item["role"], _input_text(item["content"])))
+            for part in item["content"] if isinstance(item["content"], list) else []:
+                if part["type"] == "input_image":
+                    url = part["image_url"]
+                    view.images.append(split_data_url(url) if url.startswith("data:") else {"url": url})
+    return view
+
+
 VIEWS: dict[str, Callable[[dict[str, Any]], View]] = {
     "anthropic": view_anthropic,
     "bedrock": view_bedrock,
@@ -300,6 +330,7 @@ VIEWS: dict[str, Callable[[dict[str, Any]], View]] = {
     "openai": view_openai,
     "cohere": view_cohere,
     "ollama": view_ollama,
+    "openai-responses": view_responses,
 }
 VIEWS = with_variants(VIEWS)  # a variant without an entry takes its parent's
 # Providers whose calls and results carry no id (Ollama): compared without it, in order. Images there are
@@ -320,7 +351,10 @@ EMPTY_SYSTEM_OMITTED = frozenset({"bedrock"})
 
 
 def refused(provider: str, request: dict[str, Any]) -> str | None:
-    """Where a provider refuses a valid request on purpose (Converse: an image URL, tool_choice none), or None."""
+    """Where a provider refuses a valid request on purpose (Converse: an image URL, tool_choice none; Responses:
+    stop sequences), or None."""
+    if provider == "openai-responses":
+        return "stop" if request.get("stop") is not None else None
     if provider != "bedrock":
         return None
     messages = request.get("messages")

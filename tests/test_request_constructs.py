@@ -145,3 +145,44 @@ def test_a_part_template_written_as_a_list_writes_several_blocks(tmp_path: Path)
     body = translate_request("zeta", {"model": "m", "messages": [{"role": "user", "content": parts}]}, rules=tmp_path)
     assert body["turns"] == [{"from": "human", "say": [{"t": "a"}, {"mark": "here"}, {"t": "b"}]}]
     assert body.notes == ()
+
+
+# A role written as a list: one message writes several transcript entries (a provider whose transcript is a flat
+# list of items). Zeta without merging, its assistant turn written as its text entry, then one entry per call.
+SPLIT = ZETA.replace("  merge_same_role: from\n", "").replace(
+    "    assistant: {message: {from: bot, say: {$content: blocks}}}\n",
+    "    assistant:\n"
+    "      message:\n"
+    "        - {$when: source.content, empty: false, then: {from: bot, say: {$content: blocks, kinds: [text]}}}\n"
+    "        - {$content: blocks, kinds: [tool_call]}\n",
+)
+
+
+def test_a_role_written_as_a_list_writes_several_entries(tmp_path: Path) -> None:
+    (tmp_path / "zeta.yaml").write_text(SPLIT)
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "on it", "tool_calls": [CALL, {**CALL, "id": "c2"}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "one"},
+        {"role": "tool", "tool_call_id": "c2", "content": "two"},
+        {"role": "assistant", "content": None, "tool_calls": [{**CALL, "id": "c3"}]},
+        {"role": "tool", "tool_call_id": "c3", "content": "three"},
+    ]
+    body = translate_request("zeta", {"model": "m", "messages": messages}, rules=tmp_path)
+    assert body["turns"] == [
+        {"from": "human", "say": [{"t": "go"}]},
+        {"from": "bot", "say": [{"t": "on it"}]},  # the element that is an entry
+        {"call": "c1", "fn": "f", "args": {}},  # the element that is a list: each of its entries
+        {"call": "c2", "fn": "f", "args": {}},
+        {"from": "human", "say": [{"answer": "c1", "body": "one"}, {"answer": "c2", "body": "two"}]},
+        {"call": "c3", "fn": "f", "args": {}},  # no text: the absent element writes nothing
+        {"from": "human", "say": [{"answer": "c3", "body": "three"}]},
+    ]
+    assert body.notes == ()
+
+
+def test_a_role_written_as_a_list_cannot_be_merged(tmp_path: Path) -> None:
+    (tmp_path / "zeta.yaml").write_text(SPLIT.replace("  roles:\n", "  merge_same_role: from\n  roles:\n"))
+    with pytest.raises(RuleError) as info:
+        load_rules(tmp_path, reload=True)
+    assert info.value.rule == "messages.roles.assistant.message"

@@ -19,7 +19,7 @@ from pydantic import TypeAdapter
 
 import toolnexus
 from support.cases import CASES, case_ids
-from support.judges import judge_genai, judge_mistral_chunk
+from support.judges import judge_genai, judge_mistral_chunk, responses_stream_event
 from toolnexus import ResponseError, RuleError
 from toolnexus.devtools.conformance import lineage, load_concern, parents_of, run_case
 
@@ -233,6 +233,7 @@ CHUNK_JUDGES = {
     "openai": _openai_chunk,
     "gemini": lambda event: judge_genai(genai_types.GenerateContentResponse, event, "event"),
     "mistral": judge_mistral_chunk,
+    "openai-responses": responses_stream_event,
 }
 STREAMED = [c for c in CASES if "stream" in c.data]
 

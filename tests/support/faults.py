@@ -160,12 +160,14 @@ def _endpoint_error(provider: str) -> dict[str, str]:
 
 
 def error_object(provider: str, message: str, error_type: str) -> dict[str, Any]:
-    """The provider's error body, built from its rule file's endpoint.error paths ("error.message", ...)."""
+    """The provider's error body, built from its rule file's endpoint.error paths ("error.message", ...); of
+    alternatives joined by `||` (other shapes, such as a streamed error event), the first: the error body's own."""
     body: dict[str, Any] = {}
     for role, value in (("message", message), ("type", error_type)):
         path = _endpoint_error(provider).get(role)
         if path is None:
             continue
+        path = path.split("||")[0].strip()
         assert re.fullmatch(r"\w+(\.\w+)*", path), f"{provider}: endpoint.error.{role} is not a dotted path: {path}"
         *parents, last = path.split(".")
         node = body

@@ -22,6 +22,9 @@ from google.genai import types as genai_types
 from mistralai.client import models as mistral_models
 from mistralai.client import types as mistral_types
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+from openai.types.responses import Response as OpenAIResponse
+from openai.types.responses import ResponseStreamEvent
+from openai.types.responses.response_create_params import ResponseCreateParamsNonStreaming
 from pydantic import BaseModel, TypeAdapter
 
 import toolnexus
@@ -161,6 +164,38 @@ def judge_openai(body: dict[str, Any], *, api_rules: bool = True) -> None:
     judge(OPENAI_REQUEST, plain)
     if api_rules:
         check_openai_api_rules(body)
+
+
+RESPONSES_REQUEST = TypeAdapter(ResponseCreateParamsNonStreaming)
+
+
+def check_responses_api_rules(body: dict[str, Any]) -> None:
+    """Every function_call item is answered by a function_call_output before the next user message, an
+    assistant message holds text (Responses refuses input_text parts there), and reasoning items are replayed
+    with their encrypted content (store is false, so the server holds nothing to look them up by)."""
+    pending: list[str] = []
+    for k, item in enumerate(body["input"]):
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            pending.append(item["call_id"])
+            assert isinstance(json.loads(item["arguments"] or "{}"), dict)
+        elif kind == "function_call_output":
+            assert item["call_id"] in pending, f"input[{k}]: answers no pending call ({pending})"
+            pending.remove(item["call_id"])
+        elif kind == "reasoning":
+            assert body.get("store") is True or item.get("encrypted_content"), f"input[{k}]: no encrypted_content"
+        elif item.get("role") == "user":
+            assert not pending, f"input[{k}]: calls {pending} unanswered before a user message"
+        if kind == "message" and item.get("role") == "assistant":
+            assert isinstance(item["content"], str), f"input[{k}]: an assistant message is sent as its text"
+    assert body.get("store") in (False, True)
+
+
+def judge_responses(body: dict[str, Any], *, api_rules: bool = True) -> None:
+    """The openai SDK's ResponseCreateParams, strictly, and the rules the types cannot say."""
+    judge(RESPONSES_REQUEST, body)
+    if api_rules:
+        check_responses_api_rules(body)
 
 
 GEMINI_BODY: dict[str, Any] = {
@@ -486,6 +521,7 @@ JUDGES = {
     "gemini": judge_gemini,
     "mistral": judge_mistral,
     "openai": judge_openai,
+    "openai-responses": judge_responses,
     "vertex-anthropic": as_vertex_anthropic(judge_anthropic),
     "openrouter": as_openrouter(with_round_trip(judge_openai, frozenset({"reasoning_content", "reasoning_details"}))),
     "deepseek": with_round_trip(judge_openai, frozenset({"reasoning_content"})),
@@ -669,6 +705,15 @@ def _openai_response(response: dict[str, Any]) -> None:
     openai.types.chat.ChatCompletion.model_validate(response, strict=True)
 
 
+def _responses_response(response: dict[str, Any]) -> None:
+    OpenAIResponse.model_validate(response, strict=True)
+
+
+def responses_stream_event(event: dict[str, Any]) -> None:
+    """One Responses stream event, by the SDK's event union (strict)."""
+    TypeAdapter(ResponseStreamEvent).validate_python(event, strict=True)
+
+
 def _gemini_response(response: dict[str, Any]) -> None:
     """google-genai's pydantic models take the REST camelCase keys; an unknown enum value only warns, so
     warnings are errors; lax validation coerces, so the dump must give the response back."""
@@ -705,6 +750,7 @@ SDK_VALIDATORS = {
     "gemini": _gemini_response,
     "mistral": _mistral_response,
     "openai": _openai_response,
+    "openai-responses": _responses_response,
     "deepseek": _deepseek_response,
 }
 
@@ -854,7 +900,8 @@ def _url(part: dict[str, Any]) -> Any:
 
 def within_reach(provider: str, request: dict[str, Any]) -> dict[str, Any]:
     """The request less what the provider refuses on purpose (its own cases cover the refusals): values outside its
-    documented ranges; Cohere has no named tool_choice, Ollama no tool_choice at all and no image URLs."""
+    documented ranges; Cohere has no named tool_choice, Ollama no tool_choice at all and no image URLs, Responses no
+    stop sequences or penalties."""
     request = copy.deepcopy(request)
     for name, bounds in toolnexus.load_rules().get(provider).source.data["request"].get("ranges", {}).items():
         value = request.get(name)
@@ -865,6 +912,9 @@ def within_reach(provider: str, request: dict[str, Any]) -> dict[str, Any]:
     choice = request.get("tool_choice")
     if (provider == "cohere" and isinstance(choice, dict)) or (provider == "ollama" and choice not in (None, "auto")):
         del request["tool_choice"]
+    if provider == "openai-responses":  # no stop sequences, no penalties: refused (stop-list, penalties)
+        for name in ("stop", "frequency_penalty", "presence_penalty", "logit_bias", "seed"):
+            request.pop(name, None)
     if provider == "ollama" and isinstance(request.get("messages"), list):
         for message in request["messages"]:
             parts = message.get("content") if isinstance(message, dict) else None

@@ -368,6 +368,66 @@ def bedrock_events(response: dict[str, Any], rng: random.Random, *, cuts: int | 
     return out
 
 
+# ---------------------------------------------------------------- OpenAI Responses
+
+
+def responses_events(response: dict[str, Any], rng: random.Random, *, cuts: int | None = None) -> list[bytes]:
+    """response.created, then per output item: output_item.added, its pieces (a message's content parts with
+    output_text / refusal deltas, a function call's argument deltas, a reasoning item's summary parts with
+    their text deltas), output_item.done with the finished item; then response.completed (or .incomplete)
+    carrying the whole response. https://platform.openai.com/docs/api-reference/responses-streaming"""
+    seq = iter(range(1_000_000))
+
+    def event(kind: str, **fields: Any) -> bytes:
+        return _sse({"type": kind, **fields, "sequence_number": next(seq)}, kind)
+
+    created = {**response, "output": [], "usage": None, "incomplete_details": None}
+    if "status" in response:
+        created["status"] = "in_progress"
+    out = [event("response.created", response=created)]
+    for i, item in enumerate(response.get("output", [])):
+        kind, item_id = item.get("type"), item.get("id", f"item_{i}")
+        if kind == "message":
+            out.append(event("response.output_item.added", output_index=i,
+                             item={**item, "status": "in_progress", "content": []}))  # fmt: skip
+            for j, part in enumerate(item.get("content", [])):
+                field = "refusal" if part.get("type") == "refusal" else "text"
+                empty = {**part, field: ""} | ({"annotations": []} if field == "text" else {})
+                out.append(event("response.content_part.added", item_id=item_id, output_index=i, content_index=j,
+                                 part=empty))  # fmt: skip
+                for piece in pieces(part.get(field, ""), rng, cuts) if part.get(field) else []:
+                    name = "response.output_text.delta" if field == "text" else "response.refusal.delta"
+                    extra = {"logprobs": []} if field == "text" else {}
+                    out.append(event(name, item_id=item_id, output_index=i, content_index=j, delta=piece, **extra))
+                out.append(event("response.content_part.done", item_id=item_id, output_index=i, content_index=j,
+                                 part=part))  # fmt: skip
+        elif kind == "function_call":
+            out.append(event("response.output_item.added", output_index=i,
+                             item={**item, "status": "in_progress", "arguments": ""}))  # fmt: skip
+            for piece in pieces(item.get("arguments", ""), rng, cuts) if item.get("arguments") else []:
+                out.append(event("response.function_call_arguments.delta", item_id=item_id, output_index=i,
+                                 delta=piece))  # fmt: skip
+            out.append(event("response.function_call_arguments.done", item_id=item_id, output_index=i,
+                             name=item.get("name"), arguments=item.get("arguments")))  # fmt: skip
+        elif kind == "reasoning":
+            started = {k: v for k, v in item.items() if k != "encrypted_content"}
+            out.append(event("response.output_item.added", output_index=i, item={**started, "summary": []}))
+            for k, part in enumerate(item.get("summary", [])):
+                out.append(event("response.reasoning_summary_part.added", item_id=item_id, output_index=i,
+                                 summary_index=k, part={**part, "text": ""}))  # fmt: skip
+                for piece in pieces(part.get("text", ""), rng, cuts) if part.get("text") else []:
+                    out.append(event("response.reasoning_summary_text.delta", item_id=item_id, output_index=i,
+                                     summary_index=k, delta=piece))  # fmt: skip
+                out.append(event("response.reasoning_summary_part.done", item_id=item_id, output_index=i,
+                                 summary_index=k, part=part))  # fmt: skip
+        else:
+            out.append(event("response.output_item.added", output_index=i, item=item))
+        out.append(event("response.output_item.done", output_index=i, item=item))
+    end = "response.incomplete" if response.get("status") == "incomplete" else "response.completed"
+    out.append(event(end, response=response))
+    return out
+
+
 ENCODERS: dict[str, Encoder] = {
     "anthropic": anthropic_events,
     "bedrock": bedrock_events,
@@ -376,6 +436,7 @@ ENCODERS: dict[str, Encoder] = {
     "mistral": mistral_events,
     "ollama": ollama_events,
     "openai": openai_events,
+    "openai-responses": responses_events,
 }
 ENCODERS = with_variants(ENCODERS)  # a variant without an entry takes its parent's
 CANONICAL: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {

@@ -424,6 +424,42 @@ def openai_responses(draw: Callable[..., Any]) -> dict[str, Any]:
     }
 
 
+@st.composite
+def responses_answers(draw: Callable[..., Any]) -> dict[str, Any]:
+    """An OpenAI Responses `Response`: optional reasoning (summary parts, encrypted content), an optional message
+    with one output_text part, then function calls (arguments as JSON text); completed, or incomplete for
+    max_output_tokens; usage with its input and output token details."""
+    counter = itertools.count()
+    output: list[dict[str, Any]] = []
+    if draw(st.booleans()):
+        summary = [{"type": "summary_text", "text": t} for t in draw(st.lists(texts.filter(bool), max_size=2))]
+        output.append({"id": f"rs_{draw(id_tails)}", "type": "reasoning", "summary": summary,
+                       "encrypted_content": f"gAAA{draw(id_tails)}"})  # fmt: skip
+    text = draw(st.none() | texts)
+    if text is not None:
+        part = {"type": "output_text", "text": text, "annotations": []}
+        output.append({"id": f"msg_{draw(id_tails)}", "type": "message", "role": "assistant",
+                       "status": "completed", "content": [part]})  # fmt: skip
+    for _ in range(draw(st.integers(0, 3))):
+        n = next(counter)
+        output.append({"id": f"fc_{n}", "type": "function_call", "call_id": f"call_{draw(id_tails)}_{n}",
+                       "name": draw(tool_names), "arguments": encode_object(draw, draw(json_objects)),
+                       "status": "completed"})  # fmt: skip
+    cut = draw(st.booleans())
+    prompt, completion = draw(st.integers(0, 10**6)), draw(st.integers(0, 10**5))
+    cached, reasoning = draw(st.integers(0, prompt)), draw(st.integers(0, completion))
+    return {
+        "id": f"resp_{draw(id_tails)}", "object": "response", "created_at": 1_700_000_000,
+        "status": "incomplete" if cut else "completed", "error": None,
+        "incomplete_details": {"reason": "max_output_tokens"} if cut else None, "instructions": None,
+        "metadata": {}, "model": "gpt-5-2025-08-07", "output": output, "parallel_tool_calls": True,
+        "temperature": 1.0, "tool_choice": "auto", "tools": [], "top_p": 1.0,
+        "usage": {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
+                  "output_tokens": completion, "output_tokens_details": {"reasoning_tokens": reasoning},
+                  "total_tokens": prompt + completion},
+    }  # fmt: skip
+
+
 mistral_ids = st.text(alphabet=string.ascii_letters + string.digits, min_size=9, max_size=9)
 
 

@@ -114,6 +114,9 @@ class RoleRule:
     allowed: frozenset[str] | None  # message keys read by the reader or the template; None = all
     kinds: frozenset[str] | None = None  # the part kinds the template writes; None = all
     carried: frozenset[str] = frozenset()  # the message keys `messages.carry` places on a part
+    # The template is a list: one message writes several transcript entries (each element an entry, a list of
+    # entries, or nothing), for a provider whose transcript is a flat list of items.
+    spliced: bool = False
 
 
 @dataclass(frozen=True)
@@ -486,6 +489,10 @@ def compile_inbound(source: RuleSource) -> Inbound:
                 "never writes the message's content (use $content or $get: source)",
             )
         consumed = env.fields_read("source")
+        spliced_role = isinstance(rule["message"], list)
+        if spliced_role and (rule.get("merge_consecutive") or msgs.get("merge_same_role")):
+            message = "a message written as a list of entries cannot be merged with the next one"
+            raise source.error(("messages", "roles", role, "message"), message)
         roles[role] = RoleRule(
             render=render,
             drop_if_empty=bool(rule.get("drop_if_empty", False)),
@@ -493,6 +500,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
             allowed=None if consumed is None else frozenset(consumed) | read_keys[role],
             kinds=_gaps(env, (), None).kinds,
             carried=frozenset(key for key, _ in carry.get(role, ())),
+            spliced=spliced_role,
         )
 
     system_rule = msgs["system"]

@@ -228,6 +228,8 @@ def _role(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
         f"written = render_{role}(turn, c)",
         f"if written is MISSING: raise c.fail(f'messages[{{i}}]', {nothing!r})",
     ]
+    if rule.spliced:  # several entries: each element of the list, an element that is a list giving its own
+        return [*lines, "for w in written: out.extend(w) if type(w) is list else out.append(w)", "merging = None"]
     if not rule.merge_consecutive and inbound.merge_same_role is None:
         return [*lines, "out.append(written)", "merging = None"]
     same = f"merging == {role!r}" if rule.merge_consecutive else "False"
