@@ -34,7 +34,8 @@ from toolnexus import (
     translate_request,
     translate_response,
 )
-from toolnexus.translate.formats import AnswerBody, SourceStream, compile_format, inverse_table
+from toolnexus.translate.format_rules import compile_format, inverse_table
+from toolnexus.translate.formats import AnswerBody, SourceStream
 
 
 def judge_request(request: dict[str, Any]) -> None:

@@ -32,7 +32,8 @@ from ..language.loader import (
     validate_against_schema,
 )
 from .endpoint import Endpoint, compile_endpoint
-from .formats import FORMATS_DIR, PLAIN, SourceFormat, builtin_formats_dir, compile_format, format_files
+from .format_rules import FORMATS_DIR, builtin_formats_dir, compile_format, format_files
+from .formats import PLAIN, SourceFormat
 from .inbound import Inbound, compile_inbound
 from .outbound import Outbound, compile_outbound
 from .stream_code import compiled
