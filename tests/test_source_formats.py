@@ -484,6 +484,13 @@ def test_made_up_format_unmapped_block_key(tmp_path: Path) -> None:
     assert caught.value.path == "turns[0].content[0].loud"
 
 
+def test_made_up_format_unmapped_field_names_its_own_file(tmp_path: Path) -> None:
+    fmt = made_up(tmp_path)
+    with pytest.raises(TranslationError) as caught:
+        fmt.read({"model": "m", "loud": True, "turns": []})
+    assert caught.value.path == "loud" and str(tmp_path / "acme.yaml") in caught.value.message
+
+
 def test_made_up_format_schema_error_is_located(tmp_path: Path) -> None:
     broken = MADE_UP.replace(
         "          call:\n            item: tool_calls\n", "          call:\n            itme: tool_calls\n"
