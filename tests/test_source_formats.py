@@ -25,8 +25,17 @@ from support.cases import CASES
 from support.judges import ANTHROPIC_REQUEST, ANTHROPIC_SDK_GAPS, judge
 from support.messages import accumulate, judge_event, judge_message
 from support.sse_encoders import ENCODERS
-from toolnexus import RuleError, TranslationError, load_rules, stream_translator, translate_request, translate_response
-from toolnexus.translate.formats import AnswerBody, SourceStream, compile_format, inverse_table
+from toolnexus import (
+    ConfigError,
+    RuleError,
+    TranslationError,
+    load_rules,
+    stream_translator,
+    translate_request,
+    translate_response,
+)
+from toolnexus.translate.format_rules import compile_format, inverse_table
+from toolnexus.translate.formats import AnswerBody, SourceStream
 
 
 def judge_request(request: dict[str, Any]) -> None:
@@ -181,8 +190,8 @@ def test_thinking_budget_between_rows_is_rewritten_and_noted() -> None:
     assert ("rewritten", "thinking.budget_tokens") in {(n.kind, n.path) for n in body.notes}
 
 
-def test_unknown_format_is_a_rule_error() -> None:
-    with pytest.raises(RuleError, match="anthropic"):
+def test_unknown_format_is_a_config_error_naming_the_known_ones() -> None:
+    with pytest.raises(ConfigError, match="known: openai, anthropic"):
         translate_request("openai", conversation(), source="anthropc")
 
 
@@ -475,6 +484,13 @@ def test_made_up_format_unmapped_block_key(tmp_path: Path) -> None:
     assert caught.value.path == "turns[0].content[0].loud"
 
 
+def test_made_up_format_unmapped_field_names_its_own_file(tmp_path: Path) -> None:
+    fmt = made_up(tmp_path)
+    with pytest.raises(TranslationError) as caught:
+        fmt.read({"model": "m", "loud": True, "turns": []})
+    assert caught.value.path == "loud" and str(tmp_path / "acme.yaml") in caught.value.message
+
+
 def test_made_up_format_schema_error_is_located(tmp_path: Path) -> None:
     broken = MADE_UP.replace(
         "          call:\n            item: tool_calls\n", "          call:\n            itme: tool_calls\n"
@@ -482,6 +498,54 @@ def test_made_up_format_schema_error_is_located(tmp_path: Path) -> None:
     with pytest.raises(RuleError) as caught:
         made_up(tmp_path, broken)
     assert caught.value.file.endswith("acme.yaml") and caught.value.line is not None
+
+
+# ---------------------------------------------------------------- formats from the user's rules directory
+
+
+HELLO = {"model": "m", "max_tokens": 5, "turns": [{"role": "user", "content": [{"is": "words", "say": "hi"}]}]}
+
+
+def user_format(tmp_path: Path, text: str = MADE_UP, name: str = "acme") -> Path:
+    (tmp_path / "formats").mkdir()
+    (tmp_path / "formats" / f"{name}.yaml").write_text(text)
+    return tmp_path
+
+
+def test_user_rules_directory_format_is_found(tmp_path: Path) -> None:
+    rules = user_format(tmp_path)
+    body = translate_request("anthropic", HELLO, source="acme", rules=rules)
+    assert body["messages"] == [{"role": "user", "content": "hi"}]
+    assert load_rules(rules).formats() == ["openai", "acme", "anthropic"]
+    answer = translate_response("anthropic", ANSWER, source="acme", rules=rules)
+    assert answer["why"] == ANSWER["stop_reason"] and answer["out"] == ANSWER["usage"]["output_tokens"]
+
+
+def test_user_rules_directory_format_comes_before_the_builtin_one(tmp_path: Path) -> None:
+    rules = user_format(tmp_path, MADE_UP.replace("format: acme", "format: anthropic"), "anthropic")
+    assert translate_request("anthropic", HELLO, source="anthropic", rules=rules)["max_tokens"] == 5
+
+
+def test_user_rules_directory_broken_format_is_located(tmp_path: Path) -> None:
+    broken = MADE_UP.replace("{part: {type: text, text: {$get: say}}}", "{part: {type: text, text: {$gte: say}}}", 1)
+    rules = user_format(tmp_path, broken)
+    with pytest.raises(RuleError) as caught:
+        translate_request("anthropic", {"turns": []}, source="acme", rules=rules)
+    line = next(i for i, text in enumerate(broken.splitlines(), 1) if "$gte" in text)
+    assert caught.value.file.endswith("formats/acme.yaml") and caught.value.line == line
+
+
+def test_user_rules_directory_unknown_format_names_the_known_ones(tmp_path: Path) -> None:
+    rules = user_format(tmp_path)
+    with pytest.raises(ConfigError, match="known: openai, acme, anthropic"):
+        translate_request("anthropic", {"turns": []}, source="acm", rules=rules)
+
+
+def test_cli_source_from_the_rules_directory(tmp_path: Path) -> None:
+    rules = user_format(tmp_path)
+    done = cli("request", "--to", "anthropic", "--rules", str(rules), "--source", "acme", "-", stdin=json.dumps(HELLO))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["max_tokens"] == 5
 
 
 # ---------------------------------------------------------------- the CLI

@@ -1,53 +1,31 @@
-"""Source formats: a request in another API's shape in, the answer back in that shape (README "Source formats").
+"""Source formats run: a request in another API's shape in, the answer back in that shape (README "Source formats").
 
-A format file (`rules/formats/<name>.yaml`) is data, like a provider's rule file. Its `request`
-section writes the normal form every provider's rules read (a Chat Completions request with the
-round-trip keys of README "Round trips") from the format's request; its `answer` section writes
-a `TranslateResult` back in the format's shape; its `stream` section writes the format's stream
-events from the pieces a provider stream yields. Where the format's own provider rule file (its
-`provider:`) already maps the wire format to the normal form, `derive` reads that mapping
-backwards (`derive_body`, `derive_declaration`, `inverse_table`, `inverse_usage`) instead of
-declaring it twice. Paths in errors and notes name the format's request (`messages[2].content[1]`):
-each normal-form element keeps where it came from (`Origins`).
+A compiled format (`SourceFormat`, built by `format_rules` from `rules/formats/<name>.yaml`) reads
+the format's request into the normal form every provider's rules read (a Chat Completions request
+with the round-trip keys of README "Round trips"), writes a `TranslateResult` back in the format's
+shape, and (`SourceEvents`) writes the format's stream events from the chunks a provider stream
+yields. Paths in errors and notes name the format's request (`messages[2].content[1]`): each
+normal-form element keeps where it came from (`Origins`). Kept apart from the compiling (schema,
+derivation) so the code every call runs reads on its own.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import jsonschema
-
-from ..errors import Note, ResponseError, RuleError, TranslationError
-from ..language.loader import Key, RuleSource, builtin_rules_dir, parse_rule_text, rule_schema
+from ..errors import Note, ResponseError, TranslationError
 from ..language.paths import MISSING, compile_path
-from ..language.templates import (
-    Apply,
-    Const,
-    Ctx,
-    Env,
-    Get,
-    ListOf,
-    Lookup,
-    Node,
-    Obj,
-    Render,
-    Sum,
-    compile_template,
-    parse_template,
-    reads_of,
-    unseal,
-)
+from ..language.templates import Ctx, Render, unseal
 from .result import TranslateResult
 
-FORMATS_DIR = "formats"
 PLAIN = "openai"  # the normal form itself: no format file, today's API
+DERIVED = "provider"  # the view key holding what the format's provider would have said (derived)
+WHOLE = "/"  # a rename ending so names a value function's read: what lies below it has no counterpart
 
 
 @dataclass(frozen=True)
@@ -271,7 +249,7 @@ class SourceFormat:
             notes.append(Note("dropped", path, f"not mapped by the {self.name} format"))
             return
         if rule is None:
-            raise self._fail(path, f"is not mapped by the {self.name} format (rules/{FORMATS_DIR}/{self.name}.yaml)")
+            raise self._fail(path, f"is not mapped by the {self.name} format ({self.file})")
         if value is None or any(value == ok for ok in rule.accept):
             return
         if rule.action == "drop":
@@ -365,359 +343,6 @@ def _put(out: dict[str, Any], steps: tuple[str, ...], value: Any) -> None:
     for step in steps[:-1]:
         out = out.setdefault(step, {})
     out[steps[-1]] = value
-
-
-# ---------------------------------------------------------------------- derivation: a provider's rules backwards
-
-
-def leaves(node: Node, at: tuple[str, ...] = (), applied: bool = False) -> Iterator[tuple[tuple[str, ...], str]]:
-    """The (written key path, read path) pairs of a template's plain reads: an object's `$get`s (its first
-    path) and `$list`s. Only these read backwards as a rename; anything else is declared. `applied`: also
-    a value function's one read (`$json_text: input`), for naming where a written value came from."""
-    if isinstance(node, Obj):
-        for name, child in node.items:
-            yield from leaves(child, (*at, name), applied)
-    elif applied and isinstance(node, Apply) and node.path.steps is not None:
-        yield at, node.path.expr
-    elif isinstance(node, Get) and node.reads[0].steps is not None and node.reads[0].root is not None:
-        yield at, node.reads[0].expr
-    elif isinstance(node, ListOf) and node.path.steps is not None:
-        yield at, node.path.expr
-
-
-def nest(pairs: list[tuple[str, str]]) -> dict[str, Any]:
-    """`[("function.name", "name")]` -> `{function: {name: {$get: name}}}`: a template from renames
-    (each pair: the path written, the path read)."""
-    out: dict[str, Any] = {}
-    for target, read in pairs:
-        steps = target.split(".")
-        here = out
-        for step in steps[:-1]:
-            here = here.setdefault(step, {})
-        here[steps[-1]] = {"$get": read}
-    return out
-
-
-def inverse_table(table: Mapping[str, Any]) -> dict[str, str]:
-    """A table read backwards: each value -> the first key that gives it (the row the file lists first)."""
-    out: dict[str, str] = {}
-    for key, value in table.items():
-        if isinstance(value, str):
-            out.setdefault(value, key)
-    return out
-
-
-def inverse_usage(
-    node: Node,
-) -> tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, ...], ...]], ...]:
-    """A usage template read backwards: each `$get` count is its result count again, and a `$sum` whose terms
-    are all known but one gives that one as the total less the others (input_tokens = prompt_tokens less the
-    cache counts). Returns (provider path, result total path, result paths subtracted) triples."""
-    gets: dict[str, tuple[str, ...]] = {}
-    sums: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
-
-    def visit(n: Node, at: tuple[str, ...]) -> None:
-        if isinstance(n, Obj):
-            for name, child in n.items:
-                visit(child, (*at, name))
-        elif isinstance(n, Get) and n.reads[0].steps is not None:
-            gets[n.reads[0].expr] = at
-        elif isinstance(n, Sum) and all(r.steps is not None for r in n.reads):
-            sums.append((at, tuple(r.expr for r in n.reads)))
-
-    visit(node, ())
-    out: list[tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, ...], ...]]]
-    out = [(tuple(expr.split(".")), at, ()) for expr, at in gets.items()]
-    for at, terms in sums:
-        unknown = [t for t in terms if t not in gets]
-        if len(unknown) == 1:
-            out.append((tuple(unknown[0].split(".")), at, tuple(gets[t] for t in terms if t in gets)))
-    return tuple(out)
-
-
-def _lookup_rows(node: Node) -> dict[str, Any] | None:
-    """A `$lookup` whose rows are all constants: value -> row (a table a format can read backwards)."""
-    if not isinstance(node, Lookup):
-        return None
-    rows = {}
-    for value, row in node.rows:
-        if not isinstance(row, Const):
-            return None
-        rows[value] = row.value
-    return rows
-
-
-# ---------------------------------------------------------------------- loading
-
-
-def format_schema() -> dict[str, Any]:
-    schema = rule_schema()
-    return {"$ref": "#/$defs/format_file", "$defs": schema["$defs"]}
-
-
-def _validate(source: RuleSource) -> None:
-    cls = jsonschema.validators.validator_for(format_schema())
-    errors = sorted(cls(format_schema()).iter_errors(source.data), key=lambda e: (-len(e.absolute_path), str(e.path)))
-    if errors:
-        raise source.error(tuple(errors[0].absolute_path), errors[0].message)
-
-
-def compile_format(path: Path, providers: Mapping[str, Any], display: str | None = None) -> SourceFormat:
-    """One format file compiled against the rulebook holding its provider (for what it derives)."""
-    display = display or str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RuleError(f"cannot read: {exc}", file=display) from None
-    source = parse_rule_text(text, display)
-    _validate(source)
-    data = source.data
-    name = data["format"]
-    provider = providers.get(data["provider"])
-    if provider is None:
-        raise source.error(("provider",), f"no rules for provider '{data['provider']}' to derive from")
-    rules = provider.source  # the provider's loaded rule file: its templates, parsed again as nodes here
-    env = Env(source)
-    theirs = Env(rules)
-    request = data["request"]
-    messages = request["messages"]
-    own_reads = {messages["each"], messages.get("system")}
-    tools_spec = request.get("tools")
-    if tools_spec:
-        own_reads.add(tools_spec["each"])
-    fields, reads, origin = _compile_fields(request, rules, source, env, own_reads)
-
-    roles = _compile_roles(messages["roles"], env)
-    tool_render, tool_reads, tool_renames = _compile_tools(tools_spec, rules, source, env)
-
-    answer = data["answer"]
-    finish = _section(rules, ("response", "finish_reason"), source, ("provider",))
-    stop_table = inverse_table(finish["table"])
-    usage_node = parse_template(
-        _section(rules, ("response", "usage"), source, ("provider",)), ("response", "usage"), theirs
-    )
-    stream_spec = data.get("stream", {})
-    stream_renders: dict[str, Render] = {}
-    for group in ("open", "piece"):
-        for kind, template in stream_spec.get(group, {}).items():
-            stream_renders[f"{group}.{kind}"] = compile_template(template, ("stream", group, kind), env)
-    for single in ("start", "close"):
-        if single in stream_spec:
-            stream_renders[single] = compile_template(stream_spec[single], ("stream", single), env)
-    blocks_spec = answer.get("blocks", {"into": "content", "from": []})
-    return SourceFormat(
-        name=name,
-        file=display,
-        provider=data["provider"],
-        doc=data.get("doc", ""),
-        fields=fields,
-        field_reads=frozenset(reads),
-        field_origin=MappingProxyType(origin),
-        unsupported=_unsupported(request.get("unsupported", {})),
-        system=messages.get("system"),
-        each=messages["each"],
-        kind=messages["kind"],
-        roles=MappingProxyType(roles),
-        plain_text=frozenset(r for r, spec in messages["roles"].items() if spec.get("text_alone")),
-        tools_each=tools_spec["each"] if tools_spec else None,
-        tool=tool_render,
-        tool_reads=tool_reads,
-        tool_renames=MappingProxyType(tool_renames),
-        tool_unsupported=_unsupported(tools_spec.get("unsupported", {}) if tools_spec else {}),
-        answer=compile_template(answer["message"], ("answer", "message"), env),
-        blocks_into=blocks_spec["into"],
-        blocks=tuple(
-            (
-                compile_path(entry["each"]) if "each" in entry else None,
-                compile_template(entry["as"], ("answer", "blocks", "from", i, "as"), env),
-            )
-            for i, entry in enumerate(blocks_spec["from"])
-        ),
-        stream=MappingProxyType(stream_renders),
-        reasoning_kinds=frozenset(stream_spec.get("reasoning", ())),
-        stream_end=tuple(
-            compile_template(t, ("stream", "end", i), env) for i, t in enumerate(stream_spec.get("end", []))
-        ),
-        stop_table=MappingProxyType(stop_table),
-        stop_key=str(finish["from"]),
-        usage=inverse_usage(usage_node),
-    )
-
-
-DERIVED = "provider"  # the view key holding what the format's provider would have said (derived)
-WHOLE = "/"  # a rename ending so names a value function's read: what lies below it has no counterpart
-
-
-def _renames(node: Node) -> dict[str, str]:
-    """A kind's written key -> the block key it reads (a value function's read marked WHOLE)."""
-    plain = {".".join(w): r for w, r in leaves(node)}
-    return {
-        key: plain.get(key, read + WHOLE) for key, read in ((".".join(w), r) for w, r in leaves(node, applied=True))
-    }
-
-
-def _compile_roles(spec: Mapping[str, Any], env: Env) -> dict[str, Mapping[str, Kind]]:
-    """Each role's block kinds, compiled."""
-    roles: dict[str, Mapping[str, Kind]] = {}
-    for role, role_spec in spec.items():
-        kinds = {}
-        for kind, entry in role_spec["kinds"].items():
-            at: Key = ("request", "messages", "roles", role, "kinds", kind)
-            mode = next(m for m in ("part", "item", "message") if m in entry)
-            template = entry["as"] if mode == "item" else entry[mode]
-            node = parse_template(template, (*at, mode), env)
-            kinds[kind] = Kind(
-                mode=mode,
-                render=compile_template(template, (*at, mode), env),
-                into=entry.get("item", ""),
-                reads=_block_reads(node, tuple(entry.get("blocks", ()))),
-                renames=MappingProxyType(_renames(node)),
-                blocks=tuple(entry.get("blocks", ())),
-                state=(entry["state"]["from"], entry["state"]["set"]) if "state" in entry else None,
-            )
-        roles[role] = MappingProxyType(kinds)
-    return roles
-
-
-def _compile_tools(
-    tools_spec: Mapping[str, Any] | None, rules: RuleSource, source: RuleSource, env: Env
-) -> tuple[Render | None, frozenset[str], dict[str, str]]:
-    """A tool declaration read into the normal form's function (the provider's declaration read backwards
-    under the declared `fields`): its render, the tool keys it reads, and its renames."""
-    tool_render = None
-    tool_reads: frozenset[str] = frozenset()
-    tool_renames: dict[str, str] = {}
-    if tools_spec:
-        pairs: list[tuple[str, str]] = []
-        if tools_spec.get("derive") == "declaration":
-            declaration = _section(rules, ("tools", "declaration"), source, ("request", "tools", "derive"))
-            node = parse_template(declaration, ("tools", "declaration"), Env(rules))
-            pairs = [(read, ".".join(written)) for written, read in leaves(node)]
-        template = nest(pairs) | tools_spec.get("fields", {})
-        tool_node = parse_template(template, ("request", "tools"), env)
-        tool_render = compile_template(template, ("request", "tools"), env)
-        tool_reads = frozenset(r.split(".")[0] for r in _reads_of(tool_node))
-        tool_renames = {f"function.{w[0]}" if w else "": r for w, r in leaves(tool_node)}
-    return tool_render, tool_reads, tool_renames
-
-
-def _compile_fields(
-    request: Mapping[str, Any], rules: RuleSource, source: RuleSource, env: Env, own_reads: set[Any]
-) -> tuple[Render, set[str], dict[str, str]]:
-    """The normal-form fields: the provider's body read backwards (`derive: [body]`) under the declared
-    `fields`. Returns the render, the format's fields it reads, and each normal-form field's origin."""
-    declared = dict(request.get("fields", {}))
-    theirs = Env(rules)
-    origin: dict[str, str] = {}
-    renamed: dict[str, str] = {}  # a normal-form path -> the format's field it is read from
-    tables: dict[str, Render] = {}  # a normal-form field -> a constant-row table read backwards
-    if "body" in request.get("derive", []):
-        body = _section(rules, ("request", "body"), source, ("request", "derive"))
-        for key, template in body.items():
-            node = parse_template(template, ("request", "body", key), theirs)
-            rows = _lookup_rows(node)
-            if isinstance(node, Lookup) and rows is not None and key not in own_reads:
-                target = node.path.expr
-                tables[target] = _nearest(target, key, rows, str(source.data["format"]))
-                origin[target] = key
-                continue
-            for written, read in leaves(node, (key,)):
-                if written[0] in own_reads or read.split(".")[0] in declared or read in ("messages", "tools"):
-                    continue
-                renamed.setdefault(read, ".".join(written))
-                origin.setdefault(read.split(".")[0], ".".join(written))
-    render = compile_template(nest(list(renamed.items())) | declared, ("request", "fields"), env)
-    reads = _roots(env) | set(origin.values())
-    for key, template in declared.items():
-        first = next(iter(_reads_of(parse_template(template, ("request", "fields", key), Env(source)))), None)
-        if first is not None:
-            origin.setdefault(key, first)
-
-    def fields(scope: Any, ctx: Ctx) -> Any:
-        out = render(scope, ctx) or {}
-        for key, table in tables.items():
-            value = table(scope, ctx)
-            if value is not MISSING:
-                out[key] = value
-        return out
-
-    return fields, {r.split(".")[0] for r in reads}, origin
-
-
-def _section(rules: RuleSource, key: Key, fmt: RuleSource, asked_at: Key) -> Any:
-    """The provider rule file's section a format derives from; missing, a RuleError where the format asks."""
-    value: Any = rules.data
-    for step in key:
-        value = value.get(step) if isinstance(value, dict) else None
-    if value is None:
-        raise fmt.error(asked_at, f"{rules.file} has no {'.'.join(map(str, key))} to derive from")
-    return value
-
-
-def _roots(env: Env) -> set[str]:
-    return {root for expr in env.reads if (root := expr.split(".")[0].split("[")[0]) and root != "@"}
-
-
-def _reads_of(node: Node) -> list[str]:
-    return [read.expr for read in reads_of(node)]
-
-
-def _block_reads(node: Node, blocks: tuple[str, ...]) -> frozenset[str] | None:
-    roots = set()
-    for expr in _reads_of(node):
-        if expr == "@":
-            return None
-        roots.add(expr.split(".")[0])
-    return frozenset(roots | set(blocks))
-
-
-def _unsupported(table: Mapping[str, Any]) -> Mapping[str, Unsupported]:
-    return MappingProxyType(
-        {k: Unsupported(v["action"], tuple(v.get("accept", ())), v.get("doc", "")) for k, v in table.items()}
-    )
-
-
-def _nearest(target: str, read: str, rows: Mapping[str, Any], fmt: str) -> Render:
-    """A `$lookup` table of constant rows read backwards: the row equal to the value gives its key; a value
-    that differs from rows of its shape in one number only takes the nearest row at or above it (else the
-    largest), noted as rewritten; a value no row resembles is an error at the read path."""
-    getter = compile_path(read)
-
-    def render(scope: Any, ctx: Ctx) -> Any:
-        value = getter(scope)
-        if value is MISSING or value is None:
-            return MISSING
-        for key, row in rows.items():
-            if row == value:
-                return key
-        near = []
-        if isinstance(value, dict):
-            for key, row in rows.items():
-                if not isinstance(row, dict) or row.keys() != value.keys():
-                    continue
-                differ = [k for k in row if row[k] != value[k]]
-                if len(differ) == 1 and type(row[differ[0]]) is int and type(value[differ[0]]) is int:
-                    near.append((row[differ[0]], key, differ[0]))
-        if not near:
-            raise TranslationError(read, f"no {target} corresponds to it", provider=fmt)
-        near.sort()
-        field_name = near[0][2]
-        given = value[field_name]
-        above = [n for n in near if n[0] >= given]
-        number, key, _ = above[0] if above else near[-1]
-        ctx.notes.append(Note("rewritten", f"{read}.{field_name}", f"{given} sent as {target} {key} ({number})"))
-        return key
-
-    return render
-
-
-@cache
-def builtin_formats_dir() -> Path:
-    return builtin_rules_dir() / FORMATS_DIR
-
-
-def format_files(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.glob("*.yaml") if p.is_file())
 
 
 def answer_id(provider: Any, response: Any) -> Any:

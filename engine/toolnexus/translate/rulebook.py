@@ -20,7 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import RuleError
+from ..errors import ConfigError, RuleError
 from ..language.loader import (
     MAX_FILE_BYTES,
     RuleSource,
@@ -32,7 +32,8 @@ from ..language.loader import (
     validate_against_schema,
 )
 from .endpoint import Endpoint, compile_endpoint
-from .formats import PLAIN, SourceFormat, builtin_formats_dir, compile_format, format_files
+from .format_rules import FORMATS_DIR, builtin_formats_dir, compile_format, format_files
+from .formats import PLAIN, SourceFormat
 from .inbound import Inbound, compile_inbound
 from .outbound import Outbound, compile_outbound
 from .stream_code import compiled
@@ -152,8 +153,8 @@ def read_rule_source(
 
 def _shown(path: Path) -> str:
     """A rule file as errors name it: `rules/anthropic.yaml` for a built-in, else its path."""
-    base = builtin_rules_dir()
-    return _display(path, base) if path.resolve().parent == base.resolve() else str(path)
+    base = builtin_rules_dir().resolve()
+    return _display(path.resolve(), base) if base in path.resolve().parents else str(path)
 
 
 def compile_rule_file(path: Path, display: str | None = None, search: tuple[Path, ...] = ()) -> Provider:
@@ -183,23 +184,32 @@ def compile_rule_file(path: Path, display: str | None = None, search: tuple[Path
 class Rulebook:
     """The providers the rules define, by name."""
 
-    def __init__(self, providers: dict[str, Provider]) -> None:
+    def __init__(self, providers: dict[str, Provider], directory: Path | None = None) -> None:
         self.providers: Mapping[str, Provider] = MappingProxyType(dict(sorted(providers.items())))
+        self.directory = directory  # the user rules directory, whose formats/ comes before the built-in one
         self._formats: dict[str, SourceFormat] = {}  # compiled on first use, then never changed
 
+    def _format_dirs(self) -> tuple[Path, ...]:
+        """Where format files are looked up, first match wins: the user's, then the built-in."""
+        mine = () if self.directory is None else (self.directory / FORMATS_DIR,)
+        return (*mine, builtin_formats_dir())
+
     def formats(self) -> list[str]:
-        """The source formats besides the normal form (`openai`): the built-in format files."""
-        return [PLAIN, *(p.stem for p in format_files(builtin_formats_dir()))]
+        """The source formats besides the normal form (`openai`): the user's and the built-in format files."""
+        names = {p.stem for d in self._format_dirs() for p in format_files(d)} - {PLAIN}
+        return [PLAIN, *sorted(names)]
 
     def format(self, name: str) -> SourceFormat:
-        """A source format, compiled against these rules (what it derives reads its provider's file here)."""
+        """A source format, compiled against these rules (what it derives reads its provider's file here).
+        An unknown name is a ConfigError (the call is asked wrongly); a broken file, a located RuleError."""
         found = self._formats.get(name)
         if found is None:
-            path = builtin_formats_dir() / f"{name}{RULE_SUFFIX}"
-            if name == PLAIN or not path.is_file():
+            paths = [d / f"{name}{RULE_SUFFIX}" for d in self._format_dirs()]
+            path = next((p for p in paths if p.is_file()), None)
+            if name == PLAIN or path is None:
                 known = self.formats()
-                raise RuleError(f"no source format '{name}'{did_you_mean(name, known)}; known: {', '.join(known)}")
-            found = self._formats[name] = compile_format(path, self.providers, _display(path, builtin_rules_dir()))
+                raise ConfigError(f"no source format '{name}'{did_you_mean(name, known)}; known: {', '.join(known)}")
+            found = self._formats[name] = compile_format(path, self.providers, _shown(path))
         return found
 
     def names(self) -> list[str]:
@@ -243,10 +253,10 @@ def read_rules_dir(directory: Path) -> Rulebook:
             f" with a rule file per provider named <provider>{RULE_SUFFIX}"
         )
     files = _rule_files(directory)
-    if not files:
+    if not files and not format_files(directory / FORMATS_DIR):
         raise RuleError(
             f"no rule files in {directory}: a rules directory holds <provider>{RULE_SUFFIX} files"
-            " (copy one from the built-in rules to start)"
+            f" (copy one from the built-in rules to start) or {FORMATS_DIR}/<format>{RULE_SUFFIX} files"
         )
     builtin = builtin_rulebook().providers
     providers = dict(builtin)
@@ -258,7 +268,7 @@ def read_rules_dir(directory: Path) -> Rulebook:
     for name, provider in builtin.items():  # a built-in variant follows a parent the directory overrides
         if name not in mine and mine & set(lineage(name, parents)[1:]) and provider.path is not None:
             providers[name] = compile_rule_file(provider.path, provider.file, search=(directory,))
-    return Rulebook(providers)
+    return Rulebook(providers, directory)
 
 
 def parents_of(providers: Mapping[str, Provider]) -> dict[str, str]:
