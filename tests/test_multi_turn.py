@@ -1120,8 +1120,9 @@ def test_bedrock_reasoning_comes_back_first_with_its_signature() -> None:
     ]
     assert len(signed) == TURNS - 1 + sum(1 for t in range(1, TURNS) if t % 3 == 2)  # every turn's, and the empty ones
     assert all(r.reasoning_content.startswith(f"Turn {t}:") for t, r in enumerate(results, 1))
-    first = results[0].assistant_message()["thinking_blocks"]
-    assert [next(iter(b["reasoningContent"])) for b in first] == ["reasoningText", "redactedContent"]
+    first = results[0].assistant_message()["thinking_blocks"]  # the one shape thinking_blocks have (Anthropic's)
+    assert [b["type"] for b in first] == ["thinking", "redacted_thinking"]
+    assert first[0]["signature"] == script.history[1]["content"][0]["reasoningContent"]["reasoningText"]["signature"]
 
 
 @pytest.mark.parametrize(
@@ -1226,6 +1227,7 @@ class CompactArgumentsScript(OpenAIScript):
 
 
 MESSAGES_SCRIPTS: dict[str, Callable[[], Script]] = {
+    "bedrock": SCRIPTS["bedrock"],  # its reasoning comes back as Messages thinking blocks, and goes back as its own
     "gemini": SCRIPTS["gemini"],
     "openai": lambda: CompactArgumentsScript(Features(cache_control=False, rich_results=False)),
 }
@@ -1268,12 +1270,19 @@ async def converse_in_messages(provider: str, script: Script, *, streamed: bool)
     return answers
 
 
-MESSAGES_RUNS = [(p, s) for p in sorted(MESSAGES_SCRIPTS) for s in (False, True)]
+# The format's stream sends the first reasoning block as it comes and any other whole at the end (its `stream:
+# reasoning`), so an answer with two (Bedrock's signed text and redacted content) streams them in another order
+# than the whole message has them: a known gap of the Messages-format stream, not of the provider's rules.
+STREAM_GAPS = {"bedrock"}
+STREAM_GAP = pytest.mark.xfail(strict=True, reason="a known format-stream gap")
+MESSAGES_RUNS = [
+    pytest.param(p, s, id=f"{p}-{'streamed' if s else 'whole'}", marks=[STREAM_GAP] if s and p in STREAM_GAPS else [])
+    for p in sorted(MESSAGES_SCRIPTS)
+    for s in (False, True)
+]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("provider", "streamed"), MESSAGES_RUNS, ids=[f"{p}-{'streamed' if s else 'whole'}" for p, s in MESSAGES_RUNS]
-)
+@pytest.mark.parametrize(("provider", "streamed"), MESSAGES_RUNS)
 def test_ten_turns_in_messages_format(provider: str, streamed: bool) -> None:
     """Messages in, the provider out, Messages back: signatures, tool ids, tool results and cache markers survive
     ten turns whose history is only the earlier Messages answers."""

@@ -114,6 +114,21 @@ def test_lead_refuses_what_is_not_a_list_of_objects(acme: Path, opaque: Any, pat
     assert info.value.path == path
 
 
+def test_a_lead_path_may_pipe_its_blocks_through_a_reshaping(tmp_path: Path) -> None:
+    """`lead: PATH | EXPR` sends the blocks reshaped; the message key still counts as read (no unmapped-field
+    error) and a value that is not a list of objects is refused at the key, not at the expression."""
+    piped = "lead: \"source.opaque | type(@) == 'array' && map(&(type(@) == 'object' && {sealed: @} || @), @) || @\""
+    (tmp_path / "acme.yaml").write_text(ACME.replace("lead: source.opaque", piped))
+    turns = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "ok", "opaque": [{"s": 1}]}]
+    body = translate_request("acme", {"messages": turns}, rules=tmp_path)
+    assert body["turns"][1]["say"] == [{"sealed": {"s": 1}}, {"t": "ok"}]
+    for opaque, path in [("sealed", "messages[1].opaque"), ([{"s": 1}, "x"], "messages[1].opaque[1]")]:
+        turns[1]["opaque"] = opaque
+        with pytest.raises(TranslationError) as info:
+            translate_request("acme", {"messages": turns}, rules=tmp_path)
+        assert info.value.path == path
+
+
 # ---------------------------------------------------------------- a part writes its own parts
 
 

@@ -227,9 +227,6 @@ SDK_GAPS = {
     "openai/thinking-blocks-replayed-first", "openai/thought-signature-replayed",
     "openai/tool-result-image-detail-and-error", "openai/tool-result-images-and-error",
     "openai/source-anthropic-thinking-and-cache",
-    # Bedrock replays thinking_blocks as given (its own reasoningContent blocks): Anthropic-shaped ones from
-    # another provider go in as they are, which Converse refuses (found by the Messages-format case).
-    "bedrock/source-anthropic-thinking-and-cache",
     "openai-responses/temperature-zero-kept",
 }  # fmt: skip
 JUDGED = [

@@ -150,14 +150,23 @@ def simple_steps(expression: str) -> list[str | int] | None:
 
 
 def first_field(expression: str) -> str | None:
-    """The top-level field a path reads (`usage.input_tokens` -> `usage`), if plain."""
-    try:
-        steps = _simple_steps(_parse(expression).parsed)
-    except PathSyntaxError:
-        return None
+    """The top-level field a path reads (`usage.input_tokens` -> `usage`), if plain or piped from a plain chain."""
+    steps = piped_from(expression)
     if steps and isinstance(steps[0], str):
         return steps[0]
     return None
+
+
+def piped_from(expression: str) -> list[str | int] | None:
+    """The plain chain a path reads: the path itself when plain, or what it pipes on (`a.b | f(@)` -> a, b),
+    so a value reshaped on its way out is still known (and located) by the field it came from."""
+    try:
+        node = _parse(expression).parsed
+    except PathSyntaxError:
+        return None
+    while node["type"] == "pipe":
+        node = node["children"][0]
+    return _simple_steps(node)
 
 
 def _simple_steps(node: Any) -> list[str | int] | None:

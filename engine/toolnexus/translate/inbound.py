@@ -20,7 +20,7 @@ from ..errors import Note, TranslationError
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
 from ..language.jsonsafe import checked
 from ..language.loader import Key, RuleSource, did_you_mean
-from ..language.paths import MISSING
+from ..language.paths import MISSING, piped_from
 from ..language.templates import Ctx, Env, Render, compile_template, path_getter
 from .fields import OPENAI_REQUEST_FIELDS, ZERO_MEANS_ABSENT, Range, check_fields, compile_ranges
 from .reader import (
@@ -670,8 +670,7 @@ def _content_writer(
     lead = spec.get("lead")
     leads = [] if lead is None else [lead] if not isinstance(lead, list) else lead  # several: in order
     lead_getters = [
-        (path_getter(path, (*key, "lead") if path is lead else (*key, "lead", j), Env(source)),
-         str(path).removeprefix("source."))
+        (path_getter(path, (*key, "lead") if path is lead else (*key, "lead", j), Env(source)), _lead_where(path))
         for j, path in enumerate(leads)
     ]  # fmt: skip
     wanted = frozenset(kinds) if kinds is not None else None
@@ -787,6 +786,16 @@ def _add_blocks(blocks: list[Any], written: Any, spliced: bool) -> None:
         blocks.append(written)
     elif written is not MISSING:
         blocks.extend(written)
+
+
+def _lead_where(path: Any) -> str:
+    """Where a `lead` path's blocks are in the message: the field it reads, also when it pipes them through a
+    reshaping (`source.blocks | map(...)` is located at `blocks`)."""
+    steps = piped_from(path) if isinstance(path, str) else None
+    if not steps:
+        return str(path).removeprefix("source.")
+    text = "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in steps).lstrip(".")
+    return text.removeprefix("source.")
 
 
 def _opaque_blocks(value: Any, where: str, ctx: Ctx) -> list[Any]:
