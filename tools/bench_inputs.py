@@ -621,3 +621,69 @@ def parity_inputs() -> tuple[JSON, dict[str, dict[str, JSON]]]:
 def json_size(data: Any) -> int:
     """Bytes of `data` as compact UTF-8 JSON, as the client sends it."""
     return len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+# ---------------------------------------------------------------- source formats
+
+
+def messages_transcript(messages: int, tools: list[JSON]) -> JSON:
+    """The agent transcript of `messages` Chat Completions messages as an Anthropic Messages request (what a
+    coding agent sends): the system and developer prompts as `system`, signed thinking blocks on every
+    assistant turn, `tool_use` blocks with object inputs, each step's results as `tool_result` blocks of
+    one user turn, images as image blocks, the last user turn with a cache breakpoint."""
+    plain = round_trip(transcript(messages, tools), "anthropic")
+    system = [m["content"] for m in plain["messages"] if m["role"] in ("system", "developer")]
+    turns: list[JSON] = []
+    for message in plain["messages"]:
+        role, content = message["role"], message.get("content")
+        if role == "user":
+            blocks = content if isinstance(content, str) else [_block(part) for part in content]
+            if message.get("cache_control"):
+                blocks = [_block({"type": "text", "text": blocks})] if isinstance(blocks, str) else blocks
+                blocks[-1] = {**blocks[-1], "cache_control": message["cache_control"]}
+            turns.append({"role": "user", "content": blocks})
+        elif role == "assistant":
+            said: list[JSON] = [dict(block) for block in message.get("thinking_blocks") or ()]
+            if content:
+                said.append({"type": "text", "text": content})
+            for call in message.get("tool_calls") or ():
+                arguments = call["function"]["arguments"]
+                given = json.loads(arguments) if isinstance(arguments, str) else arguments
+                said.append({"type": "tool_use", "id": call["id"], "name": call["function"]["name"], "input": given})
+            turns.append({"role": "assistant", "content": said})
+        elif role == "tool":
+            result = {"type": "tool_result", "tool_use_id": message["tool_call_id"],
+                      "content": content if isinstance(content, str) else [_block(part) for part in content]}  # fmt: skip
+            if turns and turns[-1]["role"] == "user" and turns[-1].get("tool_results"):
+                turns[-1]["content"].append(result)
+            else:
+                turns.append({"role": "user", "content": [result], "tool_results": True})
+    for turn in turns:
+        turn.pop("tool_results", None)
+    declared = [
+        {"name": t["function"]["name"], "description": t["function"]["description"],
+         "input_schema": t["function"]["parameters"]}
+        for t in tools
+    ]  # fmt: skip
+    return {
+        "model": "bench-model",
+        "max_tokens": 2048,
+        "system": "\n\n".join(system),
+        "messages": turns,
+        "tools": declared,
+        "tool_choice": {"type": "auto"},
+        "stop_sequences": ["</final>"],
+        "metadata": {"user_id": "bench-user-0001"},
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+    }
+
+
+def _block(part: JSON) -> JSON:
+    """A Chat Completions content part as the Messages block it is."""
+    if part["type"] == "text":
+        return {"type": "text", "text": part["text"]}
+    url = part["image_url"]["url"]
+    if url.startswith("data:"):
+        media, data = url.removeprefix("data:").split(";base64,", 1)
+        return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
+    return {"type": "image", "source": {"type": "url", "url": url}}
