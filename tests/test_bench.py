@@ -235,3 +235,26 @@ def test_the_stream_bench_compares_with_a_baseline_checkout_row_by_row(capsys: p
                        "--row", "tools"])  # fmt: skip
     rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| anthropic ")]
     assert len(rows) == 1 and all(cell.strip(" |").endswith("x") for cell in rows[0][3:]), rows
+
+
+def test_the_sources_run_times_messages_in_and_out_against_chat_completions(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--sources`: Messages requests to each target and Messages written back, each beside the plain path."""
+    assert bench.main(["--sources", "--quick", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "parity: source and plain outputs identical on all 10 inputs" in out
+    rows = [line.split() for line in out.splitlines() if " anthropic transcript " in line or " Message: " in line]
+    requests = {(row[0], row[3]) for row in rows if "request" in row}
+    assert requests == {(p, n) for p in bench.SOURCE_REQUEST_TARGETS for n in ("10", "100")}, out
+    assert {row[0] for row in rows if "response" in row} == set(bench.SOURCE_ANSWERS), out
+    assert "source within 1.3x of plain" in out
+
+
+def test_the_sources_parity_check_sees_a_different_body(capsys: pytest.CaptureFixture[str]) -> None:
+    case = next(c for c in bench.build_source_cases((10,)) if c.provider == "gemini" and c.op == "request")
+    assert bench.check_source_parity([case]), capsys.readouterr().err
+    honest = case.sides[1].fn
+    case.sides[1].fn = lambda request: {**honest(request), "contents": honest(request)["contents"][:-1]}
+    assert not bench.check_source_parity([case])
+    assert "$.contents" in capsys.readouterr().err

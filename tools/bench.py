@@ -1,7 +1,7 @@
 """Speed and memory of the toolnexus rule engine against a hand-written translator of the same rules.
 
     python tools/bench.py [--rounds N] [--clock wall|cpu] [--quick] [--memory] [--no-litellm]
-                          [--responses] [--checked-baseline]
+                          [--responses] [--checked-baseline] [--sources]
 
 What is timed: `toolnexus.translate_request` and `toolnexus.translate_response` for every
 provider the rules define (`toolnexus.providers()`), on the inputs of tools/bench_inputs.py:
@@ -36,6 +36,15 @@ call), beside the request's and the body's size as compact JSON. `--memory` runs
 (`jsonsafe.check`: no NaN or Infinity, bounded depth, no lone surrogates, anywhere in the answer)
 before translating, the minimum the engine's contract requires: what the ratio then shows is the
 translation's own cost.
+
+`--sources` times only the source-format rows: an Anthropic Messages request (the transcripts of 10
+and 100 messages as a coding agent sends them: signed thinking blocks, tool_use and tool_result
+blocks, images, a cache breakpoint) translated for gemini, openai and anthropic with
+`source="anthropic"`, against the same conversation in Chat Completions form (what the Messages
+reader makes of it) through the same provider; and an Anthropic Message written back from a gemini
+and an openai answer (`translate_response(..., source="anthropic")`) against the TranslateResult
+alone. Both sides must give the same body (the same result) before anything is timed; the ratio
+column is source/plain (target 1.3x).
 
 `--quick` is a smoke run (transcripts of 10 and 100 messages, 2 rounds, 5 ms batches,
 no LiteLLM): it proves the script and the parity check work; its figures are too short
@@ -74,6 +83,7 @@ from bench_baseline import HAND_WRITTEN  # noqa: E402 (after the checkout fallba
 from bench_inputs import (  # noqa: E402
     generated_responses,
     json_size,
+    messages_transcript,
     parity_inputs,
     round_trip,
     tool_declarations,
@@ -95,6 +105,11 @@ TARGET_RATIO = 1.3  # issue 6: engine within 1.3x of hand-written
 TARGET_EXPONENT = 1.1  # issue 6: scaling exponent from 1,000 to 10,000 messages
 TARGET_VS_LITELLM = 10.0  # issue 6: Gemini tool declarations 10x cheaper than LiteLLM
 LITELLM_REFERENCE_US = 2_500  # issue 6: LiteLLM 1.110's ~2.5 ms for 20 Gemini tools, measured earlier
+SOURCE = "anthropic"  # the source format of the --sources rows
+SOURCE_SIZES = (10, 100)
+SOURCE_REQUEST_TARGETS = ("gemini", "openai", "anthropic")
+SOURCE_ANSWERS = ("gemini", "openai")
+TARGET_SOURCE_RATIO = 1.3  # a request or answer in a source format within 1.3x of the Chat Completions path
 
 
 # =============================================================================
@@ -217,6 +232,35 @@ def build_cases(
     return cases
 
 
+def build_source_cases(sizes: Sequence[int] = SOURCE_SIZES) -> list[Case]:
+    """The `--sources` rows: sides `source` (the Messages shape in or out) and `plain` (Chat Completions)."""
+    tools = tool_declarations()
+    reader = toolnexus.load_rules().format(SOURCE)
+    cases: list[Case] = []
+    for n in sizes:
+        request = messages_transcript(n, tools)
+        plain = reader.read(request)[0]  # the same conversation in Chat Completions form
+        for provider in SOURCE_REQUEST_TARGETS:
+            source_side = partial(toolnexus.translate_request, provider, source=SOURCE)
+            sides = [
+                Side("source", source_side, request),
+                Side("plain", partial(toolnexus.translate_request, provider), plain),
+            ]
+            size = f"{len(request['messages'])} turns, {kib(request)}"
+            cases.append(Case(provider, f"{SOURCE} transcript {n:,}", "request", size, sides, n))
+    generated = generated_responses(tools)
+    for provider in SOURCE_ANSWERS:
+        for name in ("3 tool calls", "large"):
+            answer = generated[provider][name]
+            source_side = partial(toolnexus.translate_response, provider, source=SOURCE)
+            sides = [
+                Side("source", source_side, answer),
+                Side("plain", partial(toolnexus.translate_response, provider), answer),
+            ]
+            cases.append(Case(provider, f"{SOURCE} Message: {name}", "response", kib(answer), sides))
+    return cases
+
+
 # =============================================================================
 # Parity
 # =============================================================================
@@ -289,6 +333,22 @@ def check_parity(cases: Sequence[Case]) -> bool:
             engine_out["raw is the response"] = engine_out["raw is the response"] is engine.data
             baseline_out["raw is the response"] = baseline_out["raw is the response"] is hand.data
         difference = first_difference(engine_out, baseline_out)
+        if difference:
+            print(f"NOT THE SAME WORK: {case.label}\n  {difference}", file=sys.stderr)
+            ok = False
+    return ok
+
+
+def check_source_parity(cases: Sequence[Case]) -> bool:
+    """Source and plain sides give the same body (the Message is written from the same result)."""
+    ok = True
+    for case in cases:
+        source, plain = case.sides[0], case.sides[1]
+        source_out, plain_out = source.fn(source.data), plain.fn(plain.data)
+        if case.op == "response":
+            source_out, plain_out = comparable(source_out.result), comparable(plain_out)
+            source_out["raw is the response"] = plain_out["raw is the response"] = True
+        difference = first_difference(source_out, plain_out)
         if difference:
             print(f"NOT THE SAME WORK: {case.label}\n  {difference}", file=sys.stderr)
             ok = False
@@ -465,6 +525,26 @@ def report_speed(cases: Sequence[Case], providers: Sequence[str], litellm: LiteL
         print(f"  [{number}] LiteLLM {note}")
 
 
+def report_sources(cases: Sequence[Case]) -> None:
+    print(f"µs = median microseconds per call; ratio = median of per-round {SOURCE}-source/plain [min-max]")
+    print("plain: the same conversation in Chat Completions form (requests), the TranslateResult alone (answers)")
+    header = f"{'provider':<10} {'input':<32} {'op':<9} {'size':<22} {'source µs':>10} {'plain µs':>10} {'ratio':>7}"
+    header += "  [min-max]"
+    print(f"\n{header}\n{'-' * len(header)}")
+    for case in cases:
+        ratios = case.ratios("source", over="plain")
+        print(
+            f"{case.provider:<10} {case.input:<32} {case.op:<9} {case.size:<22} "
+            f"{micros(statistics.median(case.sides[0].ns)):>10} {micros(statistics.median(case.sides[1].ns)):>10} "
+            f"{statistics.median(ratios):>6.2f}x  [{min(ratios):.2f}-{max(ratios):.2f}]"
+        )
+    medians = {case.label: statistics.median(case.ratios("source", over="plain")) for case in cases}
+    worst = max(medians, key=medians.__getitem__)
+    within = sum(ratio <= TARGET_SOURCE_RATIO for ratio in medians.values())
+    print(f"\ntargets (reported, never asserted)\n  source within {TARGET_SOURCE_RATIO}x of plain: {within} of "
+          f"{len(medians)} rows; worst {medians[worst]:.2f}x ({worst})")  # fmt: skip
+
+
 def litellm_cells(case: Case, footnotes: list[str]) -> str:
     side = case.side("LiteLLM")
     mark = ""
@@ -570,6 +650,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--checked-baseline", action="store_true", help="the hand-written responses run jsonsafe.check first"
     )
     parser.add_argument(
+        "--sources", action="store_true", help=f"only the {SOURCE}-source rows, against the Chat Completions path"
+    )
+    parser.add_argument(
         "--clock", choices=sorted(CLOCKS), default="wall", help="wall time (default) or thread CPU time"
     )
     args = parser.parse_args(argv)
@@ -578,11 +661,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--rounds must be at least 1")
     target_ns = 5_000_000 if args.quick else 100_000_000
     sizes = QUICK_SIZES if args.quick else SIZES
+    machine = machine_note()  # before the run: its load average is the other processes'
+    if args.sources:
+        return run_sources(rounds, target_ns, args.clock, machine)
     providers = [p for p in toolnexus.providers() if p in HAND_WRITTEN]
     for missing in sorted(set(toolnexus.providers()) - set(providers)):
         print(f"note: no hand-written baseline for {missing}; left out", file=sys.stderr)
 
-    machine = machine_note()  # before the run: its load average is the other processes'
     if args.memory:
         print(f"toolnexus bench, memory only\nmachine: {machine}")
         report_memory(memory(sizes[-1], providers), sizes[-1])
@@ -615,6 +700,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if memory_rows:
         report_memory(memory_rows, sizes[-1])
     report_targets(cases, exponents, memory_rows)
+    return 0
+
+
+def run_sources(rounds: int, target_ns: int, clock: str, machine: str) -> int:
+    """`--sources`: the source-format rows alone, each against the same work in Chat Completions form."""
+    cases = build_source_cases()
+    if not check_source_parity(cases):
+        print("stopping: the source and plain paths give different output, so a ratio would mean nothing",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    gc.collect()
+    gc.freeze()
+    measure(cases, rounds, target_ns, CLOCKS[clock])
+    print(f"toolnexus bench: {SOURCE}-source vs Chat Completions, interleaved in one process, {rounds} rounds, "
+          f"~{target_ns / 1e6:g} ms batches, {clock} clock")  # fmt: skip
+    print(f"machine: {machine}")
+    print(f"parity: source and plain outputs identical on all {len(cases)} inputs (checked before timing)")
+    report_sources(cases)
     return 0
 
 

@@ -652,8 +652,8 @@ def messages_transcript(messages: int, tools: list[JSON]) -> JSON:
                 said.append({"type": "tool_use", "id": call["id"], "name": call["function"]["name"], "input": given})
             turns.append({"role": "assistant", "content": said})
         elif role == "tool":
-            result = {"type": "tool_result", "tool_use_id": message["tool_call_id"],
-                      "content": content if isinstance(content, str) else [_block(part) for part in content]}  # fmt: skip
+            given = content if isinstance(content, str) else [_block(part) for part in content]
+            result = {"type": "tool_result", "tool_use_id": message["tool_call_id"], "content": given}
             if turns and turns[-1]["role"] == "user" and turns[-1].get("tool_results"):
                 turns[-1]["content"].append(result)
             else:
