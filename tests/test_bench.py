@@ -258,3 +258,13 @@ def test_the_sources_parity_check_sees_a_different_body(capsys: pytest.CaptureFi
     case.sides[1].fn = lambda request: {**honest(request), "contents": honest(request)["contents"][:-1]}
     assert not bench.check_source_parity([case])
     assert "$.contents" in capsys.readouterr().err
+
+
+def test_the_stream_bench_has_source_format_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    """Messages events out of an openai and a gemini stream, text and tools, timed like the other rows."""
+    bench_stream.main(["--events", "40", "--rounds", "1", "--provider", "openai", "--provider", "gemini",
+                       "--source", "anthropic"])  # fmt: skip
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    timed = {(row[0].lstrip("| "), row[1]) for row in rows[1:] if row[2] != "-"}
+    assert timed == {(p, f"{r} (anthropic out)") for p in ("openai", "gemini") for r in ("text", "tools")}, rows
+    assert all(row[6].endswith("x") and row[9].endswith("x |") for row in rows[1:]), rows

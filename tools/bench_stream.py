@@ -1,6 +1,7 @@
 """The cost of `client.translate_stream` per event, against reading the same stream bare (httpx-sse for SSE).
 
     python tools/bench_stream.py [--events N] [--rounds R] [--clock wall|cpu] [--provider P] [--row ROW]
+                                 [--source FORMAT]
 
 For each provider and row (a long text answer; parallel tool calls whose arguments arrive in many
 pieces, or whole calls where the provider sends them whole; a long reasoning answer where the
@@ -16,6 +17,12 @@ costs both sides the same. One process alternates, round after round, between:
   (c) as (b), plus `json.loads` of each event's data: the least any consumer does;
   (d) `stream_translator().feed()` of every event's data, then `finish()` (no HTTP);
   (e) `json.loads` of the same data.
+
+Source-format rows (`text (anthropic out)`, `tools (anthropic out)`): the same openai and gemini
+streams with (a) `client.translate_stream(..., source="anthropic")`, every Messages event then
+`stream.message`, and (d) `stream_translator(provider, source="anthropic").feed()`, Messages events
+out; (b), (c) and (e) as above. `--source openai` keeps only the Chat Completions rows, `--source
+anthropic` only these.
 
 It prints microseconds per event for each side and the medians of the per-round ratios a/c
 (target: 1.5x) and d/e (target: 2x). `--baseline CHECKOUT` runs every row under that checkout's engine
@@ -176,6 +183,11 @@ def reasoning_reply(provider: str, script: dict[str, Any], events: int) -> tuple
 
 # each source family (variants stream as their parent)
 ROWS = ("anthropic", "bedrock", "cohere", "gemini", "mistral", "ollama", "openai")
+PLAIN = "openai"  # the Chat Completions chunks, the rows above
+# per source format, the providers whose streams are written out in it, and the rows timed
+SOURCE_ROWS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "anthropic": (("gemini", "openai"), ("text", "tools"))
+}
 
 
 def rows(provider: str, script: dict[str, Any], events: int) -> dict[str, tuple[dict[str, Any], int] | None]:
@@ -187,7 +199,13 @@ def rows(provider: str, script: dict[str, Any], events: int) -> dict[str, tuple[
 
 
 async def bench(
-    provider: str, row: str, reply: dict[str, Any], cuts: int, model: str, args: argparse.Namespace
+    provider: str,
+    row: str,
+    reply: dict[str, Any],
+    cuts: int,
+    model: str,
+    args: argparse.Namespace,
+    source: str = PLAIN,
 ) -> None:
     events = ENCODERS[provider](reply, random.Random(1), cuts=cuts)
     datas = [data_of(provider, event) for event in events]
@@ -208,11 +226,13 @@ async def bench(
         counted = {"events": 0, "chunks": 0}
 
         async def via_client() -> None:
-            stream = client.translate_stream(MESSAGES)
+            stream = client.translate_stream(MESSAGES, source=source)
             chunks = 0
             async for _ in stream:
                 chunks += 1
             assert stream.result.text == want.text and len(stream.result.tool_calls) == len(want.tool_calls)
+            if source != PLAIN:  # the whole answer written in the format, as a caller of the stream reads it
+                assert stream.message is not None
             counted["chunks"] = chunks
 
         async def via_sse(decode: bool) -> None:
@@ -241,7 +261,7 @@ async def bench(
             await via_sse(True)
 
         async def feed_only() -> None:
-            translator = stream_translator(provider)
+            translator = stream_translator(provider, source=source)
             for data in datas:
                 translator.feed(data)
             translator.finish()
@@ -256,7 +276,8 @@ async def bench(
         for side in sides.values():  # warm up
             await side()
         times: dict[str, list[float]] = {name: [] for name in sides}
-        bar = progress(args.rounds * len(sides), f"{provider} {row}", unit="stream")
+        label = row if source == PLAIN else f"{row} ({source} out)"
+        bar = progress(args.rounds * len(sides), f"{provider} {label}", unit="stream")
         for r in range(args.rounds):
             order = list(sides.items())
             if r % 2:
@@ -276,7 +297,7 @@ async def bench(
         return statistics.median(x / y for x, y in zip(times[a], times[b], strict=True))
 
     print(
-        f"| {provider} | {row} | {n} | {per['translate_stream']:.1f} | {per['httpx-sse']:.1f}"
+        f"| {provider} | {label} | {n} | {per['translate_stream']:.1f} | {per['httpx-sse']:.1f}"
         f" | {per['httpx-sse+json']:.1f}"
         f" | {ratio('translate_stream', 'httpx-sse+json'):.2f}x | {per['feed']:.1f} | {per['json.loads']:.1f}"
         f" | {ratio('feed', 'json.loads'):.2f}x |",
@@ -475,6 +496,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     parser.add_argument("--provider", action="append", help="only these providers (repeatable)")
     parser.add_argument("--row", action="append", choices=("text", "tools", "reasoning"), help="only these rows")
+    parser.add_argument(
+        "--source", action="append", choices=(PLAIN, *SOURCE_ROWS), help="only these output formats (repeatable)"
+    )
     parser.add_argument("--baseline", metavar="CHECKOUT", help="a checkout to compare with, row by row (before/after)")
     args = parser.parse_args(argv)
     if args.baseline:
@@ -492,14 +516,18 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for provider in args.provider or [p for p in providers() if p in ROWS]:
         script = json.loads(demo_file(provider).read_text(encoding="utf-8"))
-        for row, made in rows(provider, script, args.events).items():
-            if args.row and row not in args.row:
-                continue
-            if made is None:
-                why = "the rules stream no reasoning" if row == "reasoning" else "every call arrives in one event"
-                print(f"| {provider} | {row} | - | ({why}) | | | | | | |")
-                continue
-            asyncio.run(bench(provider, row, made[0], made[1], script["model"], args))
+        made_rows = rows(provider, script, args.events)
+        for source in args.source or (PLAIN, *SOURCE_ROWS):
+            for row, made in made_rows.items():
+                if args.row and row not in args.row:
+                    continue
+                if source != PLAIN and (provider not in SOURCE_ROWS[source][0] or row not in SOURCE_ROWS[source][1]):
+                    continue
+                if made is None:
+                    why = "the rules stream no reasoning" if row == "reasoning" else "every call arrives in one event"
+                    print(f"| {provider} | {row} | - | ({why}) | | | | | | |")
+                    continue
+                asyncio.run(bench(provider, row, made[0], made[1], script["model"], args, source))
 
 
 if __name__ == "__main__":
