@@ -224,7 +224,7 @@ SDK_GAPS = {
     "openai/cache-control-dropped", "openai/cache-control-tools", "openai/cache-control-user-parts",
     "openai/error-thinking-blocks-not-list", "openai/extra-content-dropped",
     "openai/extra-content-without-text-dropped", "openai/reasoning-content-dropped", "openai/temperature-zero-kept",
-    "openai/reasoning-items-dropped",
+    "openai/reasoning-items-dropped", "openai/error-redacted-thinking-without-data",
     "openai/thinking-blocks-replayed-first", "openai/thought-signature-replayed",
     "openai/tool-result-image-detail-and-error", "openai/tool-result-images-and-error",
     "openai/source-anthropic-thinking-and-cache",
