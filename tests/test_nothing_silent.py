@@ -11,14 +11,17 @@ the case tables (fixtures/cases/tool-result-image-detail-and-error.yaml).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import toolnexus
 from support.variants import with_variants
 from toolnexus import TranslationError
+from toolnexus.devtools.conformance import lineage, parents_of
 
 RULES = Path(__file__).resolve().parents[1] / "rules"
 
@@ -201,3 +204,58 @@ def test_a_tools_unknown_key_is_settled_not_lost(provider: str) -> None:
     assert info.value.path == "tools[0].vendor_hint"
     body = toolnexus.translate_request(provider, given, unknown_fields="drop")
     assert [n.path for n in body.notes if n.kind == "dropped"] == ["tools[0].vendor_hint"]
+
+
+# ---------------------------------------------------------------- another provider's round-trip state
+
+
+def _message_keys(node: Any) -> set[str]:
+    """The top-level keys a response `message:` template writes (through `$when`'s branches)."""
+    if not isinstance(node, dict):
+        return set()
+    if any(key.startswith("$") for key in node):
+        return set().union(*(_message_keys(node[k]) for k in ("then", "else") if k in node))
+    return set(node)
+
+
+def _round_trip_keys(node: Any) -> set[str]:
+    """Every key a response section carries back on assistant_message() (the `message:` templates)."""
+    if isinstance(node, list):
+        return set().union(*map(_round_trip_keys, node))
+    if not isinstance(node, dict):
+        return set()
+    found = _message_keys(node["message"]) if "message" in node else set()
+    kinds = node.get("kinds") if isinstance(node.get("kinds"), dict) else {}  # keyed by item kind ("message" too)
+    children = [*(v for k, v in node.items() if k != "kinds"), *kinds.values()]
+    return found.union(*map(_round_trip_keys, children))
+
+
+def _written_by() -> dict[str, set[str]]:
+    """Round-trip key -> the providers whose own responses write it (reasoning_content: every assistant message)."""
+    owners: dict[str, set[str]] = {"reasoning_content": set()}
+    for path in RULES.glob("*.yaml"):
+        for key in _round_trip_keys(yaml.safe_load(path.read_text()).get("response")):
+            owners.setdefault(key, set()).add(path.stem)
+    return owners
+
+
+WRITTEN_BY = _written_by()
+PARENTS = parents_of(toolnexus.load_rules())
+FOREIGN = [  # (provider, a round-trip key no provider of its lineage writes)
+    (provider, key)
+    for provider in toolnexus.providers()
+    for key in sorted(WRITTEN_BY)
+    if not WRITTEN_BY[key] & set(lineage(provider, PARENTS))
+]
+
+
+@pytest.mark.parametrize(("provider", "key"), FOREIGN)
+def test_another_providers_round_trip_key_is_dropped_with_a_note_or_kept_never_refused(provider: str, key: str) -> None:
+    """A conversation that switches provider carries the last one's state (thinking_blocks, extra_content,
+    reasoning_items, ...): a provider that cannot take it back drops it with a note, it is never an error."""
+    value: Any = {"vendor": {"mark": "rt-mark"}} if key == "extra_content" else [{"type": "x", "mark": "rt-mark"}]
+    value = "rt-mark" if key == "reasoning_content" else value
+    turns = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello", key: value}]
+    body = toolnexus.translate_request(provider, request([*turns, {"role": "user", "content": "Bye"}]))
+    dropped = any(n.kind == "dropped" and n.path == f"messages[1].{key}" for n in body.notes)
+    assert dropped or "rt-mark" in json.dumps(body), f"{key} to {provider}: neither dropped with a note nor sent"

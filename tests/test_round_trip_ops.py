@@ -129,6 +129,28 @@ def test_a_lead_path_may_pipe_its_blocks_through_a_reshaping(tmp_path: Path) -> 
         assert info.value.path == path
 
 
+def test_a_reshaping_that_writes_refuse_in_place_of_a_block_refuses_it_at_its_index(tmp_path: Path) -> None:
+    """`{"$refuse": MESSAGE}` written by a lead's reshaping stops the translation at that block, naming the rule's
+    line; a plain (unreshaped) lead sends a caller's block of that shape as given."""
+    piped = (
+        "lead: \"source.opaque | type(@) == 'array' && map(&(type(seal) == 'string' && {sealed: seal}"
+        ' || {\\"$refuse\\": \'a block needs its seal\'}), @) || @"'
+    )
+    (tmp_path / "acme.yaml").write_text(ACME.replace("lead: source.opaque", piped))
+    turns = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "ok", "opaque": [{"seal": "s"}]}]
+    assert translate_request("acme", {"messages": turns}, rules=tmp_path)["turns"][1]["say"][0] == {"sealed": "s"}
+    turns[1]["opaque"] = [{"seal": "s"}, {"seal": None}]
+    with pytest.raises(TranslationError) as info:
+        translate_request("acme", {"messages": turns}, rules=tmp_path)
+    assert info.value.path == "messages[1].opaque[1]"
+    assert "acme.yaml:" in str(info.value)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "acme.yaml").write_text(ACME)
+    turns[1]["opaque"] = [{"$refuse": "mine"}]
+    assert translate_request("acme", {"messages": turns}, rules=plain)["turns"][1]["say"][0] == {"$refuse": "mine"}
+
+
 # ---------------------------------------------------------------- a part writes its own parts
 
 

@@ -217,13 +217,14 @@ def answered_everywhere(request: dict[str, Any]) -> bool:
 
 REQUEST_CASES = [c for c in CASES if c.provider in JUDGES and "expect_request" in c.data]
 # Gaps the OpenAI column shows: the pass-through forwards round-trip keys the OpenAI SDK's types do not have
-# (cache_control, extra_content, reasoning_content, thinking_blocks), tool-result image parts, and an int 0
-# temperature the SDK type turns into 0.0. Strict xfail: a fix turns them red until removed from here.
+# (cache_control, extra_content, reasoning_content, reasoning_items, thinking_blocks), tool-result image parts, and an
+# int 0 temperature the SDK type turns into 0.0. Strict xfail: a fix turns them red until removed from here.
 PARENTS = parents_of(load_rules())
 SDK_GAPS = {
     "openai/cache-control-dropped", "openai/cache-control-tools", "openai/cache-control-user-parts",
     "openai/error-thinking-blocks-not-list", "openai/extra-content-dropped",
     "openai/extra-content-without-text-dropped", "openai/reasoning-content-dropped", "openai/temperature-zero-kept",
+    "openai/reasoning-items-dropped", "openai/error-redacted-thinking-without-data",
     "openai/thinking-blocks-replayed-first", "openai/thought-signature-replayed",
     "openai/tool-result-image-detail-and-error", "openai/tool-result-images-and-error",
     "openai/source-anthropic-thinking-and-cache",

@@ -157,6 +157,14 @@ def first_field(expression: str) -> str | None:
     return None
 
 
+def is_piped(expression: str) -> bool:
+    """Whether a path pipes what it reads through an expression (`a.b | f(@)`), not a plain read."""
+    try:
+        return bool(_parse(expression).parsed["type"] == "pipe")
+    except PathSyntaxError:
+        return False
+
+
 def piped_from(expression: str) -> list[str | int] | None:
     """The plain chain a path reads: the path itself when plain, or what it pipes on (`a.b | f(@)` -> a, b),
     so a value reshaped on its way out is still known (and located) by the field it came from."""

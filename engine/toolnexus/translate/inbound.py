@@ -19,8 +19,8 @@ from typing import Any, Literal
 from ..errors import Note, TranslationError
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
 from ..language.jsonsafe import checked
-from ..language.loader import Key, RuleSource, did_you_mean
-from ..language.paths import MISSING, piped_from
+from ..language.loader import Key, RuleSource, did_you_mean, dotted
+from ..language.paths import MISSING, is_piped, piped_from
 from ..language.templates import Ctx, Env, Render, compile_template, path_getter
 from .fields import OPENAI_REQUEST_FIELDS, ZERO_MEANS_ABSENT, Range, check_fields, compile_ranges
 from .reader import (
@@ -669,9 +669,10 @@ def _content_writer(
                 raise source.error((*key, "kinds", i), f"no part template for kind '{k}' in messages.parts")
     lead = spec.get("lead")
     leads = [] if lead is None else [lead] if not isinstance(lead, list) else lead  # several: in order
+    lead_keys = [(*key, "lead") if path is lead else (*key, "lead", j) for j, path in enumerate(leads)]
     lead_getters = [
-        (path_getter(path, (*key, "lead") if path is lead else (*key, "lead", j), Env(source)), _lead_where(path))
-        for j, path in enumerate(leads)
+        (path_getter(path, at, Env(source)), _lead_where(path), _rule_where(source, at) if is_piped(path) else None)
+        for path, at in zip(leads, lead_keys, strict=True)
     ]  # fmt: skip
     wanted = frozenset(kinds) if kinds is not None else None
     flatten, one = policy == "text_or_blocks", policy == "one"
@@ -696,10 +697,10 @@ def _content_writer(
     def render(turn: Any, ctx: Ctx) -> Any:
         selected = turn["parts"] if wanted is None else [p for p in turn["parts"] if p["kind"] in wanted]
         blocks: list[Any] = []
-        for lead_getter, lead_where in lead_getters:
+        for lead_getter, lead_where, reshaped_by in lead_getters:
             opaque = lead_getter(turn)
             if opaque is not MISSING and opaque is not None:
-                blocks += _opaque_blocks(opaque, lead_where, ctx)
+                blocks += _opaque_blocks(opaque, lead_where, ctx, reshaped_by)
         if flatten and not blocks:
             text_reads, text_extras = text
             reported = False
@@ -798,11 +799,23 @@ def _lead_where(path: Any) -> str:
     return text.removeprefix("source.")
 
 
-def _opaque_blocks(value: Any, where: str, ctx: Ctx) -> list[Any]:
-    """`lead`: blocks the caller carried back (e.g. signed reasoning), sent exactly as given."""
+def _rule_where(source: RuleSource, key: Key) -> str:
+    """A rule's file:line and key, for a refusal the rule writes (as `$refuse` names it)."""
+    line, _ = source.where(key)
+    return f"{source.file}:{line} {dotted(key)}" if line else source.file
+
+
+def _opaque_blocks(value: Any, where: str, ctx: Ctx, reshaped_by: str | None = None) -> list[Any]:
+    """`lead`: blocks the caller carried back (e.g. signed reasoning), sent exactly as given.
+
+    A reshaping (`reshaped_by`: the rule's file:line) that writes `{"$refuse": MESSAGE}` in place of a block
+    refuses that block: a malformed block stops here, at its index, not at the provider.
+    """
     if not isinstance(value, list):
         raise ctx.fail(ctx.at(where), f"must be a list of blocks, got {type(value).__name__}")
     for j, block in enumerate(value):
         if not isinstance(block, dict):
             raise ctx.fail(ctx.at(f"{where}[{j}]"), f"must be an object, got {type(block).__name__}")
+        if reshaped_by is not None and block.keys() == {"$refuse"} and isinstance(block["$refuse"], str):
+            raise ctx.fail(ctx.at(f"{where}[{j}]"), f"{block['$refuse']} ({reshaped_by})")
     return value
