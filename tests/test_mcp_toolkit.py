@@ -43,6 +43,7 @@ DECLARED_NAMES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
     "bedrock": lambda body: [t["toolSpec"]["name"] for t in body["toolConfig"]["tools"]],
     "mistral": lambda body: [t["function"]["name"] for t in body["tools"]],
     "cohere": lambda body: [t["function"]["name"] for t in body["tools"]],
+    "openai-responses": lambda body: [t["name"] for t in body["tools"]],
     "ollama": lambda body: [t["function"]["name"] for t in body["tools"]],
 }
 DECLARED_NAMES = with_variants(DECLARED_NAMES)  # a variant without an entry takes its parent's
