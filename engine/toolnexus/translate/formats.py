@@ -119,7 +119,7 @@ class SourceFormat:
                 if key not in ("role", "content"):
                     raise self._fail(f"{where}.{key}", f"is not a {self.name} message key")
             role = msg.get("role")
-            if role not in self.roles or role == "system":
+            if not isinstance(role, str) or role not in self.roles or role == "system":
                 raise self._fail(f"{where}.role", f"must be one of {', '.join(r for r in self.roles if r != 'system')}")
             if "content" not in msg:
                 raise self._fail(f"{where}.content", "is required")
