@@ -265,7 +265,7 @@ def _compile_kinds(spec: Mapping[str, Any], at: Key, env: Env) -> dict[str, Kind
             reads=_block_reads(node, tuple(entry.get("blocks", ()))),
             renames=MappingProxyType(_renames(node)),
             blocks=tuple(entry.get("blocks", ())),
-            state=(entry["state"]["from"], entry["state"]["set"]) if "state" in entry else None,
+            state=(entry["state"]["from"], entry["state"].get("set", "")) if "state" in entry else None,
             joins=entry.get("joins"),
             unsupported=_unsupported(entry.get("unsupported", {})),
         )

@@ -49,7 +49,7 @@ class Kind:
     reads: frozenset[str] | None = None
     renames: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     blocks: tuple[str, ...] = ()
-    state: tuple[str, str] | None = None  # (block key, message key): a block whose key holds sealed state sets it
+    state: tuple[str, str] | None = None  # (block key, message key or ""): a block whose key holds sealed state sets it
     joins: str | None = None  # a transcript item that joins the last message when it has this role, else starts one
     unsupported: Mapping[str, Unsupported] = field(default_factory=lambda: MappingProxyType({}))  # keys not read
 
@@ -233,13 +233,21 @@ class SourceFormat:
             if kind.state is not None:
                 state = unseal(block.get(kind.state[0]), Ctx(self.name), part="state")
                 if state is not MISSING:
-                    open_current()[kind.state[1]] = state
+                    self._set_state(open_current(), kind.state[1], state)
                     continue
             if kind.mode == "message":
                 current, join = None, False
                 self._standalone(kind, kinds, block, path, role, into)
                 continue
             self._add(kind, block, path, open_current(), into)
+
+    @staticmethod
+    def _set_state(message: dict[str, Any], key: str, state: Any) -> None:
+        """Sealed state set on the message: as `key`, or (no key) each of its keys (a whole message's extras)."""
+        if key:
+            message[key] = state
+        elif isinstance(state, dict):
+            message.update(state)
 
     def _add(self, kind: Kind, block: Any, path: str, message: dict[str, Any], into: Transcript) -> None:
         """A part or an item block added to `message` (the last normal-form message)."""
@@ -287,7 +295,7 @@ class SourceFormat:
         if kind.state is not None:
             state = unseal(item.get(kind.state[0]), Ctx(self.name), part="state")
             if state is not MISSING:
-                self._current(kind.joins, into, where)[kind.state[1]] = state
+                self._set_state(self._current(kind.joins, into, where), kind.state[1], state)
                 return
         self._add(kind, item, where, self._current(kind.joins, into, where), into)
 
