@@ -262,7 +262,9 @@ def _compile_kinds(spec: Mapping[str, Any], at: Key, env: Env) -> dict[str, Kind
             mode=mode,
             render=compile_template(template, (*where, mode), env),
             into=entry.get("item", ""),
-            reads=_block_reads(node, tuple(entry.get("blocks", ()))),
+            reads=_block_reads(
+                node, (*entry.get("blocks", ()), *([entry["state"]["from"]] if "state" in entry else []))
+            ),
             renames=MappingProxyType(_renames(node)),
             blocks=tuple(entry.get("blocks", ())),
             state=(entry["state"]["from"], entry["state"].get("set", "")) if "state" in entry else None,

@@ -279,7 +279,8 @@ class SourceFormat:
         hub = f"messages[{len(into.messages)}]"
         for key in kind.blocks:
             if isinstance(written.get(key), list):
-                written[key] = self._parts(kinds, written[key], f"{path}.{key}", hub, into)
+                own = kind.renames.get(key, key).removesuffix(WHOLE)  # the block's own key for it (output)
+                written[key] = self._parts(kinds, written[key], f"{path}.{own}", hub, into)
         into.origins[hub] = (path, kind.renames)
         into.messages.append(written)
         into.made.append((written, role))
