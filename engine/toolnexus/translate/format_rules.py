@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from functools import cache
+from itertools import takewhile
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -347,9 +348,12 @@ def _compile_fields(
     render = compile_template(nest(list(renamed.items())) | declared, ("request", "fields"), env)
     reads = _roots(env) | set(origin.values())
     for key, template in declared.items():
-        first = next(iter(_reads_of(parse_template(template, ("request", "fields", key), Env(source)))), None)
-        if first is not None:
-            origin.setdefault(key, first)
+        read = [r.steps for r in reads_of(parse_template(template, ("request", "fields", key), Env(source))) if r.steps]
+        if read:  # where the field came from: the part every plain read of it shares (text.format), else the first
+            common = [s[0] for s in takewhile(lambda steps: len(set(steps)) == 1, zip(*read, strict=False))]
+            while common and not isinstance(common[-1], str):
+                common.pop()
+            origin.setdefault(key, ".".join(map(str, common or read[0])))
 
     def fields(scope: Any, ctx: Ctx) -> Any:
         out = render(scope, ctx) or {}
