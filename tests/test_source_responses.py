@@ -184,11 +184,14 @@ def test_image_file_and_output_parts() -> None:
         (lambda r: r.update(background=True), "background"),
         (lambda r: r["input"][3].update(arguments='{"city":'), "input[3].arguments"),
         (lambda r: r["input"][0].update(role="tool"), "input[0].role"),
-        (lambda r: r["input"][0].update(content=[{"type": "input_image", "file_id": "file-1"}]), "input[0].content[0].file_id"),
+        (
+            lambda r: r["input"][0].update(content=[{"type": "input_image", "file_id": "f-1"}]),
+            "input[0].content[0].file_id",
+        ),
         (lambda r: r.update(text={"format": {"type": "text"}, "size": 3}), "text.size"),
         (lambda r: r.update(temperature=3), "temperature"),
     ],
-)  # fmt: skip
+)
 def test_errors_name_the_responses_path(change: Any, path: str) -> None:
     request = conversation()
     change(request)
@@ -199,8 +202,14 @@ def test_errors_name_the_responses_path(change: Any, path: str) -> None:
 
 def test_what_the_format_drops_is_noted_at_its_path() -> None:
     request = conversation() | {"truncation": "auto", "reasoning": {"effort": "low", "summary": "auto"}}
-    request["input"][2] = {"type": "message", "id": "msg_7", "role": "assistant", "status": "completed",
-                           "content": [{"type": "output_text", "text": "Checking both.", "annotations": []}]}  # fmt: skip
+    text = {"type": "output_text", "text": "Checking both.", "annotations": []}
+    request["input"][2] = {
+        "type": "message",
+        "id": "msg_7",
+        "role": "assistant",
+        "status": "completed",
+        "content": [text],
+    }
     request["input"][3] = request["input"][3] | {"id": "fc_1", "status": "completed"}
     body = translate_request("openai-responses", request, source=SOURCE)
     dropped = {n.path for n in body.notes if n.kind == "dropped"}
@@ -311,17 +320,27 @@ def test_refusal_and_annotations() -> None:
     cited = copy.deepcopy(RESPONSE)
     citation = {"type": "url_citation", "url": "https://x.test/", "title": "X", "start_index": 0, "end_index": 3}
     cited["output"] = [
-        {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
-         "content": [{"type": "output_text", "text": "See x.", "annotations": [citation]}]},
-    ]  # fmt: skip
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "See x.", "annotations": [citation]}],
+        },
+    ]
     answer = translate_response("openai-responses", cited, source=SOURCE)
     judge_response(dict(answer))
     assert answer["output"][0]["content"][0]["annotations"] == [citation]
     refused = copy.deepcopy(RESPONSE)
     refused["output"] = [
-        {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
-         "content": [{"type": "refusal", "refusal": "I can't help with that."}]},
-    ]  # fmt: skip
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "refusal", "refusal": "I can't help with that."}],
+        },
+    ]
     answer = translate_response("openai-responses", refused, source=SOURCE)
     judge_response(dict(answer))
     assert answer["output"][0]["content"] == [{"type": "refusal", "refusal": "I can't help with that."}]
@@ -337,15 +356,23 @@ GEMINI_ANSWER = {
                 "parts": [
                     {"text": "Thinking about it.", "thought": True},
                     {"text": "Here."},
-                    {"functionCall": {"id": "fc1", "name": "weather", "args": {"city": "Bern"}}, "thoughtSignature": "U0lH"},
+                    {
+                        "functionCall": {"id": "fc1", "name": "weather", "args": {"city": "X"}},
+                        "thoughtSignature": "U0lH",
+                    },
                 ],
             },
             "finishReason": "STOP",
         }
     ],
-    "usageMetadata": {"promptTokenCount": 50, "candidatesTokenCount": 7, "cachedContentTokenCount": 20,
-                      "totalTokenCount": 57, "thoughtsTokenCount": 3},
-}  # fmt: skip
+    "usageMetadata": {
+        "promptTokenCount": 50,
+        "candidatesTokenCount": 7,
+        "cachedContentTokenCount": 20,
+        "totalTokenCount": 57,
+        "thoughtsTokenCount": 3,
+    },
+}
 
 
 def test_gemini_answer_as_a_response_and_its_signature_comes_back() -> None:
@@ -356,8 +383,14 @@ def test_gemini_answer_as_a_response_and_its_signature_comes_back() -> None:
     assert answer["usage"]["input_tokens_details"]["cached_tokens"] == 20
     # the call's signature rides on its call_id and is back on the call in the next Gemini request
     call = answer["output"][2]
-    request = {"model": "gemini-2.5-flash", "input": [{"role": "user", "content": "Bern?"}, *answer["output"],
-               {"type": "function_call_output", "call_id": call["call_id"], "output": "cold"}]}  # fmt: skip
+    request = {
+        "model": "gemini-2.5-flash",
+        "input": [
+            {"role": "user", "content": "Bern?"},
+            *answer["output"],
+            {"type": "function_call_output", "call_id": call["call_id"], "output": "cold"},
+        ],
+    }
     judge_responses_request(request)
     body = translate_request("gemini", request, source=SOURCE)
     part = body["contents"][1]["parts"][-1]
@@ -387,8 +420,14 @@ def test_another_providers_round_trip_keys_ride_in_a_reasoning_item() -> None:
     answer = translate_response("anthropic", ANTHROPIC_ANSWER, source=SOURCE)
     judge_response(dict(answer))
     assert answer["usage"]["input_tokens"] == 75  # input_tokens counts the cache reads and writes
-    request = {"model": "claude-sonnet-4-5", "input": [{"role": "user", "content": "Lyon?"}, *answer["output"],
-               {"type": "function_call_output", "call_id": "toolu_2", "output": "rain"}]}  # fmt: skip
+    request = {
+        "model": "claude-sonnet-4-5",
+        "input": [
+            {"role": "user", "content": "Lyon?"},
+            *answer["output"],
+            {"type": "function_call_output", "call_id": "toolu_2", "output": "rain"},
+        ],
+    }
     judge_responses_request(request)
     body = translate_request("anthropic", request, source=SOURCE)
     assert body["messages"][1]["content"] == ANTHROPIC_ANSWER["content"]
@@ -524,8 +563,11 @@ def test_made_up_items_errors_are_located(tmp_path: Path, log: list[Any], path: 
 def test_made_up_unsupported_message_item_and_nested_field_keys(tmp_path: Path) -> None:
     fmt = flat(tmp_path)
     hub, _, notes = fmt.read(
-        {"opts": {"effort": "low", "hint": 1}, "log": [{"role": "user", "content": "x", "seen": True}, call("c") | {"tag": 1}]}
-    )  # fmt: skip
+        {
+            "opts": {"effort": "low", "hint": 1},
+            "log": [{"role": "user", "content": "x", "seen": True}, call("c") | {"tag": 1}],
+        }
+    )
     assert hub["reasoning_effort"] == "low"
     assert {(n.kind, n.path) for n in notes} == {
         ("dropped", "opts.hint"),
@@ -539,8 +581,16 @@ def test_made_up_unsupported_message_item_and_nested_field_keys(tmp_path: Path) 
 
 def test_made_up_answer_ids_and_finish(tmp_path: Path) -> None:
     fmt = flat(tmp_path)
-    result = translate_response("openai", {"id": "x", "object": "chat.completion", "created": 1, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": "a"}}]})  # fmt: skip
+    result = translate_response(
+        "openai",
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "m",
+            "choices": [{"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": "a"}}],
+        },
+    )
     one, two = fmt.write(result, "ans-1", created=5), fmt.write(result, "ans-2", created=5)
     assert one["ref"].startswith("it_") and one["ref"] != two["ref"] and fmt.write(result, "ans-1")["ref"] == one["ref"]
     assert one["why"] == "length" and one["at"] == 5

@@ -348,12 +348,13 @@ def _compile_fields(
     render = compile_template(nest(list(renamed.items())) | declared, ("request", "fields"), env)
     reads = _roots(env) | set(origin.values())
     for key, template in declared.items():
-        read = [r.steps for r in reads_of(parse_template(template, ("request", "fields", key), Env(source))) if r.steps]
-        if read:  # where the field came from: the part every plain read of it shares (text.format), else the first
-            common = [s[0] for s in takewhile(lambda steps: len(set(steps)) == 1, zip(*read, strict=False))]
+        node = parse_template(template, ("request", "fields", key), Env(source))
+        plain = [r.steps for r in reads_of(node) if r.steps]
+        if plain:  # where the field came from: the part every plain read of it shares (text.format), else the first
+            common = [s[0] for s in takewhile(lambda steps: len(set(steps)) == 1, zip(*plain, strict=False))]
             while common and not isinstance(common[-1], str):
                 common.pop()
-            origin.setdefault(key, ".".join(map(str, common or read[0])))
+            origin.setdefault(key, ".".join(map(str, common or plain[0])))
 
     def fields(scope: Any, ctx: Ctx) -> Any:
         out = render(scope, ctx) or {}

@@ -137,15 +137,13 @@ class SourceFormat:
         transcript = request.get(self.each, MISSING)
         if transcript is MISSING:
             raise self._fail(self.each, "is required")
-        if isinstance(transcript, str) and self.text_role is not None:
+        whole = isinstance(transcript, str) and self.text_role is not None  # the one message is the string itself
+        if whole:
             transcript = [{"role": self.text_role, "content": transcript}]
-            where_of = lambda i: self.each  # noqa: E731 - the one message is the string itself
         elif not isinstance(transcript, list):
             raise self._fail(self.each, f"must be a list, got {type(transcript).__name__}")
-        else:
-            where_of = lambda i: f"{self.each}[{i}]"  # noqa: E731
         for i, msg in enumerate(transcript):
-            where = where_of(i)
+            where = self.each if whole else f"{self.each}[{i}]"
             if not isinstance(msg, dict):
                 raise self._fail(where, f"must be an object, got {type(msg).__name__}")
             if self.items is not None and msg.get(self.kind, self.message_kind) != self.message_kind:
