@@ -174,6 +174,11 @@ class SourceFormat:
             hub["tools"] = self._tools(request[self.tools_each], origins, notes, unknown_fields)
         return hub, origins, notes
 
+    def request_keys(self) -> tuple[str, str, str]:
+        """The format's own names for the transcript, the tools and the output token limit (what a client
+        call's `messages`, `tools` and `max_tokens` arguments are sent as)."""
+        return self.each, self.tools_each or "tools", self.field_origin.get("max_completion_tokens", "max_tokens")
+
     def _below(self, name: str) -> Mapping[str, Unsupported]:
         """The unsupported entries listed for the keys below field `name` (`reasoning.summary`), by key."""
         prefix = name + "."
