@@ -1283,24 +1283,29 @@ MESSAGES_RUNS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("provider", "streamed"), MESSAGES_RUNS)
-def test_ten_turns_in_messages_format(provider: str, streamed: bool) -> None:
-    """Messages in, the provider out, Messages back: signatures, tool ids, tool results and cache markers survive
-    ten turns whose history is only the earlier Messages answers."""
-    script = MESSAGES_SCRIPTS[provider]()
+def run_in_format(script: Script, converse_in: Callable[..., Any], provider: str, streamed: bool) -> list[Any]:
+    """The ten turns in a source format against a provider's strict stub: every request accepted, one per turn."""
     try:
-        answers = asyncio.run(converse_in_messages(provider, script, streamed=streamed))
+        answers: list[Any] = asyncio.run(converse_in(provider, script, streamed=streamed))
     except ProviderError as exc:
         raise AssertionError(f"{provider} refused: {script.failures or exc}") from None
     assert not script.failures, script.failures
     assert len(answers) == len(script.bodies) == TURNS
+    return answers
+
+
+@pytest.mark.parametrize(("provider", "streamed"), MESSAGES_RUNS)
+def test_ten_turns_in_messages_format(provider: str, streamed: bool) -> None:
+    """Messages in, the provider out, Messages back: signatures, tool ids, tool results and cache markers survive
+    ten turns whose history is only the earlier Messages answers."""
+    answers = run_in_format(MESSAGES_SCRIPTS[provider](), converse_in_messages, provider, streamed)
     assert [any(b["type"] == "tool_use" for b in a["content"]) for a in answers] == [k != "answer" for k in SCHEDULE]
     for answer in answers:
         assert answer["stop_reason"] == ("tool_use" if answer["content"][-1]["type"] == "tool_use" else "end_turn")
         assert answer["usage"]["cache_read_input_tokens"] > 0
 
 
-# ---------------------------------------------------------------- Responses in: the same ten turns, source="openai-responses"
+# ---------------------------------------------------------------- Responses in: the ten turns, source="openai-responses"
 
 
 def responses_tools(features: Features) -> list[dict[str, Any]]:
@@ -1365,8 +1370,8 @@ async def converse_in_responses(provider: str, script: Script, *, streamed: bool
     items: list[dict[str, Any]] = [{"role": "user", "content": QUESTIONS[0]}]
     asked = 1
     answers = []
-    params = {"instructions": SYSTEM_TEXT, "reasoning": {"effort": EFFORT}, "store": False,
-              "include": ["reasoning.encrypted_content"]}  # fmt: skip
+    params: dict[str, Any] = {"instructions": SYSTEM_TEXT, "reasoning": {"effort": EFFORT}, "store": False}
+    params["include"] = ["reasoning.encrypted_content"]
     options: dict[str, Any] = {"tools": responses_tools(features), "params": params, "max_tokens": 20480}
     with ProviderStub(served(provider, script, streamed)) as stub:
         async with create_client(stub.base_url, provider, "m", api_key="k", max_retries=0) as client:
@@ -1403,13 +1408,7 @@ RESPONSES_RUNS = [
 def test_ten_turns_in_responses_format(provider: str, streamed: bool) -> None:
     """Responses in, the provider out, Responses back: signatures, thinking blocks, tool ids and tool results
     survive ten turns whose input is only the earlier Responses answers."""
-    script = RESPONSES_SCRIPTS[provider]()
-    try:
-        answers = asyncio.run(converse_in_responses(provider, script, streamed=streamed))
-    except ProviderError as exc:
-        raise AssertionError(f"{provider} refused: {script.failures or exc}") from None
-    assert not script.failures, script.failures
-    assert len(answers) == len(script.bodies) == TURNS
+    answers = run_in_format(RESPONSES_SCRIPTS[provider](), converse_in_responses, provider, streamed)
     calls = [[i["name"] for i in a["output"] if i["type"] == "function_call"] for a in answers]
     assert [bool(c) for c in calls] == [k != "answer" for k in SCHEDULE]
     for answer in answers:
