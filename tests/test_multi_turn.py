@@ -1305,7 +1305,7 @@ def test_ten_turns_in_messages_format(provider: str, streamed: bool) -> None:
         assert answer["usage"]["cache_read_input_tokens"] > 0
 
 
-# ---------------------------------------------------------------- Responses in: the ten turns, source="openai-responses"
+# ------------------------------------------------------------- Responses in: the ten turns, source="openai-responses"
 
 
 def responses_tools(features: Features) -> list[dict[str, Any]]:

@@ -292,9 +292,7 @@ class Client:
         if fmt is None:
             body = inbound.translate(request, system=system, default_system=self.system_prompt)
         else:
-            body = translate_source(
-                fmt, inbound, request, system=system, default_system=self.system_prompt
-            )
+            body = translate_source(fmt, inbound, request, system=system, default_system=self.system_prompt)
         if self._params:
             merged = RequestBody({**body, **self._params})
             merged.notes = body.notes
