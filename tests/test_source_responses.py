@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 from deepdiff import DeepDiff
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from openai.types.responses.response_create_params import ResponseCreateParamsBase, ResponseCreateParamsStreaming
 
 from support.cases import CASES
@@ -608,3 +610,57 @@ def test_format_answer_json_is_plain() -> None:
     """What translate_response returns is the JSON a Responses API returns (a dict subclass, dumped as is)."""
     answer = translate_response("openai-responses", RESPONSE, source=SOURCE)
     assert json.loads(json.dumps(answer))["id"] == "resp_1"
+
+
+# ---------------------------------------------------------------- identity, generated
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20)
+IDS = st.from_regex(r"call_[a-zA-Z0-9]{1,8}", fullmatch=True)
+
+
+@st.composite
+def responses_requests(draw: st.DrawFn) -> dict[str, Any]:
+    """Responses requests of the shapes that translate for openai-responses without a normalization (README
+    "Source formats" lists those): typed message items with string content, reasoning items with encrypted
+    content, an assistant message and its calls, each call answered before the next user message."""
+    items: list[dict[str, Any]] = []
+    used: set[str] = set()
+    for _ in range(draw(st.integers(1, 3))):
+        items.append({"type": "message", "role": "user", "content": draw(TEXT)})
+        if draw(st.booleans()):
+            reasoning = {"type": "reasoning", "id": f"rs_{len(items)}", "summary": [], "encrypted_content": draw(TEXT)}
+            reasoning["summary"] = [{"type": "summary_text", "text": t} for t in draw(st.lists(TEXT, max_size=2))]
+            items.append(reasoning)
+        ids = [i for i in draw(st.lists(IDS, max_size=2, unique=True)) if i not in used]
+        used |= set(ids)
+        if draw(st.booleans()) or not ids:
+            items.append({"type": "message", "role": "assistant", "content": draw(TEXT)})
+        for i in ids:
+            arguments = json.dumps({"city": draw(TEXT)}, ensure_ascii=False, separators=(",", ":"))
+            items.append({"type": "function_call", "call_id": i, "name": "weather", "arguments": arguments})
+        items += [{"type": "function_call_output", "call_id": i, "output": draw(TEXT)} for i in ids]
+    items.append({"type": "message", "role": "user", "content": draw(TEXT)})
+    request: dict[str, Any] = {"model": "gpt-5", "input": items, "tools": [WEATHER], "store": False}
+    if draw(st.booleans()):
+        request["instructions"] = draw(TEXT)
+    choice = draw(st.sampled_from([None, "auto", "none", "required", {"type": "function", "name": "weather"}]))
+    if choice is not None:
+        request["tool_choice"] = choice
+    if draw(st.booleans()):
+        request["parallel_tool_calls"] = draw(st.booleans())
+    if draw(st.booleans()):
+        request["max_output_tokens"] = draw(st.integers(1, 100_000))
+    if draw(st.booleans()):
+        request["temperature"] = draw(st.sampled_from([0.0, 0.7, 2.0]))
+    if draw(st.booleans()):
+        request["reasoning"] = {"effort": draw(st.sampled_from(["minimal", "low", "medium", "high"]))}
+        request["include"] = ["reasoning.encrypted_content"]
+    return request
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(request=responses_requests())
+def test_generated_responses_requests_come_out_as_they_went_in(request: dict[str, Any]) -> None:
+    judge_responses_request(request)
+    body = translate_request("openai-responses", request, source=SOURCE)
+    assert not DeepDiff(request, dict(body)), DeepDiff(request, dict(body)).pretty()
