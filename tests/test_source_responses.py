@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 import typing
 from pathlib import Path
 from typing import Any
@@ -664,3 +666,18 @@ def test_generated_responses_requests_come_out_as_they_went_in(request: dict[str
     judge_responses_request(request)
     body = translate_request("openai-responses", request, source=SOURCE)
     assert not DeepDiff(request, dict(body)), DeepDiff(request, dict(body)).pretty()
+
+
+def test_cli_source_both_directions() -> None:
+    """`--source openai-responses` on the CLI: a Responses request in, a Response out."""
+
+    def cli(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "toolnexus", *args]
+        return subprocess.run(command, input=stdin, capture_output=True, text=True, check=False)
+
+    done = cli("request", "--to", "gemini", "--source", SOURCE, "-", stdin=json.dumps(conversation()))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["generationConfig"]["maxOutputTokens"] == 2048
+    done = cli("response", "--from", "gemini", "--source", SOURCE, "-", stdin=json.dumps(GEMINI_ANSWER))
+    assert done.returncode == 0, done.stderr
+    judge_response(json.loads(done.stdout))
