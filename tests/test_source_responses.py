@@ -681,3 +681,10 @@ def test_cli_source_both_directions() -> None:
     done = cli("response", "--from", "gemini", "--source", SOURCE, "-", stdin=json.dumps(GEMINI_ANSWER))
     assert done.returncode == 0, done.stderr
     judge_response(json.loads(done.stdout))
+
+
+def test_store_false_is_not_a_field_to_drop_and_true_is_kept() -> None:
+    """store false (stateless, every provider's way here) reaches no provider; store true does."""
+    assert "store" not in translate_request("openai", conversation(), source=SOURCE)
+    assert "store" not in {n.path for n in translate_request("anthropic", conversation(), source=SOURCE).notes}
+    assert translate_request("openai-responses", conversation() | {"store": True}, source=SOURCE)["store"] is True
