@@ -573,6 +573,27 @@ def test_the_check_enters_only_text_holding_a_null_token(monkeypatch: pytest.Mon
     assert caught.value.where == "messages[40].f"
 
 
+def test_a_transcript_message_of_strings_and_nones_is_not_scanned_for_null_tokens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A message whose values are all str, int, bool or None holds no float: orjson's pass settles it, so its
+    text's null tokens are never looked for; a message holding a float (or a container) still is."""
+    if jsonsafe.orjson is None:
+        pytest.skip("orjson is not installed")
+    looked: list[Any] = []
+    nones = jsonsafe._nulls_are_nones
+    monkeypatch.setattr(jsonsafe, "_nulls_are_nones", lambda v, out, first: looked.append(v) or nones(v, out, first))
+    flat = [{"role": "tool", "content": "x", "tool_call_id": "c", "name": None, "n": 3, "b": True}] * 40
+    jsonsafe.check({"messages": flat})
+    assert looked == []
+    with pytest.raises(jsonsafe.JsonValueError) as caught:
+        jsonsafe.check({"messages": [*flat, {"role": "tool", "content": None, "f": math.inf}]})
+    assert caught.value.where == "messages[40].f"
+    with pytest.raises(jsonsafe.JsonValueError) as caught:
+        jsonsafe.check({"messages": [*flat, {"role": "tool", "content": "\udc00 x", "name": None}]})
+    assert caught.value.where == "messages[40].content"
+
+
 def test_explain_shows_the_compiled_ranges() -> None:
     lines = load_rules(None).get("anthropic").explain().splitlines()
     assert "  request ranges: temperature between 0 and 1, top_p between 0 and 1" in lines

@@ -87,7 +87,7 @@ def _clean(value: Any, level: int) -> bool:
     kind = type(value)
     if (kind is list and level < 2 and len(value) > _LONG) or (kind is dict and level == 0 and _holds_long(value)):
         return _members_clean(value, level)
-    if kind in _SCALARS:
+    if kind in _SCALARS or (kind is str and value.isascii()):  # an ASCII str holds no lone surrogate
         return True
     try:
         out = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
@@ -125,6 +125,12 @@ def _members_clean(value: dict[Any, Any] | list[Any], level: int) -> bool:
                 out = orjson.dumps(item, default=_refuse, option=_ORJSON_OPTIONS)
             except TypeError:
                 return False
+            for member in item.values():  # only str, int, bool or None (a tool result, a user turn of text): no
+                kind = type(member)  # float, so no NaN; orjson's pass settles it and its text needs no scan
+                if kind is not str and kind is not int and member is not None and kind is not bool:
+                    break
+            else:
+                continue
             first = out.find(b"null")
             if first >= 0 and not _nulls_are_nones(item, out, first):
                 return False
