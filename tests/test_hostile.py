@@ -589,9 +589,15 @@ def test_a_transcript_message_of_strings_and_nones_is_not_scanned_for_null_token
     with pytest.raises(jsonsafe.JsonValueError) as caught:
         jsonsafe.check({"messages": [*flat, {"role": "tool", "content": None, "f": math.inf}]})
     assert caught.value.where == "messages[40].f"
-    with pytest.raises(jsonsafe.JsonValueError) as caught:
-        jsonsafe.check({"messages": [*flat, {"role": "tool", "content": "\udc00 x", "name": None}]})
-    assert caught.value.where == "messages[40].content"
+    for culprit, where in [
+        ({"role": "tool", "content": "\udc00 x", "name": None}, "messages[40].content"),
+        ({"role": "tool", "content": "é", "\ud800": "x"}, "messages[40].\ud800"),
+        ({"role": "tool", "n": 2**70, "f": 1.5, "s": {"x"}}, "messages[40].s"),
+    ]:
+        with pytest.raises(jsonsafe.JsonValueError) as caught:
+            jsonsafe.check({"messages": [*flat, culprit]})
+        assert caught.value.where == where
+    jsonsafe.check({"messages": [*flat, {"role": "tool", "content": "東京 🚀", "n": 2**70, 7: "x"}]})  # json writes it
 
 
 def test_explain_shows_the_compiled_ranges() -> None:

@@ -121,21 +121,38 @@ def _members_clean(value: dict[Any, Any] | list[Any], level: int) -> bool:
         return all(_clean(item, level + 1) for item in value.values())
     for item in value:  # a transcript's messages: `_clean` of a mapping below the top, inline
         if type(item) is dict:
+            # A message of str, int, bool and None values (a tool result, a user turn of text) holds no float, so
+            # no NaN, and nothing deeper: it is clean when its keys are str and its strings encode as UTF-8,
+            # which is checked here, cheaper than orjson's pass (an ASCII str is settled without encoding).
+            for key, member in item.items():
+                kind = type(member)
+                if kind is str:
+                    if not member.isascii() and not _utf8(member):
+                        return False
+                elif kind is not int and member is not None and kind is not bool:
+                    break
+                if type(key) is not str or (not key.isascii() and not _utf8(key)):
+                    return False
+            else:
+                continue
             try:
                 out = orjson.dumps(item, default=_refuse, option=_ORJSON_OPTIONS)
             except TypeError:
                 return False
-            for member in item.values():  # only str, int, bool or None (a tool result, a user turn of text): no
-                kind = type(member)  # float, so no NaN; orjson's pass settles it and its text needs no scan
-                if kind is not str and kind is not int and member is not None and kind is not bool:
-                    break
-            else:
-                continue
             first = out.find(b"null")
             if first >= 0 and not _nulls_are_nones(item, out, first):
                 return False
         elif not _clean(item, level + 1):
             return False
+    return True
+
+
+def _utf8(text: str) -> bool:
+    """Whether UTF-8 can encode a str (it holds no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
     return True
 
 
@@ -278,13 +295,7 @@ def _plain_text(text: str) -> bool:
         return False
     if "\\u" in text and _SURROGATE_ESCAPE.search(text):
         return False
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return text.isascii() or _utf8(text)
 
 
 class _NotFinite(Exception):
