@@ -719,3 +719,42 @@ def test_only_a_digit_run_a_number_can_hold_sends_text_to_the_standard_decoder(t
     digits can stand (orjson would read an integer beyond 64 bits as a float) is not."""
     assert jsonsafe._long_number(text) is long
     assert jsonsafe.loads(text) == json.loads(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": 1}',
+        '{"a": 1}\n{"b": 2}',  # a tool's output of one JSON row per line
+        '{"a": 1} trailing',
+        "[1, 2]",
+        '"text"',
+        '{"a": 1',
+        '{"a": NaN}',
+        '{"a": 1e400}',
+        '{"a": "\\ud800"}',
+        '{"n": 123456789012345678901234}',
+        "{" * 300 + "}" * 300,
+        '{"a": ' * 300 + "1" + "}" * 300,
+    ],
+)
+def test_loads_object_agrees_with_loads(encoder: str, text: str) -> None:
+    """`loads_object` (what `$as_object` reads a tool's text with): the object `loads` gives, None where `loads`
+    fails to read JSON or reads something else, and the same JsonValueError where `check` refuses it."""
+    try:
+        expected = jsonsafe.loads(text)
+    except jsonsafe.JsonValueError as exc:
+        with pytest.raises(jsonsafe.JsonValueError) as caught:
+            jsonsafe.loads_object(text)
+        assert (caught.value.where, caught.value.message) == (exc.where, exc.message)
+        return
+    except ValueError:
+        expected = None
+    assert jsonsafe.loads_object(text) == (expected if isinstance(expected, dict) else None)
+
+
+def test_loads_object_asks_no_second_decoder_for_text_after_one_whole_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    if jsonsafe.orjson is None:
+        pytest.skip("orjson is not installed")
+    monkeypatch.setattr(jsonsafe, "_FINITE", None)  # the standard decoder: any use of it fails this test
+    assert jsonsafe.loads_object('{"id": 1, "status": "open"}\n{"id": 2, "status": "done"}') is None
