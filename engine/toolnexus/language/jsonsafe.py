@@ -19,7 +19,9 @@ It writes NaN and Infinity as null, so only when its text holds a null token (`n
 `"type": "null"`, is not one) are the floats of that value looked at, in one iterative pass
 over its containers (strings are not entered). A transcript (a mapping holding a list of
 more than a few items) is written member by member (one message at a time, never one
-buffer the size of the whole transcript). Only a value that fails (or every value, without
+buffer the size of the whole transcript); a message of strings, ints, bools and None alone (a
+tool result, a user turn of text) holds no float and nothing deeper, so only its strings are looked at
+(an ASCII one needs nothing, another must encode as UTF-8). Only a value that fails (or every value, without
 orjson) is walked in Python, which finds the culprit and its path. `loads` needs no check
 at all for text whose decoder refused NaN and overflow, that encodes as UTF-8, escapes no
 surrogate and holds at most MAX_DEPTH brackets and braces.
