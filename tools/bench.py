@@ -2,6 +2,7 @@
 
     python tools/bench.py [--rounds N] [--clock wall|cpu] [--quick] [--memory] [--no-litellm]
                           [--responses] [--checked-baseline] [--sources]
+                          [--baseline CHECKOUT] [--provider NAME]... [--input TEXT]...
 
 What is timed: `toolnexus.translate_request` and `toolnexus.translate_response` for every
 provider the rules define (`toolnexus.providers()`), on the inputs of tools/bench_inputs.py:
@@ -46,6 +47,12 @@ and an openai answer (`translate_response(..., source="anthropic")`) against the
 alone. Both sides must give the same body (the same result) before anything is timed; the ratio
 column is source/plain (target 1.3x).
 
+`--baseline CHECKOUT` adds a third side to every request and response row: the same call under that
+checkout's engine (its `engine/` imported in this process under its own modules), timed interleaved
+with the other two, so a change is measured before -> after in one run; the table then gives its
+µs, its ratio to the hand-written code and this engine's time over it. `--provider NAME` and
+`--input TEXT` (both repeatable) keep the rows of those providers and of inputs whose name holds TEXT.
+
 `--quick` is a smoke run (transcripts of 10 and 100 messages, 2 rounds, 5 ms batches,
 no LiteLLM): it proves the script and the parity check work; its figures are too short
 to quote. Nothing here asserts a speed.
@@ -55,6 +62,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import json
 import math
 import os
@@ -176,6 +184,37 @@ def make_case(
     return case
 
 
+def other_engine(checkout: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """`--baseline`: translate_request and translate_response of another checkout's engine, imported in this
+    process under its own module objects (this engine's are set aside meanwhile and put back after). Every
+    provider is translated once while its modules are in place, so nothing is imported later by name."""
+    engine = str(Path(checkout).resolve() / "engine")
+    ours = {name: module for name, module in sys.modules.items() if name.split(".")[0] == "toolnexus"}
+    for name in ours:
+        del sys.modules[name]
+    sys.path.insert(0, engine)
+    try:
+        other = importlib.import_module("toolnexus")
+        if not str(other.__file__).startswith(engine):
+            raise SystemExit(f"--baseline: {checkout} has no engine/toolnexus")
+        request = twenty_tools_request(tool_declarations())
+        for provider in other.providers():
+            other.translate_request(provider, request)
+        return other.translate_request, other.translate_response
+    finally:
+        sys.path.remove(engine)
+        for name in [name for name in sys.modules if name.split(".")[0] == "toolnexus"]:
+            del sys.modules[name]
+        sys.modules.update(ours)
+
+
+def add_before(cases: Sequence[Case], before: tuple[Callable[..., Any], Callable[..., Any]]) -> None:
+    """The `--baseline` side ("before") of every request and response row."""
+    for case in cases:
+        fn = before[0] if case.op == "request" else before[1]
+        case.sides.append(Side("before", partial(fn, case.provider), case.sides[0].data))
+
+
 def checked_first(translate: Translate, response: JSON) -> Any:
     """`--checked-baseline`: the answer through toolnexus's JSON check, then the hand-written translator."""
     jsonsafe.check(response)
@@ -268,7 +307,7 @@ def build_source_cases(sizes: Sequence[int] = SOURCE_SIZES) -> list[Case]:
 
 def comparable(output: Any) -> Any:
     """What must be equal: a body as is; a result without its notes."""
-    if isinstance(output, TranslateResult):
+    if isinstance(output, TranslateResult) or type(output).__name__ == "TranslateResult":  # --baseline's own class
         calls = [(c.id, c.name, c.arguments, c.extra_content) for c in output.tool_calls]
         return {
             "text": output.text,
@@ -336,6 +375,15 @@ def check_parity(cases: Sequence[Case]) -> bool:
         if difference:
             print(f"NOT THE SAME WORK: {case.label}\n  {difference}", file=sys.stderr)
             ok = False
+        before = case.side("before")
+        if before is not None:
+            before_out = comparable(before.fn(before.data))
+            if isinstance(before_out, dict) and "raw is the response" in before_out:
+                before_out["raw is the response"] = before_out["raw is the response"] is before.data
+            difference = first_difference(before_out, baseline_out)
+            if difference:
+                print(f"NOT THE SAME WORK (--baseline): {case.label}\n  {difference}", file=sys.stderr)
+                ok = False
     return ok
 
 
@@ -506,6 +554,10 @@ def report_speed(cases: Sequence[Case], providers: Sequence[str], litellm: LiteL
             "vs engine = median of per-round LiteLLM/engine"
         )
     header = f"{'input':<28} {'op':<9} {'size':<22} {'engine µs':>10} {'hand µs':>10} {'ratio':>7}  {'[min-max]':<12}"
+    before = any(case.side("before") for case in cases)
+    if before:
+        print("before = the --baseline checkout's engine; after/before = median of per-round engine/before")
+        header += f" {'before µs':>10} {'before':>7} {'after/before':>12}"
     if litellm is not None:
         header += f" {'LiteLLM µs':>11} {'vs engine':>8}"
     footnotes: list[str] = []
@@ -518,6 +570,12 @@ def report_speed(cases: Sequence[Case], providers: Sequence[str], litellm: LiteL
                 f"{micros(statistics.median(case.sides[1].ns)):>10} {statistics.median(ratios):>6.2f}x  "
                 f"{f'[{min(ratios):.2f}-{max(ratios):.2f}]':<12}"
             )
+            side = case.side("before")
+            if side is not None:
+                line += (
+                    f" {micros(statistics.median(side.ns)):>10} {statistics.median(case.ratios('before')):>6.2f}x"
+                    f" {statistics.median(case.ratios('engine', over='before')):>11.2f}x"
+                )
             if litellm is not None:
                 line += litellm_cells(case, footnotes)
             print(line)
@@ -655,6 +713,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--clock", choices=sorted(CLOCKS), default="wall", help="wall time (default) or thread CPU time"
     )
+    parser.add_argument(
+        "--baseline", metavar="CHECKOUT", help="a third side: every row under that checkout's engine (before/after)"
+    )
+    parser.add_argument("--provider", action="append", metavar="NAME", help="only this provider's rows (repeatable)")
+    parser.add_argument("--input", action="append", metavar="TEXT", help="only inputs named with TEXT (repeatable)")
     args = parser.parse_args(argv)
     rounds = args.rounds or (2 if args.quick else 7)
     if rounds < 1:
@@ -664,8 +727,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     machine = machine_note()  # before the run: its load average is the other processes'
     if args.sources:
         return run_sources(rounds, target_ns, args.clock, machine)
-    providers = [p for p in toolnexus.providers() if p in HAND_WRITTEN]
-    for missing in sorted(set(toolnexus.providers()) - set(providers)):
+    providers = [p for p in toolnexus.providers() if p in HAND_WRITTEN and (not args.provider or p in args.provider)]
+    for missing in sorted(set(toolnexus.providers()) - set(HAND_WRITTEN) - set(args.provider or ())):
         print(f"note: no hand-written baseline for {missing}; left out", file=sys.stderr)
 
     if args.memory:
@@ -675,6 +738,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     litellm = None if args.quick or args.no_litellm else load()
     cases = build_cases(sizes, providers, litellm, responses_only=args.responses, checked=args.checked_baseline)
+    if args.input:
+        cases = [case for case in cases if any(text in case.input for text in args.input)]
+    if args.baseline:
+        add_before(cases, other_engine(args.baseline))
     if not check_parity(cases):
         print("stopping: the engine and the hand-written translator disagree, so a ratio would mean nothing",
               file=sys.stderr)  # fmt: skip
