@@ -62,6 +62,14 @@ response:
             as:
               type: url_citation
               url_citation: {url: {$get: href}, start_index: {$get: from}, end_index: {$get: to}}
+        multi:                         # a text of parts, each part's indexes into its own text
+          text: {$get: "join('', parts[].t)"}
+          annotations:
+            parts: {each: parts, text: t}
+            each: refs
+            as:
+              type: url_citation
+              url_citation: {url: {$get: href}, start_index: {$get: from}, end_index: {$get: to}}
         ran: {message: {ran: [{$get: "@"}]}, note: "a tool eta ran itself; carried in message_extras.ran"}
         seen: {note: "eta's own log line; kept in raw"}
         quote:                         # sources given inline, several to a span
@@ -126,6 +134,35 @@ def test_an_annotation_outside_its_text_is_a_response_error_at_the_entry(eta: Pa
     with pytest.raises(ResponseError) as info:
         _eta(eta, [{"kind": "span", "text": "ab", "refs": [{"href": "u", "from": 0, "to": 9}]}])
     assert info.value.path == "out[0].refs[0]"
+
+
+def test_annotations_of_parts_index_into_each_parts_own_text(eta: Path) -> None:
+    """`annotations.parts`: the item's text is its parts' texts joined; a part's indexes move past the item's
+    place in the answer and the parts before it (a part with no text adds nothing)."""
+    parts = [{"t": "cd", "refs": [{"href": "u", "from": 0, "to": 2}]}, {"other": 1},
+             {"t": "efg", "refs": [{"href": "v", "from": 1, "to": 3}]}]  # fmt: skip
+    result = _eta(eta, [{"kind": "say", "text": "ab"}, {"kind": "multi", "parts": parts}])
+    assert result.text == "abcdefg"
+    spans = [(a["url_citation"]["url"], a["url_citation"]["start_index"], a["url_citation"]["end_index"])
+             for a in result.annotations]  # fmt: skip
+    assert spans == [("u", 2, 4), ("v", 5, 7)] and result.text[5:7] == "fg"
+    with pytest.raises(ResponseError) as info:  # "efg" has 3 characters, whatever comes before it
+        _eta(eta, [{"kind": "multi", "parts": [parts[0], {"t": "efg", "refs": [{"href": "v", "from": 1, "to": 4}]}]}])
+    assert info.value.path == "out[0].parts[1].refs[0]"
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "parts: {each: parts}",  # no `text`: the schema's
+        "parts: {each: parts, text: t}\n            over: answer",  # a part's indexes are into its own text
+    ],
+)
+def test_a_bad_parts_spec_is_a_located_rule_error(tmp_path: Path, edit: str) -> None:
+    (tmp_path / "eta.yaml").write_text(ETA.replace("parts: {each: parts, text: t}", edit))
+    with pytest.raises(RuleError) as info:
+        load_rules(tmp_path, reload=True)
+    assert info.value.rule.startswith("response.items[0].kinds.multi.annotations") and info.value.line is not None
 
 
 def test_an_entry_with_no_annotation_is_noted_by_its_kind_never_dropped_silently(eta: Path) -> None:
