@@ -705,9 +705,14 @@ def _stream_combine(v: _View) -> Cell:
     return v.cell(lines, ("streaming", "combine"))
 
 
-def _stream_reasoning(v: _View) -> Cell:
-    reasoning = v.table("streaming", "reasoning")
-    return v.cell([f"{kind}.{field}" for kind, field in reasoning.items()], ("streaming", "reasoning"))
+def _stream_fields(section: str) -> Concept:
+    """`streaming.reasoning` / `streaming.text`: the item kind's field streamed as such deltas."""
+
+    def concept(v: _View) -> Cell:
+        fields = v.table("streaming", section)
+        return v.cell([f"{kind}.{field}" for kind, field in fields.items()], ("streaming", section))
+
+    return concept
 
 
 # Rows whose set depends on the rule files: one per role, part kind, tool_choice kind, ...
@@ -845,7 +850,8 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
             ("events rebuild the response", _stream_events),
             ("the stream is complete at", _stream_end),
             ("pieces combined", _stream_combine),
-            ("reasoning deltas from", _stream_reasoning),
+            ("reasoning deltas from", _stream_fields("reasoning")),
+            ("text deltas gathered in", _stream_fields("text")),
         ),
     ),
 )
