@@ -19,31 +19,14 @@ import yaml
 
 import toolnexus
 from support.judges import SDK_VALIDATORS, cohere_stream_event, judge_anthropic
+from support.made_up import made_up_provider
 from support.sse_encoders import ENCODERS
 from toolnexus import ResponseError, RuleError, load_rules, translate_request, translate_response
 
-ETA = """\
-provider: eta
-endpoint: {path: /chat, auth_header: x-key, api_key_env: [ETA_KEY]}
-request:
-  body:
-    model: {$get: model}
-    system: {$get: system}
-    turns: {$get: messages}
-    tools: {$get: tools}
-    tool_choice: {$get: tool_choice}
-messages:
-  system: {roles: [system, developer], join: "\\n"}
-  roles:
-    user: {message: {from: human, say: {$content: blocks}}}
-    assistant: {message: {from: bot, say: {$content: blocks, lead: [source.first, source.second]}}}
-    tool: {message: {from: human, say: {$content: blocks}}}
-  parts:
-    text: {t: {$get: text}}
-    tool_call: {call: {$get: id}, fn: {$get: name}, args: {$get: arguments}}
-    tool_result: {answer: {$get: tool_call_id}, body: {$get: content}}
-tools: {declaration: {name: {$get: name}}}
-tool_choice: {auto: {mode: auto}, none: {mode: none}, required: {mode: any}, function: {mode: one}}
+ETA = made_up_provider(
+    "eta",
+    ("say: {$content: blocks}}}\n    tool", "say: {$content: blocks, lead: [source.first, source.second]}}}\n    tool"),
+    response="""\
 response:
   items:
     - each: out
@@ -99,7 +82,8 @@ response:
   refusal: {$get: why.text}
   finish_reason: {from: stop, documented: [done, nay], table: {done: stop, nay: content_filter}, unknown: stop}
   usage: {prompt_tokens: {$get: usage.in}}
-"""
+""",
+)
 
 
 @pytest.fixture(scope="module")

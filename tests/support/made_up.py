@@ -39,3 +39,58 @@ answer:
     from:
       - {each: tool_calls, as: {ref: {$get: id}, fn: {$get: name}}}
 """
+
+
+# A made-up provider's rule file, section by section: the skeleton every made-up provider of the suite starts
+# from (a chat API that names its roles `human`/`bot` and its parts `t`/`call`/`answer`). A test module gives
+# the sections it tests as its own text and edits (old, new) on the whole; each old text must be there.
+PROVIDER_SECTIONS = {
+    "endpoint": "endpoint: {{path: /chat, auth_header: x-key, api_key_env: [{key}]}}\n",
+    "request": """\
+request:
+  body:
+    model: {$get: model}
+    system: {$get: system}
+    turns: {$get: messages}
+    tools: {$get: tools}
+    tool_choice: {$get: tool_choice}
+""",
+    "messages": """\
+messages:
+  system: {roles: [system, developer], join: "\\n"}
+  roles:
+    user: {message: {from: human, say: {$content: blocks}}}
+    assistant: {message: {from: bot, say: {$content: blocks}}}
+    tool: {message: {from: human, say: {$content: blocks}}}
+  parts:
+    text: {t: {$get: text}}
+    tool_call: {call: {$get: id}, fn: {$get: name}, args: {$get: arguments}}
+    tool_result: {answer: {$get: tool_call_id}, body: {$get: content}}
+""",
+    "tools": "tools: {declaration: {name: {$get: name}}}\n",
+    "tool_choice": """\
+tool_choice: {auto: {mode: auto}, none: {mode: none}, required: {mode: any}, function: {mode: one}}
+""",
+    "response": """\
+response:
+  items: [{each: out, kind: kind, kinds: {say: {text: {$get: text}}}}]
+  finish_reason: {from: stop, documented: [done], table: {done: stop}, unknown: stop}
+  usage: {prompt_tokens: {$get: usage.in}}
+""",
+}
+
+
+def made_up_provider(name: str, *edits: tuple[str, str], **sections: str) -> str:
+    """The rule file of a made-up provider `name`: the skeleton's sections in order, each replaced by the text
+    given for it (a section the skeleton lacks goes after the tools), then `edits` applied to the whole."""
+    given = dict(sections)
+    endpoint = PROVIDER_SECTIONS["endpoint"].format(key=f"{name.upper()}_KEY")
+    parts = [f"provider: {name}\n", given.pop("endpoint", endpoint)]
+    for section in ("request", "messages", "tools"):
+        parts.append(given.pop(section, PROVIDER_SECTIONS[section]))
+    tail = [given.pop(section, PROVIDER_SECTIONS[section]) for section in ("tool_choice", "response")]
+    text = "".join([*parts, *given.values(), *tail])
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    return text
