@@ -99,6 +99,14 @@ def test_a_message_with_several_parts_reads_them_all() -> None:
     assert (only_refusal.text, only_refusal.refusal) == ("", "Not that.")
 
 
+@pytest.mark.parametrize("text", [{}, 0, None, ["a"]])
+def test_an_output_text_part_whose_text_is_not_a_string_is_refused_at_the_item(text: Any) -> None:
+    damaged = {**whole(MESSAGE), "output": [{**MESSAGE, "content": [PARTS[0], {**PARTS[1], "text": text}]}]}
+    with pytest.raises(ResponseError) as info:
+        translate_response(P, damaged)
+    assert info.value.path == "output[0]"
+
+
 def test_a_part_whose_annotations_overrun_its_own_text_is_refused_at_it() -> None:
     bad = {**PARTS[1], "annotations": [cite(0, 9)]}  # "world." has 6 characters
     with pytest.raises(ResponseError) as info:
