@@ -280,21 +280,20 @@ class Client:
         clash = sorted(OWN_ARGUMENTS & set(params or ()))
         if clash:
             raise TranslationError(clash[0], "is an argument of translate, not a params entry", provider=self.style)
-        request: dict[str, Any] = {**(params or {}), "model": self.model, "messages": messages}
+        fmt = None if source == PLAIN else self._book.format(source)
+        request: dict[str, Any] = {**(params or {}), "model": self.model, fmt.each if fmt else "messages": messages}
         declared = (toolkit.to_openai() if toolkit is not None else []) + list(tools or [])
         if declared:
-            request["tools"] = declared
+            request[fmt.tools_each or "tools" if fmt else "tools"] = declared  # the format's keys
         if tool_choice is not None:
             request["tool_choice"] = tool_choice
         if max_tokens:
             request["max_tokens"] = max_tokens
         inbound = self._provider.inbound
-        if source == PLAIN:
+        if fmt is None:
             body = inbound.translate(request, system=system, default_system=self.system_prompt)
         else:
-            body = translate_source(
-                self._book.format(source), inbound, request, system=system, default_system=self.system_prompt
-            )
+            body = translate_source(fmt, inbound, request, system=system, default_system=self.system_prompt)
         if self._params:
             merged = RequestBody({**body, **self._params})
             merged.notes = body.notes

@@ -424,6 +424,10 @@ class SourceEvents:
         self._opening = True  # still in the reasoning an answer opens with
         self._seen = 0  # the translator's `started` count last looked at
         self._waiting = False  # the answer so far holds reasoning blocks not sent yet
+        self._said: list[str] = []  # the reasoning pieces said
+        self._covered = ""  # reasoning text a block sent whole already said, its pieces still to come
+        self._unfinished: list[_Block] = []  # tool calls whose arguments come whole at the end: still open
+        self._kinds: dict[str, int] = {}  # blocks opened so far per kind (for `item_id`)
 
     def _emit(self, out: list[dict[str, Any]], name: str, scope: dict[str, Any]) -> None:
         """The events of template `name` (none when the format has no such template), numbered."""
@@ -440,14 +444,20 @@ class SourceEvents:
             self._emit(out, "start", {**scope, "created": chunk.get("created") or int(time.time())})
         if self._opening and self.translator is not None and self.translator.started != self._seen:
             self._seen = self.translator.started
-            self._boundary(out, self._partial_blocks(), last=False)
+            self._boundary(out, self._snapshot(), last=False)
         for choice in chunk.get("choices") or ():
             delta = choice.get("delta") or {}
             piece = delta.get("reasoning_content")
+            if piece and self._covered.startswith(piece):  # said by a block sent whole
+                self._covered = self._covered[len(piece) :]
+                self._said.append(piece)
+                piece = None
             if piece:
+                self._covered = ""
                 if self._reasoning is None:
                     self._reasoning = self._new_block(out, "reasoning", {}, close=False)
                 self._piece(out, self._reasoning, piece)
+                self._said.append(piece)
             piece = delta.get("content")
             if piece:
                 self._close_opening(out)
@@ -476,12 +486,22 @@ class SourceEvents:
 
     def _new_block(self, out: list[dict[str, Any]], kind: str, scope: dict[str, Any], close: bool = True) -> _Block:
         if close and self._open is not None:
-            self._close(out, self._open)
+            if self._open.kind == "tool_call" and not self._open.pieces:
+                self._unfinished.append(self._open)  # its arguments come later: it closes at the end
+            else:
+                self._close(out, self._open)
             self._open = None
-        block = _Block(kind, self._blocks, {**scope, "index": self._blocks, "answer_id": self._id})
+        block = _Block(kind, self._blocks, {**scope, **self._ids(kind)})
         self._blocks += 1
         self._emit(out, f"open.{kind}", block.scope)
         return block
+
+    def _ids(self, kind: str) -> dict[str, Any]:
+        """A new block's position and ids: `item_id` is the answer's id for the first block of its kind, and
+        `<answer id>_<index>` for a later one (unique per kind, as a format naming its blocks needs)."""
+        index, seen = self._blocks, self._kinds.get(kind, 0)
+        self._kinds[kind] = seen + 1
+        return {"index": index, "answer_id": self._id, "item_id": self._id if not seen else f"{self._id}_{index}"}
 
     def _close(self, out: list[dict[str, Any]], block: _Block, whole: Any = MISSING) -> None:
         """A block's closing events: its signature piece (reasoning), then `done.KIND` (or `close`), whose scope
@@ -497,24 +517,26 @@ class SourceEvents:
     def _whole(self, out: list[dict[str, Any]], blocks: list[Any]) -> None:
         """Reasoning blocks no piece announced (redacted, sealed state): each opened and closed whole."""
         for whole in blocks:
-            block = _Block("whole", self._blocks, {"index": self._blocks, "answer_id": self._id, "block": whole})
+            block = _Block("whole", self._blocks, {**self._ids("reasoning"), "block": whole})
             self._blocks += 1
             self._emit(out, "open.whole", block.scope)
             self._close(out, block, whole)
             self._sent += 1
 
-    def _partial_blocks(self) -> list[Any] | None:
-        """The reasoning blocks the answer so far opens with, as the format writes them (None: not readable
-        yet). Written as if text followed, so a block the answer puts after its text stays out."""
+    def _snapshot(self) -> tuple[list[Any], str] | None:
+        """The reasoning blocks the answer so far opens with, as the format writes them, and its reasoning
+        text (None: not readable yet). Written as if text followed, so a block the answer puts after its text
+        stays out."""
         result = self.translator.partial() if self.translator is not None else None
         if result is None:
             return None
-        result = replace(result, text=result.text or " ")
         try:
-            answer = self.format.write_view(self.format.view(result, self._id, []), [])
+            answer = self.format.write_view(
+                self.format.view(replace(result, text=result.text or " "), self._id, []), []
+            )
         except ToolnexusError:  # what the answer so far lacks, the whole one will say
             return None
-        return self._reasoning_of(answer, leading=True)
+        return self._reasoning_of(answer, leading=True), result.reasoning_content
 
     def _reasoning_of(self, answer: dict[str, Any], leading: bool = False) -> list[Any]:
         """The answer's reasoning blocks; `leading`: only those before its first other block."""
@@ -527,20 +549,35 @@ class SourceEvents:
                 break
         return out
 
-    def _boundary(self, out: list[dict[str, Any]], blocks: list[Any] | None, last: bool) -> None:
-        """The reasoning blocks known so far (`blocks`, the answer's): the open one closes once a later one
-        exists (or `last`), and those before the newest (all, when `last`) that no piece announced go whole."""
-        if blocks is None:
+    def _boundary(self, out: list[dict[str, Any]], known: tuple[list[Any], str] | None, last: bool) -> None:
+        """The reasoning blocks known so far (the answer's, and its reasoning text): the open one closes once a
+        later one exists (or `last`), and those before the newest (all, when `last`) that no piece announced go
+        whole. Closing the last, the reasoning text the pieces did not say (a provider streaming only part of
+        it) is said first."""
+        if known is None:
             return
+        blocks, reasoning = known
         done = self._sent
         live = self._reasoning
         if live is not None and (last or len(blocks) > done + 1):
+            if last:
+                self._catch_up(out, live, reasoning)
             self._close(out, live, blocks[done] if done < len(blocks) else MISSING)
             self._reasoning = None
             self._sent += 1
         if self._reasoning is None:
             self._whole(out, blocks[self._sent : len(blocks) if last else max(len(blocks) - 1, self._sent)])
         self._waiting = len(blocks) > self._sent
+        said = "".join(self._said)
+        if last and self._reasoning is None and reasoning.startswith(said):
+            self._covered = reasoning[len(said) :]  # pieces still to come of what went whole: not said twice
+
+    def _catch_up(self, out: list[dict[str, Any]], block: _Block, reasoning: str) -> None:
+        """The rest of the answer's reasoning text, as one last piece, when the pieces said only its start."""
+        said = "".join(self._said)
+        if len(reasoning) > len(said) and reasoning.startswith(said):
+            self._piece(out, block, reasoning[len(said) :])
+            self._said = [reasoning]
 
     def _close_opening(self, out: list[dict[str, Any]]) -> None:
         """Another kind's first piece: the reasoning the answer opened with is over."""
@@ -548,7 +585,7 @@ class SourceEvents:
             return
         self._opening = False
         if self._reasoning is not None or self._waiting:
-            self._boundary(out, self._partial_blocks(), last=True)
+            self._boundary(out, self._snapshot(), last=True)
 
     def end(self, result: TranslateResult) -> list[dict[str, Any]]:
         fmt = self.format
@@ -559,11 +596,15 @@ class SourceEvents:
         blocks = self._reasoning_of(message)
         if self._opening:
             self._opening = False
-            self._boundary(out, self._reasoning_of(message, leading=True), last=True)
+            self._boundary(out, (self._reasoning_of(message, leading=True), result.reasoning_content), last=True)
         if self._open is not None:
-            self._close(out, self._open)
+            self._unfinished.append(self._open)
             self._open = None
+        for block in sorted(self._unfinished, key=lambda b: b.index):
+            self._close(out, block)
+        self._unfinished.clear()
         if self._reasoning is not None:  # reasoning after other blocks (interleaved): closed last
+            self._catch_up(out, self._reasoning, result.reasoning_content)
             self._close(out, self._reasoning, blocks[self._sent] if self._sent < len(blocks) else MISSING)
             self._reasoning = None
             self._sent += 1
