@@ -315,3 +315,26 @@ def test_client_stream_in_the_format_cancel_and_faults(provider: str, fmt: str) 
         JUDGES[fmt](event)
     with pytest.raises(RuntimeError):
         stream.message  # noqa: B018
+
+
+def test_the_answer_so_far_leaves_the_stream_untouched() -> None:
+    """`partial()` translates a copy of the response built so far: mid-reasoning it holds the reasoning said so
+    far, and the stream goes on to the same result as if it had never been asked."""
+    answer = {
+        "id": "msg_02", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [{"type": "thinking", "thinking": "Long thought.", "signature": "c2ln"},
+                    {"type": "text", "text": "Done."}],
+        "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 4, "output_tokens": 2},
+    }  # fmt: skip
+    translator = toolnexus.stream_translator("anthropic")
+    datas = provider_data("anthropic", answer, 2)
+    asked = []
+    for data in datas:
+        translator.feed(data)
+        asked.append(translator.partial())
+    translator.finish()
+    assert translator.result is not None
+    assert translator.result.to_dict() == toolnexus.translate_response("anthropic", answer).to_dict()
+    said = [r.reasoning_content for r in asked if r is not None]
+    assert said and all("Long thought.".startswith(s) for s in said) and said[-1] == "Long thought."
+    assert translator.started == 2  # one element per content block
