@@ -444,7 +444,10 @@ class SourceEvents:
             self._emit(out, "start", {**scope, "created": chunk.get("created") or int(time.time())})
         if self._opening and self.translator is not None and self.translator.started != self._seen:
             self._seen = self.translator.started
-            self._boundary(out, self._snapshot(), last=False)
+            known = self._snapshot()
+            self._boundary(out, known, last=False)
+            if known is not None and known[2] and self._reasoning is None and not self._waiting:
+                self._opening = False  # the answer so far says something else and no reasoning is pending
         for choice in chunk.get("choices") or ():
             delta = choice.get("delta") or {}
             piece = delta.get("reasoning_content")
@@ -523,10 +526,10 @@ class SourceEvents:
             self._close(out, block, whole)
             self._sent += 1
 
-    def _snapshot(self) -> tuple[list[Any], str] | None:
-        """The reasoning blocks the answer so far opens with, as the format writes them, and its reasoning
-        text (None: not readable yet). Written as if text followed, so a block the answer puts after its text
-        stays out."""
+    def _snapshot(self) -> tuple[list[Any], str, bool] | None:
+        """The reasoning blocks the answer so far opens with, as the format writes them, its reasoning text,
+        and whether it holds anything else (None: not readable yet). Written as if text followed, so a block
+        the answer puts after its text stays out."""
         result = self.translator.partial() if self.translator is not None else None
         if result is None:
             return None
@@ -536,7 +539,11 @@ class SourceEvents:
             )
         except ToolnexusError:  # what the answer so far lacks, the whole one will say
             return None
-        return self._reasoning_of(answer, leading=True), result.reasoning_content
+        return (
+            self._reasoning_of(answer, leading=True),
+            result.reasoning_content,
+            bool(result.text or result.tool_calls),
+        )
 
     def _reasoning_of(self, answer: dict[str, Any], leading: bool = False) -> list[Any]:
         """The answer's reasoning blocks; `leading`: only those before its first other block."""
@@ -549,14 +556,14 @@ class SourceEvents:
                 break
         return out
 
-    def _boundary(self, out: list[dict[str, Any]], known: tuple[list[Any], str] | None, last: bool) -> None:
+    def _boundary(self, out: list[dict[str, Any]], known: tuple[list[Any], str, bool] | None, last: bool) -> None:
         """The reasoning blocks known so far (the answer's, and its reasoning text): the open one closes once a
         later one exists (or `last`), and those before the newest (all, when `last`) that no piece announced go
         whole. Closing the last, the reasoning text the pieces did not say (a provider streaming only part of
         it) is said first."""
         if known is None:
             return
-        blocks, reasoning = known
+        blocks, reasoning, _ = known
         done = self._sent
         live = self._reasoning
         if live is not None and (last or len(blocks) > done + 1):
@@ -596,7 +603,7 @@ class SourceEvents:
         blocks = self._reasoning_of(message)
         if self._opening:
             self._opening = False
-            self._boundary(out, (self._reasoning_of(message, leading=True), result.reasoning_content), last=True)
+            self._boundary(out, (self._reasoning_of(message, leading=True), result.reasoning_content, True), last=True)
         if self._open is not None:
             self._unfinished.append(self._open)
             self._open = None
