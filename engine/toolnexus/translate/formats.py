@@ -428,6 +428,7 @@ class SourceEvents:
         self._covered = ""  # reasoning text a block sent whole already said, its pieces still to come
         self._unfinished: list[_Block] = []  # tool calls whose arguments come whole at the end: still open
         self._kinds: dict[str, int] = {}  # blocks opened so far per kind (for `item_id`)
+        self._final: tuple[dict[str, Any], list[Note], AnswerBody] | None = None  # the whole answer, once written
 
     def _emit(self, out: list[dict[str, Any]], name: str, scope: dict[str, Any]) -> None:
         """The events of template `name` (none when the format has no such template), numbered."""
@@ -530,6 +531,9 @@ class SourceEvents:
         """The reasoning blocks the answer so far opens with, as the format writes them, its reasoning text,
         and whether it holds anything else (None: not readable yet). Written as if text followed, so a block
         the answer puts after its text stays out."""
+        if self.translator is not None and self.translator.result is not None:  # the stream has ended
+            result = self.translator.result
+            return self._reasoning_of(self._written(result)[2], leading=True), result.reasoning_content, True
         result = self.translator.partial() if self.translator is not None else None
         if result is None:
             return None
@@ -544,6 +548,14 @@ class SourceEvents:
             result.reasoning_content,
             bool(result.text or result.tool_calls),
         )
+
+    def _written(self, result: TranslateResult) -> tuple[dict[str, Any], list[Note], AnswerBody]:
+        """The whole answer's view, notes and writing, made once."""
+        if self._final is None:
+            notes: list[Note] = []
+            view = self.format.view(result, self._id, notes)
+            self._final = view, notes, AnswerBody(self.format.write_view(view, notes))
+        return self._final
 
     def _reasoning_of(self, answer: dict[str, Any], leading: bool = False) -> list[Any]:
         """The answer's reasoning blocks; `leading`: only those before its first other block."""
@@ -597,9 +609,7 @@ class SourceEvents:
     def end(self, result: TranslateResult) -> list[dict[str, Any]]:
         fmt = self.format
         out = [] if self._started else self.chunk({"id": None, "model": result.model, "choices": []})
-        notes: list[Note] = []
-        view = fmt.view(result, self._id, notes)
-        message = AnswerBody(fmt.write_view(view, notes))
+        view, notes, message = self._written(result)
         blocks = self._reasoning_of(message)
         if self._opening:
             self._opening = False
