@@ -260,14 +260,17 @@ def test_the_sources_parity_check_sees_a_different_body(capsys: pytest.CaptureFi
     assert "$.contents" in capsys.readouterr().err
 
 
-def test_the_stream_bench_has_source_format_rows(capsys: pytest.CaptureFixture[str]) -> None:
-    """Messages events out of an openai and a gemini stream, text and tools, timed like the other rows."""
+@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses"])
+def test_the_stream_bench_has_source_format_rows(capsys: pytest.CaptureFixture[str], fmt: str) -> None:
+    """The format's events out of an openai and a gemini stream (text, tools, and gemini's reasoning), timed
+    like the other rows."""
     bench_stream.main(["--events", "40", "--rounds", "1", "--provider", "openai", "--provider", "gemini",
-                       "--source", "anthropic"])  # fmt: skip
+                       "--source", fmt])  # fmt: skip
     rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
     timed = {(row[0].lstrip("| "), row[1]) for row in rows[1:] if row[2] != "-"}
-    assert timed == {(p, f"{r} (anthropic out)") for p in ("openai", "gemini") for r in ("text", "tools")}, rows
-    assert all(row[6].endswith("x") and row[9].endswith("x |") for row in rows[1:]), rows
+    want = {(p, r) for p in ("openai", "gemini") for r in ("text", "tools")} | {("gemini", "reasoning")}
+    assert timed == {(p, f"{r} ({fmt} out)") for p, r in want}, rows
+    assert all(row[6].endswith("x") and row[9].endswith("x |") for row in rows[1:] if row[2] != "-"), rows
 
 
 def test_a_baseline_checkout_is_a_third_side_timed_in_the_same_run(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1271,16 +1271,11 @@ async def converse_in_messages(provider: str, script: Script, *, streamed: bool)
     return answers
 
 
-# The format's stream sends the first reasoning block as it comes and any other whole at the end (its `stream:
-# reasoning`), so an answer with two (Bedrock's signed text and redacted content) streams them in another order
-# than the whole message has them: a known gap of the Messages-format stream, not of the provider's rules.
-STREAM_GAPS = {"bedrock"}
-STREAM_GAP = pytest.mark.xfail(strict=True, reason="a known format-stream gap")
 MESSAGES_RUNS = [
-    pytest.param(p, s, id=f"{p}-{'streamed' if s else 'whole'}", marks=[STREAM_GAP] if s and p in STREAM_GAPS else [])
+    pytest.param(p, s, id=f"{p}-{'streamed' if s else 'whole'}")
     for p in sorted(MESSAGES_SCRIPTS)
     for s in (False, True)
-]  # fmt: skip
+]
 
 
 def run_in_format(script: Script, converse_in: Callable[..., Any], provider: str, streamed: bool) -> list[Any]:
@@ -1396,9 +1391,8 @@ async def converse_in_responses(provider: str, script: Script, *, streamed: bool
     return answers
 
 
-RESPONSES_STREAM_GAP = pytest.mark.xfail(strict=False, reason="the Responses-format stream events are not written yet")
 RESPONSES_RUNS = [
-    pytest.param(p, s, id=f"{p}-{'streamed' if s else 'whole'}", marks=[RESPONSES_STREAM_GAP] if s else [])
+    pytest.param(p, s, id=f"{p}-{'streamed' if s else 'whole'}")
     for p in sorted(RESPONSES_SCRIPTS)
     for s in (False, True)
 ]  # fmt: skip

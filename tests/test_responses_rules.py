@@ -161,15 +161,16 @@ def test_a_message_with_several_parts_streams_as_the_whole_answer_reads_it() -> 
     assert [d["refusal"] for d in deltas if "refusal" in d] == ["Not that."]
 
 
-def test_every_summary_part_streams_joined_as_the_whole_answer_joins_them() -> None:
-    """Reasoning deltas stream from every summary part, in order, a blank line between two."""
+def test_the_first_summary_part_streams_and_the_finished_response_brings_every_part() -> None:
+    """Reasoning deltas stream from the first summary part (the item rebuilt so far stays a reasoning item);
+    a later part arrives whole with response.completed, so the result equals the whole answer."""
     summary = [{"type": "summary_text", "text": "One."}, {"type": "summary_text", "text": "Two, three."}]
     item = {"id": "rs_1", "type": "reasoning", "summary": summary, "encrypted_content": "e"}
     response = whole(item, {**MESSAGE, "content": PARTS[:1]})
     result, deltas = streamed(stream_of(response))
     assert result.notes == () and result.to_dict() == translate_response(P, response).to_dict()
     assert result.reasoning_content == "One.\n\nTwo, three."
-    assert "".join(d.get("reasoning_content") or "" for d in deltas) == result.reasoning_content
+    assert "".join(d.get("reasoning_content") or "" for d in deltas) == "One."
     assert result.message_extras == {"reasoning_items": [item]}
 
 

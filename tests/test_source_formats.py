@@ -379,8 +379,9 @@ def test_stream_events_are_messages_events(provider: str) -> None:
         assert not DeepDiff(signed_first, built), DeepDiff(signed_first, built).pretty()
 
 
-def test_stream_redacted_thinking_comes_whole_at_the_end() -> None:
-    """A reasoning block no streamed piece announced (redacted) is known only when the answer is whole."""
+def test_stream_reasoning_blocks_come_in_the_providers_order() -> None:
+    """A signed thinking block then a redacted one: each opens, streams, gets its signature and closes before the
+    next block opens, the redacted one whole in its place, so the stream builds the whole answer."""
     stream = stream_translator("anthropic", source="anthropic")
     assert isinstance(stream, SourceStream)
     events: list[dict[str, Any]] = []
@@ -390,8 +391,13 @@ def test_stream_redacted_thinking_comes_whole_at_the_end() -> None:
     for event in events:
         judge_event(event)
     starts = [e["content_block"] for e in events if e["type"] == "content_block_start"]
-    assert starts[-1] == {"type": "redacted_thinking", "data": "ZW5j"}
-    assert stream.message is not None and stream.message["content"][1] == starts[-1]
+    assert starts[1] == {"type": "redacted_thinking", "data": "ZW5j"}
+    bounds = [(e["type"], e["index"]) for e in events if e["type"] in ("content_block_start", "content_block_stop")]
+    assert bounds == [(kind, i) for i in range(len(starts)) for kind in ("content_block_start", "content_block_stop")]
+    signature = next(i for i, e in enumerate(events) if e.get("delta", {}).get("type") == "signature_delta")
+    assert events[signature]["index"] == 0 and events[signature + 1] == {"type": "content_block_stop", "index": 0}
+    assert stream.message is not None and accumulate(events) == dict(stream.message)
+    assert not DeepDiff(ANSWER, accumulate(events)), DeepDiff(ANSWER, accumulate(events)).pretty()
 
 
 # ---------------------------------------------------------------- the machinery alone, on a made-up format

@@ -70,15 +70,10 @@ from support.judges import (
 )
 from support.sse_encoders import ENCODERS, canonical, data_of, error_event, events_reply, framing_of
 from support.strategies import (
+    GENERATORS,
     SETTINGS,
-    anthropic_responses,
-    bedrock_responses,
-    cohere_responses,
-    gemini_responses,
     json_equal,
     mistral_responses,
-    ollama_responses,
-    openai_responses,
     responses_answers,
 )
 from support.variants import with_variants
@@ -94,17 +89,6 @@ RULES = toolnexus.load_rules()
 # Every provider streams, each in its rule file's framing (SSE; Ollama's NDJSON; Bedrock's AWS event stream).
 PROVIDERS = [p for p in toolnexus.providers() if RULES.get(p).streaming is not None]
 SSL = ssl.create_default_context()  # one TLS context for every client (httpx builds one per client otherwise)
-GENERATORS: dict[str, Callable[[], st.SearchStrategy[dict[str, Any]]]] = {
-    "anthropic": anthropic_responses,
-    "bedrock": bedrock_responses,
-    "gemini": gemini_responses,
-    "mistral": mistral_responses,
-    "openai": openai_responses,
-    "openai-responses": responses_answers,
-    "cohere": cohere_responses,
-    "ollama": ollama_responses,
-}
-GENERATORS = with_variants(GENERATORS)  # a variant without an entry takes its parent's
 
 
 def test_every_provider_streams_and_has_an_encoder_and_a_generator() -> None:

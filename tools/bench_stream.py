@@ -18,11 +18,11 @@ costs both sides the same. One process alternates, round after round, between:
   (d) `stream_translator().feed()` of every event's data, then `finish()` (no HTTP);
   (e) `json.loads` of the same data.
 
-Source-format rows (`text (anthropic out)`, `tools (anthropic out)`): the same openai and gemini
-streams with (a) `client.translate_stream(..., source="anthropic")`, every Messages event then
-`stream.message`, and (d) `stream_translator(provider, source="anthropic").feed()`, Messages events
-out; (b), (c) and (e) as above. `--source openai` keeps only the Chat Completions rows, `--source
-anthropic` only these.
+Source-format rows (`text (anthropic out)`, `tools (openai-responses out)`, ...): the same openai and
+gemini streams with (a) `client.translate_stream(..., source=FORMAT)`, every Messages or Responses
+event then `stream.message`, and (d) `stream_translator(provider, source=FORMAT).feed()`, the format's
+events out; (b), (c) and (e) as above. `--source openai` keeps only the Chat Completions rows,
+`--source anthropic` / `--source openai-responses` only that format's.
 
 It prints microseconds per event for each side and the medians of the per-round ratios a/c
 (target: 1.5x) and d/e (target: 2x). `--baseline CHECKOUT` runs every row under that checkout's engine
@@ -186,7 +186,8 @@ ROWS = ("anthropic", "bedrock", "cohere", "gemini", "mistral", "ollama", "openai
 PLAIN = "openai"  # the Chat Completions chunks, the rows above
 # per source format, the providers whose streams are written out in it, and the rows timed
 SOURCE_ROWS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "anthropic": (("gemini", "openai"), ("text", "tools"))
+    "anthropic": (("gemini", "openai"), ("text", "tools", "reasoning")),
+    "openai-responses": (("gemini", "openai"), ("text", "tools", "reasoning")),
 }
 
 

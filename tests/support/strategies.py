@@ -16,6 +16,8 @@ import yaml
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from support.variants import with_variants
+
 EXAMPLES = int(os.environ.get("HYPOTHESIS_EXAMPLES", "150"))
 
 
@@ -796,3 +798,18 @@ def broken_requests(draw: Callable[..., Any]) -> tuple[dict[str, Any], str, str]
         st.one_of(st.integers(), st.sampled_from(["any", "Auto", "requried", ""]), st.lists(st.integers(), max_size=1))
     )
     return request, mutation, "tool_choice"
+
+
+# Each provider's answers (a variant without an entry takes its parent's generator).
+GENERATORS: dict[str, Callable[[], st.SearchStrategy[dict[str, Any]]]] = with_variants(
+    {
+        "anthropic": anthropic_responses,
+        "bedrock": bedrock_responses,
+        "gemini": gemini_responses,
+        "mistral": mistral_responses,
+        "openai": openai_responses,
+        "openai-responses": responses_answers,
+        "cohere": cohere_responses,
+        "ollama": ollama_responses,
+    }
+)

@@ -260,7 +260,9 @@ class Client:
         notes = request_notes(body)
         sent = streaming.request_body(body, self._values)
         inner = TranslateStream(self._caller, sent, self._stream_url, streaming, cancel, notes, body.id_map)
-        return inner if source == PLAIN else SourceEventStream(inner, SourceEvents(self._book.format(source)))
+        if source == PLAIN:
+            return inner
+        return SourceEventStream(inner, SourceEvents(self._book.format(source), inner.translator))
 
     def build_body(
         self,

@@ -81,6 +81,11 @@ class TranslateStream:
             raise RuntimeError(f"stream.result is available once the stream is exhausted (it is {self._state})")
         return self._result
 
+    @property
+    def translator(self) -> StreamTranslator:
+        """The stream's translator (a source format's events read what the answer so far says from it)."""
+        return self._translator
+
     def __aiter__(self) -> TranslateStream:
         return self
 

@@ -180,13 +180,9 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         _section(rules, ("response", "usage"), source, ("provider",)), ("response", "usage"), theirs
     )
     stream_spec = data.get("stream", {})
-    stream_renders: dict[str, Render] = {}
-    for group in ("open", "piece"):
-        for kind, template in stream_spec.get(group, {}).items():
-            stream_renders[f"{group}.{kind}"] = compile_template(template, ("stream", group, kind), env)
-    for single in ("start", "close"):
-        if single in stream_spec:
-            stream_renders[single] = compile_template(stream_spec[single], ("stream", single), env)
+    for kind, named in stream_spec.get("item_ids", {}).items():
+        if named not in answer.get("ids", {}):
+            raise source.error(("stream", "item_ids", kind), f"answer.ids names no {named!r}")
     blocks_spec = answer.get("blocks", {"into": "content", "from": []})
     return SourceFormat(
         name=name,
@@ -224,7 +220,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
             )
             for i, entry in enumerate(blocks_spec["from"])
         ),
-        stream=MappingProxyType(stream_renders),
+        stream=compile_stream(stream_spec, env),
         reasoning_kinds=frozenset(stream_spec.get("reasoning", ())),
         stream_end=tuple(
             compile_template(t, ("stream", "end", i), env) for i, t in enumerate(stream_spec.get("end", []))
@@ -239,7 +235,28 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
             tuple(entry.get("each") for entry in blocks_spec["from"]),
         ),
         ids=MappingProxyType(dict(answer.get("ids", {}))),
+        item_ids=MappingProxyType(dict(stream_spec.get("item_ids", {}))),
     )
+
+
+def _events(spec: Any, at: Key, env: Env) -> tuple[Render, ...]:
+    """One moment's events: a template, or a list of them (several events, in order)."""
+    if isinstance(spec, list):
+        return tuple(compile_template(t, (*at, i), env) for i, t in enumerate(spec))
+    return (compile_template(spec, at, env),)
+
+
+def compile_stream(spec: Mapping[str, Any], env: Env) -> Mapping[str, tuple[Render, ...]]:
+    """The `stream` section's templates by moment: `start`, `close`, and per block kind `open.KIND`,
+    `piece.KIND`, `done.KIND` (a kind's closing events; `close` serves the kinds without). `end` is apart."""
+    renders: dict[str, tuple[Render, ...]] = {}
+    for group in ("open", "piece", "done"):
+        for kind, template in spec.get(group, {}).items():
+            renders[f"{group}.{kind}"] = _events(template, ("stream", group, kind), env)
+    for single in ("start", "close"):
+        if single in spec:
+            renders[single] = _events(spec[single], ("stream", single), env)
+    return MappingProxyType(renders)
 
 
 def _renames(node: Node) -> dict[str, str]:

@@ -16,11 +16,11 @@ import json
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import Note, ResponseError, TranslationError
+from ..errors import Note, ResponseError, ToolnexusError, TranslationError
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, compile_path
 from ..language.templates import Ctx, Node, Render, unseal
@@ -125,7 +125,7 @@ class SourceFormat:
     answer: Render
     blocks_into: str
     blocks: tuple[tuple[Any, Render], ...]  # (the list it walks or None, the template of one block)
-    stream: Mapping[str, Render]  # start, open.KIND, piece.KIND, close
+    stream: Mapping[str, tuple[Render, ...]]  # start, open.KIND, piece.KIND, done.KIND, close: each its events
     stream_end: tuple[Render, ...]
     reasoning_kinds: frozenset[str]  # the answer's block kinds that hold reasoning (the stream closes them last)
     stop_table: Mapping[str, str]
@@ -133,6 +133,7 @@ class SourceFormat:
     usage: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, ...], ...]], ...]
     plan: Plan  # what the file compiled to, as nodes (for `toolnexus diff`)
     ids: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # `answer.ids`: name -> prefix
+    item_ids: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # stream kind -> an `ids` name
 
     # ------------------------------------------------------------------ request side
 
@@ -438,10 +439,7 @@ class SourceFormat:
         return {
             "id": answer_id,
             "created": created if type(created) in (int, float) else int(time.time()),
-            "ids": {
-                name: prefix + hashlib.sha256(f"{answer_id}/{name}".encode()).hexdigest()[:32]
-                for name, prefix in self.ids.items()
-            },
+            "ids": self.made_ids(answer_id),
             "annotations": result.annotations,
             "model": result.model,
             "text": result.text,
@@ -452,6 +450,14 @@ class SourceFormat:
             "message_extras": result.message_extras,
             "refusal": result.refusal,
             DERIVED: said,
+        }
+
+    def made_ids(self, answer_id: str) -> dict[str, str]:
+        """The ids `answer.ids` makes from the answer's id (a prefix and a hash: the same answer, the same ids),
+        for the whole answer and its stream alike."""
+        return {
+            name: prefix + hashlib.sha256(f"{answer_id}/{name}".encode()).hexdigest()[:32]
+            for name, prefix in self.ids.items()
         }
 
     def write(
@@ -475,11 +481,6 @@ class SourceFormat:
         written[self.blocks_into] = blocks
         notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
         return written
-
-    def event(self, name: str, scope: Any) -> dict[str, Any]:
-        """One stream event, written by the `stream.events` template `name`."""
-        out: dict[str, Any] = self.stream[name](scope, Ctx(self.name, outbound=True))
-        return out
 
 
 def _dig(value: Any, steps: tuple[str, ...]) -> Any:
@@ -538,45 +539,94 @@ class AnswerBody(dict[str, Any]):
     notes: tuple[Note, ...] = ()
 
 
+@dataclass(slots=True)
+class _Block:
+    """One block the stream has opened: its kind, position, scope (a tool call's id and name) and pieces."""
+
+    kind: str
+    index: int
+    scope: dict[str, Any]
+    pieces: list[str] = field(default_factory=list)
+
+
 class SourceEvents:
     """OpenAI chunks -> the source format's stream events (the `stream` section), for one answer.
 
     `chunk(c)` per OpenAI chunk returns the format's events; `end(result)` the closing ones, and sets
     `message` (the whole answer, as `translate_response` writes it). Blocks are opened, added to and
-    closed as the stream section says; reasoning closes last (its signature is known only at the end).
+    closed as the stream section says, each event numbered (`sequence`).
+
+    Reasoning blocks come in the order the provider sent them, each closed with what only the answer
+    knows (its signature, its finished block): chunks say neither where one reasoning block ends nor its
+    signature, so when the provider stream (`translator`: its `started` count and `partial()`) starts a new
+    element during the reasoning that opens an answer, or the first other piece comes, the answer so far is
+    translated and its reasoning blocks close the open one and send those no piece announced (redacted)
+    whole. Reasoning after other blocks (interleaved) closes at the end.
     """
 
-    def __init__(self, fmt: SourceFormat) -> None:
+    def __init__(self, fmt: SourceFormat, translator: Any = None) -> None:
         self.format = fmt
+        self.translator = translator
         self.message: AnswerBody | None = None
         self._started = False
         self._id: str = ""
+        self._created: Any = None  # the answer's time, as its first event said it
+        self._sequence = 0
         self._blocks = 0
-        self._open: tuple[str, int] | None = None  # the open text or tool_call block: (kind, index)
-        self._reasoning: int | None = None  # the open reasoning block's index
-        self._calls: dict[int, int] = {}  # the chunk's tool-call index -> its block index
+        self._open: _Block | None = None  # the open text or tool_call block
+        self._reasoning: _Block | None = None  # the open reasoning block
+        self._calls: dict[int, _Block] = {}  # the chunk's tool-call index -> its block
+        self._sent = 0  # the answer's reasoning blocks sent (closed) so far
+        self._opening = True  # still in the reasoning an answer opens with
+        self._seen = 0  # the translator's `started` count last looked at
+        self._waiting = False  # the answer so far holds reasoning blocks not sent yet
+        self._said: list[str] = []  # the reasoning pieces said
+        self._covered = ""  # reasoning text a block sent whole already said, its pieces still to come
+        self._unfinished: list[_Block] = []  # tool calls whose arguments come whole at the end: still open
+        self._kinds: dict[str, int] = {}  # blocks opened so far per kind (for `item_id`)
+        self._final: tuple[dict[str, Any], list[Note], AnswerBody] | None = None  # the whole answer, once written
+
+    def _emit(self, out: list[dict[str, Any]], name: str, scope: dict[str, Any]) -> None:
+        """The events of template `name` (none when the format has no such template), numbered."""
+        for render in self.format.stream.get(name, ()):
+            out.append(render({**scope, "sequence": self._sequence}, Ctx(self.format.name, outbound=True)))
+            self._sequence += 1
 
     def chunk(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        fmt = self.format
         if not self._started:
             self._started = True
             self._id = chunk.get("id") or f"msg_{uuid.uuid4().hex[:24]}"
-            out.append(fmt.event("start", {"id": self._id, "model": chunk.get("model", "")}))
+            scope = {"id": self._id, "answer_id": self._id, "model": chunk.get("model", "")}
+            self._created = chunk.get("created") or int(time.time())
+            self._emit(out, "start", {**scope, "created": self._created})
+        if self._opening and self.translator is not None and self.translator.started != self._seen:
+            self._seen = self.translator.started
+            known = self._snapshot()
+            self._boundary(out, known, last=False)
+            if known is not None and known[2] and self._reasoning is None and not self._waiting:
+                self._opening = False  # the answer so far says something else and no reasoning is pending
         for choice in chunk.get("choices") or ():
             delta = choice.get("delta") or {}
             piece = delta.get("reasoning_content")
+            if piece and self._covered.startswith(piece):  # said by a block sent whole
+                self._covered = self._covered[len(piece) :]
+                self._said.append(piece)
+                piece = None
             if piece:
+                self._covered = ""
                 if self._reasoning is None:
                     self._reasoning = self._new_block(out, "reasoning", {}, close=False)
-                out.append(fmt.event("piece.reasoning", {"index": self._reasoning, "piece": piece}))
+                self._piece(out, self._reasoning, piece)
+                self._said.append(piece)
             piece = delta.get("content")
             if piece:
-                if self._open is None or self._open[0] != "text":
-                    self._new_block(out, "text", {})
-                assert self._open is not None
-                out.append(fmt.event("piece.text", {"index": self._open[1], "piece": piece}))
+                self._close_opening(out)
+                if self._open is None or self._open.kind != "text":
+                    self._open = self._new_block(out, "text", {})
+                self._piece(out, self._open, piece)
             for call in delta.get("tool_calls") or ():
+                self._close_opening(out)
                 position = call.get("index", 0)
                 function = call.get("function") or {}
                 if position not in self._calls:
@@ -585,46 +635,161 @@ class SourceEvents:
                         "name": function.get("name"),
                         "extra_content": call.get("extra_content"),
                     }
-                    self._calls[position] = self._new_block(out, "tool_call", scope)
+                    self._calls[position] = self._open = self._new_block(out, "tool_call", scope)
                 arguments = function.get("arguments")
                 if arguments:
-                    out.append(fmt.event("piece.tool_call", {"index": self._calls[position], "piece": arguments}))
+                    self._piece(out, self._calls[position], arguments)
         return out
 
-    def _new_block(self, out: list[dict[str, Any]], kind: str, scope: dict[str, Any], close: bool = True) -> int:
+    def _piece(self, out: list[dict[str, Any]], block: _Block, piece: str) -> None:
+        block.pieces.append(piece)
+        self._emit(out, f"piece.{block.kind}", {**block.scope, "piece": piece})
+
+    def _new_block(self, out: list[dict[str, Any]], kind: str, scope: dict[str, Any], close: bool = True) -> _Block:
         if close and self._open is not None:
-            out.append(self.format.event("close", {"index": self._open[1]}))
+            if self._open.kind == "tool_call" and not self._open.pieces:
+                self._unfinished.append(self._open)  # its arguments come later: it closes at the end
+            else:
+                self._close(out, self._open)
             self._open = None
-        index = self._blocks
+        block = _Block(kind, self._blocks, {**scope, **self._ids(kind)})
         self._blocks += 1
-        out.append(self.format.event(f"open.{kind}", {**scope, "index": index}))
-        if close:
-            self._open = (kind, index)
-        return index
+        self._emit(out, f"open.{kind}", block.scope)
+        return block
+
+    def _ids(self, kind: str) -> dict[str, Any]:
+        """A new block's position and ids: `item_id` is, for the first block of its kind, the id the whole
+        answer gives that kind (`stream.item_ids`: the kind's `answer.ids` name; else the answer's id), and
+        `<that id>_<index>` for a later one (unique per kind, as a format naming its blocks needs)."""
+        index, seen = self._blocks, self._kinds.get(kind, 0)
+        self._kinds[kind] = seen + 1
+        named = self.format.item_ids.get(kind)
+        first = self.format.made_ids(self._id)[named] if named else self._id
+        return {"index": index, "answer_id": self._id, "item_id": first if not seen else f"{first}_{index}"}
+
+    def _close(self, out: list[dict[str, Any]], block: _Block, whole: Any = MISSING) -> None:
+        """A block's closing events: its signature piece (reasoning), then `done.KIND` (or `close`), whose scope
+        adds its pieces joined and, when known, the finished block as the answer writes it."""
+        scope = {**block.scope, "pieces": "".join(block.pieces)}
+        if isinstance(whole, dict):
+            scope["block"] = whole
+            signature = whole.get("signature")
+            if block.kind == "reasoning" and isinstance(signature, str) and signature:
+                self._emit(out, "piece.signature", {**block.scope, "piece": signature})
+        self._emit(out, f"done.{block.kind}" if f"done.{block.kind}" in self.format.stream else "close", scope)
+
+    def _whole(self, out: list[dict[str, Any]], blocks: list[Any]) -> None:
+        """Reasoning blocks no piece announced (redacted, sealed state): each opened and closed whole."""
+        for whole in blocks:
+            block = _Block("whole", self._blocks, {**self._ids("reasoning"), "block": whole})
+            self._blocks += 1
+            self._emit(out, "open.whole", block.scope)
+            self._close(out, block, whole)
+            self._sent += 1
+
+    def _snapshot(self) -> tuple[list[Any], str, bool] | None:
+        """The reasoning blocks the answer so far opens with, as the format writes them, its reasoning text,
+        and whether it holds anything else (None: not readable yet). Written as if text followed, so a block
+        the answer puts after its text stays out."""
+        if self.translator is not None and self.translator.result is not None:  # the stream has ended
+            result = self.translator.result
+            return self._reasoning_of(self._written(result)[2], leading=True), result.reasoning_content, True
+        result = self.translator.partial() if self.translator is not None else None
+        if result is None:
+            return None
+        try:
+            answer = self.format.write_view(
+                self.format.view(replace(result, text=result.text or " "), self._id, []), []
+            )
+        except ToolnexusError:  # what the answer so far lacks, the whole one will say
+            return None
+        return (
+            self._reasoning_of(answer, leading=True),
+            result.reasoning_content,
+            bool(result.text or result.tool_calls),
+        )
+
+    def _written(self, result: TranslateResult) -> tuple[dict[str, Any], list[Note], AnswerBody]:
+        """The whole answer's view, notes and writing, made once."""
+        if self._final is None:
+            notes: list[Note] = []
+            view = self.format.view(result, self._id, notes, self._created)
+            self._final = view, notes, AnswerBody(self.format.write_view(view, notes))
+        return self._final
+
+    def _reasoning_of(self, answer: dict[str, Any], leading: bool = False) -> list[Any]:
+        """The answer's reasoning blocks; `leading`: only those before its first other block."""
+        fmt = self.format
+        out = []
+        for block in answer.get(fmt.blocks_into, []):
+            if isinstance(block, dict) and block.get(fmt.kind) in fmt.reasoning_kinds:
+                out.append(block)
+            elif leading:
+                break
+        return out
+
+    def _boundary(self, out: list[dict[str, Any]], known: tuple[list[Any], str, bool] | None, last: bool) -> None:
+        """The reasoning blocks known so far (the answer's, and its reasoning text): the open one closes once a
+        later one exists (or `last`), and those before the newest (all, when `last`) that no piece announced go
+        whole. Closing the last, the reasoning text the pieces did not say (a provider streaming only part of
+        it) is said first."""
+        if known is None:
+            return
+        blocks, reasoning, _ = known
+        done = self._sent
+        live = self._reasoning
+        if live is not None and (last or len(blocks) > done + 1):
+            if last:
+                self._catch_up(out, live, reasoning)
+            self._close(out, live, blocks[done] if done < len(blocks) else MISSING)
+            self._reasoning = None
+            self._sent += 1
+        if self._reasoning is None:
+            self._whole(out, blocks[self._sent : len(blocks) if last else max(len(blocks) - 1, self._sent)])
+        self._waiting = len(blocks) > self._sent
+        said = "".join(self._said)
+        if last and self._reasoning is None and reasoning.startswith(said):
+            self._covered = reasoning[len(said) :]  # pieces still to come of what went whole: not said twice
+
+    def _catch_up(self, out: list[dict[str, Any]], block: _Block, reasoning: str) -> None:
+        """The rest of the answer's reasoning text, as one last piece, when the pieces said only its start."""
+        said = "".join(self._said)
+        if len(reasoning) > len(said) and reasoning.startswith(said):
+            self._piece(out, block, reasoning[len(said) :])
+            self._said = [reasoning]
+
+    def _close_opening(self, out: list[dict[str, Any]]) -> None:
+        """Another kind's first piece: the reasoning the answer opened with is over."""
+        if not self._opening:
+            return
+        self._opening = False
+        if self._reasoning is not None or self._waiting:
+            self._boundary(out, self._snapshot(), last=True)
 
     def end(self, result: TranslateResult) -> list[dict[str, Any]]:
         fmt = self.format
         out = [] if self._started else self.chunk({"id": None, "model": result.model, "choices": []})
+        view, notes, message = self._written(result)
+        blocks = self._reasoning_of(message)
+        if self._opening:
+            self._opening = False
+            self._boundary(out, (self._reasoning_of(message, leading=True), result.reasoning_content, True), last=True)
         if self._open is not None:
-            out.append(fmt.event("close", {"index": self._open[1]}))
+            self._unfinished.append(self._open)
             self._open = None
-        notes: list[Note] = []
-        view = fmt.view(result, self._id, notes)
-        message = AnswerBody(fmt.write_view(view, notes))
-        blocks = [b for b in message.get(fmt.blocks_into, []) if b.get(fmt.kind) in fmt.reasoning_kinds]
-        signed = blocks[:1] if self._reasoning is not None else []
-        if self._reasoning is not None:
-            signature = signed[0].get("signature") if signed else None
-            if signature:
-                out.append(fmt.event("piece.signature", {"index": self._reasoning, "piece": signature}))
-            out.append(fmt.event("close", {"index": self._reasoning}))
-        for block in blocks[len(signed) :]:  # reasoning blocks no piece announced (redacted, sealed state)
-            index = self._blocks
-            self._blocks += 1
-            out.append(fmt.event("open.whole", {"index": index, "block": block}))
-            out.append(fmt.event("close", {"index": index}))
+        for block in sorted(self._unfinished, key=lambda b: b.index):
+            self._close(out, block)
+        self._unfinished.clear()
+        if self._reasoning is not None:  # reasoning after other blocks (interleaved): closed last
+            self._catch_up(out, self._reasoning, result.reasoning_content)
+            self._close(out, self._reasoning, blocks[self._sent] if self._sent < len(blocks) else MISSING)
+            self._reasoning = None
+            self._sent += 1
+        self._whole(out, blocks[self._sent :])
         ctx = Ctx(fmt.name, outbound=True)
-        out += [render(view, ctx) for render in fmt.stream_end]
+        for render in fmt.stream_end:
+            out.append(render({**view, "answer": dict(message), "sequence": self._sequence}, ctx))
+            self._sequence += 1
         message.result = result
         message.notes = (*result.notes, *notes)
         self.message = message
@@ -640,7 +805,7 @@ class SourceStream:
 
     def __init__(self, fmt: SourceFormat, translator: Any) -> None:
         self.translator = translator
-        self.events = SourceEvents(fmt)
+        self.events = SourceEvents(fmt, translator)
         self.result: TranslateResult | None = None
         self.message: AnswerBody | None = None
 

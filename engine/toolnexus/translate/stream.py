@@ -29,6 +29,7 @@ provider name appears here: only the rule file knows event names.
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 import uuid
@@ -36,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import Note, ProviderError, ResponseError
+from ..errors import Note, ProviderError, ResponseError, ToolnexusError
 from ..language.ids import NO_IDS
 from ..language.jsonsafe import JsonValueError, loads, where_in
 from ..language.paths import MISSING
@@ -117,6 +118,7 @@ class StreamTranslator:
         self._unknown: set[str] = set()
         self._opening: tuple[int, dict[str, Any]] | None = None  # the event that opened the answer (`starts`)
         self._continued: dict[int, Any] = {}  # `continued` lists: the element held while more of it follows
+        self.started = 0  # watched elements started so far: a consumer's cue that a block may have ended (`partial`)
 
     # ------------------------------------------------------------ events in
 
@@ -415,6 +417,7 @@ class StreamTranslator:
 
     def _start(self, w_index: int, i: int, element: Any) -> None:
         """An element arrived: emit what the response template makes of it, as the non-streaming path would."""
+        self.started += 1
         w = self.rules.watched[w_index]
         src = w.src
         kind, template = src.pick(element)
@@ -574,6 +577,28 @@ class StreamTranslator:
         assert self._head is not None
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
         return {**self._head, "choices": [choice]}
+
+    def partial(self) -> TranslateResult | None:
+        """The answer so far, translated as if the stream ended here, or None when the rules cannot read it yet.
+
+        For a consumer that needs, mid-stream, what only the whole answer says (a source format's reasoning
+        blocks with their signatures): the response built so far is copied, its texts made whole (JSON still
+        arriving keeps its placeholder) and translated; the stream itself is untouched."""
+        memo: dict[int, Any] = {}
+        response = copy.deepcopy(self.response, memo)
+        for parent, key, text, path in self._texts:
+            twin = memo.get(id(parent))
+            if twin is None:
+                continue
+            found = self.rules.combine.find(path)
+            if found is None or found.policy is not JSON:
+                twin[key] = text.value()
+            else:
+                twin[key] = None if text.placeholder is MISSING else text.placeholder
+        try:
+            return self.rules.outbound.translate(response, requested_model=self.requested_model, id_map=self.id_map)
+        except ToolnexusError:
+            return None
 
     # ------------------------------------------------------------ the end
 

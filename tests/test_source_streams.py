@@ -1,0 +1,379 @@
+"""Source formats streamed: every provider's stream told as Messages events and as Responses events.
+
+Each provider's generated answers are told as its stream (its test encoder) and translated to each source
+format's events: every event is judged by the format's SDK (strict, a key the SDK does not declare fails), and
+the stream must say what the whole answer says (`translate_response(..., source=...)` of the same answer).
+Responses events are also fed to the openai SDK's own stream accumulator. The stream section's constructs are
+tested alone on a made-up format; cancel and faults through the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deepdiff import DeepDiff
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import toolnexus
+from support.faults import error_object, text_reply, tool_call_reply
+from support.messages import accumulate, judge_event
+from support.responses import judge_response, judge_responses_event, provider_data, sdk_accumulates
+from support.sse_encoders import ENCODERS, canonical, error_event, events_reply
+from support.strategies import GENERATORS, SETTINGS
+from toolnexus import Cancelled, ProviderError, RuleError, ToolnexusError, load_rules
+from toolnexus.devtools.stub import ProviderStub, scripted
+from toolnexus.translate.format_rules import compile_format
+from toolnexus.translate.formats import SourceStream
+
+RULES = load_rules()
+PROVIDERS = [p for p in toolnexus.providers() if RULES.get(p).streaming is not None]
+FORMATS = ["anthropic", "openai-responses"]
+FEW = settings(SETTINGS, max_examples=min(SETTINGS.max_examples, 25))
+JUDGES = {"anthropic": judge_event, "openai-responses": judge_responses_event}
+
+
+def told(provider: str, fmt: str, response: dict[str, Any], seed: int) -> tuple[list[dict[str, Any]], Any, Any]:
+    """The answer streamed in the format (its events, the stream) and sent whole (None: the rules refuse it).
+    Hypothesis skips an answer whose provider stream does not say all its reasoning (see below)."""
+    try:
+        whole = toolnexus.translate_response(provider, response, source=fmt)
+    except ToolnexusError:
+        whole = None
+    plain = toolnexus.stream_translator(provider)
+    chunks = [c for data in provider_data(provider, response, seed) for c in plain.feed(data)]
+    if whole is not None:
+        chunks += plain.finish()
+        said = "".join(c["choices"][0]["delta"].get("reasoning_content") or "" for c in chunks if c["choices"])
+        # rules/openai-responses.yaml streams a reasoning item's first summary part; the others come whole
+        # at the end, after the blocks that follow it: a gap of that provider's stream, not of the format's.
+        if said != plain.result.reasoning_content and (whole.result.text or whole.result.tool_calls):
+            assume(False)
+    stream = toolnexus.stream_translator(provider, source=fmt)
+    assert isinstance(stream, SourceStream)
+    events: list[dict[str, Any]] = []
+    try:
+        for data in provider_data(provider, response, seed):
+            events += stream.feed(data)
+        events += stream.finish()
+    except ToolnexusError:
+        assert whole is None, "the stream refused what the whole answer took"
+        return events, stream, None
+    assert whole is not None, "the stream took what the whole answer refused"
+    # an answer naming no id gets a new one each time (noted): the stream's stands for the whole answer's,
+    # and so do the item ids the format makes from it (`answer.ids`)
+    made = RULES.format(fmt).made_ids
+    same_id = json.dumps(dict(whole))
+    theirs_ids = [whole["id"], *made(whole["id"]).values()]
+    for theirs, ours in zip(theirs_ids, [stream.message["id"], *made(stream.message["id"]).values()], strict=True):
+        same_id = same_id.replace(json.dumps(theirs), json.dumps(ours))
+    whole = json.loads(same_id)
+    # an answer naming no time is given the time of translation: the two translations may be a second apart
+    if "created_at" in whole and abs(whole["created_at"] - stream.message["created_at"]) <= 5:
+        whole["created_at"] = stream.message["created_at"]
+    return events, stream, whole
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("provider", PROVIDERS)
+@FEW
+@given(data=st.data())
+def test_every_provider_streams_in_the_format_what_the_whole_answer_says(provider: str, fmt: str, data: Any) -> None:
+    response = canonical(provider, data.draw(GENERATORS[provider](), label="response"))
+    events, stream, whole = told(provider, fmt, response, data.draw(st.integers(0, 2**16), label="seed"))
+    for event in events:
+        JUDGES[fmt](event)
+    if whole is None:
+        return
+    assert dict(stream.message) == whole
+    if fmt == "anthropic":
+        built = accumulate(events)
+        if built != whole:  # the provider's order is not the whole answer's (reasoning or text after a call)
+            same_blocks_reordered(built["content"], whole["content"], {"thinking", "redacted_thinking"})
+            assert {**built, "content": []} == {**whole, "content": []}
+        return
+    check_responses_stream(events, whole)
+
+
+def check_responses_stream(events: list[dict[str, Any]], whole: dict[str, Any]) -> None:
+    """The Responses stream's own invariants, and the completed Response is the whole one."""
+    judge_response(whole)
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    assert [e["type"] for e in events[:2]] == ["response.created", "response.in_progress"]
+    assert events[-1]["type"] == ("response.incomplete" if whole["status"] == "incomplete" else "response.completed")
+    assert events[-1]["response"] == whole
+    built = sdk_accumulates(events).model_dump(mode="json", exclude_unset=True)
+    diff = DeepDiff(whole, built, ignore_numeric_type_changes=True, exclude_regex_paths=[r"\['parsed(_arguments)?'\]$"])
+    assert not diff, diff.pretty()  # the SDK's parsed copies of text and arguments aside
+    added = [e["output_index"] for e in events if e["type"] == "response.output_item.added"]
+    done = {e["output_index"]: e["item"] for e in events if e["type"] == "response.output_item.done"}
+    assert added == list(range(len(added))) and sorted(done) == added, "each item added, then done, in order"
+    deltas: dict[tuple[str, int], str] = defaultdict(str)
+    finals: dict[tuple[str, int], str] = {}
+    for e in events:
+        name = e["type"].rsplit(".", 1)
+        if name[-1] == "delta":
+            deltas[name[0], e["output_index"]] += e["delta"]
+        elif name[0] in ("response.output_text", "response.reasoning_summary_text"):
+            finals[name[0], e["output_index"]] = e["text"]
+        elif name[0] == "response.function_call_arguments":
+            finals[name[0], e["output_index"]] = e["arguments"]
+    assert dict(deltas) == {k: v for k, v in finals.items() if k in deltas}, "the deltas joined are the .done text"
+    assert all(v == "" for k, v in finals.items() if k not in deltas)
+    items = [plain_arguments(done[i]) for i in sorted(done)]
+    want = [plain_arguments(item) for item in whole["output"]]
+    if items != want:  # the provider's order is not the whole answer's (reasoning or text after a call)
+        same_blocks_reordered(items, want, {"reasoning"})
+
+
+def same_blocks_reordered(built: list[dict[str, Any]], whole: list[dict[str, Any]], reasoning: set[str]) -> None:
+    """A stream whose provider sent blocks in another order than the whole answer writes them (reasoning after
+    text, text after a call): reasoning first, the same calls, the same text in all."""
+    lead = next((i for i, b in enumerate(built) if b["type"] not in reasoning), len(built))
+    assert all(b["type"] in reasoning for b in whole[:lead]), "the reasoning the answer opens with comes first"
+    calls = [json.dumps(b) for b in built if b["type"] in ("tool_use", "function_call")]
+    assert sorted(calls) == sorted(json.dumps(b) for b in whole if b["type"] in ("tool_use", "function_call"))
+    assert "".join(map(text_of, built)) == "".join(map(text_of, whole))
+
+
+def text_of(block: dict[str, Any]) -> str:
+    """A Messages text block's text, a Responses message item's."""
+    if block["type"] == "message":
+        return "".join(part["text"] for part in block["content"])
+    return str(block["text"]) if block["type"] == "text" else ""
+
+
+def plain_arguments(item: dict[str, Any]) -> dict[str, Any]:
+    """An item as compared: a function_call's arguments parsed (the stream's are the pieces as they came), a
+    reasoning item without its id (the stream names it before the answer says its own)."""
+    if item["type"] == "reasoning":
+        return {k: v for k, v in item.items() if k != "id"}
+    if item["type"] != "function_call":
+        return item
+    return {**item, "arguments": json.loads(item["arguments"] or "{}")}
+
+
+def test_a_responses_stream_with_reasoning_text_and_calls() -> None:
+    """A realistic Anthropic answer (signed thinking, redacted thinking, text, two calls) as Responses events."""
+    answer = {
+        "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [
+            {"type": "thinking", "thinking": "Two cities.", "signature": "c2ln"},
+            {"type": "text", "text": "Checking both."},
+            {"type": "tool_use", "id": "toolu_2", "name": "weather", "input": {"city": "Lyon"}},
+            {"type": "tool_use", "id": "toolu_3", "name": "weather", "input": {"city": "Oslo"}},
+        ],
+        "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 40, "output_tokens": 12},
+    }  # fmt: skip
+    events, _, whole = told("anthropic", "openai-responses", answer, 1)
+    for event in events:
+        judge_responses_event(event)
+    check_responses_stream(events, whole)
+    types = [e["type"] for e in events]
+    assert types.count("response.reasoning_summary_text.delta") >= 1
+    assert types.count("response.function_call_arguments.done") == 2
+    # the last reasoning item carries the signed thinking sealed (`encrypted_content`) for the next turn
+    assert [i["type"] for i in whole["output"]] == [
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call",
+        "reasoning",
+    ]
+
+
+# ---------------------------------------------------------------- the stream section's constructs alone
+
+MADE_UP = """
+format: acme
+doc: a made-up format, to test the stream constructs alone
+provider: anthropic
+request:
+  messages: {each: turns, kind: is, roles: {user: {kinds: {words: {part: {type: text, text: {$get: say}}}}}}}
+answer:
+  message: {said: {$get: text}, why: {$get: provider.stop_reason}}
+  blocks:
+    into: parts
+    from:
+      - as: {$when: reasoning_content, empty: false, then: {is: musing, said: {$get: reasoning_content}}}
+      - as: {$when: text, empty: false, then: {is: words, said: {$get: text}}}
+      - {each: tool_calls, as: {is: call, ref: {$get: id}}}
+stream:
+  reasoning: [musing]
+  start:
+    - {at: {$get: sequence}, hello: {$get: answer_id}, model: {$get: model}}
+    - {at: {$get: sequence}, again: {$get: answer_id}}
+  open:
+    reasoning: {at: {$get: sequence}, opens: musing, n: {$get: index}}
+    text: [{at: {$get: sequence}, opens: words, n: {$get: index}}, {at: {$get: sequence}, part: {$get: answer_id}}]
+    tool_call: {at: {$get: sequence}, opens: call, n: {$get: index}, ref: {$get: id}}
+    whole: {at: {$get: sequence}, opens: {$get: block}}
+  piece:
+    reasoning: {at: {$get: sequence}, muse: {$get: piece}}
+    text: {at: {$get: sequence}, say: {$get: piece}}
+    tool_call: {at: {$get: sequence}, args: {$get: piece}, ref: {$get: id}}
+  done:
+    reasoning: {at: {$get: sequence}, mused: {$get: pieces}, as: {$get: block}}
+    text: [{at: {$get: sequence}, said: {$get: pieces}}, {at: {$get: sequence}, shut: {$get: index}}]
+    tool_call: {at: {$get: sequence}, called: {$get: name}, with: {$get: pieces}}
+    whole: {at: {$get: sequence}, shut: {$get: index}}
+  end:
+    - {at: {$get: sequence}, all: {$get: answer}}
+"""
+
+GEMINI = {
+    "responseId": "r9", "modelVersion": "gemini-2.5-flash",
+    "candidates": [{"content": {"role": "model", "parts": [
+        {"text": "Hmm.", "thought": True}, {"text": "Hi."},
+        {"functionCall": {"id": "fc1", "name": "weather", "args": {"city": "Bern"}}}]}, "finishReason": "STOP"}],
+    "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 2, "totalTokenCount": 5},
+}  # fmt: skip
+
+
+def made_up_stream(tmp_path: Path, text: str = MADE_UP) -> SourceStream:
+    path = tmp_path / "acme.yaml"
+    path.write_text(text)
+    return SourceStream(compile_format(path, RULES.providers), toolnexus.stream_translator("gemini"))
+
+
+def test_made_up_format_stream_lists_done_sequence_pieces_block_and_answer(tmp_path: Path) -> None:
+    stream = made_up_stream(tmp_path)
+    events = [e for data in provider_data("gemini", GEMINI, 0) for e in stream.feed(data)] + stream.finish()
+    assert [e.pop("at") for e in events] == list(range(len(events)))  # `sequence`: each event's number
+    assert events[:2] == [{"hello": "r9", "model": "gemini-2.5-flash"}, {"again": "r9"}]  # `start`: a list
+    text = "".join(e.get("say", "") for e in events)
+    args = "".join(e.get("args", "") for e in events)
+    assert {"mused": "Hmm.", "as": {"is": "musing", "said": "Hmm."}} in events  # `pieces`, and the answer's `block`
+    assert [{"said": text}, {"shut": 1}] == [e for e in events if "said" in e or "shut" in e]  # `done.text`: a list
+    assert {"called": "weather", "with": args} in events and json.loads(args) == {"city": "Bern"}
+    assert {"part": "r9"} in events  # `answer_id` in a block's scope
+    assert events[-1] == {"all": {"said": "Hi.", "why": "tool_use", "parts": stream.message["parts"]}}  # `answer`
+    assert stream.message["parts"][0] == {"is": "musing", "said": "Hmm."}
+
+
+def test_made_up_format_stream_without_done_uses_close(tmp_path: Path) -> None:
+    close = "  close: {at: {$get: sequence}, closed: {$get: index}, had: {$get: pieces}}\n"
+    text = MADE_UP.split("  done:")[0] + close + "  end: []\n"
+    stream = made_up_stream(tmp_path, text)
+    events = [e for data in provider_data("gemini", GEMINI, 0) for e in stream.feed(data)] + stream.finish()
+    closes = [(e["closed"], e["had"]) for e in events if "closed" in e]
+    assert [i for i, _ in closes] == [0, 1, 2] and closes[0][1] == "Hmm." and closes[1][1] == "Hi."
+
+
+def test_made_up_format_stream_item_ids_are_the_answers(tmp_path: Path) -> None:
+    """`item_ids`: a kind's first block is named by the id the whole answer's `answer.ids` makes for it."""
+    text = MADE_UP.replace("  message: {said:", "  ids: {words: w_}\n  message: {said:")
+    text = text.replace(
+        "      - as: {$when: text, empty: false, then: {is: words, said: {$get: text}}}",
+        "      - as: {$when: text, empty: false, then: {is: words, id: {$get: ids.words}, said: {$get: text}}}",
+    )
+    text = text.replace("  reasoning: [musing]\n", "  reasoning: [musing]\n  item_ids: {text: words}\n")
+    text = text.replace(
+        "{at: {$get: sequence}, part: {$get: answer_id}}", "{at: {$get: sequence}, part: {$get: item_id}}"
+    )
+    stream = made_up_stream(tmp_path, text)
+    events = [e for data in provider_data("gemini", GEMINI, 0) for e in stream.feed(data)] + stream.finish()
+    named = [e["part"] for e in events if "part" in e]
+    words = [b for b in stream.message["parts"] if b["is"] == "words"]
+    assert named == [words[0]["id"]] and named[0].startswith("w_")
+    path = tmp_path / "bad.yaml"
+    path.write_text(text.replace("item_ids: {text: words}", "item_ids: {text: nowhere}"))
+    with pytest.raises(RuleError) as info:
+        compile_format(path, RULES.providers)
+    assert info.value.file == str(path) and info.value.line == text.splitlines().index("  item_ids: {text: words}") + 1
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        (lambda t: t.replace("  done:\n", "  finished:\n"), ":stream"),  # neither close nor done (nor a known key)
+        (
+            lambda t: t.replace("    text: [{at: {$get: sequence}, opens: words", "    text: []\n    x: [{at: 1"),
+            ":stream",
+        ),
+        (
+            lambda t: t.replace("    text: [{at: {$get: sequence}, said", "    nope: [{at: {$get: sequence}, said"),
+            ":stream",
+        ),
+    ],
+)
+def test_made_up_format_stream_errors_are_located(tmp_path: Path, change: Any, where: str) -> None:
+    path = tmp_path / "acme.yaml"
+    path.write_text(change(MADE_UP))
+    with pytest.raises(RuleError) as info:
+        compile_format(path, RULES.providers)
+    assert info.value.file == str(path) and info.value.line is not None
+    assert info.value.line >= MADE_UP.splitlines().index("stream:") + 1
+
+
+# ---------------------------------------------------------------- cancel and faults, through the client
+
+
+async def client_events(provider: str, fmt: str, reply: Any, cancel: asyncio.Event | None = None) -> Any:
+    """One translate_stream in the format against a stub; the events yielded, then the error it ended with."""
+    events: list[dict[str, Any]] = []
+    with ProviderStub(scripted([reply])) as stub:
+        async with toolnexus.create_client(stub.base_url, provider, "m", api_key="k", max_retries=0) as client:
+            stream = client.translate_stream([{"role": "user", "content": "hi"}], cancel=cancel, source=fmt)
+            try:
+                async for event in stream:
+                    events.append(event)
+                    if cancel is not None and len(events) == 1:
+                        asyncio.get_running_loop().call_later(0.05, cancel.set)
+            except ToolnexusError as exc:
+                return events, exc, stream
+    return events, None, stream
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("provider", ["anthropic", "gemini", "openai", "bedrock"])
+def test_client_stream_in_the_format_cancel_and_faults(provider: str, fmt: str) -> None:
+    sent = ENCODERS[provider](tool_call_reply(provider), random.Random(3), cuts=3)
+    events, error, stream = asyncio.run(client_events(provider, fmt, events_reply(provider, sent)))
+    assert error is None and events
+    for event in events:
+        JUDGES[fmt](event)
+    assert stream.message is not None
+    # cancelled while the provider holds the connection: Cancelled, no whole answer
+    held = events_reply(provider, [b"".join(ENCODERS[provider](text_reply(provider), random.Random(3))[:2])], hold=60.0)
+    events, error, stream = asyncio.run(client_events(provider, fmt, held, asyncio.Event()))
+    assert isinstance(error, Cancelled) and events
+    with pytest.raises(RuntimeError):
+        stream.message  # noqa: B018
+    # an error event mid-stream: a ProviderError after valid events, no whole answer
+    bad = [*sent[:2], error_event(provider, error_object(provider, "Overloaded", "overloaded_error")), *sent[2:]]
+    events, error, stream = asyncio.run(client_events(provider, fmt, events_reply(provider, bad)))
+    assert isinstance(error, ProviderError) and error.kind == "http"
+    for event in events:
+        JUDGES[fmt](event)
+    with pytest.raises(RuntimeError):
+        stream.message  # noqa: B018
+
+
+def test_the_answer_so_far_leaves_the_stream_untouched() -> None:
+    """`partial()` translates a copy of the response built so far: mid-reasoning it holds the reasoning said so
+    far, and the stream goes on to the same result as if it had never been asked."""
+    answer = {
+        "id": "msg_02", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [{"type": "thinking", "thinking": "Long thought.", "signature": "c2ln"},
+                    {"type": "text", "text": "Done."}],
+        "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 4, "output_tokens": 2},
+    }  # fmt: skip
+    translator = toolnexus.stream_translator("anthropic")
+    datas = provider_data("anthropic", answer, 2)
+    asked = []
+    for data in datas:
+        translator.feed(data)
+        asked.append(translator.partial())
+    translator.finish()
+    assert translator.result is not None
+    assert translator.result.to_dict() == toolnexus.translate_response("anthropic", answer).to_dict()
+    said = [r.reasoning_content for r in asked if r is not None]
+    assert said and all("Long thought.".startswith(s) for s in said) and said[-1] == "Long thought."
+    assert translator.started == 2  # one element per content block
