@@ -555,7 +555,7 @@ def test_the_check_enters_only_text_holding_a_null_token(monkeypatch: pytest.Mon
         pytest.skip("orjson is not installed")
     entered: list[Any] = []
     finite = jsonsafe._finite
-    monkeypatch.setattr(jsonsafe, "_finite", lambda value: entered.append(value) or finite(value))
+    monkeypatch.setattr(jsonsafe, "_finite", lambda value, tokens: entered.append(value) or finite(value, tokens))
     jsonsafe.check({"parameters": {"type": ["string", "null"], "properties": {"null": {}}}, "n": [1]})
     assert entered == []
     answer = {"schema": {"type": "null"}, "m": [{"a": None}]}

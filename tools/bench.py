@@ -1,7 +1,7 @@
 """Speed and memory of the toolnexus rule engine against a hand-written translator of the same rules.
 
     python tools/bench.py [--rounds N] [--clock wall|cpu] [--quick] [--memory] [--no-litellm]
-                          [--responses] [--checked-baseline] [--sources]
+                          [--responses] [--checked-baseline] [--sources] [--baseline CHECKOUT]
 
 What is timed: `toolnexus.translate_request` and `toolnexus.translate_response` for every
 provider the rules define (`toolnexus.providers()`), on the inputs of tools/bench_inputs.py:
@@ -45,6 +45,12 @@ reader makes of it) through the same provider; and an Anthropic Message written 
 and an openai answer (`translate_response(..., source="anthropic")`) against the TranslateResult
 alone. Both sides must give the same body (the same result) before anything is timed; the ratio
 column is source/plain (target 1.3x).
+
+`--baseline CHECKOUT` measures another checkout's engine beside this one, interleaved: a worker process
+runs this script with CHECKOUT's engine first on its path, builds the same inputs and checks the same
+parity, and times its batches of each input when told, taking turns with this process's batches (who
+goes first alternates by round). Each row then gives both engine/hand-written ratios, before -> after,
+and the engine's own time before and after (the median of the per-round after/before ratios).
 
 `--quick` is a smoke run (transcripts of 10 and 100 messages, 2 rounds, 5 ms batches,
 no LiteLLM): it proves the script and the parity check work; its figures are too short
@@ -403,6 +409,83 @@ def measure(cases: Sequence[Case], rounds: int, target_ns: int, clock: Clock) ->
     bar.close()
 
 
+class Remote:
+    """`--baseline`: the other checkout's side, a worker process timing its own copy of the same cases."""
+
+    def __init__(self, checkout_dir: str, argv: Sequence[str]) -> None:
+        env = {**os.environ, "PYTHONPATH": str(Path(checkout_dir).resolve() / "engine")}
+        command = [sys.executable, str(Path(__file__).resolve()), *argv, "--worker"]
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        ready = self.read()
+        self.labels: list[str] = ready["labels"]
+        self.checkout = checkout(Path(checkout_dir))
+
+    def read(self) -> Any:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise SystemExit(f"the --baseline worker stopped (exit {self.process.wait()})")
+        return json.loads(line)
+
+    def batch(self, index: int, round_no: int) -> list[float]:
+        """One batch of each side of case `index`, in that round's order: ns per call, in side order."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"{index} {round_no}\n")
+        self.process.stdin.flush()
+        return [float(ns) for ns in self.read()]
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def run_batches(case: Case, round_no: int, clock: Clock) -> list[float]:
+    """One batch of each side, who goes first rotated by round; ns per call, in side order."""
+    turn = round_no % len(case.sides)
+    for side in case.sides[turn:] + case.sides[:turn]:
+        side.ns.append(batch_ns(side.fn, side.data, side.iterations, clock) / side.iterations)
+    return [side.ns[-1] for side in case.sides]
+
+
+def serve(cases: Sequence[Case], target_ns: int, clock: Clock) -> int:
+    """The `--baseline` worker: calibrate, say ready, then time the batches the other process asks for."""
+    for case in cases:
+        for side in case.sides:
+            side.iterations = calibrate(side.fn, side.data, target_ns, clock)
+    print(json.dumps({"labels": [c.label for c in cases]}), flush=True)
+    for line in sys.stdin:
+        index, round_no = map(int, line.split())
+        print(json.dumps(run_batches(cases[index], round_no, clock)), flush=True)
+    return 0
+
+
+def measure_with(remote: Remote, cases: Sequence[Case], rounds: int, target_ns: int, clock: Clock) -> list[Case]:
+    """Interleaved with the worker: per round and case, this side's batches and the worker's, who goes first
+    alternating. Returns the worker's cases (this process's copies carrying its times)."""
+    if remote.labels != [c.label for c in cases]:
+        raise SystemExit("the --baseline checkout builds other inputs; compare checkouts with the same providers")
+    before = [Case(c.provider, c.input, c.op, c.size, [Side(s.name, s.fn, s.data) for s in c.sides]) for c in cases]
+    bar = progress(len(cases) * (rounds + 1), "bench (calibrate, then rounds)", unit="input")
+    for case in cases:
+        for side in case.sides:
+            side.iterations = calibrate(side.fn, side.data, target_ns, clock)
+        bar.update()
+    for round_no in range(rounds):
+        for index, case in enumerate(cases):
+            if round_no % 2:
+                run_batches(case, round_no, clock)
+            theirs = remote.batch(index, round_no)
+            if not round_no % 2:
+                run_batches(case, round_no, clock)
+            for side, ns in zip(before[index].sides, theirs, strict=True):
+                side.ns.append(ns)
+            bar.update()
+    bar.close()
+    remote.close()
+    return before
+
+
 def slope(points: Sequence[tuple[float, float]]) -> float:
     """Least-squares slope of log(y) against log(x)."""
     xs = [math.log(x) for x, _ in points]
@@ -475,12 +558,12 @@ def machine_note() -> str:
     )
 
 
-def checkout() -> str:
+def checkout(root: Path = ROOT) -> str:
     """The commit being measured, and whether the work tree differs from it."""
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "engine", "rules"], cwd=ROOT, capture_output=True, text=True
+            ["git", "status", "--porcelain", "engine", "rules"], cwd=root, capture_output=True, text=True
         )
     except OSError:
         return ""
@@ -523,6 +606,26 @@ def report_speed(cases: Sequence[Case], providers: Sequence[str], litellm: LiteL
             print(line)
     for number, note in enumerate(footnotes, 1):
         print(f"  [{number}] LiteLLM {note}")
+
+
+def report_before_after(before: Sequence[Case], after: Sequence[Case], providers: Sequence[str]) -> None:
+    """`--baseline`: per input, engine/hand-written before -> after, and the engine's own time before -> after."""
+    print("ratio = median of per-round engine/hand-written in each checkout; engine after/before = median of per-round")
+    header = (
+        f"{'input':<28} {'op':<9} {'before µs':>10} {'after µs':>9} {'after/before':>12} "
+        f"{'ratio before':>12} {'ratio after':>11}"
+    )
+    for provider in providers:
+        print(f"\n{provider}\n{header}\n{'-' * len(header)}")
+        for old, new in zip(before, after, strict=True):
+            if new.provider != provider:
+                continue
+            speedup = [a / b for a, b in zip(new.sides[0].ns, old.sides[0].ns, strict=True)]
+            print(
+                f"{new.input:<28} {new.op:<9} {micros(statistics.median(old.sides[0].ns)):>10} "
+                f"{micros(statistics.median(new.sides[0].ns)):>9} {statistics.median(speedup):>11.2f}x "
+                f"{statistics.median(old.ratios('engine')):>11.2f}x {statistics.median(new.ratios('engine')):>10.2f}x"
+            )
 
 
 def report_sources(cases: Sequence[Case]) -> None:
@@ -653,6 +756,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sources", action="store_true", help=f"only the {SOURCE}-source rows, against the Chat Completions path"
     )
     parser.add_argument(
+        "--baseline", metavar="CHECKOUT", help="time that checkout's engine too, interleaved (before -> after)"
+    )
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # the --baseline side
+    parser.add_argument(
         "--clock", choices=sorted(CLOCKS), default="wall", help="wall time (default) or thread CPU time"
     )
     args = parser.parse_args(argv)
@@ -681,6 +788,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     gc.collect()
     gc.freeze()  # the inputs are long-lived: keep them out of every collection
+    if args.worker:
+        return serve(cases, target_ns, CLOCKS[args.clock])
+    if args.baseline:
+        worker_argv = [a for a in (argv if argv is not None else sys.argv[1:]) if a != args.baseline]
+        worker_argv = [a for a in worker_argv if a != "--baseline" and not a.startswith("--baseline=")]
+        remote = Remote(args.baseline, [*worker_argv, "--no-litellm"])
+        before = measure_with(remote, cases, rounds, target_ns, CLOCKS[args.clock])
+        print(f"toolnexus bench: {args.baseline} {remote.checkout} (before) and this checkout (after), "
+              f"interleaved, {rounds} rounds, ~{target_ns / 1e6:g} ms batches, {args.clock} clock")  # fmt: skip
+        print(f"machine: {machine}")
+        report_before_after(before, cases, providers)
+        return 0
     measure(cases, rounds, target_ns, CLOCKS[args.clock])
     memory_rows = [] if args.responses else memory(sizes[-1], providers)
 
