@@ -204,6 +204,30 @@ def _null_tokens(text: bytes, last: int) -> int:
     return found
 
 
+def text_encoder(
+    *, ensure_ascii: bool, sort_keys: bool = False, default: Callable[[Any], Any] | None = None
+) -> Callable[[Any], str]:
+    """`json.dumps` with these options (and NaN refused), its C encoder built once.
+
+    `json.dumps` and `JSONEncoder.encode` build a new C encoder on every call, which costs more than encoding
+    a tool call's arguments. For values `check` passed (trees: no cycle to detect). Where the interpreter's
+    C encoder is missing or takes other arguments, the standard encoder's own `encode`.
+    """
+    standard = json.JSONEncoder(ensure_ascii=ensure_ascii, allow_nan=False, sort_keys=sort_keys, default=default)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    strings = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
+    try:
+        built = make(None, standard.default, strings, None, ": ", ", ", sort_keys, False, False)  # type: ignore[misc]
+    except TypeError:  # missing (None) or another signature
+        return standard.encode
+
+    def encode(value: Any) -> str:
+        return "".join(built(value, 0))
+
+    sample = {"b": [1, 2.5, -0.0, 1e300, True, None, 'é\u2028\n"\\'], "a": {"x": ""}, "é": []}
+    return encode if encode(sample) == standard.encode(sample) else standard.encode
+
+
 def where_in(base: str, where: str) -> str:
     """`base` (a path) joined with a path inside it: ("messages[0]", "content") -> "messages[0].content"."""
     if not where:

@@ -21,7 +21,6 @@ rules to the invariants: a case result with such a note fails unless the case ex
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -30,7 +29,7 @@ from typing import Any, NoReturn
 from ..errors import Note, ResponseError
 from ..language.ask import plain_read, read_path, written
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
-from ..language.jsonsafe import JsonValueError, check
+from ..language.jsonsafe import JsonValueError, check, text_encoder
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, Getter, simple_steps
 from ..language.templates import (
@@ -62,6 +61,7 @@ class Part:
     steps: tuple[str | int, ...] | None
     render: Render | None
     read: Read | None = None  # the path a `$get` of one path reads, whatever its default (for errors, streams)
+    mapping: Obj | None = None  # a mapping of plain reads (and such mappings), built inline by the generated code
 
 
 @dataclass(frozen=True)
@@ -631,7 +631,8 @@ def _parts(template: dict[str, Any], key: Key, env: Env, annotations: Annotation
         node = parse_template(spec, (*at, name), env)
         plain = plain_read(node)
         steps = plain.steps if plain is not None else None
-        return Part(steps, None if steps is not None else compile_node(node, (*at, name), env), read_path(node))
+        render = None if steps is not None else compile_node(node, (*at, name), env)
+        return Part(steps, render, read_path(node), node if isinstance(node, Obj) and _plain_mapping(node) else None)
 
     call = template.get("tool_call")
     return Parts(
@@ -646,6 +647,30 @@ def _parts(template: dict[str, Any], key: Key, env: Env, annotations: Annotation
         annotations=_list_part(annotations) if annotations is not None else None,
         annotate=annotations,
     )
+
+
+def _keys_to_value(node: Obj) -> list[str]:
+    """The keys down to a mapping's one value (a mapping of one key, each level)."""
+    keys = []
+    while True:
+        (name, child), *_ = node.items
+        keys.append(name)
+        if not isinstance(child, Obj):
+            return keys
+        node = child
+
+
+def _plain_mapping(node: Node) -> bool:
+    """Whether a template is a mapping whose values are plain reads or such mappings (`{extra_content: {$get:
+    extra_content}}`): the generated code builds it inline, with the template's semantics (an absent value
+    writes no key, an empty mapping is absent)."""
+    if not isinstance(node, Obj) or not node.items:
+        return False
+    for _, child in node.items:
+        plain = plain_read(child)
+        if (plain is None or plain.steps is None) and not _plain_mapping(child):
+            return False
+    return True
 
 
 OPENAI_WITHIN: dict[str, tuple[tuple[str, str], ...]] = {  # what OpenAI's own usage totals include
@@ -798,8 +823,9 @@ def _first_key(element: Any, kinds: Mapping[str, Render]) -> Any:
 
 
 # A tool call's arguments object as the JSON text OpenAI carries: one encoder built once (json.dumps with
-# options builds a new one per call, a cost per tool call in a long stream); the same text as json.dumps.
-arguments_json = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+# options builds a new one per call, a cost per tool call); the same text as json.dumps.
+arguments_json = text_encoder(ensure_ascii=False)
+_DIGEST_TEXT = text_encoder(ensure_ascii=True, sort_keys=True, default=repr)
 
 
 def response_digest(response: Any, provider: str) -> str:
@@ -807,7 +833,7 @@ def response_digest(response: Any, provider: str) -> str:
     tells two answers apart. Two answers that differ anywhere (a response id, a token count, the
     call itself) get different digests; the same response always gets the same one."""
     try:
-        text = json.dumps(response, sort_keys=True, ensure_ascii=True, default=repr)
+        text = _DIGEST_TEXT(response)
     except (RecursionError, TypeError, ValueError) as exc:  # nested too deep, keys that do not sort, a cycle
         message = f"cannot be read as JSON to give its tool calls ids ({type(exc).__name__})"
         raise ResponseError("", message, provider=provider) from None
@@ -902,6 +928,8 @@ class _Code:
         """Lines leaving one template field of the element `e` (known to be an object) in `target`.
 
         Plain reads share their prefixes (`read`: path -> variable) and views within the element."""
+        if part.mapping is not None:
+            return self.mapping(target, part.mapping, read, views)
         if part.steps is None:
             return [f"{target} = {self.name(part.render, 'render')}(e, c)"]
         lines: list[str] = []
@@ -914,6 +942,40 @@ class _Code:
                 lines += self.step(known, var, prefix[-1], views)
             var = known
         return [*lines, f"{target} = {var}"]
+
+    def mapping(
+        self, target: str, node: Obj, read: dict[tuple[str | int, ...], str], views: dict[str, str]
+    ) -> list[str]:
+        """A mapping of plain reads built inline in `target`, as its template renders it: a value read as absent
+        writes no key, and a mapping left empty is absent (MISSING). Its values are read first: when all are
+        absent (most often) nothing is built."""
+        lines: list[str] = []
+        values: list[str] = []
+
+        def build(mapping: Obj, into: str) -> list[str]:
+            """Lines writing the mapping's present values into `into` (a nested mapping only when not empty)."""
+            writes = [f"{into} = {{}}"]
+            for name, child in mapping.items:
+                plain = plain_read(child)
+                if plain is not None and plain.steps is not None:
+                    value = f"{target}{len(values)}"
+                    values.append(value)
+                    lines.extend(self.part(value, Part(plain.steps, None), read, views))
+                    writes.append(f"if {value} is not MISSING: {into}[{name!r}] = {value}")
+                else:
+                    assert isinstance(child, Obj)
+                    inner = f"{into}m"
+                    writes += [*build(child, inner), f"if {inner}: {into}[{name!r}] = {inner}"]
+            return writes
+
+        writes = build(node, target)
+        absent = " and ".join(f"{value} is MISSING" for value in values)
+        if len(values) == 1:  # present, it makes every mapping around it present
+            literal = values[0]
+            for name in reversed(_keys_to_value(node)):
+                literal = f"{{{name!r}: {literal}}}"
+            return [*lines, f"{target} = MISSING if {absent} else {literal}"]
+        return [*lines, f"if {absent}: {target} = MISSING", "else:", *_indent(writes, 4)]
 
     def function(self) -> str:
         o = self.o
@@ -981,7 +1043,7 @@ class _Code:
         read: dict[tuple[str | int, ...], str] = {}
         views: dict[str, str] = {}
         renders = any(
-            p.render is not None
+            p.render is not None and p.mapping is None
             for p in (parts.text, parts.reasoning, parts.message, *(parts.tool_call or {}).values())
             if p is not None
         )
