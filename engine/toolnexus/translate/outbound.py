@@ -881,6 +881,7 @@ class _Code:
         self.count = 0
         self.prefixes: dict[tuple[str | int, ...], str] = {}  # response paths read so far -> their variables
         self.views: dict[str, str] = {}  # a top-level variable -> the one that holds it as a mapping (see `step`)
+        self.counts: dict[str, str] = {}  # a top-level variable read as a count -> the one holding it when clean
 
     def name(self, value: Any, prefix: str) -> str:
         self.count += 1
@@ -1191,12 +1192,13 @@ class _Code:
             details = name.endswith("_details")
             read = plain_read(child)
             if read is not None:
-                lines += self.count_read(read, "uv")
                 if details:  # the provider's own object of counts: copied when clean
+                    lines += self.count_read(read, "uv")
                     lines += ["if uv is not MISSING:", "    uv = count_map(uv)", "    if uv is None: ok = False"]
                     lines.append(f"    else: u[{name!r}] = uv")
                 else:
-                    lines += [f"if type(uv) is int and uv >= 0: u[{name!r}] = uv", "elif uv is not MISSING: ok = False"]
+                    read_lines_, clean = self.clean_count(read)
+                    lines += [*read_lines_, f"if {clean} is not MISSING: u[{name!r}] = {clean}"]
             elif isinstance(child, Sum) and not details:
                 summed = self.count_sum(child)
                 if summed is None:
@@ -1208,11 +1210,8 @@ class _Code:
                     read = plain_read(count)
                     if read is None:
                         return None
-                    lines += self.count_read(read, "uv")
-                    lines += [
-                        f"if type(uv) is int and uv >= 0: ud[{inner!r}] = uv",
-                        "elif uv is not MISSING: ok = False",
-                    ]
+                    read_lines_, clean = self.clean_count(read)
+                    lines += [*read_lines_, f"if {clean} is not MISSING: ud[{inner!r}] = {clean}"]
                 lines.append(f"if ud: u[{name!r}] = ud")
             else:
                 return None
@@ -1223,17 +1222,32 @@ class _Code:
         lines, var = self.top(read.expr, read.getter)
         return [*lines, f"{target} = MISSING if {var} is None else {var}"]
 
+    def clean_count(self, read: Read) -> tuple[list[str], str]:
+        """A count's read at the function's top level, tested once however many sums read it: the variable
+        holding it when clean, else MISSING (absent or null; anything else also clears `ok`)."""
+        lines, var = self.top(read.expr, read.getter)
+        clean = self.counts.get(var)
+        if clean is None:
+            clean = self.counts[var] = f"n{var}"
+            lines += [
+                f"{clean} = {var} if type({var}) is int and {var} >= 0 else MISSING",
+                f"if {clean} is MISSING and {var} is not None and {var} is not MISSING: ok = False",
+            ]
+        return lines, clean
+
     def count_sum(self, node: Sum) -> list[str] | None:
         """A `$sum` of clean counts in `us` (any other count clears `ok`); `empty` when its holders are there."""
         if node.empty is not MISSING and not (type(node.empty) is int and node.empty >= 0):
             return None
-        lines = ["us = MISSING"]
+        lines: list[str] = []
+        terms = []
         for read in node.reads:
-            lines += self.count_read(read, "uv")
-            lines += [
-                "if type(uv) is int and uv >= 0: us = uv if us is MISSING else us + uv",
-                "elif uv is not MISSING: ok = False",
-            ]
+            read_lines_, clean = self.clean_count(read)
+            lines += read_lines_
+            terms.append(clean)
+        absent = " and ".join(f"{term} is MISSING" for term in terms)
+        total = " + ".join(f"({term} if {term} is not MISSING else 0)" for term in terms)
+        lines.append(f"us = MISSING if {absent} else {total}")
         if node.empty is not MISSING:
             held = []
             for read in node.holders:
