@@ -97,8 +97,10 @@ from bench_inputs import (  # noqa: E402
     twenty_tools_request,
 )
 from bench_litellm import LiteLLM, compatible_copy, first_line, load  # noqa: E402
+from bench_responses import SHAPES, response_baseline  # noqa: E402
 from progress import progress  # noqa: E402
 from toolnexus import TranslateResult  # noqa: E402
+from toolnexus.devtools.conformance import parents_of  # noqa: E402
 from toolnexus.language import jsonsafe  # noqa: E402
 
 JSON = dict[str, Any]
@@ -168,16 +170,17 @@ def make_case(
     litellm: LiteLLM | None,
     messages: int | None = None,
     checked: bool = False,
+    hand: Translate | None = None,
 ) -> Case:
     request = op == "request"
     engine = partial(toolnexus.translate_request if request else toolnexus.translate_response, provider)
     size = f"{len(data['messages'])} msgs, {kib(data)}" if request else kib(data)
-    hand = HAND_WRITTEN[provider][0 if request else 1]
+    hand = hand or HAND_WRITTEN[provider][0 if request else 1]
     if checked and not request:
         hand = partial(checked_first, hand)
     sides = [Side("engine", engine, data), Side("hand-written", hand, data)]
     case = Case(provider, name, op, size, sides, messages)
-    if litellm is not None:
+    if litellm is not None and provider in HAND_WRITTEN:  # the providers tools/bench_litellm.py maps
         add_litellm(case, litellm.request(provider) if request else litellm.response(provider), data)
     return case
 
@@ -221,10 +224,16 @@ def build_cases(
     generated = generated_responses(tools)
     cases: list[Case] = []
     for provider in providers:
-        answers = [(f"parity {branch}", answer) for branch, answer in parity_answers[provider].items()]
-        answers += [(f"generated: {name}", answer) for name, answer in generated[provider].items()]
-        answer_cases = [make_case(provider, name, "response", a, litellm, checked=checked) for name, a in answers]
-        if responses_only:
+        shape, hand = response_baseline(provider, parent_of) or (provider, None)
+        if shape in SHAPES:  # the Anthropic answers as this provider would have sent them
+            parity_answers[shape] = {k: SHAPES[shape](a) for k, a in parity_answers["anthropic"].items()}
+            generated[shape] = {k: SHAPES[shape](a) for k, a in generated["anthropic"].items()}
+        answers = [(f"parity {branch}", answer) for branch, answer in parity_answers[shape].items()]
+        answers += [(f"generated: {name}", answer) for name, answer in generated[shape].items()]
+        answer_cases = [
+            make_case(provider, name, "response", a, litellm, checked=checked, hand=hand) for name, a in answers
+        ]
+        if responses_only or provider not in HAND_WRITTEN:  # no hand-written request translator
             cases += answer_cases
             continue
         cases.append(make_case(provider, "parity fixture", "request", parity_request, litellm))
@@ -236,6 +245,11 @@ def build_cases(
         for n, data in transcripts.items():
             cases.append(make_case(provider, f"round trip {n:,}", "request", round_trip(data, style), litellm))
     return cases
+
+
+def parent_of(provider: str) -> str | None:
+    """The provider a rule file `extends:`, if any."""
+    return parents_of(toolnexus.load_rules()).get(provider)
 
 
 def build_source_cases(sizes: Sequence[int] = SOURCE_SIZES) -> list[Case]:
@@ -772,8 +786,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.sources:
         return run_sources(rounds, target_ns, args.clock, machine)
     providers = [p for p in toolnexus.providers() if p in HAND_WRITTEN]
-    for missing in sorted(set(toolnexus.providers()) - set(providers)):
+    answering = [p for p in toolnexus.providers() if response_baseline(p, parent_of) is not None]
+    for missing in sorted(set(toolnexus.providers()) - set(answering)):
         print(f"note: no hand-written baseline for {missing}; left out", file=sys.stderr)
+    for answers_only in sorted(set(answering) - set(providers)):
+        print(f"note: no hand-written request translator for {answers_only}; its responses only", file=sys.stderr)
 
     if args.memory:
         print(f"toolnexus bench, memory only\nmachine: {machine}")
@@ -781,7 +798,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     litellm = None if args.quick or args.no_litellm else load()
-    cases = build_cases(sizes, providers, litellm, responses_only=args.responses, checked=args.checked_baseline)
+    cases = build_cases(sizes, answering, litellm, responses_only=args.responses, checked=args.checked_baseline)
     if not check_parity(cases):
         print("stopping: the engine and the hand-written translator disagree, so a ratio would mean nothing",
               file=sys.stderr)  # fmt: skip
@@ -798,7 +815,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"toolnexus bench: {args.baseline} {remote.checkout} (before) and this checkout (after), "
               f"interleaved, {rounds} rounds, ~{target_ns / 1e6:g} ms batches, {args.clock} clock")  # fmt: skip
         print(f"machine: {machine}")
-        report_before_after(before, cases, providers)
+        report_before_after(before, cases, answering)
         return 0
     measure(cases, rounds, target_ns, CLOCKS[args.clock])
     memory_rows = [] if args.responses else memory(sizes[-1], providers)
@@ -814,8 +831,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("LiteLLM: not installed (pip install -e '.[bench]' adds its rows)")
     if args.checked_baseline:
         print("baseline: the hand-written responses run jsonsafe.check first (--checked-baseline)")
-    report_speed(cases, providers, litellm)
-    exponents = report_scaling(cases, providers)
+    report_speed(cases, answering, litellm)
+    exponents = report_scaling(cases, answering)
     if memory_rows:
         report_memory(memory_rows, sizes[-1])
     report_targets(cases, exponents, memory_rows)
