@@ -158,13 +158,14 @@ def _finite(value: Any, tokens: int) -> bool:
     """Whether every float inside a container orjson encoded is finite: it writes NaN and Infinity as null, so
     this runs only when its text holds `tokens` null tokens (or words that look like one, inside strings).
 
-    Depth first in the text's order, over containers only (orjson has already refused what is too deep or not
-    JSON), and it stops at the `tokens`-th None: then every null token in the text is a None, so no NaN or
-    Infinity wrote one (an answer's `refusal: null` and `logprobs: null` come before its usage)."""
-    stack = [iter(value.values() if isinstance(value, dict) else value)]
-    pop, push, isfinite = stack.pop, stack.append, math.isfinite  # the hot loop of every answer with a null
-    while stack:
-        for item in stack[-1]:
+    Breadth first, over containers only (orjson has already refused what is too deep or not JSON), and it
+    stops at the `tokens`-th None: then every null token in the text is a None, so no NaN or Infinity wrote
+    one. An answer's nulls (`refusal`, `logprobs`, `stop_sequence`) sit near its top, its bulk (tool calls,
+    content blocks) further down: breadth first meets them before entering the bulk."""
+    queue = [value]
+    push, isfinite = queue.append, math.isfinite  # the hot loop of every answer with a null
+    for container in queue:  # grows as it goes: each container's own items first, then the containers in it
+        for item in container.values() if isinstance(container, dict) else container:
             kind = type(item)
             if item is None:
                 tokens -= 1
@@ -175,14 +176,8 @@ def _finite(value: Any, tokens: int) -> bool:
             elif kind is float:
                 if not isfinite(item):
                     return False
-            elif isinstance(item, dict):
-                push(iter(item.values()))
-                break
-            elif isinstance(item, (list, tuple)):
-                push(iter(item))
-                break
-        else:
-            pop()
+            elif isinstance(item, (dict, list, tuple)):
+                push(item)
     return True
 
 
