@@ -12,7 +12,8 @@ user turn declaring 20 tools, and agent transcripts of 10, 100, 1,000 and 10,000
 realistic JSON schemas).
 
 What it is compared with: tools/bench_baseline.py, the translator a careful person writes
-by hand for the same rules. Before anything is timed, every input goes through both and
+by hand for the same rules (tools/bench_responses.py: response translators for the providers it
+has none for; a variant is timed on its parent's answers against its parent's translator). Before anything is timed, every input goes through both and
 the outputs must be identical (equal JSON with the same key order; for responses every
 field but `notes`); otherwise the first difference is printed and the script exits 1,
 because a ratio of unequal work means nothing. When LiteLLM is installed (the `bench`

@@ -68,8 +68,15 @@ def check(value: Any) -> None:
     """Raise JsonValueError (with the culprit's path inside `value`) unless `value` is safe JSON."""
     if orjson is not None:
         try:
-            if _clean(value, 0):
+            if type(value) is dict and not _holds_long(value):  # `_clean`'s common case, inline: an answer
+                out = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
+                last = out.rfind(b"null")
+                if last < 0 or _nulls_are_nones(value, out, last):
+                    return
+            elif _clean(value, 0):
                 return
+        except TypeError:  # not JSON: `locate` names it
+            pass
         except RecursionError:  # called from deep inside some caller's stack: walk instead
             pass
     problem = locate(value)
