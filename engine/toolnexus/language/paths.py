@@ -213,6 +213,9 @@ def _false(value: Any) -> bool:
 def _evaluator(node: Any) -> Eval | None:
     kind, value = node["type"], node.get("value")  # a jmespath tree node (a dict)
     steps = _simple_steps(node)
+    if steps and len(steps) == 1 and isinstance(steps[0], str):  # one field (`type`): one call, not two
+        key = steps[0]
+        return lambda v: v.get(key) if isinstance(v, dict) else None
     if steps:  # a plain chain inside: one straight walk (null and absent both None, as jmespath gives them)
         walk = _chain_getter(steps)
         return lambda v: None if (found := walk(v)) is MISSING else found
