@@ -281,3 +281,19 @@ def test_the_stream_bench_has_source_format_rows(capsys: pytest.CaptureFixture[s
     timed = {(row[0].lstrip("| "), row[1]) for row in rows[1:] if row[2] != "-"}
     assert timed == {(p, f"{r} (anthropic out)") for p in ("openai", "gemini") for r in ("text", "tools")}, rows
     assert all(row[6].endswith("x") and row[9].endswith("x |") for row in rows[1:]), rows
+
+
+def test_a_baseline_checkout_is_a_third_side_timed_in_the_same_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--baseline CHECKOUT` times every row under that checkout's engine too (here this very checkout, imported
+    again as separate modules); this engine's modules are back in place afterwards."""
+    ours = sys.modules["toolnexus"]
+    root = Path(__file__).resolve().parents[1]
+    request, _ = bench.other_engine(str(root))
+    assert sys.modules["toolnexus"] is ours
+    assert request is not toolnexus.translate_request
+    assert request.__module__ == toolnexus.translate_request.__module__  # the same code, other module objects
+    args = ["--quick", "--rounds", "1", "--baseline", str(root), "--provider", "openai", "--input", "parity"]
+    assert bench.main(args) == 0
+    out = capsys.readouterr().out
+    assert "after/before" in out
+    assert "openai" in out and "gemini\n" not in out

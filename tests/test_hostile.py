@@ -573,6 +573,33 @@ def test_the_check_enters_only_text_holding_a_null_token(monkeypatch: pytest.Mon
     assert caught.value.where == "messages[40].f"
 
 
+def test_a_transcript_message_of_strings_and_nones_is_not_scanned_for_null_tokens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A message whose values are all str, int, bool or None holds no float: orjson's pass settles it, so its
+    text's null tokens are never looked for; a message holding a float (or a container) still is."""
+    if jsonsafe.orjson is None:
+        pytest.skip("orjson is not installed")
+    looked: list[Any] = []
+    nones = jsonsafe._nulls_are_nones
+    monkeypatch.setattr(jsonsafe, "_nulls_are_nones", lambda v, out, first: looked.append(v) or nones(v, out, first))
+    flat = [{"role": "tool", "content": "x", "tool_call_id": "c", "name": None, "n": 3, "b": True}] * 40
+    jsonsafe.check({"messages": flat})
+    assert looked == []
+    with pytest.raises(jsonsafe.JsonValueError) as caught:
+        jsonsafe.check({"messages": [*flat, {"role": "tool", "content": None, "f": math.inf}]})
+    assert caught.value.where == "messages[40].f"
+    for culprit, where in [
+        ({"role": "tool", "content": "\udc00 x", "name": None}, "messages[40].content"),
+        ({"role": "tool", "content": "é", "\ud800": "x"}, "messages[40].\ud800"),
+        ({"role": "tool", "n": 2**70, "f": 1.5, "s": {"x"}}, "messages[40].s"),
+    ]:
+        with pytest.raises(jsonsafe.JsonValueError) as caught:
+            jsonsafe.check({"messages": [*flat, culprit]})
+        assert caught.value.where == where
+    jsonsafe.check({"messages": [*flat, {"role": "tool", "content": "東京 🚀", "n": 2**70, 7: "x"}]})  # json writes it
+
+
 def test_explain_shows_the_compiled_ranges() -> None:
     lines = load_rules(None).get("anthropic").explain().splitlines()
     assert "  request ranges: temperature between 0 and 1, top_p between 0 and 1" in lines
@@ -692,3 +719,42 @@ def test_only_a_digit_run_a_number_can_hold_sends_text_to_the_standard_decoder(t
     digits can stand (orjson would read an integer beyond 64 bits as a float) is not."""
     assert jsonsafe._long_number(text) is long
     assert jsonsafe.loads(text) == json.loads(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": 1}',
+        '{"a": 1}\n{"b": 2}',  # a tool's output of one JSON row per line
+        '{"a": 1} trailing',
+        "[1, 2]",
+        '"text"',
+        '{"a": 1',
+        '{"a": NaN}',
+        '{"a": 1e400}',
+        '{"a": "\\ud800"}',
+        '{"n": 123456789012345678901234}',
+        "{" * 300 + "}" * 300,
+        '{"a": ' * 300 + "1" + "}" * 300,
+    ],
+)
+def test_loads_object_agrees_with_loads(encoder: str, text: str) -> None:
+    """`loads_object` (what `$as_object` reads a tool's text with): the object `loads` gives, None where `loads`
+    fails to read JSON or reads something else, and the same JsonValueError where `check` refuses it."""
+    try:
+        expected = jsonsafe.loads(text)
+    except jsonsafe.JsonValueError as exc:
+        with pytest.raises(jsonsafe.JsonValueError) as caught:
+            jsonsafe.loads_object(text)
+        assert (caught.value.where, caught.value.message) == (exc.where, exc.message)
+        return
+    except ValueError:
+        expected = None
+    assert jsonsafe.loads_object(text) == (expected if isinstance(expected, dict) else None)
+
+
+def test_loads_object_asks_no_second_decoder_for_text_after_one_whole_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    if jsonsafe.orjson is None:
+        pytest.skip("orjson is not installed")
+    monkeypatch.setattr(jsonsafe, "_FINITE", None)  # the standard decoder: any use of it fails this test
+    assert jsonsafe.loads_object('{"id": 1, "status": "open"}\n{"id": 2, "status": "done"}') is None

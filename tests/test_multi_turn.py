@@ -44,6 +44,7 @@ from support.judges import (
     judge_responses,
 )
 from support.messages import accumulate, judge_event, judge_message
+from support.responses_answers import judge_response, judge_responses_request
 from support.sse_encoders import ENCODERS, events_reply
 from support.variants import with_variants
 from toolnexus import (
@@ -1282,18 +1283,133 @@ MESSAGES_RUNS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("provider", "streamed"), MESSAGES_RUNS)
-def test_ten_turns_in_messages_format(provider: str, streamed: bool) -> None:
-    """Messages in, the provider out, Messages back: signatures, tool ids, tool results and cache markers survive
-    ten turns whose history is only the earlier Messages answers."""
-    script = MESSAGES_SCRIPTS[provider]()
+def run_in_format(script: Script, converse_in: Callable[..., Any], provider: str, streamed: bool) -> list[Any]:
+    """The ten turns in a source format against a provider's strict stub: every request accepted, one per turn."""
     try:
-        answers = asyncio.run(converse_in_messages(provider, script, streamed=streamed))
+        answers: list[Any] = asyncio.run(converse_in(provider, script, streamed=streamed))
     except ProviderError as exc:
         raise AssertionError(f"{provider} refused: {script.failures or exc}") from None
     assert not script.failures, script.failures
     assert len(answers) == len(script.bodies) == TURNS
+    return answers
+
+
+@pytest.mark.parametrize(("provider", "streamed"), MESSAGES_RUNS)
+def test_ten_turns_in_messages_format(provider: str, streamed: bool) -> None:
+    """Messages in, the provider out, Messages back: signatures, tool ids, tool results and cache markers survive
+    ten turns whose history is only the earlier Messages answers."""
+    answers = run_in_format(MESSAGES_SCRIPTS[provider](), converse_in_messages, provider, streamed)
     assert [any(b["type"] == "tool_use" for b in a["content"]) for a in answers] == [k != "answer" for k in SCHEDULE]
     for answer in answers:
         assert answer["stop_reason"] == ("tool_use" if answer["content"][-1]["type"] == "tool_use" else "end_turn")
         assert answer["usage"]["cache_read_input_tokens"] > 0
+
+
+# ------------------------------------------------------------- Responses in: the ten turns, source="openai-responses"
+
+
+def responses_tools(features: Features) -> list[dict[str, Any]]:
+    """The tools as a Responses caller declares them (flat function tools)."""
+    return [{"type": "function", **tool["function"], "strict": False} for tool in tools(features)]
+
+
+def responses_tool_output(call: dict[str, Any], features: Features) -> dict[str, Any]:
+    """The same tool output as `tool_message`, as a function_call_output item: Responses has no error flag, so an
+    error says so in its output."""
+    given = tool_message(call["call_id"], call["name"], json.loads(call["arguments"]), features)
+    content = given["content"]
+    if given.get("is_error"):
+        content = f"error: {content}"
+    elif isinstance(content, list):
+        content = [
+            {"type": "input_text", "text": p["text"]}
+            if p["type"] == "text"
+            else {"type": "input_image", "image_url": p["image_url"]["url"], "detail": "auto"}
+            for p in content
+        ]
+    return {"type": "function_call_output", "call_id": call["call_id"], "output": content}
+
+
+@dataclass
+class ResponsesInAnthropicScript(AnthropicScript):
+    """Anthropic behind a Responses caller: no cache markers (Responses has none), and the failed tool's result
+    arrives as its text."""
+
+    def check_config(self, body: Any) -> None:
+        if body.get("thinking") != {"type": "enabled", "budget_tokens": 8192} or body["max_tokens"] <= 8192:
+            raise Refused(f"thinking: expected an 8192 budget below max_tokens, got {body.get('thinking')}")
+        if body.get("system") != SYSTEM_TEXT:
+            raise Refused(f"system: {body.get('system')}")
+
+    def result(self, use: dict[str, Any]) -> dict[str, Any]:
+        block = super().result(use)
+        return {**block, "content": "error: permission denied"} if block.pop("is_error", False) else block
+
+
+@dataclass
+class ResponsesInGeminiScript(GeminiScript):
+    """Gemini behind a Responses caller: the failed tool's result arrives as its text."""
+
+    def result(self, part: dict[str, Any], turn: int, j: int) -> dict[str, Any]:
+        out = super().result(part, turn, j)
+        if "error" in out["functionResponse"]["response"]:
+            out["functionResponse"]["response"] = {"result": "error: permission denied"}
+        return out
+
+
+RESPONSES_SCRIPTS: dict[str, Callable[[], Script]] = {
+    "anthropic": lambda: ResponsesInAnthropicScript(Features(cache_control=False, rich_results=True)),
+    "gemini": lambda: ResponsesInGeminiScript(Features(cache_control=False, rich_results=True)),
+}
+
+
+async def converse_in_responses(provider: str, script: Script, *, streamed: bool) -> list[dict[str, Any]]:
+    """The caller's loop in Responses format: each request's input is built only from the earlier answers'
+    output items (as `Response`s) and function_call_output items."""
+    features = script.features
+    items: list[dict[str, Any]] = [{"role": "user", "content": QUESTIONS[0]}]
+    asked = 1
+    answers = []
+    params: dict[str, Any] = {"instructions": SYSTEM_TEXT, "reasoning": {"effort": EFFORT}, "store": False}
+    params["include"] = ["reasoning.encrypted_content"]
+    options: dict[str, Any] = {"tools": responses_tools(features), "params": params, "max_tokens": 20480}
+    with ProviderStub(served(provider, script, streamed)) as stub:
+        async with create_client(stub.base_url, provider, "m", api_key="k", max_retries=0) as client:
+            for _ in range(TURNS):
+                request = {"model": "m", "input": items, "max_output_tokens": 20480, **params}
+                judge_responses_request(request | {"tools": options["tools"]})  # a real Responses request
+                if streamed:  # the Responses stream events (another branch's work): a Response at the end
+                    stream = client.translate_stream(items, **options, source="openai-responses")
+                    assert [event async for event in stream]
+                    answer = dict(stream.message)  # type: ignore[union-attr]
+                else:
+                    answer = dict(await client.translate(items, **options, source="openai-responses"))
+                judge_response(answer)
+                answers.append(answer)
+                items = items + answer["output"]
+                calls = [item for item in answer["output"] if item["type"] == "function_call"]
+                if calls:
+                    items += [responses_tool_output(call, features) for call in calls]
+                else:
+                    items.append({"role": "user", "content": QUESTIONS[asked]})
+                    asked += 1
+    return answers
+
+
+RESPONSES_STREAM_GAP = pytest.mark.xfail(strict=False, reason="the Responses-format stream events are not written yet")
+RESPONSES_RUNS = [
+    pytest.param(p, s, id=f"{p}-{'streamed' if s else 'whole'}", marks=[RESPONSES_STREAM_GAP] if s else [])
+    for p in sorted(RESPONSES_SCRIPTS)
+    for s in (False, True)
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("provider", "streamed"), RESPONSES_RUNS)
+def test_ten_turns_in_responses_format(provider: str, streamed: bool) -> None:
+    """Responses in, the provider out, Responses back: signatures, thinking blocks, tool ids and tool results
+    survive ten turns whose input is only the earlier Responses answers."""
+    answers = run_in_format(RESPONSES_SCRIPTS[provider](), converse_in_responses, provider, streamed)
+    calls = [[i["name"] for i in a["output"] if i["type"] == "function_call"] for a in answers]
+    assert [bool(c) for c in calls] == [k != "answer" for k in SCHEDULE]
+    for answer in answers:
+        assert answer["status"] == "completed" and answer["usage"]["input_tokens_details"]["cached_tokens"] > 0

@@ -227,7 +227,7 @@ SDK_GAPS = {
     "openai/reasoning-items-dropped", "openai/error-redacted-thinking-without-data",
     "openai/thinking-blocks-replayed-first", "openai/thought-signature-replayed",
     "openai/tool-result-image-detail-and-error", "openai/tool-result-images-and-error",
-    "openai/source-anthropic-thinking-and-cache",
+    "openai/source-anthropic-thinking-and-cache", "openai/source-responses-reasoning-items",
     "openai-responses/temperature-zero-kept",
 }  # fmt: skip
 JUDGED = [

@@ -516,7 +516,7 @@ def test_user_rules_directory_format_is_found(tmp_path: Path) -> None:
     rules = user_format(tmp_path)
     body = translate_request("anthropic", HELLO, source="acme", rules=rules)
     assert body["messages"] == [{"role": "user", "content": "hi"}]
-    assert load_rules(rules).formats() == ["openai", "acme", "anthropic"]
+    assert load_rules(rules).formats() == ["openai", "acme", "anthropic", "openai-responses"]
     answer = translate_response("anthropic", ANSWER, source="acme", rules=rules)
     assert answer["why"] == ANSWER["stop_reason"] and answer["out"] == ANSWER["usage"]["output_tokens"]
 
@@ -537,7 +537,7 @@ def test_user_rules_directory_broken_format_is_located(tmp_path: Path) -> None:
 
 def test_user_rules_directory_unknown_format_names_the_known_ones(tmp_path: Path) -> None:
     rules = user_format(tmp_path)
-    with pytest.raises(ConfigError, match="known: openai, acme, anthropic"):
+    with pytest.raises(ConfigError, match="known: openai, acme, anthropic, openai-responses"):
         translate_request("anthropic", {"turns": []}, source="acm", rules=rules)
 
 

@@ -1,7 +1,8 @@
 """Speed and memory of the toolnexus rule engine against a hand-written translator of the same rules.
 
     python tools/bench.py [--rounds N] [--clock wall|cpu] [--quick] [--memory] [--no-litellm]
-                          [--responses] [--checked-baseline] [--sources] [--baseline CHECKOUT]
+                          [--responses] [--checked-baseline] [--sources]
+                          [--baseline CHECKOUT] [--provider NAME]... [--input TEXT]...
 
 What is timed: `toolnexus.translate_request` and `toolnexus.translate_response` for every
 provider the rules define (`toolnexus.providers()`), on the inputs of tools/bench_inputs.py:
@@ -13,11 +14,11 @@ realistic JSON schemas).
 
 What it is compared with: tools/bench_baseline.py, the translator a careful person writes
 by hand for the same rules (tools/bench_responses.py: response translators for the providers it
-has none for; a variant is timed on its parent's answers against its parent's translator). Before anything is timed, every input goes through both and
-the outputs must be identical (equal JSON with the same key order; for responses every
-field but `notes`); otherwise the first difference is printed and the script exits 1,
-because a ratio of unequal work means nothing. When LiteLLM is installed (the `bench`
-extra), its transforms on the same inputs are a third column (tools/bench_litellm.py
+has none for; a variant is timed on its parent's answers against its parent's translator).
+Before anything is timed, every input goes through both and the outputs must be identical
+(equal JSON with the same key order; for responses every field but `notes`); otherwise the first
+difference is printed and the script exits 1, because a ratio of unequal work means nothing. When
+LiteLLM is installed (the `bench` extra), its transforms on the same inputs are a third column (tools/bench_litellm.py
 says what is timed, and marks where LiteLLM refuses an input).
 
 How it measures: each side is calibrated so that one batch takes about 100 ms (at least
@@ -47,11 +48,11 @@ and an openai answer (`translate_response(..., source="anthropic")`) against the
 alone. Both sides must give the same body (the same result) before anything is timed; the ratio
 column is source/plain (target 1.3x).
 
-`--baseline CHECKOUT` measures another checkout's engine beside this one, interleaved: a worker process
-runs this script with CHECKOUT's engine first on its path, builds the same inputs and checks the same
-parity, and times its batches of each input when told, taking turns with this process's batches (who
-goes first alternates by round). Each row then gives both engine/hand-written ratios, before -> after,
-and the engine's own time before and after (the median of the per-round after/before ratios).
+`--baseline CHECKOUT` adds a third side to every request and response row: the same call under that
+checkout's engine (its `engine/` imported in this process under its own modules), timed interleaved
+with the other two, so a change is measured before -> after in one run; the table then gives its
+µs, its ratio to the hand-written code and this engine's time over it. `--provider NAME` and
+`--input TEXT` (both repeatable) keep the rows of those providers and of inputs whose name holds TEXT.
 
 `--quick` is a smoke run (transcripts of 10 and 100 messages, 2 rounds, 5 ms batches,
 no LiteLLM): it proves the script and the parity check work; its figures are too short
@@ -62,6 +63,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import json
 import math
 import os
@@ -186,6 +188,37 @@ def make_case(
     return case
 
 
+def other_engine(checkout: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """`--baseline`: translate_request and translate_response of another checkout's engine, imported in this
+    process under its own module objects (this engine's are set aside meanwhile and put back after). Every
+    provider is translated once while its modules are in place, so nothing is imported later by name."""
+    engine = str(Path(checkout).resolve() / "engine")
+    ours = {name: module for name, module in sys.modules.items() if name.split(".")[0] == "toolnexus"}
+    for name in ours:
+        del sys.modules[name]
+    sys.path.insert(0, engine)
+    try:
+        other = importlib.import_module("toolnexus")
+        if not str(other.__file__).startswith(engine):
+            raise SystemExit(f"--baseline: {checkout} has no engine/toolnexus")
+        request = twenty_tools_request(tool_declarations())
+        for provider in other.providers():
+            other.translate_request(provider, request)
+        return other.translate_request, other.translate_response
+    finally:
+        sys.path.remove(engine)
+        for name in [name for name in sys.modules if name.split(".")[0] == "toolnexus"]:
+            del sys.modules[name]
+        sys.modules.update(ours)
+
+
+def add_before(cases: Sequence[Case], before: tuple[Callable[..., Any], Callable[..., Any]]) -> None:
+    """The `--baseline` side ("before") of every request and response row."""
+    for case in cases:
+        fn = before[0] if case.op == "request" else before[1]
+        case.sides.append(Side("before", partial(fn, case.provider), case.sides[0].data))
+
+
 def checked_first(translate: Translate, response: JSON) -> Any:
     """`--checked-baseline`: the answer through toolnexus's JSON check, then the hand-written translator."""
     jsonsafe.check(response)
@@ -289,7 +322,7 @@ def build_source_cases(sizes: Sequence[int] = SOURCE_SIZES) -> list[Case]:
 
 def comparable(output: Any) -> Any:
     """What must be equal: a body as is; a result without its notes."""
-    if isinstance(output, TranslateResult):
+    if isinstance(output, TranslateResult) or type(output).__name__ == "TranslateResult":  # --baseline's own class
         calls = [(c.id, c.name, c.arguments, c.extra_content) for c in output.tool_calls]
         return {
             "text": output.text,
@@ -357,6 +390,15 @@ def check_parity(cases: Sequence[Case]) -> bool:
         if difference:
             print(f"NOT THE SAME WORK: {case.label}\n  {difference}", file=sys.stderr)
             ok = False
+        before = case.side("before")
+        if before is not None:
+            before_out = comparable(before.fn(before.data))
+            if isinstance(before_out, dict) and "raw is the response" in before_out:
+                before_out["raw is the response"] = before_out["raw is the response"] is before.data
+            difference = first_difference(before_out, baseline_out)
+            if difference:
+                print(f"NOT THE SAME WORK (--baseline): {case.label}\n  {difference}", file=sys.stderr)
+                ok = False
     return ok
 
 
@@ -422,83 +464,6 @@ def measure(cases: Sequence[Case], rounds: int, target_ns: int, clock: Clock) ->
                 side.ns.append(batch_ns(side.fn, side.data, side.iterations, clock) / side.iterations)
                 bar.update()
     bar.close()
-
-
-class Remote:
-    """`--baseline`: the other checkout's side, a worker process timing its own copy of the same cases."""
-
-    def __init__(self, checkout_dir: str, argv: Sequence[str]) -> None:
-        env = {**os.environ, "PYTHONPATH": str(Path(checkout_dir).resolve() / "engine")}
-        command = [sys.executable, str(Path(__file__).resolve()), *argv, "--worker"]
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        ready = self.read()
-        self.labels: list[str] = ready["labels"]
-        self.checkout = checkout(Path(checkout_dir))
-
-    def read(self) -> Any:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line:
-            raise SystemExit(f"the --baseline worker stopped (exit {self.process.wait()})")
-        return json.loads(line)
-
-    def batch(self, index: int, round_no: int) -> list[float]:
-        """One batch of each side of case `index`, in that round's order: ns per call, in side order."""
-        assert self.process.stdin is not None
-        self.process.stdin.write(f"{index} {round_no}\n")
-        self.process.stdin.flush()
-        return [float(ns) for ns in self.read()]
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        self.process.wait()
-
-
-def run_batches(case: Case, round_no: int, clock: Clock) -> list[float]:
-    """One batch of each side, who goes first rotated by round; ns per call, in side order."""
-    turn = round_no % len(case.sides)
-    for side in case.sides[turn:] + case.sides[:turn]:
-        side.ns.append(batch_ns(side.fn, side.data, side.iterations, clock) / side.iterations)
-    return [side.ns[-1] for side in case.sides]
-
-
-def serve(cases: Sequence[Case], target_ns: int, clock: Clock) -> int:
-    """The `--baseline` worker: calibrate, say ready, then time the batches the other process asks for."""
-    for case in cases:
-        for side in case.sides:
-            side.iterations = calibrate(side.fn, side.data, target_ns, clock)
-    print(json.dumps({"labels": [c.label for c in cases]}), flush=True)
-    for line in sys.stdin:
-        index, round_no = map(int, line.split())
-        print(json.dumps(run_batches(cases[index], round_no, clock)), flush=True)
-    return 0
-
-
-def measure_with(remote: Remote, cases: Sequence[Case], rounds: int, target_ns: int, clock: Clock) -> list[Case]:
-    """Interleaved with the worker: per round and case, this side's batches and the worker's, who goes first
-    alternating. Returns the worker's cases (this process's copies carrying its times)."""
-    if remote.labels != [c.label for c in cases]:
-        raise SystemExit("the --baseline checkout builds other inputs; compare checkouts with the same providers")
-    before = [Case(c.provider, c.input, c.op, c.size, [Side(s.name, s.fn, s.data) for s in c.sides]) for c in cases]
-    bar = progress(len(cases) * (rounds + 1), "bench (calibrate, then rounds)", unit="input")
-    for case in cases:
-        for side in case.sides:
-            side.iterations = calibrate(side.fn, side.data, target_ns, clock)
-        bar.update()
-    for round_no in range(rounds):
-        for index, case in enumerate(cases):
-            if round_no % 2:
-                run_batches(case, round_no, clock)
-            theirs = remote.batch(index, round_no)
-            if not round_no % 2:
-                run_batches(case, round_no, clock)
-            for side, ns in zip(before[index].sides, theirs, strict=True):
-                side.ns.append(ns)
-            bar.update()
-    bar.close()
-    remote.close()
-    return before
 
 
 def slope(points: Sequence[tuple[float, float]]) -> float:
@@ -573,12 +538,12 @@ def machine_note() -> str:
     )
 
 
-def checkout(root: Path = ROOT) -> str:
+def checkout() -> str:
     """The commit being measured, and whether the work tree differs from it."""
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "engine", "rules"], cwd=root, capture_output=True, text=True
+            ["git", "status", "--porcelain", "engine", "rules"], cwd=ROOT, capture_output=True, text=True
         )
     except OSError:
         return ""
@@ -604,6 +569,10 @@ def report_speed(cases: Sequence[Case], providers: Sequence[str], litellm: LiteL
             "vs engine = median of per-round LiteLLM/engine"
         )
     header = f"{'input':<28} {'op':<9} {'size':<22} {'engine µs':>10} {'hand µs':>10} {'ratio':>7}  {'[min-max]':<12}"
+    before = any(case.side("before") for case in cases)
+    if before:
+        print("before = the --baseline checkout's engine; after/before = median of per-round engine/before")
+        header += f" {'before µs':>10} {'before':>7} {'after/before':>12}"
     if litellm is not None:
         header += f" {'LiteLLM µs':>11} {'vs engine':>8}"
     footnotes: list[str] = []
@@ -616,31 +585,17 @@ def report_speed(cases: Sequence[Case], providers: Sequence[str], litellm: LiteL
                 f"{micros(statistics.median(case.sides[1].ns)):>10} {statistics.median(ratios):>6.2f}x  "
                 f"{f'[{min(ratios):.2f}-{max(ratios):.2f}]':<12}"
             )
+            side = case.side("before")
+            if side is not None:
+                line += (
+                    f" {micros(statistics.median(side.ns)):>10} {statistics.median(case.ratios('before')):>6.2f}x"
+                    f" {statistics.median(case.ratios('engine', over='before')):>11.2f}x"
+                )
             if litellm is not None:
                 line += litellm_cells(case, footnotes)
             print(line)
     for number, note in enumerate(footnotes, 1):
         print(f"  [{number}] LiteLLM {note}")
-
-
-def report_before_after(before: Sequence[Case], after: Sequence[Case], providers: Sequence[str]) -> None:
-    """`--baseline`: per input, engine/hand-written before -> after, and the engine's own time before -> after."""
-    print("ratio = median of per-round engine/hand-written in each checkout; engine after/before = median of per-round")
-    header = (
-        f"{'input':<28} {'op':<9} {'before µs':>10} {'after µs':>9} {'after/before':>12} "
-        f"{'ratio before':>12} {'ratio after':>11}"
-    )
-    for provider in providers:
-        print(f"\n{provider}\n{header}\n{'-' * len(header)}")
-        for old, new in zip(before, after, strict=True):
-            if new.provider != provider:
-                continue
-            speedup = [a / b for a, b in zip(new.sides[0].ns, old.sides[0].ns, strict=True)]
-            print(
-                f"{new.input:<28} {new.op:<9} {micros(statistics.median(old.sides[0].ns)):>10} "
-                f"{micros(statistics.median(new.sides[0].ns)):>9} {statistics.median(speedup):>11.2f}x "
-                f"{statistics.median(old.ratios('engine')):>11.2f}x {statistics.median(new.ratios('engine')):>10.2f}x"
-            )
 
 
 def report_sources(cases: Sequence[Case]) -> None:
@@ -771,12 +726,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sources", action="store_true", help=f"only the {SOURCE}-source rows, against the Chat Completions path"
     )
     parser.add_argument(
-        "--baseline", metavar="CHECKOUT", help="time that checkout's engine too, interleaved (before -> after)"
-    )
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # the --baseline side
-    parser.add_argument(
         "--clock", choices=sorted(CLOCKS), default="wall", help="wall time (default) or thread CPU time"
     )
+    parser.add_argument(
+        "--baseline", metavar="CHECKOUT", help="a third side: every row under that checkout's engine (before/after)"
+    )
+    parser.add_argument("--provider", action="append", metavar="NAME", help="only this provider's rows (repeatable)")
+    parser.add_argument("--input", action="append", metavar="TEXT", help="only inputs named with TEXT (repeatable)")
     args = parser.parse_args(argv)
     rounds = args.rounds or (2 if args.quick else 7)
     if rounds < 1:
@@ -786,9 +742,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     machine = machine_note()  # before the run: its load average is the other processes'
     if args.sources:
         return run_sources(rounds, target_ns, args.clock, machine)
-    providers = [p for p in toolnexus.providers() if p in HAND_WRITTEN]
-    answering = [p for p in toolnexus.providers() if response_baseline(p, parent_of) is not None]
-    for missing in sorted(set(toolnexus.providers()) - set(answering)):
+    providers = [p for p in toolnexus.providers() if p in HAND_WRITTEN and (not args.provider or p in args.provider)]
+    answering = [
+        p
+        for p in toolnexus.providers()
+        if response_baseline(p, parent_of) is not None and (not args.provider or p in args.provider)
+    ]
+    for missing in sorted(set(toolnexus.providers()) - set(answering) - set(args.provider or ())):
         print(f"note: no hand-written baseline for {missing}; left out", file=sys.stderr)
     for answers_only in sorted(set(answering) - set(providers)):
         print(f"note: no hand-written request translator for {answers_only}; its responses only", file=sys.stderr)
@@ -800,24 +760,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     litellm = None if args.quick or args.no_litellm else load()
     cases = build_cases(sizes, answering, litellm, responses_only=args.responses, checked=args.checked_baseline)
+    if args.input:
+        cases = [case for case in cases if any(text in case.input for text in args.input)]
+    if args.baseline:
+        add_before(cases, other_engine(args.baseline))
     if not check_parity(cases):
         print("stopping: the engine and the hand-written translator disagree, so a ratio would mean nothing",
               file=sys.stderr)  # fmt: skip
         return 1
     gc.collect()
     gc.freeze()  # the inputs are long-lived: keep them out of every collection
-    if args.worker:
-        return serve(cases, target_ns, CLOCKS[args.clock])
-    if args.baseline:
-        worker_argv = [a for a in (argv if argv is not None else sys.argv[1:]) if a != args.baseline]
-        worker_argv = [a for a in worker_argv if a != "--baseline" and not a.startswith("--baseline=")]
-        remote = Remote(args.baseline, [*worker_argv, "--no-litellm"])
-        before = measure_with(remote, cases, rounds, target_ns, CLOCKS[args.clock])
-        print(f"toolnexus bench: {args.baseline} {remote.checkout} (before) and this checkout (after), "
-              f"interleaved, {rounds} rounds, ~{target_ns / 1e6:g} ms batches, {args.clock} clock")  # fmt: skip
-        print(f"machine: {machine}")
-        report_before_after(before, cases, answering)
-        return 0
     measure(cases, rounds, target_ns, CLOCKS[args.clock])
     memory_rows = [] if args.responses else memory(sizes[-1], providers)
 

@@ -278,21 +278,21 @@ class Client:
         clash = sorted(OWN_ARGUMENTS & set(params or ()))
         if clash:
             raise TranslationError(clash[0], "is an argument of translate, not a params entry", provider=self.style)
-        request: dict[str, Any] = {**(params or {}), "model": self.model, "messages": messages}
+        fmt = None if source == PLAIN else self._book.format(source)
+        keys = ("messages", "tools", "max_tokens") if fmt is None else fmt.request_keys()  # the source's own names
+        request: dict[str, Any] = {**(params or {}), "model": self.model, keys[0]: messages}
         declared = (toolkit.to_openai() if toolkit is not None else []) + list(tools or [])
         if declared:
-            request["tools"] = declared
+            request[keys[1]] = declared
         if tool_choice is not None:
             request["tool_choice"] = tool_choice
         if max_tokens:
-            request["max_tokens"] = max_tokens
+            request[keys[2]] = max_tokens
         inbound = self._provider.inbound
-        if source == PLAIN:
+        if fmt is None:
             body = inbound.translate(request, system=system, default_system=self.system_prompt)
         else:
-            body = translate_source(
-                self._book.format(source), inbound, request, system=system, default_system=self.system_prompt
-            )
+            body = translate_source(fmt, inbound, request, system=system, default_system=self.system_prompt)
         if self._params:
             merged = RequestBody({**body, **self._params})
             merged.notes = body.notes

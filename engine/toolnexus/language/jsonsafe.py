@@ -19,7 +19,9 @@ It writes NaN and Infinity as null, so only when its text holds a null token (`n
 `"type": "null"`, is not one) are the floats of that value looked at, in one iterative pass
 over its containers (strings are not entered). A transcript (a mapping holding a list of
 more than a few items) is written member by member (one message at a time, never one
-buffer the size of the whole transcript). Only a value that fails (or every value, without
+buffer the size of the whole transcript); a message of strings, ints, bools and None alone (a
+tool result, a user turn of text) holds no float and nothing deeper, so only its strings are looked at
+(an ASCII one needs nothing, another must encode as UTF-8). Only a value that fails (or every value, without
 orjson) is walked in Python, which finds the culprit and its path. `loads` needs no check
 at all for text whose decoder refused NaN and overflow, that encodes as UTF-8, escapes no
 surrogate and holds at most MAX_DEPTH brackets and braces.
@@ -94,7 +96,7 @@ def _clean(value: Any, level: int) -> bool:
     kind = type(value)
     if (kind is list and level < 2 and len(value) > _LONG) or (kind is dict and level == 0 and _holds_long(value)):
         return _members_clean(value, level)
-    if kind in _SCALARS:
+    if kind in _SCALARS or (kind is str and value.isascii()):  # an ASCII str holds no lone surrogate
         return True
     try:
         out = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
@@ -129,6 +131,20 @@ def _members_clean(value: dict[Any, Any] | list[Any], level: int) -> bool:
         return all(_clean(item, level + 1) for item in value.values())
     for item in value:  # a transcript's messages: `_clean` of a mapping below the top, inline
         if type(item) is dict:
+            # A message of str, int, bool and None values (a tool result, a user turn of text) holds no float, so
+            # no NaN, and nothing deeper: it is clean when its keys are str and its strings encode as UTF-8,
+            # which is checked here, cheaper than orjson's pass (an ASCII str is settled without encoding).
+            for key, member in item.items():
+                kind = type(member)
+                if kind is str:
+                    if not member.isascii() and not _utf8(member):
+                        return False
+                elif kind is not int and member is not None and kind is not bool:
+                    break
+                if type(key) is not str or (not key.isascii() and not _utf8(key)):
+                    return False
+            else:
+                continue
             try:
                 out = orjson.dumps(item, default=_refuse, option=_ORJSON_OPTIONS)
             except TypeError:
@@ -138,6 +154,15 @@ def _members_clean(value: dict[Any, Any] | list[Any], level: int) -> bool:
                 return False
         elif not _clean(item, level + 1):
             return False
+    return True
+
+
+def _utf8(text: str) -> bool:
+    """Whether UTF-8 can encode a str (it holds no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
     return True
 
 
@@ -258,14 +283,12 @@ def loads(text: str | bytes) -> Any:
     if not isinstance(text, str):  # undecodable: json reads it with surrogatepass, `check` names the culprit
         with contextlib.suppress(UnicodeDecodeError):
             text = text.decode(json.detect_encoding(text))
-    if orjson is not None and type(text) is str:  # orjson reads it 3x as fast when it reads it the same
-        encoded = text.encode("utf-8", "surrogatepass")
-        deep = len(text) > MAX_DEPTH and text.count("[") + text.count("{") > MAX_DEPTH  # the check's to judge
-        if not deep and not _long_number(encoded):
-            try:
-                return orjson.loads(encoded)
-            except orjson.JSONDecodeError:
-                pass  # not JSON, or JSON `check` refuses: the standard decoder below says which and where
+    encoded = _for_orjson(text)
+    if encoded is not None:  # orjson reads it 3x as fast when it reads it the same
+        try:
+            return orjson.loads(encoded)
+        except orjson.JSONDecodeError:
+            pass  # not JSON, or JSON `check` refuses: the standard decoder below says which and where
     try:
         try:
             value = _FINITE.decode(text) if type(text) is str else json.loads(text)
@@ -279,6 +302,43 @@ def loads(text: str | bytes) -> Any:
     if not clean:
         check(value)
     return value
+
+
+def loads_object(text: str) -> dict[str, Any] | None:
+    """JSON text of one object -> that object; text that is not JSON, or JSON of something else -> None; JSON
+    `check` refuses -> JsonValueError, as `loads` says. For text that is often not JSON (a tool's output: log
+    lines, one JSON row per line): where orjson reads one whole value and finds more text after it, the
+    standard decoder (which would say "Extra data" there) is not asked."""
+    encoded = _for_orjson(text)
+    if encoded is not None:
+        try:
+            value = orjson.loads(encoded)
+        except orjson.JSONDecodeError as exc:
+            if exc.msg.startswith(_AFTER_DOCUMENT):
+                return None
+        else:
+            return value if type(value) is dict else None
+    try:
+        value = loads(text)
+    except JsonValueError:
+        raise
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+# orjson's message for text after one whole JSON value (on another wording, the standard decoder decides).
+_AFTER_DOCUMENT = "unexpected content after document"
+
+
+def _for_orjson(text: str | bytes) -> bytes | None:
+    """Text as the bytes orjson reads exactly as the standard decoder does, with nothing left for `check`
+    (None: not a str, orjson missing, more brackets than MAX_DEPTH, or a number orjson reads otherwise)."""
+    if orjson is None or type(text) is not str:
+        return None
+    encoded = text.encode("utf-8", "surrogatepass")
+    deep = len(text) > MAX_DEPTH and text.count("[") + text.count("{") > MAX_DEPTH  # the check's to judge
+    return None if deep or _long_number(encoded) else encoded
 
 
 # orjson refuses NaN, Infinity, 1e400 and lone surrogates as `check` does, and reads numbers as Python does,
@@ -313,13 +373,7 @@ def _plain_text(text: str) -> bool:
         return False
     if "\\u" in text and _SURROGATE_ESCAPE.search(text):
         return False
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return text.isascii() or _utf8(text)
 
 
 class _NotFinite(Exception):

@@ -97,7 +97,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import Note, ResponseError, RuleError, TranslationError
-from .jsonsafe import JsonValueError, loads, where_in
+from .jsonsafe import JsonValueError, loads_object, where_in
 from .loader import Key, RuleSource, did_you_mean, dotted
 from .paths import MISSING, Getter, PathSyntaxError, compile_path, first_field, simple_steps
 
@@ -890,12 +890,10 @@ def as_object(value: Any, ctx: Ctx, *, wrap: str, where: str) -> Any:
         return value
     if isinstance(value, str) and value.lstrip()[:1] == "{":
         try:
-            parsed = loads(value)
+            parsed = loads_object(value)
         except JsonValueError as exc:
             raise ctx.fail(where_in(ctx.at(where), exc.where), f"its JSON text {exc.message}") from None
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict):
+        if parsed is not None:
             return parsed
     return {wrap: value}
 

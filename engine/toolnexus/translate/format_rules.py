@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from functools import cache
+from itertools import takewhile
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -159,9 +160,16 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     tools_spec = request.get("tools")
     if tools_spec:
         own_reads.add(tools_spec["each"])
-    fields, reads, origin = _compile_fields(request, rules, source, env, own_reads)
+    fields, reads, origin, derived = _compile_fields(request, rules, source, env, own_reads)
 
     roles = _compile_roles(messages["roles"], env)
+    items_spec = messages.get("items")
+    items = (
+        MappingProxyType(_compile_kinds(items_spec["kinds"], ("request", "messages", "items", "kinds"), env))
+        if items_spec
+        else None
+    )
+    paths, whole = _field_paths(request, derived, reads, env)
     tool_render, tool_reads, tool_renames = _compile_tools(tools_spec, rules, source, env)
 
     answer = data["answer"]
@@ -193,6 +201,14 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         kind=messages["kind"],
         roles=MappingProxyType(roles),
         plain_text=frozenset(r for r, spec in messages["roles"].items() if spec.get("text_alone")),
+        text_role=messages.get("text"),
+        items=items,
+        message_kind=items_spec.get("message") if items_spec else None,
+        message_unsupported=_unsupported(messages.get("unsupported", {})),
+        transcript_roles=frozenset(r for r, spec in messages["roles"].items() if spec.get("transcript", True)),
+        joining_roles=frozenset(r for r, spec in messages["roles"].items() if spec.get("joins")),
+        field_paths=paths,
+        whole_fields=whole,
         tools_each=tools_spec["each"] if tools_spec else None,
         tool=tool_render,
         tool_reads=tool_reads,
@@ -215,6 +231,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         stop_table=MappingProxyType(stop_table),
         stop_key=str(finish["from"]),
         usage=inverse_usage(usage_node),
+        ids=MappingProxyType(dict(answer.get("ids", {}))),
     )
 
 
@@ -228,25 +245,56 @@ def _renames(node: Node) -> dict[str, str]:
 
 def _compile_roles(spec: Mapping[str, Any], env: Env) -> dict[str, Mapping[str, Kind]]:
     """Each role's block kinds, compiled."""
-    roles: dict[str, Mapping[str, Kind]] = {}
-    for role, role_spec in spec.items():
-        kinds = {}
-        for kind, entry in role_spec["kinds"].items():
-            at: Key = ("request", "messages", "roles", role, "kinds", kind)
-            mode = next(m for m in ("part", "item", "message") if m in entry)
-            template = entry["as"] if mode == "item" else entry[mode]
-            node = parse_template(template, (*at, mode), env)
-            kinds[kind] = Kind(
-                mode=mode,
-                render=compile_template(template, (*at, mode), env),
-                into=entry.get("item", ""),
-                reads=_block_reads(node, tuple(entry.get("blocks", ()))),
-                renames=MappingProxyType(_renames(node)),
-                blocks=tuple(entry.get("blocks", ())),
-                state=(entry["state"]["from"], entry["state"]["set"]) if "state" in entry else None,
-            )
-        roles[role] = MappingProxyType(kinds)
-    return roles
+    return {
+        role: MappingProxyType(_compile_kinds(role_spec["kinds"], ("request", "messages", "roles", role, "kinds"), env))
+        for role, role_spec in spec.items()
+    }
+
+
+def _compile_kinds(spec: Mapping[str, Any], at: Key, env: Env) -> dict[str, Kind]:
+    """Block (or transcript item) kinds, compiled: how each is read and where it goes."""
+    kinds = {}
+    for kind, entry in spec.items():
+        where: Key = (*at, kind)
+        mode = next(m for m in ("part", "item", "message") if m in entry)
+        template = entry["as"] if mode == "item" else entry[mode]
+        node = parse_template(template, (*where, mode), env)
+        kinds[kind] = Kind(
+            mode=mode,
+            render=compile_template(template, (*where, mode), env),
+            into=entry.get("item", ""),
+            reads=_block_reads(
+                node, (*entry.get("blocks", ()), *([entry["state"]["from"]] if "state" in entry else []))
+            ),
+            renames=MappingProxyType(_renames(node)),
+            blocks=tuple(entry.get("blocks", ())),
+            state=(entry["state"]["from"], entry["state"].get("set", "")) if "state" in entry else None,
+            joins=entry.get("joins"),
+            unsupported=_unsupported(entry.get("unsupported", {})),
+        )
+    return kinds
+
+
+def _field_paths(
+    request: Mapping[str, Any], derived: set[str], reads: set[str], env: Env
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The nested field paths the request's fields read (`reasoning.effort`, from the derived renames and the
+    declared templates), and the top-level fields read whole or through an expression (nothing below them is
+    checked). A key below a field that is in neither is unmapped, as a top-level one is."""
+    paths = {".".join(p.split(".")[:2]) for p in derived if "." in p}
+    whole: set[str] = set()
+    for key, template in request.get("fields", {}).items():
+        for read in reads_of(parse_template(template, ("request", "fields", key), env)):
+            if read.steps is None or read.root is None:
+                whole.add(read.expr.split(".")[0].split("[")[0].split(" ")[0])
+            elif len(read.steps) == 1:
+                whole.add(read.expr)
+            else:
+                paths.add(".".join(str(s) for s in read.steps[:2]))
+    for name in reads:
+        if not any(p.startswith(name + ".") for p in paths):
+            whole.add(name)  # read only as a whole (a table read backwards, a plain value)
+    return frozenset(paths), frozenset(whole)
 
 
 def _compile_tools(
@@ -273,9 +321,10 @@ def _compile_tools(
 
 def _compile_fields(
     request: Mapping[str, Any], rules: RuleSource, source: RuleSource, env: Env, own_reads: set[Any]
-) -> tuple[Render, set[str], dict[str, str]]:
+) -> tuple[Render, set[str], dict[str, str], set[str]]:
     """The normal-form fields: the provider's body read backwards (`derive: [body]`) under the declared
-    `fields`. Returns the render, the format's fields it reads, and each normal-form field's origin."""
+    `fields`. Returns the render, the format's fields it reads, each normal-form field's origin, and the
+    format's field paths the derived renames read."""
     declared = dict(request.get("fields", {}))
     theirs = Env(rules)
     origin: dict[str, str] = {}
@@ -299,9 +348,13 @@ def _compile_fields(
     render = compile_template(nest(list(renamed.items())) | declared, ("request", "fields"), env)
     reads = _roots(env) | set(origin.values())
     for key, template in declared.items():
-        first = next(iter(_reads_of(parse_template(template, ("request", "fields", key), Env(source)))), None)
-        if first is not None:
-            origin.setdefault(key, first)
+        node = parse_template(template, ("request", "fields", key), Env(source))
+        plain = [r.steps for r in reads_of(node) if r.steps]
+        if plain:  # where the field came from: the part every plain read of it shares (text.format), else the first
+            common = [s[0] for s in takewhile(lambda steps: len(set(steps)) == 1, zip(*plain, strict=False))]
+            while common and not isinstance(common[-1], str):
+                common.pop()
+            origin.setdefault(key, ".".join(map(str, common or plain[0])))
 
     def fields(scope: Any, ctx: Ctx) -> Any:
         out = render(scope, ctx) or {}
@@ -311,7 +364,7 @@ def _compile_fields(
                 out[key] = value
         return out
 
-    return fields, {r.split(".")[0] for r in reads}, origin
+    return fields, {r.split(".")[0] for r in reads}, origin, set(renamed.values())
 
 
 def _section(rules: RuleSource, key: Key, fmt: RuleSource, asked_at: Key) -> Any:

@@ -11,7 +11,9 @@ derivation) so the code every call runs reads on its own.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -47,12 +49,25 @@ class Kind:
     reads: frozenset[str] | None = None
     renames: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     blocks: tuple[str, ...] = ()
-    state: tuple[str, str] | None = None  # (block key, message key): a block whose key holds sealed state sets it
+    state: tuple[str, str] | None = None  # (block key, message key or ""): a block whose key holds sealed state sets it
+    joins: str | None = None  # a transcript item that joins the last message when it has this role, else starts one
+    unsupported: Mapping[str, Unsupported] = field(default_factory=lambda: MappingProxyType({}))  # keys not read
 
 
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
-Settle = tuple[list[Note], str]  # a call's notes and its unknown-fields policy
 NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the policy decides
+
+
+@dataclass
+class Transcript:
+    """One request's normal-form messages as they are read: where each came from, each with the role its
+    blocks were read as (its form is settled at the end, when no later item can join it), and the notes."""
+
+    messages: list[dict[str, Any]]
+    origins: Origins
+    notes: list[Note]
+    policy: str  # unknown_fields
+    made: list[tuple[dict[str, Any], str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -77,6 +92,14 @@ class SourceFormat:
     tool_reads: frozenset[str]
     tool_renames: Mapping[str, str]
     tool_unsupported: Mapping[str, Unsupported]
+    text_role: str | None  # `messages.text`: a transcript given as a string is one message of this role
+    items: Mapping[str, Kind] | None  # `messages.items.kinds`: a flat transcript of typed items, not role messages
+    message_kind: str | None  # `messages.items.message`: the item kind that is a role message (also: no kind)
+    message_unsupported: Mapping[str, Unsupported]  # `messages.unsupported`: a message's keys not read
+    transcript_roles: frozenset[str]  # the roles a transcript message may have (not `transcript: false`)
+    joining_roles: frozenset[str]  # roles whose messages join the last message of their role (`joins: true`)
+    field_paths: frozenset[str]  # the nested field paths the fields read (`reasoning.effort`)
+    whole_fields: frozenset[str]  # top-level fields read whole (or through an expression): no nested check
     answer: Render
     blocks_into: str
     blocks: tuple[tuple[Any, Render], ...]  # (the list it walks or None, the template of one block)
@@ -86,6 +109,7 @@ class SourceFormat:
     stop_table: Mapping[str, str]
     stop_key: str
     usage: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, ...], ...]], ...]
+    ids: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # `answer.ids`: name -> prefix
 
     # ------------------------------------------------------------------ request side
 
@@ -97,120 +121,203 @@ class SourceFormat:
         notes: list[Note] = []
         for name, value in request.items():
             if name in self.field_reads or name == self.each or name == self.system or name == self.tools_each:
+                if isinstance(value, dict) and name in self.field_reads and name not in self.whole_fields:
+                    for key, inner in value.items():  # a key below a field no rule reads
+                        if f"{name}.{key}" not in self.field_paths:
+                            self._settle(key, inner, f"{name}.{key}", self._below(name), notes, unknown_fields)
                 continue
             self._settle(name, value, name, self.unsupported, notes, unknown_fields)
         ctx = Ctx(self.name)
         hub: dict[str, Any] = self.fields(request, ctx) or {}
         notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
         origins: Origins = {name: (source, {}) for name, source in self.field_origin.items() if name in hub}
-        messages: list[dict[str, Any]] = []
+        into = Transcript([], origins, notes, unknown_fields)
         if self.system is not None and request.get(self.system) is not None:
-            self._message("system", request[self.system], self.system, messages, origins, (notes, unknown_fields))
+            self._message("system", request[self.system], self.system, into)
         transcript = request.get(self.each, MISSING)
         if transcript is MISSING:
             raise self._fail(self.each, "is required")
-        if not isinstance(transcript, list):
+        whole = isinstance(transcript, str) and self.text_role is not None  # the one message is the string itself
+        if whole:
+            transcript = [{"role": self.text_role, "content": transcript}]
+        elif not isinstance(transcript, list):
             raise self._fail(self.each, f"must be a list, got {type(transcript).__name__}")
         for i, msg in enumerate(transcript):
-            where = f"{self.each}[{i}]"
+            where = self.each if whole else f"{self.each}[{i}]"
             if not isinstance(msg, dict):
                 raise self._fail(where, f"must be an object, got {type(msg).__name__}")
+            if self.items is not None and msg.get(self.kind, self.message_kind) != self.message_kind:
+                self._item(msg, where, into)
+                continue
             for key in msg:
-                if key not in ("role", "content"):
+                if key in ("role", "content") or (self.items is not None and key == self.kind):
+                    continue
+                if key not in self.message_unsupported:
                     raise self._fail(f"{where}.{key}", f"is not a {self.name} message key")
+                self._settle(key, msg[key], f"{where}.{key}", self.message_unsupported, notes, unknown_fields)
             role = msg.get("role")
-            if not isinstance(role, str) or role not in self.roles or role == "system":
-                raise self._fail(f"{where}.role", f"must be one of {', '.join(r for r in self.roles if r != 'system')}")
+            if not isinstance(role, str) or role not in self.transcript_roles:
+                raise self._fail(f"{where}.role", f"must be one of {', '.join(sorted(self.transcript_roles))}")
             if "content" not in msg:
                 raise self._fail(f"{where}.content", "is required")
-            self._message(str(role), msg["content"], where, messages, origins, (notes, unknown_fields))
-        hub["messages"] = messages
+            self._message(role, msg["content"], where, into, join=role in self.joining_roles)
+        for message, role in into.made:  # each message's form, now that nothing more joins it
+            content = message.get("content")
+            if content == [] and message["role"] != "user":
+                message["content"] = None
+            elif role in self.plain_text and isinstance(content, list) and len(content) == 1:
+                part = content[0]
+                if isinstance(part, dict) and part.keys() == {"type", "text"} and part["type"] == "text":
+                    message["content"] = part["text"]
+        hub["messages"] = into.messages
         if self.tools_each is not None and request.get(self.tools_each) is not None:
             hub["tools"] = self._tools(request[self.tools_each], origins, notes, unknown_fields)
         return hub, origins, notes
 
-    def _message(
-        self, role: str, content: Any, where: str, out: list[dict[str, Any]], origins: Origins, settle: Settle
-    ) -> None:
+    def request_keys(self) -> tuple[str, str, str]:
+        """The format's own names for the transcript, the tools and the output token limit (what a client
+        call's `messages`, `tools` and `max_tokens` arguments are sent as)."""
+        return self.each, self.tools_each or "tools", self.field_origin.get("max_completion_tokens", "max_tokens")
+
+    def _below(self, name: str) -> Mapping[str, Unsupported]:
+        """The unsupported entries listed for the keys below field `name` (`reasoning.summary`), by key."""
+        prefix = name + "."
+        return {k.removeprefix(prefix): v for k, v in self.unsupported.items() if k.startswith(prefix)}
+
+    def _new(self, role: str, into: Transcript, where: str) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": role, "content": []}
+        into.origins[f"messages[{len(into.messages)}]"] = (where, {})
+        into.messages.append(message)
+        into.made.append((message, role))
+        return message
+
+    def _current(self, role: str, into: Transcript, where: str) -> dict[str, Any]:
+        """The last message when it has `role` (what joins it adds to it), else a new one of that role."""
+        out = into.messages
+        if not (out and out[-1]["role"] == role):
+            return self._new(role, into, where)
+        last = out[-1]
+        if isinstance(last.get("content"), str):  # a string so far: its one text part, so more can join
+            last["content"] = [{"type": "text", "text": last["content"]}]
+        return last
+
+    def _message(self, role: str, content: Any, where: str, into: Transcript, join: bool = False) -> None:
         """One message's blocks, in order: parts join the current normal-form message, a `message` kind
-        stands alone (closing the current one), an `item` joins one of the current message's lists."""
+        stands alone (closing the current one), an `item` joins one of the current message's lists. With
+        `join`, the current message is first the last one when it has this role (a `joins` item opened it)."""
         kinds = self.roles[role]
         current: dict[str, Any] | None = None
-        first = len(out)  # the normal-form messages this one writes start here
 
         def open_current() -> dict[str, Any]:
             nonlocal current
             if current is None:
-                current = {"role": role, "content": []}
-                origins[f"messages[{len(out)}]"] = (where, {})
-                out.append(current)
+                current = self._current(role, into, where) if join else self._new(role, into, where)
             return current
 
+        def base_of(where: str) -> str:
+            return f"{where}.content" if where != self.system else where  # the system key holds its blocks itself
+
         if isinstance(content, str):
-            origins[f"messages[{len(out)}]"] = (where, {})
-            out.append({"role": role, "content": content})
+            if join and into.messages and into.messages[-1]["role"] == role:
+                message = open_current()
+                into.origins[f"messages[{len(into.messages) - 1}].content[{len(message['content'])}]"] = (where, {})
+                message["content"].append({"type": "text", "text": content})
+            else:
+                into.origins[f"messages[{len(into.messages)}]"] = (where, {})
+                into.messages.append({"role": role, "content": content})
+                into.made.append((into.messages[-1], role))
             return
         if not isinstance(content, list):
-            raise self._fail(f"{where}.content" if role != "system" else where, "must be a string or a list of blocks")
-        base = f"{where}.content" if role != "system" else where
+            raise self._fail(base_of(where), "must be a string or a list of blocks")
+        base = base_of(where)
         for j, block in enumerate(content):
             path = f"{base}[{j}]"
-            kind = self._kind(kinds, block, path, settle)
+            kind = self._kind(kinds, block, path, into)
             if kind.state is not None:
                 state = unseal(block.get(kind.state[0]), Ctx(self.name), part="state")
                 if state is not MISSING:
-                    open_current()[kind.state[1]] = state
+                    self._set_state(open_current(), kind.state[1], state)
                     continue
-            ctx = Ctx(self.name)
-            ctx.path = path
-            written = kind.render(block, ctx)
             if kind.mode == "message":
-                current = None
-                for key in kind.blocks:
-                    if isinstance(written.get(key), list):
-                        written[key] = self._parts(
-                            kinds, written[key], f"{path}.{key}", f"messages[{len(out)}]", origins, settle
-                        )
-                origins[f"messages[{len(out)}]"] = (path, kind.renames)
-                out.append(written)
+                current, join = None, False
+                self._standalone(kind, kinds, block, path, role, into)
                 continue
-            msg = open_current()
-            hub_index = len(out) - 1
-            if kind.mode == "part":
-                origins[f"messages[{hub_index}].content[{len(msg['content'])}]"] = (path, kind.renames)
-                msg["content"].append(written)
-            else:
-                items = msg.setdefault(kind.into, [])
-                if not items:  # the list as a whole: where its first item came from
-                    origins[f"messages[{hub_index}].{kind.into}"] = (path, {})
-                origins[f"messages[{hub_index}].{kind.into}[{len(items)}]"] = (path, kind.renames)
-                items.append(written)
-        for msg in out[first:]:
-            content = msg.get("content")
-            if content == [] and msg["role"] != "user":
-                msg["content"] = None
-            elif role in self.plain_text and isinstance(content, list) and len(content) == 1:
-                part = content[0]
-                if isinstance(part, dict) and part.keys() == {"type", "text"} and part["type"] == "text":
-                    msg["content"] = part["text"]
+            self._add(kind, block, path, open_current(), into)
 
-    def _parts(
-        self, kinds: Mapping[str, Kind], blocks: list[Any], base: str, hub: str, origins: Origins, settle: Settle
-    ) -> list[Any]:
+    @staticmethod
+    def _set_state(message: dict[str, Any], key: str, state: Any) -> None:
+        """Sealed state set on the message: as `key`, or (no key) each of its keys (a whole message's extras)."""
+        if key:
+            message[key] = state
+        elif isinstance(state, dict):
+            message.update(state)
+
+    def _add(self, kind: Kind, block: Any, path: str, message: dict[str, Any], into: Transcript) -> None:
+        """A part or an item block added to `message` (the last normal-form message)."""
+        ctx = Ctx(self.name)
+        ctx.path = path
+        written = kind.render(block, ctx)
+        hub_index = len(into.messages) - 1
+        if kind.mode == "part":
+            into.origins[f"messages[{hub_index}].content[{len(message['content'])}]"] = (path, kind.renames)
+            message["content"].append(written)
+            return
+        items = message.setdefault(kind.into, [])
+        if not items:  # the list as a whole: where its first item came from
+            into.origins[f"messages[{hub_index}].{kind.into}"] = (path, {})
+        into.origins[f"messages[{hub_index}].{kind.into}[{len(items)}]"] = (path, kind.renames)
+        items.append(written)
+
+    def _standalone(
+        self, kind: Kind, kinds: Mapping[str, Kind] | None, block: Any, path: str, role: str | None, into: Transcript
+    ) -> None:
+        """A `message` kind: a normal-form message of its own; the lists named by `blocks` are read as parts
+        with `kinds` (None: the kinds of the role it writes, for a transcript item)."""
+        ctx = Ctx(self.name)
+        ctx.path = path
+        written = kind.render(block, ctx)
+        role = role or str(written.get("role"))
+        if kinds is None:
+            kinds = self.roles.get(role, MappingProxyType({}))
+        hub = f"messages[{len(into.messages)}]"
+        for key in kind.blocks:
+            if isinstance(written.get(key), list):
+                own = kind.renames.get(key, key).removesuffix(WHOLE)  # the block's own key for it (output)
+                written[key] = self._parts(kinds, written[key], f"{path}.{own}", hub, into)
+        into.origins[hub] = (path, kind.renames)
+        into.messages.append(written)
+        into.made.append((written, role))
+
+    def _item(self, item: dict[str, Any], where: str, into: Transcript) -> None:
+        """One typed item of a flat transcript: a message of its own, or a block that joins the last message
+        of its `joins` role (consecutive calls make one assistant message; a call after a user item starts one)."""
+        assert self.items is not None
+        kind = self._kind(self.items, item, where, into)
+        if kind.joins is None:
+            self._standalone(kind, None, item, where, None, into)
+            return
+        if kind.state is not None:
+            state = unseal(item.get(kind.state[0]), Ctx(self.name), part="state")
+            if state is not MISSING:
+                self._set_state(self._current(kind.joins, into, where), kind.state[1], state)
+                return
+        self._add(kind, item, where, self._current(kind.joins, into, where), into)
+
+    def _parts(self, kinds: Mapping[str, Kind], blocks: list[Any], base: str, hub: str, into: Transcript) -> list[Any]:
         """Blocks inside a block (a tool result's content), read as parts."""
         parts = []
         for j, block in enumerate(blocks):
             path = f"{base}[{j}]"
-            kind = self._kind(kinds, block, path, settle)
+            kind = self._kind(kinds, block, path, into)
             if kind.mode != "part":
                 raise self._fail(f"{path}.{self.kind}", f"a {block.get(self.kind)!r} block cannot be nested here")
             ctx = Ctx(self.name)
             ctx.path = path
-            origins[f"{hub}.content[{j}]"] = (path, kind.renames)
+            into.origins[f"{hub}.content[{j}]"] = (path, kind.renames)
             parts.append(kind.render(block, ctx))
         return parts
 
-    def _kind(self, kinds: Mapping[str, Kind], block: Any, path: str, settle: Settle) -> Kind:
+    def _kind(self, kinds: Mapping[str, Kind], block: Any, path: str, into: Transcript) -> Kind:
         if not isinstance(block, dict):
             raise self._fail(path, f"must be an object, got {type(block).__name__}")
         name = block.get(self.kind)
@@ -220,7 +327,7 @@ class SourceFormat:
         if kind.reads is not None:
             for key in block:
                 if key != self.kind and key not in kind.reads:
-                    self._settle(key, block[key], f"{path}.{key}", NOTHING, *settle)
+                    self._settle(key, block[key], f"{path}.{key}", kind.unsupported, into.notes, into.policy)
         return kind
 
     def _tools(self, tools: Any, origins: Origins, notes: list[Note], unknown_fields: str) -> list[Any]:
@@ -262,22 +369,33 @@ class SourceFormat:
 
     # ------------------------------------------------------------------ answer side
 
-    def view(self, result: TranslateResult, answer_id: Any, notes: list[Note]) -> dict[str, Any]:
+    def view(self, result: TranslateResult, answer_id: Any, notes: list[Note], created: Any = None) -> dict[str, Any]:
         """The result as the answer templates read it, with what the format's provider would have said
-        (`provider`: its stop reason and usage, derived from its response section read backwards)."""
+        (`provider`: its stop reason, also as `provider.finish`, and usage, derived from its response section
+        read backwards). `created`: the answer's time where the provider's rules name it, else now."""
         calls = []
         for call in result.tool_calls:
             try:
                 arguments = json.loads(call.arguments) if call.arguments else {}
             except ValueError:
                 arguments = call.arguments
-            calls.append({"id": call.id, "name": call.name, "input": arguments, "extra_content": call.extra_content})
+            calls.append(
+                {
+                    "id": call.id,
+                    "name": call.name,
+                    "input": arguments,
+                    "arguments": call.arguments or "{}",
+                    "extra_content": call.extra_content,
+                }
+            )
         said: dict[str, Any] = {}
         stop = self.stop_table.get(result.finish_reason)
+        if stop is None and result.finish_reason == "tool_calls":  # a table without the row: the engine made
+            stop = self.stop_table.get("stop")  # tool_calls of a stop with calls, so it reads back as that stop
         if stop is None:
             notes.append(Note("dropped", "finish_reason", f"{result.finish_reason!r} has no {self.name} counterpart"))
         else:
-            said[self.stop_key] = stop
+            said[self.stop_key] = said["finish"] = stop
         for target, total, others in self.usage:
             value = _dig(result.usage, total)
             if type(value) is not int:
@@ -296,6 +414,12 @@ class SourceFormat:
             notes.append(Note("synthesized", "id", "the provider's answer names no id"))
         return {
             "id": answer_id,
+            "created": created if type(created) in (int, float) else int(time.time()),
+            "ids": {
+                name: prefix + hashlib.sha256(f"{answer_id}/{name}".encode()).hexdigest()[:32]
+                for name, prefix in self.ids.items()
+            },
+            "annotations": result.annotations,
             "model": result.model,
             "text": result.text,
             "reasoning_content": result.reasoning_content,
@@ -307,10 +431,12 @@ class SourceFormat:
             DERIVED: said,
         }
 
-    def write(self, result: TranslateResult, answer_id: Any = None, notes: list[Note] | None = None) -> dict[str, Any]:
+    def write(
+        self, result: TranslateResult, answer_id: Any = None, notes: list[Note] | None = None, created: Any = None
+    ) -> dict[str, Any]:
         """A result as the format's whole answer (what it could not say, noted in `notes`)."""
         notes = [] if notes is None else notes
-        return self.write_view(self.view(result, answer_id, notes), notes)
+        return self.write_view(self.view(result, answer_id, notes, created), notes)
 
     def write_view(self, view: dict[str, Any], notes: list[Note]) -> dict[str, Any]:
         """The answer templates over a view; their notes (a default written) join `notes`."""
@@ -345,14 +471,15 @@ def _put(out: dict[str, Any], steps: tuple[str, ...], value: Any) -> None:
     out[steps[-1]] = value
 
 
-def answer_id(provider: Any, response: Any) -> Any:
-    """The answer's id where the provider's stream rules say it is (`streaming.id`), else absent."""
+def answer_id(provider: Any, response: Any, key: str = "id", kind: type | tuple[type, ...] = str) -> Any:
+    """The answer's id (or with `key="created"` its time) where the provider's stream rules say it is
+    (`streaming.id`, `streaming.created`), else absent."""
     streaming = provider.source.data.get("streaming") if isinstance(provider.source.data, dict) else None
-    path = streaming.get("id") if isinstance(streaming, dict) else None
+    path = streaming.get(key) if isinstance(streaming, dict) else None
     if not isinstance(path, str) or not isinstance(response, dict):
         return None
     value = compile_path(path)(response)
-    return value if isinstance(value, str) else None
+    return value if isinstance(value, kind) and not isinstance(value, bool) else None
 
 
 def remap(path: str, origins: Origins) -> str:
@@ -529,6 +656,7 @@ def translate_source(
 def write_answer(fmt: SourceFormat, provider: Any, result: TranslateResult) -> AnswerBody:
     """A result as the format's whole answer, with its id where the provider's rules say the answer's is."""
     notes: list[Note] = []
-    answer = AnswerBody(fmt.write(result, answer_id(provider, result.raw), notes))
+    created = answer_id(provider, result.raw, "created", (int, float))
+    answer = AnswerBody(fmt.write(result, answer_id(provider, result.raw), notes, created))
     answer.result, answer.notes = result, (*result.notes, *notes)
     return answer

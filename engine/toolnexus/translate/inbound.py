@@ -633,13 +633,14 @@ def _unsupported_table(table: dict[str, Any], key: Key, source: RuleSource) -> M
 def _report_part(turn: dict[str, Any], part: dict[str, Any], reads: frozenset[str], ctx: Ctx) -> None:
     """Settle what a part template drops (unread optional keys); note what it rewrites (derived keys it reads)."""
     report = part["report"]
-    for key, where in report.get("optional", {}).items():
-        if key not in reads:
-            ctx.settle(where.rpartition(".")[2], part[key], f"{part_path(turn, part)}.{where}")
-    for key, where in report.get("message", {}).items():
-        if key not in reads:
-            ctx.settle(where.rpartition(".")[2], part[key], f"messages[{turn['index']}].{where}")
-    for key, (where, how) in report.get("derived", {}).items():
+    if len(report) > 1 or "derived" not in report:  # a rewritten id or arguments alone is the common case
+        for key, where in report.get("optional", EMPTY).items():
+            if key not in reads:
+                ctx.settle(where.rpartition(".")[2], part[key], f"{part_path(turn, part)}.{where}")
+        for key, where in report.get("message", EMPTY).items():
+            if key not in reads:
+                ctx.settle(where.rpartition(".")[2], part[key], f"messages[{turn['index']}].{where}")
+    for key, (where, how) in report.get("derived", EMPTY).items():
         if key in reads:
             ctx.notes.append(Note("rewritten", f"{part_path(turn, part)}.{where}", how))
 

@@ -381,20 +381,20 @@ def _assistant_parts(
         pending[call_id] = part["name"]
         part["position"] = k
         if tool_call_ids is not None:
-            _map_id(part, "id", tool_call_ids, provider)
+            sent = tool_call_ids(call_id)
+            if sent != call_id:
+                _id_rewritten(part, "id", call_id, sent, provider)
         if len(call) > 3:  # more than id, type and function
             _carry_extras(part, call, TOOL_CALL_KEYS)
         parts.append(part)
     return parts
 
 
-def _map_id(part: dict[str, Any], key: str, tool_call_ids: IdMap, provider: str) -> None:
-    given = part[key]
-    sent = tool_call_ids(given)
-    if sent != given:
-        part[key] = sent
-        how = f"{given!r} is not a tool-call id {provider} accepts; sent as {sent!r} (results restore it)"
-        part.setdefault("report", {}).setdefault("derived", {})[key] = (key, how)
+def _id_rewritten(part: dict[str, Any], key: str, given: str, sent: str, provider: str) -> None:
+    """An id the provider does not accept as given: the part sends `sent`, and says so where it is written."""
+    part[key] = sent
+    how = f"{given!r} is not a tool-call id {provider} accepts; sent as {sent!r} (results restore it)"
+    part.setdefault("report", {}).setdefault("derived", {})[key] = (key, how)
 
 
 def orphans(turn: dict[str, Any], carry: Carry) -> list[tuple[str, str]]:
@@ -501,7 +501,11 @@ def _tool_result(
             raise _fail(provider, path, f"tool call {call_id!r} is already answered")
         raise _fail(provider, path, f"{call_id!r} answers no tool call of the preceding assistant turn")
     answered.add(call_id)
-    text, parts = _tool_content(msg, i, provider)
+    content = msg.get("content")
+    if type(content) is str:  # the common case, inline: the text and its one part
+        text, parts = content, [{"kind": "text", "text": content}]
+    else:
+        text, parts = _tool_content(msg, i, provider)
     result = {
         "kind": "tool_result",
         "tool_call_id": call_id,
@@ -519,15 +523,16 @@ def _tool_result(
                 raise _fail(provider, f"messages[{i}].is_error", message)
             _carry(result, "is_error", is_error, "is_error")
     if tool_call_ids is not None:
-        _map_id(result, "tool_call_id", tool_call_ids, provider)
+        sent = tool_call_ids(call_id)
+        if sent != call_id:
+            _id_rewritten(result, "tool_call_id", call_id, sent, provider)
     return result
 
 
 def _tool_content(msg: dict[str, Any], i: int, provider: str) -> tuple[str, list[dict[str, Any]]]:
-    """A tool message's content: its text (text parts joined) and its parts (text and images)."""
+    """A tool message's content given as parts (`_tool_result` reads a string itself): its text (text parts
+    joined) and its parts (text and images)."""
     content = msg.get("content", MISSING)
-    if type(content) is str:
-        return content, [{"kind": "text", "text": content}]
     if not isinstance(content, list):
         return _text_only(msg, i, provider), []  # raises the precise error
     parts, texts = [], []

@@ -55,15 +55,6 @@ class ListPath:
 MESSAGES = ListPath("messages")
 
 
-def merge_into(merged: dict[str, Any], message: dict[str, Any]) -> None:
-    """Consecutive messages of one role become one: list values concatenate, the others are the latest."""
-    for key, value in message.items():
-        if isinstance(value, list) and isinstance(merged.get(key), list):
-            merged[key].extend(value)
-        else:
-            merged[key] = value
-
-
 def same_written_role(previous: Any, message: Any, key: str, index: int, ctx: Ctx) -> bool:
     """`merge_same_role`: whether a written message joins the previous one because both have the same provider
     role (noted as rewritten). Keys other than lists must agree, else nothing could be merged without loss."""
@@ -127,7 +118,6 @@ def generate(inbound: Inbound) -> tuple[str, Messages]:
         "place": place,
         "orphans": orphans,
         "settle_parts": settle_parts,
-        "merge_into": merge_into,
         "same_role": same_written_role,
         "ROLE_KEY": inbound.merge_same_role,
         # Message keys `messages.unsupported` drops whatever they hold: their note, decided here (as `_settle` would).
@@ -192,10 +182,13 @@ def _role(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
     names[f"render_{role}"] = rule.render
     lines = list(_READ.get(role, _TEXT))
     placed = inbound.carry.get(role)
-    if placed:
+    if placed:  # `rule.carried` is built from this table: the keys placed are those it may find no part for
         names[f"PLACED_{role}"] = placed
-        names[f"PLACED_KEYS_{role}"] = frozenset(key for key, _ in placed)
-        lines.append(f"if not PLACED_KEYS_{role}.isdisjoint(m): place(m, parts, i, P, PLACED_{role})")
+        names[f"PLACED_KEYS_{role}"] = rule.carried
+        lines += [
+            f"carries = not PLACED_KEYS_{role}.isdisjoint(m)",
+            f"if carries: place(m, parts, i, P, PLACED_{role})",
+        ]
     lines += [
         f"turn = {{'role': {role!r}, 'parts': parts, 'source': m, 'index': i}}",
         "if first is None: first = i",
@@ -211,9 +204,8 @@ def _role(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
             "            else: notes.append(Note('dropped', f'messages[{i}].{k}', why))",
         ]
         if rule.carried:
-            names[f"CARRIED_{role}"] = rule.carried
             lines += [
-                f"if not CARRIED_{role}.isdisjoint(m):",
+                "if carries:",
                 "    for key, why in orphans(turn, CARRY): notes.append(Note('dropped', f'messages[{i}].{key}', why))",
             ]
     if rule.kinds is not None:
@@ -241,7 +233,10 @@ def _role(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
         "    if not merged:",
         "        out[-1] = {k: list(v) if isinstance(v, list) else v for k, v in out[-1].items()}",
         "        merged = True",
-        "    merge_into(out[-1], written)",
+        "    into = out[-1]  # merge_into, inline: lists concatenate, other values are the latest",
+        "    for k, v in written.items():",
+        "        if isinstance(v, list) and isinstance(into.get(k), list): into[k].extend(v)",
+        "        else: into[k] = v",
         "else:",
         "    out.append(written)",
         "    merged = False",
