@@ -16,8 +16,9 @@ The check runs on every request and response, so it has a fast path: orjson (the
 extra) writes the value in C and fails on surrogates, on other types and beyond 254 levels.
 It writes NaN and Infinity as null, so only when its text holds a null token (`null` after
 `:`, `,` or `[` and before `,`, `]` or `}`; the word inside a string, as in a schema's
-`"type": "null"`, is not one) are the floats of that value looked at, in one iterative pass
-over its containers (strings are not entered). A transcript (a mapping holding a list of
+`"type": "null"`, is not one) are the floats of that value looked at, in one breadth-first pass
+over its containers (strings are not entered) that stops once it has met as many Nones as the
+text holds null tokens. A transcript (a mapping holding a list of
 more than a few items) is written member by member (one message at a time, never one
 buffer the size of the whole transcript); a message of strings, ints, bools and None alone (a
 tool result, a user turn of text) holds no float and nothing deeper, so only its strings are looked at
