@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from support.made_up import made_up_provider
 from toolnexus import load_rules
 from toolnexus.devtools.capabilities import build_summary, render_summary
 from toolnexus.devtools.diff import NOTHING
@@ -17,9 +18,10 @@ REPO = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- toolnexus capabilities: begin -->", "<!-- toolnexus capabilities: end -->"
 
 # A made-up provider that supports nothing optional; each test adds one capability and asks again.
-ZETA = """\
-provider: zeta
-endpoint: {path: /chat, auth: none}
+ZETA = made_up_provider(
+    "zeta",
+    endpoint="endpoint: {path: /chat, auth: none}\n",
+    request="""\
 request:
   body:
     model: {$get: model, required: true}
@@ -29,27 +31,15 @@ request:
     choice: {$get: tool_choice}
   unsupported:
     parallel_tool_calls: {action: drop}
-messages:
-  system: {roles: [system, developer], join: "\\n"}
-  roles:
-    user: {message: {from: human, say: {$content: blocks}}}
-    assistant: {message: {from: bot, say: {$content: blocks}}}
-    tool: {message: {from: human, say: {$content: blocks}}}
-  parts:
-    text: {t: {$get: text}}
-    tool_call: {call: {$get: id}, fn: {$get: name}, args: {$get: arguments}}
-    tool_result: {answer: {$get: tool_call_id}, body: {$get: content}}
-tools: {declaration: {name: {$get: name}}}
+""",
+    tool_choice="""\
 tool_choice:
   auto: {mode: auto}
   none: {$refuse: zeta has no none}
   required: {$refuse: zeta has no required}
   function: {$refuse: zeta has no named choice}
-response:
-  items: [{each: out, kind: kind, kinds: {say: {text: {$get: text}}}}]
-  finish_reason: {from: stop, documented: [done], table: {done: stop}, unknown: stop}
-  usage: {prompt_tokens: {$get: usage.in}}
-"""
+""",
+)
 
 
 def answer(tmp_path: Path, capability: str, *edits: tuple[str, str]) -> str:

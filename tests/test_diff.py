@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from support.made_up import ACME_FORMAT
 from toolnexus import load_rules
 from toolnexus.devtools.diff import NOTHING, Report, build_report, render_html, render_markdown, render_table
 
@@ -490,3 +491,131 @@ def test_every_shipped_provider_keeps_a_readable_column_in_chromium(tmp_path: Pa
     assert min(right - left for _, left, right in m["columns"][1:]) > 200  # a column stays readable: it scrolls
     assert m["scrolled"][0] > 0 and abs(m["conceptLeft"]) < 1 and abs(m["headTop"]) < 1
     assert m["unresolved"] == []
+
+
+# Source formats (`--sources`): asked of the compiled formats, a column per format file.
+
+
+def format_report(book: Any, names: list[str] | None = None) -> Report:
+    from toolnexus.devtools.format_diff import build_format_report
+
+    return build_format_report(book, names or [])
+
+
+# the shared made-up format, with a declared field beside the derived ones and a refused field
+MADE_UP_FORMAT = ACME_FORMAT.replace("  fields:\n", "  fields:\n    model: {$get: engine}\n", 1).replace(
+    "    mood: {action: drop, doc: no counterpart}\n",
+    "    mood: {action: drop, doc: no counterpart}\n    vault: {action: error}\n",
+    1,
+)
+
+
+def made_up_formats(tmp_path: Path) -> Path:
+    """A user rules directory holding only a made-up format file."""
+    (tmp_path / "formats").mkdir()
+    (tmp_path / "formats" / "acme.yaml").write_text(MADE_UP_FORMAT)
+    return tmp_path
+
+
+def test_a_made_up_format_in_a_user_rules_dir_gets_its_column(tmp_path: Path) -> None:
+    book = load_rules(made_up_formats(tmp_path))
+    report = format_report(book)
+    assert "acme" in report.providers and report.noun == "formats"
+    # declared beside derived: the file's own model read wins over the provider's body read backwards
+    assert cell(report, "model ←", "acme") == ("engine (declared)",)
+    assert cell(report, "max_completion_tokens ←", "acme") == (
+        "max_tokens (derived: anthropic request.body.max_tokens)",
+    )
+    assert cell(report, "tool_choice ←", "acme") == (
+        "lookup(pick) (declared):",
+        '· free → "auto"',
+        '· must → "required"',
+    )
+    assert cell(report, "fields dropped", "acme") == ("mood\x1f1\x1f",)
+    assert cell(report, "fields refused", "acme") == ("vault",)
+    assert cell(report, "messages from", "acme") == ("turns",)
+    assert cell(report, "block kind named by", "acme") == ("is",)
+    assert cell(report, "one plain text block is a string", "acme") == ()
+    assert cell(report, "one plain text block is a string", "anthropic") == ("assistant, user",)
+    assert cell(report, "user words block", "acme") == ('a part: {type: "text", text: say}',)
+    assert cell(report, "user answer block", "acme")[0].startswith(
+        'a message of its own: {role: "tool", tool_call_id: to'
+    )
+    assert cell(report, "assistant call block", "acme")[0].startswith("an item of tool_calls: {id: ref,")
+    assert cell(report, "answer fields", "acme") == (
+        "said: text",
+        "why: provider.stop_reason",
+        "out: provider.usage.output_tokens",
+    )
+    assert cell(report, "answer blocks", "acme") == (
+        "into calls, in this order:",
+        "· each tool_calls: {ref: id, fn: name}",
+    )
+    assert cell(report, "finish_reason tool_calls →", "acme") == (
+        "stop_reason tool_use (derived: anthropic response.finish_reason.table)",
+    )
+    assert cell(report, "event: start", "acme") == ()  # the file has no stream section; anthropic's has
+    assert cell(report, "event: start", "anthropic")[0].startswith('{type: "message_start"')
+    assert [n.text for n in report.footnotes if n.provider == "acme"] == ["no counterpart"]
+
+
+def test_every_format_file_shows_every_field_kind_reason_and_event_it_compiled() -> None:
+    """Whatever format files exist: each compiled element has its row, and its cell says something."""
+    book = load_rules()
+    names = [n for n in book.formats() if n != "openai"]
+    report = format_report(book)
+    assert list(report.providers) == names
+    for name in names:
+        fmt = book.format(name)
+        rows = [f"{role} {kind} block" for role, kinds in fmt.roles.items() for kind in kinds]
+        rows += [f"{field} ←" for field in fmt.field_origin]
+        rows += [f"finish_reason {reason} →" for reason in fmt.stop_table]
+        rows += [f"{'.'.join(to)} ←" for to, _, _ in fmt.usage]
+        rows += [
+            "event: " + " ".join(str(p + 1) if isinstance(p, int) else p for p in key[1:])
+            for key in fmt.plan.nodes
+            if key[0] == "stream"
+        ]
+        for row in rows:
+            assert cell(report, row, name), (name, row)
+        derived = [line for rows_ in report.sections for r in rows_.rows for line in r.cells[names.index(name)].lines]
+        assert any("derived: " in line for line in derived) == bool(fmt.plan.derived)
+
+
+def test_the_shipped_messages_format_shows_derived_and_declared_fields() -> None:
+    report = format_report(load_rules(), ["anthropic"])
+    assert cell(report, "stop ←", "anthropic") == ("stop_sequences (derived: anthropic request.body.stop_sequences)",)
+    assert cell(report, "stream ←", "anthropic") == ("stream (declared)",)
+    effort = cell(report, "reasoning_effort ←", "anthropic")
+    assert effort[0] == "thinking, the table read backwards (derived: anthropic request.body.thinking):"
+    assert '· {type: "enabled", budget_tokens: 2048} → low' in effort
+    assert '· any → "required"' in cell(report, "tool_choice ←", "anthropic")
+    assert "parameters: input_schema (derived: anthropic tools.declaration.input_schema)" in cell(
+        report, "tool function ←", "anthropic"
+    )
+    assert cell(report, "usage.input_tokens ←", "anthropic")[0].startswith("prompt_tokens - prompt_tokens_details.")
+
+
+def test_the_sources_option_prints_the_format_report(tmp_path: Path) -> None:
+    rules = made_up_formats(tmp_path)
+    run = toolnexus("diff", "--sources", "acme,anthropic", "--rules", str(rules), "--format", "markdown")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == render_markdown(format_report(load_rules(rules), ["acme", "anthropic"]))
+    assert table_lines(run.stdout)[0] == "| concept | acme | anthropic |"
+    page = toolnexus("diff", "--sources", "--rules", str(rules), "--format", "html")
+    assert page.returncode == 0 and "<title>toolnexus: format differences</title>" in page.stdout
+    for wrong in (
+        ["--sources", "acmee"],
+        ["--sources", "openai"],
+        ["anthropic", "--sources"],
+        ["--summary", "--sources"],
+    ):
+        bad = toolnexus("diff", *wrong, "--rules", str(rules))
+        assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.splitlines()) == 1, (wrong, bad.stderr)
+
+
+def test_format_diff_reads_no_format_or_provider_names() -> None:
+    source = (REPO / "engine" / "toolnexus" / "devtools" / "format_diff.py").read_text()
+    book = load_rules()
+    for name in {*book.names(), *book.formats()} - {"openai"}:
+        assert f'"{name}"' not in source and f"'{name}'" not in source

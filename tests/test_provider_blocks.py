@@ -19,31 +19,14 @@ import yaml
 
 import toolnexus
 from support.judges import SDK_VALIDATORS, cohere_stream_event, judge_anthropic
+from support.made_up import made_up_provider
 from support.sse_encoders import ENCODERS
 from toolnexus import ResponseError, RuleError, load_rules, translate_request, translate_response
 
-ETA = """\
-provider: eta
-endpoint: {path: /chat, auth_header: x-key, api_key_env: [ETA_KEY]}
-request:
-  body:
-    model: {$get: model}
-    system: {$get: system}
-    turns: {$get: messages}
-    tools: {$get: tools}
-    tool_choice: {$get: tool_choice}
-messages:
-  system: {roles: [system, developer], join: "\\n"}
-  roles:
-    user: {message: {from: human, say: {$content: blocks}}}
-    assistant: {message: {from: bot, say: {$content: blocks, lead: [source.first, source.second]}}}
-    tool: {message: {from: human, say: {$content: blocks}}}
-  parts:
-    text: {t: {$get: text}}
-    tool_call: {call: {$get: id}, fn: {$get: name}, args: {$get: arguments}}
-    tool_result: {answer: {$get: tool_call_id}, body: {$get: content}}
-tools: {declaration: {name: {$get: name}}}
-tool_choice: {auto: {mode: auto}, none: {mode: none}, required: {mode: any}, function: {mode: one}}
+ETA = made_up_provider(
+    "eta",
+    ("say: {$content: blocks}}}\n    tool", "say: {$content: blocks, lead: [source.first, source.second]}}}\n    tool"),
+    response="""\
 response:
   items:
     - each: out
@@ -58,6 +41,14 @@ response:
         span:
           text: {$get: text}
           annotations:
+            each: refs
+            as:
+              type: url_citation
+              url_citation: {url: {$get: href}, start_index: {$get: from}, end_index: {$get: to}}
+        multi:                         # a text of parts, each part's indexes into its own text
+          text: {$get: "join('', parts[].t)"}
+          annotations:
+            parts: {each: parts, text: t}
             each: refs
             as:
               type: url_citation
@@ -91,7 +82,8 @@ response:
   refusal: {$get: why.text}
   finish_reason: {from: stop, documented: [done, nay], table: {done: stop, nay: content_filter}, unknown: stop}
   usage: {prompt_tokens: {$get: usage.in}}
-"""
+""",
+)
 
 
 @pytest.fixture(scope="module")
@@ -126,6 +118,35 @@ def test_an_annotation_outside_its_text_is_a_response_error_at_the_entry(eta: Pa
     with pytest.raises(ResponseError) as info:
         _eta(eta, [{"kind": "span", "text": "ab", "refs": [{"href": "u", "from": 0, "to": 9}]}])
     assert info.value.path == "out[0].refs[0]"
+
+
+def test_annotations_of_parts_index_into_each_parts_own_text(eta: Path) -> None:
+    """`annotations.parts`: the item's text is its parts' texts joined; a part's indexes move past the item's
+    place in the answer and the parts before it (a part with no text adds nothing)."""
+    parts = [{"t": "cd", "refs": [{"href": "u", "from": 0, "to": 2}]}, {"other": 1},
+             {"t": "efg", "refs": [{"href": "v", "from": 1, "to": 3}]}]  # fmt: skip
+    result = _eta(eta, [{"kind": "say", "text": "ab"}, {"kind": "multi", "parts": parts}])
+    assert result.text == "abcdefg"
+    spans = [(a["url_citation"]["url"], a["url_citation"]["start_index"], a["url_citation"]["end_index"])
+             for a in result.annotations]  # fmt: skip
+    assert spans == [("u", 2, 4), ("v", 5, 7)] and result.text[5:7] == "fg"
+    with pytest.raises(ResponseError) as info:  # "efg" has 3 characters, whatever comes before it
+        _eta(eta, [{"kind": "multi", "parts": [parts[0], {"t": "efg", "refs": [{"href": "v", "from": 1, "to": 4}]}]}])
+    assert info.value.path == "out[0].parts[1].refs[0]"
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "parts: {each: parts}",  # no `text`: the schema's
+        "parts: {each: parts, text: t}\n            over: answer",  # a part's indexes are into its own text
+    ],
+)
+def test_a_bad_parts_spec_is_a_located_rule_error(tmp_path: Path, edit: str) -> None:
+    (tmp_path / "eta.yaml").write_text(ETA.replace("parts: {each: parts, text: t}", edit))
+    with pytest.raises(RuleError) as info:
+        load_rules(tmp_path, reload=True)
+    assert info.value.rule.startswith("response.items[0].kinds.multi.annotations") and info.value.line is not None
 
 
 def test_an_entry_with_no_annotation_is_noted_by_its_kind_never_dropped_silently(eta: Path) -> None:

@@ -9,11 +9,17 @@ from typing import Any
 
 import pytest
 
+from support.made_up import made_up_provider
 from toolnexus import RuleError, TranslationError, load_rules, translate_request
 
-ZETA = """\
-provider: zeta
-endpoint: {path: /chat, auth_header: x-key, api_key_env: [ZETA_KEY]}
+ZETA = made_up_provider(
+    "zeta",
+    ("  roles:\n", "  merge_same_role: from\n  roles:\n"),
+    (
+        "tool: {message: {from: human, say: {$content: blocks}}}",
+        "tool: {message: {from: human, say: {$content: blocks}}, merge_consecutive: true}",
+    ),
+    request="""\
 request:
   body:
     system:
@@ -29,28 +35,15 @@ request:
     seed: {$absent: true}
   elsewhere:
     model: the URL
-messages:
-  system: {roles: [system, developer], join: "\\n"}
-  merge_same_role: from
-  roles:
-    user: {message: {from: human, say: {$content: blocks}}}
-    assistant: {message: {from: bot, say: {$content: blocks}}}
-    tool: {message: {from: human, say: {$content: blocks}}, merge_consecutive: true}
-  parts:
-    text: {t: {$get: text}}
-    tool_call: {call: {$get: id}, fn: {$get: name}, args: {$get: arguments}}
-    tool_result: {answer: {$get: tool_call_id}, body: {$get: content}}
-tools: {declaration: {name: {$get: name}}}
+""",
+    tool_choice="""\
 tool_choice:
   auto: {mode: auto}
   none: {$refuse: zeta always lets the model call a tool; leave the tools out instead}
   required: {mode: any}
   function: {mode: one, name: {$get: name}}
-response:
-  items: [{each: out, kind: kind, kinds: {say: {text: {$get: text}}}}]
-  finish_reason: {from: stop, documented: [done], table: {done: stop}, unknown: stop}
-  usage: {prompt_tokens: {$get: usage.in}}
-"""
+""",
+)
 
 TOOLS = [{"type": "function", "function": {"name": "f"}}]
 CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from support.made_up import made_up_provider
 from support.strategies import SETTINGS, anthropic_responses, gemini_responses
 from toolnexus import Note, RuleError, TranslationError, load_rules, translate_request, translate_response
 from toolnexus.language.ids import MARK, IdRule, compile_pattern, decode, encode
@@ -24,15 +25,11 @@ from toolnexus.translate.outbound import OPENAI_WITHIN, check_usage, merge_extra
 from toolnexus.translate.reader import read_messages
 from toolnexus.translate.result import TranslatedToolCall, TranslateResult
 
-ACME = """\
-provider: acme
-endpoint: {path: /chat, auth_header: x-key, api_key_env: [ACME_KEY]}
-request:
-  body:
-    system: {$get: system}
-    turns: {$get: messages}
-    tools: {$get: tools}
-    choice: {$get: tool_choice}
+ACME = made_up_provider(
+    "acme",
+    ("    model: {$get: model}\n", ""),
+    ("    tool_choice: {$get: tool_choice}\n", "    choice: {$get: tool_choice}\n"),
+    messages="""\
 messages:
   system: {roles: [system, developer], join: "\\n", blocks: when_cached}
   carry:
@@ -47,9 +44,9 @@ messages:
     image_base64: {img: {$get: data}}
     tool_call: {call: {$get: id}, fn: {$get: name}, args: {$get: arguments}}
     tool_result: {answer: {$get: tool_call_id}, body: {$content: text_or_blocks}}
-tool_call_ids: {pattern: "^[A-Za-z0-9_-]+$"}
-tools: {declaration: {name: {$get: name}}}
-tool_choice: {auto: {mode: auto}, none: {mode: none}, required: {mode: any}, function: {mode: one}}
+""",
+    tool_call_ids='tool_call_ids: {pattern: "^[A-Za-z0-9_-]+$"}\n',
+    response="""\
 response:
   items:
     - each: out
@@ -65,7 +62,8 @@ response:
     total_tokens: {$sum: [usage.in, usage.out]}
     prompt_tokens_details: {cached_tokens: {$get: usage.hit}, write_tokens: {$get: usage.wrote}}
   usage_within: {prompt_tokens: [prompt_tokens_details.write_tokens]}
-"""
+""",
+)
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
 

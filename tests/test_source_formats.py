@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from support.cases import CASES
 from support.judges import ANTHROPIC_REQUEST, ANTHROPIC_SDK_GAPS, judge
+from support.made_up import ACME_FORMAT
 from support.messages import accumulate, judge_event, judge_message
 from support.sse_encoders import ENCODERS
 from toolnexus import (
@@ -395,42 +396,7 @@ def test_stream_redacted_thinking_comes_whole_at_the_end() -> None:
 
 # ---------------------------------------------------------------- the machinery alone, on a made-up format
 
-
-MADE_UP = """
-format: acme
-doc: a made-up chat format, to test the machinery alone
-provider: anthropic
-request:
-  derive: [body]
-  fields:
-    tool_choice: {$lookup: pick, table: {free: auto, must: required}}
-  unsupported:
-    mood: {action: drop, doc: no counterpart}
-  messages:
-    each: turns
-    kind: is
-    roles:
-      user:
-        kinds:
-          words: {part: {type: text, text: {$get: say}}}
-          answer:
-            message: {role: tool, tool_call_id: {$get: to, required: true}, content: {$get: body}}
-      assistant:
-        kinds:
-          words: {part: {type: text, text: {$get: say}}}
-          call:
-            item: tool_calls
-            as: {id: {$get: ref}, type: function, function: {name: {$get: fn}, arguments: {$json_text: args}}}
-answer:
-  message:
-    said: {$get: text}
-    why: {$get: provider.stop_reason}
-    out: {$get: provider.usage.output_tokens}
-  blocks:
-    into: calls
-    from:
-      - {each: tool_calls, as: {ref: {$get: id}, fn: {$get: name}}}
-"""
+MADE_UP = ACME_FORMAT
 
 
 def made_up(tmp_path: Path, text: str = MADE_UP) -> Any:

@@ -82,7 +82,7 @@ from support.strategies import (
     responses_answers,
 )
 from support.variants import with_variants
-from toolnexus import Cancelled, ConfigError, ProviderError, ResponseError, TranslateResult, TranslationError
+from toolnexus import Cancelled, ConfigError, ProviderError, ResponseError, RuleError, TranslateResult, TranslationError
 from toolnexus.devtools.conformance import Case
 from toolnexus.devtools.stub import ProviderStub, StubReply, scripted
 from toolnexus.http.framing import FRAMINGS
@@ -1025,6 +1025,45 @@ def test_a_made_up_streaming_section_runs_its_generated_steps(tmp_path: Path) ->
     assert translator.result is not None and translator.result.text == "Hello, you"
     assert translator.result.finish_reason == "stop"
     assert "def run(s, e, n):" in toolnexus.load_rules(rules).get("acme").explain(code=True)
+
+
+GATHERED_STREAMING = """
+streaming:
+  type: kind
+  events:
+    begin: [{into: "@", from: message}]
+    block: [{into: content, at: at, from: block}]
+    piece: [{into: content, at: at, field: gathered, from: t}]
+    whole: [{into: "@", from: message}, end]
+  combine:
+    append: ["content[].gathered"]
+  text: {text: gathered}
+"""
+
+
+def test_streaming_text_names_the_field_a_kinds_text_pieces_gather_in(tmp_path: Path) -> None:
+    """`streaming.text`: a kind's pieces gather in a field of their own (its parts arrive whole at the end), and
+    that field, not the one its text template reads, streams as delta.content."""
+    rules = acme_rules(tmp_path)
+    path = rules / "acme.yaml"
+    path.write_text(path.read_text().split("\nstreaming:")[0] + GATHERED_STREAMING)
+    message = {"id": "m1", "type": "message", "role": "assistant", "model": "acme-1", "content": [],
+               "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 2}}  # fmt: skip
+    events = [
+        {"kind": "begin", "message": message},
+        {"kind": "block", "at": 0, "block": {"type": "text"}},
+        {"kind": "piece", "at": 0, "t": "Hel"},
+        {"kind": "piece", "at": 0, "t": "lo"},
+        {"kind": "whole", "message": {**message, "content": [{"type": "text", "text": "Hello"}]}},
+    ]
+    translator = toolnexus.stream_translator("acme", rules=rules)
+    chunks = [c for e in events for c in translator.feed(json.dumps(e))] + translator.finish()
+    assert [c["choices"][0]["delta"].get("content") for c in chunks if c["choices"]][1:3] == ["Hel", "lo"]
+    assert translator.result is not None and translator.result.text == "Hello"
+    path.write_text(path.read_text().replace("text: {text: gathered}", "text: {txet: gathered}"))
+    with pytest.raises(RuleError) as info:
+        toolnexus.load_rules(rules, reload=True)
+    assert info.value.rule == "streaming.text.txet" and info.value.line is not None
 
 
 @pytest.mark.parametrize(

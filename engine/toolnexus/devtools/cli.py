@@ -228,7 +228,14 @@ def cmd_diff(args: argparse.Namespace, out: TextIO) -> int:
 
     names = [*args.providers, *(n.strip() for n in (args.columns or "").split(",") if n.strip())]
     book = load_rules(args.rules)
-    if args.summary:
+    if args.sources is not None:
+        from .format_diff import build_format_report
+
+        if names or args.summary:
+            raise _InputError("--sources compares source formats: name formats there, not providers or --summary")
+        formats = [n.strip() for n in args.sources.split(",") if n.strip()]
+        text = render(build_format_report(book, formats), args.format)
+    elif args.summary:
         text = render_summary(build_summary(book, names), args.format, book=book)
     else:
         text = render(build_report(book, names), args.format)
@@ -324,6 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the columns, in this order; NAME+variants: NAME and every file extending it")  # fmt: skip
     p.add_argument("--summary", action="store_true",
                    help="one row per provider: what it supports (tools, images, streaming, ...)")  # fmt: skip
+    p.add_argument("--sources", nargs="?", const="", metavar="A,B,...",
+                   help="compare the source formats instead (rules/formats/; default: all): how each format's "
+                        "request is read and its answer and stream written")  # fmt: skip
     p.add_argument("--output", metavar="FILE", help="write to FILE instead of printing")
 
     p = _command(sub, "explain", cmd_explain, "show a provider's compiled rules beside their source lines",

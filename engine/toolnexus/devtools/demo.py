@@ -11,6 +11,11 @@ framing; the same answer) in small pieces and
 `client.translate_stream` prints each OpenAI chunk's delta as it arrives. It fails
 (exit 1) when a turn does not come out as expected, or the streamed result differs.
 
+Then each exchange of `fixtures/demo/sources/*.json` in a source format (README "Source
+formats"): the request in the format's shape in, the provider's body on the wire, the answer
+out in the format's shape, two turns whose history is built from the format's answers (how, is
+data in the file: the demo names no format), then turn 1 streamed as the format's events.
+
 Then the same exchange with the tool from a local MCP server (`python -m
 toolnexus.devtools.demo_mcp`, over stdio): translate declares it as `calc__add`, and the
 demo runs it with `tk.call`. Without the `mcp` extra that part is skipped.
@@ -27,10 +32,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TextIO
 
 from ..http.client import create_client
+from ..http.client_stream import SourceEventStream
 from ..http.framing import FRAMINGS
+from ..language.paths import MISSING, compile_path
 from ..toolkit.toolkit import Toolkit, create_toolkit, define_tool
+from ..translate.formats import AnswerBody
 from ..translate.rulebook import RulesArg, load_rules
-from .conformance import demo_file
+from .conformance import demo_file, fixtures_dir
 from .stub import ProviderStub, StubReply, scripted, sse_pieces
 
 DEMO_KEY = "demo-key-not-secret"
@@ -128,6 +136,14 @@ STREAM_FILES = {"sse": (".sse", "server-sent events"), "ndjson": (".ndjson", "ND
                 "aws-eventstream": (".eventstream", "AWS event-stream frames")}  # fmt: skip
 
 
+def _streamed(events: bytes, framing: str) -> StubReply:
+    """The stub's reply telling a captured stream in small pieces, as the rule file's framing sends it."""
+    boundaries = {"sse": events.count(b"\n\n"), "ndjson": events.count(b"\n")}.get(framing, len(events) // 128)
+    pieces = sse_pieces([events], cuts=boundaries * 2)
+    media = FRAMINGS[framing].media_types[0]
+    return StubReply(stream=pieces, pause=0.01, headers={"Content-Type": media})
+
+
 async def demo_stream(
     name: str, script: dict[str, Any], events: bytes, out: TextIO, rules: RulesArg = None, framing: str = "sse"
 ) -> list[str]:
@@ -135,10 +151,7 @@ async def demo_stream(
     toolkit: Toolkit = await create_toolkit()
     toolkit.register(define_tool(add))
     messages: list[dict[str, Any]] = [{"role": "user", "content": QUESTION}]
-    boundaries = {"sse": events.count(b"\n\n"), "ndjson": events.count(b"\n")}.get(framing, len(events) // 128)
-    pieces = sse_pieces([events], cuts=boundaries * 2)
-    media = FRAMINGS[framing].media_types[0]
-    reply = StubReply(stream=pieces, pause=0.01, headers={"Content-Type": media})
+    reply = _streamed(events, framing)
     out.write(f"\n{name} · turn 1 streamed (the same answer as {STREAM_FILES[framing][1]}, in pieces)\n")
     with ProviderStub(scripted([script["replies"][0], reply])) as stub:
         async with create_client(stub.base_url, name, script["model"], api_key=DEMO_KEY, rules=rules) as client:
@@ -159,6 +172,75 @@ async def demo_stream(
         return ["the streamed result differs from the whole answer's"]
     out.write("  stream.result is exactly turn 1's result (text, tool calls, finish reason, usage, model, notes)\n")
     return []
+
+
+def _fill(template: Any, scope: dict[str, Any]) -> Any:
+    """A turn written from an exchange file's template: each string "$PATH" is the value at PATH of `scope`."""
+    if isinstance(template, dict):
+        return {k: _fill(v, scope) for k, v in template.items()}
+    if isinstance(template, list):
+        return [_fill(v, scope) for v in template]
+    if isinstance(template, str) and template.startswith("$"):
+        value = compile_path(template[1:])(scope)
+        return None if value is MISSING else value
+    return template
+
+
+async def demo_source(
+    exchange: dict[str, Any], script: dict[str, Any], out: TextIO, rules: RulesArg = None
+) -> list[str]:
+    """One exchange in a source format: its request in, the provider's body on the wire, its answer out;
+    turn 2's history is turn 1's answer and the tool's result, written in the format (the file says how)."""
+    problems: list[str] = []
+    source, name = exchange["source"], exchange["provider"]
+    calls_in = compile_path(exchange["calls"])
+    tools, max_tokens = exchange["tools"], int(exchange.get("max_tokens", 0))
+    messages: list[Any] = [exchange["ask"]]
+    first: dict[str, Any] = {}
+    with ProviderStub(scripted(script["replies"])) as stub:
+        async with create_client(stub.base_url, name, script["model"], api_key=DEMO_KEY, rules=rules) as client:
+            for turn in (1, 2):
+                out.write(f"\n{source} in, {name} out · turn {turn}\n")
+                _show(out, f"{source} request in (messages)", messages)
+                answer = await client.translate(messages, tools=tools, max_tokens=max_tokens, source=source)
+                _show(out, f"{name} body on the wire ({stub.requests[-1].path})", stub.requests[-1].body)
+                _show(out, f"{source} answer out", answer)
+                result = answer.result if isinstance(answer, AnswerBody) else answer
+                if turn == 1:
+                    first = dict(answer)
+                    calls = calls_in(answer)
+                    if result.finish_reason != "tool_calls" or not isinstance(calls, list) or not calls:
+                        problems.append(f"turn 1 should ask for a tool, got {result.finish_reason!r}")
+                        break
+                    results = []
+                    for call in calls:
+                        name_of, arguments = call[exchange["call_name"]], call[exchange["call_input"]]
+                        value = add(**arguments)  # the demo runs the tool, not toolnexus
+                        out.write(f"  the demo runs {name_of}({json.dumps(arguments)}) -> {value}\n")
+                        results.append(_fill(exchange["result"], {"call": call, "value": value}))
+                    messages.append(_fill(exchange["answer_turn"], {"answer": dict(answer)}))
+                    messages.append(_fill(exchange["result_turn"], {"results": results}))
+                else:
+                    if "42" not in json.dumps(stub.requests[-1].body):
+                        problems.append("turn 2's body on the wire does not carry the tool result")
+                    if result.finish_reason != "stop" or "42" not in result.text:
+                        problems.append(f"turn 2 should answer 42, got {result.text!r} ({result.finish_reason})")
+    streaming = load_rules(rules).get(name).streaming
+    if problems or streaming is None:
+        return problems
+    events = demo_file(name, STREAM_FILES[streaming.framing][0], rules)
+    out.write(f"\n{source} in, {name} out · turn 1 streamed ({source} events from {events.name}, in pieces)\n")
+    with ProviderStub(scripted([_streamed(events.read_bytes(), streaming.framing)])) as stub:
+        async with create_client(stub.base_url, name, script["model"], api_key=DEMO_KEY, rules=rules) as client:
+            stream = client.translate_stream([exchange["ask"]], tools=tools, max_tokens=max_tokens, source=source)
+            async for event in stream:
+                out.write(f"  event: {json.dumps(event, ensure_ascii=False)}\n")
+    message = stream.message if isinstance(stream, SourceEventStream) else None
+    if message is None or dict(message) != first:
+        _show(out, f"assembled {source} answer (stream.message)", message)
+        return ["the streamed answer differs from turn 1's"]
+    out.write(f"  stream.message is exactly turn 1's {source} answer\n")
+    return problems
 
 
 async def run_demo(out: TextIO, rules: RulesArg = None) -> int:
@@ -182,6 +264,12 @@ async def run_demo(out: TextIO, rules: RulesArg = None) -> int:
             else:
                 problems.append(f"no demo stream at fixtures/demo/{stream_path.name}")
         failures += _report(out, name, problems)
+        runs += 1
+    for path in sorted((fixtures_dir() / "demo" / "sources").glob("*.json")):
+        exchange = json.loads(path.read_text(encoding="utf-8"))
+        script = json.loads(demo_file(exchange["provider"], rules=rules).read_text(encoding="utf-8"))
+        problems = await demo_source(exchange, script, out, rules)
+        failures += _report(out, f"{exchange['source']} in, {exchange['provider']} out", problems)
         runs += 1
     if importlib.util.find_spec("mcp") is None:
         out.write("\nMCP: skipped (pip install 'toolnexus[mcp]' to see a toolkit from an MCP server)\n")

@@ -116,9 +116,11 @@ class Section:
 
 @dataclass(frozen=True)
 class Report:
-    providers: tuple[str, ...]
+    providers: tuple[str, ...]  # the columns (source formats, in `toolnexus diff --sources`)
     sections: tuple[Section, ...]
     footnotes: tuple[Footnote, ...]
+    legend: str = _LEGEND
+    noun: str = "providers"  # what the columns are
 
 
 # ---------------------------------------------------------------------------------------
@@ -263,7 +265,8 @@ class _View:
         assert isinstance(node, Apply)  # a value function: its name and options
         function = node.function
         options = getattr(function, "keywords", {})
-        args = [node.path.expr] + [f"{k}: {self.constant(v)}" for k, v in options.items() if k != "where"]
+        shown = {k: v for k, v in options.items() if k != "where" and not callable(v)}  # a getter has no text
+        args = [node.path.expr] + [f"{k}: {self.constant(v)}" for k, v in shown.items()]
         return f"{getattr(function, 'func', function).__name__}({', '.join(args)})"
 
     def unsupported(self, key: Key, action: str) -> list[str]:
@@ -702,9 +705,14 @@ def _stream_combine(v: _View) -> Cell:
     return v.cell(lines, ("streaming", "combine"))
 
 
-def _stream_reasoning(v: _View) -> Cell:
-    reasoning = v.table("streaming", "reasoning")
-    return v.cell([f"{kind}.{field}" for kind, field in reasoning.items()], ("streaming", "reasoning"))
+def _stream_fields(section: str) -> Concept:
+    """`streaming.reasoning` / `streaming.text`: the item kind's field streamed as such deltas."""
+
+    def concept(v: _View) -> Cell:
+        fields = v.table("streaming", section)
+        return v.cell([f"{kind}.{field}" for kind, field in fields.items()], ("streaming", section))
+
+    return concept
 
 
 # Rows whose set depends on the rule files: one per role, part kind, tool_choice kind, ...
@@ -842,7 +850,8 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
             ("events rebuild the response", _stream_events),
             ("the stream is complete at", _stream_end),
             ("pieces combined", _stream_combine),
-            ("reasoning deltas from", _stream_reasoning),
+            ("reasoning deltas from", _stream_fields("reasoning")),
+            ("text deltas gathered in", _stream_fields("text")),
         ),
     ),
 )
@@ -974,7 +983,7 @@ def render_table(report: Report, width: int | None = None) -> str:
             index += 1
             for i in range(max(map(len, columns))):
                 out.append(_table_line([c[i] if i < len(c) else "" for c in columns], [first, *widths]))
-    out += ["", *textwrap.wrap(_LEGEND, width)]
+    out += ["", *textwrap.wrap(report.legend, width)]
     if report.footnotes:
         out += ["", "Notes:"]
         for n in report.footnotes:
@@ -1047,7 +1056,7 @@ def render_markdown(report: Report) -> str:
         for row in section.rows:
             texts = ["<br>".join(map(cell, c.shown)) or NOTHING for c in row.cells]
             out.append(line([markdown_escape(row.concept), *texts]))
-    out += ["", markdown_escape(_LEGEND)]
+    out += ["", markdown_escape(report.legend)]
     if report.footnotes:
         out.append("")
         out += [f"[^diff-{n.number}]: {markdown_escape(n.plain())}" for n in report.footnotes]
@@ -1090,12 +1099,13 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def render_html(report: Report, title: str = "toolnexus: provider differences") -> str:
+def render_html(report: Report, title: str | None = None) -> str:
     """A standalone page: legend and contents first, one table with an anchored row per section, then the notes.
 
     The header row and the concept column stay in view while scrolling (CSS sticky); rows where the
     providers differ are marked; each footnote reference has an id the note links back to. No script.
     """
+    title = title or f"toolnexus: {report.noun.removesuffix('s')} differences"
     uses: dict[int, list[str]] = {}  # footnote number -> ids of its references, in page order
 
     def ref(number: int) -> str:
@@ -1134,8 +1144,8 @@ def render_html(report: Report, title: str = "toolnexus: provider differences") 
         "</head>",
         "<body>",
         f'<h1 id="top">{html.escape(title)}</h1>',
-        f'<p class="summary">{len(report.providers)} providers ({html.escape(", ".join(report.providers))}), '
-        f"{len(rows)} concepts; the providers differ in {differing}, marked "
+        f'<p class="summary">{len(report.providers)} {report.noun} ({html.escape(", ".join(report.providers))}), '
+        f"{len(rows)} concepts; the {report.noun} differ in {differing}, marked "
         '<span class="differs">≠</span>.</p>',
         '<nav class="contents" id="contents" aria-label="Contents">',
         "<h2>Contents</h2>",
@@ -1143,11 +1153,12 @@ def render_html(report: Report, title: str = "toolnexus: provider differences") 
         "</nav>",
         '<section id="legend">',
         "<h2>How to read the cells</h2>",
-        f'<p class="legend">{html.escape(_LEGEND)} <span class="differs">≠</span> marks a concept the providers '
-        "handle differently (footnote numbers aside). Hover a cell for the rule file line it comes from.</p>",
+        f'<p class="legend">{html.escape(report.legend)} <span class="differs">≠</span> marks a concept the '
+        f"{report.noun} handle differently (footnote numbers aside). "
+        "Hover a cell for the rule file line it comes from.</p>",
         "</section>",
         '<input type="checkbox" id="only-differences">',
-        '<label for="only-differences">Show only the concepts where the providers differ</label>',
+        f'<label for="only-differences">Show only the concepts where the {report.noun} differ</label>',
         f'<table style="min-width: {13 + 16 * len(report.providers)}em">',  # a column stays readable: scroll instead
         '<colgroup><col class="concept">' + "<col>" * len(report.providers) + "</colgroup>",
         "<thead><tr>"
@@ -1171,7 +1182,7 @@ def render_html(report: Report, title: str = "toolnexus: provider differences") 
                     tds.append(f"<td{where}>" + "\n".join(map(text, c.lines)) + "</td>")
                 else:
                     tds.append(f'<td class="nothing"{where}>{NOTHING}</td>')
-            marked = ' <span class="differs" title="the providers differ">≠</span>' if row.differs else ""
+            marked = f' <span class="differs" title="the {report.noun} differ">≠</span>' if row.differs else ""
             concept = f'<th scope="row" id="{_slug(section.title)}--{_slug(row.concept)}">'
             concept += f"{html.escape(row.concept)}{marked}</th>"
             out.append(f'<tr class="{"differs" if row.differs else "same"}">{concept}{"".join(tds)}</tr>')

@@ -179,6 +179,7 @@ class Env:
     # table, returned on the compiled object it builds (never written into the loaded rule source).
     generated: dict[Key, str] = field(default_factory=dict)
     nodes: list[Node] = field(default_factory=list)  # each template compiled here, parsed
+    parsed: dict[Key, Node] = field(default_factory=dict)  # the same, by the rule key it was compiled at
     loose: dict[str, Key] = field(default_factory=dict)  # paths read outside a template (path_getter)
 
     @property
@@ -250,6 +251,7 @@ def compile_template(value: Any, key: Key, env: Env) -> Render:
     """
     node = parse_template(value, key, env)
     env.nodes.append(node)
+    env.parsed[key] = node
     return compile_node(node, key, env)
 
 

@@ -37,7 +37,7 @@ from ..language.templates import (
     parse_template,
     reads_of,
 )
-from .formats import WHOLE, Kind, SourceFormat, Unsupported
+from .formats import WHOLE, Derived, Kind, Plan, SourceFormat, Unsupported
 
 FORMATS_DIR = "formats"  # the subdirectory of a rules directory that holds format files
 
@@ -160,7 +160,8 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     tools_spec = request.get("tools")
     if tools_spec:
         own_reads.add(tools_spec["each"])
-    fields, reads, origin, derived = _compile_fields(request, rules, source, env, own_reads)
+    derived: dict[str, Derived] = {}  # filled by what reads the provider's rules backwards
+    fields, reads, origin, derived_reads = _compile_fields(request, rules, source, env, own_reads, derived)
 
     roles = _compile_roles(messages["roles"], env)
     items_spec = messages.get("items")
@@ -169,8 +170,8 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         if items_spec
         else None
     )
-    paths, whole = _field_paths(request, derived, reads, env)
-    tool_render, tool_reads, tool_renames = _compile_tools(tools_spec, rules, source, env)
+    paths, whole = _field_paths(request, derived_reads, reads, env)
+    tool_render, tool_reads, tool_renames = _compile_tools(tools_spec, rules, source, env, derived)
 
     answer = data["answer"]
     finish = _section(rules, ("response", "finish_reason"), source, ("provider",))
@@ -231,6 +232,12 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         stop_table=MappingProxyType(stop_table),
         stop_key=str(finish["from"]),
         usage=inverse_usage(usage_node),
+        plan=Plan(
+            source,
+            MappingProxyType(dict(env.parsed)),
+            MappingProxyType(derived),
+            tuple(entry.get("each") for entry in blocks_spec["from"]),
+        ),
         ids=MappingProxyType(dict(answer.get("ids", {}))),
     )
 
@@ -298,7 +305,7 @@ def _field_paths(
 
 
 def _compile_tools(
-    tools_spec: Mapping[str, Any] | None, rules: RuleSource, source: RuleSource, env: Env
+    tools_spec: Mapping[str, Any] | None, rules: RuleSource, source: RuleSource, env: Env, derived: dict[str, Derived]
 ) -> tuple[Render | None, frozenset[str], dict[str, str]]:
     """A tool declaration read into the normal form's function (the provider's declaration read backwards
     under the declared `fields`): its render, the tool keys it reads, and its renames."""
@@ -311,6 +318,12 @@ def _compile_tools(
             declaration = _section(rules, ("tools", "declaration"), source, ("request", "tools", "derive"))
             node = parse_template(declaration, ("tools", "declaration"), Env(rules))
             pairs = [(read, ".".join(written)) for written, read in leaves(node)]
+            declared = tools_spec.get("fields", {})
+            derived.update(
+                (f"tools[].{read}", Derived(("tools", "declaration", *written)))
+                for written, read in leaves(node)
+                if read.split(".")[0] not in declared
+            )
         template = nest(pairs) | tools_spec.get("fields", {})
         tool_node = parse_template(template, ("request", "tools"), env)
         tool_render = compile_template(template, ("request", "tools"), env)
@@ -320,11 +333,16 @@ def _compile_tools(
 
 
 def _compile_fields(
-    request: Mapping[str, Any], rules: RuleSource, source: RuleSource, env: Env, own_reads: set[Any]
+    request: Mapping[str, Any],
+    rules: RuleSource,
+    source: RuleSource,
+    env: Env,
+    own_reads: set[Any],
+    derived: dict[str, Derived],
 ) -> tuple[Render, set[str], dict[str, str], set[str]]:
     """The normal-form fields: the provider's body read backwards (`derive: [body]`) under the declared
     `fields`. Returns the render, the format's fields it reads, each normal-form field's origin, and the
-    format's field paths the derived renames read."""
+    format's field paths the derived renames read; sets `derived` (each normal-form path read backwards)."""
     declared = dict(request.get("fields", {}))
     theirs = Env(rules)
     origin: dict[str, str] = {}
@@ -339,11 +357,13 @@ def _compile_fields(
                 target = node.path.expr
                 tables[target] = _nearest(target, key, rows, str(source.data["format"]))
                 origin[target] = key
+                derived[target] = Derived(("request", "body", key), node)
                 continue
             for written, read in leaves(node, (key,)):
                 if written[0] in own_reads or read.split(".")[0] in declared or read in ("messages", "tools"):
                     continue
                 renamed.setdefault(read, ".".join(written))
+                derived.setdefault(read, Derived(("request", "body", *written)))
                 origin.setdefault(read.split(".")[0], ".".join(written))
     render = compile_template(nest(list(renamed.items())) | declared, ("request", "fields"), env)
     reads = _roots(env) | set(origin.values())

@@ -21,8 +21,9 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import Note, ResponseError, TranslationError
+from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, compile_path
-from ..language.templates import Ctx, Render, unseal
+from ..language.templates import Ctx, Node, Render, unseal
 from .result import TranslateResult
 
 PLAIN = "openai"  # the normal form itself: no format file, today's API
@@ -52,6 +53,27 @@ class Kind:
     state: tuple[str, str] | None = None  # (block key, message key or ""): a block whose key holds sealed state sets it
     joins: str | None = None  # a transcript item that joins the last message when it has this role, else starts one
     unsupported: Mapping[str, Unsupported] = field(default_factory=lambda: MappingProxyType({}))  # keys not read
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A normal-form element read backwards from the format's provider rule file: the rule key it comes
+    from, and for a `$lookup` of constant rows read backwards, that lookup's node (its rows)."""
+
+    rule: Key
+    table: Node | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The format file as the parsed nodes it compiled to, for readers that explain it (`toolnexus diff`):
+    never asked by a call. `nodes`: each template by its key in the format file; `derived`: each normal-form
+    path read backwards from the provider's rules (a tool's keys as `tools[].function.name`)."""
+
+    source: RuleSource
+    nodes: Mapping[Key, Node]
+    derived: Mapping[str, Derived]
+    blocks_each: tuple[str | None, ...] = ()  # the path each answer block entry walks (None: one block)
 
 
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
@@ -109,6 +131,7 @@ class SourceFormat:
     stop_table: Mapping[str, str]
     stop_key: str
     usage: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, ...], ...]], ...]
+    plan: Plan  # what the file compiled to, as nodes (for `toolnexus diff`)
     ids: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # `answer.ids`: name -> prefix
 
     # ------------------------------------------------------------------ request side

@@ -103,6 +103,7 @@ class Annotations:
     cites: Cites | None = None
     over: str = "element"
     unit: str = "characters"
+    parts: tuple[str, Getter, Getter] | None = None  # `parts`: its path, the getters of the list and a part's text
 
 
 @dataclass(frozen=True)
@@ -268,17 +269,46 @@ class Outbound:
         """An item's annotations, their indexes moved from the item's text into the assembled text (an
         annotation that gives none spans the item's whole text); an element with no counterpart is noted.
         Called before the item's text joins `found.texts` (by the generated code and the explain step)."""
-        listed = spec.getter(element)
+        listed = (spec.parts[1] if spec.parts is not None else spec.getter)(element)
         if listed is MISSING or listed is None:
             return
         if not isinstance(listed, list):
             message = f"must be a list, got {type(listed).__name__}"
-            raise ResponseError(f"{where}.{spec.each}", message, provider=self.provider)
+            read = spec.parts[0] if spec.parts is not None else spec.each
+            raise ResponseError(f"{where}.{read}", message, provider=self.provider)
         if spec.over == "answer":  # indexes into the answer's text so far, not the element's own
             start, text = 0, "".join(found.texts)
         else:
             start = sum(map(len, found.texts))
-        path, span = ctx.path, _Span(text, spec.unit)
+        path = ctx.path
+        if spec.parts is None:
+            self._annotate(spec, element, where, listed, start, _Span(text, spec.unit), found, ctx)
+        else:  # each part's annotations index into its own text, which follows the parts before it
+            for p, part in enumerate(listed):
+                at = f"{where}.{spec.parts[0]}[{p}]"
+                own = spec.parts[2](part) if isinstance(part, dict) else MISSING
+                entries = spec.getter(part) if isinstance(part, dict) else MISSING
+                if entries is not MISSING and entries is not None and not isinstance(entries, list):
+                    message = f"must be a list, got {type(entries).__name__}"
+                    raise ResponseError(f"{at}.{spec.each}", message, provider=self.provider)
+                own = own if type(own) is str else ""
+                listing = entries if isinstance(entries, list) else []
+                self._annotate(spec, part, at, listing, start, _Span(own, spec.unit), found, ctx)
+                start += len(own)
+        ctx.path = path
+
+    def _annotate(
+        self,
+        spec: Annotations,
+        element: Any,
+        where: str,
+        listed: list[Any],
+        start: int,
+        span: _Span,
+        found: _Found,
+        ctx: Ctx,
+    ) -> None:
+        """One list of annotation entries, their indexes into `span`'s text, which starts at `start`."""
         for j, entry in enumerate(listed):
             at = f"{where}.{spec.each}[{j}]"
             for scope, cited_at, cited in self._cited(spec, element, entry, where, at):
@@ -298,7 +328,6 @@ class Outbound:
                 first, last = span.chars(inner, cited_at, self.provider)
                 inner = {**inner, "start_index": start + first, "end_index": start + last}
                 found.annotations.append({**made, str(own): inner})
-        ctx.path = path
 
     def _cited(
         self, spec: Annotations, element: Any, entry: Any, where: str, at: str
@@ -565,6 +594,12 @@ def _annotations(spec: Any, key: Key, env: Env) -> Annotations:
     for name, allowed in (("over", ANNOTATION_OVER), ("unit", ANNOTATION_UNITS)):
         if spec.get(name, allowed[0]) not in allowed:
             raise env.error((*key, name), f"must be one of {', '.join(allowed)}, got {spec[name]!r}")
+    parts = spec.get("parts")
+    if parts is not None and (not isinstance(parts, dict) or set(parts) != {"each", "text"}):
+        raise env.error((*key, "parts"), "parts takes {each: PATH (the parts, in the element), text: PATH (in a part)}")
+    if parts is not None and spec.get("over") == "answer":
+        message = "a part's indexes are into its own text: `parts` and `over: answer` exclude each other"
+        raise env.error((*key, "parts"), message)
     return Annotations(
         each=spec["each"],
         getter=path_getter(spec["each"], (*key, "each"), env),
@@ -582,6 +617,15 @@ def _annotations(spec: Any, key: Key, env: Env) -> Annotations:
         ),
         over=spec.get("over", ANNOTATION_OVER[0]),
         unit=spec.get("unit", ANNOTATION_UNITS[0]),
+        parts=(
+            (
+                parts["each"],
+                path_getter(parts["each"], (*key, "parts", "each"), env),
+                path_getter(parts["text"], (*key, "parts", "text"), env),
+            )
+            if parts is not None
+            else None
+        ),
     )
 
 
@@ -619,8 +663,8 @@ class _Span:
 
 def _list_part(spec: Annotations) -> Part:
     """The list an `annotations` spec reads, for the generated code's fast test (empty: nothing to do)."""
-    steps = simple_steps(spec.each)
-    getter = spec.getter
+    each, getter = (spec.parts[0], spec.parts[1]) if spec.parts is not None else (spec.each, spec.getter)
+    steps = simple_steps(each)
     return Part(tuple(steps), None) if steps is not None else Part(None, lambda element, ctx: getter(element))
 
 

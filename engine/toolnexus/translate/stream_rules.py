@@ -223,7 +223,8 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
         else:
             events[name] = _steps(handler, at, env)
     reasoning = {kind: write_path(p, (*key, "reasoning", kind), env) for kind, p in spec.get("reasoning", {}).items()}
-    watched = tuple(sorted(_watch(source, outbound, combine, reasoning, key), key=lambda w: -len(w.steps)))
+    text = {kind: write_path(p, (*key, "text", kind), env) for kind, p in spec.get("text", {}).items()}
+    watched = tuple(sorted(_watch(source, outbound, combine, reasoning, key, text), key=lambda w: -len(w.steps)))
     below: dict[Path, list[int]] = {}
     route: dict[Path, int] = {}
     for index, w in enumerate(watched):
@@ -331,14 +332,16 @@ def _leaf(root: _Draft, path: Path, key: Key, env: Env) -> _Draft:
 
 
 def _watch(
-    source: RuleSource, outbound: Outbound, combine: Node, reasoning: dict[str, Path], key: Key
+    source: RuleSource, outbound: Outbound, combine: Node, reasoning: dict[str, Path], key: Key, text: dict[str, Path]
 ) -> list[Watched]:
     """Every item source of the response section, with the role of each field its templates read (asked
-    of the compiled sources' parts: a text field that is a plain read, the path tool-call arguments read)."""
+    of the compiled sources' parts: a text field that is a plain read, the path tool-call arguments read;
+    a kind in `text` streams the field named there instead)."""
     known = {kind for src in outbound.sources for kind in src.kinds}
-    for kind in reasoning:
-        if kind not in known:
-            raise source.error((*key, "reasoning", kind), f"no item kind '{kind}' in response.items")
+    for section, kinds in (("reasoning", reasoning), ("text", text)):
+        for kind in kinds:
+            if kind not in known:
+                raise source.error((*key, section, kind), f"no item kind '{kind}' in response.items")
     watched = []
     for i, src in enumerate(outbound.sources):
         steps = simple_steps(src.path)
@@ -349,7 +352,9 @@ def _watch(
         streamed: set[str] = set()
         for kind, parts in src.parts.items():
             fields: dict[Path, str] = {}
-            if parts.text is not None and parts.text.steps is not None:
+            if kind in text:
+                fields[text[kind]] = TEXT
+            elif parts.text is not None and parts.text.steps is not None:
                 fields[parts.text.steps] = TEXT
             arguments = (parts.tool_call or {}).get("arguments")
             if arguments is not None and arguments.read is not None and arguments.read.steps is not None:
