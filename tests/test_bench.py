@@ -24,22 +24,35 @@ from toolnexus.language.jsonsafe import JsonValueError
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import bench
 import bench_client
+import bench_responses
 import bench_stream
 from bench_inputs import tool_declarations, transcript
 from bench_litellm import TINY_PNG, compatible_copy
 
-# The providers the benchmark measures: those with a hand-written baseline (bench.py leaves the others out
-# with a note). Bedrock's, Cohere's, Ollama's and the Responses API's are not written yet.
-NO_BASELINE_YET = {"bedrock", "cohere", "ollama", "openai-responses"}
+# The providers the benchmark measures both ways: those with a hand-written request and response translator.
+# Bedrock, Cohere, Ollama and the Responses API have a hand-written response translator only (bench_responses.py).
+RESPONSES_ONLY = {"bedrock", "cohere", "ollama", "openai-responses"}
 # Variants (`extends:`) are their parent's rules with a few rows changed; the hand-written baselines are per family.
 PROVIDERS = [
-    p for p in toolnexus.providers() if p not in NO_BASELINE_YET and p not in parents_of(toolnexus.load_rules())
+    p for p in toolnexus.providers() if p not in RESPONSES_ONLY and p not in parents_of(toolnexus.load_rules())
 ]
 
 
 def test_every_provider_has_a_hand_written_baseline() -> None:
     assert sorted(bench.HAND_WRITTEN) == sorted(PROVIDERS)
-    assert set(toolnexus.providers()) >= NO_BASELINE_YET, "a provider left out of the benchmark is one that exists"
+    assert sorted(bench_responses.HAND_WRITTEN_RESPONSES) == sorted(RESPONSES_ONLY)
+    assert all(bench_responses.response_baseline(p, bench.parent_of) for p in toolnexus.providers())
+
+
+def test_every_provider_has_response_rows_that_agree_with_the_hand_written_translator(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Variants are timed on their parent's answers against its translator; the others on their own shape."""
+    rows = bench.build_cases((), toolnexus.providers(), litellm=None, responses_only=True)
+    assert {case.provider for case in rows} == set(toolnexus.providers())
+    assert bench.check_parity(rows), capsys.readouterr().err
+    ollama = next(c for c in rows if c.provider == "ollama" and c.input == "generated: 3 tool calls")
+    assert ollama.sides[1].fn is bench_responses.hand_ollama_response
 
 
 @pytest.fixture(scope="module")

@@ -555,7 +555,7 @@ def test_the_check_enters_only_text_holding_a_null_token(monkeypatch: pytest.Mon
         pytest.skip("orjson is not installed")
     entered: list[Any] = []
     finite = jsonsafe._finite
-    monkeypatch.setattr(jsonsafe, "_finite", lambda value: entered.append(value) or finite(value))
+    monkeypatch.setattr(jsonsafe, "_finite", lambda value, tokens: entered.append(value) or finite(value, tokens))
     jsonsafe.check({"parameters": {"type": ["string", "null"], "properties": {"null": {}}}, "n": [1]})
     assert entered == []
     answer = {"schema": {"type": "null"}, "m": [{"a": None}]}
@@ -758,3 +758,18 @@ def test_loads_object_asks_no_second_decoder_for_text_after_one_whole_value(monk
         pytest.skip("orjson is not installed")
     monkeypatch.setattr(jsonsafe, "_FINITE", None)  # the standard decoder: any use of it fails this test
     assert jsonsafe.loads_object('{"id": 1, "status": "open"}\n{"id": 2, "status": "done"}') is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{"é": [1, 2.5, -0.0, 1e300, True, None, '\u2028\n"\\']}, [], "text", {"z": {"a": {}}, "b": [[]]}, 12],
+)
+def test_the_text_encoder_writes_what_json_dumps_writes_and_refuses_nan(value: Any) -> None:
+    """Tool-call arguments and the digest of an answer are written by a C encoder built once: the same text."""
+    arguments = jsonsafe.text_encoder(ensure_ascii=False)
+    digest = jsonsafe.text_encoder(ensure_ascii=True, sort_keys=True, default=repr)
+    assert arguments(value) == json.dumps(value, ensure_ascii=False)
+    assert digest(value) == json.dumps(value, ensure_ascii=True, sort_keys=True, default=repr)
+    assert arguments.__qualname__ == "text_encoder.<locals>.encode"  # the encoder built once, on CPython
+    with pytest.raises(ValueError):
+        arguments({"x": [math.nan]})

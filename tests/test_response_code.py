@@ -263,3 +263,53 @@ def test_a_bad_count_takes_the_usage_explain_step_and_is_noted(provider: str) ->
     result = with_spied_usage(load_rules().get(provider).outbound, calls).translate(answers[provider])
     assert len(calls) == 1
     assert [n.kind for n in result.notes if n.path.startswith(("usage", "usageMetadata"))] == ["dropped"]
+
+
+# A made-up provider whose `message` and `extra_content` templates are mappings of plain reads: one value
+# under nested keys, and several (one nested) under one mapping. The generated code builds them inline.
+ZETA = """\
+provider: zeta
+extends: openai
+response:
+  items:
+    - each: out
+      kind: kind
+      kinds:
+        say:
+          text: {$get: text}
+          message: {extra_content: {zeta: {sig: {$get: sig}}}}
+        call:
+          tool_call:
+            id: {$get: id}
+            name: {$get: fn.name}
+            arguments: {$get: fn.args}
+            extra_content: {zeta: {sig: {$get: sig}}}
+          message: {seen: {$get: seen}, more: {first: {$get: a.first}, second: {$get: a.second}}}
+"""
+
+
+def test_a_mapping_of_plain_reads_is_built_inline_as_its_template_renders_it(tmp_path: Any) -> None:
+    (tmp_path / "zeta.yaml").write_text(ZETA)
+    outbound = load_rules(tmp_path).get("zeta").outbound
+    assert "m = MISSING if m0 is MISSING else {'extra_content': {'zeta': {'sig': m0}}}" in outbound.code
+    assert "render" not in outbound.code  # no field of either kind is rendered by its own template
+    answer = {
+        "out": [
+            {"kind": "say", "text": "hi", "sig": "s1"},
+            {"kind": "say", "text": "there"},
+            {"kind": "call", "id": "c1", "fn": {"name": "f", "args": {"x": 1}}, "sig": {}, "a": {"second": None}},
+            {"kind": "call", "id": "c2", "fn": {"name": "g", "args": {}}, "seen": [1], "a": {"first": {}}},
+        ],
+        "choices": [{"finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3},
+    }
+    result = outbound.translate(answer)
+    assert result.message_extras == {
+        "extra_content": {"zeta": {"sig": "s1"}},
+        "more": {"second": None, "first": {}},
+        "seen": [1],
+    }
+    assert [c.extra_content for c in result.tool_calls] == [{"zeta": {"sig": {}}}, None]
+    for damaged in variants(copy.deepcopy(answer), budget=80):
+        fast = outcome(lambda d=damaged: outbound.run(outbound, d, None))
+        assert fast == outcome(lambda d=damaged: by_explain_steps(outbound, d)), damaged

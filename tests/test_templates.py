@@ -552,3 +552,35 @@ def test_rich_paths_are_compiled_not_interpreted(monkeypatch: pytest.MonkeyPatch
     for expression in RICH_PATHS:
         compile_path(expression)({"a": [{"b": "x"}]})
     assert interpreted == ["a[0:2]", "sort_by(a, &b)[0]"]
+
+
+RICH = [
+    "type == 'message' && content[0].type == 'refusal' && 'refusal' || type",
+    "'x' == a",
+    "a != 'x'",
+    'a == `"x"`',
+    "a == b",
+    "type(a)",
+    "type(a) != 'string'",
+    "items[?type(text) != 'string'] | [0]",
+    "a || b",
+    "a && b",
+    "!a",
+]
+VALUES = ["x", "", [], {}, 0, 0.0, False, True, None, 1.5, ["x"], {"k": 1}, MISSING]
+
+
+@pytest.mark.parametrize("expression", RICH)
+def test_compiled_comparisons_types_and_falsehood_read_as_jmespath_reads_them(expression: str) -> None:
+    """A comparison with a string, `type()` and jmespath's falsehood are compiled to plain Python: the answer is
+    jmespath's on every JSON type (a bool is not a number, 0 is true, an empty string, list or object false)."""
+    import jmespath
+
+    for value in VALUES:
+        data: dict[str, Any] = {"type": "message", "content": [{"type": value}], "b": "x", "items": [{"text": value}]}
+        if value is not MISSING:
+            data["a"] = value
+        want = jmespath.search(expression, data)
+        want = MISSING if want is None else want
+        got = compile_path(expression)(data)
+        assert (got, type(got)) == (want, type(want)), (expression, value)  # True is not 1

@@ -13,11 +13,12 @@ user turn declaring 20 tools, and agent transcripts of 10, 100, 1,000 and 10,000
 realistic JSON schemas).
 
 What it is compared with: tools/bench_baseline.py, the translator a careful person writes
-by hand for the same rules. Before anything is timed, every input goes through both and
-the outputs must be identical (equal JSON with the same key order; for responses every
-field but `notes`); otherwise the first difference is printed and the script exits 1,
-because a ratio of unequal work means nothing. When LiteLLM is installed (the `bench`
-extra), its transforms on the same inputs are a third column (tools/bench_litellm.py
+by hand for the same rules (tools/bench_responses.py: response translators for the providers it
+has none for; a variant is timed on its parent's answers against its parent's translator).
+Before anything is timed, every input goes through both and the outputs must be identical
+(equal JSON with the same key order; for responses every field but `notes`); otherwise the first
+difference is printed and the script exits 1, because a ratio of unequal work means nothing. When
+LiteLLM is installed (the `bench` extra), its transforms on the same inputs are a third column (tools/bench_litellm.py
 says what is timed, and marks where LiteLLM refuses an input).
 
 How it measures: each side is calibrated so that one batch takes about 100 ms (at least
@@ -99,8 +100,10 @@ from bench_inputs import (  # noqa: E402
     twenty_tools_request,
 )
 from bench_litellm import LiteLLM, compatible_copy, first_line, load  # noqa: E402
+from bench_responses import SHAPES, response_baseline  # noqa: E402
 from progress import progress  # noqa: E402
 from toolnexus import TranslateResult  # noqa: E402
+from toolnexus.devtools.conformance import parents_of  # noqa: E402
 from toolnexus.language import jsonsafe  # noqa: E402
 
 JSON = dict[str, Any]
@@ -170,16 +173,17 @@ def make_case(
     litellm: LiteLLM | None,
     messages: int | None = None,
     checked: bool = False,
+    hand: Translate | None = None,
 ) -> Case:
     request = op == "request"
     engine = partial(toolnexus.translate_request if request else toolnexus.translate_response, provider)
     size = f"{len(data['messages'])} msgs, {kib(data)}" if request else kib(data)
-    hand = HAND_WRITTEN[provider][0 if request else 1]
+    hand = hand or HAND_WRITTEN[provider][0 if request else 1]
     if checked and not request:
         hand = partial(checked_first, hand)
     sides = [Side("engine", engine, data), Side("hand-written", hand, data)]
     case = Case(provider, name, op, size, sides, messages)
-    if litellm is not None:
+    if litellm is not None and provider in HAND_WRITTEN:  # the providers tools/bench_litellm.py maps
         add_litellm(case, litellm.request(provider) if request else litellm.response(provider), data)
     return case
 
@@ -254,10 +258,16 @@ def build_cases(
     generated = generated_responses(tools)
     cases: list[Case] = []
     for provider in providers:
-        answers = [(f"parity {branch}", answer) for branch, answer in parity_answers[provider].items()]
-        answers += [(f"generated: {name}", answer) for name, answer in generated[provider].items()]
-        answer_cases = [make_case(provider, name, "response", a, litellm, checked=checked) for name, a in answers]
-        if responses_only:
+        shape, hand = response_baseline(provider, parent_of) or (provider, None)
+        if shape in SHAPES:  # the Anthropic answers as this provider would have sent them
+            parity_answers[shape] = {k: SHAPES[shape](a) for k, a in parity_answers["anthropic"].items()}
+            generated[shape] = {k: SHAPES[shape](a) for k, a in generated["anthropic"].items()}
+        answers = [(f"parity {branch}", answer) for branch, answer in parity_answers[shape].items()]
+        answers += [(f"generated: {name}", answer) for name, answer in generated[shape].items()]
+        answer_cases = [
+            make_case(provider, name, "response", a, litellm, checked=checked, hand=hand) for name, a in answers
+        ]
+        if responses_only or provider not in HAND_WRITTEN:  # no hand-written request translator
             cases += answer_cases
             continue
         cases.append(make_case(provider, "parity fixture", "request", parity_request, litellm))
@@ -269,6 +279,11 @@ def build_cases(
         for n, data in transcripts.items():
             cases.append(make_case(provider, f"round trip {n:,}", "request", round_trip(data, style), litellm))
     return cases
+
+
+def parent_of(provider: str) -> str | None:
+    """The provider a rule file `extends:`, if any."""
+    return parents_of(toolnexus.load_rules()).get(provider)
 
 
 def build_source_cases(sizes: Sequence[int] = SOURCE_SIZES) -> list[Case]:
@@ -728,8 +743,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.sources:
         return run_sources(rounds, target_ns, args.clock, machine)
     providers = [p for p in toolnexus.providers() if p in HAND_WRITTEN and (not args.provider or p in args.provider)]
-    for missing in sorted(set(toolnexus.providers()) - set(HAND_WRITTEN) - set(args.provider or ())):
+    answering = [
+        p
+        for p in toolnexus.providers()
+        if response_baseline(p, parent_of) is not None and (not args.provider or p in args.provider)
+    ]
+    for missing in sorted(set(toolnexus.providers()) - set(answering) - set(args.provider or ())):
         print(f"note: no hand-written baseline for {missing}; left out", file=sys.stderr)
+    for answers_only in sorted(set(answering) - set(providers)):
+        print(f"note: no hand-written request translator for {answers_only}; its responses only", file=sys.stderr)
 
     if args.memory:
         print(f"toolnexus bench, memory only\nmachine: {machine}")
@@ -737,7 +759,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     litellm = None if args.quick or args.no_litellm else load()
-    cases = build_cases(sizes, providers, litellm, responses_only=args.responses, checked=args.checked_baseline)
+    cases = build_cases(sizes, answering, litellm, responses_only=args.responses, checked=args.checked_baseline)
     if args.input:
         cases = [case for case in cases if any(text in case.input for text in args.input)]
     if args.baseline:
@@ -762,8 +784,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("LiteLLM: not installed (pip install -e '.[bench]' adds its rows)")
     if args.checked_baseline:
         print("baseline: the hand-written responses run jsonsafe.check first (--checked-baseline)")
-    report_speed(cases, providers, litellm)
-    exponents = report_scaling(cases, providers)
+    report_speed(cases, answering, litellm)
+    exponents = report_scaling(cases, answering)
     if memory_rows:
         report_memory(memory_rows, sizes[-1])
     report_targets(cases, exponents, memory_rows)

@@ -16,8 +16,9 @@ The check runs on every request and response, so it has a fast path: orjson (the
 extra) writes the value in C and fails on surrogates, on other types and beyond 254 levels.
 It writes NaN and Infinity as null, so only when its text holds a null token (`null` after
 `:`, `,` or `[` and before `,`, `]` or `}`; the word inside a string, as in a schema's
-`"type": "null"`, is not one) are the floats of that value looked at, in one iterative pass
-over its containers (strings are not entered). A transcript (a mapping holding a list of
+`"type": "null"`, is not one) are the floats of that value looked at, in one breadth-first pass
+over its containers (strings are not entered) that stops once it has met as many Nones as the
+text holds null tokens. A transcript (a mapping holding a list of
 more than a few items) is written member by member (one message at a time, never one
 buffer the size of the whole transcript); a message of strings, ints, bools and None alone (a
 tool result, a user turn of text) holds no float and nothing deeper, so only its strings are looked at
@@ -70,8 +71,15 @@ def check(value: Any) -> None:
     """Raise JsonValueError (with the culprit's path inside `value`) unless `value` is safe JSON."""
     if orjson is not None:
         try:
-            if _clean(value, 0):
+            if type(value) is dict and not _holds_long(value):  # `_clean`'s common case, inline: an answer
+                out = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
+                last = out.rfind(b"null")
+                if last < 0 or _nulls_are_nones(value, out, last):
+                    return
+            elif _clean(value, 0):
                 return
+        except TypeError:  # not JSON: `locate` names it
+            pass
         except RecursionError:  # called from deep inside some caller's stack: walk instead
             pass
     problem = locate(value)
@@ -97,22 +105,23 @@ def _clean(value: Any, level: int) -> bool:
         return False
     if kind is float or kind is str:
         return out != b"null"  # a NaN or an Infinity; a str is encoded to find a lone surrogate
-    first = out.find(b"null")
-    return first < 0 or _nulls_are_nones(value, out, first)  # the first test alone settles most values
+    last = out.rfind(b"null")  # rfind: CPython's reverse search is several times faster on long text
+    return last < 0 or _nulls_are_nones(value, out, last)  # the first test alone settles most values
 
 
-def _nulls_are_nones(value: Any, out: bytes, first: int) -> bool:
-    """Whether each null token in orjson's text of a container (its first "null" at `first`) is a None."""
-    if not _has_null(out, first):
+def _nulls_are_nones(value: Any, out: bytes, last: int) -> bool:
+    """Whether each null token in orjson's text of a container (its last "null" at `last`) is a None."""
+    tokens = _null_tokens(out, last)
+    if not tokens:
         return True
-    if type(value) is dict and out.count(b"null") == _top_nones(value):
-        return True  # every "null" in the text is a None of the mapping's own (a message's `content: null`)
-    return _finite(value)
+    if type(value) is dict and tokens == _top_nones(value):
+        return True  # every null token in the text is a None of the mapping's own (a message's `content: null`)
+    return _finite(value, tokens)
 
 
 def _top_nones(mapping: dict[Any, Any]) -> int:
-    """How many of a mapping's own values are None. Each writes one "null"; when the text holds no more, no
-    NaN or Infinity (nor a nested None, nor a string saying null) wrote one, and the floats need no look."""
+    """How many of a mapping's own values are None. Each writes one null token; when the text holds no more, no
+    NaN or Infinity (nor a nested None) wrote one, and the floats need no look."""
     return sum(1 for item in mapping.values() if item is None)
 
 
@@ -141,8 +150,8 @@ def _members_clean(value: dict[Any, Any] | list[Any], level: int) -> bool:
                 out = orjson.dumps(item, default=_refuse, option=_ORJSON_OPTIONS)
             except TypeError:
                 return False
-            first = out.find(b"null")
-            if first >= 0 and not _nulls_are_nones(item, out, first):
+            last = out.rfind(b"null")
+            if last >= 0 and not _nulls_are_nones(item, out, last):
                 return False
         elif not _clean(item, level + 1):
             return False
@@ -178,19 +187,26 @@ def _plain_keys(mapping: dict[Any, Any]) -> bool:
     return True
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: Any, tokens: int) -> bool:
     """Whether every float inside a container orjson encoded is finite: it writes NaN and Infinity as null, so
-    this runs only when its text holds a null token. Iterative, over containers only (orjson has already
-    refused what is too deep or not JSON)."""
-    stack = [value]
-    pop, push, isfinite = stack.pop, stack.append, math.isfinite  # the hot loop of every answer with a null
-    while stack:
-        container = pop()
+    this runs only when its text holds `tokens` null tokens (or words that look like one, inside strings).
+
+    Breadth first, over containers only (orjson has already refused what is too deep or not JSON), and it
+    stops at the `tokens`-th None: then every null token in the text is a None, so no NaN or Infinity wrote
+    one. An answer's nulls (`refusal`, `logprobs`, `stop_sequence`) sit near its top, its bulk (tool calls,
+    content blocks) further down: breadth first meets them before entering the bulk."""
+    queue = [value]
+    push, isfinite = queue.append, math.isfinite  # the hot loop of every answer with a null
+    for container in queue:  # grows as it goes: each container's own items first, then the containers in it
         for item in container.values() if isinstance(container, dict) else container:
             kind = type(item)
-            if kind is str or kind is int or item is None or kind is bool:
+            if item is None:
+                tokens -= 1
+                if not tokens:
+                    return True
+            elif kind is str or kind is int or kind is bool:
                 continue
-            if kind is float:
+            elif kind is float:
                 if not isfinite(item):
                     return False
             elif isinstance(item, (dict, list, tuple)):
@@ -198,20 +214,46 @@ def _finite(value: Any) -> bool:
     return True
 
 
-def _has_null(text: bytes, first: int) -> bool:
-    """Whether orjson's text, whose first "null" is at `first`, holds a null token: where it wrote a None, a
-    NaN or an Infinity.
+def _null_tokens(text: bytes, last: int) -> int:
+    """How many null tokens orjson's text, whose last "null" is at `last`, holds: where it wrote a None, a NaN or
+    an Infinity (`null` after `:`, `,` or `[` and before `,`, `]` or `}`; the word inside a string, as in a
+    schema's `"type": "null"`, is not one).
 
-    A string holding `,null]` counts too, which costs only the closer look in `check`. Scanned from the end:
+    A string holding `,null]` counts too, which costs only a longer look in `_finite`. Scanned from the end:
     an answer's nulls (a refusal, logprobs, a stop sequence not met) follow its long text.
     """
     end = len(text)
-    i = text.rfind(b"null")
-    while i >= first:
+    found = 0
+    i = last
+    while i >= 0:
         if (i == 0 or text[i - 1] in b":,[") and (i + 4 == end or text[i + 4] in b",]}"):
-            return True
-        i = text.rfind(b"null", first, i)
-    return False
+            found += 1
+        i = text.rfind(b"null", 0, i)
+    return found
+
+
+def text_encoder(
+    *, ensure_ascii: bool, sort_keys: bool = False, default: Callable[[Any], Any] | None = None
+) -> Callable[[Any], str]:
+    """`json.dumps` with these options (and NaN refused), its C encoder built once.
+
+    `json.dumps` and `JSONEncoder.encode` build a new C encoder on every call, which costs more than encoding
+    a tool call's arguments. For values `check` passed (trees: no cycle to detect). Where the interpreter's
+    C encoder is missing or takes other arguments, the standard encoder's own `encode`.
+    """
+    standard = json.JSONEncoder(ensure_ascii=ensure_ascii, allow_nan=False, sort_keys=sort_keys, default=default)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    strings = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
+    try:
+        built = make(None, standard.default, strings, None, ": ", ", ", sort_keys, False, False)  # type: ignore[misc]
+    except TypeError:  # missing (None) or another signature
+        return standard.encode
+
+    def encode(value: Any) -> str:
+        return "".join(built(value, 0))
+
+    sample = {"b": [1, 2.5, -0.0, 1e300, True, None, 'é\u2028\n"\\'], "a": {"x": ""}, "é": []}
+    return encode if encode(sample) == standard.encode(sample) else standard.encode
 
 
 def where_in(base: str, where: str) -> str:

@@ -207,12 +207,15 @@ _EQUALITY = {op: TreeInterpreter.COMPARATOR_FUNC[op] for op in ("eq", "ne")}
 
 def _false(value: Any) -> bool:
     """jmespath's falsehood: empty string, list or object, null, false (a 0 is true)."""
-    return value == "" or value == [] or value == {} or value is None or value is False
+    return value is None or value is False or (not value and isinstance(value, (str, list, dict)))
 
 
 def _evaluator(node: Any) -> Eval | None:
     kind, value = node["type"], node.get("value")  # a jmespath tree node (a dict)
     steps = _simple_steps(node)
+    if steps and len(steps) == 1 and isinstance(steps[0], str):  # one field (`type`): one call, not two
+        key = steps[0]
+        return lambda v: v.get(key) if isinstance(v, dict) else None
     if steps:  # a plain chain inside: one straight walk (null and absent both None, as jmespath gives them)
         walk = _chain_getter(steps)
         return lambda v: None if (found := walk(v)) is MISSING else found
@@ -250,7 +253,14 @@ def _evaluator(node: Any) -> Eval | None:
         return lambda v: False if _zero(found := a(v)) else not found
     if kind == "comparator" and value in _EQUALITY:
         a, b, same = *fs, _EQUALITY[value]
+        text = next((child["value"] for child in node["children"] if _text_literal(child)), None)
+        if text is not None:  # against a string, jmespath's equality is Python's (its special cases are numbers)
+            a = fs[1] if _text_literal(node["children"][0]) else fs[0]
+            return (lambda v: a(v) == text) if value == "eq" else (lambda v: a(v) != text)
         return lambda v: same(a(v), b(v))
+    if kind == "function_expression" and value == "type" and len(fs) == 1:
+        (a,) = fs  # any one value: no argument error to raise
+        return lambda v: _TYPE_NAMES.get(type(found := a(v))) or _FUNCTIONS.call_function("type", [found])
     if kind == "function_expression":
         name = value
         return lambda v: _FUNCTIONS.call_function(name, [f(v) for f in fs])
@@ -260,6 +270,16 @@ def _evaluator(node: Any) -> Eval | None:
         (a,) = fs
         return lambda v: _flat(base) if isinstance(base := a(v), list) else None
     return None
+
+
+# jmespath's type() of the JSON types (a subclass asks jmespath itself).
+_TYPE_NAMES = {str: "string", bool: "boolean", int: "number", float: "number", list: "array", dict: "object"}
+_TYPE_NAMES[type(None)] = "null"
+
+
+def _text_literal(node: Any) -> bool:
+    """Whether a jmespath tree node is a string literal (`'message'`, `` `"x"` ``)."""
+    return isinstance(node, dict) and node["type"] == "literal" and isinstance(node.get("value"), str)
 
 
 def _chain(fs: list[Eval]) -> Eval:

@@ -21,7 +21,6 @@ rules to the invariants: a case result with such a note fails unless the case ex
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -30,7 +29,7 @@ from typing import Any, NoReturn
 from ..errors import Note, ResponseError
 from ..language.ask import plain_read, read_path, written
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
-from ..language.jsonsafe import JsonValueError, check
+from ..language.jsonsafe import JsonValueError, check, text_encoder
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, Getter, simple_steps
 from ..language.templates import (
@@ -62,6 +61,7 @@ class Part:
     steps: tuple[str | int, ...] | None
     render: Render | None
     read: Read | None = None  # the path a `$get` of one path reads, whatever its default (for errors, streams)
+    mapping: Obj | None = None  # a mapping of plain reads (and such mappings), built inline by the generated code
 
 
 @dataclass(frozen=True)
@@ -675,7 +675,8 @@ def _parts(template: dict[str, Any], key: Key, env: Env, annotations: Annotation
         node = parse_template(spec, (*at, name), env)
         plain = plain_read(node)
         steps = plain.steps if plain is not None else None
-        return Part(steps, None if steps is not None else compile_node(node, (*at, name), env), read_path(node))
+        render = None if steps is not None else compile_node(node, (*at, name), env)
+        return Part(steps, render, read_path(node), node if isinstance(node, Obj) and _plain_mapping(node) else None)
 
     call = template.get("tool_call")
     return Parts(
@@ -690,6 +691,30 @@ def _parts(template: dict[str, Any], key: Key, env: Env, annotations: Annotation
         annotations=_list_part(annotations) if annotations is not None else None,
         annotate=annotations,
     )
+
+
+def _keys_to_value(node: Obj) -> list[str]:
+    """The keys down to a mapping's one value (a mapping of one key, each level)."""
+    keys = []
+    while True:
+        (name, child), *_ = node.items
+        keys.append(name)
+        if not isinstance(child, Obj):
+            return keys
+        node = child
+
+
+def _plain_mapping(node: Node) -> bool:
+    """Whether a template is a mapping whose values are plain reads or such mappings (`{extra_content: {$get:
+    extra_content}}`): the generated code builds it inline, with the template's semantics (an absent value
+    writes no key, an empty mapping is absent)."""
+    if not isinstance(node, Obj) or not node.items:
+        return False
+    for _, child in node.items:
+        plain = plain_read(child)
+        if (plain is None or plain.steps is None) and not _plain_mapping(child):
+            return False
+    return True
 
 
 OPENAI_WITHIN: dict[str, tuple[tuple[str, str], ...]] = {  # what OpenAI's own usage totals include
@@ -842,8 +867,9 @@ def _first_key(element: Any, kinds: Mapping[str, Render]) -> Any:
 
 
 # A tool call's arguments object as the JSON text OpenAI carries: one encoder built once (json.dumps with
-# options builds a new one per call, a cost per tool call in a long stream); the same text as json.dumps.
-arguments_json = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+# options builds a new one per call, a cost per tool call); the same text as json.dumps.
+arguments_json = text_encoder(ensure_ascii=False)
+_DIGEST_TEXT = text_encoder(ensure_ascii=True, sort_keys=True, default=repr)
 
 
 def response_digest(response: Any, provider: str) -> str:
@@ -851,7 +877,7 @@ def response_digest(response: Any, provider: str) -> str:
     tells two answers apart. Two answers that differ anywhere (a response id, a token count, the
     call itself) get different digests; the same response always gets the same one."""
     try:
-        text = json.dumps(response, sort_keys=True, ensure_ascii=True, default=repr)
+        text = _DIGEST_TEXT(response)
     except (RecursionError, TypeError, ValueError) as exc:  # nested too deep, keys that do not sort, a cycle
         message = f"cannot be read as JSON to give its tool calls ids ({type(exc).__name__})"
         raise ResponseError("", message, provider=provider) from None
@@ -899,6 +925,7 @@ class _Code:
         self.count = 0
         self.prefixes: dict[tuple[str | int, ...], str] = {}  # response paths read so far -> their variables
         self.views: dict[str, str] = {}  # a top-level variable -> the one that holds it as a mapping (see `step`)
+        self.counts: dict[str, str] = {}  # a top-level variable read as a count -> the one holding it when clean
 
     def name(self, value: Any, prefix: str) -> str:
         self.count += 1
@@ -946,6 +973,8 @@ class _Code:
         """Lines leaving one template field of the element `e` (known to be an object) in `target`.
 
         Plain reads share their prefixes (`read`: path -> variable) and views within the element."""
+        if part.mapping is not None:
+            return self.mapping(target, part.mapping, read, views)
         if part.steps is None:
             return [f"{target} = {self.name(part.render, 'render')}(e, c)"]
         lines: list[str] = []
@@ -958,6 +987,40 @@ class _Code:
                 lines += self.step(known, var, prefix[-1], views)
             var = known
         return [*lines, f"{target} = {var}"]
+
+    def mapping(
+        self, target: str, node: Obj, read: dict[tuple[str | int, ...], str], views: dict[str, str]
+    ) -> list[str]:
+        """A mapping of plain reads built inline in `target`, as its template renders it: a value read as absent
+        writes no key, and a mapping left empty is absent (MISSING). Its values are read first: when all are
+        absent (most often) nothing is built."""
+        lines: list[str] = []
+        values: list[str] = []
+
+        def build(mapping: Obj, into: str) -> list[str]:
+            """Lines writing the mapping's present values into `into` (a nested mapping only when not empty)."""
+            writes = [f"{into} = {{}}"]
+            for name, child in mapping.items:
+                plain = plain_read(child)
+                if plain is not None and plain.steps is not None:
+                    value = f"{target}{len(values)}"
+                    values.append(value)
+                    lines.extend(self.part(value, Part(plain.steps, None), read, views))
+                    writes.append(f"if {value} is not MISSING: {into}[{name!r}] = {value}")
+                else:
+                    assert isinstance(child, Obj)
+                    inner = f"{into}m"
+                    writes += [*build(child, inner), f"if {inner}: {into}[{name!r}] = {inner}"]
+            return writes
+
+        writes = build(node, target)
+        absent = " and ".join(f"{value} is MISSING" for value in values)
+        if len(values) == 1:  # present, it makes every mapping around it present
+            literal = values[0]
+            for name in reversed(_keys_to_value(node)):
+                literal = f"{{{name!r}: {literal}}}"
+            return [*lines, f"{target} = MISSING if {absent} else {literal}"]
+        return [*lines, f"if {absent}: {target} = MISSING", "else:", *_indent(writes, 4)]
 
     def function(self) -> str:
         o = self.o
@@ -1025,7 +1088,7 @@ class _Code:
         read: dict[tuple[str | int, ...], str] = {}
         views: dict[str, str] = {}
         renders = any(
-            p.render is not None
+            p.render is not None and p.mapping is None
             for p in (parts.text, parts.reasoning, parts.message, *(parts.tool_call or {}).values())
             if p is not None
         )
@@ -1173,12 +1236,13 @@ class _Code:
             details = name.endswith("_details")
             read = plain_read(child)
             if read is not None:
-                lines += self.count_read(read, "uv")
                 if details:  # the provider's own object of counts: copied when clean
+                    lines += self.count_read(read, "uv")
                     lines += ["if uv is not MISSING:", "    uv = count_map(uv)", "    if uv is None: ok = False"]
                     lines.append(f"    else: u[{name!r}] = uv")
                 else:
-                    lines += [f"if type(uv) is int and uv >= 0: u[{name!r}] = uv", "elif uv is not MISSING: ok = False"]
+                    read_lines_, clean = self.clean_count(read)
+                    lines += [*read_lines_, f"if {clean} is not MISSING: u[{name!r}] = {clean}"]
             elif isinstance(child, Sum) and not details:
                 summed = self.count_sum(child)
                 if summed is None:
@@ -1190,11 +1254,8 @@ class _Code:
                     read = plain_read(count)
                     if read is None:
                         return None
-                    lines += self.count_read(read, "uv")
-                    lines += [
-                        f"if type(uv) is int and uv >= 0: ud[{inner!r}] = uv",
-                        "elif uv is not MISSING: ok = False",
-                    ]
+                    read_lines_, clean = self.clean_count(read)
+                    lines += [*read_lines_, f"if {clean} is not MISSING: ud[{inner!r}] = {clean}"]
                 lines.append(f"if ud: u[{name!r}] = ud")
             else:
                 return None
@@ -1205,17 +1266,32 @@ class _Code:
         lines, var = self.top(read.expr, read.getter)
         return [*lines, f"{target} = MISSING if {var} is None else {var}"]
 
+    def clean_count(self, read: Read) -> tuple[list[str], str]:
+        """A count's read at the function's top level, tested once however many sums read it: the variable
+        holding it when clean, else MISSING (absent or null; anything else also clears `ok`)."""
+        lines, var = self.top(read.expr, read.getter)
+        clean = self.counts.get(var)
+        if clean is None:
+            clean = self.counts[var] = f"n{var}"
+            lines += [
+                f"{clean} = {var} if type({var}) is int and {var} >= 0 else MISSING",
+                f"if {clean} is MISSING and {var} is not None and {var} is not MISSING: ok = False",
+            ]
+        return lines, clean
+
     def count_sum(self, node: Sum) -> list[str] | None:
         """A `$sum` of clean counts in `us` (any other count clears `ok`); `empty` when its holders are there."""
         if node.empty is not MISSING and not (type(node.empty) is int and node.empty >= 0):
             return None
-        lines = ["us = MISSING"]
+        lines: list[str] = []
+        terms = []
         for read in node.reads:
-            lines += self.count_read(read, "uv")
-            lines += [
-                "if type(uv) is int and uv >= 0: us = uv if us is MISSING else us + uv",
-                "elif uv is not MISSING: ok = False",
-            ]
+            read_lines_, clean = self.clean_count(read)
+            lines += read_lines_
+            terms.append(clean)
+        absent = " and ".join(f"{term} is MISSING" for term in terms)
+        total = " + ".join(f"({term} if {term} is not MISSING else 0)" for term in terms)
+        lines.append(f"us = MISSING if {absent} else {total}")
         if node.empty is not MISSING:
             held = []
             for read in node.holders:
