@@ -422,6 +422,12 @@ class StreamTranslator:
         self._elements[w_index][i] = info
         if template is None:
             return  # a kind the rules do not know: the final translation notes it
+        id_steps = w.held_whole.get(kind) if w.held_whole else None
+        if id_steps is not None and (self._held or (found := _walk(element, id_steps)) is MISSING or not found):
+            info.call = len(self._calls)  # a whole call held (see _open): not rendered twice
+            self._calls.append(_Call("", "", False))
+            self._held.append(info.call)
+            return
         ctx = Ctx(self.rules.provider, outbound=True, ids=self.id_map)
         ctx.path = (src, i)
         item = template(element, ctx)
@@ -472,17 +478,17 @@ class StreamTranslator:
             self._tool_delta({"tool_calls": [{"index": index, "function": {"arguments": first}}]})
 
     def _open(self, index: int, done: TranslatedToolCall) -> list[dict[str, Any]]:
-        """A held whole call's deltas, from its translation in the whole answer (which validated it and gave
-        its id): rendering it again as it arrived would double a long stream of whole calls' cost."""
+        """A held whole call's `tool_calls` entries (the opening one, then its arguments), from its translation
+        in the whole answer (which validated it and gave its id): rendering it again as it arrived would double
+        a long stream of whole calls' cost."""
         self._calls[index].sent_arguments = True
         opened: dict[str, Any] = {"index": index, "id": done.id, "type": "function",
                                   "function": {"name": done.name, "arguments": ""}}  # fmt: skip
         if done.extra_content is not None:
             opened["extra_content"] = done.extra_content
-        deltas = [{"tool_calls": [opened]}]
-        if done.arguments:
-            deltas.append({"tool_calls": [{"index": index, "function": {"arguments": done.arguments}}]})
-        return deltas
+        if not done.arguments:
+            return [opened]
+        return [opened, {"index": index, "function": {"arguments": done.arguments}}]
 
     def _tool_delta(self, delta: dict[str, Any], hold: bool = False) -> None:
         """A tool-call delta: sent now, or held while any call before it waits for its synthesized id."""
@@ -632,8 +638,11 @@ class StreamTranslator:
             raise ResponseError("", "the streamed deltas differ from the assembled response; the streaming "
                                 "rules do not match the response rules", provider=rules.provider)  # fmt: skip
         self.result = result
+        entries: list[dict[str, Any]] = []  # the held deltas, in order, as one delta: released together
         for held in self._held:
-            self._deltas += [held] if isinstance(held, dict) else self._open(held, result.tool_calls[held])
+            entries += held["tool_calls"] if isinstance(held, dict) else self._open(held, result.tool_calls[held])
+        if entries:
+            self._deltas.append({"tool_calls": entries})
         self._held.clear()
         out = self._chunks(last=True) if self._head is None or self._deltas else []
         for index, (call, done) in enumerate(zip(self._calls, result.tool_calls, strict=True)):

@@ -119,6 +119,9 @@ class Watched:
     steps: Path
     roles: Mapping[str, Mapping[Path, str]]  # kind ("" without kinds) -> field -> role
     streamed_arguments: frozenset[str]  # kinds whose arguments arrive in pieces (an append/json policy)
+    # kinds that render a tool call with a synthesized id and nothing else, each with the element path its id
+    # reads: an element with no id there is held whole and rendered only by the final translation
+    held_whole: Mapping[str, tuple[str | int, ...]] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True)
@@ -364,5 +367,15 @@ def _watch(
             message = f"calls in '{src.path}' get synthesized ids; their arguments cannot arrive in pieces"
             raise source.error((*key, "combine"), message)
         frozen_roles = MappingProxyType({kind: MappingProxyType(fields) for kind, fields in roles.items()})
-        watched.append(Watched(src, tuple(steps), frozen_roles, frozenset(streamed)))
+        held_whole = {
+            kind: call_id.steps
+            for kind, parts in src.parts.items()
+            if src.synthesize_ids
+            and parts.text is None
+            and parts.reasoning is None
+            and kind not in reasoning
+            and (call_id := (parts.tool_call or {}).get("id")) is not None
+            and call_id.steps is not None
+        }
+        watched.append(Watched(src, tuple(steps), frozen_roles, frozenset(streamed), MappingProxyType(held_whole)))
     return watched
