@@ -428,6 +428,13 @@ class StreamTranslator:
             self._calls.append(_Call("", "", False))
             self._held.append(info.call)
             return
+        plain = w.plain_calls.get(kind) if w.plain_calls else None
+        if plain is not None:  # read, not rendered: its id and name given (else the template says what is wrong)
+            call_id, name = _walk(element, plain[0]), _walk(element, plain[1])
+            if type(call_id) is str and call_id and type(name) is str and name:
+                arguments = _walk(element, plain[2])
+                self._open_call(info, call_id, name, arguments if type(arguments) is str else "", None, False)
+                return
         ctx = Ctx(self.rules.provider, outbound=True, ids=self.id_map)
         ctx.path = (src, i)
         item = template(element, ctx)
@@ -457,19 +464,26 @@ class StreamTranslator:
             call_id, name = call.get("id"), call.get("name")
             if not (type(call_id) is str and call_id and type(name) is str and name):
                 outbound.bad_tool_call(call, src.element_path(i), fields, src.arguments)
-            if outbound.tool_call_ids is not None:  # the caller's own id, as the whole answer restores it
-                call_id = outbound.tool_call_ids.restore(call_id, self.id_map or NO_IDS)
             arguments = call.get("arguments")
             first = arguments if type(arguments) is str else ""  # JSON arriving in pieces starts from nothing
             given = call.get("extra_content")
             extra = given if isinstance(given, dict) else None  # a signature the call opened with rides on it now
+            self._open_call(info, call_id, name, first, extra, held)
         else:
             done = outbound.tool_call(call, src, i, fields, ctx)
-            call_id, name, first, extra = done.id, done.name, done.arguments, done.extra_content
+            self._open_call(info, done.id, done.name, done.arguments, done.extra_content, held, restore=False)
+
+    def _open_call(
+        self, info: _Element, call_id: str, name: str, first: str, extra: Any, held: bool, restore: bool = True
+    ) -> None:
+        """A tool call starts: its opening delta (empty arguments), then any arguments it arrived with."""
+        ids = self.rules.outbound.tool_call_ids
+        if restore and ids is not None:  # the caller's own id, as the whole answer restores it
+            call_id = ids.restore(call_id, self.id_map or NO_IDS)
         index = len(self._calls)
         info.call = index
-        function = {"name": name, "arguments": ""}
-        opened: dict[str, Any] = {"index": index, "id": call_id, "type": "function", "function": function}
+        opened: dict[str, Any] = {"index": index, "id": call_id, "type": "function",
+                                  "function": {"name": name, "arguments": ""}}  # fmt: skip
         if extra is not None:  # a signature rides on the call, as in tool_calls_json()
             opened["extra_content"] = extra
         self._calls.append(_Call(str(call_id), str(name), bool(first), opened if held else None))

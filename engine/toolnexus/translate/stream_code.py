@@ -51,7 +51,7 @@ class Text:
         self.buf = bytearray(first.encode("utf-8", "surrogatepass"))
         self.placeholder = placeholder
 
-    def add(self, piece: str) -> None:
+    def add(self, piece: str) -> None:  # the generated code writes it inline
         self.buf += piece.encode("utf-8", "surrogatepass")
 
     def value(self) -> str:
@@ -59,6 +59,8 @@ class Text:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_NUMBERS = frozenset({int, float, bool})
+UTF8 = '"utf-8", "surrogatepass"'  # how Text holds its pieces
 
 
 def plain_merge(parent: Any, key: str | int, value: Any) -> None:
@@ -106,7 +108,8 @@ class _Code:
 
     def __init__(self, rules: Streaming) -> None:
         self.r = rules
-        self.names: dict[str, Any] = {"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge}
+        self.names: dict[str, Any] = {"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge,
+                                      "NUMBERS": _NUMBERS}  # fmt: skip
         self.count = 0
         self.known: dict[tuple[str | int, ...], str] = {}  # event paths read in the function being written
 
@@ -200,7 +203,7 @@ class _Code:
         policy = node.policy if node is not None else None
         if policy is APPEND or policy is JSON:
             emit = self.fragment(pattern, v, at, d)
-            lines += [f"if type({v}) is str and type({c}) is Text:", f"    {c}.add({v})"]
+            lines += [f"if type({v}) is str and type({c}) is Text:", f"    {c}.buf += {v}.encode({UTF8})"]  # Text.add
             lines += [f"    if {v}:", *_indent(emit, 8)] if emit else []
         elif policy is EXTEND:
             assert node is not None
@@ -261,11 +264,9 @@ class _Code:
         if omit:
             branches.insert(0, (" or ".join(f"{kk} == {key!r}" for key in sorted(omit)), ["pass"]))
         branches += [  # a plain value replaces (the same value put again changes nothing); a null never does
-            (
-                f"type({vv}) is str or type({vv}) is int or type({vv}) is bool or type({vv}) is float",
-                [f"{c}[{kk}] = {vv}"],
-            ),
+            (f"type({vv}) is str", [f"{c}[{kk}] = {vv}"]),
             (f"{vv} is None", [f"if {kk} not in {c}: {c}[{kk}] = None"]),
+            (f"type({vv}) in NUMBERS", [f"{c}[{kk}] = {vv}"]),
         ]
         for n, (test, body) in enumerate(branches):
             lines += [f"    {'if' if n == 0 else 'elif'} {test}:", *_indent(body, 8)]
@@ -285,7 +286,7 @@ class _Code:
             f"        for {kk}, {vv} in {x}.items():",
             f"            if {kk} != {f!r} and {kk} in {last} and {last}[{kk}] != {vv}: break",
             "        else:",
-            f"            {t}.add({piece})",
+            f"            {t}.buf += {piece}.encode({UTF8})",  # Text.add
             f"            if len({x}) > 1:",
             f"                for {kk}, {vv} in {x}.items():",
             f"                    if {kk} not in {last}: {last}[{kk}] = {vv}",

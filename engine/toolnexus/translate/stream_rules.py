@@ -122,6 +122,9 @@ class Watched:
     # kinds that render a tool call with a synthesized id and nothing else, each with the element path its id
     # reads: an element with no id there is held whole and rendered only by the final translation
     held_whole: Mapping[str, tuple[str | int, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    # kinds whose arguments arrive in pieces and that render a tool call of plain reads (id, name, arguments)
+    # and nothing else the stream sends: their paths, read at the element's start without rendering it
+    plain_calls: Mapping[str, tuple[tuple[str | int, ...], ...]] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True)
@@ -377,5 +380,17 @@ def _watch(
             and (call_id := (parts.tool_call or {}).get("id")) is not None
             and call_id.steps is not None
         }
-        watched.append(Watched(src, tuple(steps), frozen_roles, frozenset(streamed), MappingProxyType(held_whole)))
+        plain_calls = {
+            kind: tuple(call[name].steps for name in ("id", "name", "arguments"))  # type: ignore[misc]
+            for kind, parts in src.parts.items()
+            if kind in streamed
+            and parts.text is None
+            and parts.reasoning is None
+            and kind not in reasoning
+            and (call := parts.tool_call) is not None
+            and set(call) == {"id", "name", "arguments"}
+            and all(part.steps is not None for part in call.values())
+        }
+        watched.append(Watched(src, tuple(steps), frozen_roles, frozenset(streamed), MappingProxyType(held_whole),
+                               MappingProxyType(plain_calls)))  # fmt: skip
     return watched
