@@ -205,9 +205,12 @@ _FUNCTIONS = Functions()
 _EQUALITY = {op: TreeInterpreter.COMPARATOR_FUNC[op] for op in ("eq", "ne")}
 
 
+_EMPTY_WHEN_FALSE = (str, list, dict)
+
+
 def _false(value: Any) -> bool:
     """jmespath's falsehood: empty string, list or object, null, false (a 0 is true)."""
-    return value == "" or value == [] or value == {} or value is None or value is False
+    return value is None or value is False or (isinstance(value, _EMPTY_WHEN_FALSE) and not value)
 
 
 def _evaluator(node: Any) -> Eval | None:
@@ -250,6 +253,12 @@ def _evaluator(node: Any) -> Eval | None:
         return lambda v: False if _zero(found := a(v)) else not found
     if kind == "comparator" and value in _EQUALITY:
         a, b, same = *fs, _EQUALITY[value]
+        plain = _plain_equality(node["children"][1])
+        if plain is not None:  # against a string or number literal: jmespath's equality, inline
+            lit, exact = plain
+            if value == "eq":
+                return (lambda v: (x := a(v)) == lit and type(x) is not bool) if exact else (lambda v: a(v) == lit)
+            return (lambda v: (x := a(v)) != lit or type(x) is bool) if exact else (lambda v: a(v) != lit)
         return lambda v: same(a(v), b(v))
     if kind == "function_expression":
         name = value
@@ -259,6 +268,19 @@ def _evaluator(node: Any) -> Eval | None:
     if kind == "flatten":
         (a,) = fs
         return lambda v: _flat(base) if isinstance(base := a(v), list) else None
+    return None
+
+
+def _plain_equality(node: Any) -> tuple[Any, bool] | None:
+    """A string or number literal compared with: (the literal, whether a boolean must not equal it). jmespath
+    never lets true or false equal 0 or 1 (Python would); any other comparison with such a literal is Python's."""
+    if node.get("type") != "literal":
+        return None
+    lit = node["value"]
+    if type(lit) is str or (type(lit) in (int, float) and lit not in (0, 1)):
+        return lit, False
+    if type(lit) in (int, float):
+        return lit, True
     return None
 
 

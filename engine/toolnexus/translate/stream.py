@@ -647,8 +647,12 @@ class StreamTranslator:
                 call.id = call.opened["id"] = done.id
             elif not call.id:  # a held whole call (`_open`)
                 call.id, call.name = done.id, done.name
-        streamed = [(c.id, c.name) for c in self._calls]
-        if streamed != [(c.id, c.name) for c in result.tool_calls] or self._text_sent != len(result.text):
+        calls = result.tool_calls  # compared in place: a pair per call would be thousands of objects more
+        if (
+            len(self._calls) != len(calls)
+            or any(c.id != d.id or c.name != d.name for c, d in zip(self._calls, calls, strict=True))
+            or self._text_sent != len(result.text)
+        ):
             raise ResponseError("", "the streamed deltas differ from the assembled response; the streaming "
                                 "rules do not match the response rules", provider=rules.provider)  # fmt: skip
         self.result = result
