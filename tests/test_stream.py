@@ -1117,6 +1117,46 @@ def test_held_whole_calls_are_not_rendered_on_arrival_and_come_out_as_one_delta(
     check_chunks([*chunks, *closing], translator.result)
 
 
+def test_a_call_of_plain_reads_opens_without_rendering_its_template(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call whose template reads its id, name and arguments plainly (Mistral's, one whole call per event) opens
+    from those reads: no element template is rendered while the stream runs, and the deltas are the same."""
+    from toolnexus.translate.outbound import ItemSource
+
+    reply = copy.deepcopy(tool_call_reply("mistral"))
+    reply["choices"][0]["message"]["tool_calls"] = [
+        {
+            "id": f"c{i:08d}",
+            "type": "function",
+            "index": i,
+            "function": {"name": "add", "arguments": json.dumps({"a": i})},
+        }
+        for i in range(4)
+    ]
+    events = [data_of("mistral", e) for e in ENCODERS["mistral"](reply, random.Random(2), cuts=1)]
+    rendered = 0
+    original = ItemSource.pick
+
+    def counted(self: ItemSource, element: Any) -> Any:
+        kind, template = original(self, element)
+        if template is not None and "function" in element:
+
+            def render(*args: Any) -> Any:
+                nonlocal rendered
+                rendered += 1
+                return template(*args)  # type: ignore[misc]
+
+            return kind, render
+        return kind, template
+
+    monkeypatch.setattr(ItemSource, "pick", counted)
+    translator = toolnexus.stream_translator("mistral")
+    chunks = [chunk for data in events for chunk in translator.feed(data)]
+    assert rendered == 0
+    chunks += translator.finish()
+    assert translator.result.to_dict() == toolnexus.translate_response("mistral", reply).to_dict()
+    check_chunks(chunks, translator.result)
+
+
 def test_a_new_element_at_the_end_of_a_list_is_added_by_the_generated_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -113,6 +113,12 @@ class StreamTranslator:
         self._text_sent = 0
         self._events = 0
         self._head: dict[str, Any] | None = None
+        self._header: tuple[str, int, str] = ("", 0, "")  # the head's id, created and model, once it is read
+        # read once per event: the rule tables' entries a stream uses at every event
+        assert rules.run is not None
+        self._run = rules.run
+        self._done = rules.done
+        self._error_message = rules.endpoint.error_message
         self._created = int(time.time())
         self._unknown: set[str] = set()
         self._opening: tuple[int, dict[str, Any]] | None = None  # the event that opened the answer (`starts`)
@@ -132,7 +138,7 @@ class StreamTranslator:
                 return []
             raise ResponseError(f"events[{n}]", "an event after the end of the answer: a stream holds one answer",
                                 provider=rules.provider)  # fmt: skip
-        if data == rules.done:
+        if data == self._done:
             self.ended = True
             return []
         refused = ""
@@ -146,11 +152,16 @@ class StreamTranslator:
             what = refused or ("not JSON" if event is MISSING else "not a JSON object")
             shown = excerpt(data.encode("utf-8", "replace"))
             raise ProviderError(f"stream event {n} is {what}: {shown}", provider=rules.provider, kind="decode")
-        if (message_of := rules.endpoint.error_message) is not None and type(message_of(event)) is str:
+        if (message_of := self._error_message) is not None and type(message_of(event)) is str:
             error_type, message = rules.endpoint.describe_error(data.encode())
             raise ProviderError(message, provider=rules.provider, kind="http", error_type=error_type)
-        assert rules.run is not None
-        if rules.run(self, event, n):  # the generated steps of its event type (stream_code.py)
+        if self._run(self, event, n):  # the generated steps of its event type (stream_code.py)
+            deltas = self._deltas
+            if len(deltas) == 1 and self._head is not None:  # the usual event: one piece (as `_chunks`)
+                chunk_id, created, model = self._header
+                return [{"id": chunk_id, "object": CHUNK, "created": created, "model": model,
+                         "choices": [{"index": 0, "delta": deltas.pop(), "logprobs": None,
+                                      "finish_reason": None}]}]  # fmt: skip
             return self._chunks()
         return []
 
@@ -553,14 +564,11 @@ class StreamTranslator:
             if not (deltas or last or self._identified()):
                 return []
             head = self._head = self._identity()
+            self._header = (head["id"], head["created"], head["model"])
             deltas.insert(0, {"role": "assistant", "content": ""})
         elif not deltas:
             return []
-        chunk_id, created, model = head["id"], head["created"], head["model"]
-        if len(deltas) == 1:  # the usual event: one piece
-            delta = deltas.pop()
-            return [{"id": chunk_id, "object": CHUNK, "created": created, "model": model,
-                     "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}]}]  # fmt: skip
+        chunk_id, created, model = self._header
         out = [
             {"id": chunk_id, "object": CHUNK, "created": created, "model": model,
              "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}]}
