@@ -501,6 +501,7 @@ RICH_PATHS = [
     "a[-1].b | c",
     "[a, b.c]",
     "{x: a, y: `[1, 2]`}",
+    "{x: a.b}",
     "length(a)",
     "join('', a[*].b)",
     "a == `0`",  # against a literal: compared inline (true and false never equal 0 or 1 in jmespath)

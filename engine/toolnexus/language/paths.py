@@ -239,6 +239,9 @@ def _evaluator(node: Any) -> Eval | None:
         return fs[0]
     if kind == "multi_select_dict":
         pairs = [(child["value"], f) for child, f in zip(node["children"], fs, strict=True)]
+        if len(pairs) == 1:  # `{a: b}`, the usual reshaping of one event value: no comprehension per call
+            ((key, f),) = pairs
+            return lambda v: None if v is None else {key: f(v)}
         return lambda v: None if v is None else {key: f(v) for key, f in pairs}
     if kind == "multi_select_list":
         return lambda v: None if v is None else [f(v) for f in fs]

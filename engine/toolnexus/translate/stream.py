@@ -34,6 +34,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import Note, ProviderError, ResponseError
@@ -71,7 +72,9 @@ class _Element:
 
     roles: Mapping[Path, str]
     call: int | None = None  # its tool-call index, when it is a tool call
-    sent_arguments: bool = False
+
+
+_WHOLE = _Element(MappingProxyType({}))  # a held whole call's element: none of its fields streams
 
 
 @dataclass(slots=True)
@@ -106,7 +109,7 @@ class StreamTranslator:
         self._texts: list[tuple[Any, str | int, Text, Path]] = []  # every string arriving in pieces
         self._assembled = False
         self._elements: list[dict[int, _Element]] = [{} for _ in rules.watched]
-        self._calls: list[_Call] = []
+        self._calls: list[_Call | None] = []  # None: a held whole call, given whole by the final translation
         self._deltas: list[dict[str, Any]] = []
         self._held: list[dict[str, Any] | int] = []  # tool-call deltas waiting for a synthesized id (see the top);
         # an index: a whole call, its deltas made at the end from the whole answer's translation (`_open`)
@@ -429,16 +432,16 @@ class StreamTranslator:
         w = self.rules.watched[w_index]
         src = w.src
         kind, template = src.pick(element)
+        id_steps = w.held_whole.get(kind) if w.held_whole and template is not None else None
+        if id_steps is not None and (self._held or (found := _walk(element, id_steps)) is MISSING or not found):
+            self._elements[w_index][i] = _WHOLE  # a whole call held (see _open): not rendered twice
+            self._held.append(len(self._calls))
+            self._calls.append(None)
+            return
         info = _Element(w.roles.get(kind, {}) if isinstance(kind, str) else {})
         self._elements[w_index][i] = info
         if template is None:
             return  # a kind the rules do not know: the final translation notes it
-        id_steps = w.held_whole.get(kind) if w.held_whole else None
-        if id_steps is not None and (self._held or (found := _walk(element, id_steps)) is MISSING or not found):
-            info.call = len(self._calls)  # a whole call held (see _open): not rendered twice
-            self._calls.append(_Call("", "", False))
-            self._held.append(info.call)
-            return
         plain = w.plain_calls.get(kind) if w.plain_calls else None
         if plain is not None:  # read, not rendered: its id and name given (else the template says what is wrong)
             call_id, name = _walk(element, plain[0]), _walk(element, plain[1])
@@ -462,9 +465,8 @@ class StreamTranslator:
             return
         held = src.synthesize_ids and not call.get("id")
         if held and kind not in w.streamed_arguments:  # a whole call: the final translation gives it (see _open)
-            info.call = len(self._calls)
-            self._calls.append(_Call("", "", False))
-            self._held.append(info.call)
+            self._held.append(len(self._calls))
+            self._calls.append(None)
             return
         if held:
             call = {**call, "id": _HELD}  # the real one hashes the whole response: given at the end
@@ -506,7 +508,6 @@ class StreamTranslator:
         """A held whole call's `tool_calls` entries (the opening one, then its arguments), from its translation
         in the whole answer (which validated it and gave its id): rendering it again as it arrived would double
         a long stream of whole calls' cost."""
-        self._calls[index].sent_arguments = True
         opened: dict[str, Any] = {"index": index, "id": done.id, "type": "function",
                                   "function": {"name": done.name, "arguments": ""}}  # fmt: skip
         if done.extra_content is not None:
@@ -545,8 +546,8 @@ class StreamTranslator:
             self._emit_text(piece)
         elif role == REASONING:
             self._deltas.append({"reasoning_content": piece})
-        elif role == ARGUMENTS and info.call is not None:
-            self._calls[info.call].sent_arguments = True
+        elif role == ARGUMENTS and info.call is not None and (call := self._calls[info.call]) is not None:
+            call.sent_arguments = True
             self._tool_delta({"tool_calls": [{"index": info.call, "function": {"arguments": piece}}]})
 
     def _emit_text(self, text: str) -> None:
@@ -651,14 +652,12 @@ class StreamTranslator:
         if self.notes:
             result.notes = (*result.notes, *self.notes)
         for call, done in zip(self._calls, result.tool_calls, strict=False):
-            if call.opened is not None:  # a held call: the id the whole answer synthesized
+            if call is not None and call.opened is not None:  # a held call: the id the whole answer synthesized
                 call.id = call.opened["id"] = done.id
-            elif not call.id:  # a held whole call (`_open`)
-                call.id, call.name = done.id, done.name
         calls = result.tool_calls  # compared in place: a pair per call would be thousands of objects more
         if (
             len(self._calls) != len(calls)
-            or any(c.id != d.id or c.name != d.name for c, d in zip(self._calls, calls, strict=True))
+            or any(c and (c.id != d.id or c.name != d.name) for c, d in zip(self._calls, calls, strict=True))
             or self._text_sent != len(result.text)
         ):
             raise ResponseError("", "the streamed deltas differ from the assembled response; the streaming "
@@ -672,7 +671,7 @@ class StreamTranslator:
         self._held.clear()
         out = self._chunks(last=True) if self._head is None or self._deltas else []
         for index, (call, done) in enumerate(zip(self._calls, result.tool_calls, strict=True)):
-            if not call.sent_arguments and done.arguments:
+            if call is not None and not call.sent_arguments and done.arguments:
                 out.append(self._chunk({"tool_calls": [{"index": index, "function": {"arguments": done.arguments}}]}))
         if result.refusal is not None:  # OpenAI's own refusal field, in a delta of its own
             out.append(self._chunk({"refusal": result.refusal}))
