@@ -1100,6 +1100,86 @@ def test_a_whole_call_whose_id_is_synthesized_is_rendered_once_by_the_final_tran
     assert translator.result.tool_calls == want.tool_calls
 
 
+def test_held_whole_calls_are_not_rendered_on_arrival_and_come_out_as_one_delta(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stream of many whole calls with synthesized ids (Gemini's): no element template is rendered while they
+    arrive (the final translation renders each once), and at the end their deltas come out together, each call
+    opening with empty arguments then its arguments, in one chunk rather than two per call."""
+    from toolnexus.translate.outbound import ItemSource
+
+    reply = copy.deepcopy(tool_call_reply("gemini"))
+    parts = reply["candidates"][0]["content"]["parts"]
+    parts[:] = [{"functionCall": {"name": "add", "args": {"a": i, "b": 21}}} for i in range(6)]
+    events = [data_of("gemini", e) for e in ENCODERS["gemini"](canonical("gemini", reply), random.Random(4), cuts=1)]
+    translator = toolnexus.stream_translator("gemini")
+    rendered = 0
+    original = ItemSource.pick
+
+    def counted(self: ItemSource, element: Any) -> Any:
+        kind, template = original(self, element)
+
+        def render(*args: Any) -> Any:
+            nonlocal rendered
+            rendered += 1
+            return template(*args)  # type: ignore[misc]
+
+        return kind, (render if template is not None else None)
+
+    monkeypatch.setattr(ItemSource, "pick", counted)
+    chunks = [chunk for data in events for chunk in translator.feed(data)]
+    assert rendered == 0, "a held whole call is rendered by the final translation only"
+    closing = translator.finish()
+    with_calls = [c for c in [*chunks, *closing] if c["choices"] and "tool_calls" in c["choices"][0]["delta"]]
+    assert len(with_calls) == 1
+    entries = with_calls[0]["choices"][0]["delta"]["tool_calls"]
+    want = toolnexus.translate_response("gemini", canonical("gemini", reply))
+    assert [(e["index"], e.get("id"), e["function"]["arguments"]) for e in entries] == [
+        entry for i, call in enumerate(want.tool_calls) for entry in ((i, call.id, ""), (i, None, call.arguments))
+    ]
+    check_chunks([*chunks, *closing], translator.result)
+
+
+def test_a_call_of_plain_reads_opens_without_rendering_its_template(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call whose template reads its id, name and arguments plainly (Mistral's, one whole call per event) opens
+    from those reads: no element template is rendered while the stream runs, and the deltas are the same."""
+    from toolnexus.translate.outbound import ItemSource
+
+    reply = copy.deepcopy(tool_call_reply("mistral"))
+    reply["choices"][0]["message"]["tool_calls"] = [
+        {
+            "id": f"c{i:08d}",
+            "type": "function",
+            "index": i,
+            "function": {"name": "add", "arguments": json.dumps({"a": i})},
+        }
+        for i in range(4)
+    ]
+    events = [data_of("mistral", e) for e in ENCODERS["mistral"](reply, random.Random(2), cuts=1)]
+    rendered = 0
+    original = ItemSource.pick
+
+    def counted(self: ItemSource, element: Any) -> Any:
+        kind, template = original(self, element)
+        if template is not None and "function" in element:
+
+            def render(*args: Any) -> Any:
+                nonlocal rendered
+                rendered += 1
+                return template(*args)  # type: ignore[misc]
+
+            return kind, render
+        return kind, template
+
+    monkeypatch.setattr(ItemSource, "pick", counted)
+    translator = toolnexus.stream_translator("mistral")
+    chunks = [chunk for data in events for chunk in translator.feed(data)]
+    assert rendered == 0
+    chunks += translator.finish()
+    assert translator.result.to_dict() == toolnexus.translate_response("mistral", reply).to_dict()
+    check_chunks(chunks, translator.result)
+
+
 def test_a_new_element_at_the_end_of_a_list_is_added_by_the_generated_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

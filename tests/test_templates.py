@@ -501,8 +501,15 @@ RICH_PATHS = [
     "a[-1].b | c",
     "[a, b.c]",
     "{x: a, y: `[1, 2]`}",
+    "{x: a.b}",
     "length(a)",
     "join('', a[*].b)",
+    "a == `0`",  # against a literal: compared inline (true and false never equal 0 or 1 in jmespath)
+    "a != `1`",
+    "a == `1.0`",
+    "a == `2`",
+    "a != 'x'",
+    "b == 'x' && 'first' || 'later'",
     "a[0:2]",  # not compiled: jmespath's interpreter
     "sort_by(a, &b)[0]",  # not compiled: an expression argument
 ]
@@ -516,6 +523,12 @@ RICH_DATA = [
     {"a": 0, "b": [0]},
     {"a": ["p", "q"]},
     {"a": None},
+    {"a": True, "b": "x"},
+    {"a": False, "b": "y"},
+    {"a": 1},
+    {"a": 1.0},
+    {"a": 2},
+    {"a": "x"},
     {},
     [1, 2],
     "text",

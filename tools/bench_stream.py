@@ -152,6 +152,13 @@ def tool_reply(provider: str, script: dict[str, Any], events: int) -> tuple[dict
         message = reply["choices"][0]["message"]
         message["tool_calls"] = _long_calls("call_", events)
         return reply, events // 4
+    if provider == "openai-responses":  # function_call output items, arguments in pieces
+        reply["output"] = [
+            {"id": f"fc_{i}", "type": "function_call", "call_id": call["id"], "name": "add",
+             "arguments": call["function"]["arguments"], "status": "completed"}
+            for i, call in enumerate(_long_calls("call_", events))
+        ]  # fmt: skip
+        return reply, events // 4
     assert provider == "gemini", f"no tool row for {provider}"
     parts = reply["candidates"][0]["content"]["parts"]  # gemini: every call arrives whole, one or more per event
     parts[1:] = [{"functionCall": {"name": "add", "args": {"a": i, "b": 21}}} for i in range(events)]
@@ -178,11 +185,15 @@ def reasoning_reply(provider: str, script: dict[str, Any], events: int) -> tuple
         thinking = {"type": "thinking", "thinking": _letters(events * 8)}
         reply["message"]["content"] = [thinking, {"type": "text", "text": "42."}]
         return reply, events
+    if provider == "openai-responses":  # a reasoning item's summary text, then the message
+        summary = [{"type": "summary_text", "text": _letters(events * 8)}]
+        reply["output"] = [{"id": "rs_1", "type": "reasoning", "summary": summary}, *reply["output"]]
+        return reply, events
     return None  # no reasoning field in the rules' response section
 
 
 # each source family (variants stream as their parent)
-ROWS = ("anthropic", "bedrock", "cohere", "gemini", "mistral", "ollama", "openai")
+ROWS = ("anthropic", "bedrock", "cohere", "gemini", "mistral", "ollama", "openai", "openai-responses")
 PLAIN = "openai"  # the Chat Completions chunks, the rows above
 # per source format, the providers whose streams are written out in it, and the rows timed
 SOURCE_ROWS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {

@@ -345,22 +345,23 @@ def _for_orjson(text: str | bytes) -> bytes | None:
 # orjson refuses NaN, Infinity, 1e400 and lone surrogates as `check` does, and reads numbers as Python does,
 # except an integer beyond 64 bits (a float there): text with no run of 19 digits is read by orjson.
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
-_LONG_NUMBER = b"0" * 19
 _BEFORE_NUMBER = frozenset(b"-+.eE:[, \t\n\r")  # what a digit run inside a number can follow
-_ZEROS = re.compile(b"0*")
+# every byte as its class: a digit 0, what a number's digits can follow ':', anything else 'x'
+_NUMBER_CLASSES = bytes(
+    ord("0") if 0x30 <= b <= 0x39 else ord(":") if b in _BEFORE_NUMBER else ord("x") for b in range(256)
+)
+_LONG_NUMBER = b"0" * 19
+_LONG_NUMBER_INSIDE = b":" + _LONG_NUMBER
 
 
 def _long_number(encoded: bytes) -> bool:
     """Whether the text may hold a number with a run of 19 digits: a run that follows what a number's digits can
-    follow (a run after a letter or a quote is inside a string, such as an id: orjson reads it)."""
-    zeros = encoded.translate(_DIGITS_AS_ZERO)
-    i = zeros.find(_LONG_NUMBER)
-    while i >= 0:
-        if i == 0 or zeros[i - 1] in _BEFORE_NUMBER:
-            return True
-        end = _ZEROS.match(zeros, i).end()  # type: ignore[union-attr]
-        i = zeros.find(_LONG_NUMBER, end)
-    return False
+    follow, or starts the text (a run after a letter or a quote is inside a string, such as an id: orjson reads it).
+    Text with no run at all (most) is told by the first scan; the second needs no loop over runs."""
+    if encoded.translate(_DIGITS_AS_ZERO).find(_LONG_NUMBER) < 0:
+        return False
+    classes = encoded.translate(_NUMBER_CLASSES)
+    return classes.find(_LONG_NUMBER_INSIDE) >= 0 or classes.startswith(_LONG_NUMBER)
 
 
 # A \\u escape of a surrogate (U+D800-U+DFFF): the only way JSON text that encodes as UTF-8 can yield a lone one.

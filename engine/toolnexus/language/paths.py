@@ -205,9 +205,12 @@ _FUNCTIONS = Functions()
 _EQUALITY = {op: TreeInterpreter.COMPARATOR_FUNC[op] for op in ("eq", "ne")}
 
 
+_EMPTY_WHEN_FALSE = (str, list, dict)
+
+
 def _false(value: Any) -> bool:
     """jmespath's falsehood: empty string, list or object, null, false (a 0 is true)."""
-    return value is None or value is False or (not value and isinstance(value, (str, list, dict)))
+    return value is None or value is False or (isinstance(value, _EMPTY_WHEN_FALSE) and not value)
 
 
 def _evaluator(node: Any) -> Eval | None:
@@ -239,6 +242,9 @@ def _evaluator(node: Any) -> Eval | None:
         return fs[0]
     if kind == "multi_select_dict":
         pairs = [(child["value"], f) for child, f in zip(node["children"], fs, strict=True)]
+        if len(pairs) == 1:  # `{a: b}`, the usual reshaping of one event value: no comprehension per call
+            ((key, f),) = pairs
+            return lambda v: None if v is None else {key: f(v)}
         return lambda v: None if v is None else {key: f(v) for key, f in pairs}
     if kind == "multi_select_list":
         return lambda v: None if v is None else [f(v) for f in fs]
@@ -253,10 +259,14 @@ def _evaluator(node: Any) -> Eval | None:
         return lambda v: False if _zero(found := a(v)) else not found
     if kind == "comparator" and value in _EQUALITY:
         a, b, same = *fs, _EQUALITY[value]
-        text = next((child["value"] for child in node["children"] if _text_literal(child)), None)
-        if text is not None:  # against a string, jmespath's equality is Python's (its special cases are numbers)
-            a = fs[1] if _text_literal(node["children"][0]) else fs[0]
-            return (lambda v: a(v) == text) if value == "eq" else (lambda v: a(v) != text)
+        plain = _plain_equality(node["children"][1])
+        if plain is None and (plain := _plain_equality(node["children"][0])) is not None:
+            a = fs[1]  # the literal on the left: equality is symmetric
+        if plain is not None:  # against a string or number literal: jmespath's equality, inline
+            lit, exact = plain
+            if value == "eq":
+                return (lambda v: (x := a(v)) == lit and type(x) is not bool) if exact else (lambda v: a(v) == lit)
+            return (lambda v: (x := a(v)) != lit or type(x) is bool) if exact else (lambda v: a(v) != lit)
         return lambda v: same(a(v), b(v))
     if kind == "function_expression" and value == "type" and len(fs) == 1:
         (a,) = fs  # any one value: no argument error to raise
@@ -277,9 +287,17 @@ _TYPE_NAMES = {str: "string", bool: "boolean", int: "number", float: "number", l
 _TYPE_NAMES[type(None)] = "null"
 
 
-def _text_literal(node: Any) -> bool:
-    """Whether a jmespath tree node is a string literal (`'message'`, `` `"x"` ``)."""
-    return isinstance(node, dict) and node["type"] == "literal" and isinstance(node.get("value"), str)
+def _plain_equality(node: Any) -> tuple[Any, bool] | None:
+    """A string or number literal compared with: (the literal, whether a boolean must not equal it). jmespath
+    never lets true or false equal 0 or 1 (Python would); any other comparison with such a literal is Python's."""
+    if node.get("type") != "literal":
+        return None
+    lit = node["value"]
+    if type(lit) is str or (type(lit) in (int, float) and lit not in (0, 1)):
+        return lit, False
+    if type(lit) in (int, float):
+        return lit, True
+    return None
 
 
 def _chain(fs: list[Eval]) -> Eval:

@@ -35,6 +35,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import Note, ProviderError, ResponseError, ToolnexusError
@@ -72,7 +73,9 @@ class _Element:
 
     roles: Mapping[Path, str]
     call: int | None = None  # its tool-call index, when it is a tool call
-    sent_arguments: bool = False
+
+
+_WHOLE = _Element(MappingProxyType({}))  # a held whole call's element: none of its fields streams
 
 
 @dataclass(slots=True)
@@ -107,13 +110,19 @@ class StreamTranslator:
         self._texts: list[tuple[Any, str | int, Text, Path]] = []  # every string arriving in pieces
         self._assembled = False
         self._elements: list[dict[int, _Element]] = [{} for _ in rules.watched]
-        self._calls: list[_Call] = []
+        self._calls: list[_Call | None] = []  # None: a held whole call, given whole by the final translation
         self._deltas: list[dict[str, Any]] = []
         self._held: list[dict[str, Any] | int] = []  # tool-call deltas waiting for a synthesized id (see the top);
         # an index: a whole call, its deltas made at the end from the whole answer's translation (`_open`)
         self._text_sent = 0
         self._events = 0
         self._head: dict[str, Any] | None = None
+        self._header: tuple[str, int, str] = ("", 0, "")  # the head's id, created and model, once it is read
+        # read once per event: the rule tables' entries a stream uses at every event
+        assert rules.run is not None
+        self._run = rules.run
+        self._done = rules.done
+        self._error_message = rules.endpoint.error_message
         self._created = int(time.time())
         self._unknown: set[str] = set()
         self._opening: tuple[int, dict[str, Any]] | None = None  # the event that opened the answer (`starts`)
@@ -134,7 +143,7 @@ class StreamTranslator:
                 return []
             raise ResponseError(f"events[{n}]", "an event after the end of the answer: a stream holds one answer",
                                 provider=rules.provider)  # fmt: skip
-        if data == rules.done:
+        if data == self._done:
             self.ended = True
             return []
         refused = ""
@@ -148,11 +157,16 @@ class StreamTranslator:
             what = refused or ("not JSON" if event is MISSING else "not a JSON object")
             shown = excerpt(data.encode("utf-8", "replace"))
             raise ProviderError(f"stream event {n} is {what}: {shown}", provider=rules.provider, kind="decode")
-        if (message_of := rules.endpoint.error_message) is not None and type(message_of(event)) is str:
+        if (message_of := self._error_message) is not None and type(message_of(event)) is str:
             error_type, message = rules.endpoint.describe_error(data.encode())
             raise ProviderError(message, provider=rules.provider, kind="http", error_type=error_type)
-        assert rules.run is not None
-        if rules.run(self, event, n):  # the generated steps of its event type (stream_code.py)
+        if self._run(self, event, n):  # the generated steps of its event type (stream_code.py)
+            deltas = self._deltas
+            if len(deltas) == 1 and self._head is not None:  # the usual event: one piece (as `_chunks`)
+                chunk_id, created, model = self._header
+                return [{"id": chunk_id, "object": CHUNK, "created": created, "model": model,
+                         "choices": [{"index": 0, "delta": deltas.pop(), "logprobs": None,
+                                      "finish_reason": None}]}]  # fmt: skip
             return self._chunks()
         return []
 
@@ -421,10 +435,23 @@ class StreamTranslator:
         w = self.rules.watched[w_index]
         src = w.src
         kind, template = src.pick(element)
+        id_steps = w.held_whole.get(kind) if w.held_whole and template is not None else None
+        if id_steps is not None and (self._held or (found := _walk(element, id_steps)) is MISSING or not found):
+            self._elements[w_index][i] = _WHOLE  # a whole call held (see _open): not rendered twice
+            self._held.append(len(self._calls))
+            self._calls.append(None)
+            return
         info = _Element(w.roles.get(kind, {}) if isinstance(kind, str) else {})
         self._elements[w_index][i] = info
         if template is None:
             return  # a kind the rules do not know: the final translation notes it
+        plain = w.plain_calls.get(kind) if w.plain_calls else None
+        if plain is not None:  # read, not rendered: its id and name given (else the template says what is wrong)
+            call_id, name = _walk(element, plain[0]), _walk(element, plain[1])
+            if type(call_id) is str and call_id and type(name) is str and name:
+                arguments = _walk(element, plain[2])
+                self._open_call(info, call_id, name, arguments if type(arguments) is str else "", None, False)
+                return
         ctx = Ctx(self.rules.provider, outbound=True, ids=self.id_map)
         ctx.path = (src, i)
         item = template(element, ctx)
@@ -441,9 +468,8 @@ class StreamTranslator:
             return
         held = src.synthesize_ids and not call.get("id")
         if held and kind not in w.streamed_arguments:  # a whole call: the final translation gives it (see _open)
-            info.call = len(self._calls)
-            self._calls.append(_Call("", "", False))
-            self._held.append(info.call)
+            self._held.append(len(self._calls))
+            self._calls.append(None)
             return
         if held:
             call = {**call, "id": _HELD}  # the real one hashes the whole response: given at the end
@@ -454,19 +480,26 @@ class StreamTranslator:
             call_id, name = call.get("id"), call.get("name")
             if not (type(call_id) is str and call_id and type(name) is str and name):
                 outbound.bad_tool_call(call, src.element_path(i), fields, src.arguments)
-            if outbound.tool_call_ids is not None:  # the caller's own id, as the whole answer restores it
-                call_id = outbound.tool_call_ids.restore(call_id, self.id_map or NO_IDS)
             arguments = call.get("arguments")
             first = arguments if type(arguments) is str else ""  # JSON arriving in pieces starts from nothing
             given = call.get("extra_content")
             extra = given if isinstance(given, dict) else None  # a signature the call opened with rides on it now
+            self._open_call(info, call_id, name, first, extra, held)
         else:
             done = outbound.tool_call(call, src, i, fields, ctx)
-            call_id, name, first, extra = done.id, done.name, done.arguments, done.extra_content
+            self._open_call(info, done.id, done.name, done.arguments, done.extra_content, held, restore=False)
+
+    def _open_call(
+        self, info: _Element, call_id: str, name: str, first: str, extra: Any, held: bool, restore: bool = True
+    ) -> None:
+        """A tool call starts: its opening delta (empty arguments), then any arguments it arrived with."""
+        ids = self.rules.outbound.tool_call_ids
+        if restore and ids is not None:  # the caller's own id, as the whole answer restores it
+            call_id = ids.restore(call_id, self.id_map or NO_IDS)
         index = len(self._calls)
         info.call = index
-        function = {"name": name, "arguments": ""}
-        opened: dict[str, Any] = {"index": index, "id": call_id, "type": "function", "function": function}
+        opened: dict[str, Any] = {"index": index, "id": call_id, "type": "function",
+                                  "function": {"name": name, "arguments": ""}}  # fmt: skip
         if extra is not None:  # a signature rides on the call, as in tool_calls_json()
             opened["extra_content"] = extra
         self._calls.append(_Call(str(call_id), str(name), bool(first), opened if held else None))
@@ -475,17 +508,16 @@ class StreamTranslator:
             self._tool_delta({"tool_calls": [{"index": index, "function": {"arguments": first}}]})
 
     def _open(self, index: int, done: TranslatedToolCall) -> list[dict[str, Any]]:
-        """A held whole call's deltas, from its translation in the whole answer (which validated it and gave
-        its id): rendering it again as it arrived would double a long stream of whole calls' cost."""
-        self._calls[index].sent_arguments = True
+        """A held whole call's `tool_calls` entries (the opening one, then its arguments), from its translation
+        in the whole answer (which validated it and gave its id): rendering it again as it arrived would double
+        a long stream of whole calls' cost."""
         opened: dict[str, Any] = {"index": index, "id": done.id, "type": "function",
                                   "function": {"name": done.name, "arguments": ""}}  # fmt: skip
         if done.extra_content is not None:
             opened["extra_content"] = done.extra_content
-        deltas = [{"tool_calls": [opened]}]
-        if done.arguments:
-            deltas.append({"tool_calls": [{"index": index, "function": {"arguments": done.arguments}}]})
-        return deltas
+        if not done.arguments:
+            return [opened]
+        return [opened, {"index": index, "function": {"arguments": done.arguments}}]
 
     def _tool_delta(self, delta: dict[str, Any], hold: bool = False) -> None:
         """A tool-call delta: sent now, or held while any call before it waits for its synthesized id."""
@@ -517,8 +549,8 @@ class StreamTranslator:
             self._emit_text(piece)
         elif role == REASONING:
             self._deltas.append({"reasoning_content": piece})
-        elif role == ARGUMENTS and info.call is not None:
-            self._calls[info.call].sent_arguments = True
+        elif role == ARGUMENTS and info.call is not None and (call := self._calls[info.call]) is not None:
+            call.sent_arguments = True
             self._tool_delta({"tool_calls": [{"index": info.call, "function": {"arguments": piece}}]})
 
     def _emit_text(self, text: str) -> None:
@@ -536,14 +568,11 @@ class StreamTranslator:
             if not (deltas or last or self._identified()):
                 return []
             head = self._head = self._identity()
+            self._header = (head["id"], head["created"], head["model"])
             deltas.insert(0, {"role": "assistant", "content": ""})
         elif not deltas:
             return []
-        chunk_id, created, model = head["id"], head["created"], head["model"]
-        if len(deltas) == 1:  # the usual event: one piece
-            delta = deltas.pop()
-            return [{"id": chunk_id, "object": CHUNK, "created": created, "model": model,
-                     "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}]}]  # fmt: skip
+        chunk_id, created, model = self._header
         out = [
             {"id": chunk_id, "object": CHUNK, "created": created, "model": model,
              "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}]}
@@ -648,21 +677,26 @@ class StreamTranslator:
         if self.notes:
             result.notes = (*result.notes, *self.notes)
         for call, done in zip(self._calls, result.tool_calls, strict=False):
-            if call.opened is not None:  # a held call: the id the whole answer synthesized
+            if call is not None and call.opened is not None:  # a held call: the id the whole answer synthesized
                 call.id = call.opened["id"] = done.id
-            elif not call.id:  # a held whole call (`_open`)
-                call.id, call.name = done.id, done.name
-        streamed = [(c.id, c.name) for c in self._calls]
-        if streamed != [(c.id, c.name) for c in result.tool_calls] or self._text_sent != len(result.text):
+        calls = result.tool_calls  # compared in place: a pair per call would be thousands of objects more
+        if (
+            len(self._calls) != len(calls)
+            or any(c and (c.id != d.id or c.name != d.name) for c, d in zip(self._calls, calls, strict=True))
+            or self._text_sent != len(result.text)
+        ):
             raise ResponseError("", "the streamed deltas differ from the assembled response; the streaming "
                                 "rules do not match the response rules", provider=rules.provider)  # fmt: skip
         self.result = result
+        entries: list[dict[str, Any]] = []  # the held deltas, in order, as one delta: released together
         for held in self._held:
-            self._deltas += [held] if isinstance(held, dict) else self._open(held, result.tool_calls[held])
+            entries += held["tool_calls"] if isinstance(held, dict) else self._open(held, result.tool_calls[held])
+        if entries:
+            self._deltas.append({"tool_calls": entries})
         self._held.clear()
         out = self._chunks(last=True) if self._head is None or self._deltas else []
         for index, (call, done) in enumerate(zip(self._calls, result.tool_calls, strict=True)):
-            if not call.sent_arguments and done.arguments:
+            if call is not None and not call.sent_arguments and done.arguments:
                 out.append(self._chunk({"tool_calls": [{"index": index, "function": {"arguments": done.arguments}}]}))
         if result.refusal is not None:  # OpenAI's own refusal field, in a delta of its own
             out.append(self._chunk({"refusal": result.refusal}))

@@ -51,7 +51,7 @@ class Text:
         self.buf = bytearray(first.encode("utf-8", "surrogatepass"))
         self.placeholder = placeholder
 
-    def add(self, piece: str) -> None:
+    def add(self, piece: str) -> None:  # the generated code writes it inline
         self.buf += piece.encode("utf-8", "surrogatepass")
 
     def value(self) -> str:
@@ -59,6 +59,8 @@ class Text:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_NUMBERS = frozenset({int, float, bool})
+UTF8 = '"utf-8", "surrogatepass"'  # how Text holds its pieces
 
 
 def plain_merge(parent: Any, key: str | int, value: Any) -> None:
@@ -106,7 +108,8 @@ class _Code:
 
     def __init__(self, rules: Streaming) -> None:
         self.r = rules
-        self.names: dict[str, Any] = {"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge}
+        self.names: dict[str, Any] = {"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge,
+                                      "NUMBERS": _NUMBERS}  # fmt: skip
         self.count = 0
         self.known: dict[tuple[str | int, ...], str] = {}  # event paths read in the function being written
 
@@ -200,7 +203,7 @@ class _Code:
         policy = node.policy if node is not None else None
         if policy is APPEND or policy is JSON:
             emit = self.fragment(pattern, v, at, d)
-            lines += [f"if type({v}) is str and type({c}) is Text:", f"    {c}.add({v})"]
+            lines += [f"if type({v}) is str and type({c}) is Text:", f"    {c}.buf += {v}.encode({UTF8})"]  # Text.add
             lines += [f"    if {v}:", *_indent(emit, 8)] if emit else []
         elif policy is EXTEND:
             assert node is not None
@@ -261,12 +264,21 @@ class _Code:
         if omit:
             branches.insert(0, (" or ".join(f"{kk} == {key!r}" for key in sorted(omit)), ["pass"]))
         branches += [  # a plain value replaces (the same value put again changes nothing); a null never does
-            (
-                f"type({vv}) is str or type({vv}) is int or type({vv}) is bool or type({vv}) is float",
-                [f"{c}[{kk}] = {vv}"],
-            ),
+            (f"type({vv}) is str", [f"{c}[{kk}] = {vv}"]),
             (f"{vv} is None", [f"if {kk} not in {c}: {c}[{kk}] = None"]),
+            (f"type({vv}) in NUMBERS", [f"{c}[{kk}] = {vv}"]),
         ]
+        sub, k2, v2 = f"sub{d}", f"k{d}", f"v{d}"
+        branches.append(  # an object where nothing is combined or watched (usage counts): its plain values inline
+            (
+                f"type({vv}) is dict and type({sub} := {c}.get({kk})) is dict",
+                [
+                    f"for {k2}, {v2} in {vv}.items():",
+                    f"    if type({v2}) is str or type({v2}) in NUMBERS: {sub}[{k2}] = {v2}",
+                    f"    elif {v2} is not None or {k2} not in {sub}: plain({sub}, {k2}, {v2})",
+                ],
+            )
+        )
         for n, (test, body) in enumerate(branches):
             lines += [f"    {'if' if n == 0 else 'elif'} {test}:", *_indent(body, 8)]
         return [*lines, "    else:", f"        plain({c}, {kk}, {vv})"]
@@ -277,7 +289,8 @@ class _Code:
         j, f = self.name(join, "join"), join.field
         last, t, piece, ix, kk, vv = (f"{name}{d}" for name in ("last", "t", "piece", "ix", "kk", "vv"))
         same = "".join(f" and {last}.get({key!r}) == {x}.get({key!r})" for key in join.same)
-        emit = self.fragment((*pattern, None, f), piece, ix, d)
+        emit = self.fragment((*pattern, None, f), piece, ix, d, last=f"len({c}) - 1")
+        tuple_used = any(ix in line for line in emit)
         node = self.name(self.node(pattern), "node")
         return [  # only an element with text in the join field can continue the last one
             f"if {c} and type({x}) is dict and type({piece} := {x}.get({f!r})) is str:",
@@ -285,12 +298,16 @@ class _Code:
             f"        for {kk}, {vv} in {x}.items():",
             f"            if {kk} != {f!r} and {kk} in {last} and {last}[{kk}] != {vv}: break",
             "        else:",
-            f"            {t}.add({piece})",
+            f"            {t}.buf += {piece}.encode({UTF8})",  # Text.add
             f"            if len({x}) > 1:",
             f"                for {kk}, {vv} in {x}.items():",
             f"                    if {kk} not in {last}: {last}[{kk}] = {vv}",
             *(
-                [f"            if {piece}:", f"                {ix} = {at} + (len({c}) - 1,)", *_indent(emit, 16)]
+                [
+                    f"            if {piece}:",
+                    *([f"                {ix} = {at} + (len({c}) - 1,)"] if tuple_used else []),
+                    *_indent(emit, 16),
+                ]
                 if emit
                 else []
             ),
@@ -310,8 +327,9 @@ class _Code:
                 return [f"ix{d} = {index}", f"if ix{d} not in s._elements[{w_index}]: s._start({w_index}, ix{d}, {x})"]
         return []
 
-    def fragment(self, pattern: Pattern, piece: str, at: str, d: int) -> list[str]:
-        """Lines emitting a text piece appended at `pattern`, by the role the watched element's template gives it."""
+    def fragment(self, pattern: Pattern, piece: str, at: str, d: int, last: str | None = None) -> list[str]:
+        """Lines emitting a text piece appended at `pattern`, by the role the watched element's template gives it
+        (`last`: an expression of the last index of `at`, read directly rather than from the tuple)."""
         r = self.r
         for n in r.route_lengths:
             prefix = pattern[:n]
@@ -323,7 +341,9 @@ class _Code:
         if r.watched[w_index].src.each:
             if len(pattern) <= n + 1:
                 return []
-            element = f"{at}[{sum(1 for step in pattern[:n] if type(step) is not str)}]"
+            position = sum(1 for step in pattern[:n] if type(step) is not str)
+            indexes = sum(1 for step in pattern if type(step) is not str)
+            element = last if last is not None and position == indexes - 1 else f"{at}[{position}]"
             field = pattern[n + 1 :]
         else:
             element, field = "0", pattern[n:]

@@ -24,7 +24,7 @@ from ..language.loader import Key, RuleSource, did_you_mean
 from ..language.paths import Getter, simple_steps
 from ..language.templates import Ctx, Env, Render, compile_template, path_getter
 from .endpoint import Endpoint
-from .outbound import ItemSource, Outbound
+from .outbound import ItemSource, Outbound, Parts
 
 Step = str | int | None  # a write-path step: a key, an index, or None for "any element" (`[]`)
 Path = tuple[Step, ...]
@@ -119,6 +119,12 @@ class Watched:
     steps: Path
     roles: Mapping[str, Mapping[Path, str]]  # kind ("" without kinds) -> field -> role
     streamed_arguments: frozenset[str]  # kinds whose arguments arrive in pieces (an append/json policy)
+    # kinds that render a tool call with a synthesized id and nothing else, each with the element path its id
+    # reads: an element with no id there is held whole and rendered only by the final translation
+    held_whole: Mapping[str, tuple[str | int, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    # kinds whose arguments arrive in pieces and that render a tool call of plain reads (id, name, arguments)
+    # and nothing else the stream sends: their paths, read at the element's start without rendering it
+    plain_calls: Mapping[str, tuple[tuple[str | int, ...], ...]] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True)
@@ -369,5 +375,37 @@ def _watch(
             message = f"calls in '{src.path}' get synthesized ids; their arguments cannot arrive in pieces"
             raise source.error((*key, "combine"), message)
         frozen_roles = MappingProxyType({kind: MappingProxyType(fields) for kind, fields in roles.items()})
-        watched.append(Watched(src, tuple(steps), frozen_roles, frozenset(streamed)))
+        held_whole = {kind: _held_whole(src, parts, kind, reasoning) for kind, parts in src.parts.items()}
+        plain_calls = {kind: _plain_call(parts, kind, streamed, reasoning) for kind, parts in src.parts.items()}
+        watched.append(Watched(src, tuple(steps), frozen_roles, frozenset(streamed), _some(held_whole),
+                               _some(plain_calls)))  # fmt: skip
     return watched
+
+
+def _streams_nothing_else(parts: Parts, kind: str, reasoning: Mapping[str, Path]) -> bool:
+    """Whether a kind's template gives the stream nothing but its tool call (no text, no reasoning)."""
+    return parts.text is None and parts.reasoning is None and kind not in reasoning
+
+
+def _held_whole(src: ItemSource, parts: Parts, kind: str, reasoning: Mapping[str, Path]) -> tuple[str | int, ...]:
+    """The path a whole call's id reads, where the call is held when it has none (see `Watched.held_whole`)."""
+    call_id = (parts.tool_call or {}).get("id")
+    if not src.synthesize_ids or call_id is None or call_id.steps is None:
+        return ()
+    return call_id.steps if _streams_nothing_else(parts, kind, reasoning) else ()
+
+
+def _plain_call(
+    parts: Parts, kind: str, streamed: set[str], reasoning: Mapping[str, Path]
+) -> tuple[tuple[str | int, ...], ...]:
+    """The paths of a call's id, name and arguments when they are all it renders (see `Watched.plain_calls`)."""
+    call = parts.tool_call
+    if kind not in streamed or call is None or set(call) != {"id", "name", "arguments"}:
+        return ()
+    read = tuple(found for name in ("id", "name", "arguments") if (found := call[name].steps) is not None)
+    return read if len(read) == 3 and _streams_nothing_else(parts, kind, reasoning) else ()
+
+
+def _some(table: dict[str, Any]) -> Mapping[str, Any]:
+    """The entries that hold something (an empty read: the kind takes the general way)."""
+    return MappingProxyType({kind: read for kind, read in table.items() if read})
