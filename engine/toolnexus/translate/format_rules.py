@@ -374,7 +374,9 @@ def _compile_fields(
                 out[key] = value
         return out
 
-    placed = {name: (source_path, MappingProxyType(renames.get(name, {}))) for name, source_path in origin.items()}
+    placed: dict[str, tuple[str, Mapping[str, str]]] = {
+        name: (source_path, MappingProxyType(renames.get(name, {}))) for name, source_path in origin.items()
+    }
     return fields, {r.split(".")[0] for r in reads}, placed, set(renamed.values())
 
 

@@ -177,7 +177,8 @@ class SourceFormat:
     def request_keys(self) -> tuple[str, str, str]:
         """The format's own names for the transcript, the tools and the output token limit (what a client
         call's `messages`, `tools` and `max_tokens` arguments are sent as)."""
-        return self.each, self.tools_each or "tools", self.field_origin.get("max_completion_tokens", ("max_tokens", {}))[0]
+        limit = self.field_origin.get("max_completion_tokens")
+        return self.each, self.tools_each or "tools", limit[0] if limit else "max_tokens"
 
     def _below(self, name: str) -> Mapping[str, Unsupported]:
         """The unsupported entries listed for the keys below field `name` (`reasoning.summary`), by key."""
