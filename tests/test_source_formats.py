@@ -739,3 +739,12 @@ def test_a_rich_path_whose_function_refuses_the_type_reads_nothing() -> None:
     assert compile_path("keys(a.b)[0]")({"a": {"b": 7}}) is MISSING
     assert compile_path("length(a)")({"a": 7}) is MISSING
     assert compile_path("keys(a.b)[0]")({"a": {"b": {"k": 1}}}) == "k"
+
+
+def test_a_key_where_a_block_type_belongs_is_not_quoted() -> None:
+    request = conversation()
+    request["messages"][0] = {"role": "user", "content": [{"type": "sk-SECRET-toolnexus-1234567890", "text": "x"}]}
+    with pytest.raises(TranslationError) as caught:
+        translate_request("gemini", request, source="anthropic")
+    assert caught.value.path == "messages[0].content[0].type"
+    assert "SECRET" not in str(caught.value) and "***" in caught.value.message
