@@ -5,9 +5,6 @@ each case request damaged one place at a time, and on generated transcripts."""
 
 from __future__ import annotations
 
-import copy
-import math
-from collections.abc import Iterator
 from typing import Any, NoReturn
 
 import pytest
@@ -16,6 +13,7 @@ from hypothesis import strategies as st
 
 import toolnexus
 from support.cases import request_cases, request_outcome
+from support.damage import DAMAGE, damaged, places
 from support.strategies import requests
 from toolnexus.devtools.conformance import lineage, parents_of
 from toolnexus.translate import inbound
@@ -87,31 +85,6 @@ def test_round_trip_transcripts_never_reach_the_reader(monkeypatch: pytest.Monke
     assert isinstance(expected[0], dict)
     monkeypatch.setattr(inbound, "read_messages", reader)
     assert request_outcome(provider, request, {}) == expected
-
-
-def places(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    """Every place inside a value (as keys and indexes), outermost first."""
-    yield path
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, item in items:
-        yield from places(item, (*path, key))
-
-
-# One damage per place, in turn: a wrong type, null, text JSON cannot hold, a number JSON cannot say, absent,
-# an empty list, an object.
-DAMAGE: list[Any] = [7, None, "\ud800", math.nan, KeyError, [], {"x": 1}]
-
-
-def damaged(request: dict[str, Any], path: tuple[Any, ...], harm: Any) -> dict[str, Any]:
-    out = copy.deepcopy(request)
-    holder = out
-    for step in path[:-1]:
-        holder = holder[step]
-    if harm is KeyError:
-        del holder[path[-1]]
-    else:
-        holder[path[-1]] = harm
-    return out
 
 
 @pytest.mark.slow

@@ -25,6 +25,8 @@ import httpx
 import pytest
 
 import toolnexus
+from support.cases import CASES
+from support.damage import damaged, places, source_formats
 from support.faults import (
     FAULTS,
     PROVIDERS,
@@ -443,3 +445,47 @@ def test_signatures_and_tokens_never_leave(scenario: str, tmp_path: Path, caplog
     haystacks.update({f"event {i}": repr(event) for i, event in enumerate(events)})
     leaks = [(where, secret[:6]) for where, text in haystacks.items() for secret in secrets if secret in text]
     assert leaks == []
+
+
+# ----------------------------------------------------------------- a key-like value in a request, in every format
+# A request may hold a key where an id, a name or a type belongs (pasted in the wrong field). An error quotes the
+# value it refuses; one that looks like a key is shown as '***' (every string place of every case request, in
+# each format, for every provider). What the errors show is checked: their texts, their chains' and their
+# tracebacks (a chained JSONDecodeError keeps the caller's text as its `doc`, as the request itself does).
+
+
+def requests_in(source: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """One request per concern of the case tables in `source` (`openai`: the plain ones), with its options."""
+    found: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    for case in CASES:
+        options = case.data.get("options") or {}
+        if options.get("source", "openai") == source and "request" in case.data:
+            found.setdefault(case.concern, (case.data["request"], options))
+    return list(found.values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source", ["openai", *source_formats()])
+def test_a_key_in_a_request_field_is_not_quoted_by_an_error(source: str) -> None:
+    seen: list[str] = []
+    refused = 0
+    for request, options in requests_in(source):
+        for path in list(places(request))[1:]:
+            if not isinstance(_at(request, path), str):
+                continue
+            keyed = damaged(request, path, SECRET)
+            for provider in toolnexus.providers():
+                try:
+                    toolnexus.translate_request(provider, keyed, **options)
+                except ToolnexusError as exc:
+                    refused += 1
+                    shown = exception_texts(str(path), exc).items()  # a cause's own attributes hold the caller's
+                    seen += [where for where, text in shown if SECRET in text and not where.startswith("vars(")]
+    assert refused, "no request refused the key: the test would pass whatever errors quote"
+    assert seen == []
+
+
+def _at(value: Any, path: tuple[Any, ...]) -> Any:
+    for step in path:
+        value = value[step]
+    return value

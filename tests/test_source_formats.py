@@ -28,6 +28,7 @@ from support.messages import accumulate, judge_event, judge_message
 from support.sse_encoders import ENCODERS
 from toolnexus import (
     ConfigError,
+    ResponseError,
     RuleError,
     TranslationError,
     load_rules,
@@ -35,6 +36,7 @@ from toolnexus import (
     translate_request,
     translate_response,
 )
+from toolnexus.language.paths import MISSING, compile_path
 from toolnexus.translate.format_rules import compile_format, inverse_table
 from toolnexus.translate.formats import AnswerBody, SourceStream
 
@@ -655,3 +657,66 @@ def test_generated_messages_requests_come_out_as_they_went_in(request: dict[str,
     judge_request(request)
     body = translate_request("anthropic", request, source="anthropic")
     assert not DeepDiff(request, dict(body)), DeepDiff(request, dict(body)).pretty()
+
+
+# ---------------------------------------------------------------- hostile input (found by test_source_hostile.py)
+
+
+def bedrock_reasoning(reasoning_text: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "output": {"message": {"role": "assistant", "content": [{"reasoningContent": {"reasoningText": reasoning_text}},
+                                                                {"text": "42."}]}},
+        "stopReason": "end_turn",
+        "usage": {"inputTokens": 3, "outputTokens": 4, "totalTokens": 7},
+    }  # fmt: skip
+
+
+def test_an_unsigned_reasoning_block_is_a_thinking_block_with_an_empty_signature() -> None:
+    """Bedrock's ReasoningTextBlock signature is optional; a Messages thinking block needs one (it was left out)."""
+    answer = translate_response("bedrock", bedrock_reasoning({"text": "Think."}), source="anthropic")
+    judge_message(dict(answer))
+    assert answer["content"][0] == {"type": "thinking", "thinking": "Think.", "signature": ""}
+    assert ("synthesized", "signature") in {(n.kind, n.path) for n in answer.notes}
+    signed = bedrock_reasoning({"text": "Think.", "signature": "c2ln"})
+    signed = translate_response("bedrock", signed, source="anthropic")
+    assert signed["content"][0] == {"type": "thinking", "thinking": "Think.", "signature": "c2ln"}
+
+
+@pytest.mark.parametrize("reasoning", [{"x": 1}, {"signature": "c2ln"}])
+def test_a_reasoning_block_without_its_text_is_refused_at_it(reasoning: dict[str, Any]) -> None:
+    """It came out as a thinking block holding no thinking, which the SDK refuses."""
+    with pytest.raises(ResponseError) as caught:
+        translate_response("bedrock", bedrock_reasoning(reasoning), source="anthropic")
+    assert caught.value.path.startswith("output.message.content[0]")
+
+
+def test_a_stream_event_a_path_function_cannot_read_is_noted_not_raised() -> None:
+    """`keys(contentBlockDelta.delta)[0]` over a delta that is not an object raised jmespath's own TypeError."""
+    stream = stream_translator("bedrock", source="anthropic")
+    datas = [
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": "Hi"}}},
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": 7}},
+        {"messageStop": {"stopReason": "end_turn"}},
+        {"metadata": {"usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}}},
+    ]
+    events = [event for data in datas for event in stream.feed(json.dumps(data))] + stream.finish()
+    for event in events:
+        judge_event(event)
+    assert stream.message is not None and stream.message["content"] == [{"type": "text", "text": "Hi"}]
+    assert [(n.kind, n.path) for n in stream.message.notes] == [("unknown", "events[2]")]
+
+
+def test_a_rich_path_whose_function_refuses_the_type_reads_nothing() -> None:
+    assert compile_path("keys(a.b)[0]")({"a": {"b": 7}}) is MISSING
+    assert compile_path("length(a)")({"a": 7}) is MISSING
+    assert compile_path("keys(a.b)[0]")({"a": {"b": {"k": 1}}}) == "k"
+
+
+def test_a_key_where_a_block_type_belongs_is_not_quoted() -> None:
+    request = conversation()
+    request["messages"][0] = {"role": "user", "content": [{"type": "sk-SECRET-toolnexus-1234567890", "text": "x"}]}
+    with pytest.raises(TranslationError) as caught:
+        translate_request("gemini", request, source="anthropic")
+    assert caught.value.path == "messages[0].content[0].type"
+    assert "SECRET" not in str(caught.value) and "***" in caught.value.message

@@ -24,7 +24,7 @@ from openai.types.responses.response_create_params import ResponseCreateParamsBa
 
 from support.cases import CASES
 from support.responses_answers import judge_response, judge_responses_request
-from toolnexus import RuleError, TranslationError, load_rules, translate_request, translate_response
+from toolnexus import ResponseError, RuleError, TranslationError, load_rules, translate_request, translate_response
 from toolnexus.language.paths import compile_path
 from toolnexus.language.templates import Ctx, seal
 from toolnexus.translate.format_rules import compile_format
@@ -688,3 +688,63 @@ def test_store_false_is_not_a_field_to_drop_and_true_is_kept() -> None:
     assert "store" not in translate_request("openai", conversation(), source=SOURCE)
     assert "store" not in {n.path for n in translate_request("anthropic", conversation(), source=SOURCE).notes}
     assert translate_request("openai-responses", conversation() | {"store": True}, source=SOURCE)["store"] is True
+
+
+# ---------------------------------------------------------------- hostile input (found by test_source_hostile.py)
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        (lambda r: r.update(tools=[], tool_choice={"type": "function", "name": "get_weather"}), "tool_choice.name"),
+        (
+            lambda r: r.update(text={"format": {"type": "json_schema", "name": 7, "schema": {"type": "object"}}}),
+            "text.format.name",
+        ),
+        (
+            lambda r: r.update(text={"format": {"type": "json_schema", "name": "n", "schema": {"type": "\ud800"}}}),
+            "text.format.schema.type",
+        ),
+    ],
+)
+def test_an_error_below_a_declared_field_names_the_responses_key(change: Any, path: str) -> None:
+    """The provider's rules refuse a value below a field the format declares (`tool_choice`, `response_format`):
+    the path is the Responses key it was read from, not the normal form's (`tool_choice.function.name`,
+    `text.format.json_schema.name`)."""
+    request = conversation()
+    change(request)
+    with pytest.raises(TranslationError) as caught:
+        translate_request("anthropic", request, source=SOURCE)
+    assert caught.value.path == path
+
+
+ANTHROPIC_CITED = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-sonnet-4-5",
+    "content": [
+        {
+            "type": "text",
+            "text": "Born in 1916.",
+            "citations": [
+                {"type": "web_search_result_location", "url": 7, "title": "Shannon", "cited_text": "1916",
+                 "encrypted_index": "eyJ"},
+            ],
+        }
+    ],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 3, "output_tokens": 4},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("source", ["openai", "openai-responses"])
+def test_an_annotation_whose_url_is_not_text_is_refused_at_the_citation(source: str) -> None:
+    """It was written into the Response's url_citation as it came (a url of 7)."""
+    with pytest.raises(ResponseError) as caught:
+        translate_response("anthropic", ANTHROPIC_CITED, source=source)
+    assert caught.value.path == "content[0].citations[0]"
+    fine = copy.deepcopy(ANTHROPIC_CITED)
+    fine["content"][0]["citations"][0]["url"] = "https://en.wikipedia.org/wiki/Claude_Shannon"
+    judge_response(dict(translate_response("anthropic", fine, source=SOURCE)))

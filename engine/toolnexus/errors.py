@@ -16,12 +16,23 @@
     └── Cancelled                  the caller's cancel event was set during the call
 
 Locations are attributes, so callers and tests assert them rather than message text.
-Errors never carry request bodies or credentials; only paths and short descriptions.
+Errors never carry request bodies or credentials; only paths and short descriptions. A value a
+TranslationError quotes that looks like a key or token (`sk-...`: one long word of letters and
+digits) is shown as `***`: a request or an answer may hold one where an id or a name belongs.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Literal, NamedTuple
+
+# A word that could be a credential: 20 or more key characters, letters and digits both (not part of a file path).
+_KEY_LIKE = re.compile(r"(?<![\w.+/=-])(?=[\w.+=-]*\d)(?=[\w.+=-]*[A-Za-z])[\w.+=-]{20,}(?![\w.+/=-])")
+
+
+def unquoted_keys(message: str) -> str:
+    """`message` with each key-like word shown as `***`."""
+    return _KEY_LIKE.sub("***", message)
 
 
 class ToolnexusError(Exception):
@@ -63,6 +74,7 @@ class TranslationError(ToolnexusError):
     """An OpenAI-shaped input cannot be translated; `.path` names the culprit."""
 
     def __init__(self, path: str, message: str, *, provider: str = "") -> None:
+        message = unquoted_keys(message)
         self.path = path
         self.message = message
         self.provider = provider

@@ -84,7 +84,8 @@ def _field(name: str) -> Concept:
         node = _fields_node(v).get(name)
         key: Key = ("request", "fields", name)
         if derived is not None and isinstance(derived.table, Lookup):
-            lines = [f"{v.fmt.field_origin.get(name, '?')}, the table read backwards ({v.derived(derived.rule)}):"]
+            origin = v.fmt.field_origin.get(name, ("?",))[0]
+            lines = [f"{origin}, the table read backwards ({v.derived(derived.rule)}):"]
             lines += [
                 f"· {v.constant(row.value)} → {value}" for value, row in derived.table.rows if isinstance(row, Const)
             ]

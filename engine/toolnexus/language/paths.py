@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import jmespath
-from jmespath.exceptions import JMESPathError, ParseError
+from jmespath.exceptions import JMESPathError, JMESPathTypeError, ParseError
 from jmespath.functions import Functions
 from jmespath.parser import ParsedResult
 from jmespath.visitor import TreeInterpreter
@@ -82,7 +82,10 @@ def compile_path(expression: str) -> Getter:
         read = _evaluator(parsed.parsed) or parsed.search
 
         def search(data: Any) -> Any:
-            value = read(data)
+            try:
+                value = read(data)
+            except JMESPathTypeError:  # a function given a value of another type (`keys(7)`): nothing there
+                return MISSING
             return MISSING if value is None else value
 
         return search
@@ -102,7 +105,8 @@ def compile_path(expression: str) -> Getter:
 
 def _first_key_getter(parsed: ParsedResult) -> Getter | None:
     """`keys(<plain chain>)[0]`, the name of a one-key union (an AWS event, a Converse delta), read on every
-    streamed event: a dict's first key straight away, anything else as jmespath reads it (its errors too)."""
+    streamed event: a dict's first key straight away, anything else as jmespath reads it (nothing, where
+    jmespath refuses the type: a plain chain over a non-object reads nothing too)."""
     node = parsed.parsed
     if node["type"] != "index_expression" or node["children"][1] != {"type": "index", "value": 0, "children": []}:
         return None
@@ -118,7 +122,10 @@ def _first_key_getter(parsed: ParsedResult) -> Getter | None:
         value = inner(data)
         if type(value) is dict and value:
             return next(iter(value))
-        found = parsed.search(data)
+        try:
+            found = parsed.search(data)
+        except JMESPathTypeError:
+            return MISSING
         return MISSING if found is None else found
 
     return first_key

@@ -33,6 +33,7 @@ from ..language.templates import (
     Obj,
     Render,
     Sum,
+    When,
     compile_template,
     parse_template,
     reads_of,
@@ -45,13 +46,20 @@ FORMATS_DIR = "formats"  # the subdirectory of a rules directory that holds form
 # ---------------------------------------------------------------------- derivation: a provider's rules backwards
 
 
-def leaves(node: Node, at: tuple[str, ...] = (), applied: bool = False) -> Iterator[tuple[tuple[str, ...], str]]:
+def leaves(
+    node: Node, at: tuple[str, ...] = (), applied: bool = False, branches: bool = False
+) -> Iterator[tuple[tuple[str, ...], str]]:
     """The (written key path, read path) pairs of a template's plain reads: an object's `$get`s (its first
     path) and `$list`s. Only these read backwards as a rename; anything else is declared. `applied`: also
-    a value function's one read (`$json_text: input`), for naming where a written value came from."""
+    a value function's one read (`$json_text: input`), for naming where a written value came from.
+    `branches`: also the reads inside each branch of a `$when` and each row of a `$lookup` (for naming
+    where a value came from: whichever branch ran wrote it)."""
     if isinstance(node, Obj):
         for name, child in node.items:
-            yield from leaves(child, (*at, name), applied)
+            yield from leaves(child, (*at, name), applied, branches)
+    elif branches and isinstance(node, (When, Lookup)):
+        for child in node.children():
+            yield from leaves(child, at, applied, branches)
     elif applied and isinstance(node, Apply) and node.path.steps is not None:
         yield at, node.path.expr
     elif isinstance(node, Get) and node.reads[0].steps is not None and node.reads[0].root is not None:
@@ -356,10 +364,11 @@ def _compile_fields(
     env: Env,
     own_reads: set[Any],
     derived: dict[str, Derived],
-) -> tuple[Render, set[str], dict[str, str], set[str]]:
+) -> tuple[Render, set[str], dict[str, tuple[str, Mapping[str, str]]], set[str]]:
     """The normal-form fields: the provider's body read backwards (`derive: [body]`) under the declared
-    `fields`. Returns the render, the format's fields it reads, each normal-form field's origin, and the
-    format's field paths the derived renames read; sets `derived` (each normal-form path read backwards)."""
+    `fields`. Returns the render, the format's fields it reads, each normal-form field's origin (with the
+    key renames below it), and the format's field paths the derived renames read; sets `derived` (each
+    normal-form path read backwards)."""
     declared = dict(request.get("fields", {}))
     theirs = Env(rules)
     origin: dict[str, str] = {}
@@ -384,6 +393,7 @@ def _compile_fields(
                 origin.setdefault(read.split(".")[0], ".".join(written))
     render = compile_template(nest(list(renamed.items())) | declared, ("request", "fields"), env)
     reads = _roots(env) | set(origin.values())
+    renames: dict[str, Mapping[str, str]] = {}
     for key, template in declared.items():
         node = parse_template(template, ("request", "fields", key), Env(source))
         plain = [r.steps for r in reads_of(node) if r.steps]
@@ -392,6 +402,7 @@ def _compile_fields(
             while common and not isinstance(common[-1], str):
                 common.pop()
             origin.setdefault(key, ".".join(map(str, common or plain[0])))
+            renames[key] = _renames_below(node, origin[key])
 
     def fields(scope: Any, ctx: Ctx) -> Any:
         out = render(scope, ctx) or {}
@@ -401,7 +412,21 @@ def _compile_fields(
                 out[key] = value
         return out
 
-    return fields, {r.split(".")[0] for r in reads}, origin, set(renamed.values())
+    placed: dict[str, tuple[str, Mapping[str, str]]] = {
+        name: (source_path, MappingProxyType(renames.get(name, {}))) for name, source_path in origin.items()
+    }
+    return fields, {r.split(".")[0] for r in reads}, placed, set(renamed.values())
+
+
+def _renames_below(node: Node, origin: str) -> dict[str, str]:
+    """A declared field's written key paths -> the key path below `origin` each is read from, in every branch
+    (`function.name` -> `name` for a tool choice read from `tool_choice.name`): so an error the provider's rules
+    raise below the field names the format's key, not the normal form's."""
+    out: dict[str, str] = {}
+    for written, read in leaves(node, applied=True, branches=True):
+        if written and read.startswith(origin + "."):
+            out.setdefault(".".join(written), read[len(origin) + 1 :])
+    return out
 
 
 def _section(rules: RuleSource, key: Key, fmt: RuleSource, asked_at: Key) -> Any:

@@ -102,7 +102,7 @@ class SourceFormat:
     doc: str
     fields: Render
     field_reads: frozenset[str]
-    field_origin: Mapping[str, str]  # a normal-form field -> the format's field it is read from
+    field_origin: Mapping[str, tuple[str, Mapping[str, str]]]  # a normal-form field -> the format's field, renames
     unsupported: Mapping[str, Unsupported]
     system: str | None
     each: str
@@ -154,7 +154,7 @@ class SourceFormat:
         ctx = Ctx(self.name)
         hub: dict[str, Any] = self.fields(request, ctx) or {}
         notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
-        origins: Origins = {name: (source, {}) for name, source in self.field_origin.items() if name in hub}
+        origins: Origins = {name: origin for name, origin in self.field_origin.items() if name in hub}
         into = Transcript([], origins, notes, unknown_fields)
         if self.system is not None and request.get(self.system) is not None:
             self._message("system", request[self.system], self.system, into)
@@ -201,7 +201,8 @@ class SourceFormat:
     def request_keys(self) -> tuple[str, str, str]:
         """The format's own names for the transcript, the tools and the output token limit (what a client
         call's `messages`, `tools` and `max_tokens` arguments are sent as)."""
-        return self.each, self.tools_each or "tools", self.field_origin.get("max_completion_tokens", "max_tokens")
+        limit = self.field_origin.get("max_completion_tokens")
+        return self.each, self.tools_each or "tools", limit[0] if limit else "max_tokens"
 
     def _below(self, name: str) -> Mapping[str, Unsupported]:
         """The unsupported entries listed for the keys below field `name` (`reasoning.summary`), by key."""

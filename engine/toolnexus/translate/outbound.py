@@ -325,6 +325,10 @@ class Outbound:
                 if not isinstance(inner, dict):
                     message = "an annotation must be an object whose `type` names its own object"
                     raise ResponseError(cited_at, message, provider=self.provider)
+                for name, value in inner.items():  # what the cited source is named by (a url, a title) is text
+                    if name not in _SPAN and not isinstance(value, str):
+                        message = f"an annotation's {name} must be a string, got {type(value).__name__}"
+                        raise ResponseError(cited_at, message, provider=self.provider)
                 first, last = span.chars(inner, cited_at, self.provider)
                 inner = {**inner, "start_index": start + first, "end_index": start + last}
                 found.annotations.append({**made, str(own): inner})
@@ -631,6 +635,7 @@ def _annotations(spec: Any, key: Key, env: Env) -> Annotations:
 
 ANNOTATION_OVER = ("element", "answer")  # what an annotation's indexes are into (the first: the default)
 ANNOTATION_UNITS = ("characters", "utf8-bytes")  # what they count
+_SPAN = frozenset({"start_index", "end_index"})  # an annotation's indexes; its other values are text
 
 
 class _Span:
