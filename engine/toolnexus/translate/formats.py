@@ -89,6 +89,7 @@ class Transcript:
     origins: Origins
     notes: list[Note]
     policy: str  # unknown_fields
+    ctx: Ctx  # the one rendering context of the read's blocks (their templates' notes are not kept)
     made: list[tuple[dict[str, Any], str]] = field(default_factory=list)
 
 
@@ -155,7 +156,7 @@ class SourceFormat:
         hub: dict[str, Any] = self.fields(request, ctx) or {}
         notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
         origins: Origins = {name: (source, {}) for name, source in self.field_origin.items() if name in hub}
-        into = Transcript([], origins, notes, unknown_fields)
+        into = Transcript([], origins, notes, unknown_fields, Ctx(self.name))
         if self.system is not None and request.get(self.system) is not None:
             self._message("system", request[self.system], self.system, into)
         transcript = request.get(self.each, MISSING)
@@ -166,6 +167,7 @@ class SourceFormat:
             transcript = [{"role": self.text_role, "content": transcript}]
         elif not isinstance(transcript, list):
             raise self._fail(self.each, f"must be a list, got {type(transcript).__name__}")
+        message_keys = {"role", "content"} if self.items is None else {"role", "content", self.kind}
         for i, msg in enumerate(transcript):
             where = self.each if whole else f"{self.each}[{i}]"
             if not isinstance(msg, dict):
@@ -173,12 +175,13 @@ class SourceFormat:
             if self.items is not None and msg.get(self.kind, self.message_kind) != self.message_kind:
                 self._item(msg, where, into)
                 continue
-            for key in msg:
-                if key in ("role", "content") or (self.items is not None and key == self.kind):
-                    continue
-                if key not in self.message_unsupported:
-                    raise self._fail(f"{where}.{key}", f"is not a {self.name} message key")
-                self._settle(key, msg[key], f"{where}.{key}", self.message_unsupported, notes, unknown_fields)
+            if not msg.keys() <= message_keys:  # a key besides role, content (and the kind): listed or refused
+                for key in msg:
+                    if key in message_keys:
+                        continue
+                    if key not in self.message_unsupported:
+                        raise self._fail(f"{where}.{key}", f"is not a {self.name} message key")
+                    self._settle(key, msg[key], f"{where}.{key}", self.message_unsupported, notes, unknown_fields)
             role = msg.get("role")
             if not isinstance(role, str) or role not in self.transcript_roles:
                 raise self._fail(f"{where}.role", f"must be one of {', '.join(sorted(self.transcript_roles))}")
@@ -231,19 +234,9 @@ class SourceFormat:
         `join`, the current message is first the last one when it has this role (a `joins` item opened it)."""
         kinds = self.roles[role]
         current: dict[str, Any] | None = None
-
-        def open_current() -> dict[str, Any]:
-            nonlocal current
-            if current is None:
-                current = self._current(role, into, where) if join else self._new(role, into, where)
-            return current
-
-        def base_of(where: str) -> str:
-            return f"{where}.content" if where != self.system else where  # the system key holds its blocks itself
-
         if isinstance(content, str):
             if join and into.messages and into.messages[-1]["role"] == role:
-                message = open_current()
+                message = self._current(role, into, where)
                 into.origins[f"messages[{len(into.messages) - 1}].content[{len(message['content'])}]"] = (where, {})
                 message["content"].append({"type": "text", "text": content})
             else:
@@ -251,22 +244,26 @@ class SourceFormat:
                 into.messages.append({"role": role, "content": content})
                 into.made.append((into.messages[-1], role))
             return
+        base = f"{where}.content" if where != self.system else where  # the system key holds its blocks itself
         if not isinstance(content, list):
-            raise self._fail(base_of(where), "must be a string or a list of blocks")
-        base = base_of(where)
+            raise self._fail(base, "must be a string or a list of blocks")
         for j, block in enumerate(content):
             path = f"{base}[{j}]"
             kind = self._kind(kinds, block, path, into)
             if kind.state is not None:
-                state = unseal(block.get(kind.state[0]), Ctx(self.name), part="state")
+                state = unseal(block.get(kind.state[0]), into.ctx, part="state")
                 if state is not MISSING:
-                    self._set_state(open_current(), kind.state[1], state)
+                    if current is None:
+                        current = self._current(role, into, where) if join else self._new(role, into, where)
+                    self._set_state(current, kind.state[1], state)
                     continue
             if kind.mode == "message":
                 current, join = None, False
                 self._standalone(kind, kinds, block, path, role, into)
                 continue
-            self._add(kind, block, path, open_current(), into)
+            if current is None:
+                current = self._current(role, into, where) if join else self._new(role, into, where)
+            self._add(kind, block, path, current, into)
 
     @staticmethod
     def _set_state(message: dict[str, Any], key: str, state: Any) -> None:
@@ -278,7 +275,7 @@ class SourceFormat:
 
     def _add(self, kind: Kind, block: Any, path: str, message: dict[str, Any], into: Transcript) -> None:
         """A part or an item block added to `message` (the last normal-form message)."""
-        ctx = Ctx(self.name)
+        ctx = into.ctx
         ctx.path = path
         written = kind.render(block, ctx)
         hub_index = len(into.messages) - 1
@@ -297,7 +294,7 @@ class SourceFormat:
     ) -> None:
         """A `message` kind: a normal-form message of its own; the lists named by `blocks` are read as parts
         with `kinds` (None: the kinds of the role it writes, for a transcript item)."""
-        ctx = Ctx(self.name)
+        ctx = into.ctx
         ctx.path = path
         written = kind.render(block, ctx)
         role = role or str(written.get("role"))
@@ -321,7 +318,7 @@ class SourceFormat:
             self._standalone(kind, None, item, where, None, into)
             return
         if kind.state is not None:
-            state = unseal(item.get(kind.state[0]), Ctx(self.name), part="state")
+            state = unseal(item.get(kind.state[0]), into.ctx, part="state")
             if state is not MISSING:
                 self._set_state(self._current(kind.joins, into, where), kind.state[1], state)
                 return
@@ -335,7 +332,7 @@ class SourceFormat:
             kind = self._kind(kinds, block, path, into)
             if kind.mode != "part":
                 raise self._fail(f"{path}.{self.kind}", f"a {block.get(self.kind)!r} block cannot be nested here")
-            ctx = Ctx(self.name)
+            ctx = into.ctx
             ctx.path = path
             into.origins[f"{hub}.content[{j}]"] = (path, kind.renames)
             parts.append(kind.render(block, ctx))
@@ -348,7 +345,7 @@ class SourceFormat:
         kind = kinds.get(name) if isinstance(name, str) else None
         if kind is None:
             raise self._fail(f"{path}.{self.kind}", f"a {name!r} block is not read here; known: {', '.join(kinds)}")
-        if kind.reads is not None:
+        if kind.reads is not None and not block.keys() - kind.reads <= {self.kind}:  # a key no rule reads
             for key in block:
                 if key != self.kind and key not in kind.reads:
                     self._settle(key, block[key], f"{path}.{key}", kind.unsupported, into.notes, into.policy)
