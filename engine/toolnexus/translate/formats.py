@@ -48,6 +48,7 @@ class Kind:
     render: Render
     into: str = ""
     reads: frozenset[str] | None = None
+    known: frozenset[str] | None = None  # `reads` and the kind key: a block with only these keys needs no settling
     renames: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     blocks: tuple[str, ...] = ()
     state: tuple[str, str] | None = None  # (block key, message key or ""): a block whose key holds sealed state sets it
@@ -345,7 +346,7 @@ class SourceFormat:
         kind = kinds.get(name) if isinstance(name, str) else None
         if kind is None:
             raise self._fail(f"{path}.{self.kind}", f"a {name!r} block is not read here; known: {', '.join(kinds)}")
-        if kind.reads is not None and not block.keys() - kind.reads <= {self.kind}:  # a key no rule reads
+        if kind.known is not None and not block.keys() <= kind.known:  # a key no rule reads: listed or refused
             for key in block:
                 if key != self.kind and key not in kind.reads:
                     self._settle(key, block[key], f"{path}.{key}", kind.unsupported, into.notes, into.policy)
