@@ -314,6 +314,18 @@ def loads(text: str | bytes) -> Any:
     return value
 
 
+def standard_loads(text: str) -> Any:
+    """`json.loads(text)` exactly (NaN and Infinity read as floats, its own errors), read by orjson where orjson
+    reads the text the same (3x as fast): for text the engine wrote itself or already checked."""
+    encoded = _for_orjson(text)
+    if encoded is not None:
+        try:
+            return orjson.loads(encoded)
+        except orjson.JSONDecodeError:
+            pass  # not JSON, or JSON orjson refuses (NaN): the standard decoder reads it or says why not
+    return json.loads(text)
+
+
 def loads_object(text: str) -> dict[str, Any] | None:
     """JSON text of one object -> that object; text that is not JSON, or JSON of something else -> None; JSON
     `check` refuses -> JsonValueError, as `loads` says. For text that is often not JSON (a tool's output: log

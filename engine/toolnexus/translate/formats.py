@@ -12,7 +12,6 @@ derivation) so the code every call runs reads on its own.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 import uuid
 from collections.abc import Mapping
@@ -21,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import Note, ResponseError, ToolnexusError, TranslationError
+from ..language.jsonsafe import standard_loads
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, compile_path
 from ..language.templates import Ctx, Node, Render, unseal
@@ -398,7 +398,7 @@ class SourceFormat:
         calls = []
         for call in result.tool_calls:
             try:
-                arguments = json.loads(call.arguments) if call.arguments else {}
+                arguments = standard_loads(call.arguments) if call.arguments else {}
             except ValueError:
                 arguments = call.arguments
             calls.append(
