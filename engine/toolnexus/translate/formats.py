@@ -281,8 +281,9 @@ class SourceFormat:
         written = kind.render(block, ctx)
         hub_index = len(into.messages) - 1
         if kind.mode == "part":
-            into.origins[f"messages[{hub_index}].content[{len(message['content'])}]"] = (path, kind.renames)
-            message["content"].append(written)
+            parts = message["content"]
+            into.origins[f"messages[{hub_index}].content[{len(parts)}]"] = (path, kind.renames)
+            parts.append(written)
             return
         items = message.setdefault(kind.into, [])
         if not items:  # the list as a whole: where its first item came from
@@ -340,15 +341,20 @@ class SourceFormat:
         return parts
 
     def _kind(self, kinds: Mapping[str, Kind], block: Any, path: str, into: Transcript) -> Kind:
+        """The kind a block is read as, its keys no rule reads settled (or refused)."""
+        name = block.get(self.kind) if type(block) is dict else None
+        kind = kinds.get(name) if type(name) is str else None
+        if kind is not None and (kind.known is None or block.keys() <= kind.known):  # the common case, settled
+            return kind
         if not isinstance(block, dict):
             raise self._fail(path, f"must be an object, got {type(block).__name__}")
         name = block.get(self.kind)
         kind = kinds.get(name) if isinstance(name, str) else None
         if kind is None:
             raise self._fail(f"{path}.{self.kind}", f"a {name!r} block is not read here; known: {', '.join(kinds)}")
-        if kind.known is not None and not block.keys() <= kind.known:  # a key no rule reads: listed or refused
+        if kind.known is not None:  # a key no rule reads: listed or refused
             for key in block:
-                if key != self.kind and key not in kind.reads:
+                if key not in kind.known:
                     self._settle(key, block[key], f"{path}.{key}", kind.unsupported, into.notes, into.policy)
         return kind
 
@@ -379,7 +385,7 @@ class SourceFormat:
             return
         if rule is None:
             raise self._fail(path, f"is not mapped by the {self.name} format ({self.file})")
-        if value is None or any(value == ok for ok in rule.accept):
+        if value is None or value in rule.accept:
             return
         if rule.action == "drop":
             notes.append(Note("dropped", path, rule.doc or f"the {self.name} format has no counterpart"))
