@@ -250,18 +250,54 @@ def test_the_stream_bench_compares_with_a_baseline_checkout_row_by_row(capsys: p
     assert len(rows) == 1 and all(cell.strip(" |").endswith("x") for cell in rows[0][3:]), rows
 
 
-def test_the_sources_run_times_messages_in_and_out_against_chat_completions(
+def test_the_sources_run_times_messages_and_responses_in_and_out_against_chat_completions(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """`--sources`: Messages requests to each target and Messages written back, each beside the plain path."""
+    """`--sources`: Messages and Responses requests to each target and answers written back in each format,
+    each beside the plain path."""
     assert bench.main(["--sources", "--quick", "--rounds", "1"]) == 0
     out = capsys.readouterr().out
-    assert "parity: source and plain outputs identical on all 10 inputs" in out
-    rows = [line.split() for line in out.splitlines() if " anthropic transcript " in line or " Message: " in line]
-    requests = {(row[0], row[3]) for row in rows if "request" in row}
-    assert requests == {(p, n) for p in bench.SOURCE_REQUEST_TARGETS for n in ("10", "100")}, out
-    assert {row[0] for row in rows if "response" in row} == set(bench.SOURCE_ANSWERS), out
+    assert "parity: source and plain outputs identical on all 20 inputs" in out
+    rows = [line.split() for line in out.splitlines() if " transcript " in line or "Message: " in line or
+            "Response: " in line]  # fmt: skip
+    requests = {(row[0], row[1], row[3]) for row in rows if "request" in row}
+    want = {(p, f, n) for p in bench.SOURCE_REQUEST_TARGETS for f in bench.SOURCES for n in ("10", "100")}
+    assert requests == want, out
+    answers = {(row[0], row[1], row[2]) for row in rows if "response" in row}
+    assert answers == {(p, f, f"{bench.ANSWER_NAMES[f]}:") for p in bench.SOURCE_ANSWERS for f in bench.SOURCES}
     assert "source within 1.3x of plain" in out
+
+
+def test_the_responses_transcript_is_the_same_conversation_as_the_messages_one() -> None:
+    """The Responses rows translate the conversation the Messages rows do: read into Chat Completions form,
+    both give the same messages up to what each format carries (Responses has no thinking signatures, so its
+    reasoning comes as reasoning items; Messages has no developer role, so its system is one string)."""
+    tools = bench.tool_declarations()
+    responses = toolnexus.load_rules().format("openai-responses").read(bench.responses_transcript(100, tools))[0]
+    messages = toolnexus.load_rules().format("anthropic").read(bench.messages_transcript(100, tools))[0]
+    calls = [[c["id"] for c in m.get("tool_calls") or ()] for m in responses["messages"] if m["role"] == "assistant"]
+    assert calls == [[c["id"] for c in m.get("tool_calls") or ()] for m in messages["messages"]
+                     if m["role"] == "assistant"]  # fmt: skip
+    results = [(m["tool_call_id"], m["content"]) for m in responses["messages"] if m["role"] == "tool"]
+    assert results == [(m["tool_call_id"], m["content"]) for m in messages["messages"] if m["role"] == "tool"]
+    assert [m["role"] for m in responses["messages"]][:2] == ["system", "developer"]
+    assert len(responses["messages"]) == 100
+
+
+def test_the_sources_baseline_side_must_write_the_same_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--sources --baseline`: the before side is checked against this engine's source output, then timed."""
+    root = Path(__file__).resolve().parents[1]
+    cases = [c for c in bench.build_source_cases((10,)) if c.provider == "openai"]
+    bench.add_source_before(cases, bench.other_engine(str(root)))
+    assert bench.check_source_parity(cases), capsys.readouterr().err
+    response = next(c for c in cases if c.source == "openai-responses" and c.op == "response")
+    honest = response.sides[2].fn
+    response.sides[2].fn = lambda answer: {**honest(answer), "status": "incomplete"}
+    assert not bench.check_source_parity([response])
+    err = capsys.readouterr().err
+    assert "NOT THE SAME WORK (--baseline)" in err and "$.status" in err, err
+    assert bench.main(["--sources", "--quick", "--rounds", "1", "--baseline", str(root)]) == 0
+    assert "after/before" in capsys.readouterr().out
 
 
 def test_the_sources_parity_check_sees_a_different_body(capsys: pytest.CaptureFixture[str]) -> None:

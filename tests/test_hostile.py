@@ -35,7 +35,7 @@ from toolnexus import (
 )
 from toolnexus.devtools.stub import ProviderStub, StubReply
 from toolnexus.http.client import encode_body
-from toolnexus.language import jsonsafe
+from toolnexus.language import jsonsafe, templates
 from toolnexus.translate.rulebook import load_rules
 
 PROVIDERS = ["anthropic", "gemini", "openai"]
@@ -773,3 +773,45 @@ def test_the_text_encoder_writes_what_json_dumps_writes_and_refuses_nan(value: A
     assert arguments.__qualname__ == "text_encoder.<locals>.encode"  # the encoder built once, on CPython
     with pytest.raises(ValueError):
         arguments({"x": [math.nan]})
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{"é": [1, 2.5, -0.0, 1e16, math.nan, -math.inf, 10**30, '\u2028\n"\\', "\ud800"]}, {1: True, None: []}, "x"],
+)
+def test_json_text_writes_what_json_dumps_writes_compactly(value: Any) -> None:
+    """`$json_text` (a tool_use block's input read into arguments text) through the C encoder built once: the
+    compact text json.dumps writes, NaN and big integers included."""
+    compact = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    assert templates.json_text(value, templates.Ctx("p")) == compact
+    assert templates._COMPACT_TEXT.__qualname__ == "text_encoder.<locals>.encode"  # built once, on CPython
+
+
+def test_json_text_raises_json_dumps_own_error_for_a_cycle_or_an_unencodable_value() -> None:
+    """What the encoder built without cycle detection cannot write is written by json.dumps again, which raises
+    the error it always raised (the caller's own bug: a cycle, or a value JSON has no text for)."""
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    with pytest.raises(ValueError, match="Circular reference"):
+        templates.json_text(cycle, templates.Ctx("p"))
+    with pytest.raises(TypeError):
+        templates.json_text({"x": object()}, templates.Ctx("p"))
+
+
+@pytest.mark.parametrize(
+    "text", ['{"a": 1, "a": 2}', "[NaN, Infinity]", "12345678901234567890123", '"\\ud800"', "1e400", '{"é": -0.0}']
+)
+def test_standard_loads_reads_what_json_loads_reads(text: str) -> None:
+    """A call's arguments read back for an answer in a source format: json.loads's value, through orjson only
+    where it reads the text the same."""
+    got, want = jsonsafe.standard_loads(text), json.loads(text)
+    assert json.dumps(got) == json.dumps(want) and type(got) is type(want)
+
+
+def test_standard_loads_raises_json_loads_own_error() -> None:
+    for text in ("{", "", "[1,]"):
+        with pytest.raises(json.JSONDecodeError) as caught:
+            jsonsafe.standard_loads(text)
+        with pytest.raises(json.JSONDecodeError) as standard:
+            json.loads(text)
+        assert (caught.value.msg, caught.value.pos) == (standard.value.msg, standard.value.pos)

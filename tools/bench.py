@@ -41,12 +41,15 @@ translation's own cost.
 
 `--sources` times only the source-format rows: an Anthropic Messages request (the transcripts of 10
 and 100 messages as a coding agent sends them: signed thinking blocks, tool_use and tool_result
-blocks, images, a cache breakpoint) translated for gemini, openai and anthropic with
-`source="anthropic"`, against the same conversation in Chat Completions form (what the Messages
-reader makes of it) through the same provider; and an Anthropic Message written back from a gemini
-and an openai answer (`translate_response(..., source="anthropic")`) against the TranslateResult
-alone. Both sides must give the same body (the same result) before anything is timed; the ratio
-column is source/plain (target 1.3x).
+blocks, images, a cache breakpoint) and an OpenAI Responses request (the same transcripts as an OpenAI
+agent sends them with nothing stored: instructions, message items, reasoning items with
+encrypted_content, function_call and function_call_output items) translated for gemini, openai and
+anthropic with `source=`, each against the same conversation in Chat Completions form (what the
+format's reader makes of it) through the same provider; and an Anthropic Message and an OpenAI Response
+written back from a gemini and an openai answer (`translate_response(..., source=...)`) against the
+TranslateResult alone. Both sides must give the same body (the same result) before anything is timed;
+the ratio column is source/plain (target 1.3x). With `--baseline`, the source side under that
+checkout's engine is a third side, checked to give the same output first.
 
 `--baseline CHECKOUT` adds a third side to every request and response row: the same call under that
 checkout's engine (its `engine/` imported in this process under its own modules), timed interleaved
@@ -94,6 +97,7 @@ from bench_inputs import (  # noqa: E402
     json_size,
     messages_transcript,
     parity_inputs,
+    responses_transcript,
     round_trip,
     tool_declarations,
     transcript,
@@ -116,7 +120,8 @@ TARGET_RATIO = 1.3  # issue 6: engine within 1.3x of hand-written
 TARGET_EXPONENT = 1.1  # issue 6: scaling exponent from 1,000 to 10,000 messages
 TARGET_VS_LITELLM = 10.0  # issue 6: Gemini tool declarations 10x cheaper than LiteLLM
 LITELLM_REFERENCE_US = 2_500  # issue 6: LiteLLM 1.110's ~2.5 ms for 20 Gemini tools, measured earlier
-SOURCE = "anthropic"  # the source format of the --sources rows
+SOURCES = ("anthropic", "openai-responses")  # the source formats of the --sources rows
+ANSWER_NAMES = {"anthropic": "Message", "openai-responses": "Response"}  # what each writes an answer as
 SOURCE_SIZES = (10, 100)
 SOURCE_REQUEST_TARGETS = ("gemini", "openai", "anthropic")
 SOURCE_ANSWERS = ("gemini", "openai")
@@ -146,6 +151,7 @@ class Case:
     sides: list[Side]
     messages: int | None = None  # transcript length, for the scaling fit
     litellm_note: str = ""  # why LiteLLM's row is empty or was timed on a compatible copy
+    source: str = "openai"  # the source format of a --sources row
 
     @property
     def label(self) -> str:
@@ -286,33 +292,41 @@ def parent_of(provider: str) -> str | None:
     return parents_of(toolnexus.load_rules()).get(provider)
 
 
-def build_source_cases(sizes: Sequence[int] = SOURCE_SIZES) -> list[Case]:
-    """The `--sources` rows: sides `source` (the Messages shape in or out) and `plain` (Chat Completions)."""
+def build_source_cases(sizes: Sequence[int] = SOURCE_SIZES, formats: Sequence[str] = SOURCES) -> list[Case]:
+    """The `--sources` rows: sides `source` (the format's shape in or out) and `plain` (Chat Completions)."""
     tools = tool_declarations()
-    reader = toolnexus.load_rules().format(SOURCE)
-    cases: list[Case] = []
-    for n in sizes:
-        request = messages_transcript(n, tools)
-        plain = reader.read(request)[0]  # the same conversation in Chat Completions form
-        for provider in SOURCE_REQUEST_TARGETS:
-            source_side = partial(toolnexus.translate_request, provider, source=SOURCE)
-            sides = [
-                Side("source", source_side, request),
-                Side("plain", partial(toolnexus.translate_request, provider), plain),
-            ]
-            size = f"{len(request['messages'])} turns, {kib(request)}"
-            cases.append(Case(provider, f"{SOURCE} transcript {n:,}", "request", size, sides, n))
     generated = generated_responses(tools)
-    for provider in SOURCE_ANSWERS:
-        for name in ("3 tool calls", "large"):
-            answer = generated[provider][name]
-            source_side = partial(toolnexus.translate_response, provider, source=SOURCE)
-            sides = [
-                Side("source", source_side, answer),
-                Side("plain", partial(toolnexus.translate_response, provider), answer),
-            ]
-            cases.append(Case(provider, f"{SOURCE} Message: {name}", "response", kib(answer), sides))
+    transcripts = {"anthropic": messages_transcript, "openai-responses": responses_transcript}
+    cases: list[Case] = []
+    for fmt in formats:
+        reader = toolnexus.load_rules().format(fmt)
+        for n in sizes:
+            request = transcripts[fmt](n, tools)
+            plain = reader.read(request)[0]  # the same conversation in Chat Completions form
+            for provider in SOURCE_REQUEST_TARGETS:
+                sides = [
+                    Side("source", partial(toolnexus.translate_request, provider, source=fmt), request),
+                    Side("plain", partial(toolnexus.translate_request, provider), plain),
+                ]
+                size = f"{len(plain['messages'])} msgs, {kib(request)}"
+                cases.append(Case(provider, f"{fmt} transcript {n:,}", "request", size, sides, n, source=fmt))
+        for provider in SOURCE_ANSWERS:
+            for name in ("3 tool calls", "large"):
+                answer = generated[provider][name]
+                sides = [
+                    Side("source", partial(toolnexus.translate_response, provider, source=fmt), answer),
+                    Side("plain", partial(toolnexus.translate_response, provider), answer),
+                ]
+                label = f"{fmt} {ANSWER_NAMES[fmt]}: {name}"
+                cases.append(Case(provider, label, "response", kib(answer), sides, source=fmt))
     return cases
+
+
+def add_source_before(cases: Sequence[Case], before: tuple[Callable[..., Any], Callable[..., Any]]) -> None:
+    """`--sources --baseline`: the source side of every row under that checkout's engine ("before")."""
+    for case in cases:
+        fn = before[0] if case.op == "request" else before[1]
+        case.sides.append(Side("before", partial(fn, case.provider, source=case.source), case.sides[0].data))
 
 
 # =============================================================================
@@ -403,18 +417,28 @@ def check_parity(cases: Sequence[Case]) -> bool:
 
 
 def check_source_parity(cases: Sequence[Case]) -> bool:
-    """Source and plain sides give the same body (the Message is written from the same result)."""
+    """Source and plain sides give the same body (the answer is written from the same result); a `--baseline`
+    side ("before") gives the same source-format output as this engine."""
     ok = True
     for case in cases:
         source, plain = case.sides[0], case.sides[1]
         source_out, plain_out = source.fn(source.data), plain.fn(plain.data)
         if case.op == "response":
-            source_out, plain_out = comparable(source_out.result), comparable(plain_out)
-            source_out["raw is the response"] = plain_out["raw is the response"] = True
-        difference = first_difference(source_out, plain_out)
+            compared, plain_out = comparable(source_out.result), comparable(plain_out)
+            compared["raw is the response"] = plain_out["raw is the response"] = True
+        else:
+            compared = source_out
+        difference = first_difference(compared, plain_out)
         if difference:
             print(f"NOT THE SAME WORK: {case.label}\n  {difference}", file=sys.stderr)
             ok = False
+        before = case.side("before")
+        if before is not None:
+            before_out = before.fn(before.data)
+            difference = first_difference(before_out, source_out)  # a body, or the answer in the source format
+            if difference:
+                print(f"NOT THE SAME WORK (--baseline): {case.label}\n  {difference}", file=sys.stderr)
+                ok = False
     return ok
 
 
@@ -599,18 +623,26 @@ def report_speed(cases: Sequence[Case], providers: Sequence[str], litellm: LiteL
 
 
 def report_sources(cases: Sequence[Case]) -> None:
-    print(f"µs = median microseconds per call; ratio = median of per-round {SOURCE}-source/plain [min-max]")
+    print("µs = median microseconds per call; ratio = median of per-round source/plain [min-max]")
     print("plain: the same conversation in Chat Completions form (requests), the TranslateResult alone (answers)")
-    header = f"{'provider':<10} {'input':<32} {'op':<9} {'size':<22} {'source µs':>10} {'plain µs':>10} {'ratio':>7}"
-    header += "  [min-max]"
+    before = any(case.side("before") for case in cases)
+    if before:
+        print("before = the --baseline checkout's engine on the source side; after/before = median of per-round ratios")
+    header = f"{'provider':<10} {'input':<40} {'op':<9} {'size':<22} {'source µs':>10} {'plain µs':>10} {'ratio':>7}"
+    header += "  [min-max]" + (f" {'before µs':>10} {'ratio':>7} {'after/before':>12}" if before else "")
     print(f"\n{header}\n{'-' * len(header)}")
     for case in cases:
         ratios = case.ratios("source", over="plain")
-        print(
-            f"{case.provider:<10} {case.input:<32} {case.op:<9} {case.size:<22} "
+        line = (
+            f"{case.provider:<10} {case.input:<40} {case.op:<9} {case.size:<22} "
             f"{micros(statistics.median(case.sides[0].ns)):>10} {micros(statistics.median(case.sides[1].ns)):>10} "
             f"{statistics.median(ratios):>6.2f}x  [{min(ratios):.2f}-{max(ratios):.2f}]"
         )
+        if before:
+            over = statistics.median(case.ratios("before", over="plain"))
+            change = statistics.median(case.ratios("source", over="before"))
+            line += f" {micros(statistics.median(case.sides[2].ns)):>10} {over:>6.2f}x {change:>11.2f}x"
+        print(line)
     medians = {case.label: statistics.median(case.ratios("source", over="plain")) for case in cases}
     worst = max(medians, key=medians.__getitem__)
     within = sum(ratio <= TARGET_SOURCE_RATIO for ratio in medians.values())
@@ -723,7 +755,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--checked-baseline", action="store_true", help="the hand-written responses run jsonsafe.check first"
     )
     parser.add_argument(
-        "--sources", action="store_true", help=f"only the {SOURCE}-source rows, against the Chat Completions path"
+        "--sources", action="store_true", help="only the Messages and Responses rows, against Chat Completions"
     )
     parser.add_argument(
         "--clock", choices=sorted(CLOCKS), default="wall", help="wall time (default) or thread CPU time"
@@ -741,7 +773,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = QUICK_SIZES if args.quick else SIZES
     machine = machine_note()  # before the run: its load average is the other processes'
     if args.sources:
-        return run_sources(rounds, target_ns, args.clock, machine)
+        return run_sources(rounds, target_ns, args.clock, machine, args.baseline)
     providers = [p for p in toolnexus.providers() if p in HAND_WRITTEN and (not args.provider or p in args.provider)]
     answering = [
         p
@@ -792,9 +824,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def run_sources(rounds: int, target_ns: int, clock: str, machine: str) -> int:
+def run_sources(rounds: int, target_ns: int, clock: str, machine: str, baseline: str | None = None) -> int:
     """`--sources`: the source-format rows alone, each against the same work in Chat Completions form."""
     cases = build_source_cases()
+    if baseline:
+        add_source_before(cases, other_engine(baseline))
     if not check_source_parity(cases):
         print("stopping: the source and plain paths give different output, so a ratio would mean nothing",
               file=sys.stderr)  # fmt: skip
@@ -802,7 +836,7 @@ def run_sources(rounds: int, target_ns: int, clock: str, machine: str) -> int:
     gc.collect()
     gc.freeze()
     measure(cases, rounds, target_ns, CLOCKS[clock])
-    print(f"toolnexus bench: {SOURCE}-source vs Chat Completions, interleaved in one process, {rounds} rounds, "
+    print(f"toolnexus bench: source formats vs Chat Completions, interleaved in one process, {rounds} rounds, "
           f"~{target_ns / 1e6:g} ms batches, {clock} clock")  # fmt: skip
     print(f"machine: {machine}")
     print(f"parity: source and plain outputs identical on all {len(cases)} inputs (checked before timing)")

@@ -687,3 +687,57 @@ def _block(part: JSON) -> JSON:
         media, data = url.removeprefix("data:").split(";base64,", 1)
         return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
     return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def responses_transcript(messages: int, tools: list[JSON]) -> JSON:
+    """The same agent transcript as an OpenAI Responses request (what an OpenAI agent sends with nothing
+    stored): the system prompt as `instructions`, the developer prompt and user turns as message items
+    (input_text and input_image parts), every assistant step as a reasoning item (summary and
+    encrypted_content), its text as an output_text message and its calls as function_call items with
+    JSON-text arguments, and each result as a function_call_output item."""
+    plain = round_trip(transcript(messages, tools), "anthropic")
+    items: list[JSON] = []
+    instructions = None
+    for message in plain["messages"]:
+        role, content = message["role"], message.get("content")
+        if role == "system" and instructions is None:
+            instructions = content
+        elif role in ("system", "developer", "user"):
+            given = content if isinstance(content, str) else [_input_part(part) for part in content]
+            items.append({"type": "message", "role": role, "content": given})
+        elif role == "assistant":
+            for block in message.get("thinking_blocks") or ():
+                summary = [{"type": "summary_text", "text": block["thinking"]}]
+                items.append({"type": "reasoning", "summary": summary, "encrypted_content": block["signature"]})
+            if content:
+                said = [{"type": "output_text", "text": content, "annotations": []}]
+                items.append({"type": "message", "role": "assistant", "content": said})
+            for call in message.get("tool_calls") or ():
+                arguments = call["function"]["arguments"]
+                text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+                name = call["function"]["name"]
+                items.append({"type": "function_call", "call_id": call["id"], "name": name, "arguments": text})
+        elif role == "tool":
+            given = content if isinstance(content, str) else [_input_part(part) for part in content]
+            items.append({"type": "function_call_output", "call_id": message["tool_call_id"], "output": given})
+    declared = [{"type": "function", **t["function"]} for t in tools]
+    return {
+        "model": "bench-model",
+        "instructions": instructions,
+        "input": items,
+        "tools": declared,
+        "tool_choice": "auto",
+        "max_output_tokens": 2048,
+        "reasoning": {"effort": "medium"},
+        "store": False,
+        "include": ["reasoning.encrypted_content"],
+        "metadata": {"user_id": "bench-user-0001"},
+    }
+
+
+def _input_part(part: JSON) -> JSON:
+    """A Chat Completions content part as the Responses input part it is."""
+    if part["type"] == "text":
+        return {"type": "input_text", "text": part["text"]}
+    image = part["image_url"]
+    return {"type": "input_image", "image_url": image["url"], "detail": image.get("detail", "auto")}

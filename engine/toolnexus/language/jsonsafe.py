@@ -233,19 +233,28 @@ def _null_tokens(text: bytes, last: int) -> int:
 
 
 def text_encoder(
-    *, ensure_ascii: bool, sort_keys: bool = False, default: Callable[[Any], Any] | None = None
+    *,
+    ensure_ascii: bool,
+    sort_keys: bool = False,
+    default: Callable[[Any], Any] | None = None,
+    compact: bool = False,
+    allow_nan: bool = False,
 ) -> Callable[[Any], str]:
-    """`json.dumps` with these options (and NaN refused), its C encoder built once.
+    """`json.dumps` with these options (NaN refused unless `allow_nan`; `compact`: separators "," and ":"), its
+    C encoder built once.
 
     `json.dumps` and `JSONEncoder.encode` build a new C encoder on every call, which costs more than encoding
     a tool call's arguments. For values `check` passed (trees: no cycle to detect). Where the interpreter's
     C encoder is missing or takes other arguments, the standard encoder's own `encode`.
     """
-    standard = json.JSONEncoder(ensure_ascii=ensure_ascii, allow_nan=False, sort_keys=sort_keys, default=default)
+    items, keys = (",", ":") if compact else (", ", ": ")
+    standard = json.JSONEncoder(
+        ensure_ascii=ensure_ascii, allow_nan=allow_nan, sort_keys=sort_keys, default=default, separators=(items, keys)
+    )
     make = getattr(json.encoder, "c_make_encoder", None)
     strings = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
     try:
-        built = make(None, standard.default, strings, None, ": ", ", ", sort_keys, False, False)  # type: ignore[misc]
+        built = make(None, standard.default, strings, None, keys, items, sort_keys, False, allow_nan)  # type: ignore[misc]
     except TypeError:  # missing (None) or another signature
         return standard.encode
 
@@ -303,6 +312,18 @@ def loads(text: str | bytes) -> Any:
     if not clean:
         check(value)
     return value
+
+
+def standard_loads(text: str) -> Any:
+    """`json.loads(text)` exactly (NaN and Infinity read as floats, its own errors), read by orjson where orjson
+    reads the text the same (3x as fast): for text the engine wrote itself or already checked."""
+    encoded = _for_orjson(text)
+    if encoded is not None:
+        try:
+            return orjson.loads(encoded)
+        except orjson.JSONDecodeError:
+            pass  # not JSON, or JSON orjson refuses (NaN): the standard decoder reads it or says why not
+    return json.loads(text)
 
 
 def loads_object(text: str) -> dict[str, Any] | None:

@@ -97,7 +97,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import Note, ResponseError, RuleError, TranslationError
-from .jsonsafe import JsonValueError, loads_object, where_in
+from .jsonsafe import JsonValueError, loads_object, text_encoder, where_in
 from .loader import Key, RuleSource, did_you_mean, dotted
 from .paths import MISSING, Getter, PathSyntaxError, compile_path, first_field, simple_steps
 
@@ -859,9 +859,15 @@ def is_empty(value: Any) -> bool:
     return value is MISSING or value is None or (type(value) in (str, list, dict) and not value)
 
 
+_COMPACT_TEXT = text_encoder(ensure_ascii=False, compact=True, allow_nan=True)  # json.dumps's output, built once
+
+
 def json_text(value: Any, ctx: Ctx) -> str:
     """`$json_text`: the value serialized as compact JSON text (keys in their order, non-ASCII kept)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return _COMPACT_TEXT(value)
+    except Exception:  # a cycle, a depth or a value JSON has no text for: json.dumps raises its own error, as ever
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def path_getter(expression: Any, key: Key, env: Env) -> Getter:

@@ -171,10 +171,12 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     derived: dict[str, Derived] = {}  # filled by what reads the provider's rules backwards
     fields, reads, origin, derived_reads = _compile_fields(request, rules, source, env, own_reads, derived)
 
-    roles = _compile_roles(messages["roles"], env)
+    roles = _compile_roles(messages["roles"], messages["kind"], env)
     items_spec = messages.get("items")
     items = (
-        MappingProxyType(_compile_kinds(items_spec["kinds"], ("request", "messages", "items", "kinds"), env))
+        MappingProxyType(
+            _compile_kinds(items_spec["kinds"], ("request", "messages", "items", "kinds"), messages["kind"], env)
+        )
         if items_spec
         else None
     )
@@ -275,15 +277,17 @@ def _renames(node: Node) -> dict[str, str]:
     }
 
 
-def _compile_roles(spec: Mapping[str, Any], env: Env) -> dict[str, Mapping[str, Kind]]:
+def _compile_roles(spec: Mapping[str, Any], kind_key: str, env: Env) -> dict[str, Mapping[str, Kind]]:
     """Each role's block kinds, compiled."""
     return {
-        role: MappingProxyType(_compile_kinds(role_spec["kinds"], ("request", "messages", "roles", role, "kinds"), env))
+        role: MappingProxyType(
+            _compile_kinds(role_spec["kinds"], ("request", "messages", "roles", role, "kinds"), kind_key, env)
+        )
         for role, role_spec in spec.items()
     }
 
 
-def _compile_kinds(spec: Mapping[str, Any], at: Key, env: Env) -> dict[str, Kind]:
+def _compile_kinds(spec: Mapping[str, Any], at: Key, kind_key: str, env: Env) -> dict[str, Kind]:
     """Block (or transcript item) kinds, compiled: how each is read and where it goes."""
     kinds = {}
     for kind, entry in spec.items():
@@ -291,13 +295,13 @@ def _compile_kinds(spec: Mapping[str, Any], at: Key, env: Env) -> dict[str, Kind
         mode = next(m for m in ("part", "item", "message") if m in entry)
         template = entry["as"] if mode == "item" else entry[mode]
         node = parse_template(template, (*where, mode), env)
+        reads = _block_reads(node, (*entry.get("blocks", ()), *([entry["state"]["from"]] if "state" in entry else [])))
         kinds[kind] = Kind(
             mode=mode,
             render=compile_template(template, (*where, mode), env),
             into=entry.get("item", ""),
-            reads=_block_reads(
-                node, (*entry.get("blocks", ()), *([entry["state"]["from"]] if "state" in entry else []))
-            ),
+            reads=reads,
+            known=None if reads is None else reads | {kind_key},
             renames=MappingProxyType(_renames(node)),
             blocks=tuple(entry.get("blocks", ())),
             state=(entry["state"]["from"], entry["state"].get("set", "")) if "state" in entry else None,

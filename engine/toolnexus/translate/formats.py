@@ -12,7 +12,6 @@ derivation) so the code every call runs reads on its own.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 import uuid
 from collections.abc import Mapping
@@ -21,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import Note, ResponseError, ToolnexusError, TranslationError
+from ..language.jsonsafe import standard_loads
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, compile_path
 from ..language.templates import Ctx, Node, Render, unseal
@@ -48,6 +48,7 @@ class Kind:
     render: Render
     into: str = ""
     reads: frozenset[str] | None = None
+    known: frozenset[str] | None = None  # `reads` and the kind key: a block with only these keys needs no settling
     renames: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     blocks: tuple[str, ...] = ()
     state: tuple[str, str] | None = None  # (block key, message key or ""): a block whose key holds sealed state sets it
@@ -89,6 +90,7 @@ class Transcript:
     origins: Origins
     notes: list[Note]
     policy: str  # unknown_fields
+    ctx: Ctx  # the one rendering context of the read's blocks (their templates' notes are not kept)
     made: list[tuple[dict[str, Any], str]] = field(default_factory=list)
 
 
@@ -155,7 +157,7 @@ class SourceFormat:
         hub: dict[str, Any] = self.fields(request, ctx) or {}
         notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
         origins: Origins = {name: origin for name, origin in self.field_origin.items() if name in hub}
-        into = Transcript([], origins, notes, unknown_fields)
+        into = Transcript([], origins, notes, unknown_fields, Ctx(self.name))
         if self.system is not None and request.get(self.system) is not None:
             self._message("system", request[self.system], self.system, into)
         transcript = request.get(self.each, MISSING)
@@ -166,6 +168,7 @@ class SourceFormat:
             transcript = [{"role": self.text_role, "content": transcript}]
         elif not isinstance(transcript, list):
             raise self._fail(self.each, f"must be a list, got {type(transcript).__name__}")
+        message_keys = {"role", "content"} if self.items is None else {"role", "content", self.kind}
         for i, msg in enumerate(transcript):
             where = self.each if whole else f"{self.each}[{i}]"
             if not isinstance(msg, dict):
@@ -173,12 +176,13 @@ class SourceFormat:
             if self.items is not None and msg.get(self.kind, self.message_kind) != self.message_kind:
                 self._item(msg, where, into)
                 continue
-            for key in msg:
-                if key in ("role", "content") or (self.items is not None and key == self.kind):
-                    continue
-                if key not in self.message_unsupported:
-                    raise self._fail(f"{where}.{key}", f"is not a {self.name} message key")
-                self._settle(key, msg[key], f"{where}.{key}", self.message_unsupported, notes, unknown_fields)
+            if not msg.keys() <= message_keys:  # a key besides role, content (and the kind): listed or refused
+                for key in msg:
+                    if key in message_keys:
+                        continue
+                    if key not in self.message_unsupported:
+                        raise self._fail(f"{where}.{key}", f"is not a {self.name} message key")
+                    self._settle(key, msg[key], f"{where}.{key}", self.message_unsupported, notes, unknown_fields)
             role = msg.get("role")
             if not isinstance(role, str) or role not in self.transcript_roles:
                 raise self._fail(f"{where}.role", f"must be one of {', '.join(sorted(self.transcript_roles))}")
@@ -232,19 +236,9 @@ class SourceFormat:
         `join`, the current message is first the last one when it has this role (a `joins` item opened it)."""
         kinds = self.roles[role]
         current: dict[str, Any] | None = None
-
-        def open_current() -> dict[str, Any]:
-            nonlocal current
-            if current is None:
-                current = self._current(role, into, where) if join else self._new(role, into, where)
-            return current
-
-        def base_of(where: str) -> str:
-            return f"{where}.content" if where != self.system else where  # the system key holds its blocks itself
-
         if isinstance(content, str):
             if join and into.messages and into.messages[-1]["role"] == role:
-                message = open_current()
+                message = self._current(role, into, where)
                 into.origins[f"messages[{len(into.messages) - 1}].content[{len(message['content'])}]"] = (where, {})
                 message["content"].append({"type": "text", "text": content})
             else:
@@ -252,22 +246,26 @@ class SourceFormat:
                 into.messages.append({"role": role, "content": content})
                 into.made.append((into.messages[-1], role))
             return
+        base = f"{where}.content" if where != self.system else where  # the system key holds its blocks itself
         if not isinstance(content, list):
-            raise self._fail(base_of(where), "must be a string or a list of blocks")
-        base = base_of(where)
+            raise self._fail(base, "must be a string or a list of blocks")
         for j, block in enumerate(content):
             path = f"{base}[{j}]"
             kind = self._kind(kinds, block, path, into)
             if kind.state is not None:
-                state = unseal(block.get(kind.state[0]), Ctx(self.name), part="state")
+                state = unseal(block.get(kind.state[0]), into.ctx, part="state")
                 if state is not MISSING:
-                    self._set_state(open_current(), kind.state[1], state)
+                    if current is None:
+                        current = self._current(role, into, where) if join else self._new(role, into, where)
+                    self._set_state(current, kind.state[1], state)
                     continue
             if kind.mode == "message":
                 current, join = None, False
                 self._standalone(kind, kinds, block, path, role, into)
                 continue
-            self._add(kind, block, path, open_current(), into)
+            if current is None:
+                current = self._current(role, into, where) if join else self._new(role, into, where)
+            self._add(kind, block, path, current, into)
 
     @staticmethod
     def _set_state(message: dict[str, Any], key: str, state: Any) -> None:
@@ -279,13 +277,14 @@ class SourceFormat:
 
     def _add(self, kind: Kind, block: Any, path: str, message: dict[str, Any], into: Transcript) -> None:
         """A part or an item block added to `message` (the last normal-form message)."""
-        ctx = Ctx(self.name)
+        ctx = into.ctx
         ctx.path = path
         written = kind.render(block, ctx)
         hub_index = len(into.messages) - 1
         if kind.mode == "part":
-            into.origins[f"messages[{hub_index}].content[{len(message['content'])}]"] = (path, kind.renames)
-            message["content"].append(written)
+            parts = message["content"]
+            into.origins[f"messages[{hub_index}].content[{len(parts)}]"] = (path, kind.renames)
+            parts.append(written)
             return
         items = message.setdefault(kind.into, [])
         if not items:  # the list as a whole: where its first item came from
@@ -298,7 +297,7 @@ class SourceFormat:
     ) -> None:
         """A `message` kind: a normal-form message of its own; the lists named by `blocks` are read as parts
         with `kinds` (None: the kinds of the role it writes, for a transcript item)."""
-        ctx = Ctx(self.name)
+        ctx = into.ctx
         ctx.path = path
         written = kind.render(block, ctx)
         role = role or str(written.get("role"))
@@ -322,7 +321,7 @@ class SourceFormat:
             self._standalone(kind, None, item, where, None, into)
             return
         if kind.state is not None:
-            state = unseal(item.get(kind.state[0]), Ctx(self.name), part="state")
+            state = unseal(item.get(kind.state[0]), into.ctx, part="state")
             if state is not MISSING:
                 self._set_state(self._current(kind.joins, into, where), kind.state[1], state)
                 return
@@ -336,22 +335,27 @@ class SourceFormat:
             kind = self._kind(kinds, block, path, into)
             if kind.mode != "part":
                 raise self._fail(f"{path}.{self.kind}", f"a {block.get(self.kind)!r} block cannot be nested here")
-            ctx = Ctx(self.name)
+            ctx = into.ctx
             ctx.path = path
             into.origins[f"{hub}.content[{j}]"] = (path, kind.renames)
             parts.append(kind.render(block, ctx))
         return parts
 
     def _kind(self, kinds: Mapping[str, Kind], block: Any, path: str, into: Transcript) -> Kind:
+        """The kind a block is read as, its keys no rule reads settled (or refused)."""
+        name = block.get(self.kind) if type(block) is dict else None
+        kind = kinds.get(name) if type(name) is str else None
+        if kind is not None and (kind.known is None or block.keys() <= kind.known):  # the common case, settled
+            return kind
         if not isinstance(block, dict):
             raise self._fail(path, f"must be an object, got {type(block).__name__}")
         name = block.get(self.kind)
         kind = kinds.get(name) if isinstance(name, str) else None
         if kind is None:
             raise self._fail(f"{path}.{self.kind}", f"a {name!r} block is not read here; known: {', '.join(kinds)}")
-        if kind.reads is not None:
+        if kind.known is not None:  # a key no rule reads: listed or refused
             for key in block:
-                if key != self.kind and key not in kind.reads:
+                if key not in kind.known:
                     self._settle(key, block[key], f"{path}.{key}", kind.unsupported, into.notes, into.policy)
         return kind
 
@@ -382,7 +386,7 @@ class SourceFormat:
             return
         if rule is None:
             raise self._fail(path, f"is not mapped by the {self.name} format ({self.file})")
-        if value is None or any(value == ok for ok in rule.accept):
+        if value is None or value in rule.accept:
             return
         if rule.action == "drop":
             notes.append(Note("dropped", path, rule.doc or f"the {self.name} format has no counterpart"))
@@ -401,7 +405,7 @@ class SourceFormat:
         calls = []
         for call in result.tool_calls:
             try:
-                arguments = json.loads(call.arguments) if call.arguments else {}
+                arguments = standard_loads(call.arguments) if call.arguments else {}
             except ValueError:
                 arguments = call.arguments
             calls.append(
