@@ -21,6 +21,7 @@ import toolnexus
 from support.cases import CASES
 from support.damage import DAMAGE, damaged, damaged_one_at_a_time, names_a_place, places, source_formats
 from support.messages import judge_event, judge_message
+from support.responses import judge_responses_event
 from support.responses_answers import judge_response
 from support.sse_encoders import ENCODERS, canonical, data_of
 from toolnexus import (
@@ -42,7 +43,10 @@ ANSWER_JUDGES: dict[str, Callable[[dict[str, Any]], None]] = {
     "openai-responses": judge_response,
 }
 # The SDK judge of each format's stream events, for the formats with a `stream:` section.
-EVENT_JUDGES: dict[str, Callable[[dict[str, Any]], None]] = {"anthropic": judge_event}
+EVENT_JUDGES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "anthropic": judge_event,
+    "openai-responses": judge_responses_event,
+}
 STREAMED = [name for name in FORMATS if RULES.format(name).stream]
 
 
@@ -174,6 +178,12 @@ def provider_stream(column: Any) -> list[str]:
     return [data_of(provider, event) for event in events]
 
 
+# Damage to a stream event's `type` makes it an event the rules do not know (noted `unknown`, skipped): an item
+# part it would have opened is then missing from the item rebuilt so far, which a format's `.done` event of a
+# block passed on as the answer so far says it (Responses' reasoning items) can show.
+STREAM_GAPS = {("type", harm) for harm in ("NoneType", "int", "float", "str", "list", "dict", "absent")}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("source", STREAMED)
 def test_each_provider_stream_with_one_event_damaged_gives_events_or_a_toolnexus_error(source: str) -> None:
@@ -202,7 +212,13 @@ def test_each_provider_stream_with_one_event_damaged_gives_events_or_a_toolnexus
             except Exception as exc:  # the test's subject: nothing else may escape
                 problems.append(f"{column.name} event {k} {path} <- {harm!r}: a bare {type(exc).__name__}: {exc}")
                 continue
+            broken = damaged(event, path, harm)
             for written in events:
-                EVENT_JUDGES[source](written)
+                try:
+                    EVENT_JUDGES[source](written)
+                except Exception as exc:  # the SDK's ValidationError or the judge's AssertionError
+                    known = KNOWN_GAPS.keys() | STREAM_GAPS
+                    if not carried_as_received(broken, path, written) and harmed(path, harm) not in known:
+                        problems.append(f"{column.name} event {k} {path} <- {harm!r}: the SDK refuses {exc}"[:400])
     assert turn
     assert problems == [], "\n".join(problems)
