@@ -377,3 +377,48 @@ def test_the_answer_so_far_leaves_the_stream_untouched() -> None:
     said = [r.reasoning_content for r in asked if r is not None]
     assert said and all("Long thought.".startswith(s) for s in said) and said[-1] == "Long thought."
     assert translator.started == 2  # one element per content block
+
+
+def _moments(fmt: Any) -> list[tuple[tuple[Any, ...], Any]]:
+    """Each event template of a format's stream section (but `end`): its rule key and what writes it."""
+    out = []
+    for key in fmt.plan.nodes:
+        if key[0] != "stream" or key[1] == "end":
+            continue
+        single = key[1] in ("start", "close")
+        moment = key[1] if single else f"{key[1]}.{key[2]}"
+        position = key[2 if single else 3] if len(key) > (2 if single else 3) else 0
+        out.append((key, fmt.stream[moment][position]))
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses", "made-up"])
+def test_stream_events_written_as_one_display_are_what_their_templates_write(fmt: str, tmp_path: Path) -> None:
+    """An event template of constants and plain reads of what its moment's scope always holds is written as
+    one display, with no test per value; one reading anything else (here a piece reading `pieces`, which a
+    piece's scope lacks) keeps the general code. Either writes what the template says, None values too."""
+    from toolnexus.language.templates import Ctx, Env, compile_node
+
+    if fmt == "made-up":
+        text = MADE_UP.replace("args: {$get: piece}, ref: {$get: id}}", "args: {$get: piece}, late: {$get: pieces}}")
+        compiled = made_up_stream(tmp_path, text).events.format
+    else:
+        compiled = RULES.format(fmt)
+    full = {"index": 2, "answer_id": "r1", "item_id": "i1", "sequence": 7, "piece": "p", "pieces": "pp",
+            "id": "call_1", "name": "f", "extra_content": {"google": {"s": "x"}}, "block": {"type": "b"},
+            "model": "m", "created": 5}  # fmt: skip
+    moments = _moments(compiled)
+    assert moments
+    for key, written in moments:
+        general = compile_node(compiled.plan.nodes[key], key, Env(compiled.plan.source))
+        for scope in (full, {**full, "id": None, "name": None, "extra_content": None}):
+            ctx = Ctx(compiled.name, outbound=True)
+            assert written(dict(scope), ctx) == general(dict(scope), ctx), key
+    kinds = {name: [r.__name__ for r in renders] for name, renders in compiled.stream.items()}
+    if fmt == "made-up":
+        assert kinds["piece.tool_call"] == ["render"] and kinds["piece.text"] == ["write"]
+        stream = made_up_stream(tmp_path, text)
+        events = [e for data in provider_data("gemini", GEMINI, 0) for e in stream.feed(data)] + stream.finish()
+        assert [sorted(e) for e in events if "args" in e] == [["args", "at"]]  # `pieces` is not a piece's
+    else:  # every piece event of the built-in formats is one display
+        assert all(names == ["write"] * len(names) for name, names in kinds.items() if name.startswith("piece."))

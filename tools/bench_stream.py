@@ -478,20 +478,25 @@ def compare(args: argparse.Namespace) -> None:
     print("| provider | row | events | before | after | feed before | feed after |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for provider in args.provider or [p for p in providers() if p in ROWS]:
-        for row in args.row or ("text", "tools", "reasoning"):
-            cells: dict[str, list[str]] = {}
-            for label, engine in engines.items():
-                command = [sys.executable, __file__, "--events", str(args.events), "--rounds", str(args.rounds),
-                           "--clock", args.clock, "--provider", provider, "--row", row]  # fmt: skip
-                env = {**os.environ, "PYTHONPATH": engine}
-                out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
-                line = next(line for line in out.splitlines() if line.startswith(f"| {provider} | {row} |"))
-                cells[label] = [cell.strip() for cell in line.strip("|").split("|")]
-            before, after = cells["before"], cells["after"]
-            if after[2] == "-":
-                continue
-            print(f"| {provider} | {row} | {after[2]} | {before[6]} | {after[6]} | {before[9]} | {after[9]} |",
-                  flush=True)  # fmt: skip
+        for source in args.source or (PLAIN, *SOURCE_ROWS):
+            for row in args.row or ("text", "tools", "reasoning"):
+                if source != PLAIN and (provider not in SOURCE_ROWS[source][0] or row not in SOURCE_ROWS[source][1]):
+                    continue
+                named = row if source == PLAIN else f"{row} ({source} out)"  # the row's label in the table
+                cells: dict[str, list[str]] = {}
+                for label, engine in engines.items():
+                    command = [sys.executable, __file__, "--events", str(args.events), "--rounds", str(args.rounds),
+                               "--clock", args.clock, "--provider", provider, "--row", row,
+                               "--source", source]  # fmt: skip
+                    env = {**os.environ, "PYTHONPATH": engine}
+                    out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+                    line = next(line for line in out.splitlines() if line.startswith(f"| {provider} | {row}"))
+                    cells[label] = [cell.strip() for cell in line.strip("|").split("|")]
+                before, after = cells["before"], cells["after"]
+                if after[2] == "-":
+                    continue
+                print(f"| {provider} | {named} | {after[2]} | {before[6]} | {after[6]} | {before[9]} | {after[9]} |",
+                      flush=True)  # fmt: skip
 
 
 def toolnexus_file() -> str:

@@ -932,6 +932,7 @@ def data_url(value: Any, ctx: Ctx, *, where: str) -> Any:
 
 
 SEAL = "_tns_"  # between a string and its sealed state: letters, digits, _ and - only, as ids allow
+_SEALED_TEXT = json.JSONEncoder(separators=(",", ":")).encode  # `json.dumps` with these, its options set once
 
 
 def seal(scope: Any, ctx: Ctx, *, state: Getter, onto: Getter | None) -> Any:
@@ -941,7 +942,7 @@ def seal(scope: Any, ctx: Ctx, *, state: Getter, onto: Getter | None) -> Any:
     carried = state(scope)
     if carried is MISSING or carried is None or text is MISSING or text is None:
         return MISSING if onto is None or text is None else text
-    packed = base64.urlsafe_b64encode(json.dumps(carried, separators=(",", ":")).encode()).decode().rstrip("=")
+    packed = base64.urlsafe_b64encode(_SEALED_TEXT(carried).encode()).decode().rstrip("=")
     return f"{text}{SEAL}{packed}"
 
 

@@ -546,11 +546,15 @@ class AnswerBody(dict[str, Any]):
 
 @dataclass(slots=True)
 class _Block:
-    """One block the stream has opened: its kind, position, scope (a tool call's id and name) and pieces."""
+    """One block the stream has opened: its kind, position, scope (a tool call's id and name), pieces, and
+    its moments' events looked up once (`writes`: a piece's, `closes`: its closing ones). A piece's event
+    is written over `scope` itself, its `piece` and `sequence` set in place (no scope copied per event)."""
 
     kind: str
     index: int
     scope: dict[str, Any]
+    writes: tuple[Render, ...] = ()
+    closes: tuple[Render, ...] = ()
     pieces: list[str] = field(default_factory=list)
 
 
@@ -590,12 +594,23 @@ class SourceEvents:
         self._unfinished: list[_Block] = []  # tool calls whose arguments come whole at the end: still open
         self._kinds: dict[str, int] = {}  # blocks opened so far per kind (for `item_id`)
         self._final: tuple[dict[str, Any], list[Note], AnswerBody] | None = None  # the whole answer, once written
+        self._made: dict[str, str] | None = None  # the ids `answer.ids` makes from the answer's id, once made
+        self._ctx = Ctx(fmt.name, outbound=True)  # the events' (their notes are let go: see `_write`)
 
     def _emit(self, out: list[dict[str, Any]], name: str, scope: dict[str, Any]) -> None:
         """The events of template `name` (none when the format has no such template), numbered."""
-        for render in self.format.stream.get(name, ()):
-            out.append(render({**scope, "sequence": self._sequence}, Ctx(self.format.name, outbound=True)))
+        self._write(out, self.format.stream.get(name, ()), {**scope})
+
+    def _write(self, out: list[dict[str, Any]], renders: tuple[Render, ...], scope: dict[str, Any]) -> None:
+        """Events written over `scope` (its `sequence` set in place: the caller's own dict), numbered. One Ctx
+        serves the stream: what a template notes here (a default written) is not an event's, so it is let go."""
+        ctx = self._ctx
+        for render in renders:
+            scope["sequence"] = self._sequence
+            out.append(render(scope, ctx))
             self._sequence += 1
+        if ctx.notes:
+            ctx.notes.clear()
 
     def chunk(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -626,12 +641,15 @@ class SourceEvents:
                 self._said.append(piece)
             piece = delta.get("content")
             if piece:
-                self._close_opening(out)
-                if self._open is None or self._open.kind != "text":
-                    self._open = self._new_block(out, "text", {})
-                self._piece(out, self._open, piece)
+                if self._opening:
+                    self._close_opening(out)
+                block = self._open
+                if block is None or block.kind != "text":
+                    block = self._open = self._new_block(out, "text", {})
+                self._piece(out, block, piece)
             for call in delta.get("tool_calls") or ():
-                self._close_opening(out)
+                if self._opening:
+                    self._close_opening(out)
                 position = call.get("index", 0)
                 function = call.get("function") or {}
                 if position not in self._calls:
@@ -648,7 +666,15 @@ class SourceEvents:
 
     def _piece(self, out: list[dict[str, Any]], block: _Block, piece: str) -> None:
         block.pieces.append(piece)
-        self._emit(out, f"piece.{block.kind}", {**block.scope, "piece": piece})
+        scope = block.scope
+        scope["piece"] = piece
+        ctx = self._ctx
+        for render in block.writes:
+            scope["sequence"] = self._sequence
+            out.append(render(scope, ctx))
+            self._sequence += 1
+        if ctx.notes:
+            ctx.notes.clear()
 
     def _new_block(self, out: list[dict[str, Any]], kind: str, scope: dict[str, Any], close: bool = True) -> _Block:
         if close and self._open is not None:
@@ -657,9 +683,24 @@ class SourceEvents:
             else:
                 self._close(out, self._open)
             self._open = None
-        block = _Block(kind, self._blocks, {**scope, **self._ids(kind)})
-        self._blocks += 1
+        block = self._block(kind, scope)
         self._emit(out, f"open.{kind}", block.scope)
+        return block
+
+    def _block(self, kind: str, scope: dict[str, Any], named: str = "") -> _Block:
+        """A new block of `kind`: its scope (with its position and ids, those of kind `named` if given) and its
+        moments' events."""
+        scope.update(self._ids(named or kind))
+        moments = self.format.stream
+        closes = moments.get(f"done.{kind}")
+        block = _Block(
+            kind,
+            self._blocks,
+            scope,
+            moments.get(f"piece.{kind}", ()),
+            moments.get("close", ()) if closes is None else closes,
+        )
+        self._blocks += 1
         return block
 
     def _ids(self, kind: str) -> dict[str, Any]:
@@ -669,25 +710,27 @@ class SourceEvents:
         index, seen = self._blocks, self._kinds.get(kind, 0)
         self._kinds[kind] = seen + 1
         named = self.format.item_ids.get(kind)
-        first = self.format.made_ids(self._id)[named] if named else self._id
+        if named and self._made is None:
+            self._made = self.format.made_ids(self._id)
+        first = self._made[named] if named and self._made is not None else self._id
         return {"index": index, "answer_id": self._id, "item_id": first if not seen else f"{first}_{index}"}
 
     def _close(self, out: list[dict[str, Any]], block: _Block, whole: Any = MISSING) -> None:
         """A block's closing events: its signature piece (reasoning), then `done.KIND` (or `close`), whose scope
         adds its pieces joined and, when known, the finished block as the answer writes it."""
         scope = {**block.scope, "pieces": "".join(block.pieces)}
+        scope.pop("piece", None)  # the last piece's, set in place: no closing event's
         if isinstance(whole, dict):
             scope["block"] = whole
             signature = whole.get("signature")
             if block.kind == "reasoning" and isinstance(signature, str) and signature:
                 self._emit(out, "piece.signature", {**block.scope, "piece": signature})
-        self._emit(out, f"done.{block.kind}" if f"done.{block.kind}" in self.format.stream else "close", scope)
+        self._write(out, block.closes, scope)
 
     def _whole(self, out: list[dict[str, Any]], blocks: list[Any]) -> None:
         """Reasoning blocks no piece announced (redacted, sealed state): each opened and closed whole."""
         for whole in blocks:
-            block = _Block("whole", self._blocks, {**self._ids("reasoning"), "block": whole})
-            self._blocks += 1
+            block = self._block("whole", {"block": whole}, named="reasoning")
             self._emit(out, "open.whole", block.scope)
             self._close(out, block, whole)
             self._sent += 1
@@ -815,7 +858,10 @@ class SourceStream:
         self.message: AnswerBody | None = None
 
     def feed(self, data: str) -> list[dict[str, Any]]:
-        return [event for chunk in self.translator.feed(data) for event in self.events.chunk(chunk)]
+        chunks = self.translator.feed(data)
+        if len(chunks) == 1:  # the usual event: one chunk, its events as they are
+            return self.events.chunk(chunks[0])
+        return [event for chunk in chunks for event in self.events.chunk(chunk)]
 
     def finish(self) -> list[dict[str, Any]]:
         out = [event for chunk in self.translator.finish() for event in self.events.chunk(chunk)]
