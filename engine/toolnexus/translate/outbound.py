@@ -285,15 +285,16 @@ class Outbound:
             self._annotate(spec, element, where, listed, start, _Span(text, spec.unit), found, ctx)
         else:  # each part's annotations index into its own text, which follows the parts before it
             for p, part in enumerate(listed):
-                at = f"{where}.{spec.parts[0]}[{p}]"
                 own = spec.parts[2](part) if isinstance(part, dict) else MISSING
                 entries = spec.getter(part) if isinstance(part, dict) else MISSING
-                if entries is not MISSING and entries is not None and not isinstance(entries, list):
-                    message = f"must be a list, got {type(entries).__name__}"
-                    raise ResponseError(f"{at}.{spec.each}", message, provider=self.provider)
                 own = own if type(own) is str else ""
-                listing = entries if isinstance(entries, list) else []
-                self._annotate(spec, part, at, listing, start, _Span(own, spec.unit), found, ctx)
+                if entries is not MISSING and entries is not None:  # most parts list none: no path, no span
+                    at = f"{where}.{spec.parts[0]}[{p}]"
+                    if not isinstance(entries, list):
+                        message = f"must be a list, got {type(entries).__name__}"
+                        raise ResponseError(f"{at}.{spec.each}", message, provider=self.provider)
+                    if entries:
+                        self._annotate(spec, part, at, entries, start, _Span(own, spec.unit), found, ctx)
                 start += len(own)
         ctx.path = path
 
