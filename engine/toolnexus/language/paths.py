@@ -224,10 +224,6 @@ def _false(value: Any) -> bool:
     return value is None or value is False or (isinstance(value, _EMPTY_WHEN_FALSE) and not value)
 
 
-def _false_test(name: str) -> str:
-    return f"({name} is None or {name} is False or (not {name} and isinstance({name}, EMPTY)))"
-
-
 def _never_raises(node: Any) -> bool:
     """Whether reading `node` cannot raise (so a projection read for its first element may stop there)."""
     kind = node["type"]
@@ -248,6 +244,8 @@ class _Generator:
         self.names: dict[str, Any] = {"EMPTY": _EMPTY_WHEN_FALSE, "call": _FUNCTIONS.call_function,
                                       "TYPES": _TYPE_NAMES, "MISSING": MISSING}  # fmt: skip
         self.count = 0
+        self.bools: set[str] = set()  # names that always hold True or False (comparisons, `!`)
+        self.read: dict[tuple[str, str], str] = {}  # (name, key) -> the name its field was read into, in scope
 
     def var(self) -> str:
         self.count += 1
@@ -257,6 +255,22 @@ class _Generator:
         name = f"k{len(self.names)}"
         self.names[name] = value
         return name
+
+    def false_test(self, name: str) -> str:
+        """jmespath's falsehood of `name` as Python: `not` for a boolean, decided here for a literal."""
+        if name in self.bools:
+            return f"not {name}"
+        if name in self.names:
+            return repr(_false(self.names[name]))
+        return f"({name} is None or {name} is False or (not {name} and isinstance({name}, EMPTY)))"
+
+    def nested(self, node: Any, src: str, pad: str) -> str:
+        """Read `node` in a block that may not run: the fields it reads are not known after it."""
+        known = dict(self.read)
+        try:
+            return self.emit(node, src, pad)
+        finally:
+            self.read = known
 
     def line(self, pad: str, text: str) -> None:
         self.lines.append(pad + text)
@@ -284,9 +298,12 @@ class _Generator:
             return src
         if kind in ("projection", "filter_projection"):
             return self.project(node, src, pad)
+        if kind == "field" and (src, value) in self.read:  # read before, on a way that leads here
+            return self.read[src, value]
         out = self.var()
         if kind == "field":
             self.line(pad, f"{out} = {src}.get({value!r}) if isinstance({src}, dict) else None")
+            self.read[src, value] = out
         elif kind == "index" and value in (0, -1):
             self.line(pad, f"{out} = {src}[{value}] if isinstance({src}, list) and {src} else None")
         elif kind == "index":
@@ -302,17 +319,23 @@ class _Generator:
             self.line(pad, f"        else: {out}.append({item})")
             self.line(pad, f"else: {out} = None")
         elif kind in ("or_expression", "and_expression"):
-            self.line(pad, f"{out} = {self.emit(children[0], src, pad)}")
-            self.line(pad, f"if {'' if kind == 'or_expression' else 'not '}{_false_test(out)}:")
-            self.line(pad + "    ", f"{out} = {self.emit(children[1], src, pad + '    ')}")
+            a = self.emit(children[0], src, pad)
+            self.line(pad, f"{out} = {a}")
+            test = self.false_test(a)
+            self.line(pad, f"if {test}:" if kind == "or_expression" else f"if not {test}:")
+            b = self.nested(children[1], src, pad + "    ")
+            self.line(pad + "    ", f"{out} = {b}")
+            if a in self.bools and b in self.bools:
+                self.bools.add(out)
         elif kind == "not_expression":
             a = self.emit(children[0], src, pad)
             self.line(pad, f"{out} = False if (type({a}) is int or type({a}) is float) and {a} == 0 else not {a}")
+            self.bools.add(out)
         elif kind in ("multi_select_dict", "multi_select_list"):
             self.line(pad, f"if {src} is None: {out} = None")
             self.line(pad, "else:")
             inner = pad + "    "
-            values = [self.emit(child, src, inner) for child in children]
+            values = [self.nested(child, src, inner) for child in children]
             if kind == "multi_select_list":
                 self.line(inner, f"{out} = [{', '.join(values)}]")
             else:
@@ -320,6 +343,7 @@ class _Generator:
                 self.line(inner, f"{out} = {{{pairs}}}")
         elif kind == "comparator" and value in _EQUALITY:
             self.compare(node, src, pad, out)
+            self.bools.add(out)
         elif kind == "function_expression":
             args = [self.emit(child, src, pad) for child in children]
             if value == "type" and len(args) == 1:  # any one value: no argument error to raise
@@ -345,15 +369,16 @@ class _Generator:
         if not first:
             self.line(pad, f"    {out} = []")
         self.line(pad, f"    for {item} in {base}:")
-        body = pad + "        "
+        body, known = pad + "        ", dict(self.read)
         if test:
             keep = self.emit(test[0], item, body)
-            self.line(body, f"if {_false_test(keep)}: continue")
+            self.line(body, f"if {self.false_test(keep)}: continue")
         found = self.emit(rest_node, item, body)
         if first:
             self.line(body, f"if {found} is not None: {out} = {found}; break")
         else:
             self.line(body, f"if {found} is not None: {out}.append({found})")
+        self.read = known  # what the body read is not known after the loop
         return out
 
     def compare(self, node: Any, src: str, pad: str, out: str) -> None:
