@@ -36,6 +36,7 @@ from ..language.templates import (
     Const,
     Ctx,
     Env,
+    Get,
     Node,
     Obj,
     Read,
@@ -62,6 +63,8 @@ class Part:
     render: Render | None
     read: Read | None = None  # the path a `$get` of one path reads, whatever its default (for errors, streams)
     mapping: Obj | None = None  # a mapping of plain reads (and such mappings), built inline by the generated code
+    # `{$get: a.b, default: ...}`: the plain path read inline, `render` (the default and its note) only when absent
+    defaulted: tuple[str | int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -677,7 +680,10 @@ def _parts(template: dict[str, Any], key: Key, env: Env, annotations: Annotation
         plain = plain_read(node)
         steps = plain.steps if plain is not None else None
         render = None if steps is not None else compile_node(node, (*at, name), env)
-        return Part(steps, render, read_path(node), node if isinstance(node, Obj) and _plain_mapping(node) else None)
+        read = read_path(node)
+        defaulted = read.steps if read is not None and isinstance(node, Get) and not node.required else None
+        mapping = node if isinstance(node, Obj) and _plain_mapping(node) else None
+        return Part(steps, render, read, mapping, defaulted if steps is None else None)
 
     call = template.get("tool_call")
     return Parts(
@@ -976,17 +982,24 @@ class _Code:
         Plain reads share their prefixes (`read`: path -> variable) and views within the element."""
         if part.mapping is not None:
             return self.mapping(target, part.mapping, read, views)
-        if part.steps is None:
+        steps = part.steps if part.steps is not None else part.defaulted
+        if steps is None:
             return [f"{target} = {self.name(part.render, 'render')}(e, c)"]
         lines: list[str] = []
         var = "e"
-        for n in range(1, len(part.steps) + 1):
-            prefix = part.steps[:n]
+        for n in range(1, len(steps) + 1):
+            prefix = steps[:n]
             known = read.get(prefix)
             if known is None:
                 known = read[prefix] = f"e{len(read)}"
                 lines += self.step(known, var, prefix[-1], views)
             var = known
+        if part.steps is None:  # absent: the template's default, and its note
+            return [
+                *lines,
+                f"{target} = {var}",
+                f"if {target} is MISSING: {target} = {self.name(part.render, 'render')}(e, c)",
+            ]
         return [*lines, f"{target} = {var}"]
 
     def mapping(
