@@ -1093,13 +1093,15 @@ class _Code:
             test = "k == {!r}"
         for n, (name, parts) in enumerate(src.parts.items()):
             lines.append(f"elif {(test if n else first).format(name)}:")  # a kind with a note: the explain step
-            lines += _indent([explain] if name in src.notes else self.kind(src, s, parts, explain), 4)
+            by_key = name if src.kind_by_key else None
+            lines += _indent([explain] if name in src.notes else self.kind(src, s, parts, explain, by_key), 4)
         return [*lines, "else:", f"    {explain}"]
 
-    def kind(self, src: ItemSource, s: str, parts: Parts, explain: str) -> list[str]:
-        """One kind: its fields read, the fast test, then the writes; else the explain step."""
+    def kind(self, src: ItemSource, s: str, parts: Parts, explain: str, by_key: str | None = None) -> list[str]:
+        """One kind: its fields read, the fast test, then the writes; else the explain step (`by_key`: the key
+        the kind was known by, its value already in `v`)."""
         o = self.o
-        read: dict[tuple[str | int, ...], str] = {}
+        read: dict[tuple[str | int, ...], str] = {(by_key,): "v"} if by_key is not None else {}
         views: dict[str, str] = {}
         renders = any(
             p.render is not None and p.mapping is None
