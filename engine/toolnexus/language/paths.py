@@ -3,10 +3,11 @@
 A plain chain (`usage.input_tokens`, `choices[0].message`, `@`) compiles to a
 tuple walk that tells *absent* (MISSING) from *null* (None); anything richer
 (filters, projections, pipes, `&&`/`||`, multi-selects) is compiled from jmespath's
-parse tree into nested Python functions with jmespath's own semantics (a streamed
-event is read per event: jmespath's tree interpreter costs several microseconds
-each), where absent and null both read as MISSING; a node outside that set
-(slices, `&expr` arguments) runs the whole expression on jmespath's interpreter.
+parse tree into the source of one Python function with jmespath's own semantics
+(a streamed event, or each item of an answer, is read per path: jmespath's tree
+interpreter costs several microseconds each, a function per node about one), where
+absent and null both read as MISSING; a node outside that set (slices, `&expr`
+arguments, ordering comparisons) runs the whole expression on jmespath's interpreter.
 """
 
 from __future__ import annotations
