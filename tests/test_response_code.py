@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import random
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -311,5 +312,39 @@ def test_a_mapping_of_plain_reads_is_built_inline_as_its_template_renders_it(tmp
     }
     assert [c.extra_content for c in result.tool_calls] == [{"zeta": {"sig": {}}}, None]
     for damaged in variants(copy.deepcopy(answer), budget=80):
+        fast = outcome(lambda d=damaged: outbound.run(outbound, d, None))
+        assert fast == outcome(lambda d=damaged: by_explain_steps(outbound, d)), damaged
+
+
+# A made-up provider whose calls' arguments are a plain read with a default (Gemini's `args` may be left out).
+ETA = """\
+provider: eta
+extends: openai
+response:
+  items:
+    - each: out
+      kind: kind
+      arguments: object
+      kinds:
+        call:
+          tool_call:
+            id: {$get: id}
+            name: {$get: fn.name}
+            arguments: {$get: fn.args, default: {}}
+"""
+
+
+def test_a_read_with_a_default_is_read_inline_and_rendered_only_when_absent(tmp_path: Any) -> None:
+    (tmp_path / "eta.yaml").write_text(ETA)
+    outbound = load_rules(tmp_path).get("eta").outbound
+    assert re.search(r"^ *ca = e\d+$", outbound.code, re.M)  # read inline
+    assert re.search(r"^ *if ca is MISSING: ca = render\d+\(e, c\)$", outbound.code, re.M)  # the default's template
+    answer = {"out": [{"kind": "call", "id": "c1", "fn": {"name": "f", "args": {"x": 1}}},
+                      {"kind": "call", "id": "c2", "fn": {"name": "g"}}],
+              "choices": [{"finish_reason": "stop"}]}  # fmt: skip
+    result = outbound.translate(answer)
+    assert [c.arguments for c in result.tool_calls] == ['{"x": 1}', "{}"]
+    assert [n.path for n in result.notes if n.kind == "synthesized"] == ["out[1].fn.args"]
+    for damaged in variants(copy.deepcopy(answer), budget=60):
         fast = outcome(lambda d=damaged: outbound.run(outbound, d, None))
         assert fast == outcome(lambda d=damaged: by_explain_steps(outbound, d)), damaged

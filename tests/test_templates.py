@@ -510,6 +510,14 @@ RICH_PATHS = [
     "a == `2`",
     "a != 'x'",
     "b == 'x' && 'first' || 'later'",
+    "a[?b == 'x'] | [0]",  # read for its first element: the projection stops there
+    "a[?b == 'x'].c | [0]",
+    "a[].b | [?@ != 'x'] | [0]",
+    "a[0] | [0]",
+    "a[*].length(b) | [0]",  # a function in the projection: every element read, as jmespath raises on a later one
+    "(a[?type(b) != 'string'] | [0]) || join('', a[?b].b || `[]`)",
+    "b == 'x' && a[0] && !(a[?b != 'x']) && 'all x' || b",  # a field read again, where it is known
+    "{x: a || b, y: a && b, z: b}",
     "a[0:2]",  # not compiled: jmespath's interpreter
     "sort_by(a, &b)[0]",  # not compiled: an expression argument
 ]
@@ -522,6 +530,8 @@ RICH_DATA = [
     {"a": "", "b": False},
     {"a": 0, "b": [0]},
     {"a": ["p", "q"]},
+    {"a": [{"b": "x"}, {"b": "x", "c": 2}], "b": "x"},
+    {"a": [{"b": "xy"}, {"b": 1}]},
     {"a": None},
     {"a": True, "b": "x"},
     {"a": False, "b": "y"},
@@ -597,3 +607,20 @@ def test_compiled_comparisons_types_and_falsehood_read_as_jmespath_reads_them(ex
         want = MISSING if want is None else want
         got = compile_path(expression)(data)
         assert (got, type(got)) == (want, type(want)), (expression, value)  # True is not 1
+
+
+def test_a_projection_read_for_its_first_element_stops_there() -> None:
+    """`list[?test] | [0]` (the first matching part of an answer) reads no element after the first match."""
+
+    class Counted(dict[str, Any]):
+        reads = 0
+
+        def get(self, key: str, default: Any = None) -> Any:
+            Counted.reads += 1
+            return super().get(key, default)
+
+    parts = [{"type": "text"}, {"type": "refusal", "refusal": "no"}, *(Counted(type="refusal") for _ in range(5))]
+    assert compile_path("content[?type == 'refusal'].refusal | [0]")({"content": parts}) == "no"
+    assert Counted.reads == 0
+    assert compile_path("content[?type == 'refusal'].type")({"content": parts}) == ["refusal"] * 6
+    assert Counted.reads >= 5  # the whole projection reads every element

@@ -3,10 +3,11 @@
 A plain chain (`usage.input_tokens`, `choices[0].message`, `@`) compiles to a
 tuple walk that tells *absent* (MISSING) from *null* (None); anything richer
 (filters, projections, pipes, `&&`/`||`, multi-selects) is compiled from jmespath's
-parse tree into nested Python functions with jmespath's own semantics (a streamed
-event is read per event: jmespath's tree interpreter costs several microseconds
-each), where absent and null both read as MISSING; a node outside that set
-(slices, `&expr` arguments) runs the whole expression on jmespath's interpreter.
+parse tree into the source of one Python function with jmespath's own semantics
+(a streamed event, or each item of an answer, is read per path: jmespath's tree
+interpreter costs several microseconds each, a function per node about one), where
+absent and null both read as MISSING; a node outside that set (slices, `&expr`
+arguments, ordering comparisons) runs the whole expression on jmespath's interpreter.
 """
 
 from __future__ import annotations
@@ -79,11 +80,13 @@ def compile_path(expression: str) -> Getter:
         first_key = _first_key_getter(parsed)
         if first_key is not None:
             return first_key
-        read = _evaluator(parsed.parsed) or parsed.search
+        generated = _generated(parsed.parsed)
+        if generated is not None:
+            return generated
 
         def search(data: Any) -> Any:
             try:
-                value = read(data)
+                value = parsed.search(data)
             except JMESPathTypeError:  # a function given a value of another type (`keys(7)`): nothing there
                 return MISSING
             return MISSING if value is None else value
@@ -204,15 +207,24 @@ def _simple_steps(node: Any) -> list[str | int] | None:
 
 
 # ---------------------------------------------------------------- rich paths, compiled
-# Each function takes the current value and gives jmespath's answer (None for absent or null), as
-# jmespath.visitor.TreeInterpreter does node by node; None from _evaluator: a node it does not compile.
+# A rich path becomes the source of one Python function, straight-line code per node of jmespath's tree with
+# jmespath.visitor.TreeInterpreter's semantics (None for absent or null): an answer reads several such paths per
+# output item, and a call per node costs more than the node's own work. _Unsupported: a node it does not compile.
 
-Eval = Callable[[Any], Any]
 _FUNCTIONS = Functions()
 _EQUALITY = {op: TreeInterpreter.COMPARATOR_FUNC[op] for op in ("eq", "ne")}
-
-
 _EMPTY_WHEN_FALSE = (str, list, dict)
+_FIRST = {  # `| [0]`
+    "type": "index_expression",
+    "children": [{"type": "identity", "children": []}, {"type": "index", "value": 0, "children": []}],
+}
+_NEVER_RAISE = frozenset(("current", "identity", "field", "index", "literal", "subexpression", "index_expression",
+                          "pipe", "projection", "filter_projection", "flatten", "or_expression", "and_expression",
+                          "not_expression", "multi_select_dict", "multi_select_list", "key_val_pair"))  # fmt: skip
+
+
+class _Unsupported(Exception):
+    """A node the generator leaves to jmespath's interpreter (slices, `&expr` arguments, ordering)."""
 
 
 def _false(value: Any) -> bool:
@@ -220,73 +232,207 @@ def _false(value: Any) -> bool:
     return value is None or value is False or (isinstance(value, _EMPTY_WHEN_FALSE) and not value)
 
 
-def _evaluator(node: Any) -> Eval | None:
-    kind, value = node["type"], node.get("value")  # a jmespath tree node (a dict)
-    steps = _simple_steps(node)
-    if steps and len(steps) == 1 and isinstance(steps[0], str):  # one field (`type`): one call, not two
-        key = steps[0]
-        return lambda v: v.get(key) if isinstance(v, dict) else None
-    if steps:  # a plain chain inside: one straight walk (null and absent both None, as jmespath gives them)
-        walk = _chain_getter(steps)
-        return lambda v: None if (found := walk(v)) is MISSING else found
-    fs: list[Eval] = []
-    for child in node["children"]:
-        if isinstance(child, dict):
-            if (f := _evaluator(child)) is None:
-                return None
-            fs.append(f)
-    if kind in ("current", "identity"):
-        return lambda v: v
-    if kind == "field":
-        return lambda v: v.get(value) if isinstance(v, dict) else None
-    if kind == "index":
-        return lambda v: v[value] if isinstance(v, list) and -len(v) <= value < len(v) else None
-    if kind == "literal":
-        return lambda v: value
-    if kind in ("subexpression", "index_expression", "pipe"):
-        return _chain(fs)
-    if kind == "key_val_pair":
-        return fs[0]
-    if kind == "multi_select_dict":
-        pairs = [(child["value"], f) for child, f in zip(node["children"], fs, strict=True)]
-        if len(pairs) == 1:  # `{a: b}`, the usual reshaping of one event value: no comprehension per call
-            ((key, f),) = pairs
-            return lambda v: None if v is None else {key: f(v)}
-        return lambda v: None if v is None else {key: f(v) for key, f in pairs}
-    if kind == "multi_select_list":
-        return lambda v: None if v is None else [f(v) for f in fs]
-    if kind == "or_expression":
-        a, b = fs
-        return lambda v: b(v) if _false(found := a(v)) else found
-    if kind == "and_expression":
-        a, b = fs
-        return lambda v: found if _false(found := a(v)) else b(v)
-    if kind == "not_expression":
-        (a,) = fs
-        return lambda v: False if _zero(found := a(v)) else not found
-    if kind == "comparator" and value in _EQUALITY:
-        a, b, same = *fs, _EQUALITY[value]
-        plain = _plain_equality(node["children"][1])
-        if plain is None and (plain := _plain_equality(node["children"][0])) is not None:
-            a = fs[1]  # the literal on the left: equality is symmetric
-        if plain is not None:  # against a string or number literal: jmespath's equality, inline
-            lit, exact = plain
-            if value == "eq":
-                return (lambda v: (x := a(v)) == lit and type(x) is not bool) if exact else (lambda v: a(v) == lit)
-            return (lambda v: (x := a(v)) != lit or type(x) is bool) if exact else (lambda v: a(v) != lit)
-        return lambda v: same(a(v), b(v))
-    if kind == "function_expression" and value == "type" and len(fs) == 1:
-        (a,) = fs  # any one value: no argument error to raise
-        return lambda v: _TYPE_NAMES.get(type(found := a(v))) or _FUNCTIONS.call_function("type", [found])
-    if kind == "function_expression":
-        name = value
-        return lambda v: _FUNCTIONS.call_function(name, [f(v) for f in fs])
-    if kind in ("projection", "filter_projection"):
-        return _projection(fs)
-    if kind == "flatten":
-        (a,) = fs
-        return lambda v: _flat(base) if isinstance(base := a(v), list) else None
-    return None
+def _never_raises(node: Any) -> bool:
+    """Whether reading `node` cannot raise (so a projection read for its first element may stop there)."""
+    kind = node["type"]
+    if kind == "comparator":
+        ok = node["value"] in _EQUALITY
+    elif kind == "function_expression":
+        ok = node["value"] == "type" and len(node["children"]) == 1
+    else:
+        ok = kind in _NEVER_RAISE
+    return ok and all(_never_raises(child) for child in node["children"] if isinstance(child, dict))
+
+
+class _Generator:
+    """Emits the statements of one rich path; each `emit` gives the name that holds its node's value."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.names: dict[str, Any] = {"EMPTY": _EMPTY_WHEN_FALSE, "call": _FUNCTIONS.call_function,
+                                      "TYPES": _TYPE_NAMES, "MISSING": MISSING,
+                                      "JMESPathTypeError": JMESPathTypeError}  # fmt: skip
+        self.count = 0
+        self.bools: set[str] = set()  # names that always hold True or False (comparisons, `!`)
+        self.read: dict[tuple[str, str], str] = {}  # (name, key) -> the name its field was read into, in scope
+
+    def var(self) -> str:
+        self.count += 1
+        return f"v{self.count}"
+
+    def const(self, value: Any) -> str:
+        name = f"k{len(self.names)}"
+        self.names[name] = value
+        return name
+
+    def false_test(self, name: str) -> str:
+        """jmespath's falsehood of `name` as Python: `not` for a boolean, decided here for a literal."""
+        if name in self.bools:
+            return f"not {name}"
+        if name in self.names:
+            return repr(_false(self.names[name]))
+        return f"({name} is None or {name} is False or (not {name} and isinstance({name}, EMPTY)))"
+
+    def nested(self, node: Any, src: str, pad: str) -> str:
+        """Read `node` in a block that may not run: the fields it reads are not known after it."""
+        known = dict(self.read)
+        try:
+            return self.emit(node, src, pad)
+        finally:
+            self.read = known
+
+    def line(self, pad: str, text: str) -> None:
+        self.lines.append(pad + text)
+
+    def emit(self, node: Any, src: str, pad: str, first: bool = False) -> str:
+        """Read `node` from `src`; with `first`, only the value's first element (`... | [0]`)."""
+        kind, value, children = node["type"], node.get("value"), node["children"]
+        if first and kind in ("projection", "filter_projection") and _never_raises(node):
+            return self.project(node, src, pad, first=True)
+        if first and kind == "pipe":
+            return self.emit(children[1], self.emit(children[0], src, pad), pad, first=True)
+        if first:
+            return self.emit(_FIRST, self.emit(node, src, pad), pad)
+        if kind in ("current", "identity"):
+            return src
+        if kind == "literal":
+            return self.const(value)
+        if kind == "key_val_pair":
+            return self.emit(children[0], src, pad)
+        if kind in ("subexpression", "index_expression", "pipe"):
+            if kind == "pipe" and children[1] == _FIRST:
+                return self.emit(children[0], src, pad, first=True)
+            for child in children:
+                src = self.emit(child, src, pad)
+            return src
+        if kind in ("projection", "filter_projection"):
+            return self.project(node, src, pad)
+        if kind == "field" and (src, value) in self.read:  # read before, on a way that leads here
+            return self.read[src, value]
+        out = self.var()
+        if kind == "field":
+            self.line(pad, f"{out} = {src}.get({value!r}) if isinstance({src}, dict) else None")
+            self.read[src, value] = out
+        elif kind == "index" and value in (0, -1):
+            self.line(pad, f"{out} = {src}[{value}] if isinstance({src}, list) and {src} else None")
+        elif kind == "index":
+            fits = f"isinstance({src}, list) and -len({src}) <= {value} < len({src})"
+            self.line(pad, f"{out} = {src}[{value}] if {fits} else None")
+        elif kind == "flatten":
+            base = self.emit(children[0], src, pad)
+            item = self.var()
+            self.line(pad, f"if isinstance({base}, list):")
+            self.line(pad, f"    {out} = []")
+            self.line(pad, f"    for {item} in {base}:")
+            self.line(pad, f"        if isinstance({item}, list): {out}.extend({item})")
+            self.line(pad, f"        else: {out}.append({item})")
+            self.line(pad, f"else: {out} = None")
+        elif kind in ("or_expression", "and_expression"):
+            a = self.emit(children[0], src, pad)
+            self.line(pad, f"{out} = {a}")
+            test = self.false_test(a)
+            self.line(pad, f"if {test}:" if kind == "or_expression" else f"if not {test}:")
+            b = self.nested(children[1], src, pad + "    ")
+            self.line(pad + "    ", f"{out} = {b}")
+            if a in self.bools and b in self.bools:
+                self.bools.add(out)
+        elif kind == "not_expression":
+            a = self.emit(children[0], src, pad)
+            self.line(pad, f"{out} = False if (type({a}) is int or type({a}) is float) and {a} == 0 else not {a}")
+            self.bools.add(out)
+        elif kind in ("multi_select_dict", "multi_select_list"):
+            self.line(pad, f"if {src} is None: {out} = None")
+            self.line(pad, "else:")
+            inner = pad + "    "
+            values = [self.nested(child, src, inner) for child in children]
+            if kind == "multi_select_list":
+                self.line(inner, f"{out} = [{', '.join(values)}]")
+            else:
+                pairs = ", ".join(f"{child['value']!r}: {v}" for child, v in zip(children, values, strict=True))
+                self.line(inner, f"{out} = {{{pairs}}}")
+        elif kind == "comparator" and value in _EQUALITY:
+            self.compare(node, src, pad, out)
+            self.bools.add(out)
+        elif kind == "function_expression":
+            args = [self.emit(child, src, pad) for child in children]
+            if value == "type" and len(args) == 1:  # any one value: no argument error to raise
+                self.line(pad, f"{out} = TYPES.get(type({args[0]})) or call('type', [{args[0]}])")
+            elif value == "join" and len(args) == 2:
+                sep, parts = args
+                strings = f"type({parts}) is list and all(type(x) is str for x in {parts})"
+                self.line(pad, f"if type({sep}) is str and {strings}: {out} = {sep}.join({parts})")
+                self.line(pad, f"else: {out} = call('join', [{sep}, {parts}])")
+            else:
+                self.line(pad, f"{out} = call({value!r}, [{', '.join(args)}])")
+        else:
+            raise _Unsupported(kind)
+        return out
+
+    def project(self, node: Any, src: str, pad: str, first: bool = False) -> str:
+        """`base[*].rest`, `base[?test].rest`: rest of each element of a list base, nulls left out (with
+        `first`, the first such value, or None)."""
+        base_node, rest_node, *test = node["children"]
+        base, out, item = self.emit(base_node, src, pad), self.var(), self.var()
+        self.line(pad, f"{out} = None")
+        self.line(pad, f"if isinstance({base}, list):")
+        if not first:
+            self.line(pad, f"    {out} = []")
+        self.line(pad, f"    for {item} in {base}:")
+        body, known = pad + "        ", dict(self.read)
+        if test:
+            keep = self.emit(test[0], item, body)
+            self.line(body, f"if {self.false_test(keep)}: continue")
+        found = self.emit(rest_node, item, body)
+        if first:
+            self.line(body, f"if {found} is not None: {out} = {found}; break")
+        else:
+            self.line(body, f"if {found} is not None: {out}.append({found})")
+        self.read = known  # what the body read is not known after the loop
+        return out
+
+    def compare(self, node: Any, src: str, pad: str, out: str) -> None:
+        """`==` / `!=`: against a string or number literal inline, else jmespath's equality."""
+        left, right = node["children"]
+        eq = node["value"] == "eq"
+        plain = _plain_equality(right)
+        if plain is None and (plain := _plain_equality(left)) is not None:
+            left = right  # the literal on the left: equality is symmetric
+        if plain is None:
+            a, b = self.emit(left, src, pad), self.emit(right, src, pad)
+            self.line(pad, f"{out} = {self.const(_EQUALITY[node['value']])}({a}, {b})")
+            return
+        lit, exact = plain
+        a, k = self.emit(left, src, pad), self.const(lit)
+        if eq:
+            self.line(pad, f"{out} = {a} == {k}" + (f" and type({a}) is not bool" if exact else ""))
+        else:
+            self.line(pad, f"{out} = {a} != {k}" + (f" or type({a}) is bool" if exact else ""))
+
+
+def _generated(node: Any) -> Getter | None:
+    """The rich path `node` as one generated function (MISSING for jmespath's None), or None if a node in it
+    is not compiled."""
+    gen = _Generator()
+    try:
+        result = gen.emit(node, "data", "    ")
+        body = [*gen.lines, f"    return MISSING if {result} is None else {result}"]
+        source = "\n".join(
+            # a function given a value of another type (`keys(7)`) reads nothing, as a path over a non-object
+            [
+                "def read(data):",
+                "  try:",
+                *("  " + line for line in body),
+                "  except JMESPathTypeError:",
+                "    return MISSING",
+                "",
+            ]
+        )
+        code = compile(source, "<rich path>", "exec")
+    except (_Unsupported, SyntaxError, RecursionError):  # CPython nests at most 20 loops in one function
+        return None
+    exec(code, gen.names)
+    read: Getter = gen.names["read"]
+    return read
 
 
 # jmespath's type() of the JSON types (a subclass asks jmespath itself).
@@ -305,50 +451,3 @@ def _plain_equality(node: Any) -> tuple[Any, bool] | None:
     if type(lit) in (int, float):
         return lit, True
     return None
-
-
-def _chain(fs: list[Eval]) -> Eval:
-    if len(fs) == 2:
-        a, b = fs
-        return lambda v: b(a(v))
-
-    def chain(v: Any) -> Any:
-        for f in fs:
-            v = f(v)
-        return v
-
-    return chain
-
-
-def _projection(fs: list[Eval]) -> Eval:
-    """`base[*].rest` (and `base[?test].rest`): rest of each element of a list base, nulls left out."""
-    base, rest, *test = fs
-    keep = test[0] if test else None
-
-    def project(v: Any) -> Any:
-        items = base(v)
-        if not isinstance(items, list):
-            return None
-        out = []
-        for item in items:
-            if keep is None or not _false(keep(item)):
-                found = rest(item)
-                if found is not None:
-                    out.append(found)
-        return out
-
-    return project
-
-
-def _flat(items: list[Any]) -> list[Any]:
-    out: list[Any] = []
-    for item in items:
-        if isinstance(item, list):
-            out.extend(item)
-        else:
-            out.append(item)
-    return out
-
-
-def _zero(value: Any) -> bool:
-    return type(value) in (int, float) and value == 0

@@ -36,6 +36,7 @@ from ..language.templates import (
     Const,
     Ctx,
     Env,
+    Get,
     Node,
     Obj,
     Read,
@@ -62,6 +63,8 @@ class Part:
     render: Render | None
     read: Read | None = None  # the path a `$get` of one path reads, whatever its default (for errors, streams)
     mapping: Obj | None = None  # a mapping of plain reads (and such mappings), built inline by the generated code
+    # `{$get: a.b, default: ...}`: the plain path read inline, `render` (the default and its note) only when absent
+    defaulted: tuple[str | int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -285,15 +288,16 @@ class Outbound:
             self._annotate(spec, element, where, listed, start, _Span(text, spec.unit), found, ctx)
         else:  # each part's annotations index into its own text, which follows the parts before it
             for p, part in enumerate(listed):
-                at = f"{where}.{spec.parts[0]}[{p}]"
                 own = spec.parts[2](part) if isinstance(part, dict) else MISSING
                 entries = spec.getter(part) if isinstance(part, dict) else MISSING
-                if entries is not MISSING and entries is not None and not isinstance(entries, list):
-                    message = f"must be a list, got {type(entries).__name__}"
-                    raise ResponseError(f"{at}.{spec.each}", message, provider=self.provider)
                 own = own if type(own) is str else ""
-                listing = entries if isinstance(entries, list) else []
-                self._annotate(spec, part, at, listing, start, _Span(own, spec.unit), found, ctx)
+                if entries is not MISSING and entries is not None:  # most parts list none: no path, no span
+                    at = f"{where}.{spec.parts[0]}[{p}]"
+                    if not isinstance(entries, list):
+                        message = f"must be a list, got {type(entries).__name__}"
+                        raise ResponseError(f"{at}.{spec.each}", message, provider=self.provider)
+                    if entries:
+                        self._annotate(spec, part, at, entries, start, _Span(own, spec.unit), found, ctx)
                 start += len(own)
         ctx.path = path
 
@@ -681,7 +685,10 @@ def _parts(template: dict[str, Any], key: Key, env: Env, annotations: Annotation
         plain = plain_read(node)
         steps = plain.steps if plain is not None else None
         render = None if steps is not None else compile_node(node, (*at, name), env)
-        return Part(steps, render, read_path(node), node if isinstance(node, Obj) and _plain_mapping(node) else None)
+        read = read_path(node)
+        defaulted = read.steps if read is not None and isinstance(node, Get) and not node.required else None
+        mapping = node if isinstance(node, Obj) and _plain_mapping(node) else None
+        return Part(steps, render, read, mapping, defaulted if steps is None else None)
 
     call = template.get("tool_call")
     return Parts(
@@ -980,17 +987,24 @@ class _Code:
         Plain reads share their prefixes (`read`: path -> variable) and views within the element."""
         if part.mapping is not None:
             return self.mapping(target, part.mapping, read, views)
-        if part.steps is None:
+        steps = part.steps if part.steps is not None else part.defaulted
+        if steps is None:
             return [f"{target} = {self.name(part.render, 'render')}(e, c)"]
         lines: list[str] = []
         var = "e"
-        for n in range(1, len(part.steps) + 1):
-            prefix = part.steps[:n]
+        for n in range(1, len(steps) + 1):
+            prefix = steps[:n]
             known = read.get(prefix)
             if known is None:
                 known = read[prefix] = f"e{len(read)}"
                 lines += self.step(known, var, prefix[-1], views)
             var = known
+        if part.steps is None:  # absent: the template's default, and its note
+            return [
+                *lines,
+                f"{target} = {var}",
+                f"if {target} is MISSING: {target} = {self.name(part.render, 'render')}(e, c)",
+            ]
         return [*lines, f"{target} = {var}"]
 
     def mapping(
@@ -1084,13 +1098,15 @@ class _Code:
             test = "k == {!r}"
         for n, (name, parts) in enumerate(src.parts.items()):
             lines.append(f"elif {(test if n else first).format(name)}:")  # a kind with a note: the explain step
-            lines += _indent([explain] if name in src.notes else self.kind(src, s, parts, explain), 4)
+            by_key = name if src.kind_by_key else None
+            lines += _indent([explain] if name in src.notes else self.kind(src, s, parts, explain, by_key), 4)
         return [*lines, "else:", f"    {explain}"]
 
-    def kind(self, src: ItemSource, s: str, parts: Parts, explain: str) -> list[str]:
-        """One kind: its fields read, the fast test, then the writes; else the explain step."""
+    def kind(self, src: ItemSource, s: str, parts: Parts, explain: str, by_key: str | None = None) -> list[str]:
+        """One kind: its fields read, the fast test, then the writes; else the explain step (`by_key`: the key
+        the kind was known by, its value already in `v`)."""
         o = self.o
-        read: dict[tuple[str | int, ...], str] = {}
+        read: dict[tuple[str | int, ...], str] = {(by_key,): "v"} if by_key is not None else {}
         views: dict[str, str] = {}
         renders = any(
             p.render is not None and p.mapping is None

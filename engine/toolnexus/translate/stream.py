@@ -507,17 +507,17 @@ class StreamTranslator:
         if first:
             self._tool_delta({"tool_calls": [{"index": index, "function": {"arguments": first}}]})
 
-    def _open(self, index: int, done: TranslatedToolCall) -> list[dict[str, Any]]:
-        """A held whole call's `tool_calls` entries (the opening one, then its arguments), from its translation
-        in the whole answer (which validated it and gave its id): rendering it again as it arrived would double
-        a long stream of whole calls' cost."""
+    def _open(self, index: int, done: TranslatedToolCall, entries: list[dict[str, Any]]) -> None:
+        """A held whole call's `tool_calls` entries (the opening one, then its arguments) added to `entries`, from
+        its translation in the whole answer (which validated it and gave its id): rendering it again as it
+        arrived would double a long stream of whole calls' cost."""
         opened: dict[str, Any] = {"index": index, "id": done.id, "type": "function",
                                   "function": {"name": done.name, "arguments": ""}}  # fmt: skip
         if done.extra_content is not None:
             opened["extra_content"] = done.extra_content
-        if not done.arguments:
-            return [opened]
-        return [opened, {"index": index, "function": {"arguments": done.arguments}}]
+        entries.append(opened)
+        if done.arguments:
+            entries.append({"index": index, "function": {"arguments": done.arguments}})
 
     def _tool_delta(self, delta: dict[str, Any], hold: bool = False) -> None:
         """A tool-call delta: sent now, or held while any call before it waits for its synthesized id."""
@@ -676,28 +676,33 @@ class StreamTranslator:
         result = rules.outbound.translate(self.assemble(), requested_model=self.requested_model, id_map=self.id_map)
         if self.notes:
             result.notes = (*result.notes, *self.notes)
-        for call, done in zip(self._calls, result.tool_calls, strict=False):
-            if call is not None and call.opened is not None:  # a held call: the id the whole answer synthesized
-                call.id = call.opened["id"] = done.id
-        calls = result.tool_calls  # compared in place: a pair per call would be thousands of objects more
-        if (
-            len(self._calls) != len(calls)
-            or any(c and (c.id != d.id or c.name != d.name) for c, d in zip(self._calls, calls, strict=True))
-            or self._text_sent != len(result.text)
-        ):
+        calls = result.tool_calls  # compared in place, in one pass: held whole calls (None) have nothing to compare
+        same, unsent = len(self._calls) == len(calls) and self._text_sent == len(result.text), []
+        for index, (call, done) in enumerate(zip(self._calls, calls, strict=False)):
+            if call is not None:
+                if call.opened is not None:  # a held call: the id the whole answer synthesized
+                    call.id = call.opened["id"] = done.id
+                if call.id != done.id or call.name != done.name:
+                    same = False
+                if not call.sent_arguments and done.arguments:
+                    unsent.append(index)
+        if not same:
             raise ResponseError("", "the streamed deltas differ from the assembled response; the streaming "
                                 "rules do not match the response rules", provider=rules.provider)  # fmt: skip
         self.result = result
         entries: list[dict[str, Any]] = []  # the held deltas, in order, as one delta: released together
         for held in self._held:
-            entries += held["tool_calls"] if isinstance(held, dict) else self._open(held, result.tool_calls[held])
+            if isinstance(held, dict):
+                entries += held["tool_calls"]
+            else:
+                self._open(held, result.tool_calls[held], entries)
         if entries:
             self._deltas.append({"tool_calls": entries})
         self._held.clear()
         out = self._chunks(last=True) if self._head is None or self._deltas else []
-        for index, (call, done) in enumerate(zip(self._calls, result.tool_calls, strict=True)):
-            if call is not None and not call.sent_arguments and done.arguments:
-                out.append(self._chunk({"tool_calls": [{"index": index, "function": {"arguments": done.arguments}}]}))
+        for index in unsent:
+            arguments = calls[index].arguments
+            out.append(self._chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments}}]}))
         if result.refusal is not None:  # OpenAI's own refusal field, in a delta of its own
             out.append(self._chunk({"refusal": result.refusal}))
         if result.annotations:  # known only once the text is whole: all in one delta before the finish
