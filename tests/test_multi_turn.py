@@ -44,7 +44,7 @@ from support.judges import (
     judge_responses,
 )
 from support.messages import accumulate, judge_event, judge_message
-from support.responses_answers import judge_response, judge_responses_request
+from support.responses import judge_response, judge_responses_request
 from support.sse_encoders import ENCODERS, events_reply
 from support.variants import with_variants
 from toolnexus import (

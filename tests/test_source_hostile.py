@@ -21,8 +21,7 @@ import toolnexus
 from support.cases import CASES
 from support.damage import DAMAGE, damaged, damaged_one_at_a_time, names_a_place, places, source_formats
 from support.messages import judge_event, judge_message
-from support.responses import judge_responses_event
-from support.responses_answers import judge_response
+from support.responses import judge_response, judge_responses_event
 from support.sse_encoders import ENCODERS, canonical, data_of
 from toolnexus import (
     ProviderError,

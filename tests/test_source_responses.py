@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from openai.types.responses.response_create_params import ResponseCreateParamsBase, ResponseCreateParamsStreaming
 
 from support.cases import CASES
-from support.responses_answers import judge_response, judge_responses_request
+from support.responses import judge_response, judge_responses_request
 from toolnexus import ResponseError, RuleError, TranslationError, load_rules, translate_request, translate_response
 from toolnexus.language.paths import compile_path
 from toolnexus.language.templates import Ctx, seal

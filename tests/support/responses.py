@@ -1,5 +1,5 @@
-"""OpenAI Responses as a source format: the openai SDK's judges of what toolnexus writes back (a `Response`, each
-stream event), and the SDK's own stream accumulator over a stream (shared by the source-stream tests)."""
+"""OpenAI Responses as a source format: the openai SDK's judges of the requests read and of what toolnexus writes
+back (a `Response`, each stream event), and the SDK's own stream accumulator over a stream."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ import random
 import typing
 from typing import Any
 
+from deepdiff import DeepDiff
 from openai import omit
 from openai.lib.streaming.responses import ResponseStreamState
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import BaseModel
 
+from support.judges import RESPONSES_REQUEST, judge
 from support.sse_encoders import ENCODERS, data_of, framing_of
 
 # The event union's members by their `type` literal: a failing event is judged by its own type alone.
@@ -38,10 +40,18 @@ def unknown_keys(value: Any, at: str = "") -> list[str]:
     return out
 
 
+def judge_responses_request(request: dict[str, Any]) -> None:
+    """The input is a real Responses request: the SDK's ResponseCreateParams keeps every key of it, strictly."""
+    judge(RESPONSES_REQUEST, request)
+
+
 def judge_response(answer: dict[str, Any]) -> Response:
-    """A whole answer is an SDK `Response` (strict), every key of it declared."""
+    """A whole answer is an SDK `Response` (strict), every key of it declared, and the SDK's model says back
+    exactly the answer (no value coerced)."""
     model = Response.model_validate(answer, strict=True)
     assert not unknown_keys(model), unknown_keys(model)
+    diff = DeepDiff(answer, model.model_dump(mode="json", exclude_unset=True), ignore_numeric_type_changes=True)
+    assert not diff, diff.pretty()  # created_at: a float in the SDK
     return model
 
 
