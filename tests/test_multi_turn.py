@@ -23,7 +23,7 @@ import base64
 import copy
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1271,11 +1271,14 @@ async def converse_in_messages(provider: str, script: Script, *, streamed: bool)
     return answers
 
 
-MESSAGES_RUNS = [
-    pytest.param(p, s, id=f"{p}-{'streamed' if s else 'whole'}")
-    for p in sorted(MESSAGES_SCRIPTS)
-    for s in (False, True)
-]
+def whole_and_streamed(scripts: Mapping[str, Any]) -> list[Any]:
+    """Each provider's run of a format's ten turns, whole and streamed."""
+    return [
+        pytest.param(p, s, id=f"{p}-{'streamed' if s else 'whole'}") for p in sorted(scripts) for s in (False, True)
+    ]
+
+
+MESSAGES_RUNS = whole_and_streamed(MESSAGES_SCRIPTS)
 
 
 def run_in_format(script: Script, converse_in: Callable[..., Any], provider: str, streamed: bool) -> list[Any]:
@@ -1391,11 +1394,7 @@ async def converse_in_responses(provider: str, script: Script, *, streamed: bool
     return answers
 
 
-RESPONSES_RUNS = [
-    pytest.param(p, s, id=f"{p}-{'streamed' if s else 'whole'}")
-    for p in sorted(RESPONSES_SCRIPTS)
-    for s in (False, True)
-]  # fmt: skip
+RESPONSES_RUNS = whole_and_streamed(RESPONSES_SCRIPTS)
 
 
 @pytest.mark.parametrize(("provider", "streamed"), RESPONSES_RUNS)
