@@ -21,6 +21,7 @@ import jsonschema
 
 from ..errors import TranslationError
 from ..language.loader import RuleSource, did_you_mean
+from .format_rules import builtin_normal_form
 
 _SCHEMA: dict[str, Any] = json.loads(
     resources.files("toolnexus.translate").joinpath("openai_request.schema.json").read_text(encoding="utf-8")
@@ -37,10 +38,11 @@ _VALIDATOR = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
     jsonschema.Draft202012Validator, type_checker=_TYPES
 )(_SCHEMA)
 FIELDS: frozenset[str] = frozenset(_SCHEMA["properties"])
-# Every top-level field of the request: the typed ones above and those the reader checks itself
-# (the transcript, the tools, the choice among them, the legacy function-calling pair). A rule
-# file's request side may name only these, so a misspelt `temprature` is refused at load.
-OPENAI_REQUEST_FIELDS = FIELDS | {"messages", "tools", "tool_choice", "functions", "function_call"}
+# Every top-level field of the request, as the normal form's file (formats/openai.yaml) names them: the
+# typed ones above and those the reader checks itself (the transcript, the tools, the choice among them, the
+# legacy function-calling pair). A rule file's request side may name only these, so a misspelt `temprature`
+# is refused at load.
+OPENAI_REQUEST_FIELDS = builtin_normal_form().fields
 # OpenAI reads a max_tokens of 0, like null, as "not given" (so no range applies to it).
 ZERO_MEANS_ABSENT = frozenset({"max_tokens", "max_completion_tokens"})
 _HASHABLE = (str, int, float, bool)

@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 
 from ..errors import Note, RuleError, TranslationError
-from ..language.loader import Key, RuleSource, builtin_rules_dir, parse_rule_text, rule_schema
+from ..language.loader import Key, RuleSource, builtin_rules_dir, dotted, parse_rule_text, rule_schema
 from ..language.paths import MISSING, compile_path
 from ..language.templates import (
     Apply,
@@ -39,9 +39,10 @@ from ..language.templates import (
     parse_template,
     reads_of,
 )
-from .formats import WHOLE, Derived, Kind, Plan, SourceFormat, Unsupported
+from .formats import PLAIN, WHOLE, Derived, Kind, NormalForm, Plan, SourceFormat, Unsupported
 
 FORMATS_DIR = "formats"  # the subdirectory of a rules directory that holds format files
+NORMAL_ONLY = frozenset({"keys", "lists", "others"})  # a role's keys only the normal form's file may give
 
 
 # ---------------------------------------------------------------------- derivation: a provider's rules backwards
@@ -146,15 +147,30 @@ def _validate(source: RuleSource) -> None:
         raise source.error(tuple(errors[0].absolute_path), errors[0].message)
 
 
-def compile_format(path: Path, providers: Mapping[str, Any], display: str | None = None) -> SourceFormat:
-    """One format file compiled against the rulebook holding its provider (for what it derives)."""
-    display = display or str(path)
+def _load(path: Path, display: str) -> RuleSource:
+    """A format file read, parsed and checked against the schema (and the normal form's own keys)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"cannot read: {exc}", file=display) from None
     source = parse_rule_text(text, display)
     _validate(source)
+    normal = source.data.get("normal", False)
+    if normal != (source.data["format"] == PLAIN):
+        at: Key = ("normal",) if normal else ("format",)
+        raise source.error(at, f"only the normal form's file, formats/{PLAIN}.yaml, is `normal: true` (and it must be)")
+    if not normal:
+        for role, spec in source.data["request"]["messages"]["roles"].items():
+            for key in NORMAL_ONLY & spec.keys():
+                at = ("request", "messages", "roles", role, key)
+                raise source.error(at, f"`{key}` describes the normal form's reader: only formats/{PLAIN}.yaml has it")
+    return source
+
+
+def compile_format(path: Path, providers: Mapping[str, Any], display: str | None = None) -> SourceFormat:
+    """One format file compiled against the rulebook holding its provider (for what it derives)."""
+    display = display or str(path)
+    source = _load(path, display)
     data = source.data
     name = data["format"]
     provider = providers.get(data["provider"])
@@ -402,7 +418,11 @@ def _field_paths(
 
 
 def _compile_tools(
-    tools_spec: Mapping[str, Any] | None, rules: RuleSource, source: RuleSource, env: Env, derived: dict[str, Derived]
+    tools_spec: Mapping[str, Any] | None,
+    rules: RuleSource | None,
+    source: RuleSource,
+    env: Env,
+    derived: dict[str, Derived],
 ) -> tuple[Render | None, frozenset[str], dict[str, str]]:
     """A tool declaration read into the normal form's function (the provider's declaration read backwards
     under the declared `fields`): its render, the tool keys it reads, and its renames."""
@@ -411,7 +431,7 @@ def _compile_tools(
     tool_renames: dict[str, str] = {}
     if tools_spec:
         pairs: list[tuple[str, str]] = []
-        if tools_spec.get("derive") == "declaration":
+        if tools_spec.get("derive") == "declaration" and rules is not None:
             declaration = _section(rules, ("tools", "declaration"), source, ("request", "tools", "derive"))
             node = parse_template(declaration, ("tools", "declaration"), Env(rules))
             pairs = [(read, ".".join(written)) for written, read in leaves(node)]
@@ -566,6 +586,84 @@ def _nearest(target: str, read: str, rows: Mapping[str, Any], fmt: str) -> Rende
         return key
 
     return render
+
+
+# ---------------------------------------------------------------------- the normal form
+
+
+def compile_normal_form(path: Path, display: str | None = None) -> NormalForm:
+    """The normal form's file (formats/openai.yaml) as what the request reader knows of a Chat Completions
+    request: its fields, its roles with their message keys and part kinds, each part kind's keys (one reader
+    reads a kind in every role, so a kind's keys agree everywhere), the typed lists (tool calls), the tool
+    keys and types, and the tool_choice strings."""
+    display = display or str(path)
+    source = _load(path, display)
+    request = source.data["request"]
+    messages = request["messages"]
+    kind_key = messages["kind"]
+    env = Env(source)
+    parts: dict[str, frozenset[str]] = {}
+    where: dict[str, Key] = {}
+    role_kinds: dict[str, frozenset[str] | None] = {}
+    read_keys: dict[str, frozenset[str]] = {}
+    lists: dict[tuple[str, str, str], frozenset[str]] = {}
+    for role, spec in messages["roles"].items():
+        at: Key = ("request", "messages", "roles", role)
+        for kind, compiled in _compile_kinds(spec["kinds"], (*at, "kinds"), kind_key, env).items():
+            known = _known(compiled, (*at, "kinds", kind), source)
+            if parts.setdefault(kind, known) != known:
+                raise source.error((*at, "kinds", kind), f"reads other keys than {dotted(where[kind])}: give one")
+            where.setdefault(kind, (*at, "kinds", kind))
+        for name, kinds in spec.get("lists", {}).items():
+            for kind, compiled in _compile_kinds(kinds, (*at, "lists", name), kind_key, env).items():
+                lists[role, name, kind] = _known(compiled, (*at, "lists", name, kind), source)
+        role_kinds[role] = None if spec.get("others") == "pass" else frozenset(spec["kinds"])
+        read_keys[role] = frozenset({"role", "content", *spec.get("keys", ()), *spec.get("lists", {})})
+    tools = request.get("tools")
+    if tools is None:
+        raise source.error(("request",), "the normal form names its tools (`tools`)")
+    _, tool_reads, _ = _compile_tools(tools, None, source, env, {})
+    tool_unsupported = _unsupported(tools.get("unsupported", {}))
+    fields = request.get("fields", {})
+    choice = parse_template(fields["tool_choice"], ("request", "fields", "tool_choice"), env) if "tool_choice" in fields else None
+    choices = tuple(value for node in _walk(choice) if _plain_lookup(node, "tool_choice") for value, _ in node.rows)
+    return NormalForm(
+        file=display,
+        fields=frozenset({*fields, messages["each"], tools["each"]}),
+        roles=tuple(messages["roles"]),
+        read_keys=MappingProxyType(read_keys),
+        role_kinds=MappingProxyType(role_kinds),
+        parts=MappingProxyType(parts),
+        lists=MappingProxyType(lists),
+        tool_keys=tool_reads | frozenset(tool_unsupported),
+        tool_unsupported=tool_unsupported,
+        tool_choices=choices,
+    )
+
+
+def _known(kind: Kind, at: Key, source: RuleSource) -> frozenset[str]:
+    """The keys a normal-form kind's template reads, with its kind key: what the reader reads of such a part."""
+    if kind.known is None:
+        raise source.error(at, "reads the whole part (`@`): name the keys it reads")
+    return kind.known
+
+
+def _walk(node: Node | None) -> Iterator[Node]:
+    if node is not None:
+        yield node
+        for child in node.children():
+            yield from _walk(child)
+
+
+def _plain_lookup(node: Node, read: str) -> bool:
+    return isinstance(node, Lookup) and node.path.expr == read
+
+
+@cache
+def builtin_normal_form() -> NormalForm:
+    """The built-in normal form (the request reader's, compiled once at import)."""
+    path = builtin_formats_dir() / f"{PLAIN}.yaml"
+    return compile_normal_form(path, f"rules/{FORMATS_DIR}/{PLAIN}.yaml")
 
 
 @cache

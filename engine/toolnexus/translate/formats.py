@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import Note, ResponseError, ToolnexusError, TranslationError
+from ..errors import Note, ResponseError, RuleError, ToolnexusError, TranslationError
 from ..language.jsonsafe import standard_loads
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, compile_path
@@ -75,6 +75,36 @@ class Plan:
     nodes: Mapping[Key, Node]
     derived: Mapping[str, Derived]
     blocks_each: tuple[str | None, ...] = ()  # the path each answer block entry walks (None: one block)
+
+
+@dataclass(frozen=True)
+class NormalForm:
+    """What a Chat Completions request (the normal form) may hold, compiled from its format file
+    (formats/openai.yaml): what the request reader (reader.py) and a rule file's load check ask, so the
+    knowledge is said once, as data. The reader asks by name for what its code reads (`part_keys("text")`);
+    a file that lacks it is a RuleError naming the file, at import."""
+
+    file: str
+    fields: frozenset[str]  # every top-level field (a rule file's request side may name only these)
+    roles: tuple[str, ...]
+    read_keys: Mapping[str, frozenset[str]]  # role -> the message keys the reader reads
+    role_kinds: Mapping[str, frozenset[str] | None]  # role -> the part kinds it takes (None: any; others pass)
+    parts: Mapping[str, frozenset[str]]  # part kind -> its keys the reader reads (the kind key included)
+    lists: Mapping[tuple[str, str, str], frozenset[str]]  # (role, message key, entry kind) -> the entry's keys
+    tool_keys: frozenset[str]  # a tool object's keys the reader reads
+    tool_unsupported: Mapping[str, Unsupported]  # a tool's keys with an action (its `type`: the accepted types)
+    tool_choices: tuple[str, ...]  # the tool_choice strings
+
+    def part_keys(self, kind: str) -> frozenset[str]:
+        return self._need(self.parts.get(kind), f"part kind {kind!r}")
+
+    def list_keys(self, role: str, key: str, kind: str) -> frozenset[str]:
+        return self._need(self.lists.get((role, key, kind)), f"{role} {key} entry kind {kind!r}")
+
+    def _need(self, found: frozenset[str] | None, what: str) -> frozenset[str]:
+        if found is None:
+            raise RuleError(f"the normal form names no {what}, which the request reader reads", file=self.file)
+        return found
 
 
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)

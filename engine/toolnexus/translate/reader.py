@@ -45,22 +45,27 @@ from ..errors import TranslationError
 from ..language.jsonsafe import JsonValueError, describe, loads, locate, where_in
 from ..language.loader import did_you_mean
 from ..language.paths import MISSING
+from .format_rules import builtin_normal_form
 
-ROLES = ("system", "developer", "user", "assistant", "tool")
-
+# What a Chat Completions request may hold is the normal form's format file (formats/openai.yaml), compiled
+# once: the names below are read from it (the reader's code reads each kind; the file says which exist).
+NORMAL = builtin_normal_form()
+ROLES = NORMAL.roles
 # The message keys the reader itself consumes, per role (and the keys the rules' `carry` names).
-READ_KEYS: dict[str, frozenset[str]] = {
-    "system": frozenset({"role", "content"}),
-    "developer": frozenset({"role", "content"}),
-    "user": frozenset({"role", "content"}),
-    "assistant": frozenset({"role", "content", "tool_calls"}),
-    "tool": frozenset({"role", "content", "tool_call_id", "is_error"}),
-}
+READ_KEYS = NORMAL.read_keys
 
 # The rules' `messages.carry`, per role: (message key, the part kind it rides on, None for any part).
 Carry = Mapping[str, tuple[tuple[str, str | None], ...]]
 NO_CARRY: Carry = MappingProxyType({})
-TOOL_RESULT_KINDS = frozenset({"text", "image_base64", "image_url"})
+# The middle-form kinds a part kind is read as: an image part is split by its URL (a data: URL is its bytes).
+_MIDDLE_KINDS = {"image_url": ("image_base64", "image_url")}
+
+
+def _middle_kinds(kinds: frozenset[str] | None) -> frozenset[str] | None:
+    return None if kinds is None else frozenset(m for k in kinds for m in _MIDDLE_KINDS.get(k, (k,)))
+
+
+TOOL_RESULT_KINDS = _middle_kinds(NORMAL.role_kinds["tool"]) or frozenset()
 
 # The caller's information in each part kind: (the middle-form keys any one of which carries it,
 # its name in the input, where it sits in the input part). A part template that reads none of
@@ -276,9 +281,9 @@ def _part(part: Any, i: int, j: int, provider: str) -> dict[str, Any]:
 # The keys of a content part or a tool call the reader reads itself; the caller's other keys ride on the
 # middle-form part under their own name (a provider's round-trip keys: cache_control, extra_content, ...),
 # unless the name is one of the middle form's own fields (MIDDLE_FIELDS), which such a key never replaces.
-TEXT_PART_KEYS = frozenset({"type", "text"})
-IMAGE_PART_KEYS = frozenset({"type", "image_url"})
-TOOL_CALL_KEYS = frozenset({"id", "type", "function"})
+TEXT_PART_KEYS = NORMAL.part_keys("text")
+IMAGE_PART_KEYS = NORMAL.part_keys("image_url")
+TOOL_CALL_KEYS = NORMAL.list_keys("assistant", "tool_calls", "function")
 MIDDLE_FIELDS = frozenset(
     {"kind", "text", "source", "report", "media_type", "data", "url", "detail", "parts", "content", "index"}
     | {"id", "name", "arguments", "arguments_json", "position", "current_turn", "tool_call_id", "is_error"}
@@ -547,7 +552,9 @@ def _tool_content(msg: dict[str, Any], i: int, provider: str) -> tuple[str, list
     return "".join(texts), parts
 
 
-TOOL_KEYS = frozenset({"type", "function"})  # a tool object's own keys the reader reads
+TOOL_KEYS = NORMAL.tool_keys  # a tool object's own keys the reader reads
+TOOL_TYPES = NORMAL.tool_unsupported["type"].accept  # the tool types it translates
+TOOL_CHOICES = NORMAL.tool_choices  # tool_choice as a string
 TOOL_FIELDS = frozenset({"name", "description", "parameters", "strict", "source", "function", "path"})  # middle form
 
 
@@ -560,7 +567,7 @@ def read_tools(tools: Any, provider: str) -> list[dict[str, Any]]:
         path = f"tools[{i}]"
         if not isinstance(tool, dict):
             raise _fail(provider, path, f"must be an object, got {type(tool).__name__}")
-        if tool.get("type", MISSING) != "function":
+        if tool.get("type", MISSING) not in TOOL_TYPES:
             raise _fail(provider, f"{path}.type", "only function tools can be translated")
         function = tool.get("function", MISSING)
         if not isinstance(function, dict):
@@ -596,10 +603,8 @@ def read_tool_choice(choice: Any, parallel: Any, provider: str) -> dict[str, Any
     if choice is MISSING:
         return {"kind": "auto", "name": MISSING, "parallel_tool_calls": parallel, "source": MISSING}
     if isinstance(choice, str):
-        if choice not in ("auto", "none", "required"):
-            raise _fail(
-                provider, "tool_choice", f"unknown value {choice!r}{did_you_mean(choice, ['auto', 'none', 'required'])}"
-            )
+        if choice not in TOOL_CHOICES:
+            raise _fail(provider, "tool_choice", f"unknown value {choice!r}{did_you_mean(choice, TOOL_CHOICES)}")
         return {"kind": choice, "name": MISSING, "parallel_tool_calls": parallel, "source": choice}
     if not isinstance(choice, dict):
         raise _fail(provider, "tool_choice", f"must be a string or an object, got {type(choice).__name__}")
