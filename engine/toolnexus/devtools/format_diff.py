@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..language.loader import Key, dotted
 from ..language.templates import Const, Lookup, Node, Obj
-from ..translate.formats import PLAIN, SourceFormat, Unsupported
+from ..translate.formats import SourceFormat, Unsupported
 from ..translate.rulebook import Rulebook
 from .diff import Cell, Report, Row, Section, _Notes, _View
 
@@ -148,6 +148,25 @@ def _kind(role: str, kind: str) -> Concept:
     return concept
 
 
+def _role_reads(role: str) -> Concept:
+    """The normal form's reader for one role: the message keys it reads, its typed lists, whether other part
+    kinds pass on (asked of the compiled normal form; another format has no such row)."""
+
+    def concept(v: _FormatView) -> Cell:
+        normal = v.fmt.normal
+        if normal is None or role not in normal.read_keys:
+            return Cell()
+        lines = [f"keys: {', '.join(sorted(normal.read_keys[role]))}"]
+        for (owner, key, kind), keys in normal.lists.items():
+            if owner == role:
+                lines.append(f"{key}: entries of {v.fmt.kind} {kind}, keys {', '.join(sorted(keys))}")
+        kinds = normal.role_kinds[role]
+        lines.append("part kinds: any (others pass on)" if kinds is None else f"part kinds: {', '.join(sorted(kinds))}")
+        return v.cell(lines, ("request", "messages", "roles", role))
+
+    return concept
+
+
 def _tool_declaration(v: _FormatView) -> Cell:
     node = v.node("request", "tools")
     if not isinstance(node, Obj):
@@ -231,6 +250,7 @@ def _sections(views: Sequence[_FormatView]) -> list[tuple[str, list[RowSpec]]]:
     reasons = _union(views, lambda v: v.fmt.stop_table)
     usage = _union(views, lambda v: (".".join(to) for to, _, _ in v.fmt.usage))
     events = _union(views, _stream_keys)
+    normal_roles = _union(views, lambda v: v.fmt.normal.roles if v.fmt.normal is not None else ())
     return [
         (
             "Format",
@@ -255,6 +275,7 @@ def _sections(views: Sequence[_FormatView]) -> list[tuple[str, list[RowSpec]]]:
                 ("messages from", _plain(lambda f: f.each, ("request", "messages", "each"))),
                 ("block kind named by", _plain(lambda f: f.kind, ("request", "messages", "kind"))),
                 ("one plain text block is a string", _plain(lambda f: ", ".join(sorted(f.plain_text)))),
+                *((f"{role} message (reader)", _role_reads(role)) for role in normal_roles),
                 *((f"{role} {kind} block", _kind(role, kind)) for role, kind in pairs),
             ],
         ),
@@ -287,16 +308,14 @@ def _sections(views: Sequence[_FormatView]) -> list[tuple[str, list[RowSpec]]]:
 
 
 def format_names(book: Rulebook) -> list[str]:
-    """Every source format with a file (the normal form, `openai`, has none)."""
-    return [name for name in book.formats() if name != PLAIN]
+    """Every source format (the normal form, `openai`, first)."""
+    return book.formats()
 
 
 def build_format_report(book: Rulebook, names: Sequence[str] = ()) -> Report:
     """The report for the named source formats (every format file when none), in the order given; an unknown
     name is the ConfigError `Rulebook.format` raises, a broken file its located RuleError."""
     chosen = list(dict.fromkeys(names)) or format_names(book)
-    if PLAIN in chosen:
-        raise ConfigError(f"'{PLAIN}' is the normal form itself, with no format file; formats: {format_names(book)}")
     notes = _Notes()
     views = [_FormatView(book.format(name), book, notes) for name in chosen]
     sections = []

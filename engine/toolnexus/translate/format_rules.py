@@ -210,7 +210,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     for kind, named in stream_spec.get("item_ids", {}).items():
         if named not in answer.get("ids", {}):
             raise source.error(("stream", "item_ids", kind), f"answer.ids names no {named!r}")
-    blocks_spec = answer.get("blocks", {"into": "content", "from": []})
+    blocks_spec = answer.get("blocks", {"into": None, "from": []})
     return SourceFormat(
         name=name,
         file=display,
@@ -263,6 +263,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         ),
         ids=MappingProxyType(dict(answer.get("ids", {}))),
         item_ids=MappingProxyType(dict(stream_spec.get("item_ids", {}))),
+        normal=compile_normal_form(path, display) if data.get("normal") else None,
     )
 
 

@@ -155,7 +155,7 @@ class SourceFormat:
     field_paths: frozenset[str]  # the nested field paths the fields read (`reasoning.effort`)
     whole_fields: frozenset[str]  # top-level fields read whole (or through an expression): no nested check
     answer: Render
-    blocks_into: str
+    blocks_into: str | None  # None: the answer has no `blocks` (its template writes it whole)
     blocks: tuple[tuple[Any, Render], ...]  # (the list it walks or None, the template of one block)
     stream: Mapping[str, tuple[Render, ...]]  # start, open.KIND, piece.KIND, done.KIND, close: each its events
     stream_end: tuple[Render, ...]
@@ -166,6 +166,7 @@ class SourceFormat:
     plan: Plan  # what the file compiled to, as nodes (for `toolnexus diff`)
     ids: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # `answer.ids`: name -> prefix
     item_ids: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # stream kind -> an `ids` name
+    normal: NormalForm | None = None  # the normal form's file: what the request reader takes from it
 
     # ------------------------------------------------------------------ request side
 
@@ -513,7 +514,8 @@ class SourceFormat:
                 block = render(element, ctx)
                 if block is not MISSING:
                     blocks.append(block)
-        written[self.blocks_into] = blocks
+        if self.blocks_into is not None:
+            written[self.blocks_into] = blocks
         notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
         return written
 
@@ -799,7 +801,7 @@ class SourceEvents:
         """The answer's reasoning blocks; `leading`: only those before its first other block."""
         fmt = self.format
         out = []
-        for block in answer.get(fmt.blocks_into, []):
+        for block in answer.get(fmt.blocks_into, []) if fmt.blocks_into is not None else ():
             if isinstance(block, dict) and block.get(fmt.kind) in fmt.reasoning_kinds:
                 out.append(block)
             elif leading:

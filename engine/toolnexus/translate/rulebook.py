@@ -195,7 +195,7 @@ class Rulebook:
         return (*mine, builtin_formats_dir())
 
     def formats(self) -> list[str]:
-        """The source formats besides the normal form (`openai`): the user's and the built-in format files."""
+        """The source formats: the normal form (`openai`) first, then the user's and the built-in format files."""
         names = {p.stem for d in self._format_dirs() for p in format_files(d)} - {PLAIN}
         return [PLAIN, *sorted(names)]
 
@@ -204,9 +204,10 @@ class Rulebook:
         An unknown name is a ConfigError (the call is asked wrongly); a broken file, a located RuleError."""
         found = self._formats.get(name)
         if found is None:
-            paths = [d / f"{name}{RULE_SUFFIX}" for d in self._format_dirs()]
+            dirs = (builtin_formats_dir(),) if name == PLAIN else self._format_dirs()  # the reader's is built in
+            paths = [d / f"{name}{RULE_SUFFIX}" for d in dirs]
             path = next((p for p in paths if p.is_file()), None)
-            if name == PLAIN or path is None:
+            if path is None:
                 known = self.formats()
                 raise ConfigError(f"no source format '{name}'{did_you_mean(name, known)}; known: {', '.join(known)}")
             found = self._formats[name] = compile_format(path, self.providers, _shown(path))
@@ -257,6 +258,13 @@ def read_rules_dir(directory: Path) -> Rulebook:
         raise RuleError(
             f"no rule files in {directory}: a rules directory holds <provider>{RULE_SUFFIX} files"
             f" (copy one from the built-in rules to start) or {FORMATS_DIR}/<format>{RULE_SUFFIX} files"
+        )
+    normal = directory / FORMATS_DIR / f"{PLAIN}{RULE_SUFFIX}"
+    if normal.is_file():
+        raise RuleError(
+            f"the normal form's file ({FORMATS_DIR}/{PLAIN}{RULE_SUFFIX}) is the request reader's own and built in;"
+            " a rules directory cannot replace it",
+            file=str(normal),
         )
     builtin = builtin_rulebook().providers
     providers = dict(builtin)
