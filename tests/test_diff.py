@@ -562,9 +562,9 @@ def test_a_made_up_format_in_a_user_rules_dir_gets_its_column(tmp_path: Path) ->
 def test_every_format_file_shows_every_field_kind_reason_and_event_it_compiled() -> None:
     """Whatever format files exist: each compiled element has its row, and its cell says something."""
     book = load_rules()
-    names = [n for n in book.formats() if n != "openai"]
+    names = book.formats()
     report = format_report(book)
-    assert list(report.providers) == names
+    assert list(report.providers) == names and names[0] == "openai"  # the normal form first
     for name in names:
         fmt = book.format(name)
         rows = [f"{role} {kind} block" for role, kinds in fmt.roles.items() for kind in kinds]
@@ -579,7 +579,8 @@ def test_every_format_file_shows_every_field_kind_reason_and_event_it_compiled()
         for row in rows:
             assert cell(report, row, name), (name, row)
         derived = [line for rows_ in report.sections for r in rows_.rows for line in r.cells[names.index(name)].lines]
-        assert any("derived: " in line for line in derived) == bool(fmt.plan.derived)
+        # every format's stop reasons read its provider's finish table backwards; the rest as it derives
+        assert any("derived: " in line for line in derived) == bool(fmt.plan.derived or fmt.stop_table)
 
 
 def test_the_shipped_messages_format_shows_derived_and_declared_fields() -> None:
@@ -606,7 +607,6 @@ def test_the_sources_option_prints_the_format_report(tmp_path: Path) -> None:
     assert page.returncode == 0 and "<title>toolnexus: format differences</title>" in page.stdout
     for wrong in (
         ["--sources", "acmee"],
-        ["--sources", "openai"],
         ["anthropic", "--sources"],
         ["--summary", "--sources"],
     ):
@@ -619,3 +619,23 @@ def test_format_diff_reads_no_format_or_provider_names() -> None:
     book = load_rules()
     for name in {*book.names(), *book.formats()} - {"openai"}:
         assert f'"{name}"' not in source and f"'{name}'" not in source
+
+
+def test_the_normal_form_is_the_first_format_column_with_its_readers_rows() -> None:
+    """Chat Completions is a format file too: its fields declared, each role's message keys, lists and part kinds
+    as the request reader takes them from it."""
+    report = format_report(load_rules(), ["openai", "anthropic"])
+    assert report.providers == ("openai", "anthropic")
+    assert cell(report, "model ←", "openai") == ("model (declared)",)
+    assert cell(report, "messages from", "openai") == ("messages",)
+    assert cell(report, "tool message (reader)", "openai") == (
+        "keys: content, is_error, role, tool_call_id",
+        "part kinds: image_url, text",
+    )
+    assert "tool_calls: entries of type function, keys function, id, type" in cell(
+        report, "assistant message (reader)", "openai"
+    )
+    assert cell(report, "user message (reader)", "anthropic") == ()  # another format has no reader rows
+    assert cell(report, "finish_reason length →", "openai")[0].startswith("choices[0].finish_reason length (derived")
+    run = toolnexus("diff", "--sources", "openai", "--format", "markdown")
+    assert run.returncode == 0 and table_lines(run.stdout)[0] == "| concept | openai |", run.stderr
