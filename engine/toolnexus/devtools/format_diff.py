@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..errors import ConfigError
 from ..language.loader import Key, dotted
 from ..language.templates import Const, Lookup, Node, Obj
 from ..translate.formats import SourceFormat, Unsupported

@@ -626,8 +626,8 @@ def compile_normal_form(path: Path, display: str | None = None) -> NormalForm:
     _, tool_reads, _ = _compile_tools(tools, None, source, env, {})
     tool_unsupported = _unsupported(tools.get("unsupported", {}))
     fields = request.get("fields", {})
-    choice = parse_template(fields["tool_choice"], ("request", "fields", "tool_choice"), env) if "tool_choice" in fields else None
-    choices = tuple(value for node in _walk(choice) if _plain_lookup(node, "tool_choice") for value, _ in node.rows)
+    choice = parse_template(fields.get("tool_choice"), ("request", "fields", "tool_choice"), env)
+    choices = tuple(value for node in _walk(choice) for value, _ in _rows_of(node, "tool_choice"))
     return NormalForm(
         file=display,
         fields=frozenset({*fields, messages["each"], tools["each"]}),
@@ -649,15 +649,15 @@ def _known(kind: Kind, at: Key, source: RuleSource) -> frozenset[str]:
     return kind.known
 
 
-def _walk(node: Node | None) -> Iterator[Node]:
-    if node is not None:
-        yield node
-        for child in node.children():
-            yield from _walk(child)
+def _walk(node: Node) -> Iterator[Node]:
+    yield node
+    for child in node.children():
+        yield from _walk(child)
 
 
-def _plain_lookup(node: Node, read: str) -> bool:
-    return isinstance(node, Lookup) and node.path.expr == read
+def _rows_of(node: Node, read: str) -> tuple[tuple[str, Node], ...]:
+    """A `$lookup` of `read` itself: its rows (the values it takes), else none."""
+    return node.rows if isinstance(node, Lookup) and node.path.expr == read else ()
 
 
 @cache

@@ -260,10 +260,10 @@ def read_rules_dir(directory: Path) -> Rulebook:
             f" (copy one from the built-in rules to start) or {FORMATS_DIR}/<format>{RULE_SUFFIX} files"
         )
     normal = directory / FORMATS_DIR / f"{PLAIN}{RULE_SUFFIX}"
-    if normal.is_file():
-        raise RuleError(
-            f"the normal form's file ({FORMATS_DIR}/{PLAIN}{RULE_SUFFIX}) is the request reader's own and built in;"
-            " a rules directory cannot replace it",
+    if normal.is_file() and normal.read_bytes() != (builtin_formats_dir() / normal.name).read_bytes():
+        raise RuleError(  # a copy of it (a copied rules directory) is no change: only a changed one is refused
+            f"the normal form's file ({FORMATS_DIR}/{normal.name}) is the request reader's own and built in;"
+            " a rules directory cannot change it",
             file=str(normal),
         )
     builtin = builtin_rulebook().providers
