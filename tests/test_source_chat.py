@@ -52,7 +52,7 @@ request:
     each: gadgets
     fields: {name: {$get: spec.name}}
     unsupported:
-      is: {action: error, accept: [fn, thing]}
+      type: {action: error, accept: [fn, thing]}
 answer:
   message: {said: {$get: text}}
 """
@@ -100,7 +100,7 @@ def test_a_made_up_normal_form_compiles_to_its_own_tables(tmp_path: Path) -> Non
     assert normal.part_keys("picture") == {"is", "pixels", "size"}
     assert normal.list_keys("bot", "calls", "fn") == {"ref", "is", "fn"}
     assert normal.role_kinds == {"boss": {"words"}, "human": None, "bot": {"words"}}
-    assert normal.tool_keys == {"spec", "is"} and normal.tool_unsupported["is"].accept == ("fn", "thing")
+    assert normal.tool_keys == {"spec", "type"} and normal.tool_types() == ("fn", "thing")
     assert normal.tool_choices == ("maybe", "never")
     assert normal.fields == {"model", "tool_choice", "turns", "gadgets"}
 
@@ -112,6 +112,14 @@ def test_a_normal_form_without_what_the_reader_reads_names_its_file(tmp_path: Pa
     assert caught.value.file == "formats/openai.yaml" and "'text'" in str(caught.value)
     with pytest.raises(RuleError):
         normal.list_keys("assistant", "tool_calls", "function")
+    with pytest.raises(RuleError):
+        normal.listed_kinds("human")  # others pass: no list of its kinds
+    assert normal.listed_kinds("bot") == {"words"} and normal.tool_types() == ("fn", "thing")
+    without = compile_normal_form(
+        write(tmp_path, MADE_UP_NORMAL.replace("    unsupported:\n      type:", "    unsupported:\n      kind:"))
+    )
+    with pytest.raises(RuleError):
+        without.tool_types()
 
 
 def test_the_request_fields_a_rule_file_may_name_are_the_normal_forms() -> None:

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import Note, ResponseError, RuleError, ToolnexusError, TranslationError
 from ..language.jsonsafe import standard_loads
@@ -26,8 +26,9 @@ from ..language.paths import MISSING, compile_path
 from ..language.templates import Ctx, Node, Render, unseal
 from .result import TranslateResult
 
-PLAIN = "openai"  # the normal form itself: no format file, today's API
+PLAIN = "openai"  # the normal form itself (formats/openai.yaml, `normal: true`), today's API
 DERIVED = "provider"  # the view key holding what the format's provider would have said (derived)
+_T = TypeVar("_T")
 WHOLE = "/"  # a rename ending so names a value function's read: what lies below it has no counterpart
 
 
@@ -96,15 +97,28 @@ class NormalForm:
     tool_choices: tuple[str, ...]  # the tool_choice strings
 
     def part_keys(self, kind: str) -> frozenset[str]:
-        return self._need(self.parts.get(kind), f"part kind {kind!r}")
+        return _needed(self.parts.get(kind), f"part kind {kind!r}", self.file)
 
     def list_keys(self, role: str, key: str, kind: str) -> frozenset[str]:
-        return self._need(self.lists.get((role, key, kind)), f"{role} {key} entry kind {kind!r}")
+        return _needed(self.lists.get((role, key, kind)), f"{role} {key} entry kind {kind!r}", self.file)
 
-    def _need(self, found: frozenset[str] | None, what: str) -> frozenset[str]:
-        if found is None:
-            raise RuleError(f"the normal form names no {what}, which the request reader reads", file=self.file)
-        return found
+    def listed_kinds(self, role: str) -> frozenset[str]:
+        """The part kinds a role takes, where the reader takes only those (no `others: pass`)."""
+        return _needed(self.role_kinds.get(role), f"list of the part kinds a {role} message takes", self.file)
+
+    def tool_types(self) -> tuple[Any, ...]:
+        """The tool types translated: the ones the tools' `type` entry accepts."""
+        entry = self.tool_unsupported.get("type")
+        return _needed(
+            None if entry is None else entry.accept, "accepted tool types (tools.unsupported.type)", self.file
+        )
+
+
+def _needed(found: _T | None, what: str, file: str) -> _T:
+    """What the request reader asks of the normal form; absent, a RuleError naming the file."""
+    if found is None:
+        raise RuleError(f"the normal form names no {what}, which the request reader reads", file=file)
+    return found
 
 
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)

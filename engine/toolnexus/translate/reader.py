@@ -61,11 +61,7 @@ NO_CARRY: Carry = MappingProxyType({})
 _MIDDLE_KINDS = {"image_url": ("image_base64", "image_url")}
 
 
-def _middle_kinds(kinds: frozenset[str] | None) -> frozenset[str] | None:
-    return None if kinds is None else frozenset(m for k in kinds for m in _MIDDLE_KINDS.get(k, (k,)))
-
-
-TOOL_RESULT_KINDS = _middle_kinds(NORMAL.role_kinds["tool"]) or frozenset()
+TOOL_RESULT_KINDS = frozenset(m for k in NORMAL.listed_kinds("tool") for m in _MIDDLE_KINDS.get(k, (k,)))
 
 # The caller's information in each part kind: (the middle-form keys any one of which carries it,
 # its name in the input, where it sits in the input part). A part template that reads none of
@@ -553,7 +549,7 @@ def _tool_content(msg: dict[str, Any], i: int, provider: str) -> tuple[str, list
 
 
 TOOL_KEYS = NORMAL.tool_keys  # a tool object's own keys the reader reads
-TOOL_TYPES = NORMAL.tool_unsupported["type"].accept  # the tool types it translates
+TOOL_TYPES = NORMAL.tool_types()  # the tool types it translates
 TOOL_CHOICES = NORMAL.tool_choices  # tool_choice as a string
 TOOL_FIELDS = frozenset({"name", "description", "parameters", "strict", "source", "function", "path"})  # middle form
 
