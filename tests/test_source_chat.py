@@ -230,3 +230,17 @@ def test_the_normal_forms_answer_is_a_chat_completion_of_the_result() -> None:
 def test_the_default_source_still_returns_the_translate_result() -> None:
     assert type(translate_response("anthropic", ANSWER)).__name__ == "TranslateResult"
     assert type(translate_response("anthropic", ANSWER, source="openai")).__name__ == "TranslateResult"
+
+
+def test_the_normal_forms_request_reads_as_itself() -> None:
+    """Read through its format, a Chat Completions request is given back as it is (it is the normal form):
+    the tool message's keys, which no other format's message may carry, included."""
+    request = {
+        "model": "m",
+        "messages": [
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {}}]},
+            {"role": "tool", "tool_call_id": "c", "content": "ok"},
+        ],
+    }
+    hub, origins, notes = load_rules().format("openai").read(request)
+    assert hub == request and hub is not request and origins == {} and notes == []

@@ -186,9 +186,13 @@ class SourceFormat:
 
     def read(self, request: Any, unknown_fields: str = "error") -> tuple[dict[str, Any], Origins, list[Note]]:
         """The format's request -> the normal-form request, where each element came from, and what was dropped.
-        A key the format neither reads nor lists is refused, or with `unknown_fields="drop"` dropped (noted)."""
+        A key the format neither reads nor lists is refused, or with `unknown_fields="drop"` dropped (noted).
+        The normal form's own request is the normal form already: it is given back as it is (a shallow copy);
+        the provider's rules settle it, as for `source="openai"`."""
         if not isinstance(request, dict):
             raise self._fail("", f"the request must be an object, got {type(request).__name__}")
+        if self.normal is not None:
+            return dict(request), {}, []
         notes: list[Note] = []
         for name, value in request.items():
             if name in self.field_reads or name == self.each or name == self.system or name == self.tools_each:
