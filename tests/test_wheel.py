@@ -25,6 +25,7 @@ def test_wheel_installs_and_checks_outside_the_repo(tmp_path: Path) -> None:
     assert "toolnexus/rules/anthropic.yaml" in names
     assert "toolnexus/rules/rules.schema.json" in names
     assert "toolnexus/rules/formats/anthropic.yaml" in names  # the source formats ride along
+    assert "toolnexus/rules/formats/openai.yaml" in names  # the normal form: the request reader reads it at import
     assert "toolnexus/fixtures/translation-parity-fixture.json" in names
 
     env_dir = tmp_path / "venv"
