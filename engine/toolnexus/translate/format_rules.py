@@ -4,7 +4,9 @@ A format file (`rules/formats/<name>.yaml`, or `DIR/formats/` of a user rules di
 like a provider's rule file. Where the format's own provider rule file (its `provider:`) already
 maps the wire format to the normal form, the format reads that mapping backwards (`leaves`, `nest`,
 `inverse_table`, `inverse_usage`, `_nearest`) instead of declaring it twice. Kept apart from
-`formats` (the per-call run) because it alone knows the rule files' shape.
+`formats` (the per-call run) because it alone knows the rule files' shape. The normal form's own file
+(formats/openai.yaml, `normal: true`) is also compiled alone, needing no provider, into the `NormalForm`
+the request reader is built from at import (`compile_normal_form`).
 """
 
 from __future__ import annotations
