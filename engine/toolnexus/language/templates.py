@@ -266,6 +266,17 @@ def compile_node(node: Node, key: Key, env: Env) -> Render:
     return _define(gen, "render(s, c)", prologue + gen.prelude + body, key, env)
 
 
+def inline_node(node: Node, target: str, scope: str, tag: str) -> tuple[list[str], dict[str, Any]]:
+    """One parsed template as lines to paste into a larger generated function (a source format's reader):
+    they leave the value (or MISSING) in `target`, reading the dict in variable `scope` and a Ctx `c`; the
+    names they use (tagged with `tag`, so several templates share one namespace) come back beside them."""
+    gen = _Codegen(tag)
+    body = gen.emit(node, target, scope)
+    prologue = [f"{var} = {scope}.get({name!r}, MISSING)" for name, var in gen.firsts.items()]
+    return prologue + gen.prelude + body, {"MISSING": MISSING, "fresh_copy": fresh_copy, "Note": Note,
+                                           "pick_first": pick_first, "is_empty": is_empty, **gen.names}  # fmt: skip
+
+
 def _define(gen: _Codegen, signature: str, lines: list[str], key: Key, env: Env) -> Render:
     source = f"def {signature}:\n" + "".join(f"    {line}\n" for line in lines) + "    return out\n"
     namespace = {
@@ -649,16 +660,17 @@ def pick_first(ctx: Ctx, *candidates: Any) -> Any:
 class _Codegen:
     """Turns template nodes into lines of Python; closures, getters and constants go into `names`."""
 
-    def __init__(self) -> None:
+    def __init__(self, tag: str = "") -> None:
         self.names: dict[str, Any] = {}
         self._count = 0
+        self._tag = tag  # appended to every name made here (templates pasted into one function stay apart)
         self.firsts: dict[str, str] = {}  # scope key -> the variable that reads it once, up front
         self.chains: dict[tuple[str | int, ...], str] = {}  # plain key chains read up front
         self.prelude: list[str] = []  # their reads, after the `firsts`
 
     def _fresh(self, prefix: str) -> str:
         self._count += 1
-        return f"{prefix}{self._count}"
+        return f"{prefix}{self._count}{self._tag}"
 
     def _name(self, value: Any) -> str:
         """A literal for plain scalars, else a name bound in the generated function's namespace."""
@@ -673,7 +685,7 @@ class _Codegen:
             return [f"{target} = {self._name(read.getter)}({scope})"]
         steps = read.steps
         if steps and isinstance(steps[0], str):
-            first = self.firsts.setdefault(steps[0], f"f{len(self.firsts)}")
+            first = self.firsts.setdefault(steps[0], f"f{len(self.firsts)}{self._tag}")
             if len(steps) > 1 and all(isinstance(step, str) for step in steps):
                 return [f"{target} = {self._chain(first, steps)}"]
             lines = [f"{target} = {first}"]
@@ -686,7 +698,7 @@ class _Codegen:
         """A plain key chain read once, up front (`usage.input_tokens` feeds several sums): its variable."""
         var = self.chains.get(steps)
         if var is None:
-            var = self.chains[steps] = f"p{len(self.chains)}"
+            var = self.chains[steps] = f"p{len(self.chains)}{self._tag}"
             source = first
             for step in steps[1:]:
                 self.prelude.append(

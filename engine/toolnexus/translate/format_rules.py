@@ -10,6 +10,7 @@ maps the wire format to the normal form, the format reads that mapping backwards
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from functools import cache
 from itertools import takewhile
 from pathlib import Path
@@ -39,6 +40,7 @@ from ..language.templates import (
     parse_template,
     reads_of,
 )
+from .format_code import generate as generate_reader
 from .formats import WHOLE, Derived, Kind, Plan, SourceFormat, Unsupported
 
 FORMATS_DIR = "formats"  # the subdirectory of a rules directory that holds format files
@@ -195,7 +197,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         if named not in answer.get("ids", {}):
             raise source.error(("stream", "item_ids", kind), f"answer.ids names no {named!r}")
     blocks_spec = answer.get("blocks", {"into": "content", "from": []})
-    return SourceFormat(
+    fmt = SourceFormat(
         name=name,
         file=display,
         provider=data["provider"],
@@ -248,6 +250,8 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         ids=MappingProxyType(dict(answer.get("ids", {}))),
         item_ids=MappingProxyType(dict(stream_spec.get("item_ids", {}))),
     )
+    code, reader = generate_reader(fmt)
+    return replace(fmt, transcript=reader, transcript_code=code)
 
 
 # What each stream moment's scope always holds (`formats.SourceEvents` sets them, None at worst): a template
@@ -364,9 +368,11 @@ def _compile_kinds(spec: Mapping[str, Any], at: Key, kind_key: str, env: Env) ->
         template = entry["as"] if mode == "item" else entry[mode]
         node = parse_template(template, (*where, mode), env)
         reads = _block_reads(node, (*entry.get("blocks", ()), *([entry["state"]["from"]] if "state" in entry else [])))
+        render = compile_template(template, (*where, mode), env)
         kinds[kind] = Kind(
             mode=mode,
-            render=compile_template(template, (*where, mode), env),
+            render=render,
+            node=env.parsed[(*where, mode)],
             into=entry.get("item", ""),
             reads=reads,
             known=None if reads is None else reads | {kind_key},

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -54,6 +54,7 @@ class Kind:
     state: tuple[str, str] | None = None  # (block key, message key or ""): a block whose key holds sealed state sets it
     joins: str | None = None  # a transcript item that joins the last message when it has this role, else starts one
     unsupported: Mapping[str, Unsupported] = field(default_factory=lambda: MappingProxyType({}))  # keys not read
+    node: Node | None = None  # the template, parsed (what the generated reader pastes inline)
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,19 @@ class SourceFormat:
     plan: Plan  # what the file compiled to, as nodes (for `toolnexus diff`)
     ids: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # `answer.ids`: name -> prefix
     item_ids: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # stream kind -> an `ids` name
+    # The transcript's generated reader (format_code), and its source for `toolnexus explain --source --code`: the
+    # common shape read inline; None from it (or its error) and the general read below reads the transcript again.
+    transcript: Callable[[list[Any], Any], Any] | None = None
+    transcript_code: str = ""
+
+    def explain(self, *, code: bool = False) -> str:
+        """The format's file and provider (and, with `code`, its transcript's generated reader)."""
+        lines = [f"{self.name}: {self.doc}".rstrip(": "), f"  file: {self.file}", f"  derives from: {self.provider}"]
+        if code:
+            line, _ = self.plan.source.where(("request", "messages"))
+            lines.append(f"\n  # {self.file}:{line} request.messages: the transcript's generated reader")
+            lines += [f"  {text}" for text in (self.transcript_code or "(none: the general read)").splitlines()]
+        return "\n".join(lines)
 
     # ------------------------------------------------------------------ request side
 
@@ -157,7 +171,37 @@ class SourceFormat:
         hub: dict[str, Any] = self.fields(request, ctx) or {}
         notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
         origins: Origins = {name: origin for name, origin in self.field_origin.items() if name in hub}
-        into = Transcript([], origins, notes, unknown_fields, Ctx(self.name))
+        read = None
+        transcript = request.get(self.each, MISSING)
+        if self.transcript is not None and type(transcript) is list:
+            try:
+                read = self.transcript(transcript, None if self.system is None else request.get(self.system))
+            except ToolnexusError:
+                read = None  # the general read raises it, where it is
+        if read is None:
+            into = Transcript([], origins, notes, unknown_fields, Ctx(self.name))
+            self._transcript(request, into)
+            messages, made = into.messages, into.made
+        else:
+            messages, placed, made = read
+            origins.update(placed)
+        for message, role in made:  # each message's form, now that nothing more joins it
+            content = message.get("content")
+            if content == [] and message["role"] != "user":
+                message["content"] = None
+            elif role in self.plain_text and isinstance(content, list) and len(content) == 1:
+                part = content[0]
+                if isinstance(part, dict) and part.keys() == {"type", "text"} and part["type"] == "text":
+                    message["content"] = part["text"]
+        hub["messages"] = messages
+        if self.tools_each is not None and request.get(self.tools_each) is not None:
+            hub["tools"] = self._tools(request[self.tools_each], origins, notes, unknown_fields)
+        return hub, origins, notes
+
+    def _transcript(self, request: dict[str, Any], into: Transcript) -> None:
+        """The system key's blocks and the transcript read the general way: each block's kind asked of the
+        tables, its keys no rule reads settled (noted or refused, at their paths)."""
+        notes, unknown_fields = into.notes, into.policy
         if self.system is not None and request.get(self.system) is not None:
             self._message("system", request[self.system], self.system, into)
         transcript = request.get(self.each, MISSING)
@@ -189,18 +233,6 @@ class SourceFormat:
             if "content" not in msg:
                 raise self._fail(f"{where}.content", "is required")
             self._message(role, msg["content"], where, into, join=role in self.joining_roles)
-        for message, role in into.made:  # each message's form, now that nothing more joins it
-            content = message.get("content")
-            if content == [] and message["role"] != "user":
-                message["content"] = None
-            elif role in self.plain_text and isinstance(content, list) and len(content) == 1:
-                part = content[0]
-                if isinstance(part, dict) and part.keys() == {"type", "text"} and part["type"] == "text":
-                    message["content"] = part["text"]
-        hub["messages"] = into.messages
-        if self.tools_each is not None and request.get(self.tools_each) is not None:
-            hub["tools"] = self._tools(request[self.tools_each], origins, notes, unknown_fields)
-        return hub, origins, notes
 
     def request_keys(self) -> tuple[str, str, str]:
         """The format's own names for the transcript, the tools and the output token limit (what a client
