@@ -19,10 +19,10 @@ from typing import Any
 
 from ..language.paths import MISSING
 from ..language.templates import Const, Ctx, Obj, inline_node, unseal
-from .formats import WHOLE, Kind, Origins, SourceFormat, Unsupported
+from .formats import WHOLE, Kind, Record, SourceFormat, Unsupported
 
-# (the normal-form messages, where each element came from, each message with the role its blocks were read as)
-Read = tuple[list[dict[str, Any]], Origins, list[tuple[dict[str, Any], str]]]
+# (the normal-form messages, their records, each message with the role its blocks were read as)
+Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
 Reader = Callable[[list[Any], Any], Read | None]
 EMPTY: Mapping[str, str] = MappingProxyType({})
 
@@ -54,7 +54,7 @@ class _Gen:
         """A new normal-form message of `role` as `cur` (`SourceFormat._new`)."""
         return [
             f"cur = {{'role': {role!r}, 'content': []}}",
-            "origins[f'messages[{len(out)}]'] = (where, EMPTY)",
+            "R(('messages[{}]', len(out), 0, where, None, EMPTY))",
             "out.append(cur)",
             f"made.append((cur, {role!r}))",
         ]
@@ -85,7 +85,7 @@ class _Gen:
         """One message's content (`content`) of `role` at `where`, its blocks under `base` (`_message`)."""
         lines = ["if type(content) is str:"]
         fresh = [
-            "origins[f'messages[{len(out)}]'] = (where, EMPTY)",
+            "R(('messages[{}]', len(out), 0, where, None, EMPTY))",
             f"cur = {{'role': {role!r}, 'content': content}}",
             "out.append(cur)",
             f"made.append((cur, {role!r}))",
@@ -95,7 +95,7 @@ class _Gen:
                 f"    if out and out[-1]['role'] == {role!r}:",
                 *_indent(self.current(role), 2),
                 "        parts = cur['content']",
-                "        origins[f'messages[{len(out) - 1}].content[{len(parts)}]'] = (where, EMPTY)",
+                "        R(('messages[{}].content[{}]', len(out) - 1, len(parts), where, None, EMPTY))",
                 "        parts.append({'type': 'text', 'text': content})",
                 "    else:",
                 *_indent(fresh, 2),
@@ -128,7 +128,7 @@ class _Gen:
 
     def block(self, kind: Kind, role: str, join: bool) -> list[str]:
         """One block `b` at `base[j]` of a `role` message, into `cur` (`_message`'s loop body)."""
-        lines = [*self.shape(kind, "b"), "path = f'{base}[{j}]'"]
+        lines = self.shape(kind, "b")
         if kind.state is not None:
             lines += [
                 f"st = unseal(b.get({kind.state[0]!r}), c, part='state')",
@@ -139,31 +139,32 @@ class _Gen:
             ]
         if kind.mode == "message":
             lines += ["cur = None", "joining = False"] if join else ["cur = None"]
-            standalone = self.standalone(kind, role)
+            standalone = self.standalone(kind, role, "base, j")
             assert standalone is not None  # its role is given
             return lines + standalone
-        return lines + self.template(kind, "w", "b") + self.opened(role, join) + self.add(kind)
+        return lines + self.template(kind, "w", "b") + self.opened(role, join) + self.add(kind, "base, j")
 
-    def add(self, kind: Kind) -> list[str]:
-        """A part or an item `w` read from `path` added to `cur`, the last message (`_add`)."""
+    def add(self, kind: Kind, source: str) -> list[str]:
+        """A part or an item `w` added to `cur`, the last message (`_add`); `source`: where it was read from, as
+        the base path and index (None: the base alone) its record holds."""
         renames = self.bind("RENAMES", kind.renames)
         if kind.mode == "part":
             return [
                 "parts = cur['content']",
-                f"origins[f'messages[{{len(out) - 1}}].content[{{len(parts)}}]'] = (path, {renames})",
+                f"R(('messages[{{}}].content[{{}}]', len(out) - 1, len(parts), {source}, {renames}))",
                 "parts.append(w)",
             ]
-        into = kind.into
+        into = kind.into.replace("{", "{{").replace("}", "}}")
         return [
-            f"items = cur.setdefault({into!r}, [])",
-            f"if not items: origins[f'messages[{{len(out) - 1}}].{into}'] = (path, EMPTY)",
-            f"origins[f'messages[{{len(out) - 1}}].{into}[{{len(items)}}]'] = (path, {renames})",
+            f"items = cur.setdefault({kind.into!r}, [])",
+            f"if not items: R(('messages[{{}}].{into}', len(out) - 1, 0, {source}, EMPTY))",
+            f"R(('messages[{{}}].{into}[{{}}]', len(out) - 1, len(items), {source}, {renames}))",
             "items.append(w)",
         ]
 
-    def standalone(self, kind: Kind, role: str | None) -> list[str] | None:
-        """A `message` kind read from `path` (`b`): a normal-form message of its own, its `blocks` lists read as
-        parts with the kinds of `role` (None: of the role it writes) (`_standalone`)."""
+    def standalone(self, kind: Kind, role: str | None, source: str) -> list[str] | None:
+        """A `message` kind read from `b` at `source` (as in `add`): a normal-form message of its own, its
+        `blocks` lists read as parts with the kinds of `role` (None: of the role it writes) (`_standalone`)."""
         lines = self.template(kind, "w", "b")
         lines.append("if type(w) is not dict: return None")
         if role is None:
@@ -171,15 +172,21 @@ class _Gen:
             if role is None:
                 return None  # the role is known only at run time: never so in the formats given; read generally
             lines.append(f"if w.get('role') != {role!r}: return None")
-        lines.append("hub = f'messages[{len(out)}]'")
         kinds = self.fmt.roles.get(role, MappingProxyType({}))
         for key in kind.blocks:
             own = kind.renames.get(key, key).removesuffix(WHOLE)  # the block's own key for it
-            lines += [f"nested = w.get({key!r})", "if type(nested) is list:", f"    nbase = f'{{path}}.{own}'"]
+            lines += [f"nested = w.get({key!r})", "if type(nested) is list:"]
+            path = "f'{base}[{j}]'" if source == "base, j" else "where"
+            lines.append(f"    nbase = {path} + {'.' + own!r}")
             lines += _indent(self.parts(kinds))
             lines.append(f"    w[{key!r}] = ps")
         renames = self.bind("RENAMES", kind.renames)
-        return [*lines, f"origins[hub] = (path, {renames})", "out.append(w)", f"made.append((w, {role!r}))"]
+        return [
+            *lines,
+            f"R(('messages[{{}}]', len(out), 0, {source}, {renames}))",
+            "out.append(w)",
+            f"made.append((w, {role!r}))",
+        ]
 
     def parts(self, kinds: Mapping[str, Kind]) -> list[str]:
         """Blocks `nested` inside a block, read as parts into `ps` (`_parts`)."""
@@ -198,7 +205,7 @@ class _Gen:
             body = [
                 *self.shape(kind, "b2"),
                 *self.template(kind, "w2", "b2"),
-                f"origins[f'{{hub}}.content[{{j2}}]'] = (f'{{nbase}}[{{j2}}]', {renames})",
+                f"R(('messages[{{}}].content[{{}}]', len(out), j2, nbase, j2, {renames}))",
                 "ps.append(w2)",
             ]
             lines += _indent(body, 2)
@@ -215,9 +222,9 @@ class _Gen:
         lines: list[str] = []
         branch = "if"
         for name, kind in fmt.items.items():
-            body = [*self.shape(kind, "m"), "path = where", "b = m"]
+            body = [*self.shape(kind, "m"), "b = m"]
             if kind.joins is None:
-                standalone = self.standalone(kind, None)
+                standalone = self.standalone(kind, None, "where, None")
                 if standalone is None:
                     return None
                 body += standalone
@@ -230,7 +237,7 @@ class _Gen:
                         *_indent(_set_state(kind.state[1])),
                         "    continue",
                     ]
-                body += [*self.template(kind, "w", "m"), *self.current(kind.joins), *self.add(kind)]
+                body += [*self.template(kind, "w", "m"), *self.current(kind.joins), *self.add(kind, "where, None")]
             lines += [f"{branch} t == {name!r}:", *_indent(body)]
             branch = "elif"
         return [*lines, "else: return None"] if lines else ["return None"]
@@ -239,7 +246,8 @@ class _Gen:
         fmt = self.fmt
         lines = [
             "def transcript(msgs, system):",
-            "    out, origins, made = [], {}, []",
+            "    out, records, made = [], [], []",
+            "    R = records.append",
             f"    c = Ctx({fmt.name!r})",
         ]
         if fmt.system is not None and "system" in fmt.roles:
@@ -278,7 +286,7 @@ class _Gen:
             lines.append(f"        {branch} role == {role!r}:")
             lines += _indent(self.message(role, role in fmt.joining_roles), 3)
             branch = "elif"
-        lines += ["        else: return None", "    return out, origins, made"]
+        lines += ["        else: return None", "    return out, records, made"]
         return lines
 
 

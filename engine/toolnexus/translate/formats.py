@@ -80,6 +80,18 @@ class Plan:
 
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
 NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the policy decides
+# Where one normal-form element came from, as the generated reader records it (formatted only when asked, see
+# `placed`): (its path's format, its two numbers, the source's base path, its index or None, the renames below it)
+Record = tuple[str, int, int, str, int | None, Mapping[str, str]]
+
+
+def placed(origins: Origins, records: list[Record]) -> Origins:
+    """`origins` with the records added (normal-form path -> the source path, renames): made only when a note
+    or an error needs a path named, so a call that needs none formats no path."""
+    for key, a, b, base, j, renames in records:
+        origins[key.format(a, b)] = (base if j is None else f"{base}[{j}]", renames)
+    records.clear()
+    return origins
 
 
 @dataclass
@@ -156,6 +168,13 @@ class SourceFormat:
     def read(self, request: Any, unknown_fields: str = "error") -> tuple[dict[str, Any], Origins, list[Note]]:
         """The format's request -> the normal-form request, where each element came from, and what was dropped.
         A key the format neither reads nor lists is refused, or with `unknown_fields="drop"` dropped (noted)."""
+        hub, origins, records, notes = self.read_recorded(request, unknown_fields)
+        return hub, placed(origins, records), notes
+
+    def read_recorded(
+        self, request: Any, unknown_fields: str = "error"
+    ) -> tuple[dict[str, Any], Origins, list[Record], list[Note]]:
+        """`read`, with where the transcript's elements came from partly as records (`placed` adds them)."""
         if not isinstance(request, dict):
             raise self._fail("", f"the request must be an object, got {type(request).__name__}")
         notes: list[Note] = []
@@ -172,6 +191,7 @@ class SourceFormat:
         notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
         origins: Origins = {name: origin for name, origin in self.field_origin.items() if name in hub}
         read = None
+        records: list[Record] = []
         transcript = request.get(self.each, MISSING)
         if self.transcript is not None and type(transcript) is list:
             try:
@@ -183,8 +203,7 @@ class SourceFormat:
             self._transcript(request, into)
             messages, made = into.messages, into.made
         else:
-            messages, placed, made = read
-            origins.update(placed)
+            messages, records, made = read
         for message, role in made:  # each message's form, now that nothing more joins it
             content = message.get("content")
             if content == [] and message["role"] != "user":
@@ -196,7 +215,7 @@ class SourceFormat:
         hub["messages"] = messages
         if self.tools_each is not None and request.get(self.tools_each) is not None:
             hub["tools"] = self._tools(request[self.tools_each], origins, notes, unknown_fields)
-        return hub, origins, notes
+        return hub, origins, records, notes
 
     def _transcript(self, request: dict[str, Any], into: Transcript) -> None:
         """The system key's blocks and the transcript read the general way: each block's kind asked of the
@@ -915,12 +934,16 @@ def translate_source(
 ) -> Any:
     """A request in the format -> the provider's body (`inbound`: the provider's compiled request side),
     its errors and notes naming the format's paths."""
-    hub, origins, notes = fmt.read(request, unknown_fields)
+    hub, origins, records, notes = fmt.read_recorded(request, unknown_fields)
     try:
         body = inbound.translate(hub, system=system, default_system=default_system, unknown_fields=unknown_fields)
     except TranslationError as exc:
-        raise remap_error(exc, origins) from None
-    body.notes = (*notes, *(Note(n.kind, remap(n.path, origins), n.message, n.side) for n in body.notes))
+        raise remap_error(exc, placed(origins, records)) from None
+    if body.notes:
+        placed(origins, records)
+        body.notes = (*notes, *(Note(n.kind, remap(n.path, origins), n.message, n.side) for n in body.notes))
+    else:
+        body.notes = tuple(notes)
     return body
 
 
