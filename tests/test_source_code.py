@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import toolnexus
 from support.cases import CASES
 from support.made_up import ACME_FORMAT
 from toolnexus import ToolnexusError, load_rules
@@ -27,6 +28,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import bench_inputs  # noqa: E402
 
 FORMATS = ("anthropic", "openai-responses")
+CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}}
 
 
 def outcome(fmt: SourceFormat, request: Any) -> Any:
@@ -128,3 +130,33 @@ def test_explain_shows_the_generated_reader() -> None:
         check=True,
     )
     assert "def transcript(msgs, system):" in done.stdout
+
+
+def test_the_view_parses_arguments_only_for_a_format_that_writes_them_as_an_object() -> None:
+    """Messages writes a call's `input` (its arguments parsed); Responses writes the text: its view parses none."""
+    result = toolnexus.translate_response(
+        "openai",
+        {
+            "id": "r1",
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}}
+                        ],
+                    },
+                }
+            ],
+        },
+    )
+    messages, responses = load_rules().format("anthropic"), load_rules().format("openai-responses")
+    assert messages.reads_input and not responses.reads_input
+    assert messages.view(result, "r1", [])["tool_calls"][0]["input"] == {"a": 1}
+    assert "input" not in responses.view(result, "r1", [])["tool_calls"][0]
+    assert messages.write(result, "r1")["content"][0]["input"] == {"a": 1}
+    assert responses.write(result, "r1")["output"][0]["arguments"] == '{"a":1}'

@@ -9,6 +9,7 @@ maps the wire format to the normal form, the format reads that mapping backwards
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from functools import cache
@@ -251,7 +252,18 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         item_ids=MappingProxyType(dict(stream_spec.get("item_ids", {}))),
     )
     code, reader = generate_reader(fmt)
-    return replace(fmt, transcript=reader, transcript_code=code)
+    return replace(fmt, transcript=reader, transcript_code=code, reads_input=_reads_name(env, "input"))
+
+
+def _reads_name(env: Env, name: str) -> bool:
+    """Whether a template of the answer or the stream's end reads a path with a step `name` (over-counting:
+    a rich path naming it anywhere counts), so the view makes that value only for a format that reads it."""
+    return any(
+        name in re.split(r"[^A-Za-z0-9_$]+", read.expr)
+        for key, node in env.parsed.items()
+        if key[:1] == ("answer",) or key[:2] == ("stream", "end")
+        for read in reads_of(node)
+    )
 
 
 # What each stream moment's scope always holds (`formats.SourceEvents` sets them, None at worst): a template

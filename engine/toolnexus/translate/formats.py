@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cache
 from types import MappingProxyType
 from typing import Any
 
@@ -153,6 +154,7 @@ class SourceFormat:
     # common shape read inline; None from it (or its error) and the general read below reads the transcript again.
     transcript: Callable[[list[Any], Any], Any] | None = None
     transcript_code: str = ""
+    reads_input: bool = True  # an answer template reads a name `input` (a call's arguments parsed): the view has it
 
     def explain(self, *, code: bool = False) -> str:
         """The format's file and provider (and, with `code`, its transcript's generated reader)."""
@@ -455,19 +457,18 @@ class SourceFormat:
         read backwards). `created`: the answer's time where the provider's rules name it, else now."""
         calls = []
         for call in result.tool_calls:
-            try:
-                arguments = standard_loads(call.arguments) if call.arguments else {}
-            except ValueError:
-                arguments = call.arguments
-            calls.append(
-                {
-                    "id": call.id,
-                    "name": call.name,
-                    "input": arguments,
-                    "arguments": call.arguments or "{}",
-                    "extra_content": call.extra_content,
-                }
-            )
+            written = {
+                "id": call.id,
+                "name": call.name,
+                "arguments": call.arguments or "{}",
+                "extra_content": call.extra_content,
+            }
+            if self.reads_input:  # parsed only for a format that writes a call's arguments as an object
+                try:
+                    written["input"] = standard_loads(call.arguments) if call.arguments else {}
+                except ValueError:
+                    written["input"] = call.arguments
+            calls.append(written)
         said: dict[str, Any] = {}
         stop = self.stop_table.get(result.finish_reason)
         if stop is None and result.finish_reason == "tool_calls":  # a table without the row: the engine made
@@ -551,6 +552,12 @@ def _put(out: dict[str, Any], steps: tuple[str, ...], value: Any) -> None:
     out[steps[-1]] = value
 
 
+@cache
+def _getter(path: str) -> Any:
+    """A rule file's path compiled once (the paths an answer's id and time are read at)."""
+    return compile_path(path)
+
+
 def answer_id(provider: Any, response: Any, key: str = "id", kind: type | tuple[type, ...] = str) -> Any:
     """The answer's id (or with `key="created"` its time) where the provider's stream rules say it is
     (`streaming.id`, `streaming.created`), else absent."""
@@ -558,7 +565,7 @@ def answer_id(provider: Any, response: Any, key: str = "id", kind: type | tuple[
     path = streaming.get(key) if isinstance(streaming, dict) else None
     if not isinstance(path, str) or not isinstance(response, dict):
         return None
-    value = compile_path(path)(response)
+    value = _getter(path)(response)
     return value if isinstance(value, kind) and not isinstance(value, bool) else None
 
 
