@@ -25,6 +25,7 @@ from ..language.jsonsafe import standard_loads
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, compile_path
 from ..language.templates import Ctx, Node, Render, unseal
+from .request_code import ListPath
 from .result import TranslateResult
 
 PLAIN = "openai"  # the normal form itself: no format file, today's API
@@ -216,7 +217,7 @@ class SourceFormat:
                     message["content"] = part["text"]
         hub["messages"] = messages
         if self.tools_each is not None and request.get(self.tools_each) is not None:
-            hub["tools"] = self._tools(request[self.tools_each], origins, notes, unknown_fields)
+            hub["tools"] = self._tools(request[self.tools_each], records, notes, unknown_fields)
         return hub, origins, records, notes
 
     def _transcript(self, request: dict[str, Any], into: Transcript) -> None:
@@ -412,21 +413,25 @@ class SourceFormat:
                     self._settle(key, block[key], f"{path}.{key}", kind.unsupported, into.notes, into.policy)
         return kind
 
-    def _tools(self, tools: Any, origins: Origins, notes: list[Note], unknown_fields: str) -> list[Any]:
+    def _tools(self, tools: Any, records: list[Record], notes: list[Note], unknown_fields: str) -> list[Any]:
+        """The tool declarations in the normal form's shape; where each came from, recorded."""
         if not isinstance(tools, list):
             raise self._fail(self.tools_each or "", f"must be a list, got {type(tools).__name__}")
         assert self.tool is not None
         out = []
+        each = self.tools_each or ""
+        owner = ListPath(each)
+        ctx = Ctx(self.name)  # one for all: what a template notes here is not kept
         for i, tool in enumerate(tools):
-            path = f"{self.tools_each}[{i}]"
             if not isinstance(tool, dict):
-                raise self._fail(path, f"must be an object, got {type(tool).__name__}")
-            for key, value in tool.items():
-                if key not in self.tool_reads:
-                    self._settle(key, value, f"{path}.{key}", self.tool_unsupported, notes, unknown_fields)
-            ctx = Ctx(self.name)
-            ctx.path = path
-            origins[f"tools[{i}]"] = (path, self.tool_renames)
+                raise self._fail(owner.element_path(i), f"must be an object, got {type(tool).__name__}")
+            if not tool.keys() <= self.tool_reads:
+                for key, value in tool.items():
+                    if key not in self.tool_reads:
+                        path = f"{owner.element_path(i)}.{key}"
+                        self._settle(key, value, path, self.tool_unsupported, notes, unknown_fields)
+            ctx.path = (owner, i)
+            records.append(("tools[{}]", i, 0, each, i, self.tool_renames))
             out.append({"type": "function", "function": self.tool(tool, ctx)})
         return out
 
