@@ -20,6 +20,7 @@ import toolnexus
 from support.cases import CASES
 from support.made_up import ACME_FORMAT
 from toolnexus import ToolnexusError, load_rules
+from toolnexus.language.templates import Ctx
 from toolnexus.translate.format_rules import compile_format
 from toolnexus.translate.formats import SourceFormat
 
@@ -129,7 +130,18 @@ def test_explain_shows_the_generated_reader() -> None:
         text=True,
         check=True,
     )
-    assert "def transcript(msgs, system):" in done.stdout
+    assert "def transcript(msgs, system):" in done.stdout and "def write(view, c):" in done.stdout
+
+
+def test_the_whole_answer_is_one_generated_function(tmp_path: Path) -> None:
+    """The answer's message and every blocks entry (one block, or one per element walked) in one writer."""
+    path = tmp_path / "acme.yaml"
+    path.write_text(ACME_FORMAT)
+    fmt = compile_format(path, load_rules().providers)
+    assert fmt.writer is not None and fmt.writer_code.startswith("def write(view, c):")
+    view = {"text": "hi", "tool_calls": [{"id": "t1", "name": "f"}, "not a call"], "provider": {"stop_reason": "x"}}
+    written = fmt.writer(view, Ctx("acme", outbound=True))
+    assert written == {"said": "hi", "why": "x", "calls": [{"ref": "t1", "fn": "f"}]}  # a non-object writes nothing
 
 
 def test_the_view_parses_arguments_only_for_a_format_that_writes_them_as_an_object() -> None:

@@ -266,13 +266,21 @@ def compile_node(node: Node, key: Key, env: Env) -> Render:
     return _define(gen, "render(s, c)", prologue + gen.prelude + body, key, env)
 
 
-def inline_node(node: Node, target: str, scope: str, tag: str) -> tuple[list[str], dict[str, Any]]:
-    """One parsed template as lines to paste into a larger generated function (a source format's reader):
-    they leave the value (or MISSING) in `target`, reading the dict in variable `scope` and a Ctx `c`; the
-    names they use (tagged with `tag`, so several templates share one namespace) come back beside them."""
+def inline_node(
+    node: Node, target: str, scope: str, tag: str, guarded: bool = False
+) -> tuple[list[str], dict[str, Any]]:
+    """One parsed template as lines to paste into a larger generated function (a source format's reader or
+    writer): they leave the value (or MISSING) in `target`, reading variable `scope` (a dict, or with `guarded`
+    anything: keys are read only from a dict) and a Ctx `c`; the names they use (tagged with `tag`, so several
+    templates share one namespace) come back beside them."""
     gen = _Codegen(tag)
     body = gen.emit(node, target, scope)
-    prologue = [f"{var} = {scope}.get({name!r}, MISSING)" for name, var in gen.firsts.items()]
+    keys = scope
+    prologue = []
+    if guarded and gen.firsts:
+        keys = f"sd{tag}"
+        prologue.append(f"{keys} = {scope} if isinstance({scope}, dict) else {{}}")
+    prologue += [f"{var} = {keys}.get({name!r}, MISSING)" for name, var in gen.firsts.items()]
     return prologue + gen.prelude + body, {"MISSING": MISSING, "fresh_copy": fresh_copy, "Note": Note,
                                            "pick_first": pick_first, "is_empty": is_empty, **gen.names}  # fmt: skip
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from ..language.loader import Key
 from ..language.paths import MISSING
 from ..language.templates import Const, Ctx, Obj, inline_node, unseal
 from .formats import WHOLE, Kind, Record, SourceFormat, Unsupported
@@ -24,6 +25,7 @@ from .formats import WHOLE, Kind, Record, SourceFormat, Unsupported
 # (the normal-form messages, their records, each message with the role its blocks were read as)
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
 Reader = Callable[[list[Any], Any], Read | None]
+Writer = Callable[[dict[str, Any], Ctx], dict[str, Any]]
 EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
@@ -300,6 +302,34 @@ def generate(fmt: SourceFormat) -> tuple[str, Reader | None]:
     namespace = dict(gen.names)
     exec(compile(text, f"<reader {fmt.name}>", "exec"), namespace)
     run: Reader = namespace["transcript"]
+    return text, run
+
+
+def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
+    """The whole answer's writer (the `answer` section: its message, then each `blocks` entry's blocks, per
+    element of the list it walks) as one function over the view, and its source."""
+    names: dict[str, Any] = {"MISSING": MISSING}
+    nodes = fmt.plan.nodes
+
+    def pasted(key: Key, target: str, scope: str, tag: str, guarded: bool = False) -> list[str]:
+        lines, used = inline_node(nodes[key], target, scope, tag, guarded)
+        names.update(used)
+        return lines
+
+    lines = ["def write(view, c):", *_indent(pasted(("answer", "message"), "out", "view", "_m")), "    blocks = []"]
+    for i, (each, _) in enumerate(fmt.blocks):
+        block = pasted(("answer", "blocks", "from", i, "as"), "w", "e" if each else "view", f"_{i}", guarded=True)
+        block.append("if w is not MISSING: blocks.append(w)")
+        if each is None:
+            lines += _indent(block)
+            continue
+        names[f"EACH_{i}"] = each
+        lines += [f"    es = EACH_{i}(view)", "    if isinstance(es, list):", "        for e in es:"]
+        lines += _indent(block, 3)
+    lines += [f"    out[{fmt.blocks_into!r}] = blocks", "    return out"]
+    text = "\n".join(lines) + "\n"
+    exec(compile(text, f"<writer {fmt.name}>", "exec"), names)
+    run: Writer = names["write"]
     return text, run
 
 

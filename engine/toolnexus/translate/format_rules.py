@@ -42,6 +42,7 @@ from ..language.templates import (
     reads_of,
 )
 from .format_code import generate as generate_reader
+from .format_code import generate_writer
 from .formats import WHOLE, Derived, Kind, Plan, SourceFormat, Unsupported
 
 FORMATS_DIR = "formats"  # the subdirectory of a rules directory that holds format files
@@ -252,7 +253,15 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         item_ids=MappingProxyType(dict(stream_spec.get("item_ids", {}))),
     )
     code, reader = generate_reader(fmt)
-    return replace(fmt, transcript=reader, transcript_code=code, reads_input=_reads_name(env, "input"))
+    written, writer = generate_writer(fmt)
+    return replace(
+        fmt,
+        transcript=reader,
+        transcript_code=code,
+        reads_input=_reads_name(env, "input"),
+        writer=writer,
+        writer_code=written,
+    )
 
 
 def _reads_name(env: Env, name: str) -> bool:

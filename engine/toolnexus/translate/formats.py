@@ -155,6 +155,10 @@ class SourceFormat:
     # common shape read inline; None from it (or its error) and the general read below reads the transcript again.
     transcript: Callable[[list[Any], Any], Any] | None = None
     transcript_code: str = ""
+    # The whole answer's generated writer (format_code.generate_writer: `answer`'s message and blocks in one
+    # function over the view) and its source; None only while the format is being compiled.
+    writer: Callable[[dict[str, Any], Ctx], dict[str, Any]] | None = None
+    writer_code: str = ""
     reads_input: bool = True  # an answer template reads a name `input` (a call's arguments parsed): the view has it
 
     def explain(self, *, code: bool = False) -> str:
@@ -164,6 +168,9 @@ class SourceFormat:
             line, _ = self.plan.source.where(("request", "messages"))
             lines.append(f"\n  # {self.file}:{line} request.messages: the transcript's generated reader")
             lines += [f"  {text}" for text in (self.transcript_code or "(none: the general read)").splitlines()]
+            line, _ = self.plan.source.where(("answer",))
+            lines.append(f"\n  # {self.file}:{line} answer: the whole answer's generated writer")
+            lines += [f"  {text}" for text in self.writer_code.splitlines()]
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ request side
@@ -532,15 +539,8 @@ class SourceFormat:
     def write_view(self, view: dict[str, Any], notes: list[Note]) -> dict[str, Any]:
         """The answer templates over a view; their notes (a default written) join `notes`."""
         ctx = Ctx(self.name, outbound=True)
-        written: dict[str, Any] = self.answer(view, ctx)
-        blocks = []
-        for each, render in self.blocks:
-            elements = [view] if each is None else each(view)
-            for element in elements if isinstance(elements, list) else ():
-                block = render(element, ctx)
-                if block is not MISSING:
-                    blocks.append(block)
-        written[self.blocks_into] = blocks
+        assert self.writer is not None
+        written = self.writer(view, ctx)
         notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
         return written
 
