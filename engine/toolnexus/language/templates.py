@@ -703,17 +703,19 @@ class _Codegen:
         return lines + read_lines(target, target, steps) if steps else lines
 
     def _chain(self, first: str, steps: tuple[str | int, ...]) -> str:
-        """A plain key chain read once, up front (`usage.input_tokens` feeds several sums): its variable."""
-        var = self.chains.get(steps)
-        if var is None:
-            var = self.chains[steps] = f"p{len(self.chains)}{self._tag}"
-            source = first
-            for step in steps[1:]:
+        """A plain key chain read once, up front (`usage.input_tokens` feeds several sums): its variable. Each
+        prefix is a chain of its own, read once (`usage.a` and `usage.b` read `usage` once)."""
+        source = first
+        for end in range(2, len(steps) + 1):
+            var = self.chains.get(steps[:end])
+            if var is None:
+                var = self.chains[steps[:end]] = f"p{len(self.chains)}{self._tag}"
+                step = steps[end - 1]
                 self.prelude.append(
                     f"{var} = {source}.get({step!r}, MISSING) if isinstance({source}, dict) else MISSING"
                 )
-                source = var
-        return var
+            source = var
+        return source
 
     def emit(self, node: Any, target: str, scope: str) -> list[str]:
         """Lines that leave the node's value (possibly MISSING) in `target`."""
@@ -795,7 +797,12 @@ class _Codegen:
                     always = True
                     continue
                 tmp = self._fresh("v")
-                lines += self.emit(child, tmp, scope)
+                emitted = self.emit(child, tmp, scope)
+                alias = emitted[0].removeprefix(f"{tmp} = ") if len(emitted) == 1 else ""
+                if alias.isidentifier():  # a value read up front (`f0`, `p1`): written as it is, not copied first
+                    tmp = alias
+                else:
+                    lines += emitted
                 lines.append(f"if {tmp} is not MISSING: {target}[{name!r}] = {tmp}")
             if not always:
                 lines.append(f"if not {target}: {target} = MISSING")
