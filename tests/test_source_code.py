@@ -172,3 +172,8 @@ def test_the_view_parses_arguments_only_for_a_format_that_writes_them_as_an_obje
     assert "input" not in responses.view(result, "r1", [])["tool_calls"][0]
     assert messages.write(result, "r1")["content"][0]["input"] == {"a": 1}
     assert responses.write(result, "r1")["output"][0]["arguments"] == '{"a":1}'
+
+
+def test_explain_needs_a_provider_or_a_source() -> None:
+    done = subprocess.run([sys.executable, "-m", "toolnexus", "explain"], capture_output=True, text=True, check=False)
+    assert done.returncode != 0 and "--source" in done.stderr and "Traceback" not in done.stderr
