@@ -624,3 +624,15 @@ def test_a_projection_read_for_its_first_element_stops_there() -> None:
     assert Counted.reads == 0
     assert compile_path("content[?type == 'refusal'].type")({"content": parts}) == ["refusal"] * 6
     assert Counted.reads >= 5  # the whole projection reads every element
+
+
+def test_a_key_chain_prefix_is_read_once() -> None:
+    """`u.usage.a` and `u.usage.b` read `usage` once (each prefix of a plain chain is its own variable), and a
+    value read up front is written as it is: the result is the same, with fewer reads."""
+    source = parse_rule_text("t: {a: {$get: u.usage.a}, b: {$get: u.usage.b}, c: {$get: n}}\n", "test.yaml")
+    env = Env(source)
+    fn = compile_template(source.data["t"], ("t",), env)
+    code = env.generated[("t",)]
+    assert code.count(".get('usage'") == 1 and "['c'] = f" in code
+    assert fn({"u": {"usage": {"a": 1, "b": 2}}, "n": 3}, Ctx("test")) == {"a": 1, "b": 2, "c": 3}
+    assert fn({"u": {"usage": 7}}, Ctx("test")) is MISSING

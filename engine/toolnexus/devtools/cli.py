@@ -218,7 +218,13 @@ def cmd_providers(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_explain(args: argparse.Namespace, out: TextIO) -> int:
-    out.write(load_rules(args.rules).get(args.provider).explain(code=args.code) + "\n")
+    book = load_rules(args.rules)
+    if args.source is not None:
+        out.write(book.format(args.source).explain(code=args.code) + "\n")
+        return 0
+    if args.provider is None:
+        raise _InputError("name a provider to explain (or --source FORMAT)")
+    out.write(book.get(args.provider).explain(code=args.code) + "\n")
     return 0
 
 
@@ -338,7 +344,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _command(sub, "explain", cmd_explain, "show a provider's compiled rules beside their source lines",
                  f"toolnexus explain {one} --code")  # fmt: skip
-    p.add_argument("provider", metavar="PROVIDER", help=f"the provider to explain, {which}")
+    p.add_argument("provider", nargs="?", metavar="PROVIDER", help=f"the provider to explain, {which}")
+    p.add_argument("--source", metavar="FORMAT", help="explain a source format of rules/formats/ instead")
     p.add_argument("--code", action="store_true", help="also print the Python each template compiled to")
     return parser
 

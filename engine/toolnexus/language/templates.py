@@ -102,6 +102,17 @@ from .loader import Key, RuleSource, did_you_mean, dotted
 from .paths import MISSING, Getter, PathSyntaxError, compile_path, first_field, simple_steps
 
 
+class ListPath:
+    """A request list whose element paths are formatted only when a note or an error needs one."""
+
+    def __init__(self, name: str, inside: str = "") -> None:
+        self.name = name
+        self.inside = inside  # the path of what is written inside each element (a tool's `.function`)
+
+    def element_path(self, index: int) -> str:
+        return f"{self.name}[{index}]{self.inside}"
+
+
 class Ctx:
     """Per-call state threaded through rendering: notes collected, where we are.
 
@@ -264,6 +275,25 @@ def compile_node(node: Node, key: Key, env: Env) -> Render:
     prologue = ["sd = s if isinstance(s, dict) else {}"] if gen.firsts else []
     prologue += [f"{var} = sd.get({name!r}, MISSING)" for name, var in gen.firsts.items()]
     return _define(gen, "render(s, c)", prologue + gen.prelude + body, key, env)
+
+
+def inline_node(
+    node: Node, target: str, scope: str, tag: str, guarded: bool = False
+) -> tuple[list[str], dict[str, Any]]:
+    """One parsed template as lines to paste into a larger generated function (a source format's reader or
+    writer): they leave the value (or MISSING) in `target`, reading variable `scope` (a dict, or with `guarded`
+    anything: keys are read only from a dict) and a Ctx `c`; the names they use (tagged with `tag`, so several
+    templates share one namespace) come back beside them."""
+    gen = _Codegen(tag)
+    body = gen.emit(node, target, scope)
+    keys = scope
+    prologue = []
+    if guarded and gen.firsts:
+        keys = f"sd{tag}"
+        prologue.append(f"{keys} = {scope} if isinstance({scope}, dict) else {{}}")
+    prologue += [f"{var} = {keys}.get({name!r}, MISSING)" for name, var in gen.firsts.items()]
+    return prologue + gen.prelude + body, {"MISSING": MISSING, "fresh_copy": fresh_copy, "Note": Note,
+                                           "pick_first": pick_first, "is_empty": is_empty, **gen.names}  # fmt: skip
 
 
 def _define(gen: _Codegen, signature: str, lines: list[str], key: Key, env: Env) -> Render:
@@ -649,16 +679,17 @@ def pick_first(ctx: Ctx, *candidates: Any) -> Any:
 class _Codegen:
     """Turns template nodes into lines of Python; closures, getters and constants go into `names`."""
 
-    def __init__(self) -> None:
+    def __init__(self, tag: str = "") -> None:
         self.names: dict[str, Any] = {}
         self._count = 0
+        self._tag = tag  # appended to every name made here (templates pasted into one function stay apart)
         self.firsts: dict[str, str] = {}  # scope key -> the variable that reads it once, up front
         self.chains: dict[tuple[str | int, ...], str] = {}  # plain key chains read up front
         self.prelude: list[str] = []  # their reads, after the `firsts`
 
     def _fresh(self, prefix: str) -> str:
         self._count += 1
-        return f"{prefix}{self._count}"
+        return f"{prefix}{self._count}{self._tag}"
 
     def _name(self, value: Any) -> str:
         """A literal for plain scalars, else a name bound in the generated function's namespace."""
@@ -673,7 +704,7 @@ class _Codegen:
             return [f"{target} = {self._name(read.getter)}({scope})"]
         steps = read.steps
         if steps and isinstance(steps[0], str):
-            first = self.firsts.setdefault(steps[0], f"f{len(self.firsts)}")
+            first = self.firsts.setdefault(steps[0], f"f{len(self.firsts)}{self._tag}")
             if len(steps) > 1 and all(isinstance(step, str) for step in steps):
                 return [f"{target} = {self._chain(first, steps)}"]
             lines = [f"{target} = {first}"]
@@ -683,17 +714,19 @@ class _Codegen:
         return lines + read_lines(target, target, steps) if steps else lines
 
     def _chain(self, first: str, steps: tuple[str | int, ...]) -> str:
-        """A plain key chain read once, up front (`usage.input_tokens` feeds several sums): its variable."""
-        var = self.chains.get(steps)
-        if var is None:
-            var = self.chains[steps] = f"p{len(self.chains)}"
-            source = first
-            for step in steps[1:]:
+        """A plain key chain read once, up front (`usage.input_tokens` feeds several sums): its variable. Each
+        prefix is a chain of its own, read once (`usage.a` and `usage.b` read `usage` once)."""
+        source = first
+        for end in range(2, len(steps) + 1):
+            var = self.chains.get(steps[:end])
+            if var is None:
+                var = self.chains[steps[:end]] = f"p{len(self.chains)}{self._tag}"
+                step = steps[end - 1]
                 self.prelude.append(
                     f"{var} = {source}.get({step!r}, MISSING) if isinstance({source}, dict) else MISSING"
                 )
-                source = var
-        return var
+            source = var
+        return source
 
     def emit(self, node: Any, target: str, scope: str) -> list[str]:
         """Lines that leave the node's value (possibly MISSING) in `target`."""
@@ -775,7 +808,12 @@ class _Codegen:
                     always = True
                     continue
                 tmp = self._fresh("v")
-                lines += self.emit(child, tmp, scope)
+                emitted = self.emit(child, tmp, scope)
+                alias = emitted[0].removeprefix(f"{tmp} = ") if len(emitted) == 1 else ""
+                if alias.isidentifier():  # a value read up front (`f0`, `p1`): written as it is, not copied first
+                    tmp = alias
+                else:
+                    lines += emitted
                 lines.append(f"if {tmp} is not MISSING: {target}[{name!r}] = {tmp}")
             if not always:
                 lines.append(f"if not {target}: {target} = MISSING")

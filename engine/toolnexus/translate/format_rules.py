@@ -11,7 +11,9 @@ the request reader is built from at import (`compile_normal_form`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from functools import cache
 from itertools import takewhile
 from pathlib import Path
@@ -41,6 +43,8 @@ from ..language.templates import (
     parse_template,
     reads_of,
 )
+from .format_code import generate as generate_reader
+from .format_code import generate_writer
 from .formats import PLAIN, WHOLE, Derived, Kind, NormalForm, Plan, SourceFormat, Unsupported
 
 FORMATS_DIR = "formats"  # the subdirectory of a rules directory that holds format files
@@ -213,7 +217,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         if named not in answer.get("ids", {}):
             raise source.error(("stream", "item_ids", kind), f"answer.ids names no {named!r}")
     blocks_spec = answer.get("blocks", {"into": None, "from": []})
-    return SourceFormat(
+    fmt = SourceFormat(
         name=name,
         file=display,
         provider=data["provider"],
@@ -266,6 +270,27 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         ids=MappingProxyType(dict(answer.get("ids", {}))),
         item_ids=MappingProxyType(dict(stream_spec.get("item_ids", {}))),
         normal=compile_normal_form(path, display) if data.get("normal") else None,
+    )
+    code, reader = generate_reader(fmt)
+    written, writer = generate_writer(fmt)
+    return replace(
+        fmt,
+        transcript=reader,
+        transcript_code=code,
+        reads_input=_reads_name(env, "input"),
+        writer=writer,
+        writer_code=written,
+    )
+
+
+def _reads_name(env: Env, name: str) -> bool:
+    """Whether a template of the answer or the stream's end reads a path with a step `name` (over-counting:
+    a rich path naming it anywhere counts), so the view makes that value only for a format that reads it."""
+    return any(
+        name in re.split(r"[^A-Za-z0-9_$]+", read.expr)
+        for key, node in env.parsed.items()
+        if key[:1] == ("answer",) or key[:2] == ("stream", "end")
+        for read in reads_of(node)
     )
 
 
@@ -383,9 +408,11 @@ def _compile_kinds(spec: Mapping[str, Any], at: Key, kind_key: str, env: Env) ->
         template = entry["as"] if mode == "item" else entry[mode]
         node = parse_template(template, (*where, mode), env)
         reads = _block_reads(node, (*entry.get("blocks", ()), *([entry["state"]["from"]] if "state" in entry else [])))
+        render = compile_template(template, (*where, mode), env)
         kinds[kind] = Kind(
             mode=mode,
-            render=compile_template(template, (*where, mode), env),
+            render=render,
+            node=env.parsed[(*where, mode)],
             into=entry.get("item", ""),
             reads=reads,
             known=None if reads is None else reads | {kind_key},

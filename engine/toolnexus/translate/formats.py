@@ -14,8 +14,9 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cache
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -23,7 +24,7 @@ from ..errors import Note, ResponseError, RuleError, ToolnexusError, Translation
 from ..language.jsonsafe import standard_loads
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, compile_path
-from ..language.templates import Ctx, Node, Render, unseal
+from ..language.templates import Ctx, ListPath, Node, Render, unseal
 from .result import TranslateResult
 
 PLAIN = "openai"  # the normal form itself (formats/openai.yaml, `normal: true`), today's API
@@ -55,6 +56,7 @@ class Kind:
     state: tuple[str, str] | None = None  # (block key, message key or ""): a block whose key holds sealed state sets it
     joins: str | None = None  # a transcript item that joins the last message when it has this role, else starts one
     unsupported: Mapping[str, Unsupported] = field(default_factory=lambda: MappingProxyType({}))  # keys not read
+    node: Node | None = None  # the template, parsed (what the generated reader pastes inline)
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,18 @@ def _needed(found: _T | None, what: str, file: str) -> _T:
 
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
 NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the policy decides
+# Where one normal-form element came from, as the generated reader records it (formatted only when asked, see
+# `placed`): (its path's format, its two numbers, the source's base path, its index or None, the renames below it)
+Record = tuple[str, int, int, str, int | None, Mapping[str, str]]
+
+
+def placed(origins: Origins, records: list[Record]) -> Origins:
+    """`origins` with the records added (normal-form path -> the source path, renames): made only when a note
+    or an error needs a path named, so a call that needs none formats no path."""
+    for key, a, b, base, j, renames in records:
+        origins[key.format(a, b)] = (base if j is None else f"{base}[{j}]", renames)
+    records.clear()
+    return origins
 
 
 @dataclass
@@ -181,6 +195,27 @@ class SourceFormat:
     ids: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # `answer.ids`: name -> prefix
     item_ids: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # stream kind -> an `ids` name
     normal: NormalForm | None = None  # the normal form's file: what the request reader takes from it
+    # The transcript's generated reader (format_code), and its source for `toolnexus explain --source --code`: the
+    # common shape read inline; None from it (or its error) and the general read below reads the transcript again.
+    transcript: Callable[[list[Any], Any], Any] | None = None
+    transcript_code: str = ""
+    # The whole answer's generated writer (format_code.generate_writer: `answer`'s message and blocks in one
+    # function over the view) and its source; None only while the format is being compiled.
+    writer: Callable[[dict[str, Any], Ctx], dict[str, Any]] | None = None
+    writer_code: str = ""
+    reads_input: bool = True  # an answer template reads a name `input` (a call's arguments parsed): the view has it
+
+    def explain(self, *, code: bool = False) -> str:
+        """The format's file and provider (and, with `code`, its transcript's generated reader)."""
+        lines = [f"{self.name}: {self.doc}".rstrip(": "), f"  file: {self.file}", f"  derives from: {self.provider}"]
+        if code:
+            line, _ = self.plan.source.where(("request", "messages"))
+            lines.append(f"\n  # {self.file}:{line} request.messages: the transcript's generated reader")
+            lines += [f"  {text}" for text in (self.transcript_code or "(none: the general read)").splitlines()]
+            line, _ = self.plan.source.where(("answer",))
+            lines.append(f"\n  # {self.file}:{line} answer: the whole answer's generated writer")
+            lines += [f"  {text}" for text in self.writer_code.splitlines()]
+        return "\n".join(lines)
 
     # ------------------------------------------------------------------ request side
 
@@ -189,10 +224,17 @@ class SourceFormat:
         A key the format neither reads nor lists is refused, or with `unknown_fields="drop"` dropped (noted).
         The normal form's own request is the normal form already: it is given back as it is (a shallow copy);
         the provider's rules settle it, as for `source="openai"`."""
+        hub, origins, records, notes = self.read_recorded(request, unknown_fields)
+        return hub, placed(origins, records), notes
+
+    def read_recorded(
+        self, request: Any, unknown_fields: str = "error"
+    ) -> tuple[dict[str, Any], Origins, list[Record], list[Note]]:
+        """`read`, with where the transcript's elements came from partly as records (`placed` adds them)."""
         if not isinstance(request, dict):
             raise self._fail("", f"the request must be an object, got {type(request).__name__}")
         if self.normal is not None:
-            return dict(request), {}, []
+            return dict(request), {}, [], []
         notes: list[Note] = []
         for name, value in request.items():
             if name in self.field_reads or name == self.each or name == self.system or name == self.tools_each:
@@ -206,7 +248,37 @@ class SourceFormat:
         hub: dict[str, Any] = self.fields(request, ctx) or {}
         notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
         origins: Origins = {name: origin for name, origin in self.field_origin.items() if name in hub}
-        into = Transcript([], origins, notes, unknown_fields, Ctx(self.name))
+        read = None
+        records: list[Record] = []
+        transcript = request.get(self.each, MISSING)
+        if self.transcript is not None and type(transcript) is list:
+            try:
+                read = self.transcript(transcript, None if self.system is None else request.get(self.system))
+            except ToolnexusError:
+                read = None  # the general read raises it, where it is
+        if read is None:
+            into = Transcript([], origins, notes, unknown_fields, Ctx(self.name))
+            self._transcript(request, into)
+            messages, made = into.messages, into.made
+        else:
+            messages, records, made = read
+        for message, role in made:  # each message's form, now that nothing more joins it
+            content = message.get("content")
+            if content == [] and message["role"] != "user":
+                message["content"] = None
+            elif role in self.plain_text and isinstance(content, list) and len(content) == 1:
+                part = content[0]
+                if isinstance(part, dict) and part.keys() == {"type", "text"} and part["type"] == "text":
+                    message["content"] = part["text"]
+        hub["messages"] = messages
+        if self.tools_each is not None and request.get(self.tools_each) is not None:
+            hub["tools"] = self._tools(request[self.tools_each], records, notes, unknown_fields)
+        return hub, origins, records, notes
+
+    def _transcript(self, request: dict[str, Any], into: Transcript) -> None:
+        """The system key's blocks and the transcript read the general way: each block's kind asked of the
+        tables, its keys no rule reads settled (noted or refused, at their paths)."""
+        notes, unknown_fields = into.notes, into.policy
         if self.system is not None and request.get(self.system) is not None:
             self._message("system", request[self.system], self.system, into)
         transcript = request.get(self.each, MISSING)
@@ -238,18 +310,6 @@ class SourceFormat:
             if "content" not in msg:
                 raise self._fail(f"{where}.content", "is required")
             self._message(role, msg["content"], where, into, join=role in self.joining_roles)
-        for message, role in into.made:  # each message's form, now that nothing more joins it
-            content = message.get("content")
-            if content == [] and message["role"] != "user":
-                message["content"] = None
-            elif role in self.plain_text and isinstance(content, list) and len(content) == 1:
-                part = content[0]
-                if isinstance(part, dict) and part.keys() == {"type", "text"} and part["type"] == "text":
-                    message["content"] = part["text"]
-        hub["messages"] = into.messages
-        if self.tools_each is not None and request.get(self.tools_each) is not None:
-            hub["tools"] = self._tools(request[self.tools_each], origins, notes, unknown_fields)
-        return hub, origins, notes
 
     def request_keys(self) -> tuple[str, str, str]:
         """The format's own names for the transcript, the tools and the output token limit (what a client
@@ -408,21 +468,25 @@ class SourceFormat:
                     self._settle(key, block[key], f"{path}.{key}", kind.unsupported, into.notes, into.policy)
         return kind
 
-    def _tools(self, tools: Any, origins: Origins, notes: list[Note], unknown_fields: str) -> list[Any]:
+    def _tools(self, tools: Any, records: list[Record], notes: list[Note], unknown_fields: str) -> list[Any]:
+        """The tool declarations in the normal form's shape; where each came from, recorded."""
         if not isinstance(tools, list):
             raise self._fail(self.tools_each or "", f"must be a list, got {type(tools).__name__}")
         assert self.tool is not None
         out = []
+        each = self.tools_each or ""
+        owner = ListPath(each)
+        ctx = Ctx(self.name)  # one for all: what a template notes here is not kept
         for i, tool in enumerate(tools):
-            path = f"{self.tools_each}[{i}]"
             if not isinstance(tool, dict):
-                raise self._fail(path, f"must be an object, got {type(tool).__name__}")
-            for key, value in tool.items():
-                if key not in self.tool_reads:
-                    self._settle(key, value, f"{path}.{key}", self.tool_unsupported, notes, unknown_fields)
-            ctx = Ctx(self.name)
-            ctx.path = path
-            origins[f"tools[{i}]"] = (path, self.tool_renames)
+                raise self._fail(owner.element_path(i), f"must be an object, got {type(tool).__name__}")
+            if not tool.keys() <= self.tool_reads:
+                for key, value in tool.items():
+                    if key not in self.tool_reads:
+                        path = f"{owner.element_path(i)}.{key}"
+                        self._settle(key, value, path, self.tool_unsupported, notes, unknown_fields)
+            ctx.path = (owner, i)
+            records.append(("tools[{}]", i, 0, each, i, self.tool_renames))
             out.append({"type": "function", "function": self.tool(tool, ctx)})
         return out
 
@@ -453,19 +517,18 @@ class SourceFormat:
         read backwards). `created`: the answer's time where the provider's rules name it, else now."""
         calls = []
         for call in result.tool_calls:
-            try:
-                arguments = standard_loads(call.arguments) if call.arguments else {}
-            except ValueError:
-                arguments = call.arguments
-            calls.append(
-                {
-                    "id": call.id,
-                    "name": call.name,
-                    "input": arguments,
-                    "arguments": call.arguments or "{}",
-                    "extra_content": call.extra_content,
-                }
-            )
+            written = {
+                "id": call.id,
+                "name": call.name,
+                "arguments": call.arguments or "{}",
+                "extra_content": call.extra_content,
+            }
+            if self.reads_input:  # parsed only for a format that writes a call's arguments as an object
+                try:
+                    written["input"] = standard_loads(call.arguments) if call.arguments else {}
+                except ValueError:
+                    written["input"] = call.arguments
+            calls.append(written)
         said: dict[str, Any] = {}
         stop = self.stop_table.get(result.finish_reason)
         if stop is None and result.finish_reason == "tool_calls":  # a table without the row: the engine made
@@ -524,16 +587,8 @@ class SourceFormat:
     def write_view(self, view: dict[str, Any], notes: list[Note]) -> dict[str, Any]:
         """The answer templates over a view; their notes (a default written) join `notes`."""
         ctx = Ctx(self.name, outbound=True)
-        written: dict[str, Any] = self.answer(view, ctx)
-        blocks = []
-        for each, render in self.blocks:
-            elements = [view] if each is None else each(view)
-            for element in elements if isinstance(elements, list) else ():
-                block = render(element, ctx)
-                if block is not MISSING:
-                    blocks.append(block)
-        if self.blocks_into is not None:
-            written[self.blocks_into] = blocks
+        assert self.writer is not None
+        written = self.writer(view, ctx)
         notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
         return written
 
@@ -550,6 +605,12 @@ def _put(out: dict[str, Any], steps: tuple[str, ...], value: Any) -> None:
     out[steps[-1]] = value
 
 
+@cache
+def _getter(path: str) -> Any:
+    """A rule file's path compiled once (the paths an answer's id and time are read at)."""
+    return compile_path(path)
+
+
 def answer_id(provider: Any, response: Any, key: str = "id", kind: type | tuple[type, ...] = str) -> Any:
     """The answer's id (or with `key="created"` its time) where the provider's stream rules say it is
     (`streaming.id`, `streaming.created`), else absent."""
@@ -557,7 +618,7 @@ def answer_id(provider: Any, response: Any, key: str = "id", kind: type | tuple[
     path = streaming.get(key) if isinstance(streaming, dict) else None
     if not isinstance(path, str) or not isinstance(response, dict):
         return None
-    value = compile_path(path)(response)
+    value = _getter(path)(response)
     return value if isinstance(value, kind) and not isinstance(value, bool) else None
 
 
@@ -933,12 +994,16 @@ def translate_source(
 ) -> Any:
     """A request in the format -> the provider's body (`inbound`: the provider's compiled request side),
     its errors and notes naming the format's paths."""
-    hub, origins, notes = fmt.read(request, unknown_fields)
+    hub, origins, records, notes = fmt.read_recorded(request, unknown_fields)
     try:
         body = inbound.translate(hub, system=system, default_system=default_system, unknown_fields=unknown_fields)
     except TranslationError as exc:
-        raise remap_error(exc, origins) from None
-    body.notes = (*notes, *(Note(n.kind, remap(n.path, origins), n.message, n.side) for n in body.notes))
+        raise remap_error(exc, placed(origins, records)) from None
+    if body.notes:
+        placed(origins, records)
+        body.notes = (*notes, *(Note(n.kind, remap(n.path, origins), n.message, n.side) for n in body.notes))
+    else:
+        body.notes = tuple(notes)
     return body
 
 

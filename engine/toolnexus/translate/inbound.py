@@ -21,7 +21,7 @@ from ..language.ids import NO_IDS, IdRule, compile_id_rule
 from ..language.jsonsafe import checked
 from ..language.loader import Key, RuleSource, did_you_mean, dotted
 from ..language.paths import MISSING, is_piped, piped_from
-from ..language.templates import Ctx, Env, Render, compile_template, path_getter
+from ..language.templates import Ctx, Env, ListPath, Render, compile_template, path_getter
 from .fields import OPENAI_REQUEST_FIELDS, ZERO_MEANS_ABSENT, Range, check_fields, compile_ranges
 from .reader import (
     NO_CARRY,
@@ -41,7 +41,7 @@ from .reader import (
     read_tools,
     system_parts,
 )
-from .request_code import ListPath, Messages, Written, generate, settle_parts
+from .request_code import Messages, Written, generate, settle_parts
 
 UnknownFields = Literal["error", "drop"]
 

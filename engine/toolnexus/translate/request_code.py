@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import Note
 from ..language.paths import MISSING
-from ..language.templates import Ctx
+from ..language.templates import Ctx, ListPath
 from .reader import (
     ROLES,
     IdMap,
@@ -39,17 +39,6 @@ if TYPE_CHECKING:
 # (the written messages, the hoisted prompts, the notes of the turns, the index of the first turn)
 Written = tuple[list[Any], list[tuple[str, str, int, dict[str, Any]]], list[Note], int | None]
 Messages = Callable[[list[Any], Ctx, IdMap | None], Written | None]
-
-
-class ListPath:
-    """A request list whose element paths are formatted only when a note or an error needs one."""
-
-    def __init__(self, name: str, inside: str = "") -> None:
-        self.name = name
-        self.inside = inside  # the path of what is written inside each element (a tool's `.function`)
-
-    def element_path(self, index: int) -> str:
-        return f"{self.name}[{index}]{self.inside}"
 
 
 MESSAGES = ListPath("messages")

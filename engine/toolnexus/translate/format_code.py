@@ -1,0 +1,367 @@
+"""A source format's transcript reader as one generated function (README "Source formats").
+
+The function reads the transcript (the system key, then each message or item) the way
+`SourceFormat._message`, `_item`, `_add`, `_standalone` and `_parts` do, with the role and kind
+tables folded into code: per block, a test of its common shape (an object of a known kind with only
+the keys its template reads) and its template pasted inline (`templates.inline_node`), then the
+write and where it came from (`origins`). It decides nothing itself: anything else (a key to settle,
+a block of no kind, a value a template refuses) makes it give up (None), and `SourceFormat.read`
+reads the whole transcript again the general way, which writes the same messages, notes the same
+drops and raises the same located TranslationError. tests/test_source_code.py holds the two to the
+same result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from ..language.loader import Key
+from ..language.paths import MISSING
+from ..language.templates import Const, Ctx, Obj, inline_node, unseal
+from .formats import WHOLE, Kind, Record, SourceFormat, Unsupported
+
+# (the normal-form messages, their records, each message with the role its blocks were read as)
+Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
+Reader = Callable[[list[Any], Any], Read | None]
+Writer = Callable[[dict[str, Any], Ctx], dict[str, Any]]
+EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+class _Gen:
+    """Lines of the reader, and the names they use (bound in its namespace)."""
+
+    def __init__(self, fmt: SourceFormat) -> None:
+        self.fmt = fmt
+        self.names: dict[str, Any] = {"MISSING": MISSING, "unseal": unseal, "Ctx": Ctx, "EMPTY": EMPTY, "quiet": quiet}
+        self.count = 0
+
+    def bind(self, prefix: str, value: Any) -> str:
+        self.count += 1
+        name = f"{prefix}_{self.count}"
+        self.names[name] = value
+        return name
+
+    def template(self, kind: Kind, target: str, scope: str) -> list[str]:
+        assert kind.node is not None
+        self.count += 1
+        lines, names = inline_node(kind.node, target, scope, f"_{self.count}")
+        self.names.update(names)
+        return lines
+
+    # ------------------------------------------------------------------ messages
+
+    def new(self, role: str) -> list[str]:
+        """A new normal-form message of `role` as `cur` (`SourceFormat._new`)."""
+        return [
+            f"cur = {{'role': {role!r}, 'content': []}}",
+            "R(('messages[{}]', len(out), 0, where, None, EMPTY))",
+            "out.append(cur)",
+            f"made.append((cur, {role!r}))",
+        ]
+
+    def current(self, role: str) -> list[str]:
+        """The last message when it has `role`, else a new one, as `cur` (`SourceFormat._current`)."""
+        return [
+            f"if out and out[-1]['role'] == {role!r}:",
+            "    cur = out[-1]",
+            "    if isinstance(cur.get('content'), str): cur['content'] = [{'type': 'text', 'text': cur['content']}]",
+            "else:",
+            *_indent(self.new(role)),
+        ]
+
+    def opened(self, role: str, join: bool) -> list[str]:
+        """`cur` opened when no block has opened it yet."""
+        if not join:
+            return ["if cur is None:", *_indent(self.new(role))]
+        return [
+            "if cur is None:",
+            "    if joining:",
+            *_indent(self.current(role), 2),
+            "    else:",
+            *_indent(self.new(role), 2),
+        ]
+
+    def message(self, role: str, join: bool) -> list[str]:
+        """One message's content (`content`) of `role` at `where`, its blocks under `base` (`_message`)."""
+        lines = ["if type(content) is str:"]
+        fresh = [
+            "R(('messages[{}]', len(out), 0, where, None, EMPTY))",
+            f"cur = {{'role': {role!r}, 'content': content}}",
+            "out.append(cur)",
+            f"made.append((cur, {role!r}))",
+        ]
+        if join:
+            lines += [
+                f"    if out and out[-1]['role'] == {role!r}:",
+                *_indent(self.current(role), 2),
+                "        parts = cur['content']",
+                "        R(('messages[{}].content[{}]', len(out) - 1, len(parts), where, None, EMPTY))",
+                "        parts.append({'type': 'text', 'text': content})",
+                "    else:",
+                *_indent(fresh, 2),
+            ]
+        else:
+            lines += _indent(fresh)
+        lines += ["elif type(content) is list:", "    cur = None"]
+        if join:
+            lines.append("    joining = True")
+        lines += ["    for j, b in enumerate(content):", "        if type(b) is not dict: return None"]
+        lines.append(f"        t = b.get({self.fmt.kind!r})")
+        branch = "if"
+        for name, kind in self.fmt.roles[role].items():
+            lines.append(f"        {branch} t == {name!r}:")
+            lines += _indent(self.block(kind, role, join), 3)
+            branch = "elif"
+        lines += ["        else: return None" if branch == "elif" else "        return None", "else: return None"]
+        return lines
+
+    def shape(self, kind: Kind, scope: str) -> list[str]:
+        """The fast test of a block's shape: only the keys its kind reads, or listed ones settled silently (else
+        the general read settles them)."""
+        if kind.known is None:
+            return []
+        known = self.bind("KNOWN", kind.known)
+        if not kind.unsupported:
+            return [f"if not {scope}.keys() <= {known}: return None"]
+        table = self.bind("UNSUPPORTED", kind.unsupported)
+        return [f"if not {scope}.keys() <= {known} and not quiet({scope}, {known}, {table}): return None"]
+
+    def block(self, kind: Kind, role: str, join: bool) -> list[str]:
+        """One block `b` at `base[j]` of a `role` message, into `cur` (`_message`'s loop body)."""
+        lines = self.shape(kind, "b")
+        if kind.state is not None:
+            lines += [
+                f"st = unseal(b.get({kind.state[0]!r}), c, part='state')",
+                "if st is not MISSING:",
+                *_indent(self.opened(role, join)),
+                *_indent(_set_state(kind.state[1])),
+                "    continue",
+            ]
+        if kind.mode == "message":
+            lines += ["cur = None", "joining = False"] if join else ["cur = None"]
+            standalone = self.standalone(kind, role, "base, j")
+            assert standalone is not None  # its role is given
+            return lines + standalone
+        return lines + self.template(kind, "w", "b") + self.opened(role, join) + self.add(kind, "base, j")
+
+    def add(self, kind: Kind, source: str) -> list[str]:
+        """A part or an item `w` added to `cur`, the last message (`_add`); `source`: where it was read from, as
+        the base path and index (None: the base alone) its record holds."""
+        renames = self.bind("RENAMES", kind.renames)
+        if kind.mode == "part":
+            return [
+                "parts = cur['content']",
+                f"R(('messages[{{}}].content[{{}}]', len(out) - 1, len(parts), {source}, {renames}))",
+                "parts.append(w)",
+            ]
+        into = kind.into.replace("{", "{{").replace("}", "}}")
+        return [
+            f"items = cur.setdefault({kind.into!r}, [])",
+            f"if not items: R(('messages[{{}}].{into}', len(out) - 1, 0, {source}, EMPTY))",
+            f"R(('messages[{{}}].{into}[{{}}]', len(out) - 1, len(items), {source}, {renames}))",
+            "items.append(w)",
+        ]
+
+    def standalone(self, kind: Kind, role: str | None, source: str) -> list[str] | None:
+        """A `message` kind read from `b` at `source` (as in `add`): a normal-form message of its own, its
+        `blocks` lists read as parts with the kinds of `role` (None: of the role it writes) (`_standalone`)."""
+        lines = self.template(kind, "w", "b")
+        lines.append("if type(w) is not dict: return None")
+        if role is None:
+            role = _written_role(kind)
+            if role is None:
+                return None  # the role is known only at run time: never so in the formats given; read generally
+            lines.append(f"if w.get('role') != {role!r}: return None")
+        kinds = self.fmt.roles.get(role, MappingProxyType({}))
+        for key in kind.blocks:
+            own = kind.renames.get(key, key).removesuffix(WHOLE)  # the block's own key for it
+            lines += [f"nested = w.get({key!r})", "if type(nested) is list:"]
+            path = "f'{base}[{j}]'" if source == "base, j" else "where"
+            lines.append(f"    nbase = {path} + {'.' + own!r}")
+            lines += _indent(self.parts(kinds))
+            lines.append(f"    w[{key!r}] = ps")
+        renames = self.bind("RENAMES", kind.renames)
+        return [
+            *lines,
+            f"R(('messages[{{}}]', len(out), 0, {source}, {renames}))",
+            "out.append(w)",
+            f"made.append((w, {role!r}))",
+        ]
+
+    def parts(self, kinds: Mapping[str, Kind]) -> list[str]:
+        """Blocks `nested` inside a block, read as parts into `ps` (`_parts`)."""
+        lines = [
+            "ps = []",
+            "for j2, b2 in enumerate(nested):",
+            "    if type(b2) is not dict: return None",
+            f"    t2 = b2.get({self.fmt.kind!r})",
+        ]
+        branch = "if"
+        for name, kind in kinds.items():
+            if kind.mode != "part":
+                continue  # refused nested: the general read says where
+            renames = self.bind("RENAMES", kind.renames)
+            lines.append(f"    {branch} t2 == {name!r}:")
+            body = [
+                *self.shape(kind, "b2"),
+                *self.template(kind, "w2", "b2"),
+                f"R(('messages[{{}}].content[{{}}]', len(out), j2, nbase, j2, {renames}))",
+                "ps.append(w2)",
+            ]
+            lines += _indent(body, 2)
+            branch = "elif"
+        lines.append("    else: return None" if branch == "elif" else "    return None")
+        return lines
+
+    # ------------------------------------------------------------------ the transcript
+
+    def item(self) -> list[str] | None:
+        """One typed item `m` of a flat transcript, at `where` (`_item`); None: not generated (read generally)."""
+        fmt = self.fmt
+        assert fmt.items is not None
+        lines: list[str] = []
+        branch = "if"
+        for name, kind in fmt.items.items():
+            body = [*self.shape(kind, "m"), "b = m"]
+            if kind.joins is None:
+                standalone = self.standalone(kind, None, "where, None")
+                if standalone is None:
+                    return None
+                body += standalone
+            else:
+                if kind.state is not None:
+                    body += [
+                        f"st = unseal(m.get({kind.state[0]!r}), c, part='state')",
+                        "if st is not MISSING:",
+                        *_indent(self.current(kind.joins)),
+                        *_indent(_set_state(kind.state[1])),
+                        "    continue",
+                    ]
+                body += [*self.template(kind, "w", "m"), *self.current(kind.joins), *self.add(kind, "where, None")]
+            lines += [f"{branch} t == {name!r}:", *_indent(body)]
+            branch = "elif"
+        return [*lines, "else: return None"] if lines else ["return None"]
+
+    def reader(self) -> list[str] | None:
+        fmt = self.fmt
+        lines = [
+            "def transcript(msgs, system):",
+            "    out, records, made = [], [], []",
+            "    R = records.append",
+            f"    c = Ctx({fmt.name!r})",
+        ]
+        if fmt.system is not None and "system" in fmt.roles:
+            lines += [
+                "    if system is not None:",
+                f"        content = system; where = base = {fmt.system!r}",
+                *_indent(self.message("system", False), 2),
+            ]
+        lines += [
+            "    for i, m in enumerate(msgs):",
+            "        if type(m) is not dict: return None",
+            f"        where = f'{fmt.each}[{{i}}]'",
+        ]
+        keys: set[str] = {"role", "content"}
+        if fmt.items is not None:
+            keys.add(fmt.kind)
+            items = self.item()
+            if items is None:
+                return None
+            lines += [
+                f"        t = m.get({fmt.kind!r}, {fmt.message_kind!r})",
+                f"        if t != {fmt.message_kind!r}:",
+                *_indent(items, 3),
+                "            continue",
+            ]
+        known = self.bind("MESSAGE_KEYS", frozenset(keys))
+        table = self.bind("UNSUPPORTED", fmt.message_unsupported)
+        lines += [
+            f"        if not m.keys() <= {known} and not quiet(m, {known}, {table}): return None",
+            "        role = m.get('role')",
+            "        content = m.get('content', MISSING)",
+            "        base = where + '.content'",
+        ]
+        branch = "if"
+        for role in sorted(fmt.transcript_roles):
+            lines.append(f"        {branch} role == {role!r}:")
+            lines += _indent(self.message(role, role in fmt.joining_roles), 3)
+            branch = "elif"
+        lines += ["        else: return None", "    return out, records, made"]
+        return lines
+
+
+def generate(fmt: SourceFormat) -> tuple[str, Reader | None]:
+    """The format's transcript reader and its source (None, "": the general read serves alone)."""
+    gen = _Gen(fmt)
+    lines = gen.reader()
+    if lines is None:
+        return "", None
+    text = "\n".join(lines) + "\n"
+    namespace = dict(gen.names)
+    exec(compile(text, f"<reader {fmt.name}>", "exec"), namespace)
+    run: Reader = namespace["transcript"]
+    return text, run
+
+
+def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
+    """The whole answer's writer (the `answer` section: its message, then each `blocks` entry's blocks, per
+    element of the list it walks) as one function over the view, and its source."""
+    names: dict[str, Any] = {"MISSING": MISSING}
+    nodes = fmt.plan.nodes
+
+    def pasted(key: Key, target: str, scope: str, tag: str, guarded: bool = False) -> list[str]:
+        lines, used = inline_node(nodes[key], target, scope, tag, guarded)
+        names.update(used)
+        return lines
+
+    lines = ["def write(view, c):", *_indent(pasted(("answer", "message"), "out", "view", "_m")), "    blocks = []"]
+    for i, (each, _) in enumerate(fmt.blocks):
+        block = pasted(("answer", "blocks", "from", i, "as"), "w", "e" if each else "view", f"_{i}", guarded=True)
+        block.append("if w is not MISSING: blocks.append(w)")
+        if each is None:
+            lines += _indent(block)
+            continue
+        names[f"EACH_{i}"] = each
+        lines += [f"    es = EACH_{i}(view)", "    if isinstance(es, list):", "        for e in es:"]
+        lines += _indent(block, 3)
+    if fmt.blocks_into is not None:
+        lines.append(f"    out[{fmt.blocks_into!r}] = blocks")
+    lines.append("    return out")
+    text = "\n".join(lines) + "\n"
+    exec(compile(text, f"<writer {fmt.name}>", "exec"), names)
+    run: Writer = names["write"]
+    return text, run
+
+
+def quiet(block: dict[str, Any], known: frozenset[str], table: Mapping[str, Unsupported]) -> bool:
+    """Whether every key of `block` outside `known` is listed and holds what settles without a word (null, or a
+    value it accepts), as `SourceFormat._settle` finds: nothing to note, nothing to refuse."""
+    for key, value in block.items():
+        if key not in known:
+            rule = table.get(key)
+            if rule is None or not (value is None or value in rule.accept):
+                return False
+    return True
+
+
+def _set_state(key: str) -> list[str]:
+    """Sealed state `st` set on `cur` (`SourceFormat._set_state`)."""
+    if key:
+        return [f"cur[{key!r}] = st"]
+    return ["if isinstance(st, dict): cur.update(st)"]
+
+
+def _written_role(kind: Kind) -> str | None:
+    """The role a `message` kind's template writes, when it is a constant."""
+    node = kind.node
+    if isinstance(node, Obj):
+        for name, child in node.items:
+            if name == "role" and isinstance(child, Const) and isinstance(child.value, str):
+                return child.value
+    return None
+
+
+def _indent(lines: list[str], depth: int = 1) -> list[str]:
+    return ["    " * depth + line for line in lines]

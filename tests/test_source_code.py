@@ -1,0 +1,179 @@
+"""The source formats' generated transcript readers (translate/format_code.py) against the general read.
+
+The generated reader reads the common shape inline and gives up (None) on anything else, so the general
+read (`SourceFormat._transcript`) reads it: both must give the same normal form, the same origins and the same
+notes, or the same located error, for every source request the case tables, the bench and a made-up format hold.
+"""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolnexus
+from support.cases import CASES
+from support.made_up import ACME_FORMAT
+from toolnexus import ToolnexusError, load_rules
+from toolnexus.language.templates import Ctx
+from toolnexus.translate.format_rules import compile_format
+from toolnexus.translate.formats import SourceFormat
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import bench_inputs  # noqa: E402
+
+FORMATS = ("anthropic", "openai-responses")
+CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}}
+
+
+def outcome(fmt: SourceFormat, request: Any) -> Any:
+    try:
+        return fmt.read(copy.deepcopy(request))
+    except ToolnexusError as exc:
+        return (type(exc).__name__, getattr(exc, "path", None), str(exc))
+
+
+def general(fmt: SourceFormat) -> SourceFormat:
+    """The same format with no generated reader: the general read alone."""
+    return replace(fmt, transcript=None, transcript_code="")
+
+
+def source_requests() -> list[tuple[str, str, Any]]:
+    tools = bench_inputs.tool_declarations()
+    out = [
+        ("anthropic", "bench 100", bench_inputs.messages_transcript(100, tools)),
+        ("openai-responses", "bench 100", bench_inputs.responses_transcript(100, tools)),
+    ]
+    for case in CASES:
+        source = case.data.get("options", {}).get("source")
+        if source in FORMATS and "request" in case.data:
+            out.append((source, case.name, case.data["request"]))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("source", "name", "request_"), source_requests(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_generated_reader_reads_as_the_general_read(source: str, name: str, request_: Any) -> None:
+    fmt = load_rules().format(source)
+    assert fmt.transcript is not None
+    assert outcome(fmt, request_) == outcome(general(fmt), request_)
+
+
+def test_generated_reader_takes_the_common_shape() -> None:
+    """The bench transcripts (what agents send) are read by the generated code alone, not handed on."""
+    tools = bench_inputs.tool_declarations()
+    for source, request in (
+        ("anthropic", bench_inputs.messages_transcript(100, tools)),
+        ("openai-responses", bench_inputs.responses_transcript(100, tools)),
+    ):
+        fmt = load_rules().format(source)
+        assert fmt.transcript is not None
+        system = request.get(fmt.system) if fmt.system else None
+        assert fmt.transcript(request[fmt.each], system) is not None
+
+
+def test_generated_reader_hands_on_what_needs_settling() -> None:
+    """A key no rule reads (noted, or refused) and a block of no kind: the generated reader gives up, and the
+    general read notes it or raises at its path."""
+    fmt = load_rules().format("anthropic")
+    assert fmt.transcript is not None
+    loud = [{"role": "user", "content": [{"type": "text", "text": "hi", "loud": True}]}]
+    odd = [{"role": "user", "content": [{"type": "sound", "text": "hi"}]}]
+    assert fmt.transcript(loud, None) is None and fmt.transcript(odd, None) is None
+    with pytest.raises(ToolnexusError) as caught:
+        fmt.read({"model": "m", "messages": loud})
+    assert caught.value.path == "messages[0].content[0].loud"  # type: ignore[attr-defined]
+    _, _, notes = fmt.read({"model": "m", "messages": loud}, unknown_fields="drop")
+    assert [(n.kind, n.path) for n in notes] == [("dropped", "messages[0].content[0].loud")]
+
+
+def test_generated_reader_settles_accepted_values_silently() -> None:
+    """A listed key holding a value its rule accepts (annotations: []) is read inline, with no note."""
+    fmt = load_rules().format("openai-responses")
+    assert fmt.transcript is not None
+    items = [{"role": "assistant", "content": [{"type": "output_text", "text": "a", "annotations": []}]}]
+    assert fmt.transcript(items, None) is not None
+    cited = [{"role": "assistant", "content": [{"type": "output_text", "text": "a", "annotations": [{"x": 1}]}]}]
+    assert fmt.transcript(cited, None) is None
+    _, _, notes = fmt.read({"model": "m", "input": cited})
+    assert [(n.kind, n.path) for n in notes] == [("dropped", "input[0].content[0].annotations")]
+
+
+def test_generated_reader_of_a_made_up_format(tmp_path: Path) -> None:
+    path = tmp_path / "acme.yaml"
+    path.write_text(ACME_FORMAT)
+    fmt = compile_format(path, load_rules().providers)
+    assert fmt.transcript is not None and "def transcript" in fmt.transcript_code
+    request = {
+        "model": "m",
+        "turns": [
+            {"role": "user", "content": [{"is": "words", "say": "hi"}]},
+            {"role": "assistant", "content": [{"is": "call", "ref": "c1", "fn": "f", "args": {"a": 1}}]},
+            {"role": "user", "content": [{"is": "answer", "to": "c1", "body": "ok"}, {"is": "words", "say": "more"}]},
+        ],
+    }
+    assert fmt.transcript(request["turns"], None) is not None
+    assert outcome(fmt, request) == outcome(general(fmt), request)
+
+
+def test_explain_shows_the_generated_reader() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "toolnexus", "explain", "--source", "anthropic", "--code"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "def transcript(msgs, system):" in done.stdout and "def write(view, c):" in done.stdout
+
+
+def test_the_whole_answer_is_one_generated_function(tmp_path: Path) -> None:
+    """The answer's message and every blocks entry (one block, or one per element walked) in one writer."""
+    path = tmp_path / "acme.yaml"
+    path.write_text(ACME_FORMAT)
+    fmt = compile_format(path, load_rules().providers)
+    assert fmt.writer is not None and fmt.writer_code.startswith("def write(view, c):")
+    view = {"text": "hi", "tool_calls": [{"id": "t1", "name": "f"}, "not a call"], "provider": {"stop_reason": "x"}}
+    written = fmt.writer(view, Ctx("acme", outbound=True))
+    assert written == {"said": "hi", "why": "x", "calls": [{"ref": "t1", "fn": "f"}]}  # a non-object writes nothing
+
+
+def test_the_view_parses_arguments_only_for_a_format_that_writes_them_as_an_object() -> None:
+    """Messages writes a call's `input` (its arguments parsed); Responses writes the text: its view parses none."""
+    result = toolnexus.translate_response(
+        "openai",
+        {
+            "id": "r1",
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}}
+                        ],
+                    },
+                }
+            ],
+        },
+    )
+    messages, responses = load_rules().format("anthropic"), load_rules().format("openai-responses")
+    assert messages.reads_input and not responses.reads_input
+    assert messages.view(result, "r1", [])["tool_calls"][0]["input"] == {"a": 1}
+    assert "input" not in responses.view(result, "r1", [])["tool_calls"][0]
+    assert messages.write(result, "r1")["content"][0]["input"] == {"a": 1}
+    assert responses.write(result, "r1")["output"][0]["arguments"] == '{"a":1}'
+
+
+def test_explain_needs_a_provider_or_a_source() -> None:
+    done = subprocess.run([sys.executable, "-m", "toolnexus", "explain"], capture_output=True, text=True, check=False)
+    assert done.returncode != 0 and "--source" in done.stderr and "Traceback" not in done.stderr
