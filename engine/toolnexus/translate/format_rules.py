@@ -311,7 +311,7 @@ def _display(node: Node, always: frozenset[str]) -> str | None:
         return repr(node.value) if _literal(node.value) else None
     if isinstance(node, Get):
         read = node.reads[0]
-        plain = len(node.reads) == 1 and node.default is None and not node.required and read.steps is not None
+        plain = len(node.reads) == 1 and node.plain and read.steps is not None
         if plain and len(read.steps or ()) == 1 and read.root in always:
             return f"s[{read.root!r}]"
         return None
