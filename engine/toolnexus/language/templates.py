@@ -419,6 +419,7 @@ class Apply(Node):
 
     path: Read
     function: Callable[[Any, Ctx], Any]
+    keys: tuple[str, ...] = ()  # the keys of the object it reads, when it reads only those (`$data_url`)
 
     def paths(self) -> tuple[Read, ...]:
         return (self.path,)
@@ -601,7 +602,7 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Node:
     if op == "$media_type":
         return Apply(_one_read(arg, at, env), media_type)
     if op == "$data_url":
-        return Apply(_one_read(arg, at, env), partial(data_url, where=str(arg)))
+        return Apply(_one_read(arg, at, env), partial(data_url, where=str(arg)), ("media_type", "data"))
     if op == "$seal":
         onto = spec.get("onto")
         if onto is not None and (not isinstance(onto, str) or not onto):
