@@ -713,7 +713,13 @@ def _stream_fields(section: str) -> Concept:
 
     def concept(v: _View) -> Cell:
         fields = v.table("streaming", section)
-        return v.cell([f"{kind}.{field}" for kind, field in fields.items()], ("streaming", section))
+        lines = [
+            f"{kind}.{field['path']} (parts joined by {field.get('join', '')!r})"
+            if isinstance(field, dict)
+            else f"{kind}.{field}"
+            for kind, field in fields.items()
+        ]
+        return v.cell(lines, ("streaming", section))
 
     return concept
 
