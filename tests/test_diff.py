@@ -111,7 +111,9 @@ def test_the_annotation_and_refusal_rows_read_the_response_section() -> None:
     assert grounding.startswith("one candidates[0].groundingMetadata: each groundingSupports, citing")
     assert "groundingChunkIndices of groundingChunks" in grounding and "in UTF-8 bytes" in grounding
     assert "citing sources, indexes into the answer" in cell(report, "annotations from", "cohere")[0]
-    assert cell(report, "annotations from", "openai") == ("one choices[0].message: each annotations → @",)
+    [openai] = cell(report, "annotations from", "openai")
+    assert openai.startswith("one choices[0].message: each annotations → {...@, url_citation: ")
+    assert "url: url_citation.url (string) (required)" in openai  # a typed read shows its type
     assert cell(report, "annotations from", "mistral") == ()
     assert cell(report, "refusal text from", "openai") == ("choices[0].message.refusal",)
     assert cell(report, "refusal text from", "anthropic")[0].startswith("stop_details.explanation ?? ")

@@ -348,3 +348,37 @@ def test_a_read_with_a_default_is_read_inline_and_rendered_only_when_absent(tmp_
     for damaged in variants(copy.deepcopy(answer), budget=60):
         fast = outcome(lambda d=damaged: outbound.run(outbound, d, None))
         assert fast == outcome(lambda d=damaged: by_explain_steps(outbound, d)), damaged
+
+
+# A made-up provider whose reasoning blocks carry a signature read as a string (typed): null is no signature,
+# another type a ResponseError at the provider's place, never an object a format's reader refuses.
+THETA = """\
+provider: theta
+extends: openai
+response:
+  items:
+    - each: out
+      kind: kind
+      kinds:
+        say: {text: {$get: text, type: string}}
+        think:
+          reasoning: {$get: text}
+          message: {thinking_blocks: [{type: thinking, thinking: {$get: text}, signature: {$get: sig, type: string}}]}
+"""
+
+
+def test_a_typed_read_in_an_answer_leaves_a_null_out_and_refuses_another_type_at_its_place(tmp_path: Any) -> None:
+    (tmp_path / "theta.yaml").write_text(THETA)
+    outbound = load_rules(tmp_path).get("theta").outbound
+    answer = {"out": [{"kind": "think", "text": "hm", "sig": None}, {"kind": "say", "text": "hi"}],
+              "choices": [{"finish_reason": "stop"}]}  # fmt: skip
+    assert outbound.translate(answer).message_extras == {"thinking_blocks": [{"type": "thinking", "thinking": "hm"}]}
+    for place, bad in (("out[0].sig", {"sig": 7}), ("out[1].text", {"text": ["hi"]})):
+        broken = copy.deepcopy(answer)
+        broken["out"][int(place[4])].update(bad)
+        with pytest.raises(ResponseError) as info:
+            outbound.translate(broken)
+        assert info.value.path == place
+    for damaged in variants(copy.deepcopy(answer), budget=60):
+        fast = outcome(lambda d=damaged: outbound.run(outbound, d, None))
+        assert fast == outcome(lambda d=damaged: by_explain_steps(outbound, d)), damaged

@@ -161,17 +161,37 @@ def test_a_message_with_several_parts_streams_as_the_whole_answer_reads_it() -> 
     assert [d["refusal"] for d in deltas if "refusal" in d] == ["Not that."]
 
 
-def test_the_first_summary_part_streams_and_the_finished_response_brings_every_part() -> None:
-    """Reasoning deltas stream from the first summary part (the item rebuilt so far stays a reasoning item);
-    a later part arrives whole with response.completed, so the result equals the whole answer."""
+def test_every_summary_part_streams_live_into_its_own_part_joined_as_the_whole_answer_joins_them() -> None:
+    """Each reasoning delta goes into the part its summary_index names (the item rebuilt so far stays a valid
+    reasoning item, part by part) and streams at once; the parts' pieces are joined as the whole answer's."""
     summary = [{"type": "summary_text", "text": "One."}, {"type": "summary_text", "text": "Two, three."}]
     item = {"id": "rs_1", "type": "reasoning", "summary": summary, "encrypted_content": "e"}
     response = whole(item, {**MESSAGE, "content": PARTS[:1]})
-    result, deltas = streamed(stream_of(response))
+    events = stream_of(response)
+    stream = stream_translator(P)
+    live = []
+    for event in events[: next(n for n, e in enumerate(events) if e["type"] == "response.output_item.done")]:
+        live += [c["choices"][0]["delta"].get("reasoning_content") for c in stream.feed(json.dumps(event))]
+    assert "".join(piece or "" for piece in live) == "One.\n\nTwo, three."  # before the item is done
+    so_far = stream.partial()  # the answer so far: the rebuilt item, typed parts in place, is a valid item
+    assert so_far is not None and so_far.message_extras == {"reasoning_items": [{**item, "id": "rs_1"}]}
+    result, deltas = streamed(events)
     assert result.notes == () and result.to_dict() == translate_response(P, response).to_dict()
     assert result.reasoning_content == "One.\n\nTwo, three."
-    assert "".join(d.get("reasoning_content") or "" for d in deltas) == "One."
+    assert "".join(d.get("reasoning_content") or "" for d in deltas) == result.reasoning_content
     assert result.message_extras == {"reasoning_items": [item]}
+
+
+def test_a_summary_delta_whose_part_was_not_announced_still_makes_a_typed_part_and_a_bad_index_is_refused() -> None:
+    summary = [{"type": "summary_text", "text": "One."}, {"type": "summary_text", "text": "Two."}]
+    response = whole({"id": "rs_1", "type": "reasoning", "summary": summary})
+    events = [e for e in stream_of(response) if e["type"] != "response.reasoning_summary_part.added"]
+    result, deltas = streamed(events)
+    assert "".join(d.get("reasoning_content") or "" for d in deltas) == result.reasoning_content == "One.\n\nTwo."
+    bad = [e | {"summary_index": -1} if e["type"].endswith("summary_text.delta") else e for e in events]
+    with pytest.raises(ResponseError) as info:
+        streamed(bad)
+    assert info.value.path.endswith(".summary_index") and info.value.path.startswith("events[")
 
 
 def test_a_failed_response_and_an_error_body_are_the_providers_error() -> None:

@@ -155,6 +155,27 @@ def test_a_shipped_rule_file_validates_against_the_schema(path: Path) -> None:
     assert data["provider"] == path.stem
 
 
+def gets(value: Any) -> Any:
+    """Every `$get` operation in rule data, at any depth."""
+    if isinstance(value, dict):
+        if "$get" in value:
+            yield value
+        for child in value.values():
+            yield from gets(child)
+    elif isinstance(value, list):
+        for child in value:
+            yield from gets(child)
+
+
+def test_every_get_of_the_shipped_rules_fits_the_schemas_get_and_a_typed_one_is_used() -> None:
+    schema = json.loads((RULES / "rules.schema.json").read_text(encoding="utf-8"))
+    validator = jsonschema.validators.validator_for(schema)(schema["$defs"]["get"])
+    found = [op for path in sorted(RULES.rglob("*.yaml")) for op in gets(yaml.safe_load(path.read_text("utf-8")))]
+    assert [e.message for op in found for e in validator.iter_errors(op)] == []
+    assert any("type" in op for op in found)
+    assert list(validator.iter_errors({"$get": "a", "type": "strng"}))  # what the compiler refuses at load
+
+
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
 def test_a_shipped_rule_file_names_its_schema_on_the_first_line(path: Path) -> None:
     """Except a variant (`extends:`): alone it is partial, so an editor would flag the keys it inherits."""

@@ -719,3 +719,79 @@ def test_a_key_where_a_block_type_belongs_is_not_quoted() -> None:
         translate_request("gemini", request, source="anthropic")
     assert caught.value.path == "messages[0].content[0].type"
     assert "SECRET" not in str(caught.value) and "***" in caught.value.message
+
+
+# A made-up format whose `tool_choice` is read from an object two levels deep (`pick.how.mode`) and whose
+# `words` blocks read a picture inside a nested object: those objects have fixed keys at any depth.
+DEEP = MADE_UP.replace(
+    "    tool_choice: {$lookup: pick, table: {free: auto, must: required}}",
+    "    tool_choice: {$lookup: pick.how.mode, table: {free: auto, must: required}}",
+).replace(
+    "          answer:\n",
+    "          picture:\n"
+    "            part: {type: image_url, image_url: {url: {$data_url: src}}, cache_control: {$get: keep}}\n"
+    "            unsupported: {src.alt: {action: drop, doc: alt text}}\n"
+    "          answer:\n",
+)
+assert DEEP.count("picture:") == 1
+PICTURE = {"is": "picture", "src": {"media_type": "image/png", "data": "AAAA"}, "keep": {"free": "form"}}
+
+
+@pytest.mark.parametrize(
+    ("where", "request_part", "place"),
+    [
+        ("field", {"pick": {"how": {"mode": "must", "loud": 1}}}, "pick.how.loud"),
+        ("field", {"pick": {"how": {"mode": "must"}, "loud": 1}}, "pick.loud"),
+        ("block", {"turns": [{"role": "user", "content": [PICTURE | {"src": {"data": "A", "x": {}}}]}]}, "src.x"),
+    ],
+)
+def test_made_up_format_refuses_an_unread_key_at_any_depth_of_an_object_it_reads_inside(
+    tmp_path: Path, where: str, request_part: dict[str, Any], place: str
+) -> None:
+    fmt = made_up(tmp_path, DEEP)
+    with pytest.raises(TranslationError) as caught:
+        fmt.read({"model": "m", "turns": []} | request_part)
+    assert caught.value.path == (place if where == "field" else f"turns[0].content[0].{place}")
+
+
+def test_made_up_format_reads_nested_objects_it_reads_whole_as_they_are_and_drops_a_listed_key(
+    tmp_path: Path,
+) -> None:
+    fmt = made_up(tmp_path, DEEP)
+    picture = PICTURE | {"src": {**PICTURE["src"], "alt": "a cat"}}
+    hub, _, notes = fmt.read({"model": "m", "pick": {"how": {"mode": "free"}}, "turns": [
+        {"role": "user", "content": [picture]}]})  # fmt: skip
+    assert hub["tool_choice"] == "auto"
+    assert hub["messages"][0]["content"][0]["cache_control"] == {"free": "form"}  # read whole: any keys
+    assert [(n.kind, n.path) for n in notes] == [("dropped", "turns[0].content[0].src.alt")]
+
+
+@pytest.mark.parametrize(
+    ("request_part", "place"),
+    [
+        ({"metadata": {"user_id": "u", "tier": {"gold": True}}}, "metadata.tier"),
+        ({"tool_choice": {"type": "tool", "name": "f", "extra": 1}}, "tool_choice.extra"),
+        (
+            {"messages": [{"role": "user", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA", "x": 1}}]}]},
+            "messages[0].content[0].source.x",
+        ),
+        (
+            {"messages": [{"role": "user", "content": [
+                {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png", "y": 2}}]}]},
+            "messages[0].content[0].source.y",
+        ),
+    ],
+)  # fmt: skip
+def test_a_messages_request_key_nested_in_a_fixed_shape_object_is_refused_at_its_place(
+    request_part: dict[str, Any], place: str
+) -> None:
+    request = {"model": "claude", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]} | request_part
+    with pytest.raises(TranslationError) as caught:
+        translate_request("openai", request, source="anthropic")
+    assert caught.value.path == place
+    request["tools"] = [{"name": "f", "input_schema": {"type": "object", "anything": {"goes": True}}}]
+    del request[place.split(".")[0].split("[")[0]]  # free-form objects (a tool's schema) take any keys
+    if "messages" not in request:
+        request["messages"] = [{"role": "user", "content": "hi"}]
+    translate_request("openai", request, source="anthropic")

@@ -744,7 +744,28 @@ def test_an_annotation_whose_url_is_not_text_is_refused_at_the_citation(source: 
     """It was written into the Response's url_citation as it came (a url of 7)."""
     with pytest.raises(ResponseError) as caught:
         translate_response("anthropic", ANTHROPIC_CITED, source=source)
-    assert caught.value.path == "content[0].citations[0]"
+    assert caught.value.path == "content[0].citations[0].url"  # the typed read names the key
     fine = copy.deepcopy(ANTHROPIC_CITED)
     fine["content"][0]["citations"][0]["url"] = "https://en.wikipedia.org/wiki/Claude_Shannon"
     judge_response(dict(translate_response("anthropic", fine, source=SOURCE)))
+
+
+@pytest.mark.parametrize(
+    ("request_part", "place"),
+    [
+        ({"text": {"format": {"type": "json_schema", "name": "w", "schema": {}, "loose": True}}}, "text.format.loose"),
+        ({"text": {"format": {"type": "text", "deep": {"er": 1}}}}, "text.format.deep"),
+        ({"reasoning": {"effort": "low", "budget": 100}}, "reasoning.budget"),
+    ],
+)
+def test_a_responses_request_key_nested_in_a_fixed_shape_object_is_refused_at_its_place(
+    request_part: dict[str, Any], place: str
+) -> None:
+    request = {"model": "gpt-5", "input": "hi"} | request_part
+    with pytest.raises(TranslationError) as caught:
+        translate_request("openai", request, source=SOURCE)
+    assert caught.value.path == place
+    assert translate_request("openai", request, source=SOURCE, unknown_fields="drop")  # or dropped, when asked
+    schema = {"type": "object", "properties": {"x": {"type": "string", "anything": 1}}}  # free-form: any keys
+    fine = {"model": "gpt-5", "input": "hi", "text": {"format": {"type": "json_schema", "name": "w", "schema": schema}}}
+    assert translate_request("openai", fine, source=SOURCE)["response_format"]["json_schema"]["schema"] == schema

@@ -1207,3 +1207,52 @@ def test_a_new_element_at_the_end_of_a_list_is_added_by_the_generated_code(
         translator.feed(json.dumps({"kind": "begin", "message": {"id": "m1", "content": []}}))
         translator.feed(json.dumps({"kind": "block", "at": 1, "block": blocks[0]}))
     assert caught.value.path == "events[1].at" and len(general) == 1
+
+
+# A made-up provider whose reasoning block has notes, each told by pieces naming the note (`note`): each piece
+# goes into the note its event names (`field: "notes[note]"`), and every note streams, joined by " | ".
+NOTED_STREAMING = """
+streaming:
+  type: kind
+  events:
+    begin: [{into: "@", from: message}]
+    block: [{into: content, at: at, from: block}]
+    piece: [{into: content, at: at, field: "notes[note]", from: "{kind: 'note', text: t}"}]
+    whole: [{into: "@", from: message}, end]
+  combine:
+    append: ["content[].notes[].text"]
+  reasoning: {thinking: {path: "notes[].text", join: " | "}}
+"""
+
+
+def test_a_step_field_index_read_from_the_event_writes_each_piece_into_the_element_it_names(tmp_path: Path) -> None:
+    rules = acme_rules(tmp_path)
+    path = rules / "acme.yaml"
+    path.write_text(path.read_text().split("\nstreaming:")[0] + NOTED_STREAMING)
+    message = {"id": "m1", "type": "message", "role": "assistant", "model": "acme-1", "content": [],
+               "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 2}}  # fmt: skip
+    events = [
+        {"kind": "begin", "message": message},
+        {"kind": "block", "at": 0, "block": {"type": "thinking", "notes": []}},
+        {"kind": "piece", "at": 0, "note": 0, "t": "Lo"},
+        {"kind": "piece", "at": 0, "note": 1, "t": "ok"},  # the next note: started
+        {"kind": "piece", "at": 0, "note": 0, "t": "ng"},
+        {"kind": "whole", "message": {**message, "content": [{"type": "thinking", "thinking": "Long | ok"}]}},
+    ]
+    translator = toolnexus.stream_translator("acme", rules=rules)
+    chunks = [c for e in events[:5] for c in translator.feed(json.dumps(e))]
+    notes = [{"kind": "note", "text": "Long"}, {"kind": "note", "text": "ok"}]
+    told = translator.response["content"][0]["notes"]  # texts still arriving are text builders: their value so far
+    assert [{k: v if isinstance(v, str) else v.value() for k, v in note.items()} for note in told] == notes
+    pieces = [c["choices"][0]["delta"].get("reasoning_content") for c in chunks if c["choices"]]
+    assert [p for p in pieces if p] == ["Lo", " | ", "ok", " | ", "ng"]  # each piece as it arrives, joined
+    for bad, where in (({"note": "1"}, "events[2].note"), ({"note": 3}, "content[0].notes")):
+        translator = toolnexus.stream_translator("acme", rules=rules)
+        with pytest.raises(ResponseError) as info:
+            for event in [*events[:2], events[2] | bad]:
+                translator.feed(json.dumps(event))
+        assert info.value.path == where
+    path.write_text(path.read_text().replace('at: at, field: "notes[note]"', 'at: at, field: "notes[no te]"'))
+    with pytest.raises(RuleError) as refused:
+        toolnexus.load_rules(rules, reload=True)
+    assert refused.value.rule == "streaming.events.piece[0].field" and refused.value.line is not None

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from toolnexus import Note, RuleError, TranslationError
+from toolnexus import Note, ResponseError, RuleError, TranslationError
 from toolnexus.language.loader import parse_rule_text
 from toolnexus.language.paths import MISSING, compile_path
 from toolnexus.language.templates import Ctx, Env, Obj, compile_template, parse_template, reads_of, walk
@@ -69,6 +69,33 @@ def test_get_default_is_synthesized_and_reported() -> None:
     ctx = Ctx("test")
     assert render("{$get: max_tokens, default: 4096}", {}, ctx) == 4096
     assert [(n.kind, n.path) for n in ctx.notes] == [("synthesized", "max_tokens")]
+
+
+def test_a_typed_get_reads_null_as_absent_and_another_type_as_an_error_at_its_path() -> None:
+    ctx = Ctx("test")
+    assert render("{$get: sig, type: string}", {"sig": "s"}) == "s"
+    assert render("{x: {$get: sig, type: string}}", {"sig": None}) is MISSING  # null: absent, no key
+    assert render("{$get: sig, type: string, default: ''}", {"sig": None}, ctx) == ""
+    assert [(n.kind, n.path) for n in ctx.notes] == [("synthesized", "sig")]
+    assert render("{$get: n, type: number}", {"n": 2}) == 2
+    assert render("{$get: [a, b], type: integer}", {"b": 3}) == 3
+    ctx = Ctx("test", outbound=True)
+    ctx.path = "content[1]"
+    with pytest.raises(ResponseError) as info:  # in an answer: a ResponseError at the provider's place
+        render("{$get: data, type: string}", {"data": 7}, ctx)
+    assert info.value.path == "content[1].data"
+    with pytest.raises(TranslationError) as request:  # in a request: a TranslationError
+        render("{$get: [a, b], type: boolean}", {"b": 1})
+    assert request.value.path == "b"
+    with pytest.raises(TranslationError) as required:
+        render("{$get: name, type: string, required: true}", {"name": None})
+    assert required.value.path == "name"
+
+
+def test_a_typed_get_names_a_known_type() -> None:
+    error = compile_error("t:\n  $get: a\n  type: strng\n")
+    assert (error.line, error.rule) == (3, "t.type")
+    assert "string" in str(error)
 
 
 def test_get_required_raises_with_the_path() -> None:

@@ -230,6 +230,7 @@ class _View:
             text = " ?? ".join(read.expr for read in node.reads)
             if node.default is not None:
                 text += " ?? " + self.shape(node.default, (*key, "default"))
+            text += f" ({node.wanted})" if node.wanted else ""
             return text + (" (required)" if node.required else "")
         if isinstance(node, When):
             expected = node.expected
@@ -553,7 +554,9 @@ def _key_of(get: Get) -> Key:
 
 def _reads_itself(name: str, node: Node) -> bool:
     """Whether a body field's template is `{$get: <its own name>}`, required or not (no default)."""
-    return isinstance(node, Get) and [read.expr for read in node.reads] == [name] and node.default is None
+    if not isinstance(node, Get) or node.default is not None or node.wanted is not None:
+        return False
+    return [read.expr for read in node.reads] == [name]
 
 
 def _item_sources(v: _View) -> Iterable[tuple[int, dict[str, Any], str]]:
@@ -710,7 +713,13 @@ def _stream_fields(section: str) -> Concept:
 
     def concept(v: _View) -> Cell:
         fields = v.table("streaming", section)
-        return v.cell([f"{kind}.{field}" for kind, field in fields.items()], ("streaming", section))
+        lines = [
+            f"{kind}.{field['path']} (parts joined by {field.get('join', '')!r})"
+            if isinstance(field, dict)
+            else f"{kind}.{field}"
+            for kind, field in fields.items()
+        ]
+        return v.cell(lines, ("streaming", section))
 
     return concept
 

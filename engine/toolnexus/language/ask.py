@@ -29,7 +29,7 @@ def parse(value: Any, key: Key, source: RuleSource) -> Node:
 
 def plain_read(node: Node) -> Read | None:
     """The one path of a template that only reads it (`{$get: a.b}`: one path, no default, not required)."""
-    if isinstance(node, Get) and len(node.reads) == 1 and node.default is None and not node.required:
+    if isinstance(node, Get) and len(node.reads) == 1 and node.plain:
         return node.reads[0]
     return None
 

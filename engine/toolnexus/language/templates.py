@@ -13,6 +13,10 @@ Operations (the whole vocabulary; README "Rule format" has an example of each):
         default: TEMPLATE    used when absent (reported as `synthesized` when it
                              gives a value: a default may itself be conditional)
         required: true       absent is a TranslationError at PATH
+        type: string|integer|number|boolean|object|array
+                             a typed read: null reads as absent (then `default`
+                             or `required` apply); a value of another type is
+                             an error at PATH (a ResponseError in an answer)
   $when: PATH                the `then` template when the value at PATH equals
         is: VALUE            `is` (same JSON type), or one of `in`, or when its
         in: [VALUE, ...]     presence (`present`: not absent, not null) or
@@ -234,7 +238,7 @@ class Env:
 
 
 _OPTIONS: dict[str, set[str]] = {
-    "$get": {"default", "required", "doc", "source"},
+    "$get": {"default", "required", "type", "doc", "source"},
     "$when": {"is", "in", "present", "empty", "then", "else", "doc", "source"},
     "$lookup": {"table", "skip", "default", "doc", "source"},
     "$as_object": {"wrap", "doc", "source"},
@@ -303,6 +307,7 @@ def _define(gen: _Codegen, signature: str, lines: list[str], key: Key, env: Env)
         "fresh_copy": fresh_copy,
         "Note": Note,
         "pick_first": pick_first,
+        "typed": typed,
         "is_empty": is_empty,
         **gen.names,
     }
@@ -354,6 +359,12 @@ class Get(Node):
     default: Node | None
     required: bool
     out_name: str
+    wanted: str | None = None  # `type`: the JSON type a typed read takes (null is absent, another type an error)
+
+    @property
+    def plain(self) -> bool:
+        """Only reads: no default, not required, untyped (what a reader may read inline as a path)."""
+        return self.default is None and not self.required and self.wanted is None
 
     def children(self) -> tuple[Node, ...]:
         return () if self.default is None else (self.default,)
@@ -438,6 +449,7 @@ class Apply(Node):
 
     path: Read
     function: Callable[[Any, Ctx], Any]
+    keys: tuple[str, ...] = ()  # the keys of the object it reads, when it reads only those (`$data_url`)
 
     def paths(self) -> tuple[Read, ...]:
         return (self.path,)
@@ -573,7 +585,11 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Node:
     at = (*key, op)
     if op == "$get":
         default = parse_template(spec["default"], (*key, "default"), env) if "default" in spec else None
-        return Get(_reads(arg, at, env), default, bool(spec.get("required", False)), str(key[-1]) if key else "?")
+        wanted = spec.get("type")
+        if wanted is not None and wanted not in JSON_TYPES:
+            raise env.error((*key, "type"), f"unknown type {wanted!r}{did_you_mean(str(wanted), JSON_TYPES)}")
+        out = str(key[-1]) if key else "?"
+        return Get(_reads(arg, at, env), default, bool(spec.get("required", False)), out, wanted)
     if op == "$when":
         tests = [t for t in _TESTS if t in spec]
         if len(tests) != 1 or "then" not in spec:
@@ -616,7 +632,7 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Node:
     if op == "$media_type":
         return Apply(_one_read(arg, at, env), media_type)
     if op == "$data_url":
-        return Apply(_one_read(arg, at, env), partial(data_url, where=str(arg)))
+        return Apply(_one_read(arg, at, env), partial(data_url, where=str(arg)), ("media_type", "data"))
     if op == "$seal":
         onto = spec.get("onto")
         if onto is not None and (not isinstance(onto, str) or not onto):
@@ -661,6 +677,28 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Node:
         reads.append(_read(path, at_lead, env))  # the message key it replays counts as read
     kinds_read = frozenset(kinds) if isinstance(kinds, list) else None
     return Content(env.content(spec, key), kinds_read, tuple(reads), str(arg))
+
+
+# `$get`'s `type`: the JSON type names and the Python values that are each (a bool is not a number).
+JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: type(v) is str,
+    "integer": lambda v: type(v) is int,
+    "number": lambda v: type(v) in (int, float),
+    "boolean": lambda v: type(v) is bool,
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+}
+
+
+def typed(ctx: Ctx, value: Any, wanted: str, expr: str) -> Any:
+    """A typed `$get`'s read: null is absent; a value of another type is an error at its path, so no answer
+    carries an object its format's readers refuse and no request sends one its provider would."""
+    if value is None:
+        return MISSING
+    if JSON_TYPES[wanted](value):
+        return value
+    article = "an" if wanted[0] in "aeio" else "a"
+    raise ctx.fail(ctx.at(expr), f"expected {article} {wanted}, got {type(value).__name__}")
 
 
 def pick_first(ctx: Ctx, *candidates: Any) -> Any:
@@ -846,13 +884,18 @@ class _Codegen:
         return lines
 
     def _get(self, node: Get, target: str, scope: str) -> list[str]:
+        def check(read: Read, var: str) -> list[str]:
+            if node.wanted is None:
+                return []
+            return [f"if {var} is not MISSING: {var} = typed(c, {var}, {node.wanted!r}, {read.expr!r})"]
+
         if len(node.reads) == 1:
-            lines = self._read(node.reads[0], target, scope)
+            lines = self._read(node.reads[0], target, scope) + check(node.reads[0], target)
         else:
             lines, args, temps = [], [], []
             for read in node.reads:
                 tmp = self._fresh("v")
-                lines += self._read(read, tmp, scope)
+                lines += self._read(read, tmp, scope) + check(read, tmp)
                 args += [repr(read.expr), tmp]
                 temps.append(tmp)
             present = " + ".join(f"({tmp} is not MISSING)" for tmp in temps)

@@ -20,7 +20,7 @@ from typing import Any
 from ..language.loader import Key
 from ..language.paths import MISSING
 from ..language.templates import Const, Ctx, Obj, inline_node, unseal
-from .formats import WHOLE, Kind, Record, SourceFormat, Unsupported
+from .formats import WHOLE, Kind, Record, SourceFormat, Unsupported, unread
 
 # (the normal-form messages, their records, each message with the role its blocks were read as)
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
@@ -35,6 +35,7 @@ class _Gen:
     def __init__(self, fmt: SourceFormat) -> None:
         self.fmt = fmt
         self.names: dict[str, Any] = {"MISSING": MISSING, "unseal": unseal, "Ctx": Ctx, "EMPTY": EMPTY, "quiet": quiet}
+        self.names["inside_read"] = inside_read
         self.count = 0
 
     def bind(self, prefix: str, value: Any) -> str:
@@ -120,13 +121,17 @@ class _Gen:
     def shape(self, kind: Kind, scope: str) -> list[str]:
         """The fast test of a block's shape: only the keys its kind reads, or listed ones settled silently (else
         the general read settles them)."""
+        lines = []
+        if kind.inside:
+            paths, inside = self.bind("PATHS", kind.paths), self.bind("INSIDE", kind.inside)
+            lines.append(f"if not inside_read({scope}, {paths}, {inside}): return None")
         if kind.known is None:
-            return []
+            return lines
         known = self.bind("KNOWN", kind.known)
         if not kind.unsupported:
-            return [f"if not {scope}.keys() <= {known}: return None"]
+            return [*lines, f"if not {scope}.keys() <= {known}: return None"]
         table = self.bind("UNSUPPORTED", kind.unsupported)
-        return [f"if not {scope}.keys() <= {known} and not quiet({scope}, {known}, {table}): return None"]
+        return [*lines, f"if not {scope}.keys() <= {known} and not quiet({scope}, {known}, {table}): return None"]
 
     def block(self, kind: Kind, role: str, join: bool) -> list[str]:
         """One block `b` at `base[j]` of a `role` message, into `cur` (`_message`'s loop body)."""
@@ -343,6 +348,16 @@ def quiet(block: dict[str, Any], known: frozenset[str], table: Mapping[str, Unsu
             rule = table.get(key)
             if rule is None or not (value is None or value in rule.accept):
                 return False
+    return True
+
+
+def inside_read(block: dict[str, Any], paths: frozenset[str], inside: frozenset[str]) -> bool:
+    """Whether every key below the block's objects read inside (an image's `source`) is one a read reaches, as
+    `SourceFormat._settle_inside` finds (else the general read lists or refuses it at its path)."""
+    for name, value in block.items():
+        unreached = name in inside and name not in paths and isinstance(value, dict)
+        if unreached and next(unread(value, name, paths, inside), None) is not None:
+            return False
     return True
 
 

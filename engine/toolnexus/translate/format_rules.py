@@ -42,6 +42,7 @@ from ..language.templates import (
     compile_template,
     parse_template,
     reads_of,
+    walk,
 )
 from .format_code import generate as generate_reader
 from .format_code import generate_writer
@@ -239,6 +240,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         joining_roles=frozenset(r for r, spec in messages["roles"].items() if spec.get("joins")),
         field_paths=paths,
         whole_fields=whole,
+        field_inside=_inside(paths),
         tools_each=tools_spec["each"] if tools_spec else None,
         tool=tool_render,
         tool_reads=tool_reads,
@@ -355,7 +357,7 @@ def _display(node: Node, always: frozenset[str]) -> str | None:
         return repr(node.value) if _literal(node.value) else None
     if isinstance(node, Get):
         read = node.reads[0]
-        plain = len(node.reads) == 1 and node.default is None and not node.required and read.steps is not None
+        plain = len(node.reads) == 1 and node.plain and read.steps is not None
         if plain and len(read.steps or ()) == 1 and read.root in always:
             return f"s[{read.root!r}]"
         return None
@@ -409,6 +411,7 @@ def _compile_kinds(spec: Mapping[str, Any], at: Key, kind_key: str, env: Env) ->
         node = parse_template(template, (*where, mode), env)
         reads = _block_reads(node, (*entry.get("blocks", ()), *([entry["state"]["from"]] if "state" in entry else [])))
         render = compile_template(template, (*where, mode), env)
+        paths = _key_paths(node)
         kinds[kind] = Kind(
             mode=mode,
             render=render,
@@ -421,17 +424,40 @@ def _compile_kinds(spec: Mapping[str, Any], at: Key, kind_key: str, env: Env) ->
             state=(entry["state"]["from"], entry["state"].get("set", "")) if "state" in entry else None,
             joins=entry.get("joins"),
             unsupported=_unsupported(entry.get("unsupported", {})),
+            paths=paths,
+            inside=_inside(paths),
         )
     return kinds
+
+
+def _key_paths(node: Node) -> frozenset[str]:
+    """The key paths a kind's template reads in a block (`source.type`, `cache_control`: read whole; a path
+    stops at its first index; a value function that reads some keys of an object, `$data_url`, reads those)."""
+    out = set()
+    for each in walk(node):
+        for read in each.paths():
+            if read.steps is None:  # an expression: its first field read whole
+                out.update([read.root] if read.root else [])
+                continue
+            named = ".".join(map(str, takewhile(lambda step: isinstance(step, str), read.steps)))
+            keys = each.keys if isinstance(each, Apply) else ()
+            out.update([f"{named}.{key}" for key in keys] if named and keys else [named] if named else [])
+    return frozenset(out)
+
+
+def _inside(paths: frozenset[str] | set[str]) -> frozenset[str]:
+    """The objects the key paths read inside: every proper prefix of each (`text.format` of `text.format.name`)."""
+    return frozenset(p.rsplit(".", i)[0] for p in paths for i in range(1, p.count(".") + 1))
 
 
 def _field_paths(
     request: Mapping[str, Any], derived: set[str], reads: set[str], env: Env
 ) -> tuple[frozenset[str], frozenset[str]]:
-    """The nested field paths the request's fields read (`reasoning.effort`, from the derived renames and the
-    declared templates), and the top-level fields read whole or through an expression (nothing below them is
-    checked). A key below a field that is in neither is unmapped, as a top-level one is."""
-    paths = {".".join(p.split(".")[:2]) for p in derived if "." in p}
+    """The nested field paths the request's fields read, at any depth (`text.format.name`, from the derived
+    renames and the declared templates; a path stops at its first index: a list is read whole), and the
+    top-level fields read whole or through an expression (nothing below them is checked). A key below a
+    field read inside that no path reaches is unmapped, as a top-level one is (`SourceFormat.unread`)."""
+    paths = {p for p in derived if "." in p}
     whole: set[str] = set()
     for key, template in request.get("fields", {}).items():
         for read in reads_of(parse_template(template, ("request", "fields", key), env)):
@@ -440,7 +466,8 @@ def _field_paths(
             elif len(read.steps) == 1:
                 whole.add(read.expr)
             else:
-                paths.add(".".join(str(s) for s in read.steps[:2]))
+                named = list(takewhile(lambda step: isinstance(step, str), read.steps))
+                paths.add(".".join(map(str, named)))
     for name in reads:
         if not any(p.startswith(name + ".") for p in paths):
             whole.add(name)  # read only as a whole (a table read backwards, a plain value)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 from types import MappingProxyType
@@ -57,6 +57,10 @@ class Kind:
     joins: str | None = None  # a transcript item that joins the last message when it has this role, else starts one
     unsupported: Mapping[str, Unsupported] = field(default_factory=lambda: MappingProxyType({}))  # keys not read
     node: Node | None = None  # the template, parsed (what the generated reader pastes inline)
+    # The key paths it reads inside the block's objects (`source.type`, `source.data`) and those objects
+    # (`source`): a key below one of them that no path reaches is unmapped, as a block key is.
+    paths: frozenset[str] = frozenset()
+    inside: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,29 @@ def placed(origins: Origins, records: list[Record]) -> Origins:
     return origins
 
 
+def unread(
+    value: dict[str, Any], at: str, paths: frozenset[str], inside: frozenset[str]
+) -> Iterator[tuple[str, str, Any]]:
+    """The keys below the object at `at` (one some read path goes inside), at any depth, that no path in
+    `paths` reaches: (their path, key, value). An object a path reads inside has fixed keys; one read whole
+    (its own path in `paths`) does not."""
+    for key, inner in value.items():
+        path = f"{at}.{key}"
+        if path in paths:
+            continue
+        if path in inside:
+            if isinstance(inner, dict):
+                yield from unread(inner, path, paths, inside)
+            continue
+        yield path, key, inner
+
+
+def below_key(table: Mapping[str, Unsupported], name: str) -> Mapping[str, Unsupported]:
+    """The unsupported entries listed for the keys below `name` (`reasoning.summary`), by key."""
+    prefix = name + "."
+    return {k.removeprefix(prefix): v for k, v in table.items() if k.startswith(prefix)}
+
+
 @dataclass
 class Transcript:
     """One request's normal-form messages as they are read: where each came from, each with the role its
@@ -180,8 +207,9 @@ class SourceFormat:
     message_unsupported: Mapping[str, Unsupported]  # `messages.unsupported`: a message's keys not read
     transcript_roles: frozenset[str]  # the roles a transcript message may have (not `transcript: false`)
     joining_roles: frozenset[str]  # roles whose messages join the last message of their role (`joins: true`)
-    field_paths: frozenset[str]  # the nested field paths the fields read (`reasoning.effort`)
+    field_paths: frozenset[str]  # the nested field paths the fields read, at any depth (`text.format.name`)
     whole_fields: frozenset[str]  # top-level fields read whole (or through an expression): no nested check
+    field_inside: frozenset[str]  # the objects below a field the field paths read inside (`text.format`)
     answer: Render
     blocks_into: str | None  # None: the answer has no `blocks` (its template writes it whole)
     blocks: tuple[tuple[Any, Render], ...]  # (the list it walks or None, the template of one block)
@@ -239,9 +267,9 @@ class SourceFormat:
         for name, value in request.items():
             if name in self.field_reads or name == self.each or name == self.system or name == self.tools_each:
                 if isinstance(value, dict) and name in self.field_reads and name not in self.whole_fields:
-                    for key, inner in value.items():  # a key below a field no rule reads
-                        if f"{name}.{key}" not in self.field_paths:
-                            self._settle(key, inner, f"{name}.{key}", self._below(name), notes, unknown_fields)
+                    for path, key, inner in unread(value, name, self.field_paths, self.field_inside):
+                        below = below_key(self.unsupported, path.rpartition(".")[0])  # a key no rule reads
+                        self._settle(key, inner, path, below, notes, unknown_fields)
                 continue
             self._settle(name, value, name, self.unsupported, notes, unknown_fields)
         ctx = Ctx(self.name)
@@ -316,11 +344,6 @@ class SourceFormat:
         call's `messages`, `tools` and `max_tokens` arguments are sent as)."""
         limit = self.field_origin.get("max_completion_tokens")
         return self.each, self.tools_each or "tools", limit[0] if limit else "max_tokens"
-
-    def _below(self, name: str) -> Mapping[str, Unsupported]:
-        """The unsupported entries listed for the keys below field `name` (`reasoning.summary`), by key."""
-        prefix = name + "."
-        return {k.removeprefix(prefix): v for k, v in self.unsupported.items() if k.startswith(prefix)}
 
     def _new(self, role: str, into: Transcript, where: str) -> dict[str, Any]:
         message: dict[str, Any] = {"role": role, "content": []}
@@ -455,6 +478,8 @@ class SourceFormat:
         name = block.get(self.kind) if type(block) is dict else None
         kind = kinds.get(name) if type(name) is str else None
         if kind is not None and (kind.known is None or block.keys() <= kind.known):  # the common case, settled
+            if kind.inside:
+                self._settle_inside(kind, block, path, into)
             return kind
         if not isinstance(block, dict):
             raise self._fail(path, f"must be an object, got {type(block).__name__}")
@@ -466,7 +491,18 @@ class SourceFormat:
             for key in block:
                 if key not in kind.known:
                     self._settle(key, block[key], f"{path}.{key}", kind.unsupported, into.notes, into.policy)
+        if kind.inside:
+            self._settle_inside(kind, block, path, into)
         return kind
+
+    def _settle_inside(self, kind: Kind, block: dict[str, Any], path: str, into: Transcript) -> None:
+        """The keys below a block's objects that the kind reads inside (an image's `source`), at any depth,
+        that no read reaches: listed (`unsupported: {source.KEY: ...}`) or refused, as a block key is."""
+        for name, value in block.items():
+            if name in kind.inside and name not in kind.paths and isinstance(value, dict):
+                for at, key, inner in unread(value, name, kind.paths, kind.inside):
+                    below = below_key(kind.unsupported, at.rpartition(".")[0])
+                    self._settle(key, inner, f"{path}.{at}", below, into.notes, into.policy)
 
     def _tools(self, tools: Any, records: list[Record], notes: list[Note], unknown_fields: str) -> list[Any]:
         """The tool declarations in the normal form's shape; where each came from, recorded."""

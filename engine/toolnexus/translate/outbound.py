@@ -686,7 +686,8 @@ def _parts(template: dict[str, Any], key: Key, env: Env, annotations: Annotation
         steps = plain.steps if plain is not None else None
         render = None if steps is not None else compile_node(node, (*at, name), env)
         read = read_path(node)
-        defaulted = read.steps if read is not None and isinstance(node, Get) and not node.required else None
+        inline = isinstance(node, Get) and not node.required and node.wanted is None  # a default alone: read inline
+        defaulted = read.steps if read is not None and inline else None
         mapping = node if isinstance(node, Obj) and _plain_mapping(node) else None
         return Part(steps, render, read, mapping, defaulted if steps is None else None)
 

@@ -33,7 +33,7 @@ import copy
 import re
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -54,6 +54,7 @@ from .stream_rules import (
     REASONING,
     TEXT,
     Continued,
+    EventIndex,
     Move,
     Node,
     Path,
@@ -73,6 +74,8 @@ class _Element:
 
     roles: Mapping[Path, str]
     call: int | None = None  # its tool-call index, when it is a tool call
+    join: str = ""  # between the pieces of two parts of a reasoning path read at any index (`summary[].text`)
+    part: Path | None = None  # the part the last reasoning piece went to (a new one is joined first)
 
 
 _WHOLE = _Element(MappingProxyType({}))  # a held whole call's element: none of its fields streams
@@ -228,11 +231,20 @@ class StreamTranslator:
             ):
                 raise self._misplaced(step, n, i, index, target, into)
             parent, key, node, above = target, index, node.child(index) if node else None, into
-            for s in step.field:
+            for given in step.field:  # an index the event gives: the element it names, or the next one
+                s = self._event_index(given, scope, step, n, i) if isinstance(given, EventIndex) else given
                 path = (*above, key)
                 parent, key, node = self._descend(parent, key, s, node, path)
                 above = path
         self._merge(parent, key, value, node, above, step.omit)
+
+    def _event_index(self, step: EventIndex, scope: Any, move: Move, n: int, i: int | None) -> int:
+        """The index an event gives for a step's `field` (`summary[summary_index]`): an integer from 0."""
+        index = step.getter(scope)
+        if type(index) is not int or index < 0:
+            where = f"events[{n}]" + (f".{move.each_path}[{i}]" if i is not None else "") + f".{step.expr}"
+            raise ResponseError(where, "must be an index (an integer from 0)", provider=self.rules.provider)
+        return index
 
     def _misplaced(self, step: Move, n: int, i: int | None, index: Any, target: Any, path: Path) -> ResponseError:
         provider = self.rules.provider
@@ -441,7 +453,8 @@ class StreamTranslator:
             self._held.append(len(self._calls))
             self._calls.append(None)
             return
-        info = _Element(w.roles.get(kind, {}) if isinstance(kind, str) else {})
+        roles = w.roles.get(kind, {}) if isinstance(kind, str) else {}
+        info = _Element(roles, join=self.rules.reasoning_joins.get(kind, "") if isinstance(kind, str) else "")
         self._elements[w_index][i] = info
         if template is None:
             return  # a kind the rules do not know: the final translation notes it
@@ -461,8 +474,10 @@ class StreamTranslator:
         if type(text) is str and text:
             self._emit_text(text)
         for field_path, role in info.roles.items():
-            if role == REASONING and type(value := _walk(element, field_path)) is str and value:
-                self._deltas.append({"reasoning_content": value})
+            if role == REASONING:
+                for part, value in _walk_each(element, field_path):
+                    if type(value) is str and value:
+                        self._emit(info, role, value, part)
         call = item.get("tool_call")
         if call is None:
             return
@@ -540,14 +555,23 @@ class StreamTranslator:
         else:
             info = self._elements[w_index].get(0)
             field_path = path[n:]
-        if info is not None and (role := info.roles.get(field_path)) is not None:
-            self._emit(info, role, piece)
+        if info is None:
+            return
+        role = info.roles.get(field_path)
+        if role is None and info.roles and any(type(step) is int for step in field_path):
+            role = info.roles.get(tuple(None if type(step) is int else step for step in field_path))  # `[]`
+        if role is not None:
+            self._emit(info, role, piece, field_path)
 
-    def _emit(self, info: _Element, role: str, piece: str) -> None:
-        """A piece of a watched element's field: a delta by the role its template gives the field."""
+    def _emit(self, info: _Element, role: str, piece: str, part: Path = ()) -> None:
+        """A piece of a watched element's field: a delta by the role its template gives the field. A reasoning
+        piece of another part than the last (`part`, a `summary[].text` path) comes after the join."""
         if role == TEXT:
             self._emit_text(piece)
         elif role == REASONING:
+            if info.part is not None and part != info.part and info.join:
+                self._deltas.append({"reasoning_content": info.join})
+            info.part = part
             self._deltas.append({"reasoning_content": piece})
         elif role == ARGUMENTS and info.call is not None and (call := self._calls[info.call]) is not None:
             call.sent_arguments = True
@@ -724,6 +748,23 @@ def _get(parent: Any, key: str | int) -> Any:
     if isinstance(parent, dict):
         return parent.get(key, MISSING)
     return parent[key] if type(key) is int and key < len(parent) else MISSING
+
+
+def _walk_each(value: Any, path: Path) -> Iterator[tuple[Path, Any]]:
+    """The values at `path` in `value` with the concrete path of each: `[]` (None) steps through every
+    element of a list (`summary[].text`: each part's text, in order)."""
+    if not path:
+        yield (), value
+        return
+    step, rest = path[0], path[1:]
+    if step is None:
+        if type(value) is list:
+            for n, element in enumerate(value):
+                yield from (((n, *below), found) for below, found in _walk_each(element, rest))
+        return
+    found = _walk(value, (step,))
+    if found is not MISSING:
+        yield from (((step, *below), inner) for below, inner in _walk_each(found, rest))
 
 
 def _walk(value: Any, steps: Path) -> Any:

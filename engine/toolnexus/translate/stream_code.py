@@ -28,11 +28,13 @@ from .stream_rules import (
     JSON,
     TEXT,
     Dispatch,
+    EventIndex,
     Join,
     Move,
     Node,
     Steps,
     Streaming,
+    fixed_field,
 )
 
 Pattern = tuple[str | int | None, ...]  # a place in the response: keys, fixed indexes, None for any other index
@@ -416,6 +418,8 @@ class _Code:
 
     def place(self, step: Move, s: str, scope: str, i: str) -> list[str]:
         """One step's value merged into the response: the walk down `into` by type tests, else the general way."""
+        if any(isinstance(stp, EventIndex) for stp in step.field):  # an index the event gives: the general way
+            return [f"s._place({s}, {scope}, n, {i})"]
         lines = self.read(step.from_path, step.source, "v", scope)
         tests: list[str] = []
         into = step.into
@@ -472,11 +476,12 @@ class _Code:
 
     def field(self, step: Move, element: Pattern, at: str, otherwise: str) -> list[str]:
         """Into the element `ix` of the list, then down `field` (objects there already), then the merge."""
-        if not step.field:
+        field = fixed_field(step)
+        if not field:
             return self.leaf(element, "lq", "ix", at, step.omit)
         tests, parent = ["type(f0 := lq[ix]) is dict"], "f0"
-        for d, stp in enumerate(step.field[:-1]):
-            nxt = step.field[d + 1]
+        for d, stp in enumerate(field[:-1]):
+            nxt = field[d + 1]
             want = "dict" if type(nxt) is str else "list"
             got = f"{parent}.get({stp!r}, MISSING)" if type(stp) is str else f"{parent}[{stp}]"
             tests.append(f"type(f{d + 1} := {got}) is {want}")
@@ -484,10 +489,10 @@ class _Code:
                 tests.append(f"{nxt} < len(f{d + 1})")
             parent = f"f{d + 1}"
         at_more = at
-        fixed_in_field = tuple(stp for stp in step.field if type(stp) is int)
+        fixed_in_field = tuple(stp for stp in field if type(stp) is int)
         if fixed_in_field:
             at_more = f"{at} + {fixed_in_field!r}"
-        body = self.leaf((*element, *step.field), parent, repr(step.field[-1]), at_more, step.omit)
+        body = self.leaf((*element, *field), parent, repr(field[-1]), at_more, step.omit)
         return [f"if {' and '.join(tests)}:", *_indent(body, 4), "else:", f"    {otherwise}"]
 
     def leaf(self, pattern: Pattern, p: str, k: str, at: str, omit: frozenset[str]) -> list[str]:

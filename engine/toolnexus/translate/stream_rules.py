@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from ..language.loader import Key, RuleSource, did_you_mean
 from ..language.paths import Getter, simple_steps
@@ -26,12 +26,24 @@ from ..language.templates import Ctx, Env, Render, compile_template, path_getter
 from .endpoint import Endpoint
 from .outbound import ItemSource, Outbound, Parts
 
+
+@dataclass(frozen=True)
+class EventIndex:
+    """A write-path index the event gives (`summary[summary_index]` in a step's `field`): read from the event
+    (or the `each` element) at merge time, an integer from 0; the element it names is started when it is next."""
+
+    expr: str
+    getter: Getter
+
+
 Step = str | int | None  # a write-path step: a key, an index, or None for "any element" (`[]`)
 Path = tuple[Step, ...]
+FieldPath = tuple[Step | EventIndex, ...]  # a step's `field`: its indexes may be read from the event
 
 APPEND, JSON, EXTEND, BY_POSITION = "append", "json", "extend", "by_position"  # combine policies
 TEXT, ARGUMENTS, REASONING = "text", "arguments", "reasoning"  # what a watched field is read as
-_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d*\])*)")
+_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[[A-Za-z0-9_.]*\])*)")
+_EVENT_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 @dataclass(frozen=True)
@@ -91,7 +103,7 @@ class Move:
     from_path: str = "@"
     at: Getter | None = None
     at_path: str = ""
-    field: Path = ()
+    field: FieldPath = ()
     each: Getter | None = None
     each_path: str = ""
     omit: frozenset[str] = frozenset()
@@ -151,6 +163,7 @@ class Streaming:
     created: Getter | None
     combine: Node
     reasoning: Mapping[str, Path]
+    reasoning_joins: Mapping[str, str]  # kind -> the text between two parts' pieces of a `[]` reasoning path
     watched: tuple[Watched, ...]  # longest path first: the most specific source owns a path
     outbound: Outbound
     endpoint: Endpoint
@@ -188,20 +201,40 @@ def deep_merge(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str,
 
 def write_path(expr: Any, key: Key, env: Env, *, any_index: bool = False) -> Path:
     """A path into the response being built: `a.b[0].c` (or `a[].b` for every element); `@` is the root."""
+    return cast(Path, _write_path(expr, key, env, any_index, event_index=False))  # no EventIndex without it
+
+
+def fixed_field(move: Move) -> Path:
+    """A step's `field` whose indexes are all in the rule (the generated code's fast path takes only these)."""
+    assert not any(isinstance(step, EventIndex) for step in move.field)
+    return cast(Path, move.field)
+
+
+def _write_path(expr: Any, key: Key, env: Env, any_index: bool, event_index: bool) -> FieldPath:
+    """A write path; with `event_index`, an index may be `[name]`: the one the event holds at `name`."""
     if not isinstance(expr, str):
         raise env.error(key, f"expected a path (a string), got {type(expr).__name__}")
     if expr == "@":
         return ()
-    steps: list[Step] = []
+    steps: list[Step | EventIndex] = []
     for segment in expr.split("."):
         match = _SEGMENT.fullmatch(segment)
         if match is None:
             raise env.error(key, f"bad path '{expr}': write paths are names and [N] indexes joined by dots")
         steps.append(match[1])
-        for index in re.findall(r"\[(\d*)\]", match[2]):
+        for index in re.findall(r"\[([^\]]*)\]", match[2]):
             if index == "" and not any_index:
                 raise env.error(key, f"bad path '{expr}': `[]` (any element) is only for `combine` paths")
-            steps.append(int(index) if index else None)
+            if index.isdigit() or not index:
+                steps.append(int(index) if index else None)
+            elif not event_index:
+                raise env.error(
+                    key, f"bad path '{expr}': an index read from the event ([{index}]) is only for a step's `field`"
+                )
+            elif _EVENT_PATH.fullmatch(index):
+                steps.append(EventIndex(index, path_getter(index, key, env)))
+            else:
+                raise env.error(key, f"bad path '{expr}': [{index}] is neither an index nor a plain path of the event")
     return tuple(steps)
 
 
@@ -228,7 +261,14 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
             events[name] = Dispatch(by, handler["by"], MappingProxyType(cases))
         else:
             events[name] = _steps(handler, at, env)
-    reasoning = {kind: write_path(p, (*key, "reasoning", kind), env) for kind, p in spec.get("reasoning", {}).items()}
+    reasoning: dict[str, Path] = {}
+    joins: dict[str, str] = {}  # kind -> what joins the pieces of two elements of a `[]` reasoning path
+    for kind, given in spec.get("reasoning", {}).items():
+        at = (*key, "reasoning", kind)
+        path = given["path"] if isinstance(given, dict) else given
+        reasoning[kind] = write_path(path, (*at, "path") if isinstance(given, dict) else at, env, any_index=True)
+        if isinstance(given, dict):
+            joins[kind] = given.get("join", "")
     text = {kind: write_path(p, (*key, "text", kind), env) for kind, p in spec.get("text", {}).items()}
     watched = tuple(sorted(_watch(source, outbound, combine, reasoning, key, text), key=lambda w: -len(w.steps)))
     below: dict[Path, list[int]] = {}
@@ -255,6 +295,7 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
         created=path_getter(spec["created"], (*key, "created"), env) if "created" in spec else None,
         combine=combine,
         reasoning=MappingProxyType(reasoning),
+        reasoning_joins=MappingProxyType(joins),
         watched=watched,
         outbound=outbound,
         endpoint=endpoint,
@@ -279,7 +320,9 @@ def _steps(spec: list[Any], key: Key, env: Env) -> Steps:
                 from_path=step["from"],
                 at=path_getter(step["at"], (*at, "at"), env) if "at" in step else None,
                 at_path=step.get("at", ""),
-                field=write_path(step["field"], (*at, "field"), env) if "field" in step else (),
+                field=_write_path(step["field"], (*at, "field"), env, False, event_index=True)
+                if "field" in step
+                else (),
                 each=path_getter(each, (*at, "each"), env) if each is not None else None,
                 each_path=each or "",
                 omit=frozenset(step.get("omit", ())),
