@@ -24,7 +24,7 @@ CASES = request_cases(PROVIDERS)
 def explained(monkeypatch: pytest.MonkeyPatch, provider: str, request: Any, options: dict[str, Any]) -> Any:
     """The outcome with the fast test refusing every tool list, so the explain step writes them all."""
     with monkeypatch.context() as patch:
-        patch.setattr(Inbound, "_plain_tools", lambda self, tools: None)
+        patch.setattr(Inbound, "_fast_tools", lambda self, tools, ctx: None)
         return request_outcome(provider, request, options)
 
 

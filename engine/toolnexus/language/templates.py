@@ -266,16 +266,20 @@ def compile_node(node: Node, key: Key, env: Env) -> Render:
     return _define(gen, "render(s, c)", prologue + gen.prelude + body, key, env)
 
 
+def inline_node(node: Node, scope: str, target: str) -> tuple[list[str], dict[str, Any]]:
+    """One parsed template as lines of a caller's generated function (one that writes many scopes in a loop):
+    they read the scope held in the variable `scope` and leave the value in `target`. With them, the names
+    they use. The lines use `c`, `s`, `sd` and numbered names (`f0`, `p0`, `v1`, `k2`): the caller uses none."""
+    gen = _Codegen()
+    body = gen.emit(node, target, "s")
+    head = [f"s = {scope}"] + (["sd = s if isinstance(s, dict) else {}"] if gen.firsts else [])
+    head += [f"{var} = sd.get({name!r}, MISSING)" for name, var in gen.firsts.items()]
+    return head + gen.prelude + body, {**_NAMES, **gen.names}
+
+
 def _define(gen: _Codegen, signature: str, lines: list[str], key: Key, env: Env) -> Render:
     source = f"def {signature}:\n" + "".join(f"    {line}\n" for line in lines) + "    return out\n"
-    namespace = {
-        "MISSING": MISSING,
-        "fresh_copy": fresh_copy,
-        "Note": Note,
-        "pick_first": pick_first,
-        "is_empty": is_empty,
-        **gen.names,
-    }
+    namespace = {**_NAMES, **gen.names}
     exec(compile(source, f"<template {'.'.join(map(str, key))}>", "exec"), namespace)
     render: Render = namespace["render"]
     env.generated[key] = source
@@ -1008,3 +1012,13 @@ def read_lines(target: str, scope: str, steps: tuple[str | int, ...]) -> list[st
             )
         source = target
     return lines
+
+
+# What every generated template may use besides its own names.
+_NAMES: dict[str, Any] = {
+    "MISSING": MISSING,
+    "fresh_copy": fresh_copy,
+    "Note": Note,
+    "pick_first": pick_first,
+    "is_empty": is_empty,
+}

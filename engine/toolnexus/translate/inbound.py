@@ -41,12 +41,9 @@ from .reader import (
     read_tools,
     system_parts,
 )
-from .request_code import ListPath, Messages, Written, generate, settle_parts
+from .request_code import Messages, Tools, Written, generate, generate_tools, settle_parts
 
 UnknownFields = Literal["error", "drop"]
-
-
-TOOLS = ListPath("tools", ".function")
 
 
 class _Parts:
@@ -149,6 +146,7 @@ class Inbound:
     # template reads only function keys), the tool as `source` (it reads only that), or None (explain always).
     plain_tool_scope: Literal["function", "source"] | None = None
     messages: Messages = field(default=lambda *_: None)  # the messages section's generated function (request_code)
+    tools: Tools = field(default=lambda *_: None)  # the tools section's generated function (request_code)
     # messages.merge_same_role: the written message key holding the provider's role; consecutive written
     # messages with the same value there become one (None: only merge_consecutive merges).
     merge_same_role: str | None = None
@@ -232,44 +230,23 @@ class Inbound:
         return body
 
     def _tools_section(self, tools: Any, ctx: Ctx, unknown_fields: UnknownFields) -> tuple[list[Any], set[str]]:
-        """The tools and their declared names. When every tool passes `_plain_tools`, the declaration's scope
-        is the tool as given; otherwise the explain step (the reader, then `_write_tool` per tool) refuses,
-        settles and notes precisely. Both write the same declarations."""
-        names = self._plain_tools(tools)
-        if names is None:
-            read = read_tools(tools, self.provider)
-            return [self._write_tool(t, ctx, unknown_fields) for t in read], {t["name"] for t in read}
-        declaration = self.declaration
-        whole = self.plain_tool_scope == "source"
-        written = []
-        for i, tool in enumerate(tools):
-            ctx.path = (TOOLS, i)
-            written.append(declaration({"source": tool} if whole else tool["function"], ctx))
-        ctx.path = ""
-        return written, names
+        """The tools and their declared names, from the generated function (`request_code.generate_tools`: its
+        fast test and the write, per tool). When it declines the list or raises, the explain step (the reader,
+        then `_write_tool` per tool) refuses, settles and notes precisely. Both write the same declarations."""
+        noted = len(ctx.notes)
+        try:
+            fast = self._fast_tools(tools, ctx)
+        except TranslationError:
+            fast = None  # the reader's errors come first: it reads every tool before one is written
+        if fast is not None:
+            return fast
+        del ctx.notes[noted:]
+        read = read_tools(tools, self.provider)
+        return [self._write_tool(t, ctx, unknown_fields) for t in read], {t["name"] for t in read}
 
-    def _plain_tools(self, tools: Any) -> set[str] | None:
-        """The fast test of the tools section: the declared names when every tool is `{type: function,
-        function}` whose keys the declaration all reads (none of them null), with a new non-empty name, a
-        string description and an object of parameters if given (None: the explain step decides). A template
-        that reads the tool whole takes any function keys."""
-        if self.plain_tool_scope is None or type(tools) is not list:
-            return None
-        reads = self.tool_keys_read if self.plain_tool_scope == "function" else None
-        names: set[str] = set()
-        for tool in tools:
-            function = tool.get("function") if type(tool) is dict and len(tool) == 2 else None
-            if type(function) is not dict or tool.get("type") != "function":
-                return None
-            if reads is not None and (not function.keys() <= reads or None in function.values()):
-                return None
-            name = function.get("name")
-            if type(name) is not str or not name or name in names:
-                return None
-            if type(function.get("description", "")) is not str or type(function.get("parameters", {})) is not dict:
-                return None
-            names.add(name)
-        return names
+    def _fast_tools(self, tools: Any, ctx: Ctx) -> tuple[list[Any], set[str]] | None:
+        """The generated tools function; None when it declines the list (or the rules have none)."""
+        return None if self.plain_tool_scope is None else self.tools(tools, ctx)
 
     def _refuse(self, path: str, message: str) -> TranslationError:
         return TranslationError(path, message, provider=self.provider)
@@ -593,7 +570,11 @@ def compile_inbound(source: RuleSource) -> Inbound:
         ),
     )
     text, run = generate(inbound)  # the messages section's one function, from the compiled tables above
-    return replace(inbound, messages=run, code=(*inbound.code, (("messages",), text)))
+    code_items = (*inbound.code, (("messages",), text))
+    if plain_tool_scope is None:
+        return replace(inbound, messages=run, code=code_items)
+    tools_text, tools_run = generate_tools(inbound, decl_env.parsed[("tools", "declaration")])
+    return replace(inbound, messages=run, tools=tools_run, code=(*code_items, (("tools",), tools_text)))
 
 
 def _carry_table(spec: dict[str, Any]) -> Carry:

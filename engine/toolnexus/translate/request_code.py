@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import Note
 from ..language.paths import MISSING
-from ..language.templates import Ctx
+from ..language.templates import Ctx, Node, inline_node
 from .reader import (
     ROLES,
     IdMap,
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 # (the written messages, the hoisted prompts, the notes of the turns, the index of the first turn)
 Written = tuple[list[Any], list[tuple[str, str, int, dict[str, Any]]], list[Note], int | None]
 Messages = Callable[[list[Any], Ctx, IdMap | None], Written | None]
+# (the written declarations, the declared names), or None when the fast test declines the list
+Tools = Callable[[Any, Ctx], tuple[list[Any], set[str]] | None]
 
 
 class ListPath:
@@ -242,3 +244,51 @@ def _role(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
         "    merged = False",
         f"merging = {role!r}" if rule.merge_consecutive else "merging = None",
     ]
+
+
+TOOLS = ListPath("tools", ".function")
+
+
+def generate_tools(inbound: Inbound, declaration: Node) -> tuple[str, Tools]:
+    """The tools section's function and its source: per tool, the fast test of its shape and the declaration
+    written inline. The test passes a tool `{type: function, function}` whose function keys the declaration all
+    reads (none null; any keys when it reads the tool whole), with a new non-empty name, a string description and
+    an object of parameters if given. It declines (None) anything else, and the explain step decides: the notes
+    written before it declined are taken back."""
+    whole = inbound.plain_tool_scope == "source"
+    scope = "{'source': tool_}" if whole else "fn_"
+    body, names = inline_node(declaration, scope, "written_")
+    names.update({"TOOLS": TOOLS, "READS": inbound.tool_keys_read})
+    lines = [
+        "def tools(tools_, c):",
+        "    if type(tools_) is not list: return None",
+        "    out_, declared_, noted_ = [], set(), len(c.notes)",
+        "    for i_, tool_ in enumerate(tools_):",
+        "        fn_ = tool_.get('function') if type(tool_) is dict and len(tool_) == 2 else None",
+        "        if type(fn_) is not dict or tool_.get('type') != 'function':",
+        "            del c.notes[noted_:]",
+        "            return None",
+    ]
+    if not whole:
+        lines += [
+            "        if not fn_.keys() <= READS or None in fn_.values():",
+            "            del c.notes[noted_:]",
+            "            return None",
+        ]
+    lines += [
+        "        name_ = fn_.get('name')",
+        "        if (type(name_) is not str or not name_ or name_ in declared_",
+        "                or type(fn_.get('description', '')) is not str or type(fn_.get('parameters', {})) is not dict):",
+        "            del c.notes[noted_:]",
+        "            return None",
+        "        declared_.add(name_)",
+        "        c.path = (TOOLS, i_)",
+        *("        " + line for line in body),
+        "        out_.append(written_)",
+        "    c.path = ''",
+        "    return out_, declared_",
+    ]
+    text = "\n".join(lines) + "\n"
+    exec(compile(text, f"<tools {inbound.provider}>", "exec"), names)
+    run: Tools = names["tools"]
+    return text, run
