@@ -90,6 +90,7 @@ import difflib
 import json
 import mimetypes
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -266,15 +267,28 @@ def compile_node(node: Node, key: Key, env: Env) -> Render:
     return _define(gen, "render(s, c)", prologue + gen.prelude + body, key, env)
 
 
-def inline_node(node: Node, scope: str, target: str) -> tuple[list[str], dict[str, Any]]:
+@dataclass(frozen=True)
+class Inline:
     """One parsed template as lines of a caller's generated function (one that writes many scopes in a loop):
-    they read the scope held in the variable `scope` and leave the value in `target`. With them, the names
-    they use. The lines use `c`, `s`, `sd` and numbered names (`f0`, `p0`, `v1`, `k2`): the caller uses none."""
+    `head` reads the scope held in the caller's variable (each top-level field once, into the variable `firsts`
+    names), `body` leaves the value in the caller's target; `names` is what they use. The lines use `c`, `s`,
+    `sd` and numbered names (`f0`, `p0`, `v1`, `k2`): the caller uses none of these."""
+
+    head: list[str]
+    body: list[str]
+    names: dict[str, Any]
+    firsts: dict[str, str]
+
+
+def inline_node(node: Node, scope: str, target: str, *, is_dict: bool = False) -> Inline:
+    """`node` inlined (see Inline); `is_dict`: the caller has tested that the scope is a dict."""
     gen = _Codegen()
     body = gen.emit(node, target, "s")
-    head = [f"s = {scope}"] + (["sd = s if isinstance(s, dict) else {}"] if gen.firsts else [])
+    head = [f"s = {scope}"]
+    if gen.firsts:
+        head.append("sd = s" if is_dict else "sd = s if isinstance(s, dict) else {}")
     head += [f"{var} = sd.get({name!r}, MISSING)" for name, var in gen.firsts.items()]
-    return head + gen.prelude + body, {**_NAMES, **gen.names}
+    return Inline(head + gen.prelude, body, {**_NAMES, **gen.names}, dict(gen.firsts))
 
 
 def _define(gen: _Codegen, signature: str, lines: list[str], key: Key, env: Env) -> Render:
@@ -650,6 +664,10 @@ def pick_first(ctx: Ctx, *candidates: Any) -> Any:
     return MISSING if found is None else found[1]
 
 
+# A generated line that only copies a variable read up front (`v3 = f1`).
+_SAME_AS = re.compile(r"(?P<target>v[0-9]+) = (?P<var>[fp][0-9]+)$")
+
+
 class _Codegen:
     """Turns template nodes into lines of Python; closures, getters and constants go into `names`."""
 
@@ -779,7 +797,12 @@ class _Codegen:
                     always = True
                     continue
                 tmp = self._fresh("v")
-                lines += self.emit(child, tmp, scope)
+                child_lines = self.emit(child, tmp, scope)
+                read = _SAME_AS.match(child_lines[0]) if len(child_lines) == 1 else None
+                if read is not None and read["target"] == tmp:  # a plain read held up front: written as it is
+                    tmp = read["var"]
+                else:
+                    lines += child_lines
                 lines.append(f"if {tmp} is not MISSING: {target}[{name!r}] = {tmp}")
             if not always:
                 lines.append(f"if not {target}: {target} = MISSING")

@@ -256,9 +256,15 @@ def generate_tools(inbound: Inbound, declaration: Node) -> tuple[str, Tools]:
     an object of parameters if given. It declines (None) anything else, and the explain step decides: the notes
     written before it declined are taken back."""
     whole = inbound.plain_tool_scope == "source"
-    scope = "{'source': tool_}" if whole else "fn_"
-    body, names = inline_node(declaration, scope, "written_")
-    names.update({"TOOLS": TOOLS, "READS": inbound.tool_keys_read})
+    inline = inline_node(declaration, "{'source': tool_}" if whole else "fn_", "written_", is_dict=not whole)
+    names = {**inline.names, "TOOLS": TOOLS, "READS": inbound.tool_keys_read}
+    firsts = {} if whole else inline.firsts  # the function keys the declaration reads, each read once
+
+    def read(key: str) -> str:
+        return firsts.get(key, f"fn_.get({key!r}, MISSING)")
+
+    name, description, parameters = read("name"), read("description"), read("parameters")
+    decline = ["            del c.notes[noted_:]", "            return None"]
     lines = [
         "def tools(tools_, c):",
         "    if type(tools_) is not list: return None",
@@ -266,24 +272,20 @@ def generate_tools(inbound: Inbound, declaration: Node) -> tuple[str, Tools]:
         "    for i_, tool_ in enumerate(tools_):",
         "        fn_ = tool_.get('function') if type(tool_) is dict and len(tool_) == 2 else None",
         "        if type(fn_) is not dict or tool_.get('type') != 'function':",
-        "            del c.notes[noted_:]",
-        "            return None",
+        *decline,
     ]
     if not whole:
-        lines += [
-            "        if not fn_.keys() <= READS or None in fn_.values():",
-            "            del c.notes[noted_:]",
-            "            return None",
-        ]
+        lines += ["        if not fn_.keys() <= READS or None in fn_.values():", *decline]
+    lines += ["        " + line for line in inline.head]
     lines += [
-        "        name_ = fn_.get('name')",
+        f"        name_ = {name}",
         "        if (type(name_) is not str or not name_ or name_ in declared_",
-        "                or type(fn_.get('description', '')) is not str or type(fn_.get('parameters', {})) is not dict):",
-        "            del c.notes[noted_:]",
-        "            return None",
+        f"                or ({description} is not MISSING and type({description}) is not str)",
+        f"                or ({parameters} is not MISSING and type({parameters}) is not dict)):",
+        *decline,
         "        declared_.add(name_)",
         "        c.path = (TOOLS, i_)",
-        *("        " + line for line in body),
+        *("        " + line for line in inline.body),
         "        out_.append(written_)",
         "    c.path = ''",
         "    return out_, declared_",
