@@ -280,15 +280,30 @@ class Inline:
     firsts: dict[str, str]
 
 
-def inline_node(node: Node, scope: str, target: str, *, is_dict: bool = False) -> Inline:
-    """`node` inlined (see Inline); `is_dict`: the caller has tested that the scope is a dict."""
+def inline_node(
+    node: Node, scope: str, target: str, *, is_dict: bool = False, known: Mapping[str, str] | None = None
+) -> Inline:
+    """`node` inlined (see Inline); `is_dict`: the caller has tested that the scope is a dict; `known`: fields of
+    the scope the caller holds in a variable (field -> variable), read from there. The scope itself is built
+    only when the lines use it whole."""
     gen = _Codegen()
     body = gen.emit(node, target, "s")
-    head = [f"s = {scope}"]
-    if gen.firsts:
-        head.append("sd = s" if is_dict else "sd = s if isinstance(s, dict) else {}")
-    head += [f"{var} = sd.get({name!r}, MISSING)" for name, var in gen.firsts.items()]
+    known = known or {}
+    reads = [(name, var) for name, var in gen.firsts.items() if name not in known]
+    whole = _USES_SCOPE.search("\n".join(gen.prelude + body)) is not None
+    head = [f"s = {scope}"] if whole else []
+    if reads:
+        held = "s" if whole else scope
+        head.append(f"sd = {held}" if is_dict else f"sd = {held} if isinstance({held}, dict) else {{}}")
+    head += [f"{var} = sd.get({name!r}, MISSING)" for name, var in reads]
+    head += [f"{var} = {known[name]}" for name, var in gen.firsts.items() if name in known]
     return Inline(head + gen.prelude, body, {**_NAMES, **gen.names}, dict(gen.firsts))
+
+
+# Whether generated lines use the scope `s` itself (a rich path, a closure given the scope).
+_USES_SCOPE = re.compile(r"(?<![\w.'])s(?![\w'])")
+# Whether generated lines use the call's context `c` (a note, an error, a closure given it).
+USES_CONTEXT = re.compile(r"(?<![\w.'])c(?![\w'])")
 
 
 def _define(gen: _Codegen, signature: str, lines: list[str], key: Key, env: Env) -> Render:

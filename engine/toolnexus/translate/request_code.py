@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import Note
 from ..language.paths import MISSING
-from ..language.templates import Ctx, Node, inline_node
+from ..language.templates import USES_CONTEXT, Ctx, Node, inline_node
 from .reader import (
     ROLES,
     IdMap,
@@ -256,14 +256,16 @@ def generate_tools(inbound: Inbound, declaration: Node) -> tuple[str, Tools]:
     an object of parameters if given. It declines (None) anything else, and the explain step decides: the notes
     written before it declined are taken back."""
     whole = inbound.plain_tool_scope == "source"
-    inline = inline_node(declaration, "{'source': tool_}" if whole else "fn_", "written_", is_dict=not whole)
+    if whole:
+        inline = inline_node(declaration, "{'source': tool_}", "written_", is_dict=True, known={"source": "tool_"})
+    else:
+        inline = inline_node(declaration, "fn_", "written_", is_dict=True)
     names = {**inline.names, "TOOLS": TOOLS, "READS": inbound.tool_keys_read}
     firsts = {} if whole else inline.firsts  # the function keys the declaration reads, each read once
 
-    def read(key: str) -> str:
-        return firsts.get(key, f"fn_.get({key!r}, MISSING)")
-
-    name, description, parameters = read("name"), read("description"), read("parameters")
+    tested = {key: firsts.get(key, f"{key}_") for key in ("name", "description", "parameters")}
+    own_reads = [f"        {var} = fn_.get({key!r}, MISSING)" for key, var in tested.items() if key not in firsts]
+    name, description, parameters = tested.values()
     decline = ["            del c.notes[noted_:]", "            return None"]
     lines = [
         "def tools(tools_, c):",
@@ -277,14 +279,14 @@ def generate_tools(inbound: Inbound, declaration: Node) -> tuple[str, Tools]:
     if not whole:
         lines += ["        if not fn_.keys() <= READS or None in fn_.values():", *decline]
     lines += ["        " + line for line in inline.head]
+    lines += own_reads
     lines += [
-        f"        name_ = {name}",
-        "        if (type(name_) is not str or not name_ or name_ in declared_",
+        f"        if (type({name}) is not str or not {name} or {name} in declared_",
         f"                or ({description} is not MISSING and type({description}) is not str)",
         f"                or ({parameters} is not MISSING and type({parameters}) is not dict)):",
         *decline,
-        "        declared_.add(name_)",
-        "        c.path = (TOOLS, i_)",
+        f"        declared_.add({name})",
+        *(["        c.path = (TOOLS, i_)"] if USES_CONTEXT.search("\n".join(inline.body)) else []),
         *("        " + line for line in inline.body),
         "        out_.append(written_)",
         "    c.path = ''",
