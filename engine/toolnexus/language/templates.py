@@ -813,9 +813,9 @@ class _Codegen:
                     continue
                 tmp = self._fresh("v")
                 child_lines = self.emit(child, tmp, scope)
-                read = _SAME_AS.match(child_lines[0]) if len(child_lines) == 1 else None
-                if read is not None and read["target"] == tmp:  # a plain read held up front: written as it is
-                    tmp = read["var"]
+                same = _SAME_AS.match(child_lines[0]) if len(child_lines) == 1 else None
+                if same is not None and same["target"] == tmp:  # a plain read held up front: written as it is
+                    tmp = same["var"]
                 else:
                     lines += child_lines
                 lines.append(f"if {tmp} is not MISSING: {target}[{name!r}] = {tmp}")
