@@ -167,6 +167,9 @@ class Ctx:
 
 
 Render = Callable[[Any, Ctx], Any]
+# Lines that write a `$content` inline: (node, target, scope, the closure's call, a binder of names) -> the lines,
+# or None for the closure's call. The binder returns the name a value is bound to in the generated namespace.
+ContentLines = Callable[[Any, str, str, str, Callable[[Any], str]], list[str] | None]
 ContentFactory = Callable[[dict[str, Any], Key], Render]
 
 
@@ -281,12 +284,20 @@ class Inline:
 
 
 def inline_node(
-    node: Node, scope: str, target: str, *, is_dict: bool = False, known: Mapping[str, str] | None = None
+    node: Node,
+    scope: str,
+    target: str,
+    *,
+    is_dict: bool = False,
+    known: Mapping[str, str] | None = None,
+    prefix: str = "",
+    content: ContentLines | None = None,
 ) -> Inline:
     """`node` inlined (see Inline); `is_dict`: the caller has tested that the scope is a dict; `known`: fields of
     the scope the caller holds in a variable (field -> variable), read from there. The scope itself is built
-    only when the lines use it whole."""
-    gen = _Codegen()
+    only when the lines use it whole. `prefix` goes before the names it binds; `content` writes a `$content`
+    inline (see ContentLines)."""
+    gen = _Codegen(prefix, content)
     body = gen.emit(node, target, "s")
     known = known or {}
     reads = [(name, var) for name, var in gen.firsts.items() if name not in known]
@@ -686,9 +697,11 @@ _SAME_AS = re.compile(r"(?P<target>v[0-9]+) = (?P<var>[fp][0-9]+)$")
 class _Codegen:
     """Turns template nodes into lines of Python; closures, getters and constants go into `names`."""
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: str = "", content: ContentLines | None = None) -> None:
         self.names: dict[str, Any] = {}
         self._count = 0
+        self.prefix = prefix  # before the names bound in `names`, for several inlined templates in one namespace
+        self.content = content  # `$content` written inline where this gives lines (else its closure is called)
         self.firsts: dict[str, str] = {}  # scope key -> the variable that reads it once, up front
         self.chains: dict[tuple[str | int, ...], str] = {}  # plain key chains read up front
         self.prelude: list[str] = []  # their reads, after the `firsts`
@@ -701,7 +714,7 @@ class _Codegen:
         """A literal for plain scalars, else a name bound in the generated function's namespace."""
         if value is None or type(value) in (str, int, bool):
             return repr(value)
-        name = self._fresh("k")
+        name = self.prefix + self._fresh("k")
         self.names[name] = value
         return name
 
@@ -739,7 +752,9 @@ class _Codegen:
                 return [f"{target} = fresh_copy({self._name(node.value)})"]
             return [f"{target} = {self._name(node.value)}"]
         if isinstance(node, Content):
-            return [f"{target} = {self._name(node.render)}({scope}, c)"]
+            call = f"{self._name(node.render)}({scope}, c)"
+            inline = None if self.content is None else self.content(node, target, scope, call, self._name)
+            return inline if inline is not None else [f"{target} = {call}"]
         if isinstance(node, Lookup):
             return [f"{target} = {self._name(node.render)}({scope}, c)"]
         if isinstance(node, Apply):

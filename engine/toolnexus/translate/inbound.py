@@ -21,7 +21,7 @@ from ..language.ids import NO_IDS, IdRule, compile_id_rule
 from ..language.jsonsafe import checked
 from ..language.loader import Key, RuleSource, did_you_mean, dotted
 from ..language.paths import MISSING, is_piped, piped_from
-from ..language.templates import Ctx, Env, Render, compile_template, path_getter
+from ..language.templates import ContentLines, Ctx, Env, Node, Render, compile_template, path_getter
 from .fields import OPENAI_REQUEST_FIELDS, ZERO_MEANS_ABSENT, Range, check_fields, compile_ranges
 from .reader import (
     NO_CARRY,
@@ -114,6 +114,7 @@ class RoleRule:
     # The template is a list: one message writes several transcript entries (each element an entry, a list of
     # entries, or nothing), for a provider whose transcript is a flat list of items.
     spliced: bool = False
+    node: Node | None = None  # the parsed template, written inline in the messages function (request_code)
 
 
 @dataclass(frozen=True)
@@ -435,8 +436,10 @@ def compile_inbound(source: RuleSource) -> Inbound:
     gaps: dict[str, Gaps] = {}  # filled below, at load, before anything is written
     finish: list[Callable[[], None]] = []  # each `$content`'s table, built once every part is compiled
 
+    writers: dict[Render, ContentPlan] = {}  # each `$content`'s plan, for writing it inline (`_content_lines`)
+
     def content_factory(spec: dict[str, Any], key: Key) -> Render:
-        return _content_writer(spec, key, parts, gaps, source, provider, finish)
+        return _content_writer(spec, key, parts, gaps, source, provider, finish, writers)
 
     for kind, template in msgs["parts"].items():
         # A part may write its own parts (a tool result's images).
@@ -478,6 +481,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
             kinds=_gaps(env, (), None).kinds,
             carried=frozenset(key for key, _ in carry.get(role, ())),
             spliced=spliced_role,
+            node=env.parsed[("messages", "roles", role, "message")],
         )
 
     system_rule = msgs["system"]
@@ -569,7 +573,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
             {"consumed": tuple(sorted(consumed)), "hoist": tuple(sorted(hoist)), "parts": tuple(sorted(parts))}
         ),
     )
-    text, run = generate(inbound)  # the messages section's one function, from the compiled tables above
+    text, run = generate(inbound, _content_lines(writers))  # the messages section's one function
     code_items = (*inbound.code, (("messages",), text))
     if plain_tool_scope is None:
         return replace(inbound, messages=run, code=code_items)
@@ -634,6 +638,7 @@ def _content_writer(
     source: RuleSource,
     provider: str,
     finish: list[Callable[[], None]],
+    writers: dict[Render, ContentPlan],
 ) -> Render:
     """Compile `$content`: write a message's (or a part's) parts through the parts table.
 
@@ -724,7 +729,85 @@ def _content_writer(
             raise ctx.fail(f"messages[{turn['index']}]", f"holds {len(blocks)} parts; the rules send one per message")
         return blocks[0] if blocks else MISSING
 
+    writers[render] = ContentPlan(policy, wanted, bool(leads), plan, provider)
     return render
+
+
+@dataclass(frozen=True)
+class ContentPlan:
+    """What one `$content` writes, for writing it inline (`_content_lines`): its policy, the kinds it selects
+    (None: every kind), whether it leads with opaque blocks, and its per-kind plan (filled at the end of the load,
+    before any function is generated: see `_content_writer`)."""
+
+    policy: str
+    wanted: frozenset[str] | None
+    leads: bool
+    plan: Mapping[str, tuple[Render, frozenset[str] | None, Gaps | None, bool]]
+    provider: str
+
+
+def _content_lines(writers: Mapping[Render, ContentPlan]) -> ContentLines:
+    """A role template's `$content` written inline in the messages function: the same steps as its closure
+    (`_content_writer`'s render), with the per-kind plan decided in the code. A `$content` that leads with opaque
+    blocks calls its closure; `text_or_blocks` writes a message of one plain text part as its text inline, and
+    calls the closure for anything else."""
+
+    def lines(node: Any, target: str, scope: str, call: str, bind: Callable[[Any], str]) -> list[str] | None:
+        writer = writers.get(node.render)
+        if writer is None or writer.leads:
+            return None
+        wanted = writer.wanted
+        if writer.policy == "text_or_blocks":
+            if wanted is not None and "text" not in wanted:
+                return None
+            return [
+                f"ps_ = {scope}['parts']",
+                f"if len(ps_) == 1 and len(ps_[0]) <= 3 and ps_[0]['kind'] == 'text': {target} = ps_[0]['text']",
+                f"else: {target} = {call}",
+            ]
+        out = [
+            "blocks_ = []",
+            "where_ = c.path",
+            f"at_ = [{scope}, None]",
+            f"c.path = ({bind(PARTS)}, at_)",
+            f"for part_ in {scope}['parts']:",
+            "    kind_ = part_['kind']",
+        ]
+        branch = "if"
+        for kind, (write, reads, gap, spliced) in writer.plan.items():
+            if wanted is not None and kind not in wanted:
+                continue
+            out.append(f"    {branch} kind_ == {kind!r}:")
+            if reads is not None:
+                out.append(f"        if 'report' in part_: {bind(_report_part)}({scope}, part_, {bind(reads)}, c)")
+            if gap is not None:
+                out.append(f"        {bind(_settle_gaps)}({scope}, part_, {bind(gap)}, c)")
+            out.append("        at_[1] = part_")
+            if spliced:
+                out.append(f"        w_ = {bind(write)}(part_, c)")
+                out.append("        if w_ is not MISSING: blocks_.extend(w_)")
+            else:
+                out.append(f"        blocks_.append({bind(write)}(part_, c))")
+            branch = "elif"
+        cannot = f"f'{{kind_}} parts cannot be sent to {writer.provider}'"
+        refuse = f"raise c.fail({bind(part_path)}({scope}, part_), {cannot})"
+        if wanted is None:
+            out.append(f"    else: {refuse}" if branch == "elif" else f"    {refuse}")
+        elif branch == "elif":
+            out.append(f"    elif kind_ in {bind(wanted)}: {refuse}")
+        else:
+            out.append(f"    if kind_ in {bind(wanted)}: {refuse}")
+        out.append("c.path = where_")
+        if writer.policy == "blocks":
+            return [*out, f"{target} = blocks_ if blocks_ else MISSING"]
+        many = f"f'holds {{len(blocks_)}} parts; the rules send one per message'"
+        return [
+            *out,
+            f"if len(blocks_) > 1: raise c.fail(f\"messages[{{{scope}['index']}}]\", {many})",
+            f"{target} = blocks_[0] if blocks_ else MISSING",
+        ]
+
+    return lines
 
 
 # A path that reads the middle form's `parts` itself (`parts`, `parts[0].content`), not through `$content`.

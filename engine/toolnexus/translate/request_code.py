@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import Note
 from ..language.paths import MISSING
-from ..language.templates import USES_CONTEXT, Ctx, Node, inline_node
+from ..language.templates import USES_CONTEXT, ContentLines, Ctx, Node, inline_node
 from .reader import (
     ROLES,
     IdMap,
@@ -104,8 +104,8 @@ _READ = {
 _TEXT = ["parts = [{'kind': 'text', 'text': text_only(m, i, P)}]"]  # a system or developer role not hoisted
 
 
-def generate(inbound: Inbound) -> tuple[str, Messages]:
-    """The messages section's function and its source."""
+def generate(inbound: Inbound, content: ContentLines | None = None) -> tuple[str, Messages]:
+    """The messages section's function and its source (`content`: writes a role's `$content` inline)."""
     names: dict[str, Any] = {
         "MISSING": MISSING,
         "Note": Note,
@@ -164,7 +164,7 @@ def generate(inbound: Inbound) -> tuple[str, Messages]:
         if role in inbound.hoist:
             continue
         lines.append(f"        {branch} role == {role!r}:")
-        lines += ["            " + line for line in _role(role, inbound, names)]
+        lines += ["            " + line for line in _role(role, inbound, names, content)]
         branch = "elif"
     lines += [
         "        else:",
@@ -178,10 +178,19 @@ def generate(inbound: Inbound) -> tuple[str, Messages]:
     return text, run
 
 
-def _role(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
-    """One role's read, settling, write and merge (as `messages.roles.<role>` says)."""
+def _role(role: str, inbound: Inbound, names: dict[str, Any], content: ContentLines | None) -> list[str]:
+    """One role's read, settling, write (its template inline) and merge (as `messages.roles.<role>` says)."""
     rule = inbound.roles[role]
-    names[f"render_{role}"] = rule.render
+    if rule.node is None:
+        names[f"render_{role}"] = rule.render
+        write = [f"written = render_{role}(turn, c)"]
+    else:
+        known = {"role": repr(role), "parts": "parts", "source": "m", "index": "i"}
+        inline = inline_node(
+            rule.node, "turn", "written", is_dict=True, known=known, prefix=f"{role}_", content=content
+        )
+        names.update(inline.names)
+        write = [*inline.head, *inline.body]
     lines = list(_READ.get(role, _TEXT))
     placed = inbound.carry.get(role)
     if placed:  # `rule.carried` is built from this table: the keys placed are those it may find no part for
@@ -219,7 +228,7 @@ def _role(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
     nothing = f"the {inbound.provider} rules wrote nothing for this message"
     lines += [
         "c.path = (MESSAGES, i)",
-        f"written = render_{role}(turn, c)",
+        *write,
         f"if written is MISSING: raise c.fail(f'messages[{{i}}]', {nothing!r})",
     ]
     if rule.spliced:  # several entries: each element of the list, an element that is a list giving its own
