@@ -800,7 +800,7 @@ def _content_lines(writers: Mapping[Render, ContentPlan]) -> ContentLines:
         out.append("c.path = where_")
         if writer.policy == "blocks":
             return [*out, f"{target} = blocks_ if blocks_ else MISSING"]
-        many = f"f'holds {{len(blocks_)}} parts; the rules send one per message'"
+        many = "f'holds {len(blocks_)} parts; the rules send one per message'"
         return [
             *out,
             f"if len(blocks_) > 1: raise c.fail(f\"messages[{{{scope}['index']}}]\", {many})",
