@@ -746,6 +746,15 @@ class ContentPlan:
     provider: str
 
 
+# The part kinds most messages hold, tested first where a `$content` is written inline (a transcript is mostly
+# tool results, tool calls and text).
+_COMMON_KINDS = ("tool_result", "tool_call", "text")
+
+
+def _likely_first(item: tuple[str, Any]) -> int:
+    return _COMMON_KINDS.index(item[0]) if item[0] in _COMMON_KINDS else len(_COMMON_KINDS)
+
+
 def _content_lines(writers: Mapping[Render, ContentPlan]) -> ContentLines:
     """A role template's `$content` written inline in the messages function: the same steps as its closure
     (`_content_writer`'s render), with the per-kind plan decided in the code. A `$content` that leads with opaque
@@ -774,7 +783,7 @@ def _content_lines(writers: Mapping[Render, ContentPlan]) -> ContentLines:
             "    kind_ = part_['kind']",
         ]
         branch = "if"
-        for kind, (write, reads, gap, spliced) in writer.plan.items():
+        for kind, (write, reads, gap, spliced) in sorted(writer.plan.items(), key=_likely_first):
             if wanted is not None and kind not in wanted:
                 continue
             out.append(f"    {branch} kind_ == {kind!r}:")
