@@ -50,6 +50,24 @@ def test_plain_tools_never_reach_the_reader(monkeypatch: pytest.MonkeyPatch, pro
     assert request_outcome(provider, request, {}) == expected
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(
+    "late",
+    [
+        {"type": "function", "function": {"name": "b", "x": 1}},  # not plain: settled by the explain step
+        {"type": "function", "function": {"name": "a"}},  # a name declared twice: the reader's error
+        {"type": "function", "function": {"name": "b", "description": 3}},
+    ],
+)
+def test_notes_written_before_the_fast_test_declines_are_written_once(
+    monkeypatch: pytest.MonkeyPatch, provider: str, late: dict[str, Any]
+) -> None:
+    tools = [{"type": "function", "function": {"name": "a"}}, late]  # the first may get a synthesized schema
+    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}
+    options = {"unknown_fields": "drop"}
+    assert request_outcome(provider, request, options) == explained(monkeypatch, provider, request, options)
+
+
 NAMES = st.sampled_from(["a", "b", "", 3, None])
 VALUES = st.one_of(st.none(), st.booleans(), st.text(max_size=3), st.dictionaries(st.sampled_from(["type"]), NAMES))
 FUNCTIONS = st.dictionaries(
