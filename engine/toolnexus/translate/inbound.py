@@ -20,7 +20,7 @@ from ..errors import Note, TranslationError
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
 from ..language.jsonsafe import checked
 from ..language.loader import Key, RuleSource, did_you_mean, dotted
-from ..language.paths import MISSING, is_piped, piped_from
+from ..language.paths import MISSING, Getter, is_piped, piped_from
 from ..language.templates import ContentLines, Ctx, Env, Node, Render, compile_template, path_getter
 from .fields import OPENAI_REQUEST_FIELDS, ZERO_MEANS_ABSENT, Range, check_fields, compile_ranges
 from .reader import (
@@ -729,19 +729,19 @@ def _content_writer(
             raise ctx.fail(f"messages[{turn['index']}]", f"holds {len(blocks)} parts; the rules send one per message")
         return blocks[0] if blocks else MISSING
 
-    writers[render] = ContentPlan(policy, wanted, bool(leads), plan, provider)
+    writers[render] = ContentPlan(policy, wanted, tuple(lead_getters), plan, provider)
     return render
 
 
 @dataclass(frozen=True)
 class ContentPlan:
     """What one `$content` writes, for writing it inline (`_content_lines`): its policy, the kinds it selects
-    (None: every kind), whether it leads with opaque blocks, and its per-kind plan (filled at the end of the load,
-    before any function is generated: see `_content_writer`)."""
+    (None: every kind), the opaque blocks it leads with (getter, where, the reshaping rule or None), and its
+    per-kind plan (filled at the end of the load, before any function is generated: see `_content_writer`)."""
 
     policy: str
     wanted: frozenset[str] | None
-    leads: bool
+    leads: tuple[tuple[Getter, str, str | None], ...]
     plan: Mapping[str, tuple[Render, frozenset[str] | None, Gaps | None, bool]]
     provider: str
 
@@ -757,16 +757,18 @@ def _likely_first(item: tuple[str, Any]) -> int:
 
 def _content_lines(writers: Mapping[Render, ContentPlan]) -> ContentLines:
     """A role template's `$content` written inline in the messages function: the same steps as its closure
-    (`_content_writer`'s render), with the per-kind plan decided in the code. A `$content` that leads with opaque
-    blocks calls its closure; `text_or_blocks` writes a message of one plain text part as its text inline, and
-    calls the closure for anything else."""
+    (`_content_writer`'s render), with the per-kind plan decided in the code. `text_or_blocks` writes a message
+    of one plain text part as its text inline, and calls the closure for anything else (or when it leads with
+    opaque blocks)."""
 
     def lines(node: Any, target: str, scope: str, call: str, bind: Callable[[Any], str]) -> list[str] | None:
         writer = writers.get(node.render)
-        if writer is None or writer.leads:
+        if writer is None:
             return None
         wanted = writer.wanted
         if writer.policy == "text_or_blocks":
+            if writer.leads:
+                return None
             if wanted is not None and "text" not in wanted:
                 return None
             return [
@@ -774,8 +776,14 @@ def _content_lines(writers: Mapping[Render, ContentPlan]) -> ContentLines:
                 f"if len(ps_) == 1 and len(ps_[0]) <= 3 and ps_[0]['kind'] == 'text': {target} = ps_[0]['text']",
                 f"else: {target} = {call}",
             ]
-        out = [
-            "blocks_ = []",
+        out = ["blocks_ = []"]
+        for getter, where, reshaped_by in writer.leads:
+            out += [
+                f"lead_ = {bind(getter)}({scope})",
+                f"if lead_ is not MISSING and lead_ is not None:"
+                f" blocks_ += {bind(_opaque_blocks)}(lead_, {where!r}, c, {reshaped_by!r})",
+            ]
+        out += [
             "where_ = c.path",
             f"at_ = [{scope}, None]",
             f"c.path = ({bind(PARTS)}, at_)",
