@@ -24,7 +24,7 @@ CASES = request_cases(PROVIDERS)
 def explained(monkeypatch: pytest.MonkeyPatch, provider: str, request: Any, options: dict[str, Any]) -> Any:
     """The outcome with the fast test refusing every tool list, so the explain step writes them all."""
     with monkeypatch.context() as patch:
-        patch.setattr(Inbound, "_plain_tools", lambda self, tools: None)
+        patch.setattr(Inbound, "_fast_tools", lambda self, tools, ctx: None)
         return request_outcome(provider, request, options)
 
 
@@ -48,6 +48,24 @@ def test_plain_tools_never_reach_the_reader(monkeypatch: pytest.MonkeyPatch, pro
     expected = explained(monkeypatch, provider, request, {})
     monkeypatch.setattr(inbound, "read_tools", reader)
     assert request_outcome(provider, request, {}) == expected
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(
+    "late",
+    [
+        {"type": "function", "function": {"name": "b", "x": 1}},  # not plain: settled by the explain step
+        {"type": "function", "function": {"name": "a"}},  # a name declared twice: the reader's error
+        {"type": "function", "function": {"name": "b", "description": 3}},
+    ],
+)
+def test_notes_written_before_the_fast_test_declines_are_written_once(
+    monkeypatch: pytest.MonkeyPatch, provider: str, late: dict[str, Any]
+) -> None:
+    tools = [{"type": "function", "function": {"name": "a"}}, late]  # the first may get a synthesized schema
+    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}
+    options = {"unknown_fields": "drop"}
+    assert request_outcome(provider, request, options) == explained(monkeypatch, provider, request, options)
 
 
 NAMES = st.sampled_from(["a", "b", "", 3, None])

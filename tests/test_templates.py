@@ -9,7 +9,7 @@ import pytest
 from toolnexus import Note, ResponseError, RuleError, TranslationError
 from toolnexus.language.loader import parse_rule_text
 from toolnexus.language.paths import MISSING, compile_path
-from toolnexus.language.templates import Ctx, Env, Obj, compile_template, parse_template, reads_of, walk
+from toolnexus.language.templates import Ctx, Env, Obj, compile_template, inline_node, parse_template, reads_of, walk
 
 
 def render(template_yaml: str, scope: Any, ctx: Ctx | None = None) -> Any:
@@ -663,3 +663,48 @@ def test_a_key_chain_prefix_is_read_once() -> None:
     assert code.count(".get('usage'") == 1 and "['c'] = f" in code
     assert fn({"u": {"usage": {"a": 1, "b": 2}}, "n": 3}, Ctx("test")) == {"a": 1, "b": 2, "c": 3}
     assert fn({"u": {"usage": 7}}, Ctx("test")) is MISSING
+
+
+# ---------------------------------------------------------------- inline_node (a template inside a caller's function)
+
+
+def inlined(template_yaml: str, scope: Any, **options: Any) -> tuple[Any, list[Note], str]:
+    """Inline the YAML under `t:` into a made-up loop function, run it over one scope: (value, notes, its code)."""
+    source = parse_rule_text("t: " + template_yaml, "test.yaml")
+    node = parse_template(source.data["t"], ("t",), Env(source))
+    inline = inline_node(node, "scope_", "value_", **options)
+    lines = ["def run(scope_, c):", *("    " + line for line in inline.head + inline.body), "    return value_"]
+    names = dict(inline.names)
+    exec("\n".join(lines), names)
+    ctx = Ctx("test")
+    return names["run"](scope, ctx), ctx.notes, "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("template", "scope"),
+    [
+        ("{name: {$get: name}, d: {$get: [a, b]}, n: {$get: deep.x}}", {"name": "n", "b": 2, "deep": {"x": 1}}),
+        ("{schema: {$get: parameters, default: {type: object}}}", {}),
+        ("{$when: kind, is: x, then: {k: {$get: v}}, else: {$get: '@'}}", {"kind": "y", "v": 1}),
+        ("{$lookup: choice, table: {auto: {type: any}}}", {"choice": "auto"}),
+        ("{$get: name}", "not an object"),
+    ],
+)
+def test_an_inlined_template_writes_and_notes_what_its_own_function_does(template: str, scope: Any) -> None:
+    ctx = Ctx("test")
+    expected = render(template, scope, ctx)
+    value, notes, _ = inlined(template, scope)
+    assert (value, notes) == (expected, ctx.notes)
+
+
+def test_an_inlined_template_reads_known_fields_from_the_callers_variables() -> None:
+    value, _, code = inlined("{r: {$get: role}, t: {$get: text}}", {"text": "hi"}, known={"role": "'user'"})
+    assert value == {"r": "user", "t": "hi"}
+    assert ".get('role'" not in code
+
+
+def test_an_inlined_template_builds_its_scope_only_when_it_reads_it_whole() -> None:
+    _, _, plain = inlined("{t: {$get: text}}", {"text": "hi"}, is_dict=True)
+    _, _, whole = inlined("{$get: '@'}", {"text": "hi"})
+    assert "s = scope_" not in plain
+    assert "s = scope_" in whole

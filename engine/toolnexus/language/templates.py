@@ -94,6 +94,7 @@ import difflib
 import json
 import mimetypes
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -181,6 +182,9 @@ class Ctx:
 
 
 Render = Callable[[Any, Ctx], Any]
+# Lines that write a `$content` inline: (node, target, scope, the closure's call, a binder of names) -> the lines,
+# or None for the closure's call. The binder returns the name a value is bound to in the generated namespace.
+ContentLines = Callable[[Any, str, str, str, Callable[[Any], str]], list[str] | None]
 ContentFactory = Callable[[dict[str, Any], Key], Render]
 
 
@@ -281,36 +285,57 @@ def compile_node(node: Node, key: Key, env: Env) -> Render:
     return _define(gen, "render(s, c)", prologue + gen.prelude + body, key, env)
 
 
+@dataclass(frozen=True)
+class Inline:
+    """One parsed template as lines of a caller's generated function (one that writes many scopes in a loop):
+    `head` reads the scope held in the caller's variable (each top-level field once, into the variable `firsts`
+    names), `body` leaves the value in the caller's target; `names` is what they use. The lines use `c`, `s`,
+    `sd` and numbered names (`f0`, `p0`, `v1`, `k2`): the caller uses none of these."""
+
+    head: list[str]
+    body: list[str]
+    names: dict[str, Any]
+    firsts: dict[str, str]
+
+
 def inline_node(
-    node: Node, target: str, scope: str, tag: str, guarded: bool = False
-) -> tuple[list[str], dict[str, Any]]:
-    """One parsed template as lines to paste into a larger generated function (a source format's reader or
-    writer): they leave the value (or MISSING) in `target`, reading variable `scope` (a dict, or with `guarded`
-    anything: keys are read only from a dict) and a Ctx `c`; the names they use (tagged with `tag`, so several
-    templates share one namespace) come back beside them."""
-    gen = _Codegen(tag)
-    body = gen.emit(node, target, scope)
-    keys = scope
-    prologue = []
-    if guarded and gen.firsts:
-        keys = f"sd{tag}"
-        prologue.append(f"{keys} = {scope} if isinstance({scope}, dict) else {{}}")
-    prologue += [f"{var} = {keys}.get({name!r}, MISSING)" for name, var in gen.firsts.items()]
-    return prologue + gen.prelude + body, {"MISSING": MISSING, "fresh_copy": fresh_copy, "Note": Note,
-                                           "pick_first": pick_first, "is_empty": is_empty, **gen.names}  # fmt: skip
+    node: Node,
+    scope: str,
+    target: str,
+    *,
+    is_dict: bool = False,
+    known: Mapping[str, str] | None = None,
+    prefix: str = "",
+    content: ContentLines | None = None,
+    tag: str = "",
+) -> Inline:
+    """`node` inlined (see Inline); `is_dict`: the caller has tested that the scope is a dict; `known`: fields of
+    the scope the caller holds in a variable (field -> variable), read from there. The scope itself is built
+    only when the lines use it whole. `prefix` goes before the names it binds; `content` writes a `$content`
+    inline (see ContentLines); `tag` ends every variable the lines bind (`s`, `sd`, `f0`, ...), so templates
+    pasted into one function, one inside another's loop, stay apart."""
+    gen = _Codegen(prefix, content, tag)
+    s, sd = f"s{tag}", f"sd{tag}"
+    body = gen.emit(node, target, s)
+    known = known or {}
+    reads = [(name, var) for name, var in gen.firsts.items() if name not in known]
+    whole = re.search(rf"(?<![\w.']){s}(?![\w'])", "\n".join(gen.prelude + body)) is not None
+    head = [f"{s} = {scope}"] if whole else []
+    if reads:
+        held = s if whole else scope
+        head.append(f"{sd} = {held}" if is_dict else f"{sd} = {held} if isinstance({held}, dict) else {{}}")
+    head += [f"{var} = {sd}.get({name!r}, MISSING)" for name, var in reads]
+    head += [f"{var} = {known[name]}" for name, var in gen.firsts.items() if name in known]
+    return Inline(head + gen.prelude, body, {**_NAMES, **gen.names}, dict(gen.firsts))
+
+
+# Whether generated lines use the call's context `c` (a note, an error, a closure given it).
+USES_CONTEXT = re.compile(r"(?<![\w.'])c(?![\w'])")
 
 
 def _define(gen: _Codegen, signature: str, lines: list[str], key: Key, env: Env) -> Render:
     source = f"def {signature}:\n" + "".join(f"    {line}\n" for line in lines) + "    return out\n"
-    namespace = {
-        "MISSING": MISSING,
-        "fresh_copy": fresh_copy,
-        "Note": Note,
-        "pick_first": pick_first,
-        "typed": typed,
-        "is_empty": is_empty,
-        **gen.names,
-    }
+    namespace = {**_NAMES, **gen.names}
     exec(compile(source, f"<template {'.'.join(map(str, key))}>", "exec"), namespace)
     render: Render = namespace["render"]
     env.generated[key] = source
@@ -714,12 +739,17 @@ def pick_first(ctx: Ctx, *candidates: Any) -> Any:
     return MISSING if found is None else found[1]
 
 
+# A generated line that only copies a variable read up front (`v3 = f1`).
+
+
 class _Codegen:
     """Turns template nodes into lines of Python; closures, getters and constants go into `names`."""
 
-    def __init__(self, tag: str = "") -> None:
+    def __init__(self, prefix: str = "", content: ContentLines | None = None, tag: str = "") -> None:
         self.names: dict[str, Any] = {}
         self._count = 0
+        self.prefix = prefix  # before the names bound in `names`, for several inlined templates in one namespace
+        self.content = content  # `$content` written inline where this gives lines (else its closure is called)
         self._tag = tag  # appended to every name made here (templates pasted into one function stay apart)
         self.firsts: dict[str, str] = {}  # scope key -> the variable that reads it once, up front
         self.chains: dict[tuple[str | int, ...], str] = {}  # plain key chains read up front
@@ -733,7 +763,7 @@ class _Codegen:
         """A literal for plain scalars, else a name bound in the generated function's namespace."""
         if value is None or type(value) in (str, int, bool):
             return repr(value)
-        name = self._fresh("k")
+        name = self.prefix + self._fresh("k")
         self.names[name] = value
         return name
 
@@ -773,7 +803,9 @@ class _Codegen:
                 return [f"{target} = fresh_copy({self._name(node.value)})"]
             return [f"{target} = {self._name(node.value)}"]
         if isinstance(node, Content):
-            return [f"{target} = {self._name(node.render)}({scope}, c)"]
+            call = f"{self._name(node.render)}({scope}, c)"
+            inline = None if self.content is None else self.content(node, target, scope, call, self._name)
+            return inline if inline is not None else [f"{target} = {call}"]
         if isinstance(node, Lookup):
             return [f"{target} = {self._name(node.render)}({scope}, c)"]
         if isinstance(node, Apply):
@@ -1089,3 +1121,14 @@ def read_lines(target: str, scope: str, steps: tuple[str | int, ...]) -> list[st
             )
         source = target
     return lines
+
+
+# What every generated template may use besides its own names.
+_NAMES: dict[str, Any] = {
+    "MISSING": MISSING,
+    "fresh_copy": fresh_copy,
+    "Note": Note,
+    "pick_first": pick_first,
+    "is_empty": is_empty,
+    "typed": typed,
+}

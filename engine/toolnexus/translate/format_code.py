@@ -47,9 +47,9 @@ class _Gen:
     def template(self, kind: Kind, target: str, scope: str) -> list[str]:
         assert kind.node is not None
         self.count += 1
-        lines, names = inline_node(kind.node, target, scope, f"_{self.count}")
-        self.names.update(names)
-        return lines
+        pasted = inline_node(kind.node, scope, target, is_dict=True, tag=f"_{self.count}")
+        self.names.update(pasted.names)
+        return pasted.head + pasted.body
 
     # ------------------------------------------------------------------ messages
 
@@ -317,9 +317,9 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     nodes = fmt.plan.nodes
 
     def pasted(key: Key, target: str, scope: str, tag: str, guarded: bool = False) -> list[str]:
-        lines, used = inline_node(nodes[key], target, scope, tag, guarded)
-        names.update(used)
-        return lines
+        inline = inline_node(nodes[key], scope, target, is_dict=not guarded, tag=tag)
+        names.update(inline.names)
+        return inline.head + inline.body
 
     lines = ["def write(view, c):", *_indent(pasted(("answer", "message"), "out", "view", "_m")), "    blocks = []"]
     for i, (each, _) in enumerate(fmt.blocks):

@@ -20,8 +20,8 @@ from ..errors import Note, TranslationError
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
 from ..language.jsonsafe import checked
 from ..language.loader import Key, RuleSource, did_you_mean, dotted
-from ..language.paths import MISSING, is_piped, piped_from
-from ..language.templates import Ctx, Env, ListPath, Render, compile_template, path_getter
+from ..language.paths import MISSING, Getter, is_piped, piped_from
+from ..language.templates import ContentLines, Ctx, Env, Node, Render, compile_template, path_getter
 from .fields import OPENAI_REQUEST_FIELDS, ZERO_MEANS_ABSENT, Range, check_fields, compile_ranges
 from .reader import (
     NO_CARRY,
@@ -41,12 +41,9 @@ from .reader import (
     read_tools,
     system_parts,
 )
-from .request_code import Messages, Written, generate, settle_parts
+from .request_code import Messages, Tools, Written, generate, generate_tools, settle_parts
 
 UnknownFields = Literal["error", "drop"]
-
-
-TOOLS = ListPath("tools", ".function")
 
 
 class _Parts:
@@ -117,6 +114,7 @@ class RoleRule:
     # The template is a list: one message writes several transcript entries (each element an entry, a list of
     # entries, or nothing), for a provider whose transcript is a flat list of items.
     spliced: bool = False
+    node: Node | None = None  # the parsed template, written inline in the messages function (request_code)
 
 
 @dataclass(frozen=True)
@@ -149,6 +147,7 @@ class Inbound:
     # template reads only function keys), the tool as `source` (it reads only that), or None (explain always).
     plain_tool_scope: Literal["function", "source"] | None = None
     messages: Messages = field(default=lambda *_: None)  # the messages section's generated function (request_code)
+    tools: Tools = field(default=lambda *_: None)  # the tools section's generated function (request_code)
     # messages.merge_same_role: the written message key holding the provider's role; consecutive written
     # messages with the same value there become one (None: only merge_consecutive merges).
     merge_same_role: str | None = None
@@ -232,44 +231,23 @@ class Inbound:
         return body
 
     def _tools_section(self, tools: Any, ctx: Ctx, unknown_fields: UnknownFields) -> tuple[list[Any], set[str]]:
-        """The tools and their declared names. When every tool passes `_plain_tools`, the declaration's scope
-        is the tool as given; otherwise the explain step (the reader, then `_write_tool` per tool) refuses,
-        settles and notes precisely. Both write the same declarations."""
-        names = self._plain_tools(tools)
-        if names is None:
-            read = read_tools(tools, self.provider)
-            return [self._write_tool(t, ctx, unknown_fields) for t in read], {t["name"] for t in read}
-        declaration = self.declaration
-        whole = self.plain_tool_scope == "source"
-        written = []
-        for i, tool in enumerate(tools):
-            ctx.path = (TOOLS, i)
-            written.append(declaration({"source": tool} if whole else tool["function"], ctx))
-        ctx.path = ""
-        return written, names
+        """The tools and their declared names, from the generated function (`request_code.generate_tools`: its
+        fast test and the write, per tool). When it declines the list or raises, the explain step (the reader,
+        then `_write_tool` per tool) refuses, settles and notes precisely. Both write the same declarations."""
+        noted = len(ctx.notes)
+        try:
+            fast = self._fast_tools(tools, ctx)
+        except TranslationError:
+            fast = None  # the reader's errors come first: it reads every tool before one is written
+        if fast is not None:
+            return fast
+        del ctx.notes[noted:]
+        read = read_tools(tools, self.provider)
+        return [self._write_tool(t, ctx, unknown_fields) for t in read], {t["name"] for t in read}
 
-    def _plain_tools(self, tools: Any) -> set[str] | None:
-        """The fast test of the tools section: the declared names when every tool is `{type: function,
-        function}` whose keys the declaration all reads (none of them null), with a new non-empty name, a
-        string description and an object of parameters if given (None: the explain step decides). A template
-        that reads the tool whole takes any function keys."""
-        if self.plain_tool_scope is None or type(tools) is not list:
-            return None
-        reads = self.tool_keys_read if self.plain_tool_scope == "function" else None
-        names: set[str] = set()
-        for tool in tools:
-            function = tool.get("function") if type(tool) is dict and len(tool) == 2 else None
-            if type(function) is not dict or tool.get("type") != "function":
-                return None
-            if reads is not None and (not function.keys() <= reads or None in function.values()):
-                return None
-            name = function.get("name")
-            if type(name) is not str or not name or name in names:
-                return None
-            if type(function.get("description", "")) is not str or type(function.get("parameters", {})) is not dict:
-                return None
-            names.add(name)
-        return names
+    def _fast_tools(self, tools: Any, ctx: Ctx) -> tuple[list[Any], set[str]] | None:
+        """The generated tools function; None when it declines the list (or the rules have none)."""
+        return None if self.plain_tool_scope is None else self.tools(tools, ctx)
 
     def _refuse(self, path: str, message: str) -> TranslationError:
         return TranslationError(path, message, provider=self.provider)
@@ -458,8 +436,10 @@ def compile_inbound(source: RuleSource) -> Inbound:
     gaps: dict[str, Gaps] = {}  # filled below, at load, before anything is written
     finish: list[Callable[[], None]] = []  # each `$content`'s table, built once every part is compiled
 
+    writers: dict[Render, ContentPlan] = {}  # each `$content`'s plan, for writing it inline (`_content_lines`)
+
     def content_factory(spec: dict[str, Any], key: Key) -> Render:
-        return _content_writer(spec, key, parts, gaps, source, provider, finish)
+        return _content_writer(spec, key, parts, gaps, source, provider, finish, writers)
 
     for kind, template in msgs["parts"].items():
         # A part may write its own parts (a tool result's images).
@@ -501,6 +481,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
             kinds=_gaps(env, (), None).kinds,
             carried=frozenset(key for key, _ in carry.get(role, ())),
             spliced=spliced_role,
+            node=env.parsed[("messages", "roles", role, "message")],
         )
 
     system_rule = msgs["system"]
@@ -592,8 +573,12 @@ def compile_inbound(source: RuleSource) -> Inbound:
             {"consumed": tuple(sorted(consumed)), "hoist": tuple(sorted(hoist)), "parts": tuple(sorted(parts))}
         ),
     )
-    text, run = generate(inbound)  # the messages section's one function, from the compiled tables above
-    return replace(inbound, messages=run, code=(*inbound.code, (("messages",), text)))
+    text, run = generate(inbound, _content_lines(writers))  # the messages section's one function
+    code_items = (*inbound.code, (("messages",), text))
+    if plain_tool_scope is None:
+        return replace(inbound, messages=run, code=code_items)
+    tools_text, tools_run = generate_tools(inbound, decl_env.parsed[("tools", "declaration")])
+    return replace(inbound, messages=run, tools=tools_run, code=(*code_items, (("tools",), tools_text)))
 
 
 def _carry_table(spec: dict[str, Any]) -> Carry:
@@ -653,6 +638,7 @@ def _content_writer(
     source: RuleSource,
     provider: str,
     finish: list[Callable[[], None]],
+    writers: dict[Render, ContentPlan],
 ) -> Render:
     """Compile `$content`: write a message's (or a part's) parts through the parts table.
 
@@ -743,7 +729,102 @@ def _content_writer(
             raise ctx.fail(f"messages[{turn['index']}]", f"holds {len(blocks)} parts; the rules send one per message")
         return blocks[0] if blocks else MISSING
 
+    writers[render] = ContentPlan(policy, wanted, tuple(lead_getters), plan, provider)
     return render
+
+
+@dataclass(frozen=True)
+class ContentPlan:
+    """What one `$content` writes, for writing it inline (`_content_lines`): its policy, the kinds it selects
+    (None: every kind), the opaque blocks it leads with (getter, where, the reshaping rule or None), and its
+    per-kind plan (filled at the end of the load, before any function is generated: see `_content_writer`)."""
+
+    policy: str
+    wanted: frozenset[str] | None
+    leads: tuple[tuple[Getter, str, str | None], ...]
+    plan: Mapping[str, tuple[Render, frozenset[str] | None, Gaps | None, bool]]
+    provider: str
+
+
+# The part kinds most messages hold, tested first where a `$content` is written inline (a transcript is mostly
+# tool results, tool calls and text).
+_COMMON_KINDS = ("tool_result", "tool_call", "text")
+
+
+def _likely_first(item: tuple[str, Any]) -> int:
+    return _COMMON_KINDS.index(item[0]) if item[0] in _COMMON_KINDS else len(_COMMON_KINDS)
+
+
+def _content_lines(writers: Mapping[Render, ContentPlan]) -> ContentLines:
+    """A role template's `$content` written inline in the messages function: the same steps as its closure
+    (`_content_writer`'s render), with the per-kind plan decided in the code. `text_or_blocks` writes a message
+    of one plain text part as its text inline, and calls the closure for anything else (or when it leads with
+    opaque blocks)."""
+
+    def lines(node: Any, target: str, scope: str, call: str, bind: Callable[[Any], str]) -> list[str] | None:
+        writer = writers.get(node.render)
+        if writer is None:
+            return None
+        wanted = writer.wanted
+        if writer.policy == "text_or_blocks":
+            if writer.leads:
+                return None
+            if wanted is not None and "text" not in wanted:
+                return None
+            return [
+                f"ps_ = {scope}['parts']",
+                f"if len(ps_) == 1 and len(ps_[0]) <= 3 and ps_[0]['kind'] == 'text': {target} = ps_[0]['text']",
+                f"else: {target} = {call}",
+            ]
+        out = ["blocks_ = []"]
+        for getter, where, reshaped_by in writer.leads:
+            out += [
+                f"lead_ = {bind(getter)}({scope})",
+                f"if lead_ is not MISSING and lead_ is not None:"
+                f" blocks_ += {bind(_opaque_blocks)}(lead_, {where!r}, c, {reshaped_by!r})",
+            ]
+        out += [
+            "where_ = c.path",
+            f"at_ = [{scope}, None]",
+            f"c.path = ({bind(PARTS)}, at_)",
+            f"for part_ in {scope}['parts']:",
+            "    kind_ = part_['kind']",
+        ]
+        branch = "if"
+        for kind, (write, reads, gap, spliced) in sorted(writer.plan.items(), key=_likely_first):
+            if wanted is not None and kind not in wanted:
+                continue
+            out.append(f"    {branch} kind_ == {kind!r}:")
+            if reads is not None:
+                out.append(f"        if 'report' in part_: {bind(_report_part)}({scope}, part_, {bind(reads)}, c)")
+            if gap is not None:
+                out.append(f"        {bind(_settle_gaps)}({scope}, part_, {bind(gap)}, c)")
+            out.append("        at_[1] = part_")
+            if spliced:
+                out.append(f"        w_ = {bind(write)}(part_, c)")
+                out.append("        if w_ is not MISSING: blocks_.extend(w_)")
+            else:
+                out.append(f"        blocks_.append({bind(write)}(part_, c))")
+            branch = "elif"
+        cannot = f"f'{{kind_}} parts cannot be sent to {writer.provider}'"
+        refuse = f"raise c.fail({bind(part_path)}({scope}, part_), {cannot})"
+        if wanted is None:
+            out.append(f"    else: {refuse}" if branch == "elif" else f"    {refuse}")
+        elif branch == "elif":
+            out.append(f"    elif kind_ in {bind(wanted)}: {refuse}")
+        else:
+            out.append(f"    if kind_ in {bind(wanted)}: {refuse}")
+        out.append("c.path = where_")
+        if writer.policy == "blocks":
+            return [*out, f"{target} = blocks_ if blocks_ else MISSING"]
+        many = "f'holds {len(blocks_)} parts; the rules send one per message'"
+        return [
+            *out,
+            f"if len(blocks_) > 1: raise c.fail(f\"messages[{{{scope}['index']}}]\", {many})",
+            f"{target} = blocks_[0] if blocks_ else MISSING",
+        ]
+
+    return lines
 
 
 # A path that reads the middle form's `parts` itself (`parts`, `parts[0].content`), not through `$content`.

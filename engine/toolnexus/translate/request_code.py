@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import Note
 from ..language.paths import MISSING
-from ..language.templates import Ctx, ListPath
+from ..language.templates import USES_CONTEXT, ContentLines, Ctx, ListPath, Node, inline_node
 from .reader import (
     ROLES,
     IdMap,
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 # (the written messages, the hoisted prompts, the notes of the turns, the index of the first turn)
 Written = tuple[list[Any], list[tuple[str, str, int, dict[str, Any]]], list[Note], int | None]
 Messages = Callable[[list[Any], Ctx, IdMap | None], Written | None]
+# (the written declarations, the declared names), or None when the fast test declines the list
+Tools = Callable[[Any, Ctx], tuple[list[Any], set[str]] | None]
 
 
 MESSAGES = ListPath("messages")
@@ -91,8 +93,8 @@ _READ = {
 _TEXT = ["parts = [{'kind': 'text', 'text': text_only(m, i, P)}]"]  # a system or developer role not hoisted
 
 
-def generate(inbound: Inbound) -> tuple[str, Messages]:
-    """The messages section's function and its source."""
+def generate(inbound: Inbound, content: ContentLines | None = None) -> tuple[str, Messages]:
+    """The messages section's function and its source (`content`: writes a role's `$content` inline)."""
     names: dict[str, Any] = {
         "MISSING": MISSING,
         "Note": Note,
@@ -151,7 +153,7 @@ def generate(inbound: Inbound) -> tuple[str, Messages]:
         if role in inbound.hoist:
             continue
         lines.append(f"        {branch} role == {role!r}:")
-        lines += ["            " + line for line in _role(role, inbound, names)]
+        lines += ["            " + line for line in _role(role, inbound, names, content)]
         branch = "elif"
     lines += [
         "        else:",
@@ -165,10 +167,19 @@ def generate(inbound: Inbound) -> tuple[str, Messages]:
     return text, run
 
 
-def _role(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
-    """One role's read, settling, write and merge (as `messages.roles.<role>` says)."""
+def _role(role: str, inbound: Inbound, names: dict[str, Any], content: ContentLines | None) -> list[str]:
+    """One role's read, settling, write (its template inline) and merge (as `messages.roles.<role>` says)."""
     rule = inbound.roles[role]
-    names[f"render_{role}"] = rule.render
+    if rule.node is None:
+        names[f"render_{role}"] = rule.render
+        write = [f"written = render_{role}(turn, c)"]
+    else:
+        known = {"role": repr(role), "parts": "parts", "source": "m", "index": "i"}
+        inline = inline_node(
+            rule.node, "turn", "written", is_dict=True, known=known, prefix=f"{role}_", content=content
+        )
+        names.update(inline.names)
+        write = [*inline.head, *inline.body]
     lines = list(_READ.get(role, _TEXT))
     placed = inbound.carry.get(role)
     if placed:  # `rule.carried` is built from this table: the keys placed are those it may find no part for
@@ -206,7 +217,7 @@ def _role(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
     nothing = f"the {inbound.provider} rules wrote nothing for this message"
     lines += [
         "c.path = (MESSAGES, i)",
-        f"written = render_{role}(turn, c)",
+        *write,
         f"if written is MISSING: raise c.fail(f'messages[{{i}}]', {nothing!r})",
     ]
     if rule.spliced:  # several entries: each element of the list, an element that is a list giving its own
@@ -231,3 +242,55 @@ def _role(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
         "    merged = False",
         f"merging = {role!r}" if rule.merge_consecutive else "merging = None",
     ]
+
+
+TOOLS = ListPath("tools", ".function")
+
+
+def generate_tools(inbound: Inbound, declaration: Node) -> tuple[str, Tools]:
+    """The tools section's function and its source: per tool, the fast test of its shape and the declaration
+    written inline. The test passes a tool `{type: function, function}` whose function keys the declaration all
+    reads (none null; any keys when it reads the tool whole), with a new non-empty name, a string description and
+    an object of parameters if given. It declines (None) anything else, and the explain step decides: the notes
+    written before it declined are taken back."""
+    whole = inbound.plain_tool_scope == "source"
+    if whole:
+        inline = inline_node(declaration, "{'source': tool_}", "written_", is_dict=True, known={"source": "tool_"})
+    else:
+        inline = inline_node(declaration, "fn_", "written_", is_dict=True)
+    names = {**inline.names, "TOOLS": TOOLS, "READS": inbound.tool_keys_read}
+    firsts = {} if whole else inline.firsts  # the function keys the declaration reads, each read once
+
+    tested = {key: firsts.get(key, f"{key}_") for key in ("name", "description", "parameters")}
+    own_reads = [f"        {var} = fn_.get({key!r}, MISSING)" for key, var in tested.items() if key not in firsts]
+    name, description, parameters = tested.values()
+    decline = ["            del c.notes[noted_:]", "            return None"]
+    lines = [
+        "def tools(tools_, c):",
+        "    if type(tools_) is not list: return None",
+        "    out_, declared_, noted_ = [], set(), len(c.notes)",
+        "    for i_, tool_ in enumerate(tools_):",
+        "        fn_ = tool_.get('function') if type(tool_) is dict and len(tool_) == 2 else None",
+        "        if type(fn_) is not dict or tool_.get('type') != 'function':",
+        *decline,
+    ]
+    if not whole:
+        lines += ["        if not fn_.keys() <= READS or None in fn_.values():", *decline]
+    lines += ["        " + line for line in inline.head]
+    lines += own_reads
+    lines += [
+        f"        if (type({name}) is not str or not {name} or {name} in declared_",
+        f"                or ({description} is not MISSING and type({description}) is not str)",
+        f"                or ({parameters} is not MISSING and type({parameters}) is not dict)):",
+        *decline,
+        f"        declared_.add({name})",
+        *(["        c.path = (TOOLS, i_)"] if USES_CONTEXT.search("\n".join(inline.body)) else []),
+        *("        " + line for line in inline.body),
+        "        out_.append(written_)",
+        "    c.path = ''",
+        "    return out_, declared_",
+    ]
+    text = "\n".join(lines) + "\n"
+    exec(compile(text, f"<tools {inbound.provider}>", "exec"), names)
+    run: Tools = names["tools"]
+    return text, run
