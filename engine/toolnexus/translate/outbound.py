@@ -48,7 +48,7 @@ from ..language.templates import (
     path_getter,
     read_lines,
 )
-from .result import TranslatedToolCall, TranslateResult
+from .result import TranslatedToolCall, TranslateResult, new_tool_call
 
 FINISH_TOOL_CALLS = "tool_calls"
 FINISH_STOP = "stop"
@@ -838,16 +838,6 @@ def _counts(usage: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     return out
 
 
-def _count_map(value: Any) -> dict[str, Any] | None:
-    """A copy of a provider's `*_details` object when it is a non-empty object of clean counts, else None."""
-    if type(value) is not dict or not value:
-        return None
-    for count in value.values():
-        if type(count) is not int or count < 0:
-            return None
-    return dict(value)
-
-
 def _explain_counts(usage: dict[str, Any], ctx: Ctx, where: tuple[str, ...] = ("usage",)) -> dict[str, Any]:
     """Usage as OpenAI has it: non-negative integers, and `*_details` objects of them; a null count is
     absent, any other value is left out and noted (`where` is the path so far, joined only for a note)."""
@@ -924,14 +914,13 @@ class _Code:
             "Ctx": Ctx,
             "Note": Note,
             "Found": _Found,
-            "TranslatedToolCall": TranslatedToolCall,
+            "new_tool_call": new_tool_call,
             "TranslateResult": TranslateResult,
             "arguments_json": arguments_json,
             "merge_extras": merge_extras,
             "response_digest": response_digest,
             "synthesized_id": synthesized_id,
             "counts": _counts,
-            "count_map": _count_map,
             "check_usage": check_usage,
         }
         self.count = 0
@@ -1043,7 +1032,7 @@ class _Code:
 
     def function(self) -> str:
         o = self.o
-        lines = [f"c = Ctx({o.provider!r}, outbound=True, ids=id_map)", "f = Found()", "texts = f.texts"]
+        lines = [f"c = Ctx({o.provider!r}, True, id_map)", "f = Found()", "texts = f.texts"]
         lines.append("calls = f.calls")
         for index, src in enumerate(o.sources):
             lines += self.source(index, src)
@@ -1178,7 +1167,7 @@ class _Code:
                     f"    c.notes.append(Note('rewritten', {s}.element_path(i),"
                     " f'id {given!r} restored to {ci!r}'))",
                 ]
-            writes.append(f"calls.append(TranslatedToolCall(ci, cn, ca, {extra}))")
+            writes.append(f"calls.append(new_tool_call(ci, cn, ca, {extra}))")
         if present:  # an element whose every field is absent is noted by the explain step
             tests.append("(" + " or ".join(f"{var} is not MISSING" for var in present) + ")")
         if not tests:  # a kind the rules know and read nothing of, or only its annotations
@@ -1259,8 +1248,7 @@ class _Code:
             if read is not None:
                 if details:  # the provider's own object of counts: copied when clean
                     lines += self.count_read(read, "uv")
-                    lines += ["if uv is not MISSING:", "    uv = count_map(uv)", "    if uv is None: ok = False"]
-                    lines.append(f"    else: u[{name!r}] = uv")
+                    lines += self.count_map("uv", name)
                 else:
                     read_lines_, clean = self.clean_count(read)
                     lines += [*read_lines_, f"if {clean} is not MISSING: u[{name!r}] = {clean}"]
@@ -1281,6 +1269,20 @@ class _Code:
             else:
                 return None
         return lines
+
+    def count_map(self, var: str, name: str) -> list[str]:
+        """A provider's `*_details` object in `var` copied into usage when it is a non-empty object of clean counts
+        (absent: nothing; anything else clears `ok`), tested inline: no call per object."""
+        return [
+            f"if {var} is not MISSING:",
+            f"    if type({var}) is dict and {var}:",
+            f"        for n in {var}.values():",
+            "            if type(n) is not int or n < 0:",
+            "                ok = False",
+            "                break",
+            f"        else: u[{name!r}] = {var}.copy()",
+            "    else: ok = False",
+        ]
 
     def count_read(self, read: Read, target: str) -> list[str]:
         """A count's read at the function's top level (its prefixes shared), left in `target`; null is absent."""
