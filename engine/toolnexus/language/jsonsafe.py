@@ -200,11 +200,15 @@ def _finite(value: Any, tokens: int) -> bool:
     for container in queue:  # grows as it goes: each container's own items first, then the containers in it
         for item in container.values() if isinstance(container, dict) else container:
             kind = type(item)
+            if kind is str:  # the commonest item first
+                continue
             if item is None:
                 tokens -= 1
                 if not tokens:
                     return True
-            elif kind is str or kind is int or kind is bool:
+            elif kind is dict or kind is list:
+                push(item)
+            elif kind is int or kind is bool:
                 continue
             elif kind is float:
                 if not isfinite(item):
