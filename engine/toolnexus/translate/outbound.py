@@ -241,7 +241,7 @@ class Outbound:
             said = f"a {key!r} element: {src.notes[key]}" if key else src.notes[key]
             ctx.notes.append(Note("dropped" if item is MISSING or not item else "rewritten", src.element_path(i), said))
         if item is MISSING and key in src.annotations:  # a template of annotations only
-            self.annotate(src.annotations[key], element, src.element_path(i), "", found, ctx)
+            self.annotate(src.annotations[key], element, src, i, "", found, ctx)
             return
         if item is MISSING:  # the rules found nothing they know in it: say so, keep it in raw
             if key not in src.notes:
@@ -253,7 +253,7 @@ class Outbound:
             message = f"text must be a string, got {type(text).__name__}"
             raise ResponseError(src.element_path(i), message, provider=self.provider)
         if key in src.annotations:
-            self.annotate(src.annotations[key], element, src.element_path(i), text or "", found, ctx)
+            self.annotate(src.annotations[key], element, src, i, text or "", found, ctx)
             ctx.path = (src, i)
         if text is not None:
             found.texts.append(text)
@@ -268,38 +268,57 @@ class Outbound:
                 ctx.notes.append(Note("synthesized", src.element_path(i), f"no call id; sent as {call['id']}"))
             found.calls.append(self.tool_call(call, src, i, fields, ctx))
 
-    def annotate(self, spec: Annotations, element: Any, where: str, text: str, found: _Found, ctx: Ctx) -> None:
-        """An item's annotations, their indexes moved from the item's text into the assembled text (an
-        annotation that gives none spans the item's whole text); an element with no counterpart is noted.
-        Called before the item's text joins `found.texts` (by the generated code and the explain step)."""
+    def annotate(
+        self, spec: Annotations, element: Any, src: ItemSource, i: int, text: str, found: _Found, ctx: Ctx
+    ) -> None:
+        """An item's annotations (the element `i` of `src`), their indexes moved from the item's text into the
+        assembled text (an annotation that gives none spans the item's whole text); an element with no
+        counterpart is noted. Called before the item's text joins `found.texts` (by the generated code and the
+        explain step). Most items list none: then no path is formatted and no part's text is read."""
         listed = (spec.parts[1] if spec.parts is not None else spec.getter)(element)
         if listed is MISSING or listed is None:
             return
         if not isinstance(listed, list):
             message = f"must be a list, got {type(listed).__name__}"
             read = spec.parts[0] if spec.parts is not None else spec.each
-            raise ResponseError(f"{where}.{read}", message, provider=self.provider)
-        if spec.over == "answer":  # indexes into the answer's text so far, not the element's own
-            start, text = 0, "".join(found.texts)
-        else:
-            start = sum(map(len, found.texts))
-        path = ctx.path
+            raise ResponseError(f"{src.element_path(i)}.{read}", message, provider=self.provider)
         if spec.parts is None:
-            self._annotate(spec, element, where, listed, start, _Span(text, spec.unit), found, ctx)
-        else:  # each part's annotations index into its own text, which follows the parts before it
-            for p, part in enumerate(listed):
-                own = spec.parts[2](part) if isinstance(part, dict) else MISSING
-                entries = spec.getter(part) if isinstance(part, dict) else MISSING
-                own = own if type(own) is str else ""
-                if entries is not MISSING and entries is not None:  # most parts list none: no path, no span
-                    at = f"{where}.{spec.parts[0]}[{p}]"
-                    if not isinstance(entries, list):
-                        message = f"must be a list, got {type(entries).__name__}"
-                        raise ResponseError(f"{at}.{spec.each}", message, provider=self.provider)
-                    if entries:
-                        self._annotate(spec, part, at, entries, start, _Span(own, spec.unit), found, ctx)
-                start += len(own)
-        ctx.path = path
+            if not listed:
+                return
+            start, text = self._start(spec, text, found)
+            path = ctx.path
+            self._annotate(spec, element, src.element_path(i), listed, start, _Span(text, spec.unit), found, ctx)
+            ctx.path = path
+            return
+        # each part's annotations index into its own text, which follows the parts before it
+        own_text = spec.parts[2]
+        start, counted = -1, 0  # the start of part `counted`'s text (-1: not yet needed)
+        for p, part in enumerate(listed):
+            entries = spec.getter(part) if isinstance(part, dict) else MISSING
+            if entries is MISSING or entries is None:
+                continue
+            at = f"{src.element_path(i)}.{spec.parts[0]}[{p}]"
+            if not isinstance(entries, list):
+                message = f"must be a list, got {type(entries).__name__}"
+                raise ResponseError(f"{at}.{spec.each}", message, provider=self.provider)
+            if not entries:
+                continue
+            if start < 0:
+                start = self._start(spec, text, found)[0]
+            for before in listed[counted:p]:
+                start += len(_part_text(own_text, before))
+            own = _part_text(own_text, part)
+            path = ctx.path
+            self._annotate(spec, part, at, entries, start, _Span(own, spec.unit), found, ctx)
+            ctx.path = path
+            start, counted = start + len(own), p + 1
+
+    @staticmethod
+    def _start(spec: Annotations, text: str, found: _Found) -> tuple[int, str]:
+        """Where the item's text starts in what its indexes count, and the text they index into."""
+        if spec.over == "answer":  # indexes into the answer's text so far, not the element's own
+            return 0, "".join(found.texts)
+        return sum(map(len, found.texts)), text
 
     def _annotate(
         self,
@@ -668,6 +687,12 @@ class _Span:
             message = f"an annotation's byte indexes must fall between characters of the text, got {span}"
             raise ResponseError(at, message, provider=provider) from None
         return first, last
+
+
+def _part_text(own_text: Getter, part: Any) -> str:
+    """A part's own text, which its annotations index into ("" when it has none)."""
+    own = own_text(part) if isinstance(part, dict) else MISSING
+    return own if type(own) is str else ""
 
 
 def _list_part(spec: Annotations) -> Part:
@@ -1122,8 +1147,7 @@ class _Code:
             spec, text = self.name(parts.annotate, "annotate"), "t if type(t) is str else ''" if parts.text else "''"
             writes.insert(  # none (an empty list, most often) is nothing to do
                 0,
-                "if an is not MISSING and an is not None and an != []:"
-                f" o.annotate({spec}, e, {s}.element_path(i), {text}, f, c)",
+                f"if an is not MISSING and an is not None and an != []: o.annotate({spec}, e, {s}, i, {text}, f, c)",
             )
         if parts.message is not None:
             lines += self.part("m", parts.message, read, views)
