@@ -20,7 +20,7 @@ from toolnexus.devtools.conformance import load_cases
 from toolnexus.language.paths import MISSING
 from toolnexus.language.templates import Ctx
 from toolnexus.translate.outbound import Outbound, _explain_counts, _Found, check_usage, generate
-from toolnexus.translate.result import TranslateResult
+from toolnexus.translate.result import TranslatedToolCall, TranslateResult, new_tool_call
 
 PROVIDERS = toolnexus.providers()
 
@@ -227,6 +227,57 @@ def test_a_details_object_given_as_a_number_is_left_out_and_noted(details: str) 
     result = translate_response("openai", answer)
     assert result.text == "hi" and details not in result.usage and result.usage["total_tokens"] == 5
     assert [(n.kind, n.path) for n in result.notes] == [("dropped", f"usage.{details}")]
+
+
+@pytest.mark.parametrize(
+    ("details", "kept", "noted"),
+    [
+        ({"cached_tokens": 1, "audio_tokens": 0}, {"cached_tokens": 1, "audio_tokens": 0}, []),
+        ({}, None, []),
+        ({"cached_tokens": -1}, None, ["usage.prompt_tokens_details.cached_tokens"]),
+        ({"cached_tokens": 1, "audio_tokens": "2"}, {"cached_tokens": 1}, ["usage.prompt_tokens_details.audio_tokens"]),
+        ({"cached_tokens": True}, None, ["usage.prompt_tokens_details.cached_tokens"]),
+    ],
+)
+def test_a_details_object_read_inline_is_copied_when_clean_else_explained(
+    details: dict[str, Any], kept: dict[str, Any] | None, noted: list[str]
+) -> None:
+    answer = {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5, "prompt_tokens_details": details},
+    }
+    result = translate_response("openai", answer)
+    assert result.usage.get("prompt_tokens_details") == kept
+    assert result.usage.get("prompt_tokens_details") is not details  # a copy: never the answer's own object
+    assert [n.path for n in result.notes if n.kind == "dropped"] == noted
+
+
+def test_the_tool_calls_a_generated_function_builds_are_the_frozen_dataclass() -> None:
+    answer = {
+        "choices": [
+            {
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ]
+    }
+    (call,) = translate_response("openai", answer).tool_calls
+    assert type(call) is TranslatedToolCall
+    assert call == TranslatedToolCall("c1", "f", "{}") and hash(call) == hash(TranslatedToolCall("c1", "f", "{}"))
+    assert repr(call) == repr(TranslatedToolCall("c1", "f", "{}"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        call.id = "c2"  # type: ignore[misc]
+
+
+def test_new_tool_call_sets_every_field_the_dataclass_declares() -> None:
+    extra = {"google": {"thought_signature": "s"}}
+    fast = new_tool_call("i", "n", "{}", extra)
+    assert fast == TranslatedToolCall("i", "n", "{}", extra)
+    assert [getattr(fast, f.name) for f in dataclasses.fields(TranslatedToolCall)] == ["i", "n", "{}", extra]
 
 
 def with_spied_usage(outbound: Outbound, calls: list[Any]) -> Outbound:

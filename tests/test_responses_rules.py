@@ -99,6 +99,16 @@ def test_a_message_with_several_parts_reads_them_all() -> None:
     assert (only_refusal.text, only_refusal.refusal) == ("", "Not that.")
 
 
+@pytest.mark.parametrize("first", [{"annotations": []}, {"annotations": None}, {}])
+def test_a_parts_annotations_move_past_the_parts_before_it_that_list_none(first: dict[str, Any]) -> None:
+    """The parts before an annotated one count with their text, whether they list no annotations or none at all."""
+    plain = {key: value for key, value in PARTS[0].items() if key != "annotations"} | first
+    third = {"type": "output_text", "text": "Bye.", "annotations": [cite(0, 3)], "logprobs": []}
+    result = translate_response(P, {**WHOLE, "output": [{**MESSAGE, "content": [plain, PARTS[1], third]}]})
+    spans = [(a["url_citation"]["start_index"], a["url_citation"]["end_index"]) for a in result.annotations]
+    assert result.text == "Hello world.Bye." and spans == [(6, 11), (12, 15)]
+
+
 @pytest.mark.parametrize("text", [{}, 0, None, ["a"]])
 def test_an_output_text_part_whose_text_is_not_a_string_is_refused_at_the_item(text: Any) -> None:
     damaged = {**whole(MESSAGE), "output": [{**MESSAGE, "content": [PARTS[0], {**PARTS[1], "text": text}]}]}

@@ -112,17 +112,9 @@ def _clean(value: Any, level: int) -> bool:
 def _nulls_are_nones(value: Any, out: bytes, last: int) -> bool:
     """Whether each null token in orjson's text of a container (its last "null" at `last`) is a None."""
     tokens = _null_tokens(out, last)
-    if not tokens:
-        return True
-    if type(value) is dict and tokens == _top_nones(value):
-        return True  # every null token in the text is a None of the mapping's own (a message's `content: null`)
-    return _finite(value, tokens)
-
-
-def _top_nones(mapping: dict[Any, Any]) -> int:
-    """How many of a mapping's own values are None. Each writes one null token; when the text holds no more, no
-    NaN or Infinity (nor a nested None) wrote one, and the floats need no look."""
-    return sum(1 for item in mapping.values() if item is None)
+    # A mapping's own Nones (a message's `content: null`) are met first, so when they are all the text holds,
+    # the walk ends within the mapping's own values, never entering what it holds.
+    return not tokens or _finite(value, tokens)
 
 
 def _members_clean(value: dict[Any, Any] | list[Any], level: int) -> bool:
@@ -200,11 +192,15 @@ def _finite(value: Any, tokens: int) -> bool:
     for container in queue:  # grows as it goes: each container's own items first, then the containers in it
         for item in container.values() if isinstance(container, dict) else container:
             kind = type(item)
+            if kind is str:  # the commonest item first
+                continue
             if item is None:
                 tokens -= 1
                 if not tokens:
                     return True
-            elif kind is str or kind is int or kind is bool:
+            elif kind is dict or kind is list:
+                push(item)
+            elif kind is int or kind is bool:
                 continue
             elif kind is float:
                 if not isfinite(item):

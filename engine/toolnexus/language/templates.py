@@ -128,7 +128,9 @@ class Ctx:
 
     __slots__ = ("ids", "notes", "outbound", "path", "provider", "settler")
 
-    def __init__(self, provider: str, *, outbound: bool = False, ids: Mapping[str, str] | None = None) -> None:
+    # `outbound` and `ids` may be given by position: a class called with keywords builds a dict for them
+    # (CPython 3.11), which costs a generated response function more than its own reads of a short answer.
+    def __init__(self, provider: str, outbound: bool = False, ids: Mapping[str, str] | None = None) -> None:
         self.ids = ids  # the answered request's sent tool-call id -> caller's id (`RequestBody.id_map`)
         self.notes: list[Note] = []
         self.path: Any = ""

@@ -48,7 +48,7 @@ from ..language.templates import (
     path_getter,
     read_lines,
 )
-from .result import TranslatedToolCall, TranslateResult
+from .result import TranslatedToolCall, TranslateResult, new_tool_call
 
 FINISH_TOOL_CALLS = "tool_calls"
 FINISH_STOP = "stop"
@@ -241,7 +241,7 @@ class Outbound:
             said = f"a {key!r} element: {src.notes[key]}" if key else src.notes[key]
             ctx.notes.append(Note("dropped" if item is MISSING or not item else "rewritten", src.element_path(i), said))
         if item is MISSING and key in src.annotations:  # a template of annotations only
-            self.annotate(src.annotations[key], element, src.element_path(i), "", found, ctx)
+            self.annotate(src.annotations[key], element, src, i, "", found, ctx)
             return
         if item is MISSING:  # the rules found nothing they know in it: say so, keep it in raw
             if key not in src.notes:
@@ -253,7 +253,7 @@ class Outbound:
             message = f"text must be a string, got {type(text).__name__}"
             raise ResponseError(src.element_path(i), message, provider=self.provider)
         if key in src.annotations:
-            self.annotate(src.annotations[key], element, src.element_path(i), text or "", found, ctx)
+            self.annotate(src.annotations[key], element, src, i, text or "", found, ctx)
             ctx.path = (src, i)
         if text is not None:
             found.texts.append(text)
@@ -268,38 +268,57 @@ class Outbound:
                 ctx.notes.append(Note("synthesized", src.element_path(i), f"no call id; sent as {call['id']}"))
             found.calls.append(self.tool_call(call, src, i, fields, ctx))
 
-    def annotate(self, spec: Annotations, element: Any, where: str, text: str, found: _Found, ctx: Ctx) -> None:
-        """An item's annotations, their indexes moved from the item's text into the assembled text (an
-        annotation that gives none spans the item's whole text); an element with no counterpart is noted.
-        Called before the item's text joins `found.texts` (by the generated code and the explain step)."""
+    def annotate(
+        self, spec: Annotations, element: Any, src: ItemSource, i: int, text: str, found: _Found, ctx: Ctx
+    ) -> None:
+        """An item's annotations (the element `i` of `src`), their indexes moved from the item's text into the
+        assembled text (an annotation that gives none spans the item's whole text); an element with no
+        counterpart is noted. Called before the item's text joins `found.texts` (by the generated code and the
+        explain step). Most items list none: then no path is formatted and no part's text is read."""
         listed = (spec.parts[1] if spec.parts is not None else spec.getter)(element)
         if listed is MISSING or listed is None:
             return
         if not isinstance(listed, list):
             message = f"must be a list, got {type(listed).__name__}"
             read = spec.parts[0] if spec.parts is not None else spec.each
-            raise ResponseError(f"{where}.{read}", message, provider=self.provider)
-        if spec.over == "answer":  # indexes into the answer's text so far, not the element's own
-            start, text = 0, "".join(found.texts)
-        else:
-            start = sum(map(len, found.texts))
-        path = ctx.path
+            raise ResponseError(f"{src.element_path(i)}.{read}", message, provider=self.provider)
         if spec.parts is None:
-            self._annotate(spec, element, where, listed, start, _Span(text, spec.unit), found, ctx)
-        else:  # each part's annotations index into its own text, which follows the parts before it
-            for p, part in enumerate(listed):
-                own = spec.parts[2](part) if isinstance(part, dict) else MISSING
-                entries = spec.getter(part) if isinstance(part, dict) else MISSING
-                own = own if type(own) is str else ""
-                if entries is not MISSING and entries is not None:  # most parts list none: no path, no span
-                    at = f"{where}.{spec.parts[0]}[{p}]"
-                    if not isinstance(entries, list):
-                        message = f"must be a list, got {type(entries).__name__}"
-                        raise ResponseError(f"{at}.{spec.each}", message, provider=self.provider)
-                    if entries:
-                        self._annotate(spec, part, at, entries, start, _Span(own, spec.unit), found, ctx)
-                start += len(own)
-        ctx.path = path
+            if not listed:
+                return
+            start, text = self._start(spec, text, found)
+            path = ctx.path
+            self._annotate(spec, element, src.element_path(i), listed, start, _Span(text, spec.unit), found, ctx)
+            ctx.path = path
+            return
+        # each part's annotations index into its own text, which follows the parts before it
+        own_text = spec.parts[2]
+        start, counted = -1, 0  # the start of part `counted`'s text (-1: not yet needed)
+        for p, part in enumerate(listed):
+            entries = spec.getter(part) if isinstance(part, dict) else MISSING
+            if entries is MISSING or entries is None:
+                continue
+            at = f"{src.element_path(i)}.{spec.parts[0]}[{p}]"
+            if not isinstance(entries, list):
+                message = f"must be a list, got {type(entries).__name__}"
+                raise ResponseError(f"{at}.{spec.each}", message, provider=self.provider)
+            if not entries:
+                continue
+            if start < 0:
+                start = self._start(spec, text, found)[0]
+            for before in listed[counted:p]:
+                start += len(_part_text(own_text, before))
+            own = _part_text(own_text, part)
+            path = ctx.path
+            self._annotate(spec, part, at, entries, start, _Span(own, spec.unit), found, ctx)
+            ctx.path = path
+            start, counted = start + len(own), p + 1
+
+    @staticmethod
+    def _start(spec: Annotations, text: str, found: _Found) -> tuple[int, str]:
+        """Where the item's text starts in what its indexes count, and the text they index into."""
+        if spec.over == "answer":  # indexes into the answer's text so far, not the element's own
+            return 0, "".join(found.texts)
+        return sum(map(len, found.texts)), text
 
     def _annotate(
         self,
@@ -670,6 +689,12 @@ class _Span:
         return first, last
 
 
+def _part_text(own_text: Getter, part: Any) -> str:
+    """A part's own text, which its annotations index into ("" when it has none)."""
+    own = own_text(part) if isinstance(part, dict) else MISSING
+    return own if type(own) is str else ""
+
+
 def _list_part(spec: Annotations) -> Part:
     """The list an `annotations` spec reads, for the generated code's fast test (empty: nothing to do)."""
     each, getter = (spec.parts[0], spec.parts[1]) if spec.parts is not None else (spec.each, spec.getter)
@@ -839,16 +864,6 @@ def _counts(usage: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     return out
 
 
-def _count_map(value: Any) -> dict[str, Any] | None:
-    """A copy of a provider's `*_details` object when it is a non-empty object of clean counts, else None."""
-    if type(value) is not dict or not value:
-        return None
-    for count in value.values():
-        if type(count) is not int or count < 0:
-            return None
-    return dict(value)
-
-
 def _explain_counts(usage: dict[str, Any], ctx: Ctx, where: tuple[str, ...] = ("usage",)) -> dict[str, Any]:
     """Usage as OpenAI has it: non-negative integers, and `*_details` objects of them; a null count is
     absent, any other value is left out and noted (`where` is the path so far, joined only for a note)."""
@@ -925,14 +940,13 @@ class _Code:
             "Ctx": Ctx,
             "Note": Note,
             "Found": _Found,
-            "TranslatedToolCall": TranslatedToolCall,
+            "new_tool_call": new_tool_call,
             "TranslateResult": TranslateResult,
             "arguments_json": arguments_json,
             "merge_extras": merge_extras,
             "response_digest": response_digest,
             "synthesized_id": synthesized_id,
             "counts": _counts,
-            "count_map": _count_map,
             "check_usage": check_usage,
         }
         self.count = 0
@@ -1044,7 +1058,7 @@ class _Code:
 
     def function(self) -> str:
         o = self.o
-        lines = [f"c = Ctx({o.provider!r}, outbound=True, ids=id_map)", "f = Found()", "texts = f.texts"]
+        lines = [f"c = Ctx({o.provider!r}, True, id_map)", "f = Found()", "texts = f.texts"]
         lines.append("calls = f.calls")
         for index, src in enumerate(o.sources):
             lines += self.source(index, src)
@@ -1134,8 +1148,7 @@ class _Code:
             spec, text = self.name(parts.annotate, "annotate"), "t if type(t) is str else ''" if parts.text else "''"
             writes.insert(  # none (an empty list, most often) is nothing to do
                 0,
-                "if an is not MISSING and an is not None and an != []:"
-                f" o.annotate({spec}, e, {s}.element_path(i), {text}, f, c)",
+                f"if an is not MISSING and an is not None and an != []: o.annotate({spec}, e, {s}, i, {text}, f, c)",
             )
         if parts.message is not None:
             lines += self.part("m", parts.message, read, views)
@@ -1179,7 +1192,7 @@ class _Code:
                     f"    c.notes.append(Note('rewritten', {s}.element_path(i),"
                     " f'id {given!r} restored to {ci!r}'))",
                 ]
-            writes.append(f"calls.append(TranslatedToolCall(ci, cn, ca, {extra}))")
+            writes.append(f"calls.append(new_tool_call(ci, cn, ca, {extra}))")
         if present:  # an element whose every field is absent is noted by the explain step
             tests.append("(" + " or ".join(f"{var} is not MISSING" for var in present) + ")")
         if not tests:  # a kind the rules know and read nothing of, or only its annotations
@@ -1260,8 +1273,7 @@ class _Code:
             if read is not None:
                 if details:  # the provider's own object of counts: copied when clean
                     lines += self.count_read(read, "uv")
-                    lines += ["if uv is not MISSING:", "    uv = count_map(uv)", "    if uv is None: ok = False"]
-                    lines.append(f"    else: u[{name!r}] = uv")
+                    lines += self.count_map("uv", name)
                 else:
                     read_lines_, clean = self.clean_count(read)
                     lines += [*read_lines_, f"if {clean} is not MISSING: u[{name!r}] = {clean}"]
@@ -1282,6 +1294,20 @@ class _Code:
             else:
                 return None
         return lines
+
+    def count_map(self, var: str, name: str) -> list[str]:
+        """A provider's `*_details` object in `var` copied into usage when it is a non-empty object of clean counts
+        (absent: nothing; anything else clears `ok`), tested inline: no call per object."""
+        return [
+            f"if {var} is not MISSING:",
+            f"    if type({var}) is dict and {var}:",
+            f"        for n in {var}.values():",
+            "            if type(n) is not int or n < 0:",
+            "                ok = False",
+            "                break",
+            f"        else: u[{name!r}] = {var}.copy()",
+            "    else: ok = False",
+        ]
 
     def count_read(self, read: Read, target: str) -> list[str]:
         """A count's read at the function's top level (its prefixes shared), left in `target`; null is absent."""

@@ -33,6 +33,24 @@ class TranslatedToolCall:
         return call
 
 
+_new = object.__new__
+_SET_ID, _SET_NAME, _SET_ARGUMENTS, _SET_EXTRA = (
+    TranslatedToolCall.__dict__[name].__set__ for name in ("id", "name", "arguments", "extra_content")
+)
+
+
+def new_tool_call(id: str, name: str, arguments: str, extra_content: dict[str, Any] | None) -> TranslatedToolCall:
+    """`TranslatedToolCall(id, name, arguments, extra_content)`, the same object, built by its slots: a frozen
+    dataclass's `__init__` sets each field through `object.__setattr__`, which makes it cost half as much again
+    as this. The generated response functions build one per tool call (24 in a large answer)."""
+    call = _new(TranslatedToolCall)
+    _SET_ID(call, id)
+    _SET_NAME(call, name)
+    _SET_ARGUMENTS(call, arguments)
+    _SET_EXTRA(call, extra_content)
+    return call
+
+
 @dataclass(slots=True)
 class TranslateResult:
     """One provider answer in OpenAI shape.
