@@ -45,6 +45,7 @@ from ..language.paths import MISSING
 from ..language.templates import Ctx, fresh_copy
 from .endpoint import excerpt
 from .result import TranslatedToolCall, TranslateResult
+from .stream_code import Element as _Element
 from .stream_code import Text, joins
 from .stream_rules import (
     APPEND,
@@ -65,14 +66,6 @@ CHUNK = "chat.completion.chunk"
 _HELD = "call_held"  # stands in for a synthesized id until the whole response is known
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NONE: frozenset[str] = frozenset()
-
-
-@dataclass(slots=True)
-class _Element:
-    """What the stream knows about one element of a watched source."""
-
-    roles: Mapping[Path, str]
-    call: int | None = None  # its tool-call index, when it is a tool call
 
 
 _WHOLE = _Element(MappingProxyType({}))  # a held whole call's element: none of its fields streams
@@ -123,6 +116,7 @@ class StreamTranslator:
         self._run = rules.run
         self._done = rules.done
         self._error_message = rules.endpoint.error_message
+        self._error_key = rules.error_key  # None: the message path is asked of every event
         self._created = int(time.time())
         self._unknown: set[str] = set()
         self._opening: tuple[int, dict[str, Any]] | None = None  # the event that opened the answer (`starts`)
@@ -157,16 +151,25 @@ class StreamTranslator:
             what = refused or ("not JSON" if event is MISSING else "not a JSON object")
             shown = excerpt(data.encode("utf-8", "replace"))
             raise ProviderError(f"stream event {n} is {what}: {shown}", provider=rules.provider, kind="decode")
-        if (message_of := self._error_message) is not None and type(message_of(event)) is str:
+        if (
+            (message_of := self._error_message) is not None
+            and ((key := self._error_key) is None or key in event)
+            and type(message_of(event)) is str
+        ):
             error_type, message = rules.endpoint.describe_error(data.encode())
             raise ProviderError(message, provider=rules.provider, kind="http", error_type=error_type)
         if self._run(self, event, n):  # the generated steps of its event type (stream_code.py)
             deltas = self._deltas
-            if len(deltas) == 1 and self._head is not None:  # the usual event: one piece (as `_chunks`)
+            if deltas and self._head is not None:  # the usual event: its pieces once the header is known (`_chunks`)
                 chunk_id, created, model = self._header
+                if len(deltas) == 1:
+                    return [{"id": chunk_id, "object": CHUNK, "created": created, "model": model,
+                             "choices": [{"index": 0, "delta": deltas.pop(), "logprobs": None,
+                                          "finish_reason": None}]}]  # fmt: skip
+                self._deltas = []
                 return [{"id": chunk_id, "object": CHUNK, "created": created, "model": model,
-                         "choices": [{"index": 0, "delta": deltas.pop(), "logprobs": None,
-                                      "finish_reason": None}]}]  # fmt: skip
+                         "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}]}
+                        for delta in deltas]  # fmt: skip
             return self._chunks()
         return []
 
