@@ -116,6 +116,7 @@ class StreamTranslator:
         self._run = rules.run
         self._done = rules.done
         self._error_message = rules.endpoint.error_message
+        self._ids = rules.outbound.tool_call_ids
         self._error_key = rules.error_key  # None: the message path is asked of every event
         self._created = int(time.time())
         self._unknown: set[str] = set()
@@ -496,7 +497,7 @@ class StreamTranslator:
         self, info: _Element, call_id: str, name: str, first: str, extra: Any, held: bool, restore: bool = True
     ) -> None:
         """A tool call starts: its opening delta (empty arguments), then any arguments it arrived with."""
-        ids = self.rules.outbound.tool_call_ids
+        ids = self._ids
         if restore and ids is not None:  # the caller's own id, as the whole answer restores it
             call_id = ids.restore(call_id, self.id_map or NO_IDS)
         index = len(self._calls)
@@ -506,9 +507,10 @@ class StreamTranslator:
         if extra is not None:  # a signature rides on the call, as in tool_calls_json()
             opened["extra_content"] = extra
         self._calls.append(_Call(str(call_id), str(name), bool(first), opened if held else None))
-        self._tool_delta({"tool_calls": [opened]}, held)
+        out = self._held if held or self._held else self._deltas  # as `_tool_delta`
+        out.append({"tool_calls": [opened]})
         if first:
-            self._tool_delta({"tool_calls": [{"index": index, "function": {"arguments": first}}]})
+            (self._held or self._deltas).append({"tool_calls": [{"index": index, "function": {"arguments": first}}]})
 
     def _open(self, index: int, done: TranslatedToolCall, entries: list[dict[str, Any]]) -> None:
         """A held whole call's `tool_calls` entries (the opening one, then its arguments) added to `entries`, from
