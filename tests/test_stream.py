@@ -1180,11 +1180,12 @@ def test_a_call_of_plain_reads_opens_without_rendering_its_template(monkeypatch:
     check_chunks(chunks, translator.result)
 
 
-def test_a_call_of_plain_reads_starts_by_a_generated_function_and_a_bad_one_goes_the_general_way(
+def test_a_whole_call_of_plain_reads_starts_by_a_generated_function_in_one_chunk(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Mistral's whole calls (one kind, plain reads) start by the section's own generated function, not the
-    translator's general `_start`; a call without a name still goes there and is refused as the whole answer is."""
+    translator's general `_start`, each in one chunk (its opening entry, then its arguments); a call without a
+    name still goes the general way and is refused as the whole answer is."""
     from toolnexus.translate.stream import StreamTranslator
 
     streaming = RULES.get("mistral").streaming
@@ -1201,6 +1202,9 @@ def test_a_call_of_plain_reads_starts_by_a_generated_function_and_a_bad_one_goes
     chunks = [chunk for data in events for chunk in translator.feed(data)] + translator.finish()
     check_chunks(chunks, translator.result)
     assert [c.id for c in translator.result.tool_calls] == ["c00000000", "c00000001", "c00000002"]
+    deltas = [c["choices"][0]["delta"]["tool_calls"] for c in chunks if c["choices"] and "tool_calls" in
+              c["choices"][0]["delta"]]  # fmt: skip
+    assert [[e["function"]["arguments"] for e in entries] for entries in deltas] == [["", "{}"]] * 3  # one chunk each
     # the first call arrives with the list that holds it, placed the general way; every later one by start0
     assert [a[1] for a in general if a[0] == 0] == [0]
     del calls[1]["function"]["name"]

@@ -496,7 +496,8 @@ class StreamTranslator:
     def _open_call(
         self, info: _Element, call_id: str, name: str, first: str, extra: Any, held: bool, restore: bool = True
     ) -> None:
-        """A tool call starts: its opening delta (empty arguments), then any arguments it arrived with."""
+        """A tool call starts: its opening entry (empty arguments), then in the same delta any arguments it
+        arrived with (one chunk per whole call, as the OpenAI SDK accumulates entries in order)."""
         ids = self._ids
         if restore and ids is not None:  # the caller's own id, as the whole answer restores it
             call_id = ids.restore(call_id, self.id_map or NO_IDS)
@@ -507,10 +508,8 @@ class StreamTranslator:
         if extra is not None:  # a signature rides on the call, as in tool_calls_json()
             opened["extra_content"] = extra
         self._calls.append(_Call(str(call_id), str(name), bool(first), opened if held else None))
-        out = self._held if held or self._held else self._deltas  # as `_tool_delta`
-        out.append({"tool_calls": [opened]})
-        if first:
-            (self._held or self._deltas).append({"tool_calls": [{"index": index, "function": {"arguments": first}}]})
+        entries = [opened, {"index": index, "function": {"arguments": first}}] if first else [opened]
+        self._tool_delta({"tool_calls": entries}, held)  # a call arriving whole: one delta (as held calls are sent)
 
     def _open(self, index: int, done: TranslatedToolCall, entries: list[dict[str, Any]]) -> None:
         """A held whole call's `tool_calls` entries (the opening one, then its arguments) added to `entries`, from
