@@ -1180,6 +1180,69 @@ def test_a_call_of_plain_reads_opens_without_rendering_its_template(monkeypatch:
     check_chunks(chunks, translator.result)
 
 
+def test_a_whole_call_of_plain_reads_starts_by_a_generated_function_in_one_chunk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Mistral's whole calls (one kind, plain reads) start by the section's own generated function, not the
+    translator's general `_start`, each in one chunk (its opening entry, then its arguments); a call without a
+    name still goes the general way and is refused as the whole answer is."""
+    from toolnexus.translate.stream import StreamTranslator
+
+    streaming = RULES.get("mistral").streaming
+    assert streaming is not None and "def start" in streaming.code
+    general: list[Any] = []
+    start = StreamTranslator._start
+    monkeypatch.setattr(StreamTranslator, "_start", lambda s, *a: general.append(a) or start(s, *a))
+    reply = copy.deepcopy(tool_call_reply("mistral"))
+    calls = [{"id": f"c{i:08d}", "type": "function", "index": i, "function": {"name": "add", "arguments": "{}"}}
+             for i in range(3)]  # fmt: skip
+    reply["choices"][0]["message"]["tool_calls"] = calls
+    events = [data_of("mistral", e) for e in ENCODERS["mistral"](reply, random.Random(2), cuts=1)]
+    translator = toolnexus.stream_translator("mistral")
+    chunks = [chunk for data in events for chunk in translator.feed(data)] + translator.finish()
+    check_chunks(chunks, translator.result)
+    assert [c.id for c in translator.result.tool_calls] == ["c00000000", "c00000001", "c00000002"]
+    deltas = [c["choices"][0]["delta"]["tool_calls"] for c in chunks if c["choices"] and "tool_calls" in
+              c["choices"][0]["delta"]]  # fmt: skip
+    assert [[e["function"]["arguments"] for e in entries] for entries in deltas] == [["", "{}"]] * 3  # one chunk each
+    # the first call arrives with the list that holds it, placed the general way; every later one by start0
+    assert [a[1] for a in general if a[0] == 0] == [0]
+    del calls[1]["function"]["name"]
+    with pytest.raises(ResponseError) as whole:
+        toolnexus.translate_response("mistral", reply)
+    events = [data_of("mistral", e) for e in ENCODERS["mistral"](reply, random.Random(2), cuts=1)]
+    translator = toolnexus.stream_translator("mistral")
+    with pytest.raises(ResponseError) as streamed:
+        for data in events:
+            translator.feed(data)
+        translator.finish()
+    assert streamed.value.path == whole.value.path and [a[1] for a in general if a[0] == 0] == [0, 0, 1]
+
+
+def test_the_error_path_is_asked_only_of_events_that_hold_its_first_key() -> None:
+    """An event without the key the endpoint's error message path starts with cannot be an error: the path is not
+    asked of it (one read less per event); an event with it is still an error with its message."""
+    from dataclasses import replace
+
+    from toolnexus.translate.stream import StreamTranslator
+
+    streaming = RULES.get("openai").streaming
+    assert streaming is not None and streaming.error_key == "error"
+    asked: list[Any] = []
+    message = streaming.endpoint.error_message
+    assert message is not None
+    endpoint = replace(streaming.endpoint, error_message=lambda e: asked.append(e) or message(e))
+    translator = StreamTranslator(replace(streaming, endpoint=endpoint))
+    events = [data_of("openai", e) for e in ENCODERS["openai"](text_reply("openai"), random.Random(1), cuts=3)]
+    for data in events[:3]:
+        translator.feed(data)
+    assert asked == []
+    with pytest.raises(ProviderError) as caught:
+        translator.feed(json.dumps({"error": {"message": "Overloaded", "type": "overloaded_error"}}))
+    assert asked and all("error" in e for e in asked)  # the error event only (read again to describe it)
+    assert (caught.value.message, caught.value.kind) == ("Overloaded", "http")
+
+
 def test_a_new_element_at_the_end_of_a_list_is_added_by_the_generated_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -45,6 +45,7 @@ from ..language.paths import MISSING
 from ..language.templates import Ctx, fresh_copy
 from .endpoint import excerpt
 from .result import TranslatedToolCall, TranslateResult
+from .stream_code import Element as _Element
 from .stream_code import Text, joins
 from .stream_rules import (
     APPEND,
@@ -66,16 +67,6 @@ CHUNK = "chat.completion.chunk"
 _HELD = "call_held"  # stands in for a synthesized id until the whole response is known
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NONE: frozenset[str] = frozenset()
-
-
-@dataclass(slots=True)
-class _Element:
-    """What the stream knows about one element of a watched source."""
-
-    roles: Mapping[Path, str]
-    call: int | None = None  # its tool-call index, when it is a tool call
-    join: str = ""  # between the pieces of two parts of a reasoning path read at any index (`summary[].text`)
-    part: Path | None = None  # the part the last reasoning piece went to (a new one is joined first)
 
 
 _WHOLE = _Element(MappingProxyType({}))  # a held whole call's element: none of its fields streams
@@ -126,6 +117,8 @@ class StreamTranslator:
         self._run = rules.run
         self._done = rules.done
         self._error_message = rules.endpoint.error_message
+        self._ids = rules.outbound.tool_call_ids
+        self._error_key = rules.error_key  # None: the message path is asked of every event
         self._created = int(time.time())
         self._unknown: set[str] = set()
         self._opening: tuple[int, dict[str, Any]] | None = None  # the event that opened the answer (`starts`)
@@ -160,16 +153,25 @@ class StreamTranslator:
             what = refused or ("not JSON" if event is MISSING else "not a JSON object")
             shown = excerpt(data.encode("utf-8", "replace"))
             raise ProviderError(f"stream event {n} is {what}: {shown}", provider=rules.provider, kind="decode")
-        if (message_of := self._error_message) is not None and type(message_of(event)) is str:
+        if (
+            (message_of := self._error_message) is not None
+            and ((key := self._error_key) is None or key in event)
+            and type(message_of(event)) is str
+        ):
             error_type, message = rules.endpoint.describe_error(data.encode())
             raise ProviderError(message, provider=rules.provider, kind="http", error_type=error_type)
         if self._run(self, event, n):  # the generated steps of its event type (stream_code.py)
             deltas = self._deltas
-            if len(deltas) == 1 and self._head is not None:  # the usual event: one piece (as `_chunks`)
+            if deltas and self._head is not None:  # the usual event: its pieces once the header is known (`_chunks`)
                 chunk_id, created, model = self._header
+                if len(deltas) == 1:
+                    return [{"id": chunk_id, "object": CHUNK, "created": created, "model": model,
+                             "choices": [{"index": 0, "delta": deltas.pop(), "logprobs": None,
+                                          "finish_reason": None}]}]  # fmt: skip
+                self._deltas = []
                 return [{"id": chunk_id, "object": CHUNK, "created": created, "model": model,
-                         "choices": [{"index": 0, "delta": deltas.pop(), "logprobs": None,
-                                      "finish_reason": None}]}]  # fmt: skip
+                         "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}]}
+                        for delta in deltas]  # fmt: skip
             return self._chunks()
         return []
 
@@ -507,8 +509,9 @@ class StreamTranslator:
     def _open_call(
         self, info: _Element, call_id: str, name: str, first: str, extra: Any, held: bool, restore: bool = True
     ) -> None:
-        """A tool call starts: its opening delta (empty arguments), then any arguments it arrived with."""
-        ids = self.rules.outbound.tool_call_ids
+        """A tool call starts: its opening entry (empty arguments), then in the same delta any arguments it
+        arrived with (one chunk per whole call, as the OpenAI SDK accumulates entries in order)."""
+        ids = self._ids
         if restore and ids is not None:  # the caller's own id, as the whole answer restores it
             call_id = ids.restore(call_id, self.id_map or NO_IDS)
         index = len(self._calls)
@@ -518,9 +521,8 @@ class StreamTranslator:
         if extra is not None:  # a signature rides on the call, as in tool_calls_json()
             opened["extra_content"] = extra
         self._calls.append(_Call(str(call_id), str(name), bool(first), opened if held else None))
-        self._tool_delta({"tool_calls": [opened]}, held)
-        if first:
-            self._tool_delta({"tool_calls": [{"index": index, "function": {"arguments": first}}]})
+        entries = [opened, {"index": index, "function": {"arguments": first}}] if first else [opened]
+        self._tool_delta({"tool_calls": entries}, held)  # a call arriving whole: one delta (as held calls are sent)
 
     def _open(self, index: int, done: TranslatedToolCall, entries: list[dict[str, Any]]) -> None:
         """A held whole call's `tool_calls` entries (the opening one, then its arguments) added to `entries`, from

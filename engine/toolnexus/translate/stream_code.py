@@ -14,8 +14,8 @@ located ResponseError. `toolnexus explain --code PROVIDER` prints the generated 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..language.paths import MISSING, Getter, simple_steps
@@ -32,6 +32,7 @@ from .stream_rules import (
     Join,
     Move,
     Node,
+    Path,
     Steps,
     Streaming,
     fixed_field,
@@ -58,6 +59,16 @@ class Text:
 
     def value(self) -> str:
         return self.buf.decode("utf-8", "surrogatepass")
+
+
+@dataclass(slots=True)
+class Element:
+    """What the stream knows about one element of a watched source."""
+
+    roles: Mapping[Path, str]
+    call: int | None = None  # its tool-call index, when it is a tool call
+    join: str = ""  # between the pieces of two parts of a reasoning path read at any index (`summary[].text`)
+    part: Path | None = None  # the part the last reasoning piece went to (a new one is joined first)
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -111,7 +122,7 @@ class _Code:
     def __init__(self, rules: Streaming) -> None:
         self.r = rules
         self.names: dict[str, Any] = {"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge,
-                                      "NUMBERS": _NUMBERS}  # fmt: skip
+                                      "NUMBERS": _NUMBERS, "Element": Element}  # fmt: skip
         self.count = 0
         self.known: dict[tuple[str | int, ...], str] = {}  # event paths read in the function being written
 
@@ -326,8 +337,36 @@ class _Code:
             return [f"s._placed({self.path_expr(pattern, at)} + ({index},), {x})"]
         for w_index, w in enumerate(self.r.watched):
             if w.src.each and w.steps == pattern:
-                return [f"ix{d} = {index}", f"if ix{d} not in s._elements[{w_index}]: s._start({w_index}, ix{d}, {x})"]
+                start = f"start{w_index}(s, " if self.starts(w_index) else f"s._start({w_index}, "
+                return [f"ix{d} = {index}", f"if ix{d} not in s._elements[{w_index}]: {start}ix{d}, {x})"]
         return []
+
+    def starts(self, w_index: int) -> bool:
+        """Whether a watched source's elements start by a generated function (`start_code`)."""
+        w = self.r.watched[w_index]
+        src = w.src
+        one_kind = src.kind is None and not src.kind_by_key and src.template is not None
+        return one_kind and "" in w.plain_calls and "" not in w.held_whole
+
+    def start_code(self, w_index: int) -> list[str]:
+        """A source of one kind whose elements are tool calls of plain reads (`Watched.plain_calls`): each starts
+        by reading its id, name and arguments inline and opening the call, as `_start` does without rendering;
+        an element without an id or a name goes to `_start`, which renders it and says what is wrong."""
+        w = self.r.watched[w_index]
+        read_id, read_name, read_arguments = w.plain_calls[""]
+        roles = self.name(w.roles.get("", {}), "roles")
+        return [
+            f"def start{w_index}(s, i, x):  # {w.src.path}[i]: a tool call of plain reads",
+            *_indent(_walk_lines(read_id, "x", "cid"), 4),
+            *_indent(_walk_lines(read_name, "x", "nm"), 4),
+            "    if type(cid) is str and cid and type(nm) is str and nm:",
+            *_indent(_walk_lines(read_arguments, "x", "a"), 8),
+            "        s.started += 1",
+            f"        info = s._elements[{w_index}][i] = Element({roles})",
+            "        s._open_call(info, cid, nm, a if type(a) is str else '', None, False)",
+            "    else:",
+            f"        s._start({w_index}, i, x)",
+        ]
 
     def fragment(self, pattern: Pattern, piece: str, at: str, d: int, last: str | None = None) -> list[str]:
         """Lines emitting a text piece appended at `pattern`, by the role the watched element's template gives it
@@ -351,15 +390,29 @@ class _Code:
             element, field = "0", pattern[n:]
         if None in field:
             return [f"s._fragment({self.path_expr(pattern, at)}, {piece})"]
-        info, role, args = f"info{d}", f"role{d}", f"{{'arguments': {piece}}}"
+        info, role, call = f"info{d}", f"role{d}", f"call{d}"
+        text = f"s._text_sent += len({piece}); s._deltas.append({{'content': {piece}}})"
+        arguments = [  # as _emit does, inline
+            f"s._calls[{call}].sent_arguments = True",
+            f"(s._held or s._deltas).append({{'tool_calls': [{{'index': {call}, "
+            f"'function': {{'arguments': {piece}}}}}]}})",
+        ]
+        got = f"{info} = s._elements[{w_index}].get({element})"
+        w = r.watched[w_index]
+        if w.src.kind is None and not w.src.kind_by_key and "" not in w.held_whole:  # one kind: its role known here
+            known = w.roles.get("", {}).get(field)
+            if known == TEXT:
+                return [got, f"if {info} is not None: {text}"]
+            if known == ARGUMENTS:
+                return [got, f"if {info} is not None and ({call} := {info}.call) is not None:", *_indent(arguments, 4)]
+            return [got, f"if {info} is not None: s._emit({info}, {known!r}, {piece})"] if known else []
         return [
-            f"{info} = s._elements[{w_index}].get({element})",
+            got,
             f"if {info} is not None:",
             f"    {role} = {info}.roles.get({field!r})",
-            f"    if {role} == {TEXT!r}: s._text_sent += len({piece}); s._deltas.append({{'content': {piece}}})",
-            f"    elif {role} == {ARGUMENTS!r} and (call{d} := {info}.call) is not None:",  # as _emit does, inline
-            f"        s._calls[call{d}].sent_arguments = True",
-            f"        (s._held or s._deltas).append({{'tool_calls': [{{'index': call{d}, 'function': {args}}}]}})",
+            f"    if {role} == {TEXT!r}: {text}",
+            f"    elif {role} == {ARGUMENTS!r} and ({call} := {info}.call) is not None:",
+            *_indent(arguments, 8),
             f"    elif {role} is not None: s._emit({info}, {role}, {piece})",
         ]
 
@@ -571,7 +624,21 @@ class _Code:
                 "    s._note_unknown(repr(t), n)",
                 *_indent([*self.steps(r.every, "streaming.every"), f"return {bool(r.every)}"], 4),
             ]
-        return "\n".join([*events, *run]) + "\n"
+        starts = [line for w_index in range(len(r.watched)) if self.starts(w_index)
+                  for line in [*self.start_code(w_index), ""]]  # fmt: skip
+        return "\n".join([*starts, *events, *run]) + "\n"
+
+
+def _walk_lines(steps: tuple[str | int, ...], source: str, target: str) -> list[str]:
+    """Lines leaving the value at `steps` below `source` (or MISSING) in `target`, as `stream._walk` reads."""
+    lines = [f"{target} = {source}"]
+    for step in steps:
+        if type(step) is int:
+            held = f"type({target}) is list and {step} < len({target})"
+            lines.append(f"{target} = {target}[{step}] if {held} else MISSING")
+        else:
+            lines.append(f"{target} = {target}.get({step!r}, MISSING) if type({target}) is dict else MISSING")
+    return lines
 
 
 def _folds(node: Node) -> bool:

@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from ..language.loader import Key, RuleSource, did_you_mean
-from ..language.paths import Getter, simple_steps
+from ..language.paths import Getter, first_field, simple_steps
 from ..language.templates import Ctx, Env, Render, compile_template, path_getter
 from .endpoint import Endpoint
 from .outbound import ItemSource, Outbound, Parts
@@ -174,6 +174,7 @@ class Streaming:
     request: Render | None = None  # the stream-only request overlay (scope: {body, options})
     code: str = ""  # the generated source (stream_code.py), shown by `toolnexus explain --code`
     run: Callable[[Any, dict[str, Any], int], bool] | None = None  # its entry: one event's steps
+    error_key: str | None = None  # the top-level key the error message path reads: an event without it is no error
 
     def request_body(self, body: Mapping[str, Any], options: Mapping[str, str]) -> dict[str, Any]:
         """The body a streamed call sends: the translated body with `body` set, then the `request` overlay
@@ -277,7 +278,9 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
         for n in range(len(w.steps) + 1):
             below.setdefault(w.steps[:n], []).append(index)
         route.setdefault(w.steps, index)
+    error = source.data.get("endpoint", {}).get("error", {})
     return Streaming(
+        error_key=first_field(error["message"]) if isinstance(error.get("message"), str) else None,
         provider=source.data["provider"],
         path=spec.get("path"),
         body=dict(spec.get("body", {})),
