@@ -19,8 +19,8 @@ from typing import Any
 
 from ..language.ask import plain_read, roots, written
 from ..language.templates import Absent, Get, Lookup, Merge, Node, Refuse, When, walk
-from ..translate.rulebook import Rulebook
-from .diff import DOC_KEYS, NOTHING, RuleFile, chosen_providers, markdown_escape, parent_of
+from ..translate.rulebook import Rulebook, parents_of
+from .diff import DOC_KEYS, NOTHING, RuleFile, chosen_providers, markdown_escape
 
 IMAGE_KINDS = (("image_base64", "base64"), ("image_url", "URL"))
 FORMAT_TYPE = "response_format.type"
@@ -258,7 +258,8 @@ def render_summary(
 ) -> str:
     """The summary as a markdown table, an HTML page or aligned terminal columns."""
     header = ["provider", *summary.capabilities]
-    names = [_label(parent_of(book, n) if book else None, n) for n, _ in summary.rows]
+    parents = parents_of(book.providers) if book else {}
+    names = [_label(parents.get(n), n) for n, _ in summary.rows]
     rows = [[name, *answers] for name, (_, answers) in zip(names, summary.rows, strict=True)]
     if fmt == "markdown":
         lines = ["| " + " | ".join(map(markdown_escape, row)) + " |" for row in [header, *rows]]

@@ -846,16 +846,6 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
 )
 
 
-def _parent(provider: Provider) -> str | None:
-    parent = provider.source.data.get("extends")
-    return parent if isinstance(parent, str) and parent != provider.name else None
-
-
-def parent_of(book: Rulebook, name: str) -> str | None:
-    """The provider a rule file `extends:`, or None."""
-    return _parent(book.get(name))
-
-
 FAMILY = "+variants"  # `openai+variants`: openai and every rule file that extends it, directly or not
 
 
@@ -877,8 +867,9 @@ def chosen_providers(book: Rulebook, names: Sequence[str]) -> list[str]:
 def family_order(book: Rulebook) -> list[str]:
     """Every provider, each variant (`extends:`) right after its parent, variants of variants after them."""
     children: dict[str | None, list[str]] = {}
+    parents = parents_of(book.providers)
     for name in book.names():
-        parent = _parent(book.get(name))
+        parent = parents.get(name)
         children.setdefault(parent if parent in book.providers else None, []).append(name)
     out: list[str] = []
 
@@ -900,7 +891,7 @@ def build_report(book: Rulebook, names: Sequence[str] = ()) -> Report:
     chosen = chosen_providers(book, names)
     notes = _Notes()
     views = {name: _View(book.get(name), notes) for name in chosen}
-    parents = {name: _parent(book.get(name)) for name in chosen}
+    parents = parents_of(book.providers)
     order = [name for name in family_order(book) if name in views]  # parents before their variants
     sections = []
     for title, specs in _SECTIONS:
@@ -909,7 +900,8 @@ def build_report(book: Rulebook, names: Sequence[str] = ()) -> Report:
             for label, concept in [spec] if isinstance(spec, tuple) else spec(list(views.values())):
                 cells: dict[str, Cell] = {}
                 for name in order:  # row-major: footnotes number in order
-                    cells[name] = _variant_cell(concept, views[name], cells.get(parents[name] or ""), parents[name])
+                    parent = parents.get(name)
+                    cells[name] = _variant_cell(concept, views[name], cells.get(parent or ""), parent)
                 rows.append(Row(label, tuple(cells[name] for name in chosen)))
         sections.append(Section(title, tuple(rows)))
     return Report(tuple(chosen), tuple(sections), tuple(notes.by_key.values()))
