@@ -32,21 +32,18 @@ from hypothesis import strategies as st
 import toolnexus
 from support.credentials import StubGoogleCredentials, isolate_aws
 from support.faults import FaultStub, framed_reply
-from toolnexus import Cancelled, ConfigError, ProviderError, RuleError, TranslateResult
-from toolnexus.devtools.stub import (
+from support.frames import (
     AWS_EVENTSTREAM,
     NDJSON,
-    StubReply,
-    StubRequest,
     aws_event,
     aws_exception,
     aws_frame,
     bearer_of,
     ndjson_lines,
-    scripted,
     sigv4_verified,
-    sse_pieces,
 )
+from toolnexus import Cancelled, ConfigError, ProviderError, RuleError, TranslateResult
+from toolnexus.devtools.stub import StubReply, StubRequest, scripted, sse_pieces
 
 RULES = Path(__file__).resolve().parent / "framing_rules"
 USER = [{"role": "user", "content": "hi"}]

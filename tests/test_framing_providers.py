@@ -19,11 +19,12 @@ from hypothesis import strategies as st
 import toolnexus
 from support.credentials import StubGoogleCredentials, isolate_aws
 from support.faults import FAST, STACKS, USER, FaultStub, model, one_connection_transport, tool_call_reply
+from support.frames import aws_frame, bearer_of, sigv4_verified
 from support.judges import SDK_VALIDATORS
 from support.sse_encoders import ENCODERS, canonical, data_of, events_reply
 from support.strategies import SETTINGS, bedrock_responses
 from toolnexus import ProviderError, TranslateResult
-from toolnexus.devtools.stub import StubReply, StubRequest, aws_frame, bearer_of, scripted, sigv4_verified
+from toolnexus.devtools.stub import StubReply, StubRequest, scripted
 
 HARD_CAP = 20.0
 

@@ -40,8 +40,9 @@ from support.faults import (
     run,
     text_reply,
 )
+from support.frames import AWS_EVENTSTREAM, NDJSON, aws_exception, ndjson_lines
 from toolnexus import ConfigError, ProviderError, ToolkitError, ToolnexusError
-from toolnexus.devtools.stub import AWS_EVENTSTREAM, NDJSON, StubReply, StubRequest, aws_exception, ndjson_lines
+from toolnexus.devtools.stub import StubReply, StubRequest
 from toolnexus.redact import exception_chain
 from toolnexus.translate.endpoint import EXCERPT_BYTES
 

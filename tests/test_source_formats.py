@@ -21,6 +21,7 @@ from deepdiff import DeepDiff
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from support.answers import GEMINI_ANSWER
 from support.cases import CASES
 from support.judges import ANTHROPIC_REQUEST, ANTHROPIC_SDK_GAPS, judge
 from support.made_up import ACME_FORMAT
@@ -261,40 +262,17 @@ def test_finish_table_read_backwards() -> None:
         assert answer["stop_reason"] == reason
 
 
-GEMINI_ANSWER = {
-    "responseId": "resp-1",
-    "modelVersion": "gemini-2.5-flash",
-    "candidates": [
-        {
-            "content": {
-                "role": "model",
-                "parts": [
-                    {"text": "Thinking about it.", "thought": True},
-                    {"text": "Here."},
-                    {"functionCall": {"id": "fc1", "name": "weather", "args": {"city": "Bern"}}},
-                ],
-            },
-            "finishReason": "STOP",
-        }
-    ],
-    "usageMetadata": {
-        "promptTokenCount": 50,
-        "candidatesTokenCount": 7,
-        "cachedContentTokenCount": 20,
-        "totalTokenCount": 57,
-    },
-}
-
-
 def test_gemini_answer_as_message() -> None:
     answer = translate_response("gemini", GEMINI_ANSWER, source="anthropic")
     judge_message(dict(answer))
     assert answer["id"] == "resp-1"
     assert [b["type"] for b in answer["content"]] == ["thinking", "text", "tool_use"]
-    assert answer["content"][2] == {"type": "tool_use", "id": "fc1", "name": "weather", "input": {"city": "Bern"}}
+    call = answer["content"][2]
+    assert (call["name"], call["input"]) == ("weather", {"city": "Bern"})
+    assert call["id"].startswith("fc1")  # the call's thought signature rides on its id
     assert answer["stop_reason"] == "tool_use"
-    # usage read backwards: input_tokens leaves out the cache reads prompt_tokens counts
-    assert answer["usage"] == {"input_tokens": 30, "output_tokens": 7, "cache_read_input_tokens": 20}
+    # usage read backwards: input_tokens leaves out the cache reads prompt_tokens counts; thoughts are output
+    assert answer["usage"] == {"input_tokens": 30, "output_tokens": 10, "cache_read_input_tokens": 20}
 
 
 def test_openai_answer_as_message() -> None:

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai.types.responses.response_create_params import ResponseCreateParamsBase, ResponseCreateParamsStreaming
 
+from support.answers import GEMINI_ANSWER
 from support.cases import CASES
 from support.responses import judge_response, judge_responses_request
 from toolnexus import ResponseError, RuleError, TranslationError, load_rules, translate_request, translate_response
@@ -348,35 +349,6 @@ def test_refusal_and_annotations() -> None:
     answer = translate_response("openai-responses", refused, source=SOURCE)
     judge_response(dict(answer))
     assert answer["output"][0]["content"] == [{"type": "refusal", "refusal": "I can't help with that."}]
-
-
-GEMINI_ANSWER = {
-    "responseId": "resp-1",
-    "modelVersion": "gemini-2.5-flash",
-    "candidates": [
-        {
-            "content": {
-                "role": "model",
-                "parts": [
-                    {"text": "Thinking about it.", "thought": True},
-                    {"text": "Here."},
-                    {
-                        "functionCall": {"id": "fc1", "name": "weather", "args": {"city": "X"}},
-                        "thoughtSignature": "U0lH",
-                    },
-                ],
-            },
-            "finishReason": "STOP",
-        }
-    ],
-    "usageMetadata": {
-        "promptTokenCount": 50,
-        "candidatesTokenCount": 7,
-        "cachedContentTokenCount": 20,
-        "totalTokenCount": 57,
-        "thoughtsTokenCount": 3,
-    },
-}
 
 
 def test_gemini_answer_as_a_response_and_its_signature_comes_back() -> None:

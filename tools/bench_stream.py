@@ -63,13 +63,14 @@ from httpx_sse import EventSource
 
 from toolnexus import create_client, load_rules, providers, stream_translator, translate_response
 from toolnexus.devtools.conformance import demo_file
-from toolnexus.devtools.stub import ProviderStub, StubReply, aws_event
+from toolnexus.devtools.stub import ProviderStub, StubReply
 from toolnexus.http.framing import framing
 from toolnexus.http.limits import MAX_EVENT_BYTES
 from toolnexus.http.transport import HttpxReply
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from progress import progress  # beside this file
+from support.frames import aws_event
 from support.sse_encoders import (  # test material: a response told as its provider's stream
     ENCODERS,
     canonical,

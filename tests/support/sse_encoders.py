@@ -17,9 +17,10 @@ from collections.abc import Callable
 from typing import Any
 
 import toolnexus
-from toolnexus.devtools.stub import StubReply, aws_event, aws_exception, ndjson_lines, sse_pieces
+from toolnexus.devtools.stub import StubReply, sse_pieces
 from toolnexus.http.framing import FRAMINGS
 
+from .frames import aws_event, aws_exception, ndjson_lines
 from .variants import with_variants
 
 Encoder = Callable[..., list[bytes]]  # (response, rng, *, cuts=None) -> the events' bytes

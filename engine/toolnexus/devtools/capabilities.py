@@ -17,11 +17,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..language.ask import parse, plain_read, roots, written
-from ..language.loader import Key
+from ..language.ask import plain_read, roots, written
 from ..language.templates import Absent, Get, Lookup, Merge, Node, Refuse, When, walk
-from ..translate.rulebook import Provider, Rulebook
-from .diff import NOTHING, chosen_providers, markdown_escape, parent_of
+from ..translate.rulebook import Rulebook, parents_of
+from .diff import DOC_KEYS, NOTHING, RuleFile, chosen_providers, markdown_escape
 
 IMAGE_KINDS = (("image_base64", "base64"), ("image_url", "URL"))
 FORMAT_TYPE = "response_format.type"
@@ -36,53 +35,24 @@ class Summary:
     rows: tuple[tuple[str, tuple[str, ...]], ...]  # provider, one answer per capability
 
 
-class _Rules:
-    """One provider's rule data and its templates as parsed nodes."""
-
-    def __init__(self, provider: Provider) -> None:
-        self.provider = provider
-        self.data: Any = provider.source.data
-
-    def at(self, *key: str) -> Any:
-        value = self.data
-        for part in key:
-            value = value.get(part) if isinstance(value, dict) else None
-        return value
-
-    def table(self, *key: str) -> dict[str, Any]:
-        value = self.at(*key)
-        return value if isinstance(value, dict) else {}
-
-    def node(self, *key: str | int) -> Node | None:
-        value: Any = self.data
-        for part in key:
-            if isinstance(part, int):
-                value = value[part] if isinstance(value, list) and part < len(value) else None
-            else:
-                value = value.get(part) if isinstance(value, dict) else None
-        return None if value is None else parse(value, key, self.provider.source)
+class _Rules(RuleFile):
+    """One provider's rule data and its templates as parsed nodes, asked capability by capability."""
 
     def nodes(self, *key: str) -> Iterator[Node]:
         """The templates of the table at `key` (body fields, part kinds, ...)."""
-        for name in self.table(*key):
-            node = self.node(*key, name)
-            if node is not None and name not in ("doc", "source"):
-                yield node
+        return (node for name, node, _ in self.templates(*key) if name not in DOC_KEYS)
 
     def request_nodes(self) -> Iterator[Node]:
         """Every request-side template: body fields, tool choices, the tool declaration."""
         yield from self.nodes("request", "body")
         yield from self.nodes("tool_choice")
-        declaration = self.node("tools", "declaration")
+        declaration = self.template("tools", "declaration")
         yield from [declaration] if declaration is not None else []
 
     def item_nodes(self) -> Iterator[Node]:
         """The response's item templates (`as:` and each of `kinds:`)."""
-        items = self.at("response", "items")
-        for i, item in enumerate(items if isinstance(items, list) else []):
-            keys: list[Key] = [("response", "items", i, "as")] if "as" in item else []
-            keys += [("response", "items", i, "kinds", kind) for kind in item.get("kinds") or {}]
-            yield from (node for node in (self.node(*key) for key in keys) if node is not None)
+        for _, _, keys in self.item_keys():
+            yield from (node for node in (self.template(*key) for key in keys) if node is not None)
 
     def unsupported(self, name: str) -> str | None:
         entry = self.table("request", "unsupported").get(name)
@@ -90,7 +60,7 @@ class _Rules:
 
     def user_turn_as_given(self) -> bool:
         """Whether the user turn is sent as the caller wrote it (an OpenAI-shaped provider): its parts go as given."""
-        node = self.node("messages", "roles", "user", "message")
+        node = self.template("messages", "roles", "user", "message")
         read = None if node is None else plain_read(node)
         merged = isinstance(node, Merge) and node.path.expr == "source" and "content" not in dict(node.sets)
         return merged or (read is not None and read.expr == "source")
@@ -121,8 +91,8 @@ def tools(r: _Rules) -> str:
 
 def tool_choice(r: _Rules) -> str:
     """The OpenAI tool_choice kinds the rules write (a `$refuse` row is no counterpart)."""
-    kinds = [kind for kind in r.table("tool_choice") if kind not in ("doc", "source")]
-    return ", ".join(k for k in kinds if not _refused(r.node("tool_choice", k))) or NOTHING
+    kinds = [kind for kind in r.table("tool_choice") if kind not in DOC_KEYS]
+    return ", ".join(k for k in kinds if not _refused(r.template("tool_choice", k))) or NOTHING
 
 
 def parallel_calls(r: _Rules) -> str:
@@ -149,7 +119,9 @@ def tool_call_ids(r: _Rules) -> str:
 
 def images(r: _Rules) -> str:
     parts = r.table("messages", "parts")
-    kinds = [label for kind, label in IMAGE_KINDS if kind in parts and not _refused(r.node("messages", "parts", kind))]
+    kinds = [
+        label for kind, label in IMAGE_KINDS if kind in parts and not _refused(r.template("messages", "parts", kind))
+    ]
     if not kinds and r.user_turn_as_given():
         return "as given"
     return ", ".join(kinds) or NOTHING
@@ -176,7 +148,7 @@ def caching(r: _Rules) -> str:
         found.append("breakpoints")
     elif BREAKPOINT in r.table("messages", "carry") and r.user_turn_as_given():
         found.append("breakpoints as given")
-    details = r.node("response", "usage", "prompt_tokens_details")
+    details = r.template("response", "usage", "prompt_tokens_details")
     if details is not None and (plain_read(details) is not None or "cached_tokens" in dict(written(details))):
         found.append("hits reported")
     return ", ".join(found) or NOTHING
@@ -226,7 +198,7 @@ def _types_written(template: Any) -> list[str]:
 
 def refusal(r: _Rules) -> str:
     """Whether the answer's refusal text is read: `as given` (OpenAI's own field) or the provider's explanation."""
-    node = r.node("response", "refusal")
+    node = r.template("response", "refusal")
     if node is None:
         return NOTHING
     read = plain_read(node)
@@ -286,7 +258,8 @@ def render_summary(
 ) -> str:
     """The summary as a markdown table, an HTML page or aligned terminal columns."""
     header = ["provider", *summary.capabilities]
-    names = [_label(parent_of(book, n) if book else None, n) for n, _ in summary.rows]
+    parents = parents_of(book.providers) if book else {}
+    names = [_label(parents.get(n), n) for n, _ in summary.rows]
     rows = [[name, *answers] for name, (_, answers) in zip(names, summary.rows, strict=True)]
     if fmt == "markdown":
         lines = ["| " + " | ".join(map(markdown_escape, row)) + " |" for row in [header, *rows]]

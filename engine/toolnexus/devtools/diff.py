@@ -26,6 +26,7 @@ import shutil
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ..language.ask import parse, plain_read, roots, written
@@ -55,7 +56,7 @@ FORMATS = ("table", "markdown", "html")
 # Names the request body's scope holds already translated (README "Rule format"): the
 # messages, tools and tool_choice sections' output, and the chosen system prompt.
 _TRANSLATED = ("messages", "tools", "tool_choice", "system")
-_DOC_KEYS = ("doc", "source")
+DOC_KEYS = ("doc", "source")
 _MARK = re.compile("\x1f(\\d+)\x1f")  # a footnote reference; YAML cannot carry this character
 _MARKS = re.compile("(?:\x1f\\d+\x1f)+")  # adjacent references, shown as one group
 
@@ -146,14 +147,13 @@ def _copies(node: Node | None) -> str | None:
     return None if read is None else read.expr
 
 
-class _View:
-    """One provider's rule file, read concept by concept: its tables as data, its templates as the
-    parsed nodes the compiler builds (what each reads, writes, and its plain path), never as raw YAML."""
+class RuleFile:
+    """One provider's rule file as the reports ask it: its tables as data, its templates as the parsed
+    nodes the compiler builds (what each reads, writes, and its plain path), never as raw YAML."""
 
-    def __init__(self, provider: Provider, notes: _Notes) -> None:
+    def __init__(self, provider: Provider) -> None:
         self.provider = provider
         self.data: Any = provider.source.data
-        self.notes = notes
 
     def at(self, *key: str | int) -> Any:
         value = self.data
@@ -180,6 +180,22 @@ class _View:
         found = ((name, self.template(*key, name), (*key, name)) for name in self.table(*key))
         return [(name, node, at) for name, node, at in found if node is not None]
 
+    def item_keys(self) -> Iterable[tuple[int, dict[str, Any], list[Key]]]:
+        """Each response item source: its index, its spec and the keys of its templates (`as`, each of `kinds`)."""
+        items = self.at("response", "items")
+        for i, item in enumerate(items if isinstance(items, list) else []):
+            if isinstance(item, dict):
+                keys: list[Key] = [("response", "items", i, "as")] if "as" in item else []
+                yield i, item, keys + [("response", "items", i, "kinds", kind) for kind in item.get("kinds") or {}]
+
+
+class _View(RuleFile):
+    """One provider's rule file, read concept by concept, its templates shown in compact notation."""
+
+    def __init__(self, provider: Provider, notes: _Notes) -> None:
+        super().__init__(provider)
+        self.notes = notes
+
     def cell(self, lines: Iterable[str], key: Key = ()) -> Cell:
         where = ""
         if key:
@@ -192,7 +208,7 @@ class _View:
         if not isinstance(entry, dict):
             return ""
         return "".join(
-            self.notes.ref(self.provider.name, key, str(entry[k])) for k in _DOC_KEYS if isinstance(entry.get(k), str)
+            self.notes.ref(self.provider.name, key, str(entry[k])) for k in DOC_KEYS if isinstance(entry.get(k), str)
         )
 
     def doc(self, key: Key) -> str:
@@ -538,12 +554,9 @@ def _template_keys(v: _View) -> list[Key]:
     keys += [("request", "body", name) for name in v.table("request", "body")]
     keys += [("messages", "roles", role, "message") for role in v.table("messages", "roles")]
     keys += [("messages", "parts", kind) for kind in v.table("messages", "parts")]
-    keys += [("tool_choice", kind) for kind in v.table("tool_choice") if kind not in _DOC_KEYS]
+    keys += [("tool_choice", kind) for kind in v.table("tool_choice") if kind not in DOC_KEYS]
     keys += [("response", "usage", name) for name in v.table("response", "usage")]
-    for i, item in enumerate(v.at("response", "items") or []):
-        keys += [("response", "items", i, "as")] if "as" in item else []
-        keys += [("response", "items", i, "kinds", kind) for kind in item.get("kinds") or {}]
-    return keys
+    return keys + [key for _, _, item_keys in v.item_keys() for key in item_keys]
 
 
 def _key_of(get: Get) -> Key:
@@ -561,10 +574,8 @@ def _reads_itself(name: str, node: Node) -> bool:
 
 def _item_sources(v: _View) -> Iterable[tuple[int, dict[str, Any], str]]:
     """Each response item source: its index, its spec and where it reads (`each PATH` or `one PATH`)."""
-    items = v.at("response", "items")
-    for i, item in enumerate(items if isinstance(items, list) else []):
-        if isinstance(item, dict):
-            yield i, item, f"each {item['each']}" if "each" in item else f"one {item.get('one', '?')}"
+    for i, item, _ in v.item_keys():
+        yield i, item, f"each {item['each']}" if "each" in item else f"one {item.get('one', '?')}"
 
 
 def _answer_pieces(v: _View) -> Cell:
@@ -609,10 +620,8 @@ def _annotation_sources(v: _View) -> Cell:
 
 def _arguments_form(v: _View) -> Cell:
     forms: list[str] = []
-    items = v.at("response", "items")
-    for i, item in enumerate(items if isinstance(items, list) else []):
-        keys = [("response", "items", i, "kinds", kind) for kind in item.get("kinds") or {}]
-        nodes = [v.template(*key) for key in [("response", "items", i, "as"), *keys]]
+    for _, item, keys in v.item_keys():
+        nodes = [v.template(*key) for key in keys]
         if any(node is not None and "tool_call" in dict(written(node)) for node in nodes):
             form = str(item.get("arguments", "any"))
             forms += [form] if form not in forms else []
@@ -728,37 +737,24 @@ def _stream_fields(section: str) -> Concept:
 
 
 RowSpec = tuple[str, Concept]
+Rows = RowSpec | Callable[[Sequence[_View]], list[RowSpec]]
 
 
-def _schema_properties(*path: str) -> list[str]:
-    node: Any = rule_schema()
-    for name in path:
-        node = node.get("properties", {}).get(name, {}) if isinstance(node, dict) else {}
-    props = node.get("properties", {}) if isinstance(node, dict) else {}
-    return list(props)
-
-
-def _union(views: Sequence[_View], key: tuple[str, ...], order: Sequence[str]) -> list[str]:
-    """The keys of the table at `key` in any file, in the rule format's order, then as found."""
+def _union(views: Sequence[_View], *key: str) -> list[str]:
+    """The keys of the table at `key` in any file, in the rule format's order (its schema), then as found."""
+    schema: Any = rule_schema()
+    for name in key:
+        schema = schema.get("properties", {}).get(name, {}) if isinstance(schema, dict) else {}
+    order = list(schema.get("properties", {})) if isinstance(schema, dict) else []
     seen: list[str] = []
     for v in views:
-        seen += [k for k in v.table(*key) if k not in seen and k not in _DOC_KEYS]
+        seen += [k for k in v.table(*key) if k not in seen and k not in DOC_KEYS]
     return [k for k in order if k in seen] + [k for k in seen if k not in order]
 
 
-def _role_rows(views: Sequence[_View]) -> list[RowSpec]:
-    roles = _union(views, ("messages", "roles"), _schema_properties("messages", "roles"))
-    return [(f"{role} role becomes", _role_name(role)) for role in roles]
-
-
-def _part_rows(views: Sequence[_View]) -> list[RowSpec]:
-    kinds = _union(views, ("messages", "parts"), _schema_properties("messages", "parts"))
-    return [(f"{kind} part", _template("messages", "parts", kind)) for kind in kinds]
-
-
-def _tool_choice_rows(views: Sequence[_View]) -> list[RowSpec]:
-    kinds = _union(views, ("tool_choice",), _schema_properties("tool_choice"))
-    return [(f"tool_choice {kind}", _template("tool_choice", kind)) for kind in kinds]
+def _per_key(label: str, key: tuple[str, ...], concept: Callable[[str], Concept]) -> Rows:
+    """One row per key of the table at `key` in any file (a role, a part kind, ...): `label` names it."""
+    return lambda views: [(label.format(name), concept(name)) for name in _union(views, *key)]
 
 
 def _finish_rows(views: Sequence[_View]) -> list[RowSpec]:
@@ -775,13 +771,6 @@ def _finish_rows(views: Sequence[_View]) -> list[RowSpec]:
         ("finish_reason when absent", _finish_fallback("missing")),
     ]
 
-
-def _usage_rows(views: Sequence[_View]) -> list[RowSpec]:
-    fields = _union(views, ("response", "usage"), _schema_properties("response", "usage"))
-    return [(f"usage {name}", _template("response", "usage", name)) for name in fields]
-
-
-Rows = RowSpec | Callable[[Sequence[_View]], list[RowSpec]]
 
 _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
     ("Provider", (("rule file", _rule_file), ("extends", _extends), ("API", _api))),
@@ -808,13 +797,13 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
     (
         "Messages",
         (
-            _role_rows,
+            _per_key("{} role becomes", ("messages", "roles"), _role_name),
             ("message shape", _message_bodies),
             ("merged when consecutive", _roles_flagged("merge_consecutive")),
             ("merged by provider role", _merge_same_role),
             ("dropped when empty", _roles_flagged("drop_if_empty")),
             ("message keys dropped / refused", _keys_dropped("messages", "unsupported")),
-            _part_rows,
+            _per_key("{} part", ("messages", "parts"), partial(_template, "messages", "parts")),
         ),
     ),
     (
@@ -823,7 +812,7 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
             ("tool declaration", _template("tools", "declaration")),
             ("tool keys dropped / refused", _keys_dropped("tools", "unsupported")),
             ("tool-call ids accepted", _tool_call_ids),
-            _tool_choice_rows,
+            _per_key("tool_choice {}", ("tool_choice",), partial(_template, "tool_choice")),
         ),
     ),
     (
@@ -847,7 +836,7 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
             ("tool-call arguments arrive as", _arguments_form),
             ("finish_reason read from", _finish_from),
             _finish_rows,
-            _usage_rows,
+            _per_key("usage {}", ("response", "usage"), partial(_template, "response", "usage")),
         ),
     ),
     (
@@ -864,16 +853,6 @@ _SECTIONS: tuple[tuple[str, tuple[Rows, ...]], ...] = (
         ),
     ),
 )
-
-
-def _parent(provider: Provider) -> str | None:
-    parent = provider.source.data.get("extends")
-    return parent if isinstance(parent, str) and parent != provider.name else None
-
-
-def parent_of(book: Rulebook, name: str) -> str | None:
-    """The provider a rule file `extends:`, or None."""
-    return _parent(book.get(name))
 
 
 FAMILY = "+variants"  # `openai+variants`: openai and every rule file that extends it, directly or not
@@ -897,8 +876,9 @@ def chosen_providers(book: Rulebook, names: Sequence[str]) -> list[str]:
 def family_order(book: Rulebook) -> list[str]:
     """Every provider, each variant (`extends:`) right after its parent, variants of variants after them."""
     children: dict[str | None, list[str]] = {}
+    parents = parents_of(book.providers)
     for name in book.names():
-        parent = _parent(book.get(name))
+        parent = parents.get(name)
         children.setdefault(parent if parent in book.providers else None, []).append(name)
     out: list[str] = []
 
@@ -920,7 +900,7 @@ def build_report(book: Rulebook, names: Sequence[str] = ()) -> Report:
     chosen = chosen_providers(book, names)
     notes = _Notes()
     views = {name: _View(book.get(name), notes) for name in chosen}
-    parents = {name: _parent(book.get(name)) for name in chosen}
+    parents = parents_of(book.providers)
     order = [name for name in family_order(book) if name in views]  # parents before their variants
     sections = []
     for title, specs in _SECTIONS:
@@ -929,7 +909,8 @@ def build_report(book: Rulebook, names: Sequence[str] = ()) -> Report:
             for label, concept in [spec] if isinstance(spec, tuple) else spec(list(views.values())):
                 cells: dict[str, Cell] = {}
                 for name in order:  # row-major: footnotes number in order
-                    cells[name] = _variant_cell(concept, views[name], cells.get(parents[name] or ""), parents[name])
+                    parent = parents.get(name)
+                    cells[name] = _variant_cell(concept, views[name], cells.get(parent or ""), parent)
                 rows.append(Row(label, tuple(cells[name] for name in chosen)))
         sections.append(Section(title, tuple(rows)))
     return Report(tuple(chosen), tuple(sections), tuple(notes.by_key.values()))

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from ..errors import Note, ProviderError, ToolnexusError, TranslationError, sided
+from ..errors import Note, ProviderError, ProviderErrorKind, ToolnexusError, TranslationError, sided
 from ..language import jsonsafe
 from ..redact import chain_mentions, guard_logs
 from ..translate.endpoint import Endpoint, excerpt
@@ -280,31 +280,29 @@ class Caller:
             refused = "not JSON"
         if refused or not isinstance(data, dict):
             what = refused or "not a JSON object"
-            raise ProviderError(
-                f"the answer is {what}: {self.scrub(excerpt(self._scrub_bytes(content)))}",
-                provider=self.provider, kind="decode", status=response.status,
-                request_id=self.request_id(response), attempts=attempts,
-            )  # fmt: skip
+            message = f"the answer is {what}: {self.scrub(excerpt(self._scrub_bytes(content)))}"
+            raise self._error(message, "decode", response, attempts)
         if self._endpoint.carries_error(data):  # a 2xx whose body is the provider's error shape
             raise self.http_error(response, attempts)
         return data
 
     def not_a_stream(self, response: Reply, attempts: int, expected: str) -> ProviderError:
         """A 2xx answer that is not the event stream asked for (and not the provider's error shape)."""
-        content_type = response.headers.get("content-type", "")
-        return ProviderError(
-            f"expected an event stream ({expected}), got {content_type or 'no content type'}",
-            provider=self.provider, kind="decode", status=response.status,
-            request_id=self.request_id(response), attempts=attempts,
-        )  # fmt: skip
+        content_type = response.headers.get("content-type", "") or "no content type"
+        return self._error(f"expected an event stream ({expected}), got {content_type}", "decode", response, attempts)
 
     def http_error(self, response: Reply, attempts: int) -> ProviderError:
         """An error status: the provider's own error type and message (scrubbed)."""
         error_type, message = self._endpoint.describe_error(self._scrub_bytes(response.body or b""))
-        return ProviderError(
-            self.scrub(message), provider=self.provider, kind="http", status=response.status,
-            error_type=error_type, request_id=self.request_id(response), attempts=attempts,
-        )  # fmt: skip
+        return self._error(self.scrub(message), "http", response, attempts, error_type)
+
+    def _error(
+        self, message: str, kind: ProviderErrorKind, response: Reply, attempts: int, error_type: str | None = None
+    ) -> ProviderError:
+        """A ProviderError about `response`: its status and its request id (scrubbed)."""
+        request_id = self.request_id(response)
+        return ProviderError(message, provider=self.provider, kind=kind, status=response.status,
+                             error_type=error_type, request_id=request_id, attempts=attempts)  # fmt: skip
 
     def failure(
         self, exc: BaseException, attempts: int, *, status: int | None = None,
@@ -318,8 +316,7 @@ class Caller:
         if isinstance(exc, RetryableStatus):
             return self.http_error(exc.response, attempts)
         if isinstance(exc, BodyError):
-            return ProviderError(exc.message, provider=self.provider, kind=exc.kind, status=exc.response.status,
-                                 request_id=self.request_id(exc.response), attempts=attempts)  # fmt: skip
+            return self._error(exc.message, exc.kind, exc.response, attempts)
         if isinstance(exc, (TransportFailure, AttemptTimeout)):
             return transport_error(exc, self.provider, attempts, status=status, midway=midway)
         if isinstance(exc, TimeoutError):

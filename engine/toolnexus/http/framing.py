@@ -119,16 +119,28 @@ def charset(response: Reply) -> str:
     return "utf-8"
 
 
-class _Lines(Frames):
+class _Inflated(Frames):
+    """A framing that cuts the inflated body itself (within `cap`), and closes it and the connection."""
+
+    def __init__(self, response: Reply, cap: int) -> None:
+        self._response = response
+        self._cap = cap
+        self._chunks = inflated(response)
+        self.ready = deque()
+
+    async def aclose(self) -> None:
+        with suppress(TransportFailure, RuntimeError):  # the connection is closed below either way
+            await self._chunks.aclose()
+        await self._response.aclose()
+
+
+class _Lines(_Inflated):
     """NDJSON: the body cut at line ends as it arrives, every line a read completes decoded at once into
     `ready` (as `_Sse` does: a read bringing many lines costs one await); a line (or the unfinished one)
     over the cap stops it."""
 
     def __init__(self, response: Reply, cap: int, endpoint: Endpoint) -> None:
-        self._response = response
-        self._cap = cap
-        self._chunks = inflated(response)
-        self.ready = deque()
+        super().__init__(response, cap)
         self._open = bytearray()  # the line still arriving
         self._ended = False
 
@@ -163,13 +175,8 @@ class _Lines(Frames):
             message = f"one line is larger than max_event_bytes ({self._cap} bytes)"
             raise BodyError("too_large", message, self._response)
 
-    async def aclose(self) -> None:
-        with suppress(TransportFailure, RuntimeError):  # the connection is closed below either way
-            await self._chunks.aclose()
-        await self._response.aclose()
 
-
-class _AwsEvents(Frames):
+class _AwsEvents(_Inflated):
     """The AWS event stream: each frame decoded and checked by botocore as its bytes arrive.
 
     The buffer is given one frame at a time: first its 12-byte prelude (botocore checks its CRC and
@@ -178,15 +185,12 @@ class _AwsEvents(Frames):
     once per frame; a frame larger than the cap is refused from its prelude, before it is read."""
 
     def __init__(self, response: Reply, cap: int, endpoint: Endpoint) -> None:
+        super().__init__(response, cap)
         eventstream = aws_eventstream()
-        self.ready = deque()
         self._errors: type[Exception] = eventstream.ParserError
         self._buffer = eventstream.EventStreamBuffer()
         self._lengths = eventstream.DecodeUtils.unpack_prelude
-        self._response = response
         self._endpoint = endpoint
-        self._cap = cap
-        self._chunks = inflated(response)
         self._data = bytearray()  # bytes read and not yet given to the buffer, from `_at` on
         self._at = 0
 
@@ -245,11 +249,6 @@ class _AwsEvents(Frames):
                                 error_type=error_type)  # fmt: skip
         raise ProviderError(f"an event stream frame of unknown message type {kind!r}", provider=provider,
                             kind="decode")  # fmt: skip
-
-    async def aclose(self) -> None:
-        with suppress(TransportFailure, RuntimeError):  # the connection is closed below either way
-            await self._chunks.aclose()
-        await self._response.aclose()
 
 
 def aws_eventstream() -> Any:

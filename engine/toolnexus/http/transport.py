@@ -211,10 +211,7 @@ class HttpxReply(Reply):
             raise httpx_failure(exc) from exc
 
     async def read(self) -> bytes:
-        try:
-            return b"".join([chunk async for chunk in self._response.aiter_raw()])
-        except httpx.TransportError as exc:
-            raise httpx_failure(exc) from exc
+        return b"".join([chunk async for chunk in self.chunks()])
 
     async def aclose(self) -> None:
         await self._response.aclose()
