@@ -35,7 +35,6 @@ from .stream_rules import (
     Path,
     Steps,
     Streaming,
-    fixed_field,
 )
 
 Pattern = tuple[str | int | None, ...]  # a place in the response: keys, fixed indexes, None for any other index
@@ -471,8 +470,6 @@ class _Code:
 
     def place(self, step: Move, s: str, scope: str, i: str) -> list[str]:
         """One step's value merged into the response: the walk down `into` by type tests, else the general way."""
-        if any(isinstance(stp, EventIndex) for stp in step.field):  # an index the event gives: the general way
-            return [f"s._place({s}, {scope}, n, {i})"]
         lines = self.read(step.from_path, step.source, "v", scope)
         tests: list[str] = []
         into = step.into
@@ -497,6 +494,9 @@ class _Code:
             body = self.leaf(into, parent, key, at, step.omit)
         else:
             lines += self.read(step.at_path, step.at, "ix", scope)
+            for k, given in enumerate(step.field):  # an index the event gives: read here, tested in `field`
+                if isinstance(given, EventIndex):
+                    lines += self.read(given.expr, given.getter, f"ei{k}", scope)
             lst = f"{parent}.get({key}, MISSING)" if key != '""' else "s._holder['']"
             tests += [f"type(lq := {lst}) is list", "type(ix) is int"]
             at = f"({''.join(f'{x}, ' for x in fixed_at)}ix,)"
@@ -528,24 +528,29 @@ class _Code:
                 *_indent(self.placed(step.into, "v", "ix", at, 0), 4)]  # fmt: skip
 
     def field(self, step: Move, element: Pattern, at: str, otherwise: str) -> list[str]:
-        """Into the element `ix` of the list, then down `field` (objects there already), then the merge."""
-        field = fixed_field(step)
+        """Into the element `ix` of the list, then down `field` (objects there already; an index the event gives,
+        `ei<k>`, an int naming an element there, as `_event_index` and `_descend` test), then the merge."""
+        field = step.field
         if not field:
             return self.leaf(element, "lq", "ix", at, step.omit)
+        refs = [f"ei{d}" if isinstance(stp, EventIndex) else repr(stp) for d, stp in enumerate(field)]
+        shape: Pattern = tuple(None if isinstance(stp, EventIndex) else stp for stp in field)
         tests, parent = ["type(f0 := lq[ix]) is dict"], "f0"
         for d, stp in enumerate(field[:-1]):
             nxt = field[d + 1]
             want = "dict" if type(nxt) is str else "list"
-            got = f"{parent}.get({stp!r}, MISSING)" if type(stp) is str else f"{parent}[{stp}]"
+            got = f"{parent}.get({refs[d]}, MISSING)" if type(stp) is str else f"{parent}[{refs[d]}]"
             tests.append(f"type(f{d + 1} := {got}) is {want}")
             if type(nxt) is int:
                 tests.append(f"{nxt} < len(f{d + 1})")
+            elif isinstance(nxt, EventIndex):
+                if self.fixed_indexes((*element, *shape[: d + 1])):  # its element's place depends on the index
+                    return [otherwise]
+                tests.append(f"type({refs[d + 1]}) is int and 0 <= {refs[d + 1]} < len(f{d + 1})")
             parent = f"f{d + 1}"
-        at_more = at
-        fixed_in_field = tuple(stp for stp in field if type(stp) is int)
-        if fixed_in_field:
-            at_more = f"{at} + {fixed_in_field!r}"
-        body = self.leaf((*element, *field), parent, repr(field[-1]), at_more, step.omit)
+        indexes = [refs[d] for d, stp in enumerate(field) if type(stp) is not str]
+        at_more = f"{at} + ({''.join(f'{x}, ' for x in indexes)})" if indexes else at
+        body = self.leaf((*element, *shape), parent, refs[-1], at_more, step.omit)
         return [f"if {' and '.join(tests)}:", *_indent(body, 4), "else:", f"    {otherwise}"]
 
     def leaf(self, pattern: Pattern, p: str, k: str, at: str, omit: frozenset[str]) -> list[str]:
