@@ -1336,6 +1336,7 @@ def test_a_step_field_index_read_from_the_event_is_run_by_the_generated_code(
     path.write_text(path.read_text().split("\nstreaming:")[0] + NOTED_STREAMING)
     streaming = toolnexus.load_rules(rules, reload=True).get("acme").streaming
     assert streaming is not None and streaming.type is not None
+    assert "s._fragment(" not in streaming.code  # a piece of a note at any index is emitted inline too
 
     def general_run(s: Any, e: dict[str, Any], n: int) -> bool:  # every step the general way
         steps = streaming.events[streaming.type(e)]

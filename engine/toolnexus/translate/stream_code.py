@@ -178,8 +178,8 @@ class _Code:
                 found.append(w.steps[len(pattern)])  # type: ignore[arg-type]
         return sorted(set(found))
 
-    def path_expr(self, pattern: Pattern, at: str) -> str:
-        """The concrete path of a place, as an expression (its indexes from the tuple `at`)."""
+    def path_expr(self, pattern: Pattern, at: str, start: int = 0) -> str:
+        """The concrete path of a place (from its step `start`), as an expression (its indexes from the tuple `at`)."""
         parts, j = [], 0
         for step in pattern:
             if type(step) is str:
@@ -187,7 +187,7 @@ class _Code:
             else:
                 parts.append(f"{at}[{j}]")
                 j += 1
-        return "(" + "".join(f"{p}, " for p in parts) + ")"
+        return "(" + "".join(f"{p}, " for p in parts[start:]) + ")"
 
     def above_expr(self, pattern: Pattern, at: str) -> str:
         return self.path_expr(pattern[:-1], at) if pattern else "()"
@@ -384,12 +384,21 @@ class _Code:
             position = sum(1 for step in pattern[:n] if type(step) is not str)
             indexes = sum(1 for step in pattern if type(step) is not str)
             element = last if last is not None and position == indexes - 1 else f"{at}[{position}]"
-            field = pattern[n + 1 :]
+            start = n + 1
         else:
-            element, field = "0", pattern[n:]
-        if None in field:
-            return [f"s._fragment({self.path_expr(pattern, at)}, {piece})"]
+            element, start = "0", n
+        field = pattern[start:]
         info, role, call = f"info{d}", f"role{d}", f"call{d}"
+        if None in field:  # a part at any index (`summary[].text`): its role is the one of `[]` unless one names it
+            w = r.watched[w_index]
+            if any(_names_a_part(path, field) for roles in w.roles.values() for path in roles):
+                return [f"s._fragment({self.path_expr(pattern, at)}, {piece})"]
+            part = self.path_expr(pattern, at, start)
+            return [
+                f"if ({info} := s._elements[{w_index}].get({element})) is not None and "
+                f"({role} := {info}.roles.get({field!r})) is not None:",
+                f"    s._emit({info}, {role}, {piece}, {part})",
+            ]
         text = f"s._text_sent += len({piece}); s._deltas.append({{'content': {piece}}})"
         arguments = [  # as _emit does, inline
             f"s._calls[{call}].sent_arguments = True",
@@ -649,6 +658,14 @@ def _walk_lines(steps: tuple[str | int, ...], source: str, target: str) -> list[
 def _folds(node: Node) -> bool:
     """Whether a value put whole at this place is first folded within itself (`join`, `continued` below)."""
     return node.join is not None or node.continued is not None or any(_folds(c) for c in node.children.values())
+
+
+def _names_a_part(path: Path, field: Pattern) -> bool:
+    """Whether a role's field path names a part the pattern reaches at any index (`summary[0].text` for
+    `summary[].text`): then the concrete path is looked up first, as `_fragment` does."""
+    return len(path) == len(field) and all(
+        type(p) is int if f is None else p == f for p, f in zip(path, field, strict=True)
+    )
 
 
 def _indent(lines: list[str], width: int) -> list[str]:
