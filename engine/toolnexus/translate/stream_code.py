@@ -4,7 +4,8 @@ Each function reads the event's type (and `by` case) inline, then runs the secti
 (`every` first) as straight-line code: the `from`, `at` and `each` paths read inline, the walk down
 the `into` path to where the value goes checked by type tests, and the merge written inline for each
 place in the response the step can reach (its `combine` policy, watched item source and the fields
-their templates read all known when the code is written). The common event (a text piece
+their templates read all known when the code is written; an index a step's `field` reads from the
+event, `summary[summary_index]`, is read and tested in range there too). The common event (a text piece
 appended in place, an object merged key by key into one that is there, an element added to a list)
 runs with no lookup in the rule tables and no path built. Anything else (the first value at a place,
 a type the fast test does not expect, an element that is not there yet) goes to the explain step:
