@@ -1319,3 +1319,68 @@ def test_a_step_field_index_read_from_the_event_writes_each_piece_into_the_eleme
     with pytest.raises(RuleError) as refused:
         toolnexus.load_rules(rules, reload=True)
     assert refused.value.rule == "streaming.events.piece[0].field" and refused.value.line is not None
+
+
+def test_a_step_field_index_read_from_the_event_is_run_by_the_generated_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A piece for a note that is there (`notes[note]`, the index an int in range) is merged by the event's own
+    function, never the general `_place`; the next note (created) and a bad index go the general way. Either
+    way the chunks, the response and the errors are those of the general path (every step by `_move`)."""
+    from dataclasses import replace
+
+    from toolnexus.translate.stream import StreamTranslator
+
+    rules = acme_rules(tmp_path)
+    path = rules / "acme.yaml"
+    path.write_text(path.read_text().split("\nstreaming:")[0] + NOTED_STREAMING)
+    streaming = toolnexus.load_rules(rules, reload=True).get("acme").streaming
+    assert streaming is not None and streaming.type is not None
+    assert "s._fragment(" not in streaming.code  # a piece of a note at any index is emitted inline too
+
+    def general_run(s: Any, e: dict[str, Any], n: int) -> bool:  # every step the general way
+        steps = streaming.events[streaming.type(e)]
+        for step in steps:
+            if step == END:
+                s.ended = True
+            else:
+                s._move(step, e, n)
+        return bool(steps)
+
+    general: list[Any] = []
+    place = StreamTranslator._place
+    monkeypatch.setattr(StreamTranslator, "_place", lambda s, *a: general.append(a[2]) or place(s, *a))
+    message = {"id": "m1", "type": "message", "role": "assistant", "model": "acme-1", "content": [],
+               "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 2}}  # fmt: skip
+    events = [
+        {"kind": "begin", "message": message},
+        {"kind": "block", "at": 0, "block": {"type": "thinking", "notes": [{"kind": "note", "text": "A"}]}},
+        {"kind": "piece", "at": 0, "note": 0, "t": "Lo"},  # 2
+        {"kind": "piece", "at": 0, "note": 1, "t": "ok"},  # 3: the next note, created the general way
+        {"kind": "piece", "at": 0, "note": 0, "t": "ng", "extra": 1},  # 4
+        {"kind": "piece", "at": 0, "note": 1, "t": "!"},  # 5
+        {"kind": "whole", "message": {**message, "content": [{"type": "thinking", "thinking": "ALong | ok!"}]}},
+    ]
+    runs = []
+    for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
+        general.clear()
+        chunks = [c for e in events[:6] for c in translator.feed(json.dumps(e))]
+        notes = [{k: v if isinstance(v, str) else v.value() for k, v in note.items()}
+                 for note in translator.response["content"][0]["notes"]]  # fmt: skip
+        chunks += translator.feed(json.dumps(events[6])) + translator.finish()
+        runs.append((chunks, notes, translator.result, list(general)))
+    (chunks, notes, result, placed), (general_chunks, general_notes, general_result, _) = runs
+    assert placed == [3]  # the generated code placed every piece but the one creating a note
+    assert notes == general_notes == [{"kind": "note", "text": "ALong"}, {"kind": "note", "text": "ok!"}]
+    assert [c["choices"] for c in chunks] == [c["choices"] for c in general_chunks]  # (chunk ids are fresh)
+    assert result == general_result
+    pieces = [c["choices"][0]["delta"].get("reasoning_content") for c in chunks if c["choices"]]
+    assert [p for p in pieces if p] == ["A", "Lo", " | ", "ok", " | ", "ng", " | ", "!"]
+    for bad in ({"note": "0"}, {"note": True}, {"note": -1}, {"note": 2}, {"at": 1}, {"t": 5}):
+        caught = []
+        for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
+            with pytest.raises(ResponseError) as info:
+                for event in [*events[:3], events[2] | bad]:
+                    translator.feed(json.dumps(event))
+            caught.append((info.value.path, info.value.message))
+        assert caught[0] == caught[1], bad

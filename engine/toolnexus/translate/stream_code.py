@@ -4,7 +4,8 @@ Each function reads the event's type (and `by` case) inline, then runs the secti
 (`every` first) as straight-line code: the `from`, `at` and `each` paths read inline, the walk down
 the `into` path to where the value goes checked by type tests, and the merge written inline for each
 place in the response the step can reach (its `combine` policy, watched item source and the fields
-their templates read all known when the code is written). The common event (a text piece
+their templates read all known when the code is written; an index a step's `field` reads from the
+event, `summary[summary_index]`, is read and tested in range there too). The common event (a text piece
 appended in place, an object merged key by key into one that is there, an element added to a list)
 runs with no lookup in the rule tables and no path built. Anything else (the first value at a place,
 a type the fast test does not expect, an element that is not there yet) goes to the explain step:
@@ -35,7 +36,6 @@ from .stream_rules import (
     Path,
     Steps,
     Streaming,
-    fixed_field,
 )
 
 Pattern = tuple[str | int | None, ...]  # a place in the response: keys, fixed indexes, None for any other index
@@ -179,8 +179,8 @@ class _Code:
                 found.append(w.steps[len(pattern)])  # type: ignore[arg-type]
         return sorted(set(found))
 
-    def path_expr(self, pattern: Pattern, at: str) -> str:
-        """The concrete path of a place, as an expression (its indexes from the tuple `at`)."""
+    def path_expr(self, pattern: Pattern, at: str, start: int = 0) -> str:
+        """The concrete path of a place (from its step `start`), as an expression (its indexes from the tuple `at`)."""
         parts, j = [], 0
         for step in pattern:
             if type(step) is str:
@@ -188,7 +188,7 @@ class _Code:
             else:
                 parts.append(f"{at}[{j}]")
                 j += 1
-        return "(" + "".join(f"{p}, " for p in parts) + ")"
+        return "(" + "".join(f"{p}, " for p in parts[start:]) + ")"
 
     def above_expr(self, pattern: Pattern, at: str) -> str:
         return self.path_expr(pattern[:-1], at) if pattern else "()"
@@ -385,12 +385,21 @@ class _Code:
             position = sum(1 for step in pattern[:n] if type(step) is not str)
             indexes = sum(1 for step in pattern if type(step) is not str)
             element = last if last is not None and position == indexes - 1 else f"{at}[{position}]"
-            field = pattern[n + 1 :]
+            start = n + 1
         else:
-            element, field = "0", pattern[n:]
-        if None in field:
-            return [f"s._fragment({self.path_expr(pattern, at)}, {piece})"]
+            element, start = "0", n
+        field = pattern[start:]
         info, role, call = f"info{d}", f"role{d}", f"call{d}"
+        if None in field:  # a part at any index (`summary[].text`): its role is the one of `[]` unless one names it
+            w = r.watched[w_index]
+            if any(_names_a_part(path, field) for roles in w.roles.values() for path in roles):
+                return [f"s._fragment({self.path_expr(pattern, at)}, {piece})"]
+            part = self.path_expr(pattern, at, start)
+            return [
+                f"if ({info} := s._elements[{w_index}].get({element})) is not None and "
+                f"({role} := {info}.roles.get({field!r})) is not None:",
+                f"    s._emit({info}, {role}, {piece}, {part})",
+            ]
         text = f"s._text_sent += len({piece}); s._deltas.append({{'content': {piece}}})"
         arguments = [  # as _emit does, inline
             f"s._calls[{call}].sent_arguments = True",
@@ -471,8 +480,6 @@ class _Code:
 
     def place(self, step: Move, s: str, scope: str, i: str) -> list[str]:
         """One step's value merged into the response: the walk down `into` by type tests, else the general way."""
-        if any(isinstance(stp, EventIndex) for stp in step.field):  # an index the event gives: the general way
-            return [f"s._place({s}, {scope}, n, {i})"]
         lines = self.read(step.from_path, step.source, "v", scope)
         tests: list[str] = []
         into = step.into
@@ -497,6 +504,9 @@ class _Code:
             body = self.leaf(into, parent, key, at, step.omit)
         else:
             lines += self.read(step.at_path, step.at, "ix", scope)
+            for k, given in enumerate(step.field):  # an index the event gives: read here, tested in `field`
+                if isinstance(given, EventIndex):
+                    lines += self.read(given.expr, given.getter, f"ei{k}", scope)
             lst = f"{parent}.get({key}, MISSING)" if key != '""' else "s._holder['']"
             tests += [f"type(lq := {lst}) is list", "type(ix) is int"]
             at = f"({''.join(f'{x}, ' for x in fixed_at)}ix,)"
@@ -528,24 +538,29 @@ class _Code:
                 *_indent(self.placed(step.into, "v", "ix", at, 0), 4)]  # fmt: skip
 
     def field(self, step: Move, element: Pattern, at: str, otherwise: str) -> list[str]:
-        """Into the element `ix` of the list, then down `field` (objects there already), then the merge."""
-        field = fixed_field(step)
+        """Into the element `ix` of the list, then down `field` (objects there already; an index the event gives,
+        `ei<k>`, an int naming an element there, as `_event_index` and `_descend` test), then the merge."""
+        field = step.field
         if not field:
             return self.leaf(element, "lq", "ix", at, step.omit)
+        refs = [f"ei{d}" if isinstance(stp, EventIndex) else repr(stp) for d, stp in enumerate(field)]
+        shape: Pattern = tuple(None if isinstance(stp, EventIndex) else stp for stp in field)
         tests, parent = ["type(f0 := lq[ix]) is dict"], "f0"
         for d, stp in enumerate(field[:-1]):
             nxt = field[d + 1]
             want = "dict" if type(nxt) is str else "list"
-            got = f"{parent}.get({stp!r}, MISSING)" if type(stp) is str else f"{parent}[{stp}]"
+            got = f"{parent}.get({refs[d]}, MISSING)" if type(stp) is str else f"{parent}[{refs[d]}]"
             tests.append(f"type(f{d + 1} := {got}) is {want}")
             if type(nxt) is int:
                 tests.append(f"{nxt} < len(f{d + 1})")
+            elif isinstance(nxt, EventIndex):
+                if self.fixed_indexes((*element, *shape[: d + 1])):  # its element's place depends on the index
+                    return [otherwise]
+                tests.append(f"type({refs[d + 1]}) is int and 0 <= {refs[d + 1]} < len(f{d + 1})")
             parent = f"f{d + 1}"
-        at_more = at
-        fixed_in_field = tuple(stp for stp in field if type(stp) is int)
-        if fixed_in_field:
-            at_more = f"{at} + {fixed_in_field!r}"
-        body = self.leaf((*element, *field), parent, repr(field[-1]), at_more, step.omit)
+        indexes = [refs[d] for d, stp in enumerate(field) if type(stp) is not str]
+        at_more = f"{at} + ({''.join(f'{x}, ' for x in indexes)})" if indexes else at
+        body = self.leaf((*element, *shape), parent, refs[-1], at_more, step.omit)
         return [f"if {' and '.join(tests)}:", *_indent(body, 4), "else:", f"    {otherwise}"]
 
     def leaf(self, pattern: Pattern, p: str, k: str, at: str, omit: frozenset[str]) -> list[str]:
@@ -644,6 +659,14 @@ def _walk_lines(steps: tuple[str | int, ...], source: str, target: str) -> list[
 def _folds(node: Node) -> bool:
     """Whether a value put whole at this place is first folded within itself (`join`, `continued` below)."""
     return node.join is not None or node.continued is not None or any(_folds(c) for c in node.children.values())
+
+
+def _names_a_part(path: Path, field: Pattern) -> bool:
+    """Whether a role's field path names a part the pattern reaches at any index (`summary[0].text` for
+    `summary[].text`): then the concrete path is looked up first, as `_fragment` does."""
+    return len(path) == len(field) and all(
+        type(p) is int if f is None else p == f for p, f in zip(path, field, strict=True)
+    )
 
 
 def _indent(lines: list[str], width: int) -> list[str]:

@@ -205,12 +205,6 @@ def write_path(expr: Any, key: Key, env: Env, *, any_index: bool = False) -> Pat
     return cast(Path, _write_path(expr, key, env, any_index, event_index=False))  # no EventIndex without it
 
 
-def fixed_field(move: Move) -> Path:
-    """A step's `field` whose indexes are all in the rule (the generated code's fast path takes only these)."""
-    assert not any(isinstance(step, EventIndex) for step in move.field)
-    return cast(Path, move.field)
-
-
 def _write_path(expr: Any, key: Key, env: Env, any_index: bool, event_index: bool) -> FieldPath:
     """A write path; with `event_index`, an index may be `[name]`: the one the event holds at `name`."""
     if not isinstance(expr, str):
