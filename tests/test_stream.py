@@ -991,6 +991,20 @@ def acme_rules(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def acme_streaming(tmp_path: Path, streaming: str) -> Path:
+    """The made-up provider with another streaming section in place of its own."""
+    rules = acme_rules(tmp_path)
+    path = rules / "acme.yaml"
+    path.write_text(path.read_text().split("\nstreaming:")[0] + streaming)
+    return rules
+
+
+def acme_message() -> dict[str, Any]:
+    """The made-up provider's opening message (a fresh one each time: the stream may keep it)."""
+    return {"id": "m1", "type": "message", "role": "assistant", "model": "acme-1", "content": [],
+            "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 2}}  # fmt: skip
+
+
 def test_a_made_up_streaming_section_runs_its_generated_steps(tmp_path: Path) -> None:
     rules = acme_rules(tmp_path)
     message = {"id": "m1", "type": "message", "role": "assistant", "model": "acme-1", "content": [],
@@ -1028,11 +1042,8 @@ streaming:
 def test_streaming_text_names_the_field_a_kinds_text_pieces_gather_in(tmp_path: Path) -> None:
     """`streaming.text`: a kind's pieces gather in a field of their own (its parts arrive whole at the end), and
     that field, not the one its text template reads, streams as delta.content."""
-    rules = acme_rules(tmp_path)
-    path = rules / "acme.yaml"
-    path.write_text(path.read_text().split("\nstreaming:")[0] + GATHERED_STREAMING)
-    message = {"id": "m1", "type": "message", "role": "assistant", "model": "acme-1", "content": [],
-               "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 2}}  # fmt: skip
+    rules = acme_streaming(tmp_path, GATHERED_STREAMING)
+    message = acme_message()
     events = [
         {"kind": "begin", "message": message},
         {"kind": "block", "at": 0, "block": {"type": "text"}},
@@ -1044,6 +1055,7 @@ def test_streaming_text_names_the_field_a_kinds_text_pieces_gather_in(tmp_path: 
     chunks = [c for e in events for c in translator.feed(json.dumps(e))] + translator.finish()
     assert [c["choices"][0]["delta"].get("content") for c in chunks if c["choices"]][1:3] == ["Hel", "lo"]
     assert translator.result is not None and translator.result.text == "Hello"
+    path = rules / "acme.yaml"
     path.write_text(path.read_text().replace("text: {text: gathered}", "text: {txet: gathered}"))
     with pytest.raises(RuleError) as info:
         toolnexus.load_rules(rules, reload=True)
@@ -1289,11 +1301,8 @@ streaming:
 
 
 def test_a_step_field_index_read_from_the_event_writes_each_piece_into_the_element_it_names(tmp_path: Path) -> None:
-    rules = acme_rules(tmp_path)
-    path = rules / "acme.yaml"
-    path.write_text(path.read_text().split("\nstreaming:")[0] + NOTED_STREAMING)
-    message = {"id": "m1", "type": "message", "role": "assistant", "model": "acme-1", "content": [],
-               "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 2}}  # fmt: skip
+    rules = acme_streaming(tmp_path, NOTED_STREAMING)
+    message = acme_message()
     events = [
         {"kind": "begin", "message": message},
         {"kind": "block", "at": 0, "block": {"type": "thinking", "notes": []}},
@@ -1315,6 +1324,7 @@ def test_a_step_field_index_read_from_the_event_writes_each_piece_into_the_eleme
             for event in [*events[:2], events[2] | bad]:
                 translator.feed(json.dumps(event))
         assert info.value.path == where
+    path = rules / "acme.yaml"
     path.write_text(path.read_text().replace('at: at, field: "notes[note]"', 'at: at, field: "notes[no te]"'))
     with pytest.raises(RuleError) as refused:
         toolnexus.load_rules(rules, reload=True)
@@ -1331,9 +1341,7 @@ def test_a_step_field_index_read_from_the_event_is_run_by_the_generated_code(
 
     from toolnexus.translate.stream import StreamTranslator
 
-    rules = acme_rules(tmp_path)
-    path = rules / "acme.yaml"
-    path.write_text(path.read_text().split("\nstreaming:")[0] + NOTED_STREAMING)
+    rules = acme_streaming(tmp_path, NOTED_STREAMING)
     streaming = toolnexus.load_rules(rules, reload=True).get("acme").streaming
     assert streaming is not None and streaming.type is not None
     assert "s._fragment(" not in streaming.code  # a piece of a note at any index is emitted inline too
@@ -1350,8 +1358,7 @@ def test_a_step_field_index_read_from_the_event_is_run_by_the_generated_code(
     general: list[Any] = []
     place = StreamTranslator._place
     monkeypatch.setattr(StreamTranslator, "_place", lambda s, *a: general.append(a[2]) or place(s, *a))
-    message = {"id": "m1", "type": "message", "role": "assistant", "model": "acme-1", "content": [],
-               "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 2}}  # fmt: skip
+    message = acme_message()
     events = [
         {"kind": "begin", "message": message},
         {"kind": "block", "at": 0, "block": {"type": "thinking", "notes": [{"kind": "note", "text": "A"}]}},

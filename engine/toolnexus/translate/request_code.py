@@ -161,9 +161,7 @@ def generate(inbound: Inbound, content: ContentLines | None = None) -> tuple[str
         "    c.path = ''",
         "    return out, hoisted, notes, first",
     ]
-    text = "\n".join(lines) + "\n"
-    exec(compile(text, f"<messages {inbound.provider}>", "exec"), names)
-    run: Messages = names["messages"]
+    text, run = _compiled(lines, f"<messages {inbound.provider}>", names, "messages")
     return text, run
 
 
@@ -290,7 +288,12 @@ def generate_tools(inbound: Inbound, declaration: Node) -> tuple[str, Tools]:
         "    c.path = ''",
         "    return out_, declared_",
     ]
-    text = "\n".join(lines) + "\n"
-    exec(compile(text, f"<tools {inbound.provider}>", "exec"), names)
-    run: Tools = names["tools"]
+    text, run = _compiled(lines, f"<tools {inbound.provider}>", names, "tools")
     return text, run
+
+
+def _compiled(lines: list[str], label: str, names: dict[str, Any], function: str) -> tuple[str, Any]:
+    """The generated source and the function it defines (its names bound in `names`)."""
+    text = "\n".join(lines) + "\n"
+    exec(compile(text, label, "exec"), names)
+    return text, names[function]
