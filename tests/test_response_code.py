@@ -207,15 +207,20 @@ ANSWERS = [
 ]
 
 
+def agrees_when_damaged(outbound: Any, answer: dict[str, Any], budget: int) -> None:
+    """The generated function and the explain steps give the same outcome (result or error) on every damaged
+    copy of `answer`."""
+    for damaged in variants(copy.deepcopy(answer), budget=budget):
+        fast = outcome(lambda d=damaged: outbound.run(outbound, d, None))
+        assert fast == outcome(lambda d=damaged: by_explain_steps(outbound, d)), damaged
+
+
 @pytest.mark.parametrize(("provider", "name", "response"), ANSWERS, ids=[f"{p}/{n}" for p, n, _ in ANSWERS])
 def test_the_generated_function_agrees_with_the_explain_steps_on_damaged_answers(
     provider: str, name: str, response: dict[str, Any]
 ) -> None:
     outbound = load_rules().get(provider).outbound
-    for damaged in variants(copy.deepcopy(response), budget=60):
-        fast = outcome(lambda d=damaged: outbound.run(outbound, d, None))
-        reference = outcome(lambda d=damaged: by_explain_steps(outbound, d))
-        assert fast == reference, damaged
+    agrees_when_damaged(outbound, response, budget=60)
 
 
 @pytest.mark.parametrize("details", ["prompt_tokens_details", "completion_tokens_details"])
@@ -362,9 +367,7 @@ def test_a_mapping_of_plain_reads_is_built_inline_as_its_template_renders_it(tmp
         "seen": [1],
     }
     assert [c.extra_content for c in result.tool_calls] == [{"zeta": {"sig": {}}}, None]
-    for damaged in variants(copy.deepcopy(answer), budget=80):
-        fast = outcome(lambda d=damaged: outbound.run(outbound, d, None))
-        assert fast == outcome(lambda d=damaged: by_explain_steps(outbound, d)), damaged
+    agrees_when_damaged(outbound, answer, budget=80)
 
 
 # A made-up provider whose calls' arguments are a plain read with a default (Gemini's `args` may be left out).
@@ -396,9 +399,7 @@ def test_a_read_with_a_default_is_read_inline_and_rendered_only_when_absent(tmp_
     result = outbound.translate(answer)
     assert [c.arguments for c in result.tool_calls] == ['{"x": 1}', "{}"]
     assert [n.path for n in result.notes if n.kind == "synthesized"] == ["out[1].fn.args"]
-    for damaged in variants(copy.deepcopy(answer), budget=60):
-        fast = outcome(lambda d=damaged: outbound.run(outbound, d, None))
-        assert fast == outcome(lambda d=damaged: by_explain_steps(outbound, d)), damaged
+    agrees_when_damaged(outbound, answer, budget=60)
 
 
 # A made-up provider whose reasoning blocks carry a signature read as a string (typed): null is no signature,
@@ -430,6 +431,4 @@ def test_a_typed_read_in_an_answer_leaves_a_null_out_and_refuses_another_type_at
         with pytest.raises(ResponseError) as info:
             outbound.translate(broken)
         assert info.value.path == place
-    for damaged in variants(copy.deepcopy(answer), budget=60):
-        fast = outcome(lambda d=damaged: outbound.run(outbound, d, None))
-        assert fast == outcome(lambda d=damaged: by_explain_steps(outbound, d)), damaged
+    agrees_when_damaged(outbound, answer, budget=60)

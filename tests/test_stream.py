@@ -1078,6 +1078,17 @@ def test_a_made_up_streaming_section_names_the_event_it_cannot_place(tmp_path: P
     assert caught.value.path == path
 
 
+def gemini_whole_calls(count: int, seed: int) -> tuple[dict[str, Any], list[str]]:
+    """A Gemini answer of `count` whole calls without ids (each synthesized from the whole answer), and its
+    stream events, one call per event."""
+    reply = copy.deepcopy(tool_call_reply("gemini"))
+    reply["candidates"][0]["content"]["parts"] = [
+        {"functionCall": {"name": "add", "args": {"a": i, "b": 21}}} for i in range(count)
+    ]
+    encoded = ENCODERS["gemini"](canonical("gemini", reply), random.Random(seed), cuts=1)
+    return reply, [data_of("gemini", e) for e in encoded]
+
+
 def test_a_whole_call_whose_id_is_synthesized_is_rendered_once_by_the_final_translation(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -1086,10 +1097,7 @@ def test_a_whole_call_whose_id_is_synthesized_is_rendered_once_by_the_final_tran
     encoding each call on arrival too; the chunks still carry each call, in order, with the answer's ids."""
     from toolnexus.translate.outbound import Outbound
 
-    reply = copy.deepcopy(tool_call_reply("gemini"))
-    parts = reply["candidates"][0]["content"]["parts"]
-    parts[:] = [{"functionCall": {"name": "add", "args": {"a": i, "b": 21}}} for i in range(5)]
-    events = [data_of("gemini", e) for e in ENCODERS["gemini"](canonical("gemini", reply), random.Random(3), cuts=1)]
+    reply, events = gemini_whole_calls(5, seed=3)
     translator = toolnexus.stream_translator("gemini")
     rendered = 0
     original = Outbound.tool_call
@@ -1120,10 +1128,7 @@ def test_held_whole_calls_are_not_rendered_on_arrival_and_come_out_as_one_delta(
     opening with empty arguments then its arguments, in one chunk rather than two per call."""
     from toolnexus.translate.outbound import ItemSource
 
-    reply = copy.deepcopy(tool_call_reply("gemini"))
-    parts = reply["candidates"][0]["content"]["parts"]
-    parts[:] = [{"functionCall": {"name": "add", "args": {"a": i, "b": 21}}} for i in range(6)]
-    events = [data_of("gemini", e) for e in ENCODERS["gemini"](canonical("gemini", reply), random.Random(4), cuts=1)]
+    reply, events = gemini_whole_calls(6, seed=4)
     translator = toolnexus.stream_translator("gemini")
     rendered = 0
     original = ItemSource.pick
