@@ -244,3 +244,11 @@ def test_the_normal_forms_request_reads_as_itself() -> None:
     }
     hub, origins, notes = load_rules().format("openai").read(request)
     assert hub == request and hub is not request and origins == {} and notes == []
+
+
+def test_the_normal_form_has_no_generated_transcript_reader() -> None:
+    """Its request is given back as it is, so no reader is generated for it (nor shown as if it ran)."""
+    normal = load_rules().format("openai")
+    assert normal.transcript is None and normal.transcript_code == ""
+    assert "the request is the normal form as it is" in normal.explain(code=True)
+    assert load_rules().format("anthropic").transcript is not None

@@ -273,7 +273,8 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         item_ids=MappingProxyType(dict(stream_spec.get("item_ids", {}))),
         normal=compile_normal_form(path, display) if data.get("normal") else None,
     )
-    code, reader = generate_reader(fmt)
+    # The normal form's request is given back as it is (`SourceFormat.read`): it has no transcript to read.
+    code, reader = ("", None) if fmt.normal is not None else generate_reader(fmt)
     written, writer = generate_writer(fmt)
     return replace(
         fmt,

@@ -239,7 +239,15 @@ class SourceFormat:
         if code:
             line, _ = self.plan.source.where(("request", "messages"))
             lines.append(f"\n  # {self.file}:{line} request.messages: the transcript's generated reader")
-            lines += [f"  {text}" for text in (self.transcript_code or "(none: the general read)").splitlines()]
+            lines += [
+                f"  {text}"
+                for text in (
+                    self.transcript_code
+                    or (
+                        "(none: the request is the normal form as it is)" if self.normal else "(none: the general read)"
+                    )
+                ).splitlines()
+            ]
             line, _ = self.plan.source.where(("answer",))
             lines.append(f"\n  # {self.file}:{line} answer: the whole answer's generated writer")
             lines += [f"  {text}" for text in self.writer_code.splitlines()]
