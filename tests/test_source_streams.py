@@ -12,9 +12,15 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import subprocess
+import sys
+import uuid
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType, SimpleNamespace
 from typing import Any
+from unittest import mock
 
 import pytest
 from deepdiff import DeepDiff
@@ -25,12 +31,18 @@ import toolnexus
 from support.faults import error_object, text_reply, tool_call_reply
 from support.messages import accumulate, judge_event
 from support.responses import judge_response, judge_responses_event, provider_data, sdk_accumulates
-from support.sse_encoders import ENCODERS, canonical, error_event, events_reply
+from support.sse_encoders import ENCODERS, canonical, data_of, error_event, events_reply
 from support.strategies import GENERATORS, SETTINGS
 from toolnexus import Cancelled, ProviderError, RuleError, ToolnexusError, load_rules
+from toolnexus.devtools.conformance import demo_file
 from toolnexus.devtools.stub import ProviderStub, scripted
+from toolnexus.language.templates import Ctx
+from toolnexus.translate import formats
 from toolnexus.translate.format_rules import compile_format
-from toolnexus.translate.formats import SourceStream
+from toolnexus.translate.formats import SourceEvents, SourceStream, general_moments
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+import bench_stream  # noqa: E402  (its long answers of text, calls and reasoning)
 
 RULES = load_rules()
 PROVIDERS = [p for p in toolnexus.providers() if RULES.get(p).streaming is not None]
@@ -379,46 +391,110 @@ def test_the_answer_so_far_leaves_the_stream_untouched() -> None:
     assert translator.started == 2  # one element per content block
 
 
-def _moments(fmt: Any) -> list[tuple[tuple[Any, ...], Any]]:
-    """Each event template of a format's stream section (but `end`): its rule key and what writes it."""
-    out = []
-    for key in fmt.plan.nodes:
-        if key[0] != "stream" or key[1] == "end":
-            continue
-        single = key[1] in ("start", "close")
-        moment = key[1] if single else f"{key[1]}.{key[2]}"
-        position = key[2 if single else 3] if len(key) > (2 if single else 3) else 0
-        out.append((key, fmt.stream[moment][position]))
+# ---------------------------------------------------------------- the generated writers against the general walk
+
+
+def lockstep(fmt: Any, provider: str, datas: list[str]) -> list[list[Any]]:
+    """One provider stream (its events' data) written in the format three ways at once, over the same chunks: by the generated
+    writers (`SourceFormat.events`) with the one-piece shortcut (`chunk`), without it (`_chunk`: every chunk the
+    whole way), and by each moment's templates walked one by one (`general_moments`). Each step's events, the
+    whole answer at the end, or the error, per way. Ids and times a way would make are made the same."""
+    translator = toolnexus.stream_translator(provider)
+    general = SourceEvents(replace(fmt, events=MappingProxyType({})), translator)
+    slow = SourceEvents(fmt, translator)
+    ways = [SourceEvents(fmt, translator).chunk, slow._chunk, general.chunk]
+    owners = [ways[0].__self__, slow, general]  # type: ignore[attr-defined]
+    out: list[list[Any]] = [[], [], []]
+
+    def step(chunks: list[dict[str, Any]], result: Any = None) -> None:
+        for way, owner, said in zip(ways, owners, out, strict=True):
+            try:
+                got = [event for chunk in chunks for event in way(chunk)]
+                if result is not None:
+                    got += [*owner.end(result), dict(owner.message)]
+            except ToolnexusError as exc:
+                got = [(type(exc).__name__, getattr(exc, "path", None), str(exc))]
+            said.append(got)
+
+    with (
+        mock.patch.object(formats, "uuid", SimpleNamespace(uuid4=lambda: uuid.UUID(int=7))),
+        mock.patch.object(formats, "time", SimpleNamespace(time=lambda: 1.7e9)),
+    ):
+        try:
+            for data in datas:
+                step(translator.feed(data))
+            chunks = translator.finish()
+        except ToolnexusError:
+            return out
+        step(chunks, translator.result)
     return out
 
 
-@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses", "made-up"])
-def test_stream_events_written_as_one_display_are_what_their_templates_write(fmt: str, tmp_path: Path) -> None:
-    """An event template of constants and plain reads of what its moment's scope always holds is written as
-    one display, with no test per value; one reading anything else (here a piece reading `pieces`, which a
-    piece's scope lacks) keeps the general code. Either writes what the template says, None values too."""
-    from toolnexus.language.templates import Ctx, Env, compile_node
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("provider", PROVIDERS)
+@FEW
+@given(data=st.data())
+def test_generated_stream_writers_write_what_the_general_walk_writes(provider: str, fmt: str, data: Any) -> None:
+    response = canonical(provider, data.draw(GENERATORS[provider](), label="response"))
+    datas = provider_data(provider, response, data.draw(st.integers(0, 2**16), label="seed"))
+    fast, slow, general = lockstep(RULES.format(fmt), provider, datas)
+    assert fast == general and slow == general
 
-    if fmt == "made-up":
-        text = MADE_UP.replace("args: {$get: piece}, ref: {$get: id}}", "args: {$get: piece}, late: {$get: pieces}}")
-        compiled = made_up_stream(tmp_path, text).events.format
-    else:
-        compiled = RULES.format(fmt)
-    full = {"index": 2, "answer_id": "r1", "item_id": "i1", "sequence": 7, "piece": "p", "pieces": "pp",
-            "id": "call_1", "name": "f", "extra_content": {"google": {"s": "x"}}, "block": {"type": "b"},
-            "model": "m", "created": 5}  # fmt: skip
-    moments = _moments(compiled)
-    assert moments
-    for key, written in moments:
-        general = compile_node(compiled.plan.nodes[key], key, Env(compiled.plan.source))
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
+def test_generated_stream_writers_on_long_answers_of_text_calls_and_reasoning(provider: str, fmt: str) -> None:
+    """The bench's answers (long text; parallel calls of many argument pieces; long reasoning), written the three
+    ways: the same events, nearly all of them written by the one-piece shortcut."""
+    script = json.loads(demo_file(provider).read_text(encoding="utf-8"))
+    for row, made in bench_stream.rows(provider, script, 60).items():
+        if made is None:
+            continue
+        datas = [data_of(provider, e) for e in ENCODERS[provider](made[0], random.Random(1), cuts=made[1])]
+        fast, slow, general = lockstep(RULES.format(fmt), provider, datas)
+        assert fast == general and slow == general, row
+        assert sum(map(len, general)) > 60, row
+
+
+def test_generated_stream_writers_of_a_made_up_format(tmp_path: Path) -> None:
+    """Every moment of a made-up format, one of its pieces reading what a piece's scope lacks (`pieces`: the
+    template pasted, not one display), written the same three ways."""
+    text = MADE_UP.replace("args: {$get: piece}, ref: {$get: id}}", "args: {$get: piece}, late: {$get: pieces}}")
+    fmt = made_up_stream(tmp_path, text).events.format
+    assert "def write_piece_tool_call(s, piece, q, c):\n    return [" not in fmt.events_code
+    fast, slow, general = lockstep(fmt, "gemini", provider_data("gemini", GEMINI, 0))
+    assert fast == general and slow == general
+    assert [sorted(e) for step in fast for e in step if "args" in e] == [["args", "at"]]  # `pieces`: not a piece's
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses", "made-up"])
+def test_each_stream_moment_is_one_generated_function(fmt: str, tmp_path: Path) -> None:
+    """One function per moment, writing its events straight-line; for the built-in formats every piece's events
+    are one display (no test per value, no template walked), and every moment writes what its templates do, None
+    values too."""
+    compiled = made_up_stream(tmp_path).events.format if fmt == "made-up" else RULES.format(fmt)
+    full = {"index": 2, "answer_id": "r1", "item_id": "i1", "pieces": "pp", "id": "call_1", "name": "f",
+            "extra_content": {"google": {"s": "x"}}, "block": {"type": "b"}, "model": "m", "created": 5,
+            "answer": {"status": "completed"}, "provider": {}}  # fmt: skip
+    general = general_moments(compiled)
+    assert set(compiled.events) == set(general) - ({"end"} if not compiled.stream_end else set())
+    for name, write in compiled.events.items():
+        assert f"def write_{name.replace('.', '_')}(s, piece, q, c):" in compiled.events_code
+        piece = "p" if name.startswith("piece.") else None
         for scope in (full, {**full, "id": None, "name": None, "extra_content": None}):
-            ctx = Ctx(compiled.name, outbound=True)
-            assert written(dict(scope), ctx) == general(dict(scope), ctx), key
-    kinds = {name: [r.__name__ for r in renders] for name, renders in compiled.stream.items()}
-    if fmt == "made-up":
-        assert kinds["piece.tool_call"] == ["render"] and kinds["piece.text"] == ["write"]
-        stream = made_up_stream(tmp_path, text)
-        events = [e for data in provider_data("gemini", GEMINI, 0) for e in stream.feed(data)] + stream.finish()
-        assert [sorted(e) for e in events if "args" in e] == [["args", "at"]]  # `pieces` is not a piece's
-    else:  # every piece event of the built-in formats is one display
-        assert all(names == ["write"] * len(names) for name, names in kinds.items() if name.startswith("piece."))
+            ctx, again = Ctx(compiled.name, outbound=True), Ctx(compiled.name, outbound=True)
+            assert write(dict(scope), piece, 7, ctx) == general[name](dict(scope), piece, 7, again), name
+            assert ctx.notes == again.notes, name
+        if fmt != "made-up" and name.startswith("piece."):
+            assert f"def write_{name.replace('.', '_')}(s, piece, q, c):\n    return [" in compiled.events_code
+
+
+def test_explain_shows_the_stream_writers() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "toolnexus", "explain", "--source", "openai-responses", "--code"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "stream: the events' generated writers" in done.stdout
+    assert "def write_piece_text(s, piece, q, c):" in done.stdout and "def write_end(s, piece, q, c):" in done.stdout

@@ -19,8 +19,8 @@ from typing import Any
 
 from ..language.loader import Key
 from ..language.paths import MISSING
-from ..language.templates import Const, Ctx, Obj, inline_node, unseal
-from .formats import WHOLE, Kind, Record, SourceFormat, Unsupported, unread
+from ..language.templates import Array, Const, Ctx, Get, Node, Obj, inline_node, unseal
+from .formats import WHOLE, Kind, Moment, Record, SourceFormat, Unsupported, unread
 
 # (the normal-form messages, their records, each message with the role its blocks were read as)
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
@@ -338,6 +338,100 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     exec(compile(text, f"<writer {fmt.name}>", "exec"), names)
     run: Writer = names["write"]
     return text, run
+
+
+# What each stream moment's scope always holds (`formats.SourceEvents` sets them, None at worst): an event reads
+# them with no test for an absent value. A moment's `sequence` (and a piece's `piece`) are the function's arguments.
+_BLOCK = frozenset({"index", "answer_id", "item_id"})
+SCOPES = {
+    "start": frozenset({"id", "answer_id", "model", "created"}),
+    "open": _BLOCK,
+    "piece": _BLOCK,
+    "done": _BLOCK | {"pieces"},
+    "close": _BLOCK | {"pieces"},
+    "end": frozenset(),
+}
+_OWN = {"tool_call": frozenset({"id", "name", "extra_content"}), "whole": frozenset({"block"})}  # a kind's own
+
+
+def generate_events(fmt: SourceFormat) -> tuple[str, dict[str, Moment]]:
+    """The `stream` section as one function per moment (`start`, `open.KIND`, `piece.KIND`, `done.KIND`, `close`,
+    `end`), each writing that moment's events straight-line as one list: `(scope, piece, sequence, c)` -> the
+    events, numbered from `sequence` on. An event of constants and plain reads of what the moment's scope always
+    holds is one Python display; any other is its template pasted inline (`inline_node`), as the answer's writer
+    does. Returns the source (for `toolnexus explain --source F --code`) and the functions by moment name."""
+    names: dict[str, Any] = {"MISSING": MISSING}
+    lines: list[str] = []
+    made: dict[str, str] = {}
+    for moment, keys in _moment_keys(fmt).items():
+        group, _, kind = moment.partition(".")
+        always = SCOPES[group] | _OWN.get(kind, frozenset())
+        function = "write_" + "".join(ch if ch.isalnum() else "_" for ch in moment)
+        line, _ = fmt.plan.source.where(keys[0][:3] if kind else keys[0][:2])
+        lines += [f"# {fmt.file}:{line} stream.{moment}", f"def {function}(s, piece, q, c):"]
+        written = []
+        for k, key in enumerate(keys):
+            sequence = "q" if k == 0 else f"(q + {k})"
+            known = {name: f"s[{name!r}]" for name in always} | {"sequence": sequence}
+            if group == "piece":
+                known["piece"] = "piece"
+            text = display(fmt.plan.nodes[key], known)
+            if text is None:
+                pasted = inline_node(fmt.plan.nodes[key], "s", f"e{k}", is_dict=True, known=known, tag=f"_{k}")
+                names.update(pasted.names)
+                lines += _indent(pasted.head + pasted.body)
+                text = f"e{k}"
+            written.append(text)
+        lines += ["    return [", *(f"        {event}," for event in written), "    ]", ""]
+        made[moment] = function
+    text = "\n".join(lines)
+    exec(compile(text, f"<stream {fmt.name}>", "exec"), names)
+    return text, {moment: names[function] for moment, function in made.items()}
+
+
+def _moment_keys(fmt: SourceFormat) -> dict[str, list[Key]]:
+    """Each stream moment's event templates, by their rule keys, in order."""
+    out: dict[str, list[Key]] = {}
+    for key in fmt.plan.nodes:
+        if key[:1] != ("stream",):
+            continue
+        single = key[1] in ("start", "close", "end")
+        moment = key[1] if single else f"{key[1]}.{key[2]}"
+        out.setdefault(moment, []).append(key)
+    return out
+
+
+def display(node: Node, known: Mapping[str, str]) -> str | None:
+    """The node as one Python expression when it is built of constants, objects, lists and plain reads of the
+    names `known` holds (name -> the expression that reads it, never absent), else None."""
+    if isinstance(node, Const):
+        return repr(node.value) if _literal(node.value) else None
+    if isinstance(node, Get):
+        read = node.reads[0]
+        plain = len(node.reads) == 1 and node.plain and read.steps is not None
+        if plain and len(read.steps or ()) == 1 and read.root in known:
+            return known[str(read.root)]
+        return None
+    parts = [display(child, known) for child in node.children()]
+    if not parts or any(part is None for part in parts):
+        return None
+    if isinstance(node, Obj):
+        return "{" + ", ".join(f"{name!r}: {part}" for (name, _), part in zip(node.items, parts, strict=True)) + "}"
+    if isinstance(node, Array):
+        return "[" + ", ".join(str(part) for part in parts) + "]"
+    return None
+
+
+def _literal(value: Any) -> bool:
+    """A constant Python's own display writes afresh each time (JSON strings, integers, booleans, null,
+    finite floats, and lists and objects of them)."""
+    if value is None or type(value) in (str, int, bool):
+        return True
+    if type(value) is float:
+        return value == value and value not in (float("inf"), float("-inf"))
+    if type(value) is list:
+        return all(_literal(v) for v in value)
+    return type(value) is dict and all(type(k) is str and _literal(v) for k, v in value.items())
 
 
 def quiet(block: dict[str, Any], known: frozenset[str], table: Mapping[str, Unsupported]) -> bool:

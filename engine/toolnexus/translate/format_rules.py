@@ -27,7 +27,6 @@ from ..language.loader import Key, RuleSource, builtin_rules_dir, dotted, parse_
 from ..language.paths import MISSING, compile_path
 from ..language.templates import (
     Apply,
-    Array,
     Const,
     Ctx,
     Env,
@@ -45,7 +44,7 @@ from ..language.templates import (
     walk,
 )
 from .format_code import generate as generate_reader
-from .format_code import generate_writer
+from .format_code import generate_events, generate_writer
 from .formats import PLAIN, WHOLE, Derived, Kind, NormalForm, Plan, SourceFormat, Unsupported
 
 FORMATS_DIR = "formats"  # the subdirectory of a rules directory that holds format files
@@ -276,8 +275,11 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     # The normal form's request is given back as it is (`SourceFormat.read`): it has no transcript to read.
     code, reader = ("", None) if fmt.normal is not None else generate_reader(fmt)
     written, writer = generate_writer(fmt)
+    events_code, events = generate_events(fmt)
     return replace(
         fmt,
+        events=MappingProxyType(events),
+        events_code=events_code,
         transcript=reader,
         transcript_code=code,
         reads_input=_reads_name(env, "input"),
@@ -297,29 +299,12 @@ def _reads_name(env: Env, name: str) -> bool:
     )
 
 
-# What each stream moment's scope always holds (`formats.SourceEvents` sets them, None at worst): a template
-# reading only these plainly is written as one expression (`_writer`), with no test for an absent value.
-_BLOCK = frozenset({"index", "answer_id", "item_id", "sequence"})
-_SCOPES = {
-    "start": frozenset({"id", "answer_id", "model", "created", "sequence"}),
-    "open": _BLOCK,
-    "piece": _BLOCK | {"piece"},
-    "done": _BLOCK | {"pieces"},
-    "close": _BLOCK | {"pieces"},
-}
-_OWN = {"tool_call": frozenset({"id", "name", "extra_content"}), "whole": frozenset({"block"})}  # a kind's own
-
-
-def _events(spec: Any, at: Key, env: Env, always: frozenset[str] = frozenset()) -> tuple[Render, ...]:
-    """One moment's events: a template, or a list of them (several events, in order), each written by
-    `_writer` where it can be (`always`: the names the moment's scope always holds)."""
-    keys = [(*at, i) for i in range(len(spec))] if isinstance(spec, list) else [at]
-    templates = spec if isinstance(spec, list) else [spec]
-    renders = []
-    for key, template in zip(keys, templates, strict=True):
-        render = compile_template(template, key, env)
-        renders.append(_writer(env.parsed[key], always, key, env) or render)
-    return tuple(renders)
+def _events(spec: Any, at: Key, env: Env) -> tuple[Render, ...]:
+    """One moment's events: a template, or a list of them (several events, in order), each compiled alone (the
+    general code; `format_code.generate_events` writes each moment as one function, what a stream runs)."""
+    if isinstance(spec, list):
+        return tuple(compile_template(template, (*at, i), env) for i, template in enumerate(spec))
+    return (compile_template(spec, at, env),)
 
 
 def compile_stream(spec: Mapping[str, Any], env: Env) -> Mapping[str, tuple[Render, ...]]:
@@ -328,60 +313,11 @@ def compile_stream(spec: Mapping[str, Any], env: Env) -> Mapping[str, tuple[Rend
     renders: dict[str, tuple[Render, ...]] = {}
     for group in ("open", "piece", "done"):
         for kind, template in spec.get(group, {}).items():
-            always = _SCOPES[group] | _OWN.get(kind, frozenset())
-            renders[f"{group}.{kind}"] = _events(template, ("stream", group, kind), env, always)
+            renders[f"{group}.{kind}"] = _events(template, ("stream", group, kind), env)
     for single in ("start", "close"):
         if single in spec:
-            renders[single] = _events(spec[single], ("stream", single), env, _SCOPES[single])
+            renders[single] = _events(spec[single], ("stream", single), env)
     return MappingProxyType(renders)
-
-
-def _writer(node: Node, always: frozenset[str], key: Key, env: Env) -> Render | None:
-    """An event template built of constants, objects, lists and plain reads of names the scope always holds,
-    as one function returning one Python display (`{'type': 'content_block_delta', 'index': s['index'],
-    ...}`): what the template writes, without testing each value for absence (none can be absent) or
-    copying constants. None: the template needs the general code (another read, a value function)."""
-    text = _display(node, always)
-    if text is None:
-        return None
-    source = f"def write(s, c):\n    return {text}\n"
-    namespace: dict[str, Any] = {}
-    exec(compile(source, f"<template {'.'.join(map(str, key))}>", "exec"), namespace)
-    env.generated[key] = source  # what runs, for `explain --code`
-    writer: Render = namespace["write"]
-    return writer
-
-
-def _display(node: Node, always: frozenset[str]) -> str | None:
-    """The node as a Python expression over scope `s`, or None when it is not that simple."""
-    if isinstance(node, Const):
-        return repr(node.value) if _literal(node.value) else None
-    if isinstance(node, Get):
-        read = node.reads[0]
-        plain = len(node.reads) == 1 and node.plain and read.steps is not None
-        if plain and len(read.steps or ()) == 1 and read.root in always:
-            return f"s[{read.root!r}]"
-        return None
-    parts = [_display(child, always) for child in node.children()]
-    if not parts or any(part is None for part in parts):
-        return None
-    if isinstance(node, Obj):
-        return "{" + ", ".join(f"{name!r}: {part}" for (name, _), part in zip(node.items, parts, strict=True)) + "}"
-    if isinstance(node, Array):
-        return "[" + ", ".join(str(part) for part in parts) + "]"
-    return None
-
-
-def _literal(value: Any) -> bool:
-    """A constant Python's own display writes afresh each time (JSON strings, integers, booleans, null,
-    finite floats, and lists and objects of them)."""
-    if value is None or type(value) in (str, int, bool):
-        return True
-    if type(value) is float:
-        return value == value and value not in (float("inf"), float("-inf"))
-    if type(value) is list:
-        return all(_literal(v) for v in value)
-    return type(value) is dict and all(type(k) is str and _literal(v) for k, v in value.items())
 
 
 def _renames(node: Node) -> dict[str, str]:

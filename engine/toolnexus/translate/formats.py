@@ -127,6 +127,9 @@ def _needed(found: _T | None, what: str, file: str) -> _T:
     return found
 
 
+# One stream moment's events written (`stream.open.text`, ...): (its scope, a piece's text or None, the first
+# event's sequence number, the context) -> the events, one per template of the moment, numbered from there on.
+Moment = Callable[[dict[str, Any], Any, int, Ctx], list[Any]]
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
 NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the policy decides
 # Where one normal-form element came from, as the generated reader records it (formatted only when asked, see
@@ -232,6 +235,10 @@ class SourceFormat:
     writer: Callable[[dict[str, Any], Ctx], dict[str, Any]] | None = None
     writer_code: str = ""
     reads_input: bool = True  # an answer template reads a name `input` (a call's arguments parsed): the view has it
+    # The stream's generated writers (format_code.generate_events: one function per moment, by its name) and their
+    # source; empty: each moment's templates walked one by one (`general_moments`, what tests hold them to).
+    events: Mapping[str, Moment] = field(default_factory=lambda: MappingProxyType({}))
+    events_code: str = ""
 
     def explain(self, *, code: bool = False) -> str:
         """The format's file and provider (and, with `code`, its transcript's generated reader)."""
@@ -251,6 +258,10 @@ class SourceFormat:
             line, _ = self.plan.source.where(("answer",))
             lines.append(f"\n  # {self.file}:{line} answer: the whole answer's generated writer")
             lines += [f"  {text}" for text in self.writer_code.splitlines()]
+            if self.events_code:
+                line, _ = self.plan.source.where(("stream",))
+                lines.append(f"\n  # {self.file}:{line} stream: the events' generated writers, one per moment")
+                lines += [f"  {text}" for text in self.events_code.splitlines()]
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ request side
@@ -699,17 +710,35 @@ class AnswerBody(dict[str, Any]):
     notes: tuple[Note, ...] = ()
 
 
+def general_moments(fmt: SourceFormat) -> dict[str, Moment]:
+    """Each stream moment as its templates walked one by one over a copy of the scope (its `piece` and each
+    event's `sequence` set in it): the general code the generated writers (`SourceFormat.events`) are held to."""
+
+    def walk(renders: tuple[Render, ...]) -> Moment:
+        def write(scope: dict[str, Any], piece: Any, sequence: int, ctx: Ctx) -> list[Any]:
+            s = {**scope} if piece is None else {**scope, "piece": piece}
+            out = []
+            for render in renders:
+                s["sequence"] = sequence
+                out.append(render(s, ctx))
+                sequence += 1
+            return out
+
+        return write
+
+    return {**{name: walk(renders) for name, renders in fmt.stream.items()}, "end": walk(fmt.stream_end)}
+
+
 @dataclass(slots=True)
 class _Block:
     """One block the stream has opened: its kind, position, scope (a tool call's id and name), pieces, and
-    its moments' events looked up once (`writes`: a piece's, `closes`: its closing ones). A piece's event
-    is written over `scope` itself, its `piece` and `sequence` set in place (no scope copied per event)."""
+    its moments' writers looked up once (`write`: a piece's, `closes`: its closing events)."""
 
     kind: str
     index: int
     scope: dict[str, Any]
-    writes: tuple[Render, ...] = ()
-    closes: tuple[Render, ...] = ()
+    write: Moment | None = None
+    closes: Moment | None = None
     pieces: list[str] = field(default_factory=list)
 
 
@@ -718,7 +747,9 @@ class SourceEvents:
 
     `chunk(c)` per OpenAI chunk returns the format's events; `end(result)` the closing ones, and sets
     `message` (the whole answer, as `translate_response` writes it). Blocks are opened, added to and
-    closed as the stream section says, each event numbered (`sequence`).
+    closed as the stream section says, each event numbered (`sequence`), each moment's events written by
+    the format's generated writer for it (`SourceFormat.events`). A chunk that only adds one piece to the
+    open block (nearly all of them) is written at once (`chunk`); any other goes the whole way (`_chunk`).
 
     Reasoning blocks come in the order the provider sent them, each closed with what only the answer
     knows (its signature, its finished block): chunks say neither where one reasoning block ends nor its
@@ -732,6 +763,7 @@ class SourceEvents:
         self.format = fmt
         self.translator = translator
         self.message: AnswerBody | None = None
+        self._moments: Mapping[str, Moment] = fmt.events or general_moments(fmt)
         self._started = False
         self._id: str = ""
         self._created: Any = None  # the answer's time, as its first event said it
@@ -752,22 +784,63 @@ class SourceEvents:
         self._made: dict[str, str] | None = None  # the ids `answer.ids` makes from the answer's id, once made
         self._ctx = Ctx(fmt.name, outbound=True)  # the events' (their notes are let go: see `_write`)
 
-    def _emit(self, out: list[dict[str, Any]], name: str, scope: dict[str, Any]) -> None:
-        """The events of template `name` (none when the format has no such template), numbered."""
-        self._write(out, self.format.stream.get(name, ()), {**scope})
+    def _emit(self, out: list[dict[str, Any]], name: str, scope: dict[str, Any], piece: Any = None) -> None:
+        """The events of moment `name` (none when the format has no such moment), numbered."""
+        self._write(out, self._moments.get(name), scope, piece)
 
-    def _write(self, out: list[dict[str, Any]], renders: tuple[Render, ...], scope: dict[str, Any]) -> None:
-        """Events written over `scope` (its `sequence` set in place: the caller's own dict), numbered. One Ctx
-        serves the stream: what a template notes here (a default written) is not an event's, so it is let go."""
-        ctx = self._ctx
-        for render in renders:
-            scope["sequence"] = self._sequence
-            out.append(render(scope, ctx))
-            self._sequence += 1
-        if ctx.notes:
-            ctx.notes.clear()
+    def _write(self, out: list[dict[str, Any]], moment: Moment | None, scope: dict[str, Any], piece: Any) -> None:
+        """A moment's events written over `scope` (left as it is), numbered. One Ctx serves the stream: what a
+        template notes here (a default written) is not an event's, so it is let go."""
+        if moment is None:
+            return
+        written = moment(scope, piece, self._sequence, self._ctx)
+        self._sequence += len(written)
+        out += written
+        if self._ctx.notes:
+            self._ctx.notes.clear()
 
     def chunk(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
+        """One chunk's events. A chunk of one choice whose delta is one piece of the block already open (text,
+        a tool call's arguments, the opening reasoning with nothing pending) is that piece's events, written
+        here; anything else (a new block, a boundary to look for, more than one piece) goes through `_chunk`."""
+        choices = chunk.get("choices")
+        if type(choices) is list and len(choices) == 1 and self._started:
+            delta = choices[0].get("delta")
+            if type(delta) is dict and len(delta) == 1:
+                if self._opening:
+                    piece = delta.get("reasoning_content")
+                    block = self._reasoning
+                    steady = self.translator is None or self.translator.started == self._seen
+                    if type(piece) is str and piece and block is not None and steady and not self._covered:
+                        self._said.append(piece)
+                        return self._add(block, piece)
+                elif "content" in delta:
+                    piece = delta["content"]
+                    block = self._open
+                    if type(piece) is str and piece and block is not None and block.kind == "text":
+                        return self._add(block, piece)
+                else:
+                    calls = delta.get("tool_calls")
+                    if type(calls) is list and len(calls) == 1:
+                        block = self._calls.get(calls[0].get("index", 0))
+                        function = calls[0].get("function")
+                        piece = function.get("arguments") if type(function) is dict else None
+                        if block is not None and type(piece) is str and piece:
+                            return self._add(block, piece)
+        return self._chunk(chunk)
+
+    def _add(self, block: _Block, piece: str) -> list[dict[str, Any]]:
+        """One piece of `block`: its events (`piece.KIND`)."""
+        block.pieces.append(piece)
+        if block.write is None:
+            return []
+        written = block.write(block.scope, piece, self._sequence, self._ctx)
+        self._sequence += len(written)
+        if self._ctx.notes:
+            self._ctx.notes.clear()
+        return written
+
+    def _chunk(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         if not self._started:
             self._started = True
@@ -821,15 +894,7 @@ class SourceEvents:
 
     def _piece(self, out: list[dict[str, Any]], block: _Block, piece: str) -> None:
         block.pieces.append(piece)
-        scope = block.scope
-        scope["piece"] = piece
-        ctx = self._ctx
-        for render in block.writes:
-            scope["sequence"] = self._sequence
-            out.append(render(scope, ctx))
-            self._sequence += 1
-        if ctx.notes:
-            ctx.notes.clear()
+        self._write(out, block.write, block.scope, piece)
 
     def _new_block(self, out: list[dict[str, Any]], kind: str, scope: dict[str, Any], close: bool = True) -> _Block:
         if close and self._open is not None:
@@ -844,16 +909,16 @@ class SourceEvents:
 
     def _block(self, kind: str, scope: dict[str, Any], named: str = "") -> _Block:
         """A new block of `kind`: its scope (with its position and ids, those of kind `named` if given) and its
-        moments' events."""
+        moments' writers."""
         scope.update(self._ids(named or kind))
-        moments = self.format.stream
+        moments = self._moments
         closes = moments.get(f"done.{kind}")
         block = _Block(
             kind,
             self._blocks,
             scope,
-            moments.get(f"piece.{kind}", ()),
-            moments.get("close", ()) if closes is None else closes,
+            moments.get(f"piece.{kind}"),
+            moments.get("close") if closes is None else closes,
         )
         self._blocks += 1
         return block
@@ -874,13 +939,12 @@ class SourceEvents:
         """A block's closing events: its signature piece (reasoning), then `done.KIND` (or `close`), whose scope
         adds its pieces joined and, when known, the finished block as the answer writes it."""
         scope = {**block.scope, "pieces": "".join(block.pieces)}
-        scope.pop("piece", None)  # the last piece's, set in place: no closing event's
         if isinstance(whole, dict):
             scope["block"] = whole
             signature = whole.get("signature")
             if block.kind == "reasoning" and isinstance(signature, str) and signature:
-                self._emit(out, "piece.signature", {**block.scope, "piece": signature})
-        self._write(out, block.closes, scope)
+                self._emit(out, "piece.signature", block.scope, signature)
+        self._write(out, block.closes, scope, None)
 
     def _whole(self, out: list[dict[str, Any]], blocks: list[Any]) -> None:
         """Reasoning blocks no piece announced (redacted, sealed state): each opened and closed whole."""
@@ -970,7 +1034,6 @@ class SourceEvents:
             self._boundary(out, self._snapshot(), last=True)
 
     def end(self, result: TranslateResult) -> list[dict[str, Any]]:
-        fmt = self.format
         out = [] if self._started else self.chunk({"id": None, "model": result.model, "choices": []})
         view, notes, message = self._written(result)
         blocks = self._reasoning_of(message)
@@ -989,10 +1052,7 @@ class SourceEvents:
             self._reasoning = None
             self._sent += 1
         self._whole(out, blocks[self._sent :])
-        ctx = Ctx(fmt.name, outbound=True)
-        for render in fmt.stream_end:
-            out.append(render({**view, "answer": dict(message), "sequence": self._sequence}, ctx))
-            self._sequence += 1
+        self._write(out, self._moments.get("end"), {**view, "answer": dict(message)}, None)
         message.result = result
         message.notes = (*result.notes, *notes)
         self.message = message
