@@ -42,7 +42,7 @@ from toolnexus.translate.format_rules import compile_format
 from toolnexus.translate.formats import SourceEvents, SourceStream, general_moments
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-import bench_stream  # noqa: E402  (its long answers of text, calls and reasoning)
+import bench_stream  # its long answers of text, calls and reasoning
 
 RULES = load_rules()
 PROVIDERS = [p for p in toolnexus.providers() if RULES.get(p).streaming is not None]
@@ -395,10 +395,10 @@ def test_the_answer_so_far_leaves_the_stream_untouched() -> None:
 
 
 def lockstep(fmt: Any, provider: str, datas: list[str]) -> list[list[Any]]:
-    """One provider stream (its events' data) written in the format three ways at once, over the same chunks: by the generated
-    writers (`SourceFormat.events`) with the one-piece shortcut (`chunk`), without it (`_chunk`: every chunk the
-    whole way), and by each moment's templates walked one by one (`general_moments`). Each step's events, the
-    whole answer at the end, or the error, per way. Ids and times a way would make are made the same."""
+    """One provider stream (its events' data) written in the format three ways at once, over the same chunks: by
+    the generated writers (`SourceFormat.events`) with the one-piece shortcut (`chunk`), without it (`_chunk`:
+    every chunk the whole way), and by each moment's templates walked one by one (`general_moments`). Each step's
+    events, the whole answer at the end, or the error, per way. Ids and times a way would make are made the same."""
     translator = toolnexus.stream_translator(provider)
     general = SourceEvents(replace(fmt, events=MappingProxyType({})), translator)
     slow = SourceEvents(fmt, translator)

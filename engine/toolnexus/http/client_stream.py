@@ -265,17 +265,21 @@ class SourceEventStream:
         return self
 
     async def __anext__(self) -> dict[str, Any]:
-        while not self._pending:
+        pending = self._pending
+        while not pending:
             if self._ended:
                 raise StopAsyncIteration
             try:
                 chunk = await self._inner.__anext__()
             except StopAsyncIteration:
                 self._ended = True
-                self._pending.extend(self._events.end(self._inner.result))
+                pending.extend(self._events.end(self._inner.result))
                 continue
-            self._pending.extend(self._events.chunk(chunk))
-        return self._pending.popleft()
+            events = self._events.chunk(chunk)
+            if len(events) == 1:  # the usual chunk, one piece's one event: given as it is, never queued
+                return events[0]
+            pending.extend(events)
+        return pending.popleft()
 
     async def __aenter__(self) -> SourceEventStream:
         return self

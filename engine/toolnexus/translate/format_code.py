@@ -396,7 +396,7 @@ def _moment_keys(fmt: SourceFormat) -> dict[str, list[Key]]:
         if key[:1] != ("stream",):
             continue
         single = key[1] in ("start", "close", "end")
-        moment = key[1] if single else f"{key[1]}.{key[2]}"
+        moment = str(key[1]) if single else f"{key[1]}.{key[2]}"
         out.setdefault(moment, []).append(key)
     return out
 

@@ -783,6 +783,7 @@ class SourceEvents:
         self._final: tuple[dict[str, Any], list[Note], AnswerBody] | None = None  # the whole answer, once written
         self._made: dict[str, str] | None = None  # the ids `answer.ids` makes from the answer's id, once made
         self._ctx = Ctx(fmt.name, outbound=True)  # the events' (their notes are let go: see `_write`)
+        self._notes = self._ctx.notes
 
     def _emit(self, out: list[dict[str, Any]], name: str, scope: dict[str, Any], piece: Any = None) -> None:
         """The events of moment `name` (none when the format has no such moment), numbered."""
@@ -796,49 +797,48 @@ class SourceEvents:
         written = moment(scope, piece, self._sequence, self._ctx)
         self._sequence += len(written)
         out += written
-        if self._ctx.notes:
-            self._ctx.notes.clear()
+        if self._notes:
+            self._notes.clear()
 
     def chunk(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
         """One chunk's events. A chunk of one choice whose delta is one piece of the block already open (text,
         a tool call's arguments, the opening reasoning with nothing pending) is that piece's events, written
         here; anything else (a new block, a boundary to look for, more than one piece) goes through `_chunk`."""
         choices = chunk.get("choices")
-        if type(choices) is list and len(choices) == 1 and self._started:
+        if choices and len(choices) == 1 and self._started:
             delta = choices[0].get("delta")
-            if type(delta) is dict and len(delta) == 1:
+            if delta and len(delta) == 1:
+                block = None
                 if self._opening:
                     piece = delta.get("reasoning_content")
-                    block = self._reasoning
                     steady = self.translator is None or self.translator.started == self._seen
-                    if type(piece) is str and piece and block is not None and steady and not self._covered:
-                        self._said.append(piece)
-                        return self._add(block, piece)
+                    if piece and steady and not self._covered:
+                        block = self._reasoning
+                        if block is not None:
+                            self._said.append(piece)
                 elif "content" in delta:
                     piece = delta["content"]
                     block = self._open
-                    if type(piece) is str and piece and block is not None and block.kind == "text":
-                        return self._add(block, piece)
+                    if not piece or block is None or block.kind != "text":
+                        block = None
                 else:
                     calls = delta.get("tool_calls")
-                    if type(calls) is list and len(calls) == 1:
-                        block = self._calls.get(calls[0].get("index", 0))
+                    if calls and len(calls) == 1:
                         function = calls[0].get("function")
-                        piece = function.get("arguments") if type(function) is dict else None
-                        if block is not None and type(piece) is str and piece:
-                            return self._add(block, piece)
+                        piece = function.get("arguments") if function else None
+                        if piece:
+                            block = self._calls.get(calls[0].get("index", 0))
+                if block is not None:
+                    block.pieces.append(piece)
+                    write = block.write
+                    if write is None:
+                        return []
+                    written = write(block.scope, piece, self._sequence, self._ctx)
+                    self._sequence += len(written)
+                    if self._notes:
+                        self._notes.clear()
+                    return written
         return self._chunk(chunk)
-
-    def _add(self, block: _Block, piece: str) -> list[dict[str, Any]]:
-        """One piece of `block`: its events (`piece.KIND`)."""
-        block.pieces.append(piece)
-        if block.write is None:
-            return []
-        written = block.write(block.scope, piece, self._sequence, self._ctx)
-        self._sequence += len(written)
-        if self._ctx.notes:
-            self._ctx.notes.clear()
-        return written
 
     def _chunk(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -1071,12 +1071,13 @@ class SourceStream:
         self.events = SourceEvents(fmt, translator)
         self.result: TranslateResult | None = None
         self.message: AnswerBody | None = None
+        self._feed, self._chunk = translator.feed, self.events.chunk  # what every event calls, looked up once
 
     def feed(self, data: str) -> list[dict[str, Any]]:
-        chunks = self.translator.feed(data)
+        chunks = self._feed(data)
         if len(chunks) == 1:  # the usual event: one chunk, its events as they are
-            return self.events.chunk(chunks[0])
-        return [event for chunk in chunks for event in self.events.chunk(chunk)]
+            return self._chunk(chunks[0])
+        return [event for chunk in chunks for event in self._chunk(chunk)]
 
     def finish(self) -> list[dict[str, Any]]:
         out = [event for chunk in self.translator.finish() for event in self.events.chunk(chunk)]
