@@ -390,10 +390,10 @@ def generate_events(fmt: SourceFormat) -> tuple[str, dict[str, Moment]]:
 
 
 def _moment_keys(fmt: SourceFormat) -> dict[str, list[Key]]:
-    """Each stream moment's event templates, by their rule keys, in order."""
+    """Each stream moment's event templates, by their rule keys, in order (the moments `SourceEvents` writes)."""
     out: dict[str, list[Key]] = {}
     for key in fmt.plan.nodes:
-        if key[:1] != ("stream",):
+        if key[:1] != ("stream",) or key[1] not in SCOPES:
             continue
         single = key[1] in ("start", "close", "end")
         moment = str(key[1]) if single else f"{key[1]}.{key[2]}"
