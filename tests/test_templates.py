@@ -333,6 +333,22 @@ def test_lookup_skips_listed_values_and_renders_its_default_when_absent() -> Non
     assert render("t: {$lookup: effort, table: {low: 1}}\n", {}) is MISSING  # no default: absent
 
 
+LOOKUP_INSIDE = "t:\n  x:\n" + "".join(f"  {line}\n" for line in LOOKUP.splitlines()[1:])
+
+
+@pytest.mark.parametrize("scope", [{}, {"effort": None}, {"effort": "low", "who": "me"}, {"effort": "none"}])
+def test_a_lookup_inside_an_object_is_written_as_the_lookup_alone(scope: dict[str, Any]) -> None:
+    """Inside an object the absent value's default is written inline, a row through the table: the same values."""
+    alone = render(LOOKUP, scope)
+    assert render(LOOKUP_INSIDE, scope) == ({"x": alone} if alone is not MISSING else MISSING)
+
+
+def test_a_lookup_default_written_inline_is_fresh_each_time() -> None:
+    first = render(LOOKUP_INSIDE, {})
+    first["x"]["budget"] = 1  # a written default is the caller's to change: the next one is its own
+    assert render(LOOKUP_INSIDE, {}) == {"x": {"budget": 0}}
+
+
 def test_lookup_refuses_a_value_without_a_row_naming_the_path_and_the_doc() -> None:
     ctx = Ctx("test")
     ctx.path = "generation"

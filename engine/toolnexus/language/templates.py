@@ -808,8 +808,11 @@ class _Codegen:
             call = f"{self._name(node.render)}({scope}, c)"
             inline = None if self.content is None else self.content(node, target, scope, call, self._name)
             return inline if inline is not None else [f"{target} = {call}"]
-        if isinstance(node, Lookup):
-            return [f"{target} = {self._name(node.render)}({scope}, c)"]
+        if isinstance(node, Lookup):  # the value absent (most requests) inline; a row through the table's closure
+            lines = self._read(node.path, target, scope)
+            lines.append(f"if {target} is MISSING or {target} is None:")
+            lines += _indent(self.emit(node.default, target, scope) if node.default else [f"{target} = MISSING"])
+            return [*lines, f"else: {target} = {self._name(node.render)}({scope}, c)"]
         if isinstance(node, Apply):
             lines = self._read(node.path, target, scope)
             lines.append(f"if {target} is not MISSING: {target} = {self._name(node.function)}({target}, c)")
