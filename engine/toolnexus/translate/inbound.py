@@ -324,7 +324,10 @@ class Inbound:
         """Hoisted prompts whose parts carry more than their text (a message key `carry` places, a part's own
         keys): kept as text blocks where the rules say so (`blocks: when_cached`, when a part carries a key
         the `text` template writes), and what no template writes settled."""
-        if not any(_carries_more(msg) for _, _, _, msg in hoisted):
+        for _, _, _, msg in hoisted:  # a loop: any() over a generator costs more, on every call
+            if _carries_more(msg):
+                break
+        else:
             return chosen
         parts = []
         for _, path, i, msg in hoisted:
