@@ -40,6 +40,21 @@ def test_constant_containers_are_fresh_copies() -> None:
     assert render("{a: {b: []}}", {}) == {"a": {"b": []}}
 
 
+@pytest.mark.parametrize(
+    "constant",
+    ['{b: [1, "it\'s \\"q\\"", true, null, é]}', "{b: [{c: 2.5}]}", "[[], {}, -7]", "{'1': [x]}"],
+)
+def test_a_constant_inside_a_template_is_written_as_given_and_fresh_each_time(constant: str) -> None:
+    """Inside a template that reads the scope, a small constant is built anew on every call (as a display of
+    strings, ints, bools and null, else by copying it): a caller's change to one body never reaches the next."""
+    template = f"{{a: {constant}, v: {{$get: v}}}}"
+    expected = render(constant, {})
+    first = render(template, {"v": 1})
+    assert first == {"a": expected, "v": 1}
+    (first["a"].setdefault("b", []) if isinstance(first["a"], dict) else first["a"]).append("mutated")
+    assert render(template, {"v": 1}) == {"a": expected, "v": 1}
+
+
 def test_absent_values_omit_their_key_and_an_all_absent_object_is_absent() -> None:
     assert render("{x: {$get: a}, y: {$get: b}}", {"a": 1}) == {"x": 1}
     assert render("{meta: {user_id: {$get: user}}}", {}) is MISSING
