@@ -167,6 +167,74 @@ def test_nan_and_infinity_are_refused_everywhere(provider: str, given: Any, wher
     assert refused(provider, given).path == where
 
 
+def agent_request(messages: int, tools: int) -> dict[str, Any]:
+    """A request of realistic size: `tools` declarations with nested schemas (one holding a `null` default and
+    the word null inside strings, as in `"type": "null"` and `",null]"`), and `messages` turns whose assistant
+    turns have a null content and arguments given as objects: null tokens the JSON check must tell from a NaN."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "when": {"type": ["string", "null"], "default": None, "description": "a list like [1,null] or ,null]"},
+            "range": {"type": "array", "items": {"type": "number", "minimum": 0.5, "maximum": 2.5}},
+        },
+    }
+    declared = [
+        {"type": "function", "function": {"name": f"tool_{i}", "description": "d", "parameters": copy.deepcopy(schema)}}
+        for i in range(tools)
+    ]
+    turns: list[dict[str, Any]] = [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "go"}]
+    while len(turns) < messages:
+        call = f"c{len(turns)}"
+        arguments = {"when": None, "range": [0.5, 1.5], "nested": {"deep": [{"x": 2.5}]}}
+        function = {"name": "tool_0", "arguments": arguments}
+        turns.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": call, "type": "function", "function": function}],
+            }
+        )
+        turns.append({"role": "tool", "tool_call_id": call, "content": "done"})
+    turns.append({"role": "user", "content": "and now?"})
+    return {"model": "m", "messages": turns, "tools": declared, "tool_choice": "auto"}
+
+
+# The JSON check encodes a request whose lists hold at most a few dozen items in one call, and a longer one member
+# by member: both sides of that line, with the culprit deep inside a tool schema and inside object arguments.
+SIZES = [(4, 1), (12, 9), (12, 20), (33, 32), (40, 33), (70, 40)]
+CULPRITS = [math.nan, math.inf, -math.inf, "\ud800", {1}, 1j]
+
+
+@pytest.mark.parametrize("provider", [*PROVIDERS, "mistral"])
+@pytest.mark.parametrize(("messages", "tools"), SIZES)
+@pytest.mark.parametrize("culprit", CULPRITS, ids=["nan", "inf", "-inf", "surrogate", "set", "complex"])
+def test_a_bad_value_deep_in_a_tool_schema_or_in_object_arguments_is_refused_at_its_path(
+    provider: str, messages: int, tools: int, culprit: Any
+) -> None:
+    request = agent_request(messages, tools)
+    assert translate_request(provider, copy.deepcopy(request))  # valid as built: nulls are not NaN
+    last = tools - 1
+    schema = copy.deepcopy(request)
+    schema["tools"][last]["function"]["parameters"]["properties"]["range"]["items"]["maximum"] = culprit
+    where = f"tools[{last}].function.parameters.properties.range.items.maximum"
+    assert refused(provider, schema).path == where
+    turn = len(request["messages"]) - 3  # the last assistant turn
+    arguments = copy.deepcopy(request)
+    arguments["messages"][turn]["tool_calls"][0]["function"]["arguments"]["nested"]["deep"][0]["x"] = culprit
+    where = f"messages[{turn}].tool_calls[0].function.arguments.nested.deep[0].x"
+    assert refused(provider, arguments).path == where
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(("messages", "tools"), SIZES)
+def test_a_bad_key_deep_in_a_tool_schema_is_refused_at_its_object(provider: str, messages: int, tools: int) -> None:
+    for key in (None, 2.5, ("t",), "k\udfff"):  # an int key is written as its text, as the standard encoder does
+        request = agent_request(messages, tools)
+        request["tools"][tools - 1]["function"]["parameters"]["properties"]["range"]["items"][key] = 1
+        where = f"tools[{tools - 1}].function.parameters.properties.range.items"
+        assert refused(provider, request).path == where + (f".{key}" if isinstance(key, str) else "")
+
+
 BAD_FIELDS = [
     ("max_tokens", "100"),
     ("max_tokens", -1),

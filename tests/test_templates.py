@@ -40,6 +40,21 @@ def test_constant_containers_are_fresh_copies() -> None:
     assert render("{a: {b: []}}", {}) == {"a": {"b": []}}
 
 
+@pytest.mark.parametrize(
+    "constant",
+    ['{b: [1, "it\'s \\"q\\"", true, null, é]}', "{b: [{c: 2.5}]}", "[[], {}, -7]", "{'1': [x]}"],
+)
+def test_a_constant_inside_a_template_is_written_as_given_and_fresh_each_time(constant: str) -> None:
+    """Inside a template that reads the scope, a small constant is built anew on every call (as a display of
+    strings, ints, bools and null, else by copying it): a caller's change to one body never reaches the next."""
+    template = f"{{a: {constant}, v: {{$get: v}}}}"
+    expected = render(constant, {})
+    first = render(template, {"v": 1})
+    assert first == {"a": expected, "v": 1}
+    (first["a"].setdefault("b", []) if isinstance(first["a"], dict) else first["a"]).append("mutated")
+    assert render(template, {"v": 1}) == {"a": expected, "v": 1}
+
+
 def test_absent_values_omit_their_key_and_an_all_absent_object_is_absent() -> None:
     assert render("{x: {$get: a}, y: {$get: b}}", {"a": 1}) == {"x": 1}
     assert render("{meta: {user_id: {$get: user}}}", {}) is MISSING
@@ -331,6 +346,22 @@ def test_lookup_skips_listed_values_and_renders_its_default_when_absent() -> Non
     assert render(LOOKUP, {"effort": "none"}) is MISSING
     assert render(LOOKUP, {}) == {"budget": 0}
     assert render("t: {$lookup: effort, table: {low: 1}}\n", {}) is MISSING  # no default: absent
+
+
+LOOKUP_INSIDE = "t:\n  x:\n" + "".join(f"  {line}\n" for line in LOOKUP.splitlines()[1:])
+
+
+@pytest.mark.parametrize("scope", [{}, {"effort": None}, {"effort": "low", "who": "me"}, {"effort": "none"}])
+def test_a_lookup_inside_an_object_is_written_as_the_lookup_alone(scope: dict[str, Any]) -> None:
+    """Inside an object the absent value's default is written inline, a row through the table: the same values."""
+    alone = render(LOOKUP, scope)
+    assert render(LOOKUP_INSIDE, scope) == ({"x": alone} if alone is not MISSING else MISSING)
+
+
+def test_a_lookup_default_written_inline_is_fresh_each_time() -> None:
+    first = render(LOOKUP_INSIDE, {})
+    first["x"]["budget"] = 1  # a written default is the caller's to change: the next one is its own
+    assert render(LOOKUP_INSIDE, {}) == {"x": {"budget": 0}}
 
 
 def test_lookup_refuses_a_value_without_a_row_naming_the_path_and_the_doc() -> None:

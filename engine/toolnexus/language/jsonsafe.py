@@ -18,8 +18,9 @@ It writes NaN and Infinity as null, so only when its text holds a null token (`n
 `:`, `,` or `[` and before `,`, `]` or `}`; the word inside a string, as in a schema's
 `"type": "null"`, is not one) are the floats of that value looked at, in one breadth-first pass
 over its containers (strings are not entered) that stops once it has met as many Nones as the
-text holds null tokens. A transcript (a mapping holding a list of
-more than a few items) is written member by member (one message at a time, never one
+text holds null tokens. A request of a few dozen messages and tools is encoded in one call (the
+fixed cost of a call and of its null scan is paid once, not per member). A long transcript (a
+mapping holding a list of more than _LONG items) is written member by member (one message at a time, never one
 buffer the size of the whole transcript); a message of strings, ints, bools and None alone (a
 tool result, a user turn of text) holds no float and nothing deeper, so only its strings are looked at
 (an ASCII one needs nothing, another must encode as UTF-8). Only a value that fails (or every value, without
@@ -47,8 +48,8 @@ MAX_DEPTH = 256
 
 
 _SCALARS = (int, bool, type(None))
-_LONG = 32  # a list longer than this is looked at item by item, not encoded again
-_FEW = 8  # a mapping holding a longer list (a transcript) is encoded member by member
+_LONG = 32  # a list longer than this is looked at item by item, not encoded again; a mapping holding one
+# (a long transcript) is encoded member by member
 
 
 class JsonValueError(ValueError):
@@ -160,10 +161,10 @@ def _utf8(text: str) -> bool:
 
 
 def _holds_long(mapping: dict[Any, Any]) -> bool:
-    """Whether a mapping holds a list of more than a few items (a transcript's messages or tools, not an
-    answer's choices or parts): then it is encoded member by member."""
+    """Whether a mapping holds a list of more than _LONG items (a long transcript's messages): then it is
+    encoded member by member, never into one buffer of its whole size."""
     for item in mapping.values():  # noqa: SIM110 (twice as fast as any() over a generator; runs on every answer)
-        if type(item) is list and len(item) > _FEW:
+        if type(item) is list and len(item) > _LONG:
             return True
     return False
 

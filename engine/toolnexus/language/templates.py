@@ -802,14 +802,18 @@ class _Codegen:
         """Lines that leave the node's value (possibly MISSING) in `target`."""
         if isinstance(node, Const):
             if isinstance(node.value, (dict, list)):
-                return [f"{target} = fresh_copy({self._name(node.value)})"]
+                display = _display(node.value)  # built anew each time it runs, as `fresh_copy` builds a copy
+                return [f"{target} = {display if display is not None else f'fresh_copy({self._name(node.value)})'}"]
             return [f"{target} = {self._name(node.value)}"]
         if isinstance(node, Content):
             call = f"{self._name(node.render)}({scope}, c)"
             inline = None if self.content is None else self.content(node, target, scope, call, self._name)
             return inline if inline is not None else [f"{target} = {call}"]
-        if isinstance(node, Lookup):
-            return [f"{target} = {self._name(node.render)}({scope}, c)"]
+        if isinstance(node, Lookup):  # the value absent (most requests) inline; a row through the table's closure
+            lines = self._read(node.path, target, scope)
+            lines.append(f"if {target} is MISSING or {target} is None:")
+            lines += _indent(self.emit(node.default, target, scope) if node.default else [f"{target} = MISSING"])
+            return [*lines, f"else: {target} = {self._name(node.render)}({scope}, c)"]
         if isinstance(node, Apply):
             lines = self._read(node.path, target, scope)
             lines.append(f"if {target} is not MISSING: {target} = {self._name(node.function)}({target}, c)")
@@ -958,6 +962,27 @@ def _constant(value: Any) -> Render:
     if isinstance(value, (dict, list)):
         return lambda scope, ctx: fresh_copy(value)
     return lambda scope, ctx: value
+
+
+def _display(value: Any) -> str | None:
+    """A Python display (`{'mode': 'AUTO'}`) of a small constant of strings, ints, bools and None (in objects
+    with string keys and lists), which builds a fresh copy each time it runs, cheaper than `fresh_copy`'s walk;
+    None for anything else (floats among them: their text is not always Python's)."""
+    text = repr(value)
+    if len(text) > 300:
+        return None
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            if not all(type(key) is str for key in item):
+                return None
+            stack += item.values()
+        elif type(item) is list:
+            stack += item
+        elif type(item) not in (str, int, bool, type(None)):
+            return None
+    return text
 
 
 def fresh_copy(value: Any) -> Any:

@@ -77,16 +77,18 @@ def check_fields(request: dict[str, Any], ranges: Mapping[str, Range], provider:
             key = tuple(value)
         else:
             key = json.dumps(value, sort_keys=True)
-        problem = _cached_problem(name, kind.__name__, key, value)
+        problem = _VERDICTS.get((name, kind, key), _UNKNOWN)  # `_cached_problem`'s common case, inline
+        if problem is _UNKNOWN:
+            problem = _cached_problem(name, kind, key, value)
         if problem is not None:
-            raise TranslationError(*problem, provider=provider)
+            raise TranslationError(*problem, provider=provider)  # type: ignore[misc]
         limits = ranges.get(name)
         if limits is not None and not limits.holds(value) and not (value == 0 and name in ZERO_MEANS_ABSENT):
             message = f"must be {limits.text()} for {provider} ({limits.where})"
             raise TranslationError(name, message, provider=provider)
 
 
-def _cached_problem(name: str, kind: str, key: Any, value: Any) -> tuple[str, str] | None:
+def _cached_problem(name: str, kind: type, key: Any, value: Any) -> tuple[str, str] | None:
     """Most requests repeat their values (a model, a temperature, a stop list), so verdicts are kept."""
     found = _VERDICTS.get((name, kind, key), _UNKNOWN)
     if found is _UNKNOWN:
@@ -98,7 +100,7 @@ def _cached_problem(name: str, kind: str, key: Any, value: Any) -> tuple[str, st
 
 
 _UNKNOWN = object()
-_VERDICTS: dict[tuple[str, str, Any], object] = {}
+_VERDICTS: dict[tuple[str, type, Any], object] = {}
 
 
 def _problem(name: str, value: Any) -> tuple[str, str] | None:

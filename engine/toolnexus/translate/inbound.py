@@ -166,9 +166,11 @@ class Inbound:
             raise TranslationError(
                 "", f"the request must be an object, got {type(request).__name__}", provider=provider
             )
-        for name, value in (("system", system), ("default_system", default_system)):
-            if value is not None and type(value) is not str:
-                raise TranslationError(name, f"must be a string, got {type(value).__name__}", provider=provider)
+        if system is not None and type(system) is not str:
+            raise TranslationError("system", f"must be a string, got {type(system).__name__}", provider=provider)
+        if default_system is not None and type(default_system) is not str:
+            message = f"must be a string, got {type(default_system).__name__}"
+            raise TranslationError("default_system", message, provider=provider)
         settler = self._settle_drop if unknown_fields == "drop" else self._settle_error
         checked(request, "", self._refuse)
         check_fields(request, self.ranges, provider)
@@ -197,13 +199,15 @@ class Inbound:
         chosen = self._choose_system(hoisted, first, system, default_system, ctx)
         if system is None and hoisted:
             chosen = self._cached_system(hoisted, chosen, ctx)
-        messages = self._system_message(chosen, hoisted, system, ctx)
+        if self.system_message is not None and chosen is not MISSING:
+            turns[:0] = self._system_message(chosen, hoisted, system, ctx)
         for _, path, _, source in hoisted:
             allowed = self.read_keys[source["role"]]
             if not source.keys() <= allowed:
                 self._check_message_keys(source, path, allowed, ctx, unknown_fields)
-        ctx.notes += turn_notes
-        scope["messages"] = messages + turns
+        if turn_notes:
+            ctx.notes += turn_notes
+        scope["messages"] = turns
         if self.system_message is None:
             scope["system"] = chosen
 
@@ -320,7 +324,10 @@ class Inbound:
         """Hoisted prompts whose parts carry more than their text (a message key `carry` places, a part's own
         keys): kept as text blocks where the rules say so (`blocks: when_cached`, when a part carries a key
         the `text` template writes), and what no template writes settled."""
-        if not any(_carries_more(msg) for _, _, _, msg in hoisted):
+        for _, _, _, msg in hoisted:  # a loop: any() over a generator costs more, on every call
+            if _carries_more(msg):
+                break
+        else:
             return chosen
         parts = []
         for _, path, i, msg in hoisted:
@@ -370,8 +377,8 @@ class Inbound:
         read_messages(msgs, self.hoist, self.provider, arguments_json=arguments_json, tool_call_ids=ids, carry=carry)
 
     def _system_message(self, chosen: Any, hoisted: list[Hoisted], system: str | None, ctx: Ctx) -> list[Any]:
-        """The system prompt as a message of its own, where the rules place it so ([] otherwise)."""
-        if self.system_message is None or chosen is MISSING:
+        """The system prompt as a message of its own (for rules that place it so, once one is chosen)."""
+        if self.system_message is None:
             return []
         written = self.system_message({"text": chosen}, ctx)
         role = written.get("role") if isinstance(written, dict) else None

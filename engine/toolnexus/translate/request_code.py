@@ -272,14 +272,25 @@ def generate_tools(inbound: Inbound, declaration: Node) -> tuple[str, Tools]:
         "        if type(fn_) is not dict or tool_.get('type') != 'function':",
         *decline,
     ]
-    if not whole:
+    # Only keys the declaration reads, none null: with each read key in a variable, that is a count (the keys it
+    # reads that are present are all its keys) and a test of the variables not tested below (name, description
+    # and parameters are refused when null by their type test), cheaper than a subset test and a scan of values.
+    only_read: list[str] = []
+    if not whole and inbound.tool_keys_read is not None and inbound.tool_keys_read <= firsts.keys():
+        reads = [key for key in firsts if key in inbound.tool_keys_read]
+        count = " + ".join("1" if key == "name" else f"({firsts[key]} is not MISSING)" for key in reads)
+        only_read = [f"                or {firsts[key]} is None" for key in reads if key not in tested]
+        only_read.append(f"                or len(fn_) != {count}")
+    elif not whole:
         lines += ["        if not fn_.keys() <= READS or None in fn_.values():", *decline]
     lines += ["        " + line for line in inline.head]
     lines += own_reads
     lines += [
         f"        if (type({name}) is not str or not {name} or {name} in declared_",
         f"                or ({description} is not MISSING and type({description}) is not str)",
-        f"                or ({parameters} is not MISSING and type({parameters}) is not dict)):",
+        f"                or ({parameters} is not MISSING and type({parameters}) is not dict)",
+        *only_read,
+        "                ):",
         *decline,
         f"        declared_.add({name})",
         *(["        c.path = (TOOLS, i_)"] if USES_CONTEXT.search("\n".join(inline.body)) else []),
