@@ -665,8 +665,8 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Node:
         if onto is not None and (not isinstance(onto, str) or not onto):
             raise env.error((*key, "onto"), "`onto` takes the path of the string the state is sealed onto")
         state = _one_read(arg, at, env)
-        text = _one_read(onto, (*key, "onto"), env).getter if onto is not None else None
-        return Apply(_read("@", at, env), partial(seal, state=state.getter, onto=text))
+        text = _one_read(onto, (*key, "onto"), env) if onto is not None else None
+        return Apply(_read("@", at, env), sealer(state, text))
     if op == "$unseal":
         part = spec.get("part")
         if part not in ("value", "state"):
@@ -1059,6 +1059,25 @@ def seal(scope: Any, ctx: Ctx, *, state: Getter, onto: Getter | None) -> Any:
         return MISSING if onto is None or text is None else text
     packed = base64.urlsafe_b64encode(_SEALED_TEXT(carried).encode()).decode().rstrip("=")
     return f"{text}{SEAL}{packed}"
+
+
+def sealer(state: Read, onto: Read | None) -> Callable[[Any, Ctx], Any]:
+    """`seal` over these reads; where both are one key of the scope (a call's `extra_content` onto its `id`,
+    once per call of an answer) the keys are read off the scope directly, with no getter called."""
+    if onto is None or state.steps is None or onto.steps is None or len(state.steps) != 1 or len(onto.steps) != 1:
+        return partial(seal, state=state.getter, onto=None if onto is None else onto.getter)
+    carried_key, onto_key = state.steps[0], onto.steps[0]
+    general = partial(seal, state=state.getter, onto=onto.getter)
+
+    def run(scope: Any, ctx: Ctx) -> Any:
+        if type(scope) is not dict or type(carried_key) is not str or type(onto_key) is not str:
+            return general(scope, ctx)
+        if scope.get(carried_key) is not None:
+            return general(scope, ctx)
+        text = scope.get(onto_key, MISSING)  # no state (absent or null): the `onto` string as it is
+        return MISSING if text is None else text
+
+    return run
 
 
 def unseal(text: Any, ctx: Ctx, *, part: str) -> Any:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from ..errors import Note
 from ..language.loader import Key
 from ..language.paths import MISSING
 from ..language.templates import Const, Ctx, Obj, inline_node, unseal
@@ -338,6 +339,48 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     exec(compile(text, f"<writer {fmt.name}>", "exec"), names)
     run: Writer = names["write"]
     return text, run
+
+
+def generate_usage(fmt: SourceFormat) -> Callable[[Any, dict[str, Any], list[Note]], None]:
+    """What the format's provider would have said of the result's usage (`SourceFormat.usage`, its usage section
+    read backwards) as one function of straight-line reads, in the table's order: the same counts, the same notes,
+    with no path walked at run time."""
+    names: dict[str, Any] = {"Note": Note}
+    lines = ["def derive(u, said, notes):", "    if not isinstance(u, dict): return"]
+    reads: dict[tuple[str, ...], str] = {}
+
+    def read(steps: tuple[str, ...]) -> str:
+        """A result count's variable (None unless an int), its reads written once."""
+        if steps not in reads:
+            parent = "u"
+            for depth in range(1, len(steps)):
+                outer = steps[:depth]
+                if outer not in reads:
+                    reads[outer] = name = f"d{len(reads)}"
+                    lines.append(f"    {name} = {parent}.get({steps[depth - 1]!r}) if isinstance({parent}, dict) else None")
+                parent = reads[outer]
+            reads[steps] = name = f"d{len(reads)}"
+            lines.append(f"    {name} = {parent}.get({steps[-1]!r}) if isinstance({parent}, dict) else None")
+        return reads[steps]
+
+    for target, total, others in fmt.usage:
+        value = read(total)
+        parts = [read(other) for other in others]
+        lines.append(f"    if type({value}) is int:")
+        lines.append(f"        v = {value}")
+        lines += [f"        if type({part}) is int: v -= {part}" for part in parts]
+        message = f"less than the counts it includes; no {target[-1]}"
+        lines.append(f"        if v < 0: notes.append(Note('inconsistent', {'.'.join(total)!r}, {message!r}))")
+        lines.append("        else:")
+        holder = "said"
+        for step in target[:-1]:
+            lines.append(f"            {holder}_ = {holder}.setdefault({step!r}, {{}})")
+            holder += "_"
+        lines.append(f"            {holder}[{target[-1]!r}] = v")
+    text = "\n".join(lines) + "\n"
+    exec(compile(text, f"<usage {fmt.name}>", "exec"), names)
+    run: Callable[[Any, dict[str, Any], list[Note]], None] = names["derive"]
+    return run
 
 
 def quiet(block: dict[str, Any], known: frozenset[str], table: Mapping[str, Unsupported]) -> bool:

@@ -231,6 +231,8 @@ class SourceFormat:
     # function over the view) and its source; None only while the format is being compiled.
     writer: Callable[[dict[str, Any], Ctx], dict[str, Any]] | None = None
     writer_code: str = ""
+    # `usage` as one generated function (format_code.generate_usage): said's counts from the result's usage.
+    derive_usage: Callable[[Any, dict[str, Any], list[Note]], None] | None = None
     reads_input: bool = True  # an answer template reads a name `input` (a call's arguments parsed): the view has it
 
     def explain(self, *, code: bool = False) -> str:
@@ -581,19 +583,8 @@ class SourceFormat:
             notes.append(Note("dropped", "finish_reason", f"{result.finish_reason!r} has no {self.name} counterpart"))
         else:
             said[self.stop_key] = said["finish"] = stop
-        for target, total, others in self.usage:
-            value = _dig(result.usage, total)
-            if type(value) is not int:
-                continue
-            for other in others:
-                part = _dig(result.usage, other)
-                value -= part if type(part) is int else 0
-            if value < 0:  # the counts contradict each other: left out, never clamped
-                notes.append(
-                    Note("inconsistent", ".".join(total), f"less than the counts it includes; no {target[-1]}")
-                )
-                continue
-            _put(said, target, value)
+        assert self.derive_usage is not None
+        self.derive_usage(result.usage, said, notes)
         if not (isinstance(answer_id, str) and answer_id):
             answer_id = f"msg_{uuid.uuid4().hex[:24]}"
             notes.append(Note("synthesized", "id", "the provider's answer names no id"))
@@ -635,18 +626,6 @@ class SourceFormat:
         written = self.writer(view, ctx)
         notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
         return written
-
-
-def _dig(value: Any, steps: tuple[str, ...]) -> Any:
-    for step in steps:
-        value = value.get(step) if isinstance(value, dict) else None
-    return value
-
-
-def _put(out: dict[str, Any], steps: tuple[str, ...], value: Any) -> None:
-    for step in steps[:-1]:
-        out = out.setdefault(step, {})
-    out[steps[-1]] = value
 
 
 @cache
