@@ -22,7 +22,7 @@ from support.made_up import ACME_FORMAT
 from toolnexus import ToolnexusError, load_rules
 from toolnexus.language.templates import Ctx
 from toolnexus.translate.format_rules import compile_format
-from toolnexus.translate.formats import SourceFormat
+from toolnexus.translate.formats import SourceFormat, placed
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -32,9 +32,10 @@ FORMATS = ("anthropic", "openai-responses")
 CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}}
 
 
-def outcome(fmt: SourceFormat, request: Any) -> Any:
+def outcome(fmt: SourceFormat, request: Any, objects: bool = False) -> Any:
     try:
-        return fmt.read(copy.deepcopy(request))
+        hub, origins, records, notes = fmt.read_recorded(copy.deepcopy(request), objects=objects)
+        return hub, placed(origins, records), notes
     except ToolnexusError as exc:
         return (type(exc).__name__, getattr(exc, "path", None), str(exc))
 
@@ -64,6 +65,7 @@ def test_generated_reader_reads_as_the_general_read(source: str, name: str, requ
     fmt = load_rules().format(source)
     assert fmt.transcript is not None
     assert outcome(fmt, request_) == outcome(general(fmt), request_)
+    assert outcome(fmt, request_, objects=True) == outcome(general(fmt), request_, objects=True)
 
 
 def test_generated_reader_takes_the_common_shape() -> None:
@@ -130,7 +132,7 @@ def test_explain_shows_the_generated_reader() -> None:
         text=True,
         check=True,
     )
-    assert "def transcript(msgs, system):" in done.stdout and "def write(view, c):" in done.stdout
+    assert "def transcript(msgs, system, objects=False):" in done.stdout and "def write(view, c):" in done.stdout
 
 
 def test_the_whole_answer_is_one_generated_function(tmp_path: Path) -> None:

@@ -445,6 +445,15 @@ def test_json_text_writes_the_value_serialized() -> None:
     assert render("{schema: {$json_text: s}}", {}) is MISSING
 
 
+def test_json_text_gives_an_object_as_it_is_to_a_reader_that_takes_objects() -> None:
+    ctx = Ctx("test")
+    ctx.objects = True
+    scope = {"s": {"a": [1, "é"]}, "l": [1, 2]}
+    assert render("{o: {$json_text: s}}", scope, ctx)["o"] is scope["s"]  # no text written to be parsed back
+    assert render("{o: {$json_text: l}}", scope, ctx)["o"] == "[1,2]"  # not an object: its text, as ever
+    assert render("{o: {$json_text: s}}", scope)["o"] == '{"a":[1,"é"]}'
+
+
 def test_refuse_raises_at_the_scope_path_with_the_rules_message_and_location() -> None:
     source = parse_rule_text("t:\n  kind:\n    $refuse: no such mode here\n", "made-up.yaml")
     fn = compile_template(source.data["t"], ("t",), Env(source))

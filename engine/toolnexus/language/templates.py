@@ -126,7 +126,7 @@ class Ctx:
     needs it, so the hot loop builds no strings.
     """
 
-    __slots__ = ("ids", "notes", "outbound", "path", "provider", "settler")
+    __slots__ = ("ids", "notes", "objects", "outbound", "path", "provider", "settler")
 
     # `outbound` and `ids` may be given by position: a class called with keywords builds a dict for them
     # (CPython 3.11), which costs a generated response function more than its own reads of a short answer.
@@ -137,6 +137,9 @@ class Ctx:
         self.provider = provider
         self.outbound = outbound
         self.settler: Callable[[Ctx, str, Any, str], None] | None = None  # the request side's policy (inbound.py)
+        # Whoever reads what is rendered takes an object where `$json_text` would write one's text (a source
+        # request's tool-call arguments, for a provider that sends them as objects): it is given as it is.
+        self.objects = False
 
     def settle(self, name: str, value: Any, path: str) -> None:
         """An input field the rules write nothing for: as the rule file's policy says, else reported as dropped."""
@@ -977,8 +980,11 @@ def is_empty(value: Any) -> bool:
 _COMPACT_TEXT = text_encoder(ensure_ascii=False, compact=True, allow_nan=True)  # json.dumps's output, built once
 
 
-def json_text(value: Any, ctx: Ctx) -> str:
-    """`$json_text`: the value serialized as compact JSON text (keys in their order, non-ASCII kept)."""
+def json_text(value: Any, ctx: Ctx) -> Any:
+    """`$json_text`: the value serialized as compact JSON text (keys in their order, non-ASCII kept); an object
+    as it is where the reader takes objects (`Ctx.objects`: no text written to be parsed back)."""
+    if ctx.objects and type(value) is dict:
+        return value
     try:
         return _COMPACT_TEXT(value)
     except Exception:  # a cycle, a depth or a value JSON has no text for: json.dumps raises its own error, as ever

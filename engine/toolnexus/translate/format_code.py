@@ -25,7 +25,7 @@ from .formats import WHOLE, Kind, Record, SourceFormat, Unsupported, unread
 
 # (the normal-form messages, their records, each message with the role its blocks were read as)
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
-Reader = Callable[[list[Any], Any], Read | None]
+Reader = Callable[[list[Any], Any, bool], Read | None]
 Writer = Callable[[dict[str, Any], Ctx], dict[str, Any]]
 EMPTY: Mapping[str, str] = MappingProxyType({})
 
@@ -253,10 +253,11 @@ class _Gen:
     def reader(self) -> list[str] | None:
         fmt = self.fmt
         lines = [
-            "def transcript(msgs, system):",
+            "def transcript(msgs, system, objects=False):",
             "    out, records, made = [], [], []",
             "    R = records.append",
             f"    c = Ctx({fmt.name!r})",
+            "    c.objects = objects",
         ]
         if fmt.system is not None and "system" in fmt.roles:
             lines += [
@@ -357,7 +358,8 @@ def generate_usage(fmt: SourceFormat) -> Callable[[Any, dict[str, Any], list[Not
                 outer = steps[:depth]
                 if outer not in reads:
                     reads[outer] = name = f"d{len(reads)}"
-                    lines.append(f"    {name} = {parent}.get({steps[depth - 1]!r}) if isinstance({parent}, dict) else None")
+                    step = steps[depth - 1]
+                    lines.append(f"    {name} = {parent}.get({step!r}) if isinstance({parent}, dict) else None")
                 parent = reads[outer]
             reads[steps] = name = f"d{len(reads)}"
             lines.append(f"    {name} = {parent}.get({steps[-1]!r}) if isinstance({parent}, dict) else None")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 from types import MappingProxyType
@@ -134,11 +134,27 @@ NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the 
 Record = tuple[str, int, int, str, int | None, Mapping[str, str]]
 
 
-def placed(origins: Origins, records: list[Record]) -> Origins:
+def placed(origins: Origins, records: list[Record], paths: Iterable[str] | None = None) -> Origins:
     """`origins` with the records added (normal-form path -> the source path, renames): made only when a note
-    or an error needs a path named, so a call that needs none formats no path."""
-    for key, a, b, base, j, renames in records:
-        origins[key.format(a, b)] = (base if j is None else f"{base}[{j}]", renames)
+    or an error needs a path named, so a call that needs none formats no path. With `paths` (the notes' paths),
+    only the records of the elements they lie in (`messages[3]`: that message's) are formatted: `remap` looks no
+    further up a path than its first element."""
+    if paths is None:
+        for key, a, b, base, j, renames in records:
+            origins[key.format(a, b)] = (base if j is None else f"{base}[{j}]", renames)
+    else:
+        wanted = set()
+        for path in paths:
+            head, bracket, rest = path.partition("[")
+            number = rest.partition("]")[0]
+            if bracket and number.isdigit():
+                wanted.add((head, int(number)))
+        heads: dict[str, str] = {}
+        for key, a, b, base, j, renames in records:
+            if key not in heads:
+                heads[key] = key.partition("[")[0]
+            if (heads[key], a) in wanted:
+                origins[key.format(a, b)] = (base if j is None else f"{base}[{j}]", renames)
     records.clear()
     return origins
 
@@ -225,7 +241,7 @@ class SourceFormat:
     normal: NormalForm | None = None  # the normal form's file: what the request reader takes from it
     # The transcript's generated reader (format_code), and its source for `toolnexus explain --source --code`: the
     # common shape read inline; None from it (or its error) and the general read below reads the transcript again.
-    transcript: Callable[[list[Any], Any], Any] | None = None
+    transcript: Callable[[list[Any], Any, bool], Any] | None = None
     transcript_code: str = ""
     # The whole answer's generated writer (format_code.generate_writer: `answer`'s message and blocks in one
     # function over the view) and its source; None only while the format is being compiled.
@@ -266,9 +282,11 @@ class SourceFormat:
         return hub, placed(origins, records), notes
 
     def read_recorded(
-        self, request: Any, unknown_fields: str = "error"
+        self, request: Any, unknown_fields: str = "error", objects: bool = False
     ) -> tuple[dict[str, Any], Origins, list[Record], list[Note]]:
-        """`read`, with where the transcript's elements came from partly as records (`placed` adds them)."""
+        """`read`, with where the transcript's elements came from partly as records (`placed` adds them).
+        `objects`: the provider sends tool-call arguments as objects, so an object the format gives is kept as
+        one (`Ctx.objects`) instead of written as JSON text the provider would parse back."""
         if not isinstance(request, dict):
             raise self._fail("", f"the request must be an object, got {type(request).__name__}")
         if self.normal is not None:
@@ -291,11 +309,12 @@ class SourceFormat:
         transcript = request.get(self.each, MISSING)
         if self.transcript is not None and type(transcript) is list:
             try:
-                read = self.transcript(transcript, None if self.system is None else request.get(self.system))
+                read = self.transcript(transcript, None if self.system is None else request.get(self.system), objects)
             except ToolnexusError:
                 read = None  # the general read raises it, where it is
         if read is None:
             into = Transcript([], origins, notes, unknown_fields, Ctx(self.name))
+            into.ctx.objects = objects
             self._transcript(request, into)
             messages, made = into.messages, into.made
         else:
@@ -1017,13 +1036,13 @@ def translate_source(
 ) -> Any:
     """A request in the format -> the provider's body (`inbound`: the provider's compiled request side),
     its errors and notes naming the format's paths."""
-    hub, origins, records, notes = fmt.read_recorded(request, unknown_fields)
+    hub, origins, records, notes = fmt.read_recorded(request, unknown_fields, not inbound.reads_arguments_json)
     try:
         body = inbound.translate(hub, system=system, default_system=default_system, unknown_fields=unknown_fields)
     except TranslationError as exc:
         raise remap_error(exc, placed(origins, records)) from None
     if body.notes:
-        placed(origins, records)
+        placed(origins, records, [n.path for n in body.notes])
         body.notes = (*notes, *(Note(n.kind, remap(n.path, origins), n.message, n.side) for n in body.notes))
     else:
         body.notes = tuple(notes)
