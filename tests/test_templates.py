@@ -513,6 +513,10 @@ def test_seal_carries_state_on_a_string_and_unseal_gives_both_back() -> None:
     assert back == {"id": "call_1", "extra": {"sig": "é/+="}}
     # no state: the string as it is, and nothing to unseal
     assert render("{id: {$seal: extra, onto: id}}", {"id": "call_1"}) == {"id": "call_1"}
+    assert render("{id: {$seal: extra, onto: id}}", {"id": "call_1", "extra": None}) == {"id": "call_1"}
+    assert render("{id: {$seal: extra, onto: id}}", {"id": None, "extra": None}) is MISSING
+    assert render("{id: {$seal: extra, onto: id}}", {"extra": {"sig": "s"}}) is MISSING
+    assert render("{x: {$unseal: id, part: state}, y: {$unseal: id, part: value}}", {"id": 7}) == {"y": 7}
     assert render("{id: {$unseal: id, part: value}, x: {$unseal: id, part: state}}", {"id": "a_b"}) == {"id": "a_b"}
     # onto nothing: the state alone; a seal that does not decode is no seal
     assert render("{d: {$seal: extra}}", scope)["d"].startswith("_tns_")

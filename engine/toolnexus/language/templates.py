@@ -815,7 +815,14 @@ class _Codegen:
             return [f"{target} = {self._name(node.render)}({scope}, c)"]
         if isinstance(node, Apply):
             lines = self._read(node.path, target, scope)
-            lines.append(f"if {target} is not MISSING: {target} = {self._name(node.function)}({target}, c)")
+            call = f"{target} = {self._name(node.function)}({target}, c)"
+            fn = node.function
+            if isinstance(fn, partial) and fn.func is unseal:  # a string with no seal: all value, no state
+                unsealed = f"type({target}) is str and {SEAL!r} not in {target}"
+                if fn.keywords["part"] == "value":
+                    return [*lines, f"if {target} is not MISSING and not ({unsealed}): {call}"]
+                return [*lines, f"if {unsealed}: {target} = MISSING", f"elif {target} is not MISSING: {call}"]
+            lines.append(f"if {target} is not MISSING: {call}")
             return lines
         if isinstance(node, Merge):
             return self._merge(node, target, scope)
