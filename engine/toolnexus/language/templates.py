@@ -102,7 +102,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import Note, ResponseError, RuleError, TranslationError
-from .jsonsafe import JsonValueError, loads_object, text_encoder, where_in
+from .jsonsafe import JsonValueError, loads_object, orjson_compact, text_encoder, where_in
 from .loader import Key, RuleSource, did_you_mean, dotted
 from .paths import MISSING, Getter, PathSyntaxError, compile_path, first_field, simple_steps
 
@@ -992,6 +992,9 @@ def json_text(value: Any, ctx: Ctx) -> Any:
     as it is where the reader takes objects (`Ctx.objects`: no text written to be parsed back)."""
     if ctx.objects and type(value) is dict:
         return value
+    text = orjson_compact(value)
+    if text is not None:
+        return text
     try:
         return _COMPACT_TEXT(value)
     except Exception:  # a cycle, a depth or a value JSON has no text for: json.dumps raises its own error, as ever
