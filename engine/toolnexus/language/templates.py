@@ -804,6 +804,8 @@ class _Codegen:
     def emit(self, node: Any, target: str, scope: str) -> list[str]:
         """Lines that leave the node's value (possibly MISSING) in `target`."""
         if isinstance(node, Const):
+            if isinstance(node.value, (dict, list)) and not node.value:  # a new empty one, written as such
+                return [f"{target} = {'{}' if isinstance(node.value, dict) else '[]'}"]
             if isinstance(node.value, (dict, list)):
                 return [f"{target} = fresh_copy({self._name(node.value)})"]
             return [f"{target} = {self._name(node.value)}"]
@@ -842,6 +844,9 @@ class _Codegen:
             elif len(node.expected) == 1:
                 expected = self._name(node.expected[0])
                 lines.append(f"if type({target}) is type({expected}) and {target} == {expected}:")
+            elif all(type(e) is str for e in node.expected):  # strings alone: one set lookup
+                options = self._name(frozenset(node.expected))
+                lines.append(f"if type({target}) is str and {target} in {options}:")
             else:
                 options = self._name(node.expected)
                 lines.append(f"if any(type({target}) is type(e) and {target} == e for e in {options}):")

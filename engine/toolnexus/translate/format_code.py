@@ -21,7 +21,7 @@ from ..errors import Note
 from ..language.loader import Key
 from ..language.paths import MISSING
 from ..language.templates import Const, Ctx, Obj, inline_node, unseal
-from .formats import WHOLE, Kind, Record, SourceFormat, Unsupported, unread
+from .formats import WHOLE, Kind, Record, SourceFormat, quiet, unread
 
 # (the normal-form messages, their records, each message with the role its blocks were read as)
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
@@ -383,17 +383,6 @@ def generate_usage(fmt: SourceFormat) -> Callable[[Any, dict[str, Any], list[Not
     exec(compile(text, f"<usage {fmt.name}>", "exec"), names)
     run: Callable[[Any, dict[str, Any], list[Note]], None] = names["derive"]
     return run
-
-
-def quiet(block: dict[str, Any], known: frozenset[str], table: Mapping[str, Unsupported]) -> bool:
-    """Whether every key of `block` outside `known` is listed and holds what settles without a word (null, or a
-    value it accepts), as `SourceFormat._settle` finds: nothing to note, nothing to refuse."""
-    for key, value in block.items():
-        if key not in known:
-            rule = table.get(key)
-            if rule is None or not (value is None or value in rule.accept):
-                return False
-    return True
 
 
 def inside_read(block: dict[str, Any], paths: frozenset[str], inside: frozenset[str]) -> bool:

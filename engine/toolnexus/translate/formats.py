@@ -176,6 +176,17 @@ def unread(
         yield path, key, inner
 
 
+def quiet(block: dict[str, Any], known: frozenset[str], table: Mapping[str, Unsupported]) -> bool:
+    """Whether every key of `block` outside `known` is listed and holds what settles without a word (null, or a
+    value it accepts), as `SourceFormat._settle` finds: nothing to note, nothing to refuse."""
+    for key, value in block.items():
+        if key not in known:
+            rule = table.get(key)
+            if rule is None or not (value is None or value in rule.accept):
+                return False
+    return True
+
+
 def below_key(table: Mapping[str, Unsupported], name: str) -> Mapping[str, Unsupported]:
     """The unsupported entries listed for the keys below `name` (`reasoning.summary`), by key."""
     prefix = name + "."
@@ -545,7 +556,7 @@ class SourceFormat:
         for i, tool in enumerate(tools):
             if not isinstance(tool, dict):
                 raise self._fail(owner.element_path(i), f"must be an object, got {type(tool).__name__}")
-            if not tool.keys() <= self.tool_reads:
+            if not tool.keys() <= self.tool_reads and not quiet(tool, self.tool_reads, self.tool_unsupported):
                 for key, value in tool.items():
                     if key not in self.tool_reads:
                         path = f"{owner.element_path(i)}.{key}"
