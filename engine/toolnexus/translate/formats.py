@@ -130,8 +130,9 @@ def _needed(found: _T | None, what: str, file: str) -> _T:
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
 NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the policy decides
 # Where one normal-form element came from, as the generated reader records it (formatted only when asked, see
-# `placed`): (its path's format, its two numbers, the source's base path, its index or None, the renames below it)
-Record = tuple[str, int, int, str, int | None, Mapping[str, str]]
+# `placed`): (its path's format, its two numbers, the source path's format (`{0}`, `{1}`: the numbers it takes),
+# those numbers, the renames below it)
+Record = tuple[str, int, int, str, int | None, int | None, Mapping[str, str]]
 
 
 def placed(origins: Origins, records: list[Record], paths: Iterable[str] | None = None) -> Origins:
@@ -140,8 +141,8 @@ def placed(origins: Origins, records: list[Record], paths: Iterable[str] | None 
     only the records of the elements they lie in (`messages[3]`: that message's) are formatted: `remap` looks no
     further up a path than its first element."""
     if paths is None:
-        for key, a, b, base, j, renames in records:
-            origins[key.format(a, b)] = (base if j is None else f"{base}[{j}]", renames)
+        for key, a, b, source, x, y, renames in records:
+            origins[key.format(a, b)] = (source.format(x, y), renames)
     else:
         wanted = set()
         for path in paths:
@@ -150,11 +151,11 @@ def placed(origins: Origins, records: list[Record], paths: Iterable[str] | None 
             if bracket and number.isdigit():
                 wanted.add((head, int(number)))
         heads: dict[str, str] = {}
-        for key, a, b, base, j, renames in records:
+        for key, a, b, source, x, y, renames in records:
             if key not in heads:
                 heads[key] = key.partition("[")[0]
             if (heads[key], a) in wanted:
-                origins[key.format(a, b)] = (base if j is None else f"{base}[{j}]", renames)
+                origins[key.format(a, b)] = (source.format(x, y), renames)
     records.clear()
     return origins
 
@@ -552,6 +553,7 @@ class SourceFormat:
         out = []
         each = self.tools_each or ""
         owner = ListPath(each)
+        tool_path = each.replace("{", "{{").replace("}", "}}") + "[{0}]"
         ctx = Ctx(self.name)  # one for all: what a template notes here is not kept
         for i, tool in enumerate(tools):
             if not isinstance(tool, dict):
@@ -562,7 +564,7 @@ class SourceFormat:
                         path = f"{owner.element_path(i)}.{key}"
                         self._settle(key, value, path, self.tool_unsupported, notes, unknown_fields)
             ctx.path = (owner, i)
-            records.append(("tools[{}]", i, 0, each, i, self.tool_renames))
+            records.append(("tools[{}]", i, 0, tool_path, i, None, self.tool_renames))
             out.append({"type": "function", "function": self.tool(tool, ctx)})
         return out
 
