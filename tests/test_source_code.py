@@ -22,7 +22,7 @@ from support.made_up import ACME_FORMAT
 from toolnexus import ToolnexusError, load_rules
 from toolnexus.language.templates import Ctx
 from toolnexus.translate.format_rules import compile_format
-from toolnexus.translate.formats import SourceFormat, placed
+from toolnexus.translate.formats import SourceFormat, placed, remap
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -179,3 +179,22 @@ def test_the_view_parses_arguments_only_for_a_format_that_writes_them_as_an_obje
 def test_explain_needs_a_provider_or_a_source() -> None:
     done = subprocess.run([sys.executable, "-m", "toolnexus", "explain"], capture_output=True, text=True, check=False)
     assert done.returncode != 0 and "--source" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("source", FORMATS)
+def test_the_notes_paths_are_placed_from_their_messages_records_alone(source: str) -> None:
+    """A call with notes formats only the records of the messages its notes lie in (found by bisection: the
+    reader records messages in order); each note's path reads back as it does with every record placed."""
+    tools = bench_inputs.tool_declarations()
+    request = (bench_inputs.messages_transcript if source == "anthropic" else bench_inputs.responses_transcript)(
+        100, tools
+    )
+    fmt = load_rules().format(source)
+    hub, origins, records, _ = fmt.read_recorded(request)
+    assert records == sorted(records, key=lambda record: record[1])
+    paths = [note.path for note in toolnexus.translate_request("gemini", hub).notes]
+    paths += ["messages[0]", "messages[7].content[0].text", f"messages[{len(hub['messages']) - 1}]", "tools[2].x"]
+    every = placed(dict(origins), list(records))
+    some = placed(dict(origins), list(records), paths)
+    assert len(some) < len(every)
+    assert [remap(path, some) for path in paths] == [remap(path, every) for path in paths]

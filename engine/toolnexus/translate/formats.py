@@ -14,9 +14,12 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
+from itertools import islice
+from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -129,8 +132,9 @@ def _needed(found: _T | None, what: str, file: str) -> _T:
 
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
 NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the policy decides
-# Where one normal-form element came from, as the generated reader records it (formatted only when asked, see
-# `placed`): (its path's format, its two numbers, the source path's format (`{0}`, `{1}`: the numbers it takes),
+# Where one normal-form element of the transcript came from, as the generated reader records it, in message
+# order (formatted only when asked, see `placed`): (its path's format (`messages[...`), its two numbers, the
+# source path's format (`{0}`, `{1}`: the numbers it takes),
 # those numbers, the renames below it)
 Record = tuple[str, int, int, str, int | None, int | None, Mapping[str, str]]
 
@@ -138,26 +142,27 @@ Record = tuple[str, int, int, str, int | None, int | None, Mapping[str, str]]
 def placed(origins: Origins, records: list[Record], paths: Iterable[str] | None = None) -> Origins:
     """`origins` with the records added (normal-form path -> the source path, renames): made only when a note
     or an error needs a path named, so a call that needs none formats no path. With `paths` (the notes' paths),
-    only the records of the elements they lie in (`messages[3]`: that message's) are formatted: `remap` looks no
-    further up a path than its first element."""
+    only the records of the messages they lie in (`messages[3]...`: that message's) are formatted, found by
+    bisection (the reader records messages in order): `remap` looks no further up a path than its message."""
     if paths is None:
         for key, a, b, source, x, y, renames in records:
             origins[key.format(a, b)] = (source.format(x, y), renames)
     else:
         wanted = set()
         for path in paths:
-            head, bracket, rest = path.partition("[")
+            head, _, rest = path.partition("[")
             number = rest.partition("]")[0]
-            if bracket and number.isdigit():
-                wanted.add((head, int(number)))
-        heads: dict[str, str] = {}
-        for key, a, b, source, x, y, renames in records:
-            if key not in heads:
-                heads[key] = key.partition("[")[0]
-            if (heads[key], a) in wanted:
+            if head == "messages" and number.isdigit():
+                wanted.add(int(number))
+        for n in wanted:
+            start = bisect_left(records, n, key=_message_of)
+            for key, a, b, source, x, y, renames in islice(records, start, bisect_right(records, n, key=_message_of)):
                 origins[key.format(a, b)] = (source.format(x, y), renames)
     records.clear()
     return origins
+
+
+_message_of = itemgetter(1)  # a record's message index: the reader records in message order
 
 
 def unread(
@@ -341,7 +346,7 @@ class SourceFormat:
                     message["content"] = part["text"]
         hub["messages"] = messages
         if self.tools_each is not None and request.get(self.tools_each) is not None:
-            hub["tools"] = self._tools(request[self.tools_each], records, notes, unknown_fields)
+            hub["tools"] = self._tools(request[self.tools_each], origins, notes, unknown_fields)
         return hub, origins, records, notes
 
     def _transcript(self, request: dict[str, Any], into: Transcript) -> None:
@@ -545,15 +550,14 @@ class SourceFormat:
                     below = below_key(kind.unsupported, at.rpartition(".")[0])
                     self._settle(key, inner, f"{path}.{at}", below, into.notes, into.policy)
 
-    def _tools(self, tools: Any, records: list[Record], notes: list[Note], unknown_fields: str) -> list[Any]:
-        """The tool declarations in the normal form's shape; where each came from, recorded."""
+    def _tools(self, tools: Any, origins: Origins, notes: list[Note], unknown_fields: str) -> list[Any]:
+        """The tool declarations in the normal form's shape; where each came from, in `origins`."""
         if not isinstance(tools, list):
             raise self._fail(self.tools_each or "", f"must be a list, got {type(tools).__name__}")
         assert self.tool is not None
         out = []
         each = self.tools_each or ""
         owner = ListPath(each)
-        tool_path = each.replace("{", "{{").replace("}", "}}") + "[{0}]"
         ctx = Ctx(self.name)  # one for all: what a template notes here is not kept
         for i, tool in enumerate(tools):
             if not isinstance(tool, dict):
@@ -564,7 +568,7 @@ class SourceFormat:
                         path = f"{owner.element_path(i)}.{key}"
                         self._settle(key, value, path, self.tool_unsupported, notes, unknown_fields)
             ctx.path = (owner, i)
-            records.append(("tools[{}]", i, 0, tool_path, i, None, self.tool_renames))
+            origins[f"tools[{i}]"] = (f"{each}[{i}]", self.tool_renames)
             out.append({"type": "function", "function": self.tool(tool, ctx)})
         return out
 
