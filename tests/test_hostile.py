@@ -860,6 +860,35 @@ def test_json_text_writes_what_json_dumps_writes_compactly(value: Any) -> None:
     assert templates._COMPACT_TEXT.__qualname__ == "text_encoder.<locals>.encode"  # built once, on CPython
 
 
+_JSON_LEAVES = st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.text()
+_JSON_FLOATS = st.floats() | st.sampled_from([1e-05, 1e-7, -2.5e-9, 0.0001, 1e16, 1e-300, 5e-324, 123.0])
+_JSON_VALUES = st.recursive(
+    _JSON_LEAVES | _JSON_FLOATS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.text(max_size=8), _JSON_VALUES, max_size=5))
+def test_json_text_of_an_object_is_json_dumps_compact_text_whoever_writes_it(value: dict[str, Any]) -> None:
+    """An object's `$json_text` is written by orjson where orjson's text is json.dumps's (no float it writes
+    otherwise: NaN, Infinity, below 1e-4), else by the standard encoder: the same text either way."""
+    compact = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    assert templates.json_text(value, templates.Ctx("p")) == compact
+    fast = jsonsafe.orjson_compact(value)
+    assert fast is None or fast == compact
+
+
+def test_orjson_writes_an_object_of_strings_and_integers() -> None:
+    if jsonsafe.orjson is None:
+        pytest.skip("orjson is not installed")
+    value = {"code": 'print("東京")\n\t\x00\u2028', "n": [1, -2, 2**63], "ok": True, "x": 1.5}
+    assert jsonsafe.orjson_compact(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    for left in ({"x": 1e-05}, {"x": None}, {"x": math.nan}, {"x": 2**64}, {1: 2}, {"x": "\ud800"}):
+        assert jsonsafe.orjson_compact(left) is None  # the standard encoder's to write (or refuse)
+
+
 def test_json_text_raises_json_dumps_own_error_for_a_cycle_or_an_unencodable_value() -> None:
     """What the encoder built without cycle detection cannot write is written by json.dumps again, which raises
     the error it always raised (the caller's own bug: a cycle, or a value JSON has no text for)."""

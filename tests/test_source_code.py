@@ -22,7 +22,7 @@ from support.made_up import ACME_FORMAT
 from toolnexus import ToolnexusError, load_rules
 from toolnexus.language.templates import Ctx
 from toolnexus.translate.format_rules import compile_format
-from toolnexus.translate.formats import SourceFormat
+from toolnexus.translate.formats import SourceFormat, placed, remap
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -32,9 +32,10 @@ FORMATS = ("anthropic", "openai-responses")
 CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}}
 
 
-def outcome(fmt: SourceFormat, request: Any) -> Any:
+def outcome(fmt: SourceFormat, request: Any, objects: bool = False) -> Any:
     try:
-        return fmt.read(copy.deepcopy(request))
+        hub, origins, records, notes = fmt.read_recorded(copy.deepcopy(request), objects=objects)
+        return hub, placed(origins, records), notes
     except ToolnexusError as exc:
         return (type(exc).__name__, getattr(exc, "path", None), str(exc))
 
@@ -64,6 +65,7 @@ def test_generated_reader_reads_as_the_general_read(source: str, name: str, requ
     fmt = load_rules().format(source)
     assert fmt.transcript is not None
     assert outcome(fmt, request_) == outcome(general(fmt), request_)
+    assert outcome(fmt, request_, objects=True) == outcome(general(fmt), request_, objects=True)
 
 
 def test_generated_reader_takes_the_common_shape() -> None:
@@ -130,7 +132,7 @@ def test_explain_shows_the_generated_reader() -> None:
         text=True,
         check=True,
     )
-    assert "def transcript(msgs, system):" in done.stdout and "def write(view, c):" in done.stdout
+    assert "def transcript(msgs, system, objects=False):" in done.stdout and "def write(view, c):" in done.stdout
 
 
 def test_the_whole_answer_is_one_generated_function(tmp_path: Path) -> None:
@@ -177,3 +179,22 @@ def test_the_view_parses_arguments_only_for_a_format_that_writes_them_as_an_obje
 def test_explain_needs_a_provider_or_a_source() -> None:
     done = subprocess.run([sys.executable, "-m", "toolnexus", "explain"], capture_output=True, text=True, check=False)
     assert done.returncode != 0 and "--source" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("source", FORMATS)
+def test_the_notes_paths_are_placed_from_their_messages_records_alone(source: str) -> None:
+    """A call with notes formats only the records of the messages its notes lie in (found by bisection: the
+    reader records messages in order); each note's path reads back as it does with every record placed."""
+    tools = bench_inputs.tool_declarations()
+    request = (bench_inputs.messages_transcript if source == "anthropic" else bench_inputs.responses_transcript)(
+        100, tools
+    )
+    fmt = load_rules().format(source)
+    hub, origins, records, _ = fmt.read_recorded(request)
+    assert records == sorted(records, key=lambda record: record[1])
+    paths = [note.path for note in toolnexus.translate_request("gemini", hub).notes]
+    paths += ["messages[0]", "messages[7].content[0].text", f"messages[{len(hub['messages']) - 1}]", "tools[2].x"]
+    every = placed(dict(origins), list(records))
+    some = placed(dict(origins), list(records), paths)
+    assert len(some) < len(every)
+    assert [remap(path, some) for path in paths] == [remap(path, every) for path in paths]

@@ -127,6 +127,22 @@ def test_messages_request_to_gemini() -> None:
     assert ("dropped", "tool_choice.disable_parallel_tool_use") in paths
 
 
+def test_tool_use_input_goes_as_an_object_to_a_provider_that_sends_objects() -> None:
+    """A `tool_use` input is written as JSON text only for a provider that sends text: for one that sends
+    objects it stays the object it is (no text written to be parsed back), with the same body and notes."""
+    request = conversation()
+    fmt = load_rules().format("anthropic")
+    given = request["messages"][1]["content"][2]["input"]
+    hub = fmt.read_recorded(request, objects=True)[0]
+    assert hub["messages"][2]["tool_calls"][0]["function"]["arguments"] is given
+    assert fmt.read_recorded(request)[0]["messages"][2]["tool_calls"][0]["function"]["arguments"] == '{"city":"Paris"}'
+    plain = translate_request("gemini", fmt.read(request)[0])  # the same conversation in Chat Completions form
+    body = translate_request("gemini", request, source="anthropic")
+    assert body == plain and body["contents"][1]["parts"][1]["functionCall"]["args"] == given
+    sent = translate_request("openai", request, source="anthropic")["messages"][2]["tool_calls"][0]["function"]
+    assert sent["arguments"] == '{"city":"Paris"}'  # a provider that sends text gets the text, as ever
+
+
 def test_image_and_tool_result_blocks() -> None:
     request = {
         "model": "m",

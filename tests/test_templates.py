@@ -476,6 +476,15 @@ def test_json_text_writes_the_value_serialized() -> None:
     assert render("{schema: {$json_text: s}}", {}) is MISSING
 
 
+def test_json_text_gives_an_object_as_it_is_to_a_reader_that_takes_objects() -> None:
+    ctx = Ctx("test")
+    ctx.objects = True
+    scope = {"s": {"a": [1, "é"]}, "l": [1, 2]}
+    assert render("{o: {$json_text: s}}", scope, ctx)["o"] is scope["s"]  # no text written to be parsed back
+    assert render("{o: {$json_text: l}}", scope, ctx)["o"] == "[1,2]"  # not an object: its text, as ever
+    assert render("{o: {$json_text: s}}", scope)["o"] == '{"a":[1,"é"]}'
+
+
 def test_refuse_raises_at_the_scope_path_with_the_rules_message_and_location() -> None:
     source = parse_rule_text("t:\n  kind:\n    $refuse: no such mode here\n", "made-up.yaml")
     fn = compile_template(source.data["t"], ("t",), Env(source))
@@ -535,6 +544,10 @@ def test_seal_carries_state_on_a_string_and_unseal_gives_both_back() -> None:
     assert back == {"id": "call_1", "extra": {"sig": "é/+="}}
     # no state: the string as it is, and nothing to unseal
     assert render("{id: {$seal: extra, onto: id}}", {"id": "call_1"}) == {"id": "call_1"}
+    assert render("{id: {$seal: extra, onto: id}}", {"id": "call_1", "extra": None}) == {"id": "call_1"}
+    assert render("{id: {$seal: extra, onto: id}}", {"id": None, "extra": None}) is MISSING
+    assert render("{id: {$seal: extra, onto: id}}", {"extra": {"sig": "s"}}) is MISSING
+    assert render("{x: {$unseal: id, part: state}, y: {$unseal: id, part: value}}", {"id": 7}) == {"y": 7}
     assert render("{id: {$unseal: id, part: value}, x: {$unseal: id, part: state}}", {"id": "a_b"}) == {"id": "a_b"}
     # onto nothing: the state alone; a seal that does not decode is no seal
     assert render("{d: {$seal: extra}}", scope)["d"].startswith("_tns_")

@@ -262,6 +262,36 @@ def text_encoder(
     return encode if encode(sample) == standard.encode(sample) else standard.encode
 
 
+def orjson_compact(value: Any) -> str | None:
+    """`json.dumps(value, ensure_ascii=False, separators=(",", ":"))`'s text for an object, written by orjson
+    (several times as fast on a tool call's arguments) where orjson's text is the very same. It writes every str,
+    int, bool and None as json does and most floats too, but not a NaN or an Infinity (null), nor a float below
+    1e-4 (`0.00001` for `1e-05`, `1e-7` for `1e-07`): text holding `null`, `0.0000` or `e-` anywhere (in a
+    string too: then it is only slower) is left to the standard encoder. None: left to it, also for what orjson
+    refuses (a key not a str, an int beyond 64 bits, a lone surrogate, too deep), which it writes or refuses."""
+    if not _ORJSON_FLOATS or type(value) is not dict:
+        return None
+    try:
+        out = orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError
+        return None
+    if out.rfind(b"e-") >= 0 or out.rfind(b"null") >= 0 or out.rfind(b"0.0000") >= 0:  # rfind: the faster
+        return None
+    return out.decode()
+
+
+def _floats_agree() -> bool:
+    """Whether this orjson writes floats as json.dumps does outside the text `orjson_compact` leaves alone."""
+    if orjson is None:
+        return False
+    sample = [0.0, -0.0, 1.5, -2.25, 0.1, 1e-4, 0.00012, 123456789.125, 1e15, 9999999999999998.0, 1e16, 1.5e300]
+    sample += [1 / 3, 1.7976931348623157e308, -1e22, 4.35, 100.0, 2.0**60]
+    return all(orjson.dumps(x) == json.dumps(x).encode() for x in sample)
+
+
+_ORJSON_FLOATS = _floats_agree()
+
+
 def where_in(base: str, where: str) -> str:
     """`base` (a path) joined with a path inside it: ("messages[0]", "content") -> "messages[0].content"."""
     if not where:

@@ -102,7 +102,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import Note, ResponseError, RuleError, TranslationError
-from .jsonsafe import JsonValueError, loads_object, text_encoder, where_in
+from .jsonsafe import JsonValueError, loads_object, orjson_compact, text_encoder, where_in
 from .loader import Key, RuleSource, did_you_mean, dotted
 from .paths import MISSING, Getter, PathSyntaxError, compile_path, first_field, simple_steps
 
@@ -126,7 +126,7 @@ class Ctx:
     needs it, so the hot loop builds no strings.
     """
 
-    __slots__ = ("ids", "notes", "outbound", "path", "provider", "settler")
+    __slots__ = ("ids", "notes", "objects", "outbound", "path", "provider", "settler")
 
     # `outbound` and `ids` may be given by position: a class called with keywords builds a dict for them
     # (CPython 3.11), which costs a generated response function more than its own reads of a short answer.
@@ -137,6 +137,9 @@ class Ctx:
         self.provider = provider
         self.outbound = outbound
         self.settler: Callable[[Ctx, str, Any, str], None] | None = None  # the request side's policy (inbound.py)
+        # Whoever reads what is rendered takes an object where `$json_text` would write one's text (a source
+        # request's tool-call arguments, for a provider that sends them as objects): it is given as it is.
+        self.objects = False
 
     def settle(self, name: str, value: Any, path: str) -> None:
         """An input field the rules write nothing for: as the rule file's policy says, else reported as dropped."""
@@ -665,8 +668,8 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Node:
         if onto is not None and (not isinstance(onto, str) or not onto):
             raise env.error((*key, "onto"), "`onto` takes the path of the string the state is sealed onto")
         state = _one_read(arg, at, env)
-        text = _one_read(onto, (*key, "onto"), env).getter if onto is not None else None
-        return Apply(_read("@", at, env), partial(seal, state=state.getter, onto=text))
+        text = _one_read(onto, (*key, "onto"), env) if onto is not None else None
+        return Apply(_read("@", at, env), sealer(state, text))
     if op == "$unseal":
         part = spec.get("part")
         if part not in ("value", "state"):
@@ -801,6 +804,8 @@ class _Codegen:
     def emit(self, node: Any, target: str, scope: str) -> list[str]:
         """Lines that leave the node's value (possibly MISSING) in `target`."""
         if isinstance(node, Const):
+            if isinstance(node.value, (dict, list)) and not node.value:  # a new empty one, written as such
+                return [f"{target} = {'{}' if isinstance(node.value, dict) else '[]'}"]
             if isinstance(node.value, (dict, list)):
                 display = _display(node.value)  # built anew each time it runs, as `fresh_copy` builds a copy
                 return [f"{target} = {display if display is not None else f'fresh_copy({self._name(node.value)})'}"]
@@ -816,7 +821,14 @@ class _Codegen:
             return [*lines, f"else: {target} = {self._name(node.render)}({scope}, c)"]
         if isinstance(node, Apply):
             lines = self._read(node.path, target, scope)
-            lines.append(f"if {target} is not MISSING: {target} = {self._name(node.function)}({target}, c)")
+            call = f"{target} = {self._name(node.function)}({target}, c)"
+            fn = node.function
+            if isinstance(fn, partial) and fn.func is unseal:  # a string with no seal: all value, no state
+                unsealed = f"type({target}) is str and {SEAL!r} not in {target}"
+                if fn.keywords["part"] == "value":
+                    return [*lines, f"if {target} is not MISSING and not ({unsealed}): {call}"]
+                return [*lines, f"if {unsealed}: {target} = MISSING", f"elif {target} is not MISSING: {call}"]
+            lines.append(f"if {target} is not MISSING: {call}")
             return lines
         if isinstance(node, Merge):
             return self._merge(node, target, scope)
@@ -836,6 +848,9 @@ class _Codegen:
             elif len(node.expected) == 1:
                 expected = self._name(node.expected[0])
                 lines.append(f"if type({target}) is type({expected}) and {target} == {expected}:")
+            elif all(type(e) is str for e in node.expected):  # strings alone: one set lookup
+                options = self._name(frozenset(node.expected))
+                lines.append(f"if type({target}) is str and {target} in {options}:")
             else:
                 options = self._name(node.expected)
                 lines.append(f"if any(type({target}) is type(e) and {target} == e for e in {options}):")
@@ -1002,8 +1017,14 @@ def is_empty(value: Any) -> bool:
 _COMPACT_TEXT = text_encoder(ensure_ascii=False, compact=True, allow_nan=True)  # json.dumps's output, built once
 
 
-def json_text(value: Any, ctx: Ctx) -> str:
-    """`$json_text`: the value serialized as compact JSON text (keys in their order, non-ASCII kept)."""
+def json_text(value: Any, ctx: Ctx) -> Any:
+    """`$json_text`: the value serialized as compact JSON text (keys in their order, non-ASCII kept); an object
+    as it is where the reader takes objects (`Ctx.objects`: no text written to be parsed back)."""
+    if ctx.objects and type(value) is dict:
+        return value
+    text = orjson_compact(value)
+    if text is not None:
+        return text
     try:
         return _COMPACT_TEXT(value)
     except Exception:  # a cycle, a depth or a value JSON has no text for: json.dumps raises its own error, as ever
@@ -1084,6 +1105,25 @@ def seal(scope: Any, ctx: Ctx, *, state: Getter, onto: Getter | None) -> Any:
         return MISSING if onto is None or text is None else text
     packed = base64.urlsafe_b64encode(_SEALED_TEXT(carried).encode()).decode().rstrip("=")
     return f"{text}{SEAL}{packed}"
+
+
+def sealer(state: Read, onto: Read | None) -> Callable[[Any, Ctx], Any]:
+    """`seal` over these reads; where both are one key of the scope (a call's `extra_content` onto its `id`,
+    once per call of an answer) the keys are read off the scope directly, with no getter called."""
+    if onto is None or state.steps is None or onto.steps is None or len(state.steps) != 1 or len(onto.steps) != 1:
+        return partial(seal, state=state.getter, onto=None if onto is None else onto.getter)
+    carried_key, onto_key = state.steps[0], onto.steps[0]
+    general = partial(seal, state=state.getter, onto=onto.getter)
+
+    def run(scope: Any, ctx: Ctx) -> Any:
+        if type(scope) is not dict or type(carried_key) is not str or type(onto_key) is not str:
+            return general(scope, ctx)
+        if scope.get(carried_key) is not None:
+            return general(scope, ctx)
+        text = scope.get(onto_key, MISSING)  # no state (absent or null): the `onto` string as it is
+        return MISSING if text is None else text
+
+    return run
 
 
 def unseal(text: Any, ctx: Ctx, *, part: str) -> Any:

@@ -17,14 +17,15 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from ..errors import Note
 from ..language.loader import Key
 from ..language.paths import MISSING
 from ..language.templates import Array, Const, Ctx, Get, Node, Obj, inline_node, unseal
-from .formats import WHOLE, Kind, Moment, Record, SourceFormat, Unsupported, unread
+from .formats import WHOLE, Kind, Moment, Record, SourceFormat, quiet, unread
 
 # (the normal-form messages, their records, each message with the role its blocks were read as)
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
-Reader = Callable[[list[Any], Any], Read | None]
+Reader = Callable[[list[Any], Any, bool], Read | None]
 Writer = Callable[[dict[str, Any], Ctx], dict[str, Any]]
 EMPTY: Mapping[str, str] = MappingProxyType({})
 
@@ -57,7 +58,7 @@ class _Gen:
         """A new normal-form message of `role` as `cur` (`SourceFormat._new`)."""
         return [
             f"cur = {{'role': {role!r}, 'content': []}}",
-            "R(('messages[{}]', len(out), 0, where, None, EMPTY))",
+            "R(('messages[{}]', len(out), 0, WS, i, None, EMPTY))",
             "out.append(cur)",
             f"made.append((cur, {role!r}))",
         ]
@@ -85,10 +86,11 @@ class _Gen:
         ]
 
     def message(self, role: str, join: bool) -> list[str]:
-        """One message's content (`content`) of `role` at `where`, its blocks under `base` (`_message`)."""
+        """One message's content (`content`) of `role` at `WS` (of `i`), its blocks at `BS` (of `i` and `j`)
+        (`_message`)."""
         lines = ["if type(content) is str:"]
         fresh = [
-            "R(('messages[{}]', len(out), 0, where, None, EMPTY))",
+            "R(('messages[{}]', len(out), 0, WS, i, None, EMPTY))",
             f"cur = {{'role': {role!r}, 'content': content}}",
             "out.append(cur)",
             f"made.append((cur, {role!r}))",
@@ -98,7 +100,7 @@ class _Gen:
                 f"    if out and out[-1]['role'] == {role!r}:",
                 *_indent(self.current(role), 2),
                 "        parts = cur['content']",
-                "        R(('messages[{}].content[{}]', len(out) - 1, len(parts), where, None, EMPTY))",
+                "        R(('messages[{}].content[{}]', len(out) - 1, len(parts), WS, i, None, EMPTY))",
                 "        parts.append({'type': 'text', 'text': content})",
                 "    else:",
                 *_indent(fresh, 2),
@@ -134,7 +136,7 @@ class _Gen:
         return [*lines, f"if not {scope}.keys() <= {known} and not quiet({scope}, {known}, {table}): return None"]
 
     def block(self, kind: Kind, role: str, join: bool) -> list[str]:
-        """One block `b` at `base[j]` of a `role` message, into `cur` (`_message`'s loop body)."""
+        """One block `b` (`BS` of `i` and `j`) of a `role` message, into `cur` (`_message`'s loop body)."""
         lines = self.shape(kind, "b")
         if kind.state is not None:
             lines += [
@@ -146,14 +148,14 @@ class _Gen:
             ]
         if kind.mode == "message":
             lines += ["cur = None", "joining = False"] if join else ["cur = None"]
-            standalone = self.standalone(kind, role, "base, j")
+            standalone = self.standalone(kind, role, "BS, i, j")
             assert standalone is not None  # its role is given
             return lines + standalone
-        return lines + self.template(kind, "w", "b") + self.opened(role, join) + self.add(kind, "base, j")
+        return lines + self.template(kind, "w", "b") + self.opened(role, join) + self.add(kind, "BS, i, j")
 
     def add(self, kind: Kind, source: str) -> list[str]:
         """A part or an item `w` added to `cur`, the last message (`_add`); `source`: where it was read from, as
-        the base path and index (None: the base alone) its record holds."""
+        its record holds it (a path's format and the numbers it takes, formatted only when a path is asked)."""
         renames = self.bind("RENAMES", kind.renames)
         if kind.mode == "part":
             return [
@@ -183,8 +185,7 @@ class _Gen:
         for key in kind.blocks:
             own = kind.renames.get(key, key).removesuffix(WHOLE)  # the block's own key for it
             lines += [f"nested = w.get({key!r})", "if type(nested) is list:"]
-            path = "f'{base}[{j}]'" if source == "base, j" else "where"
-            lines.append(f"    nbase = {path} + {'.' + own!r}")
+            lines.append(f"    nsrc = {source.replace(', ', '.format(', 1)}) + {'.' + own + '[{0}]'!r}")
             lines += _indent(self.parts(kinds))
             lines.append(f"    w[{key!r}] = ps")
         renames = self.bind("RENAMES", kind.renames)
@@ -212,7 +213,7 @@ class _Gen:
             body = [
                 *self.shape(kind, "b2"),
                 *self.template(kind, "w2", "b2"),
-                f"R(('messages[{{}}].content[{{}}]', len(out), j2, nbase, j2, {renames}))",
+                f"R(('messages[{{}}].content[{{}}]', len(out), j2, nsrc, j2, None, {renames}))",
                 "ps.append(w2)",
             ]
             lines += _indent(body, 2)
@@ -223,7 +224,7 @@ class _Gen:
     # ------------------------------------------------------------------ the transcript
 
     def item(self) -> list[str] | None:
-        """One typed item `m` of a flat transcript, at `where` (`_item`); None: not generated (read generally)."""
+        """One typed item `m` of a flat transcript, at `WS` of `i` (`_item`); None: not generated (read generally)."""
         fmt = self.fmt
         assert fmt.items is not None
         lines: list[str] = []
@@ -231,7 +232,7 @@ class _Gen:
         for name, kind in fmt.items.items():
             body = [*self.shape(kind, "m"), "b = m"]
             if kind.joins is None:
-                standalone = self.standalone(kind, None, "where, None")
+                standalone = self.standalone(kind, None, "WS, i, None")
                 if standalone is None:
                     return None
                 body += standalone
@@ -244,7 +245,7 @@ class _Gen:
                         *_indent(_set_state(kind.state[1])),
                         "    continue",
                     ]
-                body += [*self.template(kind, "w", "m"), *self.current(kind.joins), *self.add(kind, "where, None")]
+                body += [*self.template(kind, "w", "m"), *self.current(kind.joins), *self.add(kind, "WS, i, None")]
             lines += [f"{branch} t == {name!r}:", *_indent(body)]
             branch = "elif"
         return [*lines, "else: return None"] if lines else ["return None"]
@@ -252,21 +253,24 @@ class _Gen:
     def reader(self) -> list[str] | None:
         fmt = self.fmt
         lines = [
-            "def transcript(msgs, system):",
+            "def transcript(msgs, system, objects=False):",
             "    out, records, made = [], [], []",
             "    R = records.append",
             f"    c = Ctx({fmt.name!r})",
+            "    c.objects = objects",
         ]
         if fmt.system is not None and "system" in fmt.roles:
+            held = _escaped(fmt.system)
             lines += [
                 "    if system is not None:",
-                f"        content = system; where = base = {fmt.system!r}",
+                f"        content = system; WS, BS, i = {held!r}, {held + '[{1}]'!r}, None",
                 *_indent(self.message("system", False), 2),
             ]
+        each = _escaped(fmt.each)
         lines += [
+            f"    WS, BS = {each + '[{0}]'!r}, {each + '[{0}].content[{1}]'!r}  # formatted when a path is asked",
             "    for i, m in enumerate(msgs):",
             "        if type(m) is not dict: return None",
-            f"        where = f'{fmt.each}[{{i}}]'",
         ]
         keys: set[str] = {"role", "content"}
         if fmt.items is not None:
@@ -286,7 +290,6 @@ class _Gen:
             f"        if not m.keys() <= {known} and not quiet(m, {known}, {table}): return None",
             "        role = m.get('role')",
             "        content = m.get('content', MISSING)",
-            "        base = where + '.content'",
         ]
         branch = "if"
         for role in sorted(fmt.transcript_roles):
@@ -434,15 +437,47 @@ def _literal(value: Any) -> bool:
     return type(value) is dict and all(type(k) is str and _literal(v) for k, v in value.items())
 
 
-def quiet(block: dict[str, Any], known: frozenset[str], table: Mapping[str, Unsupported]) -> bool:
-    """Whether every key of `block` outside `known` is listed and holds what settles without a word (null, or a
-    value it accepts), as `SourceFormat._settle` finds: nothing to note, nothing to refuse."""
-    for key, value in block.items():
-        if key not in known:
-            rule = table.get(key)
-            if rule is None or not (value is None or value in rule.accept):
-                return False
-    return True
+def generate_usage(fmt: SourceFormat) -> Callable[[Any, dict[str, Any], list[Note]], None]:
+    """What the format's provider would have said of the result's usage (`SourceFormat.usage`, its usage section
+    read backwards) as one function of straight-line reads, in the table's order: the same counts, the same notes,
+    with no path walked at run time."""
+    names: dict[str, Any] = {"Note": Note}
+    lines = ["def derive(u, said, notes):", "    if not isinstance(u, dict): return"]
+    reads: dict[tuple[str, ...], str] = {}
+
+    def read(steps: tuple[str, ...]) -> str:
+        """A result count's variable (None unless an int), its reads written once."""
+        if steps not in reads:
+            parent = "u"
+            for depth in range(1, len(steps)):
+                outer = steps[:depth]
+                if outer not in reads:
+                    reads[outer] = name = f"d{len(reads)}"
+                    step = steps[depth - 1]
+                    lines.append(f"    {name} = {parent}.get({step!r}) if isinstance({parent}, dict) else None")
+                parent = reads[outer]
+            reads[steps] = name = f"d{len(reads)}"
+            lines.append(f"    {name} = {parent}.get({steps[-1]!r}) if isinstance({parent}, dict) else None")
+        return reads[steps]
+
+    for target, total, others in fmt.usage:
+        value = read(total)
+        parts = [read(other) for other in others]
+        lines.append(f"    if type({value}) is int:")
+        lines.append(f"        v = {value}")
+        lines += [f"        if type({part}) is int: v -= {part}" for part in parts]
+        message = f"less than the counts it includes; no {target[-1]}"
+        lines.append(f"        if v < 0: notes.append(Note('inconsistent', {'.'.join(total)!r}, {message!r}))")
+        lines.append("        else:")
+        holder = "said"
+        for step in target[:-1]:
+            lines.append(f"            {holder}_ = {holder}.setdefault({step!r}, {{}})")
+            holder += "_"
+        lines.append(f"            {holder}[{target[-1]!r}] = v")
+    text = "\n".join(lines) + "\n"
+    exec(compile(text, f"<usage {fmt.name}>", "exec"), names)
+    run: Callable[[Any, dict[str, Any], list[Note]], None] = names["derive"]
+    return run
 
 
 def inside_read(block: dict[str, Any], paths: frozenset[str], inside: frozenset[str]) -> bool:
@@ -453,6 +488,11 @@ def inside_read(block: dict[str, Any], paths: frozenset[str], inside: frozenset[
         if unreached and next(unread(value, name, paths, inside), None) is not None:
             return False
     return True
+
+
+def _escaped(path: str) -> str:
+    """A path as a format string's literal text."""
+    return path.replace("{", "{{").replace("}", "}}")
 
 
 def _set_state(key: str) -> list[str]:

@@ -44,7 +44,7 @@ from ..language.templates import (
     walk,
 )
 from .format_code import generate as generate_reader
-from .format_code import generate_events, generate_writer
+from .format_code import generate_events, generate_usage, generate_writer
 from .formats import PLAIN, WHOLE, Derived, Kind, NormalForm, Plan, SourceFormat, Unsupported
 
 FORMATS_DIR = "formats"  # the subdirectory of a rules directory that holds format files
@@ -285,6 +285,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         reads_input=_reads_name(env, "input"),
         writer=writer,
         writer_code=written,
+        derive_usage=generate_usage(fmt),
     )
 
 

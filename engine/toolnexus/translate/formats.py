@@ -14,9 +14,12 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
+from itertools import islice
+from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -132,18 +135,37 @@ def _needed(found: _T | None, what: str, file: str) -> _T:
 Moment = Callable[[dict[str, Any], Any, int, Ctx], list[Any]]
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
 NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the policy decides
-# Where one normal-form element came from, as the generated reader records it (formatted only when asked, see
-# `placed`): (its path's format, its two numbers, the source's base path, its index or None, the renames below it)
-Record = tuple[str, int, int, str, int | None, Mapping[str, str]]
+# Where one normal-form element of the transcript came from, as the generated reader records it, in message
+# order (formatted only when asked, see `placed`): (its path's format (`messages[...`), its two numbers, the
+# source path's format (`{0}`, `{1}`: the numbers it takes),
+# those numbers, the renames below it)
+Record = tuple[str, int, int, str, int | None, int | None, Mapping[str, str]]
 
 
-def placed(origins: Origins, records: list[Record]) -> Origins:
+def placed(origins: Origins, records: list[Record], paths: Iterable[str] | None = None) -> Origins:
     """`origins` with the records added (normal-form path -> the source path, renames): made only when a note
-    or an error needs a path named, so a call that needs none formats no path."""
-    for key, a, b, base, j, renames in records:
-        origins[key.format(a, b)] = (base if j is None else f"{base}[{j}]", renames)
+    or an error needs a path named, so a call that needs none formats no path. With `paths` (the notes' paths),
+    only the records of the messages they lie in (`messages[3]...`: that message's) are formatted, found by
+    bisection (the reader records messages in order): `remap` looks no further up a path than its message."""
+    if paths is None:
+        for key, a, b, source, x, y, renames in records:
+            origins[key.format(a, b)] = (source.format(x, y), renames)
+    else:
+        wanted = set()
+        for path in paths:
+            head, _, rest = path.partition("[")
+            number = rest.partition("]")[0]
+            if head == "messages" and number.isdigit():
+                wanted.add(int(number))
+        for n in wanted:
+            start = bisect_left(records, n, key=_message_of)
+            for key, a, b, source, x, y, renames in islice(records, start, bisect_right(records, n, key=_message_of)):
+                origins[key.format(a, b)] = (source.format(x, y), renames)
     records.clear()
     return origins
+
+
+_message_of = itemgetter(1)  # a record's message index: the reader records in message order
 
 
 def unread(
@@ -161,6 +183,17 @@ def unread(
                 yield from unread(inner, path, paths, inside)
             continue
         yield path, key, inner
+
+
+def quiet(block: dict[str, Any], known: frozenset[str], table: Mapping[str, Unsupported]) -> bool:
+    """Whether every key of `block` outside `known` is listed and holds what settles without a word (null, or a
+    value it accepts), as `SourceFormat._settle` finds: nothing to note, nothing to refuse."""
+    for key, value in block.items():
+        if key not in known:
+            rule = table.get(key)
+            if rule is None or not (value is None or value in rule.accept):
+                return False
+    return True
 
 
 def below_key(table: Mapping[str, Unsupported], name: str) -> Mapping[str, Unsupported]:
@@ -228,12 +261,14 @@ class SourceFormat:
     normal: NormalForm | None = None  # the normal form's file: what the request reader takes from it
     # The transcript's generated reader (format_code), and its source for `toolnexus explain --source --code`: the
     # common shape read inline; None from it (or its error) and the general read below reads the transcript again.
-    transcript: Callable[[list[Any], Any], Any] | None = None
+    transcript: Callable[[list[Any], Any, bool], Any] | None = None
     transcript_code: str = ""
     # The whole answer's generated writer (format_code.generate_writer: `answer`'s message and blocks in one
     # function over the view) and its source; None only while the format is being compiled.
     writer: Callable[[dict[str, Any], Ctx], dict[str, Any]] | None = None
     writer_code: str = ""
+    # `usage` as one generated function (format_code.generate_usage): said's counts from the result's usage.
+    derive_usage: Callable[[Any, dict[str, Any], list[Note]], None] | None = None
     reads_input: bool = True  # an answer template reads a name `input` (a call's arguments parsed): the view has it
     # The stream's generated writers (format_code.generate_events: one function per moment, by its name) and their
     # source; empty: each moment's templates walked one by one (`general_moments`, what tests hold them to).
@@ -275,9 +310,11 @@ class SourceFormat:
         return hub, placed(origins, records), notes
 
     def read_recorded(
-        self, request: Any, unknown_fields: str = "error"
+        self, request: Any, unknown_fields: str = "error", objects: bool = False
     ) -> tuple[dict[str, Any], Origins, list[Record], list[Note]]:
-        """`read`, with where the transcript's elements came from partly as records (`placed` adds them)."""
+        """`read`, with where the transcript's elements came from partly as records (`placed` adds them).
+        `objects`: the provider sends tool-call arguments as objects, so an object the format gives is kept as
+        one (`Ctx.objects`) instead of written as JSON text the provider would parse back."""
         if not isinstance(request, dict):
             raise self._fail("", f"the request must be an object, got {type(request).__name__}")
         if self.normal is not None:
@@ -300,11 +337,12 @@ class SourceFormat:
         transcript = request.get(self.each, MISSING)
         if self.transcript is not None and type(transcript) is list:
             try:
-                read = self.transcript(transcript, None if self.system is None else request.get(self.system))
+                read = self.transcript(transcript, None if self.system is None else request.get(self.system), objects)
             except ToolnexusError:
                 read = None  # the general read raises it, where it is
         if read is None:
             into = Transcript([], origins, notes, unknown_fields, Ctx(self.name))
+            into.ctx.objects = objects
             self._transcript(request, into)
             messages, made = into.messages, into.made
         else:
@@ -319,7 +357,7 @@ class SourceFormat:
                     message["content"] = part["text"]
         hub["messages"] = messages
         if self.tools_each is not None and request.get(self.tools_each) is not None:
-            hub["tools"] = self._tools(request[self.tools_each], records, notes, unknown_fields)
+            hub["tools"] = self._tools(request[self.tools_each], origins, notes, unknown_fields)
         return hub, origins, records, notes
 
     def _transcript(self, request: dict[str, Any], into: Transcript) -> None:
@@ -523,8 +561,8 @@ class SourceFormat:
                     below = below_key(kind.unsupported, at.rpartition(".")[0])
                     self._settle(key, inner, f"{path}.{at}", below, into.notes, into.policy)
 
-    def _tools(self, tools: Any, records: list[Record], notes: list[Note], unknown_fields: str) -> list[Any]:
-        """The tool declarations in the normal form's shape; where each came from, recorded."""
+    def _tools(self, tools: Any, origins: Origins, notes: list[Note], unknown_fields: str) -> list[Any]:
+        """The tool declarations in the normal form's shape; where each came from, in `origins`."""
         if not isinstance(tools, list):
             raise self._fail(self.tools_each or "", f"must be a list, got {type(tools).__name__}")
         assert self.tool is not None
@@ -535,13 +573,13 @@ class SourceFormat:
         for i, tool in enumerate(tools):
             if not isinstance(tool, dict):
                 raise self._fail(owner.element_path(i), f"must be an object, got {type(tool).__name__}")
-            if not tool.keys() <= self.tool_reads:
+            if not tool.keys() <= self.tool_reads and not quiet(tool, self.tool_reads, self.tool_unsupported):
                 for key, value in tool.items():
                     if key not in self.tool_reads:
                         path = f"{owner.element_path(i)}.{key}"
                         self._settle(key, value, path, self.tool_unsupported, notes, unknown_fields)
             ctx.path = (owner, i)
-            records.append(("tools[{}]", i, 0, each, i, self.tool_renames))
+            origins[f"tools[{i}]"] = (f"{each}[{i}]", self.tool_renames)
             out.append({"type": "function", "function": self.tool(tool, ctx)})
         return out
 
@@ -592,19 +630,8 @@ class SourceFormat:
             notes.append(Note("dropped", "finish_reason", f"{result.finish_reason!r} has no {self.name} counterpart"))
         else:
             said[self.stop_key] = said["finish"] = stop
-        for target, total, others in self.usage:
-            value = _dig(result.usage, total)
-            if type(value) is not int:
-                continue
-            for other in others:
-                part = _dig(result.usage, other)
-                value -= part if type(part) is int else 0
-            if value < 0:  # the counts contradict each other: left out, never clamped
-                notes.append(
-                    Note("inconsistent", ".".join(total), f"less than the counts it includes; no {target[-1]}")
-                )
-                continue
-            _put(said, target, value)
+        assert self.derive_usage is not None
+        self.derive_usage(result.usage, said, notes)
         if not (isinstance(answer_id, str) and answer_id):
             answer_id = f"msg_{uuid.uuid4().hex[:24]}"
             notes.append(Note("synthesized", "id", "the provider's answer names no id"))
@@ -646,18 +673,6 @@ class SourceFormat:
         written = self.writer(view, ctx)
         notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
         return written
-
-
-def _dig(value: Any, steps: tuple[str, ...]) -> Any:
-    for step in steps:
-        value = value.get(step) if isinstance(value, dict) else None
-    return value
-
-
-def _put(out: dict[str, Any], steps: tuple[str, ...], value: Any) -> None:
-    for step in steps[:-1]:
-        out = out.setdefault(step, {})
-    out[steps[-1]] = value
 
 
 @cache
@@ -1099,13 +1114,13 @@ def translate_source(
 ) -> Any:
     """A request in the format -> the provider's body (`inbound`: the provider's compiled request side),
     its errors and notes naming the format's paths."""
-    hub, origins, records, notes = fmt.read_recorded(request, unknown_fields)
+    hub, origins, records, notes = fmt.read_recorded(request, unknown_fields, not inbound.reads_arguments_json)
     try:
         body = inbound.translate(hub, system=system, default_system=default_system, unknown_fields=unknown_fields)
     except TranslationError as exc:
         raise remap_error(exc, placed(origins, records)) from None
     if body.notes:
-        placed(origins, records)
+        placed(origins, records, [n.path for n in body.notes])
         body.notes = (*notes, *(Note(n.kind, remap(n.path, origins), n.message, n.side) for n in body.notes))
     else:
         body.notes = tuple(notes)
