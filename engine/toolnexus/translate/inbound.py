@@ -41,6 +41,7 @@ from .reader import (
     read_tools,
     system_parts,
 )
+from .direct_code import Parts
 from .request_code import Messages, Tools, Written, generate, generate_tools, settle_parts
 
 UnknownFields = Literal["error", "drop"]
@@ -441,10 +442,12 @@ def compile_inbound(source: RuleSource) -> Inbound:
     def content_factory(spec: dict[str, Any], key: Key) -> Render:
         return _content_writer(spec, key, parts, gaps, source, provider, finish, writers)
 
+    part_parsed: dict[Key, Node] = {}  # each part template's parsed nodes, for the direct writer
     for kind, template in msgs["parts"].items():
         # A part may write its own parts (a tool result's images).
         env = Env(source, content=content_factory, generated=code)
         parts[kind] = (compile_template(template, ("messages", "parts", kind), env), _frozen(env.fields_read()))
+        part_parsed[("messages", "parts", kind)] = env.parsed[("messages", "parts", kind)]
         _refuse_direct_parts(env, source)
         found = _gaps(env, PART_FIELDS.get(kind, ()), TEXT_OF_PARTS.get(kind))
         if found.unread or (kind in TEXT_OF_PARTS and found.kinds is not None and TOOL_RESULT_KINDS - found.kinds):
@@ -573,7 +576,9 @@ def compile_inbound(source: RuleSource) -> Inbound:
             {"consumed": tuple(sorted(consumed)), "hoist": tuple(sorted(hoist)), "parts": tuple(sorted(parts))}
         ),
     )
-    text, run = generate(inbound, _content_lines(writers))  # the messages section's one function
+    part_nodes = {kind: parsed for (*_, kind), parsed in part_parsed.items()}
+    direct = Parts(MappingProxyType(writers), MappingProxyType(part_nodes), {k: r for k, (_, r) in parts.items()}, spliced)
+    text, run = generate(inbound, _content_lines(writers), direct)  # the messages section's one function
     code_items = (*inbound.code, (("messages",), text))
     if plain_tool_scope is None:
         return replace(inbound, messages=run, code=code_items)

@@ -394,8 +394,12 @@ def _assistant_parts(
 def _id_rewritten(part: dict[str, Any], key: str, given: str, sent: str, provider: str) -> None:
     """An id the provider does not accept as given: the part sends `sent`, and says so where it is written."""
     part[key] = sent
-    how = f"{given!r} is not a tool-call id {provider} accepts; sent as {sent!r} (results restore it)"
-    part.setdefault("report", {}).setdefault("derived", {})[key] = (key, how)
+    part.setdefault("report", {}).setdefault("derived", {})[key] = (key, rewritten_id(given, sent, provider))
+
+
+def rewritten_id(given: str, sent: str, provider: str) -> str:
+    """The rewritten note of a tool-call id sent as another."""
+    return f"{given!r} is not a tool-call id {provider} accepts; sent as {sent!r} (results restore it)"
 
 
 def orphans(turn: dict[str, Any], carry: Carry) -> list[tuple[str, str]]:
