@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..language.templates import USES_CONTEXT, Node, Render, inline_node
-from .reader import MIDDLE_FIELDS, OBJECT_ARGUMENTS_SENT_AS_TEXT, TOOL_CALL_KEYS, rewritten_id
+from .reader import MIDDLE_FIELDS, OBJECT_ARGUMENTS_SENT_AS_TEXT, TOOL_CALL_KEYS, orphaned, rewritten_id
 
 if TYPE_CHECKING:
     from .inbound import ContentPlan
@@ -79,7 +79,15 @@ class Group:
     flat: str | None = None
     empty: str | None = None
     extras_of: str | None = None  # the input object whose other keys ride on the part under their own name
+    reader_keys: frozenset[str] = frozenset()  # the keys of that object the reader reads itself
     nested: tuple[Group, ...] = ()  # the part's own parts (a tool result's)
+    last: str | None = None  # in the loop `header` starts: true for its last part
+    carried: tuple[tuple[str, str], ...] = ()  # message keys placed on its last part: (key, the variable holding it)
+
+    @property
+    def present(self) -> str:
+        """A test that the group has a part."""
+        return "True" if self.empty is None else f"not ({self.empty})"
 
 
 @dataclass
@@ -127,13 +135,20 @@ def content_lines(gen: _Gen, groups: tuple[Group, ...], top: bool) -> Callable[.
             out = [f"{where} = c.path", *out, f"c.path = {where}"]
         whole = f"{target} = {blocks} if {blocks} else MISSING"
         if plan.policy == "text_or_blocks":
-            flat = _flat(chosen, blocks if plan.leads else None)
+            flat = _flat(gen, chosen, blocks if plan.leads else None)
             if flat is None:
                 return [*head, *out, whole]
-            test, text = flat
+            test, text, settled = flat
+            as_text = [*settled, f"{target} = {text}"]
             if test == "True":  # no part but text can be chosen, and no block leads
-                return [f"{target} = {text}"]
-            return [*head, f"if {test}: {target} = {text}", "else:", *("    " + line for line in [*out, whole])]
+                return as_text
+            return [
+                *head,
+                f"if {test}:",
+                *("    " + line for line in as_text),
+                "else:",
+                *("    " + line for line in [*out, whole]),
+            ]
         if plan.policy == "blocks":
             return [*head, *out, whole]
         many = f"f'holds {{len({blocks})}} parts; the rules send one per message'"
@@ -147,19 +162,30 @@ def content_lines(gen: _Gen, groups: tuple[Group, ...], top: bool) -> Callable[.
     return lines
 
 
-def _flat(chosen: list[Group], leads: str | None) -> tuple[str, str] | None:
-    """`text_or_blocks` as text: (the test that every part chosen is text and no lead block was given, the
-    joined text); None when that never holds. No part at all is the empty text, as the closure writes it."""
+def _flat(gen: _Gen, chosen: list[Group], leads: str | None) -> tuple[str, str, list[str]] | None:
+    """`text_or_blocks` as text: (the test that every part chosen is text, none carries a key the text template
+    writes and no lead block was given; the joined text; the carried keys it settles); None when that never
+    holds. No part at all is the empty text, as the closure writes it."""
     tests = [] if leads is None else [f"not {leads}"]
-    texts = []
+    texts: list[str] = []
+    settled: list[str] = []
+    reads = gen.parts.reads.get("text") or frozenset()
+    reporting = _plan_entry(gen, "text")
+    extras = reads - {"text", "kind"}  # a part carrying one of these stays a block
     for group in chosen:
-        if group.kind == "text":
-            texts.append(group.flat or "''")
-        elif group.empty is None:
-            return None
-        else:
+        if group.kind != "text":
+            if group.empty is None:
+                return None
             tests.append(group.empty)
-    return " and ".join(tests) or "True", " + ".join(texts) or "''"
+            continue
+        texts.append(group.flat or "''")
+        for key, var in group.carried:
+            if not extras.isdisjoint({key, "report", *(("source",) if "source" in group.known else ())}):
+                tests.append(f"({var} is MISSING or not {group.present})")
+            elif reporting is not None and reporting[0] is not None and key not in reporting[0]:
+                given = f"{var} is not MISSING and {group.present}"
+                settled.append(f"if {given}: c.settle({key!r}, {var}, f'messages[{{i}}].{key}')")
+    return " and ".join(tests) or "True", " + ".join(texts) or "''", settled
 
 
 def _part_lines(gen: _Gen, group: Group, blocks: str) -> list[str] | None:
@@ -170,10 +196,28 @@ def _part_lines(gen: _Gen, group: Group, blocks: str) -> list[str] | None:
     if node is None or reads is None or plan_entry is None:
         return None
     reporting, gaps = plan_entry
-    if gaps is not None:
-        return None
+    nested = {g.kind for g in group.nested}
+    if gaps is not None and (gaps.unread or (gaps.kinds is not None and not nested <= gaps.kinds)):
+        return None  # it leaves a field of these parts unwritten (its own parts it writes: nothing to settle)
     known: dict[str, str] = {}
+    body: list[str] = []
+    if group.extras_of is not None and reporting is not None:  # its own keys no template reads, settled
+        kept = gen.bind(MIDDLE_FIELDS | group.reader_keys | reads)
+        where = f"{group.at[0]}.element_path({group.at[1]})"
+        body += [
+            f"if not {group.extras_of}.keys() <= {kept}:",
+            f"    for k, v in {group.extras_of}.items():",
+            f"        if k not in {kept} and v is not None: c.settle(k, v, f'{{{where}}}.{{k}}')",
+        ]
+    for key, var in group.carried:  # on the last part only, as the reader's `place` puts it
+        value = var if group.last is None else f"({var} if {group.last} else MISSING)"
+        if key in reads:
+            known[key] = value
+        elif reporting is not None:  # the template writes nothing for it: settled as the rules say
+            body.append(f"if {value} is not MISSING: c.settle({key!r}, {value}, f'messages[{{i}}].{key}')")
     for name in reads:
+        if name in known:
+            continue
         if name in group.known:
             known[name] = group.known[name]
         elif name in MIDDLE_FIELDS or group.extras_of is None:
@@ -187,7 +231,6 @@ def _part_lines(gen: _Gen, group: Group, blocks: str) -> list[str] | None:
     if inline.whole or not inline.firsts.keys() <= known.keys():
         return None
     gen.names.update(inline.names)
-    body: list[str] = []
     if reporting is not None:
         for name, test, path, how in group.derived:
             if name in reporting:
@@ -227,6 +270,7 @@ def _text_groups(content: str, listed: bool, joined: str | None = None) -> Group
         ("CONTENT_PART", "(i, d_j)"),
         header=f"for d_j, d_p in enumerate({content}):",
         flat=joined or f"''.join([d_p['text'] for d_p in {content}])",
+        last=f"d_j == len({content}) - 1",
     )
 
 
@@ -259,6 +303,8 @@ def _calls_group(arguments_json: bool) -> Group:
         derived=tuple(derived),
         empty="not d_calls",
         extras_of="d_call",
+        reader_keys=TOOL_CALL_KEYS,
+        last="d_k == len(d_calls) - 1",
     )
 
 
@@ -280,7 +326,7 @@ def _read_calls(arguments_json: bool) -> list[str]:
         "    else:",
         "        for d_call in d_tc:",
         "            d_fn = d_call.get('function') if type(d_call) is dict else None",
-        "            if type(d_fn) is not dict or not d_call.keys() <= CALL_KEYS: d_ok = False; break",
+        "            if type(d_fn) is not dict: d_ok = False; break",
         "            d_id, d_name, d_raw = d_call.get('id'), d_fn.get('name'), d_fn.get('arguments')",
         "            if (type(d_id) is not str or not d_id or type(d_name) is not str or not d_name or d_id in seen",
         "                    or d_id in d_new or d_call.get('type', 'function') != 'function'): d_ok = False; break",
@@ -307,6 +353,31 @@ class Shape:
     take: tuple[str, ...]
     groups: tuple[Group, ...]
     empty: str | None = None  # no part at all (an empty assistant turn)
+    orphans: tuple[tuple[str, str, str], ...] = ()  # carried keys no part may take: (key, variable, the test)
+
+
+def carried(shape: Shape, placed: tuple[tuple[str, str | None], ...]) -> Shape:
+    """The shape with the message keys `messages.carry` places: each given rides on the last part of its kind
+    (of any kind: the last part), as the reader's `place` puts it, and one with no such part is noted as
+    dropped (`orphans`). A key whose part is known only at run time, or that could meet the part's own key of
+    that name, is absent from the shape (given, it takes the general branch)."""
+    groups = list(shape.groups)
+    tests, take, orphans = [shape.test], list(shape.take), []
+    for n, (key, kind) in enumerate(placed):
+        var = f"d_y{n}"
+        found = [j for j, group in enumerate(groups) if kind is None or group.kind == kind]
+        group = groups[found[-1]] if found else None
+        if key in MIDDLE_FIELDS or (
+            group is not None and ((len(found) > 1 and group.empty is not None) or group.extras_of is not None)
+        ):
+            tests.append(f"m.get({key!r}) is None")
+            continue
+        take += [f"{var} = m.get({key!r}, MISSING)", f"if {var} is None: {var} = MISSING"]
+        if group is None or group.empty is not None:
+            orphans.append((key, var, "True" if group is None else group.empty))
+        if group is not None:
+            groups[found[-1]] = replace(group, carried=(*group.carried, (key, var)))
+    return replace(shape, test=" and ".join(tests), take=tuple(take), groups=tuple(groups), orphans=tuple(orphans))
 
 
 def shapes(role: str, arguments_json: bool) -> tuple[list[str], list[Shape]] | None:
@@ -354,13 +425,6 @@ def shapes(role: str, arguments_json: bool) -> tuple[list[str], list[Shape]] | N
     return None
 
 
-def call_keys(parts: Parts) -> frozenset[str]:
-    """The keys a tool call may hold for the direct writer: the reader's, the middle form's (which the reader
-    never carries) and the tool-call template's own reads (the round-trip keys it writes)."""
-    reads = parts.reads.get("tool_call") or frozenset()
-    return TOOL_CALL_KEYS | MIDDLE_FIELDS | reads
-
-
 def direct_names() -> dict[str, Any]:
     """What every direct branch uses."""
     from ..language.jsonsafe import loads
@@ -375,6 +439,7 @@ def direct_names() -> dict[str, Any]:
         "LOADS": loads,
         "ARGUMENTS_TEXT": _ARGUMENTS_TEXT,
         "REWRITTEN_ID": rewritten_id,
+        "ORPHANED": orphaned,
         "OPAQUE": _opaque_blocks,
     }
 

@@ -408,8 +408,13 @@ def orphans(turn: dict[str, Any], carry: Carry) -> list[tuple[str, str]]:
     found = []
     for key, kind in carry.get(turn["role"], ()):
         if source.get(key) is not None and not any(kind is None or p["kind"] == kind for p in parts):
-            found.append((key, f"no {kind + ' ' if kind else ''}part in this message to carry it"))
+            found.append((key, orphaned(kind)))
     return found
+
+
+def orphaned(kind: str | None) -> str:
+    """Why a carried message key is dropped: the message has no part (of its kind) to carry it."""
+    return f"no {kind + ' ' if kind else ''}part in this message to carry it"
 
 
 # Object arguments as the JSON text `json.dumps(..., ensure_ascii=False)` writes (one encoder, not one per call).

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import Note
 from ..language.paths import MISSING
 from ..language.templates import USES_CONTEXT, ContentLines, Ctx, ListPath, Node, inline_node
-from .direct_code import Parts, call_keys, direct_names, role_writes, shapes
+from .direct_code import Parts, carried, direct_names, role_writes, shapes
 from .reader import (
     ROLES,
     IdMap,
@@ -181,18 +181,21 @@ def _direct(role: str, inbound: Inbound, names: dict[str, Any], parts: Parts) ->
     if rule.node is None or rule.spliced or found is None:
         return None
     names.update(direct_names())
-    names["CALL_KEYS"] = call_keys(parts)
     reads, kinds = found
     lines = list(reads)
     branch = "if"
     for variant, shape in enumerate(kinds):
         if rule.kinds is not None and not {group.kind for group in shape.groups} <= rule.kinds:
             continue
+        shape = carried(shape, inbound.carry.get(role, ()))
         writes = role_writes(role, shape, rule.node, parts, names, variant)
         if writes is None:
             continue
-        test = shape.test if not inbound.carry.get(role) else f"{shape.test} and PLACED_KEYS_{role}.isdisjoint(m)"
         body = [*shape.take, "if first is None: first = i", *_allowed(role, inbound, names)]
+        if rule.allowed is not None:  # as the general branch notes them (`orphans`)
+            for key, var, test in shape.orphans:
+                note = f"Note('dropped', f'messages[{{i}}].{key}', ORPHANED({dict(inbound.carry[role])[key]!r}))"
+                body.append(f"if {var} is not MISSING and {test}: notes.append({note})")
         if rule.drop_if_empty and shape.empty is not None:
             why = f"an empty {role} turn cannot be sent to {inbound.provider}"
             body += [f"if {shape.empty}:", f"    notes.append(Note('dropped', f'messages[{{i}}]', {why!r}))", "    continue"]
@@ -202,7 +205,7 @@ def _direct(role: str, inbound: Inbound, names: dict[str, Any], parts: Parts) ->
             *writes,
             f"if written is MISSING: raise c.fail(f'messages[{{i}}]', {nothing!r})",
         ]
-        lines += [f"{branch} {test}:", *("    " + line for line in body)]
+        lines += [f"{branch} {shape.test}:", *("    " + line for line in body)]
         branch = "elif"
     if branch == "if":
         return None
