@@ -5,6 +5,9 @@ each case request damaged one place at a time, and on generated transcripts."""
 
 from __future__ import annotations
 
+import copy
+import sys
+from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
@@ -16,11 +19,33 @@ from support.cases import request_cases, request_outcome
 from support.damage import DAMAGE, damaged, places
 from support.strategies import requests
 from toolnexus.devtools.conformance import lineage, parents_of
-from toolnexus.translate import inbound
+from toolnexus.translate import inbound, request_code
 from toolnexus.translate.inbound import Inbound
+from toolnexus.translate.rulebook import Rulebook, builtin_rulebook
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from bench_inputs import round_trip as bench_round_trip  # noqa: E402
+from bench_inputs import tool_declarations, transcript  # noqa: E402
 
 PROVIDERS = toolnexus.providers()
 CASES = request_cases(PROVIDERS)
+BENCHED = ("anthropic", "gemini", "openai", "mistral")  # the providers tools/bench.py times against hand-written code
+
+
+@pytest.fixture(scope="module")
+def general() -> Rulebook:
+    """The built-in rules compiled with no direct branch: every message is read into the middle form by the
+    reader's helpers and written through the part templates (the general branch)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(request_code, "_direct", lambda *args: None)
+        return builtin_rulebook.__wrapped__()
+
+
+def bench_requests() -> list[tuple[str, dict[str, Any]]]:
+    """tools/bench.py's transcripts: plain, and as `assistant_message()` hands them back in both styles."""
+    plain = transcript(300, tool_declarations())
+    styles = ("anthropic", "gemini")
+    return [("plain", plain), *((f"round trip {style}", bench_round_trip(plain, style)) for style in styles)]
 
 
 def explained(provider: str, request: Any, options: dict[str, Any]) -> Any:
@@ -89,7 +114,9 @@ def test_round_trip_transcripts_never_reach_the_reader(monkeypatch: pytest.Monke
 
 @pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_the_two_agree_on_each_case_request_damaged_one_place_at_a_time(provider: str) -> None:
+def test_the_two_agree_on_each_case_request_damaged_one_place_at_a_time(provider: str, general: Rulebook) -> None:
+    """... and the direct writer's branches agree with the general branch on each (a damaged message leaves the
+    direct writer's shapes at its first difference)."""
     count = 0
     for case_provider, _, request, options in CASES:
         if case_provider != provider or not isinstance(request.get("messages"), list):
@@ -97,16 +124,69 @@ def test_the_two_agree_on_each_case_request_damaged_one_place_at_a_time(provider
         for n, path in enumerate(list(places(request["messages"], ("messages",)))[1:]):
             harm = DAMAGE[(n + count) % len(DAMAGE)]
             broken = damaged(request, path, harm)
-            assert request_outcome(provider, broken, options) == explained(provider, broken, options), (path, harm)
+            outcome = request_outcome(provider, broken, options)
+            assert outcome == explained(provider, broken, options), (path, harm)
+            assert outcome == request_outcome(provider, broken, {**options, "rules": general}), (path, harm)
         count += 1
     assert count
 
 
+@pytest.mark.parametrize(("provider", "name", "request_", "options"), CASES, ids=[f"{c[0]}/{c[1]}" for c in CASES])
+def test_the_direct_writer_and_the_general_branch_agree_on_every_case(
+    provider: str, name: str, request_: dict[str, Any], options: dict[str, Any], general: Rulebook
+) -> None:
+    """The same body, notes and error (kind, path, message) with the direct branches as through the middle form."""
+    assert request_outcome(provider, request_, options) == request_outcome(
+        provider, request_, {**options, "rules": general}
+    )
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_direct_writer_and_the_general_branch_agree_on_the_bench_transcripts(
+    provider: str, general: Rulebook
+) -> None:
+    for name, request in bench_requests():
+        for options in ({}, {"unknown_fields": "drop"}):
+            direct = request_outcome(provider, request, options)
+            assert direct == request_outcome(provider, request, {**options, "rules": general}), name
+
+
+@pytest.mark.parametrize("provider", BENCHED)
+def test_the_bench_transcripts_are_written_without_the_middle_form(provider: str) -> None:
+    """Every message of the benchmark's transcripts (plain and round trip) is written by a direct branch, but for
+    the user messages holding an image (the general branch reads those)."""
+
+    def refuse(name: str) -> Any:
+        def helper(*args: Any, **kwargs: Any) -> NoReturn:
+            raise AssertionError(f"{name} read a message into the middle form")
+
+        return helper
+
+    def images_only(message: dict[str, Any], *args: Any) -> Any:
+        assert any(part.get("type") != "text" for part in message["content"]), message
+        return user_parts(message, *args)
+
+    user_parts = request_code._user_parts
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("_assistant_parts", "_tool_result", "place"):
+            patch.setattr(request_code, name, refuse(name))
+        patch.setattr(request_code, "_user_parts", images_only)
+        rules = builtin_rulebook.__wrapped__()
+    for name, request in bench_requests():
+        body = toolnexus.translate_request(provider, copy.deepcopy(request), rules=rules)
+        assert dict(body) == dict(toolnexus.translate_request(provider, copy.deepcopy(request))), name
+
+
 @settings(max_examples=60, deadline=None)
 @given(provider=st.sampled_from(PROVIDERS), request=requests(), drop=st.booleans())
-def test_the_two_agree_on_generated_transcripts(provider: str, request: dict[str, Any], drop: bool) -> None:
+def test_the_two_agree_on_generated_transcripts(
+    provider: str, request: dict[str, Any], drop: bool, general: Rulebook
+) -> None:
+    """... and the direct writer agrees with the general branch."""
     options = {"unknown_fields": "drop"} if drop else {}
-    assert request_outcome(provider, request, options) == explained(provider, request, options)
+    outcome = request_outcome(provider, request, options)
+    assert outcome == explained(provider, request, options)
+    assert outcome == request_outcome(provider, request, {**options, "rules": general})
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
