@@ -24,8 +24,8 @@ from toolnexus.translate.inbound import Inbound
 from toolnexus.translate.rulebook import Rulebook, builtin_rulebook
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-from bench_inputs import round_trip as bench_round_trip  # noqa: E402
-from bench_inputs import tool_declarations, transcript  # noqa: E402
+from bench_inputs import round_trip as bench_round_trip
+from bench_inputs import tool_declarations, transcript
 
 PROVIDERS = toolnexus.providers()
 CASES = request_cases(PROVIDERS)

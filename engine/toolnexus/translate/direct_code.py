@@ -29,8 +29,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ..language.jsonsafe import loads
 from ..language.templates import USES_CONTEXT, Node, Render, inline_node
-from .reader import MIDDLE_FIELDS, OBJECT_ARGUMENTS_SENT_AS_TEXT, TOOL_CALL_KEYS, orphaned, rewritten_id
+from .reader import (
+    _ARGUMENTS_TEXT,
+    MIDDLE_FIELDS,
+    OBJECT_ARGUMENTS_SENT_AS_TEXT,
+    TOOL_CALL_KEYS,
+    orphaned,
+    rewritten_id,
+)
 
 if TYPE_CHECKING:
     from .inbound import ContentPlan
@@ -60,7 +68,8 @@ class Parts:
     writers: Mapping[Render, ContentPlan]  # each `$content`'s plan, by its closure
     nodes: Mapping[str, Node]  # each part kind's parsed template
     reads: Mapping[str, frozenset[str] | None]  # the middle-form fields each part template reads (None: any)
-    spliced: frozenset[str] = frozenset()
+    spliced: frozenset[str]  # the kinds whose template is a list of blocks
+    opaque: Callable[[Any, str, Any, str | None], list[Any]]  # `lead`'s blocks, checked (inbound._opaque_blocks)
 
 
 @dataclass(frozen=True)
@@ -82,10 +91,11 @@ class Group:
     reader_keys: frozenset[str] = frozenset()  # the keys of that object the reader reads itself
     nested: tuple[Group, ...] = ()  # the part's own parts (a tool result's)
     last: str | None = None  # in the loop `header` starts: true for its last part
+    maybe: frozenset[str] = frozenset()  # the fields of `known` that may be absent (MISSING)
     carried: tuple[tuple[str, str], ...] = ()  # message keys placed on its last part: (key, the variable holding it)
 
     @property
-    def present(self) -> str:
+    def has_part(self) -> str:
         """A test that the group has a part."""
         return "True" if self.empty is None else f"not ({self.empty})"
 
@@ -119,9 +129,14 @@ def content_lines(gen: _Gen, groups: tuple[Group, ...], top: bool) -> Callable[.
         t = gen.tag()
         blocks, where = f"b{t}", f"where{t}"
         head = [f"{blocks} = []"]
-        for getter, lead_where, reshaped_by in plan.leads:
+        for (getter, lead_where, reshaped_by), read in zip(plan.leads, node.reads[1:], strict=True):
+            steps: tuple[str | int, ...] = read.steps or ()
+            if len(steps) == 2 and steps[0] == "source" and type(steps[1]) is str:  # a message key: read from it
+                value = f"m.get({steps[1]!r}, MISSING)"
+            else:
+                value = f"{gen.bind(getter)}({{'role': role, 'source': m, 'index': i}})"
             head += [
-                f"lead{t} = {gen.bind(getter)}({{'role': role, 'source': m, 'index': i}})",
+                f"lead{t} = {value}",
                 f"if lead{t} is not MISSING and lead{t} is not None:"
                 f" {blocks} += OPAQUE(lead{t}, {lead_where!r}, c, {reshaped_by!r})",
             ]
@@ -181,9 +196,9 @@ def _flat(gen: _Gen, chosen: list[Group], leads: str | None) -> tuple[str, str, 
         texts.append(group.flat or "''")
         for key, var in group.carried:
             if not extras.isdisjoint({key, "report", *(("source",) if "source" in group.known else ())}):
-                tests.append(f"({var} is MISSING or not {group.present})")
+                tests.append(f"({var} is MISSING or not {group.has_part})")
             elif reporting is not None and reporting[0] is not None and key not in reporting[0]:
-                given = f"{var} is not MISSING and {group.present}"
+                given = f"{var} is not MISSING and {group.has_part}"
                 settled.append(f"if {given}: c.settle({key!r}, {var}, f'messages[{{i}}].{key}')")
     return " and ".join(tests) or "True", " + ".join(texts) or "''", settled
 
@@ -226,8 +241,11 @@ def _part_lines(gen: _Gen, group: Group, blocks: str) -> list[str] | None:
             value = f"e{gen.tag()}"
             known[name] = f"({value} if ({value} := {group.extras_of}.get({name!r})) is not None else MISSING)"
     t = gen.tag()
-    nested = content_lines(gen, group.nested, top=False) if group.nested else None
-    inline = inline_node(node, "None", f"w{t}", is_dict=True, known=known, prefix=f"{t[1:]}_", content=nested, tag=t)
+    inner = content_lines(gen, group.nested, top=False) if group.nested else None
+    there = frozenset(group.known) - group.maybe
+    inline = inline_node(
+        node, "None", f"w{t}", is_dict=True, known=known, prefix=f"{t[1:]}_", content=inner, tag=t, present=there
+    )
     if inline.whole or not inline.firsts.keys() <= known.keys():
         return None
     gen.names.update(inline.names)
@@ -302,6 +320,7 @@ def _calls_group(arguments_json: bool) -> Group:
         header="for d_k, (d_call, d_id, d_sent, d_name, d_args, d_raw, d_obj) in enumerate(d_calls):",
         derived=tuple(derived),
         empty="not d_calls",
+        maybe=frozenset({"arguments_json", "current_turn"}),
         extras_of="d_call",
         reader_keys=TOOL_CALL_KEYS,
         last="d_k == len(d_calls) - 1",
@@ -362,7 +381,8 @@ def carried(shape: Shape, placed: tuple[tuple[str, str | None], ...]) -> Shape:
     dropped (`orphans`). A key whose part is known only at run time, or that could meet the part's own key of
     that name, is absent from the shape (given, it takes the general branch)."""
     groups = list(shape.groups)
-    tests, take, orphans = [shape.test], list(shape.take), []
+    tests, take = [shape.test], list(shape.take)
+    orphans: list[tuple[str, str, str]] = []
     for n, (key, kind) in enumerate(placed):
         var = f"d_y{n}"
         found = [j for j, group in enumerate(groups) if kind is None or group.kind == kind]
@@ -373,8 +393,10 @@ def carried(shape: Shape, placed: tuple[tuple[str, str | None], ...]) -> Shape:
             tests.append(f"m.get({key!r}) is None")
             continue
         take += [f"{var} = m.get({key!r}, MISSING)", f"if {var} is None: {var} = MISSING"]
-        if group is None or group.empty is not None:
-            orphans.append((key, var, "True" if group is None else group.empty))
+        if group is None:
+            orphans.append((key, var, "True"))
+        elif group.empty is not None:
+            orphans.append((key, var, group.empty))
         if group is not None:
             groups[found[-1]] = replace(group, carried=(*group.carried, (key, var)))
     return replace(shape, test=" and ".join(tests), take=tuple(take), groups=tuple(groups), orphans=tuple(orphans))
@@ -382,6 +404,7 @@ def carried(shape: Shape, placed: tuple[tuple[str, str | None], ...]) -> Shape:
 
 def shapes(role: str, arguments_json: bool) -> tuple[list[str], list[Shape]] | None:
     """A role's reads and the shapes the direct writer writes (None: the general branch only)."""
+    take: tuple[str, ...]
     if role == "user":
         take = ("pending, answered = {}, set()",)
         return ["d_c = m.get('content')"], [
@@ -410,28 +433,24 @@ def shapes(role: str, arguments_json: bool) -> tuple[list[str], list[Shape]] | N
         ]
         take = ("answered.add(d_id)", "d_sent = d_id if ids is None else ids(d_id)")
         out = []
+        rewritten = ("tool_call_id", "d_sent != d_id", "f'messages[{i}].tool_call_id'", "REWRITTEN_ID(d_id, d_sent, P)")
         for listed, test in ((False, "type(d_c) is str"), (True, _TEXT_PARTS)):
-            text = "''.join([d_p['text'] for d_p in d_c])" if listed else "d_c"
+            joined = "''.join([d_p['text'] for d_p in d_c])" if listed else "d_c"
+            known = {"kind": "'tool_result'", "tool_call_id": "d_sent", "name": "d_name", "content": "d_text"}
             result = Group(
                 "tool_result",
-                {"kind": "'tool_result'", "tool_call_id": "d_sent", "name": "d_name", "content": "d_text"}
-                | {"index": "i", "source": "m"},
+                known | {"index": "i", "source": "m"},
                 ("MESSAGES", "i"),
-                derived=(("tool_call_id", "d_sent != d_id", "f'messages[{i}].tool_call_id'", "REWRITTEN_ID(d_id, d_sent, P)"),),
+                derived=(rewritten,),
                 nested=(_text_groups("d_c", listed, "d_text"),),
             )
-            out.append(Shape(f"d_ok and {test}", (*take, f"d_text = {text}"), (result,)))
+            out.append(Shape(f"d_ok and {test}", (*take, f"d_text = {joined}"), (result,)))
         return reads, out
     return None
 
 
-def direct_names() -> dict[str, Any]:
+def direct_names(parts: Parts) -> dict[str, Any]:
     """What every direct branch uses."""
-    from ..language.jsonsafe import loads
-
-    from .inbound import _opaque_blocks
-    from .reader import _ARGUMENTS_TEXT
-
     return {
         "CONTENT": CONTENT,
         "CONTENT_PART": CONTENT_PART,
@@ -440,7 +459,7 @@ def direct_names() -> dict[str, Any]:
         "ARGUMENTS_TEXT": _ARGUMENTS_TEXT,
         "REWRITTEN_ID": rewritten_id,
         "ORPHANED": orphaned,
-        "OPAQUE": _opaque_blocks,
+        "OPAQUE": parts.opaque,
     }
 
 
@@ -452,7 +471,10 @@ def role_writes(
     content = content_lines(gen, shape.groups, top=True)
     known = {"role": repr(role), "source": "m", "index": "i"}
     t = gen.tag()
-    inline = inline_node(node, "None", "written", is_dict=True, known=known, prefix=f"{t[1:]}_", content=content, tag=t)
+    there = frozenset(known)
+    inline = inline_node(
+        node, "None", "written", is_dict=True, known=known, prefix=f"{t[1:]}_", content=content, tag=t, present=there
+    )
     if inline.whole or not inline.firsts.keys() <= known.keys():
         return None
     names.update(inline.names)

@@ -22,6 +22,7 @@ from ..language.jsonsafe import checked
 from ..language.loader import Key, RuleSource, did_you_mean, dotted
 from ..language.paths import MISSING, Getter, is_piped, piped_from
 from ..language.templates import ContentLines, Ctx, Env, Node, Render, compile_template, path_getter
+from .direct_code import Parts
 from .fields import OPENAI_REQUEST_FIELDS, ZERO_MEANS_ABSENT, Range, check_fields, compile_ranges
 from .reader import (
     NO_CARRY,
@@ -41,7 +42,6 @@ from .reader import (
     read_tools,
     system_parts,
 )
-from .direct_code import Parts
 from .request_code import Messages, Tools, Written, generate, generate_tools, settle_parts
 
 UnknownFields = Literal["error", "drop"]
@@ -442,12 +442,12 @@ def compile_inbound(source: RuleSource) -> Inbound:
     def content_factory(spec: dict[str, Any], key: Key) -> Render:
         return _content_writer(spec, key, parts, gaps, source, provider, finish, writers)
 
-    part_parsed: dict[Key, Node] = {}  # each part template's parsed nodes, for the direct writer
+    part_nodes: dict[str, Node] = {}  # each part template's parsed nodes, for the direct writer
     for kind, template in msgs["parts"].items():
         # A part may write its own parts (a tool result's images).
         env = Env(source, content=content_factory, generated=code)
         parts[kind] = (compile_template(template, ("messages", "parts", kind), env), _frozen(env.fields_read()))
-        part_parsed[("messages", "parts", kind)] = env.parsed[("messages", "parts", kind)]
+        part_nodes[kind] = env.parsed[("messages", "parts", kind)]
         _refuse_direct_parts(env, source)
         found = _gaps(env, PART_FIELDS.get(kind, ()), TEXT_OF_PARTS.get(kind))
         if found.unread or (kind in TEXT_OF_PARTS and found.kinds is not None and TOOL_RESULT_KINDS - found.kinds):
@@ -576,8 +576,8 @@ def compile_inbound(source: RuleSource) -> Inbound:
             {"consumed": tuple(sorted(consumed)), "hoist": tuple(sorted(hoist)), "parts": tuple(sorted(parts))}
         ),
     )
-    part_nodes = {kind: parsed for (*_, kind), parsed in part_parsed.items()}
-    direct = Parts(MappingProxyType(writers), MappingProxyType(part_nodes), {k: r for k, (_, r) in parts.items()}, spliced)
+    part_reads = MappingProxyType({kind: reads for kind, (_, reads) in parts.items()})
+    direct = Parts(MappingProxyType(writers), MappingProxyType(part_nodes), part_reads, spliced, _opaque_blocks)
     text, run = generate(inbound, _content_lines(writers), direct)  # the messages section's one function
     code_items = (*inbound.code, (("messages",), text))
     if plain_tool_scope is None:

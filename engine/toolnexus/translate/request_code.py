@@ -94,9 +94,7 @@ _READ = {
 _TEXT = ["parts = [{'kind': 'text', 'text': text_only(m, i, P)}]"]  # a system or developer role not hoisted
 
 
-def generate(
-    inbound: Inbound, content: ContentLines | None = None, parts: Parts | None = None
-) -> tuple[str, Messages]:
+def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts | None = None) -> tuple[str, Messages]:
     """The messages section's function and its source (`content`: writes a role's `$content` inline; `parts`:
     what the direct writer inlines, for the common shapes of each role's message, see direct_code.py)."""
     names: dict[str, Any] = {
@@ -180,7 +178,7 @@ def _direct(role: str, inbound: Inbound, names: dict[str, Any], parts: Parts) ->
     found = shapes(role, inbound.reads_arguments_json)
     if rule.node is None or rule.spliced or found is None:
         return None
-    names.update(direct_names())
+    names.update(direct_names(parts))
     reads, kinds = found
     lines = list(reads)
     branch = "if"
@@ -198,7 +196,11 @@ def _direct(role: str, inbound: Inbound, names: dict[str, Any], parts: Parts) ->
                 body.append(f"if {var} is not MISSING and {test}: notes.append({note})")
         if rule.drop_if_empty and shape.empty is not None:
             why = f"an empty {role} turn cannot be sent to {inbound.provider}"
-            body += [f"if {shape.empty}:", f"    notes.append(Note('dropped', f'messages[{{i}}]', {why!r}))", "    continue"]
+            body += [
+                f"if {shape.empty}:",
+                f"    notes.append(Note('dropped', f'messages[{{i}}]', {why!r}))",
+                "    continue",
+            ]
         nothing = f"the {inbound.provider} rules wrote nothing for this message"
         body += [
             *(["c.path = (MESSAGES, i)"] if USES_CONTEXT.search("\n".join(writes)) else []),
@@ -258,12 +260,11 @@ def _role(
         "if first is None: first = i",
     ]
     lines += _allowed(role, inbound, names)
-    if rule.allowed is not None:
-        if rule.carried:
-            lines += [
-                "if carries:",
-                "    for key, why in orphans(turn, CARRY): notes.append(Note('dropped', f'messages[{i}].{key}', why))",
-            ]
+    if rule.allowed is not None and rule.carried:
+        lines += [
+            "if carries:",
+            "    for key, why in orphans(turn, CARRY): notes.append(Note('dropped', f'messages[{i}].{key}', why))",
+        ]
     if rule.kinds is not None:
         names[f"KINDS_{role}"] = rule.kinds
         lines.append(f"settle_parts(turn, parts, KINDS_{role}, c)")
