@@ -292,10 +292,17 @@ def _text_groups(content: str, listed: bool, joined: str | None = None) -> Group
     )
 
 
-_TEXT_PARTS = (
-    "type(d_c) is list and d_c and all(type(d_p) is dict and len(d_p) == 2 and d_p.get('type') == 'text'"
-    " and type(d_p.get('text')) is str for d_p in d_c)"
-)
+_TEXT_PARTS = "TEXT_PARTS(d_c)"
+
+
+def text_parts(content: Any) -> bool:
+    """Whether a content is a non-empty list of text parts that hold nothing but their text."""
+    if type(content) is not list or not content:
+        return False
+    for part in content:
+        if type(part) is not dict or len(part) != 2 or part.get("type") != "text" or type(part.get("text")) is not str:
+            return False
+    return True
 
 
 def _calls_group(arguments_json: bool) -> Group:
@@ -460,6 +467,7 @@ def direct_names(parts: Parts) -> dict[str, Any]:
         "REWRITTEN_ID": rewritten_id,
         "ORPHANED": orphaned,
         "OPAQUE": parts.opaque,
+        "TEXT_PARTS": text_parts,
     }
 
 
