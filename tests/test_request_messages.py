@@ -17,11 +17,12 @@ from hypothesis import strategies as st
 import toolnexus
 from support.cases import request_cases, request_outcome
 from support.damage import DAMAGE, damaged, places
+from support.made_up import made_up_provider
 from support.strategies import requests
 from toolnexus.devtools.conformance import lineage, parents_of
 from toolnexus.translate import inbound, request_code
 from toolnexus.translate.inbound import Inbound
-from toolnexus.translate.rulebook import Rulebook, builtin_rulebook
+from toolnexus.translate.rulebook import Rulebook, builtin_rulebook, read_rules_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 from bench_inputs import round_trip as bench_round_trip
@@ -196,3 +197,96 @@ def test_explain_shows_the_messages_function_beside_its_rule(provider: str) -> N
     # the file that holds the messages section: the provider's own, or for a variant the ancestor's it inherits
     assert any(f"rules/{name}.yaml:" in header for name in lineage(provider, parents_of(toolnexus.load_rules())))
     assert "def messages(msgs, c, ids):" in shown.split(header, 1)[1]
+
+
+# A made-up provider whose rules use what the direct writer writes: a carried message key its text template
+# writes (`mark`) and one it does not (`sig`, settled), a tool call's own key it writes (`tag`), a tool result
+# with its own `$content`, an assistant turn led by opaque blocks and merged tool turns.
+KAPPA = made_up_provider(
+    "kappa",
+    (
+        "    tool: {message: {from: human, say: {$content: blocks}}}\n",
+        "    tool: {message: {from: human, say: {$content: blocks}}, merge_consecutive: true}\n"
+        "  carry:\n"
+        "    mark: {roles: [user, tool]}\n"
+        "    sig: {roles: [assistant], kind: text}\n"
+        "  unsupported: {sig: {action: drop}}\n",
+    ),
+    (
+        "assistant: {message: {from: bot, say: {$content: blocks}}}",
+        "assistant: {message: {from: bot, say: {$content: blocks, lead: source.lead}}}",
+    ),
+    ("    text: {t: {$get: text}}\n", "    text: {t: {$get: text}, m: {$get: mark}}\n"),
+    (
+        "args: {$get: arguments}}",
+        "args: {$get: arguments}, tag: {$get: tag}, first: {$when: position, is: 0, then: yes}}",
+    ),
+    ("body: {$get: content}}", "body: {$content: text_or_blocks}, m: {$get: mark}}"),
+)
+KAPPA_TRANSCRIPT = [
+    {"role": "system", "content": "be brief"},
+    {"role": "user", "content": "hi", "mark": "m1"},
+    {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "mark": "m2"},
+    {
+        "role": "assistant",
+        "content": "calling",
+        "sig": "s1",
+        "lead": [{"kind": "opaque"}],
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}, "tag": "t"},
+            {"id": "c2", "type": "function", "function": {"name": "f", "arguments": {"y": 2}}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "one", "mark": "m3"},
+    {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "t"}, {"type": "text", "text": "wo"}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "sig": "orphaned",
+        "tool_calls": [
+            {"id": "c3", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c3", "content": "three"},
+    {"role": "assistant", "content": "done", "sig": "s2"},
+]
+
+
+def test_a_made_up_providers_messages_are_written_directly_as_through_the_middle_form(tmp_path: Path) -> None:
+    request = {"model": "m", "messages": KAPPA_TRANSCRIPT, "tools": [{"type": "function", "function": {"name": "f"}}]}
+    (tmp_path / "kappa.yaml").write_text(KAPPA, encoding="utf-8")
+    direct = request_outcome("kappa", request, {"rules": read_rules_dir(tmp_path)})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(request_code, "_direct", lambda *args: None)
+        general = read_rules_dir(tmp_path)
+    assert direct == request_outcome("kappa", request, {"rules": general})
+    body, notes = direct
+    assert body["turns"][0] == {"from": "human", "say": [{"t": "hi", "m": "m1"}]}
+    assert body["turns"][2]["say"][1:] == [
+        {"t": "calling"},
+        {"call": "c1", "fn": "f", "args": {"x": 1}, "tag": "t", "first": True},
+        {"call": "c2", "fn": "f", "args": {"y": 2}},
+    ]
+    assert {(n.kind, n.path) for n in notes} >= {("dropped", "messages[3].sig"), ("dropped", "messages[6].sig")}
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("_assistant_parts", "_tool_result", "_user_parts", "place"):
+            patch.setattr(request_code, name, lambda *args: pytest.fail("read into the middle form"))
+        only_direct = read_rules_dir(tmp_path)
+    assert request_outcome("kappa", request, {"rules": only_direct}) == direct
+
+
+def test_a_part_template_the_direct_writer_cannot_inline_takes_the_general_branch(tmp_path: Path) -> None:
+    """A `$lookup` is a closure over the whole part: its role's messages are read into the middle form."""
+    looked_up = KAPPA.replace("fn: {$get: name}", "fn: {$lookup: name, table: {f: F}}")
+    (tmp_path / "kappa.yaml").write_text(looked_up, encoding="utf-8")
+    rules = read_rules_dir(tmp_path)
+    code = dict(rules.get("kappa").inbound.code)[("messages",)]
+    assistant = code.split("elif role == 'assistant':", 1)[1].split("elif role == 'tool':", 1)[0]
+    assert "d_ok" not in assistant and "d_ok" in code.split("elif role == 'tool':", 1)[1]
+    request = {"model": "m", "messages": KAPPA_TRANSCRIPT, "tools": [{"type": "function", "function": {"name": "f"}}]}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(request_code, "_direct", lambda *args: None)
+        general = read_rules_dir(tmp_path)
+    outcome = request_outcome("kappa", request, {"rules": rules})
+    assert outcome == request_outcome("kappa", request, {"rules": general})
+    assert outcome[0]["turns"][2]["say"][2]["fn"] == "F"
