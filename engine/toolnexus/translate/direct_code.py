@@ -9,17 +9,19 @@ shape). The shapes (the hub's, so known here; no provider's):
 
   user       content a string, or a list of text parts (each exactly `type` and `text`)
   assistant  content a string or null; tool_calls absent or a list of function calls whose arguments are
-             JSON text of an object or an object, with no key a template leaves unwritten
+             JSON text of an object or an object
   tool       content a string or a list of text parts, answering a pending call, no `is_error`
 
-and, for every role, no message key `messages.carry` places on a part. Round-trip keys are ordinary template
-values: a tool call's own keys (`extra_content`) are read where the tool-call template reads them, and a
-message's keys by the role template (`lead` blocks, `$merge: source`) as it reads them. Anything else, and a
-role or part template this writer cannot write inline (one that reads its scope whole, a lookup, a spliced
-template, a part kind whose fields a template leaves unwritten), falls to the general branch: the reader's
-helpers for that message, with the same output, notes and errors. The notes the general branch writes for
-these shapes are written here where they arise, in its order: the message keys settled, an empty turn
-dropped, then per part its rewritten id or arguments, then what its template notes.
+Round-trip keys are ordinary template values: a tool call's own keys (`extra_content`) are read where the
+tool-call template reads them (and settled where none does), a message key `messages.carry` places rides
+on its part as the reader's `place` puts it (`carried`), and the role template reads the message's own keys
+(`lead` blocks, `$merge: source`) as it reads them. Anything else, and a role or part template this writer
+cannot write inline (one that reads its scope whole, a lookup, a spliced template, a part kind whose fields
+a template leaves unwritten, a carried key whose part is known only at run time), falls to the general
+branch: the reader's helpers for that message, with the same output, notes and errors. The notes the
+general branch writes for these shapes are written here where they arise, in its order: the message keys
+settled, a carried key no part takes, an empty turn dropped, then per part the keys its template does not
+write, its rewritten id or arguments, then what its template notes.
 """
 
 from __future__ import annotations
@@ -58,7 +60,6 @@ class At:
 CONTENT = At("messages[{}].content")  # a string content's one text part
 CONTENT_PART = At("messages[{}].content[{}]")
 CALL = At("messages[{}].tool_calls[{}]")
-MESSAGE = At("messages[{}]")  # a tool message's result
 
 
 @dataclass(frozen=True)
