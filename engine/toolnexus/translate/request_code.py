@@ -1,8 +1,10 @@
 """The request's messages section as one generated function per rule file.
 
-One pass over the transcript: per message, its role's read into the middle form (the reader's helper
-for each shape: one implementation of each idea), the per-turn settling, the write by the role's
-compiled template, the merge of consecutive turns, and the notes where they arise. The role table, the
+One pass over the transcript: per message, the direct writer's branch for its shape when it has a common
+one (direct_code.py: read from the message and written by the templates inline, no middle form), else the
+general branch: its role's read into the middle form (the reader's helper for each shape: one
+implementation of each idea), the per-turn settling, the write by the role's compiled template; then the
+merge of consecutive turns, and the notes where they arise. The role table, the
 carry table and the hoisted roles are folded into the code, so the loop asks nothing the rule file
 already answered at load.
 
