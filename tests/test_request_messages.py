@@ -290,3 +290,18 @@ def test_a_part_template_the_direct_writer_cannot_inline_takes_the_general_branc
     outcome = request_outcome("kappa", request, {"rules": rules})
     assert outcome == request_outcome("kappa", request, {"rules": general})
     assert outcome[0]["turns"][2]["say"][2]["fn"] == "F"
+
+
+@pytest.mark.parametrize("general_branch", [False, True])
+def test_a_tool_calls_own_key_rides_on_without_its_type(general_branch: bool, general: Rulebook) -> None:
+    """`type` may be left out of a tool call; its other keys are still read (written, or settled), both ways."""
+    call = {"id": "call_1", "function": {"name": "f", "arguments": "{}"}, "extra_content": {"k": "v"}}
+    request = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [call]}],
+    }
+    rules = general if general_branch else None
+    body = toolnexus.translate_request("openai", request, rules=rules)
+    assert body["messages"][1]["tool_calls"][0]["extra_content"] == {"k": "v"}
+    noted = toolnexus.translate_request("anthropic", request, rules=rules, unknown_fields="drop")
+    assert ("dropped", "messages[1].tool_calls[0].extra_content") in {(n.kind, n.path) for n in noted.notes}

@@ -385,7 +385,7 @@ def _assistant_parts(
             sent = tool_call_ids(call_id)
             if sent != call_id:
                 _id_rewritten(part, "id", call_id, sent, provider)
-        if len(call) > 3:  # more than id, type and function
+        if not call.keys() <= TOOL_CALL_KEYS:  # more than id, type and function (`type` may be left out)
             _carry_extras(part, call, TOOL_CALL_KEYS)
         parts.append(part)
     return parts
