@@ -5,6 +5,9 @@ each case request damaged one place at a time, and on generated transcripts."""
 
 from __future__ import annotations
 
+import copy
+import sys
+from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
@@ -14,13 +17,36 @@ from hypothesis import strategies as st
 import toolnexus
 from support.cases import request_cases, request_outcome
 from support.damage import DAMAGE, damaged, places
+from support.made_up import made_up_provider
 from support.strategies import requests
 from toolnexus.devtools.conformance import lineage, parents_of
-from toolnexus.translate import inbound
+from toolnexus.translate import inbound, request_code
 from toolnexus.translate.inbound import Inbound
+from toolnexus.translate.rulebook import Rulebook, builtin_rulebook, read_rules_dir
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from bench_inputs import round_trip as bench_round_trip
+from bench_inputs import tool_declarations, transcript
 
 PROVIDERS = toolnexus.providers()
 CASES = request_cases(PROVIDERS)
+BENCHED = ("anthropic", "gemini", "openai", "mistral")  # the providers tools/bench.py times against hand-written code
+
+
+@pytest.fixture(scope="module")
+def general() -> Rulebook:
+    """The built-in rules compiled with no direct branch: every message is read into the middle form by the
+    reader's helpers and written through the part templates (the general branch)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(request_code, "_direct", lambda *args: None)
+        return builtin_rulebook.__wrapped__()
+
+
+def bench_requests() -> list[tuple[str, dict[str, Any]]]:
+    """tools/bench.py's transcripts: plain, and as `assistant_message()` hands them back in both styles."""
+    plain = transcript(300, tool_declarations())
+    styles = ("anthropic", "gemini")
+    return [("plain", plain), *((f"round trip {style}", bench_round_trip(plain, style)) for style in styles)]
 
 
 def explained(provider: str, request: Any, options: dict[str, Any]) -> Any:
@@ -89,7 +115,9 @@ def test_round_trip_transcripts_never_reach_the_reader(monkeypatch: pytest.Monke
 
 @pytest.mark.slow
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_the_two_agree_on_each_case_request_damaged_one_place_at_a_time(provider: str) -> None:
+def test_the_two_agree_on_each_case_request_damaged_one_place_at_a_time(provider: str, general: Rulebook) -> None:
+    """... and the direct writer's branches agree with the general branch on each (a damaged message leaves the
+    direct writer's shapes at its first difference)."""
     count = 0
     for case_provider, _, request, options in CASES:
         if case_provider != provider or not isinstance(request.get("messages"), list):
@@ -97,16 +125,69 @@ def test_the_two_agree_on_each_case_request_damaged_one_place_at_a_time(provider
         for n, path in enumerate(list(places(request["messages"], ("messages",)))[1:]):
             harm = DAMAGE[(n + count) % len(DAMAGE)]
             broken = damaged(request, path, harm)
-            assert request_outcome(provider, broken, options) == explained(provider, broken, options), (path, harm)
+            outcome = request_outcome(provider, broken, options)
+            assert outcome == explained(provider, broken, options), (path, harm)
+            assert outcome == request_outcome(provider, broken, {**options, "rules": general}), (path, harm)
         count += 1
     assert count
 
 
+@pytest.mark.parametrize(("provider", "name", "request_", "options"), CASES, ids=[f"{c[0]}/{c[1]}" for c in CASES])
+def test_the_direct_writer_and_the_general_branch_agree_on_every_case(
+    provider: str, name: str, request_: dict[str, Any], options: dict[str, Any], general: Rulebook
+) -> None:
+    """The same body, notes and error (kind, path, message) with the direct branches as through the middle form."""
+    assert request_outcome(provider, request_, options) == request_outcome(
+        provider, request_, {**options, "rules": general}
+    )
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_direct_writer_and_the_general_branch_agree_on_the_bench_transcripts(
+    provider: str, general: Rulebook
+) -> None:
+    for name, request in bench_requests():
+        for options in ({}, {"unknown_fields": "drop"}):
+            direct = request_outcome(provider, request, options)
+            assert direct == request_outcome(provider, request, {**options, "rules": general}), name
+
+
+@pytest.mark.parametrize("provider", BENCHED)
+def test_the_bench_transcripts_are_written_without_the_middle_form(provider: str) -> None:
+    """Every message of the benchmark's transcripts (plain and round trip) is written by a direct branch, but for
+    the user messages holding an image (the general branch reads those)."""
+
+    def refuse(name: str) -> Any:
+        def helper(*args: Any, **kwargs: Any) -> NoReturn:
+            raise AssertionError(f"{name} read a message into the middle form")
+
+        return helper
+
+    def images_only(message: dict[str, Any], *args: Any) -> Any:
+        assert any(part.get("type") != "text" for part in message["content"]), message
+        return user_parts(message, *args)
+
+    user_parts = request_code._user_parts
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("_assistant_parts", "_tool_result", "place"):
+            patch.setattr(request_code, name, refuse(name))
+        patch.setattr(request_code, "_user_parts", images_only)
+        rules = builtin_rulebook.__wrapped__()
+    for name, request in bench_requests():
+        body = toolnexus.translate_request(provider, copy.deepcopy(request), rules=rules)
+        assert dict(body) == dict(toolnexus.translate_request(provider, copy.deepcopy(request))), name
+
+
 @settings(max_examples=60, deadline=None)
 @given(provider=st.sampled_from(PROVIDERS), request=requests(), drop=st.booleans())
-def test_the_two_agree_on_generated_transcripts(provider: str, request: dict[str, Any], drop: bool) -> None:
+def test_the_two_agree_on_generated_transcripts(
+    provider: str, request: dict[str, Any], drop: bool, general: Rulebook
+) -> None:
+    """... and the direct writer agrees with the general branch."""
     options = {"unknown_fields": "drop"} if drop else {}
-    assert request_outcome(provider, request, options) == explained(provider, request, options)
+    outcome = request_outcome(provider, request, options)
+    assert outcome == explained(provider, request, options)
+    assert outcome == request_outcome(provider, request, {**options, "rules": general})
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -116,3 +197,111 @@ def test_explain_shows_the_messages_function_beside_its_rule(provider: str) -> N
     # the file that holds the messages section: the provider's own, or for a variant the ancestor's it inherits
     assert any(f"rules/{name}.yaml:" in header for name in lineage(provider, parents_of(toolnexus.load_rules())))
     assert "def messages(msgs, c, ids):" in shown.split(header, 1)[1]
+
+
+# A made-up provider whose rules use what the direct writer writes: a carried message key its text template
+# writes (`mark`) and one it does not (`sig`, settled), a tool call's own key it writes (`tag`), a tool result
+# with its own `$content`, an assistant turn led by opaque blocks and merged tool turns.
+KAPPA = made_up_provider(
+    "kappa",
+    (
+        "    tool: {message: {from: human, say: {$content: blocks}}}\n",
+        "    tool: {message: {from: human, say: {$content: blocks}}, merge_consecutive: true}\n"
+        "  carry:\n"
+        "    mark: {roles: [user, tool]}\n"
+        "    sig: {roles: [assistant], kind: text}\n"
+        "  unsupported: {sig: {action: drop}}\n",
+    ),
+    (
+        "assistant: {message: {from: bot, say: {$content: blocks}}}",
+        "assistant: {message: {from: bot, say: {$content: blocks, lead: source.lead}}}",
+    ),
+    ("    text: {t: {$get: text}}\n", "    text: {t: {$get: text}, m: {$get: mark}}\n"),
+    (
+        "args: {$get: arguments}}",
+        "args: {$get: arguments}, tag: {$get: tag}, first: {$when: position, is: 0, then: yes}}",
+    ),
+    ("body: {$get: content}}", "body: {$content: text_or_blocks}, m: {$get: mark}}"),
+)
+KAPPA_TRANSCRIPT = [
+    {"role": "system", "content": "be brief"},
+    {"role": "user", "content": "hi", "mark": "m1"},
+    {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}], "mark": "m2"},
+    {
+        "role": "assistant",
+        "content": "calling",
+        "sig": "s1",
+        "lead": [{"kind": "opaque"}],
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}, "tag": "t"},
+            {"id": "c2", "type": "function", "function": {"name": "f", "arguments": {"y": 2}}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "one", "mark": "m3"},
+    {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "t"}, {"type": "text", "text": "wo"}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "sig": "orphaned",
+        "tool_calls": [
+            {"id": "c3", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c3", "content": "three"},
+    {"role": "assistant", "content": "done", "sig": "s2"},
+]
+
+
+def test_a_made_up_providers_messages_are_written_directly_as_through_the_middle_form(tmp_path: Path) -> None:
+    request = {"model": "m", "messages": KAPPA_TRANSCRIPT, "tools": [{"type": "function", "function": {"name": "f"}}]}
+    (tmp_path / "kappa.yaml").write_text(KAPPA, encoding="utf-8")
+    direct = request_outcome("kappa", request, {"rules": read_rules_dir(tmp_path)})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(request_code, "_direct", lambda *args: None)
+        general = read_rules_dir(tmp_path)
+    assert direct == request_outcome("kappa", request, {"rules": general})
+    body, notes = direct
+    assert body["turns"][0] == {"from": "human", "say": [{"t": "hi", "m": "m1"}]}
+    assert body["turns"][2]["say"][1:] == [
+        {"t": "calling"},
+        {"call": "c1", "fn": "f", "args": {"x": 1}, "tag": "t", "first": True},
+        {"call": "c2", "fn": "f", "args": {"y": 2}},
+    ]
+    assert {(n.kind, n.path) for n in notes} >= {("dropped", "messages[3].sig"), ("dropped", "messages[6].sig")}
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("_assistant_parts", "_tool_result", "_user_parts", "place"):
+            patch.setattr(request_code, name, lambda *args: pytest.fail("read into the middle form"))
+        only_direct = read_rules_dir(tmp_path)
+    assert request_outcome("kappa", request, {"rules": only_direct}) == direct
+
+
+def test_a_part_template_the_direct_writer_cannot_inline_takes_the_general_branch(tmp_path: Path) -> None:
+    """A `$lookup` is a closure over the whole part: its role's messages are read into the middle form."""
+    looked_up = KAPPA.replace("fn: {$get: name}", "fn: {$lookup: name, table: {f: F}}")
+    (tmp_path / "kappa.yaml").write_text(looked_up, encoding="utf-8")
+    rules = read_rules_dir(tmp_path)
+    code = dict(rules.get("kappa").inbound.code)[("messages",)]
+    assistant = code.split("elif role == 'assistant':", 1)[1].split("elif role == 'tool':", 1)[0]
+    assert "d_ok" not in assistant and "d_ok" in code.split("elif role == 'tool':", 1)[1]
+    request = {"model": "m", "messages": KAPPA_TRANSCRIPT, "tools": [{"type": "function", "function": {"name": "f"}}]}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(request_code, "_direct", lambda *args: None)
+        general = read_rules_dir(tmp_path)
+    outcome = request_outcome("kappa", request, {"rules": rules})
+    assert outcome == request_outcome("kappa", request, {"rules": general})
+    assert outcome[0]["turns"][2]["say"][2]["fn"] == "F"
+
+
+@pytest.mark.parametrize("general_branch", [False, True])
+def test_a_tool_calls_own_key_rides_on_without_its_type(general_branch: bool, general: Rulebook) -> None:
+    """`type` may be left out of a tool call; its other keys are still read (written, or settled), both ways."""
+    call = {"id": "call_1", "function": {"name": "f", "arguments": "{}"}, "extra_content": {"k": "v"}}
+    request = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": [call]}],
+    }
+    rules = general if general_branch else None
+    body = toolnexus.translate_request("openai", request, rules=rules)
+    assert body["messages"][1]["tool_calls"][0]["extra_content"] == {"k": "v"}
+    noted = toolnexus.translate_request("anthropic", request, rules=rules, unknown_fields="drop")
+    assert ("dropped", "messages[1].tool_calls[0].extra_content") in {(n.kind, n.path) for n in noted.notes}

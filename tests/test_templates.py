@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -752,3 +753,34 @@ def test_an_inlined_template_builds_its_scope_only_when_it_reads_it_whole() -> N
     _, _, whole = inlined("{$get: '@'}", {"text": "hi"})
     assert "s = scope_" not in plain
     assert "s = scope_" in whole
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{t: {$get: text}, x: {$get: gone}}",
+        "{t: {$get: text}, x: {$get: gone.deep.er}}",
+        "{x: {$when: gone, is: true, then: 1, else: 2}}",
+        "{x: {$when: gone, present: false, then: 1}}",
+        "{x: {$when: gone, empty: true, then: 1}}",
+        "{x: {$when: gone, present: true, then: 1}, t: {$get: text}}",
+        "{x: {$as_object: gone, wrap: result}, t: {$get: text}}",
+        "{x: {$get: gone, default: fallback}}",
+    ],
+)
+def test_a_field_the_caller_holds_as_missing_is_absent_at_generation(template: str) -> None:
+    """A known field given as MISSING: what reads it is written as its absent value, the same as reading it."""
+    scope = {"text": "hi"}
+    ctx = Ctx("test")
+    expected = render(template, scope, ctx)
+    value, notes, code = inlined(template, scope, is_dict=True, known={"gone": "MISSING", "text": "'hi'"})
+    assert (value, notes) == (expected, ctx.notes)
+    assert not re.search(r"\bf\d+ = MISSING", code) and "is_empty(" not in code  # never read, never tested
+
+
+def test_an_inlined_template_says_when_it_reads_its_scope_whole() -> None:
+    source = parse_rule_text("t: {a: {$get: '@'}, b: {$get: text}}", "test.yaml")
+    whole = inline_node(parse_template(source.data["t"], ("t",), Env(source)), "scope_", "v_")
+    source = parse_rule_text("t: {b: {$get: text}}", "test.yaml")
+    plain = inline_node(parse_template(source.data["t"], ("t",), Env(source)), "scope_", "v_")
+    assert whole.whole and not plain.whole

@@ -301,6 +301,7 @@ class Inline:
     body: list[str]
     names: dict[str, Any]
     firsts: dict[str, str]
+    whole: bool = False  # the lines use the scope itself (a closure given it, a rich path), not only its fields
 
 
 def inline_node(
@@ -313,16 +314,21 @@ def inline_node(
     prefix: str = "",
     content: ContentLines | None = None,
     tag: str = "",
+    present: frozenset[str] = frozenset(),
 ) -> Inline:
     """`node` inlined (see Inline); `is_dict`: the caller has tested that the scope is a dict; `known`: fields of
-    the scope the caller holds in a variable (field -> variable), read from there. The scope itself is built
-    only when the lines use it whole. `prefix` goes before the names it binds; `content` writes a `$content`
-    inline (see ContentLines); `tag` ends every variable the lines bind (`s`, `sd`, `f0`, ...), so templates
-    pasted into one function, one inside another's loop, stay apart."""
-    gen = _Codegen(prefix, content, tag)
+    the scope the caller holds in a variable or an expression (field -> it), read from there (a field held as
+    `MISSING` is absent: what reads it is written as its absent value, at generation); `present`: known fields
+    never absent (written without a test). The scope itself is built only when the lines use it whole.
+    `prefix` goes before the names it binds; `content` writes a `$content` inline (see ContentLines); `tag`
+    ends every variable the lines bind (`s`, `sd`, `f0`, ...), so templates pasted into one function, one
+    inside another's loop, stay apart."""
+    known = known or {}
+    absent = frozenset(name for name, var in known.items() if var == "MISSING")
+    variables = {name: var for name, var in known.items() if var.isidentifier() and name not in absent}
+    gen = _Codegen(prefix, content, tag, absent, variables, present & known.keys())
     s, sd = f"s{tag}", f"sd{tag}"
     body = gen.emit(node, target, s)
-    known = known or {}
     reads = [(name, var) for name, var in gen.firsts.items() if name not in known]
     whole = re.search(rf"(?<![\w.']){s}(?![\w'])", "\n".join(gen.prelude + body)) is not None
     head = [f"{s} = {scope}"] if whole else []
@@ -330,8 +336,8 @@ def inline_node(
         held = s if whole else scope
         head.append(f"{sd} = {held}" if is_dict else f"{sd} = {held} if isinstance({held}, dict) else {{}}")
     head += [f"{var} = {sd}.get({name!r}, MISSING)" for name, var in reads]
-    head += [f"{var} = {known[name]}" for name, var in gen.firsts.items() if name in known]
-    return Inline(head + gen.prelude, body, {**_NAMES, **gen.names}, dict(gen.firsts))
+    head += [f"{var} = {known[name]}" for name, var in gen.firsts.items() if name in known and var != known[name]]
+    return Inline(head + gen.prelude, body, {**_NAMES, **gen.names}, dict(gen.firsts), whole)
 
 
 # Whether generated lines use the call's context `c` (a note, an error, a closure given it).
@@ -750,8 +756,20 @@ def pick_first(ctx: Ctx, *candidates: Any) -> Any:
 class _Codegen:
     """Turns template nodes into lines of Python; closures, getters and constants go into `names`."""
 
-    def __init__(self, prefix: str = "", content: ContentLines | None = None, tag: str = "") -> None:
+    def __init__(
+        self,
+        prefix: str = "",
+        content: ContentLines | None = None,
+        tag: str = "",
+        absent: frozenset[str] = frozenset(),
+        held: Mapping[str, str] | None = None,
+        present: frozenset[str] = frozenset(),
+    ) -> None:
         self.names: dict[str, Any] = {}
+        self.absent = absent  # scope fields known to be absent: their reads are MISSING, decided here
+        self.held = held or {}  # scope fields the caller holds in a variable: read from it, not copied
+        self.present = present  # scope fields known to be there (not MISSING): written without a test
+        self.present_vars: set[str] = set()  # the variables holding them
         self._count = 0
         self.prefix = prefix  # before the names bound in `names`, for several inlined templates in one namespace
         self.content = content  # `$content` written inline where this gives lines (else its closure is called)
@@ -776,8 +794,12 @@ class _Codegen:
         if read.steps is None:
             return [f"{target} = {self._name(read.getter)}({scope})"]
         steps = read.steps
+        if steps and steps[0] in self.absent:
+            return [f"{target} = MISSING"]
         if steps and isinstance(steps[0], str):
-            first = self.firsts.setdefault(steps[0], f"f{len(self.firsts)}{self._tag}")
+            first = self.firsts.setdefault(steps[0], self.held.get(steps[0]) or f"f{len(self.firsts)}{self._tag}")
+            if steps[0] in self.present:
+                self.present_vars.add(first)
             if len(steps) > 1 and all(isinstance(step, str) for step in steps):
                 return [f"{target} = {self._chain(first, steps)}"]
             lines = [f"{target} = {first}"]
@@ -821,6 +843,8 @@ class _Codegen:
             return [*lines, f"else: {target} = {self._name(node.render)}({scope}, c)"]
         if isinstance(node, Apply):
             lines = self._read(node.path, target, scope)
+            if lines == [f"{target} = MISSING"]:  # an absent field: the function is never applied
+                return lines
             call = f"{target} = {self._name(node.function)}({target}, c)"
             fn = node.function
             if isinstance(fn, partial) and fn.func is unseal:  # a string with no seal: all value, no state
@@ -841,6 +865,11 @@ class _Codegen:
             return self._get(node, target, scope)
         if isinstance(node, When):
             lines = self._read(node.path, target, scope)
+            if lines == [f"{target} = MISSING"]:  # an absent field: the branch is known now
+                holds = {"present": False, "empty": True}.get(node.test) == node.expected[0]
+                if holds or node.otherwise is not None:
+                    return self.emit(node.then if holds else node.otherwise, target, scope)
+                return lines
             if node.test == "present":
                 lines.append(f"if ({target} is not MISSING and {target} is not None) is {node.expected[0]!r}:")
             elif node.test == "empty":
@@ -891,21 +920,34 @@ class _Codegen:
                 lines.append(f"elif {target} is MISSING and all(({''.join(held)})): {target} = {node.empty!r}")
             return lines
         if isinstance(node, Obj):
-            lines = [f"{target} = {{}}"]
+            lines = []
+            leading: list[str] = []  # the keys always written before any that may be absent: one dict display
             always = False
             for name, child in node.items:
+                value = None
                 if isinstance(child, Const) and not isinstance(child.value, (dict, list)):
-                    lines.append(f"{target}[{name!r}] = {self._name(child.value)}")
+                    value = self._name(child.value)
+                else:
+                    tmp = self._fresh("v")
+                    emitted = self.emit(child, tmp, scope)
+                    alias = emitted[0].removeprefix(f"{tmp} = ") if len(emitted) == 1 else ""
+                    if alias == "MISSING":  # absent: the key is never written
+                        continue
+                    if alias in self.present_vars:  # a field known to be there
+                        value = alias
+                if value is not None:
                     always = True
+                    if not lines:
+                        leading.append(f"{name!r}: {value}")
+                    else:
+                        lines.append(f"{target}[{name!r}] = {value}")
                     continue
-                tmp = self._fresh("v")
-                emitted = self.emit(child, tmp, scope)
-                alias = emitted[0].removeprefix(f"{tmp} = ") if len(emitted) == 1 else ""
                 if alias.isidentifier():  # a value read up front (`f0`, `p1`): written as it is, not copied first
                     tmp = alias
                 else:
                     lines += emitted
                 lines.append(f"if {tmp} is not MISSING: {target}[{name!r}] = {tmp}")
+            lines.insert(0, f"{target} = {{{', '.join(leading)}}}")
             if not always:
                 lines.append(f"if not {target}: {target} = MISSING")
             return lines

@@ -22,6 +22,7 @@ from ..language.jsonsafe import checked
 from ..language.loader import Key, RuleSource, did_you_mean, dotted
 from ..language.paths import MISSING, Getter, is_piped, piped_from
 from ..language.templates import ContentLines, Ctx, Env, Node, Render, compile_template, path_getter
+from .direct_code import Parts
 from .fields import OPENAI_REQUEST_FIELDS, ZERO_MEANS_ABSENT, Range, check_fields, compile_ranges
 from .reader import (
     NO_CARRY,
@@ -448,10 +449,12 @@ def compile_inbound(source: RuleSource) -> Inbound:
     def content_factory(spec: dict[str, Any], key: Key) -> Render:
         return _content_writer(spec, key, parts, gaps, source, provider, finish, writers)
 
+    part_nodes: dict[str, Node] = {}  # each part template's parsed nodes, for the direct writer
     for kind, template in msgs["parts"].items():
         # A part may write its own parts (a tool result's images).
         env = Env(source, content=content_factory, generated=code)
         parts[kind] = (compile_template(template, ("messages", "parts", kind), env), _frozen(env.fields_read()))
+        part_nodes[kind] = env.parsed[("messages", "parts", kind)]
         _refuse_direct_parts(env, source)
         found = _gaps(env, PART_FIELDS.get(kind, ()), TEXT_OF_PARTS.get(kind))
         if found.unread or (kind in TEXT_OF_PARTS and found.kinds is not None and TOOL_RESULT_KINDS - found.kinds):
@@ -580,7 +583,9 @@ def compile_inbound(source: RuleSource) -> Inbound:
             {"consumed": tuple(sorted(consumed)), "hoist": tuple(sorted(hoist)), "parts": tuple(sorted(parts))}
         ),
     )
-    text, run = generate(inbound, _content_lines(writers))  # the messages section's one function
+    part_reads = MappingProxyType({kind: reads for kind, (_, reads) in parts.items()})
+    direct = Parts(MappingProxyType(writers), MappingProxyType(part_nodes), part_reads, spliced, _opaque_blocks)
+    text, run = generate(inbound, _content_lines(writers), direct)  # the messages section's one function
     code_items = (*inbound.code, (("messages",), text))
     if plain_tool_scope is None:
         return replace(inbound, messages=run, code=code_items)

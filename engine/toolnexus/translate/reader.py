@@ -385,7 +385,7 @@ def _assistant_parts(
             sent = tool_call_ids(call_id)
             if sent != call_id:
                 _id_rewritten(part, "id", call_id, sent, provider)
-        if len(call) > 3:  # more than id, type and function
+        if not call.keys() <= TOOL_CALL_KEYS:  # more than id, type and function (`type` may be left out)
             _carry_extras(part, call, TOOL_CALL_KEYS)
         parts.append(part)
     return parts
@@ -394,8 +394,12 @@ def _assistant_parts(
 def _id_rewritten(part: dict[str, Any], key: str, given: str, sent: str, provider: str) -> None:
     """An id the provider does not accept as given: the part sends `sent`, and says so where it is written."""
     part[key] = sent
-    how = f"{given!r} is not a tool-call id {provider} accepts; sent as {sent!r} (results restore it)"
-    part.setdefault("report", {}).setdefault("derived", {})[key] = (key, how)
+    part.setdefault("report", {}).setdefault("derived", {})[key] = (key, rewritten_id(given, sent, provider))
+
+
+def rewritten_id(given: str, sent: str, provider: str) -> str:
+    """The rewritten note of a tool-call id sent as another."""
+    return f"{given!r} is not a tool-call id {provider} accepts; sent as {sent!r} (results restore it)"
 
 
 def orphans(turn: dict[str, Any], carry: Carry) -> list[tuple[str, str]]:
@@ -404,8 +408,13 @@ def orphans(turn: dict[str, Any], carry: Carry) -> list[tuple[str, str]]:
     found = []
     for key, kind in carry.get(turn["role"], ()):
         if source.get(key) is not None and not any(kind is None or p["kind"] == kind for p in parts):
-            found.append((key, f"no {kind + ' ' if kind else ''}part in this message to carry it"))
+            found.append((key, orphaned(kind)))
     return found
+
+
+def orphaned(kind: str | None) -> str:
+    """Why a carried message key is dropped: the message has no part (of its kind) to carry it."""
+    return f"no {kind + ' ' if kind else ''}part in this message to carry it"
 
 
 # Object arguments as the JSON text `json.dumps(..., ensure_ascii=False)` writes (one encoder, not one per call).

@@ -1,8 +1,10 @@
 """The request's messages section as one generated function per rule file.
 
-One pass over the transcript: per message, its role's read into the middle form (the reader's helper
-for each shape: one implementation of each idea), the per-turn settling, the write by the role's
-compiled template, the merge of consecutive turns, and the notes where they arise. The role table, the
+One pass over the transcript: per message, the direct writer's branch for its shape when it has a common
+one (direct_code.py: read from the message and written by the templates inline, no middle form), else the
+general branch: its role's read into the middle form (the reader's helper for each shape: one
+implementation of each idea), the per-turn settling, the write by the role's compiled template; then the
+merge of consecutive turns, and the notes where they arise. The role table, the
 carry table and the hoisted roles are folded into the code, so the loop asks nothing the rule file
 already answered at load.
 
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import Note
 from ..language.paths import MISSING
 from ..language.templates import USES_CONTEXT, ContentLines, Ctx, ListPath, Node, inline_node
+from .direct_code import Parts, carried, direct_names, role_writes, shapes
 from .reader import (
     ROLES,
     IdMap,
@@ -93,8 +96,9 @@ _READ = {
 _TEXT = ["parts = [{'kind': 'text', 'text': text_only(m, i, P)}]"]  # a system or developer role not hoisted
 
 
-def generate(inbound: Inbound, content: ContentLines | None = None) -> tuple[str, Messages]:
-    """The messages section's function and its source (`content`: writes a role's `$content` inline)."""
+def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts | None = None) -> tuple[str, Messages]:
+    """The messages section's function and its source (`content`: writes a role's `$content` inline; `parts`:
+    what the direct writer inlines, for the common shapes of each role's message, see direct_code.py)."""
     names: dict[str, Any] = {
         "MISSING": MISSING,
         "Note": Note,
@@ -153,7 +157,11 @@ def generate(inbound: Inbound, content: ContentLines | None = None) -> tuple[str
         if role in inbound.hoist:
             continue
         lines.append(f"        {branch} role == {role!r}:")
-        lines += ["            " + line for line in _role(role, inbound, names, content)]
+        general, tail = _role(role, inbound, names, content)
+        fast = None if parts is None else _direct(role, inbound, names, parts)
+        if fast is not None:
+            general = [*fast, *("    " + line for line in general)]
+        lines += ["            " + line for line in [*general, *tail]]
         branch = "elif"
     lines += [
         "        else:",
@@ -165,8 +173,70 @@ def generate(inbound: Inbound, content: ContentLines | None = None) -> tuple[str
     return text, run
 
 
-def _role(role: str, inbound: Inbound, names: dict[str, Any], content: ContentLines | None) -> list[str]:
-    """One role's read, settling, write (its template inline) and merge (as `messages.roles.<role>` says)."""
+def _direct(role: str, inbound: Inbound, names: dict[str, Any], parts: Parts) -> list[str] | None:
+    """The direct writer's branches for a role's common shapes (direct_code.py), each ending where the general
+    branch ends (`written` set), and the `else:` the general branch goes under; None when there is none."""
+    rule = inbound.roles[role]
+    found = shapes(role, inbound.reads_arguments_json)
+    if rule.node is None or rule.spliced or found is None:
+        return None
+    names.update(direct_names(parts))
+    reads, kinds = found
+    lines = list(reads)
+    branch = "if"
+    for variant, shape in enumerate(kinds):
+        if rule.kinds is not None and not {group.kind for group in shape.groups} <= rule.kinds:
+            continue
+        shape = carried(shape, inbound.carry.get(role, ()))
+        writes = role_writes(role, shape, rule.node, parts, names, variant)
+        if writes is None:
+            continue
+        body = [*shape.take, "if first is None: first = i", *_allowed(role, inbound, names)]
+        if rule.allowed is not None:  # as the general branch notes them (`orphans`)
+            for key, var, test in shape.orphans:
+                note = f"Note('dropped', f'messages[{{i}}].{key}', ORPHANED({dict(inbound.carry[role])[key]!r}))"
+                body.append(f"if {var} is not MISSING and {test}: notes.append({note})")
+        if rule.drop_if_empty and shape.empty is not None:
+            why = f"an empty {role} turn cannot be sent to {inbound.provider}"
+            body += [
+                f"if {shape.empty}:",
+                f"    notes.append(Note('dropped', f'messages[{{i}}]', {why!r}))",
+                "    continue",
+            ]
+        nothing = f"the {inbound.provider} rules wrote nothing for this message"
+        body += [
+            *(["c.path = (MESSAGES, i)"] if USES_CONTEXT.search("\n".join(writes)) else []),
+            *writes,
+            f"if written is MISSING: raise c.fail(f'messages[{{i}}]', {nothing!r})",
+        ]
+        lines += [f"{branch} {shape.test}:", *("    " + line for line in body)]
+        branch = "elif"
+    if branch == "if":
+        return None
+    return [*lines, "else:"]
+
+
+def _allowed(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
+    """The message keys the role's rules read nothing for, settled (or dropped as `messages.unsupported` says)."""
+    rule = inbound.roles[role]
+    if rule.allowed is None:
+        return []
+    names[f"ALLOWED_{role}"] = rule.allowed
+    return [
+        f"if not m.keys() <= ALLOWED_{role}:",
+        "    for k, v in m.items():",
+        f"        if k not in ALLOWED_{role} and v is not None:",
+        "            why = DROPPED.get(k)",
+        "            if why is None: c.settle(k, v, f'messages[{i}].{k}')",
+        "            else: notes.append(Note('dropped', f'messages[{i}].{k}', why))",
+    ]
+
+
+def _role(
+    role: str, inbound: Inbound, names: dict[str, Any], content: ContentLines | None
+) -> tuple[list[str], list[str]]:
+    """One role's read, settling, write (its template inline) and merge (as `messages.roles.<role>` says): the
+    lines up to `written`, and the merge after it."""
     rule = inbound.roles[role]
     if rule.node is None:
         names[f"render_{role}"] = rule.render
@@ -191,21 +261,12 @@ def _role(role: str, inbound: Inbound, names: dict[str, Any], content: ContentLi
         f"turn = {{'role': {role!r}, 'parts': parts, 'source': m, 'index': i}}",
         "if first is None: first = i",
     ]
-    if rule.allowed is not None:
-        names[f"ALLOWED_{role}"] = rule.allowed
+    lines += _allowed(role, inbound, names)
+    if rule.allowed is not None and rule.carried:
         lines += [
-            f"if not m.keys() <= ALLOWED_{role}:",
-            "    for k, v in m.items():",
-            f"        if k not in ALLOWED_{role} and v is not None:",
-            "            why = DROPPED.get(k)",
-            "            if why is None: c.settle(k, v, f'messages[{i}].{k}')",
-            "            else: notes.append(Note('dropped', f'messages[{i}].{k}', why))",
+            "if carries:",
+            "    for key, why in orphans(turn, CARRY): notes.append(Note('dropped', f'messages[{i}].{key}', why))",
         ]
-        if rule.carried:
-            lines += [
-                "if carries:",
-                "    for key, why in orphans(turn, CARRY): notes.append(Note('dropped', f'messages[{i}].{key}', why))",
-            ]
     if rule.kinds is not None:
         names[f"KINDS_{role}"] = rule.kinds
         lines.append(f"settle_parts(turn, parts, KINDS_{role}, c)")
@@ -219,14 +280,13 @@ def _role(role: str, inbound: Inbound, names: dict[str, Any], content: ContentLi
         f"if written is MISSING: raise c.fail(f'messages[{{i}}]', {nothing!r})",
     ]
     if rule.spliced:  # several entries: each element of the list, an element that is a list giving its own
-        return [*lines, "for w in written: out.extend(w) if type(w) is list else out.append(w)", "merging = None"]
+        return lines, ["for w in written: out.extend(w) if type(w) is list else out.append(w)", "merging = None"]
     if not rule.merge_consecutive and inbound.merge_same_role is None:
-        return [*lines, "out.append(written)", "merging = None"]
+        return lines, ["out.append(written)", "merging = None"]
     same = f"merging == {role!r}" if rule.merge_consecutive else "False"
     if inbound.merge_same_role is not None:  # messages.merge_same_role: also by the written provider role
         same += " or (out and same_role(out[-1], written, ROLE_KEY, i, c))"
-    return [
-        *lines,
+    return lines, [
         f"if {same}:",
         "    if not merged:",
         "        out[-1] = {k: list(v) if isinstance(v, list) else v for k, v in out[-1].items()}",

@@ -1,0 +1,490 @@
+"""The direct writer: a role's common message shapes written straight from the Chat Completions message.
+
+The messages function (request_code.py) reads each message into the middle form (the reader's part dicts)
+and writes the parts through the part templates. For the shapes most transcripts are made of, this module
+generates a branch that skips the middle form: a fast test of the message's shape reads its values into
+local variables, and the role's template and its part templates are written inline with each middle-form
+field the template reads bound to the expression holding it (the part templates compiled against OpenAI's
+shape). The shapes (the hub's, so known here; no provider's):
+
+  user       content a string, or a list of text parts (each exactly `type` and `text`)
+  assistant  content a string or null; tool_calls absent or a list of function calls whose arguments are
+             JSON text of an object or an object
+  tool       content a string or a list of text parts, answering a pending call, no `is_error`
+
+Round-trip keys are ordinary template values: a tool call's own keys (`extra_content`) are read where the
+tool-call template reads them (and settled where none does), a message key `messages.carry` places rides
+on its part as the reader's `place` puts it (`carried`), and the role template reads the message's own keys
+(`lead` blocks, `$merge: source`) as it reads them. Anything else, and a role or part template this writer
+cannot write inline (one that reads its scope whole, a lookup, a spliced template, a part kind whose fields
+a template leaves unwritten, a carried key whose part is known only at run time), falls to the general
+branch: the reader's helpers for that message, with the same output, notes and errors. The notes the
+general branch writes for these shapes are written here where they arise, in its order: the message keys
+settled, a carried key no part takes, an empty turn dropped, then per part the keys its template does not
+write, its rewritten id or arguments, then what its template notes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from ..language.jsonsafe import loads
+from ..language.templates import USES_CONTEXT, Node, Render, inline_node
+from .reader import (
+    _ARGUMENTS_TEXT,
+    MIDDLE_FIELDS,
+    OBJECT_ARGUMENTS_SENT_AS_TEXT,
+    TOOL_CALL_KEYS,
+    orphaned,
+    rewritten_id,
+)
+
+if TYPE_CHECKING:
+    from .inbound import ContentPlan
+
+
+class At:
+    """Where a part sits in the request, formatted from its indexes only when a note or an error needs it."""
+
+    def __init__(self, form: str) -> None:
+        self.form = form
+
+    def element_path(self, index: Any) -> str:
+        return self.form.format(*index) if type(index) is tuple else self.form.format(index)
+
+
+# The paths of the parts the shapes hold (as reader.part_path gives them).
+CONTENT = At("messages[{}].content")  # a string content's one text part
+CONTENT_PART = At("messages[{}].content[{}]")
+CALL = At("messages[{}].tool_calls[{}]")
+
+
+@dataclass(frozen=True)
+class Parts:
+    """The part templates and `$content` plans the direct writer inlines (built by compile_inbound)."""
+
+    writers: Mapping[Render, ContentPlan]  # each `$content`'s plan, by its closure
+    nodes: Mapping[str, Node]  # each part kind's parsed template
+    reads: Mapping[str, frozenset[str] | None]  # the middle-form fields each part template reads (None: any)
+    spliced: frozenset[str]  # the kinds whose template is a list of blocks
+    opaque: Callable[[Any, str, Any, str | None], list[Any]]  # `lead`'s blocks, checked (inbound._opaque_blocks)
+
+
+@dataclass(frozen=True)
+class Group:
+    """Parts of one kind a shape holds, as generated code sees them: under `header` (a `for` or an `if` line;
+    None: one part, always there), each field's expression (`known`; a field not named is absent), where the
+    part sits (`at`: an At's name and its index), the rewritten notes its reading gives (`derived`: field,
+    condition, path, how, each an expression: noted when the template reads the field), for text its text
+    (`flat`), and a test that there is none (`empty`; None: never empty)."""
+
+    kind: str
+    known: Mapping[str, str]
+    at: tuple[str, str]
+    header: str | None = None
+    derived: tuple[tuple[str, str, str, str], ...] = ()
+    flat: str | None = None
+    empty: str | None = None
+    extras_of: str | None = None  # the input object whose other keys ride on the part under their own name
+    reader_keys: frozenset[str] = frozenset()  # the keys of that object the reader reads itself
+    nested: tuple[Group, ...] = ()  # the part's own parts (a tool result's)
+    last: str | None = None  # in the loop `header` starts: true for its last part
+    maybe: frozenset[str] = frozenset()  # the fields of `known` that may be absent (MISSING)
+    carried: tuple[tuple[str, str], ...] = ()  # message keys placed on its last part: (key, the variable holding it)
+
+    @property
+    def has_part(self) -> str:
+        """A test that the group has a part."""
+        return "True" if self.empty is None else f"not ({self.empty})"
+
+
+@dataclass
+class _Gen:
+    """One role's direct branch being generated: the names it binds, a counter for fresh tags."""
+
+    parts: Parts
+    names: dict[str, Any]
+    prefix: str
+    count: itertools.count[int] = field(default_factory=itertools.count)
+
+    def bind(self, value: Any) -> str:
+        name = f"{self.prefix}x{next(self.count)}"
+        self.names[name] = value
+        return name
+
+    def tag(self) -> str:
+        return f"_{self.prefix}{next(self.count)}"
+
+
+def content_lines(gen: _Gen, groups: tuple[Group, ...], top: bool) -> Callable[..., list[str] | None]:
+    """The ContentLines writing a `$content` from `groups` (see templates.ContentLines); None when it cannot."""
+
+    def lines(node: Any, target: str, scope: str, call: str, bind: Any) -> list[str] | None:
+        plan = gen.parts.writers.get(node.render)
+        if plan is None or (plan.leads and not top):
+            return None
+        chosen = [g for g in groups if plan.wanted is None or g.kind in plan.wanted]
+        t = gen.tag()
+        blocks, where = f"b{t}", f"where{t}"
+        head = [f"{blocks} = []"]
+        for (getter, lead_where, reshaped_by), read in zip(plan.leads, node.reads[1:], strict=True):
+            steps: tuple[str | int, ...] = read.steps or ()
+            if len(steps) == 2 and steps[0] == "source" and type(steps[1]) is str:  # a message key: read from it
+                value = f"m.get({steps[1]!r}, MISSING)"
+            else:
+                value = f"{gen.bind(getter)}({{'role': role, 'source': m, 'index': i}})"
+            head += [
+                f"lead{t} = {value}",
+                f"if lead{t} is not MISSING and lead{t} is not None:"
+                f" {blocks} += OPAQUE(lead{t}, {lead_where!r}, c, {reshaped_by!r})",
+            ]
+        out: list[str] = []
+        for group in chosen:
+            written = _part_lines(gen, group, blocks)
+            if written is None:
+                return None
+            out += written
+        if any("c.path = (" in line for line in out):
+            out = [f"{where} = c.path", *out, f"c.path = {where}"]
+        whole = f"{target} = {blocks} if {blocks} else MISSING"
+        if plan.policy == "text_or_blocks":
+            flat = _flat(gen, chosen, blocks if plan.leads else None)
+            if flat is None:
+                return [*head, *out, whole]
+            test, text, settled = flat
+            as_text = [*settled, f"{target} = {text}"]
+            if test == "True":  # no part but text can be chosen, and no block leads
+                return as_text
+            return [
+                *head,
+                f"if {test}:",
+                *("    " + line for line in as_text),
+                "else:",
+                *("    " + line for line in [*out, whole]),
+            ]
+        if plan.policy == "blocks":
+            return [*head, *out, whole]
+        many = f"f'holds {{len({blocks})}} parts; the rules send one per message'"
+        return [
+            *head,
+            *out,
+            f"if len({blocks}) > 1: raise c.fail(f'messages[{{i}}]', {many})",
+            f"{target} = {blocks}[0] if {blocks} else MISSING",
+        ]
+
+    return lines
+
+
+def _flat(gen: _Gen, chosen: list[Group], leads: str | None) -> tuple[str, str, list[str]] | None:
+    """`text_or_blocks` as text: (the test that every part chosen is text, none carries a key the text template
+    writes and no lead block was given; the joined text; the carried keys it settles); None when that never
+    holds. No part at all is the empty text, as the closure writes it."""
+    tests = [] if leads is None else [f"not {leads}"]
+    texts: list[str] = []
+    settled: list[str] = []
+    reads = gen.parts.reads.get("text") or frozenset()
+    reporting = _plan_entry(gen, "text")
+    extras = reads - {"text", "kind"}  # a part carrying one of these stays a block
+    for group in chosen:
+        if group.kind != "text":
+            if group.empty is None:
+                return None
+            tests.append(group.empty)
+            continue
+        texts.append(group.flat or "''")
+        for key, var in group.carried:
+            if not extras.isdisjoint({key, "report", *(("source",) if "source" in group.known else ())}):
+                tests.append(f"({var} is MISSING or not {group.has_part})")
+            elif reporting is not None and reporting[0] is not None and key not in reporting[0]:
+                given = f"{var} is not MISSING and {group.has_part}"
+                settled.append(f"if {given}: c.settle({key!r}, {var}, f'messages[{{i}}].{key}')")
+    return " and ".join(tests) or "True", " + ".join(texts) or "''", settled
+
+
+def _part_lines(gen: _Gen, group: Group, blocks: str) -> list[str] | None:
+    """One group's parts written through their kind's template, inline, onto `blocks`."""
+    node = gen.parts.nodes.get(group.kind)
+    reads = gen.parts.reads.get(group.kind)
+    plan_entry = _plan_entry(gen, group.kind)
+    if node is None or reads is None or plan_entry is None:
+        return None
+    reporting, gaps = plan_entry
+    nested = {g.kind for g in group.nested}
+    if gaps is not None and (gaps.unread or (gaps.kinds is not None and not nested <= gaps.kinds)):
+        return None  # it leaves a field of these parts unwritten (its own parts it writes: nothing to settle)
+    known: dict[str, str] = {}
+    body: list[str] = []
+    if group.extras_of is not None and reporting is not None:  # its own keys no template reads, settled
+        kept = gen.bind(MIDDLE_FIELDS | group.reader_keys | reads)
+        where = f"{group.at[0]}.element_path({group.at[1]})"
+        body += [
+            f"if not {group.extras_of}.keys() <= {kept}:",
+            f"    for k, v in {group.extras_of}.items():",
+            f"        if k not in {kept} and v is not None: c.settle(k, v, f'{{{where}}}.{{k}}')",
+        ]
+    for key, var in group.carried:  # on the last part only, as the reader's `place` puts it
+        value = var if group.last is None else f"({var} if {group.last} else MISSING)"
+        if key in reads:
+            known[key] = value
+        elif reporting is not None:  # the template writes nothing for it: settled as the rules say
+            body.append(f"if {value} is not MISSING: c.settle({key!r}, {value}, f'messages[{{i}}].{key}')")
+    for name in reads:
+        if name in known:
+            continue
+        if name in group.known:
+            known[name] = group.known[name]
+        elif name in MIDDLE_FIELDS or group.extras_of is None:
+            known[name] = "MISSING"
+        else:  # the input's own key, riding on the part when given (null is not given)
+            value = f"e{gen.tag()}"
+            known[name] = f"({value} if ({value} := {group.extras_of}.get({name!r})) is not None else MISSING)"
+    t = gen.tag()
+    inner = content_lines(gen, group.nested, top=False) if group.nested else None
+    there = frozenset(group.known) - group.maybe
+    inline = inline_node(
+        node, "None", f"w{t}", is_dict=True, known=known, prefix=f"{t[1:]}_", content=inner, tag=t, present=there
+    )
+    if inline.whole or not inline.firsts.keys() <= known.keys():
+        return None
+    gen.names.update(inline.names)
+    if reporting is not None:
+        for name, test, path, how in group.derived:
+            if name in reporting:
+                body.append(f"if {test}: notes.append(Note('rewritten', {path}, {how}))")
+    if USES_CONTEXT.search("\n".join(inline.head + inline.body)):
+        body.append(f"c.path = ({group.at[0]}, {group.at[1]})")
+    body += inline.head + inline.body
+    if group.kind in gen.parts.spliced:
+        body.append(f"if w{t} is not MISSING: {blocks}.extend(w{t})")
+    else:
+        body.append(f"{blocks}.append(w{t})")
+    if group.header is None:
+        return body
+    return [group.header, *("    " + line for line in body)]
+
+
+def _plan_entry(gen: _Gen, kind: str) -> tuple[frozenset[str] | None, Any] | None:
+    """A kind's (fields read when its template reports, gaps) from any `$content` plan (they agree)."""
+    for plan in gen.parts.writers.values():
+        entry = plan.plan.get(kind)
+        if entry is not None:
+            return entry[1], entry[2]
+    return None
+
+
+# ---------------------------------------------------------------- the shapes, per role
+
+
+def _text_groups(content: str, listed: bool, joined: str | None = None) -> Group:
+    """The text parts of a content: a string's one part, or a list's text parts (`joined`: their text, when
+    a variable holds it)."""
+    if not listed:
+        return Group("text", {"kind": "'text'", "text": content}, ("CONTENT", "i"), flat=content)
+    return Group(
+        "text",
+        {"kind": "'text'", "text": "d_p['text']", "source": "d_p"},
+        ("CONTENT_PART", "(i, d_j)"),
+        header=f"for d_j, d_p in enumerate({content}):",
+        flat=joined or f"''.join([d_p['text'] for d_p in {content}])",
+        last=f"d_j == len({content}) - 1",
+    )
+
+
+_TEXT_PARTS = "TEXT_PARTS(d_c)"
+
+
+def text_parts(content: Any) -> bool:
+    """Whether a content is a non-empty list of text parts that hold nothing but their text."""
+    if type(content) is not list or not content:
+        return False
+    for part in content:
+        if type(part) is not dict or len(part) != 2 or part.get("type") != "text" or type(part.get("text")) is not str:
+            return False
+    return True
+
+
+def _calls_group(arguments_json: bool) -> Group:
+    derived = [("id", "d_sent != d_id", "f'messages[{i}].tool_calls[{d_k}].id'", "REWRITTEN_ID(d_id, d_sent, P)")]
+    if arguments_json:
+        path = "f'messages[{i}].tool_calls[{d_k}].function.arguments'"
+        derived.insert(0, ("arguments_json", "d_obj", path, repr(OBJECT_ARGUMENTS_SENT_AS_TEXT)))
+    known = {
+        "kind": "'tool_call'",
+        "id": "d_sent",
+        "name": "d_name",
+        "source": "d_call",
+        "arguments": "d_args",
+        "arguments_json": "d_raw",
+        "position": "d_k",
+        "current_turn": "d_ct",
+    }
+    return Group(
+        "tool_call",
+        known,
+        ("CALL", "(i, d_k)"),
+        header="for d_k, (d_call, d_id, d_sent, d_name, d_args, d_raw, d_obj) in enumerate(d_calls):",
+        derived=tuple(derived),
+        empty="not d_calls",
+        maybe=frozenset({"arguments_json", "current_turn"}),
+        extras_of="d_call",
+        reader_keys=TOOL_CALL_KEYS,
+        last="d_k == len(d_calls) - 1",
+    )
+
+
+def _read_calls(arguments_json: bool) -> list[str]:
+    """The assistant's tool calls read into `d_calls` ((call, id, sent id, name, arguments, their JSON text,
+    given as an object)) and `d_new` (id -> name); `d_ok` False for a shape the general branch reads."""
+    raw = (
+        [
+            "                try: d_raw = ARGUMENTS_TEXT(d_raw)",
+            "                except (TypeError, ValueError): d_ok = False; break",
+        ]
+        if arguments_json
+        else ["                d_raw = MISSING"]
+    )
+    return [
+        "d_calls, d_new = [], {}",
+        "if d_ok and d_tc is not None:",
+        "    if type(d_tc) is not list: d_ok = False",
+        "    else:",
+        "        for d_call in d_tc:",
+        "            d_fn = d_call.get('function') if type(d_call) is dict else None",
+        "            if type(d_fn) is not dict: d_ok = False; break",
+        "            d_id, d_name, d_raw = d_call.get('id'), d_fn.get('name'), d_fn.get('arguments')",
+        "            if (type(d_id) is not str or not d_id or type(d_name) is not str or not d_name or d_id in seen",
+        "                    or d_id in d_new or d_call.get('type', 'function') != 'function'): d_ok = False; break",
+        "            if type(d_raw) is str and d_raw:",
+        "                try: d_args = LOADS(d_raw)",
+        "                except ValueError: d_ok = False; break",
+        "                if type(d_args) is not dict: d_ok = False; break",
+        "                d_obj = False",
+        "            elif type(d_raw) is dict:",
+        "                d_args, d_obj = d_raw, True",
+        *raw,
+        "            else: d_ok = False; break",
+        "            d_new[d_id] = d_name",
+        "            d_calls.append((d_call, d_id, d_id if ids is None else ids(d_id), d_name, d_args, d_raw, d_obj))",
+    ]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One shape of a role's message: the test that the message has it (after `reads`), the lines that take
+    it (the reader's bookkeeping), and its parts."""
+
+    test: str
+    take: tuple[str, ...]
+    groups: tuple[Group, ...]
+    empty: str | None = None  # no part at all (an empty assistant turn)
+    orphans: tuple[tuple[str, str, str], ...] = ()  # carried keys no part may take: (key, variable, the test)
+
+
+def carried(shape: Shape, placed: tuple[tuple[str, str | None], ...]) -> Shape:
+    """The shape with the message keys `messages.carry` places: each given rides on the last part of its kind
+    (of any kind: the last part), as the reader's `place` puts it, and one with no such part is noted as
+    dropped (`orphans`). A key whose part is known only at run time, or that could meet the part's own key of
+    that name, is absent from the shape (given, it takes the general branch)."""
+    groups = list(shape.groups)
+    tests, take = [shape.test], list(shape.take)
+    orphans: list[tuple[str, str, str]] = []
+    for n, (key, kind) in enumerate(placed):
+        var = f"d_y{n}"
+        found = [j for j, group in enumerate(groups) if kind is None or group.kind == kind]
+        group = groups[found[-1]] if found else None
+        if key in MIDDLE_FIELDS or (
+            group is not None and ((len(found) > 1 and group.empty is not None) or group.extras_of is not None)
+        ):
+            tests.append(f"m.get({key!r}) is None")
+            continue
+        take += [f"{var} = m.get({key!r}, MISSING)", f"if {var} is None: {var} = MISSING"]
+        if group is None:
+            orphans.append((key, var, "True"))
+        elif group.empty is not None:
+            orphans.append((key, var, group.empty))
+        if group is not None:
+            groups[found[-1]] = replace(group, carried=(*group.carried, (key, var)))
+    return replace(shape, test=" and ".join(tests), take=tuple(take), groups=tuple(groups), orphans=tuple(orphans))
+
+
+def shapes(role: str, arguments_json: bool) -> tuple[list[str], list[Shape]] | None:
+    """A role's reads and the shapes the direct writer writes (None: the general branch only)."""
+    take: tuple[str, ...]
+    if role == "user":
+        take = ("pending, answered = {}, set()",)
+        return ["d_c = m.get('content')"], [
+            Shape("type(d_c) is str", take, (_text_groups("d_c", False),)),
+            Shape(_TEXT_PARTS, take, (_text_groups("d_c", True),)),
+        ]
+    if role == "assistant":
+        reads = [
+            "d_c, d_tc = m.get('content'), m.get('tool_calls')",
+            "d_ok = d_c is None or type(d_c) is str",
+            *_read_calls(arguments_json),
+        ]
+        take = (
+            "pending, answered = d_new, set()",
+            "for d_k, d_id in enumerate(d_new): seen[d_id] = (i, d_k)",
+            "d_ct = True if i > last else MISSING",
+        )
+        known = {"kind": "'text'", "text": "d_c"}
+        text = Group("text", known, ("CONTENT", "i"), "if d_c:", flat="(d_c or '')", empty="not d_c")
+        return reads, [Shape("d_ok", take, (text, _calls_group(arguments_json)), "not d_c and not d_calls")]
+    if role == "tool":
+        reads = [
+            "d_c, d_id = m.get('content'), m.get('tool_call_id')",
+            "d_name = pending.get(d_id) if type(d_id) is str else None",
+            "d_ok = d_name is not None and d_id not in answered and m.get('is_error') is None",
+        ]
+        take = ("answered.add(d_id)", "d_sent = d_id if ids is None else ids(d_id)")
+        out = []
+        rewritten = ("tool_call_id", "d_sent != d_id", "f'messages[{i}].tool_call_id'", "REWRITTEN_ID(d_id, d_sent, P)")
+        for listed, test in ((False, "type(d_c) is str"), (True, _TEXT_PARTS)):
+            joined = "''.join([d_p['text'] for d_p in d_c])" if listed else "d_c"
+            known = {"kind": "'tool_result'", "tool_call_id": "d_sent", "name": "d_name", "content": "d_text"}
+            result = Group(
+                "tool_result",
+                known | {"index": "i", "source": "m"},
+                ("MESSAGES", "i"),
+                derived=(rewritten,),
+                nested=(_text_groups("d_c", listed, "d_text"),),
+            )
+            out.append(Shape(f"d_ok and {test}", (*take, f"d_text = {joined}"), (result,)))
+        return reads, out
+    return None
+
+
+def direct_names(parts: Parts) -> dict[str, Any]:
+    """What every direct branch uses."""
+    return {
+        "CONTENT": CONTENT,
+        "CONTENT_PART": CONTENT_PART,
+        "CALL": CALL,
+        "LOADS": loads,
+        "ARGUMENTS_TEXT": _ARGUMENTS_TEXT,
+        "REWRITTEN_ID": rewritten_id,
+        "ORPHANED": orphaned,
+        "OPAQUE": parts.opaque,
+        "TEXT_PARTS": text_parts,
+    }
+
+
+def role_writes(
+    role: str, shape: Shape, node: Node, parts: Parts, names: dict[str, Any], variant: int
+) -> list[str] | None:
+    """A shape's write: the role's template inline over the shape's parts, into `written` (None: it cannot)."""
+    gen = _Gen(parts, names, f"{role}{variant}d")
+    content = content_lines(gen, shape.groups, top=True)
+    known = {"role": repr(role), "source": "m", "index": "i"}
+    t = gen.tag()
+    there = frozenset(known)
+    inline = inline_node(
+        node, "None", "written", is_dict=True, known=known, prefix=f"{t[1:]}_", content=content, tag=t, present=there
+    )
+    if inline.whole or not inline.firsts.keys() <= known.keys():
+        return None
+    names.update(inline.names)
+    return [*inline.head, *inline.body]
