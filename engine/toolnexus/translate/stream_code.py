@@ -140,7 +140,8 @@ class _Code:
         self.names: dict[str, Any] = {"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge,
                                       "NUMBERS": _NUMBERS, "Element": Element}  # fmt: skip
         self.count = 0
-        self.hashed: list[tuple[str, str, type | None]] | None = None  # the step's value of known keys (`place`)
+        self.hashed: list[tuple[str, str, type | None]] | None = None  # the value of known keys of the step
+        # being written (`place`, which sets it for each step)
         self.known: dict[tuple[str | int, ...], str] = {}  # event paths read in the function being written
 
     def name(self, value: Any, prefix: str) -> str:
@@ -285,8 +286,7 @@ class _Code:
         never does, an object merges key by key."""
         kk, vv = f"kk{d}", f"vv{d}"
         if d == 0 and self.hashed is not None:  # the step's value, its keys known: straight-line
-            hashed, self.hashed = self.hashed, None
-            return self.hashed_merge(pattern, omit, c, hashed, at)
+            return self.hashed_merge(pattern, omit, c, self.hashed, at)
         branches = []
         for key in self.key_children(pattern):
             if key in omit:
@@ -416,7 +416,7 @@ class _Code:
         an element without an id or a name goes to `_start`, which renders it and says what is wrong."""
         w = self.r.watched[w_index]
         read_id, read_name, read_arguments = w.plain_calls[""]
-        roles = self.name(w.roles.get("", {}), "roles")
+        roles = self.name(dict(w.roles.get("", {})), "roles")  # a dict, read at every piece: never written
         return [
             f"def start{w_index}(s, i, x):  # {w.src.path}[i]: a tool call of plain reads",
             *_indent(_walk_lines(read_id, "x", "cid"), 4),
@@ -424,7 +424,7 @@ class _Code:
             "    if type(cid) is str and cid and type(nm) is str and nm:",
             *_indent(_walk_lines(read_arguments, "x", "a"), 8),
             "        s.started += 1",
-            f"        info = s._elements[{w_index}][i] = Element(dict({roles}))",
+            f"        info = s._elements[{w_index}][i] = Element({roles})",
             "        s._open_call(info, cid, nm, a if type(a) is str else '', None, False)",
             "    else:",
             f"        s._start({w_index}, i, x)",
