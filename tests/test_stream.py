@@ -1336,6 +1336,16 @@ def test_a_step_field_index_read_from_the_event_writes_each_piece_into_the_eleme
     assert refused.value.rule == "streaming.events.piece[0].field" and refused.value.line is not None
 
 
+def run_generally(s: Any, steps: Any, e: dict[str, Any], n: int) -> bool:
+    """An event's steps the general way (each by `_move`): what its generated function must match."""
+    for step in steps:
+        if step == END:
+            s.ended = True
+        else:
+            s._move(step, e, n)
+    return bool(steps)
+
+
 def test_a_step_field_index_read_from_the_event_is_run_by_the_generated_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1352,13 +1362,7 @@ def test_a_step_field_index_read_from_the_event_is_run_by_the_generated_code(
     assert "s._fragment(" not in streaming.code  # a piece of a note at any index is emitted inline too
 
     def general_run(s: Any, e: dict[str, Any], n: int) -> bool:  # every step the general way
-        steps = streaming.events[streaming.type(e)]
-        for step in steps:
-            if step == END:
-                s.ended = True
-            else:
-                s._move(step, e, n)
-        return bool(steps)
+        return run_generally(s, streaming.events[streaming.type(e)], e, n)
 
     general: list[Any] = []
     place = StreamTranslator._place
@@ -1393,6 +1397,87 @@ def test_a_step_field_index_read_from_the_event_is_run_by_the_generated_code(
         for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
             with pytest.raises(ResponseError) as info:
                 for event in [*events[:3], events[2] | bad]:
+                    translator.feed(json.dumps(event))
+            caught.append((info.value.path, info.value.message))
+        assert caught[0] == caught[1], bad
+
+
+UNION_STREAMING = """
+streaming:
+  type: keys(@)[0]
+  events:
+    begin: [{into: "@", from: begin}]
+    block: [{into: content, at: block.at, from: block.block}]
+    piece:
+      by: keys(piece.delta)[0]
+      cases:
+        text:
+          - into: content
+            at: piece.at
+            from: "{type: 'text', text: piece.delta.text, seen: piece.seen, gone: `null`}"
+    stop: [{into: "@", from: stop}, end]
+  combine:
+    append: ["content[].text"]
+"""
+
+
+def test_union_events_and_a_value_of_named_event_reads_are_merged_by_the_generated_code(tmp_path: Path) -> None:
+    """An event type or case named by an object's first key (`keys(@)[0]`) is read inline, and a step's value
+    that is an object of the event's values under names the rules give (`{type: 'text', text: piece.delta.text}`)
+    is merged key by key as written, with no object of it built for the merge: the chunks, the response, the
+    notes and the errors are those of the general path (every step by `_move`, every read by its getter)."""
+    from dataclasses import replace
+
+    from toolnexus.translate.stream import StreamTranslator
+    from toolnexus.translate.stream_rules import Dispatch
+
+    rules = acme_streaming(tmp_path, UNION_STREAMING)
+    streaming = toolnexus.load_rules(rules, reload=True).get("acme").streaming
+    assert streaming is not None and streaming.type is not None
+    assert "next(iter(" in streaming.code and "= {'type': hv0, 'text': hv1, 'seen': hv2, 'gone': hv3}" in streaming.code
+    assert "cur0['type'] = hv0" in streaming.code  # the literal merged as written, no loop over the object's keys
+
+    def general_run(s: Any, e: dict[str, Any], n: int) -> bool:  # every read by its getter, every step by _move
+        assert streaming is not None and streaming.type is not None
+        kind = streaming.type(e)
+        handler = streaming.events.get(kind) if type(kind) is str else None
+        if handler is None:
+            s._note_unknown(repr(kind), n)
+            return False
+        if isinstance(handler, Dispatch):
+            case = handler.by(e)
+            if case not in handler.cases:
+                s._note_unknown(f"{kind!r} with {handler.by_path} " + repr(case), n)
+                return False
+            handler = handler.cases[case]
+        return run_generally(s, handler, e, n)
+
+    events: list[Any] = [
+        {"begin": acme_message()},
+        {},  # no type: noted
+        {"block": {"at": 0, "block": {"type": "text", "text": ""}}},
+        {"piece": {"at": 0, "delta": {"text": "Hel"}, "seen": 1}},
+        {"piece": {"at": 0, "delta": {"text": "lo"}}},  # seen not there: a null, which never replaces the 1
+        {"piece": {"at": 0, "delta": {"text": "!"}, "seen": {"n": 2}}},
+        {"piece": {"at": 0, "delta": "x"}},  # a case read from what is not an object: noted
+        {"piece": {"at": 0, "delta": {"other": "x"}}},
+        {"stop": {"stop_reason": "end_turn"}},
+    ]
+    runs = []
+    for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
+        chunks = [c for e in events for c in translator.feed(json.dumps(e))] + translator.finish()
+        runs.append(([c["choices"] for c in chunks], translator.response, translator.result))
+    assert runs[0] == runs[1]
+    (choices, response, result), _ = runs
+    assert [c[0]["delta"].get("content") for c in choices if c][1:4] == ["Hel", "lo", "!"]
+    assert response["content"] == [{"type": "text", "text": "Hello!", "seen": {"n": 2}, "gone": None}]
+    assert result is not None and result.text == "Hello!"
+    assert [note.path for note in result.notes if note.kind == "unknown"] == ["events[1]", "events[6]", "events[7]"]
+    for bad in ({"at": "0"}, {"at": 3}, {"delta": {"text": 5}}):
+        caught = []
+        for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
+            with pytest.raises(ResponseError) as info:
+                for event in [*events[:4], {"piece": events[3]["piece"] | bad}]:
                     translator.feed(json.dumps(event))
             caught.append((info.value.path, info.value.message))
         assert caught[0] == caught[1], bad

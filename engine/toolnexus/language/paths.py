@@ -159,6 +159,28 @@ def simple_steps(expression: str) -> list[str | int] | None:
         return None
 
 
+def plain_hash(expression: str) -> dict[str, tuple[tuple[str, ...] | None, Any]] | None:
+    """A multi-select hash whose values are chains of names or literal scalars (`{type: 'summary_text', text:
+    delta}`): per key, the chain's names (None for a literal) and the literal; None for any other path."""
+    try:
+        node = _parse(expression).parsed
+    except PathSyntaxError:
+        return None
+    if node["type"] != "multi_select_dict":
+        return None
+    out: dict[str, tuple[tuple[str, ...] | None, Any]] = {}
+    for pair in node["children"]:
+        value = pair["children"][0]
+        if value["type"] == "literal" and (value["value"] is None or type(value["value"]) in (str, int, float, bool)):
+            out[pair["value"]] = (None, value["value"])
+            continue
+        steps = _simple_steps(value)
+        if not steps or not all(type(step) is str for step in steps):
+            return None
+        out[pair["value"]] = (tuple(str(step) for step in steps), None)
+    return out
+
+
 def first_field(expression: str) -> str | None:
     """The top-level field a path reads (`usage.input_tokens` -> `usage`), if plain or piped from a plain chain."""
     steps = piped_from(expression)

@@ -456,7 +456,7 @@ class StreamTranslator:
             self._calls.append(None)
             return
         roles = w.roles.get(kind, {}) if isinstance(kind, str) else {}
-        info = _Element(roles, join=self.rules.reasoning_joins.get(kind, "") if isinstance(kind, str) else "")
+        info = _Element(dict(roles), join=self.rules.reasoning_joins.get(kind, "") if isinstance(kind, str) else "")
         self._elements[w_index][i] = info
         if template is None:
             return  # a kind the rules do not know: the final translation notes it

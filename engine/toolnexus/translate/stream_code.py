@@ -15,11 +15,12 @@ located ResponseError. `toolnexus explain --code PROVIDER` prints the generated 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..language.paths import MISSING, Getter, simple_steps
+from ..language.paths import MISSING, Getter, plain_hash, simple_steps
 from .stream_rules import (
     APPEND,
     ARGUMENTS,
@@ -27,6 +28,7 @@ from .stream_rules import (
     END,
     EXTEND,
     JSON,
+    REASONING,
     TEXT,
     Dispatch,
     EventIndex,
@@ -38,6 +40,7 @@ from .stream_rules import (
     Streaming,
 )
 
+_FIRST_KEY = re.compile(r"keys\((.+)\)\[0\]")  # the first key of an object: a one-key union's name
 Pattern = tuple[str | int | None, ...]  # a place in the response: keys, fixed indexes, None for any other index
 Run = Callable[[Any, dict[str, Any], int], bool]
 
@@ -54,8 +57,11 @@ class Text:
         self.buf = bytearray(first.encode("utf-8", "surrogatepass"))
         self.placeholder = placeholder
 
-    def add(self, piece: str) -> None:  # the generated code writes it inline
-        self.buf += piece.encode("utf-8", "surrogatepass")
+    def add(self, piece: str) -> None:  # the generated code writes it inline (`appended`)
+        try:
+            self.buf += piece.encode()  # the common case, without the error handler's lookup
+        except UnicodeEncodeError:  # a lone surrogate, kept as it came
+            self.buf += piece.encode("utf-8", "surrogatepass")
 
     def value(self) -> str:
         return self.buf.decode("utf-8", "surrogatepass")
@@ -74,6 +80,16 @@ class Element:
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NUMBERS = frozenset({int, float, bool})
 UTF8 = '"utf-8", "surrogatepass"'  # how Text holds its pieces
+
+
+def appended(text: str, piece: str) -> list[str]:
+    """Lines adding a piece to a Text in place, as `Text.add` does."""
+    return [
+        "try:",
+        f"    {text}.buf += {piece}.encode()",
+        "except UnicodeEncodeError:",
+        f"    {text}.buf += {piece}.encode({UTF8})",
+    ]
 
 
 def plain_merge(parent: Any, key: str | int, value: Any) -> None:
@@ -124,6 +140,8 @@ class _Code:
         self.names: dict[str, Any] = {"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge,
                                       "NUMBERS": _NUMBERS, "Element": Element}  # fmt: skip
         self.count = 0
+        self.hashed: list[tuple[str, str, type | None]] | None = None  # the value of known keys of the step
+        # being written (`place`, which sets it for each step)
         self.known: dict[tuple[str | int, ...], str] = {}  # event paths read in the function being written
 
     def name(self, value: Any, prefix: str) -> str:
@@ -216,7 +234,7 @@ class _Code:
         policy = node.policy if node is not None else None
         if policy is APPEND or policy is JSON:
             emit = self.fragment(pattern, v, at, d)
-            lines += [f"if type({v}) is str and type({c}) is Text:", f"    {c}.buf += {v}.encode({UTF8})"]  # Text.add
+            lines += [f"if type({v}) is str and type({c}) is Text:", *_indent(appended(c, v), 4)]
             lines += [f"    if {v}:", *_indent(emit, 8)] if emit else []
         elif policy is EXTEND:
             assert node is not None
@@ -237,7 +255,7 @@ class _Code:
         else:
             lines += [
                 f"if type({v}) is dict and type({c}) is dict:",
-                *_indent(self.dict_loop(pattern, frozenset(), c, v, at, d), 4),
+                *_indent(self.dict_merge(pattern, frozenset(), c, v, at, d), 4),
             ]
             lines += [f"elif {v} is None and {c} is not MISSING:", "    pass"]
         return [*lines, "else:", f"    {general}"]
@@ -260,47 +278,87 @@ class _Code:
         last = self.merge((*pattern, None), p, i, x, at, d)
         return [*lines, "else:", *_indent(last, 4)] if fixed else last
 
-    def dict_loop(self, pattern: Pattern, omit: frozenset[str], c: str, v: str, at: str, d: int) -> list[str]:
-        """Merge the object `v` key by key into the object `c`: watched or combined keys by their place (a null
-        where no policy applies inline), plain values inline."""
+    def dict_merge(self, pattern: Pattern, omit: frozenset[str], c: str, v: str, at: str, d: int) -> list[str]:
+        """Merge the object `v` into the object `c` key by key, in the event's order: a key the rules name at this
+        place (a combine policy or a watched source at or below it; `omit`: left out) by its place's code, found
+        by one set test (no chain of comparisons for the provider's other keys); any other key by the merge's
+        rules, its type read once: a plain value replaces (the same value put again changes nothing), a null
+        never does, an object merges key by key."""
         kk, vv = f"kk{d}", f"vv{d}"
-        lines = [f"for {kk}, {vv} in {v}.items():"]
+        if d == 0 and self.hashed is not None:  # the step's value, its keys known: straight-line
+            return self.hashed_merge(pattern, omit, c, self.hashed, at)
         branches = []
         for key in self.key_children(pattern):
             if key in omit:
                 continue
-            child = self.merge((*pattern, key), c, kk, vv, at, d + 1)
-            node = self.node((*pattern, key))
-            if node is None or node.policy is None:  # a null merges as a plain one does
-                child = [f"if {vv} is None:", f"    if {kk} not in {c}: {c}[{kk}] = None", "else:", *_indent(child, 4)]
-            branches.append((f"{kk} == {key!r}", child))
-        if omit:
-            branches.insert(0, (" or ".join(f"{kk} == {key!r}" for key in sorted(omit)), ["pass"]))
-        branches += [  # a plain value replaces (the same value put again changes nothing); a null never does
-            (f"type({vv}) is str", [f"{c}[{kk}] = {vv}"]),
-            (f"{vv} is None", [f"if {kk} not in {c}: {c}[{kk}] = None"]),
-            (f"type({vv}) in NUMBERS", [f"{c}[{kk}] = {vv}"]),
+            branches.append((key, self.named(pattern, key, c, kk, vv, at, d)))
+        return self.key_loop(branches, omit, c, v, d)
+
+    def hashed_merge(
+        self, pattern: Pattern, omit: frozenset[str], c: str, hashed: list[tuple[str, str, type | None]], at: str
+    ) -> list[str]:
+        """Merge the step's object of known keys (`place`) into `c`, one key after the other in its order: a key
+        the rules name at this place by its code, a literal by the merge's rules written for its type, any
+        other value by the plain merge."""
+        named = set(self.key_children(pattern))
+        lines: list[str] = []
+        for name, value, literal in hashed:
+            if name in omit:
+                continue
+            if name in named:
+                lines += self.named(pattern, name, c, repr(name), value, at, 0)
+            elif literal is type(None):  # a null never replaces
+                lines.append(f"if {name!r} not in {c}: {c}[{name!r}] = None")
+            elif literal is not None:
+                lines.append(f"{c}[{name!r}] = {value}")
+            else:
+                lines.append(f"plain({c}, {name!r}, {value})")
+        return lines
+
+    def named(self, pattern: Pattern, key: str, c: str, k: str, value: str, at: str, d: int) -> list[str]:
+        """Merge a key the rules name at this place (`k`: an expression of it) by its place's code."""
+        child = self.merge((*pattern, key), c, k, value, at, d + 1)
+        node = self.node((*pattern, key))
+        if node is None or node.policy is None:  # a null merges as a plain one does
+            child = [f"if {value} is None:", f"    if {k} not in {c}: {c}[{k}] = None", "else:", *_indent(child, 4)]
+        return child
+
+    def key_loop(
+        self, branches: list[tuple[str, list[str]]], omit: frozenset[str], c: str, v: str, d: int
+    ) -> list[str]:
+        """The key loop of `dict_merge`: named keys by their code (`branches`), omitted ones skipped, others plain."""
+        kk, vv, t, sub, k2, v2, t2 = (f"{name}{d}" for name in ("kk", "vv", "t", "sub", "k", "v", "tt"))
+        named = sorted({key for key, _ in branches} | omit)
+        lines = [f"for {kk}, {vv} in {v}.items():"]
+        if named:
+            test = f"{kk} == {named[0]!r}" if len(named) == 1 else f"{kk} in {{{', '.join(map(repr, named))}}}"
+            inner: list[str] = []
+            for n, (key, child) in enumerate(branches):
+                inner += [f"{'if' if n == 0 else 'elif'} {kk} == {key!r}:", *_indent(child, 4)]
+            lines += [f"    if {test}:", *_indent(inner, 8), "        continue"]
+        return [
+            *lines,
+            f"    {t} = type({vv})",
+            f"    if {t} is str or {t} is int:",
+            f"        {c}[{kk}] = {vv}",
+            f"    elif {vv} is None:",
+            f"        if {kk} not in {c}: {c}[{kk}] = None",
+            f"    elif {t} is dict and type({sub} := {c}.get({kk})) is dict:",  # usage counts: their values inline
+            f"        for {k2}, {v2} in {vv}.items():",
+            f"            {t2} = type({v2})",
+            f"            if {t2} is str or {t2} is int or {t2} is float or {t2} is bool: {sub}[{k2}] = {v2}",
+            f"            elif {v2} is not None or {k2} not in {sub}: plain({sub}, {k2}, {v2})",
+            f"    elif {t} is float or {t} is bool:",
+            f"        {c}[{kk}] = {vv}",
+            "    else:",
+            f"        plain({c}, {kk}, {vv})",
         ]
-        sub, k2, v2 = f"sub{d}", f"k{d}", f"v{d}"
-        branches.append(  # an object where nothing is combined or watched (usage counts): its plain values inline
-            (
-                f"type({vv}) is dict and type({sub} := {c}.get({kk})) is dict",
-                [
-                    f"for {k2}, {v2} in {vv}.items():",
-                    f"    if type({v2}) is str or type({v2}) in NUMBERS: {sub}[{k2}] = {v2}",
-                    f"    elif {v2} is not None or {k2} not in {sub}: plain({sub}, {k2}, {v2})",
-                ],
-            )
-        )
-        for n, (test, body) in enumerate(branches):
-            lines += [f"    {'if' if n == 0 else 'elif'} {test}:", *_indent(body, 8)]
-        return [*lines, "    else:", f"        plain({c}, {kk}, {vv})"]
 
     def joined(self, pattern: Pattern, join: Join, p: str, k: str, c: str, x: str, at: str, d: int) -> list[str]:
         """`join`: an element continuing the last one adds its text in place; the first join (the text not yet
         held in pieces) goes the general way."""
         j, f = self.name(join, "join"), join.field
-        last, t, piece, ix, kk, vv = (f"{name}{d}" for name in ("last", "t", "piece", "ix", "kk", "vv"))
+        last, t, piece, ix, ok, kk, vv = (f"{name}{d}" for name in ("last", "t", "piece", "ix", "ok", "kk", "vv"))
         same = "".join(f" and {last}.get({key!r}) == {x}.get({key!r})" for key in join.same)
         emit = self.fragment((*pattern, None, f), piece, ix, d, last=f"len({c}) - 1")
         tuple_used = any(ix in line for line in emit)
@@ -308,13 +366,17 @@ class _Code:
         return [  # only an element with text in the join field can continue the last one
             f"if {c} and type({x}) is dict and type({piece} := {x}.get({f!r})) is str:",
             f"    if type({last} := {c}[-1]) is dict and type({t} := {last}.get({f!r})) is Text{same}:",
-            f"        for {kk}, {vv} in {x}.items():",
-            f"            if {kk} != {f!r} and {kk} in {last} and {last}[{kk}] != {vv}: break",
-            "        else:",
-            f"            {t}.buf += {piece}.encode({UTF8})",  # Text.add
-            f"            if len({x}) > 1:",
+            f"        {ok} = True",
+            f"        if len({x}) > 1:  # its other keys agree with the last element's; those only it holds are added",
+            f"            for {kk}, {vv} in {x}.items():",
+            f"                if {kk} != {f!r} and {kk} in {last} and {last}[{kk}] != {vv}:",
+            f"                    {ok} = False",
+            "                    break",
+            "            else:",
             f"                for {kk}, {vv} in {x}.items():",
             f"                    if {kk} not in {last}: {last}[{kk}] = {vv}",
+            f"        if {ok}:",
+            *_indent(appended(t, piece), 12),
             *(
                 [
                     f"            if {piece}:",
@@ -354,7 +416,7 @@ class _Code:
         an element without an id or a name goes to `_start`, which renders it and says what is wrong."""
         w = self.r.watched[w_index]
         read_id, read_name, read_arguments = w.plain_calls[""]
-        roles = self.name(w.roles.get("", {}), "roles")
+        roles = self.name(dict(w.roles.get("", {})), "roles")  # a dict, read at every piece: never written
         return [
             f"def start{w_index}(s, i, x):  # {w.src.path}[i]: a tool call of plain reads",
             *_indent(_walk_lines(read_id, "x", "cid"), 4),
@@ -395,10 +457,13 @@ class _Code:
             if any(_names_a_part(path, field) for roles in w.roles.values() for path in roles):
                 return [f"s._fragment({self.path_expr(pattern, at)}, {piece})"]
             part = self.path_expr(pattern, at, start)
-            return [
+            return [  # a reasoning piece of the part the last one went to: inline (no join between)
                 f"if ({info} := s._elements[{w_index}].get({element})) is not None and "
                 f"({role} := {info}.roles.get({field!r})) is not None:",
-                f"    s._emit({info}, {role}, {piece}, {part})",
+                f"    if {role} == {REASONING!r} and {info}.part == {part}:",
+                f"        s._deltas.append({{'reasoning_content': {piece}}})",
+                "    else:",
+                f"        s._emit({info}, {role}, {piece}, {part})",
             ]
         text = f"s._text_sent += len({piece}); s._deltas.append({{'content': {piece}}})"
         arguments = [  # as _emit does, inline
@@ -415,11 +480,14 @@ class _Code:
             if known == ARGUMENTS:
                 return [got, f"if {info} is not None and ({call} := {info}.call) is not None:", *_indent(arguments, 4)]
             return [got, f"if {info} is not None: s._emit({info}, {known!r}, {piece})"] if known else []
+        # a reasoning piece of the same part as the last one (the field is the part: no join between): inline
+        reasoning = f"s._deltas.append({{'reasoning_content': {piece}}})"
         return [
             got,
             f"if {info} is not None:",
             f"    {role} = {info}.roles.get({field!r})",
             f"    if {role} == {TEXT!r}: {text}",
+            f"    elif {role} == {REASONING!r} and {info}.part == (): {reasoning}",
             f"    elif {role} == {ARGUMENTS!r} and ({call} := {info}.call) is not None:",
             *_indent(arguments, 8),
             f"    elif {role} is not None: s._emit({info}, {role}, {piece})",
@@ -429,8 +497,16 @@ class _Code:
 
     def read(self, path: str, getter: Getter, target: str, scope: str) -> list[str]:
         """Lines leaving the value at `path` in the event (or MISSING) in `target`: a plain path inline, its
-        prefixes read once per function (`self.known`), any other path by its compiled getter."""
+        prefixes read once per function (`self.known`), the name of a one-key union (`keys(<plain path>)[0]`, an
+        event's type) as the first key of the object read inline, any other path by its compiled getter."""
         steps = simple_steps(path)
+        union = _FIRST_KEY.fullmatch(path) if steps is None else None
+        if union is not None and simple_steps(union[1]) is not None:  # anything but an object: as jmespath reads it
+            fallback = self.name(getter, "g")
+            return [
+                *self.read(union[1], getter, target, scope),
+                f"{target} = next(iter({target})) if type({target}) is dict and {target} else {fallback}({scope})",
+            ]
         if steps is None:
             return [f"{target} = {self.name(getter, 'g')}({scope})"]
         lines: list[str] = []
@@ -479,8 +555,23 @@ class _Code:
         ]
 
     def place(self, step: Move, s: str, scope: str, i: str) -> list[str]:
-        """One step's value merged into the response: the walk down `into` by type tests, else the general way."""
-        lines = self.read(step.from_path, step.source, "v", scope)
+        """One step's value merged into the response: the walk down `into` by type tests, else the general way.
+        A value that is an object of the event's values under names the rules give (`from: "{text: delta}"`) is
+        merged key by key as written (`self.hashed`), its object built only for the general way."""
+        hashed = plain_hash(step.from_path) if scope == "e" else None
+        self.hashed = None
+        if hashed is None:
+            lines = self.read(step.from_path, step.source, "v", scope)
+        else:
+            lines, self.hashed = [], []
+            for n, (name, (steps, literal)) in enumerate(hashed.items()):
+                value = f"hv{n}"
+                if steps is None:
+                    lines.append(f"{value} = {literal!r}")
+                else:  # jmespath's null for what is not there
+                    lines += [*_walk_lines(steps, "e", value), f"if {value} is MISSING: {value} = None"]
+                self.hashed.append((name, value, type(literal) if steps is None else None))
+            lines.append("v = {" + ", ".join(f"{name!r}: {value}" for name, value, _ in self.hashed) + "}")
         tests: list[str] = []
         into = step.into
         parent = "s._holder"
@@ -501,7 +592,7 @@ class _Code:
         at = "(" + "".join(f"{x}, " for x in fixed_at) + ")"
         body: list[str]
         if step.at is None:
-            body = self.leaf(into, parent, key, at, step.omit)
+            body = self.leaf(into, parent, key, at, step)
         else:
             lines += self.read(step.at_path, step.at, "ix", scope)
             for k, given in enumerate(step.field):  # an index the event gives: read here, tested in `field`
@@ -542,7 +633,7 @@ class _Code:
         `ei<k>`, an int naming an element there, as `_event_index` and `_descend` test), then the merge."""
         field = step.field
         if not field:
-            return self.leaf(element, "lq", "ix", at, step.omit)
+            return self.leaf(element, "lq", "ix", at, step)
         refs = [f"ei{d}" if isinstance(stp, EventIndex) else repr(stp) for d, stp in enumerate(field)]
         shape: Pattern = tuple(None if isinstance(stp, EventIndex) else stp for stp in field)
         tests, parent = ["type(f0 := lq[ix]) is dict"], "f0"
@@ -560,12 +651,12 @@ class _Code:
             parent = f"f{d + 1}"
         indexes = [refs[d] for d, stp in enumerate(field) if type(stp) is not str]
         at_more = f"{at} + ({''.join(f'{x}, ' for x in indexes)})" if indexes else at
-        body = self.leaf((*element, *shape), parent, refs[-1], at_more, step.omit)
+        body = self.leaf((*element, *shape), parent, refs[-1], at_more, step)
         return [f"if {' and '.join(tests)}:", *_indent(body, 4), "else:", f"    {otherwise}"]
 
-    def leaf(self, pattern: Pattern, p: str, k: str, at: str, omit: frozenset[str]) -> list[str]:
-        """The step's value `v` merged into p[k]; `omit`: keys of it left out."""
-        node = self.node(pattern)
+    def leaf(self, pattern: Pattern, p: str, k: str, at: str, step: Move) -> list[str]:
+        """The step's value `v` merged into p[k]; `step.omit`: keys of it left out."""
+        node, omit = self.node(pattern), step.omit
         if not omit:
             return self.merge(pattern, p, k, "v", at, 0)
         lines = [f"at0 = {at}"]
@@ -574,10 +665,8 @@ class _Code:
         lines.append(
             f"cur0 = {p}[{k}]" if pattern and type(pattern[-1]) is not str else f"cur0 = {p}.get({k}, MISSING)"
         )
-        lines += [
-            "if type(v) is dict and type(cur0) is dict:",
-            *_indent(self.dict_loop(pattern, omit, "cur0", "v", "at0", 0), 4),
-        ]
+        merged = self.dict_merge(pattern, omit, "cur0", "v", "at0", 0)
+        lines += ["if type(v) is dict and type(cur0) is dict:", *_indent(merged, 4)]
         return [*lines, "else:", f"    {self.general(pattern, p, k, 'v', 'at0', omit)}"]
 
     def event(self, name: str, handler: Steps | Dispatch, fn: str) -> list[str]:
