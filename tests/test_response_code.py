@@ -118,7 +118,7 @@ def test_explain_code_shows_the_one_response_function(provider: str) -> None:
     shown = subprocess.run(
         [sys.executable, "-m", "toolnexus", "explain", provider, "--code"], capture_output=True, text=True, check=True
     ).stdout
-    assert "def respond(o, r, requested_model, id_map=None):" in shown
+    assert "def respond(o, r, requested_model, id_map=None, tokens=0):" in shown
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

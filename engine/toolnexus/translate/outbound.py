@@ -21,6 +21,7 @@ rules to the invariants: a case result with such a note fails unless the case ex
 from __future__ import annotations
 
 import hashlib
+from operator import countOf
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -29,7 +30,7 @@ from typing import Any, NoReturn
 from ..errors import Note, ResponseError
 from ..language.ask import plain_read, read_path, written
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
-from ..language.jsonsafe import JsonValueError, check, text_encoder
+from ..language.jsonsafe import JsonValueError, answer_nulls, settle_nulls, text_encoder
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, Getter, simple_steps
 from ..language.templates import (
@@ -143,11 +144,15 @@ class ItemSource:
         return kind, (self.kinds.get(kind) if isinstance(kind, str) else None)
 
 
-Run = Callable[["Outbound", dict[str, Any], "str | None", "Mapping[str, str] | None"], TranslateResult]
+Run = Callable[["Outbound", dict[str, Any], "str | None", "Mapping[str, str] | None", int], TranslateResult]
 
 
 def _not_built(
-    outbound: Outbound, response: dict[str, Any], requested_model: str | None, id_map: Mapping[str, str] | None
+    outbound: Outbound,
+    response: dict[str, Any],
+    requested_model: str | None,
+    id_map: Mapping[str, str] | None,
+    tokens: int = 0,
 ) -> TranslateResult:
     raise AssertionError("compile_outbound builds the response function")
 
@@ -182,20 +187,33 @@ class Outbound:
     ) -> TranslateResult:
         """`id_map`: the answered request's `RequestBody.id_map`, so an id it sent rewritten comes back as the
         caller's (needed for a `rewrite`; `tn_` ids decode without it)."""
-        provider = self.provider
         if not isinstance(response, dict):
-            raise ResponseError("", f"the response must be an object, got {type(response).__name__}", provider=provider)
+            message = f"the response must be an object, got {type(response).__name__}"
+            raise ResponseError("", message, provider=self.provider)
         try:
-            check(response)
+            tokens = answer_nulls(response)
         except JsonValueError as exc:
-            raise ResponseError(exc.where, exc.message, provider=provider) from None
-        return self.run(self, response, requested_model, id_map)
+            raise ResponseError(exc.where, exc.message, provider=self.provider) from None
+        if not tokens:  # safe JSON
+            return self.run(self, response, requested_model, id_map, 0)
+        try:  # the generated function accounts for the null tokens with the Nones it meets, else `settle`s them
+            return self.run(self, response, requested_model, id_map, tokens)
+        except Exception:
+            self.settle(response, tokens)  # a NaN or an Infinity is the error, as when the check ran first
+            raise
 
     def translate_decoded(
         self, response: dict[str, Any], *, requested_model: str | None = None, id_map: Mapping[str, str] | None = None
     ) -> TranslateResult:
         """`translate` for an object `jsonsafe.loads` returned untouched: its parse refused what `check` refuses."""
-        return self.run(self, response, requested_model, id_map)
+        return self.run(self, response, requested_model, id_map, 0)
+
+    def settle(self, response: dict[str, Any], tokens: int) -> None:
+        """The located ResponseError when one of the answer's `tokens` null tokens is a NaN or an Infinity."""
+        try:
+            settle_nulls(response, tokens)
+        except JsonValueError as exc:
+            raise ResponseError(exc.where, exc.message, provider=self.provider) from None
 
     def _read_source(self, src: ItemSource, response: dict[str, Any], ctx: Ctx, found: _Found) -> None:
         """A source the generated code did not find as it expects: absent (fine if optional), or each element."""
@@ -790,13 +808,15 @@ def _tool_call_paths(parts: Parts) -> Mapping[str, str]:
 
 
 class _Found:
-    """What a response's items add up to."""
+    """What a response's items add up to. The generated function keeps its texts and tool calls in its own lists
+    and builds this (on those lists) only when an element needs more: reasoning, extras, annotations, an id, or
+    the explain step."""
 
     __slots__ = ("annotations", "calls", "digest", "extras", "reasoning", "texts")
 
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-        self.calls: list[TranslatedToolCall] = []
+    def __init__(self, texts: list[str] | None = None, calls: list[TranslatedToolCall] | None = None) -> None:
+        self.texts: list[str] = [] if texts is None else texts
+        self.calls: list[TranslatedToolCall] = [] if calls is None else calls
         self.reasoning: list[str] = []
         self.extras: dict[str, Any] = {}
         self.digest: str | None = None  # the response's digest, computed once for its synthesized ids
@@ -948,11 +968,13 @@ class _Code:
             "synthesized_id": synthesized_id,
             "counts": _counts,
             "check_usage": check_usage,
+            "countOf": countOf,
         }
         self.count = 0
         self.prefixes: dict[tuple[str | int, ...], str] = {}  # response paths read so far -> their variables
         self.views: dict[str, str] = {}  # a top-level variable -> the one that holds it as a mapping (see `step`)
         self.counts: dict[str, str] = {}  # a top-level variable read as a count -> the one holding it when clean
+        self.sources: dict[tuple[str | int, ...], str] = {}  # an item source's plain path -> list (each) or dict (one)
 
     def name(self, value: Any, prefix: str) -> str:
         self.count += 1
@@ -1058,26 +1080,51 @@ class _Code:
 
     def function(self) -> str:
         o = self.o
-        lines = [f"c = Ctx({o.provider!r}, True, id_map)", "f = Found()", "texts = f.texts"]
-        lines.append("calls = f.calls")
+        lines = [f"c = Ctx({o.provider!r}, True, id_map)", "texts = []", "calls = []", "f = None"]
         for index, src in enumerate(o.sources):
             lines += self.source(index, src)
         lines.append('c.path = ""')
         lines += self.finish()
         lines += self.usage_and_model()
         lines += self.refusal()
-        lines.append(
+        lines += self.nulls()
+        lines += [
+            "if f is None:",
+            '    return TranslateResult("".join(texts), calls, finish, u, mo, r, tuple(c.notes), "", {}, [], refusal)',
             'return TranslateResult("".join(texts), calls, finish, u, mo, r, tuple(c.notes),'
-            ' "".join(f.reasoning), f.extras, f.annotations, refusal)'
-        )
-        return "def respond(o, r, requested_model, id_map=None):\n" + "".join(f"    {line}\n" for line in lines)
+            ' "".join(f.reasoning), f.extras, f.annotations, refusal)',
+        ]
+        return "def respond(o, r, requested_model, id_map=None, tokens=0):\n" + "".join(f"    {line}\n" for line in lines)
+
+    def nulls(self) -> list[str]:
+        """The answer check's last step (`jsonsafe.answer_nulls` left `tokens` null tokens, each a None or a NaN):
+        the Nones in the objects and lists the function read account for them (the answer itself first, then the
+        deepest, where an answer's nulls mostly are), else `o.settle` looks at the whole answer. Each variable is
+        one place in the answer (a negative index may name the same element as another, so it is left out), so no
+        None is counted twice."""
+        paths = self.prefixes
+        lines = ["if tokens:", "    left = tokens - countOf(r.values(), None)"]
+        for path in sorted(paths, key=len, reverse=True):
+            if any(isinstance(step, int) and step < 0 for step in path):
+                continue
+            inner = {other[len(path)] for other in paths if len(other) > len(path) and other[: len(path)] == path}
+            kind = self.sources.get(path) or ("dict" if any(isinstance(step, str) for step in inner) else "list")
+            if not inner and path not in self.sources:  # a count or a text, no container
+                continue
+            var = paths[path]
+            held = f"{var}.values()" if kind == "dict" else var
+            lines.append(f"    if left and type({var}) is {kind}: left -= countOf({held}, None)")
+        return [*lines, "    if left: o.settle(r, tokens)"]
 
     def source(self, index: int, src: ItemSource) -> list[str]:
         s = self.name(src, "source")
         lines = [f"# response.items[{index}]: {'each' if src.each else 'one'} {src.path}"]
         read, x = self.top(src.path, src.getter)
+        steps = simple_steps(src.path)
+        if steps:
+            self.sources[tuple(steps)] = "list" if src.each else "dict"
         lines += [*read, f"x = {x}"]
-        explain = f"o._read_element({s}, i, e, r, c, f)"
+        explain = f"o._read_element({s}, i, e, r, c, {FOUND})"
         body = self.dispatch(src, s, explain)
         if src.each:
             lines += ["if isinstance(x, list):", "    for i, e in enumerate(x):", *_indent(body, 8)]
@@ -1091,7 +1138,7 @@ class _Code:
                 f"elif (x is MISSING or x is None) and any(v is not MISSING and v is not None for v in ({present},)):"
                 " pass"
             )
-        lines += ["else:", f"    o._read_source({s}, r, c, f)"]
+        lines += ["else:", f"    o._read_source({s}, r, c, {FOUND})"]
         return lines
 
     def dispatch(self, src: ItemSource, s: str, explain: str) -> list[str]:
@@ -1141,20 +1188,20 @@ class _Code:
                 lines += self.part(var, part, read, views)
                 tests.append(f"(type({var}) is str or {var} is None or {var} is MISSING)")
                 present.append(var)
-                into = "texts" if var == "t" else "f.reasoning"
+                into = "texts" if var == "t" else f"{FOUND}.reasoning"
                 writes.append(f"if type({var}) is str: {into}.append({var})")
         if parts.annotations is not None:  # annotations need the text so far: applied before it grows
             lines += self.part("an", parts.annotations, read, views)
             spec, text = self.name(parts.annotate, "annotate"), "t if type(t) is str else ''" if parts.text else "''"
             writes.insert(  # none (an empty list, most often) is nothing to do
                 0,
-                f"if an is not MISSING and an is not None and an != []: o.annotate({spec}, e, {s}, i, {text}, f, c)",
+                f"if an is not MISSING and an is not None and an != []: o.annotate({spec}, e, {s}, i, {text}, {FOUND}, c)",
             )
         if parts.message is not None:
             lines += self.part("m", parts.message, read, views)
             tests.append("(type(m) is dict or m is None or m is MISSING)")
             present.append("m")
-            writes.append('if type(m) is dict: merge_extras(f.extras, m, "", c)')
+            writes.append(f'if type(m) is dict: merge_extras({FOUND}.extras, m, "", c)')
         call = parts.tool_call
         if call is not None:
             for field_name, var in (("id", "ci"), ("name", "cn"), ("arguments", "ca"), ("extra_content", "cx")):
@@ -1178,7 +1225,7 @@ class _Code:
             if src.synthesize_ids:
                 writes += [
                     "if not ci:",
-                    "    if f.digest is None: f.digest = response_digest(r, o.provider)",
+                    f"    if {FOUND}.digest is None: f.digest = response_digest(r, o.provider)",
                     "    ci = synthesized_id(f.digest, len(calls))",
                     f"    c.notes.append(Note('synthesized', {s}.element_path(i), 'no call id; sent as ' + ci))",
                 ]
@@ -1365,6 +1412,9 @@ class _Code:
         else:
             lines, refusal = [f"rf = {self.name(o.refusal, 'render')}(r, c)"], "rf"
         return [*lines, f"refusal = {refusal} if type({refusal}) is str and {refusal} else None"]
+
+
+FOUND = "(f := f or Found(texts, calls))"  # the generated function's `_Found`, built when first needed
 
 
 def _indent(lines: list[str], width: int) -> list[str]:
