@@ -21,9 +21,9 @@ rules to the invariants: a case result with such a note fails unless the case ex
 from __future__ import annotations
 
 import hashlib
-from operator import countOf
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from operator import countOf
 from types import MappingProxyType
 from typing import Any, NoReturn
 
@@ -1094,7 +1094,8 @@ class _Code:
             'return TranslateResult("".join(texts), calls, finish, u, mo, r, tuple(c.notes),'
             ' "".join(f.reasoning), f.extras, f.annotations, refusal)',
         ]
-        return "def respond(o, r, requested_model, id_map=None, tokens=0):\n" + "".join(f"    {line}\n" for line in lines)
+        head = "def respond(o, r, requested_model, id_map=None, tokens=0):\n"
+        return head + "".join(f"    {line}\n" for line in lines)
 
     def nulls(self) -> list[str]:
         """The answer check's last step (`jsonsafe.answer_nulls` left `tokens` null tokens, each a None or a NaN):
@@ -1193,10 +1194,8 @@ class _Code:
         if parts.annotations is not None:  # annotations need the text so far: applied before it grows
             lines += self.part("an", parts.annotations, read, views)
             spec, text = self.name(parts.annotate, "annotate"), "t if type(t) is str else ''" if parts.text else "''"
-            writes.insert(  # none (an empty list, most often) is nothing to do
-                0,
-                f"if an is not MISSING and an is not None and an != []: o.annotate({spec}, e, {s}, i, {text}, {FOUND}, c)",
-            )
+            annotate = f"o.annotate({spec}, e, {s}, i, {text}, {FOUND}, c)"
+            writes.insert(0, f"if an is not MISSING and an is not None and an != []: {annotate}")  # none: most often
         if parts.message is not None:
             lines += self.part("m", parts.message, read, views)
             tests.append("(type(m) is dict or m is None or m is MISSING)")
