@@ -1266,36 +1266,53 @@ class _Code:
             lines.append(f"elif {blocked} is not MISSING and {blocked} is not None: finish = {o.blocked[2]!r}")
         return [*lines, "else:", f"    {found}", f"    {explain}"]
 
-    def usage_test(self) -> list[str]:
-        """The fast test of the usage invariants (`check_usage` writes the notes when it fails)."""
-        lines = ["pt = u.get('prompt_tokens')", "ct = u.get('completion_tokens')", "tt = u.get('total_tokens')"]
-        broken = ["(tt is not None and pt is not None and ct is not None and tt != pt + ct)"]
+    def usage_test(self, written: set[str], within: str) -> list[str]:
+        """The fast test of the usage invariants on the usage the inline code built (`written`: the keys it can
+        write; a total or a details object it never writes is absent, so its part of the test is left out), and
+        `check_usage`, which writes the notes, when it fails."""
+        totals = {name: var for name, var in (("prompt_tokens", "pt"), ("completion_tokens", "ct")) if name in written}
+        lines = [f"{var} = u.get({name!r})" for name, var in totals.items()]
+        broken = []
+        if "total_tokens" in written and len(totals) == 2:
+            lines.append("tt = u.get('total_tokens')")
+            broken.append("(tt is not None and pt is not None and ct is not None and tt != pt + ct)")
         details: dict[str, str] = {}
         for total, var in (("prompt_tokens", "pt"), ("completion_tokens", "ct")):
             parts = []
             for holder, count in self.o.within.get(total, ()):
+                if holder not in written:
+                    continue
                 if holder not in details:
                     details[holder] = f"d{len(details)}"
-                    lines.append(f"{details[holder]} = u.get({holder!r}) or {{}}")
+                    lines.append(f"{details[holder]} = u.get({holder!r}) or NO_KEYS")
                 parts.append(f"{details[holder]}.get({count!r}, 0)")
             if parts:
                 included = f"n{var}"
                 lines.append(f"{included} = {' + '.join(parts)}")
-                broken.append(f"({included} and ({var} is None or {included} > {var}))")
-        return [*lines, f"if {' or '.join(broken)}:"]
+                have = f"({var} is None or {included} > {var})" if total in written else "True"
+                broken.append(f"({included} and {have})")
+        if not broken:
+            return []
+        return [*lines, f"if {' or '.join(broken)}:", f"    c.notes += check_usage(u, {within})"]
 
     def usage_and_model(self) -> list[str]:
         o = self.o
         within = self.name(o.within, "within")
-        generic = [f"u = {self.name(o.usage, 'usage')}(r, c)", "u = {} if u is MISSING else counts(u, c)"]
-        inline = self.usage_inline(o.usage_node)
-        if inline is not None:  # the explain step: the template rendered, its counts looked at one by one
-            generic = [*inline, "if not ok:", *_indent(generic, 4)]
-        lines = [
-            *generic,
-            *self.usage_test(),
-            f"    c.notes += check_usage(u, {within})",
+        # the explain step: the template rendered, its counts looked at one by one, the invariants checked
+        generic = [
+            f"u = {self.name(o.usage, 'usage')}(r, c)",
+            "u = {} if u is MISSING else counts(u, c)",
+            f"c.notes += check_usage(u, {within})",
         ]
+        inline = self.usage_inline(o.usage_node)
+        if inline is None:
+            lines = generic
+        else:
+            assert isinstance(o.usage_node, Obj)
+            test = self.usage_test({name for name, _ in o.usage_node.items}, within)
+            lines = [*inline, "if not ok:", *_indent(generic, 4)]
+            if test:
+                lines += ["else:", *_indent(test, 4)]
         if o.model_read is not None:
             read, model = self.top(o.model_read.expr, o.model_read.getter)
             lines += [*read, f"mo = {model}"]
@@ -1368,8 +1385,9 @@ class _Code:
         if clean is None:
             clean = self.counts[var] = f"n{var}"
             lines += [
-                f"{clean} = {var} if type({var}) is int and {var} >= 0 else MISSING",
-                f"if {clean} is MISSING and {var} is not None and {var} is not MISSING: ok = False",
+                f"if type({var}) is int and {var} >= 0: {clean} = {var}",
+                f"elif {var} is None or {var} is MISSING: {clean} = MISSING",
+                f"else: {clean} = MISSING; ok = False",
             ]
         return lines, clean
 
