@@ -953,6 +953,9 @@ class _Code:
 
     def __init__(self, outbound: Outbound) -> None:
         self.o = outbound
+        # the call's Ctx, built where first needed (most answers need none: no note, no rendered template)
+        self.ctx = f"(c := c or Ctx({outbound.provider!r}, True, id_map))"
+        self.built = ""  # "c" where the lines being generated know it built
         self.names: dict[str, Any] = {
             "MISSING": MISSING,
             "NO_KEYS": MappingProxyType({}),
@@ -1026,7 +1029,7 @@ class _Code:
             return self.mapping(target, part.mapping, read, views)
         steps = part.steps if part.steps is not None else part.defaulted
         if steps is None:
-            return [f"{target} = {self.name(part.render, 'render')}(e, c)"]
+            return [f"{target} = {self.name(part.render, 'render')}(e, {self.built or self.ctx})"]
         lines: list[str] = []
         var = "e"
         for n in range(1, len(steps) + 1):
@@ -1040,7 +1043,7 @@ class _Code:
             return [
                 *lines,
                 f"{target} = {var}",
-                f"if {target} is MISSING: {target} = {self.name(part.render, 'render')}(e, c)",
+                f"if {target} is MISSING: {target} = {self.name(part.render, 'render')}(e, {self.built or self.ctx})",
             ]
         return [*lines, f"{target} = {var}"]
 
@@ -1080,18 +1083,19 @@ class _Code:
 
     def function(self) -> str:
         o = self.o
-        lines = [f"c = Ctx({o.provider!r}, True, id_map)", "texts = []", "calls = []", "f = None"]
+        lines = ["c = None", "texts = []", "calls = []", "f = None"]
         for index, src in enumerate(o.sources):
             lines += self.source(index, src)
-        lines.append('c.path = ""')
+        lines.append('if c is not None: c.path = ""')
         lines += self.finish()
         lines += self.usage_and_model()
         lines += self.refusal()
         lines += self.nulls()
         lines += [
+            "notes = () if c is None else tuple(c.notes)",
             "if f is None:",
-            '    return TranslateResult("".join(texts), calls, finish, u, mo, r, tuple(c.notes), "", {}, [], refusal)',
-            'return TranslateResult("".join(texts), calls, finish, u, mo, r, tuple(c.notes),'
+            '    return TranslateResult("".join(texts), calls, finish, u, mo, r, notes, "", {}, [], refusal)',
+            'return TranslateResult("".join(texts), calls, finish, u, mo, r, notes,'
             ' "".join(f.reasoning), f.extras, f.annotations, refusal)',
         ]
         head = "def respond(o, r, requested_model, id_map=None, tokens=0):\n"
@@ -1125,7 +1129,7 @@ class _Code:
         if steps:
             self.sources[tuple(steps)] = "list" if src.each else "dict"
         lines += [*read, f"x = {x}"]
-        explain = f"o._read_element({s}, i, e, r, c, {FOUND})"
+        explain = f"o._read_element({s}, i, e, r, {self.ctx}, {FOUND})"
         body = self.dispatch(src, s, explain)
         if src.each:
             lines += ["if isinstance(x, list):", "    for i, e in enumerate(x):", *_indent(body, 8)]
@@ -1139,7 +1143,7 @@ class _Code:
                 f"elif (x is MISSING or x is None) and any(v is not MISSING and v is not None for v in ({present},)):"
                 " pass"
             )
-        lines += ["else:", f"    o._read_source({s}, r, c, {FOUND})"]
+        lines += ["else:", f"    o._read_source({s}, r, {self.ctx}, {FOUND})"]
         return lines
 
     def dispatch(self, src: ItemSource, s: str, explain: str) -> list[str]:
@@ -1177,10 +1181,11 @@ class _Code:
             if p is not None
         )
         lines = []
-        if renders or parts.message is not None:  # a render's or a merge's notes name the element
-            lines.append(f"c.path = ({s}, i)")
+        if renders:  # a render's notes name the element (a merge's: set where it merges)
+            lines.append(f"{self.ctx}.path = ({s}, i)")
+        self.built = "c" if renders else ""  # the renders below find `c` built
         if renders:
-            lines.append("mark = len(c.notes)")
+            lines.append("mark = len(c.notes)")  # `c` was built by the line before
         tests: list[str] = []
         writes: list[str] = []
         present: list[str] = []
@@ -1194,13 +1199,14 @@ class _Code:
         if parts.annotations is not None:  # annotations need the text so far: applied before it grows
             lines += self.part("an", parts.annotations, read, views)
             spec, text = self.name(parts.annotate, "annotate"), "t if type(t) is str else ''" if parts.text else "''"
-            annotate = f"o.annotate({spec}, e, {s}, i, {text}, {FOUND}, c)"
+            annotate = f"o.annotate({spec}, e, {s}, i, {text}, {FOUND}, {self.ctx})"
             writes.insert(0, f"if an is not MISSING and an is not None and an != []: {annotate}")  # none: most often
         if parts.message is not None:
             lines += self.part("m", parts.message, read, views)
             tests.append("(type(m) is dict or m is None or m is MISSING)")
             present.append("m")
-            writes.append(f'if type(m) is dict: merge_extras({FOUND}.extras, m, "", c)')
+            at = "" if renders else f"{self.ctx}.path = ({s}, i); "  # a clash is noted at the element
+            writes.append(f'if type(m) is dict: {at}merge_extras({FOUND}.extras, m, "", c)')
         call = parts.tool_call
         if call is not None:
             for field_name, var in (("id", "ci"), ("name", "cn"), ("arguments", "ca"), ("extra_content", "cx")):
@@ -1226,7 +1232,7 @@ class _Code:
                     "if not ci:",
                     f"    if {FOUND}.digest is None: f.digest = response_digest(r, o.provider)",
                     "    ci = synthesized_id(f.digest, len(calls))",
-                    f"    c.notes.append(Note('synthesized', {s}.element_path(i), 'no call id; sent as ' + ci))",
+                    f"    {self.ctx}.notes.append(Note('synthesized', {s}.element_path(i), 'no call id; sent as ' + ci))",
                 ]
             if src.arguments != "text":
                 writes.append("if type(ca) is dict: ca = arguments_json(ca)")
@@ -1235,7 +1241,7 @@ class _Code:
                 writes += [
                     f"given = ci; ci = {ids}.restore(ci, id_map or NO_IDS)",
                     "if ci != given:",
-                    f"    c.notes.append(Note('rewritten', {s}.element_path(i),"
+                    f"    {self.ctx}.notes.append(Note('rewritten', {s}.element_path(i),"
                     " f'id {given!r} restored to {ci!r}'))",
                 ]
             writes.append(f"calls.append(new_tool_call(ci, cn, ca, {extra}))")
@@ -1258,7 +1264,7 @@ class _Code:
         lines, stop = self.top(o.stop_path, o.stop)
         table = self.name(dict(o.table), "table")
         found = f"finish = {table}.get({stop}) if type({stop}) is str else None"
-        explain = "if finish is None or finish == 'tool_calls': finish = o._finish_reason(r, False, c)"
+        explain = f"if finish is None or finish == 'tool_calls': finish = o._finish_reason(r, False, {self.ctx})"
         lines.append("if calls: finish = 'tool_calls'")
         if o.blocked is not None:
             read, blocked = self.top(o.blocked[0], o.blocked[1])
@@ -1293,14 +1299,14 @@ class _Code:
                 broken.append(f"({included} and {have})")
         if not broken:
             return []
-        return [*lines, f"if {' or '.join(broken)}:", f"    c.notes += check_usage(u, {within})"]
+        return [*lines, f"if {' or '.join(broken)}:", f"    {self.ctx}.notes.extend(check_usage(u, {within}))"]
 
     def usage_and_model(self) -> list[str]:
         o = self.o
         within = self.name(o.within, "within")
         # the explain step: the template rendered, its counts looked at one by one, the invariants checked
         generic = [
-            f"u = {self.name(o.usage, 'usage')}(r, c)",
+            f"u = {self.name(o.usage, 'usage')}(r, {self.ctx})",
             "u = {} if u is MISSING else counts(u, c)",
             f"c.notes += check_usage(u, {within})",
         ]
@@ -1319,7 +1325,7 @@ class _Code:
         elif o.model is None:
             lines.append("mo = MISSING")
         else:
-            lines.append(f"mo = {self.name(o.model, 'model')}(r, c)")
+            lines.append(f"mo = {self.name(o.model, 'model')}(r, {self.ctx})")
         lines.append('if not isinstance(mo, str): mo = requested_model or ""')
         return lines
 
@@ -1427,7 +1433,7 @@ class _Code:
         if o.refusal_read is not None:
             lines, refusal = self.top(o.refusal_read.expr, o.refusal_read.getter)
         else:
-            lines, refusal = [f"rf = {self.name(o.refusal, 'render')}(r, c)"], "rf"
+            lines, refusal = [f"rf = {self.name(o.refusal, 'render')}(r, {self.ctx})"], "rf"
         return [*lines, f"refusal = {refusal} if type({refusal}) is str and {refusal} else None"]
 
 
