@@ -1232,7 +1232,8 @@ class _Code:
                     "if not ci:",
                     f"    if {FOUND}.digest is None: f.digest = response_digest(r, o.provider)",
                     "    ci = synthesized_id(f.digest, len(calls))",
-                    f"    {self.ctx}.notes.append(Note('synthesized', {s}.element_path(i), 'no call id; sent as ' + ci))",
+                    f"    {self.ctx}.notes.append(Note('synthesized', {s}.element_path(i),"
+                    " 'no call id; sent as ' + ci))",
                 ]
             if src.arguments != "text":
                 writes.append("if type(ca) is dict: ca = arguments_json(ca)")
