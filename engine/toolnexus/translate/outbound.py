@@ -43,6 +43,7 @@ from ..language.templates import (
     Read,
     Render,
     Sum,
+    When,
     compile_node,
     compile_template,
     parse_template,
@@ -178,6 +179,7 @@ class Outbound:
     model_read: Read | None = None  # the model template's one plain path, read inline by the generated code
     refusal: Render | None = None  # the `refusal` template: the provider's explanation of a refusal
     refusal_read: Read | None = None  # its one plain path, read inline by the generated code
+    refusal_node: Node | None = field(default=None, compare=False)  # its parsed template, read inline when it can be
     code: str = ""  # the generated function's source, for `toolnexus explain --code`
     templates_code: tuple[tuple[Key, str], ...] = ()  # (rule key, the Python a template compiled to)
     run: Run = _not_built
@@ -610,6 +612,7 @@ def compile_outbound(source: RuleSource) -> Outbound:
         within=_within(rule, source, usage),
         refusal=compile_node(refusal, (*key, "refusal"), refusal_env) if refusal is not None else None,
         refusal_read=plain_read(refusal) if refusal is not None else None,
+        refusal_node=refusal,
     )
     code, run = generate(draft)
     return replace(draft, code=code, run=run, templates_code=tuple(compiled.items()))
@@ -1434,8 +1437,37 @@ class _Code:
         if o.refusal_read is not None:
             lines, refusal = self.top(o.refusal_read.expr, o.refusal_read.getter)
         else:
-            lines, refusal = [f"rf = {self.name(o.refusal, 'render')}(r, {self.ctx})"], "rf"
+            lines, refusal = self.refusal_render(o.refusal, o.refusal_node), "rf"
         return [*lines, f"refusal = {refusal} if type({refusal}) is str and {refusal} else None"]
+
+    def refusal_render(self, render: Render, node: Node | None) -> list[str]:
+        """A richer refusal template in `rf`, its common outcome read inline: the first present of plain paths
+        (rendered when more than one is there, for the note), or a `$when` on a plain path testing for text
+        values, whose `then` is rendered only when the test holds (absent otherwise)."""
+        call = f"{self.name(render, 'render')}(r, {self.ctx})"
+        if isinstance(node, Get) and node.plain and all(read.steps is not None for read in node.reads):
+            lines: list[str] = []
+            found = []
+            for read in node.reads:
+                read_lines_, var = self.top(read.expr, read.getter)
+                lines += read_lines_
+                found.append(var)
+            first = found[-1]
+            for var in reversed(found[:-1]):
+                first = f"{var} if {var} is not MISSING else {first}"
+            present = " + ".join(f"({var} is not MISSING)" for var in found)
+            return [*lines, f"rf = {call} if {present} > 1 else {first}"]
+        if (
+            isinstance(node, When)
+            and node.test == "is"
+            and node.otherwise is None
+            and node.path.steps is not None
+            and all(type(value) is str for value in node.expected)
+        ):
+            lines, var = self.top(node.path.expr, node.path.getter)
+            expected = self.name(frozenset(node.expected), "expected")
+            return [*lines, f"rf = {call} if type({var}) is str and {var} in {expected} else MISSING"]
+        return [f"rf = {call}"]
 
 
 FOUND = "(f := f or Found(texts, calls))"  # the generated function's `_Found`, built when first needed
