@@ -1349,7 +1349,7 @@ class _Code:
                     lines += self.count_map("uv", name)
                 else:
                     read_lines_, clean = self.clean_count(read)
-                    lines += [*read_lines_, f"if {clean} is not MISSING: u[{name!r}] = {clean}"]
+                    lines += [*read_lines_, f"if {clean} is not None: u[{name!r}] = {clean}"]
             elif isinstance(child, Sum) and not details:
                 summed = self.count_sum(child)
                 if summed is None:
@@ -1362,7 +1362,7 @@ class _Code:
                     if read is None:
                         return None
                     read_lines_, clean = self.clean_count(read)
-                    lines += [*read_lines_, f"if {clean} is not MISSING: ud[{inner!r}] = {clean}"]
+                    lines += [*read_lines_, f"if {clean} is not None: ud[{inner!r}] = {clean}"]
                 lines.append(f"if ud: u[{name!r}] = ud")
             else:
                 return None
@@ -1389,15 +1389,15 @@ class _Code:
 
     def clean_count(self, read: Read) -> tuple[list[str], str]:
         """A count's read at the function's top level, tested once however many sums read it: the variable
-        holding it when clean, else MISSING (absent or null; anything else also clears `ok`)."""
+        holding it when clean, else None (absent or null; anything else also clears `ok`)."""
         lines, var = self.top(read.expr, read.getter)
         clean = self.counts.get(var)
         if clean is None:
             clean = self.counts[var] = f"n{var}"
             lines += [
                 f"if type({var}) is int and {var} >= 0: {clean} = {var}",
-                f"elif {var} is None or {var} is MISSING: {clean} = MISSING",
-                f"else: {clean} = MISSING; ok = False",
+                f"elif {var} is None or {var} is MISSING: {clean} = None",
+                f"else: {clean} = None; ok = False",
             ]
         return lines, clean
 
@@ -1411,8 +1411,8 @@ class _Code:
             read_lines_, clean = self.clean_count(read)
             lines += read_lines_
             terms.append(clean)
-        absent = " and ".join(f"{term} is MISSING" for term in terms)
-        total = " + ".join(f"({term} if {term} is not MISSING else 0)" for term in terms)
+        absent = " and ".join(f"{term} is None" for term in terms)
+        total = " + ".join(f"({term} or 0)" for term in terms)
         lines.append(f"us = MISSING if {absent} else {total}")
         if node.empty is not MISSING:
             held = []
