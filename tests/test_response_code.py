@@ -556,3 +556,38 @@ def test_every_place_of_an_answer_holding_nan_beside_a_none_is_refused_where_che
         assert info.value.path == checked_path(answer)
         node[key] = original
     assert outcome(lambda: outbound.translate(answer)) == whole  # and whole again, as before
+
+
+# A made-up provider with optional sources under one object (as a grounding object and the lists inside it).
+IOTA = """\
+provider: iota
+extends: openai
+response:
+  items:
+    - one: choices[0].message
+      as: {text: {$get: content}}
+    - one: meta.notes
+      optional: true
+      as: {reasoning: {$get: text}}
+    - each: meta.cites
+      optional: true
+      as: {text: {$get: text}}
+"""
+
+
+def test_optional_sources_under_one_absent_object_are_skipped_as_one(tmp_path: Any) -> None:
+    """The sources under `meta` are read only when `meta` holds something; absent (or null), the answer reads as
+    it did, and the Nones below it are no longer there to count (a NaN beside is still found)."""
+    (tmp_path / "iota.yaml").write_text(IOTA)
+    outbound = load_rules(tmp_path).get("iota").outbound
+    assert re.search(r"^    if r\d+ is not MISSING and r\d+ is not None:$", outbound.code, re.M)
+    answer: dict[str, Any] = {"choices": [{"message": {"content": "a"}, "finish_reason": "stop"}]}
+    for meta in (MISSING, None, {}, {"notes": {"text": "n"}, "cites": [{"text": "b"}, {"text": None}]}, "x"):
+        given = answer if meta is MISSING else {**answer, "meta": meta}
+        assert outcome(lambda g=given: outbound.translate(g)) == outcome(lambda g=given: by_explain_steps(outbound, g))
+    result = outbound.translate({**answer, "meta": {"notes": {"text": "n"}, "cites": [{"text": "b"}]}})
+    assert (result.text, result.reasoning_content) == ("ab", "n")
+    with pytest.raises(ResponseError) as info:
+        outbound.translate({**answer, "meta": None, "x": [None, math.nan]})
+    assert info.value.path == "x[1]"
+    agrees_when_damaged(outbound, {**answer, "meta": {"notes": {"text": "n"}, "cites": [{"text": "b"}]}}, budget=40)

@@ -861,7 +861,11 @@ def check_usage(usage: dict[str, Any], within: Mapping[str, tuple[tuple[str, str
         message = f"is {total}, but prompt_tokens + completion_tokens is {prompt + completion}"
         notes.append(Note("inconsistent", "usage.total_tokens", message))
     for name, counts in within.items():
-        included = sum((usage.get(details) or {}).get(count, 0) for details, count in counts)
+        included = 0
+        for details, count in counts:  # a loop, not sum() over a generator: this runs on every answer it notes
+            held = usage.get(details)
+            if held:
+                included += held.get(count, 0)
         have = usage.get(name)
         if included and (have is None or included > have):
             names = ", ".join(f"{details}.{count}" for details, count in counts)
@@ -997,6 +1001,10 @@ class _Code:
         if steps is None:
             var = self.name(None, "x")
             return [f"{var} = {self.name(getter, 'g')}(r)"], var
+        return self.top_steps(tuple(steps))
+
+    def top_steps(self, steps: tuple[str | int, ...]) -> tuple[list[str], str]:
+        """`top` of a plain path's steps."""
         lines: list[str] = []
         var = "r"
         for n in range(1, len(steps) + 1):
@@ -1087,8 +1095,14 @@ class _Code:
     def function(self) -> str:
         o = self.o
         lines = ["c = None", "texts = []", "calls = []", "f = None"]
-        for index, src in enumerate(o.sources):
-            lines += self.source(index, src)
+        index = 0
+        while index < len(o.sources):
+            run, under = self.optional_run(index)
+            if len(run) > 1:
+                lines += self.guarded(index, run, under)
+            else:
+                lines += self.source(index, o.sources[index])
+            index += len(run) or 1
         lines.append('if c is not None: c.path = ""')
         lines += self.finish()
         lines += self.usage_and_model()
@@ -1123,6 +1137,45 @@ class _Code:
             held = f"{var}.values()" if kind == "dict" else var
             lines.append(f"    if left and type({var}) is {kind}: left -= countOf({held}, None)")
         return [*lines, "    if left: o.settle(r, tokens)"]
+
+    def optional_run(self, start: int) -> tuple[list[ItemSource], tuple[str | int, ...]]:
+        """The optional sources from `start` on whose plain paths share a prefix (a grounding object and the
+        lists inside it, say), and that prefix: when it is absent, none of them is there."""
+        run: list[ItemSource] = []
+        under: tuple[str | int, ...] = ()
+        for src in self.o.sources[start:]:
+            steps = simple_steps(src.path)
+            if not src.optional or not steps:
+                break
+            path = tuple(steps)
+            if not run:
+                under = path
+            else:
+                common = 0
+                while common < min(len(under), len(path)) and under[common] == path[common]:
+                    common += 1
+                if not common:
+                    break
+                under = under[:common]
+            run.append(src)
+        return run, under
+
+    def guarded(self, start: int, run: list[ItemSource], under: tuple[str | int, ...]) -> list[str]:
+        """Optional sources that all lie under one path, read only when it holds something; else every variable
+        their lines would set is set as absent (later lines, and the count of Nones, read them)."""
+        lines, var = self.top_steps(under)
+        prefixes, views = set(self.prefixes.values()), set(self.views.values())
+        body: list[str] = []
+        for offset, src in enumerate(run):
+            body += self.source(start + offset, src)
+        absent = [f"{new} = MISSING" for new in self.prefixes.values() if new not in prefixes]
+        absent += [f"{new} = NO_KEYS" for new in self.views.values() if new not in views]
+        return [
+            *lines,
+            f"if {var} is not MISSING and {var} is not None:",
+            *_indent(body, 4),
+            *(["else:", *_indent(absent, 4)] if absent else []),
+        ]
 
     def source(self, index: int, src: ItemSource) -> list[str]:
         s = self.name(src, "source")
