@@ -1256,7 +1256,12 @@ class _Code:
             lines += self.part("an", parts.annotations, read, views)
             spec, text = self.name(parts.annotate, "annotate"), "t if type(t) is str else ''" if parts.text else "''"
             annotate = f"o.annotate({spec}, e, {s}, i, {text}, {FOUND}, {self.ctx})"
-            writes.insert(0, f"if an is not MISSING and an is not None and an != []: {annotate}")  # none: most often
+            listed = "an is not MISSING and an is not None and an != []"  # none: most often
+            each = simple_steps(parts.annotate.each) if parts.annotate and parts.annotate.parts else None
+            if each is not None and len(each) == 1 and isinstance(each[0], str):  # parts, each with its own list
+                some = "(q := p.get({!r}, MISSING)) is not MISSING and q is not None and q != []".format(each[0])
+                listed += f" and (type(an) is not list or any(isinstance(p, dict) and {some} for p in an))"
+            writes.insert(0, f"if {listed}: {annotate}")
         if parts.message is not None:
             lines += self.part("m", parts.message, read, views)
             tests.append("(type(m) is dict or m is None or m is MISSING)")
