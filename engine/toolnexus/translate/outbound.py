@@ -1259,7 +1259,7 @@ class _Code:
             listed = "an is not MISSING and an is not None and an != []"  # none: most often
             each = simple_steps(parts.annotate.each) if parts.annotate and parts.annotate.parts else None
             if each is not None and len(each) == 1 and isinstance(each[0], str):  # parts, each with its own list
-                some = "(q := p.get({!r}, MISSING)) is not MISSING and q is not None and q != []".format(each[0])
+                some = f"(q := p.get({each[0]!r}, MISSING)) is not MISSING and q is not None and q != []"
                 listed += f" and (type(an) is not list or any(isinstance(p, dict) and {some} for p in an))"
             writes.insert(0, f"if {listed}: {annotate}")
         if parts.message is not None:
