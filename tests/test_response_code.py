@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import random
 import re
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 import toolnexus
 from toolnexus import ResponseError, load_rules, translate_response
 from toolnexus.devtools.conformance import load_cases
+from toolnexus.language import jsonsafe
 from toolnexus.language.paths import MISSING
 from toolnexus.language.templates import Ctx
 from toolnexus.translate.outbound import Outbound, _explain_counts, _Found, check_usage, generate
@@ -118,7 +120,7 @@ def test_explain_code_shows_the_one_response_function(provider: str) -> None:
     shown = subprocess.run(
         [sys.executable, "-m", "toolnexus", "explain", provider, "--code"], capture_output=True, text=True, check=True
     ).stdout
-    assert "def respond(o, r, requested_model, id_map=None):" in shown
+    assert "def respond(o, r, requested_model, id_map=None, tokens=0):" in shown
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -432,3 +434,160 @@ def test_a_typed_read_in_an_answer_leaves_a_null_out_and_refuses_another_type_at
             outbound.translate(broken)
         assert info.value.path == place
     agrees_when_damaged(outbound, answer, budget=60)
+
+
+# ---------------------------------------------------------------- the answer check, fused into the generated function
+# `jsonsafe.answer_nulls` encodes the answer and counts its null tokens (a None or a NaN/Infinity each); the generated
+# function counts the Nones in the objects it reads and looks at the whole answer only when they do not account for
+# every token. A NaN or an Infinity stays the located ResponseError `jsonsafe.check` names, whatever else the answer
+# holds and whichever step of the function meets it first.
+
+
+def checked_path(answer: dict[str, Any]) -> str:
+    with pytest.raises(jsonsafe.JsonValueError) as info:
+        jsonsafe.check(answer)
+    return info.value.where
+
+
+def openai_answer(**message: Any) -> dict[str, Any]:
+    return {
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", **message}, "logprobs": None, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+    }
+
+
+def nan_cases() -> list[tuple[str, dict[str, Any], str]]:
+    """(provider, answer, path of its NaN or Infinity): each beside Nones the generated function counts."""
+    in_details = openai_answer(content="hi", refusal=None)
+    in_details["usage"]["prompt_tokens_details"] = {"cached_tokens": math.nan}
+    in_arguments = openai_answer(content=None, refusal=None)
+    in_arguments["choices"][0]["message"]["tool_calls"] = [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "f", "arguments": '{"x": 1}'},
+            "extra_content": {"k": math.inf},
+        }
+    ]
+    unread = openai_answer(
+        content="hi", refusal=None
+    )  # a None the function counts first, the NaN where it reads nothing
+    unread["service_tier"] = None
+    unread["choices"][0]["logprobs"] = {"content": [{"token": "hi", "logprob": math.nan}]}
+    annotated = openai_answer(content="hi", refusal=None)
+    annotated["choices"][0]["message"]["annotations"] = [
+        {"type": "url_citation", "url_citation": {"url": "u", "title": None, "start_index": math.nan, "end_index": 1}}
+    ]
+    anthropic = {
+        "model": "claude",
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"x": None, "y": [1, -math.inf]}}],
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 3, "output_tokens": 2},
+    }
+    cited = {
+        "model": "claude",
+        "content": [
+            {"type": "text", "text": "hi", "citations": [{"type": "web_search_result_location", "url": "u",
+                                                          "title": None, "encrypted_index": math.nan}]}
+        ],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 3, "output_tokens": 2, "output_tokens_details": {"thinking_tokens": math.nan}},
+    }  # fmt: skip
+    return [
+        ("openai", in_details, "usage.prompt_tokens_details.cached_tokens"),
+        ("openai", in_arguments, "choices[0].message.tool_calls[0].extra_content.k"),
+        ("openai", unread, "choices[0].logprobs.content[0].logprob"),
+        ("openai", annotated, "choices[0].message.annotations[0].url_citation.start_index"),
+        ("anthropic", anthropic, "content[0].input.y[1]"),
+        ("anthropic", cited, checked_path(cited)),
+    ]
+
+
+@pytest.mark.parametrize(("provider", "answer", "where"), nan_cases())
+def test_a_nan_beside_counted_nones_is_the_located_response_error(
+    provider: str, answer: dict[str, Any], where: str
+) -> None:
+    assert jsonsafe.answer_nulls(answer) > 0  # the fused step decides, not the encoding alone
+    assert checked_path(answer) == where
+    with pytest.raises(ResponseError) as info:
+        translate_response(provider, answer)
+    assert info.value.path == where
+
+
+def test_a_nan_in_tool_arguments_is_refused_before_they_are_written_as_json() -> None:
+    """The function writes an arguments object as JSON text before it counts Nones; a NaN there fails that
+    write, and the answer check's error is what is raised."""
+    answer = {
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": None, "b": math.nan}}],
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+    }
+    with pytest.raises(ResponseError) as info:
+        translate_response("anthropic", answer)
+    assert info.value.path == "content[0].input.b"
+
+
+@pytest.mark.parametrize(("provider", "name", "response"), ANSWERS, ids=[f"{p}/{n}" for p, n, _ in ANSWERS])
+def test_every_place_of_an_answer_holding_nan_beside_a_none_is_refused_where_check_says(
+    provider: str, name: str, response: dict[str, Any]
+) -> None:
+    """Each case answer, a None added at its top, and a NaN put in each of its places in turn: the result is the
+    ResponseError at the path `jsonsafe.check` names (the fused check and the plain check agree)."""
+    outbound = load_rules().get(provider).outbound
+    answer = {**copy.deepcopy(response), "tn_extra": None}
+    whole = outcome(lambda: outbound.translate(answer))
+    places: list[tuple[Any, Any]] = []
+    stack: list[Any] = [answer]
+    while stack:
+        node = stack.pop()
+        for key in list(node) if isinstance(node, dict) else range(len(node)) if isinstance(node, list) else []:
+            places.append((node, key))
+            stack.append(node[key])
+    for node, key in random.Random(len(places)).sample(places, min(len(places), 40)):
+        original = node[key]
+        node[key] = math.nan
+        with pytest.raises(ResponseError) as info:
+            outbound.translate(answer)
+        assert info.value.path == checked_path(answer)
+        node[key] = original
+    assert outcome(lambda: outbound.translate(answer)) == whole  # and whole again, as before
+
+
+# A made-up provider with optional sources under one object (as a grounding object and the lists inside it).
+IOTA = """\
+provider: iota
+extends: openai
+response:
+  items:
+    - one: choices[0].message
+      as: {text: {$get: content}}
+    - one: meta.notes
+      optional: true
+      as: {reasoning: {$get: text}}
+    - each: meta.cites
+      optional: true
+      as: {text: {$get: text}}
+"""
+
+
+def test_optional_sources_under_one_absent_object_are_skipped_as_one(tmp_path: Any) -> None:
+    """The sources under `meta` are read only when `meta` holds something; absent (or null), the answer reads as
+    it did, and the Nones below it are no longer there to count (a NaN beside is still found)."""
+    (tmp_path / "iota.yaml").write_text(IOTA)
+    outbound = load_rules(tmp_path).get("iota").outbound
+    assert re.search(r"^    if r\d+ is not MISSING and r\d+ is not None:$", outbound.code, re.M)
+    answer: dict[str, Any] = {"choices": [{"message": {"content": "a"}, "finish_reason": "stop"}]}
+    for meta in (MISSING, None, {}, {"notes": {"text": "n"}, "cites": [{"text": "b"}, {"text": None}]}, "x"):
+        given = answer if meta is MISSING else {**answer, "meta": meta}
+        assert outcome(lambda g=given: outbound.translate(g)) == outcome(lambda g=given: by_explain_steps(outbound, g))
+    result = outbound.translate({**answer, "meta": {"notes": {"text": "n"}, "cites": [{"text": "b"}]}})
+    assert (result.text, result.reasoning_content) == ("ab", "n")
+    with pytest.raises(ResponseError) as info:
+        outbound.translate({**answer, "meta": None, "x": [None, math.nan]})
+    assert info.value.path == "x[1]"
+    agrees_when_damaged(outbound, {**answer, "meta": {"notes": {"text": "n"}, "cites": [{"text": "b"}]}}, budget=40)

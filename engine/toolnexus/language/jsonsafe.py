@@ -88,6 +88,37 @@ def check(value: Any) -> None:
         raise JsonValueError(*problem)
 
 
+def answer_nulls(value: dict[str, Any]) -> int:
+    """`check` of an answer (a decoded response object) but for its last step: the null tokens orjson's text of it
+    holds (0: none, and the answer is safe JSON), or JsonValueError for what `check` refuses otherwise.
+
+    Each token is a None or a NaN/Infinity (orjson writes both as null). The generated response function counts
+    the Nones in the objects it reads anyway; when they account for every token no float is NaN, else it calls
+    `settle_nulls` with the same count. An answer is encoded in one call (it is no transcript), and without orjson
+    it is walked here (so 0)."""
+    if orjson is not None:
+        try:
+            out = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
+        except (TypeError, RecursionError):  # not JSON, too deep, or a deep caller: `locate` decides
+            pass
+        else:
+            last = out.rfind(b"null")
+            return 0 if last < 0 else _null_tokens(out, last)
+    problem = locate(value)
+    if problem is not None:
+        raise JsonValueError(*problem)
+    return 0
+
+
+def settle_nulls(value: Any, tokens: int) -> None:
+    """The last step of `check` after `answer_nulls` gave `tokens`: JsonValueError (located) when one of them is
+    a NaN or an Infinity rather than a None."""
+    if not _finite(value, tokens):
+        problem = locate(value)
+        if problem is not None:
+            raise JsonValueError(*problem)
+
+
 def _clean(value: Any, level: int) -> bool:
     """Whether orjson encodes `value` and every null it writes is a None (False: let `locate` decide).
 

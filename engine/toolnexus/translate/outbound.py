@@ -23,13 +23,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from operator import countOf
 from types import MappingProxyType
 from typing import Any, NoReturn
 
 from ..errors import Note, ResponseError
 from ..language.ask import plain_read, read_path, written
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
-from ..language.jsonsafe import JsonValueError, check, text_encoder
+from ..language.jsonsafe import JsonValueError, answer_nulls, settle_nulls, text_encoder
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, Getter, simple_steps
 from ..language.templates import (
@@ -42,6 +43,7 @@ from ..language.templates import (
     Read,
     Render,
     Sum,
+    When,
     compile_node,
     compile_template,
     parse_template,
@@ -143,11 +145,15 @@ class ItemSource:
         return kind, (self.kinds.get(kind) if isinstance(kind, str) else None)
 
 
-Run = Callable[["Outbound", dict[str, Any], "str | None", "Mapping[str, str] | None"], TranslateResult]
+Run = Callable[["Outbound", dict[str, Any], "str | None", "Mapping[str, str] | None", int], TranslateResult]
 
 
 def _not_built(
-    outbound: Outbound, response: dict[str, Any], requested_model: str | None, id_map: Mapping[str, str] | None
+    outbound: Outbound,
+    response: dict[str, Any],
+    requested_model: str | None,
+    id_map: Mapping[str, str] | None,
+    tokens: int = 0,
 ) -> TranslateResult:
     raise AssertionError("compile_outbound builds the response function")
 
@@ -173,6 +179,7 @@ class Outbound:
     model_read: Read | None = None  # the model template's one plain path, read inline by the generated code
     refusal: Render | None = None  # the `refusal` template: the provider's explanation of a refusal
     refusal_read: Read | None = None  # its one plain path, read inline by the generated code
+    refusal_node: Node | None = field(default=None, compare=False)  # its parsed template, read inline when it can be
     code: str = ""  # the generated function's source, for `toolnexus explain --code`
     templates_code: tuple[tuple[Key, str], ...] = ()  # (rule key, the Python a template compiled to)
     run: Run = _not_built
@@ -182,20 +189,33 @@ class Outbound:
     ) -> TranslateResult:
         """`id_map`: the answered request's `RequestBody.id_map`, so an id it sent rewritten comes back as the
         caller's (needed for a `rewrite`; `tn_` ids decode without it)."""
-        provider = self.provider
         if not isinstance(response, dict):
-            raise ResponseError("", f"the response must be an object, got {type(response).__name__}", provider=provider)
+            message = f"the response must be an object, got {type(response).__name__}"
+            raise ResponseError("", message, provider=self.provider)
         try:
-            check(response)
+            tokens = answer_nulls(response)
         except JsonValueError as exc:
-            raise ResponseError(exc.where, exc.message, provider=provider) from None
-        return self.run(self, response, requested_model, id_map)
+            raise ResponseError(exc.where, exc.message, provider=self.provider) from None
+        if not tokens:  # safe JSON
+            return self.run(self, response, requested_model, id_map, 0)
+        try:  # the generated function accounts for the null tokens with the Nones it meets, else `settle`s them
+            return self.run(self, response, requested_model, id_map, tokens)
+        except Exception:
+            self.settle(response, tokens)  # a NaN or an Infinity is the error, as when the check ran first
+            raise
 
     def translate_decoded(
         self, response: dict[str, Any], *, requested_model: str | None = None, id_map: Mapping[str, str] | None = None
     ) -> TranslateResult:
         """`translate` for an object `jsonsafe.loads` returned untouched: its parse refused what `check` refuses."""
-        return self.run(self, response, requested_model, id_map)
+        return self.run(self, response, requested_model, id_map, 0)
+
+    def settle(self, response: dict[str, Any], tokens: int) -> None:
+        """The located ResponseError when one of the answer's `tokens` null tokens is a NaN or an Infinity."""
+        try:
+            settle_nulls(response, tokens)
+        except JsonValueError as exc:
+            raise ResponseError(exc.where, exc.message, provider=self.provider) from None
 
     def _read_source(self, src: ItemSource, response: dict[str, Any], ctx: Ctx, found: _Found) -> None:
         """A source the generated code did not find as it expects: absent (fine if optional), or each element."""
@@ -592,6 +612,7 @@ def compile_outbound(source: RuleSource) -> Outbound:
         within=_within(rule, source, usage),
         refusal=compile_node(refusal, (*key, "refusal"), refusal_env) if refusal is not None else None,
         refusal_read=plain_read(refusal) if refusal is not None else None,
+        refusal_node=refusal,
     )
     code, run = generate(draft)
     return replace(draft, code=code, run=run, templates_code=tuple(compiled.items()))
@@ -790,13 +811,15 @@ def _tool_call_paths(parts: Parts) -> Mapping[str, str]:
 
 
 class _Found:
-    """What a response's items add up to."""
+    """What a response's items add up to. The generated function keeps its texts and tool calls in its own lists
+    and builds this (on those lists) only when an element needs more: reasoning, extras, annotations, an id, or
+    the explain step."""
 
     __slots__ = ("annotations", "calls", "digest", "extras", "reasoning", "texts")
 
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-        self.calls: list[TranslatedToolCall] = []
+    def __init__(self, texts: list[str] | None = None, calls: list[TranslatedToolCall] | None = None) -> None:
+        self.texts: list[str] = [] if texts is None else texts
+        self.calls: list[TranslatedToolCall] = [] if calls is None else calls
         self.reasoning: list[str] = []
         self.extras: dict[str, Any] = {}
         self.digest: str | None = None  # the response's digest, computed once for its synthesized ids
@@ -838,7 +861,11 @@ def check_usage(usage: dict[str, Any], within: Mapping[str, tuple[tuple[str, str
         message = f"is {total}, but prompt_tokens + completion_tokens is {prompt + completion}"
         notes.append(Note("inconsistent", "usage.total_tokens", message))
     for name, counts in within.items():
-        included = sum((usage.get(details) or {}).get(count, 0) for details, count in counts)
+        included = 0
+        for details, count in counts:  # a loop, not sum() over a generator: this runs on every answer it notes
+            held = usage.get(details)
+            if held:
+                included += held.get(count, 0)
         have = usage.get(name)
         if included and (have is None or included > have):
             names = ", ".join(f"{details}.{count}" for details, count in counts)
@@ -933,6 +960,9 @@ class _Code:
 
     def __init__(self, outbound: Outbound) -> None:
         self.o = outbound
+        # the call's Ctx, built where first needed (most answers need none: no note, no rendered template)
+        self.ctx = f"(c := c or Ctx({outbound.provider!r}, True, id_map))"
+        self.built = ""  # "c" where the lines being generated know it built
         self.names: dict[str, Any] = {
             "MISSING": MISSING,
             "NO_KEYS": MappingProxyType({}),
@@ -948,11 +978,13 @@ class _Code:
             "synthesized_id": synthesized_id,
             "counts": _counts,
             "check_usage": check_usage,
+            "countOf": countOf,
         }
         self.count = 0
         self.prefixes: dict[tuple[str | int, ...], str] = {}  # response paths read so far -> their variables
         self.views: dict[str, str] = {}  # a top-level variable -> the one that holds it as a mapping (see `step`)
         self.counts: dict[str, str] = {}  # a top-level variable read as a count -> the one holding it when clean
+        self.sources: dict[tuple[str | int, ...], str] = {}  # an item source's plain path -> list (each) or dict (one)
 
     def name(self, value: Any, prefix: str) -> str:
         self.count += 1
@@ -969,6 +1001,10 @@ class _Code:
         if steps is None:
             var = self.name(None, "x")
             return [f"{var} = {self.name(getter, 'g')}(r)"], var
+        return self.top_steps(tuple(steps))
+
+    def top_steps(self, steps: tuple[str | int, ...]) -> tuple[list[str], str]:
+        """`top` of a plain path's steps."""
         lines: list[str] = []
         var = "r"
         for n in range(1, len(steps) + 1):
@@ -1004,7 +1040,7 @@ class _Code:
             return self.mapping(target, part.mapping, read, views)
         steps = part.steps if part.steps is not None else part.defaulted
         if steps is None:
-            return [f"{target} = {self.name(part.render, 'render')}(e, c)"]
+            return [f"{target} = {self.name(part.render, 'render')}(e, {self.built or self.ctx})"]
         lines: list[str] = []
         var = "e"
         for n in range(1, len(steps) + 1):
@@ -1018,7 +1054,7 @@ class _Code:
             return [
                 *lines,
                 f"{target} = {var}",
-                f"if {target} is MISSING: {target} = {self.name(part.render, 'render')}(e, c)",
+                f"if {target} is MISSING: {target} = {self.name(part.render, 'render')}(e, {self.built or self.ctx})",
             ]
         return [*lines, f"{target} = {var}"]
 
@@ -1058,26 +1094,98 @@ class _Code:
 
     def function(self) -> str:
         o = self.o
-        lines = [f"c = Ctx({o.provider!r}, True, id_map)", "f = Found()", "texts = f.texts"]
-        lines.append("calls = f.calls")
-        for index, src in enumerate(o.sources):
-            lines += self.source(index, src)
-        lines.append('c.path = ""')
+        lines = ["c = None", "texts = []", "calls = []", "f = None"]
+        index = 0
+        while index < len(o.sources):
+            run, under = self.optional_run(index)
+            if len(run) > 1:
+                lines += self.guarded(index, run, under)
+            else:
+                lines += self.source(index, o.sources[index])
+            index += len(run) or 1
+        lines.append('if c is not None: c.path = ""')
         lines += self.finish()
         lines += self.usage_and_model()
         lines += self.refusal()
-        lines.append(
-            'return TranslateResult("".join(texts), calls, finish, u, mo, r, tuple(c.notes),'
-            ' "".join(f.reasoning), f.extras, f.annotations, refusal)'
-        )
-        return "def respond(o, r, requested_model, id_map=None):\n" + "".join(f"    {line}\n" for line in lines)
+        lines += self.nulls()
+        lines += [
+            "notes = () if c is None else tuple(c.notes)",
+            "if f is None:",
+            '    return TranslateResult("".join(texts), calls, finish, u, mo, r, notes, "", {}, [], refusal)',
+            'return TranslateResult("".join(texts), calls, finish, u, mo, r, notes,'
+            ' "".join(f.reasoning), f.extras, f.annotations, refusal)',
+        ]
+        head = "def respond(o, r, requested_model, id_map=None, tokens=0):\n"
+        return head + "".join(f"    {line}\n" for line in lines)
+
+    def nulls(self) -> list[str]:
+        """The answer check's last step (`jsonsafe.answer_nulls` left `tokens` null tokens, each a None or a NaN):
+        the Nones in the objects and lists the function read account for them (the answer itself first, then the
+        deepest, where an answer's nulls mostly are), else `o.settle` looks at the whole answer. Each variable is
+        one place in the answer (a negative index may name the same element as another, so it is left out), so no
+        None is counted twice."""
+        paths = self.prefixes
+        lines = ["if tokens:", "    left = tokens - countOf(r.values(), None)"]
+        for path in sorted(paths, key=len, reverse=True):
+            if any(isinstance(step, int) and step < 0 for step in path):
+                continue
+            inner = {other[len(path)] for other in paths if len(other) > len(path) and other[: len(path)] == path}
+            kind = self.sources.get(path) or ("dict" if any(isinstance(step, str) for step in inner) else "list")
+            if not inner and path not in self.sources:  # a count or a text, no container
+                continue
+            var = paths[path]
+            held = f"{var}.values()" if kind == "dict" else var
+            lines.append(f"    if left and type({var}) is {kind}: left -= countOf({held}, None)")
+        return [*lines, "    if left: o.settle(r, tokens)"]
+
+    def optional_run(self, start: int) -> tuple[list[ItemSource], tuple[str | int, ...]]:
+        """The optional sources from `start` on whose plain paths share a prefix (a grounding object and the
+        lists inside it, say), and that prefix: when it is absent, none of them is there."""
+        run: list[ItemSource] = []
+        under: tuple[str | int, ...] = ()
+        for src in self.o.sources[start:]:
+            steps = simple_steps(src.path)
+            if not src.optional or not steps:
+                break
+            path = tuple(steps)
+            if not run:
+                under = path
+            else:
+                common = 0
+                while common < min(len(under), len(path)) and under[common] == path[common]:
+                    common += 1
+                if not common:
+                    break
+                under = under[:common]
+            run.append(src)
+        return run, under
+
+    def guarded(self, start: int, run: list[ItemSource], under: tuple[str | int, ...]) -> list[str]:
+        """Optional sources that all lie under one path, read only when it holds something; else every variable
+        their lines would set is set as absent (later lines, and the count of Nones, read them)."""
+        lines, var = self.top_steps(under)
+        prefixes, views = set(self.prefixes.values()), set(self.views.values())
+        body: list[str] = []
+        for offset, src in enumerate(run):
+            body += self.source(start + offset, src)
+        absent = [f"{new} = MISSING" for new in self.prefixes.values() if new not in prefixes]
+        absent += [f"{new} = NO_KEYS" for new in self.views.values() if new not in views]
+        return [
+            *lines,
+            f"if {var} is not MISSING and {var} is not None:",
+            *_indent(body, 4),
+            *(["else:", *_indent(absent, 4)] if absent else []),
+        ]
 
     def source(self, index: int, src: ItemSource) -> list[str]:
         s = self.name(src, "source")
         lines = [f"# response.items[{index}]: {'each' if src.each else 'one'} {src.path}"]
         read, x = self.top(src.path, src.getter)
+        steps = simple_steps(src.path)
+        if steps:
+            self.sources[tuple(steps)] = "list" if src.each else "dict"
         lines += [*read, f"x = {x}"]
-        explain = f"o._read_element({s}, i, e, r, c, f)"
+        explain = f"o._read_element({s}, i, e, r, {self.ctx}, {FOUND})"
         body = self.dispatch(src, s, explain)
         if src.each:
             lines += ["if isinstance(x, list):", "    for i, e in enumerate(x):", *_indent(body, 8)]
@@ -1091,7 +1199,7 @@ class _Code:
                 f"elif (x is MISSING or x is None) and any(v is not MISSING and v is not None for v in ({present},)):"
                 " pass"
             )
-        lines += ["else:", f"    o._read_source({s}, r, c, f)"]
+        lines += ["else:", f"    o._read_source({s}, r, {self.ctx}, {FOUND})"]
         return lines
 
     def dispatch(self, src: ItemSource, s: str, explain: str) -> list[str]:
@@ -1129,10 +1237,11 @@ class _Code:
             if p is not None
         )
         lines = []
-        if renders or parts.message is not None:  # a render's or a merge's notes name the element
-            lines.append(f"c.path = ({s}, i)")
+        if renders:  # a render's notes name the element (a merge's: set where it merges)
+            lines.append(f"{self.ctx}.path = ({s}, i)")
+        self.built = "c" if renders else ""  # the renders below find `c` built
         if renders:
-            lines.append("mark = len(c.notes)")
+            lines.append("mark = len(c.notes)")  # `c` was built by the line before
         tests: list[str] = []
         writes: list[str] = []
         present: list[str] = []
@@ -1141,20 +1250,24 @@ class _Code:
                 lines += self.part(var, part, read, views)
                 tests.append(f"(type({var}) is str or {var} is None or {var} is MISSING)")
                 present.append(var)
-                into = "texts" if var == "t" else "f.reasoning"
+                into = "texts" if var == "t" else f"{FOUND}.reasoning"
                 writes.append(f"if type({var}) is str: {into}.append({var})")
         if parts.annotations is not None:  # annotations need the text so far: applied before it grows
             lines += self.part("an", parts.annotations, read, views)
             spec, text = self.name(parts.annotate, "annotate"), "t if type(t) is str else ''" if parts.text else "''"
-            writes.insert(  # none (an empty list, most often) is nothing to do
-                0,
-                f"if an is not MISSING and an is not None and an != []: o.annotate({spec}, e, {s}, i, {text}, f, c)",
-            )
+            annotate = f"o.annotate({spec}, e, {s}, i, {text}, {FOUND}, {self.ctx})"
+            listed = "an is not MISSING and an is not None and an != []"  # none: most often
+            each = simple_steps(parts.annotate.each) if parts.annotate and parts.annotate.parts else None
+            if each is not None and len(each) == 1 and isinstance(each[0], str):  # parts, each with its own list
+                some = f"(q := p.get({each[0]!r}, MISSING)) is not MISSING and q is not None and q != []"
+                listed += f" and (type(an) is not list or any(isinstance(p, dict) and {some} for p in an))"
+            writes.insert(0, f"if {listed}: {annotate}")
         if parts.message is not None:
             lines += self.part("m", parts.message, read, views)
             tests.append("(type(m) is dict or m is None or m is MISSING)")
             present.append("m")
-            writes.append('if type(m) is dict: merge_extras(f.extras, m, "", c)')
+            at = "" if renders else f"{self.ctx}.path = ({s}, i); "  # a clash is noted at the element
+            writes.append(f'if type(m) is dict: {at}merge_extras({FOUND}.extras, m, "", c)')
         call = parts.tool_call
         if call is not None:
             for field_name, var in (("id", "ci"), ("name", "cn"), ("arguments", "ca"), ("extra_content", "cx")):
@@ -1178,9 +1291,10 @@ class _Code:
             if src.synthesize_ids:
                 writes += [
                     "if not ci:",
-                    "    if f.digest is None: f.digest = response_digest(r, o.provider)",
+                    f"    if {FOUND}.digest is None: f.digest = response_digest(r, o.provider)",
                     "    ci = synthesized_id(f.digest, len(calls))",
-                    f"    c.notes.append(Note('synthesized', {s}.element_path(i), 'no call id; sent as ' + ci))",
+                    f"    {self.ctx}.notes.append(Note('synthesized', {s}.element_path(i),"
+                    " 'no call id; sent as ' + ci))",
                 ]
             if src.arguments != "text":
                 writes.append("if type(ca) is dict: ca = arguments_json(ca)")
@@ -1189,7 +1303,7 @@ class _Code:
                 writes += [
                     f"given = ci; ci = {ids}.restore(ci, id_map or NO_IDS)",
                     "if ci != given:",
-                    f"    c.notes.append(Note('rewritten', {s}.element_path(i),"
+                    f"    {self.ctx}.notes.append(Note('rewritten', {s}.element_path(i),"
                     " f'id {given!r} restored to {ci!r}'))",
                 ]
             writes.append(f"calls.append(new_tool_call(ci, cn, ca, {extra}))")
@@ -1212,7 +1326,7 @@ class _Code:
         lines, stop = self.top(o.stop_path, o.stop)
         table = self.name(dict(o.table), "table")
         found = f"finish = {table}.get({stop}) if type({stop}) is str else None"
-        explain = "if finish is None or finish == 'tool_calls': finish = o._finish_reason(r, False, c)"
+        explain = f"if finish is None or finish == 'tool_calls': finish = o._finish_reason(r, False, {self.ctx})"
         lines.append("if calls: finish = 'tool_calls'")
         if o.blocked is not None:
             read, blocked = self.top(o.blocked[0], o.blocked[1])
@@ -1220,43 +1334,60 @@ class _Code:
             lines.append(f"elif {blocked} is not MISSING and {blocked} is not None: finish = {o.blocked[2]!r}")
         return [*lines, "else:", f"    {found}", f"    {explain}"]
 
-    def usage_test(self) -> list[str]:
-        """The fast test of the usage invariants (`check_usage` writes the notes when it fails)."""
-        lines = ["pt = u.get('prompt_tokens')", "ct = u.get('completion_tokens')", "tt = u.get('total_tokens')"]
-        broken = ["(tt is not None and pt is not None and ct is not None and tt != pt + ct)"]
+    def usage_test(self, written: set[str], within: str) -> list[str]:
+        """The fast test of the usage invariants on the usage the inline code built (`written`: the keys it can
+        write; a total or a details object it never writes is absent, so its part of the test is left out), and
+        `check_usage`, which writes the notes, when it fails."""
+        totals = {name: var for name, var in (("prompt_tokens", "pt"), ("completion_tokens", "ct")) if name in written}
+        lines = [f"{var} = u.get({name!r})" for name, var in totals.items()]
+        broken = []
+        if "total_tokens" in written and len(totals) == 2:
+            lines.append("tt = u.get('total_tokens')")
+            broken.append("(tt is not None and pt is not None and ct is not None and tt != pt + ct)")
         details: dict[str, str] = {}
         for total, var in (("prompt_tokens", "pt"), ("completion_tokens", "ct")):
             parts = []
             for holder, count in self.o.within.get(total, ()):
+                if holder not in written:
+                    continue
                 if holder not in details:
                     details[holder] = f"d{len(details)}"
-                    lines.append(f"{details[holder]} = u.get({holder!r}) or {{}}")
+                    lines.append(f"{details[holder]} = u.get({holder!r}) or NO_KEYS")
                 parts.append(f"{details[holder]}.get({count!r}, 0)")
             if parts:
                 included = f"n{var}"
                 lines.append(f"{included} = {' + '.join(parts)}")
-                broken.append(f"({included} and ({var} is None or {included} > {var}))")
-        return [*lines, f"if {' or '.join(broken)}:"]
+                have = f"({var} is None or {included} > {var})" if total in written else "True"
+                broken.append(f"({included} and {have})")
+        if not broken:
+            return []
+        return [*lines, f"if {' or '.join(broken)}:", f"    {self.ctx}.notes.extend(check_usage(u, {within}))"]
 
     def usage_and_model(self) -> list[str]:
         o = self.o
         within = self.name(o.within, "within")
-        generic = [f"u = {self.name(o.usage, 'usage')}(r, c)", "u = {} if u is MISSING else counts(u, c)"]
-        inline = self.usage_inline(o.usage_node)
-        if inline is not None:  # the explain step: the template rendered, its counts looked at one by one
-            generic = [*inline, "if not ok:", *_indent(generic, 4)]
-        lines = [
-            *generic,
-            *self.usage_test(),
-            f"    c.notes += check_usage(u, {within})",
+        # the explain step: the template rendered, its counts looked at one by one, the invariants checked
+        generic = [
+            f"u = {self.name(o.usage, 'usage')}(r, {self.ctx})",
+            "u = {} if u is MISSING else counts(u, c)",
+            f"c.notes += check_usage(u, {within})",
         ]
+        inline = self.usage_inline(o.usage_node)
+        if inline is None:
+            lines = generic
+        else:
+            assert isinstance(o.usage_node, Obj)
+            test = self.usage_test({name for name, _ in o.usage_node.items}, within)
+            lines = [*inline, "if not ok:", *_indent(generic, 4)]
+            if test:
+                lines += ["else:", *_indent(test, 4)]
         if o.model_read is not None:
             read, model = self.top(o.model_read.expr, o.model_read.getter)
             lines += [*read, f"mo = {model}"]
         elif o.model is None:
             lines.append("mo = MISSING")
         else:
-            lines.append(f"mo = {self.name(o.model, 'model')}(r, c)")
+            lines.append(f"mo = {self.name(o.model, 'model')}(r, {self.ctx})")
         lines.append('if not isinstance(mo, str): mo = requested_model or ""')
         return lines
 
@@ -1276,7 +1407,7 @@ class _Code:
                     lines += self.count_map("uv", name)
                 else:
                     read_lines_, clean = self.clean_count(read)
-                    lines += [*read_lines_, f"if {clean} is not MISSING: u[{name!r}] = {clean}"]
+                    lines += [*read_lines_, f"if {clean} is not None: u[{name!r}] = {clean}"]
             elif isinstance(child, Sum) and not details:
                 summed = self.count_sum(child)
                 if summed is None:
@@ -1289,7 +1420,7 @@ class _Code:
                     if read is None:
                         return None
                     read_lines_, clean = self.clean_count(read)
-                    lines += [*read_lines_, f"if {clean} is not MISSING: ud[{inner!r}] = {clean}"]
+                    lines += [*read_lines_, f"if {clean} is not None: ud[{inner!r}] = {clean}"]
                 lines.append(f"if ud: u[{name!r}] = ud")
             else:
                 return None
@@ -1316,14 +1447,15 @@ class _Code:
 
     def clean_count(self, read: Read) -> tuple[list[str], str]:
         """A count's read at the function's top level, tested once however many sums read it: the variable
-        holding it when clean, else MISSING (absent or null; anything else also clears `ok`)."""
+        holding it when clean, else None (absent or null; anything else also clears `ok`)."""
         lines, var = self.top(read.expr, read.getter)
         clean = self.counts.get(var)
         if clean is None:
             clean = self.counts[var] = f"n{var}"
             lines += [
-                f"{clean} = {var} if type({var}) is int and {var} >= 0 else MISSING",
-                f"if {clean} is MISSING and {var} is not None and {var} is not MISSING: ok = False",
+                f"if type({var}) is int and {var} >= 0: {clean} = {var}",
+                f"elif {var} is None or {var} is MISSING: {clean} = None",
+                f"else: {clean} = None; ok = False",
             ]
         return lines, clean
 
@@ -1337,8 +1469,8 @@ class _Code:
             read_lines_, clean = self.clean_count(read)
             lines += read_lines_
             terms.append(clean)
-        absent = " and ".join(f"{term} is MISSING" for term in terms)
-        total = " + ".join(f"({term} if {term} is not MISSING else 0)" for term in terms)
+        absent = " and ".join(f"{term} is None" for term in terms)
+        total = " + ".join(f"({term} or 0)" for term in terms)
         lines.append(f"us = MISSING if {absent} else {total}")
         if node.empty is not MISSING:
             held = []
@@ -1363,8 +1495,40 @@ class _Code:
         if o.refusal_read is not None:
             lines, refusal = self.top(o.refusal_read.expr, o.refusal_read.getter)
         else:
-            lines, refusal = [f"rf = {self.name(o.refusal, 'render')}(r, c)"], "rf"
+            lines, refusal = self.refusal_render(o.refusal, o.refusal_node), "rf"
         return [*lines, f"refusal = {refusal} if type({refusal}) is str and {refusal} else None"]
+
+    def refusal_render(self, render: Render, node: Node | None) -> list[str]:
+        """A richer refusal template in `rf`, its common outcome read inline: the first present of plain paths
+        (rendered when more than one is there, for the note), or a `$when` on a plain path testing for text
+        values, whose `then` is rendered only when the test holds (absent otherwise)."""
+        call = f"{self.name(render, 'render')}(r, {self.ctx})"
+        if isinstance(node, Get) and node.plain and all(read.steps is not None for read in node.reads):
+            lines: list[str] = []
+            found = []
+            for read in node.reads:
+                read_lines_, var = self.top(read.expr, read.getter)
+                lines += read_lines_
+                found.append(var)
+            first = found[-1]
+            for var in reversed(found[:-1]):
+                first = f"{var} if {var} is not MISSING else {first}"
+            present = " + ".join(f"({var} is not MISSING)" for var in found)
+            return [*lines, f"rf = {call} if {present} > 1 else {first}"]
+        if (
+            isinstance(node, When)
+            and node.test == "is"
+            and node.otherwise is None
+            and node.path.steps is not None
+            and all(type(value) is str for value in node.expected)
+        ):
+            lines, var = self.top(node.path.expr, node.path.getter)
+            expected = self.name(frozenset(node.expected), "expected")
+            return [*lines, f"rf = {call} if type({var}) is str and {var} in {expected} else MISSING"]
+        return [f"rf = {call}"]
+
+
+FOUND = "(f := f or Found(texts, calls))"  # the generated function's `_Found`, built when first needed
 
 
 def _indent(lines: list[str], width: int) -> list[str]:
