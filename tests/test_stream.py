@@ -1481,3 +1481,40 @@ def test_union_events_and_a_value_of_named_event_reads_are_merged_by_the_generat
                     translator.feed(json.dumps(event))
             caught.append((info.value.path, info.value.message))
         assert caught[0] == caught[1], bad
+
+
+def test_held_whole_calls_start_by_a_generated_function_that_reads_their_kind_and_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A source whose calls are held whole while they have no id (Gemini's) starts them by the section's own
+    generated function: the element's kind decided by its first key, as `kind_by_key` decides, and its id read
+    inline. A call with its own id, arriving before any is held, takes the general way and streams at once;
+    every call after a held one is held (the indexes stay in order); the chunks add up to the whole answer."""
+    from toolnexus.translate.stream import StreamTranslator
+
+    streaming = RULES.get("gemini").streaming
+    assert streaming is not None and "def start0" in streaming.code
+    general: list[int] = []
+    start = StreamTranslator._start
+    monkeypatch.setattr(StreamTranslator, "_start", lambda s, w, i, x: general.append(i) or start(s, w, i, x))
+    reply = copy.deepcopy(tool_call_reply("gemini"))
+    reply["candidates"][0]["content"]["parts"] = [
+        {"text": "On it."},
+        {"functionCall": {"id": "given_1", "name": "add", "args": {"a": 1}}},
+        {"thought": True, "text": "Now the rest."},
+        {"functionCall": {"name": "add", "args": {"a": 2}}},
+        {"functionCall": {"id": "given_2", "name": "add", "args": {"a": 3}}},
+        {"thought": True, "text": "And this."},
+    ]
+    events = [data_of("gemini", e) for e in ENCODERS["gemini"](canonical("gemini", reply), random.Random(5), cuts=1)]
+    translator = toolnexus.stream_translator("gemini")
+    streamed = [chunk for data in events for chunk in translator.feed(data)]
+    chunks = streamed + translator.finish()
+    want = toolnexus.translate_response("gemini", canonical("gemini", reply))
+    assert translator.result.to_dict() == want.to_dict()
+    check_chunks(chunks, translator.result)
+    # the first part arrives with the list that holds it (the general way); the call with its own id and the
+    # thoughts (another kind) start generally; the call without an id and the call after it are held by start0
+    assert general[0] == 0 and general[1:] == [1, 2, 5]
+    ids = [e.get("id") for c in streamed for e in c["choices"][0]["delta"].get("tool_calls", []) if c["choices"]]
+    assert ids == ["given_1", None], "the call with its own id streams before the end, the held ones do not"

@@ -34,8 +34,6 @@ import re
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from ..errors import Note, ProviderError, ResponseError, ToolnexusError
@@ -44,7 +42,9 @@ from ..language.jsonsafe import JsonValueError, loads, where_in
 from ..language.paths import MISSING
 from ..language.templates import Ctx, fresh_copy
 from .endpoint import excerpt
-from .result import TranslatedToolCall, TranslateResult
+from .result import TranslateResult
+from .stream_code import WHOLE as _WHOLE
+from .stream_code import Call as _Call
 from .stream_code import Element as _Element
 from .stream_code import Text, joins
 from .stream_rules import (
@@ -67,17 +67,6 @@ CHUNK = "chat.completion.chunk"
 _HELD = "call_held"  # stands in for a synthesized id until the whole response is known
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NONE: frozenset[str] = frozenset()
-
-
-_WHOLE = _Element(MappingProxyType({}))  # a held whole call's element: none of its fields streams
-
-
-@dataclass(slots=True)
-class _Call:
-    id: str
-    name: str
-    sent_arguments: bool
-    opened: dict[str, Any] | None = None  # a held call's first delta, its id filled in at the end
 
 
 class StreamTranslator:
@@ -107,7 +96,7 @@ class StreamTranslator:
         self._calls: list[_Call | None] = []  # None: a held whole call, given whole by the final translation
         self._deltas: list[dict[str, Any]] = []
         self._held: list[dict[str, Any] | int] = []  # tool-call deltas waiting for a synthesized id (see the top);
-        # an index: a whole call, its deltas made at the end from the whole answer's translation (`_open`)
+        # an index: a whole call, its deltas made at the end from the whole answer's translation (`finish`)
         self._text_sent = 0
         self._events = 0
         self._head: dict[str, Any] | None = None
@@ -451,7 +440,7 @@ class StreamTranslator:
         kind, template = src.pick(element)
         id_steps = w.held_whole.get(kind) if w.held_whole and template is not None else None
         if id_steps is not None and (self._held or (found := _walk(element, id_steps)) is MISSING or not found):
-            self._elements[w_index][i] = _WHOLE  # a whole call held (see _open): not rendered twice
+            self._elements[w_index][i] = _WHOLE  # a whole call held (see finish): not rendered twice
             self._held.append(len(self._calls))
             self._calls.append(None)
             return
@@ -484,7 +473,7 @@ class StreamTranslator:
         if call is None:
             return
         held = src.synthesize_ids and not call.get("id")
-        if held and kind not in w.streamed_arguments:  # a whole call: the final translation gives it (see _open)
+        if held and kind not in w.streamed_arguments:  # a whole call: the final translation gives it (see finish)
             self._held.append(len(self._calls))
             self._calls.append(None)
             return
@@ -523,18 +512,6 @@ class StreamTranslator:
         self._calls.append(_Call(str(call_id), str(name), bool(first), opened if held else None))
         entries = [opened, {"index": index, "function": {"arguments": first}}] if first else [opened]
         self._tool_delta({"tool_calls": entries}, held)  # a call arriving whole: one delta (as held calls are sent)
-
-    def _open(self, index: int, done: TranslatedToolCall, entries: list[dict[str, Any]]) -> None:
-        """A held whole call's `tool_calls` entries (the opening one, then its arguments) added to `entries`, from
-        its translation in the whole answer (which validated it and gave its id): rendering it again as it
-        arrived would double a long stream of whole calls' cost."""
-        opened: dict[str, Any] = {"index": index, "id": done.id, "type": "function",
-                                  "function": {"name": done.name, "arguments": ""}}  # fmt: skip
-        if done.extra_content is not None:
-            opened["extra_content"] = done.extra_content
-        entries.append(opened)
-        if done.arguments:
-            entries.append({"index": index, "function": {"arguments": done.arguments}})
 
     def _tool_delta(self, delta: dict[str, Any], hold: bool = False) -> None:
         """A tool-call delta: sent now, or held while any call before it waits for its synthesized id."""
@@ -717,11 +694,21 @@ class StreamTranslator:
                                 "rules do not match the response rules", provider=rules.provider)  # fmt: skip
         self.result = result
         entries: list[dict[str, Any]] = []  # the held deltas, in order, as one delta: released together
+        add = entries.append
+        # a held whole call: its entries (opening, then arguments) from its translation in the whole answer, which
+        # validated it and gave its id (rendering it again as it arrived would double a long stream's cost)
         for held in self._held:
-            if isinstance(held, dict):
-                entries += held["tool_calls"]
+            if isinstance(held, int):
+                done = calls[held]
+                opened = {"index": held, "id": done.id, "type": "function",
+                          "function": {"name": done.name, "arguments": ""}}  # fmt: skip
+                if done.extra_content is not None:
+                    opened["extra_content"] = done.extra_content
+                add(opened)
+                if done.arguments:
+                    add({"index": held, "function": {"arguments": done.arguments}})
             else:
-                self._open(held, result.tool_calls[held], entries)
+                entries += held["tool_calls"]
         if entries:
             self._deltas.append({"tool_calls": entries})
         self._held.clear()

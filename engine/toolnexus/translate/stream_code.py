@@ -18,8 +18,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Any
 
+from ..language.ids import NO_IDS
 from ..language.paths import MISSING, Getter, plain_hash, simple_steps
 from .stream_rules import (
     APPEND,
@@ -75,6 +77,19 @@ class Element:
     call: int | None = None  # its tool-call index, when it is a tool call
     join: str = ""  # between the pieces of two parts of a reasoning path read at any index (`summary[].text`)
     part: Path | None = None  # the part the last reasoning piece went to (a new one is joined first)
+
+
+WHOLE = Element(MappingProxyType({}))  # a held whole call's element: none of its fields streams
+
+
+@dataclass(slots=True)
+class Call:
+    """A tool call the stream has opened (a held whole call has none: the final translation gives it)."""
+
+    id: str
+    name: str
+    sent_arguments: bool
+    opened: dict[str, Any] | None = None  # a held call's first delta, its id filled in at the end
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -138,7 +153,8 @@ class _Code:
     def __init__(self, rules: Streaming) -> None:
         self.r = rules
         self.names: dict[str, Any] = {"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge,
-                                      "NUMBERS": _NUMBERS, "Element": Element}  # fmt: skip
+                                      "NUMBERS": _NUMBERS, "Element": Element, "Call": Call, "WHOLE": WHOLE,
+                                      "NO_IDS": NO_IDS}  # fmt: skip
         self.count = 0
         self.hashed: list[tuple[str, str, type | None]] | None = None  # the value of known keys of the step
         # being written (`place`, which sets it for each step)
@@ -405,30 +421,91 @@ class _Code:
 
     def starts(self, w_index: int) -> bool:
         """Whether a watched source's elements start by a generated function (`start_code`)."""
+        return bool(self.plain_start(w_index) or self.held_kinds(w_index))
+
+    def plain_start(self, w_index: int) -> bool:
+        """A source of one kind whose elements are tool calls of plain reads (`Watched.plain_calls`)."""
         w = self.r.watched[w_index]
         src = w.src
         one_kind = src.kind is None and not src.kind_by_key and src.template is not None
         return one_kind and "" in w.plain_calls and "" not in w.held_whole
 
+    def held_kinds(self, w_index: int) -> list[str]:
+        """The kinds, in the order the element's kind is decided, up to the last one held whole when it has no
+        id (`Watched.held_whole`): the source's single kind, or its `kind_by_key` kinds (a kind read at a path
+        takes the general way)."""
+        w = self.r.watched[w_index]
+        src = w.src
+        if not w.held_whole:
+            return []
+        if src.kind is None and not src.kind_by_key:
+            return [""] if "" in w.held_whole and src.template is not None else []
+        if not src.kind_by_key:
+            return []
+        kinds = list(src.kinds)
+        held = [n for n, kind in enumerate(kinds) if kind in w.held_whole and src.kinds[kind] is not None]
+        return kinds[: held[-1] + 1] if held else []
+
     def start_code(self, w_index: int) -> list[str]:
+        if self.plain_start(w_index):
+            return self.plain_start_code(w_index)
+        return self.held_start_code(w_index)
+
+    def plain_start_code(self, w_index: int) -> list[str]:
         """A source of one kind whose elements are tool calls of plain reads (`Watched.plain_calls`): each starts
-        by reading its id, name and arguments inline and opening the call, as `_start` does without rendering;
-        an element without an id or a name goes to `_start`, which renders it and says what is wrong."""
+        by reading its id, name and arguments inline and opening the call in one delta, as `_start` and
+        `_open_call` do without rendering; an element without an id or a name goes to `_start`, which renders it
+        and says what is wrong."""
         w = self.r.watched[w_index]
         read_id, read_name, read_arguments = w.plain_calls[""]
         roles = self.name(dict(w.roles.get("", {})), "roles")  # a dict, read at every piece: never written
+        restore = []
+        if self.r.outbound.tool_call_ids is not None:  # the caller's own id, as the whole answer restores it
+            restore = ["        cid = s._ids.restore(cid, s.id_map or NO_IDS)"]
         return [
             f"def start{w_index}(s, i, x):  # {w.src.path}[i]: a tool call of plain reads",
             *_indent(_walk_lines(read_id, "x", "cid"), 4),
             *_indent(_walk_lines(read_name, "x", "nm"), 4),
             "    if type(cid) is str and cid and type(nm) is str and nm:",
             *_indent(_walk_lines(read_arguments, "x", "a"), 8),
+            "        if type(a) is not str: a = ''",
             "        s.started += 1",
             f"        info = s._elements[{w_index}][i] = Element({roles})",
-            "        s._open_call(info, cid, nm, a if type(a) is str else '', None, False)",
+            *restore,
+            "        calls = s._calls",
+            "        info.call = k = len(calls)",
+            "        calls.append(Call(cid, nm, a != '', None))",
+            "        o = {'index': k, 'id': cid, 'type': 'function', 'function': {'name': nm, 'arguments': ''}}",
+            "        (s._held or s._deltas).append({'tool_calls': [o, {'index': k, 'function': {'arguments': a}}]"
+            " if a else [o]})",
             "    else:",
             f"        s._start({w_index}, i, x)",
         ]
+
+    def held_start_code(self, w_index: int) -> list[str]:
+        """A source whose calls of a kind are held whole while they have no id (`Watched.held_whole`): such an
+        element is held by its kind's key and id read inline (no template picked, nothing rendered: the final
+        translation gives it, see `StreamTranslator.finish`); any other goes to `_start`."""
+        w = self.r.watched[w_index]
+        lines = [f"def start{w_index}(s, i, x):  # {w.src.path}[i]: a call held whole while it has no id"]
+        body: list[str] = []
+        for n, kind in enumerate(self.held_kinds(w_index)):
+            hold = [
+                *_walk_lines(w.held_whole[kind], "x", "cid"),
+                "if s._held or cid is MISSING or not cid:",
+                "    s.started += 1",
+                f"    s._elements[{w_index}][i] = WHOLE",
+                "    s._held.append(len(s._calls))",
+                "    s._calls.append(None)",
+                "    return",
+            ] if kind in w.held_whole else ["pass"]  # fmt: skip
+            if kind == "":  # the source's one kind
+                body = hold
+                break
+            test = f"(v := x.get({kind!r})) is not None and v is not False"  # as `kind_by_key` decides
+            body += [f"{'if' if n == 0 else 'elif'} {test}:", *_indent(hold, 4)]
+        lines += ["    if type(x) is dict:", *_indent(body, 8), f"    s._start({w_index}, i, x)"]
+        return lines
 
     def fragment(self, pattern: Pattern, piece: str, at: str, d: int, last: str | None = None) -> list[str]:
         """Lines emitting a text piece appended at `pattern`, by the role the watched element's template gives it
