@@ -12,8 +12,8 @@ the request reader is built from at import (`compile_normal_form`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from functools import cache
 from itertools import takewhile
 from pathlib import Path
@@ -257,6 +257,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         ),
         stream=compile_stream(stream_spec, env),
         reasoning_kinds=frozenset(stream_spec.get("reasoning", ())),
+        index_within_kind=frozenset(stream_spec.get("index_within_kind", ())),
         stream_end=tuple(
             compile_template(t, ("stream", "end", i), env) for i, t in enumerate(stream_spec.get("end", []))
         ),
@@ -299,7 +300,7 @@ def _reads_name(env: Env, name: str) -> bool:
 
 # What each stream moment's scope always holds (`formats.SourceEvents` sets them, None at worst): a template
 # reading only these plainly is written as one expression (`_writer`), with no test for an absent value.
-_BLOCK = frozenset({"index", "answer_id", "item_id", "sequence"})
+_BLOCK = frozenset({"index", "answer_id", "item_id", "sequence", "created", "model"})
 _SCOPES = {
     "start": frozenset({"id", "answer_id", "model", "created", "sequence"}),
     "open": _BLOCK,
@@ -341,7 +342,7 @@ def _writer(node: Node, always: frozenset[str], key: Key, env: Env) -> Render | 
     as one function returning one Python display (`{'type': 'content_block_delta', 'index': s['index'],
     ...}`): what the template writes, without testing each value for absence (none can be absent) or
     copying constants. None: the template needs the general code (another read, a value function)."""
-    text = _display(node, always)
+    text = _display(node, {name: f"s[{name!r}]" for name in always})
     if text is None:
         return None
     source = f"def write(s, c):\n    return {text}\n"
@@ -352,17 +353,18 @@ def _writer(node: Node, always: frozenset[str], key: Key, env: Env) -> Render | 
     return writer
 
 
-def _display(node: Node, always: frozenset[str]) -> str | None:
-    """The node as a Python expression over scope `s`, or None when it is not that simple."""
+def _display(node: Node, names: Mapping[str, str]) -> str | None:
+    """The node as a Python expression, each name it reads plainly written as `names` gives it (a name
+    always there: `s['index']`), or None when it is not that simple."""
     if isinstance(node, Const):
         return repr(node.value) if _literal(node.value) else None
     if isinstance(node, Get):
         read = node.reads[0]
         plain = len(node.reads) == 1 and node.plain and read.steps is not None
-        if plain and len(read.steps or ()) == 1 and read.root in always:
-            return f"s[{read.root!r}]"
+        if plain and len(read.steps or ()) == 1 and read.root in names:
+            return names[read.root]
         return None
-    parts = [_display(child, always) for child in node.children()]
+    parts = [_display(child, names) for child in node.children()]
     if not parts or any(part is None for part in parts):
         return None
     if isinstance(node, Obj):
@@ -731,3 +733,90 @@ def builtin_formats_dir() -> Path:
 
 def format_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.glob("*.yaml") if p.is_file())
+
+
+# ---------------------------------------------------------------------- the normal form's stream
+
+HEADER = ("answer_id", "created", "model")  # what every chunk names, as the StreamTranslator holds it (`h`)
+Write = Callable[[tuple[Any, ...], dict[str, Any]], Any]  # (header, the moment's scope) -> one chunk
+
+
+@dataclass(frozen=True)
+class Chunks:
+    """The normal form's `stream` section (formats/openai.yaml) as the StreamTranslator writes its chunks:
+    `start`, a tool call's `open`, each kind's `pieces` and the `end` events. A moment is written by a
+    function of the header `h` (answer_id, created, model) and the moment's own scope `s`, generated from its
+    template as one Python display where the template is plain, else its general render over both. `display`
+    gives a piece's display over named expressions, for a provider stream's generated code to write inline."""
+
+    file: str
+    start: Write
+    open: Write
+    pieces: Mapping[str, Write]
+    end: tuple[Render, ...]
+    nodes: Mapping[str, Node]  # piece kind -> its parsed template
+    code: str  # the generated writers' source (`explain`)
+
+    def display(self, kind: str, names: Mapping[str, str]) -> str | None:
+        """The piece's chunk as one Python expression over `names` (the header's names and the piece's), or
+        None when its template is not that plain."""
+        return _display(self.nodes[kind], names)
+
+
+def compile_chunks(path: Path, display: str | None = None) -> Chunks:
+    """The normal form's file's `stream` section, compiled alone (no provider): the chunk writers."""
+    display = display or str(path)
+    source = _load(path, display)
+    spec = source.data.get("stream")
+    if spec is None:
+        raise source.error((), "the normal form declares its stream (`stream`)")
+    env = Env(source)
+    writers: dict[str, Write] = {}
+    nodes: dict[str, Node] = {}
+    code: list[str] = []
+    names = {name: f"h[{i}]" for i, name in enumerate(HEADER)}
+    for moment, at in (("start", ("stream", "start")), ("open", ("stream", "open", "tool_call")),
+                       *((f"piece.{k}", ("stream", "piece", k)) for k in ("text", "reasoning", "tool_call"))):  # fmt: skip
+        template = spec["start"] if moment == "start" else spec[at[1]][at[2]]
+        if isinstance(template, list):
+            raise source.error(at, "a chunk moment writes one chunk: give one template")
+        render = compile_template(template, at, env)
+        node = nodes[moment.removeprefix("piece.")] = env.parsed[at]
+        own = {read.root for read in reads_of(node) if read.root and read.root not in names}
+        text = _display(node, {**names, **{name: f"s[{name!r}]" for name in own}})
+        if text is None:
+            writers[moment] = _general(render)
+            code.append(f"# {dotted(at)}: its general render over the header and its scope")
+            continue
+        written = f"def write(h, s):  # {dotted(at)}\n    return {text}\n"
+        namespace: dict[str, Any] = {}
+        exec(compile(written, f"<chunk {dotted(at)}>", "exec"), namespace)
+        writers[moment] = namespace["write"]
+        code.append(written)
+    return Chunks(
+        file=display,
+        start=writers["start"],
+        open=writers["open"],
+        pieces=MappingProxyType({k: writers[f"piece.{k}"] for k in ("text", "reasoning", "tool_call")}),
+        end=tuple(compile_template(t, ("stream", "end", i), env) for i, t in enumerate(spec.get("end", []))),
+        nodes=MappingProxyType(nodes),
+        code="\n".join(code),
+    )
+
+
+def _general(render: Render) -> Write:
+    """A chunk moment whose template needs the general code: rendered over the header's names and its scope."""
+    ctx = Ctx(PLAIN, outbound=True)
+
+    def write(h: tuple[Any, ...], s: dict[str, Any]) -> Any:
+        out = render({**dict(zip(HEADER, h, strict=True)), **s}, ctx)
+        ctx.notes.clear()  # a default a chunk's template writes is not the answer's to note
+        return out
+
+    return write
+
+
+@cache
+def builtin_chunks() -> Chunks:
+    """The built-in normal form's chunk writers (the StreamTranslator's, compiled once at import)."""
+    return compile_chunks(builtin_formats_dir() / f"{PLAIN}.yaml", f"rules/{FORMATS_DIR}/{PLAIN}.yaml")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..language.paths import MISSING, Getter, simple_steps
+from .format_rules import HEADER, builtin_chunks
 from .stream_rules import (
     APPEND,
     ARGUMENTS,
@@ -106,6 +107,18 @@ def joins(last: Any, element: Any, join: Join) -> bool:
     return all(k == join.field or k not in last or last[k] == v for k, v in element.items())
 
 
+_HEADER = {name: f"s._header[{i}]" for i, name in enumerate(HEADER)}
+
+
+def _written(kind: str, names: dict[str, str]) -> str:
+    """A statement writing a piece's chunk: its template's display inline once the header is read (the
+    normal form's `stream` section, formats/openai.yaml), else through the StreamTranslator's `_write`."""
+    scope = "{" + ", ".join(f"{name!r}: {expr}" for name, expr in names.items()) + "}"
+    later = f"s._write(CHUNKS[{kind!r}], {scope})"
+    display = builtin_chunks().display(kind, {**_HEADER, **names})
+    return later if display is None else f"s._out.append({display}) if s._head else {later}"
+
+
 def compiled(streaming: Streaming | None) -> Streaming | None:
     """The section with its generated code and entry function (what `StreamTranslator.feed` runs)."""
     if streaming is None:
@@ -122,7 +135,8 @@ class _Code:
     def __init__(self, rules: Streaming) -> None:
         self.r = rules
         self.names: dict[str, Any] = {"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge,
-                                      "NUMBERS": _NUMBERS, "Element": Element}  # fmt: skip
+                                      "NUMBERS": _NUMBERS, "Element": Element,
+                                      "CHUNKS": builtin_chunks().pieces}  # fmt: skip
         self.count = 0
         self.known: dict[tuple[str | int, ...], str] = {}  # event paths read in the function being written
 
@@ -400,11 +414,11 @@ class _Code:
                 f"({role} := {info}.roles.get({field!r})) is not None:",
                 f"    s._emit({info}, {role}, {piece}, {part})",
             ]
-        text = f"s._text_sent += len({piece}); s._deltas.append({{'content': {piece}}})"
+        text = f"s._text_sent += len({piece}); " + _written("text", {"piece": piece})
         arguments = [  # as _emit does, inline
             f"s._calls[{call}].sent_arguments = True",
-            f"(s._held or s._deltas).append({{'tool_calls': [{{'index': {call}, "
-            f"'function': {{'arguments': {piece}}}}}]}})",
+            f"if s._held: s._held.append((CHUNKS['tool_call'], {{'index': {call}, 'piece': {piece}}}))",
+            "else: " + _written("tool_call", {"index": call, "piece": piece}),
         ]
         got = f"{info} = s._elements[{w_index}].get({element})"
         w = r.watched[w_index]
