@@ -40,6 +40,7 @@ from ..language.templates import (
     Sum,
     When,
     compile_template,
+    is_empty,
     parse_template,
     reads_of,
     walk,
@@ -346,7 +347,7 @@ def _writer(node: Node, always: frozenset[str], key: Key, env: Env) -> Render | 
     if text is None:
         return None
     source = f"def write(s, c):\n    return {text}\n"
-    namespace: dict[str, Any] = {}
+    namespace: dict[str, Any] = {"is_empty": is_empty}
     exec(compile(source, f"<template {'.'.join(map(str, key))}>", "exec"), namespace)
     env.generated[key] = source  # what runs, for `explain --code`
     writer: Render = namespace["write"]
@@ -364,14 +365,42 @@ def _display(node: Node, names: Mapping[str, str]) -> str | None:
         if plain and len(read.steps or ()) == 1 and read.root in names:
             return names[read.root]
         return None
-    parts = [_display(child, names) for child in node.children()]
-    if not parts or any(part is None for part in parts):
-        return None
+    if isinstance(node, When):  # a `$when` with an `else`: either branch
+        test, then = _test(node, names), _display(node.then, names)
+        other = _display(node.otherwise, names) if node.otherwise is not None else None
+        return None if test is None or then is None or other is None else f"({then} if {test} else {other})"
+    maybe = [_maybe(child, names) for child in node.children()]  # a `$when` without `else`: there or left out
+    if not maybe or any(m is None for m in maybe) or all(m[0] is not None for m in maybe if m is not None):
+        return None  # nothing sure to be written: the general code decides whether the whole is left out
     if isinstance(node, Obj):
-        return "{" + ", ".join(f"{name!r}: {part}" for (name, _), part in zip(node.items, parts, strict=True)) + "}"
+        return "{" + ", ".join(
+            f"{name!r}: {part}" if test is None else f"**({{{name!r}: {part}}} if {test} else {{}})"
+            for (name, _), (test, part) in zip(node.items, maybe, strict=True)  # type: ignore[misc]
+        ) + "}"
     if isinstance(node, Array):
-        return "[" + ", ".join(str(part) for part in parts) + "]"
+        return "[" + ", ".join(
+            part if test is None else f"*(({part},) if {test} else ())" for test, part in maybe  # type: ignore[misc]
+        ) + "]"
     return None
+
+
+def _maybe(node: Node, names: Mapping[str, str]) -> tuple[str | None, str] | None:
+    """A child as (the test that it is written, or None: always; its display), or None when not that plain."""
+    if isinstance(node, When) and node.otherwise is None:
+        test, then = _test(node, names), _display(node.then, names)
+        return None if test is None or then is None else (test, then)
+    shown = _display(node, names)
+    return None if shown is None else (None, shown)
+
+
+def _test(node: When, names: Mapping[str, str]) -> str | None:
+    """A `$when`'s `present` or `empty` test of a name always there, as a Python expression."""
+    read = node.path
+    if read.steps is None or len(read.steps) != 1 or read.root not in names or node.test not in ("present", "empty"):
+        return None
+    value = names[read.root]
+    test = f"({value} is not None)" if node.test == "present" else f"is_empty({value})"
+    return test if node.expected[0] is True else f"(not {test})"
 
 
 def _literal(value: Any) -> bool:
@@ -739,6 +768,9 @@ def format_files(directory: Path) -> list[Path]:
 
 HEADER = ("answer_id", "created", "model")  # what every chunk names, as the StreamTranslator holds it (`h`)
 Write = Callable[[tuple[Any, ...], dict[str, Any]], Any]  # (header, the moment's scope) -> one chunk
+# Where a chunk holds its tool-call entries: tool calls released together (held for a synthesized id) are one
+# chunk whose entries are all of theirs (Chat Completions lets one delta carry several calls' entries).
+JOINED: tuple[str | int, ...] = ("choices", 0, "delta", "tool_calls")
 
 
 @dataclass(frozen=True)
@@ -750,6 +782,7 @@ class Chunks:
     gives a piece's display over named expressions, for a provider stream's generated code to write inline."""
 
     file: str
+    entries: Mapping[str, Write]  # `open`, `tool_call`: a chunk's entries alone (at `JOINED`), for calls released together
     start: Write
     open: Write
     pieces: Mapping[str, Write]
@@ -774,7 +807,6 @@ def compile_chunks(path: Path, display: str | None = None) -> Chunks:
     writers: dict[str, Write] = {}
     nodes: dict[str, Node] = {}
     code: list[str] = []
-    names = {name: f"h[{i}]" for i, name in enumerate(HEADER)}
     for moment, at in (("start", ("stream", "start")), ("open", ("stream", "open", "tool_call")),
                        *((f"piece.{k}", ("stream", "piece", k)) for k in ("text", "reasoning", "tool_call"))):  # fmt: skip
         template = spec["start"] if moment == "start" else spec[at[1]][at[2]]
@@ -782,19 +814,32 @@ def compile_chunks(path: Path, display: str | None = None) -> Chunks:
             raise source.error(at, "a chunk moment writes one chunk: give one template")
         render = compile_template(template, at, env)
         node = nodes[moment.removeprefix("piece.")] = env.parsed[at]
-        own = {read.root for read in reads_of(node) if read.root and read.root not in names}
-        text = _display(node, {**names, **{name: f"s[{name!r}]" for name in own}})
+        text = _display(node, names_of(node))
         if text is None:
             writers[moment] = _general(render)
             code.append(f"# {dotted(at)}: its general render over the header and its scope")
             continue
         written = f"def write(h, s):  # {dotted(at)}\n    return {text}\n"
         namespace: dict[str, Any] = {}
+        namespace["is_empty"] = is_empty
         exec(compile(written, f"<chunk {dotted(at)}>", "exec"), namespace)
         writers[moment] = namespace["write"]
         code.append(written)
+    entries: dict[str, Write] = {}
+    for moment, at in (("open", ("stream", "open", "tool_call")), ("tool_call", ("stream", "piece", "tool_call"))):
+        node = _below(nodes[moment], JOINED)
+        shown = _display(node, names_of(node)) if node is not None else None
+        if shown is None:
+            raise source.error(at, "must write its tool_calls entries plainly (a list at choices[0].delta."
+                               "tool_calls of constants, reads of its scope and `$when`s)")  # fmt: skip
+        joined = f"def write(h, s):  # {dotted(at)}'s entries, for calls released together\n    return {shown}\n"
+        namespace = {"is_empty": is_empty}
+        exec(compile(joined, f"<chunk {dotted(at)} entries>", "exec"), namespace)
+        entries[moment] = namespace["write"]
+        code.append(joined)
     return Chunks(
         file=display,
+        entries=MappingProxyType(entries),
         start=writers["start"],
         open=writers["open"],
         pieces=MappingProxyType({k: writers[f"piece.{k}"] for k in ("text", "reasoning", "tool_call")}),
@@ -802,6 +847,28 @@ def compile_chunks(path: Path, display: str | None = None) -> Chunks:
         nodes=MappingProxyType(nodes),
         code="\n".join(code),
     )
+
+
+def names_of(node: Node) -> dict[str, str]:
+    """The names a chunk template reads, as a chunk writer has them: the header's in `h`, the moment's in `s`."""
+    names = {name: f"h[{i}]" for i, name in enumerate(HEADER)}
+    own = {read.root for read in reads_of(node) if read.root and read.root not in names}
+    return {**names, **{name: f"s[{name!r}]" for name in own}}
+
+
+def _below(node: Node, path: tuple[str | int, ...]) -> Node | None:
+    """The template node written at `path` (object keys, list positions), or None."""
+    for step in path:
+        if isinstance(node, Obj) and type(step) is str:
+            found = next((child for name, child in node.items if name == step), None)
+        elif isinstance(node, Array) and type(step) is int and step < len(node.children()):
+            found = node.children()[step]
+        else:
+            return None
+        if found is None:
+            return None
+        node = found
+    return node
 
 
 def _general(render: Render) -> Write:

@@ -44,7 +44,7 @@ from ..language.jsonsafe import JsonValueError, loads, where_in
 from ..language.paths import MISSING
 from ..language.templates import Ctx, fresh_copy
 from .endpoint import excerpt
-from .format_rules import Write, builtin_chunks
+from .format_rules import JOINED, Write, builtin_chunks
 from .formats import PLAIN
 from .result import TranslateResult
 from .stream_code import Element as _Element
@@ -68,6 +68,7 @@ from .stream_rules import (
 CHUNKS = builtin_chunks()  # how chunks are written: the normal form's `stream` section (formats/openai.yaml)
 _START, _OPEN = CHUNKS.start, CHUNKS.open
 _TEXT, _REASONING, _ARGUMENTS = (CHUNKS.pieces[k] for k in ("text", "reasoning", "tool_call"))
+_ENTRIES, _ARGUMENT_ENTRIES = CHUNKS.entries["open"], CHUNKS.entries["tool_call"]
 _HELD = "call_held"  # stands in for a synthesized id until the whole response is known
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NONE: frozenset[str] = frozenset()
@@ -700,19 +701,16 @@ class StreamTranslator:
         self.result = result
         out = self._chunks(last=True)
         header = self._header
-        together = []  # the held chunks, in order, released together as one chunk (see the top)
-        for held in self._held:
-            if isinstance(held, int):  # a whole call: opened from its translation in the whole answer (which
-                done = result.tool_calls[held]  # validated it and gave its id), not rendered twice
-                held = (_OPEN, {"index": held, "id": done.id, "name": done.name,
-                                "extra_content": done.extra_content, "piece": done.arguments})  # fmt: skip
-            together.append(held[0](header, held[1]))
-        self._held.clear()
-        if together:
-            entries = _calls_of(together[0])
-            for chunk in together[1:]:
-                entries += _calls_of(chunk)
-            out.append(together[0])
+        if self._held:  # the held chunks, in order, released together as one chunk (see the top)
+            entries: list[Any] = []
+            for held in self._held:
+                if isinstance(held, int):  # a whole call: opened from its translation in the whole answer (which
+                    done = result.tool_calls[held]  # validated it and gave its id), not rendered twice
+                    held = (_OPEN, {"index": held, "id": done.id, "name": done.name,
+                                    "extra_content": done.extra_content, "piece": done.arguments})  # fmt: skip
+                entries += (_ENTRIES if held[0] is _OPEN else _ARGUMENT_ENTRIES)(header, held[1])
+            self._held.clear()
+            out.append(_joined(header, entries))
         for index in unsent:
             out.append(_ARGUMENTS(header, {"index": index, "piece": calls[index].arguments}))
         scope = {"answer_id": header[0], "created": header[1], "model": header[2], "refusal": result.refusal,
@@ -726,11 +724,15 @@ class StreamTranslator:
         return out
 
 
-def _calls_of(chunk: dict[str, Any]) -> list[Any]:
-    """A tool call's chunk's `tool_calls` entries: where chunks released together join theirs (the one place
-    the engine reads a chunk it wrote; the normal form's `stream` section writes it)."""
-    entries: list[Any] = chunk["choices"][0]["delta"]["tool_calls"]
-    return entries
+def _joined(header: tuple[str, int, str], entries: list[Any]) -> dict[str, Any]:
+    """One chunk holding the tool-call entries of calls released together (at `JOINED`)."""
+    chunk = _ARGUMENTS(header, {"index": 0, "piece": ""})
+    *above, last = JOINED
+    holder = chunk
+    for step in above:
+        holder = holder[step]
+    holder[last] = entries
+    return chunk
 
 
 def _nodes(node: Node) -> list[Node]:
