@@ -362,25 +362,30 @@ def _display(node: Node, names: Mapping[str, str]) -> str | None:
     if isinstance(node, Get):
         read = node.reads[0]
         plain = len(node.reads) == 1 and node.plain and read.steps is not None
-        if plain and len(read.steps or ()) == 1 and read.root in names:
+        if plain and len(read.steps or ()) == 1 and read.root is not None and read.root in names:
             return names[read.root]
         return None
     if isinstance(node, When):  # a `$when` with an `else`: either branch
         test, then = _test(node, names), _display(node.then, names)
         other = _display(node.otherwise, names) if node.otherwise is not None else None
         return None if test is None or then is None or other is None else f"({then} if {test} else {other})"
-    maybe = [_maybe(child, names) for child in node.children()]  # a `$when` without `else`: there or left out
-    if not maybe or any(m is None for m in maybe) or all(m[0] is not None for m in maybe if m is not None):
+    found = [_maybe(child, names) for child in node.children()]  # a `$when` without `else`: there or left out
+    maybe = [m for m in found if m is not None]
+    if not maybe or len(maybe) < len(found) or all(test is not None for test, _ in maybe):
         return None  # nothing sure to be written: the general code decides whether the whole is left out
     if isinstance(node, Obj):
-        return "{" + ", ".join(
-            f"{name!r}: {part}" if test is None else f"**({{{name!r}: {part}}} if {test} else {{}})"
-            for (name, _), (test, part) in zip(node.items, maybe, strict=True)  # type: ignore[misc]
-        ) + "}"
+        return (
+            "{"
+            + ", ".join(
+                f"{name!r}: {part}" if test is None else f"**({{{name!r}: {part}}} if {test} else {{}})"
+                for (name, _), (test, part) in zip(node.items, maybe, strict=True)
+            )
+            + "}"
+        )
     if isinstance(node, Array):
-        return "[" + ", ".join(
-            part if test is None else f"*(({part},) if {test} else ())" for test, part in maybe  # type: ignore[misc]
-        ) + "]"
+        return (
+            "[" + ", ".join(part if test is None else f"*(({part},) if {test} else ())" for test, part in maybe) + "]"
+        )
     return None
 
 
@@ -396,7 +401,9 @@ def _maybe(node: Node, names: Mapping[str, str]) -> tuple[str | None, str] | Non
 def _test(node: When, names: Mapping[str, str]) -> str | None:
     """A `$when`'s `present` or `empty` test of a name always there, as a Python expression."""
     read = node.path
-    if read.steps is None or len(read.steps) != 1 or read.root not in names or node.test not in ("present", "empty"):
+    if read.steps is None or len(read.steps) != 1 or read.root is None or read.root not in names:
+        return None
+    if node.test not in ("present", "empty"):
         return None
     value = names[read.root]
     test = f"({value} is not None)" if node.test == "present" else f"is_empty({value})"
@@ -782,7 +789,7 @@ class Chunks:
     gives a piece's display over named expressions, for a provider stream's generated code to write inline."""
 
     file: str
-    entries: Mapping[str, Write]  # `open`, `tool_call`: a chunk's entries alone (at `JOINED`), for calls released together
+    entries: Mapping[str, Write]  # `open`, `tool_call`: a chunk's entries alone (at `JOINED`), for calls held together
     start: Write
     open: Write
     pieces: Mapping[str, Write]
@@ -807,8 +814,9 @@ def compile_chunks(path: Path, display: str | None = None) -> Chunks:
     writers: dict[str, Write] = {}
     nodes: dict[str, Node] = {}
     code: list[str] = []
-    for moment, at in (("start", ("stream", "start")), ("open", ("stream", "open", "tool_call")),
-                       *((f"piece.{k}", ("stream", "piece", k)) for k in ("text", "reasoning", "tool_call"))):  # fmt: skip
+    moments: list[tuple[str, Key]] = [("start", ("stream", "start")), ("open", ("stream", "open", "tool_call"))]
+    moments += [(f"piece.{kind}", ("stream", "piece", kind)) for kind in ("text", "reasoning", "tool_call")]
+    for moment, at in moments:
         template = spec["start"] if moment == "start" else spec[at[1]][at[2]]
         if isinstance(template, list):
             raise source.error(at, "a chunk moment writes one chunk: give one template")
@@ -827,8 +835,8 @@ def compile_chunks(path: Path, display: str | None = None) -> Chunks:
         code.append(written)
     entries: dict[str, Write] = {}
     for moment, at in (("open", ("stream", "open", "tool_call")), ("tool_call", ("stream", "piece", "tool_call"))):
-        node = _below(nodes[moment], JOINED)
-        shown = _display(node, names_of(node)) if node is not None else None
+        below = _below(nodes[moment], JOINED)
+        shown = _display(below, names_of(below)) if below is not None else None
         if shown is None:
             raise source.error(at, "must write its tool_calls entries plainly (a list at choices[0].delta."
                                "tool_calls of constants, reads of its scope and `$when`s)")  # fmt: skip

@@ -726,9 +726,9 @@ class StreamTranslator:
 
 def _joined(header: tuple[str, int, str], entries: list[Any]) -> dict[str, Any]:
     """One chunk holding the tool-call entries of calls released together (at `JOINED`)."""
-    chunk = _ARGUMENTS(header, {"index": 0, "piece": ""})
+    chunk: dict[str, Any] = _ARGUMENTS(header, {"index": 0, "piece": ""})
     *above, last = JOINED
-    holder = chunk
+    holder: Any = chunk
     for step in above:
         holder = holder[step]
     holder[last] = entries
