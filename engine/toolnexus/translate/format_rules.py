@@ -285,6 +285,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         reads_input=_reads_name(env, "input"),
         writer=writer,
         writer_code=written,
+        chunks_code=compile_chunks(path, display).code if fmt.normal is not None else "",
     )
 
 
@@ -822,7 +823,7 @@ def compile_chunks(path: Path, display: str | None = None) -> Chunks:
             raise source.error(at, "a chunk moment writes one chunk: give one template")
         render = compile_template(template, at, env)
         node = nodes[moment.removeprefix("piece.")] = env.parsed[at]
-        text = _display(node, names_of(node))
+        text = _display(node, _names(moment))
         if text is None:
             writers[moment] = _general(render)
             code.append(f"# {dotted(at)}: its general render over the header and its scope")
@@ -836,7 +837,11 @@ def compile_chunks(path: Path, display: str | None = None) -> Chunks:
     entries: dict[str, Write] = {}
     for moment, at in (("open", ("stream", "open", "tool_call")), ("tool_call", ("stream", "piece", "tool_call"))):
         below = _below(nodes[moment], JOINED)
-        shown = _display(below, names_of(below)) if below is not None else None
+        shown = (
+            _display(below, _names(f"piece.{moment}" if moment == "tool_call" else moment))
+            if below is not None
+            else None
+        )
         if shown is None:
             raise source.error(at, "must write its tool_calls entries plainly (a list at choices[0].delta."
                                "tool_calls of constants, reads of its scope and `$when`s)")  # fmt: skip
@@ -857,11 +862,26 @@ def compile_chunks(path: Path, display: str | None = None) -> Chunks:
     )
 
 
-def names_of(node: Node) -> dict[str, str]:
-    """The names a chunk template reads, as a chunk writer has them: the header's in `h`, the moment's in `s`."""
-    names = {name: f"h[{i}]" for i, name in enumerate(HEADER)}
-    own = {read.root for read in reads_of(node) if read.root and read.root not in names}
-    return {**names, **{name: f"s[{name!r}]" for name in own}}
+# What each chunk moment's scope holds beside the header (the StreamTranslator's); a template reading another
+# name reads it absent, in its general code.
+_CHUNK_SCOPES = {
+    "start": (),
+    "open": (
+        "index",
+        "id",
+        "name",
+        "extra_content",
+        "piece",
+    ),  # a tool call: its number, and the arguments it came with
+    "piece.text": ("piece",),
+    "piece.reasoning": ("piece",),
+    "piece.tool_call": ("index", "piece"),
+}
+
+
+def _names(moment: str) -> dict[str, str]:
+    """The names a chunk moment's writer has, as Python: the header's in `h`, the moment's own in `s`."""
+    return {**{name: f"h[{i}]" for i, name in enumerate(HEADER)}, **{n: f"s[{n!r}]" for n in _CHUNK_SCOPES[moment]}}
 
 
 def _below(node: Node, path: tuple[str | int, ...]) -> Node | None:

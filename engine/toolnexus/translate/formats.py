@@ -233,6 +233,7 @@ class SourceFormat:
     writer: Callable[[dict[str, Any], Ctx], dict[str, Any]] | None = None
     writer_code: str = ""
     reads_input: bool = True  # an answer template reads a name `input` (a call's arguments parsed): the view has it
+    chunks_code: str = ""  # the normal form's: its stream section's generated chunk writers (format_rules.Chunks)
 
     def explain(self, *, code: bool = False) -> str:
         """The format's file and provider (and, with `code`, its transcript's generated reader)."""
@@ -252,6 +253,10 @@ class SourceFormat:
             line, _ = self.plan.source.where(("answer",))
             lines.append(f"\n  # {self.file}:{line} answer: the whole answer's generated writer")
             lines += [f"  {text}" for text in self.writer_code.splitlines()]
+            if self.chunks_code:
+                line, _ = self.plan.source.where(("stream",))
+                lines.append(f"\n  # {self.file}:{line} stream: the chunk writers every Chat Completions stream runs")
+                lines += [f"  {text}" for text in self.chunks_code.splitlines()]
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ request side
