@@ -18,6 +18,10 @@ non-streaming path already uses:
   translation: `result` is exactly what `translate_response` gives for it, and the
   last chunk's finish reason and usage come from that result.
 
+How each chunk is written (its envelope, which delta says what) is the normal form's `stream` section
+(rules/formats/openai.yaml), compiled by `format_rules.compile_chunks` into one function per moment; the
+provider stream's generated code writes a piece's chunk inline from the same template.
+
 A tool call whose id is synthesized (`synthesize_ids`) is held back: its id hashes the whole
 response, known only at the end, so its deltas (and every tool-call delta after it, to keep the
 indexes in order) are sent with the closing chunks, carrying the ids the whole answer gets.
@@ -113,7 +117,7 @@ class StreamTranslator:
         self._out: list[dict[str, Any]] = []  # the chunks this event wrote
         self._pending: list[tuple[Write, dict[str, Any]]] = []  # chunks to write once the header is read
         self._held: list[tuple[Write, dict[str, Any]] | int] = []  # tool-call chunks waiting for a synthesized id
-        # (see the top); an index: a whole call, written at the end from the whole answer's translation (`_open`)
+        # (see the top); an index: a whole call, written at the end from the whole answer's translation (`finish`)
         self._text_sent = 0
         self._events = 0
         self._head = False  # whether the header is read
