@@ -829,19 +829,15 @@ def compile_chunks(path: Path, display: str | None = None) -> Chunks:
             code.append(f"# {dotted(at)}: its general render over the header and its scope")
             continue
         written = f"def write(h, s):  # {dotted(at)}\n    return {text}\n"
-        namespace: dict[str, Any] = {}
-        namespace["is_empty"] = is_empty
+        namespace: dict[str, Any] = {"is_empty": is_empty}
         exec(compile(written, f"<chunk {dotted(at)}>", "exec"), namespace)
         writers[moment] = namespace["write"]
         code.append(written)
     entries: dict[str, Write] = {}
     for moment, at in (("open", ("stream", "open", "tool_call")), ("tool_call", ("stream", "piece", "tool_call"))):
         below = _below(nodes[moment], JOINED)
-        shown = (
-            _display(below, _names(f"piece.{moment}" if moment == "tool_call" else moment))
-            if below is not None
-            else None
-        )
+        names = _names("piece.tool_call" if moment == "tool_call" else moment)
+        shown = _display(below, names) if below is not None else None
         if shown is None:
             raise source.error(at, "must write its tool_calls entries plainly (a list at choices[0].delta."
                                "tool_calls of constants, reads of its scope and `$when`s)")  # fmt: skip
@@ -862,17 +858,11 @@ def compile_chunks(path: Path, display: str | None = None) -> Chunks:
     )
 
 
-# What each chunk moment's scope holds beside the header (the StreamTranslator's); a template reading another
-# name reads it absent, in its general code.
+# What each chunk moment's scope holds beside the header (the StreamTranslator's: a tool call's number, id,
+# name, round-trip state and the arguments it came with); a template reading another name reads it absent.
 _CHUNK_SCOPES = {
     "start": (),
-    "open": (
-        "index",
-        "id",
-        "name",
-        "extra_content",
-        "piece",
-    ),  # a tool call: its number, and the arguments it came with
+    "open": ("index", "id", "name", "extra_content", "piece"),
     "piece.text": ("piece",),
     "piece.reasoning": ("piece",),
     "piece.tool_call": ("index", "piece"),
