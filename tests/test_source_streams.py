@@ -30,7 +30,7 @@ from support.strategies import GENERATORS, SETTINGS
 from toolnexus import Cancelled, ProviderError, RuleError, ToolnexusError, load_rules
 from toolnexus.devtools.stub import ProviderStub, scripted
 from toolnexus.translate.format_rules import builtin_chunks, builtin_formats_dir, compile_chunks, compile_format
-from toolnexus.translate.formats import SourceStream
+from toolnexus.translate.formats import SourceEvents, SourceStream
 
 RULES = load_rules()
 PROVIDERS = [p for p in toolnexus.providers() if RULES.get(p).streaming is not None]
@@ -379,6 +379,27 @@ def test_chunks_are_what_the_normal_forms_stream_section_writes(tmp_path: Path) 
     path = _normal_copy(tmp_path, "delta: {content: {$get: piece}}", "delta: {content: {$get: piece}, mine: 1}")
     chunk = compile_chunks(path).pieces["text"](HEADER, {"piece": "Hi"})
     assert chunk["choices"][0]["delta"] == {"content": "Hi", "mine": 1} and chunk["id"] == "chatcmpl-1"
+
+
+def test_the_normal_forms_stream_read_as_any_formats_writes_the_same_chunks() -> None:
+    """Run the way every format's stream runs (SourceEvents: blocks numbered, `index_within_kind`), the normal
+    form's `stream` section writes the very chunks the StreamTranslator yields: one description, one meaning.
+    (Reasoning, text, then two calls whose arguments come in pieces: the calls are tool_calls[0] and [1].)"""
+    answer = {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "stop_reason": "tool_use",
+        "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 5},
+        "content": [{"type": "thinking", "thinking": "Hmm.", "signature": "sig"}, {"type": "text", "text": "Look."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Bern"}},
+                    {"type": "tool_use", "id": "toolu_2", "name": "weather", "input": {"city": "Oslo"}}],
+    }  # fmt: skip
+    plain = toolnexus.stream_translator("anthropic")
+    chunks = [c for data in provider_data("anthropic", answer, 0) for c in plain.feed(data)] + plain.finish()
+    assert plain.result is not None
+    events = SourceEvents(RULES.format("openai"), plain)
+    written = [e for chunk in chunks for e in events.chunk(chunk)] + events.end(plain.result)
+    assert written == chunks
+    calls = [e for c in chunks if c["choices"] for e in c["choices"][0]["delta"].get("tool_calls", ())]
+    assert [(e["index"], e.get("id")) for e in calls if "id" in e] == [(0, "toolu_1"), (1, "toolu_2")]
 
 
 @pytest.mark.parametrize("extra", [None, {"google": {"thought_signature": "s"}}])
