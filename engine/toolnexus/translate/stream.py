@@ -710,9 +710,12 @@ class StreamTranslator:
             for held in self._held:
                 if isinstance(held, int):  # a whole call: opened from its translation in the whole answer (which
                     done = result.tool_calls[held]  # validated it and gave its id), not rendered twice
-                    held = (_OPEN, {"index": held, "id": done.id, "name": done.name,
-                                    "extra_content": done.extra_content, "piece": done.arguments})  # fmt: skip
-                entries += (_ENTRIES if held[0] is _OPEN else _ARGUMENT_ENTRIES)(header, held[1])
+                    whole = {"index": held, "id": done.id, "name": done.name,
+                             "extra_content": done.extra_content, "piece": done.arguments}  # fmt: skip
+                    entries += _ENTRIES(header, whole)
+                else:
+                    write, scope = held
+                    entries += (_ENTRIES if write is _OPEN else _ARGUMENT_ENTRIES)(header, scope)
             self._held.clear()
             out.append(_joined(header, entries))
         for index in unsent:
