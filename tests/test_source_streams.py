@@ -38,7 +38,7 @@ from toolnexus.devtools.conformance import demo_file
 from toolnexus.devtools.stub import ProviderStub, scripted
 from toolnexus.language.templates import Ctx
 from toolnexus.translate import formats
-from toolnexus.translate.format_rules import compile_format
+from toolnexus.translate.format_rules import builtin_chunks, builtin_formats_dir, compile_chunks, compile_format
 from toolnexus.translate.formats import SourceEvents, SourceStream, general_moments
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
@@ -322,6 +322,134 @@ def test_made_up_format_stream_errors_are_located(tmp_path: Path, change: Any, w
         compile_format(path, RULES.providers)
     assert info.value.file == str(path) and info.value.line is not None
     assert info.value.line >= MADE_UP.splitlines().index("stream:") + 1
+
+
+GEMINI_CALLS = {
+    **GEMINI,
+    "candidates": [{"content": {"role": "model", "parts": [
+        {"text": "Hi."},
+        {"functionCall": {"id": "fc1", "name": "weather", "args": {"city": "Bern"}}},
+        {"functionCall": {"id": "fc2", "name": "weather", "args": {"city": "Oslo"}}}]}, "finishReason": "STOP"}],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("apart", [False, True])
+def test_made_up_format_stream_index_within_kind_numbers_a_kind_among_its_own(tmp_path: Path, apart: bool) -> None:
+    """`index_within_kind`: a listed kind's blocks are numbered among their own kind (0, 1 for two calls after
+    a text block), the others among all blocks as before."""
+    text = MADE_UP.replace("  reasoning: [musing]\n", "  reasoning: [musing]\n  index_within_kind: [tool_call]\n")
+    stream = made_up_stream(tmp_path, text if apart else MADE_UP)
+    events = [e for data in provider_data("gemini", GEMINI_CALLS, 0) for e in stream.feed(data)] + stream.finish()
+    opened = [(e["opens"], e["n"]) for e in events if "opens" in e]
+    assert opened == ([("words", 0), ("call", 0), ("call", 1)] if apart else [("words", 0), ("call", 1), ("call", 2)])
+    assert [e["ref"] for e in events if e.get("opens") == "call"] == ["fc1", "fc2"]
+
+
+def test_made_up_format_stream_index_within_kind_names_a_known_kind_located(tmp_path: Path) -> None:
+    text = MADE_UP.replace("  reasoning: [musing]\n", "  reasoning: [musing]\n  index_within_kind: [tool_cal]\n")
+    path = tmp_path / "acme.yaml"
+    path.write_text(text)
+    with pytest.raises(RuleError) as info:
+        compile_format(path, RULES.providers)
+    assert info.value.file == str(path)
+    assert info.value.line == text.splitlines().index("  index_within_kind: [tool_cal]") + 1
+
+
+def test_made_up_format_stream_an_event_written_as_nothing_is_not_sent(tmp_path: Path) -> None:
+    """An event template that writes nothing (a `$when` without `else`) sends no event and takes no number."""
+    text = MADE_UP.replace(
+        "  end:\n    - {at: {$get: sequence}, all: {$get: answer}}\n",
+        "  end:\n    - {$when: answer.said, is: never, then: {at: {$get: sequence}, never: true}}\n"
+        "    - {at: {$get: sequence}, all: {$get: answer}}\n",
+    )
+    nothing = "{$when: answer_id, is: never, then: {x: 1}}"
+    text = text.replace("    text: [{at:", f"    text: [{nothing}, {{at:")
+    assert text != MADE_UP
+    stream = made_up_stream(tmp_path, text)
+    events = [e for data in provider_data("gemini", GEMINI, 0) for e in stream.feed(data)] + stream.finish()
+    assert [e.pop("at") for e in events] == list(range(len(events)))
+    assert "all" in events[-1] and not any("never" in e or "x" in e for e in events)
+
+
+# ---------------------------------------------------------------- the normal form's stream: Chat Completions chunks
+
+NORMAL = builtin_formats_dir() / "openai.yaml"
+HEADER = ("chatcmpl-1", 5, "m")
+
+
+def _normal_copy(tmp_path: Path, old: str, new: str) -> Path:
+    text = NORMAL.read_text()
+    assert old in text
+    path = tmp_path / "openai.yaml"
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def test_chunks_are_what_the_normal_forms_stream_section_writes(tmp_path: Path) -> None:
+    """The chunk writers are compiled from formats/openai.yaml's `stream` section alone: a changed template
+    changes what is written."""
+    path = _normal_copy(tmp_path, "delta: {content: {$get: piece}}", "delta: {content: {$get: piece}, mine: 1}")
+    chunk = compile_chunks(path).pieces["text"](HEADER, {"piece": "Hi"})
+    assert chunk["choices"][0]["delta"] == {"content": "Hi", "mine": 1} and chunk["id"] == "chatcmpl-1"
+
+
+def test_the_normal_forms_stream_read_as_any_formats_writes_the_same_chunks() -> None:
+    """Run the way every format's stream runs (SourceEvents: blocks numbered, `index_within_kind`), the normal
+    form's `stream` section writes the very chunks the StreamTranslator yields: one description, one meaning.
+    (Reasoning, text, then two calls whose arguments come in pieces: the calls are tool_calls[0] and [1].)"""
+    answer = {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "stop_reason": "tool_use",
+        "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 5},
+        "content": [{"type": "thinking", "thinking": "Hmm.", "signature": "sig"}, {"type": "text", "text": "Look."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Bern"}},
+                    {"type": "tool_use", "id": "toolu_2", "name": "weather", "input": {"city": "Oslo"}}],
+    }  # fmt: skip
+    plain = toolnexus.stream_translator("anthropic")
+    chunks = [c for data in provider_data("anthropic", answer, 0) for c in plain.feed(data)] + plain.finish()
+    assert plain.result is not None
+    events = SourceEvents(RULES.format("openai"), plain)
+    written = [e for chunk in chunks for e in events.chunk(chunk)] + events.end(plain.result)
+    assert written == chunks
+    calls = [e for c in chunks if c["choices"] for e in c["choices"][0]["delta"].get("tool_calls", ())]
+    assert [(e["index"], e.get("id")) for e in calls if "id" in e] == [(0, "toolu_1"), (1, "toolu_2")]
+
+
+@pytest.mark.parametrize("extra", [None, {"google": {"thought_signature": "s"}}])
+@pytest.mark.parametrize("piece", ["", '{"a":1}'])
+def test_chunk_writers_written_as_one_display_are_what_their_templates_write(extra: Any, piece: str) -> None:
+    """Each chunk writer, generated as one display (a `$when` without `else` as a key or element there or
+    left out), writes what the general code of its template writes, over the header and the moment's scope."""
+    from toolnexus.language.templates import Ctx, Env, compile_node
+
+    chunks = builtin_chunks()
+    fmt = RULES.format("openai")
+    scope = {"index": 1, "id": "call_1", "name": "f", "extra_content": extra, "piece": piece}
+    header = dict(zip(("answer_id", "created", "model"), HEADER, strict=True))
+    writers = {("stream", "start"): chunks.start, ("stream", "open", "tool_call"): chunks.open}
+    writers.update({("stream", "piece", kind): chunks.pieces[kind] for kind in ("text", "reasoning", "tool_call")})
+    for key, write in writers.items():
+        general = compile_node(fmt.plan.nodes[key], key, Env(fmt.plan.source))
+        assert write.__name__ == "write"  # generated, not the general render
+        assert write(HEADER, dict(scope)) == general({**header, **scope}, Ctx("openai", outbound=True)), key
+    entries = chunks.open(HEADER, dict(scope))["choices"][0]["delta"]["tool_calls"]
+    assert chunks.entries["open"](HEADER, dict(scope)) == entries
+    assert len(entries) == (2 if piece else 1) and ("extra_content" in entries[0]) is (extra is not None)
+
+
+def test_chunk_writers_refuse_a_template_they_cannot_write_located(tmp_path: Path) -> None:
+    """A chunk moment is one chunk; a tool call's entries are written plainly (calls released together join
+    them): anything else is a located RuleError."""
+    text = NORMAL.read_text()
+    entries = "            tool_calls:\n              - index: {$get: index}\n"
+    path = _normal_copy(
+        tmp_path, entries, "            tool_calls: {$get: calls}\n            other:\n              - index: 0\n"
+    )
+    with pytest.raises(RuleError) as info:
+        compile_chunks(path)
+    assert info.value.file == str(path)
+    lines = text.splitlines()
+    assert info.value.line == lines.index("    tool_call:", lines.index("  open:", lines.index("stream:"))) + 1
+    assert info.value.rule == "stream.open.tool_call"
 
 
 # ---------------------------------------------------------------- cancel and faults, through the client

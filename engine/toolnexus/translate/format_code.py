@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import Note
 from ..language.loader import Key
 from ..language.paths import MISSING
-from ..language.templates import Array, Const, Ctx, Get, Node, Obj, inline_node, unseal
+from ..language.templates import Array, Const, Ctx, Get, Node, Obj, When, inline_node, is_empty, unseal
 from .formats import WHOLE, Kind, Moment, Record, SourceFormat, quiet, unread
 
 # (the normal-form messages, their records, each message with the role its blocks were read as)
@@ -345,7 +345,7 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
 
 # What each stream moment's scope always holds (`formats.SourceEvents` sets them, None at worst): an event reads
 # them with no test for an absent value. A moment's `sequence` (and a piece's `piece`) are the function's arguments.
-_BLOCK = frozenset({"index", "answer_id", "item_id"})
+_BLOCK = frozenset({"index", "answer_id", "item_id", "created", "model"})
 SCOPES = {
     "start": frozenset({"id", "answer_id", "model", "created"}),
     "open": _BLOCK,
@@ -363,7 +363,7 @@ def generate_events(fmt: SourceFormat) -> tuple[str, dict[str, Moment]]:
     events, numbered from `sequence` on. An event of constants and plain reads of what the moment's scope always
     holds is one Python display; any other is its template pasted inline (`inline_node`), as the answer's writer
     does. Returns the source (for `toolnexus explain --source F --code`) and the functions by moment name."""
-    names: dict[str, Any] = {"MISSING": MISSING}
+    names: dict[str, Any] = {"MISSING": MISSING, "is_empty": is_empty}
     lines: list[str] = []
     made: dict[str, str] = {}
     for moment, keys in _moment_keys(fmt).items():
@@ -372,20 +372,24 @@ def generate_events(fmt: SourceFormat) -> tuple[str, dict[str, Moment]]:
         function = "write_" + "".join(ch if ch.isalnum() else "_" for ch in moment)
         line, _ = fmt.plan.source.where(keys[0][:3] if kind else keys[0][:2])
         lines += [f"# {fmt.file}:{line} stream.{moment}", f"def {function}(s, piece, q, c):"]
-        written = []
-        for k, key in enumerate(keys):
-            sequence = "q" if k == 0 else f"(q + {k})"
-            known = {name: f"s[{name!r}]" for name in always} | {"sequence": sequence}
-            if group == "piece":
-                known["piece"] = "piece"
-            text = display(fmt.plan.nodes[key], known)
-            if text is None:
-                pasted = inline_node(fmt.plan.nodes[key], "s", f"e{k}", is_dict=True, known=known, tag=f"_{k}")
-                names.update(pasted.names)
-                lines += _indent(pasted.head + pasted.body)
-                text = f"e{k}"
-            written.append(text)
-        lines += ["    return [", *(f"        {event}," for event in written), "    ]", ""]
+        nodes = [fmt.plan.nodes[key] for key in keys]
+        base = {name: f"s[{name!r}]" for name in always} | ({"piece": "piece"} if group == "piece" else {})
+        shown = [as_python(node, base | {"sequence": "q" if k == 0 else f"(q + {k})"}) for k, node in enumerate(nodes)]
+        if all(text is not None for text in shown):  # every event written: one list display
+            lines += ["    return [", *(f"        {event}," for event in shown), "    ]", ""]
+        else:  # an event may write nothing (a `$when` without `else`): not sent, no sequence number taken
+            lines.append("    out = []")
+            for k, node in enumerate(nodes):
+                known = base | {"sequence": "(q + len(out))"}
+                text = as_python(node, known)
+                if text is None:
+                    pasted = inline_node(node, "s", f"e{k}", is_dict=True, known=known, tag=f"_{k}")
+                    names.update(pasted.names)
+                    lines += _indent(pasted.head + pasted.body)
+                    lines.append(f"    if e{k} is not MISSING: out.append(e{k})")
+                else:
+                    lines.append(f"    out.append({text})")
+            lines += ["    return out", ""]
         made[moment] = function
     text = "\n".join(lines)
     exec(compile(text, f"<stream {fmt.name}>", "exec"), names)
@@ -404,25 +408,60 @@ def _moment_keys(fmt: SourceFormat) -> dict[str, list[Key]]:
     return out
 
 
-def display(node: Node, known: Mapping[str, str]) -> str | None:
-    """The node as one Python expression when it is built of constants, objects, lists and plain reads of the
-    names `known` holds (name -> the expression that reads it, never absent), else None."""
+def as_python(node: Node, names: Mapping[str, str]) -> str | None:
+    """The node as a Python expression, each name it reads plainly written as `names` gives it (a name
+    always there: `s['index']`), or None when it is not that simple."""
     if isinstance(node, Const):
         return repr(node.value) if _literal(node.value) else None
     if isinstance(node, Get):
         read = node.reads[0]
         plain = len(node.reads) == 1 and node.plain and read.steps is not None
-        if plain and len(read.steps or ()) == 1 and read.root in known:
-            return known[str(read.root)]
+        if plain and len(read.steps or ()) == 1 and read.root is not None and read.root in names:
+            return names[read.root]
         return None
-    parts = [display(child, known) for child in node.children()]
-    if not parts or any(part is None for part in parts):
-        return None
+    if isinstance(node, When):  # a `$when` with an `else`: either branch
+        test, then = _test(node, names), as_python(node.then, names)
+        other = as_python(node.otherwise, names) if node.otherwise is not None else None
+        return None if test is None or then is None or other is None else f"({then} if {test} else {other})"
+    found = [_maybe(child, names) for child in node.children()]  # a `$when` without `else`: there or left out
+    maybe = [m for m in found if m is not None]
+    if not maybe or len(maybe) < len(found) or all(test is not None for test, _ in maybe):
+        return None  # nothing sure to be written: the general code decides whether the whole is left out
     if isinstance(node, Obj):
-        return "{" + ", ".join(f"{name!r}: {part}" for (name, _), part in zip(node.items, parts, strict=True)) + "}"
+        return (
+            "{"
+            + ", ".join(
+                f"{name!r}: {part}" if test is None else f"**({{{name!r}: {part}}} if {test} else {{}})"
+                for (name, _), (test, part) in zip(node.items, maybe, strict=True)
+            )
+            + "}"
+        )
     if isinstance(node, Array):
-        return "[" + ", ".join(str(part) for part in parts) + "]"
+        return (
+            "[" + ", ".join(part if test is None else f"*(({part},) if {test} else ())" for test, part in maybe) + "]"
+        )
     return None
+
+
+def _maybe(node: Node, names: Mapping[str, str]) -> tuple[str | None, str] | None:
+    """A child as (the test that it is written, or None: always; its display), or None when not that plain."""
+    if isinstance(node, When) and node.otherwise is None:
+        test, then = _test(node, names), as_python(node.then, names)
+        return None if test is None or then is None else (test, then)
+    shown = as_python(node, names)
+    return None if shown is None else (None, shown)
+
+
+def _test(node: When, names: Mapping[str, str]) -> str | None:
+    """A `$when`'s `present` or `empty` test of a name always there, as a Python expression."""
+    read = node.path
+    if read.steps is None or len(read.steps) != 1 or read.root is None or read.root not in names:
+        return None
+    if node.test not in ("present", "empty"):
+        return None
+    value = names[read.root]
+    test = f"({value} is not None)" if node.test == "present" else f"is_empty({value})"
+    return test if node.expected[0] is True else f"(not {test})"
 
 
 def _literal(value: Any) -> bool:

@@ -12,8 +12,8 @@ the request reader is built from at import (`compile_normal_form`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from functools import cache
 from itertools import takewhile
 from pathlib import Path
@@ -27,6 +27,7 @@ from ..language.loader import Key, RuleSource, builtin_rules_dir, dotted, parse_
 from ..language.paths import MISSING, compile_path
 from ..language.templates import (
     Apply,
+    Array,
     Const,
     Ctx,
     Env,
@@ -39,12 +40,13 @@ from ..language.templates import (
     Sum,
     When,
     compile_template,
+    is_empty,
     parse_template,
     reads_of,
     walk,
 )
+from .format_code import as_python, generate_events, generate_usage, generate_writer
 from .format_code import generate as generate_reader
-from .format_code import generate_events, generate_usage, generate_writer
 from .formats import PLAIN, WHOLE, Derived, Kind, NormalForm, Plan, SourceFormat, Unsupported
 
 FORMATS_DIR = "formats"  # the subdirectory of a rules directory that holds format files
@@ -256,6 +258,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         ),
         stream=compile_stream(stream_spec, env),
         reasoning_kinds=frozenset(stream_spec.get("reasoning", ())),
+        index_within_kind=frozenset(stream_spec.get("index_within_kind", ())),
         stream_end=tuple(
             compile_template(t, ("stream", "end", i), env) for i, t in enumerate(stream_spec.get("end", []))
         ),
@@ -286,6 +289,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         writer=writer,
         writer_code=written,
         derive_usage=generate_usage(fmt),
+        chunks_code=compile_chunks(path, display).code if fmt.normal is not None else "",
     )
 
 
@@ -668,3 +672,138 @@ def builtin_formats_dir() -> Path:
 
 def format_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.glob("*.yaml") if p.is_file())
+
+
+# ---------------------------------------------------------------------- the normal form's stream
+
+HEADER = ("answer_id", "created", "model")  # what every chunk names, as the StreamTranslator holds it (`h`)
+Write = Callable[[tuple[Any, ...], dict[str, Any]], Any]  # (header, the moment's scope) -> one chunk
+# Where a chunk holds its tool-call entries: tool calls released together (held for a synthesized id) are one
+# chunk whose entries are all of theirs (Chat Completions lets one delta carry several calls' entries).
+JOINED: tuple[str | int, ...] = ("choices", 0, "delta", "tool_calls")
+
+
+@dataclass(frozen=True)
+class Chunks:
+    """The normal form's `stream` section (formats/openai.yaml) as the StreamTranslator writes its chunks:
+    `start`, a tool call's `open`, each kind's `pieces` and the `end` events. A moment is written by a
+    function of the header `h` (answer_id, created, model) and the moment's own scope `s`, generated from its
+    template as one Python display where the template is plain, else its general render over both. `display`
+    gives a piece's display over named expressions, for a provider stream's generated code to write inline."""
+
+    file: str
+    entries: Mapping[str, Write]  # `open`, `tool_call`: a chunk's entries alone (at `JOINED`), for calls held together
+    start: Write
+    open: Write
+    pieces: Mapping[str, Write]
+    end: tuple[Render, ...]
+    nodes: Mapping[str, Node]  # piece kind -> its parsed template
+    code: str  # the generated writers' source (`explain`)
+
+    def display(self, kind: str, names: Mapping[str, str]) -> str | None:
+        """The piece's chunk as one Python expression over `names` (the header's names and the piece's), or
+        None when its template is not that plain."""
+        return as_python(self.nodes[kind], names)
+
+
+def compile_chunks(path: Path, display: str | None = None) -> Chunks:
+    """The normal form's file's `stream` section, compiled alone (no provider): the chunk writers."""
+    display = display or str(path)
+    source = _load(path, display)
+    spec = source.data.get("stream")
+    if spec is None:
+        raise source.error((), "the normal form declares its stream (`stream`)")
+    env = Env(source)
+    writers: dict[str, Write] = {}
+    nodes: dict[str, Node] = {}
+    code: list[str] = []
+    moments: list[tuple[str, Key]] = [("start", ("stream", "start")), ("open", ("stream", "open", "tool_call"))]
+    moments += [(f"piece.{kind}", ("stream", "piece", kind)) for kind in ("text", "reasoning", "tool_call")]
+    for moment, at in moments:
+        template = spec["start"] if moment == "start" else spec[at[1]][at[2]]
+        if isinstance(template, list):
+            raise source.error(at, "a chunk moment writes one chunk: give one template")
+        render = compile_template(template, at, env)
+        node = nodes[moment.removeprefix("piece.")] = env.parsed[at]
+        text = as_python(node, _names(moment))
+        if text is None:
+            writers[moment] = _general(render)
+            code.append(f"# {dotted(at)}: its general render over the header and its scope")
+            continue
+        written = f"def write(h, s):  # {dotted(at)}\n    return {text}\n"
+        namespace: dict[str, Any] = {"is_empty": is_empty}
+        exec(compile(written, f"<chunk {dotted(at)}>", "exec"), namespace)
+        writers[moment] = namespace["write"]
+        code.append(written)
+    entries: dict[str, Write] = {}
+    for moment, at in (("open", ("stream", "open", "tool_call")), ("tool_call", ("stream", "piece", "tool_call"))):
+        below = _below(nodes[moment], JOINED)
+        names = _names("piece.tool_call" if moment == "tool_call" else moment)
+        shown = as_python(below, names) if below is not None else None
+        if shown is None:
+            raise source.error(at, "must write its tool_calls entries plainly (a list at choices[0].delta."
+                               "tool_calls of constants, reads of its scope and `$when`s)")  # fmt: skip
+        joined = f"def write(h, s):  # {dotted(at)}'s entries, for calls released together\n    return {shown}\n"
+        namespace = {"is_empty": is_empty}
+        exec(compile(joined, f"<chunk {dotted(at)} entries>", "exec"), namespace)
+        entries[moment] = namespace["write"]
+        code.append(joined)
+    return Chunks(
+        file=display,
+        entries=MappingProxyType(entries),
+        start=writers["start"],
+        open=writers["open"],
+        pieces=MappingProxyType({k: writers[f"piece.{k}"] for k in ("text", "reasoning", "tool_call")}),
+        end=tuple(compile_template(t, ("stream", "end", i), env) for i, t in enumerate(spec.get("end", []))),
+        nodes=MappingProxyType(nodes),
+        code="\n".join(code),
+    )
+
+
+# What each chunk moment's scope holds beside the header (the StreamTranslator's: a tool call's number, id,
+# name, round-trip state and the arguments it came with); a template reading another name reads it absent.
+_CHUNK_SCOPES = {
+    "start": (),
+    "open": ("index", "id", "name", "extra_content", "piece"),
+    "piece.text": ("piece",),
+    "piece.reasoning": ("piece",),
+    "piece.tool_call": ("index", "piece"),
+}
+
+
+def _names(moment: str) -> dict[str, str]:
+    """The names a chunk moment's writer has, as Python: the header's in `h`, the moment's own in `s`."""
+    return {**{name: f"h[{i}]" for i, name in enumerate(HEADER)}, **{n: f"s[{n!r}]" for n in _CHUNK_SCOPES[moment]}}
+
+
+def _below(node: Node, path: tuple[str | int, ...]) -> Node | None:
+    """The template node written at `path` (object keys, list positions), or None."""
+    for step in path:
+        if isinstance(node, Obj) and type(step) is str:
+            found = next((child for name, child in node.items if name == step), None)
+        elif isinstance(node, Array) and type(step) is int and step < len(node.children()):
+            found = node.children()[step]
+        else:
+            return None
+        if found is None:
+            return None
+        node = found
+    return node
+
+
+def _general(render: Render) -> Write:
+    """A chunk moment whose template needs the general code: rendered over the header's names and its scope."""
+    ctx = Ctx(PLAIN, outbound=True)
+
+    def write(h: tuple[Any, ...], s: dict[str, Any]) -> Any:
+        out = render({**dict(zip(HEADER, h, strict=True)), **s}, ctx)
+        ctx.notes.clear()  # a default a chunk's template writes is not the answer's to note
+        return out
+
+    return write
+
+
+@cache
+def builtin_chunks() -> Chunks:
+    """The built-in normal form's chunk writers (the StreamTranslator's, compiled once at import)."""
+    return compile_chunks(builtin_formats_dir() / f"{PLAIN}.yaml", f"rules/{FORMATS_DIR}/{PLAIN}.yaml")

@@ -258,6 +258,7 @@ class SourceFormat:
     plan: Plan  # what the file compiled to, as nodes (for `toolnexus diff`)
     ids: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # `answer.ids`: name -> prefix
     item_ids: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # stream kind -> an `ids` name
+    index_within_kind: frozenset[str] = frozenset()  # stream kinds whose `index` counts only their own kind's blocks
     normal: NormalForm | None = None  # the normal form's file: what the request reader takes from it
     # The transcript's generated reader (format_code), and its source for `toolnexus explain --source --code`: the
     # common shape read inline; None from it (or its error) and the general read below reads the transcript again.
@@ -274,6 +275,7 @@ class SourceFormat:
     # source; empty: each moment's templates walked one by one (`general_moments`, what tests hold them to).
     events: Mapping[str, Moment] = field(default_factory=lambda: MappingProxyType({}))
     events_code: str = ""
+    chunks_code: str = ""  # the normal form's: its stream section's generated chunk writers (format_rules.Chunks)
 
     def explain(self, *, code: bool = False) -> str:
         """The format's file and provider (and, with `code`, its transcript's generated reader)."""
@@ -297,6 +299,10 @@ class SourceFormat:
                 line, _ = self.plan.source.where(("stream",))
                 lines.append(f"\n  # {self.file}:{line} stream: the events' generated writers, one per moment")
                 lines += [f"  {text}" for text in self.events_code.splitlines()]
+            if self.chunks_code:
+                line, _ = self.plan.source.where(("stream",))
+                lines.append(f"\n  # {self.file}:{line} stream: the chunk writers every Chat Completions stream runs")
+                lines += [f"  {text}" for text in self.chunks_code.splitlines()]
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ request side
@@ -735,8 +741,10 @@ def general_moments(fmt: SourceFormat) -> dict[str, Moment]:
             out = []
             for render in renders:
                 s["sequence"] = sequence
-                out.append(render(s, ctx))
-                sequence += 1
+                event = render(s, ctx)
+                if event is not MISSING:  # a template that writes nothing sends no event
+                    out.append(event)
+                    sequence += 1
             return out
 
         return write
@@ -782,6 +790,7 @@ class SourceEvents:
         self._started = False
         self._id: str = ""
         self._created: Any = None  # the answer's time, as its first event said it
+        self._model: Any = None  # the answer's model, as its first event said it
         self._sequence = 0
         self._blocks = 0
         self._open: _Block | None = None  # the open text or tool_call block
@@ -860,7 +869,8 @@ class SourceEvents:
         if not self._started:
             self._started = True
             self._id = chunk.get("id") or f"msg_{uuid.uuid4().hex[:24]}"
-            scope = {"id": self._id, "answer_id": self._id, "model": chunk.get("model", "")}
+            self._model = chunk.get("model", "")
+            scope = {"id": self._id, "answer_id": self._id, "model": self._model}
             self._created = chunk.get("created") or int(time.time())
             self._emit(out, "start", {**scope, "created": self._created})
         if self._opening and self.translator is not None and self.translator.started != self._seen:
@@ -942,13 +952,15 @@ class SourceEvents:
         """A new block's position and ids: `item_id` is, for the first block of its kind, the id the whole
         answer gives that kind (`stream.item_ids`: the kind's `answer.ids` name; else the answer's id), and
         `<that id>_<index>` for a later one (unique per kind, as a format naming its blocks needs)."""
-        index, seen = self._blocks, self._kinds.get(kind, 0)
+        seen = self._kinds.get(kind, 0)
+        index = seen if kind in self.format.index_within_kind else self._blocks
         self._kinds[kind] = seen + 1
         named = self.format.item_ids.get(kind)
         if named and self._made is None:
             self._made = self.format.made_ids(self._id)
         first = self._made[named] if named and self._made is not None else self._id
-        return {"index": index, "answer_id": self._id, "item_id": first if not seen else f"{first}_{index}"}
+        return {"index": index, "answer_id": self._id, "item_id": first if not seen else f"{first}_{index}",
+                "created": self._created, "model": self._model}  # fmt: skip
 
     def _close(self, out: list[dict[str, Any]], block: _Block, whole: Any = MISSING) -> None:
         """A block's closing events: its signature piece (reasoning), then `done.KIND` (or `close`), whose scope
@@ -1067,7 +1079,7 @@ class SourceEvents:
             self._reasoning = None
             self._sent += 1
         self._whole(out, blocks[self._sent :])
-        self._write(out, self._moments.get("end"), {**view, "answer": dict(message)}, None)
+        self._write(out, self._moments.get("end"), {**view, "answer_id": self._id, "answer": dict(message)}, None)
         message.result = result
         message.notes = (*result.notes, *notes)
         self.message = message

@@ -18,6 +18,10 @@ non-streaming path already uses:
   translation: `result` is exactly what `translate_response` gives for it, and the
   last chunk's finish reason and usage come from that result.
 
+How each chunk is written (its envelope, which delta says what) is the normal form's `stream` section
+(rules/formats/openai.yaml), compiled by `format_rules.compile_chunks` into one function per moment; the
+provider stream's generated code writes a piece's chunk inline from the same template.
+
 A tool call whose id is synthesized (`synthesize_ids`) is held back: its id hashes the whole
 response, known only at the end, so its deltas (and every tool-call delta after it, to keep the
 indexes in order) are sent with the closing chunks, carrying the ids the whole answer gets.
@@ -42,6 +46,8 @@ from ..language.jsonsafe import JsonValueError, loads, where_in
 from ..language.paths import MISSING
 from ..language.templates import Ctx, fresh_copy
 from .endpoint import excerpt
+from .format_rules import JOINED, Write, builtin_chunks
+from .formats import PLAIN
 from .result import TranslateResult
 from .stream_code import WHOLE as _WHOLE
 from .stream_code import Call as _Call
@@ -63,7 +69,10 @@ from .stream_rules import (
     Streaming,
 )
 
-CHUNK = "chat.completion.chunk"
+CHUNKS = builtin_chunks()  # how chunks are written: the normal form's `stream` section (formats/openai.yaml)
+_START, _OPEN = CHUNKS.start, CHUNKS.open
+_TEXT, _REASONING, _ARGUMENTS = (CHUNKS.pieces[k] for k in ("text", "reasoning", "tool_call"))
+_ENTRIES, _ARGUMENT_ENTRIES = CHUNKS.entries["open"], CHUNKS.entries["tool_call"]
 _HELD = "call_held"  # stands in for a synthesized id until the whole response is known
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NONE: frozenset[str] = frozenset()
@@ -94,13 +103,14 @@ class StreamTranslator:
         self._assembled = False
         self._elements: list[dict[int, _Element]] = [{} for _ in rules.watched]
         self._calls: list[_Call | None] = []  # None: a held whole call, given whole by the final translation
-        self._deltas: list[dict[str, Any]] = []
-        self._held: list[dict[str, Any] | int] = []  # tool-call deltas waiting for a synthesized id (see the top);
-        # an index: a whole call, its deltas made at the end from the whole answer's translation (`finish`)
+        self._out: list[dict[str, Any]] = []  # the chunks this event wrote
+        self._pending: list[tuple[Write, dict[str, Any]]] = []  # chunks to write once the header is read
+        self._held: list[tuple[Write, dict[str, Any]] | int] = []  # tool-call chunks waiting for a synthesized id
+        # (see the top); an index: a whole call, written at the end from the whole answer's translation (`finish`)
         self._text_sent = 0
         self._events = 0
-        self._head: dict[str, Any] | None = None
-        self._header: tuple[str, int, str] = ("", 0, "")  # the head's id, created and model, once it is read
+        self._head = False  # whether the header is read
+        self._header: tuple[str, int, str] = ("", 0, "")  # every chunk's id, created and model, once read
         # read once per event: the rule tables' entries a stream uses at every event
         assert rules.run is not None
         self._run = rules.run
@@ -150,18 +160,11 @@ class StreamTranslator:
             error_type, message = rules.endpoint.describe_error(data.encode())
             raise ProviderError(message, provider=rules.provider, kind="http", error_type=error_type)
         if self._run(self, event, n):  # the generated steps of its event type (stream_code.py)
-            deltas = self._deltas
-            if deltas and self._head is not None:  # the usual event: its pieces once the header is known (`_chunks`)
-                chunk_id, created, model = self._header
-                if len(deltas) == 1:
-                    return [{"id": chunk_id, "object": CHUNK, "created": created, "model": model,
-                             "choices": [{"index": 0, "delta": deltas.pop(), "logprobs": None,
-                                          "finish_reason": None}]}]  # fmt: skip
-                self._deltas = []
-                return [{"id": chunk_id, "object": CHUNK, "created": created, "model": model,
-                         "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}]}
-                        for delta in deltas]  # fmt: skip
-            return self._chunks()
+            out = self._out
+            if out:  # the usual event: its chunks, written as its pieces came (the header known)
+                self._out = []
+                return out
+            return [] if self._head else self._chunks()
         return []
 
     def _begin(self, event: dict[str, Any], n: int) -> bool:
@@ -505,17 +508,18 @@ class StreamTranslator:
             call_id = ids.restore(call_id, self.id_map or NO_IDS)
         index = len(self._calls)
         info.call = index
-        opened: dict[str, Any] = {"index": index, "id": call_id, "type": "function",
-                                  "function": {"name": name, "arguments": ""}}  # fmt: skip
-        if extra is not None:  # a signature rides on the call, as in tool_calls_json()
-            opened["extra_content"] = extra
+        # `extra_content`: a signature rides on the call, as in tool_calls_json(); `piece`: the arguments it
+        # arrived with, written in the same chunk (as held calls are sent)
+        opened = {"index": index, "id": call_id, "name": name, "extra_content": extra, "piece": first}
         self._calls.append(_Call(str(call_id), str(name), bool(first), opened if held else None))
-        entries = [opened, {"index": index, "function": {"arguments": first}}] if first else [opened]
-        self._tool_delta({"tool_calls": entries}, held)  # a call arriving whole: one delta (as held calls are sent)
+        self._tool_chunk(_OPEN, opened, held)
 
-    def _tool_delta(self, delta: dict[str, Any], hold: bool = False) -> None:
-        """A tool-call delta: sent now, or held while any call before it waits for its synthesized id."""
-        (self._held if hold or self._held else self._deltas).append(delta)
+    def _tool_chunk(self, write: Write, scope: dict[str, Any], hold: bool = False) -> None:
+        """A tool call's chunk: written now, or held while any call before it waits for its synthesized id."""
+        if hold or self._held:
+            self._held.append((write, scope))
+        else:
+            self._write(write, scope)
 
     def _fragment(self, path: Path, piece: str) -> None:
         """A piece of text was appended at `path`: emit it if a watched element's template reads it."""
@@ -549,39 +553,40 @@ class StreamTranslator:
             self._emit_text(piece)
         elif role == REASONING:
             if info.part is not None and part != info.part and info.join:
-                self._deltas.append({"reasoning_content": info.join})
+                self._write(_REASONING, {"piece": info.join})
             info.part = part
-            self._deltas.append({"reasoning_content": piece})
+            self._write(_REASONING, {"piece": piece})
         elif role == ARGUMENTS and info.call is not None and (call := self._calls[info.call]) is not None:
             call.sent_arguments = True
-            self._tool_delta({"tool_calls": [{"index": info.call, "function": {"arguments": piece}}]})
+            self._tool_chunk(_ARGUMENTS, {"index": info.call, "piece": piece})
 
     def _emit_text(self, text: str) -> None:
         self._text_sent += len(text)
-        self._deltas.append({"content": text})
+        self._write(_TEXT, {"piece": text})
+
+    def _write(self, write: Write, scope: dict[str, Any]) -> None:
+        """A chunk of this event: written now, or once the header is read (`_chunks`)."""
+        if self._head:
+            self._out.append(write(self._header, scope))
+        else:
+            self._pending.append((write, scope))
 
     def _chunks(self, last: bool = False) -> list[dict[str, Any]]:
-        """The event's deltas as chunks (the first chunks open with the assistant role).
+        """The event's chunks; the first chunk (`start`) opens with the assistant role.
 
         The header (id, created, model) is read at the first event that has an id or something to
         send: an opening event with neither (an empty id, nothing said yet) waits for the next."""
-        deltas = self._deltas
-        head = self._head
-        if head is None:
-            if not (deltas or last or self._identified()):
+        if not self._head:
+            pending = self._pending
+            if not (pending or last or self._identified()):
                 return []
-            head = self._head = self._identity()
-            self._header = (head["id"], head["created"], head["model"])
-            deltas.insert(0, {"role": "assistant", "content": ""})
-        elif not deltas:
-            return []
-        chunk_id, created, model = self._header
-        out = [
-            {"id": chunk_id, "object": CHUNK, "created": created, "model": model,
-             "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}]}
-            for delta in deltas
-        ]  # fmt: skip
-        deltas.clear()
+            self._head = True
+            header = self._header = self._identity()
+            out = [_START(header, {}), *(write(header, scope) for write, scope in pending)]
+            pending.clear()
+            return out
+        out = self._out
+        self._out = []
         return out
 
     def _identified(self) -> bool:
@@ -592,23 +597,17 @@ class StreamTranslator:
         found = read(self.response)
         return type(found) is str and found != ""
 
-    def _identity(self) -> dict[str, Any]:
+    def _identity(self) -> tuple[str, int, str]:
         """id, created and model of every chunk, read once; an empty id or model and a created of 0 count as none."""
         rules, response = self.rules, self.response
         chunk_id = rules.chunk_id(response) if rules.chunk_id else MISSING
         created = rules.created(response) if rules.created else MISSING
         model = rules.outbound.model(response, Ctx(rules.provider, outbound=True)) if rules.outbound.model else MISSING
-        return {
-            "id": chunk_id if type(chunk_id) is str and chunk_id else f"chatcmpl-{uuid.uuid4().hex}",
-            "object": CHUNK,
-            "created": created if type(created) is int and created > 0 else self._created,
-            "model": model if type(model) is str and model else (self.requested_model or ""),
-        }
-
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        assert self._head is not None
-        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
-        return {**self._head, "choices": [choice]}
+        return (
+            chunk_id if type(chunk_id) is str and chunk_id else f"chatcmpl-{uuid.uuid4().hex}",
+            created if type(created) is int and created > 0 else self._created,
+            model if type(model) is str and model else (self.requested_model or ""),
+        )
 
     def partial(self) -> TranslateResult | None:
         """The answer so far, translated as if the stream ended here, or None when the rules cannot read it yet.
@@ -693,39 +692,43 @@ class StreamTranslator:
             raise ResponseError("", "the streamed deltas differ from the assembled response; the streaming "
                                 "rules do not match the response rules", provider=rules.provider)  # fmt: skip
         self.result = result
-        entries: list[dict[str, Any]] = []  # the held deltas, in order, as one delta: released together
-        add = entries.append
-        # a held whole call: its entries (opening, then arguments) from its translation in the whole answer, which
-        # validated it and gave its id (rendering it again as it arrived would double a long stream's cost)
-        for held in self._held:
-            if isinstance(held, int):
-                done = calls[held]
-                opened = {"index": held, "id": done.id, "type": "function",
-                          "function": {"name": done.name, "arguments": ""}}  # fmt: skip
-                if done.extra_content is not None:
-                    opened["extra_content"] = done.extra_content
-                add(opened)
-                if done.arguments:
-                    add({"index": held, "function": {"arguments": done.arguments}})
-            else:
-                entries += held["tool_calls"]
-        if entries:
-            self._deltas.append({"tool_calls": entries})
-        self._held.clear()
-        out = self._chunks(last=True) if self._head is None or self._deltas else []
+        out = self._chunks(last=True)
+        header = self._header
+        if self._held:  # the held chunks, in order, released together as one chunk (see the top)
+            entries: list[Any] = []
+            for held in self._held:
+                if isinstance(held, int):  # a whole call: opened from its translation in the whole answer (which
+                    done = result.tool_calls[held]  # validated it and gave its id), not rendered twice
+                    whole = {"index": held, "id": done.id, "name": done.name,
+                             "extra_content": done.extra_content, "piece": done.arguments}  # fmt: skip
+                    entries += _ENTRIES(header, whole)
+                else:
+                    write, scope = held
+                    entries += (_ENTRIES if write is _OPEN else _ARGUMENT_ENTRIES)(header, scope)
+            self._held.clear()
+            out.append(_joined(header, entries))
         for index in unsent:
-            arguments = calls[index].arguments
-            out.append(self._chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments}}]}))
-        if result.refusal is not None:  # OpenAI's own refusal field, in a delta of its own
-            out.append(self._chunk({"refusal": result.refusal}))
-        if result.annotations:  # known only once the text is whole: all in one delta before the finish
-            out.append(self._chunk({"annotations": fresh_copy(result.annotations)}))
-        out.append(self._chunk({}, result.finish_reason))
-        usage = result.usage
-        if all(type(usage.get(k)) is int for k in ("prompt_tokens", "completion_tokens", "total_tokens")):
-            assert self._head is not None
-            out.append({**self._head, "choices": [], "usage": usage})
+            out.append(_ARGUMENTS(header, {"index": index, "piece": calls[index].arguments}))
+        scope = {"answer_id": header[0], "created": header[1], "model": header[2], "refusal": result.refusal,
+                 "annotations": fresh_copy(result.annotations) if result.annotations else result.annotations,
+                 "finish_reason": result.finish_reason, "usage": result.usage}  # fmt: skip
+        ctx = Ctx(PLAIN, outbound=True)
+        for render in CHUNKS.end:  # a refusal, the annotations, the finish reason, the usage: as the file says
+            chunk = render(scope, ctx)
+            if chunk is not MISSING:
+                out.append(chunk)
         return out
+
+
+def _joined(header: tuple[str, int, str], entries: list[Any]) -> dict[str, Any]:
+    """One chunk holding the tool-call entries of calls released together (at `JOINED`)."""
+    chunk: dict[str, Any] = _ARGUMENTS(header, {"index": 0, "piece": ""})
+    *above, last = JOINED
+    holder: Any = chunk
+    for step in above:
+        holder = holder[step]
+    holder[last] = entries
+    return chunk
 
 
 def _nodes(node: Node) -> list[Node]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..language.ids import NO_IDS
 from ..language.paths import MISSING, Getter, plain_hash, simple_steps
+from .format_rules import HEADER, builtin_chunks
 from .stream_rules import (
     APPEND,
     ARGUMENTS,
@@ -137,6 +138,18 @@ def joins(last: Any, element: Any, join: Join) -> bool:
     return all(k == join.field or k not in last or last[k] == v for k, v in element.items())
 
 
+_HEADER = {name: f"s._header[{i}]" for i, name in enumerate(HEADER)}
+
+
+def _written(kind: str, names: dict[str, str]) -> str:
+    """A statement writing a piece's chunk: its template's display inline once the header is read (the
+    normal form's `stream` section, formats/openai.yaml), else through the StreamTranslator's `_write`."""
+    scope = "{" + ", ".join(f"{name!r}: {expr}" for name, expr in names.items()) + "}"
+    later = f"s._write(CHUNKS[{kind!r}], {scope})"
+    display = builtin_chunks().display(kind, {**_HEADER, **names})
+    return later if display is None else f"s._out.append({display}) if s._head else {later}"
+
+
 def compiled(streaming: Streaming | None) -> Streaming | None:
     """The section with its generated code and entry function (what `StreamTranslator.feed` runs)."""
     if streaming is None:
@@ -154,7 +167,8 @@ class _Code:
         self.r = rules
         self.names: dict[str, Any] = {"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge,
                                       "NUMBERS": _NUMBERS, "Element": Element, "Call": Call, "WHOLE": WHOLE,
-                                      "NO_IDS": NO_IDS}  # fmt: skip
+                                      "NO_IDS": NO_IDS, "CHUNKS": builtin_chunks().pieces,
+                                      "OPEN": builtin_chunks().open}  # fmt: skip
         self.count = 0
         self.hashed: list[tuple[str, str, type | None]] | None = None  # the value of known keys of the step
         # being written (`place`, which sets it for each step)
@@ -475,9 +489,7 @@ class _Code:
             "        calls = s._calls",
             "        info.call = k = len(calls)",
             "        calls.append(Call(cid, nm, a != '', None))",
-            "        o = {'index': k, 'id': cid, 'type': 'function', 'function': {'name': nm, 'arguments': ''}}",
-            "        (s._held or s._deltas).append({'tool_calls': [o, {'index': k, 'function': {'arguments': a}}]"
-            " if a else [o]})",
+            "        s._tool_chunk(OPEN, {'index': k, 'id': cid, 'name': nm, 'extra_content': None, 'piece': a})",
             "    else:",
             f"        s._start({w_index}, i, x)",
         ]
@@ -538,15 +550,15 @@ class _Code:
                 f"if ({info} := s._elements[{w_index}].get({element})) is not None and "
                 f"({role} := {info}.roles.get({field!r})) is not None:",
                 f"    if {role} == {REASONING!r} and {info}.part == {part}:",
-                f"        s._deltas.append({{'reasoning_content': {piece}}})",
+                "        " + _written("reasoning", {"piece": piece}),
                 "    else:",
                 f"        s._emit({info}, {role}, {piece}, {part})",
             ]
-        text = f"s._text_sent += len({piece}); s._deltas.append({{'content': {piece}}})"
+        text = f"s._text_sent += len({piece}); " + _written("text", {"piece": piece})
         arguments = [  # as _emit does, inline
             f"s._calls[{call}].sent_arguments = True",
-            f"(s._held or s._deltas).append({{'tool_calls': [{{'index': {call}, "
-            f"'function': {{'arguments': {piece}}}}}]}})",
+            f"if s._held: s._held.append((CHUNKS['tool_call'], {{'index': {call}, 'piece': {piece}}}))",
+            "else: " + _written("tool_call", {"index": call, "piece": piece}),
         ]
         got = f"{info} = s._elements[{w_index}].get({element})"
         w = r.watched[w_index]
@@ -558,7 +570,7 @@ class _Code:
                 return [got, f"if {info} is not None and ({call} := {info}.call) is not None:", *_indent(arguments, 4)]
             return [got, f"if {info} is not None: s._emit({info}, {known!r}, {piece})"] if known else []
         # a reasoning piece of the same part as the last one (the field is the part: no join between): inline
-        reasoning = f"s._deltas.append({{'reasoning_content': {piece}}})"
+        reasoning = _written("reasoning", {"piece": piece})
         return [
             got,
             f"if {info} is not None:",
