@@ -21,6 +21,7 @@ from deepdiff import DeepDiff
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import toolnexus
 from support.answers import GEMINI_ANSWER
 from support.cases import CASES
 from support.judges import ANTHROPIC_REQUEST, ANTHROPIC_SDK_GAPS, judge
@@ -212,6 +213,19 @@ def test_thinking_budget_between_rows_is_rewritten_and_noted() -> None:
 def test_unknown_format_is_a_config_error_naming_the_known_ones() -> None:
     with pytest.raises(ConfigError, match="known: openai, anthropic"):
         translate_request("openai", conversation(), source="anthropc")
+
+
+@pytest.mark.parametrize("name", [None, 5, ["anthropic"]])
+def test_a_format_or_provider_name_not_a_string_is_a_typed_error(name: Any) -> None:
+    """A name of the wrong type is asked wrongly like an unknown one: the same typed errors, no TypeError."""
+    with pytest.raises(ConfigError, match="known: openai, anthropic"):
+        translate_request("openai", conversation(), source=name)
+    with pytest.raises(ConfigError, match="known: openai, anthropic"):
+        toolnexus.stream_translator("openai", source=name)
+    with pytest.raises(RuleError, match="no rules for provider"):
+        translate_request(name, conversation())
+    with pytest.raises(RuleError, match="no rules for provider"):
+        toolnexus.stream_translator(name)
 
 
 # ---------------------------------------------------------------- identity

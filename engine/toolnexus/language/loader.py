@@ -93,6 +93,8 @@ def dotted(key: Key) -> str:
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    if type(word) is not str:  # a caller's None or number: nothing is close to it
+        return ""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 

@@ -202,6 +202,9 @@ class Rulebook:
     def format(self, name: str) -> SourceFormat:
         """A source format, compiled against these rules (what it derives reads its provider's file here).
         An unknown name is a ConfigError (the call is asked wrongly); a broken file, a located RuleError."""
+        if type(name) is not str:  # None, a number, a list: asked wrongly, like an unknown name
+            raise ConfigError(f"a source format is named by a string, not {type(name).__name__}; "
+                              f"known: {', '.join(self.formats())}")  # fmt: skip
         found = self._formats.get(name)
         if found is None:
             dirs = (builtin_formats_dir(),) if name == PLAIN else self._format_dirs()  # the reader's is built in
@@ -219,7 +222,7 @@ class Rulebook:
     def get(self, name: str) -> Provider:
         try:
             return self.providers[name]
-        except KeyError:
+        except (KeyError, TypeError):  # TypeError: a name that cannot be a key (a list)
             raise RuleError(
                 f"no rules for provider '{name}'{did_you_mean(name, self.providers)};"
                 f" known: {', '.join(self.providers)}"
