@@ -558,7 +558,7 @@ def lockstep(fmt: Any, provider: str, datas: list[str]) -> list[list[Any]]:
     return out
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", [*FORMATS, "openai"])
 @pytest.mark.parametrize("provider", PROVIDERS)
 @FEW
 @given(data=st.data())
@@ -569,7 +569,7 @@ def test_generated_stream_writers_write_what_the_general_walk_writes(provider: s
     assert fast == general and slow == general
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", [*FORMATS, "openai"])
 @pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
 def test_generated_stream_writers_on_long_answers_of_text_calls_and_reasoning(provider: str, fmt: str) -> None:
     """The bench's answers (long text; parallel calls of many argument pieces; long reasoning), written the three
@@ -595,7 +595,7 @@ def test_generated_stream_writers_of_a_made_up_format(tmp_path: Path) -> None:
     assert [sorted(e) for step in fast for e in step if "args" in e] == [["args", "at"]]  # `pieces`: not a piece's
 
 
-@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses", "made-up"])
+@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses", "openai", "made-up"])
 def test_each_stream_moment_is_one_generated_function(fmt: str, tmp_path: Path) -> None:
     """One function per moment, writing its events straight-line; for the built-in formats every piece's events
     are one display (no test per value, no template walked), and every moment writes what its templates do, None
@@ -603,13 +603,16 @@ def test_each_stream_moment_is_one_generated_function(fmt: str, tmp_path: Path) 
     compiled = made_up_stream(tmp_path).events.format if fmt == "made-up" else RULES.format(fmt)
     full = {"index": 2, "answer_id": "r1", "item_id": "i1", "pieces": "pp", "id": "call_1", "name": "f",
             "extra_content": {"google": {"s": "x"}}, "block": {"type": "b"}, "model": "m", "created": 5,
-            "answer": {"status": "completed"}, "provider": {}}  # fmt: skip
+            "answer": {"status": "completed"}, "provider": {}, "finish_reason": "stop",
+            "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}}  # fmt: skip
+    said = {"refusal": "no", "annotations": [{"type": "url_citation"}], "usage": {"prompt_tokens": 1}}
     general = general_moments(compiled)
-    assert set(compiled.events) == set(general) - ({"end"} if not compiled.stream_end else set())
+    empty = {name for name, renders in compiled.stream.items() if not renders}  # a moment of no event (`[]`)
+    assert set(compiled.events) == set(general) - empty - ({"end"} if not compiled.stream_end else set())
     for name, write in compiled.events.items():
         assert f"def write_{name.replace('.', '_')}(s, piece, q, c):" in compiled.events_code
         piece = "p" if name.startswith("piece.") else None
-        for scope in (full, {**full, "id": None, "name": None, "extra_content": None}):
+        for scope in (full, {**full, "id": None, "name": None, "extra_content": None}, {**full, **said}):
             ctx, again = Ctx(compiled.name, outbound=True), Ctx(compiled.name, outbound=True)
             assert write(dict(scope), piece, 7, ctx) == general[name](dict(scope), piece, 7, again), name
             assert ctx.notes == again.notes, name
