@@ -150,3 +150,24 @@ def test_a_secret_option_is_scrubbed_like_the_key(tmp_path: Path) -> None:
         asyncio.run(call(stub.base_url))
     assert {k.lower(): v for k, v in stub.requests[0].headers.items()}["x-token"] == f"tok {secret}"
     assert secret not in str(info.value) and secret[:12] not in repr(info.value.message)
+
+
+@pytest.mark.parametrize(
+    ("message", "root"),
+    [("error.message", "error"), ("message", "message"), ("error.message || message", None)],
+)
+def test_an_error_shape_is_told_by_its_root_field_and_read_only_when_that_is_there(
+    message: str, root: str | None
+) -> None:
+    """A plain message path's first field, absent or null, is no error (one lookup, the path not read); present,
+    the path is read as before: a string there is the provider's error, anything else an answer."""
+    from toolnexus.language.loader import RuleSource
+    from toolnexus.translate.endpoint import compile_endpoint
+
+    data = {"provider": "madeup", "endpoint": {"path": "/x", "auth": "none", "error": {"message": message}}}
+    endpoint = compile_endpoint(RuleSource(data=data, file="rules/madeup.yaml"))
+    assert endpoint.error_root == root
+    assert endpoint.error_in({"choices": []}) is None
+    assert endpoint.error_in({"error": None, "message": None}) is None
+    assert endpoint.error_in({"error": {"message": {"not": "text"}}, "message": {"role": "assistant"}}) is None
+    assert endpoint.error_in({"error": {"message": "bad key"}, "message": "bad key"}) == (None, "bad key")

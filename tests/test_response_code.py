@@ -21,7 +21,7 @@ from toolnexus.devtools.conformance import load_cases
 from toolnexus.language import jsonsafe
 from toolnexus.language.paths import MISSING
 from toolnexus.language.templates import Ctx
-from toolnexus.translate.outbound import Outbound, _explain_counts, _Found, check_usage, generate
+from toolnexus.translate.outbound import Outbound, _Code, _explain_counts, _Found, check_usage, generate
 from toolnexus.translate.result import TranslatedToolCall, TranslateResult, new_tool_call
 
 PROVIDERS = toolnexus.providers()
@@ -591,3 +591,96 @@ def test_optional_sources_under_one_absent_object_are_skipped_as_one(tmp_path: A
         outbound.translate({**answer, "meta": None, "x": [None, math.nan]})
     assert info.value.path == "x[1]"
     agrees_when_damaged(outbound, {**answer, "meta": {"notes": {"text": "n"}, "cites": [{"text": "b"}]}}, budget=40)
+
+
+USAGE_ANSWERS = {  # an answer whose every usage count is clean, per provider whose usage is built straight
+    "openai": {
+        "choices": [{"message": {"content": "x"}, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": 9,
+            "completion_tokens": 4,
+            "total_tokens": 13,
+            "prompt_tokens_details": {"cached_tokens": 2, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 1},
+        },
+    },
+    "anthropic": {
+        "content": [{"type": "text", "text": "x"}],
+        "stop_reason": "end_turn",
+        "usage": {
+            "input_tokens": 3,
+            "cache_read_input_tokens": 4,
+            "cache_creation_input_tokens": 0,
+            "output_tokens": 2,
+        },
+    },
+    "openai-responses": {
+        "output": [],
+        "status": "completed",
+        "usage": {
+            "input_tokens": 9,
+            "input_tokens_details": {"cached_tokens": 2},
+            "output_tokens": 4,
+            "output_tokens_details": {"reasoning_tokens": 1},
+            "total_tokens": 13,
+        },
+    },
+}
+COUNT_DAMAGE = (MISSING, None, -1, True, 1.5, "3", {}, [], {"n": 1}, 10**6)
+
+
+def damaged_counts(answer: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Copies of the answer with one place inside its usage changed (every place, every damage), and one with
+    the answer's totals made inconsistent."""
+    usage_key = "usage"
+    stack: list[tuple[Any, Any]] = [(answer, usage_key)]
+    while stack:
+        node, key = stack.pop()
+        value = node[key]
+        for inner in value if isinstance(value, dict) else ():
+            stack.append((value, inner))
+        for replacement in COUNT_DAMAGE:
+            damaged = copy.deepcopy(answer)
+            holder = damaged
+            for step in path_to(answer, node) or ():
+                holder = holder[step]
+            if replacement is MISSING:
+                del holder[key]
+            else:
+                holder[key] = replacement
+            yield damaged
+
+
+def path_to(root: Any, target: Any) -> list[Any] | None:
+    """The keys from `root` down to the mapping `target` (by identity)."""
+    if root is target:
+        return []
+    for key, value in root.items() if isinstance(root, dict) else ():
+        if isinstance(value, dict):
+            found = path_to(value, target)
+            if found is not None:
+                return [key, *found]
+    return None
+
+
+@pytest.mark.parametrize("provider", sorted(USAGE_ANSWERS))
+def test_straight_usage_agrees_with_the_explain_steps_on_every_damaged_count(provider: str) -> None:
+    """The straight usage path (every count clean) and the checked path it falls back to give the explain steps'
+    usage (in the same key order), notes and null accounting for every count damaged in every way."""
+    outbound = load_rules().get(provider).outbound
+    assert "if type(" in outbound.code and "else:" in outbound.code
+    for damaged in damaged_counts(USAGE_ANSWERS[provider]):
+        fast, slow = outbound.translate(copy.deepcopy(damaged)), by_explain_steps(outbound, damaged)
+        assert list(fast.usage.items()) == list(slow.usage.items()), damaged
+        assert fast.to_dict() == slow.to_dict(), damaged
+
+
+@pytest.mark.parametrize("provider", sorted(USAGE_ANSWERS))
+def test_clean_counts_take_the_straight_usage_path(provider: str) -> None:
+    """A clean usage is built by the straight path: the checked path's `ok` flag is never set."""
+    outbound = load_rules().get(provider).outbound
+    builder = _Code(outbound)
+    straight = builder.function().replace("    ok = True", "    ok = 1 / 0")  # the checked path fails if it runs
+    exec(compile(straight, "<straight>", "exec"), builder.names)
+    result = builder.names["respond"](outbound, copy.deepcopy(USAGE_ANSWERS[provider]), None)
+    assert result.usage == outbound.translate(USAGE_ANSWERS[provider]).usage

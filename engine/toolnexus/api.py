@@ -9,7 +9,7 @@ from .errors import ConfigError, ProviderError
 from .translate.formats import PLAIN, AnswerBody, SourceStream, translate_source, write_answer
 from .translate.inbound import RequestBody, UnknownFields
 from .translate.result import TranslateResult
-from .translate.rulebook import RulesArg, load_rules
+from .translate.rulebook import RulesArg, builtin_rulebook, load_rules
 from .translate.stream import StreamTranslator
 
 
@@ -91,7 +91,7 @@ def translate_response(
     A body with the provider's error shape (the rule file's `endpoint.error` paths) raises
     ProviderError with its type and message, as the client does for an HTTP error.
     """
-    rules_for = load_rules(rules).get(provider)
+    rules_for = (builtin_rulebook() if rules is None else load_rules(rules)).get(provider)
     error = rules_for.endpoint.error_in(response)
     if error is not None:
         raise ProviderError(error[1], provider=provider, kind="http", error_type=error[0])

@@ -13,7 +13,7 @@ from urllib.parse import SplitResult, quote, urlencode, urlsplit
 from ..errors import ConfigError
 from ..language.jsonsafe import loads
 from ..language.loader import RuleSource, did_you_mean
-from ..language.paths import MISSING, Getter
+from ..language.paths import MISSING, Getter, simple_steps
 from ..language.templates import Env, path_getter
 from ..redact import control_character, header_problem
 
@@ -72,6 +72,8 @@ class Endpoint:
     options: Mapping[str, EndpointOption] = field(default_factory=lambda: MappingProxyType({}))
     query: tuple[tuple[str, str], ...] = ()  # (parameter, value with placeholders), in file order
     option_headers: tuple[tuple[str, str], ...] = ()  # headers whose value names placeholders
+    # the field a plain error message path starts at: a body without it (an answer) is no error, told by one lookup
+    error_root: str | None = None
 
     def values(self, model: str, given: Mapping[str, Any] | None = None) -> dict[str, str]:
         """What the placeholders take: the model, and each option as given, else its default."""
@@ -195,6 +197,8 @@ class Endpoint:
         """(error type, message) when a decoded body has the provider's error shape, else None."""
         if not isinstance(data, dict) or self.error_message is None:
             return None
+        if self.error_root is not None and data.get(self.error_root) is None:  # a message path through nothing
+            return None
         message = self.error_message(data)
         if not isinstance(message, str):
             return None
@@ -315,7 +319,14 @@ def compile_endpoint(source: RuleSource) -> Endpoint:
         options=MappingProxyType(options),
         query=tuple(spec.get("query", {}).items()),
         option_headers=tuple((k, v) for k, v in headers.items() if PLACEHOLDER.search(v)),
+        error_root=_plain_root(error.get("message")),
     )
+
+
+def _plain_root(path: Any) -> str | None:
+    """The first field of a plain path (`error.message` -> `error`), None for an expression or anything else."""
+    steps = simple_steps(path) if isinstance(path, str) else None
+    return steps[0] if steps and isinstance(steps[0], str) else None
 
 
 def compile_auth(spec: dict[str, Any], env: Env) -> tuple[Auth, tuple[str, ...]]:

@@ -1334,15 +1334,17 @@ class _Code:
             lines.append(f"elif {blocked} is not MISSING and {blocked} is not None: finish = {o.blocked[2]!r}")
         return [*lines, "else:", f"    {found}", f"    {explain}"]
 
-    def usage_test(self, written: set[str], within: str) -> list[str]:
+    def usage_test(self, written: set[str], within: str, known: Mapping[str, str] | None = None) -> list[str]:
         """The fast test of the usage invariants on the usage the inline code built (`written`: the keys it can
         write; a total or a details object it never writes is absent, so its part of the test is left out), and
-        `check_usage`, which writes the notes, when it fails."""
+        `check_usage`, which writes the notes, when it fails. `known`: a total the straight path always writes ->
+        the variable holding it (read there, not looked up in `u`)."""
+        known = known or {}
         totals = {name: var for name, var in (("prompt_tokens", "pt"), ("completion_tokens", "ct")) if name in written}
-        lines = [f"{var} = u.get({name!r})" for name, var in totals.items()]
+        lines = [f"{var} = {known.get(name) or f'u.get({name!r})'}" for name, var in totals.items()]
         broken = []
         if "total_tokens" in written and len(totals) == 2:
-            lines.append("tt = u.get('total_tokens')")
+            lines.append(f"tt = {known.get('total_tokens') or 'u.get(' + repr('total_tokens') + ')'}")
             broken.append("(tt is not None and pt is not None and ct is not None and tt != pt + ct)")
         details: dict[str, str] = {}
         for total, var in (("prompt_tokens", "pt"), ("completion_tokens", "ct")):
@@ -1372,6 +1374,7 @@ class _Code:
             "u = {} if u is MISSING else counts(u, c)",
             f"c.notes += check_usage(u, {within})",
         ]
+        straight = self.usage_straight(o.usage_node, within)  # first: its reads serve the checked path too
         inline = self.usage_inline(o.usage_node)
         if inline is None:
             lines = generic
@@ -1381,6 +1384,9 @@ class _Code:
             lines = [*inline, "if not ok:", *_indent(generic, 4)]
             if test:
                 lines += ["else:", *_indent(test, 4)]
+            if straight is not None:
+                reads, clean, body = straight
+                lines = [*reads, f"if {clean}:", *_indent(body, 4), "else:", *_indent(lines, 4)]
         if o.model_read is not None:
             read, model = self.top(o.model_read.expr, o.model_read.getter)
             lines += [*read, f"mo = {model}"]
@@ -1425,6 +1431,83 @@ class _Code:
             else:
                 return None
         return lines
+
+    def usage_straight(self, node: Node | None, within: str) -> tuple[list[str], str, list[str]] | None:
+        """The common usage, all of whose counts are clean, built straight: (the reads, the test that every count is
+        clean, the lines building `u` and testing the invariants). A count a total reads must be an integer from 0;
+        one only a `*_details` mapping reads may also be absent (no key), as may a provider's object of counts
+        copied whole. Anything else (a null, a bad count) fails the test, and the checked path (`usage_inline`)
+        builds the same usage with its notes. None: the template is not of this shape (`empty:` sums, richer
+        templates), and the checked path alone is generated."""
+        if not isinstance(node, Obj) or not all(_straight_entry(name, child) for name, child in node.items):
+            return None
+        reads: list[str] = []
+        required: dict[str, None] = {}  # count variables a total reads: clean integers
+        optional: dict[str, None] = {}  # count variables only a details mapping reads: clean or absent
+        copied: dict[str, None] = {}  # a provider's object of counts, copied: clean, or absent
+        # (key, its value's expression or a details mapping's (key, count variable) pairs, the test of presence)
+        entries: list[tuple[str, str | list[tuple[str, str]], str | None]] = []
+        known: dict[str, str] = {}  # a total always written -> the variable holding it
+
+        def count(read: Read, into: dict[str, None]) -> str:
+            lines, var = self.top(read.expr, read.getter)
+            reads.extend(lines)
+            into[var] = None
+            return var
+
+        for name, child in node.items:
+            details = name.endswith("_details")
+            read = plain_read(child)
+            if read is not None and details:
+                var = count(read, copied)
+                entries.append((name, f"{var}.copy()", f"{var} is not MISSING"))
+            elif read is not None:
+                entries.append((name, count(read, required), None))
+                known[name] = entries[-1][1]  # type: ignore[assignment]
+            elif isinstance(child, Sum):
+                known[name] = total = self.name(None, "s")
+                terms = [count(term, required) for term in child.reads]
+                entries.append((name, f"({total} := {' + '.join(terms)})", None))
+            else:
+                assert isinstance(child, Obj)
+                inner = [(key, plain_read(value)) for key, value in child.items]
+                entries.append((name, [(key, count(found, optional)) for key, found in inner if found], None))
+        clean = [f"type({var}) is int and {var} >= 0" for var in required]
+        clean += [f"({var} is MISSING or type({var}) is int and {var} >= 0)" for var in optional if var not in required]
+        for var in copied:  # a provider's object of counts: its values tested in a loop, before the test
+            flag = f"c{var}"
+            reads += [
+                f"if type({var}) is dict and {var}:",
+                f"    {flag} = True",
+                f"    for n in {var}.values():",
+                "        if type(n) is not int or n < 0:",
+                f"            {flag} = False",
+                "            break",
+                f"else: {flag} = {var} is MISSING",
+            ]
+            clean.append(flag)
+        body: list[str] = []
+        literal: list[str] = []  # the leading keys always written, as one mapping literal
+        for name, value, present in entries:
+            if isinstance(value, list):  # a details mapping: literal, or built key by key when a count may be absent
+                always = ", ".join(f"{key!r}: {var}" for key, var in value if var in required)
+                maybe = [(key, var) for key, var in value if var not in required]
+                if maybe:
+                    held = self.name(None, "ud")
+                    body += [f"{held} = {{{always}}}"]
+                    body += [f"if {var} is not MISSING: {held}[{key!r}] = {var}" for key, var in maybe]
+                    value, present = held, held
+                else:
+                    value = f"{{{always}}}"
+            if present is None and not body:
+                literal.append(f"{name!r}: {value}")
+            elif present is None:
+                body.append(f"u[{name!r}] = {value}")
+            else:
+                body.append(f"if {present}: u[{name!r}] = {value}")
+        body.insert(0, "u = {" + ", ".join(literal) + "}")
+        body += self.usage_test({name for name, _ in node.items}, within, known)
+        return reads, " and ".join(clean) or "True", body
 
     def count_map(self, var: str, name: str) -> list[str]:
         """A provider's `*_details` object in `var` copied into usage when it is a non-empty object of clean counts
@@ -1526,6 +1609,19 @@ class _Code:
             expected = self.name(frozenset(node.expected), "expected")
             return [*lines, f"rf = {call} if type({var}) is str and {var} in {expected} else MISSING"]
         return [f"rf = {call}"]
+
+
+def _straight_entry(name: str, node: Node) -> bool:
+    """Whether `_Code.usage_straight` builds this usage entry: a plain read, a `$sum` of plain reads without
+    `empty` (not a details mapping), or a details mapping of plain reads."""
+    details = name.endswith("_details")
+    if plain_read(node) is not None:
+        return True
+    if isinstance(node, Sum):
+        return not details and node.empty is MISSING and bool(node.reads)
+    if isinstance(node, Obj):
+        return details and bool(node.items) and all(plain_read(value) is not None for _, value in node.items)
+    return False
 
 
 FOUND = "(f := f or Found(texts, calls))"  # the generated function's `_Found`, built when first needed
