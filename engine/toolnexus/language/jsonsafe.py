@@ -413,43 +413,35 @@ _AFTER_DOCUMENT = "unexpected content after document"
 
 def _for_orjson(text: str | bytes) -> bytes | None:
     """Text as the bytes orjson reads exactly as the standard decoder does, with nothing left for `check`
-    (None: not a str, orjson missing, a number orjson may read otherwise, or long text with more brackets than
-    MAX_DEPTH). It runs on every streamed event: one translate of the text into byte classes answers both
-    questions, then one search (and a count, only for text long enough to nest too deep)."""
+    (None: not a str, orjson missing, a number orjson may read otherwise, or more brackets than MAX_DEPTH in
+    text long enough to nest that deep). It runs on every streamed event: one translate into byte classes and
+    one search settle most text; a second search from the first digit run on (an id of digits) settles the rest."""
     if orjson is None or type(text) is not str:
         return None
     encoded = text.encode("utf-8", "surrogatepass")
-    classes = encoded.translate(_CLASSES)
-    if classes.find(_LONG_NUMBER) >= 0 and _long_number(classes):
+    classes = encoded.translate(_NUMBER_CLASSES)
+    run = classes.find(_LONG_NUMBER)
+    if run >= 0 and (run == 0 or classes.find(_LONG_NUMBER_INSIDE, run - 1) >= 0):
         return None
-    if len(classes) >= _DEEP_TEXT and classes.count(b"[") > MAX_DEPTH:  # the check's to judge
+    if len(encoded) >= _DEEP_TEXT and encoded.count(b"[") + encoded.count(b"{") > MAX_DEPTH:  # the check's to judge
         return None
     return encoded
 
 
 # orjson refuses NaN, Infinity, 1e400 and lone surrogates as `check` does, and reads numbers as Python does,
-# except an integer beyond 64 bits (a float there): text with no run of 19 digits where a number's digits can
-# stand is read by orjson. Every byte as its class: a digit '0'; '[' for an opening bracket or brace (counted,
-# and a number's digits can follow one); ':' for anything else a number's digits can follow; 'x' for the rest
-# (a letter or a quote before a run: the run is inside a string, such as an id, and orjson reads it).
-_OPENING = frozenset(b"[{")
-_BEFORE_NUMBER = frozenset(b"-+.eE:, \t\n\r")
-_CLASSES = bytes(
-    ord("0") if 0x30 <= b <= 0x39 else ord("[") if b in _OPENING else ord(":") if b in _BEFORE_NUMBER else ord("x")
-    for b in range(256)
+# except an integer beyond 64 bits (a float there): text with no run of 19 digits that starts the text or follows
+# what a number's digits can follow is read by orjson (a run after a letter or a quote is inside a string, such
+# as an id: orjson reads it). Every byte as its class: a digit '0', what a number's digits can follow ':',
+# anything else 'x'.
+_BEFORE_NUMBER = frozenset(b"-+.eE:[, \t\n\r")
+_NUMBER_CLASSES = bytes(
+    ord("0") if 0x30 <= b <= 0x39 else ord(":") if b in _BEFORE_NUMBER else ord("x") for b in range(256)
 )
 _LONG_NUMBER = b"0" * 19
-_AFTER_OPENING = b"[" + _LONG_NUMBER
-_AFTER_OTHER = b":" + _LONG_NUMBER
+_LONG_NUMBER_INSIDE = b":" + _LONG_NUMBER
 # Valid JSON nested deeper than MAX_DEPTH opens and closes MAX_DEPTH + 1 arrays or objects: shorter text cannot
 # (orjson refuses it, or reads it no deeper than the limit).
 _DEEP_TEXT = 2 * (MAX_DEPTH + 1)
-
-
-def _long_number(classes: bytes) -> bool:
-    """Whether text (as its byte classes) whose classes hold a run of 19 digits may hold a number with one: the
-    run follows what a number's digits can follow, or starts the text."""
-    return classes.find(_AFTER_OTHER) >= 0 or classes.find(_AFTER_OPENING) >= 0 or classes.startswith(_LONG_NUMBER)
 
 
 # A \\u escape of a surrogate (U+D800-U+DFFF): the only way JSON text that encodes as UTF-8 can yield a lone one.
