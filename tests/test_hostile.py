@@ -17,6 +17,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -426,6 +427,7 @@ def test_the_client_reads_a_hostile_body_as_a_decode_error(body: bytes) -> None:
         ('{"k\\ud800": 1}', "k\ud800"),
         (b'{"a": -Infinity}', "a"),
         ("[" * 300 + "]" * 300, "[0]" * 256),
+        ("[" * 257 + "]" * 257, "[0]" * 256),  # the shortest text nested too deep
     ],
 )
 def test_every_boundary_decodes_through_one_loads_that_raises_only_value_errors(text: str | bytes, where: str) -> None:
@@ -790,8 +792,77 @@ def test_text_decodes_to_what_the_standard_decoder_gives(text: str) -> None:
 def test_only_a_digit_run_a_number_can_hold_sends_text_to_the_standard_decoder(text: bytes, long: bool) -> None:
     """A long id of digits (every event of some streams) is read by orjson; a run of 19 digits where a number's
     digits can stand (orjson would read an integer beyond 64 bits as a float) is not."""
-    assert jsonsafe._long_number(text) is long
+    if jsonsafe.orjson is not None:
+        assert (jsonsafe._for_orjson(text.decode()) is None) is long
     assert jsonsafe.loads(text) == json.loads(text)
+
+
+# Pieces of JSON text where the screen before orjson decides: digit runs in numbers and in strings (an id),
+# NaN and Infinity spellings, numbers beyond a float or 64 bits, escapes (paired and lone surrogates), a lone
+# surrogate as itself, non-ASCII text.
+_PIECES = st.sampled_from(
+    [
+        "NaN", "-NaN", "Infinity", "-Infinity", "infinity", "1e400", "-1e400", "1E309", "null", "true", "-0.0",
+        "12345678901234567890", "-9223372036854775809", "9223372036854775807", "18446744073709551615",
+        "1234567890123456789", "0.12345678901234567890123", "1e0000000000000000001", "1.5E+0000000000000000002",
+        '"cmpl-00000000000000000000001"', '"12345678901234567890"', '"\\ud800"', '"\\udfff x"', '"\\ud83d\\ude00"',
+        '"\\uD83D\\uDE00"', '"\ud800"', '"é\\u00e9"', '"\\\\u d800"', "[", "]", "{", "}", ",", ":",
+    ]
+)  # fmt: skip
+_KEYS = st.sampled_from(['"a"', '"b"', '"\\udc00"', '"é"', '"0000000000000000000000"'])
+_LEAVES = (
+    _PIECES
+    | st.integers(-(10**25), 10**25).map(str)
+    | st.floats().map(repr)
+    | st.text(max_size=6).map(lambda text: json.dumps(text, ensure_ascii=False))
+)
+_TEXTS = st.recursive(
+    _LEAVES,
+    lambda inner: (
+        st.lists(inner, max_size=4).map(lambda items: "[" + ", ".join(items) + "]")
+        | st.lists(st.tuples(_KEYS, inner), max_size=4).map(
+            lambda pairs: "{" + ",".join(f"{key}:{value}" for key, value in pairs) + "}"
+        )
+    ),
+    max_leaves=16,
+)
+
+
+@st.composite
+def json_texts(draw: st.DrawFn) -> str | bytes:
+    """JSON text (or nearly: a piece may break it) around the screen's edges, nested up to past MAX_DEPTH."""
+    text = draw(_TEXTS)
+    depth = draw(st.sampled_from([0, 1, jsonsafe.MAX_DEPTH - 1, jsonsafe.MAX_DEPTH, jsonsafe.MAX_DEPTH + 1, 300]))
+    opening, closing = draw(st.sampled_from([("[", "]"), ('{"k": ', "}"), ("[0,", "]")]))
+    text = opening * depth + text + closing * depth
+    text = draw(st.sampled_from(["", " ", "\n\t"])) + text + draw(st.sampled_from(["", "\r\n", "]"]))
+    return text.encode("utf-8", "surrogatepass") if draw(st.booleans()) else text
+
+
+def _outcome(text: str | bytes) -> tuple[Any, ...]:
+    """What `loads` gives: the value (as json writes it: types, key order and duplicates told apart), the
+    refusal with its path, or the decoder's error with its place."""
+    try:
+        value = jsonsafe.loads(text)
+    except jsonsafe.JsonValueError as exc:
+        return ("refused", exc.where, exc.message)
+    except ValueError as exc:
+        return ("not JSON", type(exc).__name__, str(exc))
+    return ("value", type(value).__name__, json.dumps(value))
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(json_texts())
+def test_the_screen_before_orjson_changes_no_decision(text: str | bytes) -> None:
+    """`loads` reads text through orjson only where the screen proves orjson reads it as the standard decoder
+    and `check` would: the same value, the same refusal at the same path, the same decode error as the standard
+    path alone (orjson absent) gives, for digit runs, NaN spellings, surrogates and nesting around MAX_DEPTH."""
+    if jsonsafe.orjson is None:
+        pytest.skip("orjson is not installed")
+    fast = _outcome(text)
+    with mock.patch.object(jsonsafe, "orjson", None):
+        exact = _outcome(text)
+    assert fast == exact
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ tool result, a user turn of text) holds no float and nothing deeper, so only its
 (an ASCII one needs nothing, another must encode as UTF-8). Only a value that fails (or every value, without
 orjson) is walked in Python, which finds the culprit and its path. `loads` needs no check
 at all for text whose decoder refused NaN and overflow, that encodes as UTF-8, escapes no
-surrogate and holds at most MAX_DEPTH brackets and braces.
+surrogate and holds at most MAX_DEPTH brackets and braces (or is too short to nest deeper).
 """
 
 from __future__ import annotations
@@ -413,34 +413,35 @@ _AFTER_DOCUMENT = "unexpected content after document"
 
 def _for_orjson(text: str | bytes) -> bytes | None:
     """Text as the bytes orjson reads exactly as the standard decoder does, with nothing left for `check`
-    (None: not a str, orjson missing, more brackets than MAX_DEPTH, or a number orjson reads otherwise)."""
+    (None: not a str, orjson missing, a number orjson may read otherwise, or more brackets than MAX_DEPTH in
+    text long enough to nest that deep). It runs on every streamed event: one translate into byte classes and
+    one search settle most text; a second search from the first digit run on (an id of digits) settles the rest."""
     if orjson is None or type(text) is not str:
         return None
     encoded = text.encode("utf-8", "surrogatepass")
-    deep = len(text) > MAX_DEPTH and text.count("[") + text.count("{") > MAX_DEPTH  # the check's to judge
-    return None if deep or _long_number(encoded) else encoded
+    classes = encoded.translate(_NUMBER_CLASSES)
+    run = classes.find(_LONG_NUMBER)
+    if run >= 0 and (run == 0 or classes.find(_LONG_NUMBER_INSIDE, run - 1) >= 0):
+        return None
+    if len(encoded) >= _DEEP_TEXT and encoded.count(b"[") + encoded.count(b"{") > MAX_DEPTH:  # the check's to judge
+        return None
+    return encoded
 
 
 # orjson refuses NaN, Infinity, 1e400 and lone surrogates as `check` does, and reads numbers as Python does,
-# except an integer beyond 64 bits (a float there): text with no run of 19 digits is read by orjson.
-_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
-_BEFORE_NUMBER = frozenset(b"-+.eE:[, \t\n\r")  # what a digit run inside a number can follow
-# every byte as its class: a digit 0, what a number's digits can follow ':', anything else 'x'
+# except an integer beyond 64 bits (a float there): text with no run of 19 digits that starts the text or follows
+# what a number's digits can follow is read by orjson (a run after a letter or a quote is inside a string, such
+# as an id: orjson reads it). Every byte as its class: a digit '0', what a number's digits can follow ':',
+# anything else 'x'.
+_BEFORE_NUMBER = frozenset(b"-+.eE:[, \t\n\r")
 _NUMBER_CLASSES = bytes(
     ord("0") if 0x30 <= b <= 0x39 else ord(":") if b in _BEFORE_NUMBER else ord("x") for b in range(256)
 )
 _LONG_NUMBER = b"0" * 19
 _LONG_NUMBER_INSIDE = b":" + _LONG_NUMBER
-
-
-def _long_number(encoded: bytes) -> bool:
-    """Whether the text may hold a number with a run of 19 digits: a run that follows what a number's digits can
-    follow, or starts the text (a run after a letter or a quote is inside a string, such as an id: orjson reads it).
-    Text with no run at all (most) is told by the first scan; the second needs no loop over runs."""
-    if encoded.translate(_DIGITS_AS_ZERO).find(_LONG_NUMBER) < 0:
-        return False
-    classes = encoded.translate(_NUMBER_CLASSES)
-    return classes.find(_LONG_NUMBER_INSIDE) >= 0 or classes.startswith(_LONG_NUMBER)
+# Valid JSON nested deeper than MAX_DEPTH opens and closes MAX_DEPTH + 1 arrays or objects: shorter text cannot
+# (orjson refuses it, or reads it no deeper than the limit).
+_DEEP_TEXT = 2 * (MAX_DEPTH + 1)
 
 
 # A \\u escape of a surrogate (U+D800-U+DFFF): the only way JSON text that encodes as UTF-8 can yield a lone one.
@@ -450,7 +451,7 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 def _plain_text(text: str) -> bool:
     """Whether text the finite decoder read needs no `check`: it encodes as UTF-8 and escapes no surrogate
     (so it holds no lone one), and has at most MAX_DEPTH brackets and braces (so it cannot nest deeper)."""
-    if len(text) > MAX_DEPTH and text.count("[") + text.count("{") > MAX_DEPTH:
+    if len(text) >= _DEEP_TEXT and text.count("[") + text.count("{") > MAX_DEPTH:
         return False
     if "\\u" in text and _SURROGATE_ESCAPE.search(text):
         return False
