@@ -37,6 +37,7 @@ from ..http.framing import FRAMINGS
 from ..language.paths import MISSING, compile_path
 from ..toolkit.toolkit import Toolkit, create_toolkit, define_tool
 from ..translate.formats import AnswerBody
+from ..translate.result import TranslateResult
 from ..translate.rulebook import RulesArg, load_rules
 from .conformance import demo_file, fixtures_dir
 from .stub import ProviderStub, StubReply, scripted, sse_pieces
@@ -68,6 +69,16 @@ def _pretty(value: Any, indent: str, width: int = 100) -> str:
         items = [f"{inner}{json.dumps(k)}: {_pretty(v, inner, width)}" for k, v in value.items()]
         return "{\n" + ",\n".join(items) + f"\n{indent}}}"
     return "[\n" + ",\n".join(inner + _pretty(v, inner, width) for v in value) + f"\n{indent}]"
+
+
+def _turn_two_problems(body: Any, result: TranslateResult) -> list[str]:
+    """What is wrong with the second turn: its body must carry the tool result, its answer must be 42."""
+    problems = []
+    if "42" not in json.dumps(body):
+        problems.append("turn 2's body on the wire does not carry the tool result")
+    if result.finish_reason != "stop" or "42" not in result.text:
+        problems.append(f"turn 2 should answer 42, got {result.text!r} ({result.finish_reason})")
+    return problems
 
 
 async def _run_native(name: str, arguments: str) -> str:
@@ -122,10 +133,7 @@ async def demo_provider(
                         out.write(f"  the demo runs {call.name}({call.arguments}) -> {value}\n")
                         messages.append({"role": "tool", "tool_call_id": call.id, "content": value})
                 else:
-                    if "42" not in json.dumps(stub.requests[-1].body):
-                        problems.append("turn 2's body on the wire does not carry the tool result")
-                    if result.finish_reason != "stop" or "42" not in result.text:
-                        problems.append(f"turn 2 should answer 42, got {result.text!r} ({result.finish_reason})")
+                    problems += _turn_two_problems(stub.requests[-1].body, result)
     if own:
         await toolkit.close()
     return problems
@@ -221,10 +229,7 @@ async def demo_source(
                     messages.append(_fill(exchange["answer_turn"], {"answer": dict(answer)}))
                     messages.append(_fill(exchange["result_turn"], {"results": results}))
                 else:
-                    if "42" not in json.dumps(stub.requests[-1].body):
-                        problems.append("turn 2's body on the wire does not carry the tool result")
-                    if result.finish_reason != "stop" or "42" not in result.text:
-                        problems.append(f"turn 2 should answer 42, got {result.text!r} ({result.finish_reason})")
+                    problems += _turn_two_problems(stub.requests[-1].body, result)
     streaming = load_rules(rules).get(name).streaming
     if problems or streaming is None:
         return problems

@@ -74,11 +74,6 @@ class RuleSource:
         _, line, column = self.locate(key)
         return line, column
 
-    def inherited_from(self, key: Key) -> str | None:
-        """The file `key`'s value is inherited from, or None when this document writes it."""
-        file = self.locate(key)[0]
-        return None if file == self.file else file
-
     def error(self, key: Key, message: str) -> RuleError:
         file, line, column = self.locate(key)
         return RuleError(message, file=file, line=line, column=column, rule=dotted(key))

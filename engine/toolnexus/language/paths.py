@@ -151,22 +151,25 @@ def _chain_getter(steps: list[str | int]) -> Getter:
     return get
 
 
-def simple_steps(expression: str) -> list[str | int] | None:
-    """The key/index steps of a plain chain (`a.b[0]` -> ["a", "b", 0]), or None for richer paths."""
+def _tree(expression: str) -> Any:
+    """The parsed path's syntax tree, or None when it is not a path (those questions are asked of any text)."""
     try:
-        return _simple_steps(_parse(expression).parsed)
+        return _parse(expression).parsed
     except PathSyntaxError:
         return None
+
+
+def simple_steps(expression: str) -> list[str | int] | None:
+    """The key/index steps of a plain chain (`a.b[0]` -> ["a", "b", 0]), or None for richer paths."""
+    node = _tree(expression)
+    return None if node is None else _simple_steps(node)
 
 
 def plain_hash(expression: str) -> dict[str, tuple[tuple[str, ...] | None, Any]] | None:
     """A multi-select hash whose values are chains of names or literal scalars (`{type: 'summary_text', text:
     delta}`): per key, the chain's names (None for a literal) and the literal; None for any other path."""
-    try:
-        node = _parse(expression).parsed
-    except PathSyntaxError:
-        return None
-    if node["type"] != "multi_select_dict":
+    node = _tree(expression)
+    if node is None or node["type"] != "multi_select_dict":
         return None
     out: dict[str, tuple[tuple[str, ...] | None, Any]] = {}
     for pair in node["children"]:
@@ -191,18 +194,15 @@ def first_field(expression: str) -> str | None:
 
 def is_piped(expression: str) -> bool:
     """Whether a path pipes what it reads through an expression (`a.b | f(@)`), not a plain read."""
-    try:
-        return bool(_parse(expression).parsed["type"] == "pipe")
-    except PathSyntaxError:
-        return False
+    node = _tree(expression)
+    return node is not None and node["type"] == "pipe"
 
 
 def piped_from(expression: str) -> list[str | int] | None:
     """The plain chain a path reads: the path itself when plain, or what it pipes on (`a.b | f(@)` -> a, b),
     so a value reshaped on its way out is still known (and located) by the field it came from."""
-    try:
-        node = _parse(expression).parsed
-    except PathSyntaxError:
+    node = _tree(expression)
+    if node is None:
         return None
     while node["type"] == "pipe":
         node = node["children"][0]

@@ -437,7 +437,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
     request = data["request"]
     msgs = data["messages"]
 
-    unsupported = _unsupported_table(request.get("unsupported", {}), ("request", "unsupported"), source)
+    unsupported = _unsupported_table(request.get("unsupported", {}))
     code: dict[Key, str] = {}  # each template's generated Python, for `toolnexus explain --code`
 
     parts: dict[str, tuple[Render, frozenset[str] | None]] = {}
@@ -562,12 +562,12 @@ def compile_inbound(source: RuleSource) -> Inbound:
         join=system_rule["join"],
         system_message=system_message,
         roles=MappingProxyType(roles),
-        message_unsupported=_unsupported_table(msgs.get("unsupported", {}), ("messages", "unsupported"), source),
+        message_unsupported=_unsupported_table(msgs.get("unsupported", {})),
         declaration=declaration,
         tool_keys_read=tool_keys_read,
         plain_tool_scope=plain_tool_scope,
         reads_arguments_json=_reads(parts.get("tool_call"), "arguments_json"),
-        tool_unsupported=_unsupported_table(tools.get("unsupported", {}), ("tools", "unsupported"), source),
+        tool_unsupported=_unsupported_table(tools.get("unsupported", {})),
         tool_choice=MappingProxyType(tool_choice),
         system_blocks=system_blocks,
         text_reads=(parts["text"][1] or frozenset()) if "text" in parts else frozenset(),
@@ -618,7 +618,7 @@ def _not_a_request_field(name: str) -> str:
     return f"'{name}' is not an OpenAI request field{did_you_mean(name, OPENAI_REQUEST_FIELDS | COMPUTED_FIELDS)}"
 
 
-def _unsupported_table(table: dict[str, Any], key: Key, source: RuleSource) -> Mapping[str, Unsupported]:
+def _unsupported_table(table: dict[str, Any]) -> Mapping[str, Unsupported]:
     return MappingProxyType(
         {
             name: Unsupported(action=spec["action"], accept=tuple(spec.get("accept", ())), doc=spec.get("doc", ""))

@@ -202,30 +202,24 @@ class _Code:
                 return True
         return False
 
-    def key_children(self, pattern: Pattern) -> list[str]:
+    def _child_steps(self, pattern: Pattern, kind: type) -> list[Any]:
+        """The `kind` steps (str: keys, int: indexes) just below a place: its node's, then the watched paths'."""
         node = self.node(pattern)
-        keys = [k for k in (node.children if node else {}) if type(k) is str]
-        for w in self.r.watched:
-            if (
-                len(w.steps) > len(pattern)
-                and w.steps[: len(pattern)] == pattern
-                and type(w.steps[len(pattern)]) is str
-            ):
-                keys.append(w.steps[len(pattern)])  # type: ignore[arg-type]
-        return [k for k in dict.fromkeys(keys) if self.interesting((*pattern, k))]
+        found = [k for k in (node.children if node else {}) if type(k) is kind]
+        n = len(pattern)
+        found += [
+            w.steps[n]
+            for w in self.r.watched
+            if len(w.steps) > n and w.steps[:n] == pattern and type(w.steps[n]) is kind
+        ]
+        return found
+
+    def key_children(self, pattern: Pattern) -> list[str]:
+        return [k for k in dict.fromkeys(self._child_steps(pattern, str)) if self.interesting((*pattern, k))]
 
     def fixed_indexes(self, pattern: Pattern) -> list[int]:
         """The indexes of a list place that differ from any other index (a watched path or a combine row names them)."""
-        node = self.node(pattern)
-        found = [k for k in (node.children if node else {}) if type(k) is int]
-        for w in self.r.watched:
-            if (
-                len(w.steps) > len(pattern)
-                and w.steps[: len(pattern)] == pattern
-                and type(w.steps[len(pattern)]) is int
-            ):
-                found.append(w.steps[len(pattern)])  # type: ignore[arg-type]
-        return sorted(set(found))
+        return sorted(set(self._child_steps(pattern, int)))
 
     def path_expr(self, pattern: Pattern, at: str, start: int = 0) -> str:
         """The concrete path of a place (from its step `start`), as an expression (its indexes from the tuple `at`)."""
