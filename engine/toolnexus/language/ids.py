@@ -144,7 +144,7 @@ class IdRule:
         appearance; never equal to an id sent unchanged or to another rewritten one."""
         rewrite = self.rewrite
         assert rewrite is not None
-        found: dict[str, str] = {}  # id -> where it first appears
+        found: dict[str, tuple[int, int | None]] = {}  # id -> where it first appears
         for call_id, where in _transcript_ids(messages):
             found.setdefault(call_id, where)
         taken = {call_id for call_id in found if self.accepts(call_id)}
@@ -158,10 +158,10 @@ class IdRule:
                     break
                 if rewrite.collisions == "error" and sent in taken:
                     message = f"{call_id!r} rewrites to {sent!r}, an id this request already sends"
-                    raise TranslationError(where, message, provider=provider)
+                    raise TranslationError(_id_path(where), message, provider=provider)
             else:
                 message = f"no free {rewrite.length}-character id for {call_id!r}"
-                raise TranslationError(where, message, provider=provider)
+                raise TranslationError(_id_path(where), message, provider=provider)
             taken.add(sent)
             table[call_id] = sent
         return table
@@ -192,9 +192,10 @@ class IdRule:
         return all(self.accepts(sample) for sample in samples)
 
 
-def _transcript_ids(messages: Any) -> Iterator[tuple[str, str]]:
-    """(id, path) of each tool-call id of a transcript, as the reader will find them (anything malformed is
-    skipped here: the reader refuses it, at its path)."""
+def _transcript_ids(messages: Any) -> Iterator[tuple[str, tuple[int, int | None]]]:
+    """(id, where) of each tool-call id of a transcript, as the reader will find them (anything malformed is
+    skipped here: the reader refuses it, at its path); where is (message, call) or (message, None) for a
+    `tool_call_id`, formatted by `_id_path` only for an error (a long transcript has thousands of ids)."""
     if not isinstance(messages, list):
         return
     for i, msg in enumerate(messages):
@@ -204,10 +205,15 @@ def _transcript_ids(messages: Any) -> Iterator[tuple[str, str]]:
         if isinstance(calls, list):
             for k, call in enumerate(calls):
                 if isinstance(call, dict) and type(call.get("id")) is str:
-                    yield call["id"], f"messages[{i}].tool_calls[{k}].id"
+                    yield call["id"], (i, k)
         answered = msg.get("tool_call_id")
         if type(answered) is str:
-            yield answered, f"messages[{i}].tool_call_id"
+            yield answered, (i, None)
+
+
+def _id_path(where: tuple[int, int | None]) -> str:
+    i, k = where
+    return f"messages[{i}].tool_call_id" if k is None else f"messages[{i}].tool_calls[{k}].id"
 
 
 def compile_id_rule(source: RuleSource) -> IdRule | None:

@@ -36,13 +36,12 @@ reported as rewritten when the template reads them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, NoReturn
 
 from ..errors import TranslationError
-from ..language.jsonsafe import JsonValueError, describe, loads, locate, where_in
+from ..language.jsonsafe import JsonValueError, describe, loads, locate, text_encoder, where_in
 from ..language.loader import did_you_mean
 from ..language.paths import MISSING
 from .format_rules import builtin_normal_form
@@ -417,8 +416,9 @@ def orphaned(kind: str | None) -> str:
     return f"no {kind + ' ' if kind else ''}part in this message to carry it"
 
 
-# Object arguments as the JSON text `json.dumps(..., ensure_ascii=False)` writes (one encoder, not one per call).
-_ARGUMENTS_TEXT = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+# Object arguments as the JSON text `json.dumps(..., ensure_ascii=False)` writes, by a C encoder built once
+# (`JSONEncoder.encode` builds one per call, which costs about as much as encoding a call's arguments).
+_ARGUMENTS_TEXT = text_encoder(ensure_ascii=False)
 
 
 def _tool_call(call: Any, i: int, k: int, provider: str, want_json: bool) -> dict[str, Any]:
