@@ -254,3 +254,12 @@ def test_content_one_writes_the_messages_one_part_as_the_whole_message(tmp_path:
     with pytest.raises(TranslationError) as info:  # a message of two parts is not one part
         translate_request("nine", {"messages": two}, rules=load_rules(tmp_path, reload=True))
     assert info.value.path == "messages[0]"
+
+
+def test_an_id_first_met_in_a_tool_result_is_refused_at_its_tool_call_id() -> None:
+    """The transcript's ids keep where they were met; the path is written only for the error."""
+    tiny = IdRule(compile_pattern("^[ab]$"), Rewrite("ab", 1))
+    results = [{"role": "tool", "tool_call_id": name, "content": "r"} for name in ("x", "y", "z")]
+    with pytest.raises(TranslationError) as info:
+        tiny.for_request(results, "tiny")
+    assert info.value.path == "messages[2].tool_call_id"

@@ -6,6 +6,8 @@ each case request damaged one place at a time, and on generated transcripts."""
 from __future__ import annotations
 
 import copy
+import json
+import math
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -305,3 +307,31 @@ def test_a_tool_calls_own_key_rides_on_without_its_type(general_branch: bool, ge
     assert body["messages"][1]["tool_calls"][0]["extra_content"] == {"k": "v"}
     noted = toolnexus.translate_request("anthropic", request, rules=rules, unknown_fields="drop")
     assert ("dropped", "messages[1].tool_calls[0].extra_content") in {(n.kind, n.path) for n in noted.notes}
+
+
+@pytest.mark.parametrize("provider", ["openai", "mistral"])
+def test_object_arguments_are_sent_as_the_standard_encoder_writes_them(provider: str) -> None:
+    """Object arguments become the JSON text `json.dumps(..., ensure_ascii=False)` writes (the C encoder is built
+    once, not per call): non-ASCII kept, every float as Python writes it; a NaN is refused at its path."""
+    arguments = {"q": '東京 é\u2028"\\', "n": [0.1, -0.0, 1e-07, 1.5e300, 2**70, True, None], "o": {"": {}}}
+    request = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "call1abcd", "type": "function", "function": {"name": "f", "arguments": arguments}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call1abcd", "content": "ok"},
+        ],
+    }
+    body = toolnexus.translate_request(provider, request)
+    sent = body["messages"][1]["tool_calls"][0]["function"]["arguments"]
+    assert sent == json.dumps(arguments, ensure_ascii=False)
+    request["messages"][1]["tool_calls"][0]["function"]["arguments"] = {"x": [1, math.nan]}
+    with pytest.raises(toolnexus.TranslationError) as info:
+        toolnexus.translate_request(provider, request)
+    assert info.value.path == "messages[1].tool_calls[0].function.arguments.x[1]"
