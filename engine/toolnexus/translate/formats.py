@@ -14,12 +14,9 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
-from itertools import islice
-from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -145,27 +142,44 @@ Record = tuple[str, int, int, str, int | None, int | None, Mapping[str, str]]
 def placed(origins: Origins, records: list[Record], paths: Iterable[str] | None = None) -> Origins:
     """`origins` with the records added (normal-form path -> the source path, renames): made only when a note
     or an error needs a path named, so a call that needs none formats no path. With `paths` (the notes' paths),
-    only the records of the messages they lie in (`messages[3]...`: that message's) are formatted, found by
-    bisection (the reader records messages in order): `remap` looks no further up a path than its message."""
+    only the records `remap` asks for are formatted: those whose path is a prefix of one of them, found by
+    their key and numbers (no path formatted to be compared)."""
     if paths is None:
         for key, a, b, source, x, y, renames in records:
             origins[key.format(a, b)] = (source.format(x, y), renames)
     else:
-        wanted = set()
+        wanted: dict[tuple[str, int], set[int | None]] = {}
         for path in paths:
-            head, _, rest = path.partition("[")
-            number = rest.partition("]")[0]
-            if head == "messages" and number.isdigit():
-                wanted.add(int(number))
-        for n in wanted:
-            start = bisect_left(records, n, key=_message_of)
-            for key, a, b, source, x, y, renames in islice(records, start, bisect_right(records, n, key=_message_of)):
+            for key, a, b in _record_keys(path):
+                wanted.setdefault((key, a), set()).add(b)
+        for key, a, b, source, x, y, renames in records:
+            numbers = wanted.get((key, a))
+            if numbers is not None and (b in numbers or None in numbers):
                 origins[key.format(a, b)] = (source.format(x, y), renames)
     records.clear()
     return origins
 
 
-_message_of = itemgetter(1)  # a record's message index: the reader records in message order
+def _record_keys(path: str) -> Iterator[tuple[str, int, int | None]]:
+    """The records that may name a prefix of `path`, as (key, message number, second number or None): the
+    reader records a message (`messages[{}]`), a key of it (`messages[{}].tool_calls`) and an element of that
+    (`messages[{}].content[{}]`), nothing deeper."""
+    head, bracket, rest = path.partition("[")
+    number, _, rest = rest.partition("]")
+    if head != "messages" or not bracket or not number.isdigit():
+        return
+    a = int(number)
+    yield "messages[{}]", a, None
+    if rest[:1] != ".":
+        return
+    dot, index = rest.find(".", 1), rest.find("[", 1)
+    end = min(at for at in (dot, index, len(rest)) if at > 0)
+    key = f"messages[{{}}].{rest[1:end]}"
+    yield key, a, None
+    if end == index:
+        inner = rest[index + 1 : rest.find("]", index)]
+        if inner.isdigit():
+            yield key + "[{}]", a, int(inner)
 
 
 def unread(
