@@ -203,9 +203,9 @@ def below_every_element(hub: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("source", FORMATS)
 def test_the_notes_paths_are_placed_from_their_own_records_alone(source: str) -> None:
-    """A call with notes formats only the records its notes' paths begin with (a message, a key of it, an
-    element of that); each note's path reads back as it does with every record placed, for every provider's
-    notes and a path below every element the reader made."""
+    """A call with notes formats only the records its notes' paths begin with (a message or a tool, a key of
+    it, an element of that); each note's path reads back as it does with every record placed, for every
+    provider's notes and a path below every element the reader made."""
     tools = bench_inputs.tool_declarations()
     request = (bench_inputs.messages_transcript if source == "anthropic" else bench_inputs.responses_transcript)(
         100, tools
@@ -215,7 +215,7 @@ def test_the_notes_paths_are_placed_from_their_own_records_alone(source: str) ->
     paths = [path for name in toolnexus.providers() for path in notes_or_error(name, hub)]
     paths += ["messages[0]", "messages[7].content[0].text", f"messages[{len(hub['messages']) - 1}]", "tools[2].x"]
     paths += ["messages", "messages[x].content", "messages[3]x", "messages[3].", "system.content[0]"]
-    paths += below_every_element(hub)
+    paths += below_every_element(hub) + [f"tools[{i}].function.name" for i in range(len(hub["tools"]))]
     every = placed(dict(origins), list(records))
     some = placed(dict(origins), list(records), paths[:3])
     assert len(some) < len(every)

@@ -161,20 +161,20 @@ def placed(origins: Origins, records: list[Record], paths: Iterable[str] | None 
 
 
 def _record_keys(path: str) -> Iterator[tuple[str, int, int | None]]:
-    """The records that may name a prefix of `path`, as (key, message number, second number or None): the
-    reader records a message (`messages[{}]`), a key of it (`messages[{}].tool_calls`) and an element of that
-    (`messages[{}].content[{}]`), nothing deeper."""
+    """The records that may name a prefix of `path`, as (key, first number, second number or None): the
+    reader records an element of a top list (`messages[{}]`, `tools[{}]`), a key of it
+    (`messages[{}].tool_calls`) and an element of that (`messages[{}].content[{}]`), nothing deeper."""
     head, bracket, rest = path.partition("[")
     number, _, rest = rest.partition("]")
-    if head != "messages" or not bracket or not number.isdigit():
+    if not bracket or not number.isdigit():
         return
-    a = int(number)
-    yield "messages[{}]", a, None
+    a, key = int(number), f"{head}[{{}}]"
+    yield key, a, None
     if rest[:1] != ".":
         return
     dot, index = rest.find(".", 1), rest.find("[", 1)
     end = min(at for at in (dot, index, len(rest)) if at > 0)
-    key = f"messages[{{}}].{rest[1:end]}"
+    key = f"{key}.{rest[1:end]}"
     yield key, a, None
     if end == index:
         inner = rest[index + 1 : rest.find("]", index)]
@@ -377,7 +377,7 @@ class SourceFormat:
                     message["content"] = part["text"]
         hub["messages"] = messages
         if self.tools_each is not None and request.get(self.tools_each) is not None:
-            hub["tools"] = self._tools(request[self.tools_each], origins, notes, unknown_fields)
+            hub["tools"] = self._tools(request[self.tools_each], records, notes, unknown_fields)
         return hub, origins, records, notes
 
     def _transcript(self, request: dict[str, Any], into: Transcript) -> None:
@@ -581,26 +581,28 @@ class SourceFormat:
                     below = below_key(kind.unsupported, at.rpartition(".")[0])
                     self._settle(key, inner, f"{path}.{at}", below, into.notes, into.policy)
 
-    def _tools(self, tools: Any, origins: Origins, notes: list[Note], unknown_fields: str) -> list[Any]:
-        """The tool declarations in the normal form's shape; where each came from, in `origins`."""
+    def _tools(self, tools: Any, records: list[Record], notes: list[Note], unknown_fields: str) -> list[Any]:
+        """The tool declarations in the normal form's shape; where each came from, as records."""
         if not isinstance(tools, list):
             raise self._fail(self.tools_each or "", f"must be a list, got {type(tools).__name__}")
         assert self.tool is not None
         out = []
         each = self.tools_each or ""
         owner = ListPath(each)
+        source = f"{each}[{{}}]"
+        reads, renames, render = self.tool_reads, self.tool_renames, self.tool
         ctx = Ctx(self.name)  # one for all: what a template notes here is not kept
         for i, tool in enumerate(tools):
             if not isinstance(tool, dict):
                 raise self._fail(owner.element_path(i), f"must be an object, got {type(tool).__name__}")
-            if not tool.keys() <= self.tool_reads and not quiet(tool, self.tool_reads, self.tool_unsupported):
+            if not tool.keys() <= reads and not quiet(tool, reads, self.tool_unsupported):
                 for key, value in tool.items():
-                    if key not in self.tool_reads:
+                    if key not in reads:
                         path = f"{owner.element_path(i)}.{key}"
                         self._settle(key, value, path, self.tool_unsupported, notes, unknown_fields)
             ctx.path = (owner, i)
-            origins[f"tools[{i}]"] = (f"{each}[{i}]", self.tool_renames)
-            out.append({"type": "function", "function": self.tool(tool, ctx)})
+            records.append(("tools[{}]", i, 0, source, i, None, renames))
+            out.append({"type": "function", "function": render(tool, ctx)})
         return out
 
     def _settle(
