@@ -150,8 +150,8 @@ def placed(origins: Origins, records: list[Record], paths: Iterable[str] | None 
     else:
         wanted: dict[tuple[str, int], set[int | None]] = {}
         for path in paths:
-            for key, a, b in _record_keys(path):
-                wanted.setdefault((key, a), set()).add(b)
+            for head, first, second in _record_keys(path):
+                wanted.setdefault((head, first), set()).add(second)
         for key, a, b, source, x, y, renames in records:
             numbers = wanted.get((key, a))
             if numbers is not None and (b in numbers or None in numbers):
