@@ -135,7 +135,7 @@ NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the 
 # Where one normal-form element of the transcript came from, as the generated reader records it, in message
 # order (formatted only when asked, see `placed`): (its path's format (`messages[...`), its two numbers, the
 # source path's format (`{0}`, `{1}`: the numbers it takes),
-# those numbers, the renames below it)
+# those numbers, the renames below it); a path's format with one number gets 0 as the second
 Record = tuple[str, int, int, str, int | None, int | None, Mapping[str, str]]
 
 
@@ -148,38 +148,35 @@ def placed(origins: Origins, records: list[Record], paths: Iterable[str] | None 
         for key, a, b, source, x, y, renames in records:
             origins[key.format(a, b)] = (source.format(x, y), renames)
     else:
-        wanted: dict[tuple[str, int], set[int | None]] = {}
-        for path in paths:
-            for head, first, second in _record_keys(path):
-                wanted.setdefault((head, first), set()).add(second)
-        for key, a, b, source, x, y, renames in records:
-            numbers = wanted.get((key, a))
-            if numbers is not None and (b in numbers or None in numbers):
+        wanted = {found for path in paths for found in _record_keys(path)}
+        for record in records:
+            if record[:3] in wanted:
+                key, a, b, source, x, y, renames = record
                 origins[key.format(a, b)] = (source.format(x, y), renames)
     records.clear()
     return origins
 
 
-def _record_keys(path: str) -> Iterator[tuple[str, int, int | None]]:
-    """The records that may name a prefix of `path`, as (key, first number, second number or None): the
-    reader records an element of a top list (`messages[{}]`, `tools[{}]`), a key of it
-    (`messages[{}].tool_calls`) and an element of that (`messages[{}].content[{}]`), nothing deeper."""
+def _record_keys(path: str) -> list[tuple[str, int, int]]:
+    """The records that may name a prefix of `path`, as (key, numbers): the reader records an element of a top
+    list (`messages[{}]`, `tools[{}]`), a key of it (`messages[{}].tool_calls`) and an element of that
+    (`messages[{}].content[{}]`), nothing deeper; a key of one number has 0 as its second."""
     head, bracket, rest = path.partition("[")
     number, _, rest = rest.partition("]")
     if not bracket or not number.isdigit():
-        return
-    a, key = int(number), f"{head}[{{}}]"
-    yield key, a, None
-    if rest[:1] != ".":
-        return
-    dot, index = rest.find(".", 1), rest.find("[", 1)
-    end = min(at for at in (dot, index, len(rest)) if at > 0)
-    key = f"{key}.{rest[1:end]}"
-    yield key, a, None
-    if end == index:
-        inner = rest[index + 1 : rest.find("]", index)]
-        if inner.isdigit():
-            yield key + "[{}]", a, int(inner)
+        return []
+    a, key = int(number), head + "[{}]"
+    keys = [(key, a, 0)]
+    if rest[:1] == ".":
+        dot, index = rest.find(".", 1), rest.find("[", 1)
+        end = min(at for at in (dot, index, len(rest)) if at > 0)
+        key += rest[:end]
+        keys.append((key, a, 0))
+        if end == index:
+            inner = rest[index + 1 : rest.find("]", index)]
+            if inner.isdigit():
+                keys.append((key + "[{}]", a, int(inner)))
+    return keys
 
 
 def unread(
