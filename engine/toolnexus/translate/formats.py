@@ -168,14 +168,14 @@ def _record_keys(path: str) -> list[tuple[str, int, int]]:
     a, key = int(number), head + "[{}]"
     keys = [(key, a, 0)]
     if rest[:1] == ".":
-        dot, index = rest.find(".", 1), rest.find("[", 1)
-        end = min(at for at in (dot, index, len(rest)) if at > 0)
-        key += rest[:end]
+        name, bracket, after = rest[1:].partition("[")
+        if "." in name:  # a key below a key of the element: nothing deeper is recorded
+            name, bracket = name.partition(".")[0], ""
+        key = f"{key}.{name}"
         keys.append((key, a, 0))
-        if end == index:
-            inner = rest[index + 1 : rest.find("]", index)]
-            if inner.isdigit():
-                keys.append((key + "[{}]", a, int(inner)))
+        inner = after.partition("]")[0]
+        if bracket and inner.isdigit():
+            keys.append((key + "[{}]", a, int(inner)))
     return keys
 
 
