@@ -132,10 +132,10 @@ def _needed(found: _T | None, what: str, file: str) -> _T:
 Moment = Callable[[dict[str, Any], Any, int, Ctx], list[Any]]
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
 NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the policy decides
-# Where one normal-form element of the transcript came from, as the generated reader records it, in message
-# order (formatted only when asked, see `placed`): (its path's format (`messages[...`), its two numbers, the
-# source path's format (`{0}`, `{1}`: the numbers it takes),
-# those numbers, the renames below it); a path's format with one number gets 0 as the second
+# Where one normal-form element of the transcript (or a tool) came from, as the generated reader records it, in
+# message order, then the tools (formatted only when asked, see `placed`): its path's format (`messages[...`),
+# its two numbers (a format of one number gets 0 as the second), the source path's format (`{0}`, `{1}`: the
+# numbers it takes), those numbers, the renames below it
 Record = tuple[str, int, int, str, int | None, int | None, Mapping[str, str]]
 
 
