@@ -181,20 +181,43 @@ def test_explain_needs_a_provider_or_a_source() -> None:
     assert done.returncode != 0 and "--source" in done.stderr and "Traceback" not in done.stderr
 
 
+def notes_or_error(provider: str, request: dict[str, Any]) -> list[str]:
+    """The paths of a translation's notes, or of its error."""
+    try:
+        return [note.path for note in toolnexus.translate_request(provider, request).notes]
+    except ToolnexusError as exc:
+        return [getattr(exc, "path", "")]
+
+
+def below_every_element(hub: dict[str, Any]) -> list[str]:
+    """A path inside each message, each of its keys and each element of its lists, the ends `placed` matches."""
+    paths = []
+    for i, message in enumerate(hub["messages"]):
+        paths.append(f"messages[{i}].role")
+        for key, value in message.items():
+            paths.append(f"messages[{i}].{key}")
+            if isinstance(value, list):
+                paths += [f"messages[{i}].{key}[{j}].x[0]" for j in range(len(value))]
+    return paths
+
+
 @pytest.mark.parametrize("source", FORMATS)
-def test_the_notes_paths_are_placed_from_their_messages_records_alone(source: str) -> None:
-    """A call with notes formats only the records of the messages its notes lie in (found by bisection: the
-    reader records messages in order); each note's path reads back as it does with every record placed."""
+def test_the_notes_paths_are_placed_from_their_own_records_alone(source: str) -> None:
+    """A call with notes formats only the records its notes' paths begin with (a message or a tool, a key of
+    it, an element of that); each note's path reads back as it does with every record placed, for every
+    provider's notes and a path below every element the reader made."""
     tools = bench_inputs.tool_declarations()
     request = (bench_inputs.messages_transcript if source == "anthropic" else bench_inputs.responses_transcript)(
         100, tools
     )
     fmt = load_rules().format(source)
     hub, origins, records, _ = fmt.read_recorded(request)
-    assert records == sorted(records, key=lambda record: record[1])
-    paths = [note.path for note in toolnexus.translate_request("gemini", hub).notes]
+    paths = [path for name in toolnexus.providers() for path in notes_or_error(name, hub)]
     paths += ["messages[0]", "messages[7].content[0].text", f"messages[{len(hub['messages']) - 1}]", "tools[2].x"]
+    paths += ["messages", "messages[x].content", "messages[3]x", "messages[3].", "system.content[0]"]
+    paths += below_every_element(hub) + [f"tools[{i}].function.name" for i in range(len(hub["tools"]))]
     every = placed(dict(origins), list(records))
-    some = placed(dict(origins), list(records), paths)
+    some = placed(dict(origins), list(records), paths[:3])
     assert len(some) < len(every)
+    some = placed(dict(origins), list(records), paths)
     assert [remap(path, some) for path in paths] == [remap(path, every) for path in paths]

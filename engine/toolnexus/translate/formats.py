@@ -14,12 +14,9 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
-from itertools import islice
-from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -135,37 +132,51 @@ def _needed(found: _T | None, what: str, file: str) -> _T:
 Moment = Callable[[dict[str, Any], Any, int, Ctx], list[Any]]
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
 NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the policy decides
-# Where one normal-form element of the transcript came from, as the generated reader records it, in message
-# order (formatted only when asked, see `placed`): (its path's format (`messages[...`), its two numbers, the
-# source path's format (`{0}`, `{1}`: the numbers it takes),
-# those numbers, the renames below it)
+# Where one normal-form element of the transcript (or a tool) came from, as the generated reader records it, in
+# message order, then the tools (formatted only when asked, see `placed`): its path's format (`messages[...`),
+# its two numbers (a format of one number gets 0 as the second), the source path's format (`{0}`, `{1}`: the
+# numbers it takes), those numbers, the renames below it
 Record = tuple[str, int, int, str, int | None, int | None, Mapping[str, str]]
 
 
 def placed(origins: Origins, records: list[Record], paths: Iterable[str] | None = None) -> Origins:
     """`origins` with the records added (normal-form path -> the source path, renames): made only when a note
     or an error needs a path named, so a call that needs none formats no path. With `paths` (the notes' paths),
-    only the records of the messages they lie in (`messages[3]...`: that message's) are formatted, found by
-    bisection (the reader records messages in order): `remap` looks no further up a path than its message."""
+    only the records `remap` asks for are formatted: those whose path is a prefix of one of them, found by
+    their key and numbers (no path formatted to be compared)."""
     if paths is None:
         for key, a, b, source, x, y, renames in records:
             origins[key.format(a, b)] = (source.format(x, y), renames)
     else:
-        wanted = set()
-        for path in paths:
-            head, _, rest = path.partition("[")
-            number = rest.partition("]")[0]
-            if head == "messages" and number.isdigit():
-                wanted.add(int(number))
-        for n in wanted:
-            start = bisect_left(records, n, key=_message_of)
-            for key, a, b, source, x, y, renames in islice(records, start, bisect_right(records, n, key=_message_of)):
+        wanted = {found for path in paths for found in _record_keys(path)}
+        for record in records:
+            if record[:3] in wanted:
+                key, a, b, source, x, y, renames = record
                 origins[key.format(a, b)] = (source.format(x, y), renames)
     records.clear()
     return origins
 
 
-_message_of = itemgetter(1)  # a record's message index: the reader records in message order
+def _record_keys(path: str) -> list[tuple[str, int, int]]:
+    """The records that may name a prefix of `path`, as (key, numbers): the reader records an element of a top
+    list (`messages[{}]`, `tools[{}]`), a key of it (`messages[{}].tool_calls`) and an element of that
+    (`messages[{}].content[{}]`), nothing deeper; a key of one number has 0 as its second."""
+    head, bracket, rest = path.partition("[")
+    number, _, rest = rest.partition("]")
+    if not bracket or not number.isdigit():
+        return []
+    a, key = int(number), head + "[{}]"
+    keys = [(key, a, 0)]
+    if rest[:1] == ".":
+        name, bracket, after = rest[1:].partition("[")
+        if "." in name:  # a key below a key of the element: nothing deeper is recorded
+            name, bracket = name.partition(".")[0], ""
+        key = f"{key}.{name}"
+        keys.append((key, a, 0))
+        inner = after.partition("]")[0]
+        if bracket and inner.isdigit():
+            keys.append((key + "[{}]", a, int(inner)))
+    return keys
 
 
 def unread(
@@ -363,7 +374,7 @@ class SourceFormat:
                     message["content"] = part["text"]
         hub["messages"] = messages
         if self.tools_each is not None and request.get(self.tools_each) is not None:
-            hub["tools"] = self._tools(request[self.tools_each], origins, notes, unknown_fields)
+            hub["tools"] = self._tools(request[self.tools_each], records, notes, unknown_fields)
         return hub, origins, records, notes
 
     def _transcript(self, request: dict[str, Any], into: Transcript) -> None:
@@ -567,26 +578,28 @@ class SourceFormat:
                     below = below_key(kind.unsupported, at.rpartition(".")[0])
                     self._settle(key, inner, f"{path}.{at}", below, into.notes, into.policy)
 
-    def _tools(self, tools: Any, origins: Origins, notes: list[Note], unknown_fields: str) -> list[Any]:
-        """The tool declarations in the normal form's shape; where each came from, in `origins`."""
+    def _tools(self, tools: Any, records: list[Record], notes: list[Note], unknown_fields: str) -> list[Any]:
+        """The tool declarations in the normal form's shape; where each came from, as records."""
         if not isinstance(tools, list):
             raise self._fail(self.tools_each or "", f"must be a list, got {type(tools).__name__}")
         assert self.tool is not None
         out = []
         each = self.tools_each or ""
         owner = ListPath(each)
+        source = f"{each}[{{}}]"
+        reads, renames, render = self.tool_reads, self.tool_renames, self.tool
         ctx = Ctx(self.name)  # one for all: what a template notes here is not kept
         for i, tool in enumerate(tools):
             if not isinstance(tool, dict):
                 raise self._fail(owner.element_path(i), f"must be an object, got {type(tool).__name__}")
-            if not tool.keys() <= self.tool_reads and not quiet(tool, self.tool_reads, self.tool_unsupported):
+            if not tool.keys() <= reads and not quiet(tool, reads, self.tool_unsupported):
                 for key, value in tool.items():
-                    if key not in self.tool_reads:
+                    if key not in reads:
                         path = f"{owner.element_path(i)}.{key}"
                         self._settle(key, value, path, self.tool_unsupported, notes, unknown_fields)
             ctx.path = (owner, i)
-            origins[f"tools[{i}]"] = (f"{each}[{i}]", self.tool_renames)
-            out.append({"type": "function", "function": self.tool(tool, ctx)})
+            records.append(("tools[{}]", i, 0, source, i, None, renames))
+            out.append({"type": "function", "function": render(tool, ctx)})
         return out
 
     def _settle(
