@@ -409,11 +409,7 @@ LAMBDA = """\
 provider: lambda
 extends: openai
 response:
-  items:
-    - each: out
-      kind: kind
-      kinds:
-        say: {text: {$get: "parts[?type == 'text'].text | [0]"}}
+  items: [{each: out, kind: kind, kinds: {say: {text: {$get: "parts[?type == 'text'].text | [0]"}}}}]
 """
 
 
