@@ -362,6 +362,14 @@ class _Generator:
             self.line(pad + "    ", f"{out} = {b}")
             if a in self.bools and b in self.bools:
                 self.bools.add(out)
+        elif (
+            kind == "not_expression"
+            and children[0]["type"] in ("projection", "filter_projection")
+            and _never_raises(children[0])
+        ):
+            found = self.project(children[0], src, pad, first=True)  # a list is empty when it has no first value
+            self.line(pad, f"{out} = {found} is None")
+            self.bools.add(out)
         elif kind == "not_expression":
             a = self.emit(children[0], src, pad)
             self.line(pad, f"{out} = False if (type({a}) is int or type({a}) is float) and {a} == 0 else not {a}")
