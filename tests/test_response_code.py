@@ -404,6 +404,31 @@ def test_a_read_with_a_default_is_read_inline_and_rendered_only_when_absent(tmp_
     agrees_when_damaged(outbound, answer, budget=60)
 
 
+# A made-up provider whose text is a `$get` of one rich path (the Responses API's text from its parts).
+LAMBDA = """\
+provider: lambda
+extends: openai
+response:
+  items: [{each: out, kind: kind, kinds: {say: {text: {$get: "parts[?type == 'text'].text | [0]"}}}}]
+"""
+
+
+def test_a_get_of_one_rich_path_is_read_by_its_getter_and_builds_no_ctx(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "lambda.yaml").write_text(LAMBDA)
+    outbound = load_rules(tmp_path).get("lambda").outbound
+    assert re.search(r"^ *t = g\d+\(e\)$", outbound.code, re.M)  # the getter, inline: no render, no Ctx
+    answer = {"out": [{"kind": "say", "parts": [{"type": "image"}, {"type": "text", "text": "hi"}]},
+                      {"kind": "say", "parts": [{"type": "text", "text": "!"}]}],
+              "choices": [{"finish_reason": "stop"}]}  # fmt: skip
+    built: list[Any] = []
+    monkeypatch.setitem(outbound.run.__globals__, "Ctx", lambda *args: built.append(args) or Ctx(*args))
+    assert outbound.translate(answer).text == "hi!"
+    assert built == []
+    agrees_when_damaged(outbound, answer, budget=60)
+
+
 # A made-up provider whose reasoning blocks carry a signature read as a string (typed): null is no signature,
 # another type a ResponseError at the provider's place, never an object a format's reader refuses.
 THETA = """\

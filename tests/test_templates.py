@@ -589,6 +589,9 @@ RICH_PATHS = [
     "a[*].length(b) | [0]",  # a function in the projection: every element read, as jmespath raises on a later one
     "(a[?type(b) != 'string'] | [0]) || join('', a[?b].b || `[]`)",
     "b == 'x' && a[0] && !(a[?b != 'x']) && 'all x' || b",  # a field read again, where it is known
+    "!(a[*].b)",  # `!` of a projection: whether it has a first element (a false one counts)
+    "!(a[?b == 'x'])",
+    "!(a[*].length(b))",  # a function in the projection: every element read
     "{x: a || b, y: a && b, z: b}",
     "a[0:2]",  # not compiled: jmespath's interpreter
     "sort_by(a, &b)[0]",  # not compiled: an expression argument
@@ -604,6 +607,7 @@ RICH_DATA = [
     {"a": ["p", "q"]},
     {"a": [{"b": "x"}, {"b": "x", "c": 2}], "b": "x"},
     {"a": [{"b": "xy"}, {"b": 1}]},
+    {"a": [{"c": 1}, {"b": False}, {"b": ""}]},
     {"a": None},
     {"a": True, "b": "x"},
     {"a": False, "b": "y"},

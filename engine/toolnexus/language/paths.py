@@ -13,6 +13,7 @@ arguments, ordering comparisons) runs the whole expression on jmespath's interpr
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import countOf
 from typing import Any, Final
 
 import jmespath
@@ -273,7 +274,7 @@ class _Generator:
         self.lines: list[str] = []
         self.names: dict[str, Any] = {"EMPTY": _EMPTY_WHEN_FALSE, "call": _FUNCTIONS.call_function,
                                       "TYPES": _TYPE_NAMES, "MISSING": MISSING,
-                                      "JMESPathTypeError": JMESPathTypeError}  # fmt: skip
+                                      "JMESPathTypeError": JMESPathTypeError, "countOf": countOf}  # fmt: skip
         self.count = 0
         self.bools: set[str] = set()  # names that always hold True or False (comparisons, `!`)
         self.read: dict[tuple[str, str], str] = {}  # (name, key) -> the name its field was read into, in scope
@@ -352,12 +353,23 @@ class _Generator:
         elif kind in ("or_expression", "and_expression"):
             a = self.emit(children[0], src, pad)
             self.line(pad, f"{out} = {a}")
-            test = self.false_test(a)
-            self.line(pad, f"if {test}:" if kind == "or_expression" else f"if not {test}:")
+            if a in self.bools:  # a boolean is its own truth
+                self.line(pad, f"if not {a}:" if kind == "or_expression" else f"if {a}:")
+            else:
+                test = self.false_test(a)
+                self.line(pad, f"if {test}:" if kind == "or_expression" else f"if not {test}:")
             b = self.nested(children[1], src, pad + "    ")
             self.line(pad + "    ", f"{out} = {b}")
             if a in self.bools and b in self.bools:
                 self.bools.add(out)
+        elif (
+            kind == "not_expression"
+            and children[0]["type"] in ("projection", "filter_projection")
+            and _never_raises(children[0])
+        ):
+            found = self.project(children[0], src, pad, first=True)  # a list is empty when it has no first value
+            self.line(pad, f"{out} = {found} is None")
+            self.bools.add(out)
         elif kind == "not_expression":
             a = self.emit(children[0], src, pad)
             self.line(pad, f"{out} = False if (type({a}) is int or type({a}) is float) and {a} == 0 else not {a}")
@@ -381,7 +393,7 @@ class _Generator:
                 self.line(pad, f"{out} = TYPES.get(type({args[0]})) or call('type', [{args[0]}])")
             elif value == "join" and len(args) == 2:
                 sep, parts = args
-                strings = f"type({parts}) is list and all(type(x) is str for x in {parts})"
+                strings = f"type({parts}) is list and countOf(map(type, {parts}), str) == len({parts})"
                 self.line(pad, f"if type({sep}) is str and {strings}: {out} = {sep}.join({parts})")
                 self.line(pad, f"else: {out} = call('join', [{sep}, {parts}])")
             else:
@@ -424,7 +436,7 @@ class _Generator:
             self.line(pad, f"{out} = {self.const(_EQUALITY[node['value']])}({a}, {b})")
             return
         lit, exact = plain
-        a, k = self.emit(left, src, pad), self.const(lit)
+        a, k = self.emit(left, src, pad), repr(lit) if type(lit) is str else self.const(lit)  # no name to look up
         if eq:
             self.line(pad, f"{out} = {a} == {k}" + (f" and type({a}) is not bool" if exact else ""))
         else:

@@ -59,7 +59,8 @@ FINISH_STOP = "stop"
 @dataclass(frozen=True)
 class Part:
     """One field of an item template: a plain read of the element (`steps`, read inline by the generated
-    code) or, for anything richer, the field's own compiled template (`render`)."""
+    code), a `$get` of one richer path (`getter`, called inline: no template, no Ctx) or, for anything richer,
+    the field's own compiled template (`render`)."""
 
     steps: tuple[str | int, ...] | None
     render: Render | None
@@ -67,6 +68,7 @@ class Part:
     mapping: Obj | None = None  # a mapping of plain reads (and such mappings), built inline by the generated code
     # `{$get: a.b, default: ...}`: the plain path read inline, `render` (the default and its note) only when absent
     defaulted: tuple[str | int, ...] | None = None
+    getter: Getter | None = None
 
 
 @dataclass(frozen=True)
@@ -720,7 +722,7 @@ def _list_part(spec: Annotations) -> Part:
     """The list an `annotations` spec reads, for the generated code's fast test (empty: nothing to do)."""
     each, getter = (spec.parts[0], spec.parts[1]) if spec.parts is not None else (spec.each, spec.getter)
     steps = simple_steps(each)
-    return Part(tuple(steps), None) if steps is not None else Part(None, lambda element, ctx: getter(element))
+    return Part(tuple(steps), None) if steps is not None else Part(None, None, getter=getter)
 
 
 def _parts(template: dict[str, Any], key: Key, env: Env, annotations: Annotations | None = None) -> Parts:
@@ -730,12 +732,13 @@ def _parts(template: dict[str, Any], key: Key, env: Env, annotations: Annotation
         node = parse_template(spec, (*at, name), env)
         plain = plain_read(node)
         steps = plain.steps if plain is not None else None
-        render = None if steps is not None else compile_node(node, (*at, name), env)
+        getter = plain.getter if plain is not None and steps is None else None
+        render = None if plain is not None else compile_node(node, (*at, name), env)
         read = read_path(node)
         inline = isinstance(node, Get) and not node.required and node.wanted is None  # a default alone: read inline
         defaulted = read.steps if read is not None and inline else None
         mapping = node if isinstance(node, Obj) and _plain_mapping(node) else None
-        return Part(steps, render, read, mapping, defaulted if steps is None else None)
+        return Part(steps, render, read, mapping, defaulted if steps is None else None, getter)
 
     call = template.get("tool_call")
     return Parts(
@@ -1038,6 +1041,8 @@ class _Code:
         Plain reads share their prefixes (`read`: path -> variable) and views within the element."""
         if part.mapping is not None:
             return self.mapping(target, part.mapping, read, views)
+        if part.getter is not None:
+            return [f"{target} = {self.name(part.getter, 'g')}(e)"]
         steps = part.steps if part.steps is not None else part.defaulted
         if steps is None:
             return [f"{target} = {self.name(part.render, 'render')}(e, {self.built or self.ctx})"]
@@ -1232,7 +1237,7 @@ class _Code:
         read: dict[tuple[str | int, ...], str] = {(by_key,): "v"} if by_key is not None else {}
         views: dict[str, str] = {}
         renders = any(
-            p.render is not None and p.mapping is None
+            p.render is not None and p.mapping is None and p.getter is None
             for p in (parts.text, parts.reasoning, parts.message, *(parts.tool_call or {}).values())
             if p is not None
         )
