@@ -841,6 +841,14 @@ class _Codegen:
             lines.append(f"if {target} is MISSING or {target} is None:")
             lines += _indent(self.emit(node.default, target, scope) if node.default else [f"{target} = MISSING"])
             return [*lines, f"else: {target} = {self._name(node.render)}({scope}, c)"]
+        if isinstance(node, Apply) and isinstance(node.function, KeySeal):  # no state: the `onto` string as it is
+            state = self._fresh("v")
+            lines = [*self._read(node.function.state, state, scope), *self._read(node.function.onto, target, scope)]
+            return [
+                *lines,
+                f"if {state} is not MISSING and {state} is not None: {target} = {self._name(node.function)}({scope}, c)",
+                f"elif {target} is None: {target} = MISSING",
+            ]
         if isinstance(node, Apply):
             lines = self._read(node.path, target, scope)
             if lines == [f"{target} = MISSING"]:  # an absent field: the function is never applied
@@ -1151,21 +1159,30 @@ def seal(scope: Any, ctx: Ctx, *, state: Getter, onto: Getter | None) -> Any:
 
 def sealer(state: Read, onto: Read | None) -> Callable[[Any, Ctx], Any]:
     """`seal` over these reads; where both are one key of the scope (a call's `extra_content` onto its `id`,
-    once per call of an answer) the keys are read off the scope directly, with no getter called."""
+    once per call of an answer), a KeySeal."""
     if onto is None or state.steps is None or onto.steps is None or len(state.steps) != 1 or len(onto.steps) != 1:
         return partial(seal, state=state.getter, onto=None if onto is None else onto.getter)
-    carried_key, onto_key = state.steps[0], onto.steps[0]
-    general = partial(seal, state=state.getter, onto=onto.getter)
+    if type(state.steps[0]) is not str or type(onto.steps[0]) is not str:
+        return partial(seal, state=state.getter, onto=onto.getter)
+    return KeySeal(state, onto)
 
-    def run(scope: Any, ctx: Ctx) -> Any:
-        if type(scope) is not dict or type(carried_key) is not str or type(onto_key) is not str:
-            return general(scope, ctx)
-        if scope.get(carried_key) is not None:
-            return general(scope, ctx)
-        text = scope.get(onto_key, MISSING)  # no state (absent or null): the `onto` string as it is
+
+class KeySeal:
+    """`$seal` of one key of the scope onto another: with no state there (absent or null), the `onto` string as
+    it is, read off the scope directly; else `seal`. Generated code reads the two keys itself, as its other reads
+    (`_Codegen.emit`), and calls this only when there is state to seal."""
+
+    __slots__ = ("general", "onto", "state")
+
+    def __init__(self, state: Read, onto: Read) -> None:
+        self.state, self.onto = state, onto
+        self.general = partial(seal, state=state.getter, onto=onto.getter)
+
+    def __call__(self, scope: Any, ctx: Ctx) -> Any:
+        if type(scope) is not dict or scope.get(self.state.steps[0]) is not None:  # type: ignore[index]
+            return self.general(scope, ctx)
+        text = scope.get(self.onto.steps[0], MISSING)  # type: ignore[index]
         return MISSING if text is None else text
-
-    return run
 
 
 def unseal(text: Any, ctx: Ctx, *, part: str) -> Any:
