@@ -844,9 +844,10 @@ class _Codegen:
         if isinstance(node, Apply) and isinstance(node.function, KeySeal):  # no state: the `onto` string as it is
             state = self._fresh("v")
             lines = [*self._read(node.function.state, state, scope), *self._read(node.function.onto, target, scope)]
+            call = f"{target} = {self._name(node.function)}({scope}, c)"
             return [
                 *lines,
-                f"if {state} is not MISSING and {state} is not None: {target} = {self._name(node.function)}({scope}, c)",
+                f"if {state} is not MISSING and {state} is not None: {call}",
                 f"elif {target} is None: {target} = MISSING",
             ]
         if isinstance(node, Apply):
