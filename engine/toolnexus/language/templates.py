@@ -1161,11 +1161,11 @@ def seal(scope: Any, ctx: Ctx, *, state: Getter, onto: Getter | None) -> Any:
 def sealer(state: Read, onto: Read | None) -> Callable[[Any, Ctx], Any]:
     """`seal` over these reads; where both are one key of the scope (a call's `extra_content` onto its `id`,
     once per call of an answer), a KeySeal."""
-    if onto is None or state.steps is None or onto.steps is None or len(state.steps) != 1 or len(onto.steps) != 1:
-        return partial(seal, state=state.getter, onto=None if onto is None else onto.getter)
-    if type(state.steps[0]) is not str or type(onto.steps[0]) is not str:
-        return partial(seal, state=state.getter, onto=onto.getter)
-    return KeySeal(state, onto)
+    state_key = state.steps[0] if state.steps is not None and len(state.steps) == 1 else None
+    onto_key = onto.steps[0] if onto is not None and onto.steps is not None and len(onto.steps) == 1 else None
+    if onto is not None and type(state_key) is str and type(onto_key) is str:
+        return KeySeal(state, onto, state_key, onto_key)
+    return partial(seal, state=state.getter, onto=None if onto is None else onto.getter)
 
 
 class KeySeal:
@@ -1173,16 +1173,16 @@ class KeySeal:
     it is, read off the scope directly; else `seal`. Generated code reads the two keys itself, as its other reads
     (`_Codegen.emit`), and calls this only when there is state to seal."""
 
-    __slots__ = ("general", "onto", "state")
+    __slots__ = ("general", "onto", "onto_key", "state", "state_key")
 
-    def __init__(self, state: Read, onto: Read) -> None:
-        self.state, self.onto = state, onto
+    def __init__(self, state: Read, onto: Read, state_key: str, onto_key: str) -> None:
+        self.state, self.onto, self.state_key, self.onto_key = state, onto, state_key, onto_key
         self.general = partial(seal, state=state.getter, onto=onto.getter)
 
     def __call__(self, scope: Any, ctx: Ctx) -> Any:
-        if type(scope) is not dict or scope.get(self.state.steps[0]) is not None:  # type: ignore[index]
+        if type(scope) is not dict or scope.get(self.state_key) is not None:
             return self.general(scope, ctx)
-        text = scope.get(self.onto.steps[0], MISSING)  # type: ignore[index]
+        text = scope.get(self.onto_key, MISSING)
         return MISSING if text is None else text
 
 
