@@ -1173,11 +1173,12 @@ class KeySeal:
     it is, read off the scope directly; else `seal`. Generated code reads the two keys itself, as its other reads
     (`_Codegen.emit`), and calls this only when there is state to seal."""
 
-    __slots__ = ("general", "onto", "onto_key", "state", "state_key")
+    __slots__ = ("func", "general", "keywords", "onto", "onto_key", "state", "state_key")
 
     def __init__(self, state: Read, onto: Read, state_key: str, onto_key: str) -> None:
         self.state, self.onto, self.state_key, self.onto_key = state, onto, state_key, onto_key
         self.general = partial(seal, state=state.getter, onto=onto.getter)
+        self.func, self.keywords = seal, self.general.keywords  # as the partial it stands for (`toolnexus diff`)
 
     def __call__(self, scope: Any, ctx: Ctx) -> Any:
         if type(scope) is not dict or scope.get(self.state_key) is not None:
