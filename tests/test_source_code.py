@@ -20,9 +20,11 @@ import toolnexus
 from support.cases import CASES
 from support.made_up import ACME_FORMAT
 from toolnexus import ToolnexusError, load_rules
-from toolnexus.language.templates import Ctx
+from toolnexus.language.paths import MISSING
+from toolnexus.language.templates import Ctx, KeySeal, seal
 from toolnexus.translate.format_rules import compile_format
 from toolnexus.translate.formats import SourceFormat, placed, remap
+from toolnexus.translate.result import TranslateResult
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -174,6 +176,27 @@ def test_the_view_parses_arguments_only_for_a_format_that_writes_them_as_an_obje
     assert "input" not in responses.view(result, "r1", [])["tool_calls"][0]
     assert messages.write(result, "r1")["content"][0]["input"] == {"a": 1}
     assert responses.write(result, "r1")["output"][0]["arguments"] == '{"a":1}'
+
+
+@pytest.mark.parametrize("source", ["anthropic", "openai-responses"])
+def test_the_writer_seals_a_call_as_seal_does(source: str) -> None:
+    """A call's id with its signature sealed on (`$seal: extra_content, onto: id`): the generated writer reads
+    both keys itself and calls the seal only when there is state; every case written as `seal` writes it."""
+    fmt = load_rules().format(source)
+    assert fmt.writer is not None
+    (sealing,) = [v for v in fmt.writer.__globals__.values() if isinstance(v, KeySeal)]
+    ids = [{}, {"id": None}, {"id": "c1"}, {"id": 7}]
+    states = [{}, {"extra_content": None}, {"extra_content": {}}, {"extra_content": {"sig": "s"}}]
+    calls: list[Any] = [{"name": "f", "arguments": "{}", "input": {}, **i, **s} for i in ids for s in states]
+    calls += ["not a call", None]
+    view = fmt.view(TranslateResult("hi", [], "stop", {}, "m"), "r1", [])
+    view["tool_calls"] = calls
+    written = fmt.writer(view, Ctx(source, True))[fmt.blocks_into or ""]
+    id_key, kind = {"anthropic": ("id", "tool_use"), "openai-responses": ("call_id", "function_call")}[source]
+    got = [block.get(id_key, MISSING) for block in written if block.get("type") == kind]
+    general = [seal(call, Ctx(source, True), state=sealing.state.getter, onto=sealing.onto.getter) for call in calls]
+    assert got == general and len(got) == len(calls)
+    assert {type(g) for g in general} == {str, int, type(MISSING)}  # sealed, as it was, and left out
 
 
 def test_explain_needs_a_provider_or_a_source() -> None:

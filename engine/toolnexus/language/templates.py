@@ -841,6 +841,15 @@ class _Codegen:
             lines.append(f"if {target} is MISSING or {target} is None:")
             lines += _indent(self.emit(node.default, target, scope) if node.default else [f"{target} = MISSING"])
             return [*lines, f"else: {target} = {self._name(node.render)}({scope}, c)"]
+        if isinstance(node, Apply) and isinstance(node.function, KeySeal):  # no state: the `onto` string as it is
+            state = self._fresh("v")
+            lines = [*self._read(node.function.state, state, scope), *self._read(node.function.onto, target, scope)]
+            call = f"{target} = {self._name(node.function)}({scope}, c)"
+            return [
+                *lines,
+                f"if {state} is not MISSING and {state} is not None: {call}",
+                f"elif {target} is None: {target} = MISSING",
+            ]
         if isinstance(node, Apply):
             lines = self._read(node.path, target, scope)
             if lines == [f"{target} = MISSING"]:  # an absent field: the function is never applied
@@ -1151,21 +1160,31 @@ def seal(scope: Any, ctx: Ctx, *, state: Getter, onto: Getter | None) -> Any:
 
 def sealer(state: Read, onto: Read | None) -> Callable[[Any, Ctx], Any]:
     """`seal` over these reads; where both are one key of the scope (a call's `extra_content` onto its `id`,
-    once per call of an answer) the keys are read off the scope directly, with no getter called."""
-    if onto is None or state.steps is None or onto.steps is None or len(state.steps) != 1 or len(onto.steps) != 1:
-        return partial(seal, state=state.getter, onto=None if onto is None else onto.getter)
-    carried_key, onto_key = state.steps[0], onto.steps[0]
-    general = partial(seal, state=state.getter, onto=onto.getter)
+    once per call of an answer), a KeySeal."""
+    state_key = state.steps[0] if state.steps is not None and len(state.steps) == 1 else None
+    onto_key = onto.steps[0] if onto is not None and onto.steps is not None and len(onto.steps) == 1 else None
+    if onto is not None and type(state_key) is str and type(onto_key) is str:
+        return KeySeal(state, onto, state_key, onto_key)
+    return partial(seal, state=state.getter, onto=None if onto is None else onto.getter)
 
-    def run(scope: Any, ctx: Ctx) -> Any:
-        if type(scope) is not dict or type(carried_key) is not str or type(onto_key) is not str:
-            return general(scope, ctx)
-        if scope.get(carried_key) is not None:
-            return general(scope, ctx)
-        text = scope.get(onto_key, MISSING)  # no state (absent or null): the `onto` string as it is
+
+class KeySeal:
+    """`$seal` of one key of the scope onto another: with no state there (absent or null), the `onto` string as
+    it is, read off the scope directly; else `seal`. Generated code reads the two keys itself, as its other reads
+    (`_Codegen.emit`), and calls this only when there is state to seal."""
+
+    __slots__ = ("func", "general", "keywords", "onto", "onto_key", "state", "state_key")
+
+    def __init__(self, state: Read, onto: Read, state_key: str, onto_key: str) -> None:
+        self.state, self.onto, self.state_key, self.onto_key = state, onto, state_key, onto_key
+        self.general = partial(seal, state=state.getter, onto=onto.getter)
+        self.func, self.keywords = seal, self.general.keywords  # as the partial it stands for (`toolnexus diff`)
+
+    def __call__(self, scope: Any, ctx: Ctx) -> Any:
+        if type(scope) is not dict or scope.get(self.state_key) is not None:
+            return self.general(scope, ctx)
+        text = scope.get(self.onto_key, MISSING)
         return MISSING if text is None else text
-
-    return run
 
 
 def unseal(text: Any, ctx: Ctx, *, part: str) -> Any:

@@ -16,14 +16,13 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from functools import cache
 from types import MappingProxyType
 from typing import Any, TypeVar
 
 from ..errors import Note, ResponseError, RuleError, ToolnexusError, TranslationError
 from ..language.jsonsafe import standard_loads
 from ..language.loader import Key, RuleSource
-from ..language.paths import MISSING, compile_path
+from ..language.paths import MISSING
 from ..language.templates import Ctx, ListPath, Node, Render, unseal
 from .result import TranslateResult
 
@@ -687,28 +686,28 @@ class SourceFormat:
 
     def write_view(self, view: dict[str, Any], notes: list[Note]) -> dict[str, Any]:
         """The answer templates over a view; their notes (a default written) join `notes`."""
-        ctx = Ctx(self.name, outbound=True)
+        ctx = Ctx(self.name, True)
         assert self.writer is not None
         written = self.writer(view, ctx)
-        notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
+        if ctx.notes:
+            notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
         return written
 
 
-@cache
-def _getter(path: str) -> Any:
-    """A rule file's path compiled once (the paths an answer's id and time are read at)."""
-    return compile_path(path)
-
-
-def answer_id(provider: Any, response: Any, key: str = "id", kind: type | tuple[type, ...] = str) -> Any:
-    """The answer's id (or with `key="created"` its time) where the provider's stream rules say it is
-    (`streaming.id`, `streaming.created`), else absent."""
-    streaming = provider.source.data.get("streaming") if isinstance(provider.source.data, dict) else None
-    path = streaming.get(key) if isinstance(streaming, dict) else None
-    if not isinstance(path, str) or not isinstance(response, dict):
-        return None
-    value = _getter(path)(response)
-    return value if isinstance(value, kind) and not isinstance(value, bool) else None
+def answer_header(provider: Any, response: Any) -> tuple[Any, Any]:
+    """The answer's id and time where the provider's stream rules say they are (`streaming.id`,
+    `streaming.created`, compiled with its `streaming` section), each None when absent or not a string
+    (the id) or a number (the time)."""
+    streaming = provider.streaming
+    if streaming is None or not isinstance(response, dict):
+        return None, None
+    read_id, read_created = streaming.chunk_id, streaming.created
+    found = MISSING if read_id is None else read_id(response)
+    created = MISSING if read_created is None else read_created(response)
+    return (
+        found if isinstance(found, str) else None,
+        created if type(created) in (int, float) else None,
+    )
 
 
 def remap(path: str, origins: Origins) -> str:
@@ -1155,7 +1154,7 @@ def translate_source(
 def write_answer(fmt: SourceFormat, provider: Any, result: TranslateResult) -> AnswerBody:
     """A result as the format's whole answer, with its id where the provider's rules say the answer's is."""
     notes: list[Note] = []
-    created = answer_id(provider, result.raw, "created", (int, float))
-    answer = AnswerBody(fmt.write(result, answer_id(provider, result.raw), notes, created))
+    found, created = answer_header(provider, result.raw)
+    answer = AnswerBody(fmt.write_view(fmt.view(result, found, notes, created), notes))
     answer.result, answer.notes = result, (*result.notes, *notes)
     return answer
