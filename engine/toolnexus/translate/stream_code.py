@@ -653,15 +653,7 @@ class _Code(Namespace):
         key = '""'
         if into:
             tests.append("type(q0 := s._holder['']) is dict")
-            parent = "q0"
-            for d, stp in enumerate(into[:-1]):
-                nxt = into[d + 1]
-                want = "dict" if type(nxt) is str else "list"
-                got = f"{parent}.get({stp!r}, MISSING)" if type(stp) is str else f"{parent}[{stp}]"
-                tests.append(f"type(q{d + 1} := {got}) is {want}")
-                if type(nxt) is int:
-                    tests.append(f"{nxt} < len(q{d + 1})")
-                parent = f"q{d + 1}"
+            parent = _descend(into, [repr(stp) for stp in into], "q", tests)
             key = repr(into[-1])
         fixed_at = tuple(stp for stp in into if type(stp) is int)
         at = "(" + "".join(f"{x}, " for x in fixed_at) + ")"
@@ -711,19 +703,11 @@ class _Code(Namespace):
             return self.leaf(element, "lq", "ix", at, step)
         refs = [f"ei{d}" if isinstance(stp, EventIndex) else repr(stp) for d, stp in enumerate(field)]
         shape: Pattern = tuple(None if isinstance(stp, EventIndex) else stp for stp in field)
-        tests, parent = ["type(f0 := lq[ix]) is dict"], "f0"
-        for d, stp in enumerate(field[:-1]):
-            nxt = field[d + 1]
-            want = "dict" if type(nxt) is str else "list"
-            got = f"{parent}.get({refs[d]}, MISSING)" if type(stp) is str else f"{parent}[{refs[d]}]"
-            tests.append(f"type(f{d + 1} := {got}) is {want}")
-            if type(nxt) is int:
-                tests.append(f"{nxt} < len(f{d + 1})")
-            elif isinstance(nxt, EventIndex):
-                if self.fixed_indexes((*element, *shape[: d + 1])):  # its element's place depends on the index
-                    return [otherwise]
-                tests.append(f"type({refs[d + 1]}) is int and 0 <= {refs[d + 1]} < len(f{d + 1})")
-            parent = f"f{d + 1}"
+        for d, stp in enumerate(field):
+            if d and isinstance(stp, EventIndex) and self.fixed_indexes((*element, *shape[:d])):
+                return [otherwise]  # the element's place depends on the index the event gives
+        tests = ["type(f0 := lq[ix]) is dict"]
+        parent = _descend(field, refs, "f", tests)
         indexes = [refs[d] for d, stp in enumerate(field) if type(stp) is not str]
         at_more = f"{at} + ({''.join(f'{x}, ' for x in indexes)})" if indexes else at
         body = self.leaf((*element, *shape), parent, refs[-1], at_more, step)
@@ -806,6 +790,23 @@ class _Code(Namespace):
         starts = [line for w_index in range(len(r.watched)) if self.starts(w_index)
                   for line in [*self.start_code(w_index), ""]]  # fmt: skip
         return "\n".join([*starts, *events, *run]) + "\n"
+
+
+def _descend(steps: tuple[Any, ...], refs: list[str], var: str, tests: list[str]) -> str:
+    """Adds to `tests` the walk from `<var>0` down `steps` but the last (each step read by its `refs` expression;
+    an index the event gives must be an int naming an element there); gives the variable holding the last one's
+    container."""
+    parent = f"{var}0"
+    for d, stp in enumerate(steps[:-1]):
+        nxt, child = steps[d + 1], f"{var}{d + 1}"
+        got = f"{parent}.get({refs[d]}, MISSING)" if type(stp) is str else f"{parent}[{refs[d]}]"
+        tests.append(f"type({child} := {got}) is {'dict' if type(nxt) is str else 'list'}")
+        if type(nxt) is int:
+            tests.append(f"{nxt} < len({child})")
+        elif isinstance(nxt, EventIndex):
+            tests.append(f"type({refs[d + 1]}) is int and 0 <= {refs[d + 1]} < len({child})")
+        parent = child
+    return parent
 
 
 def _walk_lines(steps: tuple[str | int, ...], source: str, target: str) -> list[str]:
