@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from support.cli import run_cli
 from support.made_up import made_up_provider
 from toolnexus import load_rules
 from toolnexus.devtools.capabilities import build_summary, render_summary
@@ -192,12 +191,7 @@ def test_every_provider_has_a_row_each_family_together() -> None:
 
 @pytest.mark.parametrize("fmt", ["table", "markdown", "html"])
 def test_the_cli_prints_the_summary(fmt: str) -> None:
-    exe = Path(sys.executable).with_name("toolnexus")
-    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "toolnexus"]
-    env = {**os.environ, "COLUMNS": "160"}
-    run = subprocess.run(
-        [*command, "diff", "--summary", "--format", fmt], capture_output=True, text=True, timeout=60, env=env
-    )
+    run = run_cli("diff", "--summary", "--format", fmt, env={**os.environ, "COLUMNS": "160"})
     assert run.returncode == 0, run.stderr
     book = load_rules()
     assert run.stdout == render_summary(build_summary(book), fmt, book=book, width=160)

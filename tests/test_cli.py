@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from support.cli import explain_code, run_cli
 from toolnexus import ProviderError, RuleError, load_rules, providers, translate_response
 from toolnexus.devtools import cli
 from toolnexus.devtools.cli import build_parser
@@ -30,14 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 GOLDEN_INPUT = REPO / "fixtures" / "translation-parity.input.json"
 
 
-def toolnexus(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).with_name("toolnexus")
-    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "toolnexus"]
-    return subprocess.run([*command, *args], input=stdin, capture_output=True, text=True, timeout=60, cwd=REPO)
-
-
 def test_check_passes_on_the_shipped_rules() -> None:
-    run = toolnexus("check")
+    run = run_cli("check")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "0 failed" in run.stdout
 
@@ -45,7 +40,7 @@ def test_check_passes_on_the_shipped_rules() -> None:
 def test_check_fails_with_a_diff_when_a_rule_changes(tmp_path: Path) -> None:
     text = (REPO / "rules" / "anthropic.yaml").read_text()
     (tmp_path / "anthropic.yaml").write_text(text.replace("max_tokens: length", "max_tokens: stop"))
-    run = toolnexus("check", "--rules", str(tmp_path))
+    run = run_cli("check", "--rules", str(tmp_path))
     assert run.returncode == 1
     assert "FAIL  translation-parity-fixture.json" in run.stdout
     assert "finishStop" in run.stdout
@@ -53,7 +48,7 @@ def test_check_fails_with_a_diff_when_a_rule_changes(tmp_path: Path) -> None:
 
 def test_request_prints_the_provider_body_from_a_file_and_stdin() -> None:
     request = json.loads((REPO / "fixtures" / "translation-parity.request.json").read_text())
-    from_stdin = toolnexus("request", "--to", "anthropic", "-", stdin=json.dumps(request))
+    from_stdin = run_cli("request", "--to", "anthropic", "-", stdin=json.dumps(request))
     assert from_stdin.returncode == 0, from_stdin.stderr
     body = json.loads(from_stdin.stdout)
     assert body["system"] == "Be terse." and body["tool_choice"] == {"type": "any"}
@@ -64,7 +59,7 @@ def test_response_prints_the_openai_shaped_result(tmp_path: Path) -> None:
     response = json.loads(GOLDEN_INPUT.read_text())["finish_reasons"]["finishTools"]
     path = tmp_path / "resp.json"
     path.write_text(json.dumps(response))
-    run = toolnexus("response", "--from", "anthropic", str(path))
+    run = run_cli("response", "--from", "anthropic", str(path))
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
     assert result["finish_reason"] == "tool_calls"
@@ -74,17 +69,17 @@ def test_response_prints_the_openai_shaped_result(tmp_path: Path) -> None:
 
 
 def test_providers_lists_every_rule_file() -> None:
-    run = toolnexus("providers")
+    run = run_cli("providers")
     shipped = sorted(p.stem for p in (REPO / "rules").glob("*.yaml"))
     assert [line.split("\t")[0] for line in run.stdout.splitlines()] == shipped
 
 
 def test_explain_shows_rules_with_their_lines() -> None:
-    run = toolnexus("explain", "anthropic")
+    run = run_cli("explain", "anthropic")
     assert run.returncode == 0
     assert "rules/anthropic.yaml:" in run.stdout and "response.finish_reason" in run.stdout
-    code = toolnexus("explain", "anthropic", "--code")
-    assert "def render(s, c):" in code.stdout and "'tool_use'" in code.stdout
+    code = explain_code("anthropic")
+    assert "def render(s, c):" in code and "'tool_use'" in code
 
 
 @pytest.mark.parametrize(
@@ -98,7 +93,7 @@ def test_explain_shows_rules_with_their_lines() -> None:
     ],
 )
 def test_errors_are_one_line_and_exit_2(args: tuple[str, ...], stdin: str | None, expected: str) -> None:
-    run = toolnexus(*args, stdin=stdin)
+    run = run_cli(*args, stdin=stdin)
     assert run.returncode == 2
     assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
     assert expected in run.stderr
@@ -108,7 +103,7 @@ def test_a_broken_rules_directory_names_file_and_line(tmp_path: Path) -> None:
     shutil.copy(REPO / "rules" / "openai.yaml", tmp_path / "openai.yaml")
     with (tmp_path / "openai.yaml").open("a") as fh:
         fh.write("respnse: {}\n")
-    run = toolnexus("providers", "--rules", str(tmp_path))
+    run = run_cli("providers", "--rules", str(tmp_path))
     assert run.returncode == 2
     assert "openai.yaml:" in run.stderr and "did you mean 'response'" in run.stderr
 
@@ -149,7 +144,7 @@ def one_error_line(run: subprocess.CompletedProcess[str], code: int = 2) -> str:
 def test_unreadable_input_is_one_line_naming_the_file(tmp_path: Path, content: bytes, expected: str | None) -> None:
     path = tmp_path / "input.json"
     path.write_bytes(content)
-    run = toolnexus("request", "--to", "openai", str(path))
+    run = run_cli("request", "--to", "openai", str(path))
     if expected is None:
         assert run.returncode == 0, run.stderr
         return
@@ -157,13 +152,13 @@ def test_unreadable_input_is_one_line_naming_the_file(tmp_path: Path, content: b
 
 
 def test_an_endless_input_is_bounded() -> None:
-    run = toolnexus("request", "--to", "openai", "/dev/zero")
+    run = run_cli("request", "--to", "openai", "/dev/zero")
     assert "/dev/zero: larger than the input limit of 64 MiB" in one_error_line(run)
 
 
 def test_a_lone_surrogate_is_refused_not_printed() -> None:
     stdin = '{"model": "m", "messages": [{"role": "user", "content": "a\\ud800b"}]}'
-    run = toolnexus("request", "--to", "openai", stdin=stdin)
+    run = run_cli("request", "--to", "openai", stdin=stdin)
     assert "<stdin>" in one_error_line(run) and run.stdout == ""
 
 
@@ -210,7 +205,7 @@ def test_request_on_a_terminal_says_it_reads_stdin_and_ctrl_c_ends_it() -> None:
 def test_a_provider_error_body_is_reported_as_the_providers_error(tmp_path: Path) -> None:
     path = tmp_path / "reply.json"
     path.write_text(json.dumps({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))
-    run = toolnexus("response", "--from", "anthropic", str(path))
+    run = run_cli("response", "--from", "anthropic", str(path))
     line = one_error_line(run)
     assert f"{path}: " in line and "anthropic's error" in line and "overloaded_error: Overloaded" in line
     with pytest.raises(ProviderError) as caught:
@@ -225,20 +220,20 @@ def test_a_provider_error_body_is_reported_as_the_providers_error(tmp_path: Path
 def test_errors_name_the_file_and_suggest_cli_flags(tmp_path: Path) -> None:
     path = tmp_path / "req.json"
     path.write_text(json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "temprature": 1}))
-    line = one_error_line(toolnexus("request", "--to", "anthropic", str(path)))
+    line = one_error_line(run_cli("request", "--to", "anthropic", str(path)))
     assert line.startswith(f"toolnexus: error: {path}: temprature: ")
     assert "--drop-unknown" in line and "unknown_fields" not in line
-    assert toolnexus("request", "--to", "anthropic", "--drop-unknown", str(path)).returncode == 0
+    assert run_cli("request", "--to", "anthropic", "--drop-unknown", str(path)).returncode == 0
 
 
 def test_stream_true_says_how_to_stream_from_the_command_line() -> None:
     stdin = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True})
-    line = one_error_line(toolnexus("request", "--to", "anthropic", stdin=stdin))
+    line = one_error_line(run_cli("request", "--to", "anthropic", stdin=stdin))
     assert "--stream" in line and "client.translate_stream" not in line
-    streamed = toolnexus("request", "--to", "anthropic", "--stream", stdin=stdin)
+    streamed = run_cli("request", "--to", "anthropic", "--stream", stdin=stdin)
     assert streamed.returncode == 0, streamed.stderr
     assert json.loads(streamed.stdout)["stream"] is True
-    gemini = toolnexus("request", "--to", "gemini", "--stream", stdin=stdin)
+    gemini = run_cli("request", "--to", "gemini", "--stream", stdin=stdin)
     assert "stream" not in json.loads(gemini.stdout), "gemini streams by URL, not by a body field"
 
 
@@ -250,7 +245,7 @@ def test_response_stream_translates_a_captured_event_stream(provider: str) -> No
     """Each chunk one JSON line; together they make exactly the whole answer's result."""
     framing = load_rules().get(provider).streaming.framing  # type: ignore[union-attr]
     events = demo_file(provider, STREAM_FILES[framing][0])  # the capture in the provider's own framing
-    run = toolnexus("response", "--from", provider, "--stream", str(events))
+    run = run_cli("response", "--from", provider, "--stream", str(events))
     assert run.returncode == 0, run.stderr
     chunks = [json.loads(line) for line in run.stdout.splitlines()]
     assert all(chunk["object"] == "chat.completion.chunk" for chunk in chunks)
@@ -258,7 +253,7 @@ def test_response_stream_translates_a_captured_event_stream(provider: str) -> No
     assert finish == ["tool_calls"]
     whole = json.loads(demo_file(provider).read_text())["replies"][0]
     assert [c for c in chunks if not c["choices"]][-1]["usage"] == translate_response(provider, whole).usage
-    empty = one_error_line(toolnexus("response", "--from", provider, "--stream", stdin=""))
+    empty = one_error_line(run_cli("response", "--from", provider, "--stream", stdin=""))
     assert "<stdin>: no " in empty and " in it" in empty
 
 
@@ -268,7 +263,7 @@ def test_response_stream_translates_a_captured_event_stream(provider: str) -> No
 def test_check_with_a_changed_mapping_can_be_made_green(tmp_path: Path) -> None:
     text = (REPO / "rules" / "openai.yaml").read_text()
     (tmp_path / "openai.yaml").write_text(text.replace("content_filter: content_filter", "content_filter: stop"))
-    red = toolnexus("check", "--rules", str(tmp_path))
+    red = run_cli("check", "--rules", str(tmp_path))
     assert red.returncode == 1
     builtin = REPO / "fixtures" / "cases" / "response-finish-content-filter.yaml"
     assert f"FAIL  openai/response-finish-content-filter  {builtin.relative_to(REPO)}\n" in red.stdout
@@ -278,7 +273,7 @@ def test_check_with_a_changed_mapping_can_be_made_green(tmp_path: Path) -> None:
     concern["providers"] = {"openai": concern["providers"]["openai"]}
     concern["providers"]["openai"]["expect_result"]["finish_reason"] = "stop"
     mine.write_text(yaml.safe_dump(concern))
-    green = toolnexus("check", "--rules", str(tmp_path), "-v")
+    green = run_cli("check", "--rules", str(tmp_path), "-v")
     assert green.returncode == 0, green.stdout
     assert f"ok    openai/response-finish-content-filter  {mine}" in green.stdout
     assert all("  " in line.removeprefix("ok    ") for line in green.stdout.splitlines()[:-1]), (
@@ -294,7 +289,7 @@ def test_a_users_concern_names_known_providers_and_the_case_layout(tmp_path: Pat
     (cases / "mine.yaml").write_text("doc: x\nrequest: {model: m, messages: []}\nproviders:\n  opnai: {skip: none}\n")
     (tmp_path / "fixtures" / "openai").mkdir()
     (tmp_path / "fixtures" / "openai" / "old.yaml").write_text("doc: x\n")
-    red = toolnexus("check", "--rules", str(tmp_path))
+    red = run_cli("check", "--rules", str(tmp_path))
     assert red.returncode == 1
     assert f"FAIL  opnai/mine  {cases / 'mine.yaml'}\n" in red.stdout and "did you mean 'openai'" in red.stdout
     assert f"FAIL  old  {tmp_path / 'fixtures' / 'openai' / 'old.yaml'}\n" in red.stdout
@@ -336,9 +331,9 @@ def test_case_file_errors_are_located(tmp_path: Path) -> None:
 
 
 def test_version_and_bare_help() -> None:
-    version = toolnexus("--version")
+    version = run_cli("--version")
     assert version.returncode == 0 and version.stdout.startswith("toolnexus ")
-    bare = toolnexus()
+    bare = run_cli()
     assert bare.returncode == 0 and bare.stdout.startswith("usage: toolnexus") and "exit codes:" in bare.stdout
 
 
@@ -355,7 +350,7 @@ def test_every_option_has_help_and_every_command_an_example() -> None:
 
 
 def test_check_and_demo_end_with_one_summary_line() -> None:
-    check = toolnexus("check")
+    check = run_cli("check")
     assert re.fullmatch(r"rules valid \([a-z, -]+\); \d+ passed, 0 failed in \d+\.\ds\n", check.stdout), check.stdout
     out = io.StringIO()
     assert asyncio.run(run_demo(out)) == 0
@@ -393,5 +388,5 @@ def test_the_last_resort_is_one_line_too(
 def test_response_stream_of_a_broken_event_stream_capture_is_one_error_line(tmp_path: Path) -> None:
     capture = demo_file("bedrock", STREAM_FILES["aws-eventstream"][0]).read_bytes()
     (tmp_path / "cut.eventstream").write_bytes(capture[: len(capture) // 2])
-    line = one_error_line(toolnexus("response", "--from", "bedrock", "--stream", str(tmp_path / "cut.eventstream")))
+    line = one_error_line(run_cli("response", "--from", "bedrock", "--stream", str(tmp_path / "cut.eventstream")))
     assert "cut.eventstream: the event stream ended inside a frame" in line

@@ -151,6 +151,16 @@ def make_client(stub: ProviderStub, style: str, **options: Any) -> toolnexus.Cli
     return create_client(base_url=stub.base_url, style=style, model="m", **options)
 
 
+def translate_once(stub: ProviderStub, style: str, **options: Any) -> toolnexus.TranslateResult:
+    """`client.translate(USER)` once, on a fresh `make_client` client."""
+
+    async def main() -> toolnexus.TranslateResult:
+        async with make_client(stub, style, **options) as client:
+            return await client.translate(USER)
+
+    return asyncio.run(main())
+
+
 USER = [{"role": "user", "content": "hi"}]
 
 
@@ -159,12 +169,7 @@ USER = [{"role": "user", "content": "hi"}]
 
 def test_anthropic_endpoint_and_auth_come_from_the_rule_file() -> None:
     with Stub(always(text_reply("anthropic"))) as stub:
-
-        async def main() -> None:
-            async with make_client(stub, "anthropic", api_key="k-anthropic", transport=None) as client:
-                await client.translate(USER)
-
-        asyncio.run(main())
+        translate_once(stub, "anthropic", api_key="k-anthropic", transport=None)
     [request] = stub.requests
     assert request.path == "/v1/messages"
     assert request.headers["x-api-key"] == "k-anthropic"
@@ -175,12 +180,7 @@ def test_anthropic_endpoint_and_auth_come_from_the_rule_file() -> None:
 
 def test_openai_endpoint_and_auth_come_from_the_rule_file() -> None:
     with Stub(always(text_reply("openai"))) as stub:
-
-        async def main() -> None:
-            async with make_client(stub, "openai", api_key="k-openai", transport=None) as client:
-                await client.translate(USER)
-
-        asyncio.run(main())
+        translate_once(stub, "openai", api_key="k-openai", transport=None)
     [request] = stub.requests
     assert request.path == "/v1/chat/completions"
     assert request.headers["authorization"] == "Bearer k-openai"
@@ -215,12 +215,7 @@ def test_key_comes_from_the_env_var_the_rules_name(style: str, monkeypatch: pyte
 def test_an_explicit_api_key_wins_over_the_env_var(style: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV[style], "env-key")
     with Stub(always(text_reply(style))) as stub:
-
-        async def main() -> None:
-            async with make_client(stub, style, api_key="explicit-key") as client:
-                await client.translate(USER)
-
-        asyncio.run(main())
+        translate_once(stub, style, api_key="explicit-key")
     assert auth_value(style, stub.requests[0]) == expected_auth(style, "explicit-key")
 
 
@@ -425,12 +420,7 @@ def test_a_minimal_body_equals_translate_request_and_raw_is_unchanged(style: str
     reply = text_reply(style)
     reply["unexpected_provider_field"] = {"nested": [1, 2, {"x": None}]}
     with Stub(always(reply)) as stub:
-
-        async def main() -> toolnexus.TranslateResult:
-            async with make_client(stub, style) as client:
-                return await client.translate(USER)
-
-        result = asyncio.run(main())
+        result = translate_once(stub, style)
     assert stub.requests[0].body == json.loads(json.dumps(translate_request(style, {"model": "m", "messages": USER})))
     assert result.raw == reply
     assert result.usage["total_tokens"] == 15
@@ -441,12 +431,7 @@ def test_result_model_is_what_the_provider_says(style: str) -> None:
     reply = text_reply(style)
     reply["model"] = "some-other-snapshot-2025"
     with Stub(always(reply)) as stub:
-
-        async def main() -> toolnexus.TranslateResult:
-            async with make_client(stub, style) as client:
-                return await client.translate(USER)
-
-        assert asyncio.run(main()).model == "some-other-snapshot-2025"
+        assert translate_once(stub, style).model == "some-other-snapshot-2025"
 
 
 @pytest.mark.parametrize("style", STYLES)
@@ -504,12 +489,7 @@ def test_order_is_translation_then_request_params_then_before_llm(style: str) ->
         return replacement
 
     with Stub(always(text_reply(style))) as stub:
-
-        async def main() -> None:
-            async with make_client(stub, style, request_params={"temperature": 0.5}, before_llm=before) as client:
-                await client.translate(USER)
-
-        asyncio.run(main())
+        translate_once(stub, style, request_params={"temperature": 0.5}, before_llm=before)
     translated = json.loads(json.dumps(translate_request(style, {"model": "m", "messages": USER})))
     assert seen == [{**translated, "temperature": 0.5}]  # before_llm sees the merged body
     assert stub.requests[0].body == replacement  # and its replacement is what goes on the wire
@@ -590,12 +570,7 @@ def test_an_answer_is_checked_once_in_its_parse(style: str, monkeypatch: pytest.
     check = jsonsafe.check
     monkeypatch.setattr(jsonsafe, "check", lambda value: walked.append(value) or check(value))
     with Stub(always(tool_reply(style, "add", {"a": 1.5, "b": [None, 2]}))) as stub:
-
-        async def main() -> toolnexus.TranslateResult:
-            async with make_client(stub, style) as client:
-                return await client.translate(USER)
-
-        result = asyncio.run(main())
+        result = translate_once(stub, style)
     assert json.loads(result.tool_calls[0].arguments) == {"a": 1.5, "b": [None, 2]}
     assert [sorted(value) for value in walked] == [["messages", "model"]]  # the request's check alone
 
@@ -607,14 +582,8 @@ def test_an_answer_after_llm_changed_is_checked_again(style: str) -> None:
     def poison(data: dict[str, Any]) -> None:
         data["x"] = {"n": float("nan")}
 
-    with Stub(always(text_reply(style))) as stub:
-
-        async def main() -> None:
-            async with make_client(stub, style, after_llm=poison) as client:
-                await client.translate(USER)
-
-        with pytest.raises(toolnexus.ResponseError) as info:
-            asyncio.run(main())
+    with Stub(always(text_reply(style))) as stub, pytest.raises(toolnexus.ResponseError) as info:
+        translate_once(stub, style, after_llm=poison)
     assert info.value.path == "x.n"
 
 
@@ -942,12 +911,7 @@ def test_retryable_statuses_are_retried(style: str, status: int) -> None:
     responder = scripted([StubReply(status=status, body=error_body(style, "api_error", "transient")),
                           text_reply(style)])  # fmt: skip
     with Stub(responder) as stub:
-
-        async def main() -> toolnexus.TranslateResult:
-            async with make_client(stub, style, on_event=events.append) as client:
-                return await client.translate(USER)
-
-        result = asyncio.run(main())
+        result = translate_once(stub, style, on_event=events.append)
     assert result.text == "hello there"
     assert len(stub.requests) == 2
     assert [e.attempts for e in events] == [2]
@@ -1159,12 +1123,7 @@ def test_a_cut_connection_gives_a_provider_error_not_a_raw_exception(style: str,
 def test_a_cut_connection_then_success_is_retried(style: str) -> None:
     responder = scripted([StubReply(body=text_reply(style), cut=True), text_reply(style)])
     with Stub(responder) as stub:
-
-        async def main() -> toolnexus.TranslateResult:
-            async with make_client(stub, style) as client:
-                return await client.translate(USER)
-
-        assert asyncio.run(main()).text == "hello there"
+        assert translate_once(stub, style).text == "hello there"
     assert len(stub.requests) == 2
 
 
@@ -1316,12 +1275,7 @@ def test_per_attempt_timeout(style: str) -> None:
 def test_a_per_attempt_timeout_is_retried(style: str) -> None:
     responder = scripted([StubReply(body=text_reply(style, "slow"), delay=1.0), text_reply(style, "fast")])
     with Stub(responder) as stub:
-
-        async def main() -> toolnexus.TranslateResult:
-            async with make_client(stub, style, timeout=0.2, max_retries=1) as client:
-                return await client.translate(USER)
-
-        assert asyncio.run(main()).text == "fast"
+        assert translate_once(stub, style, timeout=0.2, max_retries=1).text == "fast"
     assert len(stub.requests) == 2
 
 
@@ -1410,12 +1364,7 @@ def test_exactly_one_event_and_one_debug_record_per_translate(style: str, caplog
 def test_no_event_callback_is_fine_and_the_logger_still_gets_one_record(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="toolnexus")
     with Stub(always(text_reply("openai"))) as stub:
-
-        async def main() -> None:
-            async with make_client(stub, "openai") as client:
-                await client.translate(USER)
-
-        asyncio.run(main())
+        translate_once(stub, "openai")
     assert len([r for r in caplog.records if r.name == "toolnexus"]) == 1
 
 

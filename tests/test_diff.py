@@ -7,7 +7,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from html.parser import HTMLParser
 from itertools import takewhile
 from pathlib import Path
@@ -15,18 +14,13 @@ from typing import Any
 
 import pytest
 
+from support.cli import run_cli
 from support.made_up import ACME_FORMAT
 from toolnexus import load_rules
 from toolnexus.devtools.diff import NOTHING, Report, build_report, render_html, render_markdown, render_table
 
 REPO = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- toolnexus diff: begin -->", "<!-- toolnexus diff: end -->"
-
-
-def toolnexus(*args: str) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).with_name("toolnexus")
-    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "toolnexus"]
-    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=60)
 
 
 def cell(report: Report, concept: str, provider: str) -> tuple[str, ...]:
@@ -64,7 +58,7 @@ def test_readme_table_is_the_generated_one() -> None:
 
 
 def test_the_cli_prints_what_the_readme_is_compared_with() -> None:
-    run = toolnexus("diff", "--format", "markdown")
+    run = run_cli("diff", "--format", "markdown")
     assert run.returncode == 0, run.stderr
     assert run.stdout == render_markdown(build_report(load_rules()))
 
@@ -127,7 +121,7 @@ def test_a_user_rules_dir_with_an_edited_finish_reason_table_shows_the_edit(tmp_
     report = build_report(load_rules(rules), ["anthropic"])
     assert cell(report, "finish_reason stop from", "anthropic") == ("end_turn, stop_sequence, pause_turn, refusal",)
     assert cell(report, "finish_reason content_filter from", "anthropic") == ()
-    run = toolnexus("diff", "anthropic", "--rules", str(rules), "--format", "markdown")
+    run = run_cli("diff", "anthropic", "--rules", str(rules), "--format", "markdown")
     assert run.returncode == 0, run.stderr
     assert "| finish_reason stop from | end_turn, stop_sequence, pause_turn, refusal |" in run.stdout
     assert f"| finish_reason content_filter from | {NOTHING} |" in run.stdout
@@ -151,12 +145,12 @@ def test_providers_are_selected_in_the_order_given() -> None:
     assert sorted(build_report(book).providers) == book.names()  # all of them, each family together
     assert build_report(book, ["openai"]).providers == ("openai",)
     assert build_report(book, ["openai", "anthropic", "openai"]).providers == ("openai", "anthropic")
-    run = toolnexus("diff", "openai", "--format", "markdown")
+    run = run_cli("diff", "openai", "--format", "markdown")
     assert run.stdout.splitlines()[0] == "| concept | openai |"
 
 
 def test_an_unknown_provider_is_a_one_line_error() -> None:
-    run = toolnexus("diff", "anthropc")
+    run = run_cli("diff", "anthropc")
     assert run.returncode == 2
     assert "did you mean 'anthropic'" in run.stderr and run.stdout == ""
 
@@ -289,11 +283,11 @@ def test_the_terminal_table_never_splits_a_word_or_a_note_marker() -> None:
 
 def test_output_writes_the_file_instead_of_printing(tmp_path: Path) -> None:
     target = tmp_path / "diff.html"
-    run = toolnexus("diff", "--format", "html", "--output", str(target))
+    run = run_cli("diff", "--format", "html", "--output", str(target))
     assert run.returncode == 0, run.stderr
     assert run.stdout == ""
     assert target.read_text() == render_html(build_report(load_rules()))
-    plain = toolnexus("diff", "anthropic")
+    plain = run_cli("diff", "anthropic")
     assert plain.returncode == 0 and plain.stdout.startswith("concept")
 
 
@@ -354,10 +348,10 @@ def test_html_marks_the_rows_where_providers_differ() -> None:
 
 
 def test_the_providers_option_chooses_and_orders_the_columns(tmp_path: Path) -> None:
-    run = toolnexus("diff", "--providers", "openai,anthropic", "--format", "markdown")
+    run = run_cli("diff", "--providers", "openai,anthropic", "--format", "markdown")
     assert run.returncode == 0, run.stderr
     assert run.stdout == render_markdown(build_report(load_rules(), ["openai", "anthropic"]))
-    bad = toolnexus("diff", "--providers", "openai,antropic")
+    bad = run_cli("diff", "--providers", "openai,antropic")
     assert bad.returncode == 2 and "did you mean 'anthropic'" in bad.stderr
 
 
@@ -478,10 +472,10 @@ def test_a_family_is_picked_with_plus_variants(tmp_path: Path) -> None:
     assert build_report(book, ["openai+variants"]).providers == tuple(family)
     assert build_report(book, ["zeta+variants"]).providers == ("zeta", "eta")
     assert build_report(book, ["anthropic", "openai+variants", "zeta"]).providers == ("anthropic", *family)
-    run = toolnexus("diff", "--rules", str(tmp_path), "--providers", "zeta+variants", "--format", "markdown")
+    run = run_cli("diff", "--rules", str(tmp_path), "--providers", "zeta+variants", "--format", "markdown")
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines()[0] == "| concept | zeta | eta |"
-    bad = toolnexus("diff", "--providers", "opnai+variants")
+    bad = run_cli("diff", "--providers", "opnai+variants")
     assert bad.returncode == 2 and "did you mean 'openai'" in bad.stderr
 
 
@@ -601,18 +595,18 @@ def test_the_shipped_messages_format_shows_derived_and_declared_fields() -> None
 
 def test_the_sources_option_prints_the_format_report(tmp_path: Path) -> None:
     rules = made_up_formats(tmp_path)
-    run = toolnexus("diff", "--sources", "acme,anthropic", "--rules", str(rules), "--format", "markdown")
+    run = run_cli("diff", "--sources", "acme,anthropic", "--rules", str(rules), "--format", "markdown")
     assert run.returncode == 0, run.stderr
     assert run.stdout == render_markdown(format_report(load_rules(rules), ["acme", "anthropic"]))
     assert table_lines(run.stdout)[0] == "| concept | acme | anthropic |"
-    page = toolnexus("diff", "--sources", "--rules", str(rules), "--format", "html")
+    page = run_cli("diff", "--sources", "--rules", str(rules), "--format", "html")
     assert page.returncode == 0 and "<title>toolnexus: format differences</title>" in page.stdout
     for wrong in (
         ["--sources", "acmee"],
         ["anthropic", "--sources"],
         ["--summary", "--sources"],
     ):
-        bad = toolnexus("diff", *wrong, "--rules", str(rules))
+        bad = run_cli("diff", *wrong, "--rules", str(rules))
         assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.splitlines()) == 1, (wrong, bad.stderr)
 
 
@@ -639,5 +633,5 @@ def test_the_normal_form_is_the_first_format_column_with_its_readers_rows() -> N
     )
     assert cell(report, "user message (reader)", "anthropic") == ()  # another format has no reader rows
     assert cell(report, "finish_reason length →", "openai")[0].startswith("choices[0].finish_reason length (derived")
-    run = toolnexus("diff", "--sources", "openai", "--format", "markdown")
+    run = run_cli("diff", "--sources", "openai", "--format", "markdown")
     assert run.returncode == 0 and table_lines(run.stdout)[0] == "| concept | openai |", run.stderr

@@ -8,13 +8,12 @@ Plain mappings merge key by key, lists, scalars and template operations replace,
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import toolnexus
+from support.cli import run_cli
 from toolnexus import RuleError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -265,6 +264,5 @@ def test_the_readme_variant_example_loads_and_refuses_what_it_says(tmp_path: Pat
     with pytest.raises(toolnexus.TranslationError) as refused:
         toolnexus.translate_request("acme", {**REQUEST, "web_search_options": {}}, rules=tmp_path)
     assert refused.value.path == "web_search_options"
-    checked = subprocess.run([sys.executable, "-m", "toolnexus", "check", "--rules", str(tmp_path)],
-                             capture_output=True, text=True, timeout=300)  # fmt: skip
+    checked = run_cli("check", "--rules", str(tmp_path))
     assert checked.returncode == 0, checked.stdout[-2000:]  # every parent column it runs passes as written

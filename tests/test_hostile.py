@@ -12,8 +12,6 @@ import contextlib
 import copy
 import json
 import math
-import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolnexus
+from support.cli import run_cli
 from toolnexus import (
     ProviderError,
     ResponseError,
@@ -439,16 +438,10 @@ def test_every_boundary_decodes_through_one_loads_that_raises_only_value_errors(
 # ---------------------------------------------------------------- the CLI
 
 
-def cli(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).with_name("toolnexus")
-    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "toolnexus"]
-    return subprocess.run([*command, *args], input=stdin, capture_output=True, text=True, timeout=60)
-
-
 @pytest.mark.parametrize("literal", ["NaN", "1e400", "-Infinity"])
 def test_the_cli_refuses_nan_and_infinity_with_the_path_and_prints_no_json(literal: str) -> None:
     text = json.dumps(request_with(temperature=0.5)).replace("0.5", literal)
-    run = cli("request", "--to", "openai", "-", stdin=text)
+    run = run_cli("request", "--to", "openai", "-", stdin=text)
     assert run.returncode == 2
     assert run.stdout == ""
     assert "temperature" in run.stderr and "Traceback" not in run.stderr
@@ -465,7 +458,7 @@ def test_the_cli_refuses_nan_and_infinity_with_the_path_and_prints_no_json(liter
 def test_the_cli_reports_a_hostile_input_file_in_one_line(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "in.json"
     path.write_bytes(content)
-    run = cli("request", "--to", "anthropic", str(path), stdin="")
+    run = run_cli("request", "--to", "anthropic", str(path), stdin="")
     assert run.returncode == 2
     assert run.stdout == "" and run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
 

@@ -8,20 +8,19 @@ import dataclasses
 import math
 import random
 import re
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 import pytest
 
 import toolnexus
+from support.cli import explain_code
 from toolnexus import ResponseError, load_rules, translate_response
 from toolnexus.devtools.conformance import load_cases
 from toolnexus.language import jsonsafe
 from toolnexus.language.paths import MISSING
 from toolnexus.language.templates import Ctx
-from toolnexus.translate.outbound import Outbound, _Code, _explain_counts, _Found, check_usage, generate
+from toolnexus.translate.outbound import Outbound, _Code, _explain_counts, _Found, check_usage
 from toolnexus.translate.result import TranslatedToolCall, TranslateResult, new_tool_call
 
 PROVIDERS = toolnexus.providers()
@@ -117,9 +116,7 @@ def test_explain_code_shows_the_one_response_function(provider: str) -> None:
     explained = load_rules().get(provider).explain(code=True).replace("\n  ", "\n")
     assert compiled.code.rstrip() in explained
     assert compiled.templates_code and all(text.rstrip() in explained for _, text in compiled.templates_code)
-    shown = subprocess.run(
-        [sys.executable, "-m", "toolnexus", "explain", provider, "--code"], capture_output=True, text=True, check=True
-    ).stdout
+    shown = explain_code(provider)
     assert "def respond(o, r, requested_model, id_map=None, tokens=0):" in shown
 
 
@@ -288,16 +285,14 @@ def test_new_tool_call_sets_every_field_the_dataclass_declares() -> None:
 
 
 def with_spied_usage(outbound: Outbound, calls: list[Any]) -> Outbound:
-    """The outbound regenerated with its usage template counting the calls (the usage explain step)."""
+    """The outbound regenerated (by `replace`) with its usage template counting the calls (the usage explain step)."""
     usage = outbound.usage
 
     def spy(response: Any, ctx: Ctx) -> Any:
         calls.append(response)
         return usage(response, ctx)
 
-    spied = dataclasses.replace(outbound, usage=spy)
-    code, run = generate(spied)
-    return dataclasses.replace(spied, code=code, run=run)
+    return dataclasses.replace(outbound, usage=spy)
 
 
 @pytest.mark.parametrize(("provider", "name", "response"), CLEAN, ids=[f"{p}/{n}" for p, n, _ in CLEAN])

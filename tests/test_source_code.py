@@ -8,7 +8,6 @@ notes, or the same located error, for every source request the case tables, the 
 from __future__ import annotations
 
 import copy
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 import toolnexus
 from support.cases import CASES
+from support.cli import explain_code, run_cli
 from support.made_up import ACME_FORMAT
 from toolnexus import ToolnexusError, load_rules
 from toolnexus.language.paths import MISSING
@@ -128,13 +128,8 @@ def test_generated_reader_of_a_made_up_format(tmp_path: Path) -> None:
 
 
 def test_explain_shows_the_generated_reader() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "toolnexus", "explain", "--source", "anthropic", "--code"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert "def transcript(msgs, system, objects=False):" in done.stdout and "def write(view, c):" in done.stdout
+    shown = explain_code("--source", "anthropic")
+    assert "def transcript(msgs, system, objects=False):" in shown and "def write(view, c):" in shown
 
 
 def test_the_whole_answer_is_one_generated_function(tmp_path: Path) -> None:
@@ -200,7 +195,7 @@ def test_the_writer_seals_a_call_as_seal_does(source: str) -> None:
 
 
 def test_explain_needs_a_provider_or_a_source() -> None:
-    done = subprocess.run([sys.executable, "-m", "toolnexus", "explain"], capture_output=True, text=True, check=False)
+    done = run_cli("explain")
     assert done.returncode != 0 and "--source" in done.stderr and "Traceback" not in done.stderr
 
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 import copy
 import json
 import random
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from hypothesis import strategies as st
 import toolnexus
 from support.answers import GEMINI_ANSWER
 from support.cases import CASES
+from support.cli import run_cli
 from support.judges import ANTHROPIC_REQUEST, ANTHROPIC_SDK_GAPS, judge
 from support.made_up import ACME_FORMAT
 from support.messages import accumulate, judge_event, judge_message
@@ -524,7 +523,9 @@ def test_user_rules_directory_unknown_format_names_the_known_ones(tmp_path: Path
 
 def test_cli_source_from_the_rules_directory(tmp_path: Path) -> None:
     rules = user_format(tmp_path)
-    done = cli("request", "--to", "anthropic", "--rules", str(rules), "--source", "acme", "-", stdin=json.dumps(HELLO))
+    done = run_cli(
+        "request", "--to", "anthropic", "--rules", str(rules), "--source", "acme", "-", stdin=json.dumps(HELLO)
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["max_tokens"] == 5
 
@@ -532,17 +533,11 @@ def test_cli_source_from_the_rules_directory(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- the CLI
 
 
-def cli(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "toolnexus", *args], input=stdin, capture_output=True, text=True, check=False
-    )
-
-
 def test_cli_source_both_directions() -> None:
-    done = cli("request", "--to", "gemini", "--source", "anthropic", "-", stdin=json.dumps(conversation()))
+    done = run_cli("request", "--to", "gemini", "--source", "anthropic", "-", stdin=json.dumps(conversation()))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["generationConfig"]["stopSequences"] == ["END"]
-    done = cli("response", "--from", "gemini", "--source", "anthropic", "-", stdin=json.dumps(GEMINI_ANSWER))
+    done = run_cli("response", "--from", "gemini", "--source", "anthropic", "-", stdin=json.dumps(GEMINI_ANSWER))
     assert done.returncode == 0, done.stderr
     judge_message(json.loads(done.stdout))
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 import typing
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from openai.types.responses.response_create_params import ResponseCreateParamsBa
 
 from support.answers import GEMINI_ANSWER
 from support.cases import CASES
+from support.cli import run_cli
 from support.responses import judge_response, judge_responses_request
 from toolnexus import ResponseError, RuleError, TranslationError, load_rules, translate_request, translate_response
 from toolnexus.language.paths import compile_path
@@ -643,14 +642,10 @@ def test_generated_responses_requests_come_out_as_they_went_in(request: dict[str
 def test_cli_source_both_directions() -> None:
     """`--source openai-responses` on the CLI: a Responses request in, a Response out."""
 
-    def cli(*args: str, stdin: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "toolnexus", *args]
-        return subprocess.run(command, input=stdin, capture_output=True, text=True, check=False)
-
-    done = cli("request", "--to", "gemini", "--source", SOURCE, "-", stdin=json.dumps(conversation()))
+    done = run_cli("request", "--to", "gemini", "--source", SOURCE, "-", stdin=json.dumps(conversation()))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["generationConfig"]["maxOutputTokens"] == 2048
-    done = cli("response", "--from", "gemini", "--source", SOURCE, "-", stdin=json.dumps(GEMINI_ANSWER))
+    done = run_cli("response", "--from", "gemini", "--source", SOURCE, "-", stdin=json.dumps(GEMINI_ANSWER))
     assert done.returncode == 0, done.stderr
     judge_response(json.loads(done.stdout))
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import subprocess
 import sys
 import uuid
 from collections import defaultdict
@@ -28,6 +27,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import toolnexus
+from support.cli import explain_code
 from support.faults import error_object, text_reply, tool_call_reply
 from support.messages import accumulate, judge_event
 from support.responses import judge_response, judge_responses_event, provider_data, sdk_accumulates
@@ -621,11 +621,6 @@ def test_each_stream_moment_is_one_generated_function(fmt: str, tmp_path: Path) 
 
 
 def test_explain_shows_the_stream_writers() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "toolnexus", "explain", "--source", "openai-responses", "--code"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert "stream: the events' generated writers" in done.stdout
-    assert "def write_piece_text(s, piece, q, c):" in done.stdout and "def write_end(s, piece, q, c):" in done.stdout
+    shown = explain_code("--source", "openai-responses")
+    assert "stream: the events' generated writers" in shown
+    assert "def write_piece_text(s, piece, q, c):" in shown and "def write_end(s, piece, q, c):" in shown

@@ -22,6 +22,8 @@ from jmespath.functions import Functions
 from jmespath.parser import ParsedResult
 from jmespath.visitor import TreeInterpreter
 
+from .codegen import Namespace
+
 
 class _Missing:
     """Absent, as opposed to null: an operation that yields it omits its key."""
@@ -267,26 +269,15 @@ def _never_raises(node: Any) -> bool:
     return ok and all(_never_raises(child) for child in node["children"] if isinstance(child, dict))
 
 
-class _Generator:
+class _Generator(Namespace):
     """Emits the statements of one rich path; each `emit` gives the name that holds its node's value."""
 
     def __init__(self) -> None:
+        super().__init__({"EMPTY": _EMPTY_WHEN_FALSE, "call": _FUNCTIONS.call_function, "TYPES": _TYPE_NAMES,
+                          "MISSING": MISSING, "JMESPathTypeError": JMESPathTypeError, "countOf": countOf})  # fmt: skip
         self.lines: list[str] = []
-        self.names: dict[str, Any] = {"EMPTY": _EMPTY_WHEN_FALSE, "call": _FUNCTIONS.call_function,
-                                      "TYPES": _TYPE_NAMES, "MISSING": MISSING,
-                                      "JMESPathTypeError": JMESPathTypeError, "countOf": countOf}  # fmt: skip
-        self.count = 0
         self.bools: set[str] = set()  # names that always hold True or False (comparisons, `!`)
         self.read: dict[tuple[str, str], str] = {}  # (name, key) -> the name its field was read into, in scope
-
-    def var(self) -> str:
-        self.count += 1
-        return f"v{self.count}"
-
-    def const(self, value: Any) -> str:
-        name = f"k{len(self.names)}"
-        self.names[name] = value
-        return name
 
     def false_test(self, name: str) -> str:
         """jmespath's falsehood of `name` as Python: `not` for a boolean, decided here for a literal."""
@@ -319,7 +310,7 @@ class _Generator:
         if kind in ("current", "identity"):
             return src
         if kind == "literal":
-            return self.const(value)
+            return self.name(value, "k")
         if kind == "key_val_pair":
             return self.emit(children[0], src, pad)
         if kind in ("subexpression", "index_expression", "pipe"):
@@ -332,7 +323,7 @@ class _Generator:
             return self.project(node, src, pad)
         if kind == "field" and (src, value) in self.read:  # read before, on a way that leads here
             return self.read[src, value]
-        out = self.var()
+        out = self.fresh("v")
         if kind == "field":
             self.line(pad, f"{out} = {src}.get({value!r}) if isinstance({src}, dict) else None")
             self.read[src, value] = out
@@ -343,7 +334,7 @@ class _Generator:
             self.line(pad, f"{out} = {src}[{value}] if {fits} else None")
         elif kind == "flatten":
             base = self.emit(children[0], src, pad)
-            item = self.var()
+            item = self.fresh("v")
             self.line(pad, f"if isinstance({base}, list):")
             self.line(pad, f"    {out} = []")
             self.line(pad, f"    for {item} in {base}:")
@@ -406,7 +397,7 @@ class _Generator:
         """`base[*].rest`, `base[?test].rest`: rest of each element of a list base, nulls left out (with
         `first`, the first such value, or None)."""
         base_node, rest_node, *test = node["children"]
-        base, out, item = self.emit(base_node, src, pad), self.var(), self.var()
+        base, out, item = self.emit(base_node, src, pad), self.fresh("v"), self.fresh("v")
         self.line(pad, f"{out} = None")
         self.line(pad, f"if isinstance({base}, list):")
         if not first:
@@ -433,10 +424,10 @@ class _Generator:
             left = right  # the literal on the left: equality is symmetric
         if plain is None:
             a, b = self.emit(left, src, pad), self.emit(right, src, pad)
-            self.line(pad, f"{out} = {self.const(_EQUALITY[node['value']])}({a}, {b})")
+            self.line(pad, f"{out} = {self.name(_EQUALITY[node['value']], 'k')}({a}, {b})")
             return
         lit, exact = plain
-        a, k = self.emit(left, src, pad), repr(lit) if type(lit) is str else self.const(lit)  # no name to look up
+        a, k = self.emit(left, src, pad), repr(lit) if type(lit) is str else self.name(lit, "k")  # no name to look up
         if eq:
             self.line(pad, f"{out} = {a} == {k}" + (f" and type({a}) is not bool" if exact else ""))
         else:

@@ -102,6 +102,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import Note, ResponseError, RuleError, TranslationError
+from .codegen import Namespace, indent
 from .jsonsafe import JsonValueError, loads_object, orjson_compact, text_encoder, where_in
 from .loader import Key, RuleSource, did_you_mean, dotted
 from .paths import MISSING, Getter, PathSyntaxError, compile_path, first_field, simple_steps
@@ -753,7 +754,7 @@ def pick_first(ctx: Ctx, *candidates: Any) -> Any:
 # A generated line that only copies a variable read up front (`v3 = f1`).
 
 
-class _Codegen:
+class _Codegen(Namespace):
     """Turns template nodes into lines of Python; closures, getters and constants go into `names`."""
 
     def __init__(
@@ -765,30 +766,22 @@ class _Codegen:
         held: Mapping[str, str] | None = None,
         present: frozenset[str] = frozenset(),
     ) -> None:
-        self.names: dict[str, Any] = {}
+        super().__init__(tag=tag)  # the tag ends every name made here (templates pasted into one function stay apart)
         self.absent = absent  # scope fields known to be absent: their reads are MISSING, decided here
         self.held = held or {}  # scope fields the caller holds in a variable: read from it, not copied
         self.present = present  # scope fields known to be there (not MISSING): written without a test
         self.present_vars: set[str] = set()  # the variables holding them
-        self._count = 0
         self.prefix = prefix  # before the names bound in `names`, for several inlined templates in one namespace
         self.content = content  # `$content` written inline where this gives lines (else its closure is called)
-        self._tag = tag  # appended to every name made here (templates pasted into one function stay apart)
         self.firsts: dict[str, str] = {}  # scope key -> the variable that reads it once, up front
         self.chains: dict[tuple[str | int, ...], str] = {}  # plain key chains read up front
         self.prelude: list[str] = []  # their reads, after the `firsts`
-
-    def _fresh(self, prefix: str) -> str:
-        self._count += 1
-        return f"{prefix}{self._count}{self._tag}"
 
     def _name(self, value: Any) -> str:
         """A literal for plain scalars, else a name bound in the generated function's namespace."""
         if value is None or type(value) in (str, int, bool):
             return repr(value)
-        name = self.prefix + self._fresh("k")
-        self.names[name] = value
-        return name
+        return self.name(value, self.prefix + "k")
 
     def _read(self, read: Read, target: str, scope: str) -> list[str]:
         if read.steps is None:
@@ -797,7 +790,7 @@ class _Codegen:
         if steps and steps[0] in self.absent:
             return [f"{target} = MISSING"]
         if steps and isinstance(steps[0], str):
-            first = self.firsts.setdefault(steps[0], self.held.get(steps[0]) or f"f{len(self.firsts)}{self._tag}")
+            first = self.firsts.setdefault(steps[0], self.held.get(steps[0]) or f"f{len(self.firsts)}{self.tag}")
             if steps[0] in self.present:
                 self.present_vars.add(first)
             if len(steps) > 1 and all(isinstance(step, str) for step in steps):
@@ -815,7 +808,7 @@ class _Codegen:
         for end in range(2, len(steps) + 1):
             var = self.chains.get(steps[:end])
             if var is None:
-                var = self.chains[steps[:end]] = f"p{len(self.chains)}{self._tag}"
+                var = self.chains[steps[:end]] = f"p{len(self.chains)}{self.tag}"
                 step = steps[end - 1]
                 self.prelude.append(
                     f"{var} = {source}.get({step!r}, MISSING) if isinstance({source}, dict) else MISSING"
@@ -839,10 +832,10 @@ class _Codegen:
         if isinstance(node, Lookup):  # the value absent (most requests) inline; a row through the table's closure
             lines = self._read(node.path, target, scope)
             lines.append(f"if {target} is MISSING or {target} is None:")
-            lines += _indent(self.emit(node.default, target, scope) if node.default else [f"{target} = MISSING"])
+            lines += indent(self.emit(node.default, target, scope) if node.default else [f"{target} = MISSING"])
             return [*lines, f"else: {target} = {self._name(node.render)}({scope}, c)"]
         if isinstance(node, Apply) and isinstance(node.function, KeySeal):  # no state: the `onto` string as it is
-            state = self._fresh("v")
+            state = self.fresh("v")
             lines = [*self._read(node.function.state, state, scope), *self._read(node.function.onto, target, scope)]
             call = f"{target} = {self._name(node.function)}({scope}, c)"
             return [
@@ -892,12 +885,12 @@ class _Codegen:
             else:
                 options = self._name(node.expected)
                 lines.append(f"if any(type({target}) is type(e) and {target} == e for e in {options}):")
-            lines += _indent(self.emit(node.then, target, scope))
+            lines += indent(self.emit(node.then, target, scope))
             if node.otherwise is None:
                 lines.append(f"else: {target} = MISSING")
             else:
                 lines.append("else:")
-                lines += _indent(self.emit(node.otherwise, target, scope))
+                lines += indent(self.emit(node.otherwise, target, scope))
             return lines
         if isinstance(node, ListOf):
             lines = self._read(node.path, target, scope)
@@ -909,10 +902,10 @@ class _Codegen:
             )
             return lines
         if isinstance(node, Sum):
-            bad = self._fresh("bad")
+            bad = self.fresh("bad")
             lines = [f"{target} = MISSING", f"{bad} = False"]
             for read in node.reads:
-                tmp = self._fresh("v")
+                tmp = self.fresh("v")
                 lines += self._read(read, tmp, scope)
                 lines.append(f"if {tmp} is not MISSING and {tmp} is not None:")
                 lines.append(
@@ -921,7 +914,7 @@ class _Codegen:
                 lines.append(f"    else: {target} = {tmp} if {target} is MISSING else {target} + {tmp}")
             held = []
             for read in node.holders:  # only with `empty`: read before the branch below
-                tmp = self._fresh("h")
+                tmp = self.fresh("h")
                 lines += self._read(read, tmp, scope)
                 held.append(f"c.holder(c.at({read.expr!r}), {tmp}), ")
             lines.append(f"if {bad}: {target} = MISSING")
@@ -937,7 +930,7 @@ class _Codegen:
                 if isinstance(child, Const) and not isinstance(child.value, (dict, list)):
                     value = self._name(child.value)
                 else:
-                    tmp = self._fresh("v")
+                    tmp = self.fresh("v")
                     emitted = self.emit(child, tmp, scope)
                     alias = emitted[0].removeprefix(f"{tmp} = ") if len(emitted) == 1 else ""
                     if alias == "MISSING":  # absent: the key is never written
@@ -963,7 +956,7 @@ class _Codegen:
         assert isinstance(node, Array)
         lines = [f"{target} = []"]
         for child in node.items:
-            tmp = self._fresh("v")
+            tmp = self.fresh("v")
             lines += self.emit(child, tmp, scope)
             lines.append(f"if {tmp} is not MISSING: {target}.append({tmp})")
         if not any(isinstance(child, Const) for child in node.items):
@@ -976,7 +969,7 @@ class _Codegen:
         lines.append(f"if not isinstance({target}, dict): raise c.fail(c.at({expr!r}), 'expected a mapping')")
         lines.append(f"{target} = dict({target})")
         for name, child in node.sets:
-            tmp = self._fresh("v")
+            tmp = self.fresh("v")
             lines += self.emit(child, tmp, scope)
             # `source` is, by the middle form's convention, the input object at c's path.
             where = name if expr == "source" else f"{expr}.{name}"
@@ -998,7 +991,7 @@ class _Codegen:
         else:
             lines, args, temps = [], [], []
             for read in node.reads:
-                tmp = self._fresh("v")
+                tmp = self.fresh("v")
                 lines += self._read(read, tmp, scope) + check(read, tmp)
                 args += [repr(read.expr), tmp]
                 temps.append(tmp)
@@ -1012,16 +1005,12 @@ class _Codegen:
             # Reported only when the default gives a value (a conditional default may give none).
             message = f"not given; the rule's default is sent as {node.out_name}"
             lines.append(f"if {target} is MISSING:")
-            lines += _indent(self.emit(node.default, target, scope))
+            lines += indent(self.emit(node.default, target, scope))
             lines.append(
                 f"    if {target} is not MISSING:"
                 f" c.notes.append(Note('synthesized', c.at({node.reads[-1].expr!r}), {message!r}))"
             )
         return lines
-
-
-def _indent(lines: list[str]) -> list[str]:
-    return ["    " + line for line in lines]
 
 
 def _constant(value: Any) -> Render:

@@ -26,11 +26,11 @@ write, its rewritten id or arguments, then what its template notes.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ..language.codegen import Namespace, indent
 from ..language.jsonsafe import loads
 from ..language.templates import USES_CONTEXT, Node, Render, inline_node
 from .reader import (
@@ -101,22 +101,18 @@ class Group:
         return "True" if self.empty is None else f"not ({self.empty})"
 
 
-@dataclass
-class _Gen:
-    """One role's direct branch being generated: the names it binds, a counter for fresh tags."""
+class _Gen(Namespace):
+    """One role's direct branch being generated: the names it binds (into the namespace it shares), fresh tags."""
 
-    parts: Parts
-    names: dict[str, Any]
-    prefix: str
-    count: itertools.count[int] = field(default_factory=itertools.count)
+    def __init__(self, parts: Parts, names: dict[str, Any], prefix: str) -> None:
+        super().__init__(names)
+        self.parts, self.prefix = parts, prefix
 
     def bind(self, value: Any) -> str:
-        name = f"{self.prefix}x{next(self.count)}"
-        self.names[name] = value
-        return name
+        return self.name(value, f"{self.prefix}x")
 
-    def tag(self) -> str:
-        return f"_{self.prefix}{next(self.count)}"
+    def new_tag(self) -> str:
+        return self.fresh(f"_{self.prefix}")
 
 
 def content_lines(gen: _Gen, groups: tuple[Group, ...], top: bool) -> Callable[..., list[str] | None]:
@@ -127,7 +123,7 @@ def content_lines(gen: _Gen, groups: tuple[Group, ...], top: bool) -> Callable[.
         if plan is None or (plan.leads and not top):
             return None
         chosen = [g for g in groups if plan.wanted is None or g.kind in plan.wanted]
-        t = gen.tag()
+        t = gen.new_tag()
         blocks, where = f"b{t}", f"where{t}"
         head = [f"{blocks} = []"]
         for (getter, lead_where, reshaped_by), read in zip(plan.leads, node.reads[1:], strict=True):
@@ -161,9 +157,9 @@ def content_lines(gen: _Gen, groups: tuple[Group, ...], top: bool) -> Callable[.
             return [
                 *head,
                 f"if {test}:",
-                *("    " + line for line in as_text),
+                *indent(as_text),
                 "else:",
-                *("    " + line for line in [*out, whole]),
+                *indent([*out, whole]),
             ]
         if plan.policy == "blocks":
             return [*head, *out, whole]
@@ -239,9 +235,9 @@ def _part_lines(gen: _Gen, group: Group, blocks: str) -> list[str] | None:
         elif name in MIDDLE_FIELDS or group.extras_of is None:
             known[name] = "MISSING"
         else:  # the input's own key, riding on the part when given (null is not given)
-            value = f"e{gen.tag()}"
+            value = f"e{gen.new_tag()}"
             known[name] = f"({value} if ({value} := {group.extras_of}.get({name!r})) is not None else MISSING)"
-    t = gen.tag()
+    t = gen.new_tag()
     inner = content_lines(gen, group.nested, top=False) if group.nested else None
     there = frozenset(group.known) - group.maybe
     inline = inline_node(
@@ -263,7 +259,7 @@ def _part_lines(gen: _Gen, group: Group, blocks: str) -> list[str] | None:
         body.append(f"{blocks}.append(w{t})")
     if group.header is None:
         return body
-    return [group.header, *("    " + line for line in body)]
+    return [group.header, *indent(body)]
 
 
 def _plan_entry(gen: _Gen, kind: str) -> tuple[frozenset[str] | None, Any] | None:
@@ -479,7 +475,7 @@ def role_writes(
     gen = _Gen(parts, names, f"{role}{variant}d")
     content = content_lines(gen, shape.groups, top=True)
     known = {"role": repr(role), "source": "m", "index": "i"}
-    t = gen.tag()
+    t = gen.new_tag()
     there = frozenset(known)
     inline = inline_node(
         node, "None", "written", is_dict=True, known=known, prefix=f"{t[1:]}_", content=content, tag=t, present=there

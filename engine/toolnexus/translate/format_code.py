@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import Note
+from ..language.codegen import Namespace, indent
 from ..language.loader import Key
 from ..language.paths import MISSING
 from ..language.templates import Array, Const, Ctx, Get, Node, Obj, When, inline_node, is_empty, unseal
@@ -30,25 +31,17 @@ Writer = Callable[[dict[str, Any], Ctx], dict[str, Any]]
 EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
-class _Gen:
+class _Gen(Namespace):
     """Lines of the reader, and the names they use (bound in its namespace)."""
 
     def __init__(self, fmt: SourceFormat) -> None:
         self.fmt = fmt
-        self.names: dict[str, Any] = {"MISSING": MISSING, "unseal": unseal, "Ctx": Ctx, "EMPTY": EMPTY, "quiet": quiet}
-        self.names["inside_read"] = inside_read
-        self.count = 0
-
-    def bind(self, prefix: str, value: Any) -> str:
-        self.count += 1
-        name = f"{prefix}_{self.count}"
-        self.names[name] = value
-        return name
+        super().__init__({"MISSING": MISSING, "unseal": unseal, "Ctx": Ctx, "EMPTY": EMPTY, "quiet": quiet,
+                          "inside_read": inside_read})  # fmt: skip
 
     def template(self, kind: Kind, target: str, scope: str) -> list[str]:
         assert kind.node is not None
-        self.count += 1
-        pasted = inline_node(kind.node, scope, target, is_dict=True, tag=f"_{self.count}")
+        pasted = inline_node(kind.node, scope, target, is_dict=True, tag=self.fresh("_"))
         self.names.update(pasted.names)
         return pasted.head + pasted.body
 
@@ -70,19 +63,19 @@ class _Gen:
             "    cur = out[-1]",
             "    if isinstance(cur.get('content'), str): cur['content'] = [{'type': 'text', 'text': cur['content']}]",
             "else:",
-            *_indent(self.new(role)),
+            *indent(self.new(role)),
         ]
 
     def opened(self, role: str, join: bool) -> list[str]:
         """`cur` opened when no block has opened it yet."""
         if not join:
-            return ["if cur is None:", *_indent(self.new(role))]
+            return ["if cur is None:", *indent(self.new(role))]
         return [
             "if cur is None:",
             "    if joining:",
-            *_indent(self.current(role), 2),
+            *indent(self.current(role), 8),
             "    else:",
-            *_indent(self.new(role), 2),
+            *indent(self.new(role), 8),
         ]
 
     def message(self, role: str, join: bool) -> list[str]:
@@ -98,15 +91,15 @@ class _Gen:
         if join:
             lines += [
                 f"    if out and out[-1]['role'] == {role!r}:",
-                *_indent(self.current(role), 2),
+                *indent(self.current(role), 8),
                 "        parts = cur['content']",
                 "        R(('messages[{}].content[{}]', len(out) - 1, len(parts), WS, i, None, EMPTY))",
                 "        parts.append({'type': 'text', 'text': content})",
                 "    else:",
-                *_indent(fresh, 2),
+                *indent(fresh, 8),
             ]
         else:
-            lines += _indent(fresh)
+            lines += indent(fresh)
         lines += ["elif type(content) is list:", "    cur = None"]
         if join:
             lines.append("    joining = True")
@@ -115,7 +108,7 @@ class _Gen:
         branch = "if"
         for name, kind in self.fmt.roles[role].items():
             lines.append(f"        {branch} t == {name!r}:")
-            lines += _indent(self.block(kind, role, join), 3)
+            lines += indent(self.block(kind, role, join), 12)
             branch = "elif"
         lines += ["        else: return None" if branch == "elif" else "        return None", "else: return None"]
         return lines
@@ -125,14 +118,14 @@ class _Gen:
         the general read settles them)."""
         lines = []
         if kind.inside:
-            paths, inside = self.bind("PATHS", kind.paths), self.bind("INSIDE", kind.inside)
+            paths, inside = self.name(kind.paths, "PATHS_"), self.name(kind.inside, "INSIDE_")
             lines.append(f"if not inside_read({scope}, {paths}, {inside}): return None")
         if kind.known is None:
             return lines
-        known = self.bind("KNOWN", kind.known)
+        known = self.name(kind.known, "KNOWN_")
         if not kind.unsupported:
             return [*lines, f"if not {scope}.keys() <= {known}: return None"]
-        table = self.bind("UNSUPPORTED", kind.unsupported)
+        table = self.name(kind.unsupported, "UNSUPPORTED_")
         return [*lines, f"if not {scope}.keys() <= {known} and not quiet({scope}, {known}, {table}): return None"]
 
     def block(self, kind: Kind, role: str, join: bool) -> list[str]:
@@ -142,8 +135,8 @@ class _Gen:
             lines += [
                 f"st = unseal(b.get({kind.state[0]!r}), c, part='state')",
                 "if st is not MISSING:",
-                *_indent(self.opened(role, join)),
-                *_indent(_set_state(kind.state[1])),
+                *indent(self.opened(role, join)),
+                *indent(_set_state(kind.state[1])),
                 "    continue",
             ]
         if kind.mode == "message":
@@ -156,7 +149,7 @@ class _Gen:
     def add(self, kind: Kind, source: str) -> list[str]:
         """A part or an item `w` added to `cur`, the last message (`_add`); `source`: where it was read from, as
         its record holds it (a path's format and the numbers it takes, formatted only when a path is asked)."""
-        renames = self.bind("RENAMES", kind.renames)
+        renames = self.name(kind.renames, "RENAMES_")
         if kind.mode == "part":
             return [
                 "parts = cur['content']",
@@ -186,9 +179,9 @@ class _Gen:
             own = kind.renames.get(key, key).removesuffix(WHOLE)  # the block's own key for it
             lines += [f"nested = w.get({key!r})", "if type(nested) is list:"]
             lines.append(f"    nsrc = {source.replace(', ', '.format(', 1)}) + {'.' + own + '[{0}]'!r}")
-            lines += _indent(self.parts(kinds))
+            lines += indent(self.parts(kinds))
             lines.append(f"    w[{key!r}] = ps")
-        renames = self.bind("RENAMES", kind.renames)
+        renames = self.name(kind.renames, "RENAMES_")
         return [
             *lines,
             f"R(('messages[{{}}]', len(out), 0, {source}, {renames}))",
@@ -208,7 +201,7 @@ class _Gen:
         for name, kind in kinds.items():
             if kind.mode != "part":
                 continue  # refused nested: the general read says where
-            renames = self.bind("RENAMES", kind.renames)
+            renames = self.name(kind.renames, "RENAMES_")
             lines.append(f"    {branch} t2 == {name!r}:")
             body = [
                 *self.shape(kind, "b2"),
@@ -216,7 +209,7 @@ class _Gen:
                 f"R(('messages[{{}}].content[{{}}]', len(out), j2, nsrc, j2, None, {renames}))",
                 "ps.append(w2)",
             ]
-            lines += _indent(body, 2)
+            lines += indent(body, 8)
             branch = "elif"
         lines.append("    else: return None" if branch == "elif" else "    return None")
         return lines
@@ -241,12 +234,12 @@ class _Gen:
                     body += [
                         f"st = unseal(m.get({kind.state[0]!r}), c, part='state')",
                         "if st is not MISSING:",
-                        *_indent(self.current(kind.joins)),
-                        *_indent(_set_state(kind.state[1])),
+                        *indent(self.current(kind.joins)),
+                        *indent(_set_state(kind.state[1])),
                         "    continue",
                     ]
                 body += [*self.template(kind, "w", "m"), *self.current(kind.joins), *self.add(kind, "WS, i, None")]
-            lines += [f"{branch} t == {name!r}:", *_indent(body)]
+            lines += [f"{branch} t == {name!r}:", *indent(body)]
             branch = "elif"
         return [*lines, "else: return None"] if lines else ["return None"]
 
@@ -264,7 +257,7 @@ class _Gen:
             lines += [
                 "    if system is not None:",
                 f"        content = system; WS, BS, i = {held!r}, {held + '[{1}]'!r}, None",
-                *_indent(self.message("system", False), 2),
+                *indent(self.message("system", False), 8),
             ]
         each = _escaped(fmt.each)
         lines += [
@@ -281,11 +274,11 @@ class _Gen:
             lines += [
                 f"        t = m.get({fmt.kind!r}, {fmt.message_kind!r})",
                 f"        if t != {fmt.message_kind!r}:",
-                *_indent(items, 3),
+                *indent(items, 12),
                 "            continue",
             ]
-        known = self.bind("MESSAGE_KEYS", frozenset(keys))
-        table = self.bind("UNSUPPORTED", fmt.message_unsupported)
+        known = self.name(frozenset(keys), "MESSAGE_KEYS_")
+        table = self.name(fmt.message_unsupported, "UNSUPPORTED_")
         lines += [
             f"        if not m.keys() <= {known} and not quiet(m, {known}, {table}): return None",
             "        role = m.get('role')",
@@ -294,7 +287,7 @@ class _Gen:
         branch = "if"
         for role in sorted(fmt.transcript_roles):
             lines.append(f"        {branch} role == {role!r}:")
-            lines += _indent(self.message(role, role in fmt.joining_roles), 3)
+            lines += indent(self.message(role, role in fmt.joining_roles), 12)
             branch = "elif"
         lines += ["        else: return None", "    return out, records, made"]
         return lines
@@ -324,16 +317,16 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
         names.update(inline.names)
         return inline.head + inline.body
 
-    lines = ["def write(view, c):", *_indent(pasted(("answer", "message"), "out", "view", "_m")), "    blocks = []"]
+    lines = ["def write(view, c):", *indent(pasted(("answer", "message"), "out", "view", "_m")), "    blocks = []"]
     for i, (each, _) in enumerate(fmt.blocks):
         block = pasted(("answer", "blocks", "from", i, "as"), "w", "e" if each else "view", f"_{i}", guarded=True)
         block.append("if w is not MISSING: blocks.append(w)")
         if each is None:
-            lines += _indent(block)
+            lines += indent(block)
             continue
         names[f"EACH_{i}"] = each
         lines += [f"    es = EACH_{i}(view)", "    if isinstance(es, list):", "        for e in es:"]
-        lines += _indent(block, 3)
+        lines += indent(block, 12)
     if fmt.blocks_into is not None:
         lines.append(f"    out[{fmt.blocks_into!r}] = blocks")
     lines.append("    return out")
@@ -385,7 +378,7 @@ def generate_events(fmt: SourceFormat) -> tuple[str, dict[str, Moment]]:
                 if text is None:
                     pasted = inline_node(node, "s", f"e{k}", is_dict=True, known=known, tag=f"_{k}")
                     names.update(pasted.names)
-                    lines += _indent(pasted.head + pasted.body)
+                    lines += indent(pasted.head + pasted.body)
                     lines.append(f"    if e{k} is not MISSING: out.append(e{k})")
                 else:
                     lines.append(f"    out.append({text})")
@@ -549,7 +542,3 @@ def _written_role(kind: Kind) -> str | None:
             if name == "role" and isinstance(child, Const) and isinstance(child.value, str):
                 return child.value
     return None
-
-
-def _indent(lines: list[str], depth: int = 1) -> list[str]:
-    return ["    " * depth + line for line in lines]

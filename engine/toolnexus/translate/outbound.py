@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from operator import countOf
 from types import MappingProxyType
 from typing import Any, NoReturn
 
 from ..errors import Note, ResponseError
 from ..language.ask import plain_read, read_path, written
+from ..language.codegen import Namespace, indent
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
 from ..language.jsonsafe import JsonValueError, answer_nulls, settle_nulls, text_encoder
 from ..language.loader import Key, RuleSource
@@ -150,16 +151,6 @@ class ItemSource:
 Run = Callable[["Outbound", dict[str, Any], "str | None", "Mapping[str, str] | None", int], TranslateResult]
 
 
-def _not_built(
-    outbound: Outbound,
-    response: dict[str, Any],
-    requested_model: str | None,
-    id_map: Mapping[str, str] | None,
-    tokens: int = 0,
-) -> TranslateResult:
-    raise AssertionError("compile_outbound builds the response function")
-
-
 @dataclass(frozen=True)
 class Outbound:
     """A rule file's compiled `response` section: one generated function (`run`, its source in `code`) and the
@@ -182,9 +173,15 @@ class Outbound:
     refusal: Render | None = None  # the `refusal` template: the provider's explanation of a refusal
     refusal_read: Read | None = None  # its one plain path, read inline by the generated code
     refusal_node: Node | None = field(default=None, compare=False)  # its parsed template, read inline when it can be
-    code: str = ""  # the generated function's source, for `toolnexus explain --code`
     templates_code: tuple[tuple[Key, str], ...] = ()  # (rule key, the Python a template compiled to)
-    run: Run = _not_built
+    code: str = field(init=False)  # the generated function's source, for `toolnexus explain --code`
+    run: Run = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        """Generates the response function from the section (again for a `dataclasses.replace`)."""
+        code, run = generate(self)
+        object.__setattr__(self, "code", code)
+        object.__setattr__(self, "run", run)
 
     def translate(
         self, response: Any, *, requested_model: str | None = None, id_map: Mapping[str, str] | None = None
@@ -589,7 +586,7 @@ def compile_outbound(source: RuleSource) -> Outbound:
     model = parse_template(rule["model"], (*key, "model"), model_env) if "model" in rule else None
     refusal_env = env()
     refusal = parse_template(rule["refusal"], (*key, "refusal"), refusal_env) if "refusal" in rule else None
-    draft = Outbound(
+    return Outbound(
         provider=data["provider"],
         model=compile_node(model, (*key, "model"), model_env) if model is not None else None,
         model_read=plain_read(model) if model is not None else None,
@@ -615,9 +612,8 @@ def compile_outbound(source: RuleSource) -> Outbound:
         refusal=compile_node(refusal, (*key, "refusal"), refusal_env) if refusal is not None else None,
         refusal_read=plain_read(refusal) if refusal is not None else None,
         refusal_node=refusal,
+        templates_code=tuple(compiled.items()),  # last: every template above is compiled by then
     )
-    code, run = generate(draft)
-    return replace(draft, code=code, run=run, templates_code=tuple(compiled.items()))
 
 
 def _item_key(at: Key, has_as: bool, name: str) -> Key:
@@ -951,7 +947,7 @@ def synthesized_id(digest: str, position: int) -> str:
 # ---------------------------------------------------------------- the generated response function
 
 
-class _Code:
+class _Code(Namespace):
     """The one function a rule file's `response` section compiles to, built line by line.
 
     The function reads the common response inline: each source's list, each element's kind, the fields
@@ -966,34 +962,15 @@ class _Code:
         # the call's Ctx, built where first needed (most answers need none: no note, no rendered template)
         self.ctx = f"(c := c or Ctx({outbound.provider!r}, True, id_map))"
         self.built = ""  # "c" where the lines being generated know it built
-        self.names: dict[str, Any] = {
-            "MISSING": MISSING,
-            "NO_KEYS": MappingProxyType({}),
-            "NO_IDS": NO_IDS,
-            "Ctx": Ctx,
-            "Note": Note,
-            "Found": _Found,
-            "new_tool_call": new_tool_call,
-            "TranslateResult": TranslateResult,
-            "arguments_json": arguments_json,
-            "merge_extras": merge_extras,
-            "response_digest": response_digest,
-            "synthesized_id": synthesized_id,
-            "counts": _counts,
-            "check_usage": check_usage,
-            "countOf": countOf,
-        }
-        self.count = 0
+        super().__init__({"MISSING": MISSING, "NO_KEYS": MappingProxyType({}), "NO_IDS": NO_IDS, "Ctx": Ctx,
+                          "Note": Note, "Found": _Found, "new_tool_call": new_tool_call, "counts": _counts,
+                          "TranslateResult": TranslateResult, "arguments_json": arguments_json, "countOf": countOf,
+                          "merge_extras": merge_extras, "response_digest": response_digest,
+                          "synthesized_id": synthesized_id, "check_usage": check_usage})  # fmt: skip
         self.prefixes: dict[tuple[str | int, ...], str] = {}  # response paths read so far -> their variables
         self.views: dict[str, str] = {}  # a top-level variable -> the one that holds it as a mapping (see `step`)
         self.counts: dict[str, str] = {}  # a top-level variable read as a count -> the one holding it when clean
         self.sources: dict[tuple[str | int, ...], str] = {}  # an item source's plain path -> list (each) or dict (one)
-
-    def name(self, value: Any, prefix: str) -> str:
-        self.count += 1
-        name = f"{prefix}{self.count}"
-        self.names[name] = value
-        return name
 
     def top(self, path: str, getter: Getter) -> tuple[list[str], str]:
         """Lines reading a path of the response at the function's top level, and the variable holding it.
@@ -1095,7 +1072,7 @@ class _Code:
             for name in reversed(_keys_to_value(node)):
                 literal = f"{{{name!r}: {literal}}}"
             return [*lines, f"{target} = MISSING if {absent} else {literal}"]
-        return [*lines, f"if {absent}: {target} = MISSING", "else:", *_indent(writes, 4)]
+        return [*lines, f"if {absent}: {target} = MISSING", "else:", *indent(writes, 4)]
 
     def function(self) -> str:
         o = self.o
@@ -1178,8 +1155,8 @@ class _Code:
         return [
             *lines,
             f"if {var} is not MISSING and {var} is not None:",
-            *_indent(body, 4),
-            *(["else:", *_indent(absent, 4)] if absent else []),
+            *indent(body, 4),
+            *(["else:", *indent(absent, 4)] if absent else []),
         ]
 
     def source(self, index: int, src: ItemSource) -> list[str]:
@@ -1193,9 +1170,9 @@ class _Code:
         explain = f"o._read_element({s}, i, e, r, {self.ctx}, {FOUND})"
         body = self.dispatch(src, s, explain)
         if src.each:
-            lines += ["if isinstance(x, list):", "    for i, e in enumerate(x):", *_indent(body, 8)]
+            lines += ["if isinstance(x, list):", "    for i, e in enumerate(x):", *indent(body, 8)]
         else:
-            lines += ["if x is not MISSING and x is not None:", "    i = 0", "    e = x", *_indent(body, 4)]
+            lines += ["if x is not MISSING and x is not None:", "    i = 0", "    e = x", *indent(body, 4)]
         if src.optional:
             lines.append("elif x is MISSING or x is None: pass")
         elif src.optional_if:
@@ -1213,7 +1190,7 @@ class _Code:
         lines = ["if not isinstance(e, dict):", f"    {explain}"]
         if src.kind is None and not src.kind_by_key:
             body = [explain] if "" in src.notes else self.kind(src, s, src.parts[""], explain)
-            return [*lines, "else:", *_indent(body, 4)]
+            return [*lines, "else:", *indent(body, 4)]
         if src.kind_by_key:
             first = test = "(v := e.get({!r})) is not None and v is not False"
         else:  # the kind is read in the first test (the element is an object by then)
@@ -1227,7 +1204,7 @@ class _Code:
         for n, (name, parts) in enumerate(src.parts.items()):
             lines.append(f"elif {(test if n else first).format(name)}:")  # a kind with a note: the explain step
             by_key = name if src.kind_by_key else None
-            lines += _indent([explain] if name in src.notes else self.kind(src, s, parts, explain, by_key), 4)
+            lines += indent([explain] if name in src.notes else self.kind(src, s, parts, explain, by_key), 4)
         return [*lines, "else:", f"    {explain}"]
 
     def kind(self, src: ItemSource, s: str, parts: Parts, explain: str, by_key: str | None = None) -> list[str]:
@@ -1317,7 +1294,7 @@ class _Code:
         if not tests:  # a kind the rules know and read nothing of, or only its annotations
             return [*lines, *writes] if writes else [*lines, "pass"]
         lines.append("if " + " and ".join(tests) + ":")
-        lines += _indent(writes or ["pass"], 4)
+        lines += indent(writes or ["pass"], 4)
         lines.append("else:")
         if renders:
             lines.append("    del c.notes[mark:]")
@@ -1386,12 +1363,12 @@ class _Code:
         else:
             assert isinstance(o.usage_node, Obj)
             test = self.usage_test({name for name, _ in o.usage_node.items}, within)
-            lines = [*inline, "if not ok:", *_indent(generic, 4)]
+            lines = [*inline, "if not ok:", *indent(generic, 4)]
             if test:
-                lines += ["else:", *_indent(test, 4)]
+                lines += ["else:", *indent(test, 4)]
             if straight is not None:
                 reads, clean, body = straight
-                lines = [*reads, f"if {clean}:", *_indent(body, 4), "else:", *_indent(lines, 4)]
+                lines = [*reads, f"if {clean}:", *indent(body, 4), "else:", *indent(lines, 4)]
         if o.model_read is not None:
             read, model = self.top(o.model_read.expr, o.model_read.getter)
             lines += [*read, f"mo = {model}"]
@@ -1630,10 +1607,6 @@ def _straight_entry(name: str, node: Node) -> bool:
 
 
 FOUND = "(f := f or Found(texts, calls))"  # the generated function's `_Found`, built when first needed
-
-
-def _indent(lines: list[str], width: int) -> list[str]:
-    return [" " * width + line for line in lines]
 
 
 def generate(outbound: Outbound) -> tuple[str, Run]:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Note
+from ..language.codegen import indent
 from ..language.paths import MISSING
 from ..language.templates import USES_CONTEXT, ContentLines, Ctx, ListPath, Node, inline_node
 from .direct_code import Parts, carried, direct_names, role_writes, shapes
@@ -160,7 +161,7 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
         general, tail = _role(role, inbound, names, content)
         fast = None if parts is None else _direct(role, inbound, names, parts)
         if fast is not None:
-            general = [*fast, *("    " + line for line in general)]
+            general = [*fast, *indent(general)]
         lines += ["            " + line for line in [*general, *tail]]
         branch = "elif"
     lines += [
@@ -209,7 +210,7 @@ def _direct(role: str, inbound: Inbound, names: dict[str, Any], parts: Parts) ->
             *writes,
             f"if written is MISSING: raise c.fail(f'messages[{{i}}]', {nothing!r})",
         ]
-        lines += [f"{branch} {shape.test}:", *("    " + line for line in body)]
+        lines += [f"{branch} {shape.test}:", *indent(body)]
         branch = "elif"
     if branch == "if":
         return None

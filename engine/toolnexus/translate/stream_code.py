@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
+from ..language.codegen import Namespace, indent
 from ..language.ids import NO_IDS
 from ..language.paths import MISSING, Getter, plain_hash, simple_steps
 from .format_rules import HEADER, builtin_chunks
@@ -160,25 +161,17 @@ def compiled(streaming: Streaming | None) -> Streaming | None:
     return replace(streaming, code=text, run=code.names["run"])
 
 
-class _Code:
+class _Code(Namespace):
     """The generated module of one streaming section, written line by line."""
 
     def __init__(self, rules: Streaming) -> None:
         self.r = rules
-        self.names: dict[str, Any] = {"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge,
-                                      "NUMBERS": _NUMBERS, "Element": Element, "Call": Call, "WHOLE": WHOLE,
-                                      "NO_IDS": NO_IDS, "CHUNKS": builtin_chunks().pieces,
-                                      "OPEN": builtin_chunks().open}  # fmt: skip
-        self.count = 0
+        super().__init__({"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge, "NO_IDS": NO_IDS,
+                          "NUMBERS": _NUMBERS, "Element": Element, "Call": Call, "WHOLE": WHOLE,
+                          "CHUNKS": builtin_chunks().pieces, "OPEN": builtin_chunks().open})  # fmt: skip
         self.hashed: list[tuple[str, str, type | None]] | None = None  # the value of known keys of the step
         # being written (`place`, which sets it for each step)
         self.known: dict[tuple[str | int, ...], str] = {}  # event paths read in the function being written
-
-    def name(self, value: Any, prefix: str) -> str:
-        self.count += 1
-        name = f"{prefix}{self.count}"
-        self.names[name] = value
-        return name
 
     # ------------------------------------------------------------ places in the response
 
@@ -258,28 +251,28 @@ class _Code:
         policy = node.policy if node is not None else None
         if policy is APPEND or policy is JSON:
             emit = self.fragment(pattern, v, at, d)
-            lines += [f"if type({v}) is str and type({c}) is Text:", *_indent(appended(c, v), 4)]
-            lines += [f"    if {v}:", *_indent(emit, 8)] if emit else []
+            lines += [f"if type({v}) is str and type({c}) is Text:", *indent(appended(c, v), 4)]
+            lines += [f"    if {v}:", *indent(emit, 8)] if emit else []
         elif policy is EXTEND:
             assert node is not None
             x = f"x{d}"
             lines += [f"if type({c}) is list:", f"    for {x} in ({v} if type({v}) is list else ({v},)):"]
             if node.join is not None:
-                lines += _indent(self.joined(pattern, node.join, p, k, c, x, at, d), 8)
-            lines += _indent([f"{c}.append({x})", *self.placed(pattern, x, f"len({c}) - 1", at, d)], 8)
+                lines += indent(self.joined(pattern, node.join, p, k, c, x, at, d), 8)
+            lines += indent([f"{c}.append({x})", *self.placed(pattern, x, f"len({c}) - 1", at, d)], 8)
         elif policy is BY_POSITION:
             i, x = f"i{d}", f"x{d}"
             lines += [f"if type({c}) is list and type({v}) is list:", f"    for {i}, {x} in enumerate({v}):"]
             lines += [
                 f"        if {i} < len({c}):",
-                *_indent(self.element(pattern, c, i, x, f"{at} + ({i},)", d + 1), 12),
+                *indent(self.element(pattern, c, i, x, f"{at} + ({i},)", d + 1), 12),
             ]
             lines += ["        else:", f"            {c}.append({x})"]
             lines.append(f"            s._placed({self.path_expr(pattern, at)} + ({i},), {x})")
         else:
             lines += [
                 f"if type({v}) is dict and type({c}) is dict:",
-                *_indent(self.dict_merge(pattern, frozenset(), c, v, at, d), 4),
+                *indent(self.dict_merge(pattern, frozenset(), c, v, at, d), 4),
             ]
             lines += [f"elif {v} is None and {c} is not MISSING:", "    pass"]
         return [*lines, "else:", f"    {general}"]
@@ -297,10 +290,10 @@ class _Code:
         for n, index in enumerate(fixed):
             lines += [
                 f"{'if' if n == 0 else 'elif'} {i} == {index}:",
-                *_indent(self.merge((*pattern, index), p, i, x, at, d), 4),
+                *indent(self.merge((*pattern, index), p, i, x, at, d), 4),
             ]
         last = self.merge((*pattern, None), p, i, x, at, d)
-        return [*lines, "else:", *_indent(last, 4)] if fixed else last
+        return [*lines, "else:", *indent(last, 4)] if fixed else last
 
     def dict_merge(self, pattern: Pattern, omit: frozenset[str], c: str, v: str, at: str, d: int) -> list[str]:
         """Merge the object `v` into the object `c` key by key, in the event's order: a key the rules name at this
@@ -344,7 +337,7 @@ class _Code:
         child = self.merge((*pattern, key), c, k, value, at, d + 1)
         node = self.node((*pattern, key))
         if node is None or node.policy is None:  # a null merges as a plain one does
-            child = [f"if {value} is None:", f"    if {k} not in {c}: {c}[{k}] = None", "else:", *_indent(child, 4)]
+            child = [f"if {value} is None:", f"    if {k} not in {c}: {c}[{k}] = None", "else:", *indent(child, 4)]
         return child
 
     def key_loop(
@@ -358,8 +351,8 @@ class _Code:
             test = f"{kk} == {named[0]!r}" if len(named) == 1 else f"{kk} in {{{', '.join(map(repr, named))}}}"
             inner: list[str] = []
             for n, (key, child) in enumerate(branches):
-                inner += [f"{'if' if n == 0 else 'elif'} {kk} == {key!r}:", *_indent(child, 4)]
-            lines += [f"    if {test}:", *_indent(inner, 8), "        continue"]
+                inner += [f"{'if' if n == 0 else 'elif'} {kk} == {key!r}:", *indent(child, 4)]
+            lines += [f"    if {test}:", *indent(inner, 8), "        continue"]
         return [
             *lines,
             f"    {t} = type({vv})",
@@ -400,12 +393,12 @@ class _Code:
             f"                for {kk}, {vv} in {x}.items():",
             f"                    if {kk} not in {last}: {last}[{kk}] = {vv}",
             f"        if {ok}:",
-            *_indent(appended(t, piece), 12),
+            *indent(appended(t, piece), 12),
             *(
                 [
                     f"            if {piece}:",
                     *([f"                {ix} = {at} + (len({c}) - 1,)"] if tuple_used else []),
-                    *_indent(emit, 16),
+                    *indent(emit, 16),
                 ]
                 if emit
                 else []
@@ -472,10 +465,10 @@ class _Code:
             restore = ["        cid = s._ids.restore(cid, s.id_map or NO_IDS)"]
         return [
             f"def start{w_index}(s, i, x):  # {w.src.path}[i]: a tool call of plain reads",
-            *_indent(_walk_lines(read_id, "x", "cid"), 4),
-            *_indent(_walk_lines(read_name, "x", "nm"), 4),
+            *indent(_walk_lines(read_id, "x", "cid"), 4),
+            *indent(_walk_lines(read_name, "x", "nm"), 4),
             "    if type(cid) is str and cid and type(nm) is str and nm:",
-            *_indent(_walk_lines(read_arguments, "x", "a"), 8),
+            *indent(_walk_lines(read_arguments, "x", "a"), 8),
             "        if type(a) is not str: a = ''",
             "        s.started += 1",
             f"        info = s._elements[{w_index}][i] = Element({roles})",
@@ -509,8 +502,8 @@ class _Code:
                 body = hold
                 break
             test = f"(v := x.get({kind!r})) is not None and v is not False"  # as `kind_by_key` decides
-            body += [f"{'if' if n == 0 else 'elif'} {test}:", *_indent(hold, 4)]
-        lines += ["    if type(x) is dict:", *_indent(body, 8), f"    s._start({w_index}, i, x)"]
+            body += [f"{'if' if n == 0 else 'elif'} {test}:", *indent(hold, 4)]
+        lines += ["    if type(x) is dict:", *indent(body, 8), f"    s._start({w_index}, i, x)"]
         return lines
 
     def fragment(self, pattern: Pattern, piece: str, at: str, d: int, last: str | None = None) -> list[str]:
@@ -561,7 +554,7 @@ class _Code:
             if known == TEXT:
                 return [got, f"if {info} is not None: {text}"]
             if known == ARGUMENTS:
-                return [got, f"if {info} is not None and ({call} := {info}.call) is not None:", *_indent(arguments, 4)]
+                return [got, f"if {info} is not None and ({call} := {info}.call) is not None:", *indent(arguments, 4)]
             return [got, f"if {info} is not None: s._emit({info}, {known!r}, {piece})"] if known else []
         # a reasoning piece of the same part as the last one (the field is the part: no join between): inline
         reasoning = _written("reasoning", {"piece": piece})
@@ -572,7 +565,7 @@ class _Code:
             f"    if {role} == {TEXT!r}: {text}",
             f"    elif {role} == {REASONING!r} and {info}.part == (): {reasoning}",
             f"    elif {role} == {ARGUMENTS!r} and ({call} := {info}.call) is not None:",
-            *_indent(arguments, 8),
+            *indent(arguments, 8),
             f"    elif {role} is not None: s._emit({info}, {role}, {piece})",
         ]
 
@@ -598,8 +591,7 @@ class _Code:
             prefix = tuple(steps[: n + 1])
             known = self.known.get(prefix) if scope == "e" else None
             if known is None:
-                self.count += 1
-                known = f"r{self.count}"
+                known = self.fresh("r")
                 if scope == "e":  # read once in this function; in an element of a list (`each`), each time
                     self.known[prefix] = known
                 if isinstance(step, str) and source == "e":  # the event: an object (feed checked it)
@@ -632,7 +624,7 @@ class _Code:
             "if xs is not MISSING and xs is not None:",
             "    if type(xs) is list:",
             "        for i, x in enumerate(xs):",
-            *_indent(self.place(step, s, "x", "i"), 12),
+            *indent(self.place(step, s, "x", "i"), 12),
             "    else:",
             f"        s._move({s}, e, n)",
         ]
@@ -661,15 +653,7 @@ class _Code:
         key = '""'
         if into:
             tests.append("type(q0 := s._holder['']) is dict")
-            parent = "q0"
-            for d, stp in enumerate(into[:-1]):
-                nxt = into[d + 1]
-                want = "dict" if type(nxt) is str else "list"
-                got = f"{parent}.get({stp!r}, MISSING)" if type(stp) is str else f"{parent}[{stp}]"
-                tests.append(f"type(q{d + 1} := {got}) is {want}")
-                if type(nxt) is int:
-                    tests.append(f"{nxt} < len(q{d + 1})")
-                parent = f"q{d + 1}"
+            parent = _descend(into, [repr(stp) for stp in into], "q", tests)
             key = repr(into[-1])
         fixed_at = tuple(stp for stp in into if type(stp) is int)
         at = "(" + "".join(f"{x}, " for x in fixed_at) + ")"
@@ -693,12 +677,12 @@ class _Code:
                 if len(cases) == 1:
                     body = inner
                 else:
-                    body += [f"{'if' if n == 0 else 'elif'} {test}:" if test else "else:", *_indent(inner, 4)]
-            body = ["if 0 <= ix < len(lq):", *_indent(body, 4), *self.added(step, at), "else:", f"    {general}"]
+                    body += [f"{'if' if n == 0 else 'elif'} {test}:" if test else "else:", *indent(inner, 4)]
+            body = ["if 0 <= ix < len(lq):", *indent(body, 4), *self.added(step, at), "else:", f"    {general}"]
         if into or step.at is not None:
-            return [*lines, "if v is not MISSING:", f"    if {' and '.join(tests)}:", *_indent(body, 8),
+            return [*lines, "if v is not MISSING:", f"    if {' and '.join(tests)}:", *indent(body, 8),
                     "    else:", f"        s._place({s}, {scope}, n, {i})"]  # fmt: skip
-        return [*lines, "if v is not MISSING:", *_indent(body, 4)]
+        return [*lines, "if v is not MISSING:", *indent(body, 4)]
 
     def added(self, step: Move, at: str) -> list[str]:
         """A new object at the end of the list (`at` its length): appended as it came, then started if watched,
@@ -709,7 +693,7 @@ class _Code:
         omit = self.name(step.omit, "omit")
         keep = [f"    v = {{kk: vv for kk, vv in v.items() if kk not in {omit}}}"] if step.omit else []
         return ["elif ix == len(lq) and type(v) is dict:", *keep, "    lq.append(v)",
-                *_indent(self.placed(step.into, "v", "ix", at, 0), 4)]  # fmt: skip
+                *indent(self.placed(step.into, "v", "ix", at, 0), 4)]  # fmt: skip
 
     def field(self, step: Move, element: Pattern, at: str, otherwise: str) -> list[str]:
         """Into the element `ix` of the list, then down `field` (objects there already; an index the event gives,
@@ -719,23 +703,15 @@ class _Code:
             return self.leaf(element, "lq", "ix", at, step)
         refs = [f"ei{d}" if isinstance(stp, EventIndex) else repr(stp) for d, stp in enumerate(field)]
         shape: Pattern = tuple(None if isinstance(stp, EventIndex) else stp for stp in field)
-        tests, parent = ["type(f0 := lq[ix]) is dict"], "f0"
-        for d, stp in enumerate(field[:-1]):
-            nxt = field[d + 1]
-            want = "dict" if type(nxt) is str else "list"
-            got = f"{parent}.get({refs[d]}, MISSING)" if type(stp) is str else f"{parent}[{refs[d]}]"
-            tests.append(f"type(f{d + 1} := {got}) is {want}")
-            if type(nxt) is int:
-                tests.append(f"{nxt} < len(f{d + 1})")
-            elif isinstance(nxt, EventIndex):
-                if self.fixed_indexes((*element, *shape[: d + 1])):  # its element's place depends on the index
-                    return [otherwise]
-                tests.append(f"type({refs[d + 1]}) is int and 0 <= {refs[d + 1]} < len(f{d + 1})")
-            parent = f"f{d + 1}"
+        for d, stp in enumerate(field):
+            if d and isinstance(stp, EventIndex) and self.fixed_indexes((*element, *shape[:d])):
+                return [otherwise]  # the element's place depends on the index the event gives
+        tests = ["type(f0 := lq[ix]) is dict"]
+        parent = _descend(field, refs, "f", tests)
         indexes = [refs[d] for d, stp in enumerate(field) if type(stp) is not str]
         at_more = f"{at} + ({''.join(f'{x}, ' for x in indexes)})" if indexes else at
         body = self.leaf((*element, *shape), parent, refs[-1], at_more, step)
-        return [f"if {' and '.join(tests)}:", *_indent(body, 4), "else:", f"    {otherwise}"]
+        return [f"if {' and '.join(tests)}:", *indent(body, 4), "else:", f"    {otherwise}"]
 
     def leaf(self, pattern: Pattern, p: str, k: str, at: str, step: Move) -> list[str]:
         """The step's value `v` merged into p[k]; `step.omit`: keys of it left out."""
@@ -749,7 +725,7 @@ class _Code:
             f"cur0 = {p}[{k}]" if pattern and type(pattern[-1]) is not str else f"cur0 = {p}.get({k}, MISSING)"
         )
         merged = self.dict_merge(pattern, omit, "cur0", "v", "at0", 0)
-        lines += ["if type(v) is dict and type(cur0) is dict:", *_indent(merged, 4)]
+        lines += ["if type(v) is dict and type(cur0) is dict:", *indent(merged, 4)]
         return [*lines, "else:", f"    {self.general(pattern, p, k, 'v', 'at0', omit)}"]
 
     def event(self, name: str, handler: Steps | Dispatch, fn: str) -> list[str]:
@@ -760,7 +736,7 @@ class _Code:
             return self.cases(name, handler, fn, opens)
         every = self.steps(r.every, "streaming.every")
         body = [*opens, *every, *self.steps(handler, f"streaming.events.{name}"), f"return {bool(r.every or handler)}"]
-        return [f"def {fn}(s, e, n):  # streaming.events.{name}", *_indent(body, 4)]
+        return [f"def {fn}(s, e, n):  # streaming.events.{name}", *indent(body, 4)]
 
     def cases(self, name: str, handler: Dispatch, fn: str, opens: list[str]) -> list[str]:
         """An event type whose steps depend on `by`: a branch per case, each running `every` then its steps."""
@@ -775,13 +751,13 @@ class _Code:
                 *self.steps(steps, label),
                 f"return {bool(r.every or steps)}",
             ]
-            body += [f"{'if' if n == 0 else 'elif'} c == {case!r}:", *_indent(lines, 4)]
+            body += [f"{'if' if n == 0 else 'elif'} c == {case!r}:", *indent(lines, 4)]
         self.known = dict(read_before)
         label = f"{name!r} with {handler.by_path} "
         lines = [f"s._note_unknown({label!r} + repr(c), n)", *self.steps(r.every, "streaming.every")]
         return [
             f"def {fn}(s, e, n):  # streaming.events.{name}",
-            *_indent([*body, *lines, f"return {bool(r.every)}"], 4),
+            *indent([*body, *lines, f"return {bool(r.every)}"], 4),
         ]
 
     def module(self) -> str:
@@ -791,7 +767,7 @@ class _Code:
         if r.type is None:
             run = [
                 "def run(s, e, n):  # streaming.every: each event",
-                *_indent([*self.steps(r.every, "streaming.every"), f"return {bool(r.every)}"], 4),
+                *indent([*self.steps(r.every, "streaming.every"), f"return {bool(r.every)}"], 4),
             ]
         else:
             table: dict[str, str] = {}
@@ -804,16 +780,33 @@ class _Code:
             kind = self.read(r.type_path, r.type, "t", "e")
             run = [
                 "def run(s, e, n):  # streaming.type: the event's type picks its function",
-                *_indent(kind, 4),
+                *indent(kind, 4),
                 "    f = EVENTS.get(t) if type(t) is str else None",
                 "    if f is not None:",
                 "        return f(s, e, n)",
                 "    s._note_unknown(repr(t), n)",
-                *_indent([*self.steps(r.every, "streaming.every"), f"return {bool(r.every)}"], 4),
+                *indent([*self.steps(r.every, "streaming.every"), f"return {bool(r.every)}"], 4),
             ]
         starts = [line for w_index in range(len(r.watched)) if self.starts(w_index)
                   for line in [*self.start_code(w_index), ""]]  # fmt: skip
         return "\n".join([*starts, *events, *run]) + "\n"
+
+
+def _descend(steps: tuple[Any, ...], refs: list[str], var: str, tests: list[str]) -> str:
+    """Adds to `tests` the walk from `<var>0` down `steps` but the last (each step read by its `refs` expression;
+    an index the event gives must be an int naming an element there); gives the variable holding the last one's
+    container."""
+    parent = f"{var}0"
+    for d, stp in enumerate(steps[:-1]):
+        nxt, child = steps[d + 1], f"{var}{d + 1}"
+        got = f"{parent}.get({refs[d]}, MISSING)" if type(stp) is str else f"{parent}[{refs[d]}]"
+        tests.append(f"type({child} := {got}) is {'dict' if type(nxt) is str else 'list'}")
+        if type(nxt) is int:
+            tests.append(f"{nxt} < len({child})")
+        elif isinstance(nxt, EventIndex):
+            tests.append(f"type({refs[d + 1]}) is int and 0 <= {refs[d + 1]} < len({child})")
+        parent = child
+    return parent
 
 
 def _walk_lines(steps: tuple[str | int, ...], source: str, target: str) -> list[str]:
@@ -839,7 +832,3 @@ def _names_a_part(path: Path, field: Pattern) -> bool:
     return len(path) == len(field) and all(
         type(p) is int if f is None else p == f for p, f in zip(path, field, strict=True)
     )
-
-
-def _indent(lines: list[str], width: int) -> list[str]:
-    return [" " * width + line for line in lines]
