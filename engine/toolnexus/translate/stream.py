@@ -714,7 +714,8 @@ class StreamTranslator:
 def _held_entries(header: tuple[str, int, str], held: tuple[Write, dict[str, Any]]) -> list[Any]:
     """The entries of a held chunk that is not a whole call (an opening or a piece of a call waiting its turn)."""
     write, scope = held
-    return (_ENTRIES if write is _OPEN else _ARGUMENT_ENTRIES)(header, scope)
+    entries: list[Any] = (_ENTRIES if write is _OPEN else _ARGUMENT_ENTRIES)(header, scope)
+    return entries
 
 
 def _joined(header: tuple[str, int, str], entries: list[Any]) -> dict[str, Any]:

@@ -470,9 +470,12 @@ class _Code:
         read_id, read_name, read_arguments = w.plain_calls[""]
         roles = self.name(dict(w.roles.get("", {})), "roles")  # a dict, read at every piece: never written
         restore = []
-        if self.r.outbound.tool_call_ids is not None:  # the caller's own id, as the whole answer restores it
-            restore = ["        cid = s._ids.restore(cid, s.id_map or NO_IDS)"]
+        ids = self.r.outbound.tool_call_ids
+        if ids is not None:  # the caller's own id, as the whole answer restores it (a rewritten one: only from the map)
+            given = "if s.id_map: " if ids.rewrite is not None else ""
+            restore = [f"        {given}cid = s._ids.restore(cid, s.id_map or NO_IDS)"]
         scope = {"index": "k", "id": "cid", "name": "nm", "extra_content": "None", "piece": "a"}
+        opened = "{" + ", ".join(f"{name!r}: {expr}" for name, expr in scope.items()) + "}"
         return [
             f"def start{w_index}(s, i, x):  # {w.src.path}[i]: a tool call of plain reads",
             *_indent(_walk_lines(read_id, "x", "cid"), 4),
@@ -486,7 +489,7 @@ class _Code:
             "        calls = s._calls",
             "        info.call = k = len(calls)",
             "        calls.append(Call(cid, nm, a != '', None))",
-            "        if s._held: s._held.append((OPEN, {'index': k, 'id': cid, 'name': nm, 'extra_content': None, 'piece': a}))",
+            f"        if s._held: s._held.append((OPEN, {opened}))",
             "        else: " + _written("open", scope, "OPEN"),
             "    else:",
             f"        s._start({w_index}, i, x)",
