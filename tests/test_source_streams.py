@@ -436,6 +436,33 @@ def test_chunk_writers_written_as_one_display_are_what_their_templates_write(ext
     assert len(entries) == (2 if piece else 1) and ("extra_content" in entries[0]) is (extra is not None)
 
 
+def test_released_calls_writer_writes_what_the_entries_writers_write() -> None:
+    """Tool calls released together (held for a synthesized id): the one generated writer gives a whole call's
+    entries (held as its index in the final translation's calls) as the `open` entries writer gives them over
+    that call's scope, and any other held chunk by the writer it names, all in order."""
+    from toolnexus.translate.result import new_tool_call
+    from toolnexus.translate.stream import _held_entries
+
+    chunks = builtin_chunks()
+    calls = [new_tool_call("call_0_x", "f", '{"a":1}', None), new_tool_call("call_1_x", "g", "", {"k": "v"}),
+             new_tool_call("call_2_x", "h", "{}", {"google": {"thought_signature": "s"}})]  # fmt: skip
+    opening = (chunks.open, {"index": 3, "id": "c3", "name": "k", "extra_content": None, "piece": ""})
+    piece = (chunks.pieces["tool_call"], {"index": 3, "piece": '{"b":'})
+    held: list[Any] = [0, opening, 1, piece, 2]
+    want: list[Any] = []
+    for item in held:
+        if type(item) is int:
+            call = calls[item]
+            scope = {"index": item, "id": call.id, "name": call.name, "extra_content": call.extra_content,
+                     "piece": call.arguments}  # fmt: skip
+            want += chunks.entries["open"](HEADER, scope)
+        else:
+            want += _held_entries(HEADER, item)
+    assert chunks.released(HEADER, calls, held, _held_entries) == want
+    assert [e.get("id") for e in want] == ["call_0_x", None, "c3", "call_1_x", None, "call_2_x", None]
+    assert "extra_content" not in want[0] and want[3]["extra_content"] == {"k": "v"}
+
+
 def test_chunk_writers_refuse_a_template_they_cannot_write_located(tmp_path: Path) -> None:
     """A chunk moment is one chunk; a tool call's entries are written plainly (calls released together join
     them): anything else is a located RuleError."""

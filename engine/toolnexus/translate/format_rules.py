@@ -681,6 +681,8 @@ Write = Callable[[tuple[Any, ...], dict[str, Any]], Any]  # (header, the moment'
 # Where a chunk holds its tool-call entries: tool calls released together (held for a synthesized id) are one
 # chunk whose entries are all of theirs (Chat Completions lets one delta carry several calls' entries).
 JOINED: tuple[str | int, ...] = ("choices", 0, "delta", "tool_calls")
+# (h, the whole answer's tool calls, the held list: a whole call's index or another held chunk, `other` for those)
+Release = Callable[[tuple[Any, ...], Any, list[Any], Callable[..., list[Any]]], list[Any]]
 
 
 @dataclass(frozen=True)
@@ -693,6 +695,7 @@ class Chunks:
 
     file: str
     entries: Mapping[str, Write]  # `open`, `tool_call`: a chunk's entries alone (at `JOINED`), for calls held together
+    released: Release  # the entries of the tool calls held and released together
     start: Write
     open: Write
     pieces: Mapping[str, Write]
@@ -748,9 +751,14 @@ def compile_chunks(path: Path, display: str | None = None) -> Chunks:
         exec(compile(joined, f"<chunk {dotted(at)} entries>", "exec"), namespace)
         entries[moment] = namespace["write"]
         code.append(joined)
+    released = _released(nodes["open"])
+    code.append(released)
+    namespace = {"is_empty": is_empty}
+    exec(compile(released, "<chunk stream.open.tool_call released>", "exec"), namespace)
     return Chunks(
         file=display,
         entries=MappingProxyType(entries),
+        released=namespace["release"],
         start=writers["start"],
         open=writers["open"],
         pieces=MappingProxyType({k: writers[f"piece.{k}"] for k in ("text", "reasoning", "tool_call")}),
@@ -774,6 +782,28 @@ _CHUNK_SCOPES = {
 def _names(moment: str) -> dict[str, str]:
     """The names a chunk moment's writer has, as Python: the header's in `h`, the moment's own in `s`."""
     return {**{name: f"h[{i}]" for i, name in enumerate(HEADER)}, **{n: f"s[{n!r}]" for n in _CHUNK_SCOPES[moment]}}
+
+
+def _released(node: Node) -> str:
+    """The source of the writer of the entries of tool calls released together (`StreamTranslator.finish`): a
+    whole call, held as its index in `calls` (the final translation's tool calls), has its `open` entries written
+    inline from that call (no scope built per call, one function for the lot); any other held entry by `other`."""
+    names = {**{name: f"h[{i}]" for i, name in enumerate(HEADER)}, "index": "x", "id": "c.id", "name": "c.name",
+             "extra_content": "c.extra_content", "piece": "c.arguments"}  # fmt: skip
+    below = _below(node, JOINED)
+    shown = as_python(below, names) if below is not None else None
+    assert shown is not None  # `compile_chunks` checked the same node over the moment's own names
+    return (
+        "def release(h, calls, held, other):  # stream.open.tool_call's entries, for whole calls released together\n"
+        "    out = []\n"
+        "    for x in held:\n"
+        "        if type(x) is int:\n"
+        "            c = calls[x]\n"
+        f"            out += {shown}\n"
+        "        else:\n"
+        "            out += other(h, x)\n"
+        "    return out\n"
+    )
 
 
 def _below(node: Node, path: tuple[str | int, ...]) -> Node | None:

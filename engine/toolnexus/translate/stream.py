@@ -72,7 +72,7 @@ from .stream_rules import (
 CHUNKS = builtin_chunks()  # how chunks are written: the normal form's `stream` section (formats/openai.yaml)
 _START, _OPEN = CHUNKS.start, CHUNKS.open
 _TEXT, _REASONING, _ARGUMENTS = (CHUNKS.pieces[k] for k in ("text", "reasoning", "tool_call"))
-_ENTRIES, _ARGUMENT_ENTRIES = CHUNKS.entries["open"], CHUNKS.entries["tool_call"]
+_ENTRIES, _ARGUMENT_ENTRIES, _RELEASED = CHUNKS.entries["open"], CHUNKS.entries["tool_call"], CHUNKS.released
 _HELD = "call_held"  # stands in for a synthesized id until the whole response is known
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NONE: frozenset[str] = frozenset()
@@ -694,19 +694,10 @@ class StreamTranslator:
         self.result = result
         out = self._chunks(last=True)
         header = self._header
-        if self._held:  # the held chunks, in order, released together as one chunk (see the top)
-            entries: list[Any] = []
-            for held in self._held:
-                if isinstance(held, int):  # a whole call: opened from its translation in the whole answer (which
-                    done = result.tool_calls[held]  # validated it and gave its id), not rendered twice
-                    whole = {"index": held, "id": done.id, "name": done.name,
-                             "extra_content": done.extra_content, "piece": done.arguments}  # fmt: skip
-                    entries += _ENTRIES(header, whole)
-                else:
-                    write, scope = held
-                    entries += (_ENTRIES if write is _OPEN else _ARGUMENT_ENTRIES)(header, scope)
+        if self._held:  # the held chunks, in order, released together as one chunk (see the top); a whole call
+            # (its index) opened from its translation in the whole answer (which validated it and gave its id)
+            out.append(_joined(header, _RELEASED(header, calls, self._held, _held_entries)))
             self._held.clear()
-            out.append(_joined(header, entries))
         for index in unsent:
             out.append(_ARGUMENTS(header, {"index": index, "piece": calls[index].arguments}))
         scope = {"answer_id": header[0], "created": header[1], "model": header[2], "refusal": result.refusal,
@@ -718,6 +709,13 @@ class StreamTranslator:
             if chunk is not MISSING:
                 out.append(chunk)
         return out
+
+
+def _held_entries(header: tuple[str, int, str], held: tuple[Write, dict[str, Any]]) -> list[Any]:
+    """The entries of a held chunk that is not a whole call (an opening or a piece of a call waiting its turn)."""
+    write, scope = held
+    entries: list[Any] = (_ENTRIES if write is _OPEN else _ARGUMENT_ENTRIES)(header, scope)
+    return entries
 
 
 def _joined(header: tuple[str, int, str], entries: list[Any]) -> dict[str, Any]:

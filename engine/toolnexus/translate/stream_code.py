@@ -24,6 +24,7 @@ from typing import Any
 from ..language.codegen import Namespace, indent
 from ..language.ids import NO_IDS
 from ..language.paths import MISSING, Getter, plain_hash, simple_steps
+from ..language.templates import is_empty
 from .format_rules import HEADER, builtin_chunks
 from .stream_rules import (
     APPEND,
@@ -142,11 +143,12 @@ def joins(last: Any, element: Any, join: Join) -> bool:
 _HEADER = {name: f"s._header[{i}]" for i, name in enumerate(HEADER)}
 
 
-def _written(kind: str, names: dict[str, str]) -> str:
-    """A statement writing a piece's chunk: its template's display inline once the header is read (the
-    normal form's `stream` section, formats/openai.yaml), else through the StreamTranslator's `_write`."""
+def _written(kind: str, names: dict[str, str], write: str = "") -> str:
+    """A statement writing a piece's chunk (or a call's opening, `write` naming its writer): its template's display
+    inline once the header is read (the normal form's `stream` section, formats/openai.yaml), else through the
+    StreamTranslator's `_write`."""
     scope = "{" + ", ".join(f"{name!r}: {expr}" for name, expr in names.items()) + "}"
-    later = f"s._write(CHUNKS[{kind!r}], {scope})"
+    later = f"s._write({write or f'CHUNKS[{kind!r}]'}, {scope})"
     display = builtin_chunks().display(kind, {**_HEADER, **names})
     return later if display is None else f"s._out.append({display}) if s._head else {later}"
 
@@ -167,7 +169,7 @@ class _Code(Namespace):
     def __init__(self, rules: Streaming) -> None:
         self.r = rules
         super().__init__({"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge, "NO_IDS": NO_IDS,
-                          "NUMBERS": _NUMBERS, "Element": Element, "Call": Call, "WHOLE": WHOLE,
+                          "NUMBERS": _NUMBERS, "Element": Element, "Call": Call, "WHOLE": WHOLE, "is_empty": is_empty,
                           "CHUNKS": builtin_chunks().pieces, "OPEN": builtin_chunks().open})  # fmt: skip
         self.hashed: list[tuple[str, str, type | None]] | None = None  # the value of known keys of the step
         # being written (`place`, which sets it for each step)
@@ -461,8 +463,12 @@ class _Code(Namespace):
         read_id, read_name, read_arguments = w.plain_calls[""]
         roles = self.name(dict(w.roles.get("", {})), "roles")  # a dict, read at every piece: never written
         restore = []
-        if self.r.outbound.tool_call_ids is not None:  # the caller's own id, as the whole answer restores it
-            restore = ["        cid = s._ids.restore(cid, s.id_map or NO_IDS)"]
+        ids = self.r.outbound.tool_call_ids
+        if ids is not None:  # the caller's own id, as the whole answer restores it (a rewritten one: only from the map)
+            given = "if s.id_map: " if ids.rewrite is not None else ""
+            restore = [f"        {given}cid = s._ids.restore(cid, s.id_map or NO_IDS)"]
+        scope = {"index": "k", "id": "cid", "name": "nm", "extra_content": "None", "piece": "a"}
+        opened = "{" + ", ".join(f"{name!r}: {expr}" for name, expr in scope.items()) + "}"
         return [
             f"def start{w_index}(s, i, x):  # {w.src.path}[i]: a tool call of plain reads",
             *indent(_walk_lines(read_id, "x", "cid"), 4),
@@ -476,7 +482,8 @@ class _Code(Namespace):
             "        calls = s._calls",
             "        info.call = k = len(calls)",
             "        calls.append(Call(cid, nm, a != '', None))",
-            "        s._tool_chunk(OPEN, {'index': k, 'id': cid, 'name': nm, 'extra_content': None, 'piece': a})",
+            f"        if s._held: s._held.append((OPEN, {opened}))",
+            "        else: " + _written("open", scope, "OPEN"),
             "    else:",
             f"        s._start({w_index}, i, x)",
         ]
