@@ -242,7 +242,8 @@ class TranslateStream:
 
 class SourceEventStream:
     """`async for event in stream` gives a source format's stream events (Anthropic `message_start` ...
-    `message_stop`), over a TranslateStream; then `stream.result` and `stream.message` (the whole answer)."""
+    `message_stop`), over a TranslateStream whose translator writes them (`StreamTranslator.into`); then
+    `stream.result` and `stream.message` (the whole answer)."""
 
     def __init__(self, inner: TranslateStream, events: SourceEvents) -> None:
         self._inner = inner
@@ -265,21 +266,15 @@ class SourceEventStream:
         return self
 
     async def __anext__(self) -> dict[str, Any]:
-        pending = self._pending
-        while not pending:
-            if self._ended:
-                raise StopAsyncIteration
+        if not self._ended:
             try:
-                chunk = await self._inner.__anext__()
+                return await self._inner.__anext__()
             except StopAsyncIteration:
                 self._ended = True
-                pending.extend(self._events.end(self._inner.result))
-                continue
-            events = self._events.chunk(chunk)
-            if len(events) == 1:  # the usual chunk, one piece's one event: given as it is, never queued
-                return events[0]
-            pending.extend(events)
-        return pending.popleft()
+                self._pending.extend(self._events.end(self._inner.result))
+        if not self._pending:
+            raise StopAsyncIteration
+        return self._pending.popleft()
 
     async def __aenter__(self) -> SourceEventStream:
         return self

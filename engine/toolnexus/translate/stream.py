@@ -47,7 +47,7 @@ from ..language.paths import MISSING
 from ..language.templates import Ctx, fresh_copy
 from .endpoint import excerpt
 from .format_rules import JOINED, Write, builtin_chunks
-from .formats import PLAIN
+from .formats import PLAIN, SourceEvents, SourceFormat
 from .result import TranslateResult
 from .stream_code import WHOLE as _WHOLE
 from .stream_code import Call as _Call
@@ -109,7 +109,10 @@ class StreamTranslator:
         # (see the top); an index: a whole call, written at the end from the whole answer's translation (`finish`)
         self._text_sent = 0
         self._events = 0
-        self._head = False  # whether the header is read
+        self._known = False  # whether the header is read
+        self._head = False  # whether chunks are written as they come (the header is read, and no format's events)
+        self._writer: SourceEvents | None = None  # the source format written instead of chunks (`into`)
+        self._direct = False  # with `events`: whether moments go to them as they come (see `_moments`)
         self._header: tuple[str, int, str] = ("", 0, "")  # every chunk's id, created and model, once read
         # read once per event: the rule tables' entries a stream uses at every event
         assert rules.run is not None
@@ -565,22 +568,85 @@ class StreamTranslator:
         self._write(_TEXT, {"piece": text})
 
     def _write(self, write: Write, scope: dict[str, Any]) -> None:
-        """A chunk of this event: written now, or once the header is read (`_chunks`)."""
+        """A chunk of this event: written now, or once the header is read (`_chunks`); writing a format's events
+        (`into`), the moment it is written from goes to them, now or at the end of the event (`_moments`)."""
         if self._head:
             self._out.append(write(self._header, scope))
+        elif self._direct:
+            self._moment(self._out, write, scope)
         else:
             self._pending.append((write, scope))
+
+    # A piece written by the generated code before the header is read (`stream_code._written`); writing a format's
+    # events, these are the events' own handlers once moments go to them as they come (`_moments`).
+    def _text(self, out: list[dict[str, Any]], piece: str) -> None:
+        self._write(_TEXT, {"piece": piece})
+
+    def _reasoning(self, out: list[dict[str, Any]], piece: str) -> None:
+        self._write(_REASONING, {"piece": piece})
+
+    def _arguments(self, out: list[dict[str, Any]], index: int, piece: str) -> None:
+        self._write(_ARGUMENTS, {"index": index, "piece": piece})
+
+    def into(self, fmt: SourceFormat) -> SourceEvents:
+        """Write the format's events instead of OpenAI chunks, from now on (before the first event): each moment
+        a chunk is written from (the start, a piece, a call's opening) goes to the format's `SourceEvents`, and
+        no chunk is built. `feed` and `finish` then return the format's events; their `end` closes them."""
+        if self._events:
+            raise RuntimeError("a stream translator writes a format's events only from its first event")
+        self._writer = SourceEvents(fmt, self)
+        return self._writer
+
+    def _moment(self, out: list[dict[str, Any]], write: Write, scope: dict[str, Any]) -> None:
+        """The moment a chunk would be written from, given to the format's events (`into`)."""
+        writer = self._writer
+        assert writer is not None
+        if write is _TEXT:
+            writer.text(out, scope["piece"])
+        elif write is _ARGUMENTS:
+            writer.arguments(out, scope["index"], scope["piece"])
+        elif write is _REASONING:
+            writer.reasoning(out, scope["piece"])
+        else:
+            assert write is _OPEN
+            piece = scope.get("piece")
+            writer.call(out, scope["index"], scope["id"], scope["name"], scope.get("extra_content"), piece)
+
+    def _moments(self, last: bool = False) -> list[dict[str, Any]]:
+        """Writing a format's events: the moments held to the end of the event given to them. They wait for the
+        header (the start moment), and while the events wait for what the event as a whole says
+        (`SourceEvents.waits`: a chunk, too, is read after its event); after that, moments go to them as they
+        come, the generated code's pieces straight to their handlers."""
+        writer = self._writer
+        assert writer is not None
+        out, self._out = self._out, []
+        pending = self._pending
+        if not self._known:
+            if not (pending or last or self._identified()):
+                return out
+            self._known = True
+            self._header = self._identity()
+            writer.start(out, self._header)
+        for write, scope in pending:
+            self._moment(out, write, scope)
+        pending.clear()
+        if not writer.waits:
+            self._direct = True
+            self._text, self._reasoning, self._arguments = writer.text, writer.reasoning, writer.arguments  # type: ignore[method-assign]
+        return out
 
     def _chunks(self, last: bool = False) -> list[dict[str, Any]]:
         """The event's chunks; the first chunk (`start`) opens with the assistant role.
 
         The header (id, created, model) is read at the first event that has an id or something to
         send: an opening event with neither (an empty id, nothing said yet) waits for the next."""
+        if self._writer is not None:
+            return self._moments(last)
         if not self._head:
             pending = self._pending
             if not (pending or last or self._identified()):
                 return []
-            self._head = True
+            self._head = self._known = True
             header = self._header = self._identity()
             out = [_START(header, {}), *(write(header, scope) for write, scope in pending)]
             pending.clear()
@@ -693,19 +759,20 @@ class StreamTranslator:
                                 "rules do not match the response rules", provider=rules.provider)  # fmt: skip
         self.result = result
         out = self._chunks(last=True)
+        released = [self._released(held, result) for held in self._held]  # the held chunks' moments, in order
+        self._held.clear()
+        if self._writer is not None:  # writing a format's events: each moment given to them (`into`)
+            for write, scope in released:
+                self._moment(out, write, scope)
+            for index in unsent:
+                self._writer.arguments(out, index, calls[index].arguments)
+            self._writer.look(out)  # the closing chunks: nothing the events are written from (`end` reads the
+            return out  # result), but looked at as any chunk is
         header = self._header
-        if self._held:  # the held chunks, in order, released together as one chunk (see the top)
+        if released:  # the held chunks, in order, released together as one chunk (see the top)
             entries: list[Any] = []
-            for held in self._held:
-                if isinstance(held, int):  # a whole call: opened from its translation in the whole answer (which
-                    done = result.tool_calls[held]  # validated it and gave its id), not rendered twice
-                    whole = {"index": held, "id": done.id, "name": done.name,
-                             "extra_content": done.extra_content, "piece": done.arguments}  # fmt: skip
-                    entries += _ENTRIES(header, whole)
-                else:
-                    write, scope = held
-                    entries += (_ENTRIES if write is _OPEN else _ARGUMENT_ENTRIES)(header, scope)
-            self._held.clear()
+            for write, scope in released:
+                entries += (_ENTRIES if write is _OPEN else _ARGUMENT_ENTRIES)(header, scope)
             out.append(_joined(header, entries))
         for index in unsent:
             out.append(_ARGUMENTS(header, {"index": index, "piece": calls[index].arguments}))
@@ -718,6 +785,16 @@ class StreamTranslator:
             if chunk is not MISSING:
                 out.append(chunk)
         return out
+
+    @staticmethod
+    def _released(held: tuple[Write, dict[str, Any]] | int, result: TranslateResult) -> tuple[Write, dict[str, Any]]:
+        """A held chunk's moment; a whole call (an index) opened from its translation in the whole answer (which
+        validated it and gave its id), not rendered twice."""
+        if not isinstance(held, int):
+            return held
+        done = result.tool_calls[held]
+        return _OPEN, {"index": held, "id": done.id, "name": done.name, "extra_content": done.extra_content,
+                       "piece": done.arguments}  # fmt: skip
 
 
 def _joined(header: tuple[str, int, str], entries: list[Any]) -> dict[str, Any]:

@@ -141,11 +141,15 @@ def joins(last: Any, element: Any, join: Join) -> bool:
 _HEADER = {name: f"s._header[{i}]" for i, name in enumerate(HEADER)}
 
 
+_PIECES = {"text": "_text", "reasoning": "_reasoning", "tool_call": "_arguments"}  # the StreamTranslator's
+
+
 def _written(kind: str, names: dict[str, str]) -> str:
     """A statement writing a piece's chunk: its template's display inline once the header is read (the
-    normal form's `stream` section, formats/openai.yaml), else through the StreamTranslator's `_write`."""
-    scope = "{" + ", ".join(f"{name!r}: {expr}" for name, expr in names.items()) + "}"
-    later = f"s._write(CHUNKS[{kind!r}], {scope})"
+    normal form's `stream` section, formats/openai.yaml), else by the StreamTranslator's piece method (which
+    holds it until the header is read; writing a format's events, `StreamTranslator.into`, it is the events'
+    own handler of the piece: no chunk is built)."""
+    later = f"s.{_PIECES[kind]}(s._out, {', '.join(names.values())})"
     display = builtin_chunks().display(kind, {**_HEADER, **names})
     return later if display is None else f"s._out.append({display}) if s._head else {later}"
 
