@@ -534,8 +534,10 @@ def lockstep(fmt: Any, provider: str, datas: list[str]) -> list[list[Any]]:
     translator's chunks (`SourceEvents.chunk`) by the generated writers (`SourceFormat.events`) and by each
     moment's templates walked one by one (`general_moments`). Each step's events, the whole answer at the end, or
     the error, per way. Ids and times a way would make are made the same."""
-    plain = toolnexus.stream_translator(provider)
-    direct = SourceStream(fmt, toolnexus.stream_translator(provider))
+    made = {"uuid": SimpleNamespace(uuid4=lambda: uuid.UUID(int=7)), "time": SimpleNamespace(time=lambda: 1.7e9)}
+    with mock.patch.multiple(stream_module, **made):
+        plain = toolnexus.stream_translator(provider)
+        direct = SourceStream(fmt, toolnexus.stream_translator(provider))
     chunked = [SourceEvents(fmt, plain), SourceEvents(replace(fmt, events=MappingProxyType({})), plain)]
     out: list[list[Any]] = [[], [], []]
 
@@ -567,11 +569,7 @@ def lockstep(fmt: Any, provider: str, datas: list[str]) -> list[list[Any]]:
             said(k, lambda events=events: written(events, chunks, plain.result if data is None else None))
         return True
 
-    made = {"uuid": SimpleNamespace(uuid4=lambda: uuid.UUID(int=7)), "time": SimpleNamespace(time=lambda: 1.7e9)}
-    with (
-        mock.patch.multiple(formats, **made),
-        mock.patch.multiple(stream_module, **made),
-    ):
+    with mock.patch.multiple(formats, **made), mock.patch.multiple(stream_module, **made):
         for data in [*datas, None]:
             if not steps(data):
                 break
@@ -602,6 +600,26 @@ def test_generated_stream_writers_on_long_answers_of_text_calls_and_reasoning(pr
         direct, fast, general = lockstep(RULES.format(fmt), provider, datas)
         assert direct == general and fast == general, row
         assert sum(map(len, general)) > 60, row
+
+
+@pytest.mark.parametrize("fmt", [*FORMATS, "openai"])
+def test_a_translator_writing_the_format_gives_every_moment_to_its_handler(fmt: str) -> None:
+    """Reasoning that opens the answer (held to the end of each event), then text, a call, reasoning after them
+    and a second call (given as they come): written by a translator writing the format itself (`into`), the
+    events are those written from its chunks, piece by piece."""
+    answer = {
+        "id": "msg_3", "type": "message", "role": "assistant", "model": "claude-x", "stop_reason": "tool_use",
+        "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 5},
+        "content": [{"type": "thinking", "thinking": "First thought.", "signature": "c2lnMQ=="},
+                    {"type": "text", "text": "Look here."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Bern"}},
+                    {"type": "thinking", "thinking": "Second thought.", "signature": "c2lnMg=="},
+                    {"type": "tool_use", "id": "toolu_2", "name": "weather", "input": {"city": "Oslo"}}],
+    }  # fmt: skip
+    datas = [data_of("anthropic", e) for e in ENCODERS["anthropic"](answer, random.Random(5), cuts=3)]
+    direct, fast, general = lockstep(RULES.format(fmt), "anthropic", datas)
+    assert direct == general and fast == general
+    assert len([e for step in direct for e in step]) > 25
 
 
 def test_generated_stream_writers_of_a_made_up_format(tmp_path: Path) -> None:
