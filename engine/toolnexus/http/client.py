@@ -259,10 +259,10 @@ class Client:
                                max_tokens=max_tokens, params=params, source=source)  # fmt: skip
         notes = request_notes(body)
         sent = streaming.request_body(body, self._values)
-        inner = TranslateStream(self._caller, sent, self._stream_url, streaming, cancel, notes, body.id_map)
         if source == PLAIN:
-            return inner
-        return SourceEventStream(inner, inner.translator.into(self._book.format(source)))
+            return TranslateStream(self._caller, sent, self._stream_url, streaming, cancel, notes, body.id_map)
+        return SourceEventStream(self._caller, sent, self._stream_url, streaming, cancel, notes, body.id_map,
+                                 source=self._book.format(source))  # fmt: skip
 
     def build_body(
         self,

@@ -4,9 +4,9 @@ A compiled format (`SourceFormat`, built by `format_rules` from `rules/formats/<
 the format's request into the normal form every provider's rules read (a Chat Completions request
 with the round-trip keys of README "Round trips"), writes a `TranslateResult` back in the format's
 shape, and (`SourceEvents`) writes the format's stream events from the moments a provider stream
-says (what its OpenAI chunks are written from). Paths in errors and notes name the format's request (`messages[2].content[1]`): each
-normal-form element keeps where it came from (`Origins`). Kept apart from the compiling (schema,
-derivation) so the code every call runs reads on its own.
+says (what its OpenAI chunks are written from). Paths in errors and notes name the format's request
+(`messages[2].content[1]`): each normal-form element keeps where it came from (`Origins`). Kept apart
+from the compiling (schema, derivation) so the code every call runs reads on its own.
 """
 
 from __future__ import annotations
@@ -903,9 +903,7 @@ class SourceEvents:
             block = self._open = self._new_block(out, "text", {})
         self._piece(out, block, piece)
 
-    def call(
-        self, out: list[dict[str, Any]], index: int, call_id: Any, name: Any, extra: Any, arguments: Any
-    ) -> None:
+    def call(self, out: list[dict[str, Any]], index: int, call_id: Any, name: Any, extra: Any, arguments: Any) -> None:
         """A tool call's entry: the call at `index` opens at its first (with its id, name and any signature),
         and its arguments piece, if any, follows."""
         if self._opening:

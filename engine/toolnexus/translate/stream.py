@@ -20,7 +20,9 @@ non-streaming path already uses:
 
 How each chunk is written (its envelope, which delta says what) is the normal form's `stream` section
 (rules/formats/openai.yaml), compiled by `format_rules.compile_chunks` into one function per moment; the
-provider stream's generated code writes a piece's chunk inline from the same template.
+provider stream's generated code writes a piece's chunk inline from the same template. Writing a source
+format's events instead (`into`), no chunk is built: each moment a chunk is written from goes to the format's
+`SourceEvents` (formats.py), a piece straight from the generated code to its handler.
 
 A tool call whose id is synthesized (`synthesize_ids`) is held back: its id hashes the whole
 response, known only at the end, so its deltas (and every tool-call delta after it, to keep the
@@ -577,16 +579,17 @@ class StreamTranslator:
         else:
             self._pending.append((write, scope))
 
-    # A piece written by the generated code before the header is read (`stream_code._written`); writing a format's
-    # events, these are the events' own handlers once moments go to them as they come (`_moments`).
+    # A piece the generated code writes when no chunk is written inline (`stream_code._written`): held to the end
+    # of the event (before the header is read; writing a format's events, while they wait); once moments go to
+    # the events as they come, these are the events' own handlers (`_moments`).
     def _text(self, out: list[dict[str, Any]], piece: str) -> None:
-        self._write(_TEXT, {"piece": piece})
+        self._pending.append((_TEXT, {"piece": piece}))
 
     def _reasoning(self, out: list[dict[str, Any]], piece: str) -> None:
-        self._write(_REASONING, {"piece": piece})
+        self._pending.append((_REASONING, {"piece": piece}))
 
     def _arguments(self, out: list[dict[str, Any]], index: int, piece: str) -> None:
-        self._write(_ARGUMENTS, {"index": index, "piece": piece})
+        self._pending.append((_ARGUMENTS, {"index": index, "piece": piece}))
 
     def into(self, fmt: SourceFormat) -> SourceEvents:
         """Write the format's events instead of OpenAI chunks, from now on (before the first event): each moment

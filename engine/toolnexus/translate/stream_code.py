@@ -147,11 +147,13 @@ _PIECES = {"text": "_text", "reasoning": "_reasoning", "tool_call": "_arguments"
 def _written(kind: str, names: dict[str, str]) -> str:
     """A statement writing a piece's chunk: its template's display inline once the header is read (the
     normal form's `stream` section, formats/openai.yaml), else by the StreamTranslator's piece method (which
-    holds it until the header is read; writing a format's events, `StreamTranslator.into`, it is the events'
-    own handler of the piece: no chunk is built)."""
-    later = f"s.{_PIECES[kind]}(s._out, {', '.join(names.values())})"
+    holds it to the end of the event; writing a format's events, `StreamTranslator.into`, it becomes the
+    events' own handler of the piece: no chunk is built)."""
     display = builtin_chunks().display(kind, {**_HEADER, **names})
-    return later if display is None else f"s._out.append({display}) if s._head else {later}"
+    if display is None:  # every mode through `_write`
+        scope = "{" + ", ".join(f"{name!r}: {expr}" for name, expr in names.items()) + "}"
+        return f"s._write(CHUNKS[{kind!r}], {scope})"
+    return f"s._out.append({display}) if s._head else s.{_PIECES[kind]}(s._out, {', '.join(names.values())})"
 
 
 def compiled(streaming: Streaming | None) -> Streaming | None:
