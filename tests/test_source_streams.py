@@ -38,6 +38,7 @@ from toolnexus.devtools.conformance import demo_file
 from toolnexus.devtools.stub import ProviderStub, scripted
 from toolnexus.language.templates import Ctx
 from toolnexus.translate import formats
+from toolnexus.translate import stream as stream_module
 from toolnexus.translate.format_rules import builtin_chunks, builtin_formats_dir, compile_chunks, compile_format
 from toolnexus.translate.formats import SourceEvents, SourceStream, general_moments
 
@@ -394,8 +395,9 @@ def test_chunks_are_what_the_normal_forms_stream_section_writes(tmp_path: Path) 
 
 
 def test_the_normal_forms_stream_read_as_any_formats_writes_the_same_chunks() -> None:
-    """Run the way every format's stream runs (SourceEvents: blocks numbered, `index_within_kind`), the normal
-    form's `stream` section writes the very chunks the StreamTranslator yields: one description, one meaning.
+    """Run the way every format's stream runs (SourceEvents: blocks numbered, `index_within_kind`), from the
+    chunks or from the moments they are written from, the normal form's `stream` section writes the very chunks
+    the StreamTranslator yields: one description, one meaning.
     (Reasoning, text, then two calls whose arguments come in pieces: the calls are tool_calls[0] and [1].)"""
     answer = {
         "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "stop_reason": "tool_use",
@@ -404,12 +406,16 @@ def test_the_normal_forms_stream_read_as_any_formats_writes_the_same_chunks() ->
                     {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Bern"}},
                     {"type": "tool_use", "id": "toolu_2", "name": "weather", "input": {"city": "Oslo"}}],
     }  # fmt: skip
-    plain = toolnexus.stream_translator("anthropic")
+    with mock.patch.object(stream_module, "time", SimpleNamespace(time=lambda: 1.7e9)):
+        plain = toolnexus.stream_translator("anthropic")
+        direct = SourceStream(RULES.format("openai"), toolnexus.stream_translator("anthropic"))
     chunks = [c for data in provider_data("anthropic", answer, 0) for c in plain.feed(data)] + plain.finish()
     assert plain.result is not None
     events = SourceEvents(RULES.format("openai"), plain)
     written = [e for chunk in chunks for e in events.chunk(chunk)] + events.end(plain.result)
     assert written == chunks
+    # and written from the moments the chunks are written from (`into`: no chunk built)
+    assert [e for data in provider_data("anthropic", answer, 0) for e in direct.feed(data)] + direct.finish() == chunks
     calls = [e for c in chunks if c["choices"] for e in c["choices"][0]["delta"].get("tool_calls", ())]
     assert [(e["index"], e.get("id")) for e in calls if "id" in e] == [(0, "toolu_1"), (1, "toolu_2")]
 
@@ -550,38 +556,50 @@ def test_the_answer_so_far_leaves_the_stream_untouched() -> None:
 
 
 def lockstep(fmt: Any, provider: str, datas: list[str]) -> list[list[Any]]:
-    """One provider stream (its events' data) written in the format three ways at once, over the same chunks: by
-    the generated writers (`SourceFormat.events`) with the one-piece shortcut (`chunk`), without it (`_chunk`:
-    every chunk the whole way), and by each moment's templates walked one by one (`general_moments`). Each step's
-    events, the whole answer at the end, or the error, per way. Ids and times a way would make are made the same."""
-    translator = toolnexus.stream_translator(provider)
-    general = SourceEvents(replace(fmt, events=MappingProxyType({})), translator)
-    slow = SourceEvents(fmt, translator)
-    ways = [SourceEvents(fmt, translator).chunk, slow._chunk, general.chunk]
-    owners = [ways[0].__self__, slow, general]  # type: ignore[attr-defined]
+    """One provider stream (its events' data) written in the format three ways at once: by a translator writing
+    the format's events itself (`into`: each moment given to them as it comes, no chunk built), and from the plain
+    translator's chunks (`SourceEvents.chunk`) by the generated writers (`SourceFormat.events`) and by each
+    moment's templates walked one by one (`general_moments`). Each step's events, the whole answer at the end, or
+    the error, per way. Ids and times a way would make are made the same."""
+    made = {"uuid": SimpleNamespace(uuid4=lambda: uuid.UUID(int=7)), "time": SimpleNamespace(time=lambda: 1.7e9)}
+    with mock.patch.multiple(stream_module, **made):
+        plain = toolnexus.stream_translator(provider)
+        direct = SourceStream(fmt, toolnexus.stream_translator(provider))
+    chunked = [SourceEvents(fmt, plain), SourceEvents(replace(fmt, events=MappingProxyType({})), plain)]
     out: list[list[Any]] = [[], [], []]
 
-    def step(chunks: list[dict[str, Any]], result: Any = None) -> None:
-        for way, owner, said in zip(ways, owners, out, strict=True):
-            try:
-                got = [event for chunk in chunks for event in way(chunk)]
-                if result is not None:
-                    got += [*owner.end(result), dict(owner.message)]
-            except ToolnexusError as exc:
-                got = [(type(exc).__name__, getattr(exc, "path", None), str(exc))]
-            said.append(got)
+    def refused(exc: ToolnexusError) -> list[Any]:
+        return [(type(exc).__name__, getattr(exc, "path", None), str(exc))]
 
-    with (
-        mock.patch.object(formats, "uuid", SimpleNamespace(uuid4=lambda: uuid.UUID(int=7))),
-        mock.patch.object(formats, "time", SimpleNamespace(time=lambda: 1.7e9)),
-    ):
+    def said(way: int, run: Any) -> None:
         try:
-            for data in datas:
-                step(translator.feed(data))
-            chunks = translator.finish()
-        except ToolnexusError:
-            return out
-        step(chunks, translator.result)
+            got = run()
+        except ToolnexusError as exc:
+            got = refused(exc)
+        out[way].append(got)
+
+    def written(events: SourceEvents, chunks: list[dict[str, Any]], result: Any = None) -> list[Any]:
+        got = [event for chunk in chunks for event in events.chunk(chunk)]
+        return got if result is None else [*got, *events.end(result), dict(events.message or {})]
+
+    def steps(data: str | None) -> bool:
+        """One event (None: the end) the three ways; False once the plain translator refuses it."""
+        try:
+            chunks = plain.feed(data) if data is not None else plain.finish()
+        except ToolnexusError as exc:
+            said(0, lambda: direct.feed(data) if data is not None else direct.finish())
+            out[1].append(refused(exc))
+            out[2].append(refused(exc))
+            return False
+        said(0, lambda: direct.feed(data) if data is not None else [*direct.finish(), dict(direct.message or {})])
+        for k, events in enumerate(chunked, 1):
+            said(k, lambda events=events: written(events, chunks, plain.result if data is None else None))
+        return True
+
+    with mock.patch.multiple(formats, **made), mock.patch.multiple(stream_module, **made):
+        for data in [*datas, None]:
+            if not steps(data):
+                break
     return out
 
 
@@ -592,8 +610,8 @@ def lockstep(fmt: Any, provider: str, datas: list[str]) -> list[list[Any]]:
 def test_generated_stream_writers_write_what_the_general_walk_writes(provider: str, fmt: str, data: Any) -> None:
     response = canonical(provider, data.draw(GENERATORS[provider](), label="response"))
     datas = provider_data(provider, response, data.draw(st.integers(0, 2**16), label="seed"))
-    fast, slow, general = lockstep(RULES.format(fmt), provider, datas)
-    assert fast == general and slow == general
+    direct, fast, general = lockstep(RULES.format(fmt), provider, datas)
+    assert direct == general and fast == general
 
 
 @pytest.mark.parametrize("fmt", [*FORMATS, "openai"])
@@ -606,9 +624,29 @@ def test_generated_stream_writers_on_long_answers_of_text_calls_and_reasoning(pr
         if made is None:
             continue
         datas = [data_of(provider, e) for e in ENCODERS[provider](made[0], random.Random(1), cuts=made[1])]
-        fast, slow, general = lockstep(RULES.format(fmt), provider, datas)
-        assert fast == general and slow == general, row
+        direct, fast, general = lockstep(RULES.format(fmt), provider, datas)
+        assert direct == general and fast == general, row
         assert sum(map(len, general)) > 60, row
+
+
+@pytest.mark.parametrize("fmt", [*FORMATS, "openai"])
+def test_a_translator_writing_the_format_gives_every_moment_to_its_handler(fmt: str) -> None:
+    """Reasoning that opens the answer (held to the end of each event), then text, a call, reasoning after them
+    and a second call (given as they come): written by a translator writing the format itself (`into`), the
+    events are those written from its chunks, piece by piece."""
+    answer = {
+        "id": "msg_3", "type": "message", "role": "assistant", "model": "claude-x", "stop_reason": "tool_use",
+        "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 5},
+        "content": [{"type": "thinking", "thinking": "First thought.", "signature": "c2lnMQ=="},
+                    {"type": "text", "text": "Look here."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Bern"}},
+                    {"type": "thinking", "thinking": "Second thought.", "signature": "c2lnMg=="},
+                    {"type": "tool_use", "id": "toolu_2", "name": "weather", "input": {"city": "Oslo"}}],
+    }  # fmt: skip
+    datas = [data_of("anthropic", e) for e in ENCODERS["anthropic"](answer, random.Random(5), cuts=3)]
+    direct, fast, general = lockstep(RULES.format(fmt), "anthropic", datas)
+    assert direct == general and fast == general
+    assert len([e for step in direct for e in step]) > 25
 
 
 def test_generated_stream_writers_of_a_made_up_format(tmp_path: Path) -> None:
@@ -617,8 +655,8 @@ def test_generated_stream_writers_of_a_made_up_format(tmp_path: Path) -> None:
     text = MADE_UP.replace("args: {$get: piece}, ref: {$get: id}}", "args: {$get: piece}, late: {$get: pieces}}")
     fmt = made_up_stream(tmp_path, text).events.format
     assert "def write_piece_tool_call(s, piece, q, c):\n    return [" not in fmt.events_code
-    fast, slow, general = lockstep(fmt, "gemini", provider_data("gemini", GEMINI, 0))
-    assert fast == general and slow == general
+    direct, fast, general = lockstep(fmt, "gemini", provider_data("gemini", GEMINI, 0))
+    assert direct == general and fast == general
     assert [sorted(e) for step in fast for e in step if "args" in e] == [["args", "at"]]  # `pieces`: not a piece's
 
 

@@ -19,7 +19,7 @@ from typing import Any, Literal, overload
 from ..errors import Cancelled, ConfigError, TranslationError
 from ..toolkit.toolkit import Toolkit
 from ..translate.endpoint import check_headers
-from ..translate.formats import PLAIN, AnswerBody, SourceEvents, translate_source, write_answer
+from ..translate.formats import PLAIN, AnswerBody, translate_source, write_answer
 from ..translate.inbound import RequestBody
 from ..translate.result import TranslateResult
 from ..translate.rulebook import Provider, RulesArg, load_rules
@@ -259,10 +259,10 @@ class Client:
                                max_tokens=max_tokens, params=params, source=source)  # fmt: skip
         notes = request_notes(body)
         sent = streaming.request_body(body, self._values)
-        inner = TranslateStream(self._caller, sent, self._stream_url, streaming, cancel, notes, body.id_map)
         if source == PLAIN:
-            return inner
-        return SourceEventStream(inner, SourceEvents(self._book.format(source), inner.translator))
+            return TranslateStream(self._caller, sent, self._stream_url, streaming, cancel, notes, body.id_map)
+        return SourceEventStream(self._caller, sent, self._stream_url, streaming, cancel, notes, body.id_map,
+                                 source=self._book.format(source))  # fmt: skip
 
     def build_body(
         self,

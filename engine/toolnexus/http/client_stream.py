@@ -28,11 +28,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Awaitable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Self, TypeVar
 
 from ..errors import Cancelled, Note
-from ..translate.formats import AnswerBody, SourceEvents
+from ..translate.formats import AnswerBody, SourceFormat
 from ..translate.result import TranslateResult
 from ..translate.stream import StreamTranslator
 from ..translate.stream_rules import Streaming
@@ -73,6 +73,7 @@ class TranslateStream:
         self._started = time.perf_counter()
         self._attempts = 0
         self._sent = False
+        self._end: Callable[[TranslateResult], list[dict[str, Any]]] | None = None  # the last events, from the result
 
     @property
     def result(self) -> TranslateResult:
@@ -86,13 +87,17 @@ class TranslateStream:
         """The stream's translator (a source format's events read what the answer so far says from it)."""
         return self._translator
 
-    def __aiter__(self) -> TranslateStream:
+    def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> dict[str, Any]:
         pending, cancel = self._pending, self._cancel
         while not pending or (cancel is not None and cancel.is_set() and self._state in _LIVE):
             if self._state not in _LIVE:
+                if self._state == "done" and (end := self._end) is not None:  # once the rest is given
+                    self._end = None
+                    pending.extend(end(self.result))
+                    continue
                 raise StopAsyncIteration
             try:
                 if cancel is not None and cancel.is_set():
@@ -108,7 +113,7 @@ class TranslateStream:
             raise failure from None  # outside the handler: the cause (which may quote a header) is not even its context
         return pending.popleft()
 
-    async def __aenter__(self) -> TranslateStream:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -240,52 +245,19 @@ class TranslateStream:
             await self._response.aclose()
 
 
-class SourceEventStream:
+class SourceEventStream(TranslateStream):
     """`async for event in stream` gives a source format's stream events (Anthropic `message_start` ...
-    `message_stop`), over a TranslateStream; then `stream.result` and `stream.message` (the whole answer)."""
+    `message_stop`): a TranslateStream whose translator writes them (`StreamTranslator.into`), the format's
+    closing events last (from `stream.result`); then `stream.result` and `stream.message` (the whole answer)."""
 
-    def __init__(self, inner: TranslateStream, events: SourceEvents) -> None:
-        self._inner = inner
-        self._events = events
-        self._pending: deque[dict[str, Any]] = deque()
-        self._ended = False
-
-    @property
-    def result(self) -> TranslateResult:
-        return self._inner.result
+    def __init__(self, *args: Any, source: SourceFormat, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._source_events = self._translator.into(source)
+        self._end = self._source_events.end
 
     @property
     def message(self) -> AnswerBody:
         """The whole answer in the format's shape, once the stream is exhausted."""
-        if self._events.message is None:
+        if self._source_events.message is None:
             raise RuntimeError("stream.message is available once the stream is exhausted")
-        return self._events.message
-
-    def __aiter__(self) -> SourceEventStream:
-        return self
-
-    async def __anext__(self) -> dict[str, Any]:
-        pending = self._pending
-        while not pending:
-            if self._ended:
-                raise StopAsyncIteration
-            try:
-                chunk = await self._inner.__anext__()
-            except StopAsyncIteration:
-                self._ended = True
-                pending.extend(self._events.end(self._inner.result))
-                continue
-            events = self._events.chunk(chunk)
-            if len(events) == 1:  # the usual chunk, one piece's one event: given as it is, never queued
-                return events[0]
-            pending.extend(events)
-        return pending.popleft()
-
-    async def __aenter__(self) -> SourceEventStream:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self._inner.aclose()
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
+        return self._source_events.message

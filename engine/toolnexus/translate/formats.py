@@ -3,10 +3,10 @@
 A compiled format (`SourceFormat`, built by `format_rules` from `rules/formats/<name>.yaml`) reads
 the format's request into the normal form every provider's rules read (a Chat Completions request
 with the round-trip keys of README "Round trips"), writes a `TranslateResult` back in the format's
-shape, and (`SourceEvents`) writes the format's stream events from the chunks a provider stream
-yields. Paths in errors and notes name the format's request (`messages[2].content[1]`): each
-normal-form element keeps where it came from (`Origins`). Kept apart from the compiling (schema,
-derivation) so the code every call runs reads on its own.
+shape, and (`SourceEvents`) writes the format's stream events from the moments a provider stream
+says (what its OpenAI chunks are written from). Paths in errors and notes name the format's request
+(`messages[2].content[1]`): each normal-form element keeps where it came from (`Origins`). Kept apart
+from the compiling (schema, derivation) so the code every call runs reads on its own.
 """
 
 from __future__ import annotations
@@ -778,13 +778,15 @@ class _Block:
 
 
 class SourceEvents:
-    """OpenAI chunks -> the source format's stream events (the `stream` section), for one answer.
+    """A stream's moments -> the source format's stream events (the `stream` section), for one answer.
 
-    `chunk(c)` per OpenAI chunk returns the format's events; `end(result)` the closing ones, and sets
-    `message` (the whole answer, as `translate_response` writes it). Blocks are opened, added to and
-    closed as the stream section says, each event numbered (`sequence`), each moment's events written by
-    the format's generated writer for it (`SourceFormat.events`). A chunk that only adds one piece to the
-    open block (nearly all of them) is written at once (`chunk`); any other goes the whole way (`_chunk`).
+    The moments are what an OpenAI chunk is written from (`start`, a `reasoning`, `text` or `arguments` piece,
+    a tool `call` opening), each appending its events to `out`: a StreamTranslator writing the format
+    (`StreamTranslator.into`) calls them as the provider's events say them and builds no chunk; `chunk(c)`
+    reads an OpenAI chunk into them. `end(result)` gives the closing events and sets `message` (the whole
+    answer, as `translate_response` writes it). Blocks are opened, added to and closed as the stream section
+    says, each event numbered (`sequence`), each moment's events written by the format's generated writer for
+    it (`SourceFormat.events`).
 
     Reasoning blocks come in the order the provider sent them, each closed with what only the answer
     knows (its signature, its finished block): chunks say neither where one reasoning block ends nor its
@@ -837,101 +839,108 @@ class SourceEvents:
             self._notes.clear()
 
     def chunk(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
-        """One chunk's events. A chunk of one choice whose delta is one piece of the block already open (text,
-        a tool call's arguments, the opening reasoning with nothing pending) is that piece's events, written
-        here; anything else (a new block, a boundary to look for, more than one piece) goes through `_chunk`."""
-        choices = chunk.get("choices")
-        if choices and len(choices) == 1 and self._started:
-            delta = choices[0].get("delta")
-            if delta and len(delta) == 1:
-                block = None
-                if self._opening:
-                    piece = delta.get("reasoning_content")
-                    steady = self.translator is None or self.translator.started == self._seen
-                    if piece and steady and not self._covered:
-                        block = self._reasoning
-                        if block is not None:
-                            self._said.append(piece)
-                elif "content" in delta:
-                    piece = delta["content"]
-                    block = self._open
-                    if not piece or block is None or block.kind != "text":
-                        block = None
-                else:
-                    calls = delta.get("tool_calls")
-                    if calls and len(calls) == 1:
-                        function = calls[0].get("function")
-                        piece = function.get("arguments") if function else None
-                        if piece:
-                            block = self._calls.get(calls[0].get("index", 0))
-                if block is not None:
-                    block.pieces.append(piece)
-                    write = block.write
-                    if write is None:
-                        return []
-                    written = write(block.scope, piece, self._sequence, self._ctx)
-                    self._sequence += len(written)
-                    if self._notes:
-                        self._notes.clear()
-                    return written
-        return self._chunk(chunk)
-
-    def _chunk(self, chunk: dict[str, Any]) -> list[dict[str, Any]]:
+        """One OpenAI chunk's events: the moments it says (a start, a reasoning, text or arguments piece, a tool
+        call's opening), each given to its handler below. A StreamTranslator writing this format (`into`) gives
+        the handlers its moments directly and builds no chunk; this reads chunks from anywhere else."""
         out: list[dict[str, Any]] = []
         if not self._started:
-            self._started = True
-            self._id = chunk.get("id") or f"msg_{uuid.uuid4().hex[:24]}"
-            self._model = chunk.get("model", "")
-            scope = {"id": self._id, "answer_id": self._id, "model": self._model}
-            self._created = chunk.get("created") or int(time.time())
-            self._emit(out, "start", {**scope, "created": self._created})
+            self.start(out, (chunk.get("id"), chunk.get("created"), chunk.get("model", "")))
+        else:
+            self.look(out)
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta") or {}
+            piece = delta.get("reasoning_content")
+            if piece:
+                self.reasoning(out, piece)
+            piece = delta.get("content")
+            if piece:
+                self.text(out, piece)
+            for call in delta.get("tool_calls") or ():
+                function = call.get("function") or {}
+                self.call(out, call.get("index", 0), call.get("id"), function.get("name"), call.get("extra_content"),
+                          function.get("arguments"))  # fmt: skip
+        return out
+
+    # ------------------------------------------------------------ the moments, as a stream says them
+
+    @property
+    def waits(self) -> bool:
+        """Whether a moment must wait for the end of the provider event that says it: in the reasoning an answer
+        opens with, what the answer so far says (`look`) is read after the whole event, as a chunk is."""
+        return self._opening or not self._started
+
+    def start(self, out: list[dict[str, Any]], header: tuple[Any, Any, Any]) -> None:
+        """The stream's first moment: the answer's id, time and model (any of them None: made here)."""
+        self._started = True
+        self._id = header[0] or f"msg_{uuid.uuid4().hex[:24]}"
+        self._model = header[2]
+        self._created = header[1] or int(time.time())
+        self._emit(out, "start", {"id": self._id, "answer_id": self._id, "model": self._model,
+                                  "created": self._created})  # fmt: skip
+        self.look(out)
+
+    def look(self, out: list[dict[str, Any]]) -> None:
+        """In the reasoning an answer opens with, once the provider stream has started a new element: the
+        boundary between reasoning blocks, read from the answer so far (see the class)."""
         if self._opening and self.translator is not None and self.translator.started != self._seen:
             self._seen = self.translator.started
             known = self._snapshot()
             self._boundary(out, known, last=False)
             if known is not None and known[2] and self._reasoning is None and not self._waiting:
                 self._opening = False  # the answer so far says something else and no reasoning is pending
-        for choice in chunk.get("choices") or ():
-            delta = choice.get("delta") or {}
-            piece = delta.get("reasoning_content")
-            if piece and self._covered.startswith(piece):  # said by a block sent whole
-                self._covered = self._covered[len(piece) :]
-                self._said.append(piece)
-                piece = None
-            if piece:
-                self._covered = ""
-                if self._reasoning is None:
-                    self._reasoning = self._new_block(out, "reasoning", {}, close=False)
-                self._piece(out, self._reasoning, piece)
-                self._said.append(piece)
-            piece = delta.get("content")
-            if piece:
-                if self._opening:
-                    self._close_opening(out)
-                block = self._open
-                if block is None or block.kind != "text":
-                    block = self._open = self._new_block(out, "text", {})
-                self._piece(out, block, piece)
-            for call in delta.get("tool_calls") or ():
-                if self._opening:
-                    self._close_opening(out)
-                position = call.get("index", 0)
-                function = call.get("function") or {}
-                if position not in self._calls:
-                    scope = {
-                        "id": call.get("id"),
-                        "name": function.get("name"),
-                        "extra_content": call.get("extra_content"),
-                    }
-                    self._calls[position] = self._open = self._new_block(out, "tool_call", scope)
-                arguments = function.get("arguments")
-                if arguments:
-                    self._piece(out, self._calls[position], arguments)
-        return out
+
+    def reasoning(self, out: list[dict[str, Any]], piece: str) -> None:
+        """A reasoning piece (a block sent whole may have said it already)."""
+        if self._opening:
+            self.look(out)
+        if self._covered.startswith(piece):  # said by a block sent whole
+            self._covered = self._covered[len(piece) :]
+            self._said.append(piece)
+            return
+        self._covered = ""
+        block = self._reasoning
+        if block is None:
+            block = self._reasoning = self._new_block(out, "reasoning", {}, close=False)
+        self._said.append(piece)
+        self._piece(out, block, piece)
+
+    def text(self, out: list[dict[str, Any]], piece: str) -> None:
+        """A text piece: to the open text block (nearly every moment of a text answer), else to a new one."""
+        block = self._open
+        if self._opening:
+            self.look(out)
+            self._close_opening(out)
+            block = self._open
+        if block is None or block.kind != "text":
+            block = self._open = self._new_block(out, "text", {})
+        self._piece(out, block, piece)
+
+    def call(self, out: list[dict[str, Any]], index: int, call_id: Any, name: Any, extra: Any, arguments: Any) -> None:
+        """A tool call's entry: the call at `index` opens at its first (with its id, name and any signature),
+        and its arguments piece, if any, follows."""
+        if self._opening:
+            self.look(out)
+            self._close_opening(out)
+        block = self._calls.get(index)
+        if block is None:
+            scope = {"id": call_id, "name": name, "extra_content": extra}
+            block = self._calls[index] = self._open = self._new_block(out, "tool_call", scope)
+        if arguments:
+            self._piece(out, block, arguments)
+
+    def arguments(self, out: list[dict[str, Any]], index: int, piece: str) -> None:
+        """An arguments piece of the call at `index`."""
+        self.call(out, index, None, None, None, piece)
 
     def _piece(self, out: list[dict[str, Any]], block: _Block, piece: str) -> None:
         block.pieces.append(piece)
-        self._write(out, block.write, block.scope, piece)
+        write = block.write
+        if write is not None:  # as `_write`, inline: the moment of nearly every event
+            written = write(block.scope, piece, self._sequence, self._ctx)
+            self._sequence += len(written)
+            out += written
+            if self._notes:
+                self._notes.clear()
 
     def _new_block(self, out: list[dict[str, Any]], kind: str, scope: dict[str, Any], close: bool = True) -> _Block:
         if close and self._open is not None:
@@ -1073,7 +1082,9 @@ class SourceEvents:
             self._boundary(out, self._snapshot(), last=True)
 
     def end(self, result: TranslateResult) -> list[dict[str, Any]]:
-        out = [] if self._started else self.chunk({"id": None, "model": result.model, "choices": []})
+        out: list[dict[str, Any]] = []
+        if not self._started:
+            self.start(out, (None, None, result.model))
         view, notes, message = self._written(result)
         blocks = self._reasoning_of(message)
         if self._opening:
@@ -1107,19 +1118,13 @@ class SourceStream:
 
     def __init__(self, fmt: SourceFormat, translator: Any) -> None:
         self.translator = translator
-        self.events = SourceEvents(fmt, translator)
+        self.events: SourceEvents = translator.into(fmt)  # the translator now writes the format's events
         self.result: TranslateResult | None = None
         self.message: AnswerBody | None = None
-        self._feed, self._chunk = translator.feed, self.events.chunk  # what every event calls, looked up once
-
-    def feed(self, data: str) -> list[dict[str, Any]]:
-        chunks = self._feed(data)
-        if len(chunks) == 1:  # the usual event: one chunk, its events as they are
-            return self._chunk(chunks[0])
-        return [event for chunk in chunks for event in self._chunk(chunk)]
+        self.feed: Callable[[str], list[dict[str, Any]]] = translator.feed  # no call of its own per event
 
     def finish(self) -> list[dict[str, Any]]:
-        out = [event for chunk in self.translator.finish() for event in self.events.chunk(chunk)]
+        out: list[dict[str, Any]] = self.translator.finish()
         result = self.translator.result
         assert result is not None
         out += self.events.end(result)

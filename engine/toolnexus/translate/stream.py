@@ -20,7 +20,9 @@ non-streaming path already uses:
 
 How each chunk is written (its envelope, which delta says what) is the normal form's `stream` section
 (rules/formats/openai.yaml), compiled by `format_rules.compile_chunks` into one function per moment; the
-provider stream's generated code writes a piece's chunk inline from the same template.
+provider stream's generated code writes a piece's chunk inline from the same template. Writing a source
+format's events instead (`into`), no chunk is built: each moment a chunk is written from goes to the format's
+`SourceEvents` (formats.py), a piece straight from the generated code to its handler.
 
 A tool call whose id is synthesized (`synthesize_ids`) is held back: its id hashes the whole
 response, known only at the end, so its deltas (and every tool-call delta after it, to keep the
@@ -47,7 +49,7 @@ from ..language.paths import MISSING
 from ..language.templates import Ctx, fresh_copy
 from .endpoint import excerpt
 from .format_rules import JOINED, Write, builtin_chunks
-from .formats import PLAIN
+from .formats import PLAIN, SourceEvents, SourceFormat
 from .result import TranslateResult
 from .stream_code import WHOLE as _WHOLE
 from .stream_code import Call as _Call
@@ -109,7 +111,10 @@ class StreamTranslator:
         # (see the top); an index: a whole call, written at the end from the whole answer's translation (`finish`)
         self._text_sent = 0
         self._events = 0
-        self._head = False  # whether the header is read
+        self._known = False  # whether the header is read
+        self._head = False  # whether chunks are written as they come (the header is read, and no format's events)
+        self._writer: SourceEvents | None = None  # the source format written instead of chunks (`into`)
+        self._direct = False  # with `events`: whether moments go to them as they come (see `_moments`)
         self._header: tuple[str, int, str] = ("", 0, "")  # every chunk's id, created and model, once read
         # read once per event: the rule tables' entries a stream uses at every event
         assert rules.run is not None
@@ -565,22 +570,86 @@ class StreamTranslator:
         self._write(_TEXT, {"piece": text})
 
     def _write(self, write: Write, scope: dict[str, Any]) -> None:
-        """A chunk of this event: written now, or once the header is read (`_chunks`)."""
+        """A chunk of this event: written now, or once the header is read (`_chunks`); writing a format's events
+        (`into`), the moment it is written from goes to them, now or at the end of the event (`_moments`)."""
         if self._head:
             self._out.append(write(self._header, scope))
+        elif self._direct:
+            self._moment(self._out, write, scope)
         else:
             self._pending.append((write, scope))
+
+    # A piece the generated code writes when no chunk is written inline (`stream_code._written`): held to the end
+    # of the event (before the header is read; writing a format's events, while they wait); once moments go to
+    # the events as they come, these are the events' own handlers (`_moments`).
+    def _text(self, out: list[dict[str, Any]], piece: str) -> None:
+        self._pending.append((_TEXT, {"piece": piece}))
+
+    def _reasoning(self, out: list[dict[str, Any]], piece: str) -> None:
+        self._pending.append((_REASONING, {"piece": piece}))
+
+    def _arguments(self, out: list[dict[str, Any]], index: int, piece: str) -> None:
+        self._pending.append((_ARGUMENTS, {"index": index, "piece": piece}))
+
+    def into(self, fmt: SourceFormat) -> SourceEvents:
+        """Write the format's events instead of OpenAI chunks, from now on (before the first event): each moment
+        a chunk is written from (the start, a piece, a call's opening) goes to the format's `SourceEvents`, and
+        no chunk is built. `feed` and `finish` then return the format's events; their `end` closes them."""
+        if self._events:
+            raise RuntimeError("a stream translator writes a format's events only from its first event")
+        self._writer = SourceEvents(fmt, self)
+        return self._writer
+
+    def _moment(self, out: list[dict[str, Any]], write: Write, scope: dict[str, Any]) -> None:
+        """The moment a chunk would be written from, given to the format's events (`into`)."""
+        writer = self._writer
+        assert writer is not None
+        if write is _TEXT:
+            writer.text(out, scope["piece"])
+        elif write is _ARGUMENTS:
+            writer.arguments(out, scope["index"], scope["piece"])
+        elif write is _REASONING:
+            writer.reasoning(out, scope["piece"])
+        else:
+            assert write is _OPEN
+            piece = scope.get("piece")
+            writer.call(out, scope["index"], scope["id"], scope["name"], scope.get("extra_content"), piece)
+
+    def _moments(self, last: bool = False) -> list[dict[str, Any]]:
+        """Writing a format's events: the moments held to the end of the event given to them. They wait for the
+        header (the start moment), and while the events wait for what the event as a whole says
+        (`SourceEvents.waits`: a chunk, too, is read after its event); after that, moments go to them as they
+        come, the generated code's pieces straight to their handlers."""
+        writer = self._writer
+        assert writer is not None
+        out, self._out = self._out, []
+        pending = self._pending
+        if not self._known:
+            if not (pending or last or self._identified()):
+                return out
+            self._known = True
+            self._header = self._identity()
+            writer.start(out, self._header)
+        for write, scope in pending:
+            self._moment(out, write, scope)
+        pending.clear()
+        if not writer.waits:
+            self._direct = True
+            self._text, self._reasoning, self._arguments = writer.text, writer.reasoning, writer.arguments  # type: ignore[method-assign]
+        return out
 
     def _chunks(self, last: bool = False) -> list[dict[str, Any]]:
         """The event's chunks; the first chunk (`start`) opens with the assistant role.
 
         The header (id, created, model) is read at the first event that has an id or something to
         send: an opening event with neither (an empty id, nothing said yet) waits for the next."""
+        if self._writer is not None:
+            return self._moments(last)
         if not self._head:
             pending = self._pending
             if not (pending or last or self._identified()):
                 return []
-            self._head = True
+            self._head = self._known = True
             header = self._header = self._identity()
             out = [_START(header, {}), *(write(header, scope) for write, scope in pending)]
             pending.clear()
@@ -693,6 +762,14 @@ class StreamTranslator:
                                 "rules do not match the response rules", provider=rules.provider)  # fmt: skip
         self.result = result
         out = self._chunks(last=True)
+        if self._writer is not None:  # writing a format's events: each held chunk's moment given to them (`into`)
+            for held in self._held:
+                self._moment(out, *self._released(held, result))
+            self._held.clear()
+            for index in unsent:
+                self._writer.arguments(out, index, calls[index].arguments)
+            self._writer.look(out)  # the closing chunks: nothing the events are written from (`end` reads the
+            return out  # result), but looked at as any chunk is
         header = self._header
         if self._held:  # the held chunks, in order, released together as one chunk (see the top); a whole call
             # (its index) opened from its translation in the whole answer (which validated it and gave its id)
@@ -709,6 +786,16 @@ class StreamTranslator:
             if chunk is not MISSING:
                 out.append(chunk)
         return out
+
+    @staticmethod
+    def _released(held: tuple[Write, dict[str, Any]] | int, result: TranslateResult) -> tuple[Write, dict[str, Any]]:
+        """A held chunk's moment; a whole call (an index) opened from its translation in the whole answer (which
+        validated it and gave its id), not rendered twice."""
+        if not isinstance(held, int):
+            return held
+        done = result.tool_calls[held]
+        return _OPEN, {"index": held, "id": done.id, "name": done.name, "extra_content": done.extra_content,
+                       "piece": done.arguments}  # fmt: skip
 
 
 def _held_entries(header: tuple[str, int, str], held: tuple[Write, dict[str, Any]]) -> list[Any]:

@@ -143,14 +143,23 @@ def joins(last: Any, element: Any, join: Join) -> bool:
 _HEADER = {name: f"s._header[{i}]" for i, name in enumerate(HEADER)}
 
 
+_PIECES = {"text": "_text", "reasoning": "_reasoning", "tool_call": "_arguments"}  # the StreamTranslator's
+
+
 def _written(kind: str, names: dict[str, str], write: str = "") -> str:
     """A statement writing a piece's chunk (or a call's opening, `write` naming its writer): its template's display
-    inline once the header is read (the normal form's `stream` section, formats/openai.yaml), else through the
-    StreamTranslator's `_write`."""
-    scope = "{" + ", ".join(f"{name!r}: {expr}" for name, expr in names.items()) + "}"
-    later = f"s._write({write or f'CHUNKS[{kind!r}]'}, {scope})"
+    inline once the header is read (the normal form's `stream` section, formats/openai.yaml), else by the
+    StreamTranslator's piece method (which holds it to the end of the event; writing a format's events,
+    `StreamTranslator.into`, it becomes the events' own handler of the piece: no chunk is built) or its `_write`."""
     display = builtin_chunks().display(kind, {**_HEADER, **names})
-    return later if display is None else f"s._out.append({display}) if s._head else {later}"
+    scope = "{" + ", ".join(f"{name!r}: {expr}" for name, expr in names.items()) + "}"
+    later = f"s._write({write or f'CHUNKS[{kind!r}]'}, {scope})"  # every mode through `_write`
+    if display is None:
+        return later
+    method = _PIECES.get(kind)
+    return f"s._out.append({display}) if s._head else " + (
+        later if method is None else f"s.{method}(s._out, {', '.join(names.values())})"
+    )
 
 
 def compiled(streaming: Streaming | None) -> Streaming | None:
