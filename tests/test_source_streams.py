@@ -33,7 +33,7 @@ from support.messages import accumulate, judge_event
 from support.responses import judge_response, judge_responses_event, provider_data, sdk_accumulates
 from support.sse_encoders import ENCODERS, canonical, data_of, error_event, events_reply
 from support.strategies import GENERATORS, SETTINGS
-from toolnexus import Cancelled, ProviderError, RuleError, ToolnexusError, load_rules
+from toolnexus import Cancelled, ConfigError, ProviderError, RuleError, ToolnexusError, load_rules
 from toolnexus.devtools.conformance import demo_file
 from toolnexus.devtools.stub import ProviderStub, scripted
 from toolnexus.language.templates import Ctx
@@ -550,6 +550,27 @@ def test_the_answer_so_far_leaves_the_stream_untouched() -> None:
     said = [r.reasoning_content for r in asked if r is not None]
     assert said and all("Long thought.".startswith(s) for s in said) and said[-1] == "Long thought."
     assert translator.started == 2  # one element per content block
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_format_asked_of_a_stream_under_way_is_a_config_error(fmt: str) -> None:
+    """A translator writes a format's events only from its first event (a blank one does not count): asked later,
+    a ConfigError, and the translator goes on writing its chunks as before."""
+    datas = provider_data("anthropic", text_reply("anthropic"), 1)
+    fresh = toolnexus.stream_translator("anthropic")
+    fresh.feed(" ")
+    assert isinstance(SourceStream(RULES.format(fmt), fresh).events, SourceEvents)
+    plain, late = toolnexus.stream_translator("anthropic"), toolnexus.stream_translator("anthropic")
+    expected = [plain.feed(data) for data in datas]
+    said = [late.feed(datas[0])]
+    with pytest.raises(ConfigError, match="only from its first event"):
+        SourceStream(RULES.format(fmt), late)
+    said += [late.feed(data) for data in datas[1:]]
+    said.append(late.finish())
+    expected.append(plain.finish())
+    choices = [[[c["choices"] for c in chunks] for chunks in run] for run in (said, expected)]
+    assert choices[0] == choices[1] and late.result is not None and plain.result is not None
+    assert late.result.text == plain.result.text != ""
 
 
 # ---------------------------------------------------------------- the generated writers against the general walk
