@@ -35,7 +35,7 @@ from ..errors import Cancelled, Note
 from ..translate.formats import AnswerBody, SourceFormat
 from ..translate.result import TranslateResult
 from ..translate.stream import StreamTranslator
-from ..translate.stream_rules import Streaming
+from ..translate.stream_code import Streaming
 from .call import Caller, encode_body, with_request_notes
 from .framing import Frames, framing
 from .limits import WaitDeadline

@@ -54,7 +54,7 @@ from .result import TranslateResult
 from .stream_code import WHOLE as _WHOLE
 from .stream_code import Call as _Call
 from .stream_code import Element as _Element
-from .stream_code import Text, joins
+from .stream_code import Streaming, Text, joins
 from .stream_rules import (
     APPEND,
     ARGUMENTS,
@@ -68,7 +68,6 @@ from .stream_rules import (
     Node,
     Path,
     Step,
-    Streaming,
 )
 
 CHUNKS = builtin_chunks()  # how chunks are written: the normal form's `stream` section (formats/openai.yaml)
@@ -117,7 +116,6 @@ class StreamTranslator:
         self._direct = False  # with `events`: whether moments go to them as they come (see `_moments`)
         self._header: tuple[str, int, str] = ("", 0, "")  # every chunk's id, created and model, once read
         # read once per event: the rule tables' entries a stream uses at every event
-        assert rules.run is not None
         self._run = rules.run
         self._done = rules.done
         self._error_message = rules.endpoint.error_message
