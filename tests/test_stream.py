@@ -760,11 +760,13 @@ def test_hooks_fire_once_after_llm_with_the_assembled_response(provider: str) ->
     assert [(e.outcome, e.usage, e.status) for e in outcome.events] == [("ok", result.usage, 200)]
 
 
-def test_result_before_the_end_is_an_error() -> None:
+def test_result_before_the_end_is_a_state_error() -> None:
+    """Read before the stream ends, `stream.result` is a StateError; a RuntimeError too, as it was before it."""
     c = client("http://127.0.0.1:9/v1", "openai")
     stream = c.translate_stream(USER)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(toolnexus.StateError, match="once the stream is exhausted") as info:
         _ = stream.result
+    assert isinstance(info.value, RuntimeError)
     run(c.aclose())
 
 

@@ -42,7 +42,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..errors import ConfigError, Note, ProviderError, ResponseError, ToolnexusError
+from ..errors import Note, ProviderError, ResponseError, StateError, ToolnexusError
 from ..language.ids import NO_IDS
 from ..language.jsonsafe import JsonValueError, loads, where_in
 from ..language.paths import MISSING
@@ -593,9 +593,11 @@ class StreamTranslator:
         """Write the format's events instead of OpenAI chunks, from now on (before the first event): each moment
         a chunk is written from (the start, a piece, a call's opening) goes to the format's `SourceEvents`, and
         no chunk is built. `feed` and `finish` then return the format's events; their `end` closes them.
-        Asked after the first event, a ConfigError (the translator is set up wrongly, as for an unknown format)."""
+        Asked after the first event, a StateError (a call made out of order)."""
         if self._events:
-            raise ConfigError("a stream translator writes a format's events only from its first event")
+            raise StateError(
+                f"a stream translator writes a format's events only from its first event (it has read {self._events})"
+            )
         self._writer = SourceEvents(fmt, self)
         return self._writer
 
