@@ -29,6 +29,7 @@ from toolnexus import (
     ConfigError,
     LLMEvent,
     ProviderError,
+    StateError,
     ToolnexusError,
     create_client,
     create_toolkit,
@@ -1453,19 +1454,45 @@ def test_async_with_and_aclose_release_the_client(style: str) -> None:
             async with make_client(stub, style) as client:
                 assert isinstance(client, toolnexus.Client)
                 assert (await client.translate(USER)).text == "hello there"
-            # released: a later call fails and sends nothing
-            with pytest.raises((ToolnexusError, RuntimeError)):
+            # released: a later call is a StateError (a RuntimeError too, as it was before) and sends nothing
+            with pytest.raises(StateError, match="once it is closed") as info:
                 await client.translate(USER)
+            assert isinstance(info.value, ToolnexusError) and isinstance(info.value, RuntimeError)
 
             other = make_client(stub, style)
             assert (await other.translate(USER)).text == "hello there"
             await other.aclose()
             await other.aclose()  # idempotent
-            with pytest.raises((ToolnexusError, RuntimeError)):
+            with pytest.raises(StateError):
                 await other.translate(USER)
 
         asyncio.run(main())
     assert len(stub.requests) == 2
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_closed_client_is_a_state_error_on_any_loop_before_anything_runs(stack: str) -> None:
+    """Closed, a client makes no call: not in its loop, nor under another (where a pool would be opened anew),
+    streamed or not, a stream made before the close included. No hook runs, nothing is sent, no event."""
+    before: list[dict[str, Any]] = []
+    events: list[LLMEvent] = []
+    with Stub(always(text_reply("openai"))) as stub:
+        client = make_client(stub, "openai", transport=stack, before_llm=before.append, on_event=events.append)
+
+        async def calls() -> list[BaseException]:
+            early = client.translate_stream(USER)
+            await client.aclose()
+            errors: list[BaseException] = []
+            for call in (client.translate(USER), early.__anext__(), client.translate_stream(USER).__anext__()):
+                try:
+                    await call
+                except Exception as exc:
+                    errors.append(exc)
+            return errors
+
+        for errors in (asyncio.run(calls()), asyncio.run(calls())):  # the second under a new loop
+            assert [type(e) for e in errors] == [StateError] * 3
+        assert stub.requests == [] and before == [] and events == []
 
 
 def test_repr_names_the_client_without_the_key() -> None:

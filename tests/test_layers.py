@@ -40,6 +40,7 @@ class Edge:
     target: str
     line: int
     at_import: bool  # runs when the module is imported: not in a function, not under TYPE_CHECKING
+    in_function: bool  # runs when a function is called: unseen by the import cycle test
 
 
 def module_names() -> dict[str, Path]:
@@ -68,14 +69,14 @@ def imports(module: str, path: Path) -> list[Edge]:
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     edges: list[Edge] = []
 
-    def visit(node: ast.AST, at_import: bool) -> None:
+    def visit(node: ast.AST, at_import: bool, in_function: bool = False) -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            at_import = False
+            at_import, in_function = False, True
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             for child in node.body:
-                visit(child, False)
+                visit(child, False, in_function)
             for child in node.orelse:
-                visit(child, at_import)
+                visit(child, at_import, in_function)
             return
         targets: list[str] = []
         if isinstance(node, ast.Import):
@@ -89,9 +90,9 @@ def imports(module: str, path: Path) -> list[Edge]:
                 targets.append(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
         for target in targets:
             if target.split(".")[0] == "toolnexus":
-                edges.append(Edge(module, target, getattr(node, "lineno", 0), at_import))
+                edges.append(Edge(module, target, getattr(node, "lineno", 0), at_import, in_function))
         for child in ast.iter_child_nodes(node):
-            visit(child, at_import)
+            visit(child, at_import, in_function)
 
     visit(ast.parse(path.read_text(encoding="utf-8")), True)
     return edges
@@ -107,6 +108,9 @@ def test_the_import_parser_sees_the_imports_it_must_judge() -> None:
     assert ("toolnexus.translate.inbound", "toolnexus.errors", True) in found  # `from ..errors import`
     assert ("toolnexus", "toolnexus.http.client", False) in found  # lazy: TYPE_CHECKING and __getattr__
     assert ("toolnexus.devtools.cli", "toolnexus.devtools.diff", False) in found  # inside a function
+    in_function = {(e.source, e.target) for e in EDGES if e.in_function}
+    assert ("toolnexus.devtools.cli", "toolnexus.devtools.diff") in in_function
+    assert ("toolnexus.translate.direct_code", "toolnexus.translate.inbound") not in in_function  # TYPE_CHECKING
     assert all(target in MODULES for _, target, _ in found)
 
 
@@ -151,6 +155,14 @@ def test_no_module_level_import_cycle() -> None:
         tuple(TopologicalSorter(graph).static_order())
     except CycleError as cycle:  # pragma: no cover - the failure message
         pytest.fail(f"module cycle: {cycle.args[1]}")
+
+
+def test_the_pure_layers_hide_no_import_in_a_function() -> None:
+    """An import inside a function is unseen by the cycle test above, so in the pure layers every import runs at
+    load (or only for type checking): a cycle between two of their modules, such as a streaming section's tables
+    (stream_rules) and the code written from them (stream_code), cannot hide behind one."""
+    hidden = [f"{e.source}:{e.line} imports {e.target}" for e in EDGES if e.in_function and layer_of(e.source) in PURE]
+    assert hidden == []
 
 
 def test_pure_modules_do_not_import_the_http_stack_at_load() -> None:

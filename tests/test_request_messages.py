@@ -309,10 +309,29 @@ def test_a_tool_calls_own_key_rides_on_without_its_type(general_branch: bool, ge
     assert ("dropped", "messages[1].tool_calls[0].extra_content") in {(n.kind, n.path) for n in noted.notes}
 
 
-@pytest.mark.parametrize("provider", ["openai", "mistral"])
+# the providers whose rules write a tool call's arguments as JSON text (their template reads `arguments_json`)
+ARGUMENTS_AS_TEXT = [p for p in PROVIDERS if builtin_rulebook().get(p).inbound.reads_arguments_json]
+
+
+def test_the_providers_writing_arguments_as_text_are_read_from_their_rules() -> None:
+    assert {"openai", "mistral"} <= set(ARGUMENTS_AS_TEXT) and "anthropic" not in ARGUMENTS_AS_TEXT
+
+
+def json_texts_of(value: Any, wanted: Any) -> list[str]:
+    """Every string in `value` (a body) that is the JSON text of `wanted`, however it is encoded."""
+    if isinstance(value, dict | list):
+        return [t for v in (value.values() if isinstance(value, dict) else value) for t in json_texts_of(v, wanted)]
+    try:
+        return [value] if isinstance(value, str) and json.loads(value) == wanted else []
+    except ValueError:
+        return []
+
+
+@pytest.mark.parametrize("provider", ARGUMENTS_AS_TEXT)
 def test_object_arguments_are_sent_as_the_standard_encoder_writes_them(provider: str) -> None:
     """Object arguments become the JSON text `json.dumps(..., ensure_ascii=False)` writes (the C encoder is built
-    once, not per call): non-ASCII kept, every float as Python writes it; a NaN is refused at its path."""
+    once, not per call): non-ASCII kept, every float as Python writes it; a NaN is refused at its path. Wherever
+    the provider's body carries them, they are that text, once."""
     arguments = {"q": '東京 é\u2028"\\', "n": [0.1, -0.0, 1e-07, 1.5e300, 2**70, True, None], "o": {"": {}}}
     request = {
         "model": "m",
@@ -329,8 +348,7 @@ def test_object_arguments_are_sent_as_the_standard_encoder_writes_them(provider:
         ],
     }
     body = toolnexus.translate_request(provider, request)
-    sent = body["messages"][1]["tool_calls"][0]["function"]["arguments"]
-    assert sent == json.dumps(arguments, ensure_ascii=False)
+    assert json_texts_of(body, arguments) == [json.dumps(arguments, ensure_ascii=False)]
     request["messages"][1]["tool_calls"][0]["function"]["arguments"] = {"x": [1, math.nan]}
     with pytest.raises(toolnexus.TranslationError) as info:
         toolnexus.translate_request(provider, request)

@@ -33,7 +33,7 @@ from support.messages import accumulate, judge_event
 from support.responses import judge_response, judge_responses_event, provider_data, sdk_accumulates
 from support.sse_encoders import ENCODERS, canonical, data_of, error_event, events_reply
 from support.strategies import GENERATORS, SETTINGS
-from toolnexus import Cancelled, ProviderError, RuleError, ToolnexusError, load_rules
+from toolnexus import Cancelled, ProviderError, RuleError, StateError, ToolnexusError, load_rules
 from toolnexus.devtools.conformance import demo_file
 from toolnexus.devtools.stub import ProviderStub, scripted
 from toolnexus.language.templates import Ctx
@@ -517,15 +517,16 @@ def test_client_stream_in_the_format_cancel_and_faults(provider: str, fmt: str) 
     held = events_reply(provider, [b"".join(ENCODERS[provider](text_reply(provider), random.Random(3))[:2])], hold=60.0)
     events, error, stream = asyncio.run(client_events(provider, fmt, held, asyncio.Event()))
     assert isinstance(error, Cancelled) and events
-    with pytest.raises(RuntimeError):
+    with pytest.raises(StateError, match="once the stream is exhausted") as info:
         stream.message  # noqa: B018
+    assert isinstance(info.value, RuntimeError)  # what it was before StateError, still caught as one
     # an error event mid-stream: a ProviderError after valid events, no whole answer
     bad = [*sent[:2], error_event(provider, error_object(provider, "Overloaded", "overloaded_error")), *sent[2:]]
     events, error, stream = asyncio.run(client_events(provider, fmt, events_reply(provider, bad)))
     assert isinstance(error, ProviderError) and error.kind == "http"
     for event in events:
         JUDGES[fmt](event)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(StateError):
         stream.message  # noqa: B018
 
 
@@ -550,6 +551,27 @@ def test_the_answer_so_far_leaves_the_stream_untouched() -> None:
     said = [r.reasoning_content for r in asked if r is not None]
     assert said and all("Long thought.".startswith(s) for s in said) and said[-1] == "Long thought."
     assert translator.started == 2  # one element per content block
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_format_asked_of_a_stream_under_way_is_a_state_error(fmt: str) -> None:
+    """A translator writes a format's events only from its first event (a blank one does not count): asked later,
+    a StateError (a call made out of order), and the translator goes on writing its chunks as before."""
+    datas = provider_data("anthropic", text_reply("anthropic"), 1)
+    fresh = toolnexus.stream_translator("anthropic")
+    fresh.feed(" ")
+    assert isinstance(SourceStream(RULES.format(fmt), fresh).events, SourceEvents)
+    plain, late = toolnexus.stream_translator("anthropic"), toolnexus.stream_translator("anthropic")
+    expected = [plain.feed(data) for data in datas]
+    said = [late.feed(datas[0])]
+    with pytest.raises(StateError, match="only from its first event"):
+        SourceStream(RULES.format(fmt), late)
+    said += [late.feed(data) for data in datas[1:]]
+    said.append(late.finish())
+    expected.append(plain.finish())
+    choices = [[[c["choices"] for c in chunks] for chunks in run] for run in (said, expected)]
+    assert choices[0] == choices[1] and late.result is not None and plain.result is not None
+    assert late.result.text == plain.result.text != ""
 
 
 # ---------------------------------------------------------------- the generated writers against the general walk

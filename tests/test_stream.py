@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import json
 import random
 import ssl
@@ -83,7 +84,8 @@ from toolnexus.devtools.stub import ProviderStub, StubReply, scripted
 from toolnexus.http.framing import FRAMINGS
 from toolnexus.http.transport import AiohttpStack
 from toolnexus.language.jsonsafe import loads
-from toolnexus.translate.stream_rules import END
+from toolnexus.translate.stream_code import Streaming
+from toolnexus.translate.stream_rules import END, Section
 
 RULES = toolnexus.load_rules()
 # Every provider streams, each in its rule file's framing (SSE; Ollama's NDJSON; Bedrock's AWS event stream).
@@ -758,11 +760,13 @@ def test_hooks_fire_once_after_llm_with_the_assembled_response(provider: str) ->
     assert [(e.outcome, e.usage, e.status) for e in outcome.events] == [("ok", result.usage, 200)]
 
 
-def test_result_before_the_end_is_an_error() -> None:
+def test_result_before_the_end_is_a_state_error() -> None:
+    """Read before the stream ends, `stream.result` is a StateError; a RuntimeError too, as it was before it."""
     c = client("http://127.0.0.1:9/v1", "openai")
     stream = c.translate_stream(USER)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(toolnexus.StateError, match="once the stream is exhausted") as info:
         _ = stream.result
+    assert isinstance(info.value, RuntimeError)
     run(c.aclose())
 
 
@@ -961,11 +965,20 @@ def test_the_streaming_section_compiles_to_one_function_per_event_type_shown_by_
     `explain(code=True)` prints under the section's line."""
     compiled = RULES.get(provider)
     streaming = compiled.streaming
-    assert streaming is not None and streaming.run is not None
+    assert streaming is not None and callable(streaming.run)
     assert "def run(s, e, n):" in streaming.code
     assert streaming.code.count("\ndef event") + streaming.code.startswith("def event") == len(streaming.events)
     shown = compiled.explain(code=True)
     assert "streaming: one function per event type" in shown and "def run(s, e, n):" in shown
+
+
+def test_a_streaming_section_is_built_whole_with_its_code() -> None:
+    """The section's tables (`Section`) are compiled first and its code written from them, so a `Streaming` gets
+    its code and entry function when it is built: no placeholder a later step fills in."""
+    required = {f.name for f in dataclasses.fields(Streaming) if f.default is dataclasses.MISSING}
+    assert {"code", "run"} <= required
+    assert not {"code", "run"} & {f.name for f in dataclasses.fields(Section)}
+    assert Streaming.__dataclass_params__.frozen  # type: ignore[attr-defined]
 
 
 ACME_STREAMING = """

@@ -7,7 +7,11 @@
     │   │                          (.path, e.g. "messages[3].tool_calls[0].function.arguments")
     │   └── ResponseError          a provider response cannot be read (.path into the response)
     ├── ConfigError                a client cannot be built as asked (no API key, a refused option, a model
-    │                              name, key, header or base URL that cannot be sent as it is)
+    │                              name, key, header or base URL that cannot be sent as it is), or a
+    │                              translator set up as it cannot be (an unknown source format)
+    ├── StateError                 a call made out of order, in a state that cannot take it: a stream's
+    │                              result read before its end, a closed client called, a format's events
+    │                              asked of a stream translator under way (also a RuntimeError)
     ├── ProviderError              the provider call failed: HTTP error, connection, timeout, bad body
     │                              (.provider, .status, .error_type, .message, .request_id, .kind)
     ├── ToolkitError               an MCP toolkit cannot be built or used: a bad mcp_config entry, a server
@@ -86,7 +90,15 @@ class ResponseError(TranslationError):
 
 
 class ConfigError(ToolnexusError):
-    """A client cannot be built as asked; raised before any request is made."""
+    """A client or a translator cannot be set up as asked; raised by the call that asks, before it sends or writes
+    anything."""
+
+
+class StateError(ToolnexusError, RuntimeError):
+    """A call made out of order: its object is in a state that cannot take it (not yet ended, closed, under way).
+
+    Also a RuntimeError, Python's type for a call in the wrong state: these calls raised a bare one before this
+    class, so code that catches RuntimeError for them keeps working."""
 
 
 ToolkitStage = Literal["config", "start", "initialize", "tools/list", "tools/call"]

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from ..errors import Note, ProviderError, ProviderErrorKind, ToolnexusError, TranslationError, sided
+from ..errors import Note, ProviderError, ProviderErrorKind, StateError, ToolnexusError, TranslationError, sided
 from ..language import jsonsafe
 from ..redact import chain_mentions, guard_logs
 from ..translate.endpoint import Endpoint, excerpt
@@ -116,6 +116,7 @@ class Caller:
         guard_logs(self, list(self._fixed_secrets))  # ... or in a response header, which httpcore logs at DEBUG
         sent = {**endpoint.auth_headers(key), **headers, "content-type": JSON, "accept-encoding": ACCEPT_ENCODING}
         self._transport = transport_for(transport, sent, policy.timeout)
+        self._closed = False
 
     @property
     def endpoint(self) -> Endpoint:
@@ -123,8 +124,14 @@ class Caller:
         return self._endpoint
 
     async def aclose(self) -> None:
-        """Release the connection pool."""
+        """Release the connection pool, for good: no later call opens one again, on this loop or another."""
+        self._closed = True
         await self._transport.aclose()
+
+    def check_open(self) -> None:
+        """A call on a closed client is a StateError before anything runs (no hook, no request, no event)."""
+        if self._closed:
+            raise StateError("a client makes no call once it is closed (aclose); create a new one")
 
     # ------------------------------------------------------------ hooks
 

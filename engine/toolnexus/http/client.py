@@ -191,6 +191,7 @@ class Client:
         `tools`, `tool_choice` and `params` (README "Source formats"); other than `openai`, the answer
         comes back in that shape too (an `AnswerBody`, e.g. an Anthropic Message, with `.result`).
         """
+        self._caller.check_open()
         body = self.build_body(messages, tools=tools, toolkit=toolkit, tool_choice=tool_choice, system=system,
                                max_tokens=max_tokens, params=params, source=source)  # fmt: skip
         notes = request_notes(body)

@@ -31,11 +31,11 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Self, TypeVar
 
-from ..errors import Cancelled, Note
+from ..errors import Cancelled, Note, StateError
 from ..translate.formats import AnswerBody, SourceFormat
 from ..translate.result import TranslateResult
 from ..translate.stream import StreamTranslator
-from ..translate.stream_rules import Streaming
+from ..translate.stream_code import Streaming
 from .call import Caller, encode_body, with_request_notes
 from .framing import Frames, framing
 from .limits import WaitDeadline
@@ -77,9 +77,10 @@ class TranslateStream:
 
     @property
     def result(self) -> TranslateResult:
-        """The assembled TranslateResult: exactly what `translate` gives for the same answer."""
+        """The assembled TranslateResult: exactly what `translate` gives for the same answer (read before the end, a
+        StateError)."""
         if self._result is None:
-            raise RuntimeError(f"stream.result is available once the stream is exhausted (it is {self._state})")
+            raise StateError(f"stream.result is available once the stream is exhausted (it is {self._state})")
         return self._result
 
     @property
@@ -161,6 +162,7 @@ class TranslateStream:
 
     async def _open(self) -> None:
         caller = self._caller
+        caller.check_open()
         content = encode_body(await caller.before(self._body))
         self._sent = True
         self._started = time.perf_counter()
@@ -257,7 +259,7 @@ class SourceEventStream(TranslateStream):
 
     @property
     def message(self) -> AnswerBody:
-        """The whole answer in the format's shape, once the stream is exhausted."""
+        """The whole answer in the format's shape, once the stream is exhausted (before, a StateError)."""
         if self._source_events.message is None:
-            raise RuntimeError("stream.message is available once the stream is exhausted")
+            raise StateError(f"stream.message is available once the stream is exhausted (it is {self._state})")
         return self._source_events.message

@@ -36,8 +36,8 @@ from .format_rules import FORMATS_DIR, builtin_formats_dir, compile_format, form
 from .formats import PLAIN, SourceFormat
 from .inbound import Inbound, compile_inbound
 from .outbound import Outbound, compile_outbound
-from .stream_code import compiled
-from .stream_rules import Streaming, compile_streaming
+from .stream_code import Streaming, compiled
+from .stream_rules import compile_streaming
 
 RULE_SUFFIX = ".yaml"
 

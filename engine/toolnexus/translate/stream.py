@@ -42,7 +42,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..errors import Note, ProviderError, ResponseError, ToolnexusError
+from ..errors import Note, ProviderError, ResponseError, StateError, ToolnexusError
 from ..language.ids import NO_IDS
 from ..language.jsonsafe import JsonValueError, loads, where_in
 from ..language.paths import MISSING
@@ -54,7 +54,7 @@ from .result import TranslateResult
 from .stream_code import WHOLE as _WHOLE
 from .stream_code import Call as _Call
 from .stream_code import Element as _Element
-from .stream_code import Text, joins
+from .stream_code import Streaming, Text, joins
 from .stream_rules import (
     APPEND,
     ARGUMENTS,
@@ -68,7 +68,6 @@ from .stream_rules import (
     Node,
     Path,
     Step,
-    Streaming,
 )
 
 CHUNKS = builtin_chunks()  # how chunks are written: the normal form's `stream` section (formats/openai.yaml)
@@ -117,7 +116,6 @@ class StreamTranslator:
         self._direct = False  # with `events`: whether moments go to them as they come (see `_moments`)
         self._header: tuple[str, int, str] = ("", 0, "")  # every chunk's id, created and model, once read
         # read once per event: the rule tables' entries a stream uses at every event
-        assert rules.run is not None
         self._run = rules.run
         self._done = rules.done
         self._error_message = rules.endpoint.error_message
@@ -594,9 +592,12 @@ class StreamTranslator:
     def into(self, fmt: SourceFormat) -> SourceEvents:
         """Write the format's events instead of OpenAI chunks, from now on (before the first event): each moment
         a chunk is written from (the start, a piece, a call's opening) goes to the format's `SourceEvents`, and
-        no chunk is built. `feed` and `finish` then return the format's events; their `end` closes them."""
+        no chunk is built. `feed` and `finish` then return the format's events; their `end` closes them.
+        Asked after the first event, a StateError (a call made out of order)."""
         if self._events:
-            raise RuntimeError("a stream translator writes a format's events only from its first event")
+            raise StateError(
+                f"a stream translator writes a format's events only from its first event (it has read {self._events})"
+            )
         self._writer = SourceEvents(fmt, self)
         return self._writer
 

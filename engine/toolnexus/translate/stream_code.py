@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -41,8 +41,8 @@ from .stream_rules import (
     Move,
     Node,
     Path,
+    Section,
     Steps,
-    Streaming,
 )
 
 _FIRST_KEY = re.compile(r"keys\((.+)\)\[0\]")  # the first key of an object: a one-key union's name
@@ -162,20 +162,28 @@ def _written(kind: str, names: dict[str, str], write: str = "") -> str:
     )
 
 
-def compiled(streaming: Streaming | None) -> Streaming | None:
-    """The section with its generated code and entry function (what `StreamTranslator.feed` runs)."""
-    if streaming is None:
+@dataclass(frozen=True, kw_only=True)
+class Streaming(Section):
+    """A compiled `streaming` section: its tables and the code written from them, whole when built (`compiled`)."""
+
+    code: str  # the generated source, shown by `toolnexus explain --code`
+    run: Run  # its entry: one event's steps (what `StreamTranslator.feed` runs)
+
+
+def compiled(section: Section | None) -> Streaming | None:
+    """The section with its generated code and entry function."""
+    if section is None:
         return None
-    code = _Code(streaming)
+    code = _Code(section)
     text = code.module()
-    exec(compile(text, f"<streaming {streaming.provider}>", "exec"), code.names)
-    return replace(streaming, code=text, run=code.names["run"])
+    exec(compile(text, f"<streaming {section.provider}>", "exec"), code.names)
+    return Streaming(**vars(section), code=text, run=code.names["run"])
 
 
 class _Code(Namespace):
     """The generated module of one streaming section, written line by line."""
 
-    def __init__(self, rules: Streaming) -> None:
+    def __init__(self, rules: Section) -> None:
         self.r = rules
         super().__init__({"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge, "NO_IDS": NO_IDS,
                           "NUMBERS": _NUMBERS, "Element": Element, "Call": Call, "WHOLE": WHOLE, "is_empty": is_empty,

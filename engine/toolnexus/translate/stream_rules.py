@@ -15,7 +15,7 @@ template reads as text, as tool-call arguments, or (by `reasoning`) as reasoning
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, cast
@@ -140,8 +140,9 @@ class Watched:
 
 
 @dataclass(frozen=True)
-class Streaming:
-    """A rule file's compiled `streaming` section (never changed once built).
+class Section:
+    """A rule file's `streaming` section compiled to its tables (never changed once built); stream_code.py writes
+    its code from them into the `Streaming` the translator runs.
 
     `below` and `route` are the watched sources' paths compiled into lookups, so an event touches
     only the sources its paths reach: `below` maps every prefix of a source's path to the sources
@@ -172,8 +173,6 @@ class Streaming:
     route_lengths: tuple[int, ...]
     type_path: str = ""
     request: Render | None = None  # the stream-only request overlay (scope: {body, options})
-    code: str = ""  # the generated source (stream_code.py), shown by `toolnexus explain --code`
-    run: Callable[[Any, dict[str, Any], int], bool] | None = None  # its entry: one event's steps
     error_key: str | None = None  # the top-level key the error message path reads: an event without it is no error
 
     def request_body(self, body: Mapping[str, Any], options: Mapping[str, str]) -> dict[str, Any]:
@@ -233,7 +232,7 @@ def _write_path(expr: Any, key: Key, env: Env, any_index: bool, event_index: boo
     return tuple(steps)
 
 
-def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint) -> Streaming | None:
+def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint) -> Section | None:
     """The `streaming` section, or None when the rule file has none."""
     spec = source.data.get("streaming")
     if spec is None:
@@ -273,7 +272,7 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
             below.setdefault(w.steps[:n], []).append(index)
         route.setdefault(w.steps, index)
     error = source.data.get("endpoint", {}).get("error", {})
-    return Streaming(
+    return Section(
         error_key=first_field(error["message"]) if isinstance(error.get("message"), str) else None,
         provider=source.data["provider"],
         path=spec.get("path"),
