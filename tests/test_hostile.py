@@ -981,3 +981,26 @@ def test_standard_loads_raises_json_loads_own_error() -> None:
         with pytest.raises(json.JSONDecodeError) as standard:
             json.loads(text)
         assert (caught.value.msg, caught.value.pos) == (standard.value.msg, standard.value.pos)
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ['{"a": 1}', "12345678901234567890123"],  # a long number starting a later text (the joined check's seam)
+        ['{"a": [1, 2]}', '{"n": 123456789012345678901}'],
+        ['{"a": "12345678901234567890123"}', "[NaN, 1e400]"],  # digits in a string; what orjson refuses
+        ['"\\ud800"', '{"é": -0.0}', '{"a": 1, "a": 2}', '{"x": "東京"}'],
+        ["{", '{"a": 1}', "not json", "[1,]"],  # text that is not JSON: given back as it is
+    ],
+)
+def test_standard_loads_each_reads_each_as_standard_loads_does(texts: list[str]) -> None:
+    """An answer's tool-call arguments read at once: each as json.loads reads it (the numbers beyond 64 bits as
+    exact ints, not as orjson's floats), or the text itself where json.loads refuses it."""
+    want = []
+    for text in texts:
+        try:
+            want.append(json.loads(text))
+        except ValueError:
+            want.append(text)
+    got = jsonsafe.standard_loads_each(texts)
+    assert json.dumps(got) == json.dumps(want) and [type(g) for g in got] == [type(w) for w in want]

@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from ..errors import Note, ResponseError, RuleError, ToolnexusError, TranslationError
-from ..language.jsonsafe import standard_loads
+from ..language.jsonsafe import standard_loads_each
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING
 from ..language.templates import Ctx, ListPath, Node, Render, unseal
@@ -626,20 +626,15 @@ class SourceFormat:
         """The result as the answer templates read it, with what the format's provider would have said
         (`provider`: its stop reason, also as `provider.finish`, and usage, derived from its response section
         read backwards). `created`: the answer's time where the provider's rules name it, else now."""
-        calls = []
-        for call in result.tool_calls:
-            written = {
-                "id": call.id,
-                "name": call.name,
-                "arguments": call.arguments or "{}",
-                "extra_content": call.extra_content,
-            }
-            if self.reads_input:  # parsed only for a format that writes a call's arguments as an object
-                try:
-                    written["input"] = standard_loads(call.arguments) if call.arguments else {}
-                except ValueError:
-                    written["input"] = call.arguments
-            calls.append(written)
+        calls = [
+            {"id": call.id, "name": call.name, "arguments": call.arguments or "{}", "extra_content": call.extra_content}
+            for call in result.tool_calls
+        ]
+        if self.reads_input and calls:  # parsed only for a format that writes a call's arguments as an object
+            # all at once (text that is not JSON is kept as it is: the answer still says it), "" as no arguments
+            read = iter(standard_loads_each([call.arguments for call in result.tool_calls if call.arguments]))
+            for call, written in zip(result.tool_calls, calls, strict=True):
+                written["input"] = next(read) if call.arguments else {}
         said: dict[str, Any] = {}
         stop = self.stop_table.get(result.finish_reason)
         if stop is None and result.finish_reason == "tool_calls":  # a table without the row: the engine made
