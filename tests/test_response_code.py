@@ -539,6 +539,22 @@ def test_a_nan_beside_counted_nones_is_the_located_response_error(
     assert info.value.path == where
 
 
+def test_a_short_answer_saying_null_in_its_text_counts_high_and_reads_the_same() -> None:
+    """A short answer's nulls are counted in one call, the word "null" inside a string too: the count is high, the
+    function's Nones do not account for it, and the walk finds every float finite (the answer reads as the plain
+    check says); a NaN beside the word is still the located error."""
+    if jsonsafe.orjson is None:
+        pytest.skip("orjson is not installed")
+    answer = openai_answer(content='{"x": null, "y": [null]} is null', refusal=None)
+    assert jsonsafe.answer_nulls(answer) > 2  # the two Nones (refusal, logprobs) and the words in the text
+    jsonsafe.check(answer)
+    assert translate_response("openai", answer).text == '{"x": null, "y": [null]} is null'
+    answer["choices"][0]["message"]["annotations"] = [{"type": "url_citation", "n": math.inf}]
+    with pytest.raises(ResponseError) as info:
+        translate_response("openai", answer)
+    assert info.value.path == "choices[0].message.annotations[0].n" == checked_path(answer)
+
+
 def test_a_nan_in_tool_arguments_is_refused_before_they_are_written_as_json() -> None:
     """The function writes an arguments object as JSON text before it counts Nones; a NaN there fails that
     write, and the answer check's error is what is raised."""
