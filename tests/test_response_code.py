@@ -539,6 +539,22 @@ def test_a_nan_beside_counted_nones_is_the_located_response_error(
     assert info.value.path == where
 
 
+def test_a_short_answer_saying_null_in_its_text_counts_high_and_reads_the_same() -> None:
+    """A short answer's nulls are counted in one call, the word "null" inside a string too: the count is high, the
+    function's Nones do not account for it, and the walk finds every float finite (the answer reads as the plain
+    check says); a NaN beside the word is still the located error."""
+    if jsonsafe.orjson is None:
+        pytest.skip("orjson is not installed")
+    answer = openai_answer(content='{"x": null, "y": [null]} is null', refusal=None)
+    assert jsonsafe.answer_nulls(answer) > 2  # the two Nones (refusal, logprobs) and the words in the text
+    jsonsafe.check(answer)
+    assert translate_response("openai", answer).text == '{"x": null, "y": [null]} is null'
+    answer["choices"][0]["message"]["annotations"] = [{"type": "url_citation", "n": math.inf}]
+    with pytest.raises(ResponseError) as info:
+        translate_response("openai", answer)
+    assert info.value.path == "choices[0].message.annotations[0].n" == checked_path(answer)
+
+
 def test_a_nan_in_tool_arguments_is_refused_before_they_are_written_as_json() -> None:
     """The function writes an arguments object as JSON text before it counts Nones; a NaN there fails that
     write, and the answer check's error is what is raised."""
@@ -632,6 +648,7 @@ USAGE_ANSWERS = {  # an answer whose every usage count is clean, per provider wh
             "cache_read_input_tokens": 4,
             "cache_creation_input_tokens": 0,
             "output_tokens": 2,
+            "output_tokens_details": {"thinking_tokens": 1},
         },
     },
     "openai-responses": {
@@ -693,6 +710,36 @@ def test_straight_usage_agrees_with_the_explain_steps_on_every_damaged_count(pro
         fast, slow = outbound.translate(copy.deepcopy(damaged)), by_explain_steps(outbound, damaged)
         assert list(fast.usage.items()) == list(slow.usage.items()), damaged
         assert fast.to_dict() == slow.to_dict(), damaged
+
+
+@pytest.mark.parametrize("provider", sorted(USAGE_ANSWERS))
+def test_straight_usage_notes_a_count_one_past_its_invariant(provider: str) -> None:
+    """Each clean count set to every value from 0 to past the largest: the straight path's invariant test (on
+    totals it knows are integers) agrees with the explain steps at every edge, a part equal to its total fine and
+    one more noted."""
+    outbound = load_rules().get(provider).outbound
+    answer = USAGE_ANSWERS[provider]
+    places = [(path, key) for path, holder in _count_holders(answer["usage"], ("usage",)) for key in holder]
+    noted = set()
+    for path, key in places:
+        for count in range(16):
+            changed = copy.deepcopy(answer)
+            holder = changed
+            for step in path:
+                holder = holder[step]
+            holder[key] = count
+            fast, slow = outbound.translate(changed), by_explain_steps(outbound, changed)
+            assert fast.to_dict() == slow.to_dict(), changed
+            noted.add(any(note.kind == "inconsistent" for note in fast.notes))
+    assert noted == {True, False}
+
+
+def _count_holders(value: dict[str, Any], path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], dict[str, Any]]]:
+    """(path, mapping) of every mapping of counts in a usage object, itself first."""
+    yield path, {key: count for key, count in value.items() if type(count) is int}
+    for key, inner in value.items():
+        if isinstance(inner, dict):
+            yield from _count_holders(inner, (*path, key))
 
 
 @pytest.mark.parametrize("provider", sorted(USAGE_ANSWERS))

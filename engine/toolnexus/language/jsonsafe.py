@@ -50,6 +50,9 @@ MAX_DEPTH = 256
 _SCALARS = (int, bool, type(None))
 _LONG = 32  # a list longer than this is looked at item by item, not encoded again; a mapping holding one
 # (a long transcript) is encoded member by member
+_SHORT = 1024  # bytes: below this, one C count of "null" costs less than `_null_tokens`' Python step per token
+# (a Responses answer's five top-level nulls: 1.06 -> 0.43 µs); beyond it the reverse scan is the faster (a
+# forward count reads about 0.55 ns a byte, the reverse search 0.2-0.35)
 
 
 class JsonValueError(ValueError):
@@ -95,7 +98,10 @@ def answer_nulls(value: dict[str, Any]) -> int:
     Each token is a None or a NaN/Infinity (orjson writes both as null). The generated response function counts
     the Nones in the objects it reads anyway; when they account for every token no float is NaN, else it calls
     `settle_nulls` with the same count. An answer is encoded in one call (it is no transcript), and without orjson
-    it is walked here (so 0)."""
+    it is walked here (so 0).
+
+    The count may be high, never low: when the text's last "null" lies within _SHORT bytes of its start, every
+    "null" before it is counted in one C call, the word inside a string too (then `settle_nulls` walks further)."""
     if orjson is not None:
         try:
             out = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
@@ -103,7 +109,9 @@ def answer_nulls(value: dict[str, Any]) -> int:
             pass
         else:
             last = out.rfind(b"null")
-            return 0 if last < 0 else _null_tokens(out, last)
+            if last < 0:
+                return 0
+            return out.count(b"null", 0, last + 4) if last < _SHORT else _null_tokens(out, last)
     problem = locate(value)
     if problem is not None:
         raise JsonValueError(*problem)

@@ -1320,16 +1320,21 @@ class _Code(Namespace):
         """The fast test of the usage invariants on the usage the inline code built (`written`: the keys it can
         write; a total or a details object it never writes is absent, so its part of the test is left out), and
         `check_usage`, which writes the notes, when it fails. `known`: a total the straight path always writes ->
-        the variable holding it (read there, not looked up in `u`)."""
+        the variable holding it (read there, not looked up in `u`, and an int from 0: not tested for None)."""
         known = known or {}
-        totals = {name: var for name, var in (("prompt_tokens", "pt"), ("completion_tokens", "ct")) if name in written}
-        lines = [f"{var} = {known.get(name) or f'u.get({name!r})'}" for name, var in totals.items()]
+        names = {name: known.get(name) or var for name, var in (("prompt_tokens", "pt"), ("completion_tokens", "ct"))}
+        totals = {name: var for name, var in names.items() if name in written}
+        lines = [f"{var} = u.get({name!r})" for name, var in totals.items() if name not in known]
         broken = []
         if "total_tokens" in written and len(totals) == 2:
-            lines.append(f"tt = {known.get('total_tokens') or 'u.get(' + repr('total_tokens') + ')'}")
-            broken.append("(tt is not None and pt is not None and ct is not None and tt != pt + ct)")
+            pt, ct = totals["prompt_tokens"], totals["completion_tokens"]
+            tt = known.get("total_tokens", "tt")
+            if tt == "tt":
+                lines.append("tt = u.get('total_tokens')")
+            read = [f"{var} is not None" for var in (tt, pt, ct) if var in ("tt", "pt", "ct")]  # known: an int
+            broken.append(f"({' and '.join([*read, f'{tt} != {pt} + {ct}'])})")
         details: dict[str, str] = {}
-        for total, var in (("prompt_tokens", "pt"), ("completion_tokens", "ct")):
+        for (total, var), included in zip(names.items(), ("npt", "nct"), strict=True):
             parts = []
             for holder, count in self.o.within.get(total, ()):
                 if holder not in written:
@@ -1339,10 +1344,12 @@ class _Code(Namespace):
                     lines.append(f"{details[holder]} = u.get({holder!r}) or NO_KEYS")
                 parts.append(f"{details[holder]}.get({count!r}, 0)")
             if parts:
-                included = f"n{var}"
                 lines.append(f"{included} = {' + '.join(parts)}")
-                have = f"({var} is None or {included} > {var})" if total in written else "True"
-                broken.append(f"({included} and {have})")
+                if total in known:  # an int from 0: more than it, the included counts are not 0
+                    broken.append(f"{included} > {var}")
+                else:
+                    have = f"({var} is None or {included} > {var})" if total in written else "True"
+                    broken.append(f"({included} and {have})")
         if not broken:
             return []
         return [*lines, f"if {' or '.join(broken)}:", f"    {self.ctx}.notes.extend(check_usage(u, {within}))"]
