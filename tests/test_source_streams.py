@@ -489,6 +489,29 @@ def test_released_calls_are_the_moments_their_chunks_are_written_from(fmt: str) 
     assert got == want and translator._held == []
 
 
+@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses"])
+def test_a_finished_source_stream_is_freed_as_soon_as_it_is_dropped(fmt: str) -> None:
+    """The translator and the format's events refer to each other while the answer streams; once it has ended
+    nothing of the answer waits for the cyclic collector (a long answer's thousands of objects would, stream
+    after stream, and make its full passes long)."""
+    import gc
+    import weakref
+
+    reply = tool_call_reply("gemini")
+    stream = toolnexus.stream_translator("gemini", source=fmt)
+    for data in provider_data("gemini", reply, 0):
+        stream.feed(data)
+    stream.finish()
+    assert stream.message is not None
+    translator, events = weakref.ref(stream.translator), weakref.ref(stream.events)
+    gc.disable()
+    try:
+        del stream
+        assert translator() is None and events() is None
+    finally:
+        gc.enable()
+
+
 def test_chunk_writers_refuse_a_template_they_cannot_write_located(tmp_path: Path) -> None:
     """A chunk moment is one chunk; a tool call's entries are written plainly (calls released together join
     them): anything else is a located RuleError."""
