@@ -438,35 +438,78 @@ def test_chunk_writers_written_as_one_display_are_what_their_templates_write(ext
         assert write.__name__ == "write"  # generated, not the general render
         assert write(HEADER, dict(scope)) == general({**header, **scope}, Ctx("openai", outbound=True)), key
     entries = chunks.open(HEADER, dict(scope))["choices"][0]["delta"]["tool_calls"]
-    assert chunks.entries["open"](HEADER, dict(scope)) == entries
+    written: list[Any] = []
+    chunks.call(HEADER, written, 1, "call_1", "f", extra, piece)
+    assert written == entries
     assert len(entries) == (2 if piece else 1) and ("extra_content" in entries[0]) is (extra is not None)
+    chunks.arguments(HEADER, written, 1, piece)
+    assert (
+        written[len(entries) :]
+        == chunks.pieces["tool_call"](HEADER, {"index": 1, "piece": piece})["choices"][0]["delta"]["tool_calls"]
+    )
 
 
-def test_released_calls_writer_writes_what_the_entries_writers_write() -> None:
-    """Tool calls released together (held for a synthesized id): the one generated writer gives a whole call's
-    entries (held as its index in the final translation's calls) as the `open` entries writer gives them over
-    that call's scope, and any other held chunk by the writer it names, all in order."""
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "openai-responses"])
+def test_released_calls_are_the_moments_their_chunks_are_written_from(fmt: str) -> None:
+    """Tool calls released together (held for a synthesized id) go out one way, as moments: a whole call (held as
+    its index in the final translation's calls) as the opening its chunk would be written from, with that call's
+    id, name, signature and arguments; a held opening or arguments piece as it was held; all in order. Plain,
+    they are the entries of the one chunk that releases them; in a format, its events."""
     from toolnexus.translate.result import new_tool_call
-    from toolnexus.translate.stream import _held_entries
+    from toolnexus.translate.stream import _Entries
 
     chunks = builtin_chunks()
     calls = [new_tool_call("call_0_x", "f", '{"a":1}', None), new_tool_call("call_1_x", "g", "", {"k": "v"}),
              new_tool_call("call_2_x", "h", "{}", {"google": {"thought_signature": "s"}})]  # fmt: skip
-    opening = (chunks.open, {"index": 3, "id": "c3", "name": "k", "extra_content": None, "piece": ""})
-    piece = (chunks.pieces["tool_call"], {"index": 3, "piece": '{"b":'})
-    held: list[Any] = [0, opening, 1, piece, 2]
-    want: list[Any] = []
-    for item in held:
-        if type(item) is int:
-            call = calls[item]
-            scope = {"index": item, "id": call.id, "name": call.name, "extra_content": call.extra_content,
-                     "piece": call.arguments}  # fmt: skip
-            want += chunks.entries["open"](HEADER, scope)
-        else:
-            want += _held_entries(HEADER, item)
-    assert chunks.released(HEADER, calls, held, _held_entries) == want
-    assert [e.get("id") for e in want] == ["call_0_x", None, "c3", "call_1_x", None, "call_2_x", None]
-    assert "extra_content" not in want[0] and want[3]["extra_content"] == {"k": "v"}
+    opening = {"index": 3, "id": "c3", "name": "k", "extra_content": None, "piece": ""}
+    piece = {"index": 3, "piece": '{"b":'}
+    translator = toolnexus.stream_translator("gemini")
+    translator._held = [0, (chunks.open, opening), 1, (chunks.pieces["tool_call"], piece), 2]
+    moments = [chunks.open if type(item) is int else item[0] for item in translator._held]
+    scopes = [
+        {"index": item, "id": calls[item].id, "name": calls[item].name,
+         "extra_content": calls[item].extra_content, "piece": calls[item].arguments}
+        if type(item) is int else item[1]
+        for item in translator._held
+    ]  # fmt: skip
+    if fmt == "openai":
+        got = translator._release([], _Entries(HEADER), calls)
+        chunks_of = [m(HEADER, s) for m, s in zip(moments, scopes, strict=True)]
+        want = [e for chunk in chunks_of for e in chunk["choices"][0]["delta"]["tool_calls"]]
+        assert [e.get("id") for e in want] == ["call_0_x", None, "c3", "call_1_x", None, "call_2_x", None]
+        assert "extra_content" not in want[0] and want[3]["extra_content"] == {"k": "v"}
+    else:  # the format's events, as its writer reads the chunks the held moments are written from
+        translator._writer = events = SourceEvents(RULES.format(fmt))
+        events.start([], (HEADER[0], HEADER[1], HEADER[2]))
+        got = translator._release([], events, calls)
+        reader = SourceEvents(RULES.format(fmt))
+        reader.start([], (HEADER[0], HEADER[1], HEADER[2]))
+        want = [e for m, s in zip(moments, scopes, strict=True) for e in reader.chunk(m(HEADER, s))]
+        assert [e.get("type") for e in want].count(want[0]["type"]) == 4  # four calls opened
+    assert got == want and translator._held == []
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses"])
+def test_a_finished_source_stream_is_freed_as_soon_as_it_is_dropped(fmt: str) -> None:
+    """The translator and the format's events refer to each other while the answer streams; once it has ended
+    nothing of the answer waits for the cyclic collector (a long answer's thousands of objects would, stream
+    after stream, and make its full passes long)."""
+    import gc
+    import weakref
+
+    reply = tool_call_reply("gemini")
+    stream = toolnexus.stream_translator("gemini", source=fmt)
+    for data in provider_data("gemini", reply, 0):
+        stream.feed(data)
+    stream.finish()
+    assert stream.message is not None
+    translator, events = weakref.ref(stream.translator), weakref.ref(stream.events)
+    gc.disable()
+    try:
+        del stream
+        assert translator() is None and events() is None
+    finally:
+        gc.enable()
 
 
 def test_chunk_writers_refuse_a_template_they_cannot_write_located(tmp_path: Path) -> None:

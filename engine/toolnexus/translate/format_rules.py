@@ -681,8 +681,10 @@ Write = Callable[[tuple[Any, ...], dict[str, Any]], Any]  # (header, the moment'
 # Where a chunk holds its tool-call entries: tool calls released together (held for a synthesized id) are one
 # chunk whose entries are all of theirs (Chat Completions lets one delta carry several calls' entries).
 JOINED: tuple[str | int, ...] = ("choices", 0, "delta", "tool_calls")
-# (h, the whole answer's tool calls, the held list: a whole call's index or another held chunk, `other` for those)
-Release = Callable[[tuple[Any, ...], Any, list[Any], Callable[..., list[Any]]], list[Any]]
+# (h, out, index, id, name, extra_content, piece): a tool call's `open` entries, from its fields, added to `out`;
+# (h, out, index, piece): an arguments piece's entries. A call held back is written by these when released.
+CallEntries = Callable[[tuple[Any, ...], list[Any], Any, Any, Any, Any, Any], None]
+PieceEntries = Callable[[tuple[Any, ...], list[Any], Any, Any], None]
 
 
 @dataclass(frozen=True)
@@ -694,8 +696,8 @@ class Chunks:
     gives a piece's display over named expressions, for a provider stream's generated code to write inline."""
 
     file: str
-    entries: Mapping[str, Write]  # `open`, `tool_call`: a chunk's entries alone (at `JOINED`), for calls held together
-    released: Release  # the entries of the tool calls held and released together
+    call: CallEntries  # `open`'s entries alone (at `JOINED`) from a call's fields, for calls released together
+    arguments: PieceEntries  # `piece.tool_call`'s entries alone, likewise
     start: Write
     open: Write
     pieces: Mapping[str, Write]
@@ -738,27 +740,25 @@ def compile_chunks(path: Path, display: str | None = None) -> Chunks:
         exec(compile(written, f"<chunk {dotted(at)}>", "exec"), namespace)
         writers[moment] = namespace["write"]
         code.append(written)
-    entries: dict[str, Write] = {}
+    entries: dict[str, Any] = {}
     for moment, at in (("open", ("stream", "open", "tool_call")), ("tool_call", ("stream", "piece", "tool_call"))):
         below = _below(nodes[moment], JOINED)
-        names = _names("piece.tool_call" if moment == "tool_call" else moment)
+        names = _entry_names(moment)
         shown = as_python(below, names) if below is not None else None
         if shown is None:
             raise source.error(at, "must write its tool_calls entries plainly (a list at choices[0].delta."
                                "tool_calls of constants, reads of its scope and `$when`s)")  # fmt: skip
-        joined = f"def write(h, s):  # {dotted(at)}'s entries, for calls released together\n    return {shown}\n"
+        signature = ", ".join(["h", "out", *(n for n in names.values() if not n.startswith("h["))])
+        joined = (f"def entries({signature}):  # {dotted(at)}'s entries, for calls released together\n"
+                  f"    out += {shown}\n")  # fmt: skip
         namespace = {"is_empty": is_empty}
         exec(compile(joined, f"<chunk {dotted(at)} entries>", "exec"), namespace)
-        entries[moment] = namespace["write"]
+        entries[moment] = namespace["entries"]
         code.append(joined)
-    released = _released(nodes["open"])
-    code.append(released)
-    namespace = {"is_empty": is_empty}
-    exec(compile(released, "<chunk stream.open.tool_call released>", "exec"), namespace)
     return Chunks(
         file=display,
-        entries=MappingProxyType(entries),
-        released=namespace["release"],
+        call=entries["open"],
+        arguments=entries["tool_call"],
         start=writers["start"],
         open=writers["open"],
         pieces=MappingProxyType({k: writers[f"piece.{k}"] for k in ("text", "reasoning", "tool_call")}),
@@ -784,26 +784,11 @@ def _names(moment: str) -> dict[str, str]:
     return {**{name: f"h[{i}]" for i, name in enumerate(HEADER)}, **{n: f"s[{n!r}]" for n in _CHUNK_SCOPES[moment]}}
 
 
-def _released(node: Node) -> str:
-    """The source of the writer of the entries of tool calls released together (`StreamTranslator.finish`): a
-    whole call, held as its index in `calls` (the final translation's tool calls), has its `open` entries written
-    inline from that call (no scope built per call, one function for the lot); any other held entry by `other`."""
-    names = {**{name: f"h[{i}]" for i, name in enumerate(HEADER)}, "index": "x", "id": "c.id", "name": "c.name",
-             "extra_content": "c.extra_content", "piece": "c.arguments"}  # fmt: skip
-    below = _below(node, JOINED)
-    shown = as_python(below, names) if below is not None else None
-    assert shown is not None  # `compile_chunks` checked the same node over the moment's own names
-    return (
-        "def release(h, calls, held, other):  # stream.open.tool_call's entries, for whole calls released together\n"
-        "    out = []\n"
-        "    for x in held:\n"
-        "        if type(x) is int:\n"
-        "            c = calls[x]\n"
-        f"            out += {shown}\n"
-        "        else:\n"
-        "            out += other(h, x)\n"
-        "    return out\n"
-    )
+def _entry_names(moment: str) -> dict[str, str]:
+    """The names a tool call's entries writer has (`Chunks.call`, `Chunks.arguments`): the header's in `h`, the
+    moment's own as its parameters, in the order a format's events take them (`SourceEvents.call`)."""
+    own = _CHUNK_SCOPES["open" if moment == "open" else "piece.tool_call"]
+    return {**{name: f"h[{i}]" for i, name in enumerate(HEADER)}, **{n: "call_id" if n == "id" else n for n in own}}
 
 
 def _below(node: Node, path: tuple[str | int, ...]) -> Node | None:

@@ -1101,6 +1101,7 @@ class SourceEvents:
         message.result = result
         message.notes = (*result.notes, *notes)
         self.message = message
+        self.translator = None  # nothing more is read from it: no cycle (it holds these events) outlives the answer
         return out
 
 

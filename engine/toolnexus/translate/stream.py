@@ -40,6 +40,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterator, Mapping
+from functools import partial
 from typing import Any
 
 from ..errors import Note, ProviderError, ResponseError, StateError, ToolnexusError
@@ -73,7 +74,6 @@ from .stream_rules import (
 CHUNKS = builtin_chunks()  # how chunks are written: the normal form's `stream` section (formats/openai.yaml)
 _START, _OPEN = CHUNKS.start, CHUNKS.open
 _TEXT, _REASONING, _ARGUMENTS = (CHUNKS.pieces[k] for k in ("text", "reasoning", "tool_call"))
-_ENTRIES, _ARGUMENT_ENTRIES, _RELEASED = CHUNKS.entries["open"], CHUNKS.entries["tool_call"], CHUNKS.released
 _HELD = "call_held"  # stands in for a synthesized id until the whole response is known
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NONE: frozenset[str] = frozenset()
@@ -763,19 +763,16 @@ class StreamTranslator:
                                 "rules do not match the response rules", provider=rules.provider)  # fmt: skip
         self.result = result
         out = self._chunks(last=True)
-        if self._writer is not None:  # writing a format's events: each held chunk's moment given to them (`into`)
-            for held in self._held:
-                self._moment(out, *self._released(held, result))
-            self._held.clear()
+        writer = self._writer
+        if writer is not None:  # writing a format's events: the held calls' moments given to them (`into`)
+            self._release(out, writer, calls)
             for index in unsent:
-                self._writer.arguments(out, index, calls[index].arguments)
-            self._writer.look(out)  # the closing chunks: nothing the events are written from (`end` reads the
+                writer.arguments(out, index, calls[index].arguments)
+            writer.look(out)  # the closing chunks: nothing the events are written from (`end` reads the
             return out  # result), but looked at as any chunk is
         header = self._header
-        if self._held:  # the held chunks, in order, released together as one chunk (see the top); a whole call
-            # (its index) opened from its translation in the whole answer (which validated it and gave its id)
-            out.append(_joined(header, _RELEASED(header, calls, self._held, _held_entries)))
-            self._held.clear()
+        if self._held:  # the held calls, in order, released together as one chunk holding their entries (see the top)
+            out.append(_joined(header, self._release([], _Entries(header), calls)))
         for index in unsent:
             out.append(_ARGUMENTS(header, {"index": index, "piece": calls[index].arguments}))
         scope = {"answer_id": header[0], "created": header[1], "model": header[2], "refusal": result.refusal,
@@ -788,22 +785,34 @@ class StreamTranslator:
                 out.append(chunk)
         return out
 
-    @staticmethod
-    def _released(held: tuple[Write, dict[str, Any]] | int, result: TranslateResult) -> tuple[Write, dict[str, Any]]:
-        """A held chunk's moment; a whole call (an index) opened from its translation in the whole answer (which
-        validated it and gave its id), not rendered twice."""
-        if not isinstance(held, int):
-            return held
-        done = result.tool_calls[held]
-        return _OPEN, {"index": held, "id": done.id, "name": done.name, "extra_content": done.extra_content,
-                       "piece": done.arguments}  # fmt: skip
+    def _release(self, out: list[Any], sink: SourceEvents | _Entries, calls: list[Any]) -> list[Any]:
+        """The held calls, in order, as `sink`'s moments (a format's events, or the entries of the chunk that
+        releases them): a whole call (its index) opened from its translation in the whole answer (which validated
+        it and gave its id), not rendered twice; a held opening or arguments piece as it was held."""
+        call, arguments = sink.call, sink.arguments
+        for held in self._held:
+            if isinstance(held, int):
+                done = calls[held]
+                call(out, held, done.id, done.name, done.extra_content, done.arguments)
+            else:
+                write, scope = held
+                if write is _OPEN:
+                    call(out, scope["index"], scope["id"], scope["name"], scope["extra_content"], scope["piece"])
+                else:
+                    arguments(out, scope["index"], scope["piece"])
+        self._held.clear()
+        return out
 
 
-def _held_entries(header: tuple[str, int, str], held: tuple[Write, dict[str, Any]]) -> list[Any]:
-    """The entries of a held chunk that is not a whole call (an opening or a piece of a call waiting its turn)."""
-    write, scope = held
-    entries: list[Any] = (_ENTRIES if write is _OPEN else _ARGUMENT_ENTRIES)(header, scope)
-    return entries
+class _Entries:
+    """Where released calls go in a chunk: their `open` and arguments entries (at `JOINED`), written by the
+    normal form's entries writers over the header, with the moments a format's events take (`SourceEvents`)."""
+
+    __slots__ = ("arguments", "call")
+
+    def __init__(self, header: tuple[str, int, str]) -> None:
+        self.call = partial(CHUNKS.call, header)
+        self.arguments = partial(CHUNKS.arguments, header)
 
 
 def _joined(header: tuple[str, int, str], entries: list[Any]) -> dict[str, Any]:
