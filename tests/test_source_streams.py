@@ -449,6 +449,24 @@ def test_chunk_writers_written_as_one_display_are_what_their_templates_write(ext
     )
 
 
+@pytest.mark.parametrize("piece", ["", '{"a":1}'])
+def test_a_display_over_a_name_known_null_leaves_its_tests_out(piece: str) -> None:
+    """A name the caller writes as `None` (a value it knows is null: a plain call's `extra_content`): the display
+    decides its `$when` tests when written, and writes the same chunk as the display that tests it."""
+    from toolnexus.language.templates import is_empty
+
+    chunks = builtin_chunks()
+    names = dict(zip(("answer_id", "created", "model"), ("h[0]", "h[1]", "h[2]"), strict=True))
+    names.update({"index": "k", "id": "cid", "name": "nm", "piece": "a"})
+    folded = chunks.display("open", {**names, "extra_content": "None"})
+    tested = chunks.display("open", {**names, "extra_content": "x"})
+    assert folded is not None and tested is not None
+    assert "x is not None" in tested and "None is not None" not in folded and "extra_content" not in folded
+    scope = {"h": HEADER, "k": 1, "cid": "call_1", "nm": "f", "a": piece, "x": None, "is_empty": is_empty}
+    want = chunks.open(HEADER, {"index": 1, "id": "call_1", "name": "f", "extra_content": None, "piece": piece})
+    assert eval(folded, scope) == eval(tested, scope) == want
+
+
 @pytest.mark.parametrize("fmt", ["openai", "anthropic", "openai-responses"])
 def test_released_calls_are_the_moments_their_chunks_are_written_from(fmt: str) -> None:
     """Tool calls released together (held for a synthesized id) go out one way, as moments: a whole call (held as

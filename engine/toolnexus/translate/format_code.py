@@ -415,24 +415,28 @@ def as_python(node: Node, names: Mapping[str, str]) -> str | None:
     if isinstance(node, When):  # a `$when` with an `else`: either branch
         test, then = _test(node, names), as_python(node.then, names)
         other = as_python(node.otherwise, names) if node.otherwise is not None else None
-        return None if test is None or then is None or other is None else f"({then} if {test} else {other})"
+        if test is None or then is None or other is None:
+            return None
+        return then if test == "True" else other if test == "False" else f"({then} if {test} else {other})"
     found = [_maybe(child, names) for child in node.children()]  # a `$when` without `else`: there or left out
-    maybe = [m for m in found if m is not None]
-    if not maybe or len(maybe) < len(found) or all(test is not None for test, _ in maybe):
+    if None in found:
+        return None
+    labels = [name for name, _ in node.items] if isinstance(node, Obj) else [""] * len(found)
+    kept = [(label, m) for label, m in zip(labels, found, strict=True) if m is not None and m[0] != "False"]
+    if not kept or all(test is not None for _, (test, _) in kept):
         return None  # nothing sure to be written: the general code decides whether the whole is left out
     if isinstance(node, Obj):
         return (
             "{"
             + ", ".join(
                 f"{name!r}: {part}" if test is None else f"**({{{name!r}: {part}}} if {test} else {{}})"
-                for (name, _), (test, part) in zip(node.items, maybe, strict=True)
+                for name, (test, part) in kept
             )
             + "}"
         )
     if isinstance(node, Array):
-        return (
-            "[" + ", ".join(part if test is None else f"*(({part},) if {test} else ())" for test, part in maybe) + "]"
-        )
+        shown = (part if test is None else f"*(({part},) if {test} else ())" for _, (test, part) in kept)
+        return "[" + ", ".join(shown) + "]"
     return None
 
 
@@ -440,19 +444,22 @@ def _maybe(node: Node, names: Mapping[str, str]) -> tuple[str | None, str] | Non
     """A child as (the test that it is written, or None: always; its display), or None when not that plain."""
     if isinstance(node, When) and node.otherwise is None:
         test, then = _test(node, names), as_python(node.then, names)
-        return None if test is None or then is None else (test, then)
+        return None if test is None or then is None else (None if test == "True" else test, then)
     shown = as_python(node, names)
     return None if shown is None else (None, shown)
 
 
 def _test(node: When, names: Mapping[str, str]) -> str | None:
-    """A `$when`'s `present` or `empty` test of a name always there, as a Python expression."""
+    """A `$when`'s `present` or `empty` test of a name always there, as a Python expression; of a name written
+    as `None` (a value the caller knows to be null), "True" or "False", so that the code leaves the test out."""
     read = node.path
     if read.steps is None or len(read.steps) != 1 or read.root is None or read.root not in names:
         return None
     if node.test not in ("present", "empty"):
         return None
     value = names[read.root]
+    if value == "None":  # null: not present, and empty
+        return str((node.test == "empty") is (node.expected[0] is True))
     test = f"({value} is not None)" if node.test == "present" else f"is_empty({value})"
     return test if node.expected[0] is True else f"(not {test})"
 

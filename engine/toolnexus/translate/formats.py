@@ -924,8 +924,13 @@ class SourceEvents:
             self._piece(out, block, arguments)
 
     def arguments(self, out: list[dict[str, Any]], index: int, piece: str) -> None:
-        """An arguments piece of the call at `index`."""
-        self.call(out, index, None, None, None, piece)
+        """An arguments piece of the call at `index`: straight to its open block (the moment of nearly every event
+        of a call's arguments), else as `call` says."""
+        block = self._calls.get(index)
+        if block is None or self._opening:
+            self.call(out, index, None, None, None, piece)
+        elif piece:
+            self._piece(out, block, piece)
 
     def _piece(self, out: list[dict[str, Any]], block: _Block, piece: str) -> None:
         block.pieces.append(piece)

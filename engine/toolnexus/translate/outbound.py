@@ -1282,12 +1282,15 @@ class _Code(Namespace):
                 writes.append("if type(ca) is dict: ca = arguments_json(ca)")
             if o.tool_call_ids is not None:
                 ids = self.name(o.tool_call_ids, "ids")
-                writes += [
+                restore = [
                     f"given = ci; ci = {ids}.restore(ci, id_map or NO_IDS)",
                     "if ci != given:",
                     f"    {self.ctx}.notes.append(Note('rewritten', {s}.element_path(i),"
                     " f'id {given!r} restored to {ci!r}'))",
                 ]
+                # a rewritten id comes back only through the request's map (its hash cannot be decoded): without
+                # one, every call's id stays as it is, with no call made per call
+                writes += ["if id_map:", *indent(restore, 4)] if o.tool_call_ids.rewrite is not None else restore
             writes.append(f"calls.append(new_tool_call(ci, cn, ca, {extra}))")
         if present:  # an element whose every field is absent is noted by the explain step
             tests.append("(" + " or ".join(f"{var} is not MISSING" for var in present) + ")")
