@@ -23,7 +23,7 @@ from toolnexus import ToolnexusError, load_rules
 from toolnexus.language.paths import MISSING
 from toolnexus.language.templates import Ctx, KeySeal, seal
 from toolnexus.translate.format_rules import compile_format
-from toolnexus.translate.formats import SourceFormat, placed, remap
+from toolnexus.translate.formats import SourceFormat, named, placed, remap
 from toolnexus.translate.result import TranslateResult
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -208,7 +208,7 @@ def notes_or_error(provider: str, request: dict[str, Any]) -> list[str]:
 
 
 def below_every_element(hub: dict[str, Any]) -> list[str]:
-    """A path inside each message, each of its keys and each element of its lists, the ends `placed` matches."""
+    """A path inside each message, each of its keys and each element of its lists, the ends `named` matches."""
     paths = []
     for i, message in enumerate(hub["messages"]):
         paths.append(f"messages[{i}].role")
@@ -221,9 +221,9 @@ def below_every_element(hub: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("source", FORMATS)
 def test_the_notes_paths_are_placed_from_their_own_records_alone(source: str) -> None:
-    """A call with notes formats only the records its notes' paths begin with (a message or a tool, a key of
-    it, an element of that); each note's path reads back as it does with every record placed, for every
-    provider's notes and a path below every element the reader made."""
+    """A call with notes formats only the record each note's path begins with (a message or a tool, a key of
+    it, an element of that: never the unformattable one), and each path reads back as it does with every record
+    placed, for every provider's notes and a path below every element the reader made."""
     tools = bench_inputs.tool_declarations()
     request = (bench_inputs.messages_transcript if source == "anthropic" else bench_inputs.responses_transcript)(
         100, tools
@@ -234,8 +234,7 @@ def test_the_notes_paths_are_placed_from_their_own_records_alone(source: str) ->
     paths += ["messages[0]", "messages[7].content[0].text", f"messages[{len(hub['messages']) - 1}]", "tools[2].x"]
     paths += ["messages", "messages[x].content", "messages[3]x", "messages[3].", "system.content[0]"]
     paths += below_every_element(hub) + [f"tools[{i}].function.name" for i in range(len(hub["tools"]))]
+    paths += ["messages[7].content[0]x", "tools[1]x", "messages[2].tool_calls[0].function.arguments"]
     every = placed(dict(origins), list(records))
-    some = placed(dict(origins), list(records), paths[:3])
-    assert len(some) < len(every)
-    some = placed(dict(origins), list(records), paths)
-    assert [remap(path, some) for path in paths] == [remap(path, every) for path in paths]
+    unformattable = ("messages[{}]", len(hub["messages"]) + 5, 0, "{9}", 0, None, {})  # formatting it raises
+    assert named(paths, origins, [*records, unformattable]) == [remap(path, every) for path in paths]

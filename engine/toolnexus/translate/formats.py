@@ -12,10 +12,12 @@ from the compiling (schema, derivation) so the code every call runs reads on its
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -132,50 +134,68 @@ Moment = Callable[[dict[str, Any], Any, int, Ctx], list[Any]]
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
 NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the policy decides
 # Where one normal-form element of the transcript (or a tool) came from, as the generated reader records it, in
-# message order, then the tools (formatted only when asked, see `placed`): its path's format (`messages[...`),
+# message order, then the tools (formatted only when asked: `placed`, `named`): its path's format (`messages[...`),
 # its two numbers (a format of one number gets 0 as the second), the source path's format (`{0}`, `{1}`: the
 # numbers it takes), those numbers, the renames below it
 Record = tuple[str, int, int, str, int | None, int | None, Mapping[str, str]]
 
 
-def placed(origins: Origins, records: list[Record], paths: Iterable[str] | None = None) -> Origins:
-    """`origins` with the records added (normal-form path -> the source path, renames): made only when a note
-    or an error needs a path named, so a call that needs none formats no path. With `paths` (the notes' paths),
-    only the records `remap` asks for are formatted: those whose path is a prefix of one of them, found by
-    their key and numbers (no path formatted to be compared)."""
-    if paths is None:
-        for key, a, b, source, x, y, renames in records:
-            origins[key.format(a, b)] = (source.format(x, y), renames)
-    else:
-        wanted = {found for path in paths for found in _record_keys(path)}
-        for record in records:
-            if record[:3] in wanted:
-                key, a, b, source, x, y, renames = record
-                origins[key.format(a, b)] = (source.format(x, y), renames)
+def placed(origins: Origins, records: list[Record]) -> Origins:
+    """`origins` with the records added (normal-form path -> the source path, renames): made only when an error
+    needs its path named, so a call that needs none formats no path (notes: `named`)."""
+    for key, a, b, source, x, y, renames in records:
+        origins[key.format(a, b)] = (source.format(x, y), renames)
     records.clear()
     return origins
 
 
-def _record_keys(path: str) -> list[tuple[str, int, int]]:
-    """The records that may name a prefix of `path`, as (key, numbers): the reader records an element of a top
-    list (`messages[{}]`, `tools[{}]`), a key of it (`messages[{}].tool_calls`) and an element of that
-    (`messages[{}].content[{}]`), nothing deeper; a key of one number has 0 as its second."""
-    head, bracket, rest = path.partition("[")
-    number, _, rest = rest.partition("]")
-    if not bracket or not number.isdigit():
-        return []
+_KEY = itemgetter(0, 1, 2)  # a record's key and numbers
+# What the reader records of a path: an element of a top list (`messages[{}]`, `tools[{}]`), a key of it
+# (`messages[{}].tool_calls`) and an element of that (`messages[{}].content[{}]`), nothing deeper.
+_RECORDED = re.compile(r"([^\[]*)\[([0-9]+)\](?:\.([^.\[]*)(?:\[([0-9]+)\])?)?")
+
+
+Index = Mapping[tuple[str, int, int], Record]  # the records by their key and numbers
+
+
+def named(paths: Iterable[str], origins: Origins, records: list[Record]) -> list[str]:
+    """Each normal-form path (a note's) as the format's request names it: what `remap` over `placed` gives, with
+    only the one record each path begins with formatted (the deepest recorded prefix, found by its key and
+    numbers), and the rest of the path renamed below it; a path no record begins remapped by `origins`."""
+    index: Index | None = None
+    out = []
+    for path in paths:
+        found = _RECORDED.match(path) if records else None
+        record = None
+        if found is not None:
+            if index is None:
+                index = dict(zip(map(_KEY, records), records, strict=True))  # built in C; a later record of a key wins
+            record, cut = _deepest(path, found, index)
+        if record is None:
+            out.append(remap(path, origins))
+        else:
+            _, _, _, source, x, y, renames = record
+            out.append(_renamed(source.format(x, y), renames, path[cut:]))
+    return out
+
+
+def _deepest(path: str, found: re.Match[str], index: Index) -> tuple[Record | None, int]:
+    """The record of the deepest prefix of `path` that ends where `remap` cuts (the end, a `.` or a `[`), and
+    where that prefix ends."""
+    head, number, name, inner = found.groups()
     a, key = int(number), head + "[{}]"
-    keys = [(key, a, 0)]
-    if rest[:1] == ".":
-        name, bracket, after = rest[1:].partition("[")
-        if "." in name:  # a key below a key of the element: nothing deeper is recorded
-            name, bracket = name.partition(".")[0], ""
-        key = f"{key}.{name}"
-        keys.append((key, a, 0))
-        inner = after.partition("]")[0]
-        if bracket and inner.isdigit():
-            keys.append((key + "[{}]", a, int(inner)))
-    return keys
+    ends = [(found.end(2) + 1, (key, a, 0))]
+    if name is not None:
+        ends.append((found.end(3), (f"{key}.{name}", a, 0)))
+        if inner is not None:
+            ends.append((found.end(4) + 1, (f"{key}.{name}[{{}}]", a, int(inner))))
+    size = len(path)
+    for cut, wanted in reversed(ends):
+        if cut == size or path[cut] in ".[":
+            record = index.get(wanted)
+            if record is not None:
+                return record, cut
+    return None, 0
 
 
 def unread(
@@ -713,14 +733,19 @@ def remap(path: str, origins: Origins) -> str:
         head = path[:cut]
         if head in origins:
             source, renames = origins[head]
-            rest = path[cut:].lstrip(".")
-            for hub, own in renames.items():
-                if rest == hub or rest.startswith(hub + ".") or rest.startswith(hub + "["):
-                    rest = own[: -len(WHOLE)] if own.endswith(WHOLE) else own + rest[len(hub) :]
-                    break
-            return f"{source}.{rest}" if rest and not rest.startswith("[") else source + rest
+            return _renamed(source, renames, path[cut:])
         cut = max(path.rfind(".", 0, cut), path.rfind("[", 0, cut))
     return path
+
+
+def _renamed(source: str, renames: Mapping[str, str], rest: str) -> str:
+    """`rest` (what follows a known prefix, from its `.` or `[` on) below `source`, the keys renamed back."""
+    rest = rest.lstrip(".")
+    for hub, own in renames.items():
+        if rest == hub or rest.startswith(hub + ".") or rest.startswith(hub + "["):
+            rest = own[: -len(WHOLE)] if own.endswith(WHOLE) else own + rest[len(hub) :]
+            break
+    return f"{source}.{rest}" if rest and not rest.startswith("[") else source + rest
 
 
 def remap_error(exc: TranslationError, origins: Origins) -> TranslationError:
@@ -1150,8 +1175,8 @@ def translate_source(
     except TranslationError as exc:
         raise remap_error(exc, placed(origins, records)) from None
     if body.notes:
-        placed(origins, records, [n.path for n in body.notes])
-        body.notes = (*notes, *(Note(n.kind, remap(n.path, origins), n.message, n.side) for n in body.notes))
+        paths = named([n.path for n in body.notes], origins, records)
+        body.notes = (*notes, *(Note(n.kind, p, n.message, n.side) for n, p in zip(body.notes, paths, strict=True)))
     else:
         body.notes = tuple(notes)
     return body
