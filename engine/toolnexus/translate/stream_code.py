@@ -143,14 +143,14 @@ def joins(last: Any, element: Any, join: Join) -> bool:
 _HEADER = {name: f"s._header[{i}]" for i, name in enumerate(HEADER)}
 
 
-_PIECES = {"text": "_text", "reasoning": "_reasoning", "tool_call": "_arguments"}  # the StreamTranslator's
+_PIECES = {"text": "text", "reasoning": "reasoning", "tool_call": "arguments"}  # the StreamTranslator's `_pieces`
 
 
 def _written(kind: str, names: dict[str, str], write: str = "") -> str:
     """A statement writing a piece's chunk (or a call's opening, `write` naming its writer): its template's display
     inline once the header is read (the normal form's `stream` section, formats/openai.yaml), else by the
-    StreamTranslator's piece method (which holds it to the end of the event; writing a format's events,
-    `StreamTranslator.into`, it becomes the events' own handler of the piece: no chunk is built) or its `_write`."""
+    StreamTranslator's `_pieces` (which hold it to the end of the event; writing a format's events,
+    `StreamTranslator.into`, once they stop waiting, the events' own handlers: no chunk is built) or its `_write`."""
     display = builtin_chunks().display(kind, {**_HEADER, **names})
     scope = "{" + ", ".join(f"{name!r}: {expr}" for name, expr in names.items()) + "}"
     later = f"s._write({write or f'CHUNKS[{kind!r}]'}, {scope})"  # every mode through `_write`
@@ -158,7 +158,7 @@ def _written(kind: str, names: dict[str, str], write: str = "") -> str:
         return later
     method = _PIECES.get(kind)
     return f"s._out.append({display}) if s._head else " + (
-        later if method is None else f"s.{method}(s._out, {', '.join(names.values())})"
+        later if method is None else f"s._pieces.{method}(s._out, {', '.join(names.values())})"
     )
 
 
@@ -388,6 +388,9 @@ class _Code(Namespace):
         j, f = self.name(join, "join"), join.field
         last, t, piece, ix, ok, kk, vv = (f"{name}{d}" for name in ("last", "t", "piece", "ix", "ok", "kk", "vv"))
         same = "".join(f" and {last}.get({key!r}) == {x}.get({key!r})" for key in join.same)
+        # its keys the field and the `same` ones, those held by both (their values agree): nothing to check or add
+        alike = "".join(f" and {key!r} in {x} and {key!r} in {last}" for key in join.same)
+        others = f"len({x}) > 1" + (f" and not (len({x}) == {len(join.same) + 1}{alike})" if join.same else "")
         emit = self.fragment((*pattern, None, f), piece, ix, d, last=f"len({c}) - 1")
         tuple_used = any(ix in line for line in emit)
         node = self.name(self.node(pattern), "node")
@@ -395,7 +398,7 @@ class _Code(Namespace):
             f"if {c} and type({x}) is dict and type({piece} := {x}.get({f!r})) is str:",
             f"    if type({last} := {c}[-1]) is dict and type({t} := {last}.get({f!r})) is Text{same}:",
             f"        {ok} = True",
-            f"        if len({x}) > 1:  # its other keys agree with the last element's; those only it holds are added",
+            f"        if {others}:  # its other keys agree with the last element's; those only it holds are added",
             f"            for {kk}, {vv} in {x}.items():",
             f"                if {kk} != {f!r} and {kk} in {last} and {last}[{kk}] != {vv}:",
             f"                    {ok} = False",
