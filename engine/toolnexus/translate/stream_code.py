@@ -361,7 +361,9 @@ class _Code(Namespace):
         if named:
             test = f"{kk} == {named[0]!r}" if len(named) == 1 else f"{kk} in {{{', '.join(map(repr, named))}}}"
             inner: list[str] = []
-            for n, (key, child) in enumerate(branches):
+            if len(named) == 1 and branches:  # the one key the test names: its code, with no second test
+                inner = branches[0][1]
+            for n, (key, child) in enumerate(branches if not inner else ()):
                 inner += [f"{'if' if n == 0 else 'elif'} {kk} == {key!r}:", *indent(child, 4)]
             lines += [f"    if {test}:", *indent(inner, 8), "        continue"]
         return [
@@ -371,11 +373,13 @@ class _Code(Namespace):
             f"        {c}[{kk}] = {vv}",
             f"    elif {vv} is None:",
             f"        if {kk} not in {c}: {c}[{kk}] = None",
-            f"    elif {t} is dict and type({sub} := {c}.get({kk})) is dict:",  # usage counts: their values inline
-            f"        for {k2}, {v2} in {vv}.items():",
-            f"            {t2} = type({v2})",
-            f"            if {t2} is str or {t2} is int or {t2} is float or {t2} is bool: {sub}[{k2}] = {v2}",
-            f"            elif {v2} is not None or {k2} not in {sub}: plain({sub}, {k2}, {v2})",
+            # usage counts: their values inline; an object equal to the one there (said again) changes nothing
+            f"    elif {t} is dict and type({sub} := {c}.get({kk})) is dict:",
+            f"        if {vv} != {sub}:",
+            f"            for {k2}, {v2} in {vv}.items():",
+            f"                {t2} = type({v2})",
+            f"                if {t2} is str or {t2} is int or {t2} is float or {t2} is bool: {sub}[{k2}] = {v2}",
+            f"                elif {v2} is not None or {k2} not in {sub}: plain({sub}, {k2}, {v2})",
             f"    elif {t} is float or {t} is bool:",
             f"        {c}[{kk}] = {vv}",
             "    else:",
@@ -617,8 +621,9 @@ class _Code(Namespace):
                     lines.append(f"{known} = e.get({step!r}, MISSING)")
                 elif isinstance(step, str):
                     lines.append(f"{known} = {source}.get({step!r}, MISSING) if type({source}) is dict else MISSING")
-                else:
-                    held = f"type({source}) is list and -len({source}) <= {step} < len({source})"
+                else:  # an index from the end (negative) also bounded below
+                    low = f"-len({source}) <= {step} < " if step < 0 else f"{step} < "
+                    held = f"type({source}) is list and {low}len({source})"
                     lines.append(f"{known} = {source}[{step}] if {held} else MISSING")
             source = known
         return [*lines, f"{target} = {source}"]
