@@ -107,8 +107,8 @@ class StreamTranslator:
         self._calls: list[_Call | None] = []  # None: a held whole call, given whole by the final translation
         self._out: list[dict[str, Any]] = []  # the chunks this event wrote
         self._pending: list[tuple[Write, dict[str, Any]]] = []  # chunks to write once the header is read
-        self._holder_of: _Held | _Waiting = _Held(self._pending)  # where moments wait for the end of their event
-        self._pieces: Pieces = self._holder_of  # the generated code's pieces: held, or the format's own handlers
+        self._holding: _Held | _Waiting = _Held(self._pending)  # where moments wait for the end of their event
+        self._pieces: Pieces = self._holding  # the generated code's pieces: held, or the format's own handlers
         self._held: list[tuple[Write, dict[str, Any]] | int] = []  # tool-call chunks waiting for a synthesized id
         # (see the top); an index: a whole call, written at the end from the whole answer's translation (`finish`)
         self._text_sent = 0
@@ -578,7 +578,7 @@ class StreamTranslator:
         elif self._pieces is self._writer:
             self._moment(self._out, write, scope)
         else:
-            self._holder_of.hold(write, scope)
+            self._holding.hold(write, scope)
 
     def into(self, fmt: SourceFormat) -> SourceEvents:
         """Write the format's events instead of OpenAI chunks, from now on (before the first event): each moment
@@ -587,7 +587,7 @@ class StreamTranslator:
         if self._events:
             raise RuntimeError("a stream translator writes a format's events only from its first event")
         self._writer = SourceEvents(fmt, self)
-        self._holder_of = self._pieces = _Waiting(self._writer, self._moment)
+        self._holding = self._pieces = _Waiting(self._writer, self._moment)
         return self._writer
 
     def _moment(self, out: list[dict[str, Any]], write: Write, scope: dict[str, Any]) -> None:
@@ -610,7 +610,7 @@ class StreamTranslator:
         header (the start moment), and while the events wait for what the event as a whole says
         (`SourceEvents.waits`: a chunk, too, is read after its event); after that, moments go to them as they
         come, the generated code's pieces straight to their handlers (`_pieces`)."""
-        writer, waiting = self._writer, self._holder_of
+        writer, waiting = self._writer, self._holding
         assert writer is not None and type(waiting) is _Waiting
         held = waiting.held
         out, self._out = self._out, []
