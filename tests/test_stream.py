@@ -1531,3 +1531,35 @@ def test_held_whole_calls_start_by_a_generated_function_that_reads_their_kind_an
     assert general[0] == 0 and general[1:] == [1, 2, 5]
     ids = [e.get("id") for c in streamed for e in c["choices"][0]["delta"].get("tool_calls", []) if c["choices"]]
     assert ids == ["given_1", None], "the call with its own id streams before the end, the held ones do not"
+
+
+def test_a_joined_part_of_the_field_and_its_same_keys_adds_only_its_text_as_the_general_merge_does() -> None:
+    """Gemini joins a part to the last one of the same `thought` (`join.same`). A part of the text and that key
+    alone adds its text in place; one whose `thought` the last part lacks (null here, absent there) adds the key
+    too. The generated code gives the response and the chunks the general merge gives."""
+    from dataclasses import replace
+
+    from toolnexus.translate.stream import StreamTranslator
+
+    streaming = toolnexus.load_rules().get("gemini").streaming
+    assert streaming is not None
+
+    def general_run(s: Any, e: dict[str, Any], n: int) -> bool:
+        assert streaming is not None
+        return run_generally(s, streaming.every, e, n)
+
+    def event(*parts: dict[str, Any], **more: Any) -> str:
+        return json.dumps({"candidates": [{"content": {"role": "model", "parts": list(parts)}, **more}],
+                           "responseId": "r1", "modelVersion": "gemini-x"})  # fmt: skip
+
+    events = [event({"text": "a"}), event({"text": "b"}), event({"text": "c", "thought": None}),
+              event({"text": "d", "thought": None}), event({"text": "e", "thought": True}),
+              event({"thought": True, "text": "f"}), event({"text": "g", "thought": True, "thoughtSignature": "c2ln"}),
+              event(finishReason="STOP")]  # fmt: skip
+    runs = []
+    for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
+        chunks = [c for data in events for c in translator.feed(data)] + translator.finish()
+        runs.append(([c["choices"] for c in chunks], translator.response["candidates"][0]["content"]["parts"]))
+    assert runs[0] == runs[1]
+    signed = {"text": "efg", "thought": True, "thoughtSignature": "c2ln"}
+    assert runs[0][1] == [{"text": "abcd", "thought": None}, signed]

@@ -911,8 +911,8 @@ class SourceEvents:
 
     def reasoning(self, out: list[dict[str, Any]], piece: str) -> None:
         """A reasoning piece (a block sent whole may have said it already)."""
-        if self._opening:
-            self.look(out)
+        if self._opening and (translator := self.translator) is not None and translator.started != self._seen:
+            self.look(out)  # (what `look` asks first, asked here: nearly every piece has nothing new to look at)
         if self._covered.startswith(piece):  # said by a block sent whole
             self._covered = self._covered[len(piece) :]
             self._said.append(piece)

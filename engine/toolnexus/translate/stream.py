@@ -39,9 +39,9 @@ import copy
 import re
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import Note, ProviderError, ResponseError, StateError, ToolnexusError
 from ..language.ids import NO_IDS
@@ -106,6 +106,8 @@ class StreamTranslator:
         self._calls: list[_Call | None] = []  # None: a held whole call, given whole by the final translation
         self._out: list[dict[str, Any]] = []  # the chunks this event wrote
         self._pending: list[tuple[Write, dict[str, Any]]] = []  # chunks to write once the header is read
+        self._holding: _Held | _Waiting = _Held(self._pending)  # where moments wait for the end of their event
+        self._pieces: Pieces = self._holding  # the generated code's pieces: held, or the format's own handlers
         self._held: list[tuple[Write, dict[str, Any]] | int] = []  # tool-call chunks waiting for a synthesized id
         # (see the top); an index: a whole call, written at the end from the whole answer's translation (`finish`)
         self._text_sent = 0
@@ -113,7 +115,6 @@ class StreamTranslator:
         self._known = False  # whether the header is read
         self._head = False  # whether chunks are written as they come (the header is read, and no format's events)
         self._writer: SourceEvents | None = None  # the source format written instead of chunks (`into`)
-        self._direct = False  # with `events`: whether moments go to them as they come (see `_moments`)
         self._header: tuple[str, int, str] = ("", 0, "")  # every chunk's id, created and model, once read
         # read once per event: the rule tables' entries a stream uses at every event
         self._run = rules.run
@@ -572,22 +573,10 @@ class StreamTranslator:
         (`into`), the moment it is written from goes to them, now or at the end of the event (`_moments`)."""
         if self._head:
             self._out.append(write(self._header, scope))
-        elif self._direct:
+        elif self._pieces is self._writer:
             self._moment(self._out, write, scope)
         else:
-            self._pending.append((write, scope))
-
-    # A piece the generated code writes when no chunk is written inline (`stream_code._written`): held to the end
-    # of the event (before the header is read; writing a format's events, while they wait); once moments go to
-    # the events as they come, these are the events' own handlers (`_moments`).
-    def _text(self, out: list[dict[str, Any]], piece: str) -> None:
-        self._pending.append((_TEXT, {"piece": piece}))
-
-    def _reasoning(self, out: list[dict[str, Any]], piece: str) -> None:
-        self._pending.append((_REASONING, {"piece": piece}))
-
-    def _arguments(self, out: list[dict[str, Any]], index: int, piece: str) -> None:
-        self._pending.append((_ARGUMENTS, {"index": index, "piece": piece}))
+            self._holding.hold(write, scope)
 
     def into(self, fmt: SourceFormat) -> SourceEvents:
         """Write the format's events instead of OpenAI chunks, from now on (before the first event): each moment
@@ -599,6 +588,7 @@ class StreamTranslator:
                 f"a stream translator writes a format's events only from its first event (it has read {self._events})"
             )
         self._writer = SourceEvents(fmt, self)
+        self._holding = self._pieces = _Waiting(self._writer, self._moment)
         return self._writer
 
     def _moment(self, out: list[dict[str, Any]], write: Write, scope: dict[str, Any]) -> None:
@@ -620,23 +610,22 @@ class StreamTranslator:
         """Writing a format's events: the moments held to the end of the event given to them. They wait for the
         header (the start moment), and while the events wait for what the event as a whole says
         (`SourceEvents.waits`: a chunk, too, is read after its event); after that, moments go to them as they
-        come, the generated code's pieces straight to their handlers."""
-        writer = self._writer
-        assert writer is not None
+        come, the generated code's pieces straight to their handlers (`_pieces`)."""
+        writer, waiting = self._writer, self._holding
+        assert writer is not None and type(waiting) is _Waiting
+        held = waiting.held
         out, self._out = self._out, []
-        pending = self._pending
         if not self._known:
-            if not (pending or last or self._identified()):
+            if not (held or last or self._identified()):
                 return out
             self._known = True
             self._header = self._identity()
             writer.start(out, self._header)
-        for write, scope in pending:
-            self._moment(out, write, scope)
-        pending.clear()
+        for handler, args in held:  # in order: the event's pieces and openings, each to its handler
+            handler(out, *args)
+        held.clear()
         if not writer.waits:
-            self._direct = True
-            self._text, self._reasoning, self._arguments = writer.text, writer.reasoning, writer.arguments  # type: ignore[method-assign]
+            self._pieces = writer
         return out
 
     def _chunks(self, last: bool = False) -> list[dict[str, Any]]:
@@ -824,6 +813,63 @@ def _joined(header: tuple[str, int, str], entries: list[Any]) -> dict[str, Any]:
         holder = holder[step]
     holder[last] = entries
     return chunk
+
+
+class Pieces(Protocol):
+    """Where the generated code's pieces go when no chunk is written inline (`stream_code._written`)."""
+
+    def text(self, out: list[dict[str, Any]], piece: str) -> None: ...
+
+    def reasoning(self, out: list[dict[str, Any]], piece: str) -> None: ...
+
+    def arguments(self, out: list[dict[str, Any]], index: int, piece: str) -> None: ...
+
+
+class _Held:
+    """Chunks held until the header is read: each piece as the chunk writer and scope it is written from, in
+    the translator's `_pending` (written by `_chunks`)."""
+
+    __slots__ = ("pending",)
+
+    def __init__(self, pending: list[tuple[Write, dict[str, Any]]]) -> None:
+        self.pending = pending
+
+    def hold(self, write: Write, scope: dict[str, Any]) -> None:
+        self.pending.append((write, scope))
+
+    def text(self, out: list[dict[str, Any]], piece: str) -> None:
+        self.pending.append((_TEXT, {"piece": piece}))
+
+    def reasoning(self, out: list[dict[str, Any]], piece: str) -> None:
+        self.pending.append((_REASONING, {"piece": piece}))
+
+    def arguments(self, out: list[dict[str, Any]], index: int, piece: str) -> None:
+        self.pending.append((_ARGUMENTS, {"index": index, "piece": piece}))
+
+
+class _Waiting:
+    """Writing a format's events while they wait for the end of each provider event (`SourceEvents.waits`): each
+    moment held as the handler it goes to and its arguments (a piece: the events' own handler, no chunk writer
+    to tell apart), given to them in order by `StreamTranslator._moments`."""
+
+    __slots__ = ("_arguments", "_moment", "_reasoning", "_text", "held")
+
+    def __init__(self, writer: SourceEvents, moment: Callable[[list[dict[str, Any]], Write, dict[str, Any]], None]):
+        self.held: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
+        self._text, self._reasoning, self._arguments, self._moment = (
+            writer.text, writer.reasoning, writer.arguments, moment)  # fmt: skip
+
+    def hold(self, write: Write, scope: dict[str, Any]) -> None:
+        self.held.append((self._moment, (write, scope)))
+
+    def text(self, out: list[dict[str, Any]], piece: str) -> None:
+        self.held.append((self._text, (piece,)))
+
+    def reasoning(self, out: list[dict[str, Any]], piece: str) -> None:
+        self.held.append((self._reasoning, (piece,)))
+
+    def arguments(self, out: list[dict[str, Any]], index: int, piece: str) -> None:
+        self.held.append((self._arguments, (index, piece)))
 
 
 def _nodes(node: Node) -> list[Node]:

@@ -143,14 +143,14 @@ def joins(last: Any, element: Any, join: Join) -> bool:
 _HEADER = {name: f"s._header[{i}]" for i, name in enumerate(HEADER)}
 
 
-_PIECES = {"text": "_text", "reasoning": "_reasoning", "tool_call": "_arguments"}  # the StreamTranslator's
+_PIECES = {"text": "text", "reasoning": "reasoning", "tool_call": "arguments"}  # the StreamTranslator's `_pieces`
 
 
 def _written(kind: str, names: dict[str, str], write: str = "") -> str:
     """A statement writing a piece's chunk (or a call's opening, `write` naming its writer): its template's display
     inline once the header is read (the normal form's `stream` section, formats/openai.yaml), else by the
-    StreamTranslator's piece method (which holds it to the end of the event; writing a format's events,
-    `StreamTranslator.into`, it becomes the events' own handler of the piece: no chunk is built) or its `_write`."""
+    StreamTranslator's `_pieces` (which hold it to the end of the event; writing a format's events,
+    `StreamTranslator.into`, once they stop waiting, the events' own handlers: no chunk is built) or its `_write`."""
     display = builtin_chunks().display(kind, {**_HEADER, **names})
     scope = "{" + ", ".join(f"{name!r}: {expr}" for name, expr in names.items()) + "}"
     later = f"s._write({write or f'CHUNKS[{kind!r}]'}, {scope})"  # every mode through `_write`
@@ -158,7 +158,7 @@ def _written(kind: str, names: dict[str, str], write: str = "") -> str:
         return later
     method = _PIECES.get(kind)
     return f"s._out.append({display}) if s._head else " + (
-        later if method is None else f"s.{method}(s._out, {', '.join(names.values())})"
+        later if method is None else f"s._pieces.{method}(s._out, {', '.join(names.values())})"
     )
 
 
@@ -369,7 +369,9 @@ class _Code(Namespace):
         if named:
             test = f"{kk} == {named[0]!r}" if len(named) == 1 else f"{kk} in {{{', '.join(map(repr, named))}}}"
             inner: list[str] = []
-            for n, (key, child) in enumerate(branches):
+            if len(named) == 1 and branches:  # the one key the test names: its code, with no second test
+                inner = branches[0][1]
+            for n, (key, child) in enumerate(branches if not inner else ()):
                 inner += [f"{'if' if n == 0 else 'elif'} {kk} == {key!r}:", *indent(child, 4)]
             lines += [f"    if {test}:", *indent(inner, 8), "        continue"]
         return [
@@ -379,11 +381,13 @@ class _Code(Namespace):
             f"        {c}[{kk}] = {vv}",
             f"    elif {vv} is None:",
             f"        if {kk} not in {c}: {c}[{kk}] = None",
-            f"    elif {t} is dict and type({sub} := {c}.get({kk})) is dict:",  # usage counts: their values inline
-            f"        for {k2}, {v2} in {vv}.items():",
-            f"            {t2} = type({v2})",
-            f"            if {t2} is str or {t2} is int or {t2} is float or {t2} is bool: {sub}[{k2}] = {v2}",
-            f"            elif {v2} is not None or {k2} not in {sub}: plain({sub}, {k2}, {v2})",
+            # usage counts: their values inline; an object equal to the one there (said again) changes nothing
+            f"    elif {t} is dict and type({sub} := {c}.get({kk})) is dict:",
+            f"        if {vv} != {sub}:",
+            f"            for {k2}, {v2} in {vv}.items():",
+            f"                {t2} = type({v2})",
+            f"                if {t2} is str or {t2} is int or {t2} is float or {t2} is bool: {sub}[{k2}] = {v2}",
+            f"                elif {v2} is not None or {k2} not in {sub}: plain({sub}, {k2}, {v2})",
             f"    elif {t} is float or {t} is bool:",
             f"        {c}[{kk}] = {vv}",
             "    else:",
@@ -396,6 +400,9 @@ class _Code(Namespace):
         j, f = self.name(join, "join"), join.field
         last, t, piece, ix, ok, kk, vv = (f"{name}{d}" for name in ("last", "t", "piece", "ix", "ok", "kk", "vv"))
         same = "".join(f" and {last}.get({key!r}) == {x}.get({key!r})" for key in join.same)
+        # its keys the field and the `same` ones, those held by both (their values agree): nothing to check or add
+        alike = "".join(f" and {key!r} in {x} and {key!r} in {last}" for key in join.same)
+        others = f"len({x}) > 1" + (f" and not (len({x}) == {len(join.same) + 1}{alike})" if join.same else "")
         emit = self.fragment((*pattern, None, f), piece, ix, d, last=f"len({c}) - 1")
         tuple_used = any(ix in line for line in emit)
         node = self.name(self.node(pattern), "node")
@@ -403,7 +410,7 @@ class _Code(Namespace):
             f"if {c} and type({x}) is dict and type({piece} := {x}.get({f!r})) is str:",
             f"    if type({last} := {c}[-1]) is dict and type({t} := {last}.get({f!r})) is Text{same}:",
             f"        {ok} = True",
-            f"        if len({x}) > 1:  # its other keys agree with the last element's; those only it holds are added",
+            f"        if {others}:  # its other keys agree with the last element's; those only it holds are added",
             f"            for {kk}, {vv} in {x}.items():",
             f"                if {kk} != {f!r} and {kk} in {last} and {last}[{kk}] != {vv}:",
             f"                    {ok} = False",
@@ -622,8 +629,9 @@ class _Code(Namespace):
                     lines.append(f"{known} = e.get({step!r}, MISSING)")
                 elif isinstance(step, str):
                     lines.append(f"{known} = {source}.get({step!r}, MISSING) if type({source}) is dict else MISSING")
-                else:
-                    held = f"type({source}) is list and -len({source}) <= {step} < len({source})"
+                else:  # an index from the end (negative) also bounded below
+                    low = f"-len({source}) <= {step} < " if step < 0 else f"{step} < "
+                    held = f"type({source}) is list and {low}len({source})"
                     lines.append(f"{known} = {source}[{step}] if {held} else MISSING")
             source = known
         return [*lines, f"{target} = {source}"]
