@@ -574,7 +574,7 @@ class StreamTranslator:
         if self._head:
             self._out.append(write(self._header, scope))
         elif self._pieces is self._writer:
-            self._moment(self._out, write, scope)
+            _moment(self._writer, self._out, write, scope)
         else:
             self._holding.hold(write, scope)
 
@@ -588,23 +588,8 @@ class StreamTranslator:
                 f"a stream translator writes a format's events only from its first event (it has read {self._events})"
             )
         self._writer = SourceEvents(fmt, self)
-        self._holding = self._pieces = _Waiting(self._writer, self._moment)
+        self._holding = self._pieces = _Waiting(self._writer)
         return self._writer
-
-    def _moment(self, out: list[dict[str, Any]], write: Write, scope: dict[str, Any]) -> None:
-        """The moment a chunk would be written from, given to the format's events (`into`)."""
-        writer = self._writer
-        assert writer is not None
-        if write is _TEXT:
-            writer.text(out, scope["piece"])
-        elif write is _ARGUMENTS:
-            writer.arguments(out, scope["index"], scope["piece"])
-        elif write is _REASONING:
-            writer.reasoning(out, scope["piece"])
-        else:
-            assert write is _OPEN
-            piece = scope.get("piece")
-            writer.call(out, scope["index"], scope["id"], scope["name"], scope.get("extra_content"), piece)
 
     def _moments(self, last: bool = False) -> list[dict[str, Any]]:
         """Writing a format's events: the moments held to the end of the event given to them. They wait for the
@@ -847,6 +832,22 @@ class _Held:
         self.pending.append((_ARGUMENTS, {"index": index, "piece": piece}))
 
 
+def _moment(writer: SourceEvents, out: list[dict[str, Any]], write: Write, scope: dict[str, Any]) -> None:
+    """The moment a chunk would be written from, given to the format's events (`StreamTranslator.into`). A
+    function of the events alone: what holds it holds no reference back to the translator, so a finished
+    stream is freed by reference counting (`SourceEvents.end` lets go of the translator)."""
+    if write is _TEXT:
+        writer.text(out, scope["piece"])
+    elif write is _ARGUMENTS:
+        writer.arguments(out, scope["index"], scope["piece"])
+    elif write is _REASONING:
+        writer.reasoning(out, scope["piece"])
+    else:
+        assert write is _OPEN
+        piece = scope.get("piece")
+        writer.call(out, scope["index"], scope["id"], scope["name"], scope.get("extra_content"), piece)
+
+
 class _Waiting:
     """Writing a format's events while they wait for the end of each provider event (`SourceEvents.waits`): each
     moment held as the handler it goes to and its arguments (a piece: the events' own handler, no chunk writer
@@ -854,10 +855,10 @@ class _Waiting:
 
     __slots__ = ("_arguments", "_moment", "_reasoning", "_text", "held")
 
-    def __init__(self, writer: SourceEvents, moment: Callable[[list[dict[str, Any]], Write, dict[str, Any]], None]):
+    def __init__(self, writer: SourceEvents):
         self.held: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
         self._text, self._reasoning, self._arguments, self._moment = (
-            writer.text, writer.reasoning, writer.arguments, moment)  # fmt: skip
+            writer.text, writer.reasoning, writer.arguments, partial(_moment, writer))  # fmt: skip
 
     def hold(self, write: Write, scope: dict[str, Any]) -> None:
         self.held.append((self._moment, (write, scope)))
