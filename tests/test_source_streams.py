@@ -732,6 +732,28 @@ def test_a_translator_writing_the_format_gives_every_moment_to_its_handler(fmt: 
     assert len([e for step in direct for e in step]) > 25
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_an_event_continuing_the_opening_reasoning_and_starting_other_blocks_is_looked_at_whole(fmt: str) -> None:
+    """One provider event continues the reasoning the answer opens with, then starts a text block and a second
+    reasoning block: written by a translator writing the format itself, its moments wait for the end of the event
+    (`SourceEvents.opening`), so the boundary between the reasoning blocks is read from the whole event, as it is
+    read from the event's chunks."""
+
+    def event(parts: list[dict[str, Any]], finish: str | None = None) -> str:
+        candidate = {"content": {"role": "model", "parts": parts}, "index": 0}
+        return json.dumps({"candidates": [{**candidate, **({"finishReason": finish} if finish else {})}],
+                           "modelVersion": "gemini-x", "responseId": "r1"})  # fmt: skip
+
+    datas = [
+        event([{"thought": True, "text": "First "}]),
+        event([{"thought": True, "text": "thought."}, {"text": "Look."}, {"thought": True, "text": "Second."}]),
+        event([{"text": " Done."}], "STOP"),
+    ]
+    direct, fast, general = lockstep(RULES.format(fmt), "gemini", datas)
+    assert direct == general and fast == general
+    assert len([e for step in direct for e in step]) > 12
+
+
 def test_generated_stream_writers_of_a_made_up_format(tmp_path: Path) -> None:
     """Every moment of a made-up format, one of its pieces reading what a piece's scope lacks (`pieces`: the
     template pasted, not one display), written the same three ways."""

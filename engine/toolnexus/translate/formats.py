@@ -831,7 +831,10 @@ class SourceEvents:
         self._reasoning: _Block | None = None  # the open reasoning block
         self._calls: dict[int, _Block] = {}  # the chunk's tool-call index -> its block
         self._sent = 0  # the answer's reasoning blocks sent (closed) so far
-        self._opening = True  # still in the reasoning an answer opens with
+        # still in the reasoning an answer opens with: there, what the answer so far says (`look`) is read after
+        # the whole provider event, as a chunk is, so a translator writing these events holds an event's moments
+        # to its end while this is true (`StreamTranslator._moments`)
+        self.opening = True
         self._seen = 0  # the translator's `started` count last looked at
         self._waiting = False  # the answer so far holds reasoning blocks not sent yet
         self._said: list[str] = []  # the reasoning pieces said
@@ -883,12 +886,6 @@ class SourceEvents:
 
     # ------------------------------------------------------------ the moments, as a stream says them
 
-    @property
-    def waits(self) -> bool:
-        """Whether a moment must wait for the end of the provider event that says it: in the reasoning an answer
-        opens with, what the answer so far says (`look`) is read after the whole event, as a chunk is."""
-        return self._opening or not self._started
-
     def start(self, out: list[dict[str, Any]], header: tuple[Any, Any, Any]) -> None:
         """The stream's first moment: the answer's id, time and model (any of them None: made here)."""
         self._started = True
@@ -902,16 +899,16 @@ class SourceEvents:
     def look(self, out: list[dict[str, Any]]) -> None:
         """In the reasoning an answer opens with, once the provider stream has started a new element: the
         boundary between reasoning blocks, read from the answer so far (see the class)."""
-        if self._opening and self.translator is not None and self.translator.started != self._seen:
+        if self.opening and self.translator is not None and self.translator.started != self._seen:
             self._seen = self.translator.started
             known = self._snapshot()
             self._boundary(out, known, last=False)
             if known is not None and known[2] and self._reasoning is None and not self._waiting:
-                self._opening = False  # the answer so far says something else and no reasoning is pending
+                self.opening = False  # the answer so far says something else and no reasoning is pending
 
     def reasoning(self, out: list[dict[str, Any]], piece: str) -> None:
         """A reasoning piece (a block sent whole may have said it already)."""
-        if self._opening and (translator := self.translator) is not None and translator.started != self._seen:
+        if self.opening and (translator := self.translator) is not None and translator.started != self._seen:
             self.look(out)  # (what `look` asks first, asked here: nearly every piece has nothing new to look at)
         if self._covered.startswith(piece):  # said by a block sent whole
             self._covered = self._covered[len(piece) :]
@@ -927,7 +924,7 @@ class SourceEvents:
     def text(self, out: list[dict[str, Any]], piece: str) -> None:
         """A text piece: to the open text block (nearly every moment of a text answer), else to a new one."""
         block = self._open
-        if self._opening:
+        if self.opening:
             self.look(out)
             self._close_opening(out)
             block = self._open
@@ -938,7 +935,7 @@ class SourceEvents:
     def call(self, out: list[dict[str, Any]], index: int, call_id: Any, name: Any, extra: Any, arguments: Any) -> None:
         """A tool call's entry: the call at `index` opens at its first (with its id, name and any signature),
         and its arguments piece, if any, follows."""
-        if self._opening:
+        if self.opening:
             self.look(out)
             self._close_opening(out)
         block = self._calls.get(index)
@@ -952,7 +949,7 @@ class SourceEvents:
         """An arguments piece of the call at `index`: straight to its open block (the moment of nearly every event
         of a call's arguments), else as `call` says."""
         block = self._calls.get(index)
-        if block is None or self._opening:
+        if block is None or self.opening:
             self.call(out, index, None, None, None, piece)
         elif piece:
             self._piece(out, block, piece)
@@ -1100,9 +1097,9 @@ class SourceEvents:
 
     def _close_opening(self, out: list[dict[str, Any]]) -> None:
         """Another kind's first piece: the reasoning the answer opened with is over."""
-        if not self._opening:
+        if not self.opening:
             return
-        self._opening = False
+        self.opening = False
         if self._reasoning is not None or self._waiting:
             self._boundary(out, self._snapshot(), last=True)
 
@@ -1112,8 +1109,8 @@ class SourceEvents:
             self.start(out, (None, None, result.model))
         view, notes, message = self._written(result)
         blocks = self._reasoning_of(message)
-        if self._opening:
-            self._opening = False
+        if self.opening:
+            self.opening = False
             self._boundary(out, (self._reasoning_of(message, leading=True), result.reasoning_content, True), last=True)
         if self._open is not None:
             self._unfinished.append(self._open)

@@ -108,6 +108,7 @@ class StreamTranslator:
         self._pending: list[tuple[Write, dict[str, Any]]] = []  # chunks to write once the header is read
         self._holding: _Held | _Waiting = _Held(self._pending)  # where moments wait for the end of their event
         self._pieces: Pieces = self._holding  # the generated code's pieces: held, or the format's own handlers
+        self._waiting: list[tuple[Callable[..., None], tuple[Any, ...]]] = []  # the moments `_Waiting` holds
         self._held: list[tuple[Write, dict[str, Any]] | int] = []  # tool-call chunks waiting for a synthesized id
         # (see the top); an index: a whole call, written at the end from the whole answer's translation (`finish`)
         self._text_sent = 0
@@ -168,7 +169,9 @@ class StreamTranslator:
             if out:  # the usual event: its chunks, written as its pieces came (the header known)
                 self._out = []
                 return out
-            return [] if self._head else self._chunks()
+            if self._head:
+                return []
+            return self._chunks() if self._writer is None else self._moments()
         return []
 
     def _begin(self, event: dict[str, Any], n: int) -> bool:
@@ -588,17 +591,16 @@ class StreamTranslator:
                 f"a stream translator writes a format's events only from its first event (it has read {self._events})"
             )
         self._writer = SourceEvents(fmt, self)
-        self._holding = self._pieces = _Waiting(self._writer)
+        self._holding = self._pieces = _Waiting(self._writer, self._waiting)
         return self._writer
 
     def _moments(self, last: bool = False) -> list[dict[str, Any]]:
         """Writing a format's events: the moments held to the end of the event given to them. They wait for the
         header (the start moment), and while the events wait for what the event as a whole says
-        (`SourceEvents.waits`: a chunk, too, is read after its event); after that, moments go to them as they
+        (`SourceEvents.opening`: a chunk, too, is read after its event); after that, moments go to them as they
         come, the generated code's pieces straight to their handlers (`_pieces`)."""
-        writer, waiting = self._writer, self._holding
-        assert writer is not None and type(waiting) is _Waiting
-        held = waiting.held
+        writer, held = self._writer, self._waiting
+        assert writer is not None
         out, self._out = self._out, []
         if not self._known:
             if not (held or last or self._identified()):
@@ -609,7 +611,7 @@ class StreamTranslator:
         for handler, args in held:  # in order: the event's pieces and openings, each to its handler
             handler(out, *args)
         held.clear()
-        if not writer.waits:
+        if not writer.opening:
             self._pieces = writer
         return out
 
@@ -618,8 +620,6 @@ class StreamTranslator:
 
         The header (id, created, model) is read at the first event that has an id or something to
         send: an opening event with neither (an empty id, nothing said yet) waits for the next."""
-        if self._writer is not None:
-            return self._moments(last)
         if not self._head:
             pending = self._pending
             if not (pending or last or self._identified()):
@@ -736,8 +736,8 @@ class StreamTranslator:
             raise ResponseError("", "the streamed deltas differ from the assembled response; the streaming "
                                 "rules do not match the response rules", provider=rules.provider)  # fmt: skip
         self.result = result
-        out = self._chunks(last=True)
         writer = self._writer
+        out = self._chunks(last=True) if writer is None else self._moments(last=True)
         if writer is not None:  # writing a format's events: the held calls' moments given to them (`into`)
             self._release(out, writer, calls)
             for index in unsent:
@@ -849,14 +849,14 @@ def _moment(writer: SourceEvents, out: list[dict[str, Any]], write: Write, scope
 
 
 class _Waiting:
-    """Writing a format's events while they wait for the end of each provider event (`SourceEvents.waits`): each
+    """Writing a format's events while they wait for the end of each provider event (`SourceEvents.opening`): each
     moment held as the handler it goes to and its arguments (a piece: the events' own handler, no chunk writer
     to tell apart), given to them in order by `StreamTranslator._moments`."""
 
     __slots__ = ("_arguments", "_moment", "_reasoning", "_text", "held")
 
-    def __init__(self, writer: SourceEvents):
-        self.held: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
+    def __init__(self, writer: SourceEvents, held: list[tuple[Callable[..., None], tuple[Any, ...]]]):
+        self.held = held
         self._text, self._reasoning, self._arguments, self._moment = (
             writer.text, writer.reasoning, writer.arguments, partial(_moment, writer))  # fmt: skip
 
