@@ -1496,6 +1496,70 @@ def test_union_events_and_a_value_of_named_event_reads_are_merged_by_the_generat
         assert caught[0] == caught[1], bad
 
 
+PIPED_STREAMING = """
+streaming:
+  type: keys(@)[0]
+  events:
+    begin: [{into: "@", from: begin}]
+    block: [{into: content, at: block.at, from: block.block}]
+    piece:
+      - into: content
+        at: piece.at
+        from: "piece.delta | {text: (hidden && `\\"[hidden]\\"`) || text, seen: seen || `0`, said: {note: note}}"
+    stop: [{into: "@", from: stop}, end]
+  combine:
+    append: ["content[].text"]
+"""
+
+
+def test_a_value_piped_from_a_chain_into_an_object_reads_the_chain_once_and_merges_key_by_key(tmp_path: Path) -> None:
+    """A step's value that pipes a plain chain into an object (`piece.delta | {text: ..., seen: ...}`) reads the
+    chain as the event's other reads do (not the event again) and each value from it, and is merged key by key
+    as written: the chunks, the response, the notes and the errors are those of the general path."""
+    from dataclasses import replace
+
+    from toolnexus.translate.stream import StreamTranslator
+
+    rules = acme_streaming(tmp_path, PIPED_STREAMING)
+    streaming = toolnexus.load_rules(rules, reload=True).get("acme").streaming
+    assert streaming is not None
+    piece = streaming.code.split("# streaming.events.piece[0]")[1].split("\ndef ")[0]
+    assert "v = {'text': hv0, 'seen': hv1, 'said': hv2}" in piece
+    assert "(e)" not in piece and "v.items()" not in piece  # no getter of the event, no loop over the keys written
+
+    def general_run(s: Any, e: dict[str, Any], n: int) -> bool:  # every read by its getter, every step by _move
+        assert streaming is not None and streaming.type is not None
+        return run_generally(s, streaming.events[streaming.type(e)], e, n)
+
+    events: list[Any] = [
+        {"begin": acme_message()},
+        {"block": {"at": 0, "block": {"type": "text", "text": ""}}},
+        {"piece": {"at": 0, "delta": {"text": "Hel", "seen": 1}}},
+        {"piece": {"at": 0, "delta": "x"}},  # not an object: every field a null, seen 0
+        {"piece": {"at": 0, "delta": {"text": "lo", "note": "n", "seen": 2}}},
+        {"piece": {"at": 0, "delta": {"text": "?", "hidden": True, "seen": 2}}},
+        {"piece": {"at": 0, "delta": None}},  # nothing there: nothing merged (not a seen of 0)
+        {"piece": {"at": 0}},
+        {"stop": {"stop_reason": "end_turn"}},
+    ]
+    runs = []
+    for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
+        chunks = [c for e in events for c in translator.feed(json.dumps(e))] + translator.finish()
+        runs.append(([c["choices"] for c in chunks], translator.response, translator.result))
+    assert runs[0] == runs[1]
+    (choices, response, _), _ = runs
+    assert [c[0]["delta"].get("content") for c in choices if c][1:4] == ["Hel", "lo", "[hidden]"]
+    assert response["content"] == [{"type": "text", "text": "Hello[hidden]", "seen": 2, "said": {"note": "n"}}]
+    for bad in ({"at": "0"}, {"at": 3}, {"delta": {"text": 5}}):
+        caught = []
+        for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
+            with pytest.raises(ResponseError) as info:
+                for event in [*events[:3], {"piece": events[2]["piece"] | bad}]:
+                    translator.feed(json.dumps(event))
+            caught.append((info.value.path, info.value.message))
+        assert caught[0] == caught[1], bad
+
+
 def test_held_whole_calls_start_by_a_generated_function_that_reads_their_kind_and_id(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
