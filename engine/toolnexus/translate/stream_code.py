@@ -608,12 +608,14 @@ class _Code(Namespace):
         event's type) as the first key of the object read inline, any other path by its compiled getter."""
         steps = simple_steps(path)
         union = _FIRST_KEY.fullmatch(path) if steps is None else None
-        if union is not None and simple_steps(union[1]) is not None:  # anything but an object: as jmespath reads it
+        chain = simple_steps(union[1]) if union is not None else None
+        if chain is not None:  # anything but an object: as jmespath reads it
             fallback = self.name(getter, "g")
-            return [
-                *self.read(union[1], getter, target, scope),
-                f"{target} = next(iter({target})) if type({target}) is dict and {target} else {fallback}({scope})",
-            ]
+            if not chain and scope == "e":  # the event itself: an object (feed checked it)
+                return [f"{target} = next(iter(e)) if e else {fallback}(e)"]
+            lines, source = self.read_steps(chain, scope)
+            first = f"next(iter({source})) if type({source}) is dict and {source} else {fallback}({scope})"
+            return [*lines, f"{target} = {first}"]
         if steps is None:
             return [f"{target} = {self.name(getter, 'g')}({scope})"]
         lines, source = self.read_steps(steps, scope)
