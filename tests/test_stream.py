@@ -1448,6 +1448,7 @@ def test_union_events_and_a_value_of_named_event_reads_are_merged_by_the_generat
     streaming = toolnexus.load_rules(rules, reload=True).get("acme").streaming
     assert streaming is not None and streaming.type is not None
     assert "next(iter(" in streaming.code and "= {'type': hv0, 'text': hv1, 'seen': hv2, 'gone': hv3}" in streaming.code
+    assert "t = next(iter(e)) if e else" in streaming.code  # the event is an object: only its emptiness tested
     assert "cur0['type'] = hv0" in streaming.code  # the literal merged as written, no loop over the object's keys
 
     def general_run(s: Any, e: dict[str, Any], n: int) -> bool:  # every read by its getter, every step by _move
