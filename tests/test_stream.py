@@ -1439,9 +1439,7 @@ def test_union_events_and_a_value_of_named_event_reads_are_merged_by_the_generat
     that is an object of the event's values under names the rules give (`{type: 'text', text: piece.delta.text}`)
     is merged key by key as written, with no object of it built for the merge: the chunks, the response, the
     notes and the errors are those of the general path (every step by `_move`, every read by its getter)."""
-    from dataclasses import replace
 
-    from toolnexus.translate.stream import StreamTranslator
     from toolnexus.translate.stream_rules import Dispatch
 
     rules = acme_streaming(tmp_path, UNION_STREAMING)
@@ -1477,24 +1475,35 @@ def test_union_events_and_a_value_of_named_event_reads_are_merged_by_the_generat
         {"piece": {"at": 0, "delta": {"other": "x"}}},
         {"stop": {"stop_reason": "end_turn"}},
     ]
+    choices, response, result = generated_as_general(streaming, general_run, events, 3)
+    assert [c[0]["delta"].get("content") for c in choices if c][1:4] == ["Hel", "lo", "!"]
+    assert response["content"] == [{"type": "text", "text": "Hello!", "seen": {"n": 2}, "gone": None}]
+    assert result is not None and result.text == "Hello!"
+    assert [note.path for note in result.notes if note.kind == "unknown"] == ["events[1]", "events[6]", "events[7]"]
+
+
+def generated_as_general(streaming: Any, general_run: Any, events: list[Any], piece: int) -> Any:
+    """The chunks' choices, the response and the result of `events` by the generated code, which must be those
+    of `general_run`; a bad index or text put in the piece event events[piece] (after the ones before it) must
+    raise the same error both ways."""
+    from dataclasses import replace
+
+    from toolnexus.translate.stream import StreamTranslator
+
     runs = []
     for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
         chunks = [c for e in events for c in translator.feed(json.dumps(e))] + translator.finish()
         runs.append(([c["choices"] for c in chunks], translator.response, translator.result))
     assert runs[0] == runs[1]
-    (choices, response, result), _ = runs
-    assert [c[0]["delta"].get("content") for c in choices if c][1:4] == ["Hel", "lo", "!"]
-    assert response["content"] == [{"type": "text", "text": "Hello!", "seen": {"n": 2}, "gone": None}]
-    assert result is not None and result.text == "Hello!"
-    assert [note.path for note in result.notes if note.kind == "unknown"] == ["events[1]", "events[6]", "events[7]"]
     for bad in ({"at": "0"}, {"at": 3}, {"delta": {"text": 5}}):
         caught = []
         for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
             with pytest.raises(ResponseError) as info:
-                for event in [*events[:4], {"piece": events[3]["piece"] | bad}]:
+                for event in [*events[:piece], {"piece": events[piece]["piece"] | bad}]:
                     translator.feed(json.dumps(event))
             caught.append((info.value.path, info.value.message))
         assert caught[0] == caught[1], bad
+    return runs[0]
 
 
 PIPED_STREAMING = """
@@ -1517,9 +1526,6 @@ def test_a_value_piped_from_a_chain_into_an_object_reads_the_chain_once_and_merg
     """A step's value that pipes a plain chain into an object (`piece.delta | {text: ..., seen: ...}`) reads the
     chain as the event's other reads do (not the event again) and each value from it, and is merged key by key
     as written: the chunks, the response, the notes and the errors are those of the general path."""
-    from dataclasses import replace
-
-    from toolnexus.translate.stream import StreamTranslator
 
     rules = acme_streaming(tmp_path, PIPED_STREAMING)
     streaming = toolnexus.load_rules(rules, reload=True).get("acme").streaming
@@ -1543,22 +1549,9 @@ def test_a_value_piped_from_a_chain_into_an_object_reads_the_chain_once_and_merg
         {"piece": {"at": 0}},
         {"stop": {"stop_reason": "end_turn"}},
     ]
-    runs = []
-    for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
-        chunks = [c for e in events for c in translator.feed(json.dumps(e))] + translator.finish()
-        runs.append(([c["choices"] for c in chunks], translator.response, translator.result))
-    assert runs[0] == runs[1]
-    (choices, response, _), _ = runs
+    choices, response, _ = generated_as_general(streaming, general_run, events, 2)
     assert [c[0]["delta"].get("content") for c in choices if c][1:4] == ["Hel", "lo", "[hidden]"]
     assert response["content"] == [{"type": "text", "text": "Hello[hidden]", "seen": 2, "said": {"note": "n"}}]
-    for bad in ({"at": "0"}, {"at": 3}, {"delta": {"text": 5}}):
-        caught = []
-        for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
-            with pytest.raises(ResponseError) as info:
-                for event in [*events[:3], {"piece": events[2]["piece"] | bad}]:
-                    translator.feed(json.dumps(event))
-            caught.append((info.value.path, info.value.message))
-        assert caught[0] == caught[1], bad
 
 
 def test_held_whole_calls_start_by_a_generated_function_that_reads_their_kind_and_id(
