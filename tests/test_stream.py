@@ -1405,11 +1405,21 @@ def test_a_step_field_index_read_from_the_event_is_run_by_the_generated_code(
     assert result == general_result
     pieces = [c["choices"][0]["delta"].get("reasoning_content") for c in chunks if c["choices"]]
     assert [p for p in pieces if p] == ["A", "Lo", " | ", "ok", " | ", "ng", " | ", "!"]
-    for bad in ({"note": "0"}, {"note": True}, {"note": -1}, {"note": 2}, {"at": 1}, {"t": 5}):
+    bads = ({"note": "0"}, {"note": True}, {"note": -1}, {"note": 2}, {"at": 1}, {"t": 5})
+    same_errors(streaming, general_run, events[:3], [events[2] | bad for bad in bads])
+
+
+def same_errors(streaming: Any, general_run: Any, lead: list[Any], bad_events: list[Any]) -> None:
+    """Each of `bad_events`, fed after `lead`, raises the same error by the generated code as by `general_run`."""
+    from dataclasses import replace
+
+    from toolnexus.translate.stream import StreamTranslator
+
+    for bad in bad_events:
         caught = []
         for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
             with pytest.raises(ResponseError) as info:
-                for event in [*events[:3], events[2] | bad]:
+                for event in [*lead, bad]:
                     translator.feed(json.dumps(event))
             caught.append((info.value.path, info.value.message))
         assert caught[0] == caught[1], bad
@@ -1495,31 +1505,20 @@ def generated_as_general(streaming: Any, general_run: Any, events: list[Any], pi
         chunks = [c for e in events for c in translator.feed(json.dumps(e))] + translator.finish()
         runs.append(([c["choices"] for c in chunks], translator.response, translator.result))
     assert runs[0] == runs[1]
-    for bad in ({"at": "0"}, {"at": 3}, {"delta": {"text": 5}}):
-        caught = []
-        for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
-            with pytest.raises(ResponseError) as info:
-                for event in [*events[:piece], {"piece": events[piece]["piece"] | bad}]:
-                    translator.feed(json.dumps(event))
-            caught.append((info.value.path, info.value.message))
-        assert caught[0] == caught[1], bad
+    bads = ({"at": "0"}, {"at": 3}, {"delta": {"text": 5}})
+    same_errors(streaming, general_run, events[:piece], [{"piece": events[piece]["piece"] | bad} for bad in bads])
     return runs[0]
 
 
-PIPED_STREAMING = """
-streaming:
-  type: keys(@)[0]
-  events:
-    begin: [{into: "@", from: begin}]
-    block: [{into: content, at: block.at, from: block.block}]
-    piece:
+PIPED_PIECE = """    piece:
       - into: content
         at: piece.at
         from: "piece.delta | {text: (hidden && `\\"[hidden]\\"`) || text, seen: seen || `0`, said: {note: note}}"
-    stop: [{into: "@", from: stop}, end]
-  combine:
-    append: ["content[].text"]
 """
+# the union stream with its piece event's value piped from a chain
+PIPED_STREAMING = (
+    UNION_STREAMING.split("    piece:\n")[0] + PIPED_PIECE + "    stop:" + UNION_STREAMING.split("    stop:")[1]
+)
 
 
 def test_a_value_piped_from_a_chain_into_an_object_reads_the_chain_once_and_merges_key_by_key(tmp_path: Path) -> None:
