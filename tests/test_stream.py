@@ -1405,11 +1405,21 @@ def test_a_step_field_index_read_from_the_event_is_run_by_the_generated_code(
     assert result == general_result
     pieces = [c["choices"][0]["delta"].get("reasoning_content") for c in chunks if c["choices"]]
     assert [p for p in pieces if p] == ["A", "Lo", " | ", "ok", " | ", "ng", " | ", "!"]
-    for bad in ({"note": "0"}, {"note": True}, {"note": -1}, {"note": 2}, {"at": 1}, {"t": 5}):
+    bads = ({"note": "0"}, {"note": True}, {"note": -1}, {"note": 2}, {"at": 1}, {"t": 5})
+    same_errors(streaming, general_run, events[:3], [events[2] | bad for bad in bads])
+
+
+def same_errors(streaming: Any, general_run: Any, lead: list[Any], bad_events: list[Any]) -> None:
+    """Each of `bad_events`, fed after `lead`, raises the same error by the generated code as by `general_run`."""
+    from dataclasses import replace
+
+    from toolnexus.translate.stream import StreamTranslator
+
+    for bad in bad_events:
         caught = []
         for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
             with pytest.raises(ResponseError) as info:
-                for event in [*events[:3], events[2] | bad]:
+                for event in [*lead, bad]:
                     translator.feed(json.dumps(event))
             caught.append((info.value.path, info.value.message))
         assert caught[0] == caught[1], bad
@@ -1439,15 +1449,14 @@ def test_union_events_and_a_value_of_named_event_reads_are_merged_by_the_generat
     that is an object of the event's values under names the rules give (`{type: 'text', text: piece.delta.text}`)
     is merged key by key as written, with no object of it built for the merge: the chunks, the response, the
     notes and the errors are those of the general path (every step by `_move`, every read by its getter)."""
-    from dataclasses import replace
 
-    from toolnexus.translate.stream import StreamTranslator
     from toolnexus.translate.stream_rules import Dispatch
 
     rules = acme_streaming(tmp_path, UNION_STREAMING)
     streaming = toolnexus.load_rules(rules, reload=True).get("acme").streaming
     assert streaming is not None and streaming.type is not None
     assert "next(iter(" in streaming.code and "= {'type': hv0, 'text': hv1, 'seen': hv2, 'gone': hv3}" in streaming.code
+    assert "t = next(iter(e)) if e else" in streaming.code  # the event is an object: only its emptiness tested
     assert "cur0['type'] = hv0" in streaming.code  # the literal merged as written, no loop over the object's keys
 
     def general_run(s: Any, e: dict[str, Any], n: int) -> bool:  # every read by its getter, every step by _move
@@ -1476,24 +1485,72 @@ def test_union_events_and_a_value_of_named_event_reads_are_merged_by_the_generat
         {"piece": {"at": 0, "delta": {"other": "x"}}},
         {"stop": {"stop_reason": "end_turn"}},
     ]
+    choices, response, result = generated_as_general(streaming, general_run, events, 3)
+    assert [c[0]["delta"].get("content") for c in choices if c][1:4] == ["Hel", "lo", "!"]
+    assert response["content"] == [{"type": "text", "text": "Hello!", "seen": {"n": 2}, "gone": None}]
+    assert result is not None and result.text == "Hello!"
+    assert [note.path for note in result.notes if note.kind == "unknown"] == ["events[1]", "events[6]", "events[7]"]
+
+
+def generated_as_general(streaming: Any, general_run: Any, events: list[Any], piece: int) -> Any:
+    """The chunks' choices, the response and the result of `events` by the generated code, which must be those
+    of `general_run`; a bad index or text put in the piece event events[piece] (after the ones before it) must
+    raise the same error both ways."""
+    from dataclasses import replace
+
+    from toolnexus.translate.stream import StreamTranslator
+
     runs = []
     for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
         chunks = [c for e in events for c in translator.feed(json.dumps(e))] + translator.finish()
         runs.append(([c["choices"] for c in chunks], translator.response, translator.result))
     assert runs[0] == runs[1]
-    (choices, response, result), _ = runs
-    assert [c[0]["delta"].get("content") for c in choices if c][1:4] == ["Hel", "lo", "!"]
-    assert response["content"] == [{"type": "text", "text": "Hello!", "seen": {"n": 2}, "gone": None}]
-    assert result is not None and result.text == "Hello!"
-    assert [note.path for note in result.notes if note.kind == "unknown"] == ["events[1]", "events[6]", "events[7]"]
-    for bad in ({"at": "0"}, {"at": 3}, {"delta": {"text": 5}}):
-        caught = []
-        for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
-            with pytest.raises(ResponseError) as info:
-                for event in [*events[:4], {"piece": events[3]["piece"] | bad}]:
-                    translator.feed(json.dumps(event))
-            caught.append((info.value.path, info.value.message))
-        assert caught[0] == caught[1], bad
+    bads = ({"at": "0"}, {"at": 3}, {"delta": {"text": 5}})
+    same_errors(streaming, general_run, events[:piece], [{"piece": events[piece]["piece"] | bad} for bad in bads])
+    return runs[0]
+
+
+PIPED_PIECE = """    piece:
+      - into: content
+        at: piece.at
+        from: "piece.delta | {text: (hidden && `\\"[hidden]\\"`) || text, seen: seen || `0`, said: {note: note}}"
+"""
+# the union stream with its piece event's value piped from a chain
+PIPED_STREAMING = (
+    UNION_STREAMING.split("    piece:\n")[0] + PIPED_PIECE + "    stop:" + UNION_STREAMING.split("    stop:")[1]
+)
+
+
+def test_a_value_piped_from_a_chain_into_an_object_reads_the_chain_once_and_merges_key_by_key(tmp_path: Path) -> None:
+    """A step's value that pipes a plain chain into an object (`piece.delta | {text: ..., seen: ...}`) reads the
+    chain as the event's other reads do (not the event again) and each value from it, and is merged key by key
+    as written: the chunks, the response, the notes and the errors are those of the general path."""
+
+    rules = acme_streaming(tmp_path, PIPED_STREAMING)
+    streaming = toolnexus.load_rules(rules, reload=True).get("acme").streaming
+    assert streaming is not None
+    piece = streaming.code.split("# streaming.events.piece[0]")[1].split("\ndef ")[0]
+    assert "v = {'text': hv0, 'seen': hv1, 'said': hv2}" in piece
+    assert "(e)" not in piece and "v.items()" not in piece  # no getter of the event, no loop over the keys written
+
+    def general_run(s: Any, e: dict[str, Any], n: int) -> bool:  # every read by its getter, every step by _move
+        assert streaming is not None and streaming.type is not None
+        return run_generally(s, streaming.events[streaming.type(e)], e, n)
+
+    events: list[Any] = [
+        {"begin": acme_message()},
+        {"block": {"at": 0, "block": {"type": "text", "text": ""}}},
+        {"piece": {"at": 0, "delta": {"text": "Hel", "seen": 1}}},
+        {"piece": {"at": 0, "delta": "x"}},  # not an object: every field a null, seen 0
+        {"piece": {"at": 0, "delta": {"text": "lo", "note": "n", "seen": 2}}},
+        {"piece": {"at": 0, "delta": {"text": "?", "hidden": True, "seen": 2}}},
+        {"piece": {"at": 0, "delta": None}},  # nothing there: nothing merged (not a seen of 0)
+        {"piece": {"at": 0}},
+        {"stop": {"stop_reason": "end_turn"}},
+    ]
+    choices, response, _ = generated_as_general(streaming, general_run, events, 2)
+    assert [c[0]["delta"].get("content") for c in choices if c][1:4] == ["Hel", "lo", "[hidden]"]
+    assert response["content"] == [{"type": "text", "text": "Hello[hidden]", "seen": 2, "said": {"note": "n"}}]
 
 
 def test_held_whole_calls_start_by_a_generated_function_that_reads_their_kind_and_id(

@@ -9,7 +9,7 @@ import pytest
 
 from toolnexus import Note, ResponseError, RuleError, TranslationError
 from toolnexus.language.loader import parse_rule_text
-from toolnexus.language.paths import MISSING, compile_path
+from toolnexus.language.paths import MISSING, compile_path, piped_hash
 from toolnexus.language.templates import Ctx, Env, Obj, compile_template, inline_node, parse_template, reads_of, walk
 
 
@@ -700,6 +700,23 @@ def test_a_projection_read_for_its_first_element_stops_there() -> None:
     assert Counted.reads == 0
     assert compile_path("content[?type == 'refusal'].type")({"content": parts}) == ["refusal"] * 6
     assert Counted.reads >= 5  # the whole projection reads every element
+
+
+def test_a_chain_piped_into_an_object_gives_its_steps_and_a_getter_per_key() -> None:
+    """`a.b | {k: ...}` splits into the chain's steps and, per key, a getter of what the chain reads, which put
+    together read what the whole path reads; an object one of whose values could raise (which makes the whole
+    path nothing) or any other path does not split."""
+    path = "a.b | {t: (hide && `1`) || text, s: seen || `0`, n: {x: @}}"
+    split = piped_hash(path)
+    assert split is not None
+    steps, getters = split
+    assert steps == ["a", "b"] and list(getters) == ["t", "s", "n"]
+    for inner in ({"text": "hi", "seen": 2}, {"hide": True}, "x", []):
+        values = {key: get(inner) for key, get in getters.items()}
+        want = compile_path(path)({"a": {"b": inner}})
+        assert {key: None if value is MISSING else value for key, value in values.items()} == want
+    for other in ("a.b | {k: length(@)}", "a.b", "{k: a.b}", "a[*].b | {k: c}", "a.b | [c]"):
+        assert piped_hash(other) is None, other
 
 
 def test_a_key_chain_prefix_is_read_once() -> None:

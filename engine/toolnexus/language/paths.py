@@ -187,6 +187,27 @@ def plain_hash(expression: str) -> dict[str, tuple[tuple[str, ...] | None, Any]]
     return out
 
 
+def piped_hash(expression: str) -> tuple[list[str | int], dict[str, Getter]] | None:
+    """A plain chain piped into a multi-select hash whose values cannot raise (`a.b | {c: x || {d: @}}`): the
+    chain's steps and, per key in order, its value compiled as a getter of what the chain read (MISSING for
+    null), so a reader that has the chain's value already reads only the rest, and knows the keys it builds;
+    None for any other path, or a value not compiled. (A value that could raise would make the whole path
+    nothing, which a getter per value cannot tell.)"""
+    node = _tree(expression)
+    if node is None or node["type"] != "pipe":
+        return None
+    steps, hashed = _simple_steps(node["children"][0]), node["children"][1]
+    if steps is None or hashed["type"] != "multi_select_dict" or not _never_raises(hashed):
+        return None
+    out: dict[str, Getter] = {}
+    for pair in hashed["children"]:
+        getter = _generated(pair["children"][0])
+        if getter is None:
+            return None
+        out[pair["value"]] = getter
+    return steps, out
+
+
 def first_field(expression: str) -> str | None:
     """The top-level field a path reads (`usage.input_tokens` -> `usage`), if plain or piped from a plain chain."""
     steps = piped_from(expression)

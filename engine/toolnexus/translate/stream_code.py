@@ -23,7 +23,7 @@ from typing import Any
 
 from ..language.codegen import Namespace, indent
 from ..language.ids import NO_IDS
-from ..language.paths import MISSING, Getter, plain_hash, simple_steps
+from ..language.paths import MISSING, Getter, piped_hash, plain_hash, simple_steps
 from ..language.templates import is_empty
 from .format_rules import HEADER, builtin_chunks
 from .stream_rules import (
@@ -608,14 +608,21 @@ class _Code(Namespace):
         event's type) as the first key of the object read inline, any other path by its compiled getter."""
         steps = simple_steps(path)
         union = _FIRST_KEY.fullmatch(path) if steps is None else None
-        if union is not None and simple_steps(union[1]) is not None:  # anything but an object: as jmespath reads it
+        chain = simple_steps(union[1]) if union is not None else None
+        if chain is not None:  # anything but an object: as jmespath reads it
             fallback = self.name(getter, "g")
-            return [
-                *self.read(union[1], getter, target, scope),
-                f"{target} = next(iter({target})) if type({target}) is dict and {target} else {fallback}({scope})",
-            ]
+            if not chain and scope == "e":  # the event itself: an object (feed checked it)
+                return [f"{target} = next(iter(e)) if e else {fallback}(e)"]
+            lines, source = self.read_steps(chain, scope)
+            first = f"next(iter({source})) if type({source}) is dict and {source} else {fallback}({scope})"
+            return [*lines, f"{target} = {first}"]
         if steps is None:
             return [f"{target} = {self.name(getter, 'g')}({scope})"]
+        lines, source = self.read_steps(steps, scope)
+        return [*lines, f"{target} = {source}"]
+
+    def read_steps(self, steps: list[str | int], scope: str) -> tuple[list[str], str]:
+        """Lines reading the plain chain `steps` below `scope`, and the name that holds its value (or MISSING)."""
         lines: list[str] = []
         source = scope
         for n, step in enumerate(steps):
@@ -634,7 +641,7 @@ class _Code(Namespace):
                     held = f"type({source}) is list and {low}len({source})"
                     lines.append(f"{known} = {source}[{step}] if {held} else MISSING")
             source = known
-        return [*lines, f"{target} = {source}"]
+        return lines, source
 
     def steps(self, steps: Steps, label: str) -> list[str]:
         lines: list[str] = []
@@ -666,8 +673,19 @@ class _Code(Namespace):
         A value that is an object of the event's values under names the rules give (`from: "{text: delta}"`) is
         merged key by key as written (`self.hashed`), its object built only for the general way."""
         hashed = plain_hash(step.from_path) if scope == "e" else None
+        piped = piped_hash(step.from_path) if scope == "e" and hashed is None else None
         self.hashed = None
-        if hashed is None:
+        if piped is not None:  # the chain read as the event's other reads are, then each value from it
+            lines, chained = self.read_steps(piped[0], scope)
+            lines += [f"if {chained} is MISSING or {chained} is None: v = MISSING", "else:"]
+            self.hashed = []
+            for n, (name, getter) in enumerate(piped[1].items()):
+                value = f"hv{n}"
+                read = self.name(getter, "g")
+                lines += [f"    {value} = {read}({chained})", f"    if {value} is MISSING: {value} = None"]
+                self.hashed.append((name, value, None))
+            lines.append("    v = {" + ", ".join(f"{name!r}: {value}" for name, value, _ in self.hashed) + "}")
+        elif hashed is None:
             lines = self.read(step.from_path, step.source, "v", scope)
         else:
             lines, self.hashed = [], []
