@@ -17,7 +17,17 @@ import pytest
 from support.cli import run_cli
 from support.made_up import ACME_FORMAT
 from toolnexus import load_rules
-from toolnexus.devtools.diff import NOTHING, Report, build_report, render_html, render_markdown, render_table
+from toolnexus.devtools.diff import (
+    FORMATS,
+    NOTHING,
+    Report,
+    build_report,
+    render,
+    render_html,
+    render_markdown,
+    render_table,
+)
+from toolnexus.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 BEGIN, END = "<!-- toolnexus diff: begin -->", "<!-- toolnexus diff: end -->"
@@ -64,6 +74,13 @@ def test_the_cli_prints_what_the_readme_is_compared_with() -> None:
 
 
 # Concepts, read from the rule files.
+
+
+def test_render_names_its_formats_and_refuses_any_other_with_a_config_error() -> None:
+    report = build_report(load_rules(), ["anthropic", "openai"])
+    assert render(report, "markdown") == render_markdown(report)
+    with pytest.raises(ConfigError, match="unknown format 'pdf'; one of " + ", ".join(FORMATS)):
+        render(report, "pdf")
 
 
 def test_concepts_come_from_the_rule_files() -> None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from ..errors import ConfigError
 from ..language.ask import parse, plain_read, roots, written
 from ..language.loader import Key, dotted, rule_schema
 from ..language.templates import (
@@ -1196,10 +1197,11 @@ def render_html(report: Report, title: str | None = None) -> str:
 
 
 def render(report: Report, fmt: str = "table", *, width: int | None = None) -> str:
+    """The report in one of `FORMATS`; any other name is a `ConfigError` (the CLI offers only these)."""
     if fmt == "markdown":
         return render_markdown(report)
     if fmt == "html":
         return render_html(report)
     if fmt == "table":
         return render_table(report, width)
-    raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+    raise ConfigError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
