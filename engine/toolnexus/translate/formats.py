@@ -371,7 +371,7 @@ class SourceFormat:
             self._settle(name, value, name, self.unsupported, notes, unknown_fields)
         ctx = Ctx(self.name)
         hub: dict[str, Any] = self.fields(request, ctx) or {}
-        notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
+        notes += own_notes(ctx.notes)  # a path below `provider`: the answer's own key
         origins: Origins = {name: origin for name, origin in self.field_origin.items() if name in hub}
         read = None
         records: list[Record] = []
@@ -712,8 +712,15 @@ class SourceFormat:
         assert self.writer is not None
         written = self.writer(view, ctx)
         if ctx.notes:
-            notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
+            notes += own_notes(ctx.notes)  # a path below `provider`: the answer's own key
         return written
+
+
+def own_notes(notes: list[Note]) -> list[Note]:
+    """Template notes with a path below the view's `provider` named by the answer's own key (`usage...`), each
+    built afresh (a NamedTuple's `_replace` costs several times a new one)."""
+    cut = DERIVED + "."
+    return [Note(n.kind, n.path.removeprefix(cut), n.message, n.side) for n in notes]
 
 
 def made_id(prefix: str, answer_id: str, name: str) -> str:
