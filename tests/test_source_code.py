@@ -19,9 +19,10 @@ import toolnexus
 from support.cases import CASES
 from support.cli import explain_code, run_cli
 from support.made_up import ACME_FORMAT
-from toolnexus import ToolnexusError, load_rules
+from toolnexus import RuleError, ToolnexusError, load_rules
 from toolnexus.language.paths import MISSING
 from toolnexus.language.templates import Ctx, KeySeal, seal
+from toolnexus.translate import formats
 from toolnexus.translate.format_rules import compile_format
 from toolnexus.translate.formats import SourceFormat, named, placed, remap
 from toolnexus.translate.result import TranslateResult
@@ -238,3 +239,40 @@ def test_the_notes_paths_are_placed_from_their_own_records_alone(source: str) ->
     every = placed(dict(origins), list(records))
     unformattable = ("messages[{}]", len(hub["messages"]) + 5, 0, "{9}", 0, None, {})  # formatting it raises
     assert named(paths, origins, [*records, unformattable]) == [remap(path, every) for path in paths]
+
+
+def test_a_made_id_is_made_only_where_its_item_is_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer reads `ids.NAME` inside the branch that writes its item: a Response of text alone hashes the
+    message's id and no other, and the ids it makes are those `made_ids` makes."""
+    fmt = load_rules().format("openai-responses")
+    made: list[str] = []
+    real = formats.made_id
+    monkeypatch.setattr(
+        formats, "made_id", lambda prefix, answer, name: made.append(name) or real(prefix, answer, name)
+    )
+    written = fmt.write(TranslateResult("hi", [], "stop", {}, "m"), "r1")
+    assert made == ["message"]
+    assert written["output"][0]["id"] == fmt.made_ids("r1")["message"]
+    made.clear()
+    fmt.write(TranslateResult("", [], "stop", {}, "m"), "r1")
+    assert made == []
+
+
+@pytest.mark.parametrize("read", ["{$get: ids}", "{$get: ids.nope}", '{$get: "ids.*"}'])
+def test_the_made_ids_are_read_by_name_alone(tmp_path: Path, read: str) -> None:
+    """Each made id is made when read by its name: a template reading them otherwise is refused, where it is."""
+    path = tmp_path / "acme.yaml"
+    text = ACME_FORMAT.replace(
+        "answer:\n  message:\n", f"answer:\n  ids: {{item: it_}}\n  message:\n    mine: {read}\n"
+    )
+    assert text != ACME_FORMAT
+    path.write_text(text)
+    with pytest.raises(RuleError, match="a made id is read by its name") as caught:
+        compile_format(path, load_rules().providers)
+    assert caught.value.file is not None and caught.value.file.endswith("acme.yaml") and caught.value.line is not None
+    path.write_text(text.replace(read, "{$get: ids.item}"))
+    assert (
+        compile_format(path, load_rules().providers)
+        .write(TranslateResult("", [], "stop", {}, "m"), "r1")["mine"]
+        .startswith("it_")
+    )

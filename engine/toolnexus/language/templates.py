@@ -316,18 +316,21 @@ def inline_node(
     content: ContentLines | None = None,
     tag: str = "",
     present: frozenset[str] = frozenset(),
+    late: frozenset[str] = frozenset(),
 ) -> Inline:
     """`node` inlined (see Inline); `is_dict`: the caller has tested that the scope is a dict; `known`: fields of
     the scope the caller holds in a variable or an expression (field -> it), read from there (a field held as
     `MISSING` is absent: what reads it is written as its absent value, at generation); `present`: known fields
-    never absent (written without a test). The scope itself is built only when the lines use it whole.
+    never absent (written without a test); `late`: fields whose keys cost to read (each made when read): a key
+    below one is read where the template reads it (inside its branch), not up front. The scope itself is built
+    only when the lines use it whole.
     `prefix` goes before the names it binds; `content` writes a `$content` inline (see ContentLines); `tag`
     ends every variable the lines bind (`s`, `sd`, `f0`, ...), so templates pasted into one function, one
     inside another's loop, stay apart."""
     known = known or {}
     absent = frozenset(name for name, var in known.items() if var == "MISSING")
     variables = {name: var for name, var in known.items() if var.isidentifier() and name not in absent}
-    gen = _Codegen(prefix, content, tag, absent, variables, present & known.keys())
+    gen = _Codegen(prefix, content, tag, absent, variables, present & known.keys(), late)
     s, sd = f"s{tag}", f"sd{tag}"
     body = gen.emit(node, target, s)
     reads = [(name, var) for name, var in gen.firsts.items() if name not in known]
@@ -765,8 +768,10 @@ class _Codegen(Namespace):
         absent: frozenset[str] = frozenset(),
         held: Mapping[str, str] | None = None,
         present: frozenset[str] = frozenset(),
+        late: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__(tag=tag)  # the tag ends every name made here (templates pasted into one function stay apart)
+        self.late = late  # scope fields whose keys are read where used, not up front (see `inline_node`)
         self.absent = absent  # scope fields known to be absent: their reads are MISSING, decided here
         self.held = held or {}  # scope fields the caller holds in a variable: read from it, not copied
         self.present = present  # scope fields known to be there (not MISSING): written without a test
@@ -794,6 +799,8 @@ class _Codegen(Namespace):
             if steps[0] in self.present:
                 self.present_vars.add(first)
             if len(steps) > 1 and all(isinstance(step, str) for step in steps):
+                if steps[0] in self.late:
+                    return read_lines(target, first, steps[1:])
                 return [f"{target} = {self._chain(first, steps)}"]
             lines = [f"{target} = {first}"]
             steps = steps[1:]

@@ -20,9 +20,9 @@ from typing import Any
 from ..errors import Note
 from ..language.codegen import Namespace, indent
 from ..language.loader import Key
-from ..language.paths import MISSING
-from ..language.templates import Array, Const, Ctx, Get, Node, Obj, When, inline_node, is_empty, unseal
-from .formats import WHOLE, Kind, Moment, Record, SourceFormat, quiet, unread
+from ..language.paths import MISSING, simple_steps
+from ..language.templates import Array, Const, Ctx, Get, Node, Obj, When, inline_node, is_empty, read_lines, unseal
+from .formats import LATE, VIEW_FIELDS, WHOLE, Kind, Moment, Record, SourceFormat, quiet, unread
 
 # (the normal-form messages, their records, each message with the role its blocks were read as)
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
@@ -308,29 +308,41 @@ def generate(fmt: SourceFormat) -> tuple[str, Reader | None]:
 
 def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     """The whole answer's writer (the `answer` section: its message, then each `blocks` entry's blocks, per
-    element of the list it walks) as one function over the view, and its source."""
+    element of the list it walks) as one function over the view, and its source. Each view field a template
+    reads is read once, up front, into a variable every entry reads (`V_text`); a list an entry walks at a plain
+    path is read from there; the made ids (`ids`, each hashed when read) are read where a template reads them,
+    inside its branch, so an answer writing no item of a kind makes no id for it."""
     names: dict[str, Any] = {"MISSING": MISSING}
     nodes = fmt.plan.nodes
+    known = {name: f"V_{name}" for name in VIEW_FIELDS}
+    used: dict[str, None] = {}  # the view fields read, in the order first read
 
-    def pasted(key: Key, target: str, scope: str, tag: str, guarded: bool = False) -> list[str]:
-        inline = inline_node(nodes[key], scope, target, is_dict=not guarded, tag=tag)
+    def pasted(key: Key, target: str, scope: str, tag: str, element: bool = False) -> list[str]:
+        held = {} if element else known  # an element's fields are its own
+        inline = inline_node(nodes[key], scope, target, is_dict=not element, known=held, tag=tag, late=LATE)
         names.update(inline.names)
+        used.update(dict.fromkeys(name for name in inline.firsts if name in held))
         return inline.head + inline.body
 
-    lines = ["def write(view, c):", *indent(pasted(("answer", "message"), "out", "view", "_m")), "    blocks = []"]
+    body = [*indent(pasted(("answer", "message"), "out", "view", "_m")), "    blocks = []"]
     for i, (each, _) in enumerate(fmt.blocks):
-        block = pasted(("answer", "blocks", "from", i, "as"), "w", "e" if each else "view", f"_{i}", guarded=True)
+        block = pasted(("answer", "blocks", "from", i, "as"), "w", "e" if each else "view", f"_{i}", each is not None)
         block.append("if w is not MISSING: blocks.append(w)")
         if each is None:
-            lines += indent(block)
+            body += indent(block)
             continue
-        names[f"EACH_{i}"] = each
-        lines += [f"    es = EACH_{i}(view)", "    if isinstance(es, list):", "        for e in es:"]
-        lines += indent(block, 12)
+        steps = simple_steps(fmt.plan.blocks_each[i] or "")
+        if steps and all(type(step) is str for step in steps) and steps[0] in known:
+            used[str(steps[0])] = None
+            body += indent(read_lines("es", known[str(steps[0])], tuple(steps[1:])))
+        else:
+            names[f"EACH_{i}"] = each
+            body.append(f"    es = EACH_{i}(view)")
+        body += ["    if isinstance(es, list):", "        for e in es:", *indent(block, 12)]
     if fmt.blocks_into is not None:
-        lines.append(f"    out[{fmt.blocks_into!r}] = blocks")
-    lines.append("    return out")
-    text = "\n".join(lines) + "\n"
+        body.append(f"    out[{fmt.blocks_into!r}] = blocks")
+    head = [f"    {known[name]} = view.get({name!r}, MISSING)" for name in used]
+    text = "\n".join(["def write(view, c):", *head, *body, "    return out"]) + "\n"
     exec(compile(text, f"<writer {fmt.name}>", "exec"), names)
     run: Writer = names["write"]
     return text, run

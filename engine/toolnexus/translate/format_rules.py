@@ -275,6 +275,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         item_ids=MappingProxyType(dict(stream_spec.get("item_ids", {}))),
         normal=compile_normal_form(path, display) if data.get("normal") else None,
     )
+    _check_ids(fmt, source)
     # The normal form's request is given back as it is (`SourceFormat.read`): it has no transcript to read.
     code, reader = ("", None) if fmt.normal is not None else generate_reader(fmt)
     written, writer = generate_writer(fmt)
@@ -291,6 +292,21 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         derive_usage=generate_usage(fmt),
         chunks_code=compile_chunks(path, display).code if fmt.normal is not None else "",
     )
+
+
+def _check_ids(fmt: SourceFormat, source: RuleSource) -> None:
+    """An answer template (or the stream's end) reads a made id by its name (`ids.message`, a name `answer.ids`
+    lists): each is made when read (`formats.MadeIds`), so the ids are never read whole or by a rich path."""
+    for key, node in fmt.plan.nodes.items():
+        if key[:1] != ("answer",) and key[:2] != ("stream", "end"):
+            continue
+        for read in reads_of(node):
+            steps = read.steps
+            if read.root != "ids" and (steps is not None or "ids" not in re.split(r"[^A-Za-z0-9_$]+", read.expr)):
+                continue  # (a rich path naming `ids` anywhere counts, as in `_reads_name`)
+            if steps is None or len(steps) != 2 or steps[1] not in fmt.ids:
+                raise source.error(read.key or key, f"{read.expr!r}: a made id is read by its name, one of "
+                                   f"answer.ids ({', '.join(fmt.ids) or 'none'}): ids.NAME")  # fmt: skip
 
 
 def _reads_name(env: Env, name: str) -> bool:

@@ -32,6 +32,11 @@ PLAIN = "openai"  # the normal form itself (formats/openai.yaml, `normal: true`)
 DERIVED = "provider"  # the view key holding what the format's provider would have said (derived)
 _T = TypeVar("_T")
 WHOLE = "/"  # a rename ending so names a value function's read: what lies below it has no counterpart
+# The view's fields (`SourceFormat.view`): what an answer template reads, the generated writer each once up front;
+# `ids` (LATE) is read where a template reads it, each id made then (`MadeIds`).
+VIEW_FIELDS = ("id", "created", "ids", "annotations", "model", "text", "reasoning_content", "tool_calls",
+               "finish_reason", "usage", "message_extras", "refusal", DERIVED)  # fmt: skip
+LATE = frozenset({"ids"})
 
 
 @dataclass(frozen=True)
@@ -366,7 +371,7 @@ class SourceFormat:
             self._settle(name, value, name, self.unsupported, notes, unknown_fields)
         ctx = Ctx(self.name)
         hub: dict[str, Any] = self.fields(request, ctx) or {}
-        notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
+        notes += own_notes(ctx.notes)  # a path below `provider`: the answer's own key
         origins: Origins = {name: origin for name, origin in self.field_origin.items() if name in hub}
         read = None
         records: list[Record] = []
@@ -646,15 +651,20 @@ class SourceFormat:
         """The result as the answer templates read it, with what the format's provider would have said
         (`provider`: its stop reason, also as `provider.finish`, and usage, derived from its response section
         read backwards). `created`: the answer's time where the provider's rules name it, else now."""
-        calls = [
-            {"id": call.id, "name": call.name, "arguments": call.arguments or "{}", "extra_content": call.extra_content}
-            for call in result.tool_calls
-        ]
-        if self.reads_input and calls:  # parsed only for a format that writes a call's arguments as an object
+        tool_calls = result.tool_calls
+        if self.reads_input and tool_calls:  # parsed only for a format that writes a call's arguments as an object
             # all at once (text that is not JSON is kept as it is: the answer still says it), "" as no arguments
-            read = iter(standard_loads_each([call.arguments for call in result.tool_calls if call.arguments]))
-            for call, written in zip(result.tool_calls, calls, strict=True):
-                written["input"] = next(read) if call.arguments else {}
+            read = iter(standard_loads_each([call.arguments for call in tool_calls if call.arguments]))
+            calls = [
+                {"id": call.id, "name": call.name, "arguments": call.arguments or "{}",
+                 "extra_content": call.extra_content, "input": next(read) if call.arguments else {}}
+                for call in tool_calls
+            ]  # fmt: skip
+        else:
+            calls = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments or "{}", "extra_content": c.extra_content}
+                for c in tool_calls
+            ]
         said: dict[str, Any] = {}
         stop = self.stop_table.get(result.finish_reason)
         if stop is None and result.finish_reason == "tool_calls":  # a table without the row: the engine made
@@ -671,7 +681,7 @@ class SourceFormat:
         return {
             "id": answer_id,
             "created": created if type(created) in (int, float) else int(time.time()),
-            "ids": self.made_ids(answer_id),
+            "ids": MadeIds(self.ids, answer_id),
             "annotations": result.annotations,
             "model": result.model,
             "text": result.text,
@@ -687,10 +697,7 @@ class SourceFormat:
     def made_ids(self, answer_id: str) -> dict[str, str]:
         """The ids `answer.ids` makes from the answer's id (a prefix and a hash: the same answer, the same ids),
         for the whole answer and its stream alike."""
-        return {
-            name: prefix + hashlib.sha256(f"{answer_id}/{name}".encode()).hexdigest()[:32]
-            for name, prefix in self.ids.items()
-        }
+        return {name: made_id(prefix, answer_id, name) for name, prefix in self.ids.items()}
 
     def write(
         self, result: TranslateResult, answer_id: Any = None, notes: list[Note] | None = None, created: Any = None
@@ -705,8 +712,39 @@ class SourceFormat:
         assert self.writer is not None
         written = self.writer(view, ctx)
         if ctx.notes:
-            notes += [n._replace(path=n.path.removeprefix(DERIVED + ".")) for n in ctx.notes]  # the answer's own key
+            notes += own_notes(ctx.notes)  # a path below `provider`: the answer's own key
         return written
+
+
+def own_notes(notes: list[Note]) -> list[Note]:
+    """Template notes with a path below the view's `provider` named by the answer's own key (`usage...`), each
+    built afresh (a NamedTuple's `_replace` costs several times a new one)."""
+    cut = DERIVED + "."
+    return [Note(n.kind, n.path.removeprefix(cut), n.message, n.side) for n in notes]
+
+
+def made_id(prefix: str, answer_id: str, name: str) -> str:
+    """One id `answer.ids` makes from an answer's id: its prefix and a hash (the same answer, the same id)."""
+    return prefix + hashlib.sha256(f"{answer_id}/{name}".encode()).hexdigest()[:32]
+
+
+class MadeIds(dict[str, str]):
+    """The view's `ids` (`SourceFormat.made_ids`), each made when a template first reads it by name (`ids.message`:
+    the format's compiling refuses any other read of them), so an answer writing no item of a kind (a Response of
+    tool calls alone: no message, no reasoning) hashes no id for it."""
+
+    __slots__ = ("_answer_id", "_prefixes")
+
+    def __init__(self, prefixes: Mapping[str, str], answer_id: str) -> None:
+        super().__init__()
+        self._prefixes, self._answer_id = prefixes, answer_id
+
+    def __missing__(self, name: str) -> str:
+        made = self[name] = made_id(self._prefixes[name], self._answer_id, name)
+        return made
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self._prefixes else default
 
 
 def answer_header(provider: Any, response: Any) -> tuple[Any, Any]:
