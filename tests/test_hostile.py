@@ -361,6 +361,29 @@ def test_a_response_json_cannot_carry_is_refused_with_its_path(response: Any, wh
     assert info.value.path == where
 
 
+ANSWER_TEXT = '{"id": "r", "model": "m", "choices": [{"message": {"role": "assistant", "content": %s}}]}'
+
+
+@pytest.mark.parametrize(
+    ("content", "where"),
+    [
+        ('"a\\ud800"', "choices[0].message.content"),
+        ("NaN", "choices[0].message.content"),
+        ("[null, 1e400]", "choices[0].message.content[1]"),
+        ("-Infinity", "choices[0].message.content"),
+        (deep_text(300), "choices[0].message.content" + ".a" * 252),
+        (deep_text(DEEP), ""),  # too deep for the decoder itself: the whole body
+        (deep_text(100_000), ""),
+    ],
+)
+def test_a_response_body_json_cannot_carry_is_refused_with_its_path(content: str, where: str) -> None:
+    """The raw-body entry: the strict parse refuses what the decoded answer's check refuses, at the same path."""
+    for body in (ANSWER_TEXT % content, (ANSWER_TEXT % content).encode()):
+        with pytest.raises(ResponseError) as info:
+            translate_response("openai", body)
+        assert info.value.path == where
+
+
 @pytest.mark.parametrize("data", [deep_text(DEEP), deep_text(100_000), '{"type": "ping", "x": "\\ud800"}'])
 def test_a_hostile_stream_event_is_a_decode_error(data: str) -> None:
     translator = stream_translator("anthropic")
@@ -433,6 +456,13 @@ def test_every_boundary_decodes_through_one_loads_that_raises_only_value_errors(
     with pytest.raises(jsonsafe.JsonValueError) as info:
         jsonsafe.loads(text)
     assert info.value.where == where
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig", "utf-16", "utf-32"])
+def test_loads_reads_bytes_as_the_text_they_encode(encoding: str) -> None:
+    """Bytes go to orjson as they are; what it refuses (a BOM, not UTF-8) is decoded as json detects it."""
+    text = '{"a": "\u00e9t\u00e9", "b": [1, 2.5, 123456789012345678901234]}'
+    assert jsonsafe.loads(text.encode(encoding)) == json.loads(text)
 
 
 # ---------------------------------------------------------------- the CLI

@@ -354,17 +354,19 @@ def loads(text: str | bytes) -> Any:
 
     Python reads NaN, Infinity and 1e400 as floats; `check` then refuses them with their path.
     A JSONDecodeError says where in the text; a JsonValueError says where in the value (`.where`).
-    Bytes are decoded first (in the encoding json detects), so that the checks fold into the parse.
+    Bytes go to orjson as they are (it refuses what is not UTF-8, a BOM and a surrogate, which the standard
+    decoder then reads); otherwise they are decoded first (in the encoding json detects), so that the checks
+    fold into the parse.
     """
-    if not isinstance(text, str):  # undecodable: json reads it with surrogatepass, `check` names the culprit
-        with contextlib.suppress(UnicodeDecodeError):
-            text = text.decode(json.detect_encoding(text))
     encoded = _for_orjson(text)
     if encoded is not None:  # orjson reads it 3x as fast when it reads it the same
         try:
             return orjson.loads(encoded)
         except orjson.JSONDecodeError:
             pass  # not JSON, or JSON `check` refuses: the standard decoder below says which and where
+    if not isinstance(text, str):  # undecodable: json reads it with surrogatepass, `check` names the culprit
+        with contextlib.suppress(UnicodeDecodeError):
+            text = text.decode(json.detect_encoding(text))
     try:
         try:
             value = _FINITE.decode(text) if type(text) is str else json.loads(text)
@@ -451,12 +453,13 @@ _AFTER_DOCUMENT = "unexpected content after document"
 
 def _for_orjson(text: str | bytes) -> bytes | None:
     """Text as the bytes orjson reads exactly as the standard decoder does, with nothing left for `check`
-    (None: not a str, orjson missing, a number orjson may read otherwise, or more brackets than MAX_DEPTH in
-    text long enough to nest that deep). It runs on every streamed event: one translate into byte classes and
-    one search settle most text; a second search from the first digit run on (an id of digits) settles the rest."""
-    if orjson is None or type(text) is not str:
+    (None: orjson missing, a number orjson may read otherwise, or more brackets than MAX_DEPTH in text long
+    enough to nest that deep; bytes as they are). It runs on every streamed event: one translate into byte
+    classes and one search settle most text; a second search from the first digit run on (an id of digits)
+    settles the rest."""
+    if orjson is None or (type(text) is not str and type(text) is not bytes):
         return None
-    encoded = text.encode("utf-8", "surrogatepass")
+    encoded = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
     if not _numbers_read_alike(encoded):
         return None
     if len(encoded) >= _DEEP_TEXT and encoded.count(b"[") + encoded.count(b"{") > MAX_DEPTH:  # the check's to judge
