@@ -808,6 +808,8 @@ def test_text_decodes_to_what_the_standard_decoder_gives(text: str) -> None:
         (b'{"n": 12345678901234567890}', True),
         (b'{"n":-12345678901234567890}', True),
         (b"[1,\n12345678901234567890]", True),
+        (b"[12345678901234567890]", True),  # after a bracket (its class also counts the depth)
+        (b'{"a": [[-12345678901234567890]]}', True),
         (b"[0.1234567890123456789012]", True),  # a fraction's run: left to the standard decoder too
         (b'{"id": "x00000000000000000000000000", "n": 12345678901234567890}', True),  # past the first run
     ],
@@ -817,6 +819,7 @@ def test_only_a_digit_run_a_number_can_hold_sends_text_to_the_standard_decoder(t
     digits can stand (orjson would read an integer beyond 64 bits as a float) is not."""
     if jsonsafe.orjson is not None:
         assert (jsonsafe._for_orjson(text.decode()) is None) is long
+        assert (jsonsafe._for_orjson(text) is None) is long  # a body's bytes, as they are
     assert jsonsafe.loads(text) == json.loads(text)
 
 
