@@ -77,6 +77,13 @@ def test_a_body_translates_as_its_decoded_answer(provider: str, name: str, respo
     assert translated(provider, text) == expected
 
 
+@pytest.mark.parametrize("source", ["anthropic", "openai-responses"])
+def test_a_body_is_written_back_in_a_source_format_as_its_decoded_answer(source: str) -> None:
+    provider, _, response = next(c for c in CLEAN if c[0] == "gemini")
+    expected = translate_response(provider, response, source=source)
+    assert translate_response(provider, json.dumps(response).encode(), source=source) == expected
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
