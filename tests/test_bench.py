@@ -241,6 +241,22 @@ def test_responses_only_with_the_checked_baseline_times_answers_through_the_json
     assert info.value.where == "extra[0]"
 
 
+def test_every_response_row_has_a_body_row_timed_on_the_same_bytes(capsys: pytest.CaptureFixture[str]) -> None:
+    """A `body:` row: the engine's raw-body entry against `json.loads` and the hand-written translation."""
+    rows = bench.build_cases((), ["openai", "anthropic"], litellm=None, responses_only=True)
+    bodies = [case for case in rows if case.input.startswith("body: ")]
+    assert sorted(case.input[len("body: ") :] for case in bodies) == sorted(
+        case.input for case in rows if case not in bodies
+    )
+    assert all(isinstance(side.data, bytes) for case in bodies for side in case.sides)
+    assert bench.check_parity(bodies), capsys.readouterr().err
+    case = bodies[0]
+    other = json.dumps({**json.loads(case.sides[0].data), "id": "another"})
+    assert "raw is the response" in parity_failure(
+        case, lambda body: toolnexus.translate_response(case.provider, other), capsys
+    )
+
+
 def test_the_stream_bench_compares_with_a_baseline_checkout_row_by_row(capsys: pytest.CaptureFixture[str]) -> None:
     """`--baseline`: each row under the baseline's engine and this one, in one run (here this checkout twice)."""
     checkout = Path(__file__).resolve().parents[1]

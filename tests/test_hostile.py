@@ -361,6 +361,29 @@ def test_a_response_json_cannot_carry_is_refused_with_its_path(response: Any, wh
     assert info.value.path == where
 
 
+ANSWER_TEXT = '{"id": "r", "model": "m", "choices": [{"message": {"role": "assistant", "content": %s}}]}'
+
+
+@pytest.mark.parametrize(
+    ("content", "where"),
+    [
+        ('"a\\ud800"', "choices[0].message.content"),
+        ("NaN", "choices[0].message.content"),
+        ("[null, 1e400]", "choices[0].message.content[1]"),
+        ("-Infinity", "choices[0].message.content"),
+        (deep_text(300), "choices[0].message.content" + ".a" * 252),
+        (deep_text(DEEP), ""),  # too deep for the decoder itself: the whole body
+        (deep_text(100_000), ""),
+    ],
+)
+def test_a_response_body_json_cannot_carry_is_refused_with_its_path(content: str, where: str) -> None:
+    """The raw-body entry: the strict parse refuses what the decoded answer's check refuses, at the same path."""
+    for body in (ANSWER_TEXT % content, (ANSWER_TEXT % content).encode()):
+        with pytest.raises(ResponseError) as info:
+            translate_response("openai", body)
+        assert info.value.path == where
+
+
 @pytest.mark.parametrize("data", [deep_text(DEEP), deep_text(100_000), '{"type": "ping", "x": "\\ud800"}'])
 def test_a_hostile_stream_event_is_a_decode_error(data: str) -> None:
     translator = stream_translator("anthropic")
@@ -433,6 +456,13 @@ def test_every_boundary_decodes_through_one_loads_that_raises_only_value_errors(
     with pytest.raises(jsonsafe.JsonValueError) as info:
         jsonsafe.loads(text)
     assert info.value.where == where
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig", "utf-16", "utf-32"])
+def test_loads_reads_bytes_as_the_text_they_encode(encoding: str) -> None:
+    """Bytes go to orjson as they are; what it refuses (a BOM, not UTF-8) is decoded as json detects it."""
+    text = '{"a": "\u00e9t\u00e9", "b": [1, 2.5, 123456789012345678901234]}'
+    assert jsonsafe.loads(text.encode(encoding)) == json.loads(text)
 
 
 # ---------------------------------------------------------------- the CLI
@@ -583,6 +613,27 @@ response_bodies = st.one_of(
         lambda v: {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": v}}]}}]}, hostile
     ),
 )
+
+
+def answer_outcome(provider: str, response: Any) -> Any:
+    """A result's view, or the ResponseError's path."""
+    try:
+        return translate_response(provider, response).to_dict()
+    except ResponseError as error:
+        return error.path
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(response=response_bodies)
+def test_a_hostile_answer_as_a_body_gives_what_the_decoded_answer_gives(provider: str, response: Any) -> None:
+    """The raw-body entry's parse refuses what the dict's check refuses, at the same path (NaN written as Python
+    writes it); an answer Python cannot write as JSON text has no body to compare."""
+    try:
+        text = json.dumps(response)
+    except (TypeError, ValueError, RecursionError):
+        return
+    assert answer_outcome(provider, text.encode()) == answer_outcome(provider, response)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -778,6 +829,8 @@ def test_text_decodes_to_what_the_standard_decoder_gives(text: str) -> None:
         (b'{"n": 12345678901234567890}', True),
         (b'{"n":-12345678901234567890}', True),
         (b"[1,\n12345678901234567890]", True),
+        (b"[12345678901234567890]", True),  # after a bracket (its class also counts the depth)
+        (b'{"a": [[-12345678901234567890]]}', True),
         (b"[0.1234567890123456789012]", True),  # a fraction's run: left to the standard decoder too
         (b'{"id": "x00000000000000000000000000", "n": 12345678901234567890}', True),  # past the first run
     ],
@@ -787,6 +840,7 @@ def test_only_a_digit_run_a_number_can_hold_sends_text_to_the_standard_decoder(t
     digits can stand (orjson would read an integer beyond 64 bits as a float) is not."""
     if jsonsafe.orjson is not None:
         assert (jsonsafe._for_orjson(text.decode()) is None) is long
+        assert (jsonsafe._for_orjson(text) is None) is long  # a body's bytes, as they are
     assert jsonsafe.loads(text) == json.loads(text)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import math
 import random
 import re
@@ -44,6 +45,78 @@ def clean_case_responses() -> list[tuple[str, str, dict[str, Any]]]:
 
 
 CLEAN = clean_case_responses()
+
+
+def every_case_response() -> list[tuple[str, str, dict[str, Any]]]:
+    """(provider, case, response) for every case answer JSON can say, clean or not."""
+    out = []
+    for column in load_cases():
+        response = column.data.get("response")
+        if column.skip is None and column.provider in PROVIDERS and isinstance(response, dict):
+            out.append((column.provider, column.concern, response))
+    return out
+
+
+def translated(provider: str, response: Any) -> Any:
+    """What `translate_response` gives: the result with its raw and notes, or the error's type, path and text."""
+    try:
+        result = translate_response(provider, response)
+    except toolnexus.ToolnexusError as error:
+        return type(error).__name__, getattr(error, "path", None), str(error)
+    return result.to_dict(), result.raw, result.notes
+
+
+@pytest.mark.parametrize(
+    ("provider", "name", "response"), every_case_response(), ids=[f"{p}/{n}" for p, n, _ in every_case_response()]
+)
+def test_a_body_translates_as_its_decoded_answer(provider: str, name: str, response: dict[str, Any]) -> None:
+    """The raw-body entry: the answer's JSON text, as bytes or str, gives the dict's result, notes or error."""
+    text = json.dumps(response)
+    expected = translated(provider, response)
+    assert translated(provider, text.encode()) == expected
+    assert translated(provider, text) == expected
+
+
+@pytest.mark.parametrize("source", ["anthropic", "openai-responses"])
+def test_a_body_is_written_back_in_a_source_format_as_its_decoded_answer(source: str) -> None:
+    provider, _, response = next(c for c in CLEAN if c[0] == "gemini")
+    expected = translate_response(provider, response, source=source)
+    assert translate_response(provider, json.dumps(response).encode(), source=source) == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"id": "x", "content": [', "is not valid JSON (Expecting value at character 24)"),
+        (b"\xff\xfe{", "is not valid JSON"),
+        ("[]", "the response must be an object, got list"),
+        ("", "is not valid JSON (Expecting value at character 0)"),
+    ],
+)
+def test_a_body_that_is_not_a_json_object_is_a_response_error_at_the_root(body: bytes | str, message: str) -> None:
+    with pytest.raises(ResponseError) as info:
+        translate_response("anthropic", body)
+    assert info.value.path == "" and message in str(info.value)
+
+
+def test_a_body_in_the_providers_error_shape_is_its_provider_error() -> None:
+    body = b'{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}'
+    with pytest.raises(toolnexus.ProviderError) as info:
+        translate_response("anthropic", body)
+    assert info.value.error_type == "overloaded_error" and "Overloaded" in str(info.value)
+
+
+def test_a_body_is_checked_by_its_parse_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The body's strict parse is its check: the whole-answer check of a dict is not run on it."""
+    body = json.dumps(CLEAN[0][2]).encode()
+
+    def check(value: Any) -> NoReturn:
+        raise AssertionError("a decoded body was checked again")
+
+    monkeypatch.setattr("toolnexus.translate.outbound.answer_nulls", check)
+    assert translate_response(CLEAN[0][0], body).raw == CLEAN[0][2]
+    with pytest.raises(AssertionError):
+        translate_response(CLEAN[0][0], CLEAN[0][2])
 
 
 # Ollama's calls never carry an id, so every tool-call answer has a `synthesized` note: none is clean.

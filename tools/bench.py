@@ -33,7 +33,10 @@ collection, so each side pays for what it allocates.
 Memory: tracemalloc's peak while translating the largest transcript once (after a warm-up
 call), beside the request's and the body's size as compact JSON. `--memory` runs only this.
 
-`--responses` times only the single responses (no requests, no memory table).
+`--responses` times only the single responses (no requests, no memory table). Each answer is also timed
+as the body a proxy holds (rows `body: ...`): the engine's raw-body entry (`translate_response` of the
+bytes, decoded by its strict parse) against `json.loads` of the bytes and the hand-written translation
+(the `--baseline` side: `json.loads` and that checkout's `translate_response`).
 `--checked-baseline` makes the hand-written side of each response row run toolnexus's JSON check
 (`jsonsafe.check`: no NaN or Infinity, bounded depth, no lone surrogates, anywhere in the answer)
 before translating, the minimum the engine's contract requires: what the ratio then shows is the
@@ -167,8 +170,13 @@ class Case:
         return [a / b for a, b in zip(this.ns, that.ns, strict=True)]
 
 
-def kib(data: JSON) -> str:
-    return f"{json_size(data) / 1024:,.1f} KiB"
+def kib(data: JSON | bytes) -> str:
+    return f"{(len(data) if isinstance(data, bytes) else json_size(data)) / 1024:,.1f} KiB"
+
+
+def from_body(translate: Translate) -> Translate:
+    """A translator of decoded answers, given the body: `json.loads` first (a body row's hand-written side)."""
+    return lambda body: translate(json.loads(body))
 
 
 def make_case(
@@ -221,8 +229,9 @@ def other_engine(checkout: str) -> tuple[Callable[..., Any], Callable[..., Any]]
 def add_before(cases: Sequence[Case], before: tuple[Callable[..., Any], Callable[..., Any]]) -> None:
     """The `--baseline` side ("before") of every request and response row."""
     for case in cases:
-        fn = before[0] if case.op == "request" else before[1]
-        case.sides.append(Side("before", partial(fn, case.provider), case.sides[0].data))
+        fn = partial(before[0] if case.op == "request" else before[1], case.provider)
+        data = case.sides[0].data
+        case.sides.append(Side("before", from_body(fn) if isinstance(data, bytes) else fn, data))
 
 
 def checked_first(translate: Translate, response: JSON) -> Any:
@@ -273,6 +282,7 @@ def build_cases(
         answer_cases = [
             make_case(provider, name, "response", a, litellm, checked=checked, hand=hand) for name, a in answers
         ]
+        answer_cases += [body_case(case) for case in answer_cases]
         if responses_only or provider not in HAND_WRITTEN:  # no hand-written request translator
             cases += answer_cases
             continue
@@ -285,6 +295,14 @@ def build_cases(
         for n, data in transcripts.items():
             cases.append(make_case(provider, f"round trip {n:,}", "request", round_trip(data, style), litellm))
     return cases
+
+
+def body_case(case: Case) -> Case:
+    """A response row's `body:` row: its answer as the compact JSON bytes a provider sends."""
+    engine, hand = case.sides[0], case.sides[1]
+    body = json.dumps(engine.data, ensure_ascii=False, separators=(",", ":")).encode()
+    sides = [Side("engine", engine.fn, body), Side("hand-written", from_body(hand.fn), body)]
+    return Case(case.provider, f"body: {case.input}", case.op, kib(body), sides)
 
 
 def parent_of(provider: str) -> str | None:
@@ -390,6 +408,11 @@ def _short(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def is_response(raw: Any, data: JSON | bytes) -> bool:
+    """A result's `raw` is the answer translated: the dict given, or the one a body decodes to."""
+    return raw is data or (isinstance(data, bytes) and raw == json.loads(data))
+
+
 def check_parity(cases: Sequence[Case]) -> bool:
     """Engine and hand-written give the same output on every case (differences go to stderr)."""
     ok = True
@@ -398,8 +421,8 @@ def check_parity(cases: Sequence[Case]) -> bool:
         engine_out = comparable(engine.fn(engine.data))
         baseline_out = comparable(hand.fn(hand.data))
         if isinstance(engine_out, dict) and "raw is the response" in engine_out:
-            engine_out["raw is the response"] = engine_out["raw is the response"] is engine.data
-            baseline_out["raw is the response"] = baseline_out["raw is the response"] is hand.data
+            engine_out["raw is the response"] = is_response(engine_out["raw is the response"], engine.data)
+            baseline_out["raw is the response"] = is_response(baseline_out["raw is the response"], hand.data)
         difference = first_difference(engine_out, baseline_out)
         if difference:
             print(f"NOT THE SAME WORK: {case.label}\n  {difference}", file=sys.stderr)
@@ -408,7 +431,7 @@ def check_parity(cases: Sequence[Case]) -> bool:
         if before is not None:
             before_out = comparable(before.fn(before.data))
             if isinstance(before_out, dict) and "raw is the response" in before_out:
-                before_out["raw is the response"] = before_out["raw is the response"] is before.data
+                before_out["raw is the response"] = is_response(before_out["raw is the response"], before.data)
             difference = first_difference(before_out, baseline_out)
             if difference:
                 print(f"NOT THE SAME WORK (--baseline): {case.label}\n  {difference}", file=sys.stderr)

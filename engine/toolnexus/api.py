@@ -50,7 +50,7 @@ def translate_request(
 @overload
 def translate_response(
     provider: str,
-    response: dict[str, Any],
+    response: dict[str, Any] | bytes | str,
     *,
     requested_model: str | None = None,
     rules: RulesArg = None,
@@ -62,7 +62,7 @@ def translate_response(
 @overload
 def translate_response(
     provider: str,
-    response: dict[str, Any],
+    response: dict[str, Any] | bytes | str,
     *,
     requested_model: str | None = None,
     rules: RulesArg = None,
@@ -73,14 +73,18 @@ def translate_response(
 
 def translate_response(
     provider: str,
-    response: dict[str, Any],
+    response: dict[str, Any] | bytes | str,
     *,
     requested_model: str | None = None,
     rules: RulesArg = None,
     id_map: Mapping[str, str] | None = None,
     source: str = PLAIN,
 ) -> TranslateResult | AnswerBody:
-    """A provider's decoded response -> an OpenAI-shaped TranslateResult.
+    """A provider's response -> an OpenAI-shaped TranslateResult.
+
+    `response`: the decoded answer (a dict, checked whole for JSON no provider can read), or its body as
+    received (`bytes` or `str`), decoded by the engine's strict parse, which refuses the same things as it reads
+    (one call for a caller that holds the body; `raw` is then the decoded object).
 
     With a `source` format other than `openai`: an `AnswerBody`, the answer in that format's shape
     (a dict; e.g. an Anthropic `Message`), with `.result` (the TranslateResult) and `.notes`.
@@ -92,10 +96,15 @@ def translate_response(
     ProviderError with its type and message, as the client does for an HTTP error.
     """
     rules_for = (builtin_rulebook() if rules is None else load_rules(rules)).get(provider)
-    error = rules_for.endpoint.error_in(response)
+    outbound = rules_for.outbound
+    if isinstance(response, (bytes, str)):  # a body: its parse is the check
+        answer, translate = outbound.decode(response), outbound.translate_decoded
+    else:
+        answer, translate = response, outbound.translate
+    error = rules_for.endpoint.error_in(answer)
     if error is not None:
         raise ProviderError(error[1], provider=provider, kind="http", error_type=error[0])
-    result = rules_for.outbound.translate(response, requested_model=requested_model, id_map=id_map)
+    result = translate(answer, requested_model=requested_model, id_map=id_map)
     if source == PLAIN:
         return result
     return write_answer(load_rules(rules).format(source), rules_for, result)

@@ -354,17 +354,19 @@ def loads(text: str | bytes) -> Any:
 
     Python reads NaN, Infinity and 1e400 as floats; `check` then refuses them with their path.
     A JSONDecodeError says where in the text; a JsonValueError says where in the value (`.where`).
-    Bytes are decoded first (in the encoding json detects), so that the checks fold into the parse.
+    Bytes go to orjson as they are (it refuses what is not UTF-8, a BOM and a surrogate, which the standard
+    decoder then reads); otherwise they are decoded first (in the encoding json detects), so that the checks
+    fold into the parse.
     """
-    if not isinstance(text, str):  # undecodable: json reads it with surrogatepass, `check` names the culprit
-        with contextlib.suppress(UnicodeDecodeError):
-            text = text.decode(json.detect_encoding(text))
     encoded = _for_orjson(text)
     if encoded is not None:  # orjson reads it 3x as fast when it reads it the same
         try:
             return orjson.loads(encoded)
         except orjson.JSONDecodeError:
             pass  # not JSON, or JSON `check` refuses: the standard decoder below says which and where
+    if not isinstance(text, str):  # undecodable: json reads it with surrogatepass, `check` names the culprit
+        with contextlib.suppress(UnicodeDecodeError):
+            text = text.decode(json.detect_encoding(text))
     try:
         try:
             value = _FINITE.decode(text) if type(text) is str else json.loads(text)
@@ -451,37 +453,51 @@ _AFTER_DOCUMENT = "unexpected content after document"
 
 def _for_orjson(text: str | bytes) -> bytes | None:
     """Text as the bytes orjson reads exactly as the standard decoder does, with nothing left for `check`
-    (None: not a str, orjson missing, a number orjson may read otherwise, or more brackets than MAX_DEPTH in
-    text long enough to nest that deep). It runs on every streamed event: one translate into byte classes and
-    one search settle most text; a second search from the first digit run on (an id of digits) settles the rest."""
-    if orjson is None or type(text) is not str:
+    (None: orjson missing, a number orjson may read otherwise, or more brackets than MAX_DEPTH in text long
+    enough to nest that deep; bytes as they are). It runs on every streamed event: one translate into byte
+    classes and one search settle most text; a second search from the first digit run on (an id of digits)
+    settles the rest."""
+    if orjson is None or (type(text) is not str and type(text) is not bytes):
         return None
-    encoded = text.encode("utf-8", "surrogatepass")
-    if not _numbers_read_alike(encoded):
+    encoded = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    classes = _number_classes(encoded)
+    if classes is None:
         return None
-    if len(encoded) >= _DEEP_TEXT and encoded.count(b"[") + encoded.count(b"{") > MAX_DEPTH:  # the check's to judge
+    if len(encoded) >= _DEEP_TEXT and classes.count(b"[") > MAX_DEPTH:  # the check's to judge
         return None
     return encoded
 
 
 def _numbers_read_alike(encoded: bytes) -> bool:
     """Whether orjson reads every number of the text as the standard decoder does (see below)."""
+    return _number_classes(encoded) is not None
+
+
+def _number_classes(encoded: bytes) -> bytes | None:
+    """The text's bytes as their classes (below), or None when orjson may read a number of it otherwise."""
     classes = encoded.translate(_NUMBER_CLASSES)
     run = classes.find(_LONG_NUMBER)
-    return run < 0 or (run > 0 and classes.find(_LONG_NUMBER_INSIDE, run - 1) < 0)
+    if run < 0:
+        return classes
+    if run > 0 and classes.find(_LONG_NUMBER_AFTER, run - 1) < 0 and classes.find(_LONG_NUMBER_OPENED, run - 1) < 0:
+        return classes
+    return None
 
 
 # orjson refuses NaN, Infinity, 1e400 and lone surrogates as `check` does, and reads numbers as Python does,
 # except an integer beyond 64 bits (a float there): text with no run of 19 digits that starts the text or follows
 # what a number's digits can follow is read by orjson (a run after a letter or a quote is inside a string, such
-# as an id: orjson reads it). Every byte as its class: a digit '0', what a number's digits can follow ':',
-# anything else 'x'.
-_BEFORE_NUMBER = frozenset(b"-+.eE:[, \t\n\r")
+# as an id: orjson reads it). Every byte as its class: a digit '0', an opening bracket or brace '[' (counted for
+# the depth in the same bytes; a run after a brace is not JSON, so treating it as a number only sends the text to
+# the standard decoder), anything else a number's digits can follow ':', anything else 'x'.
+_BEFORE_NUMBER = frozenset(b"-+.eE:, \t\n\r")
 _NUMBER_CLASSES = bytes(
-    ord("0") if 0x30 <= b <= 0x39 else ord(":") if b in _BEFORE_NUMBER else ord("x") for b in range(256)
+    ord("0") if 0x30 <= b <= 0x39 else ord("[") if b in b"[{" else ord(":") if b in _BEFORE_NUMBER else ord("x")
+    for b in range(256)
 )
 _LONG_NUMBER = b"0" * 19
-_LONG_NUMBER_INSIDE = b":" + _LONG_NUMBER
+_LONG_NUMBER_AFTER = b":" + _LONG_NUMBER
+_LONG_NUMBER_OPENED = b"[" + _LONG_NUMBER
 # Valid JSON nested deeper than MAX_DEPTH opens and closes MAX_DEPTH + 1 arrays or objects: shorter text cannot
 # (orjson refuses it, or reads it no deeper than the limit).
 _DEEP_TEXT = 2 * (MAX_DEPTH + 1)
