@@ -467,7 +467,7 @@ def test_a_display_over_a_name_known_null_leaves_its_tests_out(piece: str) -> No
     assert eval(folded, scope) == eval(tested, scope) == want
 
 
-@pytest.mark.parametrize("fmt", ["openai", "anthropic", "openai-responses"])
+@pytest.mark.parametrize("fmt", [*FORMATS, "openai"])
 def test_released_calls_are_the_moments_their_chunks_are_written_from(fmt: str) -> None:
     """Tool calls released together (held for a synthesized id) go out one way, as moments: a whole call (held as
     its index in the final translation's calls) as the opening its chunk would be written from, with that call's
@@ -507,7 +507,7 @@ def test_released_calls_are_the_moments_their_chunks_are_written_from(fmt: str) 
     assert got == want and translator._held == []
 
 
-@pytest.mark.parametrize("fmt", ["anthropic", "openai-responses"])
+@pytest.mark.parametrize("fmt", FORMATS)
 def test_a_finished_source_stream_is_freed_as_soon_as_it_is_dropped(fmt: str) -> None:
     """The translator and the format's events refer to each other while the answer streams; once it has ended
     nothing of the answer waits for the cyclic collector (a long answer's thousands of objects would, stream

@@ -830,9 +830,22 @@ class _Block:
     kind: str
     index: int
     scope: dict[str, Any]
-    write: Moment | None = None
-    closes: Moment | None = None
-    pieces: list[str] = field(default_factory=list)
+    write: Moment | None
+    closes: Moment | None
+    pieces: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    """What every block of one kind shares, looked up once per stream: its moments' writers (`opens`, `write`: a
+    piece's, `closes`) and how its ids are made (`within`: its index counts only its kind's blocks; `named`: the
+    `answer.ids` name of its first block's id, `stream.item_ids`)."""
+
+    opens: Moment | None
+    write: Moment | None
+    closes: Moment | None
+    within: bool
+    named: str | None
 
 
 class SourceEvents:
@@ -879,6 +892,7 @@ class SourceEvents:
         self._covered = ""  # reasoning text a block sent whole already said, its pieces still to come
         self._unfinished: list[_Block] = []  # tool calls whose arguments come whole at the end: still open
         self._kinds: dict[str, int] = {}  # blocks opened so far per kind (for `item_id`)
+        self._known: dict[str, _Kind] = {}  # each kind's writers and ids, once a block of it has opened
         self._final: tuple[dict[str, Any], list[Note], AnswerBody] | None = None  # the whole answer, once written
         self._made: dict[str, str] | None = None  # the ids `answer.ids` makes from the answer's id, once made
         self._ctx = Ctx(fmt.name, outbound=True)  # the events' (their notes are let go: see `_write`)
@@ -1009,39 +1023,47 @@ class SourceEvents:
             else:
                 self._close(out, self._open)
             self._open = None
-        block = self._block(kind, scope)
-        self._emit(out, f"open.{kind}", block.scope)
+        block, opens = self._block(kind, scope)
+        self._write(out, opens, block.scope, None)
         return block
 
-    def _block(self, kind: str, scope: dict[str, Any], named: str = "") -> _Block:
-        """A new block of `kind`: its scope (with its position and ids, those of kind `named` if given) and its
-        moments' writers."""
-        scope.update(self._ids(named or kind))
-        moments = self._moments
+    def _kind(self, kind: str) -> _Kind:
+        """The writers and ids of a kind's blocks, looked up at its first block."""
+        moments, fmt = self._moments, self.format
         closes = moments.get(f"done.{kind}")
-        block = _Block(
-            kind,
-            self._blocks,
-            scope,
+        known = self._known[kind] = _Kind(
+            moments.get(f"open.{kind}"),
             moments.get(f"piece.{kind}"),
             moments.get("close") if closes is None else closes,
+            kind in fmt.index_within_kind,
+            fmt.item_ids.get(kind),
         )
-        self._blocks += 1
-        return block
+        return known
 
-    def _ids(self, kind: str) -> dict[str, Any]:
-        """A new block's position and ids: `item_id` is, for the first block of its kind, the id the whole
-        answer gives that kind (`stream.item_ids`: the kind's `answer.ids` name; else the answer's id), and
-        `<that id>_<index>` for a later one (unique per kind, as a format naming its blocks needs)."""
-        seen = self._kinds.get(kind, 0)
-        index = seen if kind in self.format.index_within_kind else self._blocks
-        self._kinds[kind] = seen + 1
-        named = self.format.item_ids.get(kind)
-        if named and self._made is None:
-            self._made = self.format.made_ids(self._id)
-        first = self._made[named] if named and self._made is not None else self._id
-        return {"index": index, "answer_id": self._id, "item_id": first if not seen else f"{first}_{index}",
-                "created": self._created, "model": self._model}  # fmt: skip
+    def _block(self, kind: str, scope: dict[str, Any], named: str = "") -> tuple[_Block, Moment | None]:
+        """A new block of `kind`, and the writer of its opening events: its scope, with its position and ids (those
+        of kind `named` if given), and its moments' writers. `item_id` is, for the first block of its kind, the id
+        the whole answer gives that kind (`stream.item_ids`: the kind's `answer.ids` name; else the answer's id),
+        and `<that id>_<index>` for a later one (unique per kind, as a format naming its blocks needs)."""
+        known = self._known.get(kind) or self._kind(kind)
+        ids = known if not named else self._known.get(named) or self._kind(named)
+        kinds, counted = self._kinds, named or kind
+        seen = kinds.get(counted, 0)
+        index = seen if ids.within else self._blocks
+        kinds[counted] = seen + 1
+        first = self._id
+        if ids.named:
+            if self._made is None:
+                self._made = self.format.made_ids(first)
+            first = self._made[ids.named]
+        scope["index"] = index
+        scope["answer_id"] = self._id
+        scope["item_id"] = f"{first}_{index}" if seen else first
+        scope["created"] = self._created
+        scope["model"] = self._model
+        block = _Block(kind, self._blocks, scope, known.write, known.closes, [])
+        self._blocks += 1
+        return block, known.opens
 
     def _close(self, out: list[dict[str, Any]], block: _Block, whole: Any = MISSING) -> None:
         """A block's closing events: its signature piece (reasoning), then `done.KIND` (or `close`), whose scope
@@ -1057,8 +1079,8 @@ class SourceEvents:
     def _whole(self, out: list[dict[str, Any]], blocks: list[Any]) -> None:
         """Reasoning blocks no piece announced (redacted, sealed state): each opened and closed whole."""
         for whole in blocks:
-            block = self._block("whole", {"block": whole}, named="reasoning")
-            self._emit(out, "open.whole", block.scope)
+            block, opens = self._block("whole", {"block": whole}, named="reasoning")
+            self._write(out, opens, block.scope, None)
             self._close(out, block, whole)
             self._sent += 1
 

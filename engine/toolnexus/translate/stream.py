@@ -763,17 +763,13 @@ class StreamTranslator:
         """The held calls, in order, as `sink`'s moments (a format's events, or the entries of the chunk that
         releases them): a whole call (its index) opened from its translation in the whole answer (which validated
         it and gave its id), not rendered twice; a held opening or arguments piece as it was held."""
-        call, arguments = sink.call, sink.arguments
+        call = sink.call
         for held in self._held:
             if isinstance(held, int):
                 done = calls[held]
                 call(out, held, done.id, done.name, done.extra_content, done.arguments)
             else:
-                write, scope = held
-                if write is _OPEN:
-                    call(out, scope["index"], scope["id"], scope["name"], scope["extra_content"], scope["piece"])
-                else:
-                    arguments(out, scope["index"], scope["piece"])
+                _moment(sink, out, *held)
         self._held.clear()
         return out
 
@@ -832,20 +828,22 @@ class _Held:
         self.pending.append((_ARGUMENTS, {"index": index, "piece": piece}))
 
 
-def _moment(writer: SourceEvents, out: list[dict[str, Any]], write: Write, scope: dict[str, Any]) -> None:
-    """The moment a chunk would be written from, given to the format's events (`StreamTranslator.into`). A
-    function of the events alone: what holds it holds no reference back to the translator, so a finished
+def _moment(sink: SourceEvents | _Entries, out: list[dict[str, Any]], write: Write, scope: dict[str, Any]) -> None:
+    """The moment a chunk would be written from (`write` over `scope`), given to `sink`: the format's events
+    (`StreamTranslator.into`), or the entries of the chunk releasing held calls (only openings and arguments are
+    held). A function of the sink alone: what holds it holds no reference back to the translator, so a finished
     stream is freed by reference counting (`SourceEvents.end` lets go of the translator)."""
-    if write is _TEXT:
-        writer.text(out, scope["piece"])
-    elif write is _ARGUMENTS:
-        writer.arguments(out, scope["index"], scope["piece"])
-    elif write is _REASONING:
-        writer.reasoning(out, scope["piece"])
-    else:
-        assert write is _OPEN
-        piece = scope.get("piece")
-        writer.call(out, scope["index"], scope["id"], scope["name"], scope.get("extra_content"), piece)
+    if write is _ARGUMENTS:
+        sink.arguments(out, scope["index"], scope["piece"])
+    elif write is _OPEN:
+        sink.call(out, scope["index"], scope["id"], scope["name"], scope["extra_content"], scope["piece"])
+    else:  # a piece of text or reasoning: never held for a chunk's entries
+        assert isinstance(sink, SourceEvents)
+        if write is _TEXT:
+            sink.text(out, scope["piece"])
+        else:
+            assert write is _REASONING
+            sink.reasoning(out, scope["piece"])
 
 
 class _Waiting:

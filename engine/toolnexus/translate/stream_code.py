@@ -520,8 +520,10 @@ class _Code(Namespace):
         lines = [f"def start{w_index}(s, i, x):  # {w.src.path}[i]: a call held whole while it has no id"]
         body: list[str] = []
         for n, kind in enumerate(self.held_kinds(w_index)):
+            steps = w.held_whole.get(kind, ())
+            keyed = kind != "" and steps[:1] == (kind,)  # read from the kind's value, which the test below reads
             hold = [
-                *_walk_lines(w.held_whole[kind], "x", "cid"),
+                *(_walk_lines(steps[1:], "v", "cid") if keyed else _walk_lines(steps, "x", "cid")),
                 "if s._held or cid is MISSING or not cid:",
                 "    s.started += 1",
                 f"    s._elements[{w_index}][i] = WHOLE",
