@@ -664,7 +664,9 @@ def test_hostile_stream_events_give_chunks_or_a_toolnexus_error(provider: str, v
 
 def test_the_check_enters_only_text_holding_a_null_token(monkeypatch: pytest.MonkeyPatch) -> None:
     """A schema saying "null" (a string) holds no null token: the check looks no further than orjson's text.
-    A transcript is looked at message by message: only the one whose text holds a null is entered."""
+    A transcript is looked at message by message: only what its messages hold (their containers, encoded in
+    batches) is searched for null tokens, and only a batch whose text holds one is entered; a message's own
+    `content: null` enters nothing."""
     if jsonsafe.orjson is None:
         pytest.skip("orjson is not installed")
     entered: list[Any] = []
@@ -678,7 +680,10 @@ def test_the_check_enters_only_text_holding_a_null_token(monkeypatch: pytest.Mon
     entered.clear()
     messages = [{"role": "user", "content": "x"}] * 40 + [{"role": "assistant", "content": None, "f": [1.5, None]}]
     jsonsafe.check({"messages": messages, "schema": {"type": "null"}})
-    assert entered == [messages[-1]]
+    assert entered == [[messages[-1]["f"]]]
+    entered.clear()
+    jsonsafe.check({"messages": [{"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]}] * 40})
+    assert entered == []
     entered.clear()  # a message whose one null is its own `content: null`: the walk ends within its own values,
     looked: list[float] = []  # never entering what it holds (no float below it is looked at)
     finite_float = math.isfinite
@@ -770,6 +775,28 @@ def test_a_nan_among_many_items_is_found_with_orjson() -> None:
     with pytest.raises(jsonsafe.JsonValueError) as info:
         jsonsafe.check({"messages": items})
     assert info.value.where == "messages[73].x[0]"
+
+
+@pytest.mark.parametrize("at", [0, 63, 64, 150, 199])
+@pytest.mark.parametrize(
+    ("culprit", "inside"),
+    [(math.nan, "tool_calls[0].x"), ("\ud800 é", "tool_calls[0].x"), ("é \udfff", "content"), (math.inf, "f")],
+)
+def test_a_culprit_in_any_batch_of_a_long_transcript_is_found(at: int, culprit: Any, inside: str) -> None:
+    """A transcript's containers and its text that is not ASCII are encoded in batches: a culprit in the first,
+    a middle or the last batch, at either edge of one, is found with its path."""
+    items: list[Any] = [
+        {"role": "assistant", "content": "é" if i % 2 else None, "tool_calls": [{"id": "c", "x": [1.5, None]}]}
+        for i in range(200)
+    ]
+    if inside == "tool_calls[0].x":
+        items[at]["tool_calls"][0]["x"] = culprit
+    else:
+        items[at][inside] = culprit
+    jsonsafe.check({"messages": items[:at]})
+    with pytest.raises(jsonsafe.JsonValueError) as info:
+        jsonsafe.check({"messages": items})
+    assert info.value.where == f"messages[{at}].{inside}"
 
 
 LONG_PADDING = ', "pad": "' + "x" * 600 + '"'

@@ -20,10 +20,11 @@ It writes NaN and Infinity as null, so only when its text holds a null token (`n
 over its containers (strings are not entered) that stops once it has met as many Nones as the
 text holds null tokens. A request of a few dozen messages and tools is encoded in one call (the
 fixed cost of a call and of its null scan is paid once, not per member). A long transcript (a
-mapping holding a list of more than _LONG items) is written member by member (one message at a time, never one
-buffer the size of the whole transcript); a message of strings, ints, bools and None alone (a
-tool result, a user turn of text) holds no float and nothing deeper, so only its strings are looked at
-(an ASCII one needs nothing, another must encode as UTF-8). Only a value that fails (or every value, without
+mapping holding a list of more than _LONG items) is looked at message by message, never in one
+buffer the size of the whole transcript: a message's own values in Python (an ASCII str, an int, a bool
+or None needs nothing more, a float must be finite), what they hold in batches (its tool calls and content
+parts encoded together with other messages', and searched for null tokens; its other strings encoded
+together, for lone surrogates alone). Only a value that fails (or every value, without
 orjson) is walked in Python, which finds the culprit and its path. `loads` needs no check
 at all for text whose decoder refused NaN and overflow, that encodes as UTF-8, escapes no
 surrogate and holds at most MAX_DEPTH brackets and braces (or is too short to nest deeper).
@@ -50,6 +51,7 @@ MAX_DEPTH = 256
 _SCALARS = (int, bool, type(None))
 _LONG = 32  # a list longer than this is looked at item by item, not encoded again; a mapping holding one
 # (a long transcript) is encoded member by member
+_BATCH = 64  # a transcript's containers (or its texts) encoded in one orjson call: a bounded buffer
 _SHORT = 1024  # bytes: below this, one C count of "null" costs less than `_null_tokens`' Python step per token
 # (a Responses answer's five top-level nulls: 1.06 -> 0.43 µs); beyond it the reverse scan is the faster (a
 # forward count reads about 0.55 ns a byte, the reverse search 0.2-0.35)
@@ -162,32 +164,56 @@ def _members_clean(value: dict[Any, Any] | list[Any], level: int) -> bool:
         if not _plain_keys(value):
             return False
         return all(_clean(item, level + 1) for item in value.values())
-    for item in value:  # a transcript's messages: `_clean` of a mapping below the top, inline
-        if type(item) is dict:
-            # A message of str, int, bool and None values (a tool result, a user turn of text) holds no float, so
-            # no NaN, and nothing deeper: it is clean when its keys are str and its strings encode as UTF-8,
-            # which is checked here, cheaper than orjson's pass (an ASCII str is settled without encoding).
-            for key, member in item.items():
-                kind = type(member)
-                if kind is str:
-                    if not member.isascii() and not _utf8(member):
-                        return False
-                elif kind is not int and member is not None and kind is not bool:
-                    break
-                if type(key) is not str or (not key.isascii() and not _utf8(key)):
+    # A transcript's messages: each message's own values are looked at here (a str, int, bool or None needs
+    # nothing more, a float must be finite), and what they hold is encoded in batches of _BATCH: the containers
+    # (a message's tool calls, its content parts) in one orjson call, its text that is not ASCII in another
+    # (orjson refuses a lone surrogate). Only the containers' text is searched for a null token: a message's
+    # own None (`content: null`) writes none there, and text writes none at all.
+    deep: list[Any] = []
+    texts: list[str] = []
+    for item in value:
+        if type(item) is not dict:
+            if not _clean(item, level + 1):
+                return False
+            continue
+        for key, member in item.items():
+            kind = type(member)
+            if kind is str:
+                if not member.isascii():
+                    texts.append(member)
+            elif kind is dict or kind is list:
+                deep.append(member)
+            elif kind is float:
+                if not math.isfinite(member):
                     return False
-            else:
-                continue
-            try:
-                out = orjson.dumps(item, default=_refuse, option=_ORJSON_OPTIONS)
-            except TypeError:
+            elif kind is not int and member is not None and kind is not bool:
+                return False  # not JSON, or a subclass: `locate` decides
+            if type(key) is not str:
                 return False
-            last = out.rfind(b"null")
-            if last >= 0 and not _nulls_are_nones(item, out, last):
+            if not key.isascii():
+                texts.append(key)
+        if len(deep) >= _BATCH or len(texts) >= _BATCH:
+            if not _batch_clean(deep, texts):
                 return False
-        elif not _clean(item, level + 1):
-            return False
-    return True
+            deep, texts = [], []
+    return _batch_clean(deep, texts)
+
+
+def _batch_clean(deep: list[Any], texts: list[str]) -> bool:
+    """Whether orjson encodes the containers of `deep` with every null a None, and every str of `texts`.
+
+    Each container sits one level inside the batch, as inside its message, so orjson's own depth limit
+    keeps the whole within MAX_DEPTH as when a message is encoded alone."""
+    try:
+        if texts:
+            orjson.dumps(texts)
+        if not deep:
+            return True
+        out = orjson.dumps(deep, default=_refuse, option=_ORJSON_OPTIONS)
+    except TypeError:
+        return False
+    last = out.rfind(b"null")
+    return last < 0 or _nulls_are_nones(deep, out, last)
 
 
 def _utf8(text: str) -> bool:
