@@ -493,12 +493,15 @@ class _Code(Namespace):
             restore = [f"        {given}cid = s._ids.restore(cid, s.id_map or NO_IDS)"]
         scope = {"index": "k", "id": "cid", "name": "nm", "extra_content": "None", "piece": "a"}
         opened = "{" + ", ".join(f"{name!r}: {expr}" for name, expr in scope.items()) + "}"
+        shared = _shared(read_name, read_arguments)  # read once for both
+        under = "fn" if shared else "x"
         return [
             f"def start{w_index}(s, i, x):  # {w.src.path}[i]: a tool call of plain reads",
             *indent(_walk_lines(read_id, "x", "cid"), 4),
-            *indent(_walk_lines(read_name, "x", "nm"), 4),
+            *indent(_walk_lines(shared, "x", "fn") if shared else [], 4),
+            *indent(_walk_lines(read_name[len(shared) :], under, "nm"), 4),
             "    if type(cid) is str and cid and type(nm) is str and nm:",
-            *indent(_walk_lines(read_arguments, "x", "a"), 8),
+            *indent(_walk_lines(read_arguments[len(shared) :], under, "a"), 8),
             "        if type(a) is not str: a = ''",
             "        s.started += 1",
             f"        info = s._elements[{w_index}][i] = Element({roles})",
@@ -862,15 +865,27 @@ def _descend(steps: tuple[Any, ...], refs: list[str], var: str, tests: list[str]
 
 
 def _walk_lines(steps: tuple[str | int, ...], source: str, target: str) -> list[str]:
-    """Lines leaving the value at `steps` below `source` (or MISSING) in `target`, as `stream._walk` reads."""
-    lines = [f"{target} = {source}"]
+    """Lines leaving the value at `steps` below `source` (or MISSING) in `target`, as `stream._walk` reads (the
+    first step read from `source` itself)."""
+    if not steps:
+        return [f"{target} = {source}"]
+    lines = []
     for step in steps:
         if type(step) is int:
-            held = f"type({target}) is list and {step} < len({target})"
-            lines.append(f"{target} = {target}[{step}] if {held} else MISSING")
+            held = f"type({source}) is list and {step} < len({source})"
+            lines.append(f"{target} = {source}[{step}] if {held} else MISSING")
         else:
-            lines.append(f"{target} = {target}.get({step!r}, MISSING) if type({target}) is dict else MISSING")
+            lines.append(f"{target} = {source}.get({step!r}, MISSING) if type({source}) is dict else MISSING")
+        source = target
     return lines
+
+
+def _shared(*paths: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """The steps the paths begin with alike (a call's name and arguments under one `function` object, say)."""
+    common = 0
+    while all(len(path) > common and path[common] == paths[0][common] for path in paths):
+        common += 1
+    return paths[0][:common]
 
 
 def _folds(node: Node) -> bool:
