@@ -168,6 +168,7 @@ class Streaming(Section):
 
     code: str  # the generated source, shown by `toolnexus explain --code`
     run: Run  # its entry: one event's steps (what `StreamTranslator.feed` runs)
+    walks: int  # the walks to a step's container the code caches (`StreamTranslator._walks`)
 
 
 def compiled(section: Section | None) -> Streaming | None:
@@ -177,7 +178,7 @@ def compiled(section: Section | None) -> Streaming | None:
     code = _Code(section)
     text = code.module()
     exec(compile(text, f"<streaming {section.provider}>", "exec"), code.names)
-    return Streaming(**vars(section), code=text, run=code.names["run"])
+    return Streaming(**vars(section), code=text, run=code.names["run"], walks=code.walks)
 
 
 class _Code(Namespace):
@@ -191,6 +192,7 @@ class _Code(Namespace):
         self.hashed: list[tuple[str, str, type | None]] | None = None  # the value of known keys of the step
         # being written (`place`, which sets it for each step)
         self.known: dict[tuple[str | int, ...], str] = {}  # event paths read in the function being written
+        self.walks = 0  # the walks cached so far (`walk`): the length of `s._walks`
 
     # ------------------------------------------------------------ places in the response
 
@@ -730,9 +732,27 @@ class _Code(Namespace):
                     body += [f"{'if' if n == 0 else 'elif'} {test}:" if test else "else:", *indent(inner, 4)]
             body = ["if 0 <= ix < len(lq):", *indent(body, 4), *self.added(step, at), "else:", f"    {general}"]
         if into or step.at is not None:
-            return [*lines, "if v is not MISSING:", f"    if {' and '.join(tests)}:", *indent(body, 8),
-                    "    else:", f"        s._place({s}, {scope}, n, {i})"]  # fmt: skip
+            walk = self.walk(into, step.at is not None, parent, tests)
+            return [*lines, "if v is not MISSING:", *indent(walk, 4), f"    if {' and '.join(tests)}:",
+                    *indent(body, 8), "    else:", f"        s._place({s}, {scope}, n, {i})"]  # fmt: skip
         return [*lines, "if v is not MISSING:", *indent(body, 4)]
+
+    def walk(self, into: Path, listed: bool, parent: str, tests: list[str]) -> list[str]:
+        """The walk from the root to the container a step writes in (`listed`: the list at `into`, else the parent
+        of its place), cached in `s._walks` when that place is one the generated code never replaces: an
+        interesting place (a combine row or a watched source at or below it; so are all above it), which only
+        the general merge writes whole, and which forgets every walk when it writes (`StreamTranslator._set`,
+        `_keep`, `_merge`). `tests` becomes the test of what the cache gives; no lines when nothing is cached."""
+        place = into if listed else into[:-1]
+        if not place or not self.interesting(place):
+            return []
+        var = "lq" if listed else parent
+        walked = tests[:-1] if listed else list(tests)  # an `at` step's own test of its index stays
+        tests[: len(walked)] = [f"{var} is not None"]
+        k = self.walks
+        self.walks += 1
+        return [f"if ({var} := s._walks[{k}]) is None:", f"    if {' and '.join(walked)}: s._walks[{k}] = {var}",
+                f"    else: {var} = None"]  # fmt: skip
 
     def added(self, step: Move, at: str) -> list[str]:
         """A new object at the end of the list (`at` its length): appended as it came, then started if watched,
