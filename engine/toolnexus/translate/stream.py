@@ -697,6 +697,7 @@ class StreamTranslator:
             label = next(n.continued.label for n in _nodes(rules.combine) if id(n) == held and n.continued)
             raise ResponseError(label, "the stream ended while an element said more of it follows",
                                 provider=rules.provider)  # fmt: skip
+        self._walks[:] = self._no_walks  # a `json` field's text becomes what it parses to: maybe an object
         for parent, key, text, path in self._texts:
             value = text.value()
             if (found := rules.combine.find(path)) is None or found.policy is not JSON:

@@ -97,6 +97,7 @@ class Call:
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NUMBERS = frozenset({int, float, bool})
+_VALUES = frozenset({str, int, float, bool})  # a merged value of these types replaces the one there
 UTF8 = '"utf-8", "surrogatepass"'  # how Text holds its pieces
 
 
@@ -187,7 +188,8 @@ class _Code(Namespace):
     def __init__(self, rules: Section) -> None:
         self.r = rules
         super().__init__({"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge, "NO_IDS": NO_IDS,
-                          "NUMBERS": _NUMBERS, "Element": Element, "Call": Call, "WHOLE": WHOLE, "is_empty": is_empty,
+                          "NUMBERS": _NUMBERS,
+                          "VALUES": _VALUES, "Element": Element, "Call": Call, "WHOLE": WHOLE, "is_empty": is_empty,
                           "CHUNKS": builtin_chunks().pieces, "OPEN": builtin_chunks().open})  # fmt: skip
         self.hashed: list[tuple[str, str, type | None]] | None = None  # the value of known keys of the step
         # being written (`place`, which sets it for each step)
@@ -365,7 +367,7 @@ class _Code(Namespace):
         self, branches: list[tuple[str, list[str]]], omit: frozenset[str], c: str, v: str, d: int
     ) -> list[str]:
         """The key loop of `dict_merge`: named keys by their code (`branches`), omitted ones skipped, others plain."""
-        kk, vv, t, sub, k2, v2, t2 = (f"{name}{d}" for name in ("kk", "vv", "t", "sub", "k", "v", "tt"))
+        kk, vv, t, sub, k2, v2 = (f"{name}{d}" for name in ("kk", "vv", "t", "sub", "k", "v"))
         named = sorted({key for key, _ in branches} | omit)
         lines = [f"for {kk}, {vv} in {v}.items():"]
         if named:
@@ -379,7 +381,7 @@ class _Code(Namespace):
         return [
             *lines,
             f"    {t} = type({vv})",
-            f"    if {t} is str or {t} is int:",
+            f"    if {t} in VALUES:",  # a text, number or boolean: one set test
             f"        {c}[{kk}] = {vv}",
             f"    elif {vv} is None:",
             f"        if {kk} not in {c}: {c}[{kk}] = None",
@@ -387,11 +389,8 @@ class _Code(Namespace):
             f"    elif {t} is dict and type({sub} := {c}.get({kk})) is dict:",
             f"        if {vv} != {sub}:",
             f"            for {k2}, {v2} in {vv}.items():",
-            f"                {t2} = type({v2})",
-            f"                if {t2} is str or {t2} is int or {t2} is float or {t2} is bool: {sub}[{k2}] = {v2}",
+            f"                if type({v2}) in VALUES: {sub}[{k2}] = {v2}",
             f"                elif {v2} is not None or {k2} not in {sub}: plain({sub}, {k2}, {v2})",
-            f"    elif {t} is float or {t} is bool:",
-            f"        {c}[{kk}] = {vv}",
             "    else:",
             f"        plain({c}, {kk}, {vv})",
         ]
@@ -638,9 +637,9 @@ class _Code(Namespace):
                     lines.append(f"{known} = e.get({step!r}, MISSING)")
                 elif isinstance(step, str):
                     lines.append(f"{known} = {source}.get({step!r}, MISSING) if type({source}) is dict else MISSING")
-                else:  # an index from the end (negative) also bounded below
-                    low = f"-len({source}) <= {step} < " if step < 0 else f"{step} < "
-                    held = f"type({source}) is list and {low}len({source})"
+                else:  # an index from the end (negative) also bounded below; the first: any element
+                    low = f"-len({source}) <= {step} < len({source})" if step < 0 else f"{step} < len({source})"
+                    held = f"type({source}) is list and {low if step else source}"
                     lines.append(f"{known} = {source}[{step}] if {held} else MISSING")
             source = known
         return lines, source
@@ -742,7 +741,8 @@ class _Code(Namespace):
         of its place), cached in `s._walks` when that place is one the generated code never replaces: an
         interesting place (a combine row or a watched source at or below it; so are all above it), which only
         the general merge writes whole, and which forgets every walk when it writes (`StreamTranslator._set`,
-        `_keep`, `_merge`). `tests` becomes the test of what the cache gives; no lines when nothing is cached."""
+        `_keep`, `_merge`; `assemble` too). `tests` becomes the test of what the cache gives; no lines when
+        nothing is cached."""
         place = into if listed else into[:-1]
         if not place or not self.interesting(place):
             return []
