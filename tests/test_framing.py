@@ -767,17 +767,6 @@ def test_the_differences_report_shows_each_auth_scheme_and_framing() -> None:
     assert "| stream framing | ndjson | aws-eventstream | sse |" in rows
 
 
-class _Reads(httpx.AsyncByteStream):
-    """A body given in the reads listed."""
-
-    def __init__(self, reads: list[bytes]) -> None:
-        self._reads = reads
-
-    async def __aiter__(self) -> Any:
-        for read in self._reads:
-            yield read
-
-
 @pytest.mark.parametrize("size", [1, 7, 64, 10_000])
 def test_an_sse_event_over_the_cap_is_too_large_however_the_reads_cut_it(size: int) -> None:
     """An event over `max_event_bytes` ends the stream with too_large, even when it ends inside one read that
@@ -793,7 +782,7 @@ def test_an_sse_event_over_the_cap_is_too_large_however_the_reads_cut_it(size: i
         reads = [body[i : i + size] for i in range(0, len(body), size)]
         request = httpx.Request("POST", "http://127.0.0.1/")
         headers = {"content-type": "text/event-stream"}
-        response = httpx.Response(200, headers=headers, stream=_Reads(reads), request=request)
+        response = httpx.Response(200, headers=headers, stream=_Chunks(reads), request=request)
         frames = framing("sse").read(HttpxReply(response), cap, endpoint)
         try:
             return [data async for data in frames]
