@@ -765,3 +765,33 @@ def test_the_differences_report_shows_each_auth_scheme_and_framing() -> None:
         in rows
     )
     assert "| stream framing | ndjson | aws-eventstream | sse |" in rows
+
+
+@pytest.mark.parametrize("size", [1, 7, 64, 10_000])
+def test_an_sse_event_over_the_cap_is_too_large_however_the_reads_cut_it(size: int) -> None:
+    """An event over `max_event_bytes` ends the stream with too_large, even when it ends inside one read that
+    brings more events (a read that cannot hold one over the cap is not looked at event by event); events
+    within the cap read the same at any cut."""
+    from toolnexus.http.framing import framing
+    from toolnexus.http.limits import BodyError
+    from toolnexus.http.transport import HttpxReply
+
+    endpoint = toolnexus.load_rules(RULES).get("lines").endpoint
+
+    async def read(body: bytes, cap: int) -> list[str]:
+        reads = [body[i : i + size] for i in range(0, len(body), size)]
+        request = httpx.Request("POST", "http://127.0.0.1/")
+        headers = {"content-type": "text/event-stream"}
+        response = httpx.Response(200, headers=headers, stream=_Chunks(reads), request=request)
+        frames = framing("sse").read(HttpxReply(response), cap, endpoint)
+        try:
+            return [data async for data in frames]
+        finally:
+            await frames.aclose()
+
+    small = b"".join(b'data: {"n": %d}\n\n' % i for i in range(20))
+    assert asyncio.run(read(small, 40)) == [f'{{"n": {i}}}' for i in range(20)]
+    big = small + b"data: " + b"x" * 60 + b"\n\n" + small
+    with pytest.raises(BodyError) as info:
+        asyncio.run(read(big, 40))
+    assert info.value.kind == "too_large"

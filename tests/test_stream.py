@@ -1553,6 +1553,37 @@ def test_a_value_piped_from_a_chain_into_an_object_reads_the_chain_once_and_merg
     assert response["content"] == [{"type": "text", "text": "Hello[hidden]", "seen": 2, "said": {"note": "n"}}]
 
 
+# the piped stream with an event whose value, merged at the root, puts a new list where the blocks were
+REDO_STREAMING = PIPED_STREAMING.replace("    stop:", '    redo: [{into: "@", from: redo}]\n    stop:')
+
+
+def test_a_cached_walk_is_forgotten_when_the_general_merge_puts_a_new_container_on_it(tmp_path: Path) -> None:
+    """The walk from the root to the list a step writes in is cached per stream (`s._walks`); an event that puts a
+    new list there (the general merge's `_set`) makes the next piece walk again and land in the new list, as the
+    general path does: the chunks, the response and the result are those of every step by `_move`."""
+    rules = acme_streaming(tmp_path, REDO_STREAMING)
+    streaming = toolnexus.load_rules(rules, reload=True).get("acme").streaming
+    assert streaming is not None and streaming.type is not None
+    assert streaming.walks and "s._walks[0]" in streaming.code
+
+    def general_run(s: Any, e: dict[str, Any], n: int) -> bool:  # every step by _move
+        assert streaming is not None and streaming.type is not None
+        return run_generally(s, streaming.events[streaming.type(e)], e, n)
+
+    events: list[Any] = [
+        {"begin": acme_message()},
+        {"block": {"at": 0, "block": {"type": "text", "text": ""}}},
+        {"piece": {"at": 0, "delta": {"text": "Hel"}}},  # the walk to `content` cached here
+        {"redo": {"content": [{"type": "text", "text": "Hel", "seen": 9}]}},  # a new list in its place
+        {"piece": {"at": 0, "delta": {"text": "lo"}}},
+        {"stop": {"stop_reason": "end_turn"}},
+    ]
+    choices, response, result = generated_as_general(streaming, general_run, events, 2)
+    assert [c[0]["delta"].get("content") for c in choices if c][1:3] == ["Hel", "lo"]
+    assert response["content"] == [{"type": "text", "text": "Hello", "seen": 0, "said": {"note": None}}]
+    assert result is not None and result.text == "Hello"
+
+
 def test_held_whole_calls_start_by_a_generated_function_that_reads_their_kind_and_id(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import re
 import zlib
+from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Iterator
 from contextlib import aclosing
 from typing import Any, TypeVar
@@ -186,9 +187,14 @@ class EventBytes:
         chunk = await anext(self._chunks)
         text = self._tail + chunk  # the tail was counted already: a blank line may span two chunks
         counted, since = len(self._tail), self._since
-        for blank in _BLANK_LINE.finditer(text):  # every event that ends in this chunk
-            self._check(since + blank.start() - counted)
-            counted, since = blank.end(), 0
+        if since + len(chunk) <= self._cap:  # no event ending in this chunk can be over the cap (each is within
+            # the open one and this chunk, as the tail was counted): only where the last one ends, found in C
+            if last := deque(_BLANK_LINE.finditer(text), maxlen=1):
+                counted, since = last[0].end(), 0
+        else:
+            for blank in _BLANK_LINE.finditer(text):  # every event that ends in this chunk
+                self._check(since + blank.start() - counted)
+                counted, since = blank.end(), 0
         self._since = since + len(text) - counted  # the event still open
         self._check(self._since)
         self._tail = text[-3:]

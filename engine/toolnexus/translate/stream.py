@@ -127,6 +127,8 @@ class StreamTranslator:
         self._unknown: set[str] = set()
         self._opening: tuple[int, dict[str, Any]] | None = None  # the event that opened the answer (`starts`)
         self._continued: dict[int, Any] = {}  # `continued` lists: the element held while more of it follows
+        self._walks: list[Any] = [None] * rules.walks  # the generated code's walks to the containers it writes in
+        self._no_walks = (None,) * rules.walks  # (stream_code `_Code.walk`), forgotten when a container may move
         self.started = 0  # watched elements started so far: a consumer's cue that a block may have ended (`partial`)
 
     # ------------------------------------------------------------ events in
@@ -288,6 +290,7 @@ class StreamTranslator:
         """Combine an arriving value with what is at parent[key]: by the `combine` policy of its path, else
         objects merge key by key, null never replaces a value, anything else replaces. `omit`: keys of the
         value left out."""
+        self._walks[:] = self._no_walks  # it may replace a container below (its scalars written in place)
         current = parent.get(key, MISSING) if type(parent) is dict else _get(parent, key)
         if omit and type(value) is dict and type(current) is not dict:
             value = {k: v for k, v in value.items() if k not in omit}
@@ -336,6 +339,7 @@ class StreamTranslator:
 
     def _set(self, parent: Any, key: str | int, value: Any, above: Path, node: Node | None = None) -> None:
         """Put a new value in place; an object or list arriving whole is first combined within itself."""
+        self._walks[:] = self._no_walks  # the container that was here may be on a cached walk
         if isinstance(value, (dict, list)) and node is not None and (node.children or node.continued):
             value = _combined(value, node, self._continue)
         if type(parent) is list and key == len(parent):
@@ -368,6 +372,7 @@ class StreamTranslator:
             self._fragment((*above, key), piece)
 
     def _keep(self, parent: Any, key: str | int, text: Text, above: Path) -> None:
+        self._walks[:] = self._no_walks  # a `json` field's text may replace the object it started as
         parent[key] = text
         self._texts.append((parent, key, text, (*above, key)))
 
@@ -692,6 +697,7 @@ class StreamTranslator:
             label = next(n.continued.label for n in _nodes(rules.combine) if id(n) == held and n.continued)
             raise ResponseError(label, "the stream ended while an element said more of it follows",
                                 provider=rules.provider)  # fmt: skip
+        self._walks[:] = self._no_walks  # a `json` field's text becomes what it parses to: maybe an object
         for parent, key, text, path in self._texts:
             value = text.value()
             if (found := rules.combine.find(path)) is None or found.policy is not JSON:

@@ -97,6 +97,7 @@ class Call:
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NUMBERS = frozenset({int, float, bool})
+_VALUES = frozenset({str, int, float, bool})  # a merged value of these types replaces the one there
 UTF8 = '"utf-8", "surrogatepass"'  # how Text holds its pieces
 
 
@@ -168,6 +169,7 @@ class Streaming(Section):
 
     code: str  # the generated source, shown by `toolnexus explain --code`
     run: Run  # its entry: one event's steps (what `StreamTranslator.feed` runs)
+    walks: int  # the walks to a step's container the code caches (`StreamTranslator._walks`)
 
 
 def compiled(section: Section | None) -> Streaming | None:
@@ -177,7 +179,7 @@ def compiled(section: Section | None) -> Streaming | None:
     code = _Code(section)
     text = code.module()
     exec(compile(text, f"<streaming {section.provider}>", "exec"), code.names)
-    return Streaming(**vars(section), code=text, run=code.names["run"])
+    return Streaming(**vars(section), code=text, run=code.names["run"], walks=code.walks)
 
 
 class _Code(Namespace):
@@ -186,11 +188,13 @@ class _Code(Namespace):
     def __init__(self, rules: Section) -> None:
         self.r = rules
         super().__init__({"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge, "NO_IDS": NO_IDS,
-                          "NUMBERS": _NUMBERS, "Element": Element, "Call": Call, "WHOLE": WHOLE, "is_empty": is_empty,
+                          "NUMBERS": _NUMBERS,
+                          "VALUES": _VALUES, "Element": Element, "Call": Call, "WHOLE": WHOLE, "is_empty": is_empty,
                           "CHUNKS": builtin_chunks().pieces, "OPEN": builtin_chunks().open})  # fmt: skip
         self.hashed: list[tuple[str, str, type | None]] | None = None  # the value of known keys of the step
         # being written (`place`, which sets it for each step)
         self.known: dict[tuple[str | int, ...], str] = {}  # event paths read in the function being written
+        self.walks = 0  # the walks cached so far (`walk`): the length of `s._walks`
 
     # ------------------------------------------------------------ places in the response
 
@@ -363,7 +367,7 @@ class _Code(Namespace):
         self, branches: list[tuple[str, list[str]]], omit: frozenset[str], c: str, v: str, d: int
     ) -> list[str]:
         """The key loop of `dict_merge`: named keys by their code (`branches`), omitted ones skipped, others plain."""
-        kk, vv, t, sub, k2, v2, t2 = (f"{name}{d}" for name in ("kk", "vv", "t", "sub", "k", "v", "tt"))
+        kk, vv, t, sub, k2, v2 = (f"{name}{d}" for name in ("kk", "vv", "t", "sub", "k", "v"))
         named = sorted({key for key, _ in branches} | omit)
         lines = [f"for {kk}, {vv} in {v}.items():"]
         if named:
@@ -377,7 +381,7 @@ class _Code(Namespace):
         return [
             *lines,
             f"    {t} = type({vv})",
-            f"    if {t} is str or {t} is int:",
+            f"    if {t} in VALUES:",  # a text, number or boolean: one set test
             f"        {c}[{kk}] = {vv}",
             f"    elif {vv} is None:",
             f"        if {kk} not in {c}: {c}[{kk}] = None",
@@ -385,11 +389,8 @@ class _Code(Namespace):
             f"    elif {t} is dict and type({sub} := {c}.get({kk})) is dict:",
             f"        if {vv} != {sub}:",
             f"            for {k2}, {v2} in {vv}.items():",
-            f"                {t2} = type({v2})",
-            f"                if {t2} is str or {t2} is int or {t2} is float or {t2} is bool: {sub}[{k2}] = {v2}",
+            f"                if type({v2}) in VALUES: {sub}[{k2}] = {v2}",
             f"                elif {v2} is not None or {k2} not in {sub}: plain({sub}, {k2}, {v2})",
-            f"    elif {t} is float or {t} is bool:",
-            f"        {c}[{kk}] = {vv}",
             "    else:",
             f"        plain({c}, {kk}, {vv})",
         ]
@@ -641,9 +642,9 @@ class _Code(Namespace):
                     lines.append(f"{known} = e.get({step!r}, MISSING)")
                 elif isinstance(step, str):
                     lines.append(f"{known} = {source}.get({step!r}, MISSING) if type({source}) is dict else MISSING")
-                else:  # an index from the end (negative) also bounded below
-                    low = f"-len({source}) <= {step} < " if step < 0 else f"{step} < "
-                    held = f"type({source}) is list and {low}len({source})"
+                else:  # an index from the end (negative) also bounded below; the first: any element
+                    low = f"-len({source}) <= {step} < len({source})" if step < 0 else f"{step} < len({source})"
+                    held = f"type({source}) is list and {low if step else source}"
                     lines.append(f"{known} = {source}[{step}] if {held} else MISSING")
             source = known
         return lines, source
@@ -735,9 +736,28 @@ class _Code(Namespace):
                     body += [f"{'if' if n == 0 else 'elif'} {test}:" if test else "else:", *indent(inner, 4)]
             body = ["if 0 <= ix < len(lq):", *indent(body, 4), *self.added(step, at), "else:", f"    {general}"]
         if into or step.at is not None:
-            return [*lines, "if v is not MISSING:", f"    if {' and '.join(tests)}:", *indent(body, 8),
-                    "    else:", f"        s._place({s}, {scope}, n, {i})"]  # fmt: skip
+            walk = self.walk(into, step.at is not None, parent, tests)
+            return [*lines, "if v is not MISSING:", *indent(walk, 4), f"    if {' and '.join(tests)}:",
+                    *indent(body, 8), "    else:", f"        s._place({s}, {scope}, n, {i})"]  # fmt: skip
         return [*lines, "if v is not MISSING:", *indent(body, 4)]
+
+    def walk(self, into: Path, listed: bool, parent: str, tests: list[str]) -> list[str]:
+        """The walk from the root to the container a step writes in (`listed`: the list at `into`, else the parent
+        of its place), cached in `s._walks` when that place is one the generated code never replaces: an
+        interesting place (a combine row or a watched source at or below it; so are all above it), which only
+        the general merge writes whole, and which forgets every walk when it writes (`StreamTranslator._set`,
+        `_keep`, `_merge`; `assemble` too). `tests` becomes the test of what the cache gives; no lines when
+        nothing is cached."""
+        place = into if listed else into[:-1]
+        if not place or not self.interesting(place):
+            return []
+        var = "lq" if listed else parent
+        walked = tests[:-1] if listed else list(tests)  # an `at` step's own test of its index stays
+        tests[: len(walked)] = [f"{var} is not None"]
+        k = self.walks
+        self.walks += 1
+        return [f"if ({var} := s._walks[{k}]) is None:", f"    if {' and '.join(walked)}: s._walks[{k}] = {var}",
+                f"    else: {var} = None"]  # fmt: skip
 
     def added(self, step: Move, at: str) -> list[str]:
         """A new object at the end of the list (`at` its length): appended as it came, then started if watched,
