@@ -241,6 +241,17 @@ def test_responses_only_with_the_checked_baseline_times_answers_through_the_json
     assert info.value.where == "extra[0]"
 
 
+def test_the_checked_baseline_times_requests_through_the_json_check_too() -> None:
+    """`--checked-baseline` on request rows: the hand-written side refuses what the engine refuses, located."""
+    cases = bench.build_cases((10,), ["openai"], litellm=None, checked=True)
+    tools = next(case for case in cases if case.input == bench.TWENTY_TOOLS)
+    request = copy.deepcopy(tools.sides[1].data)
+    request["tools"][3]["function"]["parameters"]["properties"]["x"] = {"type": "number", "default": float("inf")}
+    with pytest.raises(JsonValueError) as info:
+        tools.sides[1].fn(request)
+    assert info.value.where == "tools[3].function.parameters.properties.x.default"
+
+
 def test_the_stream_bench_compares_with_a_baseline_checkout_row_by_row(capsys: pytest.CaptureFixture[str]) -> None:
     """`--baseline`: each row under the baseline's engine and this one, in one run (here this checkout twice)."""
     checkout = Path(__file__).resolve().parents[1]

@@ -34,10 +34,10 @@ Memory: tracemalloc's peak while translating the largest transcript once (after 
 call), beside the request's and the body's size as compact JSON. `--memory` runs only this.
 
 `--responses` times only the single responses (no requests, no memory table).
-`--checked-baseline` makes the hand-written side of each response row run toolnexus's JSON check
-(`jsonsafe.check`: no NaN or Infinity, bounded depth, no lone surrogates, anywhere in the answer)
-before translating, the minimum the engine's contract requires: what the ratio then shows is the
-translation's own cost.
+`--checked-baseline` makes the hand-written side of each row run toolnexus's JSON check
+(`jsonsafe.check`: no NaN or Infinity, bounded depth, no lone surrogates, anywhere in the request or
+the answer) before translating, the minimum the engine's contract requires: what the ratio then shows
+is the translation's own cost.
 
 `--sources` times only the source-format rows: an Anthropic Messages request (the transcripts of 10
 and 100 messages as a coding agent sends them: signed thinking blocks, tool_use and tool_result
@@ -185,7 +185,7 @@ def make_case(
     engine = partial(toolnexus.translate_request if request else toolnexus.translate_response, provider)
     size = f"{len(data['messages'])} msgs, {kib(data)}" if request else kib(data)
     hand = hand or HAND_WRITTEN[provider][0 if request else 1]
-    if checked and not request:
+    if checked:
         hand = partial(checked_first, hand)
     sides = [Side("engine", engine, data), Side("hand-written", hand, data)]
     case = Case(provider, name, op, size, sides, messages)
@@ -225,10 +225,11 @@ def add_before(cases: Sequence[Case], before: tuple[Callable[..., Any], Callable
         case.sides.append(Side("before", partial(fn, case.provider), case.sides[0].data))
 
 
-def checked_first(translate: Translate, response: JSON) -> Any:
-    """`--checked-baseline`: the answer through toolnexus's JSON check, then the hand-written translator."""
-    jsonsafe.check(response)
-    return translate(response)
+def checked_first(translate: Translate, data: JSON) -> Any:
+    """`--checked-baseline`: the request or answer through toolnexus's JSON check, then the hand-written
+    translator."""
+    jsonsafe.check(data)
+    return translate(data)
 
 
 def add_litellm(case: Case, fn: Translate, data: JSON) -> None:
@@ -276,14 +277,16 @@ def build_cases(
         if responses_only or provider not in HAND_WRITTEN:  # no hand-written request translator
             cases += answer_cases
             continue
-        cases.append(make_case(provider, "parity fixture", "request", parity_request, litellm))
+        cases.append(make_case(provider, "parity fixture", "request", parity_request, litellm, checked=checked))
         cases += answer_cases
-        cases.append(make_case(provider, TWENTY_TOOLS, "request", twenty_tools_request(tools), litellm))
+        tools_request = twenty_tools_request(tools)
+        cases.append(make_case(provider, TWENTY_TOOLS, "request", tools_request, litellm, checked=checked))
         for n, data in transcripts.items():
-            cases.append(make_case(provider, f"transcript {n:,}", "request", data, litellm, n))
+            cases.append(make_case(provider, f"transcript {n:,}", "request", data, litellm, n, checked=checked))
         style = "anthropic" if provider == "anthropic" else "gemini"
         for n, data in transcripts.items():
-            cases.append(make_case(provider, f"round trip {n:,}", "request", round_trip(data, style), litellm))
+            trip = round_trip(data, style)
+            cases.append(make_case(provider, f"round trip {n:,}", "request", trip, litellm, checked=checked))
     return cases
 
 
@@ -752,7 +755,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-litellm", action="store_true", help="leave LiteLLM out even when it is installed")
     parser.add_argument("--responses", action="store_true", help="only the single responses (no requests, no memory)")
     parser.add_argument(
-        "--checked-baseline", action="store_true", help="the hand-written responses run jsonsafe.check first"
+        "--checked-baseline", action="store_true", help="the hand-written side runs jsonsafe.check first"
     )
     parser.add_argument(
         "--sources", action="store_true", help="only the Messages and Responses rows, against Chat Completions"
@@ -815,7 +818,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if litellm is None and not args.quick and not args.no_litellm:
         print("LiteLLM: not installed (pip install -e '.[bench]' adds its rows)")
     if args.checked_baseline:
-        print("baseline: the hand-written responses run jsonsafe.check first (--checked-baseline)")
+        print("baseline: the hand-written side runs jsonsafe.check first (--checked-baseline)")
     report_speed(cases, answering, litellm)
     exponents = report_scaling(cases, answering)
     if memory_rows:
