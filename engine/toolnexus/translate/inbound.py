@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from ..errors import Note, TranslationError
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
-from ..language.jsonsafe import checked
+from ..language.jsonsafe import JsonValueError, checked, loads
 from ..language.loader import Key, RuleSource, did_you_mean, dotted
 from ..language.paths import MISSING, Getter, is_piped, piped_from
 from ..language.templates import ContentLines, Ctx, Env, Node, Render, compile_template, path_getter
@@ -162,6 +162,40 @@ class Inbound:
         default_system: str | None = None,
         unknown_fields: UnknownFields = "error",
     ) -> RequestBody:
+        """The provider's body for a decoded request, checked whole for JSON no provider can read."""
+        return self._translate(request, system, default_system, unknown_fields, True)
+
+    def translate_decoded(
+        self,
+        request: Any,
+        *,
+        system: str | None = None,
+        default_system: str | None = None,
+        unknown_fields: UnknownFields = "error",
+    ) -> RequestBody:
+        """`translate` for an object `jsonsafe.loads` returned untouched (`decode`): its parse refused what the
+        check refuses, so no second pass over the request runs."""
+        return self._translate(request, system, default_system, unknown_fields, False)
+
+    def decode(self, body: bytes | str) -> Any:
+        """A request body (JSON text) -> its value, by `jsonsafe.loads`; a refusal is a TranslationError at the
+        culprit's path, or at the top with the decoder's line and column for text that is not JSON."""
+        try:
+            return loads(body)
+        except JsonValueError as exc:
+            raise TranslationError(exc.where, exc.message, provider=self.provider) from None
+        except ValueError as exc:  # the decoder's own words: what, and where in the text (nothing of the text)
+            raise TranslationError("", f"is not valid JSON ({exc})", provider=self.provider) from None
+
+    def _translate(
+        self,
+        request: Any,
+        system: str | None,
+        default_system: str | None,
+        unknown_fields: UnknownFields,
+        check: bool,
+    ) -> RequestBody:
+        """`translate`, with the whole-request JSON check when `check` says so."""
         provider = self.provider
         if not isinstance(request, dict):
             raise TranslationError(
@@ -173,7 +207,8 @@ class Inbound:
             message = f"must be a string, got {type(default_system).__name__}"
             raise TranslationError("default_system", message, provider=provider)
         settler = self._settle_drop if unknown_fields == "drop" else self._settle_error
-        checked(request, "", self._refuse)
+        if check:
+            checked(request, "", self._refuse)
         check_fields(request, self.ranges, provider)
         ctx = Ctx(provider)
         ctx.settler = settler
