@@ -11,6 +11,10 @@ text + three parallel tool calls; a large answer of 40,000 characters and 24 too
 user turn declaring 20 tools, and agent transcripts of 10, 100, 1,000 and 10,000 messages
 (parallel tool calls with nested arguments, 0.5-2 KB tool results, 20 tool declarations with
 realistic JSON schemas).
+Each request row has a `body:` row too: the request as the compact JSON bytes a client sends, through
+the engine's body entry (`translate_request` of the bytes, decoded by its strict parse, which is its
+check) against `json.loads` of the bytes and the hand-written translation (the `--baseline` side:
+`json.loads` and that checkout's `translate_request`).
 
 What it is compared with: tools/bench_baseline.py, the translator a careful person writes
 by hand for the same rules (tools/bench_responses.py: response translators for the providers it
@@ -167,8 +171,14 @@ class Case:
         return [a / b for a, b in zip(this.ns, that.ns, strict=True)]
 
 
-def kib(data: JSON) -> str:
-    return f"{json_size(data) / 1024:,.1f} KiB"
+def kib(data: JSON | bytes) -> str:
+    return f"{(len(data) if isinstance(data, bytes) else json_size(data)) / 1024:,.1f} KiB"
+
+
+def from_body(translate: Translate) -> Translate:
+    """A translator of decoded requests or answers, given the body: `json.loads` first (a body row's hand-written
+    side)."""
+    return lambda body: translate(json.loads(body))
 
 
 def make_case(
@@ -221,8 +231,9 @@ def other_engine(checkout: str) -> tuple[Callable[..., Any], Callable[..., Any]]
 def add_before(cases: Sequence[Case], before: tuple[Callable[..., Any], Callable[..., Any]]) -> None:
     """The `--baseline` side ("before") of every request and response row."""
     for case in cases:
-        fn = before[0] if case.op == "request" else before[1]
-        case.sides.append(Side("before", partial(fn, case.provider), case.sides[0].data))
+        fn = partial(before[0] if case.op == "request" else before[1], case.provider)
+        data = case.sides[0].data
+        case.sides.append(Side("before", from_body(fn) if isinstance(data, bytes) else fn, data))
 
 
 def checked_first(translate: Translate, data: JSON) -> Any:
@@ -277,6 +288,7 @@ def build_cases(
         if responses_only or provider not in HAND_WRITTEN:  # no hand-written request translator
             cases += answer_cases
             continue
+        first = len(cases)
         cases.append(make_case(provider, "parity fixture", "request", parity_request, litellm, checked=checked))
         cases += answer_cases
         tools_request = twenty_tools_request(tools)
@@ -287,7 +299,16 @@ def build_cases(
         for n, data in transcripts.items():
             trip = round_trip(data, style)
             cases.append(make_case(provider, f"round trip {n:,}", "request", trip, litellm, checked=checked))
+        cases += [body_case(case) for case in cases[first:] if case.op == "request"]
     return cases
+
+
+def body_case(case: Case) -> Case:
+    """A request or response row's `body:` row: its input as the compact JSON bytes a client or provider sends."""
+    engine, hand = case.sides[0], case.sides[1]
+    body = json.dumps(engine.data, ensure_ascii=False, separators=(",", ":")).encode()
+    sides = [Side("engine", engine.fn, body), Side("hand-written", from_body(hand.fn), body)]
+    return Case(case.provider, f"body: {case.input}", case.op, kib(body), sides)
 
 
 def parent_of(provider: str) -> str | None:
