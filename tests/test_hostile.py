@@ -827,6 +827,25 @@ def test_long_plain_json_text_is_decoded_without_a_second_walk(monkeypatch: pyte
     assert jsonsafe.loads(text)["a"] == ["é", "é", 1.5, {"b": None}]
 
 
+@pytest.mark.parametrize("depth", [8, jsonsafe.MAX_DEPTH - 2, jsonsafe.MAX_DEPTH - 1, jsonsafe.MAX_DEPTH])
+def test_long_text_with_many_brackets_decodes_alike_whatever_its_depth(
+    monkeypatch: pytest.MonkeyPatch, depth: int
+) -> None:
+    """More brackets than MAX_DEPTH (20 tool schemas) need not nest deep: what orjson reads and writes back is
+    within the limit, read by orjson alone; deeper text (orjson writes 254 levels) goes to the standard decoder."""
+    schemas = ", ".join(['{"p": {"type": ["a", "b"]}}'] * 300)
+    text = '{"tools": [' + schemas + '], "d": ' + deep_text(depth - 1) + "}"
+    expected = json.loads(text)
+    standard = jsonsafe._FINITE.decode
+
+    def decoded(text: str) -> Any:
+        assert depth > 254, "read by the standard decoder"
+        return standard(text)
+
+    monkeypatch.setattr(jsonsafe._FINITE, "decode", decoded)
+    assert jsonsafe.loads(text) == expected
+
+
 @pytest.mark.parametrize(
     "text",
     [

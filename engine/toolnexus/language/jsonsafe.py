@@ -359,12 +359,15 @@ def loads(text: str | bytes) -> Any:
     if not isinstance(text, str):  # undecodable: json reads it with surrogatepass, `check` names the culprit
         with contextlib.suppress(UnicodeDecodeError):
             text = text.decode(json.detect_encoding(text))
-    encoded = _for_orjson(text)
+    encoded = _for_orjson(text, deep=True)
     if encoded is not None:  # orjson reads it 3x as fast when it reads it the same
         try:
-            return orjson.loads(encoded)
+            value = orjson.loads(encoded)
         except orjson.JSONDecodeError:
             pass  # not JSON, or JSON `check` refuses: the standard decoder below says which and where
+        else:  # orjson reads up to 1,024 levels and writes up to 254: a value it writes is within MAX_DEPTH
+            if not _may_nest_deep(encoded) or _writes(value):
+                return value
     try:
         try:
             value = _FINITE.decode(text) if type(text) is str else json.loads(text)
@@ -449,19 +452,34 @@ def loads_object(text: str) -> dict[str, Any] | None:
 _AFTER_DOCUMENT = "unexpected content after document"
 
 
-def _for_orjson(text: str | bytes) -> bytes | None:
+def _for_orjson(text: str | bytes, deep: bool = False) -> bytes | None:
     """Text as the bytes orjson reads exactly as the standard decoder does, with nothing left for `check`
     (None: not a str, orjson missing, a number orjson may read otherwise, or more brackets than MAX_DEPTH in
-    text long enough to nest that deep). It runs on every streamed event: one translate into byte classes and
-    one search settle most text; a second search from the first digit run on (an id of digits) settles the rest."""
+    text long enough to nest that deep, unless `deep`: the caller judges the depth). It runs on every streamed
+    event: one translate into byte classes and one search settle most text; a second search from the first
+    digit run on (an id of digits) settles the rest."""
     if orjson is None or type(text) is not str:
         return None
     encoded = text.encode("utf-8", "surrogatepass")
     if not _numbers_read_alike(encoded):
         return None
-    if len(encoded) >= _DEEP_TEXT and encoded.count(b"[") + encoded.count(b"{") > MAX_DEPTH:  # the check's to judge
+    if not deep and _may_nest_deep(encoded):  # the check's to judge
         return None
     return encoded
+
+
+def _may_nest_deep(encoded: bytes) -> bool:
+    """Whether the text is long enough, and holds enough brackets, to nest deeper than MAX_DEPTH."""
+    return len(encoded) >= _DEEP_TEXT and encoded.count(b"[") + encoded.count(b"{") > MAX_DEPTH
+
+
+def _writes(value: Any) -> bool:
+    """Whether orjson writes the value it read (it refuses more than 254 levels, fewer than MAX_DEPTH)."""
+    try:
+        orjson.dumps(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _numbers_read_alike(encoded: bytes) -> bool:
