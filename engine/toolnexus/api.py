@@ -39,11 +39,13 @@ def translate_request(
     """
     book = load_rules(rules)
     inbound = book.get(provider).inbound
-    translate = inbound.translate
+    decoded = False
     if isinstance(request, (bytes, str)):  # a body: its parse is the check
-        request, translate = inbound.decode(request), inbound.translate_decoded
+        request, decoded = inbound.decode(request), True
     if source == PLAIN:
-        return translate(request, system=system, default_system=default_system, unknown_fields=unknown_fields)
+        return inbound.translate(
+            request, system=system, default_system=default_system, unknown_fields=unknown_fields, decoded=decoded
+        )
     # The format's reader builds a new Chat Completions request, which `translate` checks as it does a dict's.
     body: RequestBody = translate_source(
         book.format(source),

@@ -154,29 +154,6 @@ class Inbound:
     merge_same_role: str | None = None
     spliced: frozenset[str] = frozenset()  # part kinds whose template is a list: its blocks join the message's
 
-    def translate(
-        self,
-        request: Any,
-        *,
-        system: str | None = None,
-        default_system: str | None = None,
-        unknown_fields: UnknownFields = "error",
-    ) -> RequestBody:
-        """The provider's body for a decoded request, checked whole for JSON no provider can read."""
-        return self._translate(request, system, default_system, unknown_fields, True)
-
-    def translate_decoded(
-        self,
-        request: Any,
-        *,
-        system: str | None = None,
-        default_system: str | None = None,
-        unknown_fields: UnknownFields = "error",
-    ) -> RequestBody:
-        """`translate` for an object `jsonsafe.loads` returned untouched (`decode`): its parse refused what the
-        check refuses, so no second pass over the request runs."""
-        return self._translate(request, system, default_system, unknown_fields, False)
-
     def decode(self, body: bytes | str) -> Any:
         """A request body (JSON text) -> its value, by `jsonsafe.loads`; a refusal is a TranslationError at the
         culprit's path, or at the top with the decoder's line and column for text that is not JSON."""
@@ -187,15 +164,17 @@ class Inbound:
         except ValueError as exc:  # the decoder's own words: what, and where in the text (nothing of the text)
             raise TranslationError("", f"is not valid JSON ({exc})", provider=self.provider) from None
 
-    def _translate(
+    def translate(
         self,
         request: Any,
-        system: str | None,
-        default_system: str | None,
-        unknown_fields: UnknownFields,
-        check: bool,
+        *,
+        system: str | None = None,
+        default_system: str | None = None,
+        unknown_fields: UnknownFields = "error",
+        decoded: bool = False,
     ) -> RequestBody:
-        """`translate`, with the whole-request JSON check when `check` says so."""
+        """The provider's body for a request, checked whole for JSON no provider can read unless `decoded`: an
+        object `jsonsafe.loads` returned untouched (`decode`), whose parse refused what the check refuses."""
         provider = self.provider
         if not isinstance(request, dict):
             raise TranslationError(
@@ -207,7 +186,7 @@ class Inbound:
             message = f"must be a string, got {type(default_system).__name__}"
             raise TranslationError("default_system", message, provider=provider)
         settler = self._settle_drop if unknown_fields == "drop" else self._settle_error
-        if check:
+        if not decoded:
             checked(request, "", self._refuse)
         check_fields(request, self.ranges, provider)
         ctx = Ctx(provider)
