@@ -707,7 +707,7 @@ def report_scaling(cases: Sequence[Case], providers: Sequence[str]) -> dict[str,
             per_message = points[-1][1] / points[-1][0]
             print(f"{provider:<11} {name:<13} {slope(points):>10.2f} {last:>9.2f} {per_message:>11.2f}")
     sizes = sorted({c.messages for c in cases if c.messages})
-    if sizes:
+    if len(sizes) > 1:  # one size (an --input of one transcript) has no slope
         print(f"(all sizes: {sizes[0]:,}..{sizes[-1]:,} messages; last two: {sizes[-2]:,} -> {sizes[-1]:,})")
     return engine_last
 
