@@ -45,6 +45,7 @@ def test_a_body_is_checked_by_its_parse_alone(monkeypatch: pytest.MonkeyPatch) -
     [
         (b'{"model": "m",\n  "messages": [', "is not valid JSON (Expecting value: line 2 column 16 (char 30))"),
         ("", "is not valid JSON (Expecting value: line 1 column 1 (char 0))"),
+        ('{"model": "sk-secret" "m"}', "is not valid JSON (Expecting ',' delimiter: line 1 column 23 (char 22))"),
         (b"\xff\xfe{", "is not valid JSON ("),
         (b'[{"model": "m"}]', "the request must be an object, got list"),
         ('"sk-secret"', "the request must be an object, got str"),
