@@ -257,6 +257,34 @@ def test_every_response_row_has_a_body_row_timed_on_the_same_bytes(capsys: pytes
     )
 
 
+def test_the_checked_baseline_times_requests_through_the_json_check_too() -> None:
+    """`--checked-baseline` on request rows: the hand-written side refuses what the engine refuses, located."""
+    cases = bench.build_cases((10,), ["openai"], litellm=None, checked=True)
+    tools = next(case for case in cases if case.input == bench.TWENTY_TOOLS)
+    request = copy.deepcopy(tools.sides[1].data)
+    request["tools"][3]["function"]["parameters"]["properties"]["x"] = {"type": "number", "default": float("inf")}
+    with pytest.raises(JsonValueError) as info:
+        tools.sides[1].fn(request)
+    assert info.value.where == "tools[3].function.parameters.properties.x.default"
+
+
+def test_every_request_row_has_a_body_row_timed_on_the_same_bytes(capsys: pytest.CaptureFixture[str]) -> None:
+    """A `body:` row: the engine's body entry against `json.loads` and the hand-written translation, same output."""
+    rows = [case for case in bench.build_cases((10,), ["openai", "gemini"], litellm=None) if case.op == "request"]
+    bodies = [case for case in rows if case.input.startswith("body: ")]
+    assert sorted((c.provider, c.input[len("body: ") :]) for c in bodies) == sorted(
+        (c.provider, c.input) for c in rows if c not in bodies
+    )
+    for case in bodies:
+        plain = next(c for c in rows if c.provider == case.provider and "body: " + c.input == case.input)
+        assert all(type(side.data) is bytes and json.loads(side.data) == plain.sides[0].data for side in case.sides)
+    assert bench.check_parity(bodies), capsys.readouterr().err
+    case = next(c for c in bodies if c.provider == "gemini")
+    other = json.dumps({**json.loads(case.sides[0].data), "temperature": 0.25})
+    complaint = parity_failure(case, lambda body: toolnexus.translate_request("gemini", other), capsys)
+    assert f"NOT THE SAME WORK: {case.label}" in complaint and "generationConfig" in complaint
+
+
 def test_the_stream_bench_compares_with_a_baseline_checkout_row_by_row(capsys: pytest.CaptureFixture[str]) -> None:
     """`--baseline`: each row under the baseline's engine and this one, in one run (here this checkout twice)."""
     checkout = Path(__file__).resolve().parents[1]

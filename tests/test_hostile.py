@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import toolnexus
+from support.cases import request_outcome
 from support.cli import run_cli
 from toolnexus import (
     ProviderError,
@@ -165,6 +166,81 @@ def test_a_lone_surrogate_is_refused_at_its_path_when_translating(provider: str,
 def test_nan_and_infinity_are_refused_everywhere(provider: str, given: Any, where: str) -> None:
     """NaN or Infinity anywhere, even in a field the provider drops, is refused: no output is invalid JSON."""
     assert refused(provider, given).path == where
+
+
+# A request body in each shape `translate_request` reads: a tool's schema given as %s, that schema's path, and
+# its level (the arrays and objects around it, itself included).
+BODIES = [
+    (
+        "openai",
+        '{"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", '
+        '"function": {"name": "f", "parameters": %s}}]}',
+        "tools[0].function.parameters",
+        5,
+    ),
+    (
+        "anthropic",
+        '{"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}], '
+        '"tools": [{"name": "f", "input_schema": %s}]}',
+        "tools[0].input_schema",
+        4,
+    ),
+    (
+        "openai-responses",
+        '{"model": "m", "input": "hi", "tools": [{"type": "function", "name": "f", "parameters": %s}]}',
+        "tools[0].parameters",
+        4,
+    ),
+]
+SHAPES = pytest.mark.parametrize(("source", "body", "schema", "level"), BODIES, ids=[b[0] for b in BODIES])
+
+
+def body_refused(provider: str, source: str, text: str) -> str:
+    """The path of the TranslationError `translate_request` raises for the body `text`, the same as str and bytes."""
+    paths = []
+    for body in (text, text.encode()):
+        with pytest.raises(TranslationError) as info:
+            translate_request(provider, body, source=source)
+        paths.append(info.value.path)
+    assert paths[0] == paths[1]
+    return paths[0]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@SHAPES
+@pytest.mark.parametrize(
+    ("given", "where"),
+    [
+        ('{"m": NaN}', ".m"),
+        ('{"m": [1, -Infinity]}', ".m[1]"),
+        ('{"m": Infinity}', ".m"),
+        ('{"m": {"n": 1e400}}', ".m.n"),
+        ('{"description": "a\\ud800"}', ".description"),
+        ('{"\\udfff": 1}', ".\udfff"),
+        (deep_text(DEEP), None),  # too deep for the decoder itself: the whole body
+        (deep_text(100_000), None),
+        ("{1}", None),  # not JSON
+    ],
+)
+def test_a_request_body_json_cannot_carry_is_refused_with_its_path(
+    provider: str, source: str, body: str, schema: str, level: int, given: str, where: str | None
+) -> None:
+    """The body entry: the strict parse refuses what the decoded request's check refuses, at the same path."""
+    assert body_refused(provider, source, body % given) == ("" if where is None else schema + where)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@SHAPES
+def test_a_request_body_nested_beyond_the_limit_is_refused_where_it_gets_too_deep(
+    provider: str, source: str, body: str, schema: str, level: int
+) -> None:
+    """One level beyond the limit is refused at the object that passes it. At the limit, the body translates as
+    the dict does (a source format's reader may nest it deeper in the request it builds, which is then refused)."""
+    limit = jsonsafe.MAX_DEPTH + 1 - level  # the most objects the schema may nest (itself the first)
+    assert body_refused(provider, source, body % deep_text(limit + 1)) == schema + ".a" * limit
+    at_limit = body % deep_text(limit)
+    options = {"source": source}
+    assert request_outcome(provider, at_limit, options) == request_outcome(provider, json.loads(at_limit), options)
 
 
 def agent_request(messages: int, tools: int) -> dict[str, Any]:
@@ -827,6 +903,25 @@ def test_long_plain_json_text_is_decoded_without_a_second_walk(monkeypatch: pyte
     monkeypatch.setattr(jsonsafe, "check", walked)
     text = '{"a": ["é", "\\u00e9", 1.5, {"b": null}]' + LONG_PADDING + "}"
     assert jsonsafe.loads(text)["a"] == ["é", "é", 1.5, {"b": None}]
+
+
+@pytest.mark.parametrize("depth", [8, jsonsafe.MAX_DEPTH - 2, jsonsafe.MAX_DEPTH - 1, jsonsafe.MAX_DEPTH])
+def test_long_text_with_many_brackets_decodes_alike_whatever_its_depth(
+    monkeypatch: pytest.MonkeyPatch, depth: int
+) -> None:
+    """More brackets than MAX_DEPTH (20 tool schemas) need not nest deep: what orjson reads and writes back is
+    within the limit, read by orjson alone; deeper text (orjson writes 254 levels) goes to the standard decoder."""
+    schemas = ", ".join(['{"p": {"type": ["a", "b"]}}'] * 300)
+    text = '{"tools": [' + schemas + '], "d": ' + deep_text(depth - 1) + "}"
+    expected = json.loads(text)
+    standard = jsonsafe._FINITE.decode
+
+    def decoded(text: str) -> Any:
+        assert depth > 254, "read by the standard decoder"
+        return standard(text)
+
+    monkeypatch.setattr(jsonsafe._FINITE, "decode", decoded)
+    assert jsonsafe.loads(text) == expected
 
 
 @pytest.mark.parametrize(

@@ -87,10 +87,10 @@ def test_a_body_is_written_back_in_a_source_format_as_its_decoded_answer(source:
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (b'{"id": "x", "content": [', "is not valid JSON (Expecting value at character 24)"),
+        (b'{"id": "x", "content": [', "is not valid JSON (Expecting value: line 1 column 25 (char 24))"),
         (b"\xff\xfe{", "is not valid JSON"),
         ("[]", "the response must be an object, got list"),
-        ("", "is not valid JSON (Expecting value at character 0)"),
+        ("", "is not valid JSON (Expecting value: line 1 column 1 (char 0))"),
     ],
 )
 def test_a_body_that_is_not_a_json_object_is_a_response_error_at_the_root(body: bytes | str, message: str) -> None:

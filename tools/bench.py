@@ -11,6 +11,10 @@ text + three parallel tool calls; a large answer of 40,000 characters and 24 too
 user turn declaring 20 tools, and agent transcripts of 10, 100, 1,000 and 10,000 messages
 (parallel tool calls with nested arguments, 0.5-2 KB tool results, 20 tool declarations with
 realistic JSON schemas).
+Each request row has a `body:` row too: the request as the compact JSON bytes a client sends, through
+the engine's body entry (`translate_request` of the bytes, decoded by its strict parse, which is its
+check) against `json.loads` of the bytes and the hand-written translation (the `--baseline` side:
+`json.loads` and that checkout's `translate_request`).
 
 What it is compared with: tools/bench_baseline.py, the translator a careful person writes
 by hand for the same rules (tools/bench_responses.py: response translators for the providers it
@@ -37,10 +41,10 @@ call), beside the request's and the body's size as compact JSON. `--memory` runs
 as the body a proxy holds (rows `body: ...`): the engine's raw-body entry (`translate_response` of the
 bytes, decoded by its strict parse) against `json.loads` of the bytes and the hand-written translation
 (the `--baseline` side: `json.loads` and that checkout's `translate_response`).
-`--checked-baseline` makes the hand-written side of each response row run toolnexus's JSON check
-(`jsonsafe.check`: no NaN or Infinity, bounded depth, no lone surrogates, anywhere in the answer)
-before translating, the minimum the engine's contract requires: what the ratio then shows is the
-translation's own cost.
+`--checked-baseline` makes the hand-written side of each row run toolnexus's JSON check
+(`jsonsafe.check`: no NaN or Infinity, bounded depth, no lone surrogates, anywhere in the request or
+the answer) before translating, the minimum the engine's contract requires: what the ratio then shows
+is the translation's own cost.
 
 `--sources` times only the source-format rows: an Anthropic Messages request (the transcripts of 10
 and 100 messages as a coding agent sends them: signed thinking blocks, tool_use and tool_result
@@ -175,7 +179,8 @@ def kib(data: JSON | bytes) -> str:
 
 
 def from_body(translate: Translate) -> Translate:
-    """A translator of decoded answers, given the body: `json.loads` first (a body row's hand-written side)."""
+    """A translator of decoded requests or answers, given the body: `json.loads` first (a body row's hand-written
+    side)."""
     return lambda body: translate(json.loads(body))
 
 
@@ -193,7 +198,7 @@ def make_case(
     engine = partial(toolnexus.translate_request if request else toolnexus.translate_response, provider)
     size = f"{len(data['messages'])} msgs, {kib(data)}" if request else kib(data)
     hand = hand or HAND_WRITTEN[provider][0 if request else 1]
-    if checked and not request:
+    if checked:
         hand = partial(checked_first, hand)
     sides = [Side("engine", engine, data), Side("hand-written", hand, data)]
     case = Case(provider, name, op, size, sides, messages)
@@ -234,10 +239,11 @@ def add_before(cases: Sequence[Case], before: tuple[Callable[..., Any], Callable
         case.sides.append(Side("before", from_body(fn) if isinstance(data, bytes) else fn, data))
 
 
-def checked_first(translate: Translate, response: JSON) -> Any:
-    """`--checked-baseline`: the answer through toolnexus's JSON check, then the hand-written translator."""
-    jsonsafe.check(response)
-    return translate(response)
+def checked_first(translate: Translate, data: JSON) -> Any:
+    """`--checked-baseline`: the request or answer through toolnexus's JSON check, then the hand-written
+    translator."""
+    jsonsafe.check(data)
+    return translate(data)
 
 
 def add_litellm(case: Case, fn: Translate, data: JSON) -> None:
@@ -286,19 +292,23 @@ def build_cases(
         if responses_only or provider not in HAND_WRITTEN:  # no hand-written request translator
             cases += answer_cases
             continue
-        cases.append(make_case(provider, "parity fixture", "request", parity_request, litellm))
+        first = len(cases)
+        cases.append(make_case(provider, "parity fixture", "request", parity_request, litellm, checked=checked))
         cases += answer_cases
-        cases.append(make_case(provider, TWENTY_TOOLS, "request", twenty_tools_request(tools), litellm))
+        tools_request = twenty_tools_request(tools)
+        cases.append(make_case(provider, TWENTY_TOOLS, "request", tools_request, litellm, checked=checked))
         for n, data in transcripts.items():
-            cases.append(make_case(provider, f"transcript {n:,}", "request", data, litellm, n))
+            cases.append(make_case(provider, f"transcript {n:,}", "request", data, litellm, n, checked=checked))
         style = "anthropic" if provider == "anthropic" else "gemini"
         for n, data in transcripts.items():
-            cases.append(make_case(provider, f"round trip {n:,}", "request", round_trip(data, style), litellm))
+            trip = round_trip(data, style)
+            cases.append(make_case(provider, f"round trip {n:,}", "request", trip, litellm, checked=checked))
+        cases += [body_case(case) for case in cases[first:] if case.op == "request"]
     return cases
 
 
 def body_case(case: Case) -> Case:
-    """A response row's `body:` row: its answer as the compact JSON bytes a provider sends."""
+    """A request or response row's `body:` row: its input as the compact JSON bytes a client or provider sends."""
     engine, hand = case.sides[0], case.sides[1]
     body = json.dumps(engine.data, ensure_ascii=False, separators=(",", ":")).encode()
     sides = [Side("engine", engine.fn, body), Side("hand-written", from_body(hand.fn), body)]
@@ -706,7 +716,7 @@ def report_scaling(cases: Sequence[Case], providers: Sequence[str]) -> dict[str,
             per_message = points[-1][1] / points[-1][0]
             print(f"{provider:<11} {name:<13} {slope(points):>10.2f} {last:>9.2f} {per_message:>11.2f}")
     sizes = sorted({c.messages for c in cases if c.messages})
-    if sizes:
+    if len(sizes) > 1:  # one size (an --input of one transcript) has no slope
         print(f"(all sizes: {sizes[0]:,}..{sizes[-1]:,} messages; last two: {sizes[-2]:,} -> {sizes[-1]:,})")
     return engine_last
 
@@ -775,7 +785,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-litellm", action="store_true", help="leave LiteLLM out even when it is installed")
     parser.add_argument("--responses", action="store_true", help="only the single responses (no requests, no memory)")
     parser.add_argument(
-        "--checked-baseline", action="store_true", help="the hand-written responses run jsonsafe.check first"
+        "--checked-baseline", action="store_true", help="the hand-written side runs jsonsafe.check first"
     )
     parser.add_argument(
         "--sources", action="store_true", help="only the Messages and Responses rows, against Chat Completions"
@@ -838,7 +848,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if litellm is None and not args.quick and not args.no_litellm:
         print("LiteLLM: not installed (pip install -e '.[bench]' adds its rows)")
     if args.checked_baseline:
-        print("baseline: the hand-written responses run jsonsafe.check first (--checked-baseline)")
+        print("baseline: the hand-written side runs jsonsafe.check first (--checked-baseline)")
     report_speed(cases, answering, litellm)
     exponents = report_scaling(cases, answering)
     if memory_rows:

@@ -15,7 +15,7 @@ from .translate.stream import StreamTranslator
 
 def translate_request(
     provider: str,
-    request: dict[str, Any],
+    request: dict[str, Any] | bytes | str,
     *,
     system: str | None = None,
     default_system: str | None = None,
@@ -31,11 +31,22 @@ def translate_request(
     The returned dict's `.notes` lists every drop, rewrite and synthesized value. `source`: the
     request's shape, `openai` (Chat Completions) or a format of `rules/formats/` (README
     "Source formats"); errors and notes then name the source request's paths.
+
+    `request`: the decoded request (a dict, checked whole for JSON no provider can read), or its body as
+    received (`bytes` or `str`), decoded by the engine's strict parse, which refuses the same things as it
+    reads (NaN, Infinity, 1e400, a lone surrogate, nesting beyond `MAX_DEPTH`; text that is not JSON at its
+    line and column), so no second pass over it runs.
     """
     book = load_rules(rules)
     inbound = book.get(provider).inbound
+    decoded = False
+    if isinstance(request, (bytes, str)):  # a body: its parse is the check
+        request, decoded = inbound.decode(request), True
     if source == PLAIN:
-        return inbound.translate(request, system=system, default_system=default_system, unknown_fields=unknown_fields)
+        return inbound.translate(
+            request, system=system, default_system=default_system, unknown_fields=unknown_fields, decoded=decoded
+        )
+    # The format's reader builds a new Chat Completions request, which `translate` checks as it does a dict's.
     body: RequestBody = translate_source(
         book.format(source),
         inbound,

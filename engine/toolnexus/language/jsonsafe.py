@@ -375,6 +375,18 @@ def checked(value: Any, base: str, fail: Callable[[str, str], Exception]) -> Any
     return value
 
 
+def loads_body(body: str | bytes, fail: Callable[[str, str], Exception]) -> Any:
+    """A request's or a response's body -> its value, by `loads`, whose parse refuses what `check` refuses; a
+    refusal raised as `fail(path, message)`: at the culprit's path, or at the top with the decoder's own words
+    (what, and the line and column in the text; nothing of the text) for text that is not JSON."""
+    try:
+        return loads(body)
+    except JsonValueError as exc:
+        raise fail(exc.where, exc.message) from None
+    except ValueError as exc:
+        raise fail("", f"is not valid JSON ({exc})") from None
+
+
 def loads(text: str | bytes) -> Any:
     """Standard JSON text -> value; ValueError for what is not JSON or is refused by `check`.
 
@@ -384,12 +396,16 @@ def loads(text: str | bytes) -> Any:
     decoder then reads); otherwise they are decoded first (in the encoding json detects), so that the checks
     fold into the parse.
     """
-    encoded = _for_orjson(text)
-    if encoded is not None:  # orjson reads it 3x as fast when it reads it the same
+    read = _orjson_read(text)
+    if read is not None:  # orjson reads it 3x as fast when it reads it the same
+        encoded, deep = read
         try:
-            return orjson.loads(encoded)
+            value = orjson.loads(encoded)
         except orjson.JSONDecodeError:
             pass  # not JSON, or JSON `check` refuses: the standard decoder below says which and where
+        else:  # orjson reads up to 1,024 levels and writes up to 254: a value it writes is within MAX_DEPTH
+            if not deep or _writes(value):
+                return value
     if not isinstance(text, str):  # undecodable: json reads it with surrogatepass, `check` names the culprit
         with contextlib.suppress(UnicodeDecodeError):
             text = text.decode(json.detect_encoding(text))
@@ -480,18 +496,32 @@ _AFTER_DOCUMENT = "unexpected content after document"
 def _for_orjson(text: str | bytes) -> bytes | None:
     """Text as the bytes orjson reads exactly as the standard decoder does, with nothing left for `check`
     (None: orjson missing, a number orjson may read otherwise, or more brackets than MAX_DEPTH in text long
-    enough to nest that deep; bytes as they are). It runs on every streamed event: one translate into byte
-    classes and one search settle most text; a second search from the first digit run on (an id of digits)
-    settles the rest."""
+    enough to nest that deep: the check's to judge; bytes as they are)."""
+    read = _orjson_read(text)
+    return read[0] if read is not None and not read[1] else None
+
+
+def _orjson_read(text: str | bytes) -> tuple[bytes, bool] | None:
+    """The text's bytes for orjson (None: orjson missing, or a number orjson may read otherwise than the standard
+    decoder does), and whether they hold enough brackets to nest deeper than MAX_DEPTH. It runs on every streamed
+    event: one translate into byte classes and one search settle most text; a second search from the first digit
+    run on (an id of digits) settles the rest."""
     if orjson is None or (type(text) is not str and type(text) is not bytes):
         return None
     encoded = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
     classes = _number_classes(encoded)
     if classes is None:
         return None
-    if len(encoded) >= _DEEP_TEXT and classes.count(b"[") > MAX_DEPTH:  # the check's to judge
-        return None
-    return encoded
+    return encoded, len(encoded) >= _DEEP_TEXT and classes.count(b"[") > MAX_DEPTH
+
+
+def _writes(value: Any) -> bool:
+    """Whether orjson writes the value it read (it refuses more than 254 levels, fewer than MAX_DEPTH)."""
+    try:
+        orjson.dumps(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _numbers_read_alike(encoded: bytes) -> bool:

@@ -13,12 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from types import MappingProxyType
 from typing import Any, Literal
 
 from ..errors import Note, TranslationError
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
-from ..language.jsonsafe import checked
+from ..language.jsonsafe import checked, loads_body
 from ..language.loader import Key, RuleSource, did_you_mean, dotted
 from ..language.paths import MISSING, Getter, is_piped, piped_from
 from ..language.templates import ContentLines, Ctx, Env, Node, Render, compile_template, path_getter
@@ -154,6 +155,10 @@ class Inbound:
     merge_same_role: str | None = None
     spliced: frozenset[str] = frozenset()  # part kinds whose template is a list: its blocks join the message's
 
+    def decode(self, body: bytes | str) -> Any:
+        """A request body (JSON text) -> its value (`jsonsafe.loads_body`); a refusal is a TranslationError."""
+        return loads_body(body, partial(TranslationError, provider=self.provider))
+
     def translate(
         self,
         request: Any,
@@ -161,7 +166,10 @@ class Inbound:
         system: str | None = None,
         default_system: str | None = None,
         unknown_fields: UnknownFields = "error",
+        decoded: bool = False,
     ) -> RequestBody:
+        """The provider's body for a request, checked whole for JSON no provider can read unless `decoded`: an
+        object `jsonsafe.loads` returned untouched (`decode`), whose parse refused what the check refuses."""
         provider = self.provider
         if not isinstance(request, dict):
             raise TranslationError(
@@ -173,7 +181,8 @@ class Inbound:
             message = f"must be a string, got {type(default_system).__name__}"
             raise TranslationError("default_system", message, provider=provider)
         settler = self._settle_drop if unknown_fields == "drop" else self._settle_error
-        checked(request, "", self._refuse)
+        if not decoded:
+            checked(request, "", self._refuse)
         check_fields(request, self.ranges, provider)
         ctx = Ctx(provider)
         ctx.settler = settler

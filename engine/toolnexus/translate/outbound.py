@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from operator import countOf
 from types import MappingProxyType
 from typing import Any, NoReturn
@@ -31,7 +32,7 @@ from ..errors import Note, ResponseError
 from ..language.ask import plain_read, read_path, written
 from ..language.codegen import Namespace, indent
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
-from ..language.jsonsafe import JsonValueError, answer_nulls, describe, loads, settle_nulls, text_encoder
+from ..language.jsonsafe import JsonValueError, answer_nulls, loads_body, settle_nulls, text_encoder
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, Getter, simple_steps
 from ..language.templates import (
@@ -210,14 +211,9 @@ class Outbound:
         return self.run(self, response, requested_model, id_map, 0)
 
     def decode(self, body: bytes | str) -> dict[str, Any]:
-        """A response body (JSON text) -> its object, by `jsonsafe.loads`, whose parse refuses what `translate`'s
-        check of a decoded answer refuses, so the object goes to `translate_decoded` with no second check."""
-        try:
-            response = loads(body)
-        except JsonValueError as exc:
-            raise ResponseError(exc.where, exc.message, provider=self.provider) from None
-        except ValueError as exc:  # not JSON: where in the text
-            raise ResponseError("", describe(exc), provider=self.provider) from None
+        """A response body (JSON text) -> its object (`jsonsafe.loads_body`, whose parse refuses what `translate`'s
+        check of a decoded answer refuses, so the object goes to `translate_decoded` with no second check)."""
+        response = loads_body(body, partial(ResponseError, provider=self.provider))
         if type(response) is not dict:
             message = f"the response must be an object, got {type(response).__name__}"
             raise ResponseError("", message, provider=self.provider)
