@@ -1651,3 +1651,45 @@ def test_a_joined_part_of_the_field_and_its_same_keys_adds_only_its_text_as_the_
     assert runs[0] == runs[1]
     signed = {"text": "efg", "thought": True, "thoughtSignature": "c2ln"}
     assert runs[0][1] == [{"text": "abcd", "thought": None}, signed]
+
+
+def test_an_object_said_again_needs_no_merge_and_one_that_changes_is_merged_as_the_general_merge_does() -> None:
+    """OpenAI's chunks say the answer's id, created, model and nulls again in every event: where the rules name
+    no key below a step's place, an object of the same keys whose texts, numbers, booleans and nulls equal (with
+    their types) the ones there is left out. A changed model, a number of another type (1.0 or true for 1), a
+    new key, the keys in another order, are merged: the response after each event (as JSON, types and key order
+    included), the chunks and the result are those of every step by `_move`."""
+    from dataclasses import replace
+
+    from toolnexus.translate.stream import StreamTranslator
+
+    streaming = toolnexus.load_rules().get("openai").streaming
+    assert streaming is not None and "s._shapes[0]" in streaming.code
+
+    def general_run(s: Any, e: dict[str, Any], n: int) -> bool:
+        assert streaming is not None
+        return run_generally(s, streaming.every, e, n)
+
+    def event(content: str, **more: Any) -> dict[str, Any]:
+        choice = {"index": 0, "delta": {"content": content}, "logprobs": None, "finish_reason": None}
+        return {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [choice],
+                "usage": None, **more}  # fmt: skip
+
+    events = [event(""), event("a"), event("b"), event("c", model="m2"), event("d"), event("e", created=1.0),
+              event("f"), event("g", created=True), event("h"), event("i", system_fingerprint="fp"),
+              event("j", system_fingerprint=None), {"usage": None, **event("k")}, event("l", usage=0.5),
+              event("m", usage=0.5), event("", usage={"prompt_tokens": 1})]  # fmt: skip
+    runs = []
+    for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
+        chunks, said = [], []  # said: the response's own keys after each event, as JSON
+        for data in [*map(json.dumps, events), "[DONE]"]:
+            chunks += translator.feed(data)
+            said.append(json.dumps({k: v for k, v in translator.response.items() if k != "choices"}))
+        chunks += translator.finish()
+        assert translator.result is not None
+        runs.append(
+            ([c["choices"] for c in chunks], said, json.dumps(translator.response), translator.result.to_dict())
+        )
+    assert runs[0] == runs[1]
+    assert [json.loads(said)["created"] for said in runs[0][1][4:8]] == [1, 1.0, 1, True]
+    assert '"model": "m2"' in runs[0][1][3] and '"system_fingerprint": "fp"' in runs[0][1][9]

@@ -131,17 +131,14 @@ def plain_merge(parent: Any, key: str | int, value: Any) -> None:
         parent[key] = None
 
 
-_SHAPED = frozenset({str, int, bool, type(None)})  # the types a value said again is known equal by `==` to have
-
-
 def shape(value: dict[str, Any], omitted: frozenset[str]) -> Any:
     """What a merge site remembers of the first object merged there (`_Code.shaped`), so that a later one said
     again needs no merge: its keys, the keys it compares (all but the `omitted`) and their types. False when a
-    compared value is not a text, an integer, a boolean or null (a float, whose -0.0 equals 0.0; an object; a
-    list): that site then merges every object."""
+    compared value is an object or a list (merged into what is there, not put): that site then merges every
+    object."""
     keys = tuple(k for k in value if k not in omitted)
     types = [type(value[k]) for k in keys]
-    return (frozenset(value), keys, repeat(MISSING), types) if _SHAPED.issuperset(types) else False
+    return (frozenset(value), keys, repeat(MISSING), types) if _SCALARS.issuperset(types) else False
 
 
 def joins(last: Any, element: Any, join: Join) -> bool:
@@ -203,8 +200,8 @@ class _Code(Namespace):
     def __init__(self, rules: Section) -> None:
         self.r = rules
         super().__init__({"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge, "NO_IDS": NO_IDS,
-                          "NUMBERS": _NUMBERS,
-                          "VALUES": _VALUES, "Element": Element, "Call": Call, "WHOLE": WHOLE, "is_empty": is_empty, "shape": shape,
+                          "NUMBERS": _NUMBERS, "shape": shape,
+                          "VALUES": _VALUES, "Element": Element, "Call": Call, "WHOLE": WHOLE, "is_empty": is_empty,
                           "CHUNKS": builtin_chunks().pieces, "OPEN": builtin_chunks().open})  # fmt: skip
         self.hashed: list[tuple[str, str, type | None]] | None = None  # the value of known keys of the step
         # being written (`place`, which sets it for each step)
@@ -354,16 +351,16 @@ class _Code(Namespace):
     def shaped(self, merge: list[str], omit: frozenset[str], c: str, v: str) -> list[str]:
         """The merge of a step's object where the rules name no key (but omitted ones) at or below its place,
         left out when the object says again what the object there holds: the same keys as the first object
-        merged at this site (`shape`), their values equal (`==`) to the ones there and of the same type, a text,
-        an integer, a boolean or null (where `==` tells apart what JSON does). Each key's plain merge would then
-        put the value it holds (a null: leave it), so nothing changes. (A site with named keys merges them
-        anyway; there the test costs more than it saves.)"""
+        merged at this site (`shape`), their values texts, numbers, booleans or nulls of the same type as the ones
+        there and equal to them: what the general merge (`StreamTranslator._merge`) leaves as it is. (A site with
+        named keys merges them anyway; there the test costs more than it saves.)"""
         k = self.shapes
         self.shapes += 1
         sh = f"sh{k}"
         args = self.name(frozenset(omit), "omit")
-        same = (f"({sh} := s._shapes[{k}]) and {v}.keys() == {sh}[0] and (sa{k} := [*map({v}.get, {sh}[1])]) == "
-                f"(sb{k} := [*map({c}.get, {sh}[1], {sh}[2])]) and [*map(type, sa{k})] == {sh}[3] == [*map(type, sb{k})]")  # fmt: skip
+        said, held = f"(sa{k} := [*map({v}.get, {sh}[1])])", f"(sb{k} := [*map({c}.get, {sh}[1], {sh}[2])])"
+        same = (f"({sh} := s._shapes[{k}]) and {v}.keys() == {sh}[0] and {said} == {held} "
+                f"and [*map(type, sa{k})] == {sh}[3] == [*map(type, sb{k})]")  # fmt: skip
         return [f"if not ({same}):", *indent(merge, 4), f"    if {sh} is None: s._shapes[{k}] = shape({v}, {args})"]
 
     def hashed_merge(
