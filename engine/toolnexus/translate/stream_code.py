@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from itertools import repeat
 from types import MappingProxyType
 from typing import Any
 
@@ -131,16 +130,6 @@ def plain_merge(parent: Any, key: str | int, value: Any) -> None:
         parent[key] = None
 
 
-def shape(value: dict[str, Any], omitted: frozenset[str]) -> Any:
-    """What a merge site remembers of the first object merged there (`_Code.shaped`), so that a later one said
-    again needs no merge: its keys, the keys it compares (all but the `omitted`) and their types. False when a
-    compared value is an object or a list (merged into what is there, not put): that site then merges every
-    object."""
-    keys = tuple(k for k in value if k not in omitted)
-    types = [type(value[k]) for k in keys]
-    return (frozenset(value), keys, repeat(MISSING), types) if _SCALARS.issuperset(types) else False
-
-
 def joins(last: Any, element: Any, join: Join) -> bool:
     """Whether an arriving element continues the previous one (a text split across events)."""
     if not (isinstance(last, dict) and isinstance(element, dict)):
@@ -181,7 +170,6 @@ class Streaming(Section):
     code: str  # the generated source, shown by `toolnexus explain --code`
     run: Run  # its entry: one event's steps (what `StreamTranslator.feed` runs)
     walks: int  # the walks to a step's container the code caches (`StreamTranslator._walks`)
-    shapes: int  # the merge sites that remember the object first merged there (`StreamTranslator._shapes`)
 
 
 def compiled(section: Section | None) -> Streaming | None:
@@ -191,7 +179,7 @@ def compiled(section: Section | None) -> Streaming | None:
     code = _Code(section)
     text = code.module()
     exec(compile(text, f"<streaming {section.provider}>", "exec"), code.names)
-    return Streaming(**vars(section), code=text, run=code.names["run"], walks=code.walks, shapes=code.shapes)
+    return Streaming(**vars(section), code=text, run=code.names["run"], walks=code.walks)
 
 
 class _Code(Namespace):
@@ -200,14 +188,13 @@ class _Code(Namespace):
     def __init__(self, rules: Section) -> None:
         self.r = rules
         super().__init__({"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge, "NO_IDS": NO_IDS,
-                          "NUMBERS": _NUMBERS, "shape": shape,
+                          "NUMBERS": _NUMBERS,
                           "VALUES": _VALUES, "Element": Element, "Call": Call, "WHOLE": WHOLE, "is_empty": is_empty,
                           "CHUNKS": builtin_chunks().pieces, "OPEN": builtin_chunks().open})  # fmt: skip
         self.hashed: list[tuple[str, str, type | None]] | None = None  # the value of known keys of the step
         # being written (`place`, which sets it for each step)
         self.known: dict[tuple[str | int, ...], str] = {}  # event paths read in the function being written
         self.walks = 0  # the walks cached so far (`walk`): the length of `s._walks`
-        self.shapes = 0  # the merge sites that remember a shape so far (`key_loop`): the length of `s._shapes`
 
     # ------------------------------------------------------------ places in the response
 
@@ -345,23 +332,7 @@ class _Code(Namespace):
             if key in omit:
                 continue
             branches.append((key, self.named(pattern, key, c, kk, vv, at, d)))
-        lines = self.key_loop(branches, omit, c, v, d)
-        return lines if d or branches else self.shaped(lines, omit, c, v)
-
-    def shaped(self, merge: list[str], omit: frozenset[str], c: str, v: str) -> list[str]:
-        """The merge of a step's object where the rules name no key (but omitted ones) at or below its place,
-        left out when the object says again what the object there holds: the same keys as the first object
-        merged at this site (`shape`), their values texts, numbers, booleans or nulls of the same type as the ones
-        there and equal to them: what the general merge (`StreamTranslator._merge`) leaves as it is. (A site with
-        named keys merges them anyway; there the test costs more than it saves.)"""
-        k = self.shapes
-        self.shapes += 1
-        sh = f"sh{k}"
-        args = self.name(frozenset(omit), "omit")
-        said, held = f"(sa{k} := [*map({v}.get, {sh}[1])])", f"(sb{k} := [*map({c}.get, {sh}[1], {sh}[2])])"
-        same = (f"({sh} := s._shapes[{k}]) and {v}.keys() == {sh}[0] and {said} == {held} "
-                f"and [*map(type, sa{k})] == {sh}[3] == [*map(type, sb{k})]")  # fmt: skip
-        return [f"if not ({same}):", *indent(merge, 4), f"    if {sh} is None: s._shapes[{k}] = shape({v}, {args})"]
+        return self.key_loop(branches, omit, c, v, d)
 
     def hashed_merge(
         self, pattern: Pattern, omit: frozenset[str], c: str, hashed: list[tuple[str, str, type | None]], at: str
