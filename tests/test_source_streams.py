@@ -467,6 +467,24 @@ def test_a_display_over_a_name_known_null_leaves_its_tests_out(piece: str) -> No
     assert eval(folded, scope) == eval(tested, scope) == want
 
 
+@pytest.mark.parametrize("piece", ["", '{"a":1}'])
+def test_a_display_over_a_name_known_a_string_tests_its_truth(piece: str) -> None:
+    """A name the caller knows holds a string (`texts`: a plain call's arguments, made a string first): its
+    `$when: {empty: false}` is the string's truth, not `is_empty`, and the chunk is the one `is_empty` writes."""
+    from toolnexus.language.templates import is_empty
+
+    chunks = builtin_chunks()
+    names = dict(zip(("answer_id", "created", "model"), ("h[0]", "h[1]", "h[2]"), strict=True))
+    names.update({"index": "k", "id": "cid", "name": "nm", "extra_content": "None", "piece": "a"})
+    known = chunks.display("open", names, frozenset({"piece"}))
+    tested = chunks.display("open", names)
+    assert known is not None and tested is not None
+    assert "is_empty" not in known and " if a else " in known and "is_empty(a)" in tested
+    scope = {"h": HEADER, "k": 1, "cid": "call_1", "nm": "f", "a": piece, "is_empty": is_empty}
+    want = chunks.open(HEADER, {"index": 1, "id": "call_1", "name": "f", "extra_content": None, "piece": piece})
+    assert eval(known, scope) == eval(tested, scope) == want
+
+
 @pytest.mark.parametrize("fmt", [*FORMATS, "openai"])
 def test_released_calls_are_the_moments_their_chunks_are_written_from(fmt: str) -> None:
     """Tool calls released together (held for a synthesized id) go out one way, as moments: a whole call (held as

@@ -413,9 +413,10 @@ def _moment_keys(fmt: SourceFormat) -> dict[str, list[Key]]:
     return out
 
 
-def as_python(node: Node, names: Mapping[str, str]) -> str | None:
+def as_python(node: Node, names: Mapping[str, str], texts: frozenset[str] = frozenset()) -> str | None:
     """The node as a Python expression, each name it reads plainly written as `names` gives it (a name
-    always there: `s['index']`), or None when it is not that simple."""
+    always there: `s['index']`), or None when it is not that simple. `texts`: names the caller knows hold a
+    string, whose `empty` test is the string's own truth."""
     if isinstance(node, Const):
         return repr(node.value) if _literal(node.value) else None
     if isinstance(node, Get):
@@ -425,12 +426,12 @@ def as_python(node: Node, names: Mapping[str, str]) -> str | None:
             return names[read.root]
         return None
     if isinstance(node, When):  # a `$when` with an `else`: either branch
-        test, then = _test(node, names), as_python(node.then, names)
-        other = as_python(node.otherwise, names) if node.otherwise is not None else None
+        test, then = _test(node, names, texts), as_python(node.then, names, texts)
+        other = as_python(node.otherwise, names, texts) if node.otherwise is not None else None
         if test is None or then is None or other is None:
             return None
         return then if test == "True" else other if test == "False" else f"({then} if {test} else {other})"
-    found = [_maybe(child, names) for child in node.children()]  # a `$when` without `else`: there or left out
+    found = [_maybe(child, names, texts) for child in node.children()]  # a `$when` without `else`: there or left out
     if None in found:
         return None
     labels = [name for name, _ in node.items] if isinstance(node, Obj) else [""] * len(found)
@@ -452,18 +453,19 @@ def as_python(node: Node, names: Mapping[str, str]) -> str | None:
     return None
 
 
-def _maybe(node: Node, names: Mapping[str, str]) -> tuple[str | None, str] | None:
+def _maybe(node: Node, names: Mapping[str, str], texts: frozenset[str]) -> tuple[str | None, str] | None:
     """A child as (the test that it is written, or None: always; its display), or None when not that plain."""
     if isinstance(node, When) and node.otherwise is None:
-        test, then = _test(node, names), as_python(node.then, names)
+        test, then = _test(node, names, texts), as_python(node.then, names, texts)
         return None if test is None or then is None else (None if test == "True" else test, then)
-    shown = as_python(node, names)
+    shown = as_python(node, names, texts)
     return None if shown is None else (None, shown)
 
 
-def _test(node: When, names: Mapping[str, str]) -> str | None:
+def _test(node: When, names: Mapping[str, str], texts: frozenset[str] = frozenset()) -> str | None:
     """A `$when`'s `present` or `empty` test of a name always there, as a Python expression; of a name written
-    as `None` (a value the caller knows to be null), "True" or "False", so that the code leaves the test out."""
+    as `None` (a value the caller knows to be null), "True" or "False", so that the code leaves the test out; of
+    a name known to hold a string (`texts`), its truth (`is_empty` is the string's falsity)."""
     read = node.path
     if read.steps is None or len(read.steps) != 1 or read.root is None or read.root not in names:
         return None
@@ -472,6 +474,9 @@ def _test(node: When, names: Mapping[str, str]) -> str | None:
     value = names[read.root]
     if value == "None":  # null: not present, and empty
         return str((node.test == "empty") is (node.expected[0] is True))
+    if read.root in texts:
+        return str(node.expected[0] is True) if node.test == "present" else (
+            f"(not {value})" if node.expected[0] is True else value)  # fmt: skip
     test = f"({value} is not None)" if node.test == "present" else f"is_empty({value})"
     return test if node.expected[0] is True else f"(not {test})"
 

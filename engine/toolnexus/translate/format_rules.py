@@ -721,10 +721,10 @@ class Chunks:
     nodes: Mapping[str, Node]  # piece kind -> its parsed template
     code: str  # the generated writers' source (`explain`)
 
-    def display(self, kind: str, names: Mapping[str, str]) -> str | None:
-        """The piece's chunk as one Python expression over `names` (the header's names and the piece's), or
-        None when its template is not that plain."""
-        return as_python(self.nodes[kind], names)
+    def display(self, kind: str, names: Mapping[str, str], texts: frozenset[str] = frozenset()) -> str | None:
+        """The piece's chunk as one Python expression over `names` (the header's names and the piece's; `texts`:
+        those known to hold a string), or None when its template is not that plain."""
+        return as_python(self.nodes[kind], names, texts)
 
 
 def compile_chunks(path: Path, display: str | None = None) -> Chunks:

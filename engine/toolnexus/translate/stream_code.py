@@ -147,12 +147,12 @@ _HEADER = {name: f"s._header[{i}]" for i, name in enumerate(HEADER)}
 _PIECES = {"text": "text", "reasoning": "reasoning", "tool_call": "arguments"}  # the StreamTranslator's `_pieces`
 
 
-def _written(kind: str, names: dict[str, str], write: str = "") -> str:
+def _written(kind: str, names: dict[str, str], write: str = "", texts: frozenset[str] = frozenset()) -> str:
     """A statement writing a piece's chunk (or a call's opening, `write` naming its writer): its template's display
     inline once the header is read (the normal form's `stream` section, formats/openai.yaml), else by the
     StreamTranslator's `_pieces` (which hold it to the end of the event; writing a format's events,
     `StreamTranslator.into`, once they stop waiting, the events' own handlers: no chunk is built) or its `_write`."""
-    display = builtin_chunks().display(kind, {**_HEADER, **names})
+    display = builtin_chunks().display(kind, {**_HEADER, **names}, texts)
     scope = "{" + ", ".join(f"{name!r}: {expr}" for name, expr in names.items()) + "}"
     later = f"s._write({write or f'CHUNKS[{kind!r}]'}, {scope})"  # every mode through `_write`
     if display is None:
@@ -511,7 +511,7 @@ class _Code(Namespace):
             "        info.call = k = len(calls)",
             "        calls.append(Call(cid, nm, a != '', None))",
             f"        if s._held: s._held.append((OPEN, {opened}))",
-            "        else: " + _written("open", scope, "OPEN"),
+            "        else: " + _written("open", scope, "OPEN", frozenset({"piece"})),  # `a`: a string
             "    else:",
             f"        s._start({w_index}, i, x)",
         ]
