@@ -385,12 +385,13 @@ class _Code(Namespace):
             f"        {c}[{kk}] = {vv}",
             f"    elif {vv} is None:",
             f"        if {kk} not in {c}: {c}[{kk}] = None",
-            # usage counts: their values inline; an object equal to the one there (said again) changes nothing
+            # usage counts: their values inline; an object equal to the one there (said again) replaces in one update
             f"    elif {t} is dict and type({sub} := {c}.get({kk})) is dict:",
             f"        if {vv} != {sub}:",
             f"            for {k2}, {v2} in {vv}.items():",
             f"                if type({v2}) in VALUES: {sub}[{k2}] = {v2}",
             f"                elif {v2} is not None or {k2} not in {sub}: plain({sub}, {k2}, {v2})",
+            f"        else: {sub}.update({vv})",  # equal: its values still replace (-0.0 == 0.0, written apart)
             "    else:",
             f"        plain({c}, {kk}, {vv})",
         ]
