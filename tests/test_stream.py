@@ -1651,3 +1651,34 @@ def test_a_joined_part_of_the_field_and_its_same_keys_adds_only_its_text_as_the_
     assert runs[0] == runs[1]
     signed = {"text": "efg", "thought": True, "thoughtSignature": "c2ln"}
     assert runs[0][1] == [{"text": "abcd", "thought": None}, signed]
+
+
+def test_a_negative_zero_said_after_a_zero_replaces_it_both_ways() -> None:
+    """A value said again replaces the one held: `-0.0` after `0.0` (equal, but JSON writes them apart) is kept as
+    the last event says it, as the whole answer holds it, by the generated key loop and by the general merge alike
+    (a plain key of the chunk, one of its choice, one of a nested object)."""
+    from dataclasses import replace
+
+    from toolnexus.translate.stream import StreamTranslator
+
+    streaming = RULES.get("openai").streaming
+    assert streaming is not None
+
+    def general_run(s: Any, e: dict[str, Any], n: int) -> bool:
+        assert streaming is not None
+        return run_generally(s, streaming.every, e, n)
+
+    def chunk(score: float, **delta: Any) -> str:
+        return json.dumps({"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m", "score": score,
+                           "extra": {"score": score}, "choices": [{"index": 0, "delta": delta, "score": score,
+                                                                   "finish_reason": None}]})  # fmt: skip
+
+    events = [chunk(0.0, role="assistant", content="a"), chunk(-0.0, content="b"), "[DONE]"]
+    said = []
+    for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
+        for data in events:
+            translator.feed(data)
+        translator.finish()
+        response = translator.response
+        said.append(json.dumps([response["score"], response["extra"], response["choices"][0]["score"]]))
+    assert said == ['[-0.0, {"score": -0.0}, -0.0]'] * 2

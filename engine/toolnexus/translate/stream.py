@@ -320,19 +320,17 @@ class StreamTranslator:
                     continue
                 child = children.get(k) if children else None
                 if child is None and type(v) in _SCALARS:  # inline: a plain value (most of every event)
-                    now = current.get(k, MISSING)
-                    if v is None:
-                        if now is MISSING:
-                            current[k] = None
-                    elif type(now) is not type(v) or now != v:
-                        current[k] = v
+                    if v is not None:
+                        current[k] = v  # said again, it replaces too: -0.0 == 0.0, written apart
+                    elif k not in current:
+                        current[k] = None
                 else:
                     self._merge(current, k, v, child, path)
         elif value is None:
             if current is MISSING:
                 self._set(parent, key, None, above)
-        elif type(value) is not type(current) or value != current:
-            self._set(parent, key, value, above, node)
+        elif node is None or type(value) is float or type(value) is not type(current) or value != current:
+            self._set(parent, key, value, above, node)  # a plain place replaces, as `plain_merge`; -0.0 too
 
     def _path(self, parent: Any, key: str | int, above: Path) -> Path:
         return (*above, key) if parent is not self._holder else ()

@@ -367,7 +367,7 @@ class _Code(Namespace):
         self, branches: list[tuple[str, list[str]]], omit: frozenset[str], c: str, v: str, d: int
     ) -> list[str]:
         """The key loop of `dict_merge`: named keys by their code (`branches`), omitted ones skipped, others plain."""
-        kk, vv, t, sub, k2, v2 = (f"{name}{d}" for name in ("kk", "vv", "t", "sub", "k", "v"))
+        kk, vv, sub, k2, v2 = (f"{name}{d}" for name in ("kk", "vv", "sub", "k", "v"))
         named = sorted({key for key, _ in branches} | omit)
         lines = [f"for {kk}, {vv} in {v}.items():"]
         if named:
@@ -380,17 +380,17 @@ class _Code(Namespace):
             lines += [f"    if {test}:", *indent(inner, 8), "        continue"]
         return [
             *lines,
-            f"    {t} = type({vv})",
-            f"    if {t} in VALUES:",  # a text, number or boolean: one set test
+            f"    if type({vv}) in VALUES:",  # a text, number or boolean: one set test
             f"        {c}[{kk}] = {vv}",
             f"    elif {vv} is None:",
             f"        if {kk} not in {c}: {c}[{kk}] = None",
-            # usage counts: their values inline; an object equal to the one there (said again) changes nothing
-            f"    elif {t} is dict and type({sub} := {c}.get({kk})) is dict:",
+            # usage counts: their values inline; an object equal to the one there (said again) replaces in one update
+            f"    elif type({vv}) is dict and type({sub} := {c}.get({kk})) is dict:",
             f"        if {vv} != {sub}:",
             f"            for {k2}, {v2} in {vv}.items():",
             f"                if type({v2}) in VALUES: {sub}[{k2}] = {v2}",
             f"                elif {v2} is not None or {k2} not in {sub}: plain({sub}, {k2}, {v2})",
+            f"        else: {sub}.update({vv})",  # equal: its values still replace (-0.0 == 0.0, written apart)
             "    else:",
             f"        plain({c}, {kk}, {vv})",
         ]
@@ -444,7 +444,9 @@ class _Code(Namespace):
         for w_index, w in enumerate(self.r.watched):
             if w.src.each and w.steps == pattern:
                 start = f"start{w_index}(s, " if self.starts(w_index) else f"s._start({w_index}, "
-                return [f"ix{d} = {index}", f"if ix{d} not in s._elements[{w_index}]: {start}ix{d}, {x})"]
+                held = [] if index.isidentifier() else [f"ix{d} = {index}"]
+                index = index if index.isidentifier() else f"ix{d}"
+                return [*held, f"if {index} not in s._elements[{w_index}]: {start}{index}, {x})"]
         return []
 
     def starts(self, w_index: int) -> bool:
@@ -494,22 +496,24 @@ class _Code(Namespace):
             restore = [f"        {given}cid = s._ids.restore(cid, s.id_map or NO_IDS)"]
         scope = {"index": "k", "id": "cid", "name": "nm", "extra_content": "None", "piece": "a"}
         opened = "{" + ", ".join(f"{name!r}: {expr}" for name, expr in scope.items()) + "}"
-        shared = _shared(read_name, read_arguments)  # read once for both
-        under = "fn" if shared else "x"
+        held: dict[tuple[str | int, ...], str] = {}  # a container two reads share (the call's `function`): read once
+        (id_tests, cid), (name_tests, nm), (arguments_tests, a) = (
+            _chained(path, held) for path in (read_id, read_name, read_arguments)
+        )
+        test = dict.fromkeys([*id_tests, f"type(cid := {cid}) is str", "cid", *name_tests, f"type(nm := {nm}) is str",
+                              "nm"])  # fmt: skip
+        more = [t for t in arguments_tests if t not in test]  # read if they pass; else no arguments
+        read = f" if {' and '.join(more)} else MISSING" if more else ""
         return [
             f"def start{w_index}(s, i, x):  # {w.src.path}[i]: a tool call of plain reads",
-            *indent(_walk_lines(read_id, "x", "cid"), 4),
-            *indent(_walk_lines(shared, "x", "fn") if shared else [], 4),
-            *indent(_walk_lines(read_name[len(shared) :], under, "nm"), 4),
-            "    if type(cid) is str and cid and type(nm) is str and nm:",
-            *indent(_walk_lines(read_arguments[len(shared) :], under, "a"), 8),
-            "        if type(a) is not str: a = ''",
+            f"    if {' and '.join(test)}:",
+            f"        if type(a := {a}{read}) is not str: a = ''",
             "        s.started += 1",
-            f"        info = s._elements[{w_index}][i] = Element({roles})",
-            *restore,
             "        calls = s._calls",
-            "        info.call = k = len(calls)",
-            "        calls.append(Call(cid, nm, a != '', None))",
+            "        k = len(calls)",
+            f"        s._elements[{w_index}][i] = Element({roles}, k)",
+            *restore,
+            "        calls.append(Call(cid, nm, a != ''))",
             f"        if s._held: s._held.append((OPEN, {opened}))",
             "        else: " + _written("open", scope, "OPEN", frozenset({"piece"})),  # `a`: a string
             "    else:",
@@ -666,12 +670,11 @@ class _Code(Namespace):
             return self.place(step, s, "e", "None")
         return [
             *self.read(step.each_path, step.each, "xs", "e"),
-            "if xs is not MISSING and xs is not None:",
-            "    if type(xs) is list:",
-            "        for i, x in enumerate(xs):",
-            *indent(self.place(step, s, "x", "i"), 12),
-            "    else:",
-            f"        s._move({s}, e, n)",
+            "if type(xs) is list:",
+            "    for i, x in enumerate(xs):",
+            *indent(self.place(step, s, "x", "i"), 8),
+            "elif xs is not MISSING and xs is not None:",
+            f"    s._move({s}, e, n)",
         ]
 
     def place(self, step: Move, s: str, scope: str, i: str) -> list[str]:
@@ -737,8 +740,10 @@ class _Code(Namespace):
             body = ["if 0 <= ix < len(lq):", *indent(body, 4), *self.added(step, at), "else:", f"    {general}"]
         if into or step.at is not None:
             walk = self.walk(into, step.at is not None, parent, tests)
-            return [*lines, "if v is not MISSING:", *indent(walk, 4), f"    if {' and '.join(tests)}:",
-                    *indent(body, 8), "    else:", f"        s._place({s}, {scope}, n, {i})"]  # fmt: skip
+            body = [*walk, f"if {' and '.join(tests)}:", *indent(body, 4),
+                    "else:", f"    s._place({s}, {scope}, n, {i})"]  # fmt: skip
+        if hashed is None and piped is None and simple_steps(step.from_path) == []:
+            return [*lines, *body]  # the event or the element itself (`from: "@"`): there
         return [*lines, "if v is not MISSING:", *indent(body, 4)]
 
     def walk(self, into: Path, listed: bool, parent: str, tests: list[str]) -> list[str]:
@@ -900,12 +905,23 @@ def _walk_lines(steps: tuple[str | int, ...], source: str, target: str) -> list[
     return lines
 
 
-def _shared(*paths: tuple[str | int, ...]) -> tuple[str | int, ...]:
-    """The steps the paths begin with alike (a call's name and arguments under one `function` object, say)."""
-    common = 0
-    while all(len(path) > common and path[common] == paths[0][common] for path in paths):
-        common += 1
-    return paths[0][:common]
+def _chained(steps: tuple[str | int, ...], held: dict[tuple[str | int, ...], str]) -> tuple[list[str], str]:
+    """The tests down the plain path `steps` below the element `x` (each container's type, an index in range) and
+    the expression of the value there, read as `_walk_lines` reads it but in one condition: a container is named
+    once per path in `held` (`p<n>`), so that two reads of one condition share it."""
+    tests, source = [], "x"
+    for n, step in enumerate(steps):
+        kind = "dict" if type(step) is str else "list"
+        if n:
+            name = held.setdefault(steps[:n], f"p{len(held)}")
+            tests.append(f"type({name} := {source}) is {kind}")
+            source = name
+        else:
+            tests.append(f"type(x) is {kind}")
+        if type(step) is int:
+            tests.append(f"{step} < len({source})")
+        source = f"{source}.get({step!r})" if type(step) is str else f"{source}[{step}]"
+    return tests, source
 
 
 def _folds(node: Node) -> bool:
