@@ -698,7 +698,8 @@ Write = Callable[[tuple[Any, ...], dict[str, Any]], Any]  # (header, the moment'
 # chunk whose entries are all of theirs (Chat Completions lets one delta carry several calls' entries).
 JOINED: tuple[str | int, ...] = ("choices", 0, "delta", "tool_calls")
 # (h, out, index, id, name, extra_content, piece): a tool call's `open` entries, from its fields, added to `out`;
-# (h, out, index, piece): an arguments piece's entries. A call held back is written by these when released.
+# (h, out, index, piece): an arguments piece's entries. A call held back is written by these when released; a
+# piece is always a string.
 CallEntries = Callable[[tuple[Any, ...], list[Any], Any, Any, Any, Any, Any], None]
 PieceEntries = Callable[[tuple[Any, ...], list[Any], Any, Any], None]
 
@@ -759,8 +760,8 @@ def compile_chunks(path: Path, display: str | None = None) -> Chunks:
     entries: dict[str, Any] = {}
     for moment, at in (("open", ("stream", "open", "tool_call")), ("tool_call", ("stream", "piece", "tool_call"))):
         below = _below(nodes[moment], JOINED)
-        names = _entry_names(moment)
-        shown = as_python(below, names) if below is not None else None
+        names = _entry_names(moment)  # its arguments piece: always a string (`CallEntries`, `PieceEntries`)
+        shown = as_python(below, names, frozenset({"piece"})) if below is not None else None
         if shown is None:
             raise source.error(at, "must write its tool_calls entries plainly (a list at choices[0].delta."
                                "tool_calls of constants, reads of its scope and `$when`s)")  # fmt: skip

@@ -976,7 +976,8 @@ class _Code(Namespace):
                           "Note": Note, "Found": _Found, "new_tool_call": new_tool_call, "counts": _counts,
                           "TranslateResult": TranslateResult, "arguments_json": arguments_json, "countOf": countOf,
                           "merge_extras": merge_extras, "response_digest": response_digest,
-                          "synthesized_id": synthesized_id, "check_usage": check_usage})  # fmt: skip
+                          "synthesized_id": synthesized_id, "check_usage": check_usage,
+                          "as_tuple": tuple.__new__})  # fmt: skip
         self.prefixes: dict[tuple[str | int, ...], str] = {}  # response paths read so far -> their variables
         self.views: dict[str, str] = {}  # a top-level variable -> the one that holds it as a mapping (see `step`)
         self.counts: dict[str, str] = {}  # a top-level variable read as a count -> the one holding it when clean
@@ -1285,8 +1286,10 @@ class _Code(Namespace):
                     "if not ci:",
                     f"    if {FOUND}.digest is None: f.digest = response_digest(r, o.provider)",
                     "    ci = synthesized_id(f.digest, len(calls))",
-                    f"    {self.ctx}.notes.append(Note('synthesized', {s}.element_path(i),"
-                    " 'no call id; sent as ' + ci))",
+                    # one per call of an answer of thousands: the Note's fields as its tuple (its `__new__` is
+                    # Python code)
+                    f"    {self.ctx}.notes.append(as_tuple(Note, ('synthesized', {s}.element_path(i),"
+                    " 'no call id; sent as ' + ci, '')))",
                 ]
             if src.arguments != "text":
                 writes.append("if type(ca) is dict: ca = arguments_json(ca)")

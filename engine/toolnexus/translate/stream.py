@@ -728,7 +728,8 @@ class StreamTranslator:
             result.notes = (*result.notes, *self.notes)
         calls = result.tool_calls  # compared in place, in one pass: held whole calls (None) have nothing to compare
         same, unsent = len(self._calls) == len(calls) and self._text_sent == len(result.text), []
-        for index, (call, done) in enumerate(zip(self._calls, calls, strict=False)):
+        opened = any(self._calls)  # else every call held whole: nothing to compare (a pass over thousands)
+        for index, (call, done) in enumerate(zip(self._calls, calls, strict=False) if opened else ()):
             if call is not None:
                 if call.opened is not None:  # a held call: the id the whole answer synthesized
                     call.id = call.opened["id"] = done.id

@@ -530,14 +530,12 @@ class _Code(Namespace):
         for n, kind in enumerate(self.held_kinds(w_index)):
             steps = w.held_whole.get(kind, ())
             keyed = kind != "" and steps[:1] == (kind,)  # read from the kind's value, which the test below reads
-            hold = [
+            held = ["s.started += 1", f"s._elements[{w_index}][i] = WHOLE", "s._held.append(len(s._calls))",
+                    "s._calls.append(None)", "return"]  # fmt: skip
+            hold = [  # once a call is held every call after it is (its id is not read)
+                "if s._held:", *indent(held, 4),
                 *(_walk_lines(steps[1:], "v", "cid") if keyed else _walk_lines(steps, "x", "cid")),
-                "if s._held or cid is MISSING or not cid:",
-                "    s.started += 1",
-                f"    s._elements[{w_index}][i] = WHOLE",
-                "    s._held.append(len(s._calls))",
-                "    s._calls.append(None)",
-                "    return",
+                "if cid is MISSING or not cid:", *indent(held, 4),
             ] if kind in w.held_whole else ["pass"]  # fmt: skip
             if kind == "":  # the source's one kind
                 body = hold
