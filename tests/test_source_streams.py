@@ -799,7 +799,7 @@ def test_each_stream_moment_is_one_generated_function(fmt: str, tmp_path: Path) 
     assert set(compiled.events) == set(general) - empty - ({"end"} if not compiled.stream_end else set())
     for name, write in compiled.events.items():
         assert f"def write_{name.replace('.', '_')}(s, piece, q, c):" in compiled.events_code
-        piece = "p" if name.startswith("piece.") else None
+        piece = "p" if name.startswith(("piece.", "once.")) else None
         for scope in (full, {**full, "id": None, "name": None, "extra_content": None}, {**full, **said}):
             ctx, again = Ctx(compiled.name, outbound=True), Ctx(compiled.name, outbound=True)
             assert write(dict(scope), piece, 7, ctx) == general[name](dict(scope), piece, 7, again), name

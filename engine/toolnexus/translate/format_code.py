@@ -22,7 +22,7 @@ from ..language.codegen import Namespace, indent
 from ..language.loader import Key
 from ..language.paths import MISSING, simple_steps
 from ..language.templates import Array, Const, Ctx, Get, Node, Obj, When, inline_node, is_empty, read_lines, unseal
-from .formats import LATE, VIEW_FIELDS, WHOLE, Kind, Moment, Record, SourceFormat, quiet, unread
+from .formats import LATE, VIEW_FIELDS, WHOLE, Kind, Moment, Record, SourceFormat, once_moments, quiet, unread
 
 # (the normal-form messages, their records, each message with the role its blocks were read as)
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
@@ -364,41 +364,65 @@ _OWN = {"tool_call": frozenset({"id", "name", "extra_content"}), "whole": frozen
 
 def generate_events(fmt: SourceFormat) -> tuple[str, dict[str, Moment]]:
     """The `stream` section as one function per moment (`start`, `open.KIND`, `piece.KIND`, `done.KIND`, `close`,
-    `end`), each writing that moment's events straight-line as one list: `(scope, piece, sequence, c)` -> the
-    events, numbered from `sequence` on. An event of constants and plain reads of what the moment's scope always
-    holds is one Python display; any other is its template pasted inline (`inline_node`), as the answer's writer
-    does. Returns the source (for `toolnexus explain --source F --code`) and the functions by moment name."""
+    `end`), and per `once.KIND` (a block said in one piece: `formats.once_moments`) its opening's, piece's and
+    closing's events in one, each writing that moment's events straight-line as one list: `(scope, piece, sequence,
+    c)` -> the events, numbered from `sequence` on. An event of constants and plain reads of what the moment's scope
+    always holds is one Python display; any other is its template pasted inline (`inline_node`), as the answer's
+    writer does. Returns the source (for `toolnexus explain --source F --code`) and the functions by moment name."""
     names: dict[str, Any] = {"MISSING": MISSING, "is_empty": is_empty}
     lines: list[str] = []
     made: dict[str, str] = {}
-    for moment, keys in _moment_keys(fmt).items():
+    moments = _moment_keys(fmt)
+
+    def parts(moment: str, pieces: bool = False) -> list[tuple[Node, dict[str, str], str]]:
+        """A moment's events as (template, the names its scope always holds as Python, the scope); `pieces`: of a
+        block said in one piece, its closing's `pieces` that one piece (its scope adds it, as `once` does)."""
         group, _, kind = moment.partition(".")
         always = SCOPES[group] | _OWN.get(kind, frozenset())
-        function = "write_" + "".join(ch if ch.isalnum() else "_" for ch in moment)
-        line, _ = fmt.plan.source.where(keys[0][:3] if kind else keys[0][:2])
-        lines += [f"# {fmt.file}:{line} stream.{moment}", f"def {function}(s, piece, q, c):"]
-        nodes = [fmt.plan.nodes[key] for key in keys]
         base = {name: f"s[{name!r}]" for name in always} | ({"piece": "piece"} if group == "piece" else {})
-        shown = [as_python(node, base | {"sequence": "q" if k == 0 else f"(q + {k})"}) for k, node in enumerate(nodes)]
-        if all(text is not None for text in shown):  # every event written: one list display
-            lines += ["    return [", *(f"        {event}," for event in shown), "    ]", ""]
-        else:  # an event may write nothing (a `$when` without `else`): not sent, no sequence number taken
-            lines.append("    out = []")
-            for k, node in enumerate(nodes):
-                known = base | {"sequence": "(q + len(out))"}
-                text = as_python(node, known)
-                if text is None:
-                    pasted = inline_node(node, "s", f"e{k}", is_dict=True, known=known, tag=f"_{k}")
-                    names.update(pasted.names)
-                    lines += indent(pasted.head + pasted.body)
-                    lines.append(f"    if e{k} is not MISSING: out.append(e{k})")
-                else:
-                    lines.append(f"    out.append({text})")
-            lines += ["    return out", ""]
+        scope = "s"
+        if pieces and "pieces" in always:
+            base["pieces"], scope = "piece", "{**s, 'pieces': piece}"
+        return [(fmt.plan.nodes[key], base, scope) for key in moments.get(moment, ())]
+
+    def define(moment: str, events: list[tuple[Node, dict[str, str], str]]) -> None:
+        function = "write_" + "".join(ch if ch.isalnum() else "_" for ch in moment)
+        lines.append(f"def {function}(s, piece, q, c):")
+        lines.extend(_written(events, names))
         made[moment] = function
+
+    for moment, keys in moments.items():
+        line, _ = fmt.plan.source.where(keys[0][:3] if "." in moment else keys[0][:2])
+        lines.append(f"# {fmt.file}:{line} stream.{moment}")
+        define(moment, parts(moment))
+    for moment, (opens, writes, closes) in once_moments(moments).items():
+        lines.append(f"# stream.{opens}, stream.{writes}, stream.{closes}: a block said in one piece")
+        define(moment, parts(opens) + parts(writes) + parts(closes, pieces=True))
     text = "\n".join(lines)
     exec(compile(text, f"<stream {fmt.name}>", "exec"), names)
     return text, {moment: names[function] for moment, function in made.items()}
+
+
+def _written(events: list[tuple[Node, dict[str, str], str]], names: dict[str, Any]) -> list[str]:
+    """A moment's body: its events, numbered from `q` on, as one list display when each is one display; else each
+    written in turn (a template pasted inline when not that plain), one that writes nothing not sent and taking
+    no sequence number."""
+    shown = [as_python(node, base | {"sequence": "q" if k == 0 else f"(q + {k})"})
+             for k, (node, base, _) in enumerate(events)]  # fmt: skip
+    if all(text is not None for text in shown):  # every event written: one list display
+        return ["    return [", *(f"        {event}," for event in shown), "    ]", ""]
+    lines = ["    out = []"]  # an event may write nothing (a `$when` without `else`): not sent, no sequence number taken
+    for k, (node, base, scope) in enumerate(events):
+        known = base | {"sequence": "(q + len(out))"}
+        text = as_python(node, known)
+        if text is None:
+            pasted = inline_node(node, scope, f"e{k}", is_dict=True, known=known, tag=f"_{k}")
+            names.update(pasted.names)
+            lines += indent(pasted.head + pasted.body)
+            lines.append(f"    if e{k} is not MISSING: out.append(e{k})")
+        else:
+            lines.append(f"    out.append({text})")
+    return [*lines, "    return out", ""]
 
 
 def _moment_keys(fmt: SourceFormat) -> dict[str, list[Key]]:
