@@ -820,8 +820,9 @@ def general_moments(fmt: SourceFormat) -> dict[str, Moment]:
         return write
 
     moments = {**{name: walk(renders) for name, renders in fmt.stream.items()}, "end": walk(fmt.stream_end)}
-    for name, (opens, writes, closes) in once_moments({name for name, renders in fmt.stream.items() if renders}).items():
-        moments[name] = once(*(moments.get(part) for part in (opens, writes, closes)))
+    said = {name for name, renders in fmt.stream.items() if renders}
+    for name, parts in once_moments(said).items():
+        moments[name] = once(*(moments.get(part) for part in parts))
     return moments
 
 
@@ -1033,7 +1034,9 @@ class SourceEvents:
         if arguments:
             self._piece(out, block, arguments)
 
-    def whole_call(self, out: list[dict[str, Any]], index: int, call_id: Any, name: Any, extra: Any, arguments: Any) -> None:
+    def whole_call(
+        self, out: list[dict[str, Any]], index: int, call_id: Any, name: Any, extra: Any, arguments: Any
+    ) -> None:
         """A tool call said whole (held to the end of the stream and released with its arguments): its opening, its
         one piece and its closing written at once (`once.tool_call`), no block kept for it, as `call` would write
         them with the call's block closed as the next opens. Else (the answer's opening reasoning not over, no
