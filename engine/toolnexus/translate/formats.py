@@ -1043,10 +1043,12 @@ class SourceEvents:
         arguments, a call still waiting for its arguments: it closes at the end, before this one) as `call`."""
         once = self._once
         if once is not None and not self.opening and arguments:
-            self._close_open(out)
+            if self._open is not None:
+                self._close_open(out)
             if not self._unfinished:
-                scope = {"id": call_id, "name": name, "extra_content": extra}
-                self._scope("tool_call", scope)
+                _, at, item_id = self._place("tool_call")
+                scope = {"id": call_id, "name": name, "extra_content": extra, "index": at, "answer_id": self._id,
+                         "item_id": item_id, "created": self._created, "model": self._model}  # fmt: skip
                 self._write(out, once, scope, arguments)
                 return
         self.call(out, index, call_id, name, extra, arguments)
@@ -1100,14 +1102,19 @@ class SourceEvents:
         return known
 
     def _block(self, kind: str, scope: dict[str, Any], named: str = "") -> tuple[_Block, Moment | None]:
-        """A new block of `kind` over `scope` (`_scope`), and the writer of its opening events."""
-        known = self._scope(kind, scope, named)
-        block = _Block(kind, self._blocks - 1, scope, known.write, known.closes, [])
-        return block, known.opens
+        """A new block of `kind`, and the writer of its opening events: its scope, with its position and ids
+        (`_place`), and its moments' writers."""
+        known, index, item_id = self._place(kind, named)
+        scope["index"] = index
+        scope["answer_id"] = self._id
+        scope["item_id"] = item_id
+        scope["created"] = self._created
+        scope["model"] = self._model
+        return _Block(kind, self._blocks - 1, scope, known.write, known.closes, []), known.opens
 
-    def _scope(self, kind: str, scope: dict[str, Any], named: str = "") -> _Kind:
-        """A new block of `kind` counted, its scope given its position and ids (those of kind `named` if given); its
-        kind's writers. `item_id` is, for the first block of its kind, the id the whole answer gives that kind
+    def _place(self, kind: str, named: str = "") -> tuple[_Kind, int, str]:
+        """A new block of `kind` counted: its kind's writers, its index and its `item_id` (those of kind `named` if
+        given). `item_id` is, for the first block of its kind, the id the whole answer gives that kind
         (`stream.item_ids`: the kind's `answer.ids` name; else the answer's id), and `<that id>_<index>` for a
         later one (unique per kind, as a format naming its blocks needs)."""
         known = self._known.get(kind) or self._kind(kind)
@@ -1116,18 +1123,13 @@ class SourceEvents:
         seen = kinds.get(counted, 0)
         index = seen if ids.within else self._blocks
         kinds[counted] = seen + 1
+        self._blocks += 1
         first = self._id
         if ids.named:
             if self._made is None:
                 self._made = self.format.made_ids(first)
             first = self._made[ids.named]
-        scope["index"] = index
-        scope["answer_id"] = self._id
-        scope["item_id"] = f"{first}_{index}" if seen else first
-        scope["created"] = self._created
-        scope["model"] = self._model
-        self._blocks += 1
-        return known
+        return known, index, f"{first}_{index}" if seen else first
 
     def _close(self, out: list[dict[str, Any]], block: _Block, whole: Any = MISSING) -> None:
         """A block's closing events: its signature piece (reasoning), then `done.KIND` (or `close`), whose scope
