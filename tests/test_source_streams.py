@@ -785,9 +785,10 @@ def test_generated_stream_writers_of_a_made_up_format(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("fmt", ["anthropic", "openai-responses", "openai", "made-up"])
 def test_each_stream_moment_is_one_generated_function(fmt: str, tmp_path: Path) -> None:
-    """One function per moment, writing its events straight-line; for the built-in formats every piece's events
-    are one display (no test per value, no template walked), and every moment writes what its templates do, None
-    values too."""
+    """One function per moment, writing its events straight-line; for the built-in formats every piece's events,
+    and in Messages and Responses a call's opening (its id sealed with any state) and the whole call said in one
+    piece (`once.tool_call`), are one display (no test per value, no template walked), and every moment writes
+    what its templates do, None values too."""
     compiled = made_up_stream(tmp_path).events.format if fmt == "made-up" else RULES.format(fmt)
     full = {"index": 2, "answer_id": "r1", "item_id": "i1", "pieces": "pp", "id": "call_1", "name": "f",
             "extra_content": {"google": {"s": "x"}}, "block": {"type": "b"}, "model": "m", "created": 5,
@@ -799,12 +800,14 @@ def test_each_stream_moment_is_one_generated_function(fmt: str, tmp_path: Path) 
     assert set(compiled.events) == set(general) - empty - ({"end"} if not compiled.stream_end else set())
     for name, write in compiled.events.items():
         assert f"def write_{name.replace('.', '_')}(s, piece, q, c):" in compiled.events_code
-        piece = "p" if name.startswith("piece.") else None
+        piece = "p" if name.startswith(("piece.", "once.")) else None
         for scope in (full, {**full, "id": None, "name": None, "extra_content": None}, {**full, **said}):
             ctx, again = Ctx(compiled.name, outbound=True), Ctx(compiled.name, outbound=True)
             assert write(dict(scope), piece, 7, ctx) == general[name](dict(scope), piece, 7, again), name
             assert ctx.notes == again.notes, name
-        if fmt != "made-up" and name.startswith("piece."):
+        call = name.startswith("once.") or name == "open.tool_call"
+        plain = name.startswith("piece.") or (fmt in FORMATS and call)
+        if fmt != "made-up" and plain:
             assert f"def write_{name.replace('.', '_')}(s, piece, q, c):\n    return [" in compiled.events_code
 
 

@@ -1150,6 +1150,11 @@ def seal(scope: Any, ctx: Ctx, *, state: Getter, onto: Getter | None) -> Any:
     carried = state(scope)
     if carried is MISSING or carried is None or text is MISSING or text is None:
         return MISSING if onto is None or text is None else text
+    return sealed(carried, text)
+
+
+def sealed(carried: Any, text: Any) -> str:
+    """State there (not null) sealed onto a string there: the string, `SEAL`, the state as base64url JSON."""
     packed = base64.urlsafe_b64encode(_SEALED_TEXT(carried).encode()).decode().rstrip("=")
     return f"{text}{SEAL}{packed}"
 

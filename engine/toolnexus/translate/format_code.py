@@ -21,8 +21,23 @@ from ..errors import Note
 from ..language.codegen import Namespace, indent
 from ..language.loader import Key
 from ..language.paths import MISSING, simple_steps
-from ..language.templates import Array, Const, Ctx, Get, Node, Obj, When, inline_node, is_empty, read_lines, unseal
-from .formats import LATE, VIEW_FIELDS, WHOLE, Kind, Moment, Record, SourceFormat, quiet, unread
+from ..language.templates import (
+    Apply,
+    Array,
+    Const,
+    Ctx,
+    Get,
+    KeySeal,
+    Node,
+    Obj,
+    When,
+    inline_node,
+    is_empty,
+    read_lines,
+    sealed,
+    unseal,
+)
+from .formats import LATE, VIEW_FIELDS, WHOLE, Kind, Moment, Record, SourceFormat, once_moments, quiet, unread
 
 # (the normal-form messages, their records, each message with the role its blocks were read as)
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
@@ -364,41 +379,65 @@ _OWN = {"tool_call": frozenset({"id", "name", "extra_content"}), "whole": frozen
 
 def generate_events(fmt: SourceFormat) -> tuple[str, dict[str, Moment]]:
     """The `stream` section as one function per moment (`start`, `open.KIND`, `piece.KIND`, `done.KIND`, `close`,
-    `end`), each writing that moment's events straight-line as one list: `(scope, piece, sequence, c)` -> the
-    events, numbered from `sequence` on. An event of constants and plain reads of what the moment's scope always
-    holds is one Python display; any other is its template pasted inline (`inline_node`), as the answer's writer
-    does. Returns the source (for `toolnexus explain --source F --code`) and the functions by moment name."""
-    names: dict[str, Any] = {"MISSING": MISSING, "is_empty": is_empty}
+    `end`), and per `once.KIND` (a block said in one piece: `formats.once_moments`) its opening's, piece's and
+    closing's events in one, each writing that moment's events straight-line as one list: `(scope, piece, sequence,
+    c)` -> the events, numbered from `sequence` on. An event of constants and plain reads of what the moment's scope
+    always holds is one Python display; any other is its template pasted inline (`inline_node`), as the answer's
+    writer does. Returns the source (for `toolnexus explain --source F --code`) and the functions by moment name."""
+    names: dict[str, Any] = {"MISSING": MISSING, "is_empty": is_empty, "sealed": sealed}
     lines: list[str] = []
     made: dict[str, str] = {}
-    for moment, keys in _moment_keys(fmt).items():
+    moments = _moment_keys(fmt)
+
+    def parts(moment: str, pieces: bool = False) -> list[tuple[Node, dict[str, str], str]]:
+        """A moment's events as (template, the names its scope always holds as Python, the scope); `pieces`: of a
+        block said in one piece, its closing's `pieces` that one piece (its scope adds it, as `once` does)."""
         group, _, kind = moment.partition(".")
         always = SCOPES[group] | _OWN.get(kind, frozenset())
-        function = "write_" + "".join(ch if ch.isalnum() else "_" for ch in moment)
-        line, _ = fmt.plan.source.where(keys[0][:3] if kind else keys[0][:2])
-        lines += [f"# {fmt.file}:{line} stream.{moment}", f"def {function}(s, piece, q, c):"]
-        nodes = [fmt.plan.nodes[key] for key in keys]
         base = {name: f"s[{name!r}]" for name in always} | ({"piece": "piece"} if group == "piece" else {})
-        shown = [as_python(node, base | {"sequence": "q" if k == 0 else f"(q + {k})"}) for k, node in enumerate(nodes)]
-        if all(text is not None for text in shown):  # every event written: one list display
-            lines += ["    return [", *(f"        {event}," for event in shown), "    ]", ""]
-        else:  # an event may write nothing (a `$when` without `else`): not sent, no sequence number taken
-            lines.append("    out = []")
-            for k, node in enumerate(nodes):
-                known = base | {"sequence": "(q + len(out))"}
-                text = as_python(node, known)
-                if text is None:
-                    pasted = inline_node(node, "s", f"e{k}", is_dict=True, known=known, tag=f"_{k}")
-                    names.update(pasted.names)
-                    lines += indent(pasted.head + pasted.body)
-                    lines.append(f"    if e{k} is not MISSING: out.append(e{k})")
-                else:
-                    lines.append(f"    out.append({text})")
-            lines += ["    return out", ""]
+        scope = "s"
+        if pieces and "pieces" in always:
+            base["pieces"], scope = "piece", "{**s, 'pieces': piece}"
+        return [(fmt.plan.nodes[key], base, scope) for key in moments.get(moment, ())]
+
+    def define(moment: str, events: list[tuple[Node, dict[str, str], str]]) -> None:
+        function = "write_" + "".join(ch if ch.isalnum() else "_" for ch in moment)
+        lines.append(f"def {function}(s, piece, q, c):")
+        lines.extend(_written(events, names))
         made[moment] = function
+
+    for moment, keys in moments.items():
+        line, _ = fmt.plan.source.where(keys[0][:3] if "." in moment else keys[0][:2])
+        lines.append(f"# {fmt.file}:{line} stream.{moment}")
+        define(moment, parts(moment))
+    for moment, (opens, writes, closes) in once_moments(moments).items():
+        lines.append(f"# stream.{opens}, stream.{writes}, stream.{closes}: a block said in one piece")
+        define(moment, parts(opens) + parts(writes) + parts(closes, pieces=True))
     text = "\n".join(lines)
     exec(compile(text, f"<stream {fmt.name}>", "exec"), names)
     return text, {moment: names[function] for moment, function in made.items()}
+
+
+def _written(events: list[tuple[Node, dict[str, str], str]], names: dict[str, Any]) -> list[str]:
+    """A moment's body: its events, numbered from `q` on, as one list display when each is one display; else each
+    written in turn (a template pasted inline when not that plain), one that writes nothing not sent and taking
+    no sequence number."""
+    shown = [as_python(node, base | {"sequence": "q" if k == 0 else f"(q + {k})"}, seal="sealed")
+             for k, (node, base, _) in enumerate(events)]  # fmt: skip
+    if all(text is not None for text in shown):  # every event written: one list display
+        return ["    return [", *(f"        {event}," for event in shown), "    ]", ""]
+    lines = ["    out = []"]  # an event may write nothing (a `$when` without `else`): not sent, no number taken
+    for k, (node, base, scope) in enumerate(events):
+        known = base | {"sequence": "(q + len(out))"}
+        text = as_python(node, known, seal="sealed")
+        if text is None:
+            pasted = inline_node(node, scope, f"e{k}", is_dict=True, known=known, tag=f"_{k}")
+            names.update(pasted.names)
+            lines += indent(pasted.head + pasted.body)
+            lines.append(f"    if e{k} is not MISSING: out.append(e{k})")
+        else:
+            lines.append(f"    out.append({text})")
+    return [*lines, "    return out", ""]
 
 
 def _moment_keys(fmt: SourceFormat) -> dict[str, list[Key]]:
@@ -413,10 +452,13 @@ def _moment_keys(fmt: SourceFormat) -> dict[str, list[Key]]:
     return out
 
 
-def as_python(node: Node, names: Mapping[str, str], texts: frozenset[str] = frozenset()) -> str | None:
+def as_python(
+    node: Node, names: Mapping[str, str], texts: frozenset[str] = frozenset(), seal: str | None = None
+) -> str | None:
     """The node as a Python expression, each name it reads plainly written as `names` gives it (a name
     always there: `s['index']`), or None when it is not that simple. `texts`: names the caller knows hold a
-    string, whose `empty` test is the string's own truth."""
+    string, whose `empty` test is the string's own truth. `seal`: the name the caller binds `templates.sealed`
+    to, so that a `$seal` of one such name onto another is written too (None: it is not)."""
     if isinstance(node, Const):
         return repr(node.value) if _literal(node.value) else None
     if isinstance(node, Get):
@@ -426,12 +468,12 @@ def as_python(node: Node, names: Mapping[str, str], texts: frozenset[str] = froz
             return names[read.root]
         return None
     if isinstance(node, When):  # a `$when` with an `else`: either branch
-        test, then = _test(node, names, texts), as_python(node.then, names, texts)
-        other = as_python(node.otherwise, names, texts) if node.otherwise is not None else None
+        test, then = _test(node, names, texts), as_python(node.then, names, texts, seal)
+        other = as_python(node.otherwise, names, texts, seal) if node.otherwise is not None else None
         if test is None or then is None or other is None:
             return None
         return then if test == "True" else other if test == "False" else f"({then} if {test} else {other})"
-    found = [_maybe(child, names, texts) for child in node.children()]  # a `$when` without `else`: there or left out
+    found = [_maybe(child, names, texts, seal) for child in node.children()]  # a `$when` without `else`: maybe left out
     if None in found:
         return None
     labels = [name for name, _ in node.items] if isinstance(node, Obj) else [""] * len(found)
@@ -453,13 +495,30 @@ def as_python(node: Node, names: Mapping[str, str], texts: frozenset[str] = froz
     return None
 
 
-def _maybe(node: Node, names: Mapping[str, str], texts: frozenset[str]) -> tuple[str | None, str] | None:
+def _maybe(
+    node: Node, names: Mapping[str, str], texts: frozenset[str], seal: str | None = None
+) -> tuple[str | None, str] | None:
     """A child as (the test that it is written, or None: always; its display), or None when not that plain."""
     if isinstance(node, When) and node.otherwise is None:
-        test, then = _test(node, names, texts), as_python(node.then, names, texts)
+        test, then = _test(node, names, texts), as_python(node.then, names, texts, seal)
         return None if test is None or then is None else (None if test == "True" else test, then)
-    shown = as_python(node, names, texts)
+    if isinstance(node, Apply) and isinstance(node.function, KeySeal):
+        return None if seal is None else _sealed(node.function, names, seal)
+    shown = as_python(node, names, texts, seal)
     return None if shown is None else (None, shown)
+
+
+def _sealed(function: KeySeal, names: Mapping[str, str], seal: str) -> tuple[str | None, str] | None:
+    """A `$seal` of a name always there onto another (a call's `extra_content` onto its `id`), as `KeySeal` writes
+    it: with no state (null), the `onto` string as it is; else sealed (`seal`, `templates.sealed`); left out when
+    the `onto` string is null."""
+    state, onto = names.get(function.state_key), names.get(function.onto_key)
+    if state is None or onto is None:
+        return None
+    if onto == "None":
+        return "False", onto
+    shown = onto if state == "None" else f"({onto} if {state} is None else {seal}({state}, {onto}))"
+    return f"({onto} is not None)", shown
 
 
 def _test(node: When, names: Mapping[str, str], texts: frozenset[str] = frozenset()) -> str | None:

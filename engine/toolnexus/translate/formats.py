@@ -819,7 +819,43 @@ def general_moments(fmt: SourceFormat) -> dict[str, Moment]:
 
         return write
 
-    return {**{name: walk(renders) for name, renders in fmt.stream.items()}, "end": walk(fmt.stream_end)}
+    moments = {**{name: walk(renders) for name, renders in fmt.stream.items()}, "end": walk(fmt.stream_end)}
+    said = {name for name, renders in fmt.stream.items() if renders}
+    for name, parts in once_moments(said).items():
+        moments[name] = once(*(moments.get(part) for part in parts))
+    return moments
+
+
+# The kinds whose block may be said in one piece: a tool call held to the end of the stream is released whole
+ONCE = ("tool_call",)
+
+
+def once_moments(names: Iterable[str]) -> dict[str, tuple[str, str, str]]:
+    """Of the stream moments `names` (those writing an event), each `once.KIND` (a block said in one piece) as the
+    moments it is written from, in order: its opening, its piece, its closing (`done.KIND`, else `close`), as
+    `SourceEvents` writes a block opened, given its one piece and closed (`SourceFormat.events` writes it as one
+    function)."""
+    held = frozenset(names)
+    return {
+        f"once.{kind}": (f"open.{kind}", f"piece.{kind}", f"done.{kind}" if f"done.{kind}" in held else "close")
+        for kind in ONCE
+        if {f"open.{kind}", f"piece.{kind}"} & held
+    }
+
+
+def once(opens: Moment | None, writes: Moment | None, closes: Moment | None) -> Moment:
+    """A block said in one piece: its opening's events, its piece's, then its closing's (their scope adds the
+    piece as all its `pieces`), numbered on."""
+
+    def write(scope: dict[str, Any], piece: Any, sequence: int, ctx: Ctx) -> list[Any]:
+        out = opens(scope, None, sequence, ctx) if opens is not None else []
+        if writes is not None:
+            out += writes(scope, piece, sequence + len(out), ctx)
+        if closes is not None:
+            out += closes({**scope, "pieces": piece}, None, sequence + len(out), ctx)
+        return out
+
+    return write
 
 
 @dataclass(slots=True)
@@ -872,6 +908,7 @@ class SourceEvents:
         self.translator = translator
         self.message: AnswerBody | None = None
         self._moments: Mapping[str, Moment] = fmt.events or general_moments(fmt)
+        self._once = self._moments.get("once.tool_call")  # a call said whole, in one writer (`whole_call`)
         self._started = False
         self._id: str = ""
         self._created: Any = None  # the answer's time, as its first event said it
@@ -997,6 +1034,25 @@ class SourceEvents:
         if arguments:
             self._piece(out, block, arguments)
 
+    def whole_call(
+        self, out: list[dict[str, Any]], index: int, call_id: Any, name: Any, extra: Any, arguments: Any
+    ) -> None:
+        """A tool call said whole (held to the end of the stream and released with its arguments): its opening, its
+        one piece and its closing written at once (`once.tool_call`), no block kept for it, as `call` would write
+        them with the call's block closed as the next opens. Else (the answer's opening reasoning not over, no
+        arguments, a call still waiting for its arguments: it closes at the end, before this one) as `call`."""
+        once = self._once
+        if once is not None and not self.opening and arguments:
+            if self._open is not None:
+                self._close_open(out)
+            if not self._unfinished:
+                _, at, item_id = self._place("tool_call")
+                scope = {"id": call_id, "name": name, "extra_content": extra, "index": at, "answer_id": self._id,
+                         "item_id": item_id, "created": self._created, "model": self._model}  # fmt: skip
+                self._write(out, once, scope, arguments)
+                return
+        self.call(out, index, call_id, name, extra, arguments)
+
     def arguments(self, out: list[dict[str, Any]], index: int, piece: str) -> None:
         """An arguments piece of the call at `index`: straight to its open block (the moment of nearly every event
         of a call's arguments), else as `call` says."""
@@ -1017,15 +1073,20 @@ class SourceEvents:
                 self._notes.clear()
 
     def _new_block(self, out: list[dict[str, Any]], kind: str, scope: dict[str, Any], close: bool = True) -> _Block:
-        if close and self._open is not None:
+        if close:
+            self._close_open(out)
+        block, opens = self._block(kind, scope)
+        self._write(out, opens, block.scope, None)
+        return block
+
+    def _close_open(self, out: list[dict[str, Any]]) -> None:
+        """The open text or tool_call block closes, as another opens."""
+        if self._open is not None:
             if self._open.kind == "tool_call" and not self._open.pieces:
                 self._unfinished.append(self._open)  # its arguments come later: it closes at the end
             else:
                 self._close(out, self._open)
             self._open = None
-        block, opens = self._block(kind, scope)
-        self._write(out, opens, block.scope, None)
-        return block
 
     def _kind(self, kind: str) -> _Kind:
         """The writers and ids of a kind's blocks, looked up at its first block."""
@@ -1041,29 +1102,34 @@ class SourceEvents:
         return known
 
     def _block(self, kind: str, scope: dict[str, Any], named: str = "") -> tuple[_Block, Moment | None]:
-        """A new block of `kind`, and the writer of its opening events: its scope, with its position and ids (those
-        of kind `named` if given), and its moments' writers. `item_id` is, for the first block of its kind, the id
-        the whole answer gives that kind (`stream.item_ids`: the kind's `answer.ids` name; else the answer's id),
-        and `<that id>_<index>` for a later one (unique per kind, as a format naming its blocks needs)."""
+        """A new block of `kind`, and the writer of its opening events: its scope, with its position and ids
+        (`_place`), and its moments' writers."""
+        known, index, item_id = self._place(kind, named)
+        scope["index"] = index
+        scope["answer_id"] = self._id
+        scope["item_id"] = item_id
+        scope["created"] = self._created
+        scope["model"] = self._model
+        return _Block(kind, self._blocks - 1, scope, known.write, known.closes, []), known.opens
+
+    def _place(self, kind: str, named: str = "") -> tuple[_Kind, int, str]:
+        """A new block of `kind` counted: its kind's writers, its index and its `item_id` (those of kind `named` if
+        given). `item_id` is, for the first block of its kind, the id the whole answer gives that kind
+        (`stream.item_ids`: the kind's `answer.ids` name; else the answer's id), and `<that id>_<index>` for a
+        later one (unique per kind, as a format naming its blocks needs)."""
         known = self._known.get(kind) or self._kind(kind)
         ids = known if not named else self._known.get(named) or self._kind(named)
         kinds, counted = self._kinds, named or kind
         seen = kinds.get(counted, 0)
         index = seen if ids.within else self._blocks
         kinds[counted] = seen + 1
+        self._blocks += 1
         first = self._id
         if ids.named:
             if self._made is None:
                 self._made = self.format.made_ids(first)
             first = self._made[ids.named]
-        scope["index"] = index
-        scope["answer_id"] = self._id
-        scope["item_id"] = f"{first}_{index}" if seen else first
-        scope["created"] = self._created
-        scope["model"] = self._model
-        block = _Block(kind, self._blocks, scope, known.write, known.closes, [])
-        self._blocks += 1
-        return block, known.opens
+        return known, index, f"{first}_{index}" if seen else first
 
     def _close(self, out: list[dict[str, Any]], block: _Block, whole: Any = MISSING) -> None:
         """A block's closing events: its signature piece (reasoning), then `done.KIND` (or `close`), whose scope

@@ -768,11 +768,11 @@ class StreamTranslator:
         """The held calls, in order, as `sink`'s moments (a format's events, or the entries of the chunk that
         releases them): a whole call (its index) opened from its translation in the whole answer (which validated
         it and gave its id), not rendered twice; a held opening or arguments piece as it was held."""
-        call = sink.call
+        whole = sink.whole_call
         for held in self._held:
             if isinstance(held, int):
                 done = calls[held]
-                call(out, held, done.id, done.name, done.extra_content, done.arguments)
+                whole(out, held, done.id, done.name, done.extra_content, done.arguments)
             else:
                 _moment(sink, out, *held)
         self._held.clear()
@@ -783,10 +783,10 @@ class _Entries:
     """Where released calls go in a chunk: their `open` and arguments entries (at `JOINED`), written by the
     normal form's entries writers over the header, with the moments a format's events take (`SourceEvents`)."""
 
-    __slots__ = ("arguments", "call")
+    __slots__ = ("arguments", "call", "whole_call")
 
     def __init__(self, header: tuple[str, int, str]) -> None:
-        self.call = partial(CHUNKS.call, header)
+        self.call = self.whole_call = partial(CHUNKS.call, header)  # a call released whole: its one entry
         self.arguments = partial(CHUNKS.arguments, header)
 
 
