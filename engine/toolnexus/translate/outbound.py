@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import partial
 from operator import countOf
 from types import MappingProxyType
@@ -957,6 +957,24 @@ def synthesized_id(digest: str, position: int) -> str:
 # ---------------------------------------------------------------- the generated response function
 
 
+RESULT_FIELDS = tuple(spec.name for spec in fields(TranslateResult))
+
+
+def result_lines(values: list[str]) -> list[str]:
+    """Lines returning the TranslateResult of `values` (one expression per field, in order), built by its slots:
+    the dataclass's `__init__` (a second frame, its arguments bound again) costs as much again as the stores,
+    and the generated function builds one per answer."""
+    assert len(values) == len(RESULT_FIELDS), "one value per TranslateResult field"
+    stores = [f"res.{name} = {value}" for name, value in zip(RESULT_FIELDS, values, strict=True)]
+    return ["res = new_object(TranslateResult)", *stores, "return res"]
+
+
+def clean_counts(var: str) -> str:
+    """The test that every value of the non-empty mapping in `var` is an int (not a bool) from 0, in C: a loop
+    over its values costs a dozen bytecodes a count."""
+    return f"INTS.issuperset(map(type, {var}.values())) and min({var}.values()) >= 0"
+
+
 class _Code(Namespace):
     """The one function a rule file's `response` section compiles to, built line by line.
 
@@ -974,7 +992,8 @@ class _Code(Namespace):
         self.built = ""  # "c" where the lines being generated know it built
         super().__init__({"MISSING": MISSING, "NO_KEYS": MappingProxyType({}), "NO_IDS": NO_IDS, "Ctx": Ctx,
                           "Note": Note, "Found": _Found, "new_tool_call": new_tool_call, "counts": _counts,
-                          "TranslateResult": TranslateResult, "arguments_json": arguments_json, "countOf": countOf,
+                          "TranslateResult": TranslateResult, "new_object": object.__new__, "INTS": frozenset({int}),
+                          "arguments_json": arguments_json, "countOf": countOf,
                           "merge_extras": merge_extras, "response_digest": response_digest,
                           "synthesized_id": synthesized_id, "check_usage": check_usage})  # fmt: skip
         self.prefixes: dict[tuple[str | int, ...], str] = {}  # response paths read so far -> their variables
@@ -1100,13 +1119,11 @@ class _Code(Namespace):
         lines += self.usage_and_model()
         lines += self.refusal()
         lines += self.nulls()
-        lines += [
-            "notes = () if c is None else tuple(c.notes)",
-            "if f is None:",
-            '    return TranslateResult("".join(texts), calls, finish, u, mo, r, notes, "", {}, [], refusal)',
-            'return TranslateResult("".join(texts), calls, finish, u, mo, r, notes,'
-            ' "".join(f.reasoning), f.extras, f.annotations, refusal)',
-        ]
+        lines += result_lines([
+            '"".join(texts)', "calls", "finish", "u", "mo", "r", "() if c is None else tuple(c.notes)",
+            '"" if f is None else "".join(f.reasoning)', "{} if f is None else f.extras",
+            "[] if f is None else f.annotations", "refusal",
+        ])  # fmt: skip
         head = "def respond(o, r, requested_model, id_map=None, tokens=0):\n"
         return head + "".join(f"    {line}\n" for line in lines)
 
@@ -1476,17 +1493,9 @@ class _Code(Namespace):
                 entries.append((name, [(key, count(found, optional)) for key, found in inner if found], None))
         clean = [f"type({var}) is int and {var} >= 0" for var in required]
         clean += [f"({var} is MISSING or type({var}) is int and {var} >= 0)" for var in optional if var not in required]
-        for var in copied:  # a provider's object of counts: its values tested in a loop, before the test
+        for var in copied:  # a provider's object of counts: its values tested before the test
             flag = f"c{var}"
-            reads += [
-                f"if type({var}) is dict and {var}:",
-                f"    {flag} = True",
-                f"    for n in {var}.values():",
-                "        if type(n) is not int or n < 0:",
-                f"            {flag} = False",
-                "            break",
-                f"else: {flag} = {var} is MISSING",
-            ]
+            reads += [f"{flag} = {clean_counts(var)} if type({var}) is dict and {var} else {var} is MISSING"]
             clean.append(flag)
         body: list[str] = []
         literal: list[str] = []  # the leading keys always written, as one mapping literal
@@ -1516,12 +1525,7 @@ class _Code(Namespace):
         (absent: nothing; anything else clears `ok`), tested inline: no call per object."""
         return [
             f"if {var} is not MISSING:",
-            f"    if type({var}) is dict and {var}:",
-            f"        for n in {var}.values():",
-            "            if type(n) is not int or n < 0:",
-            "                ok = False",
-            "                break",
-            f"        else: u[{name!r}] = {var}.copy()",
+            f"    if type({var}) is dict and {var} and {clean_counts(var)}: u[{name!r}] = {var}.copy()",
             "    else: ok = False",
         ]
 
