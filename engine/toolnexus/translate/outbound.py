@@ -969,12 +969,6 @@ def result_lines(values: list[str]) -> list[str]:
     return ["res = new_object(TranslateResult)", *stores, "return res"]
 
 
-def clean_counts(var: str) -> str:
-    """The test that every value of the non-empty mapping in `var` is an int (not a bool) from 0, in C: a loop
-    over its values costs a dozen bytecodes a count."""
-    return f"INTS.issuperset(map(type, {var}.values())) and min({var}.values()) >= 0"
-
-
 class _Code(Namespace):
     """The one function a rule file's `response` section compiles to, built line by line.
 
@@ -992,7 +986,7 @@ class _Code(Namespace):
         self.built = ""  # "c" where the lines being generated know it built
         super().__init__({"MISSING": MISSING, "NO_KEYS": MappingProxyType({}), "NO_IDS": NO_IDS, "Ctx": Ctx,
                           "Note": Note, "Found": _Found, "new_tool_call": new_tool_call, "counts": _counts,
-                          "TranslateResult": TranslateResult, "new_object": object.__new__, "INTS": frozenset({int}),
+                          "TranslateResult": TranslateResult, "new_object": object.__new__,
                           "arguments_json": arguments_json, "countOf": countOf,
                           "merge_extras": merge_extras, "response_digest": response_digest,
                           "synthesized_id": synthesized_id, "check_usage": check_usage})  # fmt: skip
@@ -1493,9 +1487,17 @@ class _Code(Namespace):
                 entries.append((name, [(key, count(found, optional)) for key, found in inner if found], None))
         clean = [f"type({var}) is int and {var} >= 0" for var in required]
         clean += [f"({var} is MISSING or type({var}) is int and {var} >= 0)" for var in optional if var not in required]
-        for var in copied:  # a provider's object of counts: its values tested before the test
+        for var in copied:  # a provider's object of counts: its values tested in a loop, before the test
             flag = f"c{var}"
-            reads += [f"{flag} = {clean_counts(var)} if type({var}) is dict and {var} else {var} is MISSING"]
+            reads += [
+                f"if type({var}) is dict and {var}:",
+                f"    {flag} = True",
+                f"    for n in {var}.values():",
+                "        if type(n) is not int or n < 0:",
+                f"            {flag} = False",
+                "            break",
+                f"else: {flag} = {var} is MISSING",
+            ]
             clean.append(flag)
         body: list[str] = []
         literal: list[str] = []  # the leading keys always written, as one mapping literal
@@ -1525,7 +1527,12 @@ class _Code(Namespace):
         (absent: nothing; anything else clears `ok`), tested inline: no call per object."""
         return [
             f"if {var} is not MISSING:",
-            f"    if type({var}) is dict and {var} and {clean_counts(var)}: u[{name!r}] = {var}.copy()",
+            f"    if type({var}) is dict and {var}:",
+            f"        for n in {var}.values():",
+            "            if type(n) is not int or n < 0:",
+            "                ok = False",
+            "                break",
+            f"        else: u[{name!r}] = {var}.copy()",
             "    else: ok = False",
         ]
 
