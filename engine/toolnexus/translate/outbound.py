@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import partial
 from operator import countOf
 from types import MappingProxyType
@@ -957,6 +957,18 @@ def synthesized_id(digest: str, position: int) -> str:
 # ---------------------------------------------------------------- the generated response function
 
 
+RESULT_FIELDS = tuple(spec.name for spec in fields(TranslateResult))
+
+
+def result_lines(values: list[str]) -> list[str]:
+    """Lines returning the TranslateResult of `values` (one expression per field, in order), built by its slots:
+    the dataclass's `__init__` (a second frame, its arguments bound again) costs as much again as the stores,
+    and the generated function builds one per answer."""
+    assert len(values) == len(RESULT_FIELDS), "one value per TranslateResult field"
+    stores = [f"res.{name} = {value}" for name, value in zip(RESULT_FIELDS, values, strict=True)]
+    return ["res = new_object(TranslateResult)", *stores, "return res"]
+
+
 class _Code(Namespace):
     """The one function a rule file's `response` section compiles to, built line by line.
 
@@ -974,7 +986,8 @@ class _Code(Namespace):
         self.built = ""  # "c" where the lines being generated know it built
         super().__init__({"MISSING": MISSING, "NO_KEYS": MappingProxyType({}), "NO_IDS": NO_IDS, "Ctx": Ctx,
                           "Note": Note, "Found": _Found, "new_tool_call": new_tool_call, "counts": _counts,
-                          "TranslateResult": TranslateResult, "arguments_json": arguments_json, "countOf": countOf,
+                          "TranslateResult": TranslateResult, "new_object": object.__new__,
+                          "arguments_json": arguments_json, "countOf": countOf,
                           "merge_extras": merge_extras, "response_digest": response_digest,
                           "synthesized_id": synthesized_id, "check_usage": check_usage,
                           "as_tuple": tuple.__new__})  # fmt: skip
@@ -1101,13 +1114,11 @@ class _Code(Namespace):
         lines += self.usage_and_model()
         lines += self.refusal()
         lines += self.nulls()
-        lines += [
-            "notes = () if c is None else tuple(c.notes)",
-            "if f is None:",
-            '    return TranslateResult("".join(texts), calls, finish, u, mo, r, notes, "", {}, [], refusal)',
-            'return TranslateResult("".join(texts), calls, finish, u, mo, r, notes,'
-            ' "".join(f.reasoning), f.extras, f.annotations, refusal)',
-        ]
+        lines += result_lines([
+            '"".join(texts)', "calls", "finish", "u", "mo", "r", "() if c is None else tuple(c.notes)",
+            '"" if f is None else "".join(f.reasoning)', "{} if f is None else f.extras",
+            "[] if f is None else f.annotations", "refusal",
+        ])  # fmt: skip
         head = "def respond(o, r, requested_model, id_map=None, tokens=0):\n"
         return head + "".join(f"    {line}\n" for line in lines)
 
