@@ -64,11 +64,12 @@ def test_absent_values_omit_their_key_and_an_all_absent_object_is_absent() -> No
 def test_a_run_of_copied_fields_is_written_in_the_templates_order_with_its_names() -> None:
     """Six or more keys in a row that each copy a scope field (a request body's optional fields) are written by
     one loop over the fields the scope holds: the same object as key by key, in the template's order (not the
-    scope's), renamed, null kept, a field copied twice or read elsewhere written as written alone."""
+    scope's), renamed, null kept, a field holding MISSING absent (a section that wrote nothing), a field copied
+    twice or read elsewhere written as written alone."""
     keys = ["g", "b", "e", "a", "f", "c", "d"]  # neither the scope's order nor sorted
     template = "{m: {$get: m, required: true}, " + ", ".join(f"{k}: {{$get: {k}}}" for k in keys)
     template += ", twice: {$get: a}, h: {$get: h}, n: {$get: [z, y]}}"
-    scope = {"c": None, "a": 1, "m": "model", "g": 7, "h": [1], "zz": "not copied"}
+    scope = {"c": None, "a": 1, "m": "model", "g": 7, "h": [1], "zz": "not copied", "f": MISSING}
     assert list(render(template, scope).items()) == [
         ("m", "model"),
         ("g", 7),

@@ -953,7 +953,7 @@ class _Codegen(Namespace):
             for at, (name, child) in enumerate(node.items):
                 run = runs.get(at)
                 if run is not None:
-                    lines.append(self._copied(run, target))
+                    lines += self._copied(run, target)
                 if at in copied:
                     continue
                 value = None
@@ -1012,15 +1012,15 @@ class _Codegen(Namespace):
             current = []
         return runs, {at for first, run in runs.items() for at in range(first, first + len(run))}
 
-    def _copied(self, run: list[tuple[str, str]], target: str) -> str:
+    def _copied(self, run: list[tuple[str, str]], target: str) -> list[str]:
         """A run of copied fields (`_runs`) written in one loop over the fields the scope holds, in the
-        template's order: a request holds a few of the many fields a body may copy."""
+        template's order: a request holds a few of the many fields a body may copy (a field holding MISSING,
+        a section that wrote nothing, is absent)."""
         self.copies = True
         sd, order = self.scope_dict, {field: at for at, (_, field) in enumerate(run)}
         fields = f"sorted({self._name(frozenset(order))}.intersection({sd}), key={self._name(order)}.__getitem__)"
-        if all(key == field for key, field in run):
-            return f"for k_ in {fields}: {target}[k_] = {sd}[k_]"
-        return f"for k_ in {fields}: {target}[{self._name(dict((f, k) for k, f in run))}[k_]] = {sd}[k_]"
+        key = "k_" if all(key == field for key, field in run) else f"{self._name({f: k for k, f in run})}[k_]"
+        return [f"for k_ in {fields}:", f"    if (v_ := {sd}[k_]) is not MISSING: {target}[{key}] = v_"]
 
     def _merge(self, node: Merge, target: str, scope: str) -> list[str]:
         expr = node.path.expr
