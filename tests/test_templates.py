@@ -61,6 +61,38 @@ def test_absent_values_omit_their_key_and_an_all_absent_object_is_absent() -> No
     assert render("{meta: {user_id: {$get: user}}}", {}) is MISSING
 
 
+def test_a_run_of_copied_fields_is_written_in_the_templates_order_with_its_names() -> None:
+    """Six or more keys in a row that each copy a scope field (a request body's optional fields) are written by
+    one loop over the fields the scope holds: the same object as key by key, in the template's order (not the
+    scope's), renamed, null kept, a field holding MISSING absent (a section that wrote nothing), a field copied
+    twice or read elsewhere written as written alone."""
+    keys = ["g", "b", "e", "a", "f", "c", "d"]  # neither the scope's order nor sorted
+    template = "{m: {$get: m, required: true}, " + ", ".join(f"{k}: {{$get: {k}}}" for k in keys)
+    template += ", twice: {$get: a}, h: {$get: h}, n: {$get: [z, y]}}"
+    scope = {"c": None, "a": 1, "m": "model", "g": 7, "h": [1], "zz": "not copied", "f": MISSING}
+    assert list(render(template, scope).items()) == [
+        ("m", "model"),
+        ("g", 7),
+        ("a", 1),
+        ("c", None),
+        ("twice", 1),
+        ("h", [1]),
+    ]
+    renamed = "{" + ", ".join(f"{k.upper()}: {{$get: {k}}}" for k in keys) + "}"
+    assert list(render(renamed, {"b": 2, "f": 6, "g": 0}).items()) == [("G", 0), ("B", 2), ("F", 6)]
+    assert render(renamed, {"x": 1}) is MISSING  # every key absent: the object is absent
+    assert "for k_ in" in compile_source(renamed)  # the loop is what was tested (five in a row are written each)
+    assert "for k_ in" not in compile_source("{" + ", ".join(f"{k}: {{$get: {k}}}" for k in keys[:5]) + "}")
+
+
+def compile_source(template_yaml: str) -> str:
+    """The Python one template compiles to."""
+    source = parse_rule_text("t: " + template_yaml, "test.yaml")
+    env = Env(source)
+    compile_template(source.data["t"], ("t",), env)
+    return env.generated[("t",)]
+
+
 def test_null_is_not_absent() -> None:
     assert render("{x: {$get: a}}", {"a": None}) == {"x": None}
 

@@ -285,8 +285,9 @@ def compile_node(node: Node, key: Key, env: Env) -> Render:
     if isinstance(node, Const):
         return _constant(node.value)
     gen = _Codegen()
+    gen.scope_dict = "sd"
     body = gen.emit(node, "out", "s")
-    prologue = ["sd = s if isinstance(s, dict) else {}"] if gen.firsts else []
+    prologue = ["sd = s if isinstance(s, dict) else {}"] if gen.firsts or gen.copies else []
     prologue += [f"{var} = sd.get({name!r}, MISSING)" for name, var in gen.firsts.items()]
     return _define(gen, "render(s, c)", prologue + gen.prelude + body, key, env)
 
@@ -343,6 +344,18 @@ def inline_node(
     head += [f"{var} = {known[name]}" for name, var in gen.firsts.items() if name in known and var != known[name]]
     return Inline(head + gen.prelude, body, {**_NAMES, **gen.names}, dict(gen.firsts), whole)
 
+
+def _copied_field(node: Node | None) -> str | None:
+    """The top-level scope field a plain `$get` of one key copies (None: the node does more, or is no `$get`)."""
+    if not isinstance(node, Get) or not node.plain or len(node.reads) != 1:
+        return None
+    steps = node.reads[0].steps
+    return steps[0] if steps is not None and len(steps) == 1 and isinstance(steps[0], str) else None
+
+
+# The fewest keys in a row, each a plain copy of a scope field, written as one loop over the fields the scope
+# holds (`_Codegen._runs`): a request body's many optional fields, of which a request gives a few.
+_RUN = 6
 
 # Whether generated lines use the call's context `c` (a note, an error, a closure given it).
 USES_CONTEXT = re.compile(r"(?<![\w.'])c(?![\w'])")
@@ -781,6 +794,10 @@ class _Codegen(Namespace):
         self.firsts: dict[str, str] = {}  # scope key -> the variable that reads it once, up front
         self.chains: dict[tuple[str | int, ...], str] = {}  # plain key chains read up front
         self.prelude: list[str] = []  # their reads, after the `firsts`
+        # The scope's dict variable where a run of plain reads is copied from it whole (`_copied`; None: never),
+        # and whether the lines do so.
+        self.scope_dict: str | None = None
+        self.copies = False
 
     def _name(self, value: Any) -> str:
         """A literal for plain scalars, else a name bound in the generated function's namespace."""
@@ -932,7 +949,13 @@ class _Codegen(Namespace):
             lines = []
             leading: list[str] = []  # the keys always written before any that may be absent: one dict display
             always = False
-            for name, child in node.items:
+            runs, copied = self._runs(node)
+            for at, (name, child) in enumerate(node.items):
+                run = runs.get(at)
+                if run is not None:
+                    lines += self._copied(run, target)
+                if at in copied:
+                    continue
                 value = None
                 if isinstance(child, Const) and not isinstance(child.value, (dict, list)):
                     value = self._name(child.value)
@@ -969,6 +992,35 @@ class _Codegen(Namespace):
         if not any(isinstance(child, Const) for child in node.items):
             lines.append(f"if not {target}: {target} = MISSING")  # every element absent: the list is absent
         return lines
+
+    def _runs(self, node: Obj) -> tuple[dict[int, list[tuple[str, str]]], set[int]]:
+        """The runs of an object's keys that each copy one scope field as it is (a plain `$get` of a top-level
+        key not read up front, each field once), _RUN or more in a row: by the index of their first key, their
+        (key, field) pairs; and the indexes of every key in a run."""
+        runs: dict[int, list[tuple[str, str]]] = {}
+        if self.scope_dict is None:
+            return runs, set()
+        current: list[tuple[int, str, str]] = []
+        for at, (name, child) in enumerate((*node.items, ("", None))):
+            field = _copied_field(child)
+            taken = self.firsts.keys() | self.present | self.absent | {f for _, _, f in current}
+            if field is not None and field not in taken:
+                current.append((at, name, field))
+                continue
+            if len(current) >= _RUN:
+                runs[current[0][0]] = [(key, field) for _, key, field in current]
+            current = []
+        return runs, {at for first, run in runs.items() for at in range(first, first + len(run))}
+
+    def _copied(self, run: list[tuple[str, str]], target: str) -> list[str]:
+        """A run of copied fields (`_runs`) written in one loop over the fields the scope holds, in the
+        template's order: a request holds a few of the many fields a body may copy (a field holding MISSING,
+        a section that wrote nothing, is absent)."""
+        self.copies = True
+        sd, order = self.scope_dict, {field: at for at, (_, field) in enumerate(run)}
+        fields = f"sorted({self._name(frozenset(order))}.intersection({sd}), key={self._name(order)}.__getitem__)"
+        key = "k_" if all(key == field for key, field in run) else f"{self._name({f: k for k, f in run})}[k_]"
+        return [f"for k_ in {fields}:", f"    if (v_ := {sd}[k_]) is not MISSING: {target}[{key}] = v_"]
 
     def _merge(self, node: Merge, target: str, scope: str) -> list[str]:
         expr = node.path.expr

@@ -114,6 +114,14 @@ class _Gen(Namespace):
     def new_tag(self) -> str:
         return self.fresh(f"_{self.prefix}")
 
+    def settle(self, key: str, value: str, path: str) -> str:
+        """The statement settling `key` (given in `value`; `path`: an f-string) that no template writes: the note
+        `messages.unsupported` writes for a key it drops whatever it holds (its `DROPPED`), else `c.settle`."""
+        why = self.names["DROPPED"].get(key)
+        if why is None:
+            return f"c.settle({key!r}, {value}, {path})"
+        return f"notes.append(Note('dropped', {path}, {why!r}))"
+
 
 def content_lines(gen: _Gen, groups: tuple[Group, ...], top: bool) -> Callable[..., list[str] | None]:
     """The ContentLines writing a `$content` from `groups` (see templates.ContentLines); None when it cannot."""
@@ -196,8 +204,13 @@ def _flat(gen: _Gen, chosen: list[Group], leads: str | None) -> tuple[str, str, 
                 tests.append(f"({var} is MISSING or not {group.has_part})")
             elif reporting is not None and reporting[0] is not None and key not in reporting[0]:
                 given = f"{var} is not MISSING and {group.has_part}"
-                settled.append(f"if {given}: c.settle({key!r}, {var}, f'messages[{{i}}].{key}')")
+                settled.append(f"if {given}: {gen.settle(key, var, _message_key(key))}")
     return " and ".join(tests) or "True", " + ".join(texts) or "''", settled
+
+
+def _message_key(key: str) -> str:
+    """The f-string of a message key's path."""
+    return f"f'messages[{{i}}].{key}'"
 
 
 def _part_lines(gen: _Gen, group: Group, blocks: str) -> list[str] | None:
@@ -219,14 +232,17 @@ def _part_lines(gen: _Gen, group: Group, blocks: str) -> list[str] | None:
         body += [
             f"if not {group.extras_of}.keys() <= {kept}:",
             f"    for k, v in {group.extras_of}.items():",
-            f"        if k not in {kept} and v is not None: c.settle(k, v, f'{{{where}}}.{{k}}')",
+            f"        if k not in {kept} and v is not None:",
+            "            why = DROPPED.get(k)",  # as `settle` decides for a key known here
+            f"            if why is None: c.settle(k, v, f'{{{where}}}.{{k}}')",
+            f"            else: notes.append(Note('dropped', f'{{{where}}}.{{k}}', why))",
         ]
     for key, var in group.carried:  # on the last part only, as the reader's `place` puts it
-        value = var if group.last is None else f"({var} if {group.last} else MISSING)"
         if key in reads:
-            known[key] = value
+            known[key] = var if group.last is None else f"({var} if {group.last} else MISSING)"
         elif reporting is not None:  # the template writes nothing for it: settled as the rules say
-            body.append(f"if {value} is not MISSING: c.settle({key!r}, {value}, f'messages[{{i}}].{key}')")
+            given = f"{var} is not MISSING" + ("" if group.last is None else f" and {group.last}")
+            body.append(f"if {given}: {gen.settle(key, var, _message_key(key))}")
     for name in reads:
         if name in known:
             continue

@@ -17,6 +17,7 @@ order. tests/test_request_messages.py holds the two orders to the same result.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -88,13 +89,13 @@ _READ = {
         "pending = {}",
         "parts = assistant_parts(m, i, P, seen, ARGUMENTS_JSON, pending, ids)",
         "answered = set()",
-        "if i > last:",
-        "    for p in parts:",
-        "        if p['kind'] == 'tool_call': p['current_turn'] = True",
     ],
     "tool": ["parts = [tool_result(m, i, P, pending, answered, ids)]"],
 }
 _TEXT = ["parts = [{'kind': 'text', 'text': text_only(m, i, P)}]"]  # a system or developer role not hoisted
+# The tool calls after the last user turn marked as the current turn's, for a tool-call template that reads it.
+_CURRENT_TURN = ["if i > last:", "    for p in parts:", "        if p['kind'] == 'tool_call': p['current_turn'] = True"]
+_LAST = re.compile(r"\blast\b")
 
 
 def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts | None = None) -> tuple[str, Messages]:
@@ -123,23 +124,14 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
             if rule.action == "drop" and not rule.accept
         },
     }
-    lines = [
+    head = [
         "def messages(msgs, c, ids):",
         "    if type(msgs) is not list: return None",
         "    out, hoisted, notes = [], [], c.notes",
         "    seen, pending, answered = {}, {}, set()",
         "    merging, merged, first = None, False, None",
-        "    last = -1  # the last user turn: the tool calls after it are the current turn's",
     ]
-    if "user" not in inbound.hoist:
-        lines += [
-            "    for j in range(len(msgs) - 1, -1, -1):",
-            "        m = msgs[j]",
-            "        if type(m) is dict and m.get('role') == 'user':",
-            "            last = j",
-            "            break",
-        ]
-    lines += [
+    lines = [
         "    for i, m in enumerate(msgs):",
         "        if type(m) is not dict: return None",
         "        role = m.get('role')",
@@ -158,7 +150,7 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
         if role in inbound.hoist:
             continue
         lines.append(f"        {branch} role == {role!r}:")
-        general, tail = _role(role, inbound, names, content)
+        general, tail = _role(role, inbound, names, content, parts)
         fast = None if parts is None else _direct(role, inbound, names, parts)
         if fast is not None:
             general = [*fast, *indent(general)]
@@ -170,7 +162,17 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
         "    c.path = ''",
         "    return out, hoisted, notes, first",
     ]
-    text, run = _compiled(lines, f"<messages {inbound.provider}>", names, "messages")
+    if any(_LAST.search(line) for line in lines):  # a template writes the current turn: find its start
+        head.append("    last = -1  # the last user turn: the tool calls after it are the current turn's")
+        if "user" not in inbound.hoist:
+            head += [
+                "    for j in range(len(msgs) - 1, -1, -1):",
+                "        m = msgs[j]",
+                "        if type(m) is dict and m.get('role') == 'user':",
+                "            last = j",
+                "            break",
+            ]
+    text, run = _compiled([*head, *lines], f"<messages {inbound.provider}>", names, "messages")
     return text, run
 
 
@@ -192,7 +194,7 @@ def _direct(role: str, inbound: Inbound, names: dict[str, Any], parts: Parts) ->
         writes = role_writes(role, shape, rule.node, parts, names, variant)
         if writes is None:
             continue
-        body = [*shape.take, "if first is None: first = i", *_allowed(role, inbound, names)]
+        body = ["if first is None: first = i", *_allowed(role, inbound, names)]
         if rule.allowed is not None:  # as the general branch notes them (`orphans`)
             for key, var, test in shape.orphans:
                 note = f"Note('dropped', f'messages[{{i}}].{key}', ORPHANED({dict(inbound.carry[role])[key]!r}))"
@@ -210,11 +212,28 @@ def _direct(role: str, inbound: Inbound, names: dict[str, Any], parts: Parts) ->
             *writes,
             f"if written is MISSING: raise c.fail(f'messages[{{i}}]', {nothing!r})",
         ]
-        lines += [f"{branch} {shape.test}:", *indent(body)]
+        lines += [f"{branch} {shape.test}:", *indent([*_used_takes(shape.take, body), *body])]
         branch = "elif"
     if branch == "if":
         return None
     return [*lines, "else:"]
+
+
+# A shape's take line that only reads a value into a variable (`d_ct`, a tool result's `d_text`, a carried key's
+# `d_yN`): left out when nothing in its branch reads that variable (a template that writes no current turn, ...).
+_VALUE_TAKE = re.compile(r"(?:if )?(d_ct|d_text|d_y\d+)\b")
+
+
+def _used_takes(take: tuple[str, ...], body: list[str]) -> list[str]:
+    """The shape's take lines its branch needs: each value read only into a variable no line of `body` reads
+    is left out (a read of the message, no effect)."""
+    text = "\n".join(body)
+    kept = []
+    for line in take:
+        found = _VALUE_TAKE.match(line)
+        if found is None or re.search(rf"\b{found[1]}\b", text):
+            kept.append(line)
+    return kept
 
 
 def _allowed(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
@@ -233,8 +252,14 @@ def _allowed(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
     ]
 
 
+def _writes_current_turn(parts: Parts | None) -> bool:
+    """Whether the tool-call template may read `current_turn` (unknown: it may)."""
+    reads = None if parts is None else parts.reads.get("tool_call", frozenset())
+    return reads is None or "current_turn" in reads
+
+
 def _role(
-    role: str, inbound: Inbound, names: dict[str, Any], content: ContentLines | None
+    role: str, inbound: Inbound, names: dict[str, Any], content: ContentLines | None, parts: Parts | None
 ) -> tuple[list[str], list[str]]:
     """One role's read, settling, write (its template inline) and merge (as `messages.roles.<role>` says): the
     lines up to `written`, and the merge after it."""
@@ -250,6 +275,8 @@ def _role(
         names.update(inline.names)
         write = [*inline.head, *inline.body]
     lines = list(_READ.get(role, _TEXT))
+    if role == "assistant" and _writes_current_turn(parts):
+        lines += _CURRENT_TURN
     placed = inbound.carry.get(role)
     if placed:  # `rule.carried` is built from this table: the keys placed are those it may find no part for
         names[f"PLACED_{role}"] = placed
