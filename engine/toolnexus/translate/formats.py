@@ -186,20 +186,26 @@ def named(paths: Iterable[str], origins: Origins, records: list[Record]) -> list
 
 def _deepest(path: str, found: re.Match[str], index: Index) -> tuple[Record | None, int]:
     """The record of the deepest prefix of `path` that ends where `remap` cuts (the end, a `.` or a `[`), and
-    where that prefix ends."""
+    where that prefix ends. (Unrolled, deepest first: it runs once per note.)"""
     head, number, name, inner = found.groups()
-    a, key = int(number), head + "[{}]"
-    ends = [(found.end(2) + 1, (key, a, 0))]
-    if name is not None:
-        ends.append((found.end(3), (f"{key}.{name}", a, 0)))
-        if inner is not None:
-            ends.append((found.end(4) + 1, (f"{key}.{name}[{{}}]", a, int(inner))))
-    size = len(path)
-    for cut, wanted in reversed(ends):
+    a, key, size = int(number), head + "[{}]", len(path)
+    if inner is not None:
+        cut = found.end(4) + 1
         if cut == size or path[cut] in ".[":
-            record = index.get(wanted)
+            record = index.get((f"{key}.{name}[{{}}]", a, int(inner)))
             if record is not None:
                 return record, cut
+    if name is not None:
+        cut = found.end(3)
+        if cut == size or path[cut] in ".[":
+            record = index.get((f"{key}.{name}", a, 0))
+            if record is not None:
+                return record, cut
+    cut = found.end(2) + 1
+    if cut == size or path[cut] in ".[":
+        record = index.get((key, a, 0))
+        if record is not None:
+            return record, cut
     return None, 0
 
 
@@ -780,7 +786,7 @@ def _renamed(source: str, renames: Mapping[str, str], rest: str) -> str:
     """`rest` (what follows a known prefix, from its `.` or `[` on) below `source`, the keys renamed back."""
     rest = rest.lstrip(".")
     for hub, own in renames.items():
-        if rest == hub or rest.startswith(hub + ".") or rest.startswith(hub + "["):
+        if rest.startswith(hub) and (len(rest) == len(hub) or rest[len(hub)] in ".["):
             rest = own[: -len(WHOLE)] if own.endswith(WHOLE) else own + rest[len(hub) :]
             break
     return f"{source}.{rest}" if rest and not rest.startswith("[") else source + rest
