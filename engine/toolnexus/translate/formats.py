@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from ..errors import Note, ResponseError, RuleError, ToolnexusError, TranslationError
-from ..language.jsonsafe import standard_loads_each
+from ..language.jsonsafe import checked, standard_loads_each
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING
 from ..language.templates import Ctx, ListPath, Node, Render, unseal
@@ -635,6 +635,11 @@ class SourceFormat:
     def _settle(
         self, name: str, value: Any, path: str, table: Mapping[str, Unsupported], notes: list[Note], policy: str
     ) -> None:
+        """A key no rule reads: accepted, dropped with a note, or refused. Its value is checked first, as the
+        Chat Completions path checks the whole request: the reader's request, checked in its place, never
+        holds a dropped value, so a NaN or a lone surrogate dropped here would otherwise pass unseen."""
+        if value is not None:
+            checked(value, path, self._fail)
         rule = table.get(name)
         if rule is None and policy == "drop":
             notes.append(Note("dropped", path, f"not mapped by the {self.name} format"))
