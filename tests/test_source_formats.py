@@ -798,3 +798,34 @@ def test_a_messages_request_key_nested_in_a_fixed_shape_object_is_refused_at_its
     if "messages" not in request:
         request["messages"] = [{"role": "user", "content": "hi"}]
     translate_request("openai", request, source="anthropic")
+
+
+# A value the format drops is checked as the Chat Completions path checks the whole request: the reader's
+# request (the one checked whole) never holds it, so before, a NaN there passed with a "dropped" note.
+DROPPED_VALUES = [
+    ("anthropic", lambda r: r.update(service_tier=float("nan")), "service_tier"),
+    ("anthropic", lambda r: r.update(top_k="\ud800"), "top_k"),
+    (
+        "anthropic",
+        lambda r: r["messages"][0].update(content=[{"type": "text", "text": "Hi.", "hint": {1}}]),
+        "messages[0]",
+    ),
+    ("openai-responses", lambda r: r.update(background_options={"x": float("inf")}), "background_options.x"),
+    ("openai-responses", lambda r: r["input"][0].update(status=float("nan"), type="message"), "input[0].status"),
+]
+
+
+@pytest.mark.parametrize(("fmt", "harm", "where"), DROPPED_VALUES, ids=[w for _, _, w in DROPPED_VALUES])
+def test_a_value_the_format_drops_is_refused_when_it_is_not_json(fmt: str, harm: Any, where: str) -> None:
+    request: dict[str, Any] = {"model": "m", "max_tokens": 5} if fmt == "anthropic" else {"model": "m"}
+    request["messages" if fmt == "anthropic" else "input"] = [{"role": "user", "content": "Hi."}]
+    harm(request)
+    with pytest.raises(TranslationError) as caught:
+        translate_request("gemini", request, source=fmt, unknown_fields="drop")
+    assert caught.value.path.startswith(where)
+
+
+def test_a_json_value_the_format_drops_is_still_dropped_with_a_note() -> None:
+    request = {"model": "m", "max_tokens": 5, "service_tier": "auto", "messages": [{"role": "user", "content": "Hi."}]}
+    body = translate_request("gemini", request, source="anthropic")
+    assert ("dropped", "service_tier") in {(n.kind, n.path) for n in body.notes}

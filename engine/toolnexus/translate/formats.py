@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from ..errors import Note, ResponseError, RuleError, ToolnexusError, TranslationError
-from ..language.jsonsafe import standard_loads_each
+from ..language.jsonsafe import checked, standard_loads_each
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING
 from ..language.templates import Ctx, ListPath, Node, Render, unseal
@@ -186,20 +186,26 @@ def named(paths: Iterable[str], origins: Origins, records: list[Record]) -> list
 
 def _deepest(path: str, found: re.Match[str], index: Index) -> tuple[Record | None, int]:
     """The record of the deepest prefix of `path` that ends where `remap` cuts (the end, a `.` or a `[`), and
-    where that prefix ends."""
+    where that prefix ends. (Unrolled, deepest first: it runs once per note.)"""
     head, number, name, inner = found.groups()
-    a, key = int(number), head + "[{}]"
-    ends = [(found.end(2) + 1, (key, a, 0))]
-    if name is not None:
-        ends.append((found.end(3), (f"{key}.{name}", a, 0)))
-        if inner is not None:
-            ends.append((found.end(4) + 1, (f"{key}.{name}[{{}}]", a, int(inner))))
-    size = len(path)
-    for cut, wanted in reversed(ends):
+    a, key, size = int(number), head + "[{}]", len(path)
+    if inner is not None:
+        cut = found.end(4) + 1
         if cut == size or path[cut] in ".[":
-            record = index.get(wanted)
+            record = index.get((f"{key}.{name}[{{}}]", a, int(inner)))
             if record is not None:
                 return record, cut
+    if name is not None:
+        cut = found.end(3)
+        if cut == size or path[cut] in ".[":
+            record = index.get((f"{key}.{name}", a, 0))
+            if record is not None:
+                return record, cut
+    cut = found.end(2) + 1
+    if cut == size or path[cut] in ".[":
+        record = index.get((key, a, 0))
+        if record is not None:
+            return record, cut
     return None, 0
 
 
@@ -629,6 +635,11 @@ class SourceFormat:
     def _settle(
         self, name: str, value: Any, path: str, table: Mapping[str, Unsupported], notes: list[Note], policy: str
     ) -> None:
+        """A key no rule reads: accepted, dropped with a note, or refused. Its value is checked first, as the
+        Chat Completions path checks the whole request: the reader's request, checked in its place, never
+        holds a dropped value, so a NaN or a lone surrogate dropped here would otherwise pass unseen."""
+        if value is not None:
+            checked(value, path, self._fail)
         rule = table.get(name)
         if rule is None and policy == "drop":
             notes.append(Note("dropped", path, f"not mapped by the {self.name} format"))
@@ -780,7 +791,7 @@ def _renamed(source: str, renames: Mapping[str, str], rest: str) -> str:
     """`rest` (what follows a known prefix, from its `.` or `[` on) below `source`, the keys renamed back."""
     rest = rest.lstrip(".")
     for hub, own in renames.items():
-        if rest == hub or rest.startswith(hub + ".") or rest.startswith(hub + "["):
+        if rest.startswith(hub) and (len(rest) == len(hub) or rest[len(hub)] in ".["):
             rest = own[: -len(WHOLE)] if own.endswith(WHOLE) else own + rest[len(hub) :]
             break
     return f"{source}.{rest}" if rest and not rest.startswith("[") else source + rest
