@@ -22,7 +22,7 @@ from ..language.codegen import Namespace, indent
 from ..language.loader import Key
 from ..language.paths import MISSING, simple_steps
 from ..language.templates import Array, Const, Ctx, Get, Node, Obj, When, inline_node, is_empty, read_lines, unseal
-from .formats import LATE, VIEW_FIELDS, WHOLE, Kind, Moment, Record, SourceFormat, quiet, unread
+from .formats import CALL_FIELDS, LATE, VIEW_FIELDS, WHOLE, Kind, Moment, Record, SourceFormat, quiet, unread
 
 # (the normal-form messages, their records, each message with the role its blocks were read as)
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
@@ -311,27 +311,35 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     element of the list it walks) as one function over the view, and its source. Each view field a template
     reads is read once, up front, into a variable every entry reads (`V_text`); a list an entry walks at a plain
     path is read from there; the made ids (`ids`, each hashed when read) are read where a template reads them,
-    inside its branch, so an answer writing no item of a kind makes no id for it."""
+    inside its branch, so an answer writing no item of a kind makes no id for it. A tool call the view made
+    (`CALL_FIELDS`) is read by key, with no test of its shape."""
     names: dict[str, Any] = {"MISSING": MISSING}
     nodes = fmt.plan.nodes
     known = {name: f"V_{name}" for name in VIEW_FIELDS}
     used: dict[str, None] = {}  # the view fields read, in the order first read
+    calls = {name: f"e[{name!r}]" for name in (*CALL_FIELDS, *(["input"] if fmt.reads_input else []))}
 
-    def pasted(key: Key, target: str, scope: str, tag: str, element: bool = False) -> list[str]:
-        held = {} if element else known  # an element's fields are its own
-        inline = inline_node(nodes[key], scope, target, is_dict=not element, known=held, tag=tag, late=LATE)
+    def pasted(key: Key, target: str, scope: str, tag: str, held: Mapping[str, str]) -> list[str]:
+        """A template inlined over the view (`held`: its fields), a call of it (its fields, each there) or an
+        element of another list (none: any value)."""
+        present = frozenset(held) if held is calls else frozenset()
+        inline = inline_node(
+            nodes[key], scope, target, is_dict=bool(held), known=held, present=present, tag=tag, late=LATE
+        )
         names.update(inline.names)
-        used.update(dict.fromkeys(name for name in inline.firsts if name in held))
+        if held is known:
+            used.update(dict.fromkeys(name for name in inline.firsts if name in known))
         return inline.head + inline.body
 
-    body = [*indent(pasted(("answer", "message"), "out", "view", "_m")), "    blocks = []"]
+    body = [*indent(pasted(("answer", "message"), "out", "view", "_m", known)), "    blocks = []"]
     for i, (each, _) in enumerate(fmt.blocks):
-        block = pasted(("answer", "blocks", "from", i, "as"), "w", "e" if each else "view", f"_{i}", each is not None)
+        steps = simple_steps(fmt.plan.blocks_each[i] or "")
+        held = known if each is None else calls if steps == ["tool_calls"] else {}
+        block = pasted(("answer", "blocks", "from", i, "as"), "w", "e" if each else "view", f"_{i}", held)
         block.append("if w is not MISSING: blocks.append(w)")
         if each is None:
             body += indent(block)
             continue
-        steps = simple_steps(fmt.plan.blocks_each[i] or "")
         if steps and all(type(step) is str for step in steps) and steps[0] in known:
             used[str(steps[0])] = None
             body += indent(read_lines("es", known[str(steps[0])], tuple(steps[1:])))

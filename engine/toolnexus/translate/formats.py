@@ -37,6 +37,9 @@ WHOLE = "/"  # a rename ending so names a value function's read: what lies below
 VIEW_FIELDS = ("id", "created", "ids", "annotations", "model", "text", "reasoning_content", "tool_calls",
                "finish_reason", "usage", "message_extras", "refusal", DERIVED)  # fmt: skip
 LATE = frozenset({"ids"})
+# What each of the view's `tool_calls` always is: an object of these (and `input` where the format reads it), so
+# the generated writer reads a call's fields with no test.
+CALL_FIELDS = ("id", "name", "arguments", "extra_content")
 
 
 @dataclass(frozen=True)
