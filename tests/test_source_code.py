@@ -276,3 +276,31 @@ def test_the_made_ids_are_read_by_name_alone(tmp_path: Path, read: str) -> None:
         .write(TranslateResult("", [], "stop", {}, "m"), "r1")["mine"]
         .startswith("it_")
     )
+
+
+def test_the_usage_read_backwards_writes_each_object_once_in_the_table_order() -> None:
+    """`derive_usage` (generated): each count at its place in `said`, the objects made at their first count and
+    written into after, in the table's order; a contradicting count noted and left out."""
+    fmt = load_rules().format("openai-responses")
+    assert fmt.derive_usage is not None
+    usage = {
+        "prompt_tokens": 10,
+        "completion_tokens": 4,
+        "total_tokens": 14,
+        "prompt_tokens_details": {"cached_tokens": 3, "cache_write_tokens": 1},
+        "completion_tokens_details": {"reasoning_tokens": 2},
+    }
+    said: dict[str, Any] = {"finish": "completed"}
+    notes: list[Any] = []
+    fmt.derive_usage(usage, said, notes)
+    want = {"input_tokens": 10, "output_tokens": 4, "total_tokens": 14,
+            "input_tokens_details": {"cached_tokens": 3, "cache_write_tokens": 1},
+            "output_tokens_details": {"reasoning_tokens": 2}}  # fmt: skip
+    assert said == {"finish": "completed", "usage": want} and not notes
+    assert list(said) == ["finish", "usage"] and list(said["usage"]) == list(want)
+    messages = load_rules().format("anthropic")
+    assert messages.derive_usage is not None
+    said, notes = {}, []
+    messages.derive_usage(usage | {"prompt_tokens": 2}, said, notes)  # fewer than the cached ones it includes
+    assert said["usage"]["input_tokens"] == 6  # from the total, less what it includes
+    assert [(n.kind, n.path) for n in notes] == [("inconsistent", "prompt_tokens")]

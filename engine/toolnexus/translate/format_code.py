@@ -504,10 +504,11 @@ def _literal(value: Any) -> bool:
 def generate_usage(fmt: SourceFormat) -> Callable[[Any, dict[str, Any], list[Note]], None]:
     """What the format's provider would have said of the result's usage (`SourceFormat.usage`, its usage section
     read backwards) as one function of straight-line reads, in the table's order: the same counts, the same notes,
-    with no path walked at run time."""
+    with no path walked at run time, and each object of `said` it writes into held once made."""
     names: dict[str, Any] = {"Note": Note}
     lines = ["def derive(u, said, notes):", "    if not isinstance(u, dict): return"]
     reads: dict[tuple[str, ...], str] = {}
+    holders: dict[tuple[str, ...], str] = {}  # an object of `said` (`usage`) -> its variable, None until made
 
     def read(steps: tuple[str, ...]) -> str:
         """A result count's variable (None unless an int), its reads written once."""
@@ -518,11 +519,17 @@ def generate_usage(fmt: SourceFormat) -> Callable[[Any, dict[str, Any], list[Not
                 if outer not in reads:
                     reads[outer] = name = f"d{len(reads)}"
                     step = steps[depth - 1]
-                    lines.append(f"    {name} = {parent}.get({step!r}) if isinstance({parent}, dict) else None")
+                    lines.append(f"    {name} = {got(parent, step)}")
                 parent = reads[outer]
             reads[steps] = name = f"d{len(reads)}"
-            lines.append(f"    {name} = {parent}.get({steps[-1]!r}) if isinstance({parent}, dict) else None")
+            lines.append(f"    {name} = {got(parent, steps[-1])}")
         return reads[steps]
+
+    def got(parent: str, step: str) -> str:
+        """A read of one key (the usage itself is known to be an object)."""
+        if parent == "u":
+            return f"u.get({step!r})"
+        return f"{parent}.get({step!r}) if isinstance({parent}, dict) else None"
 
     for target, total, others in fmt.usage:
         value = read(total)
@@ -534,10 +541,13 @@ def generate_usage(fmt: SourceFormat) -> Callable[[Any, dict[str, Any], list[Not
         lines.append(f"        if v < 0: notes.append(Note('inconsistent', {'.'.join(total)!r}, {message!r}))")
         lines.append("        else:")
         holder = "said"
-        for step in target[:-1]:
-            lines.append(f"            {holder}_ = {holder}.setdefault({step!r}, {{}})")
-            holder += "_"
+        for depth in range(1, len(target)):
+            name = holders.setdefault(target[:depth], f"h{len(holders)}")
+            lines.append(f"            if {name} is None: {name} = {holder}.setdefault({target[depth - 1]!r}, {{}})")
+            holder = name
         lines.append(f"            {holder}[{target[-1]!r}] = v")
+    if holders:
+        lines.insert(2, f"    {' = '.join(holders.values())} = None")
     text = "\n".join(lines) + "\n"
     exec(compile(text, f"<usage {fmt.name}>", "exec"), names)
     run: Callable[[Any, dict[str, Any], list[Note]], None] = names["derive"]
