@@ -25,7 +25,7 @@ from toolnexus.language.templates import Ctx, KeySeal, seal
 from toolnexus.translate import formats
 from toolnexus.translate.format_rules import compile_format
 from toolnexus.translate.formats import SourceFormat, named, placed, remap
-from toolnexus.translate.result import TranslateResult
+from toolnexus.translate.result import TranslatedToolCall, TranslateResult
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -139,9 +139,11 @@ def test_the_whole_answer_is_one_generated_function(tmp_path: Path) -> None:
     path.write_text(ACME_FORMAT)
     fmt = compile_format(path, load_rules().providers)
     assert fmt.writer is not None and fmt.writer_code.startswith("def write(view, c):")
-    view = {"text": "hi", "tool_calls": [{"id": "t1", "name": "f"}, "not a call"], "provider": {"stop_reason": "x"}}
+    call = {"id": "t1", "name": "f", "arguments": "{}", "extra_content": None}  # as the view makes each call
+    view = {"text": "hi", "tool_calls": [call], "provider": {"stop_reason": "x"}}
     written = fmt.writer(view, Ctx("acme", outbound=True))
-    assert written == {"said": "hi", "why": "x", "calls": [{"ref": "t1", "fn": "f"}]}  # a non-object writes nothing
+    assert written == {"said": "hi", "why": "x", "calls": [{"ref": "t1", "fn": "f"}]}
+    assert "e['id']" in fmt.writer_code  # the view's calls are read by key, with no test of their shape
 
 
 def test_the_view_parses_arguments_only_for_a_format_that_writes_them_as_an_object() -> None:
@@ -181,18 +183,16 @@ def test_the_writer_seals_a_call_as_seal_does(source: str) -> None:
     fmt = load_rules().format(source)
     assert fmt.writer is not None
     (sealing,) = [v for v in fmt.writer.__globals__.values() if isinstance(v, KeySeal)]
-    ids = [{}, {"id": None}, {"id": "c1"}, {"id": 7}]
-    states = [{}, {"extra_content": None}, {"extra_content": {}}, {"extra_content": {"sig": "s"}}]
-    calls: list[Any] = [{"name": "f", "arguments": "{}", "input": {}, **i, **s} for i in ids for s in states]
-    calls += ["not a call", None]
-    view = fmt.view(TranslateResult("hi", [], "stop", {}, "m"), "r1", [])
-    view["tool_calls"] = calls
+    states = [None, {}, {"sig": "s"}, {"sig": "é", "n": [1, 2.5]}]
+    result = TranslateResult("hi", [TranslatedToolCall("c1", "f", "{}", s) for s in states], "stop", {}, "m")
+    view = fmt.view(result, "r1", [])
+    calls = view["tool_calls"]
     written = fmt.writer(view, Ctx(source, True))[fmt.blocks_into or ""]
     id_key, kind = {"anthropic": ("id", "tool_use"), "openai-responses": ("call_id", "function_call")}[source]
     got = [block.get(id_key, MISSING) for block in written if block.get("type") == kind]
     general = [seal(call, Ctx(source, True), state=sealing.state.getter, onto=sealing.onto.getter) for call in calls]
     assert got == general and len(got) == len(calls)
-    assert {type(g) for g in general} == {str, int, type(MISSING)}  # sealed, as it was, and left out
+    assert got[0] == "c1" and all(g.startswith("c1_tns_") for g in got[1:])  # as it was, and sealed
 
 
 def test_explain_needs_a_provider_or_a_source() -> None:
@@ -276,3 +276,31 @@ def test_the_made_ids_are_read_by_name_alone(tmp_path: Path, read: str) -> None:
         .write(TranslateResult("", [], "stop", {}, "m"), "r1")["mine"]
         .startswith("it_")
     )
+
+
+def test_the_usage_read_backwards_writes_each_object_once_in_the_table_order() -> None:
+    """`derive_usage` (generated): each count at its place in `said`, the objects made at their first count and
+    written into after, in the table's order; a contradicting count noted and left out."""
+    fmt = load_rules().format("openai-responses")
+    assert fmt.derive_usage is not None
+    usage = {
+        "prompt_tokens": 10,
+        "completion_tokens": 4,
+        "total_tokens": 14,
+        "prompt_tokens_details": {"cached_tokens": 3, "cache_write_tokens": 1},
+        "completion_tokens_details": {"reasoning_tokens": 2},
+    }
+    said: dict[str, Any] = {"finish": "completed"}
+    notes: list[Any] = []
+    fmt.derive_usage(usage, said, notes)
+    want = {"input_tokens": 10, "output_tokens": 4, "total_tokens": 14,
+            "input_tokens_details": {"cached_tokens": 3, "cache_write_tokens": 1},
+            "output_tokens_details": {"reasoning_tokens": 2}}  # fmt: skip
+    assert said == {"finish": "completed", "usage": want} and not notes
+    assert list(said) == ["finish", "usage"] and list(said["usage"]) == list(want)
+    messages = load_rules().format("anthropic")
+    assert messages.derive_usage is not None
+    said, notes = {}, []
+    messages.derive_usage(usage | {"prompt_tokens": 2}, said, notes)  # fewer than the cached ones it includes
+    assert said["usage"]["input_tokens"] == 6  # from the total, less what it includes
+    assert [(n.kind, n.path) for n in notes] == [("inconsistent", "prompt_tokens")]

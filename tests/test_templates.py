@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 from typing import Any
 
@@ -585,6 +587,27 @@ def test_seal_carries_state_on_a_string_and_unseal_gives_both_back() -> None:
     # onto nothing: the state alone; a seal that does not decode is no seal
     assert render("{d: {$seal: extra}}", scope)["d"].startswith("_tns_")
     assert render("{x: {$unseal: id, part: value}}", {"id": "a_tns_!!"}) == {"x": "a_tns_!!"}
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"google": {"thought_signature": "CiQB"}},  # printable ASCII: orjson's text
+        {"sig": "é"},  # non-ASCII, and DEL, which the standard encoder escapes: its text
+        {"sig": "\x7f"},
+        {"sig": '\x01\n"\\', "n": [1, 2.5, True]},  # escapes both write alike
+        {"sig": None, "f": 1e-07},  # what orjson_compact leaves to the standard encoder
+        {"n": 10**30},
+        ["a", 1],  # not an object
+    ],
+)
+def test_seal_writes_the_state_as_json_dumps_does(state: Any) -> None:
+    """A sealed state's text is `json.dumps(state, separators=(",", ":"))` byte for byte (ASCII escapes), however
+    it is written, so the same state seals onto the same string."""
+    sealed = render("{id: {$seal: extra, onto: id}}", {"id": "c", "extra": state})["id"]
+    packed = sealed.removeprefix("c_tns_")
+    text = base64.urlsafe_b64decode(packed + "=" * (-len(packed) % 4)).decode()
+    assert text == json.dumps(state, separators=(",", ":"))
 
 
 def test_seal_and_unseal_options_are_checked_at_load() -> None:

@@ -438,32 +438,32 @@ def standard_loads(text: str) -> Any:
 
 def standard_loads_each(texts: list[str]) -> list[Any]:
     """`standard_loads` of each text, or the text itself where that raises ValueError (text that is not JSON):
-    an answer's tool-call arguments as objects. Whether orjson reads the numbers alike is asked once, of all the
-    texts joined by a space (which a number may follow, as it may start a text), and each text is then read by
-    orjson as it is (no bytes made per text). The depth `_for_orjson` also counts is not asked: orjson reads text
-    up to its own limit as the standard decoder does, and refuses deeper text, which the standard decoder reads."""
-    one = standard_loads
-    if (
-        orjson is not None
-        and all(type(text) is str for text in texts)
-        and _numbers_read_alike(" ".join(texts).encode("utf-8", "surrogatepass"))
-    ):
-        one = _orjson_or_standard
+    an answer's tool-call arguments as objects. Each text is read by orjson first, as it is (no bytes made for
+    it); where orjson reads it, whether it read the numbers alike is asked of its UTF-8 after (which orjson's read
+    has cached in the str, so making it copies), and the standard decoder reads the few it may not have. The
+    depth `_for_orjson` also counts is not asked: orjson reads text up to its own limit as the standard decoder
+    does, and refuses deeper text (and NaN, a lone surrogate), which the standard decoder then reads or refuses."""
+    if orjson is None:
+        return [_standard_or_text(text) for text in texts]
     out: list[Any] = []
     for text in texts:
         try:
-            out.append(one(text))
-        except ValueError:
-            out.append(text)
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            value = _standard_or_text(text)
+        else:
+            if _number_classes(text.encode()) is None:  # a long number orjson may read otherwise
+                value = json.loads(text)
+        out.append(value)
     return out
 
 
-def _orjson_or_standard(text: str) -> Any:
-    """`standard_loads` of text whose numbers orjson reads alike."""
+def _standard_or_text(text: str) -> Any:
+    """`json.loads(text)`, or the text itself where it is not JSON."""
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
         return json.loads(text)
+    except ValueError:
+        return text
 
 
 def loads_object(text: str) -> dict[str, Any] | None:

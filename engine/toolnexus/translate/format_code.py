@@ -37,7 +37,19 @@ from ..language.templates import (
     sealed,
     unseal,
 )
-from .formats import LATE, VIEW_FIELDS, WHOLE, Kind, Moment, Record, SourceFormat, once_moments, quiet, unread
+from .formats import (
+    CALL_FIELDS,
+    LATE,
+    VIEW_FIELDS,
+    WHOLE,
+    Kind,
+    Moment,
+    Record,
+    SourceFormat,
+    once_moments,
+    quiet,
+    unread,
+)
 
 # (the normal-form messages, their records, each message with the role its blocks were read as)
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
@@ -326,27 +338,35 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     element of the list it walks) as one function over the view, and its source. Each view field a template
     reads is read once, up front, into a variable every entry reads (`V_text`); a list an entry walks at a plain
     path is read from there; the made ids (`ids`, each hashed when read) are read where a template reads them,
-    inside its branch, so an answer writing no item of a kind makes no id for it."""
+    inside its branch, so an answer writing no item of a kind makes no id for it. A tool call the view made
+    (`CALL_FIELDS`) is read by key, with no test of its shape."""
     names: dict[str, Any] = {"MISSING": MISSING}
     nodes = fmt.plan.nodes
     known = {name: f"V_{name}" for name in VIEW_FIELDS}
     used: dict[str, None] = {}  # the view fields read, in the order first read
+    calls = {name: f"e[{name!r}]" for name in (*CALL_FIELDS, *(["input"] if fmt.reads_input else []))}
 
-    def pasted(key: Key, target: str, scope: str, tag: str, element: bool = False) -> list[str]:
-        held = {} if element else known  # an element's fields are its own
-        inline = inline_node(nodes[key], scope, target, is_dict=not element, known=held, tag=tag, late=LATE)
+    def pasted(key: Key, target: str, scope: str, tag: str, held: Mapping[str, str]) -> list[str]:
+        """A template inlined over the view (`held`: its fields), a call of it (its fields, each there) or an
+        element of another list (none: any value)."""
+        present = frozenset(held) if held is calls else frozenset()
+        inline = inline_node(
+            nodes[key], scope, target, is_dict=bool(held), known=held, present=present, tag=tag, late=LATE
+        )
         names.update(inline.names)
-        used.update(dict.fromkeys(name for name in inline.firsts if name in held))
+        if held is known:
+            used.update(dict.fromkeys(name for name in inline.firsts if name in known))
         return inline.head + inline.body
 
-    body = [*indent(pasted(("answer", "message"), "out", "view", "_m")), "    blocks = []"]
+    body = [*indent(pasted(("answer", "message"), "out", "view", "_m", known)), "    blocks = []"]
     for i, (each, _) in enumerate(fmt.blocks):
-        block = pasted(("answer", "blocks", "from", i, "as"), "w", "e" if each else "view", f"_{i}", each is not None)
+        steps = simple_steps(fmt.plan.blocks_each[i] or "")
+        held = known if each is None else calls if steps == ["tool_calls"] else {}
+        block = pasted(("answer", "blocks", "from", i, "as"), "w", "e" if each else "view", f"_{i}", held)
         block.append("if w is not MISSING: blocks.append(w)")
         if each is None:
             body += indent(block)
             continue
-        steps = simple_steps(fmt.plan.blocks_each[i] or "")
         if steps and all(type(step) is str for step in steps) and steps[0] in known:
             used[str(steps[0])] = None
             body += indent(read_lines("es", known[str(steps[0])], tuple(steps[1:])))
@@ -555,10 +575,11 @@ def _literal(value: Any) -> bool:
 def generate_usage(fmt: SourceFormat) -> Callable[[Any, dict[str, Any], list[Note]], None]:
     """What the format's provider would have said of the result's usage (`SourceFormat.usage`, its usage section
     read backwards) as one function of straight-line reads, in the table's order: the same counts, the same notes,
-    with no path walked at run time."""
+    with no path walked at run time, and each object of `said` it writes into held once made."""
     names: dict[str, Any] = {"Note": Note}
     lines = ["def derive(u, said, notes):", "    if not isinstance(u, dict): return"]
     reads: dict[tuple[str, ...], str] = {}
+    holders: dict[tuple[str, ...], str] = {}  # an object of `said` (`usage`) -> its variable, None until made
 
     def read(steps: tuple[str, ...]) -> str:
         """A result count's variable (None unless an int), its reads written once."""
@@ -569,11 +590,17 @@ def generate_usage(fmt: SourceFormat) -> Callable[[Any, dict[str, Any], list[Not
                 if outer not in reads:
                     reads[outer] = name = f"d{len(reads)}"
                     step = steps[depth - 1]
-                    lines.append(f"    {name} = {parent}.get({step!r}) if isinstance({parent}, dict) else None")
+                    lines.append(f"    {name} = {got(parent, step)}")
                 parent = reads[outer]
             reads[steps] = name = f"d{len(reads)}"
-            lines.append(f"    {name} = {parent}.get({steps[-1]!r}) if isinstance({parent}, dict) else None")
+            lines.append(f"    {name} = {got(parent, steps[-1])}")
         return reads[steps]
+
+    def got(parent: str, step: str) -> str:
+        """A read of one key (the usage itself is known to be an object)."""
+        if parent == "u":
+            return f"u.get({step!r})"
+        return f"{parent}.get({step!r}) if isinstance({parent}, dict) else None"
 
     for target, total, others in fmt.usage:
         value = read(total)
@@ -585,10 +612,13 @@ def generate_usage(fmt: SourceFormat) -> Callable[[Any, dict[str, Any], list[Not
         lines.append(f"        if v < 0: notes.append(Note('inconsistent', {'.'.join(total)!r}, {message!r}))")
         lines.append("        else:")
         holder = "said"
-        for step in target[:-1]:
-            lines.append(f"            {holder}_ = {holder}.setdefault({step!r}, {{}})")
-            holder += "_"
+        for depth in range(1, len(target)):
+            name = holders.setdefault(target[:depth], f"h{len(holders)}")
+            lines.append(f"            if {name} is None: {name} = {holder}.setdefault({target[depth - 1]!r}, {{}})")
+            holder = name
         lines.append(f"            {holder}[{target[-1]!r}] = v")
+    if holders:
+        lines.insert(2, f"    {' = '.join(holders.values())} = None")
     text = "\n".join(lines) + "\n"
     exec(compile(text, f"<usage {fmt.name}>", "exec"), names)
     run: Callable[[Any, dict[str, Any], list[Note]], None] = names["derive"]

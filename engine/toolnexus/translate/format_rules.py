@@ -278,6 +278,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     _check_ids(fmt, source)
     # The normal form's request is given back as it is (`SourceFormat.read`): it has no transcript to read.
     code, reader = ("", None) if fmt.normal is not None else generate_reader(fmt)
+    fmt = replace(fmt, reads_input=_reads_name(env, "input"))  # the view's calls hold `input`: the writer reads it
     written, writer = generate_writer(fmt)
     events_code, events = generate_events(fmt)
     return replace(
@@ -286,7 +287,6 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         events_code=events_code,
         transcript=reader,
         transcript_code=code,
-        reads_input=_reads_name(env, "input"),
         writer=writer,
         writer_code=written,
         derive_usage=generate_usage(fmt),

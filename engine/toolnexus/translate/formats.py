@@ -37,6 +37,9 @@ WHOLE = "/"  # a rename ending so names a value function's read: what lies below
 VIEW_FIELDS = ("id", "created", "ids", "annotations", "model", "text", "reasoning_content", "tool_calls",
                "finish_reason", "usage", "message_extras", "refusal", DERIVED)  # fmt: skip
 LATE = frozenset({"ids"})
+# What each of the view's `tool_calls` always is: an object of these (and `input` where the format reads it), so
+# the generated writer reads a call's fields with no test.
+CALL_FIELDS = ("id", "name", "arguments", "extra_content")
 
 
 @dataclass(frozen=True)
@@ -662,7 +665,7 @@ class SourceFormat:
         """The result as the answer templates read it, with what the format's provider would have said
         (`provider`: its stop reason, also as `provider.finish`, and usage, derived from its response section
         read backwards). `created`: the answer's time where the provider's rules name it, else now."""
-        tool_calls = result.tool_calls
+        tool_calls = result.tool_calls  # each written as an object of CALL_FIELDS (and `input`): the writer trusts it
         if self.reads_input and tool_calls:  # parsed only for a format that writes a call's arguments as an object
             # all at once (text that is not JSON is kept as it is: the answer still says it), "" as no arguments
             read = iter(standard_loads_each([call.arguments for call in tool_calls if call.arguments]))
