@@ -885,17 +885,18 @@ class _Block:
     pieces: list[str]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Kind:
     """What every block of one kind shares, looked up once per stream: its moments' writers (`opens`, `write`: a
-    piece's, `closes`) and how its ids are made (`within`: its index counts only its kind's blocks; `named`: the
-    `answer.ids` name of its first block's id, `stream.item_ids`)."""
+    piece's, `closes`), how its blocks are placed (`within`: its index counts only its kind's blocks) and named
+    (`first`: its first block's `item_id`), and how many of its blocks have opened (`count`)."""
 
     opens: Moment | None
     write: Moment | None
     closes: Moment | None
     within: bool
-    named: str | None
+    first: str
+    count: int = 0
 
 
 class SourceEvents:
@@ -942,10 +943,8 @@ class SourceEvents:
         self._said: list[str] = []  # the reasoning pieces said
         self._covered = ""  # reasoning text a block sent whole already said, its pieces still to come
         self._unfinished: list[_Block] = []  # tool calls whose arguments come whole at the end: still open
-        self._kinds: dict[str, int] = {}  # blocks opened so far per kind (for `item_id`)
-        self._known: dict[str, _Kind] = {}  # each kind's writers and ids, once a block of it has opened
+        self._known: dict[str, _Kind] = {}  # each kind's writers, ids and count, once a block of it has opened
         self._final: tuple[dict[str, Any], list[Note], AnswerBody] | None = None  # the whole answer, once written
-        self._made: dict[str, str] | None = None  # the ids `answer.ids` makes from the answer's id, once made
         self._ctx = Ctx(fmt.name, outbound=True)  # the events' (their notes are let go: see `_write`)
         self._notes = self._ctx.notes
 
@@ -1013,11 +1012,12 @@ class SourceEvents:
         """A reasoning piece (a block sent whole may have said it already)."""
         if self.opening and (translator := self.translator) is not None and translator.started != self._seen:
             self.look(out)  # (what `look` asks first, asked here: nearly every piece has nothing new to look at)
-        if self._covered.startswith(piece):  # said by a block sent whole
-            self._covered = self._covered[len(piece) :]
-            self._said.append(piece)
-            return
-        self._covered = ""
+        if covered := self._covered:  # (nearly always empty: asked first)
+            if covered.startswith(piece):  # said by a block sent whole
+                self._covered = covered[len(piece) :]
+                self._said.append(piece)
+                return
+            self._covered = ""
         block = self._reasoning
         if block is None:
             block = self._reasoning = self._new_block(out, "reasoning", {}, close=False)
@@ -1059,11 +1059,15 @@ class SourceEvents:
         if once is not None and not self.opening and arguments:
             if self._open is not None:
                 self._close_open(out)
-            if not self._unfinished:
+            if not self._unfinished:  # (as `_write`, inline: the moment of every call a stream holds whole)
                 _, at, item_id = self._place("tool_call")
                 scope = {"id": call_id, "name": name, "extra_content": extra, "index": at, "answer_id": self._id,
                          "item_id": item_id, "created": self._created, "model": self._model}  # fmt: skip
-                self._write(out, once, scope, arguments)
+                written = once(scope, arguments, self._sequence, self._ctx)
+                self._sequence += len(written)
+                out += written
+                if self._notes:
+                    self._notes.clear()
                 return
         self.call(out, index, call_id, name, extra, arguments)
 
@@ -1103,15 +1107,18 @@ class SourceEvents:
             self._open = None
 
     def _kind(self, kind: str) -> _Kind:
-        """The writers and ids of a kind's blocks, looked up at its first block."""
+        """The writers and ids of a kind's blocks, looked up at its first block. Its first block's `item_id` is the
+        id the whole answer gives that kind (`stream.item_ids`: the kind's `answer.ids` name; else the answer's
+        id)."""
         moments, fmt = self._moments, self.format
         closes = moments.get(f"done.{kind}")
+        named = fmt.item_ids.get(kind)
         known = self._known[kind] = _Kind(
             moments.get(f"open.{kind}"),
             moments.get(f"piece.{kind}"),
             moments.get("close") if closes is None else closes,
             kind in fmt.index_within_kind,
-            fmt.item_ids.get(kind),
+            self._id if not named else made_id(fmt.ids[named], self._id, named),
         )
         return known
 
@@ -1128,22 +1135,17 @@ class SourceEvents:
 
     def _place(self, kind: str, named: str = "") -> tuple[_Kind, int, str]:
         """A new block of `kind` counted: its kind's writers, its index and its `item_id` (those of kind `named` if
-        given). `item_id` is, for the first block of its kind, the id the whole answer gives that kind
-        (`stream.item_ids`: the kind's `answer.ids` name; else the answer's id), and `<that id>_<index>` for a
-        later one (unique per kind, as a format naming its blocks needs)."""
+        given): its kind's `first` for the first block of its kind, `<first>_<index>` for a later one (unique per
+        kind, as a format naming its blocks needs)."""
         known = self._known.get(kind) or self._kind(kind)
         ids = known if not named else self._known.get(named) or self._kind(named)
-        kinds, counted = self._kinds, named or kind
-        seen = kinds.get(counted, 0)
-        index = seen if ids.within else self._blocks
-        kinds[counted] = seen + 1
-        self._blocks += 1
-        first = self._id
-        if ids.named:
-            if self._made is None:
-                self._made = self.format.made_ids(first)
-            first = self._made[ids.named]
-        return known, index, f"{first}_{index}" if seen else first
+        seen = ids.count
+        ids.count = seen + 1
+        index = blocks = self._blocks
+        self._blocks = blocks + 1
+        if ids.within:
+            index = seen
+        return known, index, f"{ids.first}_{index}" if seen else ids.first
 
     def _close(self, out: list[dict[str, Any]], block: _Block, whole: Any = MISSING) -> None:
         """A block's closing events: its signature piece (reasoning), then `done.KIND` (or `close`), whose scope
@@ -1197,12 +1199,15 @@ class SourceEvents:
     def _reasoning_of(self, answer: dict[str, Any], leading: bool = False) -> list[Any]:
         """The answer's reasoning blocks; `leading`: only those before its first other block."""
         fmt = self.format
+        kind, kinds = fmt.kind, fmt.reasoning_kinds
+        blocks = answer.get(fmt.blocks_into, []) if fmt.blocks_into is not None else ()
+        if not leading:  # (every block of the answer looked at: one comprehension)
+            return [block for block in blocks if isinstance(block, dict) and block.get(kind) in kinds]
         out = []
-        for block in answer.get(fmt.blocks_into, []) if fmt.blocks_into is not None else ():
-            if isinstance(block, dict) and block.get(fmt.kind) in fmt.reasoning_kinds:
-                out.append(block)
-            elif leading:
+        for block in blocks:
+            if not (isinstance(block, dict) and block.get(kind) in kinds):
                 break
+            out.append(block)
         return out
 
     def _boundary(self, out: list[dict[str, Any]], known: tuple[list[Any], str, bool] | None, last: bool) -> None:

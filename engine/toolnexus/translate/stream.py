@@ -171,8 +171,8 @@ class StreamTranslator:
             if out:  # the usual event: its chunks, written as its pieces came (the header known)
                 self._out = []
                 return out
-            if self._head:
-                return []
+            if self._head or self._pieces is self._writer:  # chunks or the format's events written as they come:
+                return []  # nothing held to the end of the event
             return self._chunks() if self._writer is None else self._moments()
         return []
 
