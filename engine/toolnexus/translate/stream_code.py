@@ -595,18 +595,23 @@ class _Code(Namespace):
             if known == ARGUMENTS:
                 return [got, f"if {info} is not None and ({call} := {info}.call) is not None:", *indent(arguments, 4)]
             return [got, f"if {info} is not None: s._emit({info}, {known!r}, {piece})"] if known else []
-        # a reasoning piece of the same part as the last one (the field is the part: no join between): inline
+        # several kinds: the role the element's kind gives the field, tested only against the roles some kind of
+        # the source gives it (decided here: an arguments piece is not first compared with text and reasoning); a
+        # reasoning piece of the same part as the last one (the field is the part: no join between) inline
         reasoning = _written("reasoning", {"piece": piece})
-        return [
-            got,
-            f"if {info} is not None:",
-            f"    {role} = {info}.roles.get({field!r})",
-            f"    if {role} == {TEXT!r}: {text}",
-            f"    elif {role} == {REASONING!r} and {info}.part == (): {reasoning}",
-            f"    elif {role} == {ARGUMENTS!r} and ({call} := {info}.call) is not None:",
-            *indent(arguments, 8),
-            f"    elif {role} is not None: s._emit({info}, {role}, {piece})",
+        given = {fields[field] for fields in w.roles.values() if field in fields}
+        if not given:
+            return []
+        chain = [
+            (TEXT, f"{role} == {TEXT!r}", [text]),
+            (REASONING, f"{role} == {REASONING!r} and {info}.part == ()", [reasoning]),
+            (ARGUMENTS, f"{role} == {ARGUMENTS!r} and ({call} := {info}.call) is not None", arguments),
         ]
+        tests = [(test, body) for kind, test, body in chain if kind in given]
+        lines = [got, f"if {info} is not None:", f"    {role} = {info}.roles.get({field!r})"]
+        for n, (test, body) in enumerate(tests):
+            lines += [f"    {'if' if n == 0 else 'elif'} {test}:", *indent(body, 8)]
+        return [*lines, f"    {'elif' if tests else 'if'} {role} is not None: s._emit({info}, {role}, {piece})"]
 
     # ------------------------------------------------------------ steps and events
 
