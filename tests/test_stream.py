@@ -1622,7 +1622,9 @@ def test_held_whole_calls_start_by_a_generated_function_that_reads_their_kind_an
 def test_a_piece_is_tested_only_against_the_roles_the_sources_kinds_give_its_field() -> None:
     """Bedrock's content blocks are of several kinds; `toolUse.input` is a tool call's arguments in every kind
     that has it, so its piece is not compared with text or reasoning first (decided when the code is written),
-    and `text` only with text. The text, the reasoning and the calls still stream as the general path says."""
+    and `text` only with text. A delta's case (`by: keys(contentBlockDelta.delta)[0]`) is its first key: in the
+    case's branch, the delta's keys are tested for it first. The text, the reasoning and the calls still stream
+    as the general path says."""
     from dataclasses import replace
 
     from toolnexus.translate.stream import StreamTranslator
@@ -1636,6 +1638,9 @@ def test_a_piece_is_tested_only_against_the_roles_the_sources_kinds_give_its_fie
         for after in code.split(read)[1:]:
             tests = [line for line in after.splitlines()[:4] if " == '" in line]
             assert tests and all(f"== {role!r}" in line for line in tests), tests
+    for case in ("toolUse", "text"):
+        branch = code.split(f"c == {case!r}:\n")[1]
+        assert branch.split("kk0 == ")[1].startswith(f"{case!r}:"), f"the {case} key is not tested first"
 
     def general_run(s: Any, e: dict[str, Any], n: int) -> bool:  # every step the general way (each case known)
         assert streaming is not None and streaming.type is not None and not streaming.every

@@ -194,6 +194,9 @@ class _Code(Namespace):
         self.hashed: list[tuple[str, str, type | None]] | None = None  # the value of known keys of the step
         # being written (`place`, which sets it for each step)
         self.known: dict[tuple[str | int, ...], str] = {}  # event paths read in the function being written
+        self.case: tuple[str, str] | None = None  # in a `by` case's branch: the object path whose first key `by`
+        # names (`keys(<path>)[0]`), and the case (that key)
+        self.first: str | None = None  # the key the step's value is known to start with (`place`, from `case`)
         self.walks = 0  # the walks cached so far (`walk`): the length of `s._walks`
 
     # ------------------------------------------------------------ places in the response
@@ -332,6 +335,8 @@ class _Code(Namespace):
             if key in omit:
                 continue
             branches.append((key, self.named(pattern, key, c, kk, vv, at, d)))
+        if d == 0 and self.first is not None:  # the key the case says comes first: tested first
+            branches.sort(key=lambda branch: branch[0] != self.first)
         return self.key_loop(branches, omit, c, v, d)
 
     def hashed_merge(
@@ -687,6 +692,7 @@ class _Code(Namespace):
         hashed = plain_hash(step.from_path) if scope == "e" else None
         piped = piped_hash(step.from_path) if scope == "e" and hashed is None else None
         self.hashed = None
+        self.first = self.case[1] if self.case is not None and scope == "e" and step.from_path == self.case[0] else None
         if piped is not None:  # the chain read as the event's other reads are, then each value from it
             lines, chained = self.read_steps(piped[0], scope)
             lines += [f"if {chained} is MISSING or {chained} is None: v = MISSING", "else:"]
@@ -826,8 +832,10 @@ class _Code(Namespace):
         r = self.r
         body = [*opens, *self.read(handler.by_path, handler.by, "c", "e")]
         read_before = dict(self.known)  # what a branch reads is not known to the next one
+        union = _FIRST_KEY.fullmatch(handler.by_path)
         for n, (case, steps) in enumerate(handler.cases.items()):
             self.known = dict(read_before)
+            self.case = (union[1], case) if union is not None else None
             label = f"streaming.events.{name}.cases.{case}"
             lines = [
                 *self.steps(r.every, "streaming.every"),
@@ -835,7 +843,7 @@ class _Code(Namespace):
                 f"return {bool(r.every or steps)}",
             ]
             body += [f"{'if' if n == 0 else 'elif'} c == {case!r}:", *indent(lines, 4)]
-        self.known = dict(read_before)
+        self.known, self.case = dict(read_before), None
         label = f"{name!r} with {handler.by_path} "
         lines = [f"s._note_unknown({label!r} + repr(c), n)", *self.steps(r.every, "streaming.every")]
         return [
