@@ -85,7 +85,7 @@ from toolnexus.http.framing import FRAMINGS
 from toolnexus.http.transport import AiohttpStack
 from toolnexus.language.jsonsafe import loads
 from toolnexus.translate.stream_code import Streaming
-from toolnexus.translate.stream_rules import END, Section
+from toolnexus.translate.stream_rules import END, Dispatch, Section
 
 RULES = toolnexus.load_rules()
 # Every provider streams, each in its rule file's framing (SSE; Ollama's NDJSON; Bedrock's AWS event stream).
@@ -1450,8 +1450,6 @@ def test_union_events_and_a_value_of_named_event_reads_are_merged_by_the_generat
     is merged key by key as written, with no object of it built for the merge: the chunks, the response, the
     notes and the errors are those of the general path (every step by `_move`, every read by its getter)."""
 
-    from toolnexus.translate.stream_rules import Dispatch
-
     rules = acme_streaming(tmp_path, UNION_STREAMING)
     streaming = toolnexus.load_rules(rules, reload=True).get("acme").streaming
     assert streaming is not None and streaming.type is not None
@@ -1619,6 +1617,48 @@ def test_held_whole_calls_start_by_a_generated_function_that_reads_their_kind_an
     assert general[0] == 0 and general[1:] == [1, 2, 5]
     ids = [e.get("id") for c in streamed for e in c["choices"][0]["delta"].get("tool_calls", []) if c["choices"]]
     assert ids == ["given_1", None], "the call with its own id streams before the end, the held ones do not"
+
+
+def test_a_piece_is_tested_only_against_the_roles_the_sources_kinds_give_its_field() -> None:
+    """Bedrock's content blocks are of several kinds; `toolUse.input` is a tool call's arguments in every kind
+    that has it, so its piece is not compared with text or reasoning first (decided when the code is written),
+    and `text` only with text. A delta's case (`by: keys(contentBlockDelta.delta)[0]`) is its first key: in the
+    case's branch, the delta's keys are tested for it first. The text, the reasoning and the calls still stream
+    as the general path says."""
+    from dataclasses import replace
+
+    from toolnexus.translate.stream import StreamTranslator
+
+    streaming = RULES.get("bedrock").streaming
+    assert streaming is not None and streaming.type is not None
+    code = streaming.code
+    for field, role in ((("toolUse", "input"), "arguments"), (("text",), "text")):
+        read = f".roles.get({field!r})\n"
+        assert read in code
+        for after in code.split(read)[1:]:
+            tests = [line for line in after.splitlines()[:4] if " == '" in line]
+            assert tests and all(f"== {role!r}" in line for line in tests), tests
+    for case in ("toolUse", "text"):
+        branch = code.split(f"c == {case!r}:\n")[1]
+        assert branch.split("kk0 == ")[1].startswith(f"{case!r}:"), f"the {case} key is not tested first"
+
+    def general_run(s: Any, e: dict[str, Any], n: int) -> bool:  # every step the general way (each case known)
+        assert streaming is not None and streaming.type is not None and not streaming.every
+        handler = streaming.events[streaming.type(e)]
+        return run_generally(s, handler.cases[handler.by(e)] if isinstance(handler, Dispatch) else handler, e, n)
+
+    reply = copy.deepcopy(tool_call_reply("bedrock"))
+    said = {"reasoningText": {"text": "First, add.", "signature": "c2ln"}}
+    reply["output"]["message"]["content"] = [{"reasoningContent": said}, *reply["output"]["message"]["content"]]
+    events = [data_of("bedrock", e) for e in ENCODERS["bedrock"](canonical("bedrock", reply), random.Random(3), cuts=3)]
+    runs = []
+    for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
+        chunks = [c for data in events for c in translator.feed(data)] + translator.finish()
+        runs.append(([c["choices"] for c in chunks], translator.response, translator.result))  # the answer id: made up
+    assert runs[0] == runs[1]
+    deltas = [c[0]["delta"] for c in runs[0][0] if c]
+    assert any(d.get("tool_calls") for d in deltas) and any(d.get("content") for d in deltas)
+    assert any(d.get("reasoning_content") for d in deltas)
 
 
 def test_a_joined_part_of_the_field_and_its_same_keys_adds_only_its_text_as_the_general_merge_does() -> None:

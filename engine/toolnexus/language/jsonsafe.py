@@ -396,16 +396,20 @@ def loads(text: str | bytes) -> Any:
     decoder then reads); otherwise they are decoded first (in the encoding json detects), so that the checks
     fold into the parse.
     """
-    read = _orjson_read(text)
-    if read is not None:  # orjson reads it 3x as fast when it reads it the same
-        encoded, deep = read
-        try:
-            value = orjson.loads(encoded)
-        except orjson.JSONDecodeError:
-            pass  # not JSON, or JSON `check` refuses: the standard decoder below says which and where
-        else:  # orjson reads up to 1,024 levels and writes up to 254: a value it writes is within MAX_DEPTH
-            if not deep or _writes(value):
-                return value
+    # orjson reads it 3x as fast when it reads it the same. This runs on every streamed event: the byte classes are
+    # made here, not in a helper, and a short text (the usual event) is not counted for its depth; a call less
+    # counts in a small event's parse.
+    encoded = text.encode("utf-8", "surrogatepass") if type(text) is str else text
+    if orjson is not None and type(encoded) is bytes:
+        classes = encoded.translate(_NUMBER_CLASSES)
+        if (run := classes.find(_LONG_NUMBER)) < 0 or _long_numbers_quoted(classes, run):
+            try:
+                value = orjson.loads(encoded)
+            except orjson.JSONDecodeError:
+                pass  # not JSON, or JSON `check` refuses: the standard decoder below says which and where
+            else:  # orjson reads up to 1,024 levels and writes up to 254: a value it writes is within MAX_DEPTH
+                if len(encoded) < _DEEP_TEXT or not _may_nest_deep(encoded, classes) or _writes(value):
+                    return value
     if not isinstance(text, str):  # undecodable: json reads it with surrogatepass, `check` names the culprit
         with contextlib.suppress(UnicodeDecodeError):
             text = text.decode(json.detect_encoding(text))
@@ -497,22 +501,16 @@ def _for_orjson(text: str | bytes) -> bytes | None:
     """Text as the bytes orjson reads exactly as the standard decoder does, with nothing left for `check`
     (None: orjson missing, a number orjson may read otherwise, or more brackets than MAX_DEPTH in text long
     enough to nest that deep: the check's to judge; bytes as they are)."""
-    read = _orjson_read(text)
-    return read[0] if read is not None and not read[1] else None
-
-
-def _orjson_read(text: str | bytes) -> tuple[bytes, bool] | None:
-    """The text's bytes for orjson (None: orjson missing, or a number orjson may read otherwise than the standard
-    decoder does), and whether they hold enough brackets to nest deeper than MAX_DEPTH. It runs on every streamed
-    event: one translate into byte classes and one search settle most text; a second search from the first digit
-    run on (an id of digits) settles the rest."""
     if orjson is None or (type(text) is not str and type(text) is not bytes):
         return None
     encoded = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
     classes = _number_classes(encoded)
-    if classes is None:
-        return None
-    return encoded, len(encoded) >= _DEEP_TEXT and classes.count(b"[") > MAX_DEPTH
+    return encoded if classes is not None and not _may_nest_deep(encoded, classes) else None
+
+
+def _may_nest_deep(encoded: bytes, classes: bytes) -> bool:
+    """Whether the text holds enough brackets to nest deeper than MAX_DEPTH (`classes`: its byte classes)."""
+    return len(encoded) >= _DEEP_TEXT and classes.count(b"[") > MAX_DEPTH
 
 
 def _writes(value: Any) -> bool:
@@ -533,11 +531,13 @@ def _number_classes(encoded: bytes) -> bytes | None:
     """The text's bytes as their classes (below), or None when orjson may read a number of it otherwise."""
     classes = encoded.translate(_NUMBER_CLASSES)
     run = classes.find(_LONG_NUMBER)
-    if run < 0:
-        return classes
-    if run > 0 and classes.find(_LONG_NUMBER_AFTER, run - 1) < 0 and classes.find(_LONG_NUMBER_OPENED, run - 1) < 0:
-        return classes
-    return None
+    return classes if run < 0 or _long_numbers_quoted(classes, run) else None
+
+
+def _long_numbers_quoted(classes: bytes, run: int) -> bool:
+    """Whether every run of 19 digits (the first at `run`) lies inside a string: one search from the first on (an id
+    of digits, say) settles it."""
+    return run > 0 and classes.find(_LONG_NUMBER_AFTER, run - 1) < 0 and classes.find(_LONG_NUMBER_OPENED, run - 1) < 0
 
 
 # orjson refuses NaN, Infinity, 1e400 and lone surrogates as `check` does, and reads numbers as Python does,

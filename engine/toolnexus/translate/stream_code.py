@@ -194,6 +194,9 @@ class _Code(Namespace):
         self.hashed: list[tuple[str, str, type | None]] | None = None  # the value of known keys of the step
         # being written (`place`, which sets it for each step)
         self.known: dict[tuple[str | int, ...], str] = {}  # event paths read in the function being written
+        self.case: tuple[str, str] | None = None  # in a `by` case's branch: the object path whose first key `by`
+        # names (`keys(<path>)[0]`), and the case (that key)
+        self.first: str | None = None  # the key the step's value is known to start with (`place`, from `case`)
         self.walks = 0  # the walks cached so far (`walk`): the length of `s._walks`
 
     # ------------------------------------------------------------ places in the response
@@ -332,6 +335,8 @@ class _Code(Namespace):
             if key in omit:
                 continue
             branches.append((key, self.named(pattern, key, c, kk, vv, at, d)))
+        if d == 0 and self.first is not None:  # the key the case says comes first: tested first
+            branches.sort(key=lambda branch: branch[0] != self.first)
         return self.key_loop(branches, omit, c, v, d)
 
     def hashed_merge(
@@ -595,18 +600,23 @@ class _Code(Namespace):
             if known == ARGUMENTS:
                 return [got, f"if {info} is not None and ({call} := {info}.call) is not None:", *indent(arguments, 4)]
             return [got, f"if {info} is not None: s._emit({info}, {known!r}, {piece})"] if known else []
-        # a reasoning piece of the same part as the last one (the field is the part: no join between): inline
+        # several kinds: the role the element's kind gives the field, tested only against the roles some kind of
+        # the source gives it (decided here: an arguments piece is not first compared with text and reasoning); a
+        # reasoning piece of the same part as the last one (the field is the part: no join between) inline
         reasoning = _written("reasoning", {"piece": piece})
-        return [
-            got,
-            f"if {info} is not None:",
-            f"    {role} = {info}.roles.get({field!r})",
-            f"    if {role} == {TEXT!r}: {text}",
-            f"    elif {role} == {REASONING!r} and {info}.part == (): {reasoning}",
-            f"    elif {role} == {ARGUMENTS!r} and ({call} := {info}.call) is not None:",
-            *indent(arguments, 8),
-            f"    elif {role} is not None: s._emit({info}, {role}, {piece})",
+        given = {fields[field] for fields in w.roles.values() if field in fields}
+        if not given:
+            return []
+        chain = [
+            (TEXT, f"{role} == {TEXT!r}", [text]),
+            (REASONING, f"{role} == {REASONING!r} and {info}.part == ()", [reasoning]),
+            (ARGUMENTS, f"{role} == {ARGUMENTS!r} and ({call} := {info}.call) is not None", arguments),
         ]
+        tests = [(test, body) for kind, test, body in chain if kind in given]
+        lines = [got, f"if {info} is not None:", f"    {role} = {info}.roles.get({field!r})"]
+        for n, (test, body) in enumerate(tests):
+            lines += [f"    {'if' if n == 0 else 'elif'} {test}:", *indent(body, 8)]
+        return [*lines, f"    {'elif' if tests else 'if'} {role} is not None: s._emit({info}, {role}, {piece})"]
 
     # ------------------------------------------------------------ steps and events
 
@@ -682,6 +692,7 @@ class _Code(Namespace):
         hashed = plain_hash(step.from_path) if scope == "e" else None
         piped = piped_hash(step.from_path) if scope == "e" and hashed is None else None
         self.hashed = None
+        self.first = self.case[1] if self.case is not None and scope == "e" and step.from_path == self.case[0] else None
         if piped is not None:  # the chain read as the event's other reads are, then each value from it
             lines, chained = self.read_steps(piped[0], scope)
             lines += [f"if {chained} is MISSING or {chained} is None: v = MISSING", "else:"]
@@ -821,8 +832,10 @@ class _Code(Namespace):
         r = self.r
         body = [*opens, *self.read(handler.by_path, handler.by, "c", "e")]
         read_before = dict(self.known)  # what a branch reads is not known to the next one
+        union = _FIRST_KEY.fullmatch(handler.by_path)
         for n, (case, steps) in enumerate(handler.cases.items()):
             self.known = dict(read_before)
+            self.case = (union[1], case) if union is not None else None
             label = f"streaming.events.{name}.cases.{case}"
             lines = [
                 *self.steps(r.every, "streaming.every"),
@@ -830,7 +843,7 @@ class _Code(Namespace):
                 f"return {bool(r.every or steps)}",
             ]
             body += [f"{'if' if n == 0 else 'elif'} c == {case!r}:", *indent(lines, 4)]
-        self.known = dict(read_before)
+        self.known, self.case = dict(read_before), None
         label = f"{name!r} with {handler.by_path} "
         lines = [f"s._note_unknown({label!r} + repr(c), n)", *self.steps(r.every, "streaming.every")]
         return [
