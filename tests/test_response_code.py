@@ -113,7 +113,8 @@ def test_a_body_is_checked_by_its_parse_alone(monkeypatch: pytest.MonkeyPatch) -
     def check(value: Any) -> NoReturn:
         raise AssertionError("a decoded body was checked again")
 
-    monkeypatch.setattr("toolnexus.translate.outbound.answer_nulls", check)
+    run = load_rules().get(CLEAN[0][0]).outbound.run  # the generated function checks a dict first
+    monkeypatch.setitem(run.__globals__, "answer_nulls", check)
     assert translate_response(CLEAN[0][0], body).raw == CLEAN[0][2]
     with pytest.raises(AssertionError):
         translate_response(CLEAN[0][0], CLEAN[0][2])
@@ -689,7 +690,7 @@ def test_optional_sources_under_one_absent_object_are_skipped_as_one(tmp_path: A
     it did, and the Nones below it are no longer there to count (a NaN beside is still found)."""
     (tmp_path / "iota.yaml").write_text(IOTA)
     outbound = load_rules(tmp_path).get("iota").outbound
-    assert re.search(r"^    if r\d+ is not MISSING and r\d+ is not None:$", outbound.code, re.M)
+    assert re.search(r"^        if r\d+ is not MISSING and r\d+ is not None:$", outbound.code, re.M)
     answer: dict[str, Any] = {"choices": [{"message": {"content": "a"}, "finish_reason": "stop"}]}
     for meta in (MISSING, None, {}, {"notes": {"text": "n"}, "cites": [{"text": "b"}, {"text": None}]}, "x"):
         given = answer if meta is MISSING else {**answer, "meta": meta}
