@@ -99,6 +99,19 @@ def test_a_body_that_is_not_a_json_object_is_a_response_error_at_the_root(body: 
     assert info.value.path == "" and message in str(info.value)
 
 
+@pytest.mark.parametrize("answer", [[], None, 3, ("a",)])  # a str or bytes is a body
+def test_a_decoded_answer_that_is_not_an_object_is_a_response_error_at_the_root(answer: Any) -> None:
+    """The generated function's check refuses it before reading, as the body entry does."""
+    for provider in ("anthropic", "openai"):
+        for translate in (
+            lambda a, p=provider: translate_response(p, a),
+            lambda a, p=provider: load_rules().get(p).outbound.translate(a),
+        ):
+            with pytest.raises(ResponseError) as info:
+                translate(answer)
+            assert info.value.path == "" and f"must be an object, got {type(answer).__name__}" in str(info.value)
+
+
 def test_a_body_in_the_providers_error_shape_is_its_provider_error() -> None:
     body = b'{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}'
     with pytest.raises(toolnexus.ProviderError) as info:
