@@ -99,6 +99,19 @@ def test_a_body_that_is_not_a_json_object_is_a_response_error_at_the_root(body: 
     assert info.value.path == "" and message in str(info.value)
 
 
+@pytest.mark.parametrize("answer", [[], None, 3, ("a",)])  # a str or bytes is a body
+def test_a_decoded_answer_that_is_not_an_object_is_a_response_error_at_the_root(answer: Any) -> None:
+    """The generated function's check refuses it before reading, as the body entry does."""
+    for provider in ("anthropic", "openai"):
+        for translate in (
+            lambda a, p=provider: translate_response(p, a),
+            lambda a, p=provider: load_rules().get(p).outbound.translate(a),
+        ):
+            with pytest.raises(ResponseError) as info:
+                translate(answer)
+            assert info.value.path == "" and f"must be an object, got {type(answer).__name__}" in str(info.value)
+
+
 def test_a_body_in_the_providers_error_shape_is_its_provider_error() -> None:
     body = b'{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}'
     with pytest.raises(toolnexus.ProviderError) as info:
@@ -113,7 +126,8 @@ def test_a_body_is_checked_by_its_parse_alone(monkeypatch: pytest.MonkeyPatch) -
     def check(value: Any) -> NoReturn:
         raise AssertionError("a decoded body was checked again")
 
-    monkeypatch.setattr("toolnexus.translate.outbound.answer_nulls", check)
+    run = load_rules().get(CLEAN[0][0]).outbound.run  # the generated function checks a dict first
+    monkeypatch.setitem(run.__globals__, "answer_nulls", check)
     assert translate_response(CLEAN[0][0], body).raw == CLEAN[0][2]
     with pytest.raises(AssertionError):
         translate_response(CLEAN[0][0], CLEAN[0][2])
@@ -689,7 +703,7 @@ def test_optional_sources_under_one_absent_object_are_skipped_as_one(tmp_path: A
     it did, and the Nones below it are no longer there to count (a NaN beside is still found)."""
     (tmp_path / "iota.yaml").write_text(IOTA)
     outbound = load_rules(tmp_path).get("iota").outbound
-    assert re.search(r"^    if r\d+ is not MISSING and r\d+ is not None:$", outbound.code, re.M)
+    assert re.search(r"^        if r\d+ is not MISSING and r\d+ is not None:$", outbound.code, re.M)
     answer: dict[str, Any] = {"choices": [{"message": {"content": "a"}, "finish_reason": "stop"}]}
     for meta in (MISSING, None, {}, {"notes": {"text": "n"}, "cites": [{"text": "b"}, {"text": None}]}, "x"):
         given = answer if meta is MISSING else {**answer, "meta": meta}

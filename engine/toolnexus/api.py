@@ -109,13 +109,13 @@ def translate_response(
     rules_for = (builtin_rulebook() if rules is None else load_rules(rules)).get(provider)
     outbound = rules_for.outbound
     if isinstance(response, (bytes, str)):  # a body: its parse is the check
-        answer, translate = outbound.decode(response), outbound.translate_decoded
-    else:
-        answer, translate = response, outbound.translate
+        answer, tokens = outbound.decode(response), 0
+    else:  # the generated function checks it first (`Outbound.translate`)
+        answer, tokens = response, -1
     error = rules_for.endpoint.error_in(answer)
     if error is not None:
         raise ProviderError(error[1], provider=provider, kind="http", error_type=error[0])
-    result = translate(answer, requested_model=requested_model, id_map=id_map)
+    result = outbound.run(outbound, answer, requested_model, id_map, tokens)
     if source == PLAIN:
         return result
     return write_answer(load_rules(rules).format(source), rules_for, result)

@@ -188,21 +188,9 @@ class Outbound:
         self, response: Any, *, requested_model: str | None = None, id_map: Mapping[str, str] | None = None
     ) -> TranslateResult:
         """`id_map`: the answered request's `RequestBody.id_map`, so an id it sent rewritten comes back as the
-        caller's (needed for a `rewrite`; `tn_` ids decode without it)."""
-        if not isinstance(response, dict):
-            message = f"the response must be an object, got {type(response).__name__}"
-            raise ResponseError("", message, provider=self.provider)
-        try:
-            tokens = answer_nulls(response)
-        except JsonValueError as exc:
-            raise ResponseError(exc.where, exc.message, provider=self.provider) from None
-        if not tokens:  # safe JSON
-            return self.run(self, response, requested_model, id_map, 0)
-        try:  # the generated function accounts for the null tokens with the Nones it meets, else `settle`s them
-            return self.run(self, response, requested_model, id_map, tokens)
-        except Exception:
-            self.settle(response, tokens)  # a NaN or an Infinity is the error, as when the check ran first
-            raise
+        caller's (needed for a `rewrite`; `tn_` ids decode without it). The generated function checks the answer
+        first (`tokens=-1`): it accounts for the null tokens with the Nones it meets, else `settle`s them."""
+        return self.run(self, response, requested_model, id_map, -1)
 
     def translate_decoded(
         self, response: dict[str, Any], *, requested_model: str | None = None, id_map: Mapping[str, str] | None = None
@@ -215,9 +203,13 @@ class Outbound:
         check of a decoded answer refuses, so the object goes to `translate_decoded` with no second check)."""
         response = loads_body(body, partial(ResponseError, provider=self.provider))
         if type(response) is not dict:
-            message = f"the response must be an object, got {type(response).__name__}"
-            raise ResponseError("", message, provider=self.provider)
+            self.not_an_object(response)
         return response
+
+    def not_an_object(self, response: Any) -> NoReturn:
+        """The ResponseError for an answer that is not an object."""
+        message = f"the response must be an object, got {type(response).__name__}"
+        raise ResponseError("", message, provider=self.provider)
 
     def settle(self, response: dict[str, Any], tokens: int) -> None:
         """The located ResponseError when one of the answer's `tokens` null tokens is a NaN or an Infinity."""
@@ -990,7 +982,8 @@ class _Code(Namespace):
                           "arguments_json": arguments_json, "countOf": countOf,
                           "merge_extras": merge_extras, "response_digest": response_digest,
                           "synthesized_id": synthesized_id, "check_usage": check_usage,
-                          "as_tuple": tuple.__new__})  # fmt: skip
+                          "as_tuple": tuple.__new__, "answer_nulls": answer_nulls,
+                          "JsonValueError": JsonValueError, "ResponseError": ResponseError})  # fmt: skip
         self.prefixes: dict[tuple[str | int, ...], str] = {}  # response paths read so far -> their variables
         self.views: dict[str, str] = {}  # a top-level variable -> the one that holds it as a mapping (see `step`)
         self.counts: dict[str, str] = {}  # a top-level variable read as a count -> the one holding it when clean
@@ -1120,7 +1113,26 @@ class _Code(Namespace):
             "[] if f is None else f.annotations", "refusal",
         ])  # fmt: skip
         head = "def respond(o, r, requested_model, id_map=None, tokens=0):\n"
-        return head + "".join(f"    {line}\n" for line in lines)
+        body = "".join(f"        {line}\n" for line in lines)
+        return head + "".join(f"    {line}\n" for line in self.check()) + "    try:\n" + body + self.settled()
+
+    def check(self) -> list[str]:
+        """The answer check, when the caller passes `tokens=-1` (a decoded answer, not read from a body): a
+        ResponseError unless it is an object of safe JSON, else its null tokens (`jsonsafe.answer_nulls`). Here
+        rather than in `Outbound.translate`, so `translate_response` of a dict runs one frame, not two."""
+        where = f"provider={self.o.provider!r}"
+        return [
+            "if tokens < 0:",
+            "    if not isinstance(r, dict): o.not_an_object(r)",
+            "    try: tokens = answer_nulls(r)",
+            f"    except JsonValueError as exc: raise ResponseError(exc.where, exc.message, {where}) from None",
+        ]
+
+    @staticmethod
+    def settled() -> str:
+        """The body's handler: with null tokens left, a NaN or an Infinity is the error (`o.settle`), whichever
+        step the function failed at, as when the whole check ran first."""
+        return "    except Exception:\n        if tokens: o.settle(r, tokens)\n        raise\n"
 
     def nulls(self) -> list[str]:
         """The answer check's last step (`jsonsafe.answer_nulls` left `tokens` null tokens, each a None or a NaN):
