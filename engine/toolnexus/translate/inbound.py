@@ -327,7 +327,7 @@ class Inbound:
             for _, path, index, _ in hoisted:
                 if first_turn is not None and index > first_turn:
                     ctx.notes.append(Note("rewritten", path, "moved into the system prompt, ahead of earlier turns"))
-            return self.join.join(text for text, _, _, _ in hoisted)
+            return self.join.join([text for text, _, _, _ in hoisted])  # a list: join makes one of a generator
         return default_system if default_system is not None else MISSING
 
     def _cached_system(self, hoisted: list[tuple[str, str, int, dict[str, Any]]], chosen: Any, ctx: Ctx) -> Any:

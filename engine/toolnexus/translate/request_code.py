@@ -342,13 +342,18 @@ def generate_tools(inbound: Inbound, declaration: Node) -> tuple[str, Tools]:
     whole = inbound.plain_tool_scope == "source"
     if whole:
         inline = inline_node(declaration, "{'source': tool_}", "written_", is_dict=True, known={"source": "tool_"})
-    else:
-        inline = inline_node(declaration, "fn_", "written_", is_dict=True)
+    else:  # the name, tested below before anything is written, is known there: written without a test
+        known = {"name": "name_"}
+        inline = inline_node(declaration, "fn_", "written_", is_dict=True, known=known, present=frozenset(known))
     names = {**inline.names, "TOOLS": TOOLS, "READS": inbound.tool_keys_read}
     firsts = {} if whole else inline.firsts  # the function keys the declaration reads, each read once
 
     tested = {key: firsts.get(key, f"{key}_") for key in ("name", "description", "parameters")}
-    own_reads = [f"        {var} = fn_.get({key!r}, MISSING)" for key, var in tested.items() if key not in firsts]
+    own_reads = [
+        f"        {var} = fn_.get({key!r}, MISSING)"
+        for key, var in tested.items()
+        if key not in firsts or var == f"{key}_"
+    ]
     name, description, parameters = tested.values()
     decline = ["            del c.notes[noted_:]", "            return None"]
     lines = [
@@ -371,8 +376,8 @@ def generate_tools(inbound: Inbound, declaration: Node) -> tuple[str, Tools]:
         only_read.append(f"                or len(fn_) != {count}")
     elif not whole:
         lines += ["        if not fn_.keys() <= READS or None in fn_.values():", *decline]
+    lines += own_reads  # first: the inline head may read below the name (a chain `name.x`, read up front)
     lines += ["        " + line for line in inline.head]
-    lines += own_reads
     lines += [
         f"        if (type({name}) is not str or not {name} or {name} in declared_",
         f"                or ({description} is not MISSING and type({description}) is not str)",
