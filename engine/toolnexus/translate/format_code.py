@@ -75,19 +75,21 @@ class _Gen(Namespace):
     # ------------------------------------------------------------------ messages
 
     def new(self, role: str) -> list[str]:
-        """A new normal-form message of `role` as `cur` (`SourceFormat._new`)."""
+        """A new normal-form message of `role` as `cur` (`SourceFormat._new`), its index in `out` as `n`."""
         return [
+            "n = len(out)",
             f"cur = {{'role': {role!r}, 'content': []}}",
-            "R(('messages[{}]', len(out), 0, WS, i, None, EMPTY))",
+            "R(('messages[{}]', n, 0, WS, i, None, EMPTY))",
             "out.append(cur)",
             f"made.append((cur, {role!r}))",
         ]
 
     def current(self, role: str) -> list[str]:
-        """The last message when it has `role`, else a new one, as `cur` (`SourceFormat._current`)."""
+        """The last message when it has `role`, else a new one, as `cur` (`SourceFormat._current`), its index `n`."""
         return [
             f"if out and out[-1]['role'] == {role!r}:",
-            "    cur = out[-1]",
+            "    n = len(out) - 1",
+            "    cur = out[n]",
             "    if isinstance(cur.get('content'), str): cur['content'] = [{'type': 'text', 'text': cur['content']}]",
             "else:",
             *indent(self.new(role)),
@@ -120,7 +122,7 @@ class _Gen(Namespace):
                 f"    if out and out[-1]['role'] == {role!r}:",
                 *indent(self.current(role), 8),
                 "        parts = cur['content']",
-                "        R(('messages[{}].content[{}]', len(out) - 1, len(parts), WS, i, None, EMPTY))",
+                "        R(('messages[{}].content[{}]', n, len(parts), WS, i, None, EMPTY))",
                 "        parts.append({'type': 'text', 'text': content})",
                 "    else:",
                 *indent(fresh, 8),
@@ -180,15 +182,19 @@ class _Gen(Namespace):
         if kind.mode == "part":
             return [
                 "parts = cur['content']",
-                f"R(('messages[{{}}].content[{{}}]', len(out) - 1, len(parts), {source}, {renames}))",
+                f"R(('messages[{{}}].content[{{}}]', n, len(parts), {source}, {renames}))",
                 "parts.append(w)",
             ]
         into = kind.into.replace("{", "{{").replace("}", "}}")
-        return [
-            f"items = cur.setdefault({kind.into!r}, [])",
-            f"if not items: R(('messages[{{}}].{into}', len(out) - 1, 0, {source}, EMPTY))",
-            f"R(('messages[{{}}].{into}[{{}}]', len(out) - 1, len(items), {source}, {renames}))",
-            "items.append(w)",
+        return [  # the message's list made with its first item (no empty list made for every item)
+            f"items = cur.get({kind.into!r})",
+            "if items is None:",
+            f"    items = cur[{kind.into!r}] = [w]",
+            f"    R(('messages[{{}}].{into}', n, 0, {source}, EMPTY))",
+            f"    R(('messages[{{}}].{into}[{{}}]', n, 0, {source}, {renames}))",
+            "else:",
+            f"    R(('messages[{{}}].{into}[{{}}]', n, len(items), {source}, {renames}))",
+            "    items.append(w)",
         ]
 
     def standalone(self, kind: Kind, role: str | None, source: str) -> list[str] | None:

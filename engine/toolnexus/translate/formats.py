@@ -37,6 +37,7 @@ WHOLE = "/"  # a rename ending so names a value function's read: what lies below
 VIEW_FIELDS = ("id", "created", "ids", "annotations", "model", "text", "reasoning_content", "tool_calls",
                "finish_reason", "usage", "message_extras", "refusal", DERIVED)  # fmt: skip
 LATE = frozenset({"ids"})
+TEXT_PART = frozenset({"type", "text"})  # the keys of a text part alone (`text_alone`: written as its string)
 # What each of the view's `tool_calls` always is: an object of these (and `input` where the format reads it), so
 # the generated writer reads a call's fields with no test.
 CALL_FIELDS = ("id", "name", "arguments", "extra_content")
@@ -397,13 +398,17 @@ class SourceFormat:
             messages, made = into.messages, into.made
         else:
             messages, records, made = read
+        plain_text = self.plain_text
         for message, role in made:  # each message's form, now that nothing more joins it
             content = message.get("content")
-            if content == [] and message["role"] != "user":
-                message["content"] = None
-            elif role in self.plain_text and isinstance(content, list) and len(content) == 1:
+            if not isinstance(content, list):  # a string (or what a template wrote) is kept as it is
+                continue
+            if not content:
+                if message["role"] != "user":
+                    message["content"] = None
+            elif len(content) == 1 and role in plain_text:
                 part = content[0]
-                if isinstance(part, dict) and part.keys() == {"type", "text"} and part["type"] == "text":
+                if isinstance(part, dict) and part.keys() == TEXT_PART and part["type"] == "text":
                     message["content"] = part["text"]
         hub["messages"] = messages
         if self.tools_each is not None and request.get(self.tools_each) is not None:
