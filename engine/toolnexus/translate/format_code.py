@@ -54,6 +54,7 @@ from .formats import (
 # (the normal-form messages, their records, each message with the role its blocks were read as)
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
 Reader = Callable[[list[Any], Any, bool], Read | None]
+ToolsReader = Callable[[Any, Callable[[Record], None]], list[Any] | None]  # the declarations (records added)
 Writer = Callable[[dict[str, Any], Ctx], dict[str, Any]]
 EMPTY: Mapping[str, str] = MappingProxyType({})
 
@@ -247,6 +248,35 @@ class _Gen(Namespace):
         lines.append("    else: return None" if branch == "elif" else "    return None")
         return lines
 
+    # ------------------------------------------------------------------ the tools
+
+    def tools(self) -> list[str] | None:
+        """The tool declarations read as `SourceFormat._tools` reads them, the tool's template pasted inline: a
+        tool with a key to settle (or one its template refuses) makes it give up (None), and `_tools` reads the
+        list again, which notes or refuses it where it is."""
+        fmt = self.fmt
+        if fmt.tools_each is None or fmt.tool_node is None:
+            return None
+        reads = self.name(fmt.tool_reads, "TOOL_KEYS_")
+        table = self.name(fmt.tool_unsupported, "UNSUPPORTED_")
+        renames = self.name(fmt.tool_renames, "RENAMES_")
+        source = _escaped(fmt.tools_each) + "[{}]"
+        pasted = inline_node(fmt.tool_node, "t", "w", is_dict=True, tag=self.fresh("_"))
+        self.names.update(pasted.names)
+        return [
+            "def tools(given, R):",
+            "    if type(given) is not list: return None",
+            f"    c = Ctx({fmt.name!r})",
+            "    out = []",
+            "    for i, t in enumerate(given):",
+            "        if type(t) is not dict: return None",
+            f"        if not t.keys() <= {reads} and not quiet(t, {reads}, {table}): return None",
+            *indent([*pasted.head, *pasted.body], 8),
+            f"        R(('tools[{{}}]', i, 0, {source!r}, i, None, {renames}))",
+            "        out.append({'type': 'function', 'function': w})",
+            "    return out",
+        ]
+
     # ------------------------------------------------------------------ the transcript
 
     def item(self) -> list[str] | None:
@@ -326,17 +356,15 @@ class _Gen(Namespace):
         return lines
 
 
-def generate(fmt: SourceFormat) -> tuple[str, Reader | None]:
-    """The format's transcript reader and its source (None, "": the general read serves alone)."""
+def generate(fmt: SourceFormat) -> tuple[str, Reader | None, ToolsReader | None]:
+    """The format's transcript reader, its tools reader and their source (None: the general read serves)."""
     gen = _Gen(fmt)
     lines = gen.reader()
-    if lines is None:
-        return "", None
-    text = "\n".join(lines) + "\n"
+    tools = gen.tools()
+    text = "\n".join([*(lines or ()), *(tools or ())]) + "\n" if lines or tools else ""
     namespace = dict(gen.names)
     exec(compile(text, f"<reader {fmt.name}>", "exec"), namespace)
-    run: Reader = namespace["transcript"]
-    return text, run
+    return text, namespace.get("transcript"), namespace.get("tools")
 
 
 def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:

@@ -279,6 +279,7 @@ class SourceFormat:
     plain_text: frozenset[str]  # roles whose one plain text part is written as a string (`text_alone`)
     tools_each: str | None
     tool: Render | None
+    tool_node: Node | None  # the tool's template as nodes (what the generated tools reader pastes inline)
     tool_reads: frozenset[str]
     tool_renames: Mapping[str, str]
     tool_unsupported: Mapping[str, Unsupported]
@@ -308,6 +309,9 @@ class SourceFormat:
     # The transcript's generated reader (format_code), and its source for `toolnexus explain --source --code`: the
     # common shape read inline; None from it (or its error) and the general read below reads the transcript again.
     transcript: Callable[[list[Any], Any, bool], Any] | None = None
+    # The tools' generated reader (format_code `tools`, in `transcript_code` too): None from it (a key to settle,
+    # a refusal) and `_tools` reads them again, where each is.
+    tools_reader: Callable[[Any, Callable[[Record], None]], list[Any] | None] | None = None
     transcript_code: str = ""
     # The whole answer's generated writer (format_code.generate_writer: `answer`'s message and blocks in one
     # function over the view) and its source; None only while the format is being compiled.
@@ -327,7 +331,7 @@ class SourceFormat:
         lines = [f"{self.name}: {self.doc}".rstrip(": "), f"  file: {self.file}", f"  derives from: {self.provider}"]
         if code:
             line, _ = self.plan.source.where(("request", "messages"))
-            lines.append(f"\n  # {self.file}:{line} request.messages: the transcript's generated reader")
+            lines.append(f"\n  # {self.file}:{line} request.messages: the transcript's (and tools') generated reader")
             lines += [
                 f"  {text}"
                 for text in (
@@ -618,6 +622,15 @@ class SourceFormat:
 
     def _tools(self, tools: Any, records: list[Record], notes: list[Note], unknown_fields: str) -> list[Any]:
         """The tool declarations in the normal form's shape; where each came from, as records."""
+        if self.tools_reader is not None:
+            mark = len(records)
+            try:
+                read = self.tools_reader(tools, records.append)
+            except ToolnexusError:
+                read = None  # read again below, which raises it where it is
+            if read is not None:
+                return read
+            del records[mark:]
         if not isinstance(tools, list):
             raise self._fail(self.tools_each or "", f"must be a list, got {type(tools).__name__}")
         assert self.tool is not None
