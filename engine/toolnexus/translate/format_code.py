@@ -202,12 +202,13 @@ class _Gen(Namespace):
         """A `message` kind read from `b` at `source` (as in `add`): a normal-form message of its own, its
         `blocks` lists read as parts with the kinds of `role` (None: of the role it writes) (`_standalone`)."""
         lines = self.template(kind, "w", "b")
-        lines.append("if type(w) is not dict: return None")
+        written = _written_role(kind)  # an object template writing a constant role: `w` is an object of that role
+        if written is None:
+            lines.append("if type(w) is not dict: return None")
         if role is None:
-            role = _written_role(kind)
+            role = written
             if role is None:
                 return None  # the role is known only at run time: never so in the formats given; read generally
-            lines.append(f"if w.get('role') != {role!r}: return None")
         kinds = self.fmt.roles.get(role, MappingProxyType({}))
         for key in kind.blocks:
             own = kind.renames.get(key, key).removesuffix(WHOLE)  # the block's own key for it
