@@ -44,8 +44,8 @@ def outcome(fmt: SourceFormat, request: Any, objects: bool = False) -> Any:
 
 
 def general(fmt: SourceFormat) -> SourceFormat:
-    """The same format with no generated reader: the general read alone."""
-    return replace(fmt, transcript=None, transcript_code="")
+    """The same format with no generated readers (transcript, tools): the general read alone."""
+    return replace(fmt, transcript=None, tools_reader=None, transcript_code="")
 
 
 def source_requests() -> list[tuple[str, str, Any]]:
@@ -82,6 +82,26 @@ def test_generated_reader_takes_the_common_shape() -> None:
         assert fmt.transcript is not None
         system = request.get(fmt.system) if fmt.system else None
         assert fmt.transcript(request[fmt.each], system) is not None
+        assert fmt.tools_reader is not None and fmt.tools_each is not None
+        assert fmt.tools_reader(request[fmt.tools_each], [].append) is not None
+
+
+def test_generated_tools_reader_hands_on_what_needs_settling() -> None:
+    """A tool key no rule reads: the generated tools reader gives up, and the general read notes it or raises at
+    its path, the records of the tools it had read not kept twice."""
+    fmt = load_rules().format("anthropic")
+    assert fmt.tools_reader is not None
+    tools = [{"name": "f", "input_schema": {}}, {"name": "g", "input_schema": {}, "loud": True}]
+    records: list[Any] = []
+    assert fmt.tools_reader(tools, records.append) is None
+    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}
+    with pytest.raises(ToolnexusError) as caught:
+        fmt.read(request)
+    assert caught.value.path == "tools[1].loud"  # type: ignore[attr-defined]
+    hub, _, records, notes = fmt.read_recorded(request, unknown_fields="drop")
+    assert [(n.kind, n.path) for n in notes] == [("dropped", "tools[1].loud")]
+    assert [r[:3] for r in records if r[0] == "tools[{}]"] == [("tools[{}]", 0, 0), ("tools[{}]", 1, 0)]
+    assert hub["tools"] == [{"type": "function", "function": {"name": n, "parameters": {}}} for n in "fg"]
 
 
 def test_generated_reader_hands_on_what_needs_settling() -> None:

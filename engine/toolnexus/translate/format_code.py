@@ -54,6 +54,7 @@ from .formats import (
 # (the normal-form messages, their records, each message with the role its blocks were read as)
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
 Reader = Callable[[list[Any], Any, bool], Read | None]
+ToolsReader = Callable[[Any, Callable[[Record], None]], list[Any] | None]  # the declarations (records added)
 Writer = Callable[[dict[str, Any], Ctx], dict[str, Any]]
 EMPTY: Mapping[str, str] = MappingProxyType({})
 
@@ -75,19 +76,21 @@ class _Gen(Namespace):
     # ------------------------------------------------------------------ messages
 
     def new(self, role: str) -> list[str]:
-        """A new normal-form message of `role` as `cur` (`SourceFormat._new`)."""
+        """A new normal-form message of `role` as `cur` (`SourceFormat._new`), its index in `out` as `n`."""
         return [
+            "n = len(out)",
             f"cur = {{'role': {role!r}, 'content': []}}",
-            "R(('messages[{}]', len(out), 0, WS, i, None, EMPTY))",
+            "R(('messages[{}]', n, 0, WS, i, None, EMPTY))",
             "out.append(cur)",
             f"made.append((cur, {role!r}))",
         ]
 
     def current(self, role: str) -> list[str]:
-        """The last message when it has `role`, else a new one, as `cur` (`SourceFormat._current`)."""
+        """The last message when it has `role`, else a new one, as `cur` (`SourceFormat._current`), its index `n`."""
         return [
             f"if out and out[-1]['role'] == {role!r}:",
-            "    cur = out[-1]",
+            "    n = len(out) - 1",
+            "    cur = out[n]",
             "    if isinstance(cur.get('content'), str): cur['content'] = [{'type': 'text', 'text': cur['content']}]",
             "else:",
             *indent(self.new(role)),
@@ -120,7 +123,7 @@ class _Gen(Namespace):
                 f"    if out and out[-1]['role'] == {role!r}:",
                 *indent(self.current(role), 8),
                 "        parts = cur['content']",
-                "        R(('messages[{}].content[{}]', len(out) - 1, len(parts), WS, i, None, EMPTY))",
+                "        R(('messages[{}].content[{}]', n, len(parts), WS, i, None, EMPTY))",
                 "        parts.append({'type': 'text', 'text': content})",
                 "    else:",
                 *indent(fresh, 8),
@@ -180,27 +183,32 @@ class _Gen(Namespace):
         if kind.mode == "part":
             return [
                 "parts = cur['content']",
-                f"R(('messages[{{}}].content[{{}}]', len(out) - 1, len(parts), {source}, {renames}))",
+                f"R(('messages[{{}}].content[{{}}]', n, len(parts), {source}, {renames}))",
                 "parts.append(w)",
             ]
         into = kind.into.replace("{", "{{").replace("}", "}}")
-        return [
-            f"items = cur.setdefault({kind.into!r}, [])",
-            f"if not items: R(('messages[{{}}].{into}', len(out) - 1, 0, {source}, EMPTY))",
-            f"R(('messages[{{}}].{into}[{{}}]', len(out) - 1, len(items), {source}, {renames}))",
-            "items.append(w)",
+        return [  # the message's list made with its first item (no empty list made for every item)
+            f"items = cur.get({kind.into!r})",
+            "if items is None:",
+            f"    items = cur[{kind.into!r}] = [w]",
+            f"    R(('messages[{{}}].{into}', n, 0, {source}, EMPTY))",
+            f"    R(('messages[{{}}].{into}[{{}}]', n, 0, {source}, {renames}))",
+            "else:",
+            f"    R(('messages[{{}}].{into}[{{}}]', n, len(items), {source}, {renames}))",
+            "    items.append(w)",
         ]
 
     def standalone(self, kind: Kind, role: str | None, source: str) -> list[str] | None:
         """A `message` kind read from `b` at `source` (as in `add`): a normal-form message of its own, its
         `blocks` lists read as parts with the kinds of `role` (None: of the role it writes) (`_standalone`)."""
         lines = self.template(kind, "w", "b")
-        lines.append("if type(w) is not dict: return None")
+        written = _written_role(kind)  # an object template writing a constant role: `w` is an object of that role
+        if written is None:
+            lines.append("if type(w) is not dict: return None")
         if role is None:
-            role = _written_role(kind)
+            role = written
             if role is None:
                 return None  # the role is known only at run time: never so in the formats given; read generally
-            lines.append(f"if w.get('role') != {role!r}: return None")
         kinds = self.fmt.roles.get(role, MappingProxyType({}))
         for key in kind.blocks:
             own = kind.renames.get(key, key).removesuffix(WHOLE)  # the block's own key for it
@@ -240,6 +248,35 @@ class _Gen(Namespace):
             branch = "elif"
         lines.append("    else: return None" if branch == "elif" else "    return None")
         return lines
+
+    # ------------------------------------------------------------------ the tools
+
+    def tools(self) -> list[str] | None:
+        """The tool declarations read as `SourceFormat._tools` reads them, the tool's template pasted inline: a
+        tool with a key to settle (or one its template refuses) makes it give up (None), and `_tools` reads the
+        list again, which notes or refuses it where it is."""
+        fmt = self.fmt
+        if fmt.tools_each is None or fmt.tool_node is None:
+            return None
+        reads = self.name(fmt.tool_reads, "TOOL_KEYS_")
+        table = self.name(fmt.tool_unsupported, "UNSUPPORTED_")
+        renames = self.name(fmt.tool_renames, "RENAMES_")
+        source = _escaped(fmt.tools_each) + "[{}]"
+        pasted = inline_node(fmt.tool_node, "t", "w", is_dict=True, tag=self.fresh("_"))
+        self.names.update(pasted.names)
+        return [
+            "def tools(given, R):",
+            "    if type(given) is not list: return None",
+            f"    c = Ctx({fmt.name!r})",
+            "    out = []",
+            "    for i, t in enumerate(given):",
+            "        if type(t) is not dict: return None",
+            f"        if not t.keys() <= {reads} and not quiet(t, {reads}, {table}): return None",
+            *indent([*pasted.head, *pasted.body], 8),
+            f"        R(('tools[{{}}]', i, 0, {source!r}, i, None, {renames}))",
+            "        out.append({'type': 'function', 'function': w})",
+            "    return out",
+        ]
 
     # ------------------------------------------------------------------ the transcript
 
@@ -320,17 +357,15 @@ class _Gen(Namespace):
         return lines
 
 
-def generate(fmt: SourceFormat) -> tuple[str, Reader | None]:
-    """The format's transcript reader and its source (None, "": the general read serves alone)."""
+def generate(fmt: SourceFormat) -> tuple[str, Reader | None, ToolsReader | None]:
+    """The format's transcript reader, its tools reader and their source (None: the general read serves)."""
     gen = _Gen(fmt)
     lines = gen.reader()
-    if lines is None:
-        return "", None
-    text = "\n".join(lines) + "\n"
+    tools = gen.tools()
+    text = "\n".join([*(lines or ()), *(tools or ())]) + "\n" if lines or tools else ""
     namespace = dict(gen.names)
     exec(compile(text, f"<reader {fmt.name}>", "exec"), namespace)
-    run: Reader = namespace["transcript"]
-    return text, run
+    return text, namespace.get("transcript"), namespace.get("tools")
 
 
 def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:

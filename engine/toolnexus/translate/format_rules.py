@@ -206,7 +206,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         else None
     )
     paths, whole = _field_paths(request, derived_reads, reads, env)
-    tool_render, tool_reads, tool_renames = _compile_tools(tools_spec, rules, source, env, derived)
+    tool_render, tool_node, tool_reads, tool_renames = _compile_tools(tools_spec, rules, source, env, derived)
 
     answer = data["answer"]
     finish = _section(rules, ("response", "finish_reason"), source, ("provider",))
@@ -244,6 +244,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         field_inside=_inside(paths),
         tools_each=tools_spec["each"] if tools_spec else None,
         tool=tool_render,
+        tool_node=tool_node,
         tool_reads=tool_reads,
         tool_renames=MappingProxyType(tool_renames),
         tool_unsupported=_unsupported(tools_spec.get("unsupported", {}) if tools_spec else {}),
@@ -277,7 +278,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     )
     _check_ids(fmt, source)
     # The normal form's request is given back as it is (`SourceFormat.read`): it has no transcript to read.
-    code, reader = ("", None) if fmt.normal is not None else generate_reader(fmt)
+    code, reader, tools_reader = ("", None, None) if fmt.normal is not None else generate_reader(fmt)
     fmt = replace(fmt, reads_input=_reads_name(env, "input"))  # the view's calls hold `input`: the writer reads it
     written, writer = generate_writer(fmt)
     events_code, events = generate_events(fmt)
@@ -286,6 +287,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         events=MappingProxyType(events),
         events_code=events_code,
         transcript=reader,
+        tools_reader=tools_reader,
         transcript_code=code,
         writer=writer,
         writer_code=written,
@@ -438,10 +440,10 @@ def _compile_tools(
     source: RuleSource,
     env: Env,
     derived: dict[str, Derived],
-) -> tuple[Render | None, frozenset[str], dict[str, str]]:
+) -> tuple[Render | None, Node | None, frozenset[str], dict[str, str]]:
     """A tool declaration read into the normal form's function (the provider's declaration read backwards
-    under the declared `fields`): its render, the tool keys it reads, and its renames."""
-    tool_render = None
+    under the declared `fields`): its render and its node, the tool keys it reads, and its renames."""
+    tool_render, tool_node = None, None
     tool_reads: frozenset[str] = frozenset()
     tool_renames: dict[str, str] = {}
     if tools_spec:
@@ -461,7 +463,7 @@ def _compile_tools(
         tool_render = compile_template(template, ("request", "tools"), env)
         tool_reads = frozenset(r.split(".")[0] for r in _reads_of(tool_node))
         tool_renames = {f"function.{w[0]}" if w else "": r for w, r in leaves(tool_node)}
-    return tool_render, tool_reads, tool_renames
+    return tool_render, tool_node, tool_reads, tool_renames
 
 
 def _compile_fields(
@@ -637,7 +639,7 @@ def compile_normal_form(path: Path, display: str | None = None) -> NormalForm:
     tools = request.get("tools")
     if tools is None:
         raise source.error(("request",), "the normal form names its tools (`tools`)")
-    _, tool_reads, _ = _compile_tools(tools, None, source, env, {})
+    _, _, tool_reads, _ = _compile_tools(tools, None, source, env, {})
     tool_unsupported = _unsupported(tools.get("unsupported", {}))
     fields = request.get("fields", {})
     choice = parse_template(fields.get("tool_choice"), ("request", "fields", "tool_choice"), env)

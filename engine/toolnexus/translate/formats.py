@@ -37,6 +37,7 @@ WHOLE = "/"  # a rename ending so names a value function's read: what lies below
 VIEW_FIELDS = ("id", "created", "ids", "annotations", "model", "text", "reasoning_content", "tool_calls",
                "finish_reason", "usage", "message_extras", "refusal", DERIVED)  # fmt: skip
 LATE = frozenset({"ids"})
+TEXT_PART = frozenset({"type", "text"})  # the keys of a text part alone (`text_alone`: written as its string)
 # What each of the view's `tool_calls` always is: an object of these (and `input` where the format reads it), so
 # the generated writer reads a call's fields with no test.
 CALL_FIELDS = ("id", "name", "arguments", "extra_content")
@@ -278,6 +279,7 @@ class SourceFormat:
     plain_text: frozenset[str]  # roles whose one plain text part is written as a string (`text_alone`)
     tools_each: str | None
     tool: Render | None
+    tool_node: Node | None  # the tool's template as nodes (what the generated tools reader pastes inline)
     tool_reads: frozenset[str]
     tool_renames: Mapping[str, str]
     tool_unsupported: Mapping[str, Unsupported]
@@ -307,6 +309,9 @@ class SourceFormat:
     # The transcript's generated reader (format_code), and its source for `toolnexus explain --source --code`: the
     # common shape read inline; None from it (or its error) and the general read below reads the transcript again.
     transcript: Callable[[list[Any], Any, bool], Any] | None = None
+    # The tools' generated reader (format_code `tools`, in `transcript_code` too): None from it (a key to settle,
+    # a refusal) and `_tools` reads them again, where each is.
+    tools_reader: Callable[[Any, Callable[[Record], None]], list[Any] | None] | None = None
     transcript_code: str = ""
     # The whole answer's generated writer (format_code.generate_writer: `answer`'s message and blocks in one
     # function over the view) and its source; None only while the format is being compiled.
@@ -326,7 +331,7 @@ class SourceFormat:
         lines = [f"{self.name}: {self.doc}".rstrip(": "), f"  file: {self.file}", f"  derives from: {self.provider}"]
         if code:
             line, _ = self.plan.source.where(("request", "messages"))
-            lines.append(f"\n  # {self.file}:{line} request.messages: the transcript's generated reader")
+            lines.append(f"\n  # {self.file}:{line} request.messages: the transcript's (and tools') generated reader")
             lines += [
                 f"  {text}"
                 for text in (
@@ -397,13 +402,17 @@ class SourceFormat:
             messages, made = into.messages, into.made
         else:
             messages, records, made = read
+        plain_text = self.plain_text
         for message, role in made:  # each message's form, now that nothing more joins it
             content = message.get("content")
-            if content == [] and message["role"] != "user":
-                message["content"] = None
-            elif role in self.plain_text and isinstance(content, list) and len(content) == 1:
+            if not isinstance(content, list):  # a string (or what a template wrote) is kept as it is
+                continue
+            if not content:
+                if message["role"] != "user":
+                    message["content"] = None
+            elif len(content) == 1 and role in plain_text:
                 part = content[0]
-                if isinstance(part, dict) and part.keys() == {"type", "text"} and part["type"] == "text":
+                if isinstance(part, dict) and part.keys() == TEXT_PART and part["type"] == "text":
                     message["content"] = part["text"]
         hub["messages"] = messages
         if self.tools_each is not None and request.get(self.tools_each) is not None:
@@ -613,6 +622,15 @@ class SourceFormat:
 
     def _tools(self, tools: Any, records: list[Record], notes: list[Note], unknown_fields: str) -> list[Any]:
         """The tool declarations in the normal form's shape; where each came from, as records."""
+        if self.tools_reader is not None:
+            mark = len(records)
+            try:
+                read = self.tools_reader(tools, records.append)
+            except ToolnexusError:
+                read = None  # read again below, which raises it where it is
+            if read is not None:
+                return read
+            del records[mark:]
         if not isinstance(tools, list):
             raise self._fail(self.tools_each or "", f"must be a list, got {type(tools).__name__}")
         assert self.tool is not None
