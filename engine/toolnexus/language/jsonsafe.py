@@ -443,22 +443,26 @@ def standard_loads(text: str) -> Any:
 def standard_loads_each(texts: list[str]) -> list[Any]:
     """`standard_loads` of each text, or the text itself where that raises ValueError (text that is not JSON):
     an answer's tool-call arguments as objects. Each text is read by orjson first, as it is (no bytes made for
-    it); where orjson reads it, whether it read the numbers alike is asked of its UTF-8 after (which orjson's read
-    has cached in the str, so making it copies), and the standard decoder reads the few it may not have. The
-    depth `_for_orjson` also counts is not asked: orjson reads text up to its own limit as the standard decoder
-    does, and refuses deeper text (and NaN, a lone surrogate), which the standard decoder then reads or refuses."""
+    it); whether orjson read the numbers alike is asked after, once, of all the texts' UTF-8 (which orjson's reads
+    have cached in each str, so making it copies) joined by commas: a comma is what a number may follow, so the
+    joined bytes hold a long number orjson may read otherwise where one of the texts does, and one translate and
+    search serve them all. Only then is each text asked alone, and the standard decoder reads the few orjson may
+    not have read alike. The depth `_for_orjson` also counts is not asked: orjson reads text up to its own limit
+    as the standard decoder does, and refuses deeper text (and NaN, a lone surrogate), which the standard decoder
+    then reads or refuses."""
     if orjson is None:
         return [_standard_or_text(text) for text in texts]
     out: list[Any] = []
     for text in texts:
         try:
-            value = orjson.loads(text)
+            out.append(orjson.loads(text))
         except orjson.JSONDecodeError:
-            value = _standard_or_text(text)
-        else:
-            if _number_classes(text.encode()) is None:  # a long number orjson may read otherwise
-                value = json.loads(text)
-        out.append(value)
+            out.append(_standard_or_text(text))
+    encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
+    if _number_classes(b",".join(encoded)) is None:  # a long number orjson may have read otherwise: whose?
+        for i, text in enumerate(texts):
+            if _number_classes(encoded[i]) is None:
+                out[i] = _standard_or_text(text)  # as it read any it did not (the same read again)
     return out
 
 
