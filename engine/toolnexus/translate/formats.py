@@ -140,6 +140,8 @@ def _needed(found: _T | None, what: str, file: str) -> _T:
 # One stream moment's events written (`stream.open.text`, ...): (its scope, a piece's text or None, the first
 # event's sequence number, the context) -> the events, one per template of the moment, numbered from there on.
 Moment = Callable[[dict[str, Any], Any, int, Ctx], list[Any]]
+# A `once.KIND` writer: (the stream's scope, the piece, the sequence, the Ctx, then the block's names, `ONCE`)
+OnceMoment = Callable[..., list[Any]]
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
 NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the policy decides
 # Where one normal-form element of the transcript (or a tool) came from, as the generated reader records it, in
@@ -320,8 +322,9 @@ class SourceFormat:
     # `usage` as one generated function (format_code.generate_usage): said's counts from the result's usage.
     derive_usage: Callable[[Any, dict[str, Any], list[Note]], None] | None = None
     reads_input: bool = True  # an answer template reads a name `input` (a call's arguments parsed): the view has it
-    # The stream's generated writers (format_code.generate_events: one function per moment, by its name) and their
-    # source; empty: each moment's templates walked one by one (`general_moments`, what tests hold them to).
+    # The stream's generated writers (format_code.generate_events: one function per moment, by its name; a
+    # `once.KIND` one an `OnceMoment`) and their source; empty: each moment's templates walked one by one
+    # (`general_moments`, what tests hold them to).
     events: Mapping[str, Moment] = field(default_factory=lambda: MappingProxyType({}))
     events_code: str = ""
     chunks_code: str = ""  # the normal form's: its stream section's generated chunk writers (format_rules.Chunks)
@@ -854,12 +857,16 @@ def general_moments(fmt: SourceFormat) -> dict[str, Moment]:
     moments = {**{name: walk(renders) for name, renders in fmt.stream.items()}, "end": walk(fmt.stream_end)}
     said = {name for name, renders in fmt.stream.items() if renders}
     for name, parts in once_moments(said).items():
-        moments[name] = once(*(moments.get(part) for part in parts))
+        moments[name] = once(name.partition(".")[2], *(moments.get(part) for part in parts))
     return moments
 
 
-# The kinds whose block may be said in one piece: a tool call held to the end of the stream is released whole
-ONCE = ("tool_call",)
+# The kinds whose block may be said in one piece (a tool call held to the end of the stream is released whole), each
+# with the names of its block's scope a `once.KIND` writer takes as arguments, in order, after the stream's scope
+# (`answer_id`, `created`, `model`), the piece, the sequence and the Ctx: no scope is made per block said so
+ONCE: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {"tool_call": ("index", "item_id", "id", "name", "extra_content")}
+)
 
 
 def once_moments(names: Iterable[str]) -> dict[str, tuple[str, str, str]]:
@@ -875,11 +882,13 @@ def once_moments(names: Iterable[str]) -> dict[str, tuple[str, str, str]]:
     }
 
 
-def once(opens: Moment | None, writes: Moment | None, closes: Moment | None) -> Moment:
-    """A block said in one piece: its opening's events, its piece's, then its closing's (their scope adds the
-    piece as all its `pieces`), numbered on."""
+def once(kind: str, opens: Moment | None, writes: Moment | None, closes: Moment | None) -> OnceMoment:
+    """A block of `kind` said in one piece: its opening's events, its piece's, then its closing's (their scope adds
+    the piece as all its `pieces`), numbered on; its scope is the stream's with its own names (`ONCE`) added."""
+    names = ONCE[kind]
 
-    def write(scope: dict[str, Any], piece: Any, sequence: int, ctx: Ctx) -> list[Any]:
+    def write(stream: dict[str, Any], piece: Any, sequence: int, ctx: Ctx, *own: Any) -> list[Any]:
+        scope = {**stream, **dict(zip(names, own, strict=True))}
         out = opens(scope, None, sequence, ctx) if opens is not None else []
         if writes is not None:
             out += writes(scope, piece, sequence + len(out), ctx)
@@ -941,7 +950,8 @@ class SourceEvents:
         self.translator = translator
         self.message: AnswerBody | None = None
         self._moments: Mapping[str, Moment] = fmt.events or general_moments(fmt)
-        self._once = self._moments.get("once.tool_call")  # a call said whole, in one writer (`whole_call`)
+        self._once: OnceMoment | None = self._moments.get("once.tool_call")  # a call said whole (`whole_call`)
+        self._stream: dict[str, Any] = {}  # what every block's scope holds of the answer (its id, time and model)
         self._started = False
         self._id: str = ""
         self._created: Any = None  # the answer's time, as its first event said it
@@ -1012,8 +1022,8 @@ class SourceEvents:
         self._id = header[0] or f"msg_{uuid.uuid4().hex[:24]}"
         self._model = header[2]
         self._created = header[1] or int(time.time())
-        self._emit(out, "start", {"id": self._id, "answer_id": self._id, "model": self._model,
-                                  "created": self._created})  # fmt: skip
+        self._stream = {"answer_id": self._id, "created": self._created, "model": self._model}
+        self._emit(out, "start", {"id": self._id, **self._stream})
         self.look(out)
 
     def look(self, out: list[dict[str, Any]]) -> None:
@@ -1079,9 +1089,7 @@ class SourceEvents:
                 self._close_open(out)
             if not self._unfinished:  # (as `_write`, inline: the moment of every call a stream holds whole)
                 _, at, item_id = self._place("tool_call")
-                scope = {"id": call_id, "name": name, "extra_content": extra, "index": at, "answer_id": self._id,
-                         "item_id": item_id, "created": self._created, "model": self._model}  # fmt: skip
-                written = once(scope, arguments, self._sequence, self._ctx)
+                written = once(self._stream, arguments, self._sequence, self._ctx, at, item_id, call_id, name, extra)
                 self._sequence += len(written)
                 out += written
                 if self._notes:
