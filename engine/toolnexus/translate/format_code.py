@@ -375,8 +375,9 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     reads is read once, up front, into a variable every entry reads (`V_text`); a list an entry walks at a plain
     path is read from there; the made ids (`ids`, each hashed when read) are read where a template reads them,
     inside its branch, so an answer writing no item of a kind makes no id for it. A tool call the view made
-    (`CALL_FIELDS`) is read by key, with no test of its shape."""
-    names: dict[str, Any] = {"MISSING": MISSING}
+    (`CALL_FIELDS`) is read by key, with no test of its shape: a call's block of plain reads of its fields is one
+    Python display (`as_python`, as a stream event's), any other its template pasted."""
+    names: dict[str, Any] = {"MISSING": MISSING, "sealed": sealed}
     nodes = fmt.plan.nodes
     known = {name: f"V_{name}" for name in VIEW_FIELDS}
     used: dict[str, None] = {}  # the view fields read, in the order first read
@@ -398,8 +399,13 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     for i, (each, _) in enumerate(fmt.blocks):
         steps = simple_steps(fmt.plan.blocks_each[i] or "")
         held = known if each is None else calls if steps == ["tool_calls"] else {}
-        block = pasted(("answer", "blocks", "from", i, "as"), "w", "e" if each else "view", f"_{i}", held)
-        block.append("if w is not MISSING: blocks.append(w)")
+        key = ("answer", "blocks", "from", i, "as")
+        shown = as_python(nodes[key], calls, seal="sealed") if held is calls else None
+        if shown is not None:  # a call's block of plain reads of its fields: one display, as a stream event's
+            block = [f"blocks.append({shown})"]
+        else:
+            block = pasted(key, "w", "e" if each else "view", f"_{i}", held)
+            block.append("if w is not MISSING: blocks.append(w)")
         if each is None:
             body += indent(block)
             continue
