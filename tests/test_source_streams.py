@@ -41,6 +41,7 @@ from toolnexus.translate import formats
 from toolnexus.translate import stream as stream_module
 from toolnexus.translate.format_rules import builtin_chunks, builtin_formats_dir, compile_chunks, compile_format
 from toolnexus.translate.formats import ONCE, SourceEvents, SourceStream, general_moments, once_moments
+from toolnexus.translate.result import TranslateResult
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import bench_stream  # its long answers of text, calls and reasoning
@@ -823,6 +824,18 @@ def test_each_stream_moment_is_one_generated_function(fmt: str, tmp_path: Path) 
         plain = name.startswith("piece.") or (fmt in FORMATS and call)
         if fmt != "made-up" and plain:
             assert f"{signature}\n    return [" in compiled.events_code
+
+
+def test_reasoning_blocks_among_answer_blocks_that_are_not_objects_go_whole_at_the_end() -> None:
+    """The answer's reasoning blocks are read among all its blocks at the end (in C, each an object): blocks that
+    are not objects (raw server blocks) are walked one by one, and a reasoning block after them still goes whole."""
+    extras = {"server_blocks": ["raw", 3], "extra_content": {"google": {"x": 1}}}
+    result = TranslateResult("hi", [], "stop", {}, "m", reasoning_content="thought", message_extras=extras)
+    events = SourceEvents(RULES.format("anthropic"))
+    opened = [e["content_block"] for e in events.end(result) if e["type"] == "content_block_start"]
+    assert events.message is not None and "raw" in events.message["content"]
+    assert [block["type"] for block in opened] == ["thinking", "redacted_thinking"]
+    assert opened[1] == events.message["content"][-1]
 
 
 def test_explain_shows_the_stream_writers() -> None:

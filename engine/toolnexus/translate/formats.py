@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import compress, repeat
 from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -1227,8 +1228,11 @@ class SourceEvents:
         fmt = self.format
         kind, kinds = fmt.kind, fmt.reasoning_kinds
         blocks = answer.get(fmt.blocks_into, []) if fmt.blocks_into is not None else ()
-        if not leading:  # (every block of the answer looked at: one comprehension)
-            return [block for block in blocks if isinstance(block, dict) and block.get(kind) in kinds]
+        if not leading:  # every block of the answer looked at, in C (a block that is no object: one by one)
+            try:
+                return list(compress(blocks, map(kinds.__contains__, map(dict.get, blocks, repeat(kind)))))
+            except TypeError:
+                return [block for block in blocks if isinstance(block, dict) and block.get(kind) in kinds]
         out = []
         for block in blocks:
             if not (isinstance(block, dict) and block.get(kind) in kinds):
