@@ -1089,7 +1089,7 @@ class SourceEvents:
             if self._open is not None:
                 self._close_open(out)
             if not self._unfinished:  # (as `_write`, inline: the moment of every call a stream holds whole)
-                _, at, item_id = self._place("tool_call")
+                at, item_id = self._place(self._known.get("tool_call") or self._kind("tool_call"))
                 written = once(self._stream, arguments, self._sequence, self._ctx, at, item_id, call_id, name, extra)
                 self._sequence += len(written)
                 out += written
@@ -1152,7 +1152,8 @@ class SourceEvents:
     def _block(self, kind: str, scope: dict[str, Any], named: str = "") -> tuple[_Block, Moment | None]:
         """A new block of `kind`, and the writer of its opening events: its scope, with its position and ids
         (`_place`), and its moments' writers."""
-        known, index, item_id = self._place(kind, named)
+        known = self._known.get(kind) or self._kind(kind)
+        index, item_id = self._place(known if not named else self._known.get(named) or self._kind(named))
         scope["index"] = index
         scope["answer_id"] = self._id
         scope["item_id"] = item_id
@@ -1160,19 +1161,17 @@ class SourceEvents:
         scope["model"] = self._model
         return _Block(kind, self._blocks - 1, scope, known.write, known.closes, []), known.opens
 
-    def _place(self, kind: str, named: str = "") -> tuple[_Kind, int, str]:
-        """A new block of `kind` counted: its kind's writers, its index and its `item_id` (those of kind `named` if
-        given): its kind's `first` for the first block of its kind, `<first>_<index>` for a later one (unique per
+    def _place(self, ids: _Kind) -> tuple[int, str]:
+        """A new block counted: its index and its `item_id` as a block of kind `ids` (its own, or the kind it is
+        named as): its kind's `first` for the first block of its kind, `<first>_<index>` for a later one (unique per
         kind, as a format naming its blocks needs)."""
-        known = self._known.get(kind) or self._kind(kind)
-        ids = known if not named else self._known.get(named) or self._kind(named)
         seen = ids.count
         ids.count = seen + 1
         index = blocks = self._blocks
         self._blocks = blocks + 1
         if ids.within:
             index = seen
-        return known, index, f"{ids.first}_{index}" if seen else ids.first
+        return index, f"{ids.first}_{index}" if seen else ids.first
 
     def _close(self, out: list[dict[str, Any]], block: _Block, whole: Any = MISSING) -> None:
         """A block's closing events: its signature piece (reasoning), then `done.KIND` (or `close`), whose scope
