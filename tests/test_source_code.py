@@ -21,7 +21,7 @@ from support.cli import explain_code, run_cli
 from support.made_up import ACME_FORMAT
 from toolnexus import RuleError, ToolnexusError, load_rules
 from toolnexus.language.paths import MISSING
-from toolnexus.language.templates import Ctx, KeySeal, seal
+from toolnexus.language.templates import Apply, Ctx, KeySeal, seal
 from toolnexus.translate import formats
 from toolnexus.translate.format_rules import compile_format
 from toolnexus.translate.formats import SourceFormat, named, placed, remap
@@ -198,11 +198,13 @@ def test_the_view_parses_arguments_only_for_a_format_that_writes_them_as_an_obje
 
 @pytest.mark.parametrize("source", ["anthropic", "openai-responses"])
 def test_the_writer_seals_a_call_as_seal_does(source: str) -> None:
-    """A call's id with its signature sealed on (`$seal: extra_content, onto: id`): the generated writer reads
-    both keys itself and calls the seal only when there is state; every case written as `seal` writes it."""
+    """A call's id with its signature sealed on (`$seal: extra_content, onto: id`): the generated writer writes a
+    call's block as one display, which reads both keys itself and seals only when there is state; every case
+    written as `seal` writes it."""
     fmt = load_rules().format(source)
     assert fmt.writer is not None
-    (sealing,) = [v for v in fmt.writer.__globals__.values() if isinstance(v, KeySeal)]
+    assert "sealed(e['extra_content'], e['id'])" in fmt.writer_code  # (the call's block: one display)
+    (sealing,) = [n.function for n in nodes(fmt.plan.nodes) if isinstance(n, Apply) and isinstance(n.function, KeySeal)]
     states = [None, {}, {"sig": "s"}, {"sig": "é", "n": [1, 2.5]}]
     result = TranslateResult("hi", [TranslatedToolCall("c1", "f", "{}", s) for s in states], "stop", {}, "m")
     view = fmt.view(result, "r1", [])
@@ -213,6 +215,17 @@ def test_the_writer_seals_a_call_as_seal_does(source: str) -> None:
     general = [seal(call, Ctx(source, True), state=sealing.state.getter, onto=sealing.onto.getter) for call in calls]
     assert got == general and len(got) == len(calls)
     assert got[0] == "c1" and all(g.startswith("c1_tns_") for g in got[1:])  # as it was, and sealed
+
+
+def nodes(plan: Any) -> list[Any]:
+    """Every template node of the answer's blocks."""
+    out: list[Any] = []
+    todo = [node for key, node in plan.items() if key[:2] == ("answer", "blocks")]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        todo.extend(node.children())
+    return out
 
 
 def test_explain_needs_a_provider_or_a_source() -> None:

@@ -40,7 +40,8 @@ from toolnexus.language.templates import Ctx
 from toolnexus.translate import formats
 from toolnexus.translate import stream as stream_module
 from toolnexus.translate.format_rules import builtin_chunks, builtin_formats_dir, compile_chunks, compile_format
-from toolnexus.translate.formats import SourceEvents, SourceStream, general_moments
+from toolnexus.translate.formats import ONCE, SourceEvents, SourceStream, general_moments, once_moments
+from toolnexus.translate.result import TranslateResult
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 import bench_stream  # its long answers of text, calls and reasoning
@@ -799,16 +800,42 @@ def test_each_stream_moment_is_one_generated_function(fmt: str, tmp_path: Path) 
     empty = {name for name, renders in compiled.stream.items() if not renders}  # a moment of no event (`[]`)
     assert set(compiled.events) == set(general) - empty - ({"end"} if not compiled.stream_end else set())
     for name, write in compiled.events.items():
-        assert f"def write_{name.replace('.', '_')}(s, piece, q, c):" in compiled.events_code
+        own = ONCE.get(name.partition(".")[2], ()) if name.startswith("once.") else ()  # its block's, as arguments
+        signature = f"def write_{name.replace('.', '_')}(s, piece, q, c{''.join(f', a_{n}' for n in own)}):"
+        assert signature in compiled.events_code
         piece = "p" if name.startswith(("piece.", "once.")) else None
         for scope in (full, {**full, "id": None, "name": None, "extra_content": None}, {**full, **said}):
             ctx, again = Ctx(compiled.name, outbound=True), Ctx(compiled.name, outbound=True)
-            assert write(dict(scope), piece, 7, ctx) == general[name](dict(scope), piece, 7, again), name
+            args = [scope[n] for n in own]  # a block said in one piece: the stream's scope, then its own names
+            stream = {k: v for k, v in scope.items() if k not in own} if own else dict(scope)
+            got = write(stream, piece, 7, ctx, *args)
+            assert got == general[name](dict(stream), piece, 7, again, *args), name
             assert ctx.notes == again.notes, name
+            if own:  # the same events as its opening, piece and closing written over the block's whole scope
+                parts = once_moments(compiled.events)[name]
+                closing = {**scope, "pieces": piece}
+                pieces = [(parts[0], None, scope), (parts[1], piece, scope), (parts[2], None, closing)]
+                q, whole = 7, []
+                for part, said_piece, over in pieces:
+                    whole += general[part](dict(over), said_piece, q, Ctx(compiled.name, outbound=True))
+                    q = 7 + len(whole)
+                assert got == whole, name
         call = name.startswith("once.") or name == "open.tool_call"
         plain = name.startswith("piece.") or (fmt in FORMATS and call)
         if fmt != "made-up" and plain:
-            assert f"def write_{name.replace('.', '_')}(s, piece, q, c):\n    return [" in compiled.events_code
+            assert f"{signature}\n    return [" in compiled.events_code
+
+
+def test_reasoning_blocks_among_answer_blocks_that_are_not_objects_go_whole_at_the_end() -> None:
+    """The answer's reasoning blocks are read among all its blocks at the end (in C, each an object): blocks that
+    are not objects (raw server blocks) are walked one by one, and a reasoning block after them still goes whole."""
+    extras = {"server_blocks": ["raw", 3], "extra_content": {"google": {"x": 1}}}
+    result = TranslateResult("hi", [], "stop", {}, "m", reasoning_content="thought", message_extras=extras)
+    events = SourceEvents(RULES.format("anthropic"))
+    opened = [e["content_block"] for e in events.end(result) if e["type"] == "content_block_start"]
+    assert events.message is not None and "raw" in events.message["content"]
+    assert [block["type"] for block in opened] == ["thinking", "redacted_thinking"]
+    assert opened[1] == events.message["content"][-1]
 
 
 def test_explain_shows_the_stream_writers() -> None:

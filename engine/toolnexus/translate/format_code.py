@@ -40,6 +40,7 @@ from ..language.templates import (
 from .formats import (
     CALL_FIELDS,
     LATE,
+    ONCE,
     VIEW_FIELDS,
     WHOLE,
     Kind,
@@ -374,8 +375,9 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     reads is read once, up front, into a variable every entry reads (`V_text`); a list an entry walks at a plain
     path is read from there; the made ids (`ids`, each hashed when read) are read where a template reads them,
     inside its branch, so an answer writing no item of a kind makes no id for it. A tool call the view made
-    (`CALL_FIELDS`) is read by key, with no test of its shape."""
-    names: dict[str, Any] = {"MISSING": MISSING}
+    (`CALL_FIELDS`) is read by key, with no test of its shape: a call's block of plain reads of its fields is one
+    Python display (`as_python`, as a stream event's), any other its template pasted."""
+    names: dict[str, Any] = {"MISSING": MISSING, "sealed": sealed}
     nodes = fmt.plan.nodes
     known = {name: f"V_{name}" for name in VIEW_FIELDS}
     used: dict[str, None] = {}  # the view fields read, in the order first read
@@ -397,8 +399,13 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     for i, (each, _) in enumerate(fmt.blocks):
         steps = simple_steps(fmt.plan.blocks_each[i] or "")
         held = known if each is None else calls if steps == ["tool_calls"] else {}
-        block = pasted(("answer", "blocks", "from", i, "as"), "w", "e" if each else "view", f"_{i}", held)
-        block.append("if w is not MISSING: blocks.append(w)")
+        key = ("answer", "blocks", "from", i, "as")
+        shown = as_python(nodes[key], calls, seal="sealed") if held is calls else None
+        if shown is not None:  # a call's block of plain reads of its fields: one display, as a stream event's
+            block = [f"blocks.append({shown})"]
+        else:
+            block = pasted(key, "w", "e" if each else "view", f"_{i}", held)
+            block.append("if w is not MISSING: blocks.append(w)")
         if each is None:
             body += indent(block)
             continue
@@ -444,20 +451,26 @@ def generate_events(fmt: SourceFormat) -> tuple[str, dict[str, Moment]]:
     made: dict[str, str] = {}
     moments = _moment_keys(fmt)
 
-    def parts(moment: str, pieces: bool = False) -> list[tuple[Node, dict[str, str], str]]:
-        """A moment's events as (template, the names its scope always holds as Python, the scope); `pieces`: of a
-        block said in one piece, its closing's `pieces` that one piece (its scope adds it, as `once` does)."""
+    def parts(moment: str, own: Mapping[str, str] = EMPTY) -> list[tuple[Node, dict[str, str], str]]:
+        """A moment's events as (template, the names its scope always holds as Python, the scope); `own`: of a
+        block said in one piece, the names its writer takes as arguments, and its closing's `pieces` that one
+        piece (its scope is the stream's with them added, as `once` makes it)."""
         group, _, kind = moment.partition(".")
         always = SCOPES[group] | _OWN.get(kind, frozenset())
-        base = {name: f"s[{name!r}]" for name in always} | ({"piece": "piece"} if group == "piece" else {})
+        base = {name: own.get(name, f"s[{name!r}]") for name in always}
+        if group == "piece":
+            base["piece"] = "piece"
         scope = "s"
-        if pieces and "pieces" in always:
-            base["pieces"], scope = "piece", "{**s, 'pieces': piece}"
+        if own:
+            if "pieces" in always:
+                base["pieces"] = "piece"
+            added = (f"{name!r}: {base[name]}" for name in base if name in own or name == "pieces")
+            scope = "{**s, " + ", ".join(added) + "}"
         return [(fmt.plan.nodes[key], base, scope) for key in moments.get(moment, ())]
 
-    def define(moment: str, events: list[tuple[Node, dict[str, str], str]]) -> None:
+    def define(moment: str, events: list[tuple[Node, dict[str, str], str]], own: Mapping[str, str] = EMPTY) -> None:
         function = "write_" + "".join(ch if ch.isalnum() else "_" for ch in moment)
-        lines.append(f"def {function}(s, piece, q, c):")
+        lines.append(f"def {function}(s, piece, q, c{''.join(f', {arg}' for arg in own.values())}):")
         lines.extend(_written(events, names))
         made[moment] = function
 
@@ -467,7 +480,8 @@ def generate_events(fmt: SourceFormat) -> tuple[str, dict[str, Moment]]:
         define(moment, parts(moment))
     for moment, (opens, writes, closes) in once_moments(moments).items():
         lines.append(f"# stream.{opens}, stream.{writes}, stream.{closes}: a block said in one piece")
-        define(moment, parts(opens) + parts(writes) + parts(closes, pieces=True))
+        own = {name: f"a_{name}" for name in ONCE[moment.partition(".")[2]]}  # its arguments: no scope made
+        define(moment, parts(opens, own) + parts(writes, own) + parts(closes, own), own)
     text = "\n".join(lines)
     exec(compile(text, f"<stream {fmt.name}>", "exec"), names)
     return text, {moment: names[function] for moment, function in made.items()}

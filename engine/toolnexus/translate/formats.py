@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import compress, repeat
 from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -140,6 +141,8 @@ def _needed(found: _T | None, what: str, file: str) -> _T:
 # One stream moment's events written (`stream.open.text`, ...): (its scope, a piece's text or None, the first
 # event's sequence number, the context) -> the events, one per template of the moment, numbered from there on.
 Moment = Callable[[dict[str, Any], Any, int, Ctx], list[Any]]
+# A `once.KIND` writer: (the stream's scope, the piece, the sequence, the Ctx, then the block's names, `ONCE`)
+OnceMoment = Callable[..., list[Any]]
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
 NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the policy decides
 # Where one normal-form element of the transcript (or a tool) came from, as the generated reader records it, in
@@ -320,8 +323,9 @@ class SourceFormat:
     # `usage` as one generated function (format_code.generate_usage): said's counts from the result's usage.
     derive_usage: Callable[[Any, dict[str, Any], list[Note]], None] | None = None
     reads_input: bool = True  # an answer template reads a name `input` (a call's arguments parsed): the view has it
-    # The stream's generated writers (format_code.generate_events: one function per moment, by its name) and their
-    # source; empty: each moment's templates walked one by one (`general_moments`, what tests hold them to).
+    # The stream's generated writers (format_code.generate_events: one function per moment, by its name; a
+    # `once.KIND` one an `OnceMoment`) and their source; empty: each moment's templates walked one by one
+    # (`general_moments`, what tests hold them to).
     events: Mapping[str, Moment] = field(default_factory=lambda: MappingProxyType({}))
     events_code: str = ""
     chunks_code: str = ""  # the normal form's: its stream section's generated chunk writers (format_rules.Chunks)
@@ -854,12 +858,16 @@ def general_moments(fmt: SourceFormat) -> dict[str, Moment]:
     moments = {**{name: walk(renders) for name, renders in fmt.stream.items()}, "end": walk(fmt.stream_end)}
     said = {name for name, renders in fmt.stream.items() if renders}
     for name, parts in once_moments(said).items():
-        moments[name] = once(*(moments.get(part) for part in parts))
+        moments[name] = once(name.partition(".")[2], *(moments.get(part) for part in parts))
     return moments
 
 
-# The kinds whose block may be said in one piece: a tool call held to the end of the stream is released whole
-ONCE = ("tool_call",)
+# The kinds whose block may be said in one piece (a tool call held to the end of the stream is released whole), each
+# with the names of its block's scope a `once.KIND` writer takes as arguments, in order, after the stream's scope
+# (`answer_id`, `created`, `model`), the piece, the sequence and the Ctx: no scope is made per block said so
+ONCE: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {"tool_call": ("index", "item_id", "id", "name", "extra_content")}
+)
 
 
 def once_moments(names: Iterable[str]) -> dict[str, tuple[str, str, str]]:
@@ -875,11 +883,13 @@ def once_moments(names: Iterable[str]) -> dict[str, tuple[str, str, str]]:
     }
 
 
-def once(opens: Moment | None, writes: Moment | None, closes: Moment | None) -> Moment:
-    """A block said in one piece: its opening's events, its piece's, then its closing's (their scope adds the
-    piece as all its `pieces`), numbered on."""
+def once(kind: str, opens: Moment | None, writes: Moment | None, closes: Moment | None) -> OnceMoment:
+    """A block of `kind` said in one piece: its opening's events, its piece's, then its closing's (their scope adds
+    the piece as all its `pieces`), numbered on; its scope is the stream's with its own names (`ONCE`) added."""
+    names = ONCE[kind]
 
-    def write(scope: dict[str, Any], piece: Any, sequence: int, ctx: Ctx) -> list[Any]:
+    def write(stream: dict[str, Any], piece: Any, sequence: int, ctx: Ctx, *own: Any) -> list[Any]:
+        scope = {**stream, **dict(zip(names, own, strict=True))}
         out = opens(scope, None, sequence, ctx) if opens is not None else []
         if writes is not None:
             out += writes(scope, piece, sequence + len(out), ctx)
@@ -941,7 +951,8 @@ class SourceEvents:
         self.translator = translator
         self.message: AnswerBody | None = None
         self._moments: Mapping[str, Moment] = fmt.events or general_moments(fmt)
-        self._once = self._moments.get("once.tool_call")  # a call said whole, in one writer (`whole_call`)
+        self._once: OnceMoment | None = self._moments.get("once.tool_call")  # a call said whole (`whole_call`)
+        self._stream: dict[str, Any] = {}  # what every block's scope holds of the answer (its id, time and model)
         self._started = False
         self._id: str = ""
         self._created: Any = None  # the answer's time, as its first event said it
@@ -1012,8 +1023,8 @@ class SourceEvents:
         self._id = header[0] or f"msg_{uuid.uuid4().hex[:24]}"
         self._model = header[2]
         self._created = header[1] or int(time.time())
-        self._emit(out, "start", {"id": self._id, "answer_id": self._id, "model": self._model,
-                                  "created": self._created})  # fmt: skip
+        self._stream = {"answer_id": self._id, "created": self._created, "model": self._model}
+        self._emit(out, "start", {"id": self._id, **self._stream})
         self.look(out)
 
     def look(self, out: list[dict[str, Any]]) -> None:
@@ -1078,10 +1089,8 @@ class SourceEvents:
             if self._open is not None:
                 self._close_open(out)
             if not self._unfinished:  # (as `_write`, inline: the moment of every call a stream holds whole)
-                _, at, item_id = self._place("tool_call")
-                scope = {"id": call_id, "name": name, "extra_content": extra, "index": at, "answer_id": self._id,
-                         "item_id": item_id, "created": self._created, "model": self._model}  # fmt: skip
-                written = once(scope, arguments, self._sequence, self._ctx)
+                at, item_id = self._place(self._known.get("tool_call") or self._kind("tool_call"))
+                written = once(self._stream, arguments, self._sequence, self._ctx, at, item_id, call_id, name, extra)
                 self._sequence += len(written)
                 out += written
                 if self._notes:
@@ -1143,7 +1152,8 @@ class SourceEvents:
     def _block(self, kind: str, scope: dict[str, Any], named: str = "") -> tuple[_Block, Moment | None]:
         """A new block of `kind`, and the writer of its opening events: its scope, with its position and ids
         (`_place`), and its moments' writers."""
-        known, index, item_id = self._place(kind, named)
+        known = self._known.get(kind) or self._kind(kind)
+        index, item_id = self._place(known if not named else self._known.get(named) or self._kind(named))
         scope["index"] = index
         scope["answer_id"] = self._id
         scope["item_id"] = item_id
@@ -1151,19 +1161,17 @@ class SourceEvents:
         scope["model"] = self._model
         return _Block(kind, self._blocks - 1, scope, known.write, known.closes, []), known.opens
 
-    def _place(self, kind: str, named: str = "") -> tuple[_Kind, int, str]:
-        """A new block of `kind` counted: its kind's writers, its index and its `item_id` (those of kind `named` if
-        given): its kind's `first` for the first block of its kind, `<first>_<index>` for a later one (unique per
+    def _place(self, ids: _Kind) -> tuple[int, str]:
+        """A new block counted: its index and its `item_id` as a block of kind `ids` (its own, or the kind it is
+        named as): its kind's `first` for the first block of its kind, `<first>_<index>` for a later one (unique per
         kind, as a format naming its blocks needs)."""
-        known = self._known.get(kind) or self._kind(kind)
-        ids = known if not named else self._known.get(named) or self._kind(named)
         seen = ids.count
         ids.count = seen + 1
         index = blocks = self._blocks
         self._blocks = blocks + 1
         if ids.within:
             index = seen
-        return known, index, f"{ids.first}_{index}" if seen else ids.first
+        return index, f"{ids.first}_{index}" if seen else ids.first
 
     def _close(self, out: list[dict[str, Any]], block: _Block, whole: Any = MISSING) -> None:
         """A block's closing events: its signature piece (reasoning), then `done.KIND` (or `close`), whose scope
@@ -1219,8 +1227,11 @@ class SourceEvents:
         fmt = self.format
         kind, kinds = fmt.kind, fmt.reasoning_kinds
         blocks = answer.get(fmt.blocks_into, []) if fmt.blocks_into is not None else ()
-        if not leading:  # (every block of the answer looked at: one comprehension)
-            return [block for block in blocks if isinstance(block, dict) and block.get(kind) in kinds]
+        if not leading:  # every block of the answer looked at, in C (a block that is no object: one by one)
+            try:
+                return list(compress(blocks, map(kinds.__contains__, map(dict.get, blocks, repeat(kind)))))
+            except TypeError:
+                return [block for block in blocks if isinstance(block, dict) and block.get(kind) in kinds]
         out = []
         for block in blocks:
             if not (isinstance(block, dict) and block.get(kind) in kinds):
