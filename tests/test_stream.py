@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import functools
 import json
 import random
 import ssl
@@ -1168,6 +1169,27 @@ def test_held_whole_calls_are_not_rendered_on_arrival_and_come_out_as_one_delta(
         entry for i, call in enumerate(want.tool_calls) for entry in ((i, call.id, ""), (i, None, call.arguments))
     ]
     check_chunks([*chunks, *closing], translator.result)
+
+
+def test_calls_released_together_keep_the_order_they_were_held_in() -> None:
+    """The calls held to the end come out as one chunk's entries in the order they were held: a whole call (its
+    index) from its translation, a held opening or arguments piece as it was held, each where it was."""
+    from toolnexus.translate import stream
+    from toolnexus.translate.result import new_tool_call
+
+    header = ("chatcmpl-1", 1, "m")
+    calls = [new_tool_call("c0", "add", '{"a": 1}', None), None, new_tool_call("c2", "add", "{}", {"k": 1})]
+    held = [0, (stream._ARGUMENTS, {"index": 1, "piece": "xy"}), 2]
+    out: list[Any] = []
+    stream.CHUNKS.released(header, out, held, calls, functools.partial(stream._moment, stream._Entries(header)))
+    assert out == [
+        {"index": 0, "id": "c0", "type": "function", "function": {"name": "add", "arguments": ""}},
+        {"index": 0, "function": {"arguments": '{"a": 1}'}},
+        {"index": 1, "function": {"arguments": "xy"}},
+        {"index": 2, "id": "c2", "type": "function", "function": {"name": "add", "arguments": ""},
+         "extra_content": {"k": 1}},
+        {"index": 2, "function": {"arguments": "{}"}},
+    ]  # fmt: skip
 
 
 def test_a_call_of_plain_reads_opens_without_rendering_its_template(monkeypatch: pytest.MonkeyPatch) -> None:

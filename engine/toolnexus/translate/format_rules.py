@@ -704,6 +704,10 @@ JOINED: tuple[str | int, ...] = ("choices", 0, "delta", "tool_calls")
 # piece is always a string.
 CallEntries = Callable[[tuple[Any, ...], list[Any], Any, Any, Any, Any, Any], None]
 PieceEntries = Callable[[tuple[Any, ...], list[Any], Any, Any], None]
+# (h, out, held, calls, moment): the calls held to the end, released in order: an index is a whole call, its `open`
+# entries written from its translation (`calls[index]`, a TranslatedToolCall: id, name, extra_content, arguments);
+# any other is a held moment, given to `moment(out, *it)`.
+Released = Callable[[tuple[Any, ...], list[Any], list[Any], list[Any], Callable[..., None]], None]
 
 
 @dataclass(frozen=True)
@@ -717,6 +721,7 @@ class Chunks:
     file: str
     call: CallEntries  # `open`'s entries alone (at `JOINED`) from a call's fields, for calls released together
     arguments: PieceEntries  # `piece.tool_call`'s entries alone, likewise
+    released: Released  # every held call's entries, in order: a whole call's `open` entries from its translation
     start: Write
     open: Write
     pieces: Mapping[str, Write]
@@ -774,10 +779,24 @@ def compile_chunks(path: Path, display: str | None = None) -> Chunks:
         exec(compile(joined, f"<chunk {dotted(at)} entries>", "exec"), namespace)
         entries[moment] = namespace["entries"]
         code.append(joined)
+        if moment == "open" and below is not None:  # the same entries, for every call held to the end, in a loop
+            fields = {"id": "c.id", "name": "c.name", "extra_content": "c.extra_content", "piece": "c.arguments"}
+            shown = as_python(below, {**names, **fields}, frozenset({"piece"}))
+            released = (f"def released(h, out, held, calls, moment):  # {dotted(at)}'s entries, for held calls\n"
+                        "    for index in held:\n"
+                        "        if type(index) is not int:\n"
+                        "            moment(out, *index)\n"
+                        "            continue\n"
+                        "        c = calls[index]\n"
+                        f"        out += {shown}\n")  # fmt: skip
+            exec(compile(released, f"<chunk {dotted(at)} released>", "exec"), namespace)
+            entries["released"] = namespace["released"]
+            code.append(released)
     return Chunks(
         file=display,
         call=entries["open"],
         arguments=entries["tool_call"],
+        released=entries["released"],
         start=writers["start"],
         open=writers["open"],
         pieces=MappingProxyType({k: writers[f"piece.{k}"] for k in ("text", "reasoning", "tool_call")}),

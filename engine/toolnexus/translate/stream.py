@@ -751,7 +751,10 @@ class StreamTranslator:
             return out  # result), but looked at as any chunk is
         header = self._header
         if self._held:  # the held calls, in order, released together as one chunk holding their entries (see the top)
-            out.append(_joined(header, self._release([], _Entries(header), calls)))
+            entries: list[Any] = []
+            CHUNKS.released(header, entries, self._held, calls, partial(_moment, _Entries(header)))
+            self._held.clear()
+            out.append(_joined(header, entries))
         for index in unsent:
             out.append(_ARGUMENTS(header, {"index": index, "piece": calls[index].arguments}))
         scope = {"answer_id": header[0], "created": header[1], "model": header[2], "refusal": result.refusal,
@@ -764,10 +767,10 @@ class StreamTranslator:
                 out.append(chunk)
         return out
 
-    def _release(self, out: list[Any], sink: SourceEvents | _Entries, calls: list[Any]) -> list[Any]:
-        """The held calls, in order, as `sink`'s moments (a format's events, or the entries of the chunk that
-        releases them): a whole call (its index) opened from its translation in the whole answer (which validated
-        it and gave its id), not rendered twice; a held opening or arguments piece as it was held."""
+    def _release(self, out: list[Any], sink: SourceEvents, calls: list[Any]) -> list[Any]:
+        """The held calls, in order, as the format's events (`CHUNKS.released` writes them as a chunk's entries): a
+        whole call (its index) opened from its translation in the whole answer (which validated it and gave its
+        id), not rendered twice; a held opening or arguments piece as it was held."""
         whole = sink.whole_call
         for held in self._held:
             if isinstance(held, int):
@@ -783,10 +786,10 @@ class _Entries:
     """Where released calls go in a chunk: their `open` and arguments entries (at `JOINED`), written by the
     normal form's entries writers over the header, with the moments a format's events take (`SourceEvents`)."""
 
-    __slots__ = ("arguments", "call", "whole_call")
+    __slots__ = ("arguments", "call")
 
     def __init__(self, header: tuple[str, int, str]) -> None:
-        self.call = self.whole_call = partial(CHUNKS.call, header)  # a call released whole: its one entry
+        self.call = partial(CHUNKS.call, header)
         self.arguments = partial(CHUNKS.arguments, header)
 
 
