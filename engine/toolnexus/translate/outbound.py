@@ -21,7 +21,7 @@ rules to the invariants: a case result with such a note fails unless the case ex
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import partial
 from operator import countOf
@@ -32,7 +32,7 @@ from ..errors import Note, ResponseError
 from ..language.ask import plain_read, read_path, written
 from ..language.codegen import Namespace, indent
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
-from ..language.jsonsafe import JsonValueError, answer_nulls, loads_body, settle_nulls, text_encoder
+from ..language.jsonsafe import LONG_TEXT, JsonValueError, answer_nulls, loads_body, settle_nulls, text_encoder
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, Getter, simple_steps
 from ..language.templates import (
@@ -211,8 +211,21 @@ class Outbound:
         message = f"the response must be an object, got {type(response).__name__}"
         raise ResponseError("", message, provider=self.provider)
 
+    def answer_check(self, response: dict[str, Any], apart: Sequence[tuple[str | int, ...]]) -> int:
+        """`jsonsafe.answer_nulls` of a decoded answer (the long texts at `apart` checked apart), its refusal
+        raised as a ResponseError at the culprit's path."""
+        try:
+            return answer_nulls(response, apart)
+        except JsonValueError as exc:
+            raise ResponseError(exc.where, exc.message, provider=self.provider) from None
+
     def settle(self, response: dict[str, Any], tokens: int) -> None:
-        """The located ResponseError when one of the answer's `tokens` null tokens is a NaN or an Infinity."""
+        """The located ResponseError when one of the answer's `tokens` null tokens is a NaN or an Infinity (-1: the
+        answer was not checked yet, so it is checked whole first)."""
+        if tokens < 0:
+            tokens = self.answer_check(response, ())
+            if not tokens:
+                return
         try:
             settle_nulls(response, tokens)
         except JsonValueError as exc:
@@ -982,8 +995,7 @@ class _Code(Namespace):
                           "arguments_json": arguments_json, "countOf": countOf,
                           "merge_extras": merge_extras, "response_digest": response_digest,
                           "synthesized_id": synthesized_id, "check_usage": check_usage,
-                          "as_tuple": tuple.__new__, "answer_nulls": answer_nulls,
-                          "JsonValueError": JsonValueError, "ResponseError": ResponseError})  # fmt: skip
+                          "as_tuple": tuple.__new__, "LONG_TEXT": LONG_TEXT})  # fmt: skip
         self.prefixes: dict[tuple[str | int, ...], str] = {}  # response paths read so far -> their variables
         self.views: dict[str, str] = {}  # a top-level variable -> the one that holds it as a mapping (see `step`)
         self.counts: dict[str, str] = {}  # a top-level variable read as a count -> the one holding it when clean
@@ -1116,22 +1128,34 @@ class _Code(Namespace):
         body = "".join(f"        {line}\n" for line in lines)
         return head + "".join(f"    {line}\n" for line in self.check()) + "    try:\n" + body + self.settled()
 
-    def check(self) -> list[str]:
+    @staticmethod
+    def apart(src: ItemSource, var: str, part: Part) -> list[str]:
+        """The line noting where a text read at a plain place is, when it is long (`apart` is a list while the
+        answer is still to be checked): the check reads the answer without it (`jsonsafe.answer_nulls`)."""
+        steps = simple_steps(src.path)
+        if steps is None or part.steps is None:
+            return []
+        place = ", ".join([*map(repr, steps), *(["i"] if src.each else []), *map(repr, part.steps)])
+        return [f"if apart is not None and type({var}) is str and len({var}) > LONG_TEXT: apart.append(({place},))"]
+
+    @staticmethod
+    def check() -> list[str]:
         """The answer check, when the caller passes `tokens=-1` (a decoded answer, not read from a body): a
-        ResponseError unless it is an object of safe JSON, else its null tokens (`jsonsafe.answer_nulls`). Here
-        rather than in `Outbound.translate`, so `translate_response` of a dict runs one frame, not two."""
-        where = f"provider={self.o.provider!r}"
+        ResponseError unless it is an object; the rest of the check (`Outbound.answer_check`) after the body has
+        read it, so the long texts it read (`apart`) are checked apart. Here rather than in `Outbound.translate`, so
+        `translate_response` of a dict runs one frame, not two."""
         return [
             "if tokens < 0:",
             "    if not isinstance(r, dict): o.not_an_object(r)",
-            "    try: tokens = answer_nulls(r)",
-            f"    except JsonValueError as exc: raise ResponseError(exc.where, exc.message, {where}) from None",
+            "    apart = []",
+            "else: apart = None",
         ]
 
     @staticmethod
     def settled() -> str:
-        """The body's handler: with null tokens left, a NaN or an Infinity is the error (`o.settle`), whichever
-        step the function failed at, as when the whole check ran first."""
+        """The body's handler: unchecked (`tokens=-1`), the answer is checked whole first; with null tokens left,
+        a NaN or an Infinity is the error (`o.settle`), whichever step the function failed at, as when the whole
+        check ran first."""
         return "    except Exception:\n        if tokens: o.settle(r, tokens)\n        raise\n"
 
     def nulls(self) -> list[str]:
@@ -1141,7 +1165,8 @@ class _Code(Namespace):
         one place in the answer (a negative index may name the same element as another, so it is left out), so no
         None is counted twice."""
         paths = self.prefixes
-        lines = ["if tokens:", "    left = tokens - countOf(r.values(), None)"]
+        lines = ["if tokens < 0: tokens = o.answer_check(r, apart)"]
+        lines += ["if tokens:", "    left = tokens - countOf(r.values(), None)"]
         for path in sorted(paths, key=len, reverse=True):
             if any(isinstance(step, int) and step < 0 for step in path):
                 continue
@@ -1268,6 +1293,7 @@ class _Code(Namespace):
                 present.append(var)
                 into = "texts" if var == "t" else f"{FOUND}.reasoning"
                 writes.append(f"if type({var}) is str: {into}.append({var})")
+                writes += self.apart(src, var, part)
         if parts.annotations is not None:  # annotations need the text so far: applied before it grows
             lines += self.part("an", parts.annotations, read, views)
             spec, text = self.name(parts.annotate, "annotate"), "t if type(t) is str else ''" if parts.text else "''"
