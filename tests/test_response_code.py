@@ -126,7 +126,8 @@ def test_a_body_is_checked_by_its_parse_alone(monkeypatch: pytest.MonkeyPatch) -
     def check(value: Any, apart: Any = ()) -> NoReturn:
         raise AssertionError("a decoded body was checked again")
 
-    monkeypatch.setattr("toolnexus.translate.outbound.answer_nulls", check)  # the generated function's check
+    run = load_rules().get(CLEAN[0][0]).outbound.run  # the generated function checks a dict
+    monkeypatch.setitem(run.__globals__, "answer_nulls", check)
     assert translate_response(CLEAN[0][0], body).raw == CLEAN[0][2]
     with pytest.raises(AssertionError):
         translate_response(CLEAN[0][0], CLEAN[0][2])
@@ -705,12 +706,13 @@ def test_a_long_text_the_function_reads_is_checked_apart_and_still_refused_where
     ResponseError at the path `jsonsafe.check` names."""
     seen: list[Any] = []
     nulls = jsonsafe.answer_nulls
-    monkeypatch.setattr(
-        "toolnexus.translate.outbound.answer_nulls", lambda value, apart=(): seen.append(apart) or nulls(value, apart)
+    run = load_rules().get(provider).outbound.run
+    monkeypatch.setitem(
+        run.__globals__, "answer_nulls", lambda value, apart=(): seen.append(apart) or nulls(value, apart)
     )
     given = copy.deepcopy(answer)
     result = translate_response(provider, answer)
-    assert seen == [[place]] and result.raw is answer and answer == given and result.text.endswith("[null] ")
+    assert seen == [(place,)] and result.raw is answer and answer == given and result.text.endswith("[null] ")
     for damage in ("surrogate", "nan"):
         broken = copy.deepcopy(answer)
         if damage == "nan":

@@ -21,7 +21,7 @@ rules to the invariants: a case result with such a note fails unless the case ex
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from functools import partial
 from operator import countOf
@@ -211,23 +211,14 @@ class Outbound:
         message = f"the response must be an object, got {type(response).__name__}"
         raise ResponseError("", message, provider=self.provider)
 
-    def answer_check(self, response: dict[str, Any], apart: Sequence[tuple[str | int, ...]]) -> int:
-        """`jsonsafe.answer_nulls` of a decoded answer (the long texts at `apart` checked apart), its refusal
-        raised as a ResponseError at the culprit's path."""
-        try:
-            return answer_nulls(response, apart)
-        except JsonValueError as exc:
-            raise ResponseError(exc.where, exc.message, provider=self.provider) from None
-
     def settle(self, response: dict[str, Any], tokens: int) -> None:
         """The located ResponseError when one of the answer's `tokens` null tokens is a NaN or an Infinity (-1: the
         answer was not checked yet, so it is checked whole first)."""
-        if tokens < 0:
-            tokens = self.answer_check(response, ())
-            if not tokens:
-                return
         try:
-            settle_nulls(response, tokens)
+            if tokens < 0:
+                tokens = answer_nulls(response)
+            if tokens:
+                settle_nulls(response, tokens)
         except JsonValueError as exc:
             raise ResponseError(exc.where, exc.message, provider=self.provider) from None
 
@@ -995,7 +986,9 @@ class _Code(Namespace):
                           "arguments_json": arguments_json, "countOf": countOf,
                           "merge_extras": merge_extras, "response_digest": response_digest,
                           "synthesized_id": synthesized_id, "check_usage": check_usage,
-                          "as_tuple": tuple.__new__, "LONG_TEXT": LONG_TEXT})  # fmt: skip
+                          "as_tuple": tuple.__new__, "answer_nulls": answer_nulls,
+                          "JsonValueError": JsonValueError, "ResponseError": ResponseError,
+                          "LONG_TEXT": LONG_TEXT})  # fmt: skip
         self.prefixes: dict[tuple[str | int, ...], str] = {}  # response paths read so far -> their variables
         self.views: dict[str, str] = {}  # a top-level variable -> the one that holds it as a mapping (see `step`)
         self.counts: dict[str, str] = {}  # a top-level variable read as a count -> the one holding it when clean
@@ -1130,25 +1123,30 @@ class _Code(Namespace):
 
     @staticmethod
     def apart(src: ItemSource, var: str, part: Part) -> list[str]:
-        """The line noting where a text read at a plain place is, when it is long (`apart` is a list while the
-        answer is still to be checked): the check reads the answer without it (`jsonsafe.answer_nulls`)."""
+        """The line noting where a text read at a plain place is, when it is long and the answer is still to be
+        checked: the check reads the answer without it (`jsonsafe.answer_nulls`)."""
         steps = simple_steps(src.path)
         if steps is None or part.steps is None:
             return []
         place = ", ".join([*map(repr, steps), *(["i"] if src.each else []), *map(repr, part.steps)])
-        return [f"if apart is not None and type({var}) is str and len({var}) > LONG_TEXT: apart.append(({place},))"]
+        return [f"if tokens < 0 and type({var}) is str and len({var}) > LONG_TEXT: apart += (({place},),)"]
 
     @staticmethod
     def check() -> list[str]:
-        """The answer check, when the caller passes `tokens=-1` (a decoded answer, not read from a body): a
-        ResponseError unless it is an object; the rest of the check (`Outbound.answer_check`) after the body has
-        read it, so the long texts it read (`apart`) are checked apart. Here rather than in `Outbound.translate`, so
-        `translate_response` of a dict runs one frame, not two."""
+        """The answer check's first step, when the caller passes `tokens=-1` (a decoded answer, not read from a
+        body): a ResponseError unless it is an object. Its rest (`checked`) follows the body, so the long texts the
+        body read (`apart`) are checked apart. Here rather than in `Outbound.translate`, so `translate_response` of
+        a dict runs one frame, not two."""
+        return ["if tokens < 0 and not isinstance(r, dict): o.not_an_object(r)", "apart = ()"]
+
+    def checked(self) -> list[str]:
+        """The answer check's rest (`tokens=-1`): a ResponseError unless the answer is safe JSON, else its null
+        tokens (`jsonsafe.answer_nulls`, the long texts the body read set apart)."""
+        where = f"provider={self.o.provider!r}"
         return [
             "if tokens < 0:",
-            "    if not isinstance(r, dict): o.not_an_object(r)",
-            "    apart = []",
-            "else: apart = None",
+            "    try: tokens = answer_nulls(r, apart)",
+            f"    except JsonValueError as exc: raise ResponseError(exc.where, exc.message, {where}) from None",
         ]
 
     @staticmethod
@@ -1165,8 +1163,7 @@ class _Code(Namespace):
         one place in the answer (a negative index may name the same element as another, so it is left out), so no
         None is counted twice."""
         paths = self.prefixes
-        lines = ["if tokens < 0: tokens = o.answer_check(r, apart)"]
-        lines += ["if tokens:", "    left = tokens - countOf(r.values(), None)"]
+        lines = [*self.checked(), "if tokens:", "    left = tokens - countOf(r.values(), None)"]
         for path in sorted(paths, key=len, reverse=True):
             if any(isinstance(step, int) and step < 0 for step in path):
                 continue
