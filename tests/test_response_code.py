@@ -123,10 +123,10 @@ def test_a_body_is_checked_by_its_parse_alone(monkeypatch: pytest.MonkeyPatch) -
     """The body's strict parse is its check: the whole-answer check of a dict is not run on it."""
     body = json.dumps(CLEAN[0][2]).encode()
 
-    def check(value: Any) -> NoReturn:
+    def check(value: Any, apart: Any = ()) -> NoReturn:
         raise AssertionError("a decoded body was checked again")
 
-    run = load_rules().get(CLEAN[0][0]).outbound.run  # the generated function checks a dict first
+    run = load_rules().get(CLEAN[0][0]).outbound.run  # the generated function checks a dict
     monkeypatch.setitem(run.__globals__, "answer_nulls", check)
     assert translate_response(CLEAN[0][0], body).raw == CLEAN[0][2]
     with pytest.raises(AssertionError):
@@ -679,6 +679,75 @@ def test_every_place_of_an_answer_holding_nan_beside_a_none_is_refused_where_che
         assert info.value.path == checked_path(answer)
         node[key] = original
     assert outcome(lambda: outbound.translate(answer)) == whole  # and whole again, as before
+
+
+def long_text_answers() -> list[tuple[str, dict[str, Any], tuple[str | int, ...]]]:
+    """(provider, answer, place of its text of more than LONG_TEXT characters): a text the function reads."""
+    text = "word null, [null] " * (jsonsafe.LONG_TEXT // 10)  # "null" words, which are no null token
+    anthropic = {
+        "model": "claude",
+        "content": [{"type": "thinking", "thinking": "t", "signature": "s"}, {"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 3, "output_tokens": 2},
+    }
+    return [
+        ("openai", openai_answer(content=text, refusal=None), ("choices", 0, "message", "content")),
+        ("anthropic", anthropic, ("content", 1, "text")),
+    ]
+
+
+@pytest.mark.parametrize(("provider", "answer", "place"), long_text_answers())
+def test_a_long_text_the_function_reads_is_checked_apart_and_still_refused_where_check_says(
+    provider: str, answer: dict[str, Any], place: tuple[str | int, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check encodes a long text the function read on its own, and the answer without it: the result is the
+    same (the answer itself as `raw`, unchanged); a lone surrogate in the text, or a NaN beside it, is the
+    ResponseError at the path `jsonsafe.check` names."""
+    seen: list[Any] = []
+    nulls = jsonsafe.answer_nulls
+    run = load_rules().get(provider).outbound.run
+    monkeypatch.setitem(
+        run.__globals__, "answer_nulls", lambda value, apart=(): seen.append(apart) or nulls(value, apart)
+    )
+    given = copy.deepcopy(answer)
+    result = translate_response(provider, answer)
+    assert seen == [(place,)] and result.raw is answer and answer == given and result.text.endswith("[null] ")
+    for damage in ("surrogate", "nan"):
+        broken = copy.deepcopy(answer)
+        if damage == "nan":
+            broken["usage"]["x"] = math.nan
+        else:
+            holder = broken
+            for step in place[:-1]:
+                holder = holder[step]
+            holder[place[-1]] += "\ud800"
+        with pytest.raises(ResponseError) as info:
+            translate_response(provider, broken)
+        assert info.value.path == checked_path(broken) == ("usage.x" if damage == "nan" else f"{place_path(place)}")
+
+
+def place_path(place: tuple[str | int, ...]) -> str:
+    return "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in place).lstrip(".")
+
+
+def test_answer_nulls_sets_apart_only_a_long_text_at_its_place() -> None:
+    """A place holding a short text, no text or nothing at all leaves the count as the whole answer's; a long text
+    there is not searched for null tokens (its words "[null," would each count), and nothing is changed in place."""
+    if jsonsafe.orjson is None:
+        pytest.skip("orjson is not installed")
+    answer = openai_answer(content="[null," * jsonsafe.LONG_TEXT, refusal=None)
+    given = copy.deepcopy(answer)
+    whole = jsonsafe.answer_nulls(answer)
+    assert whole == 2 + jsonsafe.LONG_TEXT  # refusal, logprobs and every word
+    assert jsonsafe.answer_nulls(answer, [("choices", 0, "message", "content")]) == 2
+    assert answer == given
+    for place in [("choices", 0, "message", "role"), ("choices", 5, "message", "content"), ("model", "x"), ()]:
+        assert jsonsafe.answer_nulls(answer, [place]) == whole
+    answer["choices"][0]["message"]["content"] += "\udfff"
+    with pytest.raises(jsonsafe.JsonValueError) as info:
+        jsonsafe.answer_nulls(answer, [("choices", 0, "message", "content")])
+    assert info.value.where == "choices[0].message.content"
 
 
 # A made-up provider with optional sources under one object (as a grounding object and the lists inside it).

@@ -36,7 +36,7 @@ import contextlib
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 try:
@@ -52,6 +52,8 @@ _SCALARS = (int, bool, type(None))
 _LONG = 32  # a list longer than this is looked at item by item, not encoded again; a mapping holding one
 # (a long transcript) is encoded member by member
 _BATCH = 64  # a transcript's containers (or its texts) encoded in one orjson call: a bounded buffer
+LONG_TEXT = 4096
+"""Characters: a text the response function read that is longer is checked apart (`answer_nulls`)."""
 _SHORT = 1024  # bytes: below this, one C count of "null" costs less than `_null_tokens`' Python step per token
 # (a Responses answer's five top-level nulls: 1.06 -> 0.43 µs); beyond it the reverse scan is the faster (a
 # forward count reads about 0.55 ns a byte, the reverse search 0.2-0.35)
@@ -93,7 +95,7 @@ def check(value: Any) -> None:
         raise JsonValueError(*problem)
 
 
-def answer_nulls(value: dict[str, Any]) -> int:
+def answer_nulls(value: dict[str, Any], apart: Sequence[tuple[str | int, ...]] = ()) -> int:
     """`check` of an answer (a decoded response object) but for its last step: the null tokens orjson's text of it
     holds (0: none, and the answer is safe JSON), or JsonValueError for what `check` refuses otherwise.
 
@@ -102,11 +104,22 @@ def answer_nulls(value: dict[str, Any]) -> int:
     `settle_nulls` with the same count. An answer is encoded in one call (it is no transcript), and without orjson
     it is walked here (so 0).
 
+    `apart`: the places of long texts the function read (a str of more than LONG_TEXT characters there). Each is
+    encoded on its own (orjson refuses a lone surrogate in it) and the answer with "" in its place, copied along
+    the path to it only: the null-token search then reads the answer's other values, not every byte of its long
+    texts (no text holds a null token). A failure of either is `locate`d in the answer itself.
+
     The count may be high, never low: when the text's last "null" lies within _SHORT bytes of its start, every
     "null" before it is counted in one C call, the word inside a string too (then `settle_nulls` walks further)."""
     if orjson is not None:
         try:
-            out = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTIONS)
+            rest = value
+            if apart:
+                texts: list[str] = []
+                for place in apart:
+                    rest = _set_apart(rest, place, 0, texts)
+                orjson.dumps(texts)
+            out = orjson.dumps(rest, default=_refuse, option=_ORJSON_OPTIONS)
         except (TypeError, RecursionError):  # not JSON, too deep, or a deep caller: `locate` decides
             pass
         else:
@@ -118,6 +131,28 @@ def answer_nulls(value: dict[str, Any]) -> int:
     if problem is not None:
         raise JsonValueError(*problem)
     return 0
+
+
+def _set_apart(value: Any, place: tuple[str | int, ...], at: int, texts: list[str]) -> Any:
+    """`value` with the long text at `place` (from its step `at` on) moved into `texts` and "" in its place: a
+    copy of each object and list on the path to it, the rest shared. A place that holds no such text leaves the
+    value as it is."""
+    if at == len(place):
+        if type(value) is str and len(value) > LONG_TEXT:
+            texts.append(value)
+            return ""
+        return value
+    step = place[at]
+    held = isinstance(value, dict) and type(step) is str and step in value
+    if not held and not (isinstance(value, list) and type(step) is int and -len(value) <= step < len(value)):
+        return value
+    item = value[step]
+    new = _set_apart(item, place, at + 1, texts)
+    if new is item:
+        return value
+    copy = value.copy()
+    copy[step] = new
+    return copy
 
 
 def settle_nulls(value: Any, tokens: int) -> None:

@@ -32,7 +32,7 @@ from ..errors import Note, ResponseError
 from ..language.ask import plain_read, read_path, written
 from ..language.codegen import Namespace, indent
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
-from ..language.jsonsafe import JsonValueError, answer_nulls, loads_body, settle_nulls, text_encoder
+from ..language.jsonsafe import LONG_TEXT, JsonValueError, answer_nulls, loads_body, settle_nulls, text_encoder
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, Getter, simple_steps
 from ..language.templates import (
@@ -212,9 +212,13 @@ class Outbound:
         raise ResponseError("", message, provider=self.provider)
 
     def settle(self, response: dict[str, Any], tokens: int) -> None:
-        """The located ResponseError when one of the answer's `tokens` null tokens is a NaN or an Infinity."""
+        """The located ResponseError when one of the answer's `tokens` null tokens is a NaN or an Infinity (-1: the
+        answer was not checked yet, so it is checked whole first)."""
         try:
-            settle_nulls(response, tokens)
+            if tokens < 0:
+                tokens = answer_nulls(response)
+            if tokens:
+                settle_nulls(response, tokens)
         except JsonValueError as exc:
             raise ResponseError(exc.where, exc.message, provider=self.provider) from None
 
@@ -983,7 +987,8 @@ class _Code(Namespace):
                           "merge_extras": merge_extras, "response_digest": response_digest,
                           "synthesized_id": synthesized_id, "check_usage": check_usage,
                           "as_tuple": tuple.__new__, "answer_nulls": answer_nulls,
-                          "JsonValueError": JsonValueError, "ResponseError": ResponseError})  # fmt: skip
+                          "JsonValueError": JsonValueError, "ResponseError": ResponseError,
+                          "LONG_TEXT": LONG_TEXT})  # fmt: skip
         self.prefixes: dict[tuple[str | int, ...], str] = {}  # response paths read so far -> their variables
         self.views: dict[str, str] = {}  # a top-level variable -> the one that holds it as a mapping (see `step`)
         self.counts: dict[str, str] = {}  # a top-level variable read as a count -> the one holding it when clean
@@ -1116,22 +1121,39 @@ class _Code(Namespace):
         body = "".join(f"        {line}\n" for line in lines)
         return head + "".join(f"    {line}\n" for line in self.check()) + "    try:\n" + body + self.settled()
 
-    def check(self) -> list[str]:
-        """The answer check, when the caller passes `tokens=-1` (a decoded answer, not read from a body): a
-        ResponseError unless it is an object of safe JSON, else its null tokens (`jsonsafe.answer_nulls`). Here
-        rather than in `Outbound.translate`, so `translate_response` of a dict runs one frame, not two."""
+    @staticmethod
+    def apart(src: ItemSource, var: str, part: Part) -> list[str]:
+        """The line noting where a text read at a plain place is, when it is long and the answer is still to be
+        checked: the check reads the answer without it (`jsonsafe.answer_nulls`)."""
+        steps = simple_steps(src.path)
+        if steps is None or part.steps is None:
+            return []
+        place = ", ".join([*map(repr, steps), *(["i"] if src.each else []), *map(repr, part.steps)])
+        return [f"if tokens < 0 and type({var}) is str and len({var}) > LONG_TEXT: apart += (({place},),)"]
+
+    @staticmethod
+    def check() -> list[str]:
+        """The answer check's first step, when the caller passes `tokens=-1` (a decoded answer, not read from a
+        body): a ResponseError unless it is an object. Its rest (`checked`) follows the body, so the long texts the
+        body read (`apart`) are checked apart. Here rather than in `Outbound.translate`, so `translate_response` of
+        a dict runs one frame, not two."""
+        return ["if tokens < 0 and not isinstance(r, dict): o.not_an_object(r)", "apart = ()"]
+
+    def checked(self) -> list[str]:
+        """The answer check's rest (`tokens=-1`): a ResponseError unless the answer is safe JSON, else its null
+        tokens (`jsonsafe.answer_nulls`, the long texts the body read set apart)."""
         where = f"provider={self.o.provider!r}"
         return [
             "if tokens < 0:",
-            "    if not isinstance(r, dict): o.not_an_object(r)",
-            "    try: tokens = answer_nulls(r)",
+            "    try: tokens = answer_nulls(r, apart)",
             f"    except JsonValueError as exc: raise ResponseError(exc.where, exc.message, {where}) from None",
         ]
 
     @staticmethod
     def settled() -> str:
-        """The body's handler: with null tokens left, a NaN or an Infinity is the error (`o.settle`), whichever
-        step the function failed at, as when the whole check ran first."""
+        """The body's handler: unchecked (`tokens=-1`), the answer is checked whole first; with null tokens left,
+        a NaN or an Infinity is the error (`o.settle`), whichever step the function failed at, as when the whole
+        check ran first."""
         return "    except Exception:\n        if tokens: o.settle(r, tokens)\n        raise\n"
 
     def nulls(self) -> list[str]:
@@ -1141,7 +1163,7 @@ class _Code(Namespace):
         one place in the answer (a negative index may name the same element as another, so it is left out), so no
         None is counted twice."""
         paths = self.prefixes
-        lines = ["if tokens:", "    left = tokens - countOf(r.values(), None)"]
+        lines = [*self.checked(), "if tokens:", "    left = tokens - countOf(r.values(), None)"]
         for path in sorted(paths, key=len, reverse=True):
             if any(isinstance(step, int) and step < 0 for step in path):
                 continue
@@ -1268,6 +1290,7 @@ class _Code(Namespace):
                 present.append(var)
                 into = "texts" if var == "t" else f"{FOUND}.reasoning"
                 writes.append(f"if type({var}) is str: {into}.append({var})")
+                writes += self.apart(src, var, part)
         if parts.annotations is not None:  # annotations need the text so far: applied before it grows
             lines += self.part("an", parts.annotations, read, views)
             spec, text = self.name(parts.annotate, "annotate"), "t if type(t) is str else ''" if parts.text else "''"
