@@ -951,7 +951,7 @@ def test_text_decodes_to_what_the_standard_decoder_gives(text: str) -> None:
         (b'{"n": 12345678901234567890}', True),
         (b'{"n":-12345678901234567890}', True),
         (b"[1,\n12345678901234567890]", True),
-        (b"[12345678901234567890]", True),  # after a bracket (its class also counts the depth)
+        (b"[12345678901234567890]", True),  # after a bracket (of the class of what a number follows)
         (b'{"a": [[-12345678901234567890]]}', True),
         (b"[0.1234567890123456789012]", True),  # a fraction's run: left to the standard decoder too
         (b'{"id": "x00000000000000000000000000", "n": 12345678901234567890}', True),  # past the first run

@@ -443,7 +443,7 @@ def loads(text: str | bytes) -> Any:
             except orjson.JSONDecodeError:
                 pass  # not JSON, or JSON `check` refuses: the standard decoder below says which and where
             else:  # orjson reads up to 1,024 levels and writes up to 254: a value it writes is within MAX_DEPTH
-                if len(encoded) < _DEEP_TEXT or not _may_nest_deep(encoded, classes) or _writes(value):
+                if len(encoded) < _DEEP_TEXT or not _may_nest_deep(encoded) or _writes(value):
                     return value
     if not isinstance(text, str):  # undecodable: json reads it with surrogatepass, `check` names the culprit
         with contextlib.suppress(UnicodeDecodeError):
@@ -544,12 +544,12 @@ def _for_orjson(text: str | bytes) -> bytes | None:
         return None
     encoded = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
     classes = _number_classes(encoded)
-    return encoded if classes is not None and not _may_nest_deep(encoded, classes) else None
+    return encoded if classes is not None and not _may_nest_deep(encoded) else None
 
 
-def _may_nest_deep(encoded: bytes, classes: bytes) -> bool:
-    """Whether the text holds enough brackets to nest deeper than MAX_DEPTH (`classes`: its byte classes)."""
-    return len(encoded) >= _DEEP_TEXT and classes.count(b"[") > MAX_DEPTH
+def _may_nest_deep(encoded: bytes) -> bool:
+    """Whether the text holds enough brackets and braces to nest deeper than MAX_DEPTH."""
+    return len(encoded) >= _DEEP_TEXT and encoded.count(b"[") + encoded.count(b"{") > MAX_DEPTH
 
 
 def _writes(value: Any) -> bool:
@@ -576,23 +576,21 @@ def _number_classes(encoded: bytes) -> bytes | None:
 def _long_numbers_quoted(classes: bytes, run: int) -> bool:
     """Whether every run of 19 digits (the first at `run`) lies inside a string: one search from the first on (an id
     of digits, say) settles it."""
-    return run > 0 and classes.find(_LONG_NUMBER_AFTER, run - 1) < 0 and classes.find(_LONG_NUMBER_OPENED, run - 1) < 0
+    return run > 0 and classes.find(_LONG_NUMBER_AFTER, run - 1) < 0
 
 
 # orjson refuses NaN, Infinity, 1e400 and lone surrogates as `check` does, and reads numbers as Python does,
 # except an integer beyond 64 bits (a float there): text with no run of 19 digits that starts the text or follows
 # what a number's digits can follow is read by orjson (a run after a letter or a quote is inside a string, such
-# as an id: orjson reads it). Every byte as its class: a digit '0', an opening bracket or brace '[' (counted for
-# the depth in the same bytes; a run after a brace is not JSON, so treating it as a number only sends the text to
-# the standard decoder), anything else a number's digits can follow ':', anything else 'x'.
-_BEFORE_NUMBER = frozenset(b"-+.eE:, \t\n\r")
+# as an id: orjson reads it). Every byte as its class: a digit '0', anything a number's digits can follow ':' (an
+# opening bracket or brace too: a run after a brace is not JSON, so treating it as a number only sends the text to
+# the standard decoder; one class, so that one search finds a run after any of them), anything else 'x'.
+_BEFORE_NUMBER = frozenset(b"-+.eE:, \t\n\r[{")
 _NUMBER_CLASSES = bytes(
-    ord("0") if 0x30 <= b <= 0x39 else ord("[") if b in b"[{" else ord(":") if b in _BEFORE_NUMBER else ord("x")
-    for b in range(256)
+    ord("0") if 0x30 <= b <= 0x39 else ord(":") if b in _BEFORE_NUMBER else ord("x") for b in range(256)
 )
 _LONG_NUMBER = b"0" * 19
 _LONG_NUMBER_AFTER = b":" + _LONG_NUMBER
-_LONG_NUMBER_OPENED = b"[" + _LONG_NUMBER
 # Valid JSON nested deeper than MAX_DEPTH opens and closes MAX_DEPTH + 1 arrays or objects: shorter text cannot
 # (orjson refuses it, or reads it no deeper than the limit).
 _DEEP_TEXT = 2 * (MAX_DEPTH + 1)

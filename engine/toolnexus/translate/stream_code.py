@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import MISSING as NO_DEFAULT
+from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import Any
 
@@ -147,6 +148,20 @@ _HEADER = {name: f"s._header[{i}]" for i, name in enumerate(HEADER)}
 _PIECES = {"text": "text", "reasoning": "reasoning", "tool_call": "arguments"}  # the StreamTranslator's `_pieces`
 
 
+def _built(cls: type, var: str, given: dict[str, str]) -> list[str]:
+    """Statements making `var` an instance of the slots dataclass `cls` from the field expressions `given` (the
+    others their defaults), as its `__init__` would: by `object.__new__` and a store per slot, without calling the
+    class (which re-enters the interpreter for `__init__`). A call that opens in each event builds two of them."""
+    stores = []
+    for f in fields(cls):
+        expr = given.get(f.name)
+        if expr is None:  # a constant default, written as its repr (no factory: not a shared mutable)
+            assert f.default is not NO_DEFAULT and f.default_factory is NO_DEFAULT, f"{cls.__name__}.{f.name}"
+            expr = repr(f.default)
+        stores.append(f"{var}.{f.name} = {expr}")
+    return [f"{var} = NEW({cls.__name__})", *stores]
+
+
 def _written(kind: str, names: dict[str, str], write: str = "", texts: frozenset[str] = frozenset()) -> str:
     """A statement writing a piece's chunk (or a call's opening, `write` naming its writer): its template's display
     inline once the header is read (the normal form's `stream` section, formats/openai.yaml), else by the
@@ -189,7 +204,8 @@ class _Code(Namespace):
         self.r = rules
         super().__init__({"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge, "NO_IDS": NO_IDS,
                           "NUMBERS": _NUMBERS,
-                          "VALUES": _VALUES, "Element": Element, "Call": Call, "WHOLE": WHOLE, "is_empty": is_empty,
+                          "VALUES": _VALUES, "Element": Element, "Call": Call, "NEW": object.__new__, "WHOLE": WHOLE,
+                          "is_empty": is_empty,
                           "CHUNKS": builtin_chunks().pieces, "OPEN": builtin_chunks().open})  # fmt: skip
         self.hashed: list[tuple[str, str, type | None]] | None = None  # the value of known keys of the step
         # being written (`place`, which sets it for each step)
@@ -516,9 +532,11 @@ class _Code(Namespace):
             "        s.started += 1",
             "        calls = s._calls",
             "        k = len(calls)",
-            f"        s._elements[{w_index}][i] = Element({roles}, k)",
+            *indent(_built(Element, "el", {"roles": roles, "call": "k"}), 8),
+            f"        s._elements[{w_index}][i] = el",
             *restore,
-            "        calls.append(Call(cid, nm, a != ''))",
+            *indent(_built(Call, "call", {"id": "cid", "name": "nm", "sent_arguments": "a != ''"}), 8),
+            "        calls.append(call)",
             f"        if s._held: s._held.append((OPEN, {opened}))",
             "        else: " + _written("open", scope, "OPEN", frozenset({"piece"})),  # `a`: a string
             "    else:",
