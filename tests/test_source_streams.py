@@ -10,6 +10,7 @@ tested alone on a made-up format; cancel and faults through the client.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import random
 import sys
@@ -493,7 +494,7 @@ def test_released_calls_are_the_moments_their_chunks_are_written_from(fmt: str) 
     id, name, signature and arguments; a held opening or arguments piece as it was held; all in order. Plain,
     they are the entries of the one chunk that releases them; in a format, its events."""
     from toolnexus.translate.result import new_tool_call
-    from toolnexus.translate.stream import _Entries
+    from toolnexus.translate.stream import CHUNKS, _Entries, _moment
 
     chunks = builtin_chunks()
     calls = [new_tool_call("call_0_x", "f", '{"a":1}', None), new_tool_call("call_1_x", "g", "", {"k": "v"}),
@@ -509,8 +510,10 @@ def test_released_calls_are_the_moments_their_chunks_are_written_from(fmt: str) 
         if type(item) is int else item[1]
         for item in translator._held
     ]  # fmt: skip
-    if fmt == "openai":
-        got = translator._release([], _Entries(HEADER), calls)
+    if fmt == "openai":  # as `finish` releases them: one generated loop writing a chunk's entries
+        got: list[Any] = []
+        CHUNKS.released(HEADER, got, translator._held, calls, functools.partial(_moment, _Entries(HEADER)))
+        translator._held.clear()
         chunks_of = [m(HEADER, s) for m, s in zip(moments, scopes, strict=True)]
         want = [e for chunk in chunks_of for e in chunk["choices"][0]["delta"]["tool_calls"]]
         assert [e.get("id") for e in want] == ["call_0_x", None, "c3", "call_1_x", None, "call_2_x", None]
