@@ -731,6 +731,74 @@ def place_path(place: tuple[str | int, ...]) -> str:
     return "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in place).lstrip(".")
 
 
+def string_places(value: Any, at: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """Every string of an answer with its place."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from string_places(item, (*at, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from string_places(item, (*at, index))
+    elif isinstance(value, str):
+        yield at, value
+
+
+LONG = "a word null, [null] \u00e9 " * (jsonsafe.LONG_TEXT // 10)  # "null" words, which are no null token
+
+
+def long_text_case_answers() -> dict[str, tuple[dict[str, Any], tuple[str | int, ...]]]:
+    """provider -> (a clean case answer whose one text is LONG, that text's place): the first clean answer whose
+    translated text is one string of it that can be made long and still translate with no note."""
+    out: dict[str, tuple[dict[str, Any], tuple[str | int, ...]]] = {}
+    for provider, _, answer in CLEAN:
+        text = translate_response(provider, answer).text
+        places = [at for at, value in string_places(answer) if value == text] if text and provider not in out else []
+        if len(places) != 1:
+            continue
+        long = copy.deepcopy(answer)
+        holder = long
+        for step in places[0][:-1]:
+            holder = holder[step]
+        holder[places[0][-1]] = LONG
+        try:
+            result = translate_response(provider, long)
+        except toolnexus.ToolnexusError:
+            continue
+        if result.text == LONG and not result.notes:
+            out[provider] = (long, places[0])
+    return out
+
+
+LONG_TEXT_ANSWERS = long_text_case_answers()
+
+
+def test_every_provider_has_a_long_text_answer() -> None:
+    """The long-text concern below covers every provider (a new rule file with no such case shows here)."""
+    assert set(LONG_TEXT_ANSWERS) == set(PROVIDERS)
+
+
+@pytest.mark.parametrize("provider", sorted(LONG_TEXT_ANSWERS))
+def test_a_long_answer_text_is_read_whole_and_refused_where_check_says(provider: str) -> None:
+    """Every provider: an answer whose text is longer than the check sets apart gives that text whole, leaves the
+    answer as it was (and as `raw`), and a lone surrogate in it, or a NaN beside it, is the ResponseError at the
+    path `jsonsafe.check` names."""
+    answer, place = LONG_TEXT_ANSWERS[provider]
+    given = copy.deepcopy(answer)
+    result = translate_response(provider, answer)
+    assert result.text == LONG and result.raw is answer and answer == given
+    broken = copy.deepcopy(answer)
+    holder = broken
+    for step in place[:-1]:
+        holder = holder[step]
+    holder[place[-1]] += "\ud800"
+    with pytest.raises(ResponseError) as info:
+        translate_response(provider, broken)
+    assert info.value.path == checked_path(broken) == place_path(place)
+    with pytest.raises(ResponseError) as info:
+        translate_response(provider, {**answer, "zz": [None, math.inf]})
+    assert info.value.path == "zz[1]"
+
+
 def test_answer_nulls_sets_apart_only_a_long_text_at_its_place() -> None:
     """A place holding a short text, no text or nothing at all leaves the count as the whole answer's; a long text
     there is not searched for null tokens (its words "[null," would each count), and nothing is changed in place."""
