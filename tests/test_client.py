@@ -1136,6 +1136,30 @@ def slow_then_fast(style: str, delay: float = 5.0) -> Any:
     return scripted([StubReply(body=text_reply(style, "slow"), delay=delay), text_reply(style, "fast")])
 
 
+async def cancel_once_received(stub: ProviderStub, cancel: asyncio.Event) -> float:
+    """Set `cancel` once the stub holds a request, and say when (perf_counter).
+
+    Not after a fixed delay: a loaded machine may not have sent the request by then, and the
+    stub's slow first reply would go to the next call instead of the cancelled one.
+    """
+    while not stub.requests:
+        await asyncio.sleep(0.01)
+    cancel.set()
+    return time.perf_counter()
+
+
+async def task_cancelled_once_received(stub: ProviderStub, task: asyncio.Task[Any]) -> float:
+    """`task.cancel()` once the stub holds a request (see cancel_once_received), and say when."""
+    while not stub.requests:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    return time.perf_counter()
+
+
+# A cancelled call returns well before the slow reply's 5 s: it did not wait for the answer.
+PROMPTLY = 2.5
+
+
 def one_connection(stack: str = "aiohttp") -> Any:
     """A pool of ONE connection: a leaked connection would make the next call wait forever."""
     return one_connection_transport(stack)
@@ -1150,20 +1174,19 @@ def test_setting_the_cancel_event_aborts_promptly_and_the_client_still_works(sty
         async def main() -> tuple[float, list[str]]:
             async with make_client(stub, style, transport=one_connection(stack), on_event=events.append) as client:
                 cancel = asyncio.Event()
-                asyncio.get_running_loop().call_later(0.1, cancel.set)
-                started = time.perf_counter()
+                setter = asyncio.create_task(cancel_once_received(stub, cancel))
                 with pytest.raises(Cancelled):
                     await client.translate(USER, cancel=cancel)
-                elapsed = time.perf_counter() - started
-                # the same client, same single-connection pool, still works
+                elapsed = time.perf_counter() - await setter
+                # the same client, same single-connection pool, still works (a leaked connection would hang)
                 after = [
-                    (await asyncio.wait_for(client.translate(USER), timeout=3.0)).text,
-                    (await asyncio.wait_for(client.translate(USER, cancel=asyncio.Event()), timeout=3.0)).text,
+                    (await asyncio.wait_for(client.translate(USER), timeout=10.0)).text,
+                    (await asyncio.wait_for(client.translate(USER, cancel=asyncio.Event()), timeout=10.0)).text,
                 ]
                 return elapsed, after
 
         elapsed, after = asyncio.run(main())
-    assert elapsed < 1.0
+    assert elapsed < PROMPTLY
     assert after == ["fast", "fast"]
     assert isinstance(Cancelled("x"), ToolnexusError)
     assert len(stub.requests) == 3
@@ -1177,17 +1200,15 @@ def test_cancelling_the_task_works_and_the_client_still_works(style: str, stack:
         async def main() -> tuple[float, str]:
             async with make_client(stub, style, transport=one_connection(stack)) as client:
                 task = asyncio.create_task(client.translate(USER))
-                await asyncio.sleep(0.1)
-                started = time.perf_counter()
-                task.cancel()
+                cancelled_at = await task_cancelled_once_received(stub, task)
                 with pytest.raises(asyncio.CancelledError):
                     await task
-                elapsed = time.perf_counter() - started
-                result = await asyncio.wait_for(client.translate(USER), timeout=3.0)
+                elapsed = time.perf_counter() - cancelled_at
+                result = await asyncio.wait_for(client.translate(USER), timeout=10.0)
                 return elapsed, result.text
 
         elapsed, text = asyncio.run(main())
-    assert elapsed < 1.0
+    assert elapsed < PROMPTLY
     assert text == "fast"
 
 
@@ -1199,9 +1220,10 @@ def test_a_cancelled_call_emits_exactly_one_cancelled_event(style: str) -> None:
         async def main() -> None:
             async with make_client(stub, style, on_event=events.append) as client:
                 cancel = asyncio.Event()
-                asyncio.get_running_loop().call_later(0.1, cancel.set)
+                setter = asyncio.create_task(cancel_once_received(stub, cancel))
                 with pytest.raises(Cancelled):
                     await client.translate(USER, cancel=cancel)
+                await setter
 
         asyncio.run(main())
     assert [e.outcome for e in events] == ["cancelled"]
@@ -1255,7 +1277,7 @@ def test_an_already_set_cancel_event_sends_nothing_or_aborts() -> None:
 @pytest.mark.parametrize("style", STYLES)
 def test_per_attempt_timeout(style: str) -> None:
     events: list[LLMEvent] = []
-    with Stub(always(StubReply(body=text_reply(style), delay=1.0))) as stub:
+    with Stub(always(StubReply(body=text_reply(style), delay=5.0))) as stub:
 
         async def main() -> tuple[ProviderError, float]:
             async with make_client(stub, style, timeout=0.2, max_retries=0, on_event=events.append) as client:
@@ -1268,7 +1290,7 @@ def test_per_attempt_timeout(style: str) -> None:
     assert error.kind == "timeout"
     assert error.attempts == 1
     assert len(stub.requests) == 1
-    assert elapsed < 0.9
+    assert elapsed < PROMPTLY  # well under the 5 s answer
     assert [(e.outcome, e.attempts) for e in events] == [("error", 1)]
 
 
@@ -1305,7 +1327,7 @@ def test_overall_timeout_bounds_all_retries(style: str) -> None:
 
 @pytest.mark.parametrize("style", STYLES)
 def test_overall_timeout_bounds_one_slow_attempt(style: str) -> None:
-    with Stub(always(StubReply(body=text_reply(style), delay=2.0))) as stub:
+    with Stub(always(StubReply(body=text_reply(style), delay=5.0))) as stub:
 
         async def main() -> tuple[ProviderError, float]:
             async with make_client(stub, style, overall_timeout=0.3, timeout=30.0) as client:
@@ -1316,7 +1338,7 @@ def test_overall_timeout_bounds_one_slow_attempt(style: str) -> None:
 
         error, elapsed = asyncio.run(main())
     assert error.kind == "timeout"
-    assert elapsed < 1.0
+    assert elapsed < PROMPTLY  # well under the 5 s answer
 
 
 # ----------------------------------------------------------------- observability

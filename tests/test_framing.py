@@ -496,9 +496,17 @@ def test_cancel_during_a_read_ends_the_stream_and_closes_the_connection(provider
     reply = stalled(provider)
 
     async def drive(url: str) -> tuple[list[dict[str, Any]], BaseException | None]:
+        # set on the first chunk, not after a fixed delay: a loaded machine may not have read one by then
         cancel = asyncio.Event()
-        asyncio.get_running_loop().call_later(0.2, cancel.set)
-        return await collect(client(url, provider, api_key=KEY), cancel=cancel)
+        chunks: list[dict[str, Any]] = []
+        async with client(url, provider, api_key=KEY) as c:
+            try:
+                async for chunk in c.translate_stream(USER, cancel=cancel):
+                    chunks.append(chunk)
+                    cancel.set()
+            except toolnexus.ToolnexusError as exc:
+                return chunks, exc
+        return chunks, None
 
     (chunks, error), _ = served([reply], drive)
     assert chunks and isinstance(error, Cancelled)
