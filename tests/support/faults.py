@@ -9,6 +9,7 @@ import json
 import re
 import socket
 import ssl
+import threading
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
@@ -435,22 +436,31 @@ def fault_40_mb(provider: str, echo: bool = False) -> Scenario:
     return Scenario(lambda request: StubReply(body=payload), BIG_BOUND)
 
 
-CANCEL_AFTER_S = 0.1
-
-
 def fault_cancel_mid_flight(provider: str, echo: bool = False) -> Scenario:
     """A cancel event set while the stub delays its first answer; the same client then answers."""
-    slow = lambda request: StubReply(body=text_reply(provider), delay=3.0)  # noqa: E731
+    received = threading.Event()
+
+    def slow(request: StubRequest) -> StubReply:
+        received.set()
+        return StubReply(body=text_reply(provider), delay=3.0)
+
+    async def set_once_received(cancel: asyncio.Event) -> None:
+        # not after a fixed delay: a loaded machine may not have sent the request by then,
+        # and the slow answer would go to the reused client's call instead
+        while not received.is_set():
+            await asyncio.sleep(0.01)
+        cancel.set()
 
     async def drive(client: toolnexus.Client, errors: list[BaseException]) -> TranslateResult:
         cancel = asyncio.Event()
-        asyncio.get_running_loop().call_later(CANCEL_AFTER_S, cancel.set)
+        setter = asyncio.create_task(set_once_received(cancel))
         try:
             await client.translate(USER, cancel=cancel)
         except Cancelled as exc:
             errors.append(exc)
         else:
             raise AssertionError("the call was not cancelled")
+        await setter
         return await client.translate(USER)  # the same client, reused
 
     return Scenario(_sequence(slow, _ok(provider)), 4.0, drive=drive)
