@@ -41,8 +41,10 @@ from .reader import (
 if TYPE_CHECKING:
     from .inbound import Inbound
 
-# (the written messages, the hoisted prompts, the notes of the turns, the index of the first turn)
-Written = tuple[list[Any], list[tuple[str, str, int, dict[str, Any]]], list[Note], int | None]
+# (the written messages, the hoisted prompts, the notes of the turns, the index of the first turn, and what the
+# JSON check of the transcript has left: the texts, members and messages of jsonsafe.read_clean)
+Unchecked = tuple[list[str], list[Any], list[Any]]
+Written = tuple[list[Any], list[tuple[str, str, int, dict[str, Any]]], list[Note], int | None, Unchecked]
 Messages = Callable[[list[Any], Ctx, IdMap | None], Written | None]
 # (the written declarations, the declared names), or None when the fast test declines the list
 Tools = Callable[[Any, Ctx], tuple[list[Any], set[str]] | None]
@@ -130,6 +132,7 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
         "    out, hoisted, notes = [], [], c.notes",
         "    seen, pending, answered = {}, {}, set()",
         "    merging, merged, first = None, False, None",
+        "    ck_texts, ck_deep, ck_msgs = [], [], []  # what the JSON check has left (jsonsafe.read_clean)",
     ]
     lines = [
         "    for i, m in enumerate(msgs):",
@@ -143,6 +146,7 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
         lines += [
             "        if role in HOIST:",
             "            hoisted.append((text_only(m, i, P), f'messages[{i}]', i, m))",
+            "            ck_msgs.append(m)",
             "            continue",
         ]
         branch = "elif"
@@ -151,6 +155,7 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
             continue
         lines.append(f"        {branch} role == {role!r}:")
         general, tail = _role(role, inbound, names, content, parts)
+        general.insert(0, "ck_msgs.append(m)")
         fast = None if parts is None else _direct(role, inbound, names, parts)
         if fast is not None:
             general = [*fast, *indent(general)]
@@ -160,7 +165,7 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
         "        else:",
         "            return None  # not a role: the reader names it",
         "    c.path = ''",
-        "    return out, hoisted, notes, first",
+        "    return out, hoisted, notes, first, (ck_texts, ck_deep, ck_msgs)",
     ]
     if any(_LAST.search(line) for line in lines):  # a template writes the current turn: find its start
         head.append("    last = -1  # the last user turn: the tool calls after it are the current turn's")
@@ -194,7 +199,13 @@ def _direct(role: str, inbound: Inbound, names: dict[str, Any], parts: Parts) ->
         writes = role_writes(role, shape, rule.node, parts, names, variant)
         if writes is None:
             continue
-        body = ["if first is None: first = i", *_allowed(role, inbound, names)]
+        names[f"SHAPE_KEYS_{role}"] = shape.keys
+        body = [
+            f"if not m.keys() <= SHAPE_KEYS_{role}: ck_msgs.append(m)",
+            *shape.checks,
+            "if first is None: first = i",
+            *_allowed(role, inbound, names),
+        ]
         if rule.allowed is not None:  # as the general branch notes them (`orphans`)
             for key, var, test in shape.orphans:
                 note = f"Note('dropped', f'messages[{{i}}].{key}', ORPHANED({dict(inbound.carry[role])[key]!r}))"
