@@ -249,6 +249,8 @@ def read_clean(texts: list[str], deep: list[Any], messages: list[Any]) -> bool:
         return False
     if messages and not _members_clean(messages, 1):
         return False
+    if len(texts) <= _BATCH and len(deep) <= _BATCH:  # a short transcript's: one batch
+        return _batch_clean(deep, texts)
     for at in range(0, max(len(texts), len(deep)), _BATCH):
         if not _batch_clean(deep[at : at + _BATCH], texts[at : at + _BATCH]):
             return False

@@ -400,9 +400,11 @@ class Shape:
     orphans: tuple[tuple[str, str, str], ...] = ()  # carried keys no part may take: (key, variable, the test)
     # The JSON check of what the shape reads (README "What the JSON check costs a request given as a dict"): its
     # lines, which leave a text that is not ASCII to `ck_texts` (and a member read only in part to `ck_deep`),
-    # and the message keys they cover: a message with any other key is left to `ck_msgs` whole.
+    # and the message keys they cover: a message with any other key is left to `ck_msgs` whole (`all_keys`: each
+    # of them is there when the message has the shape, so its count is the test).
     checks: tuple[str, ...] = ()
     keys: frozenset[str] = frozenset()
+    all_keys: bool = False
 
 
 def carried(shape: Shape, placed: tuple[tuple[str, str | None], ...]) -> Shape:
@@ -439,9 +441,10 @@ def shapes(role: str, arguments_json: bool) -> tuple[list[str], list[Shape]] | N
     if role == "user":
         take = ("pending, answered = {}, set()",)
         keys = frozenset({"role", "content"})
+        text, parts = _text_groups("d_c", False), _text_groups("d_c", True)
         return ["d_c = m.get('content')"], [
-            Shape("type(d_c) is str", take, (_text_groups("d_c", False),), checks=_TEXT_CHECK, keys=keys),
-            Shape(_TEXT_PARTS, take, (_text_groups("d_c", True),), checks=_PARTS_CHECK, keys=keys),
+            Shape("type(d_c) is str", take, (text,), checks=_TEXT_CHECK, keys=keys, all_keys=True),
+            Shape(_TEXT_PARTS, take, (parts,), checks=_PARTS_CHECK, keys=keys, all_keys=True),
         ]
     if role == "assistant":
         reads = [
@@ -482,7 +485,8 @@ def shapes(role: str, arguments_json: bool) -> tuple[list[str], list[Shape]] | N
             # Its tool_call_id equals a call's id its assistant turn read: checked there.
             checks = _PARTS_CHECK if listed else _TEXT_CHECK
             keys = frozenset({"role", "content", "tool_call_id"})
-            out.append(Shape(f"d_ok and {test}", (*take, f"d_text = {joined}"), (result,), checks=checks, keys=keys))
+            shape = Shape(f"d_ok and {test}", (*take, f"d_text = {joined}"), (result,), checks=checks, keys=keys)
+            out.append(replace(shape, all_keys=True))
         return reads, out
     return None
 

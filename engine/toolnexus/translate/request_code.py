@@ -25,7 +25,7 @@ from ..errors import Note
 from ..language.codegen import indent
 from ..language.paths import MISSING
 from ..language.templates import USES_CONTEXT, ContentLines, Ctx, ListPath, Node, inline_node
-from .direct_code import Parts, carried, direct_names, role_writes, shapes
+from .direct_code import Parts, Shape, carried, direct_names, role_writes, shapes
 from .reader import (
     ROLES,
     IdMap,
@@ -199,13 +199,7 @@ def _direct(role: str, inbound: Inbound, names: dict[str, Any], parts: Parts) ->
         writes = role_writes(role, shape, rule.node, parts, names, variant)
         if writes is None:
             continue
-        names[f"SHAPE_KEYS_{role}"] = shape.keys
-        body = [
-            f"if not m.keys() <= SHAPE_KEYS_{role}: ck_msgs.append(m)",
-            *shape.checks,
-            "if first is None: first = i",
-            *_allowed(role, inbound, names),
-        ]
+        body = ["if first is None: first = i", *_checks(role, shape, inbound, names)]
         if rule.allowed is not None:  # as the general branch notes them (`orphans`)
             for key, var, test in shape.orphans:
                 note = f"Note('dropped', f'messages[{{i}}].{key}', ORPHANED({dict(inbound.carry[role])[key]!r}))"
@@ -245,6 +239,21 @@ def _used_takes(take: tuple[str, ...], body: list[str]) -> list[str]:
         if found is None or re.search(rf"\b{found[1]}\b", text):
             kept.append(line)
     return kept
+
+
+def _checks(role: str, shape: Shape, inbound: Inbound, names: dict[str, Any]) -> list[str]:
+    """A direct branch's JSON check (`Shape.checks`) and the settling of the message keys its role's rules read
+    nothing for (`_allowed`), under the test that the message holds a key the check does not cover when every
+    key it covers is read by the rules (one test of the keys in the common case)."""
+    if shape.all_keys:
+        other = f"len(m) != {len(shape.keys)}"
+    else:
+        names[f"SHAPE_KEYS_{role}"] = shape.keys
+        other = f"not m.keys() <= SHAPE_KEYS_{role}"
+    allowed, read = _allowed(role, inbound, names), inbound.roles[role].allowed
+    if read is None or shape.keys <= read:
+        return [*shape.checks, f"if {other}:", "    ck_msgs.append(m)", *indent(allowed)]
+    return [*shape.checks, f"if {other}: ck_msgs.append(m)", *allowed]
 
 
 def _allowed(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
