@@ -2,7 +2,8 @@
 
 Every JSON document toolnexus takes in or hands on (a request, a response body, a
 streamed event, tool-call arguments given as text, a tool result the rules parse as
-an object, a CLI input file) passes `check` or `loads` here, so a pathological value is
+an object, a CLI input file) passes `check` or `loads` here (a request's transcript given as a dict: tested by
+the generated messages function where it reads it, the rest by `read_clean`), so a pathological value is
 refused where it enters, with the path of the culprit, instead of surfacing later as a
 RecursionError, a UnicodeEncodeError in the HTTP layer or NaN in the output:
 

@@ -193,7 +193,7 @@ class Inbound:
                 checked(request, "", self._refuse)
             raise
         turns, hoisted, turn_notes, first, left = written
-        if folded and not read_clean(*left):
+        if folded and (left[0] or left[1] or left[2]) and not read_clean(*left):  # an ASCII transcript: none
             checked(request, "", self._refuse)
         chosen = self._choose_system(hoisted, first, system, default_system, ctx)
         if system is None and hoisted:
@@ -235,8 +235,10 @@ class Inbound:
 
     def _checked_but_transcript(self, request: dict[str, Any]) -> bool:
         """Whether the request is checked but for its transcript (a list), which the messages function then
-        checks as it reads it; else (False) it is checked whole here."""
-        if type(request.get("messages")) is list:
+        checks as it reads it; else (False) it is checked whole here, as is a request of one or two messages
+        (within the request's one orjson call they cost less than the copy of the request without them)."""
+        messages = request.get("messages")
+        if type(messages) is list and len(messages) > 2:
             rest = request.copy()
             del rest["messages"]
             with contextlib.suppress(JsonValueError):

@@ -13,6 +13,11 @@ of a known role), `Inbound._write_messages` reads the whole transcript with `rea
 which raises the reader's precise TranslationError with its path, as the reader's errors come before
 any writer's; a transcript it accepts gets the generated function's own error, the first in message
 order. tests/test_request_messages.py holds the two orders to the same result.
+
+The JSON check of a transcript given as a dict folds into the same pass: a direct branch tests the values it
+reads (direct_code.Shape.checks) and returns what it did not test, with every message the general branch or
+the hoisting reads, for `jsonsafe.read_clean`; `Inbound.translate` asks the whole request's check whenever that
+fails or anything raises first, so its refusal is the one the check gives (tests/test_request_check.py).
 """
 
 from __future__ import annotations
