@@ -34,7 +34,8 @@ def test_a_body_is_checked_by_its_parse_alone(monkeypatch: pytest.MonkeyPatch) -
     def check(*args: Any) -> NoReturn:
         raise AssertionError("a decoded body was checked again")
 
-    monkeypatch.setattr("toolnexus.translate.inbound.checked", check)
+    for name in ("checked", "check", "read_clean"):  # the whole check, or its parts around the transcript's
+        monkeypatch.setattr(f"toolnexus.translate.inbound.{name}", check)
     assert translate_request("anthropic", json.dumps(REQUEST).encode())["temperature"] == 0.5
     with pytest.raises(AssertionError):
         translate_request("anthropic", REQUEST)

@@ -2,7 +2,8 @@
 
 Every JSON document toolnexus takes in or hands on (a request, a response body, a
 streamed event, tool-call arguments given as text, a tool result the rules parse as
-an object, a CLI input file) passes `check` or `loads` here, so a pathological value is
+an object, a CLI input file) passes `check` or `loads` here (a request's transcript given as a dict: tested by
+the generated messages function where it reads it, the rest by `read_clean`), so a pathological value is
 refused where it enters, with the path of the culprit, instead of surfacing later as a
 RecursionError, a UnicodeEncodeError in the HTTP layer or NaN in the output:
 
@@ -232,6 +233,29 @@ def _members_clean(value: dict[Any, Any] | list[Any], level: int) -> bool:
                 return False
             deep, texts = [], []
     return _batch_clean(deep, texts)
+
+
+def read_clean(texts: list[str], deep: list[Any], messages: list[Any]) -> bool:
+    """`check`'s verdict on a transcript whose reader tested the values it read as it read them (the request's
+    generated messages function: an ASCII str, a str equal to one so tested, a key of a known set, need nothing
+    more) and left the rest here (False: let `locate` decide, on the whole request):
+
+    - `texts`: the strs it read that are not ASCII (orjson refuses a lone surrogate);
+    - `deep`: containers it read in part, each a message's member (one level inside its message, as
+      `_members_clean` batches them, so orjson's own depth limit keeps the whole within MAX_DEPTH);
+    - `messages`: the messages it did not read that way, each looked at as `_members_clean` looks at one.
+
+    Each is encoded in batches of _BATCH, never in one buffer the size of the transcript."""
+    if orjson is None:
+        return False
+    if messages and not _members_clean(messages, 1):
+        return False
+    if len(texts) <= _BATCH and len(deep) <= _BATCH:  # a short transcript's: one batch
+        return _batch_clean(deep, texts)
+    for at in range(0, max(len(texts), len(deep)), _BATCH):
+        if not _batch_clean(deep[at : at + _BATCH], texts[at : at + _BATCH]):
+            return False
+    return True
 
 
 def _batch_clean(deep: list[Any], texts: list[str]) -> bool:

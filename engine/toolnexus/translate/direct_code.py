@@ -306,6 +306,8 @@ def _text_groups(content: str, listed: bool, joined: str | None = None) -> Group
 
 
 _TEXT_PARTS = "TEXT_PARTS(d_c)"
+_TEXT_CHECK: tuple[str, ...] = ("if not d_c.isascii(): ck_texts.append(d_c)",)
+_PARTS_CHECK: tuple[str, ...] = ("for d_q in d_c:", "    if not d_q['text'].isascii(): ck_texts.append(d_q['text'])")
 
 
 def text_parts(content: Any) -> bool:
@@ -359,7 +361,7 @@ def _read_calls(arguments_json: bool) -> list[str]:
         else ["                d_raw = MISSING"]
     )
     return [
-        "d_calls, d_new = [], {}",
+        "d_calls, d_new, d_deep = [], {}, False",
         "if d_ok and d_tc is not None:",
         "    if type(d_tc) is not list: d_ok = False",
         "    else:",
@@ -369,13 +371,16 @@ def _read_calls(arguments_json: bool) -> list[str]:
         "            d_id, d_name, d_raw = d_call.get('id'), d_fn.get('name'), d_fn.get('arguments')",
         "            if (type(d_id) is not str or not d_id or type(d_name) is not str or not d_name or d_id in seen",
         "                    or d_id in d_new or d_call.get('type', 'function') != 'function'): d_ok = False; break",
+        "            if not d_id.isascii(): ck_texts.append(d_id)",
+        "            if not d_name.isascii(): ck_texts.append(d_name)",
+        "            if len(d_fn) != 2 or len(d_call) != 2 + ('type' in d_call): d_deep = True",
         "            if type(d_raw) is str and d_raw:",
         "                try: d_args = LOADS(d_raw)",
         "                except ValueError: d_ok = False; break",
         "                if type(d_args) is not dict: d_ok = False; break",
         "                d_obj = False",
         "            elif type(d_raw) is dict:",
-        "                d_args, d_obj = d_raw, True",
+        "                d_args, d_obj, d_deep = d_raw, True, True",
         *raw,
         "            else: d_ok = False; break",
         "            d_new[d_id] = d_name",
@@ -393,6 +398,13 @@ class Shape:
     groups: tuple[Group, ...]
     empty: str | None = None  # no part at all (an empty assistant turn)
     orphans: tuple[tuple[str, str, str], ...] = ()  # carried keys no part may take: (key, variable, the test)
+    # The JSON check of what the shape reads (README "What the JSON check costs a request given as a dict"): its
+    # lines, which leave a text that is not ASCII to `ck_texts` (and a member read only in part to `ck_deep`),
+    # and the message keys they cover: a message with any other key is left to `ck_msgs` whole (`all_keys`: each
+    # of them is there when the message has the shape, so its count is the test).
+    checks: tuple[str, ...] = ()
+    keys: frozenset[str] = frozenset()
+    all_keys: bool = False
 
 
 def carried(shape: Shape, placed: tuple[tuple[str, str | None], ...]) -> Shape:
@@ -425,11 +437,14 @@ def carried(shape: Shape, placed: tuple[tuple[str, str | None], ...]) -> Shape:
 def shapes(role: str, arguments_json: bool) -> tuple[list[str], list[Shape]] | None:
     """A role's reads and the shapes the direct writer writes (None: the general branch only)."""
     take: tuple[str, ...]
+    checks: tuple[str, ...]
     if role == "user":
         take = ("pending, answered = {}, set()",)
+        keys = frozenset({"role", "content"})
+        text, parts = _text_groups("d_c", False), _text_groups("d_c", True)
         return ["d_c = m.get('content')"], [
-            Shape("type(d_c) is str", take, (_text_groups("d_c", False),)),
-            Shape(_TEXT_PARTS, take, (_text_groups("d_c", True),)),
+            Shape("type(d_c) is str", take, (text,), checks=_TEXT_CHECK, keys=keys, all_keys=True),
+            Shape(_TEXT_PARTS, take, (parts,), checks=_PARTS_CHECK, keys=keys, all_keys=True),
         ]
     if role == "assistant":
         reads = [
@@ -444,7 +459,10 @@ def shapes(role: str, arguments_json: bool) -> tuple[list[str], list[Shape]] | N
         )
         known = {"kind": "'text'", "text": "d_c"}
         text = Group("text", known, ("CONTENT", "i"), "if d_c:", flat="(d_c or '')", empty="not d_c")
-        return reads, [Shape("d_ok", take, (text, _calls_group(arguments_json)), "not d_c and not d_calls")]
+        checks = ("if d_c and not d_c.isascii(): ck_texts.append(d_c)", "if d_deep: ck_deep.append(d_tc)")
+        keys = frozenset({"role", "content", "tool_calls"})
+        groups = (text, _calls_group(arguments_json))
+        return reads, [Shape("d_ok", take, groups, "not d_c and not d_calls", checks=checks, keys=keys)]
     if role == "tool":
         reads = [
             "d_c, d_id = m.get('content'), m.get('tool_call_id')",
@@ -464,7 +482,11 @@ def shapes(role: str, arguments_json: bool) -> tuple[list[str], list[Shape]] | N
                 derived=(rewritten,),
                 nested=(_text_groups("d_c", listed, "d_text"),),
             )
-            out.append(Shape(f"d_ok and {test}", (*take, f"d_text = {joined}"), (result,)))
+            # Its tool_call_id equals a call's id its assistant turn read: checked there.
+            checks = _PARTS_CHECK if listed else _TEXT_CHECK
+            keys = frozenset({"role", "content", "tool_call_id"})
+            shape = Shape(f"d_ok and {test}", (*take, f"d_text = {joined}"), (result,), checks=checks, keys=keys)
+            out.append(replace(shape, all_keys=True))
         return reads, out
     return None
 

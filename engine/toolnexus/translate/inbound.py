@@ -10,6 +10,7 @@ body template over the request with those translated values in place.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -19,7 +20,7 @@ from typing import Any, Literal
 
 from ..errors import Note, TranslationError
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
-from ..language.jsonsafe import checked, loads_body
+from ..language.jsonsafe import JsonValueError, check, checked, loads_body, read_clean
 from ..language.loader import Key, RuleSource, did_you_mean, dotted
 from ..language.paths import MISSING, Getter, is_piped, piped_from
 from ..language.templates import ContentLines, Ctx, Env, Node, Render, compile_template, path_getter
@@ -181,31 +182,19 @@ class Inbound:
             message = f"must be a string, got {type(default_system).__name__}"
             raise TranslationError("default_system", message, provider=provider)
         settler = self._settle_drop if unknown_fields == "drop" else self._settle_error
-        if not decoded:
+        # The check of the transcript folds into the messages function's reads (`jsonsafe.read_clean`); that of
+        # the rest runs first. Each refusal is `check`'s of the whole request, before any other error: a failure
+        # of either, and any error raised before the transcript's verdict, asks it of the whole request first.
+        folded = not decoded and self._checked_but_transcript(request)
+        try:
+            scope, ctx, parallel, sent_ids, written = self._read(request, settler, unknown_fields)
+        except Exception:
+            if folded:
+                checked(request, "", self._refuse)
+            raise
+        turns, hoisted, turn_notes, first, left = written
+        if folded and (left[0] or left[1] or left[2]) and not read_clean(*left):  # an ASCII transcript: none
             checked(request, "", self._refuse)
-        check_fields(request, self.ranges, provider)
-        ctx = Ctx(provider)
-        ctx.settler = settler
-        scope: dict[str, Any] = {}
-        for name, value in request.items():
-            if value is None or (name in ZERO_MEANS_ABSENT and type(value) is int and value == 0):
-                continue
-            if name in self.consumed:
-                scope[name] = value
-            else:
-                self._settle(name, value, name, self.unsupported, ctx, unknown_fields)
-        if "messages" not in scope:
-            raise TranslationError("messages", "is required", provider=provider)
-        if scope["messages"] == []:  # OpenAI refuses an empty transcript too; no provider answers one
-            raise TranslationError("messages", "must hold at least one message", provider=provider)
-        parallel = scope.get("parallel_tool_calls", MISSING)
-        if parallel is not MISSING and type(parallel) is not bool:
-            raise TranslationError("parallel_tool_calls", "must be true or false", provider=provider)
-
-        id_map, sent_ids = None, None
-        if self.tool_call_ids is not None:
-            id_map, sent_ids = self.tool_call_ids.for_request(scope["messages"], provider)
-        turns, hoisted, turn_notes, first = self._write_messages(scope["messages"], settler, id_map)
         chosen = self._choose_system(hoisted, first, system, default_system, ctx)
         if system is None and hoisted:
             chosen = self._cached_system(hoisted, chosen, ctx)
@@ -243,6 +232,50 @@ class Inbound:
         if sent_ids:
             body.id_map = sent_ids
         return body
+
+    def _checked_but_transcript(self, request: dict[str, Any]) -> bool:
+        """Whether the request is checked but for its transcript (a list), which the messages function then
+        checks as it reads it; else (False) it is checked whole here, as is a request of one or two messages
+        (within the request's one orjson call they cost less than the copy of the request without them)."""
+        messages = request.get("messages")
+        if type(messages) is list and len(messages) > 2:
+            rest = request.copy()
+            del rest["messages"]
+            with contextlib.suppress(JsonValueError):
+                check(rest)
+                return True
+        checked(request, "", self._refuse)
+        return False
+
+    def _read(
+        self, request: dict[str, Any], settler: Any, unknown_fields: UnknownFields
+    ) -> tuple[dict[str, Any], Ctx, Any, dict[str, str] | None, Written]:
+        """The request's fields read and settled and its transcript written: (scope, ctx, parallel_tool_calls,
+        the sent ids, the written transcript)."""
+        provider = self.provider
+        check_fields(request, self.ranges, provider)
+        ctx = Ctx(provider)
+        ctx.settler = settler
+        scope: dict[str, Any] = {}
+        for name, value in request.items():
+            if value is None or (name in ZERO_MEANS_ABSENT and type(value) is int and value == 0):
+                continue
+            if name in self.consumed:
+                scope[name] = value
+            else:
+                self._settle(name, value, name, self.unsupported, ctx, unknown_fields)
+        if "messages" not in scope:
+            raise TranslationError("messages", "is required", provider=provider)
+        if scope["messages"] == []:  # OpenAI refuses an empty transcript too; no provider answers one
+            raise TranslationError("messages", "must hold at least one message", provider=provider)
+        parallel = scope.get("parallel_tool_calls", MISSING)
+        if parallel is not MISSING and type(parallel) is not bool:
+            raise TranslationError("parallel_tool_calls", "must be true or false", provider=provider)
+
+        id_map, sent_ids = None, None
+        if self.tool_call_ids is not None:
+            id_map, sent_ids = self.tool_call_ids.for_request(scope["messages"], provider)
+        return scope, ctx, parallel, sent_ids, self._write_messages(scope["messages"], settler, id_map)
 
     def _tools_section(self, tools: Any, ctx: Ctx, unknown_fields: UnknownFields) -> tuple[list[Any], set[str]]:
         """The tools and their declared names, from the generated function (`request_code.generate_tools`: its

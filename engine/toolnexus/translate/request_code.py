@@ -13,6 +13,11 @@ of a known role), `Inbound._write_messages` reads the whole transcript with `rea
 which raises the reader's precise TranslationError with its path, as the reader's errors come before
 any writer's; a transcript it accepts gets the generated function's own error, the first in message
 order. tests/test_request_messages.py holds the two orders to the same result.
+
+The JSON check of a transcript given as a dict folds into the same pass: a direct branch tests the values it
+reads (direct_code.Shape.checks) and returns what it did not test, with every message the general branch or
+the hoisting reads, for `jsonsafe.read_clean`; `Inbound.translate` asks the whole request's check whenever that
+fails or anything raises first, so its refusal is the one the check gives (tests/test_request_check.py).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from ..errors import Note
 from ..language.codegen import indent
 from ..language.paths import MISSING
 from ..language.templates import USES_CONTEXT, ContentLines, Ctx, ListPath, Node, inline_node
-from .direct_code import Parts, carried, direct_names, role_writes, shapes
+from .direct_code import Parts, Shape, carried, direct_names, role_writes, shapes
 from .reader import (
     ROLES,
     IdMap,
@@ -41,8 +46,10 @@ from .reader import (
 if TYPE_CHECKING:
     from .inbound import Inbound
 
-# (the written messages, the hoisted prompts, the notes of the turns, the index of the first turn)
-Written = tuple[list[Any], list[tuple[str, str, int, dict[str, Any]]], list[Note], int | None]
+# (the written messages, the hoisted prompts, the notes of the turns, the index of the first turn, and what the
+# JSON check of the transcript has left: the texts, members and messages of jsonsafe.read_clean)
+Unchecked = tuple[list[str], list[Any], list[Any]]
+Written = tuple[list[Any], list[tuple[str, str, int, dict[str, Any]]], list[Note], int | None, Unchecked]
 Messages = Callable[[list[Any], Ctx, IdMap | None], Written | None]
 # (the written declarations, the declared names), or None when the fast test declines the list
 Tools = Callable[[Any, Ctx], tuple[list[Any], set[str]] | None]
@@ -130,6 +137,7 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
         "    out, hoisted, notes = [], [], c.notes",
         "    seen, pending, answered = {}, {}, set()",
         "    merging, merged, first = None, False, None",
+        "    ck_texts, ck_deep, ck_msgs = [], [], []  # what the JSON check has left (jsonsafe.read_clean)",
     ]
     lines = [
         "    for i, m in enumerate(msgs):",
@@ -143,6 +151,7 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
         lines += [
             "        if role in HOIST:",
             "            hoisted.append((text_only(m, i, P), f'messages[{i}]', i, m))",
+            "            ck_msgs.append(m)",
             "            continue",
         ]
         branch = "elif"
@@ -151,6 +160,7 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
             continue
         lines.append(f"        {branch} role == {role!r}:")
         general, tail = _role(role, inbound, names, content, parts)
+        general.insert(0, "ck_msgs.append(m)")
         fast = None if parts is None else _direct(role, inbound, names, parts)
         if fast is not None:
             general = [*fast, *indent(general)]
@@ -160,7 +170,7 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
         "        else:",
         "            return None  # not a role: the reader names it",
         "    c.path = ''",
-        "    return out, hoisted, notes, first",
+        "    return out, hoisted, notes, first, (ck_texts, ck_deep, ck_msgs)",
     ]
     if any(_LAST.search(line) for line in lines):  # a template writes the current turn: find its start
         head.append("    last = -1  # the last user turn: the tool calls after it are the current turn's")
@@ -194,7 +204,7 @@ def _direct(role: str, inbound: Inbound, names: dict[str, Any], parts: Parts) ->
         writes = role_writes(role, shape, rule.node, parts, names, variant)
         if writes is None:
             continue
-        body = ["if first is None: first = i", *_allowed(role, inbound, names)]
+        body = ["if first is None: first = i", *_checks(role, shape, inbound, names)]
         if rule.allowed is not None:  # as the general branch notes them (`orphans`)
             for key, var, test in shape.orphans:
                 note = f"Note('dropped', f'messages[{{i}}].{key}', ORPHANED({dict(inbound.carry[role])[key]!r}))"
@@ -234,6 +244,21 @@ def _used_takes(take: tuple[str, ...], body: list[str]) -> list[str]:
         if found is None or re.search(rf"\b{found[1]}\b", text):
             kept.append(line)
     return kept
+
+
+def _checks(role: str, shape: Shape, inbound: Inbound, names: dict[str, Any]) -> list[str]:
+    """A direct branch's JSON check (`Shape.checks`) and the settling of the message keys its role's rules read
+    nothing for (`_allowed`), under the test that the message holds a key the check does not cover when every
+    key it covers is read by the rules (one test of the keys in the common case)."""
+    if shape.all_keys:
+        other = f"len(m) != {len(shape.keys)}"
+    else:
+        names[f"SHAPE_KEYS_{role}"] = shape.keys
+        other = f"not m.keys() <= SHAPE_KEYS_{role}"
+    allowed, read = _allowed(role, inbound, names), inbound.roles[role].allowed
+    if read is None or shape.keys <= read:
+        return [*shape.checks, f"if {other}:", "    ck_msgs.append(m)", *indent(allowed)]
+    return [*shape.checks, f"if {other}: ck_msgs.append(m)", *allowed]
 
 
 def _allowed(role: str, inbound: Inbound, names: dict[str, Any]) -> list[str]:
