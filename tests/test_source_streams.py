@@ -552,6 +552,32 @@ def test_a_finished_source_stream_is_freed_as_soon_as_it_is_dropped(fmt: str) ->
         gc.enable()
 
 
+@pytest.mark.parametrize("provider", ["gemini", "anthropic", "openai"])
+def test_a_calls_input_is_the_object_the_provider_sent_not_its_text_read_back(provider: str) -> None:
+    """Messages written from a stream (and whole): where the provider sent a call's arguments as an object, the
+    `tool_use.input` is that object (the assembled answer's), not a parse of its JSON text; where it sent text, the
+    text read. Either way `input` is what the call's `input_json_delta` pieces say."""
+    reply = bench_stream.tool_reply(provider, json.loads(demo_file(provider).read_text(encoding="utf-8")), 12)
+    assert reply is not None
+    stream = toolnexus.stream_translator(provider, source="anthropic")
+    events = [e for data in provider_data(provider, canonical(provider, reply[0]), 0) for e in stream.feed(data)]
+    events += stream.finish()
+    whole = toolnexus.translate_response(provider, canonical(provider, reply[0]), source="anthropic")
+    for message in (stream.message, whole):
+        assert message is not None
+        uses = [b for b in message["content"] if b["type"] == "tool_use"]
+        assert len(uses) == len(message.result.tool_calls) > 1
+        for use, call in zip(uses, message.result.tool_calls, strict=True):
+            assert use["input"] == json.loads(call.arguments)
+            assert (use["input"] is call.given) is (provider != "openai")
+    said: dict[int, str] = defaultdict(str)
+    for event in events:
+        if event["type"] == "content_block_delta" and event["delta"]["type"] == "input_json_delta":
+            said[event["index"]] += event["delta"]["partial_json"]
+    inputs = [json.loads(said[i]) for i, b in enumerate(stream.message["content"]) if b["type"] == "tool_use"]
+    assert inputs == [b["input"] for b in stream.message["content"] if b["type"] == "tool_use"]
+
+
 def test_chunk_writers_refuse_a_template_they_cannot_write_located(tmp_path: Path) -> None:
     """A chunk moment is one chunk; a tool call's entries are written plainly (calls released together join
     them): anything else is a located RuleError."""

@@ -688,12 +688,15 @@ class SourceFormat:
         (`provider`: its stop reason, also as `provider.finish`, and usage, derived from its response section
         read backwards). `created`: the answer's time where the provider's rules name it, else now."""
         tool_calls = result.tool_calls  # each written as an object of CALL_FIELDS (and `input`): the writer trusts it
-        if self.reads_input and tool_calls:  # parsed only for a format that writes a call's arguments as an object
-            # all at once (text that is not JSON is kept as it is: the answer still says it), "" as no arguments
-            read = iter(standard_loads_each([call.arguments for call in tool_calls if call.arguments]))
+        if self.reads_input and tool_calls:  # for a format that writes a call's arguments as an object: the object
+            # the provider sent (`given`: its text is what reading it back gives), else the text read, all at once
+            # (text that is not JSON is kept as it is: the answer still says it), "" as no arguments
+            texts = [call.arguments for call in tool_calls if call.given is None and call.arguments]
+            read = iter(standard_loads_each(texts) if texts else ())
             calls = [
                 {"id": call.id, "name": call.name, "arguments": call.arguments or "{}",
-                 "extra_content": call.extra_content, "input": next(read) if call.arguments else {}}
+                 "extra_content": call.extra_content,
+                 "input": call.given if call.given is not None else next(read) if call.arguments else {}}
                 for call in tool_calls
             ]  # fmt: skip
         else:
