@@ -771,13 +771,7 @@ class StreamTranslator:
         """The held calls, in order, as the format's events (`CHUNKS.released` writes them as a chunk's entries): a
         whole call (its index) opened from its translation in the whole answer (which validated it and gave its
         id), not rendered twice; a held opening or arguments piece as it was held."""
-        whole = sink.whole_call
-        for held in self._held:
-            if isinstance(held, int):
-                done = calls[held]
-                whole(out, held, done.id, done.name, done.extra_content, done.arguments)
-            else:
-                _moment(sink, out, *held)
+        sink.released(out, self._held, calls, _moment)
         self._held.clear()
         return out
 
