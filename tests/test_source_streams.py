@@ -802,6 +802,31 @@ def test_an_event_continuing_the_opening_reasoning_and_starting_other_blocks_is_
     assert len([e for step in direct for e in step]) > 12
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_opening_reasoning_pieces_go_straight_and_what_follows_in_their_event_waits_behind_them(fmt: str) -> None:
+    """In the reasoning an answer opens with, a piece of an event that started no element is written as it comes
+    (nothing held for the end of its event); a moment after it in the same event (the text that ends the reasoning)
+    waits for the end of the event behind the events the piece wrote: every event's events are those written
+    from its chunks."""
+
+    def event(parts: list[dict[str, Any]], finish: str | None = None) -> str:
+        candidate = {"content": {"role": "model", "parts": parts}, "index": 0}
+        return json.dumps({"candidates": [{**candidate, **({"finishReason": finish} if finish else {})}],
+                           "modelVersion": "gemini-x", "responseId": "r1"})  # fmt: skip
+
+    datas = [event([{"thought": True, "text": f"Thought {i}. "}]) for i in range(8)]
+    datas += [event([{"thought": True, "text": "Last."}, {"text": "Look."}]), event([{"text": " Done."}], "STOP")]
+    stream = toolnexus.stream_translator("gemini", source=fmt)
+    replays = stream_module.StreamTranslator._moments
+    with mock.patch.object(stream_module.StreamTranslator, "_moments", autospec=True, side_effect=replays) as spy:
+        said = [stream.feed(data) for data in datas[:8]]
+    # the first events' moments wait: for the header, then while the element's text becomes a streamed one (moments
+    # the generated code writes in general); from then on every piece goes straight
+    assert spy.call_count <= 3 and all(said)
+    direct, fast, general = lockstep(RULES.format(fmt), "gemini", datas)
+    assert direct == general and fast == general and len(direct[8]) > 2
+
+
 def test_generated_stream_writers_of_a_made_up_format(tmp_path: Path) -> None:
     """Every moment of a made-up format, one of its pieces reading what a piece's scope lacks (`pieces`: the
     template pasted, not one display), written the same three ways."""

@@ -1054,7 +1054,14 @@ class SourceEvents:
         if block is None:
             block = self._reasoning = self._new_block(out, "reasoning", {}, close=False)
         self._said.append(piece)
-        self._piece(out, block, piece)
+        block.pieces.append(piece)  # (as `_piece`, inline: the moment of nearly every event of a reasoning answer)
+        write = block.write
+        if write is not None:
+            written = write(block.scope, piece, self._sequence, self._ctx)
+            self._sequence += len(written)
+            out += written
+            if self._notes:
+                self._notes.clear()
 
     def text(self, out: list[dict[str, Any]], piece: str) -> None:
         """A text piece: to the open text block (nearly every moment of a text answer), else to a new one."""
