@@ -366,9 +366,44 @@ def test_the_tool_calls_a_generated_function_builds_are_the_frozen_dataclass() -
 
 def test_new_tool_call_sets_every_field_the_dataclass_declares() -> None:
     extra = {"google": {"thought_signature": "s"}}
-    fast = new_tool_call("i", "n", "{}", extra)
+    fast = new_tool_call("i", "n", "{}", extra, {})
     assert fast == TranslatedToolCall("i", "n", "{}", extra)
-    assert [getattr(fast, f.name) for f in dataclasses.fields(TranslatedToolCall)] == ["i", "n", "{}", extra]
+    assert [getattr(fast, f.name) for f in dataclasses.fields(TranslatedToolCall)] == ["i", "n", "{}", extra, {}]
+    assert new_tool_call("i", "n", "{}", extra).given is None  # arguments that came as text
+
+
+GIVEN_CALLS = {  # per arguments form: object (gemini), object or text (mistral), text (openai): each call's arguments
+    "gemini": [{"a": 1}],
+    "mistral": [{"a": 1, "b": [2.5]}, '{"b":2}'],
+    "openai": ['{"a": 1}'],
+}
+
+
+def given_answer(provider: str, sent: list[Any]) -> dict[str, Any]:
+    """An answer of tool calls whose arguments are `sent`, as the provider says it."""
+    if provider == "gemini":
+        parts = [{"functionCall": {"name": "f", "args": args}} for args in sent]
+        return {"candidates": [{"content": {"parts": parts}, "finishReason": "STOP"}]}
+    calls = [{"id": f"call{i:05d}", "type": "function", "function": {"name": "f", "arguments": args}}
+             for i, args in enumerate(sent)]  # fmt: skip
+    return {"choices": [{"message": {"content": None, "tool_calls": calls}, "finish_reason": "tool_calls"}]}
+
+
+@pytest.mark.parametrize("provider", sorted(GIVEN_CALLS))
+def test_a_call_keeps_the_arguments_object_the_provider_sent(provider: str) -> None:
+    """`given` is the very object the answer holds where the arguments came as one (their text is its JSON), None
+    where they came as text, read alike by the generated function and the explain steps (a source format writes it
+    as the call's object, no text read back)."""
+    outbound = load_rules().get(provider).outbound
+    sent = copy.deepcopy(GIVEN_CALLS[provider])
+    answer = given_answer(provider, sent)
+    for result in (outbound.translate(answer), by_explain_steps(outbound, answer)):
+        assert len(result.tool_calls) == len(sent)
+        for call, value in zip(result.tool_calls, sent, strict=True):
+            if isinstance(value, dict):
+                assert call.given is value and json.loads(call.arguments) == value
+            else:
+                assert call.given is None and call.arguments == value
 
 
 def with_spied_usage(outbound: Outbound, calls: list[Any]) -> Outbound:

@@ -552,6 +552,32 @@ def test_a_finished_source_stream_is_freed_as_soon_as_it_is_dropped(fmt: str) ->
         gc.enable()
 
 
+@pytest.mark.parametrize("provider", ["gemini", "anthropic", "openai"])
+def test_a_calls_input_is_the_object_the_provider_sent_not_its_text_read_back(provider: str) -> None:
+    """Messages written from a stream (and whole): where the provider sent a call's arguments as an object, the
+    `tool_use.input` is that object (the assembled answer's), not a parse of its JSON text; where it sent text, the
+    text read. Either way `input` is what the call's `input_json_delta` pieces say."""
+    reply = bench_stream.tool_reply(provider, json.loads(demo_file(provider).read_text(encoding="utf-8")), 12)
+    assert reply is not None
+    stream = toolnexus.stream_translator(provider, source="anthropic")
+    events = [e for data in provider_data(provider, canonical(provider, reply[0]), 0) for e in stream.feed(data)]
+    events += stream.finish()
+    whole = toolnexus.translate_response(provider, canonical(provider, reply[0]), source="anthropic")
+    for message in (stream.message, whole):
+        assert message is not None
+        uses = [b for b in message["content"] if b["type"] == "tool_use"]
+        assert len(uses) == len(message.result.tool_calls) > 1
+        for use, call in zip(uses, message.result.tool_calls, strict=True):
+            assert use["input"] == json.loads(call.arguments)
+            assert (use["input"] is call.given) is (provider != "openai")
+    said: dict[int, str] = defaultdict(str)
+    for event in events:
+        if event["type"] == "content_block_delta" and event["delta"]["type"] == "input_json_delta":
+            said[event["index"]] += event["delta"]["partial_json"]
+    inputs = [json.loads(said[i]) for i, b in enumerate(stream.message["content"]) if b["type"] == "tool_use"]
+    assert inputs == [b["input"] for b in stream.message["content"] if b["type"] == "tool_use"]
+
+
 def test_chunk_writers_refuse_a_template_they_cannot_write_located(tmp_path: Path) -> None:
     """A chunk moment is one chunk; a tool call's entries are written plainly (calls released together join
     them): anything else is a located RuleError."""
@@ -774,6 +800,31 @@ def test_an_event_continuing_the_opening_reasoning_and_starting_other_blocks_is_
     direct, fast, general = lockstep(RULES.format(fmt), "gemini", datas)
     assert direct == general and fast == general
     assert len([e for step in direct for e in step]) > 12
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_opening_reasoning_pieces_go_straight_and_what_follows_in_their_event_waits_behind_them(fmt: str) -> None:
+    """In the reasoning an answer opens with, a piece of an event that started no element is written as it comes
+    (nothing held for the end of its event); a moment after it in the same event (the text that ends the reasoning)
+    waits for the end of the event behind the events the piece wrote: every event's events are those written
+    from its chunks."""
+
+    def event(parts: list[dict[str, Any]], finish: str | None = None) -> str:
+        candidate = {"content": {"role": "model", "parts": parts}, "index": 0}
+        return json.dumps({"candidates": [{**candidate, **({"finishReason": finish} if finish else {})}],
+                           "modelVersion": "gemini-x", "responseId": "r1"})  # fmt: skip
+
+    datas = [event([{"thought": True, "text": f"Thought {i}. "}]) for i in range(8)]
+    datas += [event([{"thought": True, "text": "Last."}, {"text": "Look."}]), event([{"text": " Done."}], "STOP")]
+    stream = toolnexus.stream_translator("gemini", source=fmt)
+    replays = stream_module.StreamTranslator._moments
+    with mock.patch.object(stream_module.StreamTranslator, "_moments", autospec=True, side_effect=replays) as spy:
+        said = [stream.feed(data) for data in datas[:8]]
+    # the first events' moments wait: for the header, then while the element's text becomes a streamed one (moments
+    # the generated code writes in general); from then on every piece goes straight
+    assert spy.call_count <= 3 and all(said)
+    direct, fast, general = lockstep(RULES.format(fmt), "gemini", datas)
+    assert direct == general and fast == general and len(direct[8]) > 2
 
 
 def test_generated_stream_writers_of_a_made_up_format(tmp_path: Path) -> None:

@@ -688,12 +688,15 @@ class SourceFormat:
         (`provider`: its stop reason, also as `provider.finish`, and usage, derived from its response section
         read backwards). `created`: the answer's time where the provider's rules name it, else now."""
         tool_calls = result.tool_calls  # each written as an object of CALL_FIELDS (and `input`): the writer trusts it
-        if self.reads_input and tool_calls:  # parsed only for a format that writes a call's arguments as an object
-            # all at once (text that is not JSON is kept as it is: the answer still says it), "" as no arguments
-            read = iter(standard_loads_each([call.arguments for call in tool_calls if call.arguments]))
+        if self.reads_input and tool_calls:  # for a format that writes a call's arguments as an object: the object
+            # the provider sent (`given`: its text is what reading it back gives), else the text read, all at once
+            # (text that is not JSON is kept as it is: the answer still says it), "" as no arguments
+            texts = [call.arguments for call in tool_calls if call.given is None and call.arguments]
+            read = iter(standard_loads_each(texts) if texts else ())
             calls = [
                 {"id": call.id, "name": call.name, "arguments": call.arguments or "{}",
-                 "extra_content": call.extra_content, "input": next(read) if call.arguments else {}}
+                 "extra_content": call.extra_content,
+                 "input": call.given if call.given is not None else next(read) if call.arguments else {}}
                 for call in tool_calls
             ]  # fmt: skip
         else:
@@ -951,7 +954,7 @@ class SourceEvents:
         self.translator = translator
         self.message: AnswerBody | None = None
         self._moments: Mapping[str, Moment] = fmt.events or general_moments(fmt)
-        self._once: OnceMoment | None = self._moments.get("once.tool_call")  # a call said whole (`whole_call`)
+        self._once: OnceMoment | None = self._moments.get("once.tool_call")  # a call said whole (`released`)
         self._stream: dict[str, Any] = {}  # what every block's scope holds of the answer (its id, time and model)
         self._started = False
         self._id: str = ""
@@ -1051,7 +1054,14 @@ class SourceEvents:
         if block is None:
             block = self._reasoning = self._new_block(out, "reasoning", {}, close=False)
         self._said.append(piece)
-        self._piece(out, block, piece)
+        block.pieces.append(piece)  # (as `_piece`, inline: the moment of nearly every event of a reasoning answer)
+        write = block.write
+        if write is not None:
+            written = write(block.scope, piece, self._sequence, self._ctx)
+            self._sequence += len(written)
+            out += written
+            if self._notes:
+                self._notes.clear()
 
     def text(self, out: list[dict[str, Any]], piece: str) -> None:
         """A text piece: to the open text block (nearly every moment of a text answer), else to a new one."""
@@ -1077,26 +1087,42 @@ class SourceEvents:
         if arguments:
             self._piece(out, block, arguments)
 
-    def whole_call(
-        self, out: list[dict[str, Any]], index: int, call_id: Any, name: Any, extra: Any, arguments: Any
+    def released(
+        self, out: list[dict[str, Any]], held: list[Any], calls: list[Any], moment: Callable[..., None]
     ) -> None:
-        """A tool call said whole (held to the end of the stream and released with its arguments): its opening, its
-        one piece and its closing written at once (`once.tool_call`), no block kept for it, as `call` would write
-        them with the call's block closed as the next opens. Else (the answer's opening reasoning not over, no
-        arguments, a call still waiting for its arguments: it closes at the end, before this one) as `call`."""
-        once = self._once
-        if once is not None and not self.opening and arguments:
-            if self._open is not None:
-                self._close_open(out)
-            if not self._unfinished:  # (as `_write`, inline: the moment of every call a stream holds whole)
-                at, item_id = self._place(self._known.get("tool_call") or self._kind("tool_call"))
-                written = once(self._stream, arguments, self._sequence, self._ctx, at, item_id, call_id, name, extra)
+        """The calls a stream held to its end, in order (`StreamTranslator.finish`): an index is a whole call (its
+        translation in `calls`), said whole; any other item a held opening or arguments piece, given to `moment` as
+        it was held. A call said whole has its opening, its one piece and its closing written at once (`once.
+        tool_call`), no block kept for it, as `call` would write them with the call's block closed as the next
+        opens; else (the answer's opening reasoning not over, no arguments, a call still waiting for its arguments:
+        it closes at the end, before this one) as `call`. One loop: the moment of every call a stream holds whole."""
+        once, place, ctx, notes, stream = self._once, self._place, self._ctx, self._notes, self._stream
+        # the writer and kind of a call said whole, while the state it needs (and leaves as it is) holds: asked once
+        # per run of such calls
+        ready: tuple[OnceMoment, _Kind] | None = None
+        for item in held:
+            if type(item) is not int:
+                moment(self, out, *item)
+                ready = None
+                continue
+            call = calls[item]
+            arguments = call.arguments
+            if ready is None and once is not None and not self.opening and arguments:
+                if self._open is not None:
+                    self._close_open(out)
+                if not self._unfinished:
+                    ready = once, self._known.get("tool_call") or self._kind("tool_call")
+            if ready is not None and arguments:  # (as `_write`, inline)
+                at, item_id = place(ready[1])
+                written = ready[0](stream, arguments, self._sequence, ctx, at, item_id, call.id, call.name,
+                                   call.extra_content)  # fmt: skip
                 self._sequence += len(written)
                 out += written
-                if self._notes:
-                    self._notes.clear()
-                return
-        self.call(out, index, call_id, name, extra, arguments)
+                if notes:
+                    notes.clear()
+            else:
+                self.call(out, item, call.id, call.name, call.extra_content, arguments)
+                ready = None
 
     def arguments(self, out: list[dict[str, Any]], index: int, piece: str) -> None:
         """An arguments piece of the call at `index`: straight to its open block (the moment of nearly every event

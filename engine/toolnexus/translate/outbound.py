@@ -436,10 +436,10 @@ class Outbound:
         if extra is not None and not isinstance(extra, dict):
             message = f"a tool call's extra_content must be a mapping, got {type(extra).__name__}"
             raise ResponseError(src.element_path(i), message, provider=self.provider)
-        form = src.arguments
+        form, sent = src.arguments, None  # sent: the arguments' object, where they came as one
         if type(arguments) is dict and form != "text":
             try:
-                arguments = arguments_json(arguments)
+                sent, arguments = arguments, arguments_json(arguments)
             except (TypeError, ValueError) as exc:
                 raise ResponseError(
                     src.element_path(i), f"tool input is not representable as JSON ({exc})", provider=self.provider
@@ -457,7 +457,7 @@ class Outbound:
                 call_id = self.tool_call_ids.restore(call_id, ctx.ids or NO_IDS)
                 if call_id != given:
                     ctx.notes.append(Note("rewritten", src.element_path(i), f"id {given!r} restored to {call_id!r}"))
-            return TranslatedToolCall(id=call_id, name=name, arguments=arguments, extra_content=extra)
+            return new_tool_call(call_id, name, arguments, extra, sent)
         return self.bad_tool_call(call, src.element_path(i), fields, form)
 
     def bad_tool_call(self, call: dict[str, Any], path: str, fields: Mapping[str, str], form: str) -> NoReturn:
@@ -1337,8 +1337,14 @@ class _Code(Namespace):
                     f"    {self.ctx}.notes.append(as_tuple(Note, ('synthesized', {s}.element_path(i),"
                     " 'no call id; sent as ' + ci, '')))",
                 ]
-            if src.arguments != "text":
-                writes.append("if type(ca) is dict: ca = arguments_json(ca)")
+            # the arguments as text, and the object they came as (the call's `given`), None where they came as text
+            text, given = "ca", "None"
+            if src.arguments == "object":  # (tested a dict above)
+                text, given = "arguments_json(ca)", "ca"
+            elif src.arguments != "text":
+                writes.append("cg = None")
+                writes.append("if type(ca) is dict: cg = ca; ca = arguments_json(ca)")
+                given = "cg"
             if o.tool_call_ids is not None:
                 ids = self.name(o.tool_call_ids, "ids")
                 restore = [
@@ -1350,7 +1356,7 @@ class _Code(Namespace):
                 # a rewritten id comes back only through the request's map (its hash cannot be decoded): without
                 # one, every call's id stays as it is, with no call made per call
                 writes += ["if id_map:", *indent(restore, 4)] if o.tool_call_ids.rewrite is not None else restore
-            writes.append(f"calls.append(new_tool_call(ci, cn, ca, {extra}))")
+            writes.append(f"calls.append(new_tool_call(ci, cn, {text}, {extra}, {given}))")
         if present:  # an element whose every field is absent is noted by the explain step
             tests.append("(" + " or ".join(f"{var} is not MISSING" for var in present) + ")")
         if not tests:  # a kind the rules know and read nothing of, or only its annotations

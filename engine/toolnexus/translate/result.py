@@ -15,12 +15,16 @@ class TranslatedToolCall:
 
     `extra_content`: what must ride on the call into the next request (a signature the
     provider wants back, in the shape the rule file writes it), or None.
+    `given`: the object the provider sent as the arguments (`arguments` is its JSON text), or None where
+    they came as text: a format that writes them as an object (a Messages `tool_use.input`) takes it as
+    it is, no JSON text read back. Not compared: it says what `arguments` says.
     """
 
     id: str
     name: str
     arguments: str
     extra_content: dict[str, Any] | None = field(default=None, hash=False)  # a mapping: not hashable
+    given: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False, hash=False)
 
     def to_openai(self) -> dict[str, Any]:
         call: dict[str, Any] = {
@@ -34,13 +38,15 @@ class TranslatedToolCall:
 
 
 _new = object.__new__
-_SET_ID, _SET_NAME, _SET_ARGUMENTS, _SET_EXTRA = (
-    TranslatedToolCall.__dict__[name].__set__ for name in ("id", "name", "arguments", "extra_content")
+_SET_ID, _SET_NAME, _SET_ARGUMENTS, _SET_EXTRA, _SET_GIVEN = (
+    TranslatedToolCall.__dict__[name].__set__ for name in ("id", "name", "arguments", "extra_content", "given")
 )
 
 
-def new_tool_call(id: str, name: str, arguments: str, extra_content: dict[str, Any] | None) -> TranslatedToolCall:
-    """`TranslatedToolCall(id, name, arguments, extra_content)`, the same object, built by its slots: a frozen
+def new_tool_call(
+    id: str, name: str, arguments: str, extra_content: dict[str, Any] | None, given: dict[str, Any] | None = None
+) -> TranslatedToolCall:
+    """`TranslatedToolCall(id, name, arguments, extra_content)` with its `given` set, built by its slots: a frozen
     dataclass's `__init__` sets each field through `object.__setattr__`, which makes it cost half as much again
     as this. The generated response functions build one per tool call (24 in a large answer)."""
     call = _new(TranslatedToolCall)
@@ -48,6 +54,7 @@ def new_tool_call(id: str, name: str, arguments: str, extra_content: dict[str, A
     _SET_NAME(call, name)
     _SET_ARGUMENTS(call, arguments)
     _SET_EXTRA(call, extra_content)
+    _SET_GIVEN(call, given)
     return call
 
 

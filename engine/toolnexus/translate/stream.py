@@ -771,13 +771,7 @@ class StreamTranslator:
         """The held calls, in order, as the format's events (`CHUNKS.released` writes them as a chunk's entries): a
         whole call (its index) opened from its translation in the whole answer (which validated it and gave its
         id), not rendered twice; a held opening or arguments piece as it was held."""
-        whole = sink.whole_call
-        for held in self._held:
-            if isinstance(held, int):
-                done = calls[held]
-                whole(out, held, done.id, done.name, done.extra_content, done.arguments)
-            else:
-                _moment(sink, out, *held)
+        sink.released(out, self._held, calls, _moment)
         self._held.clear()
         return out
 
@@ -857,26 +851,46 @@ def _moment(sink: SourceEvents | _Entries, out: list[dict[str, Any]], write: Wri
 class _Waiting:
     """Writing a format's events while they wait for the end of each provider event (`SourceEvents.opening`): each
     moment held as the handler it goes to and its arguments (a piece: the events' own handler, no chunk writer
-    to tell apart), given to them in order by `StreamTranslator._moments`."""
+    to tell apart), given to them in order by `StreamTranslator._moments`. A reasoning piece that finds nothing
+    of its event held and no element started since the events last looked goes to them straight (the moment
+    of nearly every event of the reasoning an answer opens with): the end of its event has nothing for them to
+    look at that the piece could come after (`SourceEvents.look`). A moment held after it in the same event
+    holds the events it wrote first, so the end of the event gives them out in order."""
 
-    __slots__ = ("_arguments", "_moment", "_reasoning", "_text", "held")
+    __slots__ = ("_arguments", "_moment", "_reasoning", "_text", "_writer", "held")
 
     def __init__(self, writer: SourceEvents, held: list[tuple[Callable[..., None], tuple[Any, ...]]]):
         self.held = held
+        self._writer = writer
         self._text, self._reasoning, self._arguments, self._moment = (
             writer.text, writer.reasoning, writer.arguments, partial(_moment, writer))  # fmt: skip
 
+    def _hold(self, out: list[dict[str, Any]], moment: tuple[Callable[..., None], tuple[Any, ...]]) -> None:
+        if out:  # events a piece wrote straight in this event: held first, as written
+            self.held.append((_given, (out[:],)))
+            out.clear()
+        self.held.append(moment)
+
     def hold(self, write: Write, scope: dict[str, Any]) -> None:
-        self.held.append((self._moment, (write, scope)))
+        self._hold(self._writer.translator._out, (self._moment, (write, scope)))
 
     def text(self, out: list[dict[str, Any]], piece: str) -> None:
-        self.held.append((self._text, (piece,)))
+        self._hold(out, (self._text, (piece,)))
 
     def reasoning(self, out: list[dict[str, Any]], piece: str) -> None:
-        self.held.append((self._reasoning, (piece,)))
+        writer = self._writer
+        if not self.held and writer._started and writer.translator.started == writer._seen:
+            self._reasoning(out, piece)
+        else:
+            self._hold(out, (self._reasoning, (piece,)))
 
     def arguments(self, out: list[dict[str, Any]], index: int, piece: str) -> None:
-        self.held.append((self._arguments, (index, piece)))
+        self._hold(out, (self._arguments, (index, piece)))
+
+
+def _given(out: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
+    """Events already written, given out where they were held."""
+    out += events
 
 
 def _nodes(node: Node) -> list[Node]:
