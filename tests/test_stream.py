@@ -1832,3 +1832,48 @@ def test_a_negative_zero_said_after_a_zero_replaces_it_both_ways() -> None:
         response = translator.response
         said.append(json.dumps([response["score"], response["extra"], response["choices"][0]["score"]]))
     assert said == ['[-0.0, {"score": -0.0}, -0.0]'] * 2
+
+
+def test_an_event_of_the_remembered_keys_and_types_is_merged_at_once_as_the_key_loop_merges_it() -> None:
+    """The chunk's top level, merged key by key, is remembered (its keys and their types): a later chunk of the same
+    keys and types is merged in one update, exactly as the loop merges it, by the generated code and by the general
+    merge alike: the last value said wins (a model renamed, `1` then `1.0` then `true` then `1` again: types apart),
+    a null never replaces, a new key or another type takes the loop, and the keys keep the order they came in."""
+    from dataclasses import replace
+
+    from toolnexus.translate.stream import StreamTranslator
+
+    streaming = RULES.get("openai").streaming
+    assert streaming is not None and streaming.shapes
+
+    def general_run(s: Any, e: dict[str, Any], n: int) -> bool:
+        assert streaming is not None
+        return run_generally(s, streaming.every, e, n)
+
+    def chunk(content: str, **top: Any) -> str:
+        said = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m", "usage": None, **top}
+        return json.dumps({**said, "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}]})
+
+    usage = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+    events = [chunk("a"), chunk("b", model="m2"), chunk("c", created=1.0), chunk("d", created=True),
+              chunk("e", created=1, model="m4"), chunk("f", model=None), chunk("g", score=-0.0), chunk("h", score=0.0),
+              json.dumps({"model": "m3", "created": 2, "usage": None, "object": "chat.completion.chunk", "id": "c1",
+                          "choices": [{"index": 0, "delta": {"content": "i"}, "finish_reason": None}]}),
+              chunk("j", usage=usage), chunk("k", id="c2"), "[DONE]"]  # fmt: skip
+    said, remembered = [], []
+    for translator in (StreamTranslator(streaming), StreamTranslator(replace(streaming, run=general_run))):
+        seen = []
+        for data in events:
+            translator.feed(data)
+            if data != "[DONE]":
+                seen.append(json.dumps({k: v for k, v in translator.response.items() if k != "choices"}))
+        translator.finish()
+        said.append(seen)
+        remembered.append(bool(translator._shapes[0]))
+    assert said[0] == said[1] and remembered == [True, False]  # the generated code remembers; the general merge not
+    last = json.loads(said[0][-1])
+    assert list(last) == ["object", "id", "created", "model", "usage", "score"]
+    assert last == {"object": "chat.completion", "id": "c2", "created": 1, "model": "m", "usage": usage, "score": 0.0}
+    assert [json.loads(s)["model"] for s in said[0]] == ["m", "m2", "m", "m", "m4", "m4", "m", "m", "m3", "m", "m"]
+    assert [json.loads(s)["created"] for s in said[0][:5]] == [1, 1, 1.0, True, 1]
+    assert [type(json.loads(s)["created"]) for s in said[0][:5]] == [int, int, float, bool, int]
