@@ -16,7 +16,9 @@ non-streaming path already uses:
   arguments, or as reasoning is emitted as it arrives;
 - at the end, the assembled response goes through the non-streaming outbound
   translation: `result` is exactly what `translate_response` gives for it, and the
-  last chunk's finish reason and usage come from that result.
+  last chunk's finish reason and usage come from that result. Calls opened by plain
+  reads whose values the answer still holds are not translated a second time: that
+  translation takes them as opened (`StreamTranslator._given`).
 
 How each chunk is written (its envelope, which delta says what) is the normal form's `stream` section
 (rules/formats/openai.yaml), compiled by `format_rules.compile_chunks` into one function per moment; the

@@ -7,10 +7,12 @@ place in the response the step can reach (its `combine` policy, watched item sou
 their templates read all known when the code is written; an index a step's `field` reads from the
 event, `summary[summary_index]`, is read and tested in range there too). The common event (a text piece
 appended in place, an object merged key by key into one that is there, an element added to a list)
-runs with no lookup in the rule tables and no path built. Anything else (the first value at a place,
-a type the fast test does not expect, an element that is not there yet) goes to the explain step:
-the StreamTranslator's general merge (`_place`, `_merge`), which does the same and raises the
-located ResponseError. `toolnexus explain --code PROVIDER` prints the generated source.
+runs with no lookup in the rule tables and no path built; an event's top level of the keys and value
+types the loop merged before (the id, created and model every chunk repeats) is merged in one update
+(`shape`). Anything else (the first value at a place, a type the fast test does not expect, an element
+that is not there yet) goes to the explain step: the StreamTranslator's general merge (`_place`,
+`_merge`), which does the same and raises the located ResponseError. `toolnexus explain --code PROVIDER`
+prints the generated source.
 """
 
 from __future__ import annotations
