@@ -135,7 +135,6 @@ class StreamTranslator:
         self._continued: dict[int, Any] = {}  # `continued` lists: the element held while more of it follows
         self._walks: list[Any] = [None] * rules.walks  # the generated code's walks to the containers it writes in
         self._no_walks = (None,) * rules.walks  # (stream_code `_Code.walk`), forgotten when a container may move
-        self._shapes: list[Any] = [None] * rules.shapes  # the key loops' remembered events (stream_code `shape`)
         self.started = 0  # watched elements started so far: a consumer's cue that a block may have ended (`partial`)
 
     # ------------------------------------------------------------ events in

@@ -7,12 +7,10 @@ place in the response the step can reach (its `combine` policy, watched item sou
 their templates read all known when the code is written; an index a step's `field` reads from the
 event, `summary[summary_index]`, is read and tested in range there too). The common event (a text piece
 appended in place, an object merged key by key into one that is there, an element added to a list)
-runs with no lookup in the rule tables and no path built; an event's top level of the keys and value
-types the loop merged before (the id, created and model every chunk repeats) is merged in one update
-(`shape`). Anything else (the first value at a place, a type the fast test does not expect, an element
-that is not there yet) goes to the explain step: the StreamTranslator's general merge (`_place`,
-`_merge`), which does the same and raises the located ResponseError. `toolnexus explain --code PROVIDER`
-prints the generated source.
+runs with no lookup in the rule tables and no path built. Anything else (the first value at a place,
+a type the fast test does not expect, an element that is not there yet) goes to the explain step:
+the StreamTranslator's general merge (`_place`, `_merge`), which does the same and raises the
+located ResponseError. `toolnexus explain --code PROVIDER` prints the generated source.
 """
 
 from __future__ import annotations
@@ -21,8 +19,6 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING as NO_DEFAULT
 from dataclasses import dataclass, fields
-from itertools import compress
-from operator import itemgetter
 from types import MappingProxyType
 from typing import Any
 
@@ -101,8 +97,7 @@ class Call:
     arguments: str | None = None  # the arguments a call of plain reads opened with (`StreamTranslator._given`)
 
 
-NONE_TYPE = type(None)
-_SCALARS = frozenset({str, int, float, bool, NONE_TYPE})
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 _NUMBERS = frozenset({int, float, bool})
 _VALUES = frozenset({str, int, float, bool})  # a merged value of these types replaces the one there
 UTF8 = '"utf-8", "surrogatepass"'  # how Text holds its pieces
@@ -135,27 +130,6 @@ def plain_merge(parent: Any, key: str | int, value: Any) -> None:
         parent[key] = value
     elif current is MISSING:
         parent[key] = None
-
-
-Shape = tuple[frozenset[str], frozenset[str], Callable[[Any], tuple[Any, ...]], tuple[type, ...], tuple[str, ...],
-              tuple[bool, ...]]  # fmt: skip
-
-
-def shape(value: dict[str, Any], omit: frozenset[str]) -> Shape | bool:
-    """What a key loop remembers of an object it merged (`_Code.key_loop`), so that the next object of the same keys
-    and value types is merged in one update: its keys; the keys it merges (every one but `omit`); a getter of their
-    values, their types, their names, and which are not null (a null never replaces: nothing to write). False when
-    a merged value is not a text, number, boolean or null, or fewer than two keys are merged (nothing to gain).
-
-    The update is the key loop's merge exactly: each text, number or boolean replaces the value there (said again,
-    it is written again: -0.0 after 0.0), a null where the key is already there changes nothing, and the keys are
-    all there already (tested at each use), so none is added and their order is the loop's."""
-    names = tuple(key for key in value if key not in omit)
-    types = tuple(type(value[key]) for key in names)
-    if len(names) < 2 or not all(t in _SCALARS for t in types):
-        return False
-    return (frozenset(value), frozenset(names), itemgetter(*names), types, names,
-            tuple(t is not NONE_TYPE for t in types))  # fmt: skip
 
 
 def joins(last: Any, element: Any, join: Join) -> bool:
@@ -212,7 +186,6 @@ class Streaming(Section):
     code: str  # the generated source, shown by `toolnexus explain --code`
     run: Run  # its entry: one event's steps (what `StreamTranslator.feed` runs)
     walks: int  # the walks to a step's container the code caches (`StreamTranslator._walks`)
-    shapes: int  # the event shapes the code's key loops remember (`StreamTranslator._shapes`, `shape`)
 
 
 def compiled(section: Section | None) -> Streaming | None:
@@ -222,7 +195,7 @@ def compiled(section: Section | None) -> Streaming | None:
     code = _Code(section)
     text = code.module()
     exec(compile(text, f"<streaming {section.provider}>", "exec"), code.names)
-    return Streaming(**vars(section), code=text, run=code.names["run"], walks=code.walks, shapes=code.shapes)
+    return Streaming(**vars(section), code=text, run=code.names["run"], walks=code.walks)
 
 
 class _Code(Namespace):
@@ -233,7 +206,6 @@ class _Code(Namespace):
         super().__init__({"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge, "NO_IDS": NO_IDS,
                           "NUMBERS": _NUMBERS,
                           "VALUES": _VALUES, "Element": Element, "Call": Call, "NEW": object.__new__, "WHOLE": WHOLE,
-                          "shape": shape, "compress": compress,
                           "is_empty": is_empty,
                           "CHUNKS": builtin_chunks().pieces, "OPEN": builtin_chunks().open})  # fmt: skip
         self.hashed: list[tuple[str, str, type | None]] | None = None  # the value of known keys of the step
@@ -243,7 +215,6 @@ class _Code(Namespace):
         # names (`keys(<path>)[0]`), and the case (that key)
         self.first: str | None = None  # the key the step's value is known to start with (`place`, from `case`)
         self.walks = 0  # the walks cached so far (`walk`): the length of `s._walks`
-        self.shapes = 0  # the key loops that remember an event's shape so far (`key_loop`): the length of `s._shapes`
 
     # ------------------------------------------------------------ places in the response
 
@@ -429,7 +400,7 @@ class _Code(Namespace):
             for n, (key, child) in enumerate(branches if not inner else ()):
                 inner += [f"{'if' if n == 0 else 'elif'} {kk} == {key!r}:", *indent(child, 4)]
             lines += [f"    if {test}:", *indent(inner, 8), "        continue"]
-        loop = [
+        return [
             *lines,
             f"    if type({vv}) in VALUES:",  # a text, number or boolean: one set test
             f"        {c}[{kk}] = {vv}",
@@ -444,18 +415,6 @@ class _Code(Namespace):
             f"        else: {sub}.update({vv})",  # equal: its values still replace (-0.0 == 0.0, written apart)
             "    else:",
             f"        plain({c}, {kk}, {vv})",
-        ]
-        if d or branches:  # only the step's own value, with no key of its own code (an event's top level)
-            return loop
-        k = self.shapes
-        self.shapes += 1
-        return [  # the event's keys and their types as the remembered event's: its texts and numbers written at once
-            f"if (sh := s._shapes[{k}]) and {v}.keys() == sh[0] and {c}.keys() >= sh[1] and "
-            f"tuple(map(type, vals := sh[2]({v}))) == sh[3]:",
-            f"    {c}.update(compress(zip(sh[4], vals), sh[5]))",
-            "else:",
-            *indent(loop, 4),
-            f"    if sh is None: s._shapes[{k}] = shape({v}, {self.name(omit, 'omit')})",
         ]
 
     def joined(self, pattern: Pattern, join: Join, p: str, k: str, c: str, x: str, at: str, d: int) -> list[str]:
