@@ -800,13 +800,14 @@ class StreamTranslator:
             if type(found) is not list or len(found) != len(calls):
                 return None
             try:
-                opened = list(map(_OPENED_WITH, calls))  # a held whole call (None) has none: AttributeError
+                opened = list(map(_OPENED_WITH, calls))  # a held whole call (None) has none: AttributeError; a call
+                # rendered whole, None; a plain one, the text it read (a `str`, as the final translation needs)
                 columns: dict[Path, list[Any]] = {(): found}
                 ids, names, arguments = (_column(columns, path) for path in paths)
             except (AttributeError, LookupError, TypeError):
                 return None
-            if not (all(map(is_, arguments, opened)) and all(map(is_, map(type, arguments), repeat(str)))
-                    and all(map(is_, ids, map(_ID, calls))) and all(map(is_, names, map(_NAME, calls)))):  # fmt: skip
+            if None in opened or not (all(map(is_, arguments, opened)) and all(map(is_, ids, map(_ID, calls)))
+                                      and all(map(is_, names, map(_NAME, calls)))):  # fmt: skip
                 return None
             rule, id_map = self._ids, self.id_map or NO_IDS  # an id the final translation restores is its to give
             if (
@@ -938,7 +939,7 @@ def _column(columns: dict[Path, list[Any]], path: Path) -> list[Any]:
     for n in range(len(path)):
         column = columns.get(path[: n + 1])
         if column is None:
-            if not all(map(is_, map(type, values), repeat(dict))):
+            if not all(map(isinstance, values, repeat(dict))):  # as the final translation tests them
                 raise TypeError(path[:n])
             column = columns[path[: n + 1]] = list(map(itemgetter(path[n]), values))
         values = column
