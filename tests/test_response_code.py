@@ -204,7 +204,7 @@ def test_explain_code_shows_the_one_response_function(provider: str) -> None:
     assert compiled.code.rstrip() in explained
     assert compiled.templates_code and all(text.rstrip() in explained for _, text in compiled.templates_code)
     shown = explain_code(provider)
-    assert "def respond(o, r, requested_model, id_map=None, tokens=0):" in shown
+    assert "def respond(o, r, requested_model, id_map=None, tokens=0, given=None):" in shown
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -1271,6 +1271,94 @@ def test_a_whole_call_of_plain_reads_starts_by_a_generated_function_in_one_chunk
     assert streamed.value.path == whole.value.path and [a[1] for a in general if a[0] == 0] == [0, 0, 1]
 
 
+def _plain_calls_stream(n: int, id_map: dict[str, str] | None = None) -> tuple[Any, dict[str, Any]]:
+    """A Mistral answer of `n` whole calls (one kind, plain reads) streamed to its end (not finished), and it."""
+    reply = copy.deepcopy(tool_call_reply("mistral"))
+    reply["choices"][0]["message"]["tool_calls"] = [
+        {"id": f"c{i:08d}", "type": "function", "index": i, "function": {"name": "add", "arguments": f'{{"a": {i}}}'}}
+        for i in range(n)
+    ]  # fmt: skip
+    translator = toolnexus.stream_translator("mistral", id_map=id_map)
+    for event in ENCODERS["mistral"](reply, random.Random(3), cuts=1):
+        translator.feed(data_of("mistral", event))
+    return translator, reply
+
+
+def test_the_calls_a_stream_opened_by_plain_reads_are_the_results_without_a_second_translation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whole calls of plain reads, each opened as it arrived, are the result's calls as they were opened (the final
+    translation takes them, `Outbound.translate`'s `given`), and the result is the whole answer's translation;
+    a value the answer holds no longer as it was opened (an `after_llm` hook's edit, arguments that grew) is read
+    again, as the whole translation reads it."""
+    from toolnexus.translate.stream import StreamTranslator
+
+    gave: list[Any] = []
+    given_by = StreamTranslator._given
+    monkeypatch.setattr(StreamTranslator, "_given", lambda s, answer: gave.append(given_by(s, answer)) or gave[-1])
+    translator, reply = _plain_calls_stream(4)
+    answer = translator.assemble()
+    translator.finish()
+    whole = toolnexus.translate_response("mistral", reply)
+    assert translator.result is not None and translator.result.to_dict() == whole.to_dict()
+    [given] = gave
+    assert given is not None and given[1] is answer["choices"][0]["message"]["tool_calls"]
+    assert all(taken is opened for taken, opened in zip(translator.result.tool_calls, given[2], strict=True))
+    for edit in ("arguments", "name"):
+        translator, reply = _plain_calls_stream(4)
+        answer = translator.assemble()
+        function = answer["choices"][0]["message"]["tool_calls"][2]["function"]
+        function[edit] = '{"edited": true}' if edit == "arguments" else "subtract"
+        assert translator._given(answer) is None
+        if edit == "name":  # the streamed opening said another name: the stream and the answer disagree
+            with pytest.raises(ResponseError, match="streamed deltas differ"):
+                translator.finish()
+            continue
+        translator.finish()
+        assert translator.result is not None
+        assert translator.result.to_dict() == RULES.get("mistral").outbound.translate(answer).to_dict()
+        assert translator.result.tool_calls[2].arguments == '{"edited": true}'
+
+
+def test_a_stream_s_rewritten_ids_come_back_with_their_notes_as_the_whole_answer_gives_them() -> None:
+    """A call whose id the opening restored through the request's map is not taken as opened: the final translation
+    gives every call, with the `rewritten` note of each restored id, in order, exactly as the whole answer's."""
+    translator, _ = _plain_calls_stream(3, id_map={"c00000001": "call_one"})
+    answer = translator.assemble()
+    assert translator._given(answer) is None
+    translator.finish()
+    whole = RULES.get("mistral").outbound.translate(answer, id_map={"c00000001": "call_one"})
+    assert translator.result is not None and translator.result.to_dict() == whole.to_dict()
+    assert [c.id for c in translator.result.tool_calls] == ["c00000000", "call_one", "c00000002"]
+    assert [(n.kind, n.path) for n in translator.result.notes] == [(n.kind, n.path) for n in whole.notes]
+    assert [n.kind for n in whole.notes] == ["rewritten"]
+    # an id the answer holds as the opening restored it, which the final translation restores again: read again
+    id_map = {"c00000001": "call_one", "call_one": "call_two"}
+    translator, _ = _plain_calls_stream(3, id_map=id_map)
+    answer = translator.assemble()
+    answer["choices"][0]["message"]["tool_calls"][1]["id"] = translator._calls[1].id  # as an after_llm hook may
+    assert translator._given(answer) is None
+    assert [c.id for c in RULES.get("mistral").outbound.translate(answer, id_map=id_map).tool_calls] == [
+        "c00000000", "call_two", "c00000002"]  # fmt: skip
+    with pytest.raises(ResponseError, match="streamed deltas differ"):  # the stream said call_one
+        translator.finish()
+
+
+def test_the_final_translation_takes_given_calls_only_for_the_very_list_they_were_read_from() -> None:
+    """`given` names a source and its list: the calls are taken only when that list is the one the answer holds
+    there; any other list (an equal copy too) is read as always."""
+    outbound = RULES.get("mistral").outbound
+    translator, _ = _plain_calls_stream(2)
+    answer = translator.assemble()
+    given = translator._given(answer)
+    assert given is not None
+    marked = [dataclasses.replace(call, arguments="{}") for call in given[2]]  # unlike the answer: seen if taken
+    assert outbound.translate(answer, given=(given[0], given[1], marked)).tool_calls == marked
+    copied = copy.deepcopy(answer)
+    read = outbound.translate(copied, given=(given[0], given[1], marked)).tool_calls
+    assert [c.arguments for c in read] == ['{"a": 0}', '{"a": 1}']
+
+
 def test_the_error_path_is_asked_only_of_events_that_hold_its_first_key() -> None:
     """An event without the key the endpoint's error message path starts with cannot be an error: the path is not
     asked of it (one read less per event); an event with it is still an error with its message."""

@@ -21,12 +21,12 @@ rules to the invariants: a case result with such a note fails unless the case ex
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import partial
 from operator import countOf
 from types import MappingProxyType
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 from ..errors import Note, ResponseError
 from ..language.ask import plain_read, read_path, written
@@ -149,7 +149,22 @@ class ItemSource:
         return kind, (self.kinds.get(kind) if isinstance(kind, str) else None)
 
 
-Run = Callable[["Outbound", dict[str, Any], "str | None", "Mapping[str, str] | None", int], TranslateResult]
+# a source's tool calls given whole (`Outbound.translate`): the source, its list in the answer, and the calls
+Given = tuple[ItemSource, list[Any], list[TranslatedToolCall]]
+
+
+class Run(Protocol):
+    """The generated response function (`respond`)."""
+
+    def __call__(
+        self,
+        o: Outbound,
+        r: dict[str, Any],
+        requested_model: str | None,
+        id_map: Mapping[str, str] | None,
+        tokens: int,
+        given: Given | None = None,
+    ) -> TranslateResult: ...
 
 
 @dataclass(frozen=True)
@@ -185,12 +200,19 @@ class Outbound:
         object.__setattr__(self, "run", run)
 
     def translate(
-        self, response: Any, *, requested_model: str | None = None, id_map: Mapping[str, str] | None = None
+        self,
+        response: Any,
+        *,
+        requested_model: str | None = None,
+        id_map: Mapping[str, str] | None = None,
+        given: Given | None = None,
     ) -> TranslateResult:
         """`id_map`: the answered request's `RequestBody.id_map`, so an id it sent rewritten comes back as the
         caller's (needed for a `rewrite`; `tn_` ids decode without it). The generated function checks the answer
-        first (`tokens=-1`): it accounts for the null tokens with the Nones it meets, else `settle`s them."""
-        return self.run(self, response, requested_model, id_map, -1)
+        first (`tokens=-1`): it accounts for the null tokens with the Nones it meets, else `settle`s them.
+        `given`: a source of tool calls of one kind whose list in the answer (the very list) is already translated,
+        the calls exactly what reading it gives (a stream's own, `StreamTranslator._given`): taken as they are."""
+        return self.run(self, response, requested_model, id_map, -1, given)
 
     def translate_decoded(
         self, response: dict[str, Any], *, requested_model: str | None = None, id_map: Mapping[str, str] | None = None
@@ -1117,7 +1139,7 @@ class _Code(Namespace):
             '"" if f is None else "".join(f.reasoning)', "{} if f is None else f.extras",
             "[] if f is None else f.annotations", "refusal",
         ])  # fmt: skip
-        head = "def respond(o, r, requested_model, id_map=None, tokens=0):\n"
+        head = "def respond(o, r, requested_model, id_map=None, tokens=0, given=None):\n"
         body = "".join(f"        {line}\n" for line in lines)
         return head + "".join(f"    {line}\n" for line in self.check()) + "    try:\n" + body + self.settled()
 
@@ -1226,7 +1248,9 @@ class _Code(Namespace):
         explain = f"o._read_element({s}, i, e, r, {self.ctx}, {FOUND})"
         body = self.dispatch(src, s, explain)
         if src.each:
-            lines += ["if isinstance(x, list):", "    for i, e in enumerate(x):", *indent(body, 8)]
+            taken = self.given(src, s)
+            lines += [*taken, f"{'elif' if taken else 'if'} isinstance(x, list):", "    for i, e in enumerate(x):",
+                      *indent(body, 8)]  # fmt: skip
         else:
             lines += ["if x is not MISSING and x is not None:", "    i = 0", "    e = x", *indent(body, 4)]
         if src.optional:
@@ -1239,6 +1263,19 @@ class _Code(Namespace):
             )
         lines += ["else:", f"    o._read_source({s}, r, {self.ctx}, {FOUND})"]
         return lines
+
+    @staticmethod
+    def given(src: ItemSource, s: str) -> list[str]:
+        """A source of tool calls of one kind and nothing else (no extra content) whose calls come given whole
+        (`Outbound.translate`): its list taken as translated, when it is the very list given."""
+        parts = src.parts.get("")
+        if src.kind is not None or src.kind_by_key or parts is None or "" in src.notes:
+            return []
+        if parts.tool_call is None or set(parts.tool_call) != {"id", "name", "arguments"}:
+            return []
+        if any(part is not None for part in (parts.text, parts.reasoning, parts.message, parts.annotations)):
+            return []
+        return [f"if given is not None and given[0] is {s} and x is given[1]: calls += given[2]"]
 
     def dispatch(self, src: ItemSource, s: str, explain: str) -> list[str]:
         """The element's kind picks its lines; an element that is not an object, or of a kind the rules do not

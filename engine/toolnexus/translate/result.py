@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from ..errors import Note
@@ -56,6 +58,15 @@ def new_tool_call(
     _SET_EXTRA(call, extra_content)
     _SET_GIVEN(call, given)
     return call
+
+
+def tool_calls(ids: list[str], names: list[str], arguments: list[str]) -> list[TranslatedToolCall]:
+    """`new_tool_call(id, name, arguments, None)` of each, built column by column: each slot stored by a loop in C
+    (`map`), so the thousands of calls a stream opened whole become the result's with no Python run per call."""
+    calls = list(map(_new, repeat(TranslatedToolCall, len(ids))))
+    for store, column in ((_SET_ID, ids), (_SET_NAME, names), (_SET_ARGUMENTS, arguments), (_SET_EXTRA, repeat(None))):
+        deque(map(store, calls, column), 0)
+    return calls
 
 
 @dataclass(slots=True)

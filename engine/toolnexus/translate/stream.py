@@ -16,7 +16,9 @@ non-streaming path already uses:
   arguments, or as reasoning is emitted as it arrives;
 - at the end, the assembled response goes through the non-streaming outbound
   translation: `result` is exactly what `translate_response` gives for it, and the
-  last chunk's finish reason and usage come from that result.
+  last chunk's finish reason and usage come from that result. Calls opened by plain
+  reads whose values the answer still holds are not translated a second time: that
+  translation takes them as opened (`StreamTranslator._given`).
 
 How each chunk is written (its envelope, which delta says what) is the normal form's `stream` section
 (rules/formats/openai.yaml), compiled by `format_rules.compile_chunks` into one function per moment; the
@@ -41,6 +43,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
+from itertools import repeat
+from operator import attrgetter, is_, itemgetter
 from typing import Any, Protocol
 
 from ..errors import Note, ProviderError, ResponseError, StateError, ToolnexusError
@@ -51,7 +55,8 @@ from ..language.templates import Ctx, fresh_copy
 from .endpoint import excerpt
 from .format_rules import JOINED, Write, builtin_chunks
 from .formats import PLAIN, SourceEvents, SourceFormat
-from .result import TranslateResult
+from .outbound import ItemSource
+from .result import TranslatedToolCall, TranslateResult, tool_calls
 from .stream_code import WHOLE as _WHOLE
 from .stream_code import Call as _Call
 from .stream_code import Element as _Element
@@ -77,6 +82,7 @@ _TEXT, _REASONING, _ARGUMENTS = (CHUNKS.pieces[k] for k in ("text", "reasoning",
 _HELD = "call_held"  # stands in for a synthesized id until the whole response is known
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NONE: frozenset[str] = frozenset()
+_ID, _NAME, _OPENED_WITH = attrgetter("id"), attrgetter("name"), attrgetter("arguments")  # of a `Call`
 
 
 class StreamTranslator:
@@ -521,7 +527,8 @@ class StreamTranslator:
         # `extra_content`: a signature rides on the call, as in tool_calls_json(); `piece`: the arguments it
         # arrived with, written in the same chunk (as held calls are sent)
         opened = {"index": index, "id": call_id, "name": name, "extra_content": extra, "piece": first}
-        self._calls.append(_Call(str(call_id), str(name), bool(first), opened if held else None))
+        read = first if restore else None  # what a plain read gave (`_given`)
+        self._calls.append(_Call(str(call_id), str(name), bool(first), opened if held else None, read))
         self._tool_chunk(_OPEN, opened, held)
 
     def _tool_chunk(self, write: Write, scope: dict[str, Any], hold: bool = False) -> None:
@@ -723,12 +730,18 @@ class StreamTranslator:
         unknown event type); the streamed tool calls and text are checked against it.
         """
         rules = self.rules
-        result = rules.outbound.translate(self.assemble(), requested_model=self.requested_model, id_map=self.id_map)
+        response = self.assemble()
+        given = self._given(response)
+        result = rules.outbound.translate(response, requested_model=self.requested_model, id_map=self.id_map,
+                                          given=given)  # fmt: skip
         if self.notes:
             result.notes = (*result.notes, *self.notes)
         calls = result.tool_calls  # compared in place, in one pass: held whole calls (None) have nothing to compare
         same, unsent = len(self._calls) == len(calls) and self._text_sent == len(result.text), []
-        opened = any(self._calls)  # else every call held whole: nothing to compare (a pass over thousands)
+        # else every call held whole, or every call the stream's own, given whole and taken (`_given`): nothing to
+        # compare (a pass over thousands)
+        opened = any(self._calls) and not (given is not None and len(calls) == len(given[2])
+                                           and all(map(is_, calls, given[2])))  # fmt: skip
         for index, (call, done) in enumerate(zip(self._calls, calls, strict=False) if opened else ()):
             if call is not None:
                 if call.opened is not None:  # a held call: the id the whole answer synthesized
@@ -766,6 +779,45 @@ class StreamTranslator:
             if chunk is not MISSING:
                 out.append(chunk)
         return out
+
+    def _given(self, response: dict[str, Any]) -> tuple[ItemSource, list[Any], list[TranslatedToolCall]] | None:
+        """The whole answer's tool calls, when each is one the stream opened by plain reads (`Watched.plain_calls`)
+        and the answer still holds what it opened from: the final translation reads an element's id, name and
+        arguments and nothing else, so the same values (the very objects: `is`) give the same call, unless its id
+        is one the final translation restores (it gives those calls, with their notes). The final translation then
+        takes them (`Outbound.translate`'s `given`) rather than translating every call a second time. Checked
+        column by column, with no Python run per call: a stream of thousands of whole calls (one per event) is
+        read once at the end. None when anything differs."""
+        calls = self._calls
+        if not calls:
+            return None
+        for w in self.rules.watched:
+            src, paths = w.src, w.plain_calls.get("")
+            if (paths is None or not src.each or src.kind is not None or src.kind_by_key or src.arguments == "object"
+                    or not all(type(step) is str for path in paths for step in path)):  # fmt: skip
+                continue
+            found = _walk(response, w.steps)
+            if type(found) is not list or len(found) != len(calls):
+                return None
+            try:
+                opened = list(map(_OPENED_WITH, calls))  # a held whole call (None) has none: AttributeError; a call
+                # rendered whole, None; a plain one, the text it read (a `str`, as the final translation needs)
+                columns: dict[Path, list[Any]] = {(): found}
+                ids, names, arguments = (_column(columns, path) for path in paths)
+            except (AttributeError, LookupError, TypeError):
+                return None
+            if None in opened or not (all(map(is_, arguments, opened)) and all(map(is_, ids, map(_ID, calls)))
+                                      and all(map(is_, names, map(_NAME, calls)))):  # fmt: skip
+                return None
+            rule, id_map = self._ids, self.id_map or NO_IDS  # an id the final translation restores is its to give
+            if (
+                rule is not None
+                and (self.id_map or rule.rewrite is None)
+                and list(map(rule.restore, ids, repeat(id_map))) != ids
+            ):
+                return None
+            return src, found, tool_calls(ids, names, arguments)
+        return None
 
     def _release(self, out: list[Any], sink: SourceEvents, calls: list[Any]) -> list[Any]:
         """The held calls, in order, as the format's events (`CHUNKS.released` writes them as a chunk's entries): a
@@ -891,6 +943,21 @@ class _Waiting:
 def _given(out: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
     """Events already written, given out where they were held."""
     out += events
+
+
+def _column(columns: dict[Path, list[Any]], path: Path) -> list[Any]:
+    """The value at `path` (keys) in each object of the list at `columns[()]`, as the final translation reads it
+    (each container an object); a LookupError or TypeError where one is not. `columns` keeps each path's column,
+    so the paths of one element share what they read first (`function`, for its name and its arguments)."""
+    values = columns[()]
+    for n in range(len(path)):
+        column = columns.get(path[: n + 1])
+        if column is None:
+            if not all(map(isinstance, values, repeat(dict))):  # as the final translation tests them
+                raise TypeError(path[:n])
+            column = columns[path[: n + 1]] = list(map(itemgetter(path[n]), values))
+        values = column
+    return values
 
 
 def _nodes(node: Node) -> list[Node]:

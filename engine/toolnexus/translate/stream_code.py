@@ -94,6 +94,7 @@ class Call:
     name: str
     sent_arguments: bool
     opened: dict[str, Any] | None = None  # a held call's first delta, its id filled in at the end
+    arguments: str | None = None  # the arguments a call of plain reads opened with (`StreamTranslator._given`)
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -516,6 +517,7 @@ class _Code(Namespace):
             given = "if s.id_map: " if ids.rewrite is not None else ""
             restore = [f"        {given}cid = s._ids.restore(cid, s.id_map or NO_IDS)"]
         scope = {"index": "k", "id": "cid", "name": "nm", "extra_content": "None", "piece": "a"}
+        call = {"id": "cid", "name": "nm", "sent_arguments": "a != ''", "arguments": "a"}  # (`StreamTranslator._given`)
         opened = "{" + ", ".join(f"{name!r}: {expr}" for name, expr in scope.items()) + "}"
         held: dict[tuple[str | int, ...], str] = {}  # a container two reads share (the call's `function`): read once
         (id_tests, cid), (name_tests, nm), (arguments_tests, a) = (
@@ -535,7 +537,7 @@ class _Code(Namespace):
             *indent(_built(Element, "el", {"roles": roles, "call": "k"}), 8),
             f"        s._elements[{w_index}][i] = el",
             *restore,
-            *indent(_built(Call, "call", {"id": "cid", "name": "nm", "sent_arguments": "a != ''"}), 8),
+            *indent(_built(Call, "call", call), 8),
             "        calls.append(call)",
             f"        if s._held: s._held.append((OPEN, {opened}))",
             "        else: " + _written("open", scope, "OPEN", frozenset({"piece"})),  # `a`: a string
