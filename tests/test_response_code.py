@@ -22,7 +22,7 @@ from toolnexus.language import jsonsafe
 from toolnexus.language.paths import MISSING
 from toolnexus.language.templates import Ctx
 from toolnexus.translate.outbound import Outbound, _Code, _explain_counts, _Found, check_usage
-from toolnexus.translate.result import TranslatedToolCall, TranslateResult, new_tool_call
+from toolnexus.translate.result import TranslatedToolCall, TranslateResult, new_tool_call, tool_calls
 
 PROVIDERS = toolnexus.providers()
 
@@ -370,6 +370,15 @@ def test_new_tool_call_sets_every_field_the_dataclass_declares() -> None:
     assert fast == TranslatedToolCall("i", "n", "{}", extra)
     assert [getattr(fast, f.name) for f in dataclasses.fields(TranslatedToolCall)] == ["i", "n", "{}", extra, {}]
     assert new_tool_call("i", "n", "{}", extra).given is None  # arguments that came as text
+
+
+def test_tool_calls_built_by_columns_set_every_field_as_new_tool_call_does() -> None:
+    built = tool_calls(["a", "b"], ["f", "g"], ["{}", '{"x":1}'])
+    fields = [f.name for f in dataclasses.fields(TranslatedToolCall)]
+    assert [[getattr(call, name) for name in fields] for call in built] == [
+        [getattr(new_tool_call(i, n, a, None), name) for name in fields]
+        for i, n, a in (("a", "f", "{}"), ("b", "g", '{"x":1}'))
+    ]
 
 
 GIVEN_CALLS = {  # per arguments form: object (gemini), object or text (mistral), text (openai): each call's arguments

@@ -61,10 +61,14 @@ def new_tool_call(
 
 
 def tool_calls(ids: list[str], names: list[str], arguments: list[str]) -> list[TranslatedToolCall]:
-    """`new_tool_call(id, name, arguments, None)` of each, built column by column: each slot stored by a loop in C
-    (`map`), so the thousands of calls a stream opened whole become the result's with no Python run per call."""
+    """`new_tool_call(id, name, arguments, None)` of each (arguments that came as text: no `given`), built column by
+    column: each slot stored by a loop in C (`map`), so the thousands of calls a stream opened whole become the
+    result's with no Python run per call."""
     calls = list(map(_new, repeat(TranslatedToolCall, len(ids))))
-    for store, column in ((_SET_ID, ids), (_SET_NAME, names), (_SET_ARGUMENTS, arguments), (_SET_EXTRA, repeat(None))):
+    nothing = repeat(None)
+    for store, column in (
+        (_SET_ID, ids), (_SET_NAME, names), (_SET_ARGUMENTS, arguments), (_SET_EXTRA, nothing), (_SET_GIVEN, nothing)
+    ):  # fmt: skip
         deque(map(store, calls, column), 0)
     return calls
 
