@@ -654,7 +654,8 @@ def test_an_error_event_mid_stream_is_a_provider_error_with_its_type_and_message
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_stream_that_stalls_times_out_after_its_chunks(provider: str) -> None:
     chunks: list[dict[str, Any]] = []
-    scenario = Scenario(scripted([held_stream(provider)]), BOUND, {"timeout": 0.3}, streaming(chunks))
+    # a 1 s deadline per wait: a loaded machine's first chunks come well within it, the minute of silence does not
+    scenario = Scenario(scripted([held_stream(provider)]), BOUND, {"timeout": 1.0}, streaming(chunks))
     outcome = run_fault(provider, scenario)
     assert_clean(outcome, BOUND)
     assert isinstance(outcome.error, ProviderError) and outcome.error.kind == "timeout", outcome.error
