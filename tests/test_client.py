@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 import toolnexus
-from support.faults import STACKS, error_object, one_connection_transport
+from support.faults import STACKS, error_object, one_connection_transport, until
 from toolnexus import (
     Cancelled,
     ConfigError,
@@ -163,6 +163,22 @@ def translate_once(stub: ProviderStub, style: str, **options: Any) -> toolnexus.
 
 
 USER = [{"role": "user", "content": "hi"}]
+
+
+@pytest.fixture
+def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Every asyncio.sleep delay over 0 during the test, in order (the retry loop's backoff is one): what a
+    test waits on, or asserts, instead of timing the call on a machine that may be loaded."""
+    real = asyncio.sleep
+    seen: list[float] = []
+
+    def spy(delay: float, result: Any = None) -> Any:
+        if delay > 0:
+            seen.append(delay)
+        return real(delay, result)
+
+    monkeypatch.setattr(asyncio, "sleep", spy)
+    return seen
 
 
 # ----------------------------------------------------------------- endpoint and auth
@@ -600,7 +616,9 @@ def test_the_stock_stub_accepts_100_simultaneous_connections() -> None:
     with ProviderStub(always({"ok": True})) as stub:
 
         async def main() -> list[Any]:
-            async with httpx.AsyncClient() as http:
+            # httpx's 5 s default timeouts are not what this is about: on a loaded machine the second hundred
+            # wait longer than that for a pooled connection (PoolTimeout); a reset connect fails at once anyway
+            async with httpx.AsyncClient(timeout=30.0) as http:
                 return await asyncio.gather(
                     *(http.post(stub.base_url + "/chat/completions", json={"i": i}) for i in range(200)),
                     return_exceptions=True,
@@ -855,8 +873,8 @@ def test_429_with_retry_after_ms_is_retried_and_the_header_is_honoured(style: st
     with Stub(responder) as stub:
 
         async def main() -> float:
-            # a 2 s backoff: only honouring retry-after-ms (10 ms) keeps this fast
-            async with make_client(stub, style, backoff=(2.0, 2.0), on_event=events.append) as client:
+            # a long backoff: only honouring retry-after-ms (10 ms) keeps this fast
+            async with make_client(stub, style, backoff=LONG_BACKOFF, on_event=events.append) as client:
                 started = time.perf_counter()
                 result = await client.translate(USER)
                 assert result.text == "hello there"
@@ -866,7 +884,7 @@ def test_429_with_retry_after_ms_is_retried_and_the_header_is_honoured(style: st
     assert len(stub.requests) == 2
     assert [e.attempts for e in events] == [2]
     assert events[0].outcome == "ok" and events[0].status == 200
-    assert elapsed < 1.0
+    assert elapsed < PROMPTLY  # not the backoff
 
 
 @pytest.mark.parametrize("style", STYLES)
@@ -876,18 +894,18 @@ def test_retry_after_in_seconds_is_honoured(style: str) -> None:
     with Stub(responder) as stub:
 
         async def main() -> float:
-            async with make_client(stub, style, backoff=(2.0, 2.0)) as client:
+            async with make_client(stub, style, backoff=LONG_BACKOFF) as client:
                 started = time.perf_counter()
                 await client.translate(USER)
                 return time.perf_counter() - started
 
         elapsed = asyncio.run(main())
     assert len(stub.requests) == 2
-    assert elapsed < 1.0
+    assert elapsed < PROMPTLY  # not the backoff
 
 
 @pytest.mark.parametrize("style", STYLES)
-def test_without_retry_after_the_exponential_backoff_is_waited(style: str) -> None:
+def test_without_retry_after_the_exponential_backoff_is_waited(style: str, sleeps: list[float]) -> None:
     responder = scripted([StubReply(status=503, body=error_body(style, "overloaded_error", "busy")),
                           StubReply(status=503, body=error_body(style, "overloaded_error", "busy")),
                           text_reply(style)])  # fmt: skip
@@ -901,8 +919,10 @@ def test_without_retry_after_the_exponential_backoff_is_waited(style: str) -> No
 
         elapsed = asyncio.run(main())
     assert len(stub.requests) == 3
-    # waits of ~0.1 s then ~0.15 s (capped), each with up to 25% jitter off: at least 0.18 s in all
-    assert 0.18 <= elapsed < 1.5
+    # waits of 0.1 s then 0.2 s capped at 0.15 s, each with up to 25% jitter off, and really waited
+    [first, second] = sleeps
+    assert 0.075 <= first <= 0.1 and 0.1125 <= second <= 0.15, sleeps
+    assert elapsed >= first + second
 
 
 @pytest.mark.parametrize("status", [500, 502, 503, 504, 529, 408, 409])
@@ -1142,22 +1162,23 @@ async def cancel_once_received(stub: ProviderStub, cancel: asyncio.Event) -> flo
     Not after a fixed delay: a loaded machine may not have sent the request by then, and the
     stub's slow first reply would go to the next call instead of the cancelled one.
     """
-    while not stub.requests:
-        await asyncio.sleep(0.01)
+    await until(lambda: bool(stub.requests), "the cancelled call's request at the stub")
     cancel.set()
     return time.perf_counter()
 
 
 async def task_cancelled_once_received(stub: ProviderStub, task: asyncio.Task[Any]) -> float:
     """`task.cancel()` once the stub holds a request (see cancel_once_received), and say when."""
-    while not stub.requests:
-        await asyncio.sleep(0.01)
+    await until(lambda: bool(stub.requests), "the cancelled call's request at the stub")
     task.cancel()
     return time.perf_counter()
 
 
 # A cancelled call returns well before the slow reply's 5 s: it did not wait for the answer.
 PROMPTLY = 2.5
+
+# A backoff that is never waited out in a passing test: at least 7.5 s (25% jitter off), three times PROMPTLY.
+LONG_BACKOFF = (10.0, 10.0)
 
 
 def one_connection(stack: str = "aiohttp") -> Any:
@@ -1230,20 +1251,18 @@ def test_a_cancelled_call_emits_exactly_one_cancelled_event(style: str) -> None:
 
 
 @pytest.mark.parametrize("style", STYLES)
-def test_cancel_event_during_retry_backoff_aborts_promptly(style: str) -> None:
+def test_cancel_event_during_retry_backoff_aborts_promptly(style: str, sleeps: list[float]) -> None:
     reply = StubReply(status=503, body=error_body(style, "overloaded_error", "busy"))
     with Stub(always(reply)) as stub:
 
         async def main() -> float:
-            async with make_client(stub, style, backoff=(5.0, 5.0), max_retries=3) as client:
+            async with make_client(stub, style, backoff=LONG_BACKOFF, max_retries=3) as client:
                 cancel = asyncio.Event()
 
                 async def cancel_in_backoff() -> float:
-                    # After the first attempt reached the stub (not after a fixed delay: a loaded
-                    # machine may not have sent it yet), so the cancel lands in the 5 s backoff.
-                    while not stub.requests:
-                        await asyncio.sleep(0.01)
-                    await asyncio.sleep(0.05)
+                    # once the backoff has begun (not after a fixed delay: a loaded machine may still be
+                    # in the first attempt then, and the cancel would not be the one this test is about)
+                    await until(lambda: any(delay >= 1 for delay in sleeps), "the retry's backoff")
                     cancel.set()
                     return time.perf_counter()
 
@@ -1252,7 +1271,7 @@ def test_cancel_event_during_retry_backoff_aborts_promptly(style: str) -> None:
                     await client.translate(USER, cancel=cancel)
                 return time.perf_counter() - await setter
 
-        assert asyncio.run(main()) < 1.0
+        assert asyncio.run(main()) < PROMPTLY  # not the rest of the backoff
     assert len(stub.requests) == 1
 
 
@@ -1268,7 +1287,7 @@ def test_an_already_set_cancel_event_sends_nothing_or_aborts() -> None:
                     await client.translate(USER, cancel=cancel)
                 return time.perf_counter() - started
 
-        assert asyncio.run(main()) < 1.0
+        assert asyncio.run(main()) < PROMPTLY  # not the slow answer
 
 
 # ----------------------------------------------------------------- timeouts
@@ -1296,9 +1315,9 @@ def test_per_attempt_timeout(style: str) -> None:
 
 @pytest.mark.parametrize("style", STYLES)
 def test_a_per_attempt_timeout_is_retried(style: str) -> None:
-    responder = scripted([StubReply(body=text_reply(style, "slow"), delay=1.0), text_reply(style, "fast")])
-    with Stub(responder) as stub:
-        assert translate_once(stub, style, timeout=0.2, max_retries=1).text == "fast"
+    # a 1 s attempt timeout: the fast answer has time to arrive on a loaded machine, the slow one (5 s) does not
+    with Stub(slow_then_fast(style)) as stub:
+        assert translate_once(stub, style, timeout=1.0, max_retries=1).text == "fast"
     assert len(stub.requests) == 2
 
 
@@ -1309,9 +1328,10 @@ def test_overall_timeout_bounds_all_retries(style: str) -> None:
     with Stub(always(reply)) as stub:
 
         async def main() -> tuple[ProviderError, float]:
-            # retries alone would take ~10 x 0.2 s = 2 s
+            # retries alone would take at least 60 x 0.15 s = 9 s (0.2 s backoffs, up to 25% off); the
+            # overall timeout leaves a loaded machine time to send the first request
             async with make_client(
-                stub, style, overall_timeout=0.3, max_retries=10, backoff=(0.2, 0.2), on_event=events.append
+                stub, style, overall_timeout=1.0, max_retries=60, backoff=(0.2, 0.2), on_event=events.append
             ) as client:
                 started = time.perf_counter()
                 with pytest.raises(ProviderError) as info:
@@ -1320,8 +1340,8 @@ def test_overall_timeout_bounds_all_retries(style: str) -> None:
 
         error, elapsed = asyncio.run(main())
     assert error.kind == "timeout"
-    assert elapsed < 1.0
-    assert 1 <= len(stub.requests) < 11
+    assert elapsed < 4.5  # half the retries' 9 s
+    assert 1 <= len(stub.requests) < 61
     assert len(events) == 1 and events[0].outcome == "error"
 
 

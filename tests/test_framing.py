@@ -479,7 +479,8 @@ def test_a_frame_over_the_event_cap_is_too_large() -> None:
 @pytest.mark.parametrize("provider", ["lines", "frames"])
 def test_a_stream_that_stalls_times_out_after_its_chunks(provider: str) -> None:
     reply = stalled(provider)
-    got, _ = served([reply], lambda url: collect(client(url, provider, api_key=KEY, timeout=0.3)))
+    # a 1 s deadline per wait: a loaded machine's first chunks come well within it, the 30 s of silence does not
+    got, _ = served([reply], lambda url: collect(client(url, provider, api_key=KEY, timeout=1.0)))
     chunks, error = got
     assert chunks and isinstance(error, ProviderError) and error.kind == "timeout"
 

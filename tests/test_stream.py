@@ -44,9 +44,11 @@ from support.faults import (
     Drive,
     Scenario,
     assert_clean,
+    cancel_once,
     canned_replies,
     error_object,
     model,
+    noted,
     text_reply,
     tool_call_reply,
 )
@@ -652,7 +654,8 @@ def test_an_error_event_mid_stream_is_a_provider_error_with_its_type_and_message
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_a_stream_that_stalls_times_out_after_its_chunks(provider: str) -> None:
     chunks: list[dict[str, Any]] = []
-    scenario = Scenario(scripted([held_stream(provider)]), BOUND, {"timeout": 0.3}, streaming(chunks))
+    # a 1 s deadline per wait: a loaded machine's first chunks come well within it, the minute of silence does not
+    scenario = Scenario(scripted([held_stream(provider)]), BOUND, {"timeout": 1.0}, streaming(chunks))
     outcome = run_fault(provider, scenario)
     assert_clean(outcome, BOUND)
     assert isinstance(outcome.error, ProviderError) and outcome.error.kind == "timeout", outcome.error
@@ -788,16 +791,20 @@ def test_cancel_during_a_read_ends_the_stream_and_closes_the_connection(provider
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_cancel_while_waiting_for_the_stream_to_start(provider: str) -> None:
-    slow = StubReply(stream=[b""], delay=20.0)
+    slow, received = noted(scripted([StubReply(stream=[b""], delay=20.0)]))
 
     async def drive(client: toolnexus.Client, errors: list[BaseException]) -> TranslateResult:
+        # once the stub holds the request, not after a fixed delay: a loaded machine may not have sent it by then
         cancel = asyncio.Event()
-        asyncio.get_running_loop().call_later(0.1, cancel.set)
+        setter = cancel_once(received.is_set, cancel, "the request at the stub")
         stream = client.translate_stream(USER, cancel=cancel)
-        await anext(stream)
+        try:
+            await anext(stream)
+        finally:
+            await setter
         return stream.result
 
-    outcome = run_fault(provider, Scenario(scripted([slow]), BOUND, drive=drive))
+    outcome = run_fault(provider, Scenario(slow, BOUND, drive=drive))
     assert_clean(outcome, BOUND)
     assert isinstance(outcome.error, Cancelled)
     assert [e.outcome for e in outcome.events] == ["cancelled"]

@@ -49,6 +49,44 @@ TOOL_NAME = "add"  # the tool the demo replies call
 HARD_CAP = 30.0  # seconds: a hung call fails its test instead of hanging the suite
 
 
+HANG_GUARD = 10.0  # seconds: the longest wait for something that should happen at once; it only has to catch a hang
+
+
+async def until(happened: Callable[[], bool], what: str, *, required: bool = True) -> None:
+    """Return once `happened()` is true (polled every 10 ms); after HANG_GUARD seconds fail, not hang
+    (or, not `required`, return and leave the judging to the test's asserts).
+
+    What a test waits for instead of a fixed delay: a fixed delay stands for "once X happened", and a
+    loaded machine may not have got to X by then (the request not sent yet, the chunk not read yet)."""
+    deadline = time.monotonic() + HANG_GUARD
+    while not happened():
+        if time.monotonic() >= deadline:
+            assert not required, f"{what}: not within {HANG_GUARD} s"
+            return
+        await asyncio.sleep(0.01)
+
+
+def cancel_once(happened: Callable[[], bool], cancel: asyncio.Event, what: str) -> asyncio.Task[None]:
+    """A task that sets `cancel` once `happened()` (see `until`); await it after the call it cancels."""
+
+    async def setter() -> None:
+        await until(happened, what)
+        cancel.set()
+
+    return asyncio.create_task(setter())
+
+
+def noted(responder: Responder) -> tuple[Responder, threading.Event]:
+    """`responder`, and an event set as a request reaches it: a drive, which cannot see the stub, waits on it."""
+    arrived = threading.Event()
+
+    def respond(request: StubRequest) -> StubReply | dict[str, Any]:
+        arrived.set()
+        return responder(request)
+
+    return respond, arrived
+
+
 ONE_CONNECTION = httpx.Limits(max_connections=1, max_keepalive_connections=1)
 
 
@@ -285,6 +323,10 @@ def run(provider: str, scenario: Scenario, *, api_key: str = "test-key", stack: 
             error = exc
             errors.append(exc)
         elapsed = time.perf_counter() - started
+        if stub is not None:  # a request the client gave up on (timed out) may not be read by the stub yet
+            # (not required: an attempt a timeout or cancel ended before it sent anything reaches no stub)
+            tried = sum(event.attempts for event in events)
+            await until(lambda: len(stub.requests) >= tried, f"{tried} requests at the stub", required=False)
         client_repr = repr(client)
         await client.aclose()
         current = asyncio.current_task()
@@ -436,24 +478,18 @@ def fault_40_mb(provider: str, echo: bool = False) -> Scenario:
     return Scenario(lambda request: StubReply(body=payload), BIG_BOUND)
 
 
+SLOW_ANSWER_S = 10.0  # the cancelled call's answer: a call that waited for it takes twice its time bound
+
+
 def fault_cancel_mid_flight(provider: str, echo: bool = False) -> Scenario:
     """A cancel event set while the stub delays its first answer; the same client then answers."""
-    received = threading.Event()
-
-    def slow(request: StubRequest) -> StubReply:
-        received.set()
-        return StubReply(body=text_reply(provider), delay=3.0)
-
-    async def set_once_received(cancel: asyncio.Event) -> None:
-        # not after a fixed delay: a loaded machine may not have sent the request by then,
-        # and the slow answer would go to the reused client's call instead
-        while not received.is_set():
-            await asyncio.sleep(0.01)
-        cancel.set()
+    slow, received = noted(lambda request: StubReply(body=text_reply(provider), delay=SLOW_ANSWER_S))
 
     async def drive(client: toolnexus.Client, errors: list[BaseException]) -> TranslateResult:
+        # not after a fixed delay: a loaded machine may not have sent the request by then,
+        # and the slow answer would go to the reused client's call instead
         cancel = asyncio.Event()
-        setter = asyncio.create_task(set_once_received(cancel))
+        setter = cancel_once(received.is_set, cancel, "the cancelled call's request at the stub")
         try:
             await client.translate(USER, cancel=cancel)
         except Cancelled as exc:
@@ -463,7 +499,7 @@ def fault_cancel_mid_flight(provider: str, echo: bool = False) -> Scenario:
         await setter
         return await client.translate(USER)  # the same client, reused
 
-    return Scenario(_sequence(slow, _ok(provider)), 4.0, drive=drive)
+    return Scenario(_sequence(slow, _ok(provider)), SLOW_ANSWER_S / 2, drive=drive)
 
 
 def wrong_shape_body(provider: str, case: str) -> dict[str, Any]:
