@@ -670,6 +670,30 @@ def test_a_nan_beside_counted_nones_is_the_located_response_error(
     assert info.value.path == where
 
 
+def first_clean_answers() -> dict[str, dict[str, Any]]:
+    """provider -> its first clean case answer (a small answer: no text long enough to be set apart)."""
+    out: dict[str, dict[str, Any]] = {}
+    for provider, _, answer in CLEAN:
+        out.setdefault(provider, answer)
+    return out
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("bad", [math.nan, -math.inf, "a\ud800b"], ids=["nan", "infinity", "surrogate"])
+def test_a_bad_value_where_a_small_answer_is_not_read_is_refused_at_its_path(provider: str, bad: Any) -> None:
+    """A small answer (no text long enough to be set apart) with a NaN, an Infinity or a lone surrogate in a member
+    the rules never read, beside a None there, is the ResponseError at the path `jsonsafe.check` names: what any
+    check folded into the generated function's reads must still refuse."""
+    answer = copy.deepcopy(first_clean_answers()[provider])
+    answer["unread"] = {"none": None, "values": [1, bad]}
+    assert checked_path(answer) == "unread.values[1]"
+    with pytest.raises(ResponseError) as info:
+        translate_response(provider, answer)
+    assert info.value.path == "unread.values[1]"
+    del answer["unread"]
+    assert translate_response(provider, answer).raw is answer  # the same answer without it reads clean
+
+
 def test_a_short_answer_saying_null_in_its_text_counts_high_and_reads_the_same() -> None:
     """A short answer's nulls are counted in one call, the word "null" inside a string too: the count is high, the
     function's Nones do not account for it, and the walk finds every float finite (the answer reads as the plain
