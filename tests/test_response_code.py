@@ -16,6 +16,7 @@ import pytest
 
 import toolnexus
 from support.cli import explain_code
+from support.faults import get_at, set_at, walk
 from toolnexus import ResponseError, load_rules, translate_response
 from toolnexus.devtools.conformance import load_cases
 from toolnexus.language import jsonsafe
@@ -786,48 +787,30 @@ def test_a_long_text_the_function_reads_is_checked_apart_and_still_refused_where
         if damage == "nan":
             broken["usage"]["x"] = math.nan
         else:
-            holder = broken
-            for step in place[:-1]:
-                holder = holder[step]
-            holder[place[-1]] += "\ud800"
+            set_at(broken, place_path(place), get_at(broken, place_path(place)) + "\ud800")
         with pytest.raises(ResponseError) as info:
             translate_response(provider, broken)
-        assert info.value.path == checked_path(broken) == ("usage.x" if damage == "nan" else f"{place_path(place)}")
+        assert info.value.path == checked_path(broken) == ("usage.x" if damage == "nan" else place_path(place))
 
 
 def place_path(place: tuple[str | int, ...]) -> str:
     return "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in place).lstrip(".")
 
 
-def string_places(value: Any, at: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str]]:
-    """Every string of an answer with its place."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from string_places(item, (*at, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from string_places(item, (*at, index))
-    elif isinstance(value, str):
-        yield at, value
-
-
 LONG = "a word null, [null] \u00e9 " * (jsonsafe.LONG_TEXT // 10)  # "null" words, which are no null token
 
 
-def long_text_case_answers() -> dict[str, tuple[dict[str, Any], tuple[str | int, ...]]]:
-    """provider -> (a clean case answer whose one text is LONG, that text's place): the first clean answer whose
+def long_text_case_answers() -> dict[str, tuple[dict[str, Any], str]]:
+    """provider -> (a clean case answer whose one text is LONG, that text's path): the first clean answer whose
     translated text is one string of it that can be made long and still translate with no note."""
-    out: dict[str, tuple[dict[str, Any], tuple[str | int, ...]]] = {}
+    out: dict[str, tuple[dict[str, Any], str]] = {}
     for provider, _, answer in CLEAN:
         text = translate_response(provider, answer).text
-        places = [at for at, value in string_places(answer) if value == text] if text and provider not in out else []
+        places = [path for path, value in walk(answer) if value == text] if text and provider not in out else []
         if len(places) != 1:
             continue
         long = copy.deepcopy(answer)
-        holder = long
-        for step in places[0][:-1]:
-            holder = holder[step]
-        holder[places[0][-1]] = LONG
+        set_at(long, places[0], LONG)
         try:
             result = translate_response(provider, long)
         except toolnexus.ToolnexusError:
@@ -850,18 +833,15 @@ def test_a_long_answer_text_is_read_whole_and_refused_where_check_says(provider:
     """Every provider: an answer whose text is longer than the check sets apart gives that text whole, leaves the
     answer as it was (and as `raw`), and a lone surrogate in it, or a NaN beside it, is the ResponseError at the
     path `jsonsafe.check` names."""
-    answer, place = LONG_TEXT_ANSWERS[provider]
+    answer, path = LONG_TEXT_ANSWERS[provider]
     given = copy.deepcopy(answer)
     result = translate_response(provider, answer)
     assert result.text == LONG and result.raw is answer and answer == given
     broken = copy.deepcopy(answer)
-    holder = broken
-    for step in place[:-1]:
-        holder = holder[step]
-    holder[place[-1]] += "\ud800"
+    set_at(broken, path, LONG + "\ud800")
     with pytest.raises(ResponseError) as info:
         translate_response(provider, broken)
-    assert info.value.path == checked_path(broken) == place_path(place)
+    assert info.value.path == checked_path(broken) == path
     with pytest.raises(ResponseError) as info:
         translate_response(provider, {**answer, "zz": [None, math.inf]})
     assert info.value.path == "zz[1]"
