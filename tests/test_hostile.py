@@ -1180,3 +1180,9 @@ def test_standard_loads_each_reads_each_as_standard_loads_does(texts: list[str])
             want.append(text)
     got = jsonsafe.standard_loads_each(texts)
     assert json.dumps(got) == json.dumps(want) and [type(g) for g in got] == [type(w) for w in want]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_mistyped_field_is_refused_before_an_unmapped_one_ahead_of_it(provider: str) -> None:
+    """Every field's type is checked before any unmapped field is settled, whatever their order."""
+    assert refused(provider, request_with(not_a_field=1, temperature="hot")).path == "temperature"

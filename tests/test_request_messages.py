@@ -55,9 +55,9 @@ def explained(provider: str, request: Any, options: dict[str, Any]) -> Any:
     """The outcome when the reader reads every transcript before the generated function writes it."""
     write = Inbound._write_messages
 
-    def reader_first(self: Inbound, msgs: Any, settler: Any, ids: Any) -> Any:
+    def reader_first(self: Inbound, msgs: Any, ctx: Any, ids: Any) -> Any:
         self._explain_messages(msgs, ids)
-        return write(self, msgs, settler, ids)
+        return write(self, msgs, ctx, ids)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Inbound, "_write_messages", reader_first)

@@ -4,6 +4,7 @@ and errors."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any, NoReturn
 
 import pytest
@@ -14,6 +15,8 @@ import toolnexus
 from support.cases import request_cases, request_outcome
 from toolnexus.translate import inbound
 from toolnexus.translate.inbound import Inbound
+from toolnexus.translate.reader import TOOL_CHOICES
+from toolnexus.translate.rulebook import builtin_rulebook
 
 PROVIDERS = toolnexus.providers()
 
@@ -108,3 +111,51 @@ def test_the_two_agree_on_generated_tool_lists(provider: str, tools: Any) -> Non
     with pytest.MonkeyPatch.context() as patch:
         for options in ({}, {"unknown_fields": "drop"}):
             assert request_outcome(provider, request, options) == explained(patch, provider, request, options)
+
+
+TOOL = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+CHOICES = [
+    {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [TOOL], **given, **parallel}
+    for given in [{}, *({"tool_choice": choice} for choice in sorted(TOOL_CHOICES))]
+    for parallel in [{}, {"parallel_tool_calls": True}, {"parallel_tool_calls": False}]
+]
+
+
+@pytest.fixture(scope="module")
+def unread_choices() -> Any:
+    """The built-in rules compiled with no tool choice read at load: each call reads its own."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(inbound, "_choice_table", lambda *args: inbound.NO_CHOICES)
+        return builtin_rulebook.__wrapped__()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_tool_choices_read_at_load_write_what_each_call_reads(provider: str, unread_choices: Any) -> None:
+    for request in CHOICES:
+        assert request_outcome(provider, request, {}) == request_outcome(provider, request, {"rules": unread_choices})
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_each_call_writes_its_own_tool_choice(provider: str) -> None:
+    """A caller may change the body it is given: the next call's tool choice is its own (a constant is copied).
+    (The body holds the request's own values, such as a tool's parameters: each call here is given a copy.)"""
+    for request in CHOICES:
+        try:
+            first = toolnexus.translate_request(provider, copy.deepcopy(request))
+        except toolnexus.TranslationError:
+            continue  # a choice the provider cannot take
+        expected = copy.deepcopy(dict(first))
+        spoil(first)
+        assert toolnexus.translate_request(provider, copy.deepcopy(request)) == expected
+
+
+def spoil(value: Any) -> None:
+    """Change every object and list inside `value`, in place."""
+    if isinstance(value, dict):
+        for item in value.values():
+            spoil(item)
+        value["spoiled"] = True
+    elif isinstance(value, list):
+        for item in value:
+            spoil(item)
+        value.append("spoiled")

@@ -1073,7 +1073,13 @@ class _Codegen(Namespace):
 
 
 def _constant(value: Any) -> Render:
+    """A template that is one constant: a container built anew on every call (from its Python display when it has
+    one, as generated code builds one: a small tool_choice object on every request), else its value."""
     if isinstance(value, (dict, list)):
+        display = _display(value)
+        if display is not None:
+            render: Render = eval(f"lambda scope, ctx: {display}", {})  # a display of plain data (`_display`)
+            return render
         return lambda scope, ctx: fresh_copy(value)
     return lambda scope, ctx: value
 

@@ -25,13 +25,14 @@ from ..language.loader import Key, RuleSource, did_you_mean, dotted
 from ..language.paths import MISSING, Getter, is_piped, piped_from
 from ..language.templates import ContentLines, Ctx, Env, Node, Render, compile_template, path_getter
 from .direct_code import Parts
-from .fields import OPENAI_REQUEST_FIELDS, ZERO_MEANS_ABSENT, Range, check_fields, compile_ranges
+from .fields import OPENAI_REQUEST_FIELDS, Range, compile_ranges, read_fields
 from .reader import (
     NO_CARRY,
     PART_FIELDS,
     READ_KEYS,
     ROLES,
     TEXT_OF_PARTS,
+    TOOL_CHOICES,
     TOOL_KEYS,
     TOOL_RESULT_KINDS,
     Carry,
@@ -63,6 +64,9 @@ class _Parts:
 PARTS = _Parts()
 
 EMPTY: Mapping[str, Any] = MappingProxyType({})
+# (tool_choice absent or a string, parallel_tool_calls absent or a bool) -> the choice read from them, its writer
+Choices = Mapping[tuple[Any, Any], tuple[dict[str, Any], Render]]
+NO_CHOICES: Choices = MappingProxyType({})
 
 # Fields the engine translates through their own sections before the body renders.
 SECTION_FIELDS = frozenset({"messages", "tools", "tool_choice"})
@@ -155,6 +159,8 @@ class Inbound:
     # messages with the same value there become one (None: only merge_consecutive merges).
     merge_same_role: str | None = None
     spliced: frozenset[str] = frozenset()  # part kinds whose template is a list: its blocks join the message's
+    # Each tool choice given as a string or not at all, read at load (`_choice_table`): the kinds the rules write.
+    choices: Choices = field(default_factory=lambda: NO_CHOICES)
 
     def decode(self, body: bytes | str) -> Any:
         """A request body (JSON text) -> its value (`jsonsafe.loads_body`); a refusal is a TranslationError."""
@@ -195,9 +201,12 @@ class Inbound:
         turns, hoisted, turn_notes, first, left = written
         if folded and (left[0] or left[1] or left[2]) and not read_clean(*left):  # an ASCII transcript: none
             checked(request, "", self._refuse)
-        chosen = self._choose_system(hoisted, first, system, default_system, ctx)
-        if system is None and hoisted:
-            chosen = self._cached_system(hoisted, chosen, ctx)
+        if hoisted or system is not None:
+            chosen = self._choose_system(hoisted, first, system, default_system, ctx)
+            if system is None:
+                chosen = self._cached_system(hoisted, chosen, ctx)
+        else:
+            chosen = default_system if default_system is not None else MISSING
         if self.system_message is not None and chosen is not MISSING:
             turns[:0] = self._system_message(chosen, hoisted, system, ctx)
         for _, path, _, source in hoisted:
@@ -213,16 +222,12 @@ class Inbound:
         declared: set[str] | None = None
         if "tools" in scope:
             scope["tools"], declared = self._tools_section(scope["tools"], ctx, unknown_fields)
-        choice = read_tool_choice(scope.get("tool_choice", MISSING), parallel, provider)
-        if choice["name"] is not MISSING and declared is not None and choice["name"] not in declared:
-            raise TranslationError(
-                "tool_choice.function.name", f"no tool named {choice['name']!r} is declared", provider=provider
-            )
-        writer = self.tool_choice.get(choice["kind"])
-        if writer is None:
-            raise TranslationError(
-                "tool_choice", f"a {choice['kind']!r} tool_choice cannot be sent to {provider}", provider=provider
-            )
+        given = scope.get("tool_choice", MISSING)
+        known = self.choices.get((given, parallel)) if type(given) is str or given is MISSING else None
+        if known is not None:  # read at load: no name to look for among the tools
+            choice, writer = known
+        else:
+            choice, writer = self._tool_choice(given, parallel, declared)
         ctx.path = "tool_choice"
         scope["tool_choice"] = writer(choice, ctx)
         ctx.path = ""
@@ -232,6 +237,21 @@ class Inbound:
         if sent_ids:
             body.id_map = sent_ids
         return body
+
+    def _tool_choice(self, given: Any, parallel: Any, declared: set[str] | None) -> tuple[dict[str, Any], Render]:
+        """The request's tool choice read (the reader's middle form) and the rules' writer for its kind."""
+        provider = self.provider
+        choice = read_tool_choice(given, parallel, provider)
+        if choice["name"] is not MISSING and declared is not None and choice["name"] not in declared:
+            raise TranslationError(
+                "tool_choice.function.name", f"no tool named {choice['name']!r} is declared", provider=provider
+            )
+        writer = self.tool_choice.get(choice["kind"])
+        if writer is None:
+            raise TranslationError(
+                "tool_choice", f"a {choice['kind']!r} tool_choice cannot be sent to {provider}", provider=provider
+            )
+        return choice, writer
 
     def _checked_but_transcript(self, request: dict[str, Any]) -> bool:
         """Whether the request is checked but for its transcript (a list), which the messages function then
@@ -253,20 +273,15 @@ class Inbound:
         """The request's fields read and settled and its transcript written: (scope, ctx, parallel_tool_calls,
         the sent ids, the written transcript)."""
         provider = self.provider
-        check_fields(request, self.ranges, provider)
+        scope, others = read_fields(request, self.ranges, self.consumed, provider)
         ctx = Ctx(provider)
         ctx.settler = settler
-        scope: dict[str, Any] = {}
-        for name, value in request.items():
-            if value is None or (name in ZERO_MEANS_ABSENT and type(value) is int and value == 0):
-                continue
-            if name in self.consumed:
-                scope[name] = value
-            else:
-                self._settle(name, value, name, self.unsupported, ctx, unknown_fields)
-        if "messages" not in scope:
+        for name, value in others:
+            self._settle(name, value, name, self.unsupported, ctx, unknown_fields)
+        msgs = scope.get("messages", MISSING)
+        if msgs is MISSING:
             raise TranslationError("messages", "is required", provider=provider)
-        if scope["messages"] == []:  # OpenAI refuses an empty transcript too; no provider answers one
+        if msgs == []:  # OpenAI refuses an empty transcript too; no provider answers one
             raise TranslationError("messages", "must hold at least one message", provider=provider)
         parallel = scope.get("parallel_tool_calls", MISSING)
         if parallel is not MISSING and type(parallel) is not bool:
@@ -274,8 +289,8 @@ class Inbound:
 
         id_map, sent_ids = None, None
         if self.tool_call_ids is not None:
-            id_map, sent_ids = self.tool_call_ids.for_request(scope["messages"], provider)
-        return scope, ctx, parallel, sent_ids, self._write_messages(scope["messages"], settler, id_map)
+            id_map, sent_ids = self.tool_call_ids.for_request(msgs, provider)
+        return scope, ctx, parallel, sent_ids, self._write_messages(msgs, ctx, id_map)
 
     def _tools_section(self, tools: Any, ctx: Ctx, unknown_fields: UnknownFields) -> tuple[list[Any], set[str]]:
         """The tools and their declared names, from the generated function (`request_code.generate_tools`: its
@@ -399,17 +414,17 @@ class Inbound:
         ctx.path = ""
         return blocks
 
-    def _write_messages(self, msgs: Any, settler: Any, ids: IdMap | None) -> Written:
-        """The transcript written by the generated function (its notes kept apart: they go in after the
-        system prompt's). On an error its explain step, the reader, goes first: the reader's errors come
-        before the writer's, as it reads the whole transcript before anything is written."""
-        ctx = Ctx(self.provider)
-        ctx.settler = settler
+    def _write_messages(self, msgs: Any, ctx: Ctx, ids: IdMap | None) -> Written:
+        """The transcript written by the generated function, in the call's context but with its notes kept apart
+        (they go in after the system prompt's). On an error its explain step, the reader, goes first: the reader's
+        errors come before the writer's, as it reads the whole transcript before anything is written."""
+        kept, ctx.notes = ctx.notes, []
         try:
             written = self.messages(msgs, ctx, ids)
         except TranslationError:
             self._explain_messages(msgs, ids)
             raise
+        ctx.notes = kept
         if written is None:  # a shape the fast test declines: the reader says what is wrong with it
             self._explain_messages(msgs, ids)
             raise TranslationError("messages", "cannot be read", provider=self.provider)
@@ -611,6 +626,8 @@ def compile_inbound(source: RuleSource) -> Inbound:
         reads_arguments_json=_reads(parts.get("tool_call"), "arguments_json"),
         tool_unsupported=_unsupported_table(tools.get("unsupported", {})),
         tool_choice=MappingProxyType(tool_choice),
+        # A writer reading its scope whole could hand it out in the body: then each call reads its own.
+        choices=NO_CHOICES if choice_env.fields_read() is None else _choice_table(tool_choice, provider),
         system_blocks=system_blocks,
         text_reads=(parts["text"][1] or frozenset()) if "text" in parts else frozenset(),
         text_gaps=gaps.get("text"),
@@ -633,6 +650,20 @@ def compile_inbound(source: RuleSource) -> Inbound:
         return replace(inbound, messages=run, code=code_items)
     tools_text, tools_run = generate_tools(inbound, decl_env.parsed[("tools", "declaration")])
     return replace(inbound, messages=run, tools=tools_run, code=(*code_items, (("tools",), tools_text)))
+
+
+def _choice_table(writers: Mapping[str, Render], provider: str) -> Choices:
+    """Every tool choice a request gives as a string (or not at all), with each parallel_tool_calls, read once
+    here: `translate` then only looks it up. Kinds the rules cannot write are left to `_tool_choice` to refuse.
+    The choices are read, never changed, by their writers."""
+    table: dict[tuple[Any, Any], tuple[dict[str, Any], Render]] = {}
+    for given in (MISSING, *TOOL_CHOICES):
+        for parallel in (MISSING, True, False):
+            choice = read_tool_choice(given, parallel, provider)
+            writer = writers.get(choice["kind"])
+            if writer is not None:
+                table[given, parallel] = (choice, writer)
+    return MappingProxyType(table)
 
 
 def _carry_table(spec: dict[str, Any]) -> Carry:
