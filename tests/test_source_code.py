@@ -20,6 +20,7 @@ from support.cases import CASES
 from support.cli import explain_code, run_cli
 from support.made_up import ACME_FORMAT
 from toolnexus import RuleError, ToolnexusError, load_rules
+from toolnexus.language import jsonsafe
 from toolnexus.language.paths import MISSING
 from toolnexus.language.templates import Apply, Ctx, KeySeal, seal
 from toolnexus.translate import formats
@@ -150,7 +151,7 @@ def test_generated_reader_of_a_made_up_format(tmp_path: Path) -> None:
 
 def test_explain_shows_the_generated_reader() -> None:
     shown = explain_code("--source", "anthropic")
-    assert "def transcript(msgs, system, objects=False):" in shown and "def write(view, c):" in shown
+    assert "def transcript(msgs, system, objects=False, written=None):" in shown and "def write(view, c):" in shown
 
 
 def test_the_whole_answer_is_one_generated_function(tmp_path: Path) -> None:
@@ -337,3 +338,51 @@ def test_the_usage_read_backwards_writes_each_object_once_in_the_table_order() -
     messages.derive_usage(usage | {"prompt_tokens": 2}, said, notes)  # fewer than the cached ones it includes
     assert said["usage"]["input_tokens"] == 6  # from the total, less what it includes
     assert [(n.kind, n.path) for n in notes] == [("inconsistent", "prompt_tokens")]
+
+
+# The providers whose generated messages function reads a call's arguments text (the Responses API's rules read
+# the transcript the general way, which parses it).
+TEXT_PROVIDERS = [
+    name
+    for name in toolnexus.providers()
+    if "LOADS(d_raw)" in dict(load_rules().get(name).inbound.code).get(("messages",), "")
+]
+
+
+@pytest.mark.parametrize("provider", TEXT_PROVIDERS)
+def test_a_tool_use_input_is_not_parsed_back_from_the_text_written_of_it(
+    provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """For a provider that reads arguments text, a `tool_use` input is written as JSON text once and the
+    provider's read takes the input itself (`jsonsafe.WRITTEN`), not a parse of that text; the body is the one
+    the parse gives, and nothing stays in WRITTEN after the call, translated or refused."""
+    request = bench_inputs.messages_transcript(10, bench_inputs.tool_declarations())
+    expected = toolnexus.translate_request(provider, copy.deepcopy(request), source="anthropic")
+    parsed: list[Any] = []
+    real = jsonsafe.loads
+    counted = lambda text: parsed.append(text) or real(text)  # noqa: E731
+    monkeypatch.setattr(jsonsafe, "loads", counted)  # what `loads_written` parses
+    monkeypatch.setitem(load_rules().get(provider).inbound.messages.__globals__, "LOADS", counted)
+    body = toolnexus.translate_request(provider, request, source="anthropic")
+    assert parsed == [] and body == expected and body.notes == expected.notes
+    assert jsonsafe.WRITTEN == {}
+    refused = copy.deepcopy(request)
+    refused["messages"][1]["content"].append({"type": "tool_use", "id": "x", "input": {}})  # no name
+    with pytest.raises(ToolnexusError, match="name"):
+        toolnexus.translate_request(provider, refused, source="anthropic")
+    assert jsonsafe.WRITTEN == {}
+
+
+def test_a_text_is_taken_as_its_object_only_when_it_is_the_very_text_written() -> None:
+    """`loads_written` gives the held object for the text object recorded, and parses any other text, an equal
+    one too."""
+    text = '{"a":1}'
+    held = {"a": 1}
+    jsonsafe.WRITTEN[id(text)] = (text, held)
+    try:
+        assert jsonsafe.loads_written(text) is held
+        equal = "".join(['{"a"', ":1}"])
+        assert jsonsafe.loads_written(equal) == held and jsonsafe.loads_written(equal) is not held
+    finally:
+        del jsonsafe.WRITTEN[id(text)]
+    assert jsonsafe.loads_written(text) == held and jsonsafe.loads_written(text) is not held

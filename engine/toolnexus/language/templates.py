@@ -127,7 +127,7 @@ class Ctx:
     needs it, so the hot loop builds no strings.
     """
 
-    __slots__ = ("ids", "notes", "objects", "outbound", "path", "provider", "settler")
+    __slots__ = ("ids", "notes", "objects", "outbound", "path", "provider", "settler", "written")
 
     # `outbound` and `ids` may be given by position: a class called with keywords builds a dict for them
     # (CPython 3.11), which costs a generated response function more than its own reads of a short answer.
@@ -141,6 +141,9 @@ class Ctx:
         # Whoever reads what is rendered takes an object where `$json_text` would write one's text (a source
         # request's tool-call arguments, for a provider that sends them as objects): it is given as it is.
         self.objects = False
+        # Where `$json_text` records the text it has orjson write of an object, with the object, by the text's id
+        # (`jsonsafe.WRITTEN`): a source request's reader, so the provider's read takes the object, not a parse.
+        self.written: dict[int, tuple[str, Any]] | None = None
 
     def settle(self, name: str, value: Any, path: str) -> None:
         """An input field the rules write nothing for: as the rule file's policy says, else reported as dropped."""
@@ -1129,6 +1132,8 @@ def json_text(value: Any, ctx: Ctx) -> Any:
         return value
     text = orjson_compact(value)
     if text is not None:
+        if ctx.written is not None:
+            ctx.written[id(text)] = (text, value)
         return text
     try:
         return _COMPACT_TEXT(value)

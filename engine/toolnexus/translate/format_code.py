@@ -52,9 +52,10 @@ from .formats import (
     unread,
 )
 
+Written = dict[int, tuple[str, Any]]  # the texts `$json_text` wrote, with their objects (`Ctx.written`)
 # (the normal-form messages, their records, each message with the role its blocks were read as)
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
-Reader = Callable[[list[Any], Any, bool], Read | None]
+Reader = Callable[[list[Any], Any, bool, Written | None], Read | None]
 ToolsReader = Callable[[Any, Callable[[Record], None]], list[Any] | None]  # the declarations (records added)
 Writer = Callable[[dict[str, Any], Ctx], dict[str, Any]]
 EMPTY: Mapping[str, str] = MappingProxyType({})
@@ -311,11 +312,11 @@ class _Gen(Namespace):
     def reader(self) -> list[str] | None:
         fmt = self.fmt
         lines = [
-            "def transcript(msgs, system, objects=False):",
+            "def transcript(msgs, system, objects=False, written=None):",
             "    out, records, made = [], [], []",
             "    R = records.append",
             f"    c = Ctx({fmt.name!r})",
-            "    c.objects = objects",
+            "    c.objects, c.written = objects, written",
         ]
         if fmt.system is not None and "system" in fmt.roles:
             held = _escaped(fmt.system)

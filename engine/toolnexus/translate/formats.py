@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from ..errors import Note, ResponseError, RuleError, ToolnexusError, TranslationError
-from ..language.jsonsafe import checked, standard_loads_each
+from ..language.jsonsafe import WRITTEN, checked, standard_loads_each
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING
 from ..language.templates import Ctx, ListPath, Node, Render, unseal
@@ -311,7 +311,7 @@ class SourceFormat:
     normal: NormalForm | None = None  # the normal form's file: what the request reader takes from it
     # The transcript's generated reader (format_code), and its source for `toolnexus explain --source --code`: the
     # common shape read inline; None from it (or its error) and the general read below reads the transcript again.
-    transcript: Callable[[list[Any], Any, bool], Any] | None = None
+    transcript: Callable[[list[Any], Any, bool, Any], Any] | None = None
     # The tools' generated reader (format_code `tools`, in `transcript_code` too): None from it (a key to settle,
     # a refusal) and `_tools` reads them again, where each is.
     tools_reader: Callable[[Any, Callable[[Record], None]], list[Any] | None] | None = None
@@ -369,11 +369,16 @@ class SourceFormat:
         return hub, placed(origins, records), notes
 
     def read_recorded(
-        self, request: Any, unknown_fields: str = "error", objects: bool = False
+        self,
+        request: Any,
+        unknown_fields: str = "error",
+        objects: bool = False,
+        written: dict[int, tuple[str, Any]] | None = None,
     ) -> tuple[dict[str, Any], Origins, list[Record], list[Note]]:
         """`read`, with where the transcript's elements came from partly as records (`placed` adds them).
         `objects`: the provider sends tool-call arguments as objects, so an object the format gives is kept as
-        one (`Ctx.objects`) instead of written as JSON text the provider would parse back."""
+        one (`Ctx.objects`) instead of written as JSON text the provider would parse back; `written`: where
+        the JSON text written of an object is recorded with the object (`Ctx.written`)."""
         if not isinstance(request, dict):
             raise self._fail("", f"the request must be an object, got {type(request).__name__}")
         if self.normal is not None:
@@ -396,12 +401,13 @@ class SourceFormat:
         transcript = request.get(self.each, MISSING)
         if self.transcript is not None and type(transcript) is list:
             try:
-                read = self.transcript(transcript, None if self.system is None else request.get(self.system), objects)
+                system = None if self.system is None else request.get(self.system)
+                read = self.transcript(transcript, system, objects, written)
             except ToolnexusError:
                 read = None  # the general read raises it, where it is
         if read is None:
             into = Transcript([], origins, notes, unknown_fields, Ctx(self.name))
-            into.ctx.objects = objects
+            into.ctx.objects, into.ctx.written = objects, written
             self._transcript(request, into)
             messages, made = into.messages, into.made
         else:
@@ -1366,11 +1372,17 @@ def translate_source(
 ) -> Any:
     """A request in the format -> the provider's body (`inbound`: the provider's compiled request side),
     its errors and notes naming the format's paths."""
-    hub, origins, records, notes = fmt.read_recorded(request, unknown_fields, not inbound.reads_arguments_json)
+    objects = not inbound.reads_arguments_json
+    written: dict[int, tuple[str, Any]] = {}  # a tool-call input's text, which the provider's read takes as its object
+    hub, origins, records, notes = fmt.read_recorded(request, unknown_fields, objects, None if objects else written)
+    WRITTEN.update(written)
     try:
         body = inbound.translate(hub, system=system, default_system=default_system, unknown_fields=unknown_fields)
     except TranslationError as exc:
         raise remap_error(exc, placed(origins, records)) from None
+    finally:
+        for key in written:
+            del WRITTEN[key]
     if body.notes:
         paths = named([n.path for n in body.notes], origins, records)
         body.notes = (*notes, *(Note(n.kind, p, n.message, n.side) for n, p in zip(body.notes, paths, strict=True)))
