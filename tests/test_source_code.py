@@ -340,12 +340,13 @@ def test_the_usage_read_backwards_writes_each_object_once_in_the_table_order() -
     assert [(n.kind, n.path) for n in notes] == [("inconsistent", "prompt_tokens")]
 
 
-# The providers whose generated messages function reads a call's arguments text (the Responses API's rules read
-# the transcript the general way, which parses it).
+# The providers that send a call's arguments as text and whose generated messages function reads that text (the
+# Responses API's rules read the transcript the general way, which parses it).
 TEXT_PROVIDERS = [
     name
     for name in toolnexus.providers()
-    if "LOADS(d_raw)" in dict(load_rules().get(name).inbound.code).get(("messages",), "")
+    if load_rules().get(name).inbound.reads_arguments_json
+    and "LOADS(d_raw)" in dict(load_rules().get(name).inbound.code).get(("messages",), "")
 ]
 
 
@@ -354,8 +355,8 @@ def test_a_tool_use_input_is_not_parsed_back_from_the_text_written_of_it(
     provider: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """For a provider that reads arguments text, a `tool_use` input is written as JSON text once and the
-    provider's read takes the input itself (`jsonsafe.WRITTEN`), not a parse of that text; the body is the one
-    the parse gives, and nothing stays in WRITTEN after the call, translated or refused."""
+    provider's read takes the input itself (`jsonsafe.loads_written`, from the call's own record), not a parse
+    of that text; the body is the one the parse gives, and a plain request parses as before."""
     request = bench_inputs.messages_transcript(10, bench_inputs.tool_declarations())
     expected = toolnexus.translate_request(provider, copy.deepcopy(request), source="anthropic")
     parsed: list[Any] = []
@@ -365,12 +366,20 @@ def test_a_tool_use_input_is_not_parsed_back_from_the_text_written_of_it(
     monkeypatch.setitem(load_rules().get(provider).inbound.messages.__globals__, "LOADS", counted)
     body = toolnexus.translate_request(provider, request, source="anthropic")
     assert parsed == [] and body == expected and body.notes == expected.notes
-    assert jsonsafe.WRITTEN == {}
     refused = copy.deepcopy(request)
     refused["messages"][1]["content"].append({"type": "tool_use", "id": "x", "input": {}})  # no name
     with pytest.raises(ToolnexusError, match="name"):
         toolnexus.translate_request(provider, refused, source="anthropic")
-    assert jsonsafe.WRITTEN == {}
+    call = {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1}'}}
+    plain = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "add"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "1"},
+        ],
+    }
+    assert toolnexus.translate_request(provider, plain) and parsed == ['{"a": 1}']  # a plain request's text: parsed
 
 
 def test_a_text_is_taken_as_its_object_only_when_it_is_the_very_text_written() -> None:
@@ -378,11 +387,8 @@ def test_a_text_is_taken_as_its_object_only_when_it_is_the_very_text_written() -
     one too."""
     text = '{"a":1}'
     held = {"a": 1}
-    jsonsafe.WRITTEN[id(text)] = (text, held)
-    try:
-        assert jsonsafe.loads_written(text) is held
-        equal = "".join(['{"a"', ":1}"])
-        assert jsonsafe.loads_written(equal) == held and jsonsafe.loads_written(equal) is not held
-    finally:
-        del jsonsafe.WRITTEN[id(text)]
-    assert jsonsafe.loads_written(text) == held and jsonsafe.loads_written(text) is not held
+    written = {id(text): (text, held)}
+    assert jsonsafe.loads_written(text, written) is held
+    equal = "".join(['{"a"', ":1}"])
+    assert jsonsafe.loads_written(equal, written) == held and jsonsafe.loads_written(equal, written) is not held
+    assert jsonsafe.loads_written(text, {}) == held and jsonsafe.loads_written(text, {}) is not held

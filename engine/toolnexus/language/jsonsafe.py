@@ -446,18 +446,18 @@ def loads_body(body: str | bytes, fail: Callable[[str, str], Exception]) -> Any:
         raise fail("", f"is not valid JSON ({exc})") from None
 
 
-# Texts the engine had orjson write of an object it still holds, by the text's id: (the text, the object), put
-# here by a call for the time it runs (`translate_source`: a source request's tool-call inputs, written as
-# arguments text for a provider that reads text). orjson writes only JSON `check` passes (no NaN, no Infinity:
-# `orjson_compact` leaves text with a null to the standard encoder; no lone surrogate, no key but a str, no int
-# beyond 64 bits, at most 254 levels), so `loads` of such a text gives back an object equal to the one held.
-WRITTEN: dict[int, tuple[str, Any]] = {}
+# Texts the engine had orjson write of an object it still holds, by the text's id: (the text, the object), kept
+# by one call (`translate_source`: a source request's tool-call inputs, written as arguments text for a provider
+# that reads text; `Ctx.written`). orjson writes only JSON `check` passes (no NaN, no Infinity: `orjson_compact`
+# leaves text with a null to the standard encoder; no lone surrogate, no key but a str, no int beyond 64 bits, at
+# most 254 levels), so `loads` of such a text gives back an object equal to the one held.
+WrittenTexts = dict[int, tuple[str, Any]]
 
 
-def loads_written(text: str) -> Any:
-    """`loads`, but for a text in WRITTEN its object, not its parse (a provider's read of the arguments text a
-    source request's reader wrote a moment before)."""
-    held = WRITTEN.get(id(text))
+def loads_written(text: str, written: WrittenTexts) -> Any:
+    """`loads`, but for a text in `written` its object, not its parse (a provider's read of the arguments text a
+    source request's reader wrote a moment before). The text is held there, so its id names no other object."""
+    held = written.get(id(text))
     if held is not None and held[0] is text:
         return held[1]
     return loads(text)

@@ -103,7 +103,7 @@ from urllib.parse import urlsplit
 
 from ..errors import Note, ResponseError, RuleError, TranslationError
 from .codegen import Namespace, indent
-from .jsonsafe import JsonValueError, loads_object, orjson_compact, text_encoder, where_in
+from .jsonsafe import JsonValueError, WrittenTexts, loads_object, orjson_compact, text_encoder, where_in
 from .loader import Key, RuleSource, did_you_mean, dotted
 from .paths import MISSING, Getter, PathSyntaxError, compile_path, first_field, simple_steps
 
@@ -142,8 +142,8 @@ class Ctx:
         # request's tool-call arguments, for a provider that sends them as objects): it is given as it is.
         self.objects = False
         # Where `$json_text` records the text it has orjson write of an object, with the object, by the text's id
-        # (`jsonsafe.WRITTEN`): a source request's reader, so the provider's read takes the object, not a parse.
-        self.written: dict[int, tuple[str, Any]] | None = None
+        # (`jsonsafe.WrittenTexts`): a source request's, so the provider's read takes the object, not a parse.
+        self.written: WrittenTexts | None = None
 
     def settle(self, name: str, value: Any, path: str) -> None:
         """An input field the rules write nothing for: as the rule file's policy says, else reported as dropped."""

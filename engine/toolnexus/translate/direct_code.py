@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..language.codegen import Namespace, indent
-from ..language.jsonsafe import WRITTEN, loads, loads_written
+from ..language.jsonsafe import loads, loads_written
 from ..language.templates import USES_CONTEXT, Node, Render, inline_node
 from .reader import (
     _ARGUMENTS_TEXT,
@@ -375,7 +375,7 @@ def _read_calls(arguments_json: bool) -> list[str]:
         "            if not d_name.isascii(): ck_texts.append(d_name)",
         "            if len(d_fn) != 2 or len(d_call) != 2 + ('type' in d_call): d_deep = True",
         "            if type(d_raw) is str and d_raw:",
-        "                try: d_args = WRITTEN_LOADS(d_raw) if WRITTEN else LOADS(d_raw)",
+        "                try: d_args = WRITTEN_LOADS(d_raw, held_texts) if held_texts else LOADS(d_raw)",
         "                except ValueError: d_ok = False; break",
         "                if type(d_args) is not dict: d_ok = False; break",
         "                d_obj = False",
@@ -498,7 +498,6 @@ def direct_names(parts: Parts) -> dict[str, Any]:
         "CONTENT_PART": CONTENT_PART,
         "CALL": CALL,
         "LOADS": loads,
-        "WRITTEN": WRITTEN,
         "WRITTEN_LOADS": loads_written,
         "ARGUMENTS_TEXT": _ARGUMENTS_TEXT,
         "REWRITTEN_ID": rewritten_id,

@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from ..errors import Note, ResponseError, RuleError, ToolnexusError, TranslationError
-from ..language.jsonsafe import WRITTEN, checked, standard_loads_each
+from ..language.jsonsafe import WrittenTexts, checked, standard_loads_each
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING
 from ..language.templates import Ctx, ListPath, Node, Render, unseal
@@ -373,7 +373,7 @@ class SourceFormat:
         request: Any,
         unknown_fields: str = "error",
         objects: bool = False,
-        written: dict[int, tuple[str, Any]] | None = None,
+        written: WrittenTexts | None = None,
     ) -> tuple[dict[str, Any], Origins, list[Record], list[Note]]:
         """`read`, with where the transcript's elements came from partly as records (`placed` adds them).
         `objects`: the provider sends tool-call arguments as objects, so an object the format gives is kept as
@@ -1373,16 +1373,15 @@ def translate_source(
     """A request in the format -> the provider's body (`inbound`: the provider's compiled request side),
     its errors and notes naming the format's paths."""
     objects = not inbound.reads_arguments_json
-    written: dict[int, tuple[str, Any]] = {}  # a tool-call input's text, which the provider's read takes as its object
-    hub, origins, records, notes = fmt.read_recorded(request, unknown_fields, objects, None if objects else written)
-    WRITTEN.update(written)
+    # a tool-call input's text, which the provider's read takes as the object it was written of
+    written: WrittenTexts | None = None if objects else {}
+    hub, origins, records, notes = fmt.read_recorded(request, unknown_fields, objects, written)
     try:
-        body = inbound.translate(hub, system=system, default_system=default_system, unknown_fields=unknown_fields)
+        body = inbound.translate(
+            hub, system=system, default_system=default_system, unknown_fields=unknown_fields, written=written
+        )
     except TranslationError as exc:
         raise remap_error(exc, placed(origins, records)) from None
-    finally:
-        for key in written:
-            del WRITTEN[key]
     if body.notes:
         paths = named([n.path for n in body.notes], origins, records)
         body.notes = (*notes, *(Note(n.kind, p, n.message, n.side) for n, p in zip(body.notes, paths, strict=True)))

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from ..errors import Note, TranslationError
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
-from ..language.jsonsafe import JsonValueError, check, checked, loads_body, read_clean
+from ..language.jsonsafe import JsonValueError, WrittenTexts, check, checked, loads_body, read_clean
 from ..language.loader import Key, RuleSource, did_you_mean, dotted
 from ..language.paths import MISSING, Getter, is_piped, piped_from
 from ..language.templates import ContentLines, Ctx, Env, Node, Render, compile_template, path_getter
@@ -174,9 +174,11 @@ class Inbound:
         default_system: str | None = None,
         unknown_fields: UnknownFields = "error",
         decoded: bool = False,
+        written: WrittenTexts | None = None,
     ) -> RequestBody:
         """The provider's body for a request, checked whole for JSON no provider can read unless `decoded`: an
-        object `jsonsafe.loads` returned untouched (`decode`), whose parse refused what the check refuses."""
+        object `jsonsafe.loads` returned untouched (`decode`), whose parse refused what the check refuses.
+        `written`: arguments texts written of objects a moment before, read as those objects (`loads_written`)."""
         provider = self.provider
         if not isinstance(request, dict):
             raise TranslationError(
@@ -193,12 +195,12 @@ class Inbound:
         # of either, and any error raised before the transcript's verdict, asks it of the whole request first.
         folded = not decoded and self._checked_but_transcript(request)
         try:
-            scope, ctx, parallel, sent_ids, written = self._read(request, settler, unknown_fields)
+            scope, ctx, parallel, sent_ids, transcript = self._read(request, settler, unknown_fields, written)
         except Exception:
             if folded:
                 checked(request, "", self._refuse)
             raise
-        turns, hoisted, turn_notes, first, left = written
+        turns, hoisted, turn_notes, first, left = transcript
         if folded and (left[0] or left[1] or left[2]) and not read_clean(*left):  # an ASCII transcript: none
             checked(request, "", self._refuse)
         if hoisted or system is not None:
@@ -268,14 +270,14 @@ class Inbound:
         return False
 
     def _read(
-        self, request: dict[str, Any], settler: Any, unknown_fields: UnknownFields
+        self, request: dict[str, Any], settler: Any, unknown_fields: UnknownFields, written: WrittenTexts | None
     ) -> tuple[dict[str, Any], Ctx, Any, dict[str, str] | None, Written]:
         """The request's fields read and settled and its transcript written: (scope, ctx, parallel_tool_calls,
         the sent ids, the written transcript)."""
         provider = self.provider
         scope, others = read_fields(request, self.ranges, self.consumed, provider)
         ctx = Ctx(provider)
-        ctx.settler = settler
+        ctx.settler, ctx.written = settler, written
         for name, value in others:
             self._settle(name, value, name, self.unsupported, ctx, unknown_fields)
         msgs = scope.get("messages", MISSING)

@@ -134,7 +134,7 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
     head = [
         "def messages(msgs, c, ids):",
         "    if type(msgs) is not list: return None",
-        "    out, hoisted, notes = [], [], c.notes",
+        "    out, hoisted, notes, held_texts = [], [], c.notes, c.written",
         "    seen, pending, answered = {}, {}, set()",
         "    merging, merged, first = None, False, None",
         "    ck_texts, ck_deep, ck_msgs = [], [], []  # what the JSON check has left (jsonsafe.read_clean)",
