@@ -533,34 +533,6 @@ def test_a_read_with_a_default_is_read_inline_and_rendered_only_when_absent(tmp_
     agrees_when_damaged(outbound, answer, budget=60)
 
 
-# A made-up provider whose answer lists calls in two places: their arguments an object in one, JSON text in the other.
-TWO_FORMS = """\
-provider: twoforms
-extends: openai
-response:
-  items:
-    - each: objects
-      arguments: object
-      as: {tool_call: {id: {$get: id}, name: {$get: name}, arguments: {$get: args}}}
-    - each: texts
-      arguments: text
-      as: {tool_call: {id: {$get: id}, name: {$get: name}, arguments: {$get: args}}}
-"""
-
-
-def test_calls_read_in_several_argument_forms_are_built_together_in_order(tmp_path: Any) -> None:
-    (tmp_path / "twoforms.yaml").write_text(TWO_FORMS)
-    outbound = load_rules(tmp_path).get("twoforms").outbound
-    answer = {"objects": [{"id": "a", "name": "f", "args": {"x": 1}}, {"id": "b", "name": "g", "args": {"é": [2]}}],
-              "texts": [{"id": "c", "name": "h", "args": '{"y":3}'}],
-              "choices": [{"finish_reason": "stop"}]}  # fmt: skip
-    calls = outbound.translate(answer).tool_calls
-    assert [(c.id, c.name, c.arguments, c.given) for c in calls] == [
-        ("a", "f", '{"x": 1}', {"x": 1}), ("b", "g", '{"é": [2]}', {"é": [2]}), ("c", "h", '{"y":3}', None)
-    ]  # fmt: skip
-    agrees_when_damaged(outbound, answer, budget=60)
-
-
 # A made-up provider whose text is a `$get` of one rich path (the Responses API's text from its parts).
 LAMBDA = """\
 provider: lambda

@@ -37,9 +37,7 @@ import contextlib
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
-from functools import partial
-from itertools import repeat
+from collections.abc import Callable, Sequence
 from typing import Any
 
 try:
@@ -364,22 +362,7 @@ def text_encoder(
     allow_nan: bool = False,
 ) -> Callable[[Any], str]:
     """`json.dumps` with these options (NaN refused unless `allow_nan`; `compact`: separators "," and ":"), its
-    C encoder built once (`text_encoders`)."""
-    return text_encoders(
-        ensure_ascii=ensure_ascii, sort_keys=sort_keys, default=default, compact=compact, allow_nan=allow_nan
-    )[0]
-
-
-def text_encoders(
-    *,
-    ensure_ascii: bool,
-    sort_keys: bool = False,
-    default: Callable[[Any], Any] | None = None,
-    compact: bool = False,
-    allow_nan: bool = False,
-) -> tuple[Callable[[Any], str], Callable[[Iterable[Any]], list[str]]]:
-    """`json.dumps` with these options (NaN refused unless `allow_nan`; `compact`: separators "," and ":"), its
-    C encoder built once: for one value, and for many (their texts in order, in one loop in C).
+    C encoder built once.
 
     `json.dumps` and `JSONEncoder.encode` build a new C encoder on every call, which costs more than encoding
     a tool call's arguments. For values `check` passed (trees: no cycle to detect). Where the interpreter's
@@ -391,25 +374,16 @@ def text_encoders(
     )
     make = getattr(json.encoder, "c_make_encoder", None)
     strings = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
-    slow = standard.encode, partial(_each, standard.encode)
     try:
         built = make(None, standard.default, strings, None, keys, items, sort_keys, False, allow_nan)  # type: ignore[misc]
     except TypeError:  # missing (None) or another signature
-        return slow
+        return standard.encode
 
     def encode(value: Any) -> str:
         return "".join(built(value, 0))
 
-    def many(values: Iterable[Any]) -> list[str]:
-        return list(map("".join, map(built, values, repeat(0))))
-
     sample = {"b": [1, 2.5, -0.0, 1e300, True, None, 'é\u2028\n"\\'], "a": {"x": ""}, "é": []}
-    return (encode, many) if encode(sample) == standard.encode(sample) == many([sample])[0] else slow
-
-
-def _each(encode: Callable[[Any], str], values: Iterable[Any]) -> list[str]:
-    """Each value's text, one `encode` call each (where the C encoder is missing)."""
-    return list(map(encode, values))
+    return encode if encode(sample) == standard.encode(sample) else standard.encode
 
 
 def orjson_compact(value: Any) -> str | None:

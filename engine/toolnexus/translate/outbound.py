@@ -21,7 +21,7 @@ rules to the invariants: a case result with such a note fails unless the case ex
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import partial
 from operator import countOf
@@ -32,15 +32,7 @@ from ..errors import Note, ResponseError
 from ..language.ask import plain_read, read_path, written
 from ..language.codegen import Namespace, indent
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
-from ..language.jsonsafe import (
-    LONG_TEXT,
-    JsonValueError,
-    answer_nulls,
-    loads_body,
-    settle_nulls,
-    text_encoder,
-    text_encoders,
-)
+from ..language.jsonsafe import LONG_TEXT, JsonValueError, answer_nulls, loads_body, settle_nulls, text_encoder
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, Getter, simple_steps
 from ..language.templates import (
@@ -60,7 +52,7 @@ from ..language.templates import (
     path_getter,
     read_lines,
 )
-from .result import TranslatedToolCall, TranslateResult, new_tool_call, tool_calls
+from .result import TranslatedToolCall, TranslateResult, new_tool_call
 
 FINISH_TOOL_CALLS = "tool_calls"
 FINISH_STOP = "stop"
@@ -852,10 +844,9 @@ class _Found:
 
     __slots__ = ("annotations", "calls", "digest", "extras", "reasoning", "texts")
 
-    def __init__(self, texts: list[str] | None = None, calls: list[TranslatedToolCall | None] | None = None) -> None:
+    def __init__(self, texts: list[str] | None = None, calls: list[TranslatedToolCall] | None = None) -> None:
         self.texts: list[str] = [] if texts is None else texts
-        # None: the place of a call the generated function read, built with the others at the end (`made_calls`)
-        self.calls: list[TranslatedToolCall | None] = [] if calls is None else calls
+        self.calls: list[TranslatedToolCall] = [] if calls is None else calls
         self.reasoning: list[str] = []
         self.extras: dict[str, Any] = {}
         self.digest: str | None = None  # the response's digest, computed once for its synthesized ids
@@ -959,7 +950,7 @@ def _first_key(element: Any, kinds: Mapping[str, Render]) -> Any:
 
 # A tool call's arguments object as the JSON text OpenAI carries: one encoder built once (json.dumps with
 # options builds a new one per call, a cost per tool call); the same text as json.dumps.
-arguments_json, arguments_texts = text_encoders(ensure_ascii=False)
+arguments_json = text_encoder(ensure_ascii=False)
 _DIGEST_TEXT = text_encoder(ensure_ascii=True, sort_keys=True, default=repr)
 
 
@@ -977,27 +968,6 @@ def response_digest(response: Any, provider: str) -> str:
 
 # (position, digest) -> a synthesized id, formatted with no Python call (the generated code makes one per call)
 _ID_OF = "call_{}_{}".format
-
-
-def made_calls(calls: list[Any], made: list[tuple[str, str, str | None, dict[str, Any] | None, Any]]) -> None:
-    """The tool calls the generated function read (`made`: each one's id, name, arguments text, or None for the
-    object given, extra content and that object), built together into their places in `calls` (each a None there,
-    in order): their objects by their slots and their objects' texts by one encoder, each column in a loop in C
-    (`tool_calls`), with no Python run per call (an answer of thousands). An object that is no JSON raises here, as
-    it would where read: the answer's check then gives the located error (`Outbound.settle`)."""
-    ids, names, given_texts, extras, givens = zip(*made, strict=True)
-    texts: Sequence[str] = given_texts
-    if None in given_texts:  # every one an object's, unless sources give their arguments in several forms
-        if given_texts.count(None) == len(given_texts):
-            texts = arguments_texts(givens)
-        else:
-            texts = [arguments_json(g) if t is None else t for t, g in zip(given_texts, givens, strict=True)]
-    built = tool_calls(ids, names, texts, extras, givens)
-    if len(built) == len(calls):  # (every call the answer has)
-        calls[:] = built
-    else:
-        placed = iter(built)
-        calls[:] = [next(placed) if call is None else call for call in calls]
 
 
 def synthesized_id(digest: str, position: int) -> str:
@@ -1038,7 +1008,7 @@ class _Code(Namespace):
         self.built = ""  # "c" where the lines being generated know it built
         self.lazy = ""  # the source's name where the kind being generated renders only absent fields (see `kind`)
         super().__init__({"MISSING": MISSING, "NO_KEYS": MappingProxyType({}), "NO_IDS": NO_IDS, "Ctx": Ctx,
-                          "Note": Note, "Found": _Found, "made_calls": made_calls, "counts": _counts,
+                          "Note": Note, "Found": _Found, "new_tool_call": new_tool_call, "counts": _counts,
                           "TranslateResult": TranslateResult, "new_object": object.__new__,
                           "arguments_json": arguments_json, "countOf": countOf,
                           "merge_extras": merge_extras, "response_digest": response_digest,
@@ -1157,7 +1127,7 @@ class _Code(Namespace):
 
     def function(self) -> str:
         o = self.o
-        lines = ["c = None", "texts = []", "calls = []", "made = []", "f = None"]
+        lines = ["c = None", "texts = []", "calls = []", "f = None"]
         index = 0
         while index < len(o.sources):
             run, under = self.optional_run(index)
@@ -1167,7 +1137,6 @@ class _Code(Namespace):
                 lines += self.source(index, o.sources[index])
             index += len(run) or 1
         lines.append('if c is not None: c.path = ""')
-        lines.append("if made: made_calls(calls, made)")
         lines += self.finish()
         lines += self.usage_and_model()
         lines += self.refusal()
@@ -1427,11 +1396,10 @@ class _Code(Namespace):
                     f"    {self.ctx}.notes.append(as_tuple(Note, ('synthesized', {self.element_path(src)},"
                     " 'no call id; sent as ' + ci, '')))",
                 ]
-            # the arguments as text, and the object they came as (the call's `given`), None where they came as text;
-            # an object's text is written with the rest at the end (`made_calls`: None here)
+            # the arguments as text, and the object they came as (the call's `given`), None where they came as text
             text, given = "ca", "None"
             if src.arguments == "object":  # (tested a dict above)
-                text, given = "None", "ca"
+                text, given = "arguments_json(ca)", "ca"
             elif src.arguments != "text":
                 writes.append("cg = None")
                 writes.append("if type(ca) is dict: cg = ca; ca = arguments_json(ca)")
@@ -1447,8 +1415,7 @@ class _Code(Namespace):
                 # a rewritten id comes back only through the request's map (its hash cannot be decoded): without
                 # one, every call's id stays as it is, with no call made per call
                 writes += ["if id_map:", *indent(restore, 4)] if o.tool_call_ids.rewrite is not None else restore
-            # its place kept in `calls`, its fields in `made`: every such call built at once at the end (`made_calls`)
-            writes += ["calls.append(None)", f"made.append((ci, cn, {text}, {extra}, {given}))"]
+            writes.append(f"calls.append(new_tool_call(ci, cn, {text}, {extra}, {given}))")
         if present:  # an element whose every field is absent is noted by the explain step
             tests.append("(" + " or ".join(f"{var} is not MISSING" for var in present) + ")")
         if not tests:  # a kind the rules know and read nothing of, or only its annotations

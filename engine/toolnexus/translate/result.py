@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
@@ -61,19 +60,14 @@ def new_tool_call(
     return call
 
 
-def tool_calls(
-    ids: Sequence[str],
-    names: Sequence[str],
-    arguments: Sequence[str],
-    extras: Iterable[dict[str, Any] | None] = repeat(None),
-    givens: Iterable[dict[str, Any] | None] = repeat(None),
-) -> list[TranslatedToolCall]:
-    """`new_tool_call(id, name, arguments, extra, given)` of each (by default none: arguments that came as text),
-    built column by column: each slot stored by a loop in C (`map`), so the thousands of calls a stream opened whole
-    become the result's with no Python run per call."""
+def tool_calls(ids: list[str], names: list[str], arguments: list[str]) -> list[TranslatedToolCall]:
+    """`new_tool_call(id, name, arguments, None)` of each (arguments that came as text: no `given`), built column by
+    column: each slot stored by a loop in C (`map`), so the thousands of calls a stream opened whole become the
+    result's with no Python run per call."""
     calls = list(map(_new, repeat(TranslatedToolCall, len(ids))))
+    nothing = repeat(None)
     for store, column in (
-        (_SET_ID, ids), (_SET_NAME, names), (_SET_ARGUMENTS, arguments), (_SET_EXTRA, extras), (_SET_GIVEN, givens)
+        (_SET_ID, ids), (_SET_NAME, names), (_SET_ARGUMENTS, arguments), (_SET_EXTRA, nothing), (_SET_GIVEN, nothing)
     ):  # fmt: skip
         deque(map(store, calls, column), 0)
     return calls
