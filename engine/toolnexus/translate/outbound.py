@@ -966,10 +966,14 @@ def response_digest(response: Any, provider: str) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
 
 
+# (position, digest) -> a synthesized id, formatted with no Python call (the generated code makes one per call)
+_ID_OF = "call_{}_{}".format
+
+
 def synthesized_id(digest: str, position: int) -> str:
     """`call_<position>_<response digest>`: unique within the result (the position among its tool calls)
     and across answers (the digest), stable for the same response."""
-    return f"call_{position}_{digest}"
+    return _ID_OF(position, digest)
 
 
 # ---------------------------------------------------------------- the generated response function
@@ -1002,12 +1006,13 @@ class _Code(Namespace):
         # the call's Ctx, built where first needed (most answers need none: no note, no rendered template)
         self.ctx = f"(c := c or Ctx({outbound.provider!r}, True, id_map))"
         self.built = ""  # "c" where the lines being generated know it built
+        self.lazy = ""  # the source's name where the kind being generated renders only absent fields (see `kind`)
         super().__init__({"MISSING": MISSING, "NO_KEYS": MappingProxyType({}), "NO_IDS": NO_IDS, "Ctx": Ctx,
                           "Note": Note, "Found": _Found, "new_tool_call": new_tool_call, "counts": _counts,
                           "TranslateResult": TranslateResult, "new_object": object.__new__,
                           "arguments_json": arguments_json, "countOf": countOf,
                           "merge_extras": merge_extras, "response_digest": response_digest,
-                          "synthesized_id": synthesized_id, "check_usage": check_usage,
+                          "id_of": _ID_OF, "check_usage": check_usage,
                           "as_tuple": tuple.__new__, "answer_nulls": answer_nulls,
                           "JsonValueError": JsonValueError, "ResponseError": ResponseError,
                           "LONG_TEXT": LONG_TEXT})  # fmt: skip
@@ -1077,11 +1082,13 @@ class _Code(Namespace):
                 lines += self.step(known, var, prefix[-1], views)
             var = known
         if part.steps is None:  # absent: the template's default, and its note
-            return [
-                *lines,
-                f"{target} = {var}",
-                f"if {target} is MISSING: {target} = {self.name(part.render, 'render')}(e, {self.built or self.ctx})",
-            ]
+            name = self.name(part.render, "render")
+            if self.lazy:  # its notes name the element, and go if the explain step reads it (`kind`)
+                render = (f"{self.ctx}.path = ({self.lazy}, i); mark = len(c.notes) if mark is None else mark; "
+                          f"{target} = {name}(e, c)")  # fmt: skip
+            else:
+                render = f"{target} = {name}(e, {self.built or self.ctx})"
+            return [*lines, f"{target} = {var}", f"if {target} is MISSING: {render}"]
         return [*lines, f"{target} = {var}"]
 
     def mapping(
@@ -1265,6 +1272,13 @@ class _Code(Namespace):
         return lines
 
     @staticmethod
+    def element_path(src: ItemSource) -> str:
+        """An expression of the element `i`'s path, as `src.element_path(i)` gives it, with no call made."""
+        if not src.each:
+            return repr(src.path)
+        return "f" + repr(src.path.replace("{", "{{").replace("}", "}}") + "[{i}]")
+
+    @staticmethod
     def given(src: ItemSource, s: str) -> list[str]:
         """A source of tool calls of one kind and nothing else (no extra content) whose calls come given whole
         (`Outbound.translate`): its list taken as translated, when it is the very list given."""
@@ -1306,17 +1320,23 @@ class _Code(Namespace):
         o = self.o
         read: dict[tuple[str | int, ...], str] = {(by_key,): "v"} if by_key is not None else {}
         views: dict[str, str] = {}
-        renders = any(
-            p.render is not None and p.mapping is None and p.getter is None
+        rendered = [
+            p
             for p in (parts.text, parts.reasoning, parts.message, *(parts.tool_call or {}).values())
-            if p is not None
-        )
+            if p is not None and p.render is not None and p.mapping is None and p.getter is None
+        ]
+        # a field rendered only where it is absent (its default, and its note) builds the Ctx and marks its notes
+        # there (`part`): most elements hold it, and need neither
+        renders = any(p.defaulted is None for p in rendered)
+        self.lazy = s if rendered and not renders else ""  # (the source's name: where the notes are)
         lines = []
         if renders:  # a render's notes name the element (a merge's: set where it merges)
             lines.append(f"{self.ctx}.path = ({s}, i)")
         self.built = "c" if renders else ""  # the renders below find `c` built
         if renders:
             lines.append("mark = len(c.notes)")  # `c` was built by the line before
+        elif self.lazy:
+            lines.append("mark = None")
         tests: list[str] = []
         writes: list[str] = []
         present: list[str] = []
@@ -1340,7 +1360,8 @@ class _Code(Namespace):
             writes.insert(0, f"if {listed}: {annotate}")
         if parts.message is not None:
             lines += self.part("m", parts.message, read, views)
-            tests.append("(type(m) is dict or m is None or m is MISSING)")
+            if parts.message.mapping is None:  # a mapping built inline is one or MISSING (`mapping`)
+                tests.append("(type(m) is dict or m is None or m is MISSING)")
             present.append("m")
             at = "" if renders else f"{self.ctx}.path = ({s}, i); "  # a clash is noted at the element
             writes.append(f'if type(m) is dict: {at}merge_extras({FOUND}.extras, m, "", c)')
@@ -1350,8 +1371,8 @@ class _Code(Namespace):
                 if field_name in call:
                     lines += self.part(var, call[field_name], read, views)
             tests.append("type(cn) is str and cn != ''")
-            if src.synthesize_ids:
-                tests.append("(type(ci) is str or ci is MISSING or ci is None)")
+            if src.synthesize_ids:  # absent first: the id a call lacks is what the ids are synthesized for
+                tests.append("(ci is MISSING or type(ci) is str or ci is None)")
             else:
                 tests.append("type(ci) is str and ci != ''")
             tests.append(
@@ -1360,18 +1381,19 @@ class _Code(Namespace):
                 ]
             )
             extra = "None"
-            if "extra_content" in call:
+            if "extra_content" in call and call["extra_content"].mapping is None:  # (a mapping: as `m`'s)
                 tests.append("(type(cx) is dict or cx is None or cx is MISSING)")
+            if "extra_content" in call:
                 extra = "cx if type(cx) is dict else None"
             present = []  # a name makes the call, so the item, present
             if src.synthesize_ids:
                 writes += [
-                    "if not ci:",
+                    "if ci is MISSING or not ci:",  # (MISSING's truth is Python code)
                     f"    if {FOUND}.digest is None: f.digest = response_digest(r, o.provider)",
-                    "    ci = synthesized_id(f.digest, len(calls))",
+                    "    ci = id_of(len(calls), f.digest)",
                     # one per call of an answer of thousands: the Note's fields as its tuple (its `__new__` is
-                    # Python code)
-                    f"    {self.ctx}.notes.append(as_tuple(Note, ('synthesized', {s}.element_path(i),"
+                    # Python code), its path formatted here (`element_path`)
+                    f"    {self.ctx}.notes.append(as_tuple(Note, ('synthesized', {self.element_path(src)},"
                     " 'no call id; sent as ' + ci, '')))",
                 ]
             # the arguments as text, and the object they came as (the call's `given`), None where they came as text
@@ -1403,6 +1425,8 @@ class _Code(Namespace):
         lines.append("else:")
         if renders:
             lines.append("    del c.notes[mark:]")
+        elif self.lazy:
+            lines.append("    if mark is not None: del c.notes[mark:]")
         lines.append(f"    {explain}")
         return lines
 
