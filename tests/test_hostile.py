@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import json
 import math
 from datetime import timedelta
@@ -38,6 +39,8 @@ from toolnexus.devtools.stub import ProviderStub, StubReply
 from toolnexus.http.client import encode_body
 from toolnexus.language import jsonsafe, templates
 from toolnexus.translate.rulebook import load_rules
+from toolnexus.translate.stream_code import as_checked
+from toolnexus.translate.stream_rules import Move
 
 PROVIDERS = ["anthropic", "gemini", "openai"]
 REPO = Path(__file__).resolve().parents[1]
@@ -1186,3 +1189,38 @@ def test_standard_loads_each_reads_each_as_standard_loads_does(texts: list[str])
 def test_a_mistyped_field_is_refused_before_an_unmapped_one_ahead_of_it(provider: str) -> None:
     """Every field's type is checked before any unmapped field is settled, whatever their order."""
     assert refused(provider, request_with(not_a_field=1, temperature="hot")).path == "temperature"
+
+
+def openai_chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [choice]})
+
+
+@pytest.mark.parametrize("first", ["general", "generated"])
+def test_a_streamed_object_an_extend_row_nests_too_deep_is_refused_at_the_end(first: str) -> None:
+    """An event nested as deep as the check allows (252 levels below `delta.annotations`) is read; an `extend` row
+    adds its object as one element, a level deeper, so the assembled answer is checked whole and refused there.
+    `first`: the object is the first element (the general merge makes the list) or follows one (generated code)."""
+    translator = stream_translator("openai")
+    events = [openai_chunk({"role": "assistant", "content": "hi"})]
+    if first == "generated":
+        events.append(openai_chunk({"annotations": [{"type": "url_citation"}]}))
+    events += [openai_chunk({"annotations": nested(252)}), openai_chunk({}, "stop"), "[DONE]"]
+    for event in events:
+        translator.feed(event)
+    with pytest.raises(ResponseError) as info:
+        translator.finish()
+    assert info.value.path.startswith(f"choices[0].message.annotations[{len(events) - 4}].a.a")
+
+
+def test_a_stream_whose_step_writes_deeper_than_it_reads_is_checked_whole() -> None:
+    """A stream's answer skips the final whole-answer check only when no step places a value deeper than its event
+    held it (an event's parse already refused anything deeper than the limit); one step a level deeper, and the
+    check runs."""
+    rules = stream_translator("openai").rules
+    assert rules.checked and as_checked(rules)
+    step = rules.every[2]  # choices[0].message from choices[0].delta
+    assert isinstance(step, Move)
+    deeper = dataclasses.replace(step, into=(*step.into, "more"))
+    assert not as_checked(dataclasses.replace(rules, every=(*rules.every[:2], deeper, *rules.every[3:])))
+    assert not stream_translator("anthropic").rules.checked  # its arguments' JSON is parsed at the end

@@ -206,13 +206,16 @@ class Outbound:
         requested_model: str | None = None,
         id_map: Mapping[str, str] | None = None,
         given: Given | None = None,
+        checked: bool = False,
     ) -> TranslateResult:
         """`id_map`: the answered request's `RequestBody.id_map`, so an id it sent rewritten comes back as the
         caller's (needed for a `rewrite`; `tn_` ids decode without it). The generated function checks the answer
         first (`tokens=-1`): it accounts for the null tokens with the Nones it meets, else `settle`s them.
         `given`: a source of tool calls of one kind whose list in the answer (the very list) is already translated,
-        the calls exactly what reading it gives (a stream's own, `StreamTranslator._given`): taken as they are."""
-        return self.run(self, response, requested_model, id_map, -1, given)
+        the calls exactly what reading it gives (a stream's own, `StreamTranslator._given`): taken as they are.
+        `checked`: the answer holds only what the check would pass (a stream's events, `Streaming.checked`): not
+        checked again, as `translate_decoded`."""
+        return self.run(self, response, requested_model, id_map, 0 if checked else -1, given)
 
     def translate_decoded(
         self, response: dict[str, Any], *, requested_model: str | None = None, id_map: Mapping[str, str] | None = None

@@ -118,6 +118,7 @@ class StreamTranslator:
         self._held: list[tuple[Write, dict[str, Any]] | int] = []  # tool-call chunks waiting for a synthesized id
         # (see the top); an index: a whole call, written at the end from the whole answer's translation (`finish`)
         self._text_sent = 0
+        self._deeper = False  # whether a value was placed deeper than its event held it (`_wrapped`)
         self._events = 0
         self._known = False  # whether the header is read
         self._head = False  # whether chunks are written as they come (the header is read, and no format's events)
@@ -388,7 +389,7 @@ class StreamTranslator:
         if not isinstance(current, list):
             raise ResponseError(_text_path(path), "must be a list", provider=self.rules.provider)
         join = node.join
-        for element in value if isinstance(value, list) else [value]:
+        for element in value if isinstance(value, list) else self._wrapped(value):
             if node.continued is not None and (element := self._continue(node, element)) is MISSING:
                 continue
             if join is not None and current and joins(current[-1], element, join):
@@ -401,6 +402,13 @@ class StreamTranslator:
                 continue
             current.append(element)
             self._placed((*path, len(current) - 1), element)
+
+    def _wrapped(self, value: Any) -> tuple[Any]:
+        """A value an `extend` row adds as one element: an object is then a level deeper than its event held it,
+        so the assembled response is checked whole (`Streaming.checked`)."""
+        if type(value) is dict:
+            self._deeper = True
+        return (value,)
 
     def _continue(self, node: Node, element: Any) -> Any:
         """`continued`: fold an arriving element into the one held for this list, or hold it; MISSING while
@@ -733,7 +741,7 @@ class StreamTranslator:
         response = self.assemble()
         given = self._given(response)
         result = rules.outbound.translate(response, requested_model=self.requested_model, id_map=self.id_map,
-                                          given=given)  # fmt: skip
+                                          given=given, checked=rules.checked and not self._deeper)  # fmt: skip
         if self.notes:
             result.notes = (*result.notes, *self.notes)
         calls = result.tool_calls  # compared in place, in one pass: held whole calls (None) have nothing to compare

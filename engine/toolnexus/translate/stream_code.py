@@ -186,6 +186,7 @@ class Streaming(Section):
     code: str  # the generated source, shown by `toolnexus explain --code`
     run: Run  # its entry: one event's steps (what `StreamTranslator.feed` runs)
     walks: int  # the walks to a step's container the code caches (`StreamTranslator._walks`)
+    checked: bool  # the assembled response needs no check of its own (`as_checked`)
 
 
 def compiled(section: Section | None) -> Streaming | None:
@@ -195,7 +196,39 @@ def compiled(section: Section | None) -> Streaming | None:
     code = _Code(section)
     text = code.module()
     exec(compile(text, f"<streaming {section.provider}>", "exec"), code.names)
-    return Streaming(**vars(section), code=text, run=code.names["run"], walks=code.walks)
+    return Streaming(**vars(section), code=text, run=code.names["run"], walks=code.walks, checked=as_checked(section))
+
+
+def as_checked(section: Section) -> bool:
+    """Whether the response a stream of this section assembles is as checked as its events were: it holds only
+    values `jsonsafe.loads` returned (each event's parse refuses what the answer's check refuses) and the rules'
+    `start`, nested no deeper than in their event, so the final translation need not check it again (on a stream
+    of thousands of whole calls that check, one encoding of the whole answer, costs a sixth of the stream). True
+    when every step reads its value by plain paths and writes it at a place no deeper than it read it, and no
+    `combine` row parses JSON text (`json`) or folds pieces into an object (`continued`); an `extend` row that
+    adds an object as one element (a level deeper) says so as it does (`StreamTranslator._wrapped`)."""
+    moves = [*section.every]
+    for handler in section.events.values():
+        cases = handler.cases.values() if isinstance(handler, Dispatch) else (handler,)
+        moves += [step for steps in cases for step in steps]
+    for step in moves:
+        if not isinstance(step, Move):
+            continue  # `end`
+        each = simple_steps(step.each_path) if step.each is not None else []
+        source = simple_steps(step.from_path)
+        if each is None or source is None:
+            return False
+        read = len(each) + (step.each is not None) + len(source)
+        if len(step.into) + (step.at is not None) + len(step.field) > read:
+            return False
+    return _plain_rows(section.combine)
+
+
+def _plain_rows(node: Node) -> bool:
+    """No `json` or `continued` row at or below a `combine` node."""
+    if node.policy is JSON or node.continued is not None:
+        return False
+    return all(_plain_rows(child) for child in node.children.values())
 
 
 class _Code(Namespace):
@@ -299,7 +332,7 @@ class _Code(Namespace):
         elif policy is EXTEND:
             assert node is not None
             x = f"x{d}"
-            lines += [f"if type({c}) is list:", f"    for {x} in ({v} if type({v}) is list else ({v},)):"]
+            lines += [f"if type({c}) is list:", f"    for {x} in ({v} if type({v}) is list else s._wrapped({v})):"]
             if node.join is not None:
                 lines += indent(self.joined(pattern, node.join, p, k, c, x, at, d), 8)
             lines += indent([f"{c}.append({x})", *self.placed(pattern, x, f"len({c}) - 1", at, d)], 8)
