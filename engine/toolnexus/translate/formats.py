@@ -1041,7 +1041,8 @@ class SourceEvents:
                 self.opening = False  # the answer so far says something else and no reasoning is pending
 
     def reasoning(self, out: list[dict[str, Any]], piece: str) -> None:
-        """A reasoning piece (a block sent whole may have said it already)."""
+        """A reasoning piece (a block sent whole may have said it already). While a reasoning block is open, the
+        pieces go to it straight (`_straight`) until it closes."""
         if self.opening and (translator := self.translator) is not None and translator.started != self._seen:
             self.look(out)  # (what `look` asks first, asked here: nearly every piece has nothing new to look at)
         if covered := self._covered:  # (nearly always empty: asked first)
@@ -1053,6 +1054,7 @@ class SourceEvents:
         block = self._reasoning
         if block is None:
             block = self._reasoning = self._new_block(out, "reasoning", {}, close=False)
+            self._straight(block)
         self._said.append(piece)
         block.pieces.append(piece)  # (as `_piece`, inline: the moment of nearly every event of a reasoning answer)
         write = block.write
@@ -1064,7 +1066,8 @@ class SourceEvents:
                 self._notes.clear()
 
     def text(self, out: list[dict[str, Any]], piece: str) -> None:
-        """A text piece: to the open text block (nearly every moment of a text answer), else to a new one."""
+        """A text piece: to a new text block, or the open one (nearly every moment of a text answer), whose pieces
+        then go to it straight (`_straight`) until it closes."""
         block = self._open
         if self.opening:
             self.look(out)
@@ -1072,7 +1075,50 @@ class SourceEvents:
             block = self._open
         if block is None or block.kind != "text":
             block = self._open = self._new_block(out, "text", {})
+            self._straight(block)
         self._piece(out, block, piece)
+
+    def _straight(self, block: _Block) -> None:
+        """The pieces of an open text or reasoning block (the moment of nearly every event of an answer), written
+        to it straight, its writer, scope and pieces held in the handler: `text` or `reasoning` is then that
+        handler, set on this instance over the method above (which still serves any other case: a reasoning piece
+        when the provider stream has started an element since the last `look`) until the block closes
+        (`_bent`). Nothing but the block's writer and the stream's sequence number is asked per piece."""
+        keep, write, scope, ctx, notes = block.pieces.append, block.write, block.scope, self._ctx, self._notes
+        if write is None:
+            return
+        if block.kind == "text":
+
+            def text(out: list[dict[str, Any]], piece: str) -> None:
+                keep(piece)
+                written = write(scope, piece, self._sequence, ctx)
+                self._sequence += len(written)
+                out += written
+                if notes:
+                    notes.clear()
+
+            vars(self)["text"] = text
+            return
+        translator, general = self.translator, SourceEvents.reasoning
+
+        def reasoning(out: list[dict[str, Any]], piece: str) -> None:
+            if self.opening and translator is not None and translator.started != self._seen:
+                general(self, out, piece)  # what `look` may close the block on
+                return
+            self._said.append(piece)
+            keep(piece)
+            written = write(scope, piece, self._sequence, ctx)
+            self._sequence += len(written)
+            out += written
+            if notes:
+                notes.clear()
+
+        vars(self)["reasoning"] = reasoning
+
+    def _bent(self, kind: str) -> None:
+        """The open block of `kind` (`text`, `reasoning`) is closing or no longer the open one: its pieces go
+        through the method again (`_straight`)."""
+        vars(self).pop(kind, None)
 
     def call(self, out: list[dict[str, Any]], index: int, call_id: Any, name: Any, extra: Any, arguments: Any) -> None:
         """A tool call's entry: the call at `index` opens at its first (with its id, name and any signature),
@@ -1158,6 +1204,7 @@ class SourceEvents:
             else:
                 self._close(out, self._open)
             self._open = None
+            self._bent("text")
 
     def _kind(self, kind: str) -> _Kind:
         """The writers and ids of a kind's blocks, looked up at its first block. Its first block's `item_id` is the
@@ -1280,6 +1327,7 @@ class SourceEvents:
                 self._catch_up(out, live, reasoning)
             self._close(out, live, blocks[done] if done < len(blocks) else MISSING)
             self._reasoning = None
+            self._bent("reasoning")
             self._sent += 1
         if self._reasoning is None:
             self._whole(out, blocks[self._sent : len(blocks) if last else max(len(blocks) - 1, self._sent)])
@@ -1315,6 +1363,7 @@ class SourceEvents:
         if self._open is not None:
             self._unfinished.append(self._open)
             self._open = None
+            self._bent("text")
         for block in sorted(self._unfinished, key=lambda b: b.index):
             self._close(out, block)
         self._unfinished.clear()
@@ -1322,6 +1371,7 @@ class SourceEvents:
             self._catch_up(out, self._reasoning, result.reasoning_content)
             self._close(out, self._reasoning, blocks[self._sent] if self._sent < len(blocks) else MISSING)
             self._reasoning = None
+            self._bent("reasoning")
             self._sent += 1
         self._whole(out, blocks[self._sent :])
         self._write(out, self._moments.get("end"), {**view, "answer_id": self._id, "answer": dict(message)}, None)
