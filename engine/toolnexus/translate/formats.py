@@ -143,6 +143,12 @@ def _needed(found: _T | None, what: str, file: str) -> _T:
 Moment = Callable[[dict[str, Any], Any, int, Ctx], list[Any]]
 # A `once.KIND` writer: (the stream's scope, the piece, the sequence, the Ctx, then the block's names, `ONCE`)
 OnceMoment = Callable[..., list[Any]]
+# A piece's events written into a list (`out`) from the first event's sequence number: (out, piece, sequence) ->
+# the next sequence number. `Bind` makes one for a block's scope (`SourceFormat.straight`, `SourceEvents._straight`).
+Said = Callable[[list[Any], Any, int], int]
+Bind = Callable[[dict[str, Any]], Said]
+# The piece moments whose blocks take their pieces straight while open (`SourceEvents._straight`), each a `Bind`
+STRAIGHT = frozenset({("piece", "text"), ("piece", "reasoning")})
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
 NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the policy decides
 # Where one normal-form element of the transcript (or a tool) came from, as the generated reader records it, in
@@ -327,6 +333,9 @@ class SourceFormat:
     # `once.KIND` one an `OnceMoment`) and their source; empty: each moment's templates walked one by one
     # (`general_moments`, what tests hold them to).
     events: Mapping[str, Moment] = field(default_factory=lambda: MappingProxyType({}))
+    # Of those, each `piece.KIND` of `STRAIGHT` whose events are all displays, as a `Bind`: the block's scope read
+    # once, then each piece's events appended (format_code.generate_events; empty: `piece.KIND` written as above)
+    straight: Mapping[str, Bind] = field(default_factory=lambda: MappingProxyType({}))
     events_code: str = ""
     chunks_code: str = ""  # the normal form's: its stream section's generated chunk writers (format_rules.Chunks)
 
@@ -930,6 +939,19 @@ class _Kind:
     count: int = 0
 
 
+def _said(write: Moment, scope: dict[str, Any], ctx: Ctx) -> Said:
+    """A piece moment's general writer as a `Said` over `scope` (a format whose `piece.KIND` is no one display):
+    what it notes is not an event's, so it is let go (as `SourceEvents._write`)."""
+
+    def said(out: list[Any], piece: Any, sequence: int) -> int:
+        written = write(scope, piece, sequence, ctx)
+        out += written
+        ctx.notes.clear()
+        return sequence + len(written)
+
+    return said
+
+
 class SourceEvents:
     """A stream's moments -> the source format's stream events (the `stream` section), for one answer.
 
@@ -1080,22 +1102,22 @@ class SourceEvents:
 
     def _straight(self, block: _Block) -> None:
         """The pieces of an open text or reasoning block (the moment of nearly every event of an answer), written
-        to it straight, its writer, scope and pieces held in the handler: `text` or `reasoning` is then that
-        handler, set on this instance over the method above (which still serves any other case: a reasoning piece
-        when the provider stream has started an element since the last `look`) until the block closes
-        (`_bent`). Nothing but the block's writer and the stream's sequence number is asked per piece."""
-        keep, write, scope, ctx, notes = block.pieces.append, block.write, block.scope, self._ctx, self._notes
-        if write is None:
+        to it straight: `text` or `reasoning` is then a handler holding the block's pieces and its writer bound to
+        its scope (`SourceFormat.straight`), set on this instance over the method above (which still serves any other
+        case: a reasoning piece when the provider stream has started an element since the last `look`) until the
+        block closes (`_bent`). Per piece, only the stream's sequence number is asked."""
+        keep, bind, write = block.pieces.append, self.format.straight.get(f"piece.{block.kind}"), block.write
+        if bind is not None:
+            say = bind(block.scope)
+        elif write is not None:
+            say = _said(write, block.scope, self._ctx)
+        else:
             return
         if block.kind == "text":
 
             def text(out: list[dict[str, Any]], piece: str) -> None:
                 keep(piece)
-                written = write(scope, piece, self._sequence, ctx)
-                self._sequence += len(written)
-                out += written
-                if notes:
-                    notes.clear()
+                self._sequence = say(out, piece, self._sequence)
 
             vars(self)["text"] = text
             return
@@ -1107,11 +1129,7 @@ class SourceEvents:
                 return
             self._said.append(piece)
             keep(piece)
-            written = write(scope, piece, self._sequence, ctx)
-            self._sequence += len(written)
-            out += written
-            if notes:
-                notes.clear()
+            self._sequence = say(out, piece, self._sequence)
 
         vars(self)["reasoning"] = reasoning
 
