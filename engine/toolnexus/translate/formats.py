@@ -16,6 +16,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from itertools import compress, repeat
 from operator import itemgetter
@@ -1113,15 +1114,11 @@ class SourceEvents:
             say = _said(write, block.scope, self._ctx)
         else:
             return
-        if block.kind == "text":
-
-            def text(out: list[dict[str, Any]], piece: str) -> None:
-                keep(piece)
-                self._sequence = say(out, piece, self._sequence)
-
-            vars(self)["text"] = text
-            return
         translator, general = self.translator, SourceEvents.reasoning
+
+        def text(out: list[dict[str, Any]], piece: str) -> None:
+            keep(piece)
+            self._sequence = say(out, piece, self._sequence)
 
         def reasoning(out: list[dict[str, Any]], piece: str) -> None:
             if self.opening and translator is not None and translator.started != self._seen:
@@ -1131,12 +1128,15 @@ class SourceEvents:
             keep(piece)
             self._sequence = say(out, piece, self._sequence)
 
-        vars(self)["reasoning"] = reasoning
+        # (set as an attribute, not through `vars`: the instance keeps its values inline, so every attribute read
+        # and write on it stays specialized)
+        setattr(self, block.kind, text if block.kind == "text" else reasoning)
 
     def _bent(self, kind: str) -> None:
         """The open block of `kind` (`text`, `reasoning`) is closing or no longer the open one: its pieces go
         through the method again (`_straight`)."""
-        vars(self).pop(kind, None)
+        with suppress(AttributeError):  # (none set)
+            delattr(self, kind)
 
     def call(self, out: list[dict[str, Any]], index: int, call_id: Any, name: Any, extra: Any, arguments: Any) -> None:
         """A tool call's entry: the call at `index` opens at its first (with its id, name and any signature),
