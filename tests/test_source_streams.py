@@ -41,7 +41,7 @@ from toolnexus.language.templates import Ctx
 from toolnexus.translate import formats
 from toolnexus.translate import stream as stream_module
 from toolnexus.translate.format_rules import builtin_chunks, builtin_formats_dir, compile_chunks, compile_format
-from toolnexus.translate.formats import ONCE, SourceEvents, SourceStream, general_moments, once_moments
+from toolnexus.translate.formats import ONCE, STRAIGHT, SourceEvents, SourceStream, general_moments, once_moments
 from toolnexus.translate.result import TranslateResult
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
@@ -696,7 +696,8 @@ def lockstep(fmt: Any, provider: str, datas: list[str]) -> list[list[Any]]:
     with mock.patch.multiple(stream_module, **made):
         plain = toolnexus.stream_translator(provider)
         direct = SourceStream(fmt, toolnexus.stream_translator(provider))
-    chunked = [SourceEvents(fmt, plain), SourceEvents(replace(fmt, events=MappingProxyType({})), plain)]
+    general = replace(fmt, events=MappingProxyType({}), straight=MappingProxyType({}))
+    chunked = [SourceEvents(fmt, plain), SourceEvents(general, plain)]
     out: list[list[Any]] = [[], [], []]
 
     def refused(exc: ToolnexusError) -> list[Any]:
@@ -874,8 +875,12 @@ def test_each_stream_moment_is_one_generated_function(fmt: str, tmp_path: Path) 
                     whole += general[part](dict(over), said_piece, q, Ctx(compiled.name, outbound=True))
                     q = 7 + len(whole)
                 assert got == whole, name
+            if name in compiled.straight:  # bound to a block's scope: the same events, appended, and the next number
+                out: list[Any] = [None]
+                assert compiled.straight[name](dict(stream))(out, piece, 7) == 7 + len(got) and out[1:] == got, name
         call = name.startswith("once.") or name == "open.tool_call"
         plain = name.startswith("piece.") or (fmt in FORMATS and call)
+        assert (name in compiled.straight) is (plain and tuple(name.split(".")) in STRAIGHT), name
         if fmt != "made-up" and plain:
             assert f"{signature}\n    return [" in compiled.events_code
 

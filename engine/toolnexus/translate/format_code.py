@@ -13,6 +13,7 @@ same result.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -41,8 +42,10 @@ from .formats import (
     CALL_FIELDS,
     LATE,
     ONCE,
+    STRAIGHT,
     VIEW_FIELDS,
     WHOLE,
+    Bind,
     Kind,
     Moment,
     Record,
@@ -440,16 +443,19 @@ SCOPES = {
 _OWN = {"tool_call": frozenset({"id", "name", "extra_content"}), "whole": frozenset({"block"})}  # a kind's own
 
 
-def generate_events(fmt: SourceFormat) -> tuple[str, dict[str, Moment]]:
+def generate_events(fmt: SourceFormat) -> tuple[str, dict[str, Moment], dict[str, Bind]]:
     """The `stream` section as one function per moment (`start`, `open.KIND`, `piece.KIND`, `done.KIND`, `close`,
     `end`), and per `once.KIND` (a block said in one piece: `formats.once_moments`) its opening's, piece's and
     closing's events in one, each writing that moment's events straight-line as one list: `(scope, piece, sequence,
     c)` -> the events, numbered from `sequence` on. An event of constants and plain reads of what the moment's scope
     always holds is one Python display; any other is its template pasted inline (`inline_node`), as the answer's
-    writer does. Returns the source (for `toolnexus explain --source F --code`) and the functions by moment name."""
+    writer does. A `piece.KIND` of a kind whose pieces go straight to their block (`STRAIGHT`) and of displays only
+    is also a `Bind` (`bind_piece_KIND`: its scope read once per block, each piece's events appended as displayed).
+    Returns the source (for `toolnexus explain --source F --code`), the functions and the binders by moment name."""
     names: dict[str, Any] = {"MISSING": MISSING, "is_empty": is_empty, "sealed": sealed}
     lines: list[str] = []
     made: dict[str, str] = {}
+    bound: list[str] = []
     moments = _moment_keys(fmt)
 
     def parts(moment: str, own: Mapping[str, str] = EMPTY) -> list[tuple[Node, dict[str, str], str]]:
@@ -479,13 +485,36 @@ def generate_events(fmt: SourceFormat) -> tuple[str, dict[str, Moment]]:
         line, _ = fmt.plan.source.where(keys[0][:3] if "." in moment else keys[0][:2])
         lines.append(f"# {fmt.file}:{line} stream.{moment}")
         define(moment, parts(moment))
+        if moment.partition(".")[::2] in STRAIGHT and _bind(moment, parts(moment), lines):
+            bound.append(moment)
     for moment, (opens, writes, closes) in once_moments(moments).items():
         lines.append(f"# stream.{opens}, stream.{writes}, stream.{closes}: a block said in one piece")
         own = {name: f"a_{name}" for name in ONCE[moment.partition(".")[2]]}  # its arguments: no scope made
         define(moment, parts(opens, own) + parts(writes, own) + parts(closes, own), own)
     text = "\n".join(lines)
     exec(compile(text, f"<stream {fmt.name}>", "exec"), names)
-    return text, {moment: names[function] for moment, function in made.items()}
+    binders = {moment: names["bind_" + made[moment].removeprefix("write_")] for moment in bound}
+    return text, {moment: names[function] for moment, function in made.items()}, binders
+
+
+def _bind(moment: str, events: list[tuple[Node, dict[str, str], str]], lines: list[str]) -> bool:
+    """A piece moment's `Bind` (its events all displays), added to `lines`: the names of the block's scope read
+    once into locals, then a writer appending each piece's events and giving the next sequence number. False (no
+    lines) when an event is no display."""
+    held = {name: f"b_{name}" for name in events[0][1] if name != "piece"} if events else {}
+    found = [as_python(node, {**base, **held, "sequence": "q" if k == 0 else f"(q + {k})"}, seal="sealed")
+             for k, (node, base, _) in enumerate(events)]  # fmt: skip
+    shown = [event for event in found if event is not None]
+    if not shown or len(shown) < len(found):
+        return False
+    function = "bind_" + "".join(ch if ch.isalnum() else "_" for ch in moment)
+    lines.append(f"def {function}(s):")
+    read = sorted(name for name, local in held.items() if re.search(rf"\b{local}\b", " ".join(shown)))
+    lines += [f"    {held[name]} = s[{name!r}]" for name in read]
+    lines.append("    def write(out, piece, q):")
+    lines += [f"        out.append({event})" for event in shown]
+    lines += [f"        return q + {len(shown)}", "    return write", ""]
+    return True
 
 
 def _written(events: list[tuple[Node, dict[str, str], str]], names: dict[str, Any]) -> list[str]:

@@ -281,10 +281,11 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     code, reader, tools_reader = ("", None, None) if fmt.normal is not None else generate_reader(fmt)
     fmt = replace(fmt, reads_input=_reads_name(env, "input"))  # the view's calls hold `input`: the writer reads it
     written, writer = generate_writer(fmt)
-    events_code, events = generate_events(fmt)
+    events_code, events, straight = generate_events(fmt)
     return replace(
         fmt,
         events=MappingProxyType(events),
+        straight=MappingProxyType(straight),
         events_code=events_code,
         transcript=reader,
         tools_reader=tools_reader,

@@ -16,6 +16,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from itertools import compress, repeat
 from operator import itemgetter
@@ -143,6 +144,12 @@ def _needed(found: _T | None, what: str, file: str) -> _T:
 Moment = Callable[[dict[str, Any], Any, int, Ctx], list[Any]]
 # A `once.KIND` writer: (the stream's scope, the piece, the sequence, the Ctx, then the block's names, `ONCE`)
 OnceMoment = Callable[..., list[Any]]
+# A piece's events written into a list (`out`) from the first event's sequence number: (out, piece, sequence) ->
+# the next sequence number. `Bind` makes one for a block's scope (`SourceFormat.straight`, `SourceEvents._straight`).
+Said = Callable[[list[Any], Any, int], int]
+Bind = Callable[[dict[str, Any]], Said]
+# The piece moments whose blocks take their pieces straight while open (`SourceEvents._straight`), each a `Bind`
+STRAIGHT = frozenset({("piece", "text"), ("piece", "reasoning")})
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
 NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the policy decides
 # Where one normal-form element of the transcript (or a tool) came from, as the generated reader records it, in
@@ -327,6 +334,9 @@ class SourceFormat:
     # `once.KIND` one an `OnceMoment`) and their source; empty: each moment's templates walked one by one
     # (`general_moments`, what tests hold them to).
     events: Mapping[str, Moment] = field(default_factory=lambda: MappingProxyType({}))
+    # Of those, each `piece.KIND` of `STRAIGHT` whose events are all displays, as a `Bind`: the block's scope read
+    # once, then each piece's events appended (format_code.generate_events; empty: `piece.KIND` written as above)
+    straight: Mapping[str, Bind] = field(default_factory=lambda: MappingProxyType({}))
     events_code: str = ""
     chunks_code: str = ""  # the normal form's: its stream section's generated chunk writers (format_rules.Chunks)
 
@@ -936,6 +946,19 @@ class _Kind:
     count: int = 0
 
 
+def _said(write: Moment, scope: dict[str, Any], ctx: Ctx) -> Said:
+    """A piece moment's general writer as a `Said` over `scope` (a format whose `piece.KIND` is no one display):
+    what it notes is not an event's, so it is let go (as `SourceEvents._write`)."""
+
+    def said(out: list[Any], piece: Any, sequence: int) -> int:
+        written = write(scope, piece, sequence, ctx)
+        out += written
+        ctx.notes.clear()
+        return sequence + len(written)
+
+    return said
+
+
 class SourceEvents:
     """A stream's moments -> the source format's stream events (the `stream` section), for one answer.
 
@@ -1047,7 +1070,8 @@ class SourceEvents:
                 self.opening = False  # the answer so far says something else and no reasoning is pending
 
     def reasoning(self, out: list[dict[str, Any]], piece: str) -> None:
-        """A reasoning piece (a block sent whole may have said it already)."""
+        """A reasoning piece (a block sent whole may have said it already). While a reasoning block is open, the
+        pieces go to it straight (`_straight`) until it closes."""
         if self.opening and (translator := self.translator) is not None and translator.started != self._seen:
             self.look(out)  # (what `look` asks first, asked here: nearly every piece has nothing new to look at)
         if covered := self._covered:  # (nearly always empty: asked first)
@@ -1059,6 +1083,7 @@ class SourceEvents:
         block = self._reasoning
         if block is None:
             block = self._reasoning = self._new_block(out, "reasoning", {}, close=False)
+            self._straight(block)
         self._said.append(piece)
         block.pieces.append(piece)  # (as `_piece`, inline: the moment of nearly every event of a reasoning answer)
         write = block.write
@@ -1070,7 +1095,8 @@ class SourceEvents:
                 self._notes.clear()
 
     def text(self, out: list[dict[str, Any]], piece: str) -> None:
-        """A text piece: to the open text block (nearly every moment of a text answer), else to a new one."""
+        """A text piece: to a new text block, or the open one (nearly every moment of a text answer), whose pieces
+        then go to it straight (`_straight`) until it closes."""
         block = self._open
         if self.opening:
             self.look(out)
@@ -1078,7 +1104,45 @@ class SourceEvents:
             block = self._open
         if block is None or block.kind != "text":
             block = self._open = self._new_block(out, "text", {})
+            self._straight(block)
         self._piece(out, block, piece)
+
+    def _straight(self, block: _Block) -> None:
+        """The pieces of an open text or reasoning block (the moment of nearly every event of an answer), written
+        to it straight: `text` or `reasoning` is then a handler holding the block's pieces and its writer bound to
+        its scope (`SourceFormat.straight`), set on this instance over the method above (which still serves any other
+        case: a reasoning piece when the provider stream has started an element since the last `look`) until the
+        block closes (`_bent`). Per piece, only the stream's sequence number is asked."""
+        keep, bind, write = block.pieces.append, self.format.straight.get(f"piece.{block.kind}"), block.write
+        if bind is not None:
+            say = bind(block.scope)
+        elif write is not None:
+            say = _said(write, block.scope, self._ctx)
+        else:
+            return
+        translator, general = self.translator, SourceEvents.reasoning
+
+        def text(out: list[dict[str, Any]], piece: str) -> None:
+            keep(piece)
+            self._sequence = say(out, piece, self._sequence)
+
+        def reasoning(out: list[dict[str, Any]], piece: str) -> None:
+            if self.opening and translator is not None and translator.started != self._seen:
+                general(self, out, piece)  # what `look` may close the block on
+                return
+            self._said.append(piece)
+            keep(piece)
+            self._sequence = say(out, piece, self._sequence)
+
+        # (set as an attribute, not through `vars`: the instance keeps its values inline, so every attribute read
+        # and write on it stays specialized)
+        setattr(self, block.kind, text if block.kind == "text" else reasoning)
+
+    def _bent(self, kind: str) -> None:
+        """The open block of `kind` (`text`, `reasoning`) is closing or no longer the open one: its pieces go
+        through the method again (`_straight`)."""
+        with suppress(AttributeError):  # (none set)
+            delattr(self, kind)
 
     def call(self, out: list[dict[str, Any]], index: int, call_id: Any, name: Any, extra: Any, arguments: Any) -> None:
         """A tool call's entry: the call at `index` opens at its first (with its id, name and any signature),
@@ -1164,6 +1228,7 @@ class SourceEvents:
             else:
                 self._close(out, self._open)
             self._open = None
+            self._bent("text")
 
     def _kind(self, kind: str) -> _Kind:
         """The writers and ids of a kind's blocks, looked up at its first block. Its first block's `item_id` is the
@@ -1286,6 +1351,7 @@ class SourceEvents:
                 self._catch_up(out, live, reasoning)
             self._close(out, live, blocks[done] if done < len(blocks) else MISSING)
             self._reasoning = None
+            self._bent("reasoning")
             self._sent += 1
         if self._reasoning is None:
             self._whole(out, blocks[self._sent : len(blocks) if last else max(len(blocks) - 1, self._sent)])
@@ -1321,6 +1387,7 @@ class SourceEvents:
         if self._open is not None:
             self._unfinished.append(self._open)
             self._open = None
+            self._bent("text")
         for block in sorted(self._unfinished, key=lambda b: b.index):
             self._close(out, block)
         self._unfinished.clear()
@@ -1328,6 +1395,7 @@ class SourceEvents:
             self._catch_up(out, self._reasoning, result.reasoning_content)
             self._close(out, self._reasoning, blocks[self._sent] if self._sent < len(blocks) else MISSING)
             self._reasoning = None
+            self._bent("reasoning")
             self._sent += 1
         self._whole(out, blocks[self._sent :])
         self._write(out, self._moments.get("end"), {**view, "answer_id": self._id, "answer": dict(message)}, None)

@@ -940,7 +940,7 @@ class _Waiting:
     def reasoning(self, out: list[dict[str, Any]], piece: str) -> None:
         writer = self._writer
         if not self.held and writer._started and writer.translator.started == writer._seen:
-            self._reasoning(out, piece)
+            writer.reasoning(out, piece)  # (its open block's own handler, when it has one: `SourceEvents._straight`)
         else:
             self._hold(out, (self._reasoning, (piece,)))
 
