@@ -720,7 +720,7 @@ class SourceFormat:
         return {
             "id": answer_id,
             "created": created if type(created) in (int, float) else int(time.time()),
-            "ids": MadeIds(self.ids, answer_id) if self.ids else {},  # none declared: none read (`_check_ids`)
+            "ids": MadeIds(self.ids, answer_id),
             "annotations": result.annotations,
             "model": result.model,
             "text": result.text,
@@ -774,7 +774,8 @@ class MadeIds(dict[str, str]):
 
     __slots__ = ("_answer_id", "_prefixes")
 
-    def __init__(self, prefixes: Mapping[str, str], answer_id: str) -> None:  # (empty, as `dict.__new__` made it)
+    def __init__(self, prefixes: Mapping[str, str], answer_id: str) -> None:
+        super().__init__()
         self._prefixes, self._answer_id = prefixes, answer_id
 
     def __missing__(self, name: str) -> str:
