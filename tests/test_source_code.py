@@ -218,6 +218,27 @@ def test_the_writer_seals_a_call_as_seal_does(source: str) -> None:
     assert got[0] == "c1" and all(g.startswith("c1_tns_") for g in got[1:])  # as it was, and sealed
 
 
+@pytest.mark.parametrize("source", ["anthropic", "openai-responses"])
+def test_a_call_block_with_one_key_maybe_left_out_is_two_displays(source: str) -> None:
+    """A call's block whose one optional key is its id (`$seal ... onto: id`, left out for a null id) is written as
+    two displays chosen by that test, no display merged in: with an id, the id in its place (before the name);
+    with none, every other key as it was, in order."""
+    fmt = load_rules().format(source)
+    assert fmt.writer is not None
+    id_key, kind, last = {
+        "anthropic": ("id", "tool_use", "input"),
+        "openai-responses": ("call_id", "function_call", "arguments"),
+    }[source]
+    shown = next(line for line in fmt.writer_code.splitlines() if f"'type': '{kind}'" in line)
+    assert "**(" not in shown and " if (e['id'] is not None) else {" in shown
+    calls = [TranslatedToolCall("c1", "f", '{"a": 1}'), TranslatedToolCall(None, "g", "")]  # type: ignore[arg-type]
+    result = TranslateResult("", calls, "stop", {}, "m")
+    written = fmt.writer(fmt.view(result, "r1", []), Ctx(source, True))[fmt.blocks_into or ""]
+    with_id, without = [block for block in written if block.get("type") == kind]
+    assert list(with_id) == ["type", id_key, "name", last] and with_id[id_key] == "c1" and with_id["name"] == "f"
+    assert list(without) == ["type", "name", last] and without["name"] == "g"
+
+
 def nodes(plan: Any) -> list[Any]:
     """Every template node of the answer's blocks."""
     out: list[Any] = []

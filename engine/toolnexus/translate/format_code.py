@@ -14,7 +14,7 @@ same result.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -577,21 +577,26 @@ def as_python(
         return None
     labels = [name for name, _ in node.items] if isinstance(node, Obj) else [""] * len(found)
     kept = [(label, m) for label, m in zip(labels, found, strict=True) if m is not None and m[0] != "False"]
-    if not kept or all(test is not None for _, (test, _) in kept):
+    if not kept or all(test is not None for _, (test, _) in kept) or not isinstance(node, (Obj, Array)):
         return None  # nothing sure to be written: the general code decides whether the whole is left out
+    maybe = [test for _, (test, _) in kept if test is not None]
+    if len(maybe) == 1:  # one child maybe left out (a call's id): two displays, its test choosing (none merged in)
+        whole = _display(node, [(label, part) for label, (_, part) in kept])
+        return f"({whole} if {maybe[0]} else {_display(node, [(lb, p) for lb, (t, p) in kept if t is None])})"
     if isinstance(node, Obj):
-        return (
-            "{"
-            + ", ".join(
-                f"{name!r}: {part}" if test is None else f"**({{{name!r}: {part}}} if {test} else {{}})"
-                for name, (test, part) in kept
-            )
-            + "}"
-        )
-    if isinstance(node, Array):
-        shown = (part if test is None else f"*(({part},) if {test} else ())" for _, (test, part) in kept)
-        return "[" + ", ".join(shown) + "]"
-    return None
+        merged = [(name, part) if test is None else (None, f"**({{{name!r}: {part}}} if {test} else {{}})")
+                  for name, (test, part) in kept]  # fmt: skip
+        return _display(node, merged)
+    return _display(
+        node, [(None, part if test is None else f"*(({part},) if {test} else ())") for _, (test, part) in kept]
+    )
+
+
+def _display(node: Obj | Array, parts: Sequence[tuple[str | None, str]]) -> str:
+    """An object's or an array's display of its children's expressions, each after its key where it has one (an
+    object's part merged in, `**...`, and an array's have none)."""
+    shown = ", ".join(part if name is None or isinstance(node, Array) else f"{name!r}: {part}" for name, part in parts)
+    return f"[{shown}]" if isinstance(node, Array) else f"{{{shown}}}"
 
 
 def _maybe(
