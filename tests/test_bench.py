@@ -380,3 +380,29 @@ def test_a_baseline_checkout_is_a_third_side_timed_in_the_same_run(capsys: pytes
     out = capsys.readouterr().out
     assert "after/before" in out
     assert "openai" in out and "gemini\n" not in out
+
+
+@pytest.mark.parametrize("takes_bytes", [True, False])
+def test_the_before_side_of_a_body_row_is_called_as_the_engine_side_is(takes_bytes: bool) -> None:
+    """`--baseline`: a `body:` row's before side hands that checkout the bytes, as the engine side does (its
+    raw-body entry); a checkout that refuses bytes gets `json.loads` of them first. A dict row's gets the dict."""
+    seen: list[tuple[str, Any]] = []
+
+    def before(provider: str, data: Any) -> Any:
+        if isinstance(data, bytes) and not takes_bytes:
+            raise TypeError("the request must be an object")
+        seen.append((provider, data))
+        return data
+
+    body = b'{"messages":[]}'
+    cases = [
+        bench.Case("openai", "body: x", "request", "0 KiB", [bench.Side("engine", lambda b: b, body)]),
+        bench.Case("openai", "x", "response", "0 KiB", [bench.Side("engine", lambda d: d, {"a": 1})]),
+    ]
+    bench.add_before(cases, (before, before))
+    seen.clear()
+    for case in cases:
+        side = case.sides[-1]
+        assert side.name == "before"
+        side.fn(side.data)
+    assert seen == [("openai", body if takes_bytes else {"messages": []}), ("openai", {"a": 1})]

@@ -40,7 +40,7 @@ call), beside the request's and the body's size as compact JSON. `--memory` runs
 `--responses` times only the single responses (no requests, no memory table). Each answer is also timed
 as the body a proxy holds (rows `body: ...`): the engine's raw-body entry (`translate_response` of the
 bytes, decoded by its strict parse) against `json.loads` of the bytes and the hand-written translation
-(the `--baseline` side: `json.loads` and that checkout's `translate_response`).
+(with `--baseline`, that checkout's raw-body entry; `json.loads` first for a checkout older than it).
 `--checked-baseline` makes the hand-written side of each row run toolnexus's JSON check
 (`jsonsafe.check`: no NaN or Infinity, bounded depth, no lone surrogates, anywhere in the request or
 the answer) before translating, the minimum the engine's contract requires: what the ratio then shows
@@ -232,11 +232,18 @@ def other_engine(checkout: str) -> tuple[Callable[..., Any], Callable[..., Any]]
 
 
 def add_before(cases: Sequence[Case], before: tuple[Callable[..., Any], Callable[..., Any]]) -> None:
-    """The `--baseline` side ("before") of every request and response row."""
+    """The `--baseline` side ("before") of every request and response row: that engine called as this one is
+    (a `body:` row's bytes go to its raw-body entry, as the engine side's do; `json.loads` first for a
+    checkout older than that entry)."""
     for case in cases:
         fn = partial(before[0] if case.op == "request" else before[1], case.provider)
         data = case.sides[0].data
-        case.sides.append(Side("before", from_body(fn) if isinstance(data, bytes) else fn, data))
+        if isinstance(data, bytes):
+            try:
+                fn(data)
+            except Exception:  # (an engine before the raw-body entry refuses bytes)
+                fn = from_body(fn)
+        case.sides.append(Side("before", fn, data))
 
 
 def checked_first(translate: Translate, data: JSON) -> Any:
