@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import Note
 from ..language.codegen import Namespace, indent
+from ..language.jsonsafe import WrittenTexts
 from ..language.loader import Key
 from ..language.paths import MISSING, simple_steps
 from ..language.templates import (
@@ -55,10 +56,9 @@ from .formats import (
     unread,
 )
 
-Written = dict[int, tuple[str, Any]]  # the texts `$json_text` wrote, with their objects (`Ctx.written`)
 # (the normal-form messages, their records, each message with the role its blocks were read as)
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
-Reader = Callable[[list[Any], Any, bool, Written | None], Read | None]
+Reader = Callable[[list[Any], Any, bool, WrittenTexts | None], Read | None]  # (`Ctx.written`: the last)
 ToolsReader = Callable[[Any, Callable[[Record], None]], list[Any] | None]  # the declarations (records added)
 Writer = Callable[[dict[str, Any], Ctx], dict[str, Any]]
 EMPTY: Mapping[str, str] = MappingProxyType({})
