@@ -946,19 +946,6 @@ class _Kind:
     count: int = 0
 
 
-def _said(write: Moment, scope: dict[str, Any], ctx: Ctx) -> Said:
-    """A piece moment's general writer as a `Said` over `scope` (a format whose `piece.KIND` is no one display):
-    what it notes is not an event's, so it is let go (as `SourceEvents._write`)."""
-
-    def said(out: list[Any], piece: Any, sequence: int) -> int:
-        written = write(scope, piece, sequence, ctx)
-        out += written
-        ctx.notes.clear()
-        return sequence + len(written)
-
-    return said
-
-
 class SourceEvents:
     """A stream's moments -> the source format's stream events (the `stream` section), for one answer.
 
@@ -1113,13 +1100,10 @@ class SourceEvents:
         its scope (`SourceFormat.straight`), set on this instance over the method above (which still serves any other
         case: a reasoning piece when the provider stream has started an element since the last `look`) until the
         block closes (`_bent`). Per piece, only the stream's sequence number is asked."""
-        keep, bind, write = block.pieces.append, self.format.straight.get(f"piece.{block.kind}"), block.write
-        if bind is not None:
-            say = bind(block.scope)
-        elif write is not None:
-            say = _said(write, block.scope, self._ctx)
-        else:
+        bind = self.format.straight.get(f"piece.{block.kind}")
+        if bind is None:  # (a piece moment that is not all displays: the method writes it, as it would anyway)
             return
+        keep, say = block.pieces.append, bind(block.scope)
         translator, general = self.translator, SourceEvents.reasoning
 
         def text(out: list[dict[str, Any]], piece: str) -> None:
