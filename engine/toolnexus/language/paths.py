@@ -278,6 +278,11 @@ def _false(value: Any) -> bool:
     return value is None or value is False or (isinstance(value, _EMPTY_WHEN_FALSE) and not value)
 
 
+def _operands(node: Any, kind: str) -> list[Any]:
+    """The operands of a chain of one operator, in order (`&&` and `||` are each associative in jmespath's truth)."""
+    return [leaf for child in node["children"] for leaf in (_operands(child, kind) if child["type"] == kind else [child])]
+
+
 def _never_raises(node: Any) -> bool:
     """Whether reading `node` cannot raise (so a projection read for its first element may stop there)."""
     kind = node["type"]
@@ -315,6 +320,62 @@ class _Generator(Namespace):
             return self.emit(node, src, pad)
         finally:
             self.read = known
+
+    def true_test(self, name: str) -> str:
+        """jmespath's truth of `name` as Python."""
+        if name in self.bools:
+            return name
+        if name in self.names:
+            return repr(not _false(self.names[name]))
+        return f"not {self.false_test(name)}"
+
+    def free(self, node: Any, src: str) -> bool:
+        """Whether reading `node` from `src` writes no line (a literal, `@`, a field already read)."""
+        kind = node["type"]
+        return kind in ("literal", "current", "identity") or (kind == "field" and (src, node["value"]) in self.read)
+
+    def chain(self, node: Any, src: str, pad: str, out: str) -> None:
+        """`a && b && ...` or `a || b || ...` into `out`, each operand read in a block inside the one before, only
+        while the value is still open, so a value settled early is not tested again at every level. An `&&` chain
+        left of a `||` whose right is read already (`type == 'x' && ... && 'y' || type`) takes that value at the
+        `else` of each level it fails at."""
+        kind = node["type"]
+        operands = _operands(node, kind)
+        if kind == "or_expression" and len(operands) == 2 and operands[0]["type"] == "and_expression":
+            inner = _operands(operands[0], "and_expression")
+            head = self.emit(inner[0], src, pad)
+            if self.free(operands[1], src):
+                fallback = self.emit(operands[1], src, pad)
+                if self.steps("and_expression", head, inner[1:], src, pad, out, fallback):
+                    self.bools.add(out)
+                return
+            held = self.fresh("v")
+            if self.steps("and_expression", head, inner[1:], src, pad, held):
+                self.bools.add(held)
+            head, operands = held, operands[1:]
+        else:
+            head, operands = self.emit(operands[0], src, pad), operands[1:]
+        if self.steps(kind, head, operands, src, pad, out):
+            self.bools.add(out)
+
+    def steps(self, kind: str, head: str, rest: list[Any], src: str, pad: str, out: str, fallback: str = "") -> bool:
+        """`out = head`, then, where the value is still open (true for `&&`, false for `||`), the next operand one
+        block in (what they read is not known after); `fallback`: the value where an `&&` chain turns out false.
+        Whether `out` always holds a boolean."""
+        known, boolean = dict(self.read), head in self.bools and (not fallback or fallback in self.bools)
+        self.line(pad, f"{out} = {head}")
+        if not rest:
+            test = self.false_test(head)
+            if fallback and test != "False":
+                self.line(pad, f"{out} = {fallback}" if test == "True" else f"if {test}: {out} = {fallback}")
+            return boolean
+        self.line(pad, f"if {self.true_test(head) if kind == 'and_expression' else self.false_test(head)}:")
+        following = self.emit(rest[0], src, pad + "    ")
+        boolean = self.steps(kind, following, rest[1:], src, pad + "    ", out, fallback) and boolean
+        if fallback:
+            self.line(pad, f"else: {out} = {fallback}")
+        self.read = known
+        return boolean
 
     def line(self, pad: str, text: str) -> None:
         self.lines.append(pad + text)
@@ -363,17 +424,7 @@ class _Generator(Namespace):
             self.line(pad, f"        else: {out}.append({item})")
             self.line(pad, f"else: {out} = None")
         elif kind in ("or_expression", "and_expression"):
-            a = self.emit(children[0], src, pad)
-            self.line(pad, f"{out} = {a}")
-            if a in self.bools:  # a boolean is its own truth
-                self.line(pad, f"if not {a}:" if kind == "or_expression" else f"if {a}:")
-            else:
-                test = self.false_test(a)
-                self.line(pad, f"if {test}:" if kind == "or_expression" else f"if not {test}:")
-            b = self.nested(children[1], src, pad + "    ")
-            self.line(pad + "    ", f"{out} = {b}")
-            if a in self.bools and b in self.bools:
-                self.bools.add(out)
+            self.chain(node, src, pad, out)
         elif (
             kind == "not_expression"
             and children[0]["type"] in ("projection", "filter_projection")
