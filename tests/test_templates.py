@@ -648,6 +648,16 @@ RICH_PATHS = [
     "!(a[?b == 'x'])",
     "!(a[*].length(b))",  # a function in the projection: every element read
     "{x: a || b, y: a && b, z: b}",
+    "a && b && c || d",  # chains: each operand one block inside the one before
+    "a || b || c",
+    "(a || b) && c",
+    "a && (b || c) || d.e",  # the `||`'s right not read yet
+    "a && `1` && b || b.c",
+    "b == 'x' && `0` || a",
+    "a[?b == 'x'].c[] | [?@ != `1`] | [0]",  # loops over the left of the pipe as it is read
+    "a[][] | [?b] | [0]",
+    "a[].c[].b | [0]",
+    "!(a[].b)",
     "a[0:2]",  # not compiled: jmespath's interpreter
     "sort_by(a, &b)[0]",  # not compiled: an expression argument
 ]
@@ -657,6 +667,8 @@ RICH_DATA = [
     {"a": {"b": {}}, "b": 0},
     {"a": [{"b": "x", "c": 1}, {"b": "y", "c": 2}, {"b": 1}, {"b": True}, 3, [4, {"b": "x", "c": 5}]]},
     {"a": [], "b": {"c": None}},
+    {"a": [{"b": "x", "c": [1, None, 2]}, {"b": "x", "c": 3}, None, [[{"b": 0}], {"b": "x", "c": [[7]]}]]},
+    {"a": [{"c": [{"b": None}, {"b": 1}]}, {"c": {"b": 2}}], "c": 0, "d": {"e": 1}},
     {"a": "", "b": False},
     {"a": 0, "b": [0]},
     {"a": ["p", "q"]},
@@ -755,6 +767,41 @@ def test_a_projection_read_for_its_first_element_stops_there() -> None:
     assert Counted.reads == 0
     assert compile_path("content[?type == 'refusal'].type")({"content": parts}) == ["refusal"] * 6
     assert Counted.reads >= 5  # the whole projection reads every element
+
+
+def test_a_chain_tests_a_settled_value_once() -> None:
+    """`d && a && b || d` tests a false `a` once (not again at each `&&` and at the `||`) and reads the rest
+    only where the value is still open."""
+
+    class Counted(dict[str, Any]):
+        tests = 0
+
+        def __len__(self) -> int:
+            Counted.tests += 1
+            return super().__len__()
+
+    assert compile_path("d && a && b || d")({"a": Counted(), "d": 4}) == 4
+    assert Counted.tests == 1
+    assert compile_path("a == 'x' && b && c || a")({"a": "y", "b": Counted()}) == "y"
+    assert Counted.tests == 1  # `b` never read
+
+
+def test_a_projection_piped_into_a_first_match_stops_reading_there() -> None:
+    """`list[].field | [?test] | [0]` reads the left's elements only up to the first match (no whole list built
+    in between), as `list[?test] | [0]` does."""
+
+    class Counted(dict[str, Any]):
+        reads = 0
+
+        def get(self, key: str, default: Any = None) -> Any:
+            Counted.reads += 1
+            return super().get(key, default)
+
+    later = [Counted(c=[{"t": "r", "r": "x"}]) for _ in range(5)]
+    items = [{"c": [{"t": "a"}]}, {"c": [{"t": "r", "r": "no"}]}, *later]
+    assert compile_path("items[].c[] | [?t == 'r'].r | [0]")({"items": items}) == "no"
+    assert compile_path("items[*].c[] | [?t == 'r'].r | [0]")({"items": items}) == "no"
+    assert Counted.reads == 0
 
 
 def test_a_chain_piped_into_an_object_gives_its_steps_and_a_getter_per_key() -> None:

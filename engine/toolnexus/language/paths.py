@@ -280,7 +280,8 @@ def _false(value: Any) -> bool:
 
 def _operands(node: Any, kind: str) -> list[Any]:
     """The operands of a chain of one operator, in order (`&&` and `||` are each associative in jmespath's truth)."""
-    return [leaf for child in node["children"] for leaf in (_operands(child, kind) if child["type"] == kind else [child])]
+    children = node["children"]
+    return [leaf for child in children for leaf in (_operands(child, kind) if child["type"] == kind else [child])]
 
 
 def _never_raises(node: Any) -> bool:
