@@ -1359,8 +1359,15 @@ class _Code(Namespace):
             each = simple_steps(parts.annotate.each) if parts.annotate and parts.annotate.parts else None
             if each is not None and len(each) == 1 and isinstance(each[0], str):  # parts, each with its own list
                 some = f"(q := p.get({each[0]!r}, MISSING)) is not MISSING and q is not None and q != []"
-                listed += f" and (type(an) is not list or any(isinstance(p, dict) and {some} for p in an))"
-            writes.insert(0, f"if {listed}: {annotate}")
+                writes[:0] = [  # the parts looked at in a loop of this function (no generator made per item)
+                    f"if {listed}:",
+                    f"    if type(an) is not list: {annotate}",
+                    "    else:",
+                    "        for p in an:",
+                    f"            if isinstance(p, dict) and {some}: {annotate}; break",
+                ]
+            else:
+                writes.insert(0, f"if {listed}: {annotate}")
         if parts.message is not None:
             lines += self.part("m", parts.message, read, views)
             if parts.message.mapping is None:  # a mapping built inline is one or MISSING (`mapping`)
