@@ -658,6 +658,8 @@ RICH_PATHS = [
     "a[][] | [?b] | [0]",
     "a[].c[].b | [0]",
     "!(a[].b)",
+    "a[][].b",  # a projection over a flatten: one loop in another, one list built
+    "a[?b == 'x'].c[].b",
     "a[0:2]",  # not compiled: jmespath's interpreter
     "sort_by(a, &b)[0]",  # not compiled: an expression argument
 ]

@@ -476,41 +476,30 @@ class _Generator(Namespace):
 
     def project(self, node: Any, src: str, pad: str, first: bool = False) -> str:
         """`base[*].rest`, `base[?test].rest`: rest of each element of a list base, nulls left out (with
-        `first`, the first such value, or None)."""
+        `first`, the first such value, or None), a projection or flatten under it read in the same loops."""
+        out = self.fresh("v")
+        self.line(pad, f"{out} = None")
+        found, body, loops, known = self.elements(node, src, pad, "" if first else f"{out} = []", outer=True)
         if first:
-            out = self.fresh("v")
-            self.line(pad, f"{out} = None")
-            found, body, loops, known = self.elements(node, src, pad, outer=True)
             self.line(body, f"if {found} is not None: {out} = {found}; break")
             for at in reversed(loops[1:]):  # out of each loop around the one that found it
                 self.line(at, f"if {out} is not None: break")
-            self.read = known  # what the loops read is not known after them
-            return out
-        base_node, rest_node, *test = node["children"]
-        base, out, item = self.emit(base_node, src, pad), self.fresh("v"), self.fresh("v")
-        self.line(pad, f"{out} = None")
-        self.line(pad, f"if isinstance({base}, list):")
-        self.line(pad, f"    {out} = []")
-        self.line(pad, f"    for {item} in {base}:")
-        body, known = pad + "        ", dict(self.read)
-        if test:
-            keep = self.emit(test[0], item, body)
-            self.line(body, f"if {self.false_test(keep)}: continue")
-        found = self.emit(rest_node, item, body)
-        self.line(body, f"if {found} is not None: {out}.append({found})")
-        self.read = known  # what the body read is not known after the loop
+        else:
+            self.line(body, f"if {found} is not None: {out}.append({found})")
+        self.read = known  # what the loops read is not known after them
         return out
 
     def elements(
-        self, node: Any, src: str, pad: str, outer: bool = False
+        self, node: Any, src: str, pad: str, start: str = "", outer: bool = False
     ) -> tuple[str, str, list[str], dict[tuple[str, str], str]]:
         """Loops over the elements of the list `node` reads, a projection or flatten under it looped over in place
-        (no list built between): the element's name (with `outer`, a projection's null still to be left out),
-        the pad of the loops' body, the pad of each loop (outermost first), and the fields known after them."""
+        (no list built between; `start`: a line run first where the list is one): the element's name (with
+        `outer`, a projection's null still to be left out), the pad of the loops' body, the pad of each loop
+        (outermost first), and the fields known after them."""
         kind = node["type"]
         if kind in ("projection", "filter_projection"):
             base_node, rest_node, *test = node["children"]
-            item, body, loops, known = self.elements(base_node, src, pad)
+            item, body, loops, known = self.elements(base_node, src, pad, start)
             if test:
                 self.line(body, f"if {self.false_test(self.emit(test[0], item, body))}: continue")
             found = self.emit(rest_node, item, body)
@@ -518,12 +507,14 @@ class _Generator(Namespace):
                 self.line(body, f"if {found} is None: continue")
             return found, body, loops, known
         if kind == "flatten":  # a list element's elements, any other element itself
-            item, body, loops, known = self.elements(node["children"][0], src, pad)
+            item, body, loops, known = self.elements(node["children"][0], src, pad, start)
             inner = self.fresh("v")
             self.line(body, f"for {inner} in ({item} if isinstance({item}, list) else ({item},)):")
             return inner, body + "    ", [*loops, body], known
         base, item = self.emit(node, src, pad), self.fresh("v")
         self.line(pad, f"if isinstance({base}, list):")
+        if start:
+            self.line(pad, f"    {start}")
         self.line(pad, f"    for {item} in {base}:")
         return item, pad + "        ", [pad + "    "], dict(self.read)
 
