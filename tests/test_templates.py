@@ -8,6 +8,8 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from toolnexus import Note, ResponseError, RuleError, TranslationError
 from toolnexus.language.loader import parse_rule_text
@@ -707,6 +709,35 @@ def test_a_rich_path_reads_as_jmespath_reads_it(expression: str) -> None:
             continue
         got, want = compile_path(expression)(data), MISSING if want is None else want
         assert got == want and type(got) is type(want), (data, got, want)  # 0 is not False
+
+
+# Data over the keys and values the rich paths read: objects, lists and lists in lists, every JSON scalar that
+# jmespath's truth and comparisons tell apart (0 and False, "" and [], 1 and 1.0, the compared literals).
+_RICH_SCALARS = st.sampled_from([None, True, False, 0, 1, 1.0, 2, "", "x", "y", "xy", "string", "refusal"])
+_RICH_VALUES = st.recursive(
+    _RICH_SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(["a", "b", "c", "d", "e", "type"]), inner)
+    ),
+    max_leaves=12,
+)
+
+
+@given(data=_RICH_VALUES)
+def test_every_rich_path_reads_any_data_as_jmespath_reads_it(data: Any) -> None:
+    """The property behind the table above: on any data built of the keys and values the paths compare, each
+    compiled path gives jmespath's answer (nothing where jmespath gives null or refuses the value's type)."""
+    import jmespath
+    from jmespath.exceptions import JMESPathTypeError
+
+    for expression in RICH_PATHS:
+        try:
+            want = jmespath.search(expression, data)
+        except JMESPathTypeError:
+            assert compile_path(expression)(data) is MISSING, expression
+            continue
+        got, want = compile_path(expression)(data), MISSING if want is None else want
+        assert got == want and type(got) is type(want), (expression, got, want)
 
 
 def test_rich_paths_are_compiled_not_interpreted(monkeypatch: pytest.MonkeyPatch) -> None:
