@@ -171,7 +171,7 @@ def placed(origins: Origins, records: list[Record]) -> Origins:
 
 
 TOOL_RECORD = "tools[{}]"  # a tool's record's key (the tools' records follow the transcript's)
-_KEY, _NUMBER = itemgetter(0), itemgetter(1)  # a record's key, its first number
+_NUMBER = itemgetter(1)  # a record's first number
 # What the reader records of a path: an element of a top list (`messages[{}]`, `tools[{}]`), a key of it
 # (`messages[{}].tool_calls`) and an element of that (`messages[{}].content[{}]`), nothing deeper.
 _RECORDED = re.compile(r"([^\[]*)\[([0-9]+)\](?:\.([^.\[]*)(?:\[([0-9]+)\])?)?")
@@ -189,8 +189,7 @@ def named(paths: Iterable[str], origins: Origins, records: list[Record]) -> list
         record = None
         if found is not None:
             if tools_at < 0:
-                keys = list(map(_KEY, records))  # in C, nothing made per record
-                tools_at = keys.index(TOOL_RECORD) if TOOL_RECORD in keys else len(records)
+                tools_at = bisect_left(records, True, key=_is_tool)
             record, cut = _deepest(path, found, records, tools_at)
         if record is None:
             out.append(remap(path, origins))
@@ -200,6 +199,11 @@ def named(paths: Iterable[str], origins: Origins, records: list[Record]) -> list
     return out
 
 
+def _is_tool(record: Record) -> bool:
+    """Whether a record is a tool's (the bisection key of where the tools' records begin)."""
+    return record[0] == TOOL_RECORD
+
+
 def _deepest(path: str, found: re.Match[str], records: list[Record], tools_at: int) -> tuple[Record | None, int]:
     """The record of the deepest prefix of `path` that ends where `remap` cuts (the end, a `.` or a `[`), and
     where that prefix ends; of records with the same key and numbers the later wins, as in `placed`. The
@@ -207,30 +211,32 @@ def _deepest(path: str, found: re.Match[str], records: list[Record], tools_at: i
     number, the reader's order), so the path's are one run, found by bisection."""
     head, number, name, inner = found.groups()
     a, key, size = int(number), head + "[{}]", len(path)
-    wanted: list[tuple[str, int, int]] = []  # (a prefix's key, its second number, where it ends), deepest first
+    element = member = None  # the keys of a deeper prefix, where it ends where remap cuts
+    element_at = member_at = b = 0
     if inner is not None:
-        cut = found.end(4) + 1
-        if cut == size or path[cut] in ".[":
-            wanted.append((f"{key}.{name}[{{}}]", int(inner), cut))
+        element_at = found.end(4) + 1
+        if element_at == size or path[element_at] in ".[":
+            element, b = f"{key}.{name}[{{}}]", int(inner)
     if name is not None:
-        cut = found.end(3)
-        if cut == size or path[cut] in ".[":
-            wanted.append((f"{key}.{name}", 0, cut))
-    cut = found.end(2) + 1
-    if cut == size or path[cut] in ".[":
-        wanted.append((key, 0, cut))
+        member_at = found.end(3)
+        if member_at == size or path[member_at] in ".[":
+            member = f"{key}.{name}"
+    top_at = found.end(2) + 1
+    if not (top_at == size or path[top_at] in ".["):
+        key = ""  # no record begins it at this depth
     low, high = (tools_at, len(records)) if key == TOOL_RECORD else (0, tools_at)
     at = bisect_left(records, a, low, high, key=_NUMBER)
-    best = len(wanted)
     chosen: tuple[Record | None, int] = (None, 0)
+    depth = 3  # of the chosen: 0 an element of a key, 1 a key, 2 the message or tool itself
     while at < high and records[at][1] == a:
         record = records[at]
         at += 1
-        for rank in range(min(best + 1, len(wanted))):  # as deep as the best so far, or deeper
-            want, b, cut = wanted[rank]
-            if record[0] == want and record[2] == b:
-                best, chosen = rank, (record, cut)
-                break
+        if element is not None and record[0] == element and record[2] == b:
+            chosen, depth = (record, element_at), 0
+        elif depth >= 1 and record[0] == member and record[2] == 0:
+            chosen, depth = (record, member_at), 1
+        elif depth >= 2 and record[0] == key and record[2] == 0:
+            chosen, depth = (record, top_at), 2
     return chosen
 
 
