@@ -293,7 +293,27 @@ def test_the_notes_paths_are_placed_from_their_own_records_alone(source: str) ->
     paths += ["messages[7].content[0]x", "tools[1]x", "messages[2].tool_calls[0].function.arguments"]
     every = placed(dict(origins), list(records))
     unformattable = ("messages[{}]", len(hub["messages"]) + 5, 0, "{9}", 0, None, {})  # formatting it raises
-    assert named(paths, origins, [*records, unformattable]) == [remap(path, every) for path in paths]
+    tools_at = len(records) - len(hub["tools"])  # the transcript's last record, in its order (`named` bisects)
+    records[tools_at:tools_at] = [unformattable]
+    assert named(paths, origins, records) == [remap(path, every) for path in paths]
+
+
+@pytest.mark.parametrize(("source", "name", "request_"), source_requests())
+def test_the_records_come_in_the_order_named_bisects(source: str, name: str, request_: Any) -> None:
+    """`named` finds a path's records by bisection: the transcript's records sorted by their first number (the
+    message's), then the tools' (TOOL_RECORD) sorted by theirs, as the generated reader appends them."""
+    fmt = load_rules().format(source)
+    try:
+        _, _, records, _ = fmt.read_recorded(copy.deepcopy(request_))
+    except ToolnexusError:
+        return  # a refused request has no notes to name
+    keys = [record[0] for record in records]
+    tools_at = keys.index(formats.TOOL_RECORD) if formats.TOOL_RECORD in keys else len(records)
+    transcript, tools = records[:tools_at], records[tools_at:]
+    assert all(record[0] == formats.TOOL_RECORD for record in tools)
+    for part in (transcript, tools):
+        numbers = [record[1] for record in part]
+        assert numbers == sorted(numbers)
 
 
 def test_a_made_id_is_made_only_where_its_item_is_written(monkeypatch: pytest.MonkeyPatch) -> None:

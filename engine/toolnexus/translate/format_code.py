@@ -44,6 +44,7 @@ from .formats import (
     LATE,
     ONCE,
     STRAIGHT,
+    TOOL_RECORD,
     VIEW_FIELDS,
     WHOLE,
     Bind,
@@ -278,7 +279,7 @@ class _Gen(Namespace):
             "        if type(t) is not dict: return None",
             f"        if not t.keys() <= {reads} and not quiet(t, {reads}, {table}): return None",
             *indent([*pasted.head, *pasted.body], 8),
-            f"        R(('tools[{{}}]', i, 0, {source!r}, i, None, {renames}))",
+            f"        R(({TOOL_RECORD!r}, i, 0, {source!r}, i, None, {renames}))",
             "        out.append({'type': 'function', 'function': w})",
             "    return out",
         ]

@@ -15,6 +15,7 @@ import hashlib
 import re
 import time
 import uuid
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
@@ -153,7 +154,8 @@ STRAIGHT = frozenset({("piece", "text"), ("piece", "reasoning")})
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
 NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the policy decides
 # Where one normal-form element of the transcript (or a tool) came from, as the generated reader records it, in
-# message order, then the tools (formatted only when asked: `placed`, `named`): its path's format (`messages[...`),
+# message order, then the tools (formatted only when asked: `placed`, `named`, which bisects them by their first
+# number, so the reader appends them in that order): its path's format (`messages[...`),
 # its two numbers (a format of one number gets 0 as the second), the source path's format (`{0}`, `{1}`: the
 # numbers it takes), those numbers, the renames below it
 Record = tuple[str, int, int, str, int | None, int | None, Mapping[str, str]]
@@ -168,28 +170,27 @@ def placed(origins: Origins, records: list[Record]) -> Origins:
     return origins
 
 
-_KEY = itemgetter(0, 1, 2)  # a record's key and numbers
+TOOL_RECORD = "tools[{}]"  # a tool's record's key (the tools' records follow the transcript's)
+_NUMBER = itemgetter(1)  # a record's first number
 # What the reader records of a path: an element of a top list (`messages[{}]`, `tools[{}]`), a key of it
 # (`messages[{}].tool_calls`) and an element of that (`messages[{}].content[{}]`), nothing deeper.
 _RECORDED = re.compile(r"([^\[]*)\[([0-9]+)\](?:\.([^.\[]*)(?:\[([0-9]+)\])?)?")
 
 
-Index = Mapping[tuple[str, int, int], Record]  # the records by their key and numbers
-
-
 def named(paths: Iterable[str], origins: Origins, records: list[Record]) -> list[str]:
     """Each normal-form path (a note's) as the format's request names it: what `remap` over `placed` gives, with
-    only the one record each path begins with formatted (the deepest recorded prefix, found by its key and
-    numbers), and the rest of the path renamed below it; a path no record begins remapped by `origins`."""
-    index: Index | None = None
+    only the one record each path begins with formatted (the deepest recorded prefix, found by its numbers among
+    the records, which come in order: `_deepest`), and the rest of the path renamed below it; a path no record
+    begins remapped by `origins`. No index of the records is built: a call has a few notes, hundreds of records."""
+    tools_at = -1  # where the tools' records begin, found when a path first needs a record
     out = []
     for path in paths:
         found = _RECORDED.match(path) if records else None
         record = None
         if found is not None:
-            if index is None:
-                index = dict(zip(map(_KEY, records), records, strict=True))  # built in C; a later record of a key wins
-            record, cut = _deepest(path, found, index)
+            if tools_at < 0:
+                tools_at = bisect_left(records, True, key=_is_tool)
+            record, cut = _deepest(path, found, records, tools_at)
         if record is None:
             out.append(remap(path, origins))
         else:
@@ -198,29 +199,45 @@ def named(paths: Iterable[str], origins: Origins, records: list[Record]) -> list
     return out
 
 
-def _deepest(path: str, found: re.Match[str], index: Index) -> tuple[Record | None, int]:
+def _is_tool(record: Record) -> bool:
+    """Whether a record is a tool's (the bisection key of where the tools' records begin)."""
+    return record[0] == TOOL_RECORD
+
+
+def _deepest(path: str, found: re.Match[str], records: list[Record], tools_at: int) -> tuple[Record | None, int]:
     """The record of the deepest prefix of `path` that ends where `remap` cuts (the end, a `.` or a `[`), and
-    where that prefix ends. (Unrolled, deepest first: it runs once per note.)"""
+    where that prefix ends; of records with the same key and numbers the later wins, as in `placed`. The
+    transcript's records come in message order, then the tools' in tool order (each part sorted by its first
+    number, the reader's order), so the path's are one run, found by bisection."""
     head, number, name, inner = found.groups()
     a, key, size = int(number), head + "[{}]", len(path)
+    element = member = None  # the keys of a deeper prefix, where it ends where remap cuts
+    element_at = member_at = b = 0
     if inner is not None:
-        cut = found.end(4) + 1
-        if cut == size or path[cut] in ".[":
-            record = index.get((f"{key}.{name}[{{}}]", a, int(inner)))
-            if record is not None:
-                return record, cut
+        element_at = found.end(4) + 1
+        if element_at == size or path[element_at] in ".[":
+            element, b = f"{key}.{name}[{{}}]", int(inner)
     if name is not None:
-        cut = found.end(3)
-        if cut == size or path[cut] in ".[":
-            record = index.get((f"{key}.{name}", a, 0))
-            if record is not None:
-                return record, cut
-    cut = found.end(2) + 1
-    if cut == size or path[cut] in ".[":
-        record = index.get((key, a, 0))
-        if record is not None:
-            return record, cut
-    return None, 0
+        member_at = found.end(3)
+        if member_at == size or path[member_at] in ".[":
+            member = f"{key}.{name}"
+    top_at = found.end(2) + 1
+    if not (top_at == size or path[top_at] in ".["):
+        key = ""  # no record begins it at this depth
+    low, high = (tools_at, len(records)) if key == TOOL_RECORD else (0, tools_at)
+    at = bisect_left(records, a, low, high, key=_NUMBER)
+    chosen: tuple[Record | None, int] = (None, 0)
+    depth = 3  # of the chosen: 0 an element of a key, 1 a key, 2 the message or tool itself
+    while at < high and records[at][1] == a:
+        record = records[at]
+        at += 1
+        if element is not None and record[0] == element and record[2] == b:
+            chosen, depth = (record, element_at), 0
+        elif depth >= 1 and record[0] == member and record[2] == 0:
+            chosen, depth = (record, member_at), 1
+        elif depth >= 2 and record[0] == key and record[2] == 0:
+            chosen, depth = (record, top_at), 2
+    return chosen
 
 
 def unread(
@@ -669,7 +686,7 @@ class SourceFormat:
                         path = f"{owner.element_path(i)}.{key}"
                         self._settle(key, value, path, self.tool_unsupported, notes, unknown_fields)
             ctx.path = (owner, i)
-            records.append(("tools[{}]", i, 0, source, i, None, renames))
+            records.append((TOOL_RECORD, i, 0, source, i, None, renames))
             out.append({"type": "function", "function": render(tool, ctx)})
         return out
 
