@@ -150,8 +150,10 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
         names["HOIST"] = inbound.hoist
         lines += [
             "        if role in HOIST:",
-            "            hoisted.append((text_only(m, i, P), f'messages[{i}]', i, m))",
-            "            ck_msgs.append(m)",
+            "            h_text = text_only(m, i, P)",
+            "            hoisted.append((h_text, f'messages[{i}]', i, m))",
+            "            if len(m) != 2 or type(m['content']) is not str: ck_msgs.append(m)",
+            "            elif not h_text.isascii(): ck_texts.append(h_text)  # role and content, both read",
             "            continue",
         ]
         branch = "elif"
