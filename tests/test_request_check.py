@@ -68,6 +68,7 @@ PLACES = {
     "a tool result part": ("messages", TOOL_PARTS, "content", 1, "text"),
     "a message's own key": ("messages", TOOL, "extra"),
     "a system prompt": ("messages", 0, "content"),
+    "a system prompt's own key": ("messages", 0, "extra"),  # beyond role and content: checked whole
     "a field": ("metadata",),
     "a tool": ("tools", 0, "function", "parameters", "extra"),
 }

@@ -10,7 +10,6 @@ body template over the request with those translated values in place.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -200,21 +199,22 @@ class Inbound:
             if folded:
                 checked(request, "", self._refuse)
             raise
-        turns, hoisted, turn_notes, first, left = transcript
+        turns, hoisted, turn_notes, first, left, more = transcript
         if folded and (left[0] or left[1] or left[2]) and not read_clean(*left):  # an ASCII transcript: none
             checked(request, "", self._refuse)
         if hoisted or system is not None:
             chosen = self._choose_system(hoisted, first, system, default_system, ctx)
-            if system is None:
+            if system is None and more:  # a prompt of its role and a string content alone carries nothing
                 chosen = self._cached_system(hoisted, chosen, ctx)
         else:
             chosen = default_system if default_system is not None else MISSING
         if self.system_message is not None and chosen is not MISSING:
             turns[:0] = self._system_message(chosen, hoisted, system, ctx)
-        for _, path, _, source in hoisted:
-            allowed = self.read_keys[source["role"]]
-            if not source.keys() <= allowed:
-                self._check_message_keys(source, path, allowed, ctx, unknown_fields)
+        if more:  # else each hoisted prompt holds its role and content alone, both read
+            for _, path, _, source in hoisted:
+                allowed = self.read_keys[source["role"]]
+                if not source.keys() <= allowed:
+                    self._check_message_keys(source, path, allowed, ctx, unknown_fields)
         if turn_notes:
             ctx.notes += turn_notes
         scope["messages"] = turns
@@ -263,9 +263,11 @@ class Inbound:
         if type(messages) is list and len(messages) > 2:
             rest = request.copy()
             del rest["messages"]
-            with contextlib.suppress(JsonValueError):
+            try:  # not contextlib.suppress: its object and two calls cost more than the check of a small rest
                 check(rest)
                 return True
+            except JsonValueError:
+                pass
         checked(request, "", self._refuse)
         return False
 

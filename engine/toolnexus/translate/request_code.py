@@ -46,10 +46,11 @@ from .reader import (
 if TYPE_CHECKING:
     from .inbound import Inbound
 
-# (the written messages, the hoisted prompts, the notes of the turns, the index of the first turn, and what the
-# JSON check of the transcript has left: the texts, members and messages of jsonsafe.read_clean)
+# (the written messages, the hoisted prompts, the notes of the turns, the index of the first turn, what the
+# JSON check of the transcript has left: the texts, members and messages of jsonsafe.read_clean; and whether a
+# hoisted prompt holds more than its role and a string content, which only then is looked at again)
 Unchecked = tuple[list[str], list[Any], list[Any]]
-Written = tuple[list[Any], list[tuple[str, str, int, dict[str, Any]]], list[Note], int | None, Unchecked]
+Written = tuple[list[Any], list[tuple[str, str, int, dict[str, Any]]], list[Note], int | None, Unchecked, bool]
 Messages = Callable[[list[Any], Ctx, IdMap | None], Written | None]
 # (the written declarations, the declared names), or None when the fast test declines the list
 Tools = Callable[[Any, Ctx], tuple[list[Any], set[str]] | None]
@@ -138,6 +139,7 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
         "    seen, pending, answered = {}, {}, set()",
         "    merging, merged, first = None, False, None",
         "    ck_texts, ck_deep, ck_msgs = [], [], []  # what the JSON check has left (jsonsafe.read_clean)",
+        "    h_more = False",
     ]
     lines = [
         "    for i, m in enumerate(msgs):",
@@ -150,8 +152,10 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
         names["HOIST"] = inbound.hoist
         lines += [
             "        if role in HOIST:",
-            "            hoisted.append((text_only(m, i, P), f'messages[{i}]', i, m))",
-            "            ck_msgs.append(m)",
+            "            h_text = text_only(m, i, P)",
+            "            hoisted.append((h_text, f'messages[{i}]', i, m))",
+            "            if len(m) != 2 or type(m['content']) is not str: ck_msgs.append(m); h_more = True",
+            "            elif not h_text.isascii(): ck_texts.append(h_text)  # role and content, both read",
             "            continue",
         ]
         branch = "elif"
@@ -170,7 +174,7 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
         "        else:",
         "            return None  # not a role: the reader names it",
         "    c.path = ''",
-        "    return out, hoisted, notes, first, (ck_texts, ck_deep, ck_msgs)",
+        "    return out, hoisted, notes, first, (ck_texts, ck_deep, ck_msgs), h_more",
     ]
     if any(_LAST.search(line) for line in lines):  # a template writes the current turn: find its start
         head.append("    last = -1  # the last user turn: the tool calls after it are the current turn's")
