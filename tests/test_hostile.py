@@ -1196,21 +1196,87 @@ def openai_chunk(delta: dict[str, Any], finish: str | None = None) -> str:
     return json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [choice]})
 
 
-@pytest.mark.parametrize("first", ["general", "generated"])
-def test_a_streamed_object_an_extend_row_nests_too_deep_is_refused_at_the_end(first: str) -> None:
-    """An event nested as deep as the check allows (252 levels below `delta.annotations`) is read; an `extend` row
-    adds its object as one element, a level deeper, so the assembled answer is checked whole and refused there.
-    `first`: the object is the first element (the general merge makes the list) or follows one (generated code)."""
-    translator = stream_translator("openai")
+def ollama_line(message: dict[str, Any], done: bool = False) -> str:
+    event = {"model": "m", "created_at": "2025-01-01T00:00:00Z", "message": {"role": "assistant", **message}}
+    return json.dumps({**event, "done": done, **({"done_reason": "stop"} if done else {})})
+
+
+def chat_events(first: str) -> tuple[list[str], str]:
+    """Chat Completions chunks (the OpenAI family): an annotation nested 252 levels below `delta.annotations`."""
     events = [openai_chunk({"role": "assistant", "content": "hi"})]
     if first == "generated":
         events.append(openai_chunk({"annotations": [{"type": "url_citation"}]}))
     events += [openai_chunk({"annotations": nested(252)}), openai_chunk({}, "stop"), "[DONE]"]
+    return events, f"choices[0].message.annotations[{len(events) - 4}].a.a"
+
+
+def ollama_events(first: str) -> tuple[list[str], str]:
+    """Ollama's NDJSON lines: a whole call given as an object (not a list) with arguments at the event's limit."""
+    events = [ollama_line({"content": "hi"})]
+    if first == "generated":
+        events.append(ollama_line({"content": "", "tool_calls": [{"function": {"name": "f", "arguments": {}}}]}))
+    deep = {"function": {"name": "f", "arguments": nested(252)}}
+    events += [ollama_line({"content": "", "tool_calls": deep}), ollama_line({"content": ""}, done=True)]
+    return events, f"message.tool_calls[{len(events) - 3}].function.arguments.a.a"
+
+
+def gemini_event(content: dict[str, Any] | None = None, finish: str | None = None) -> str:
+    candidate: dict[str, Any] = {"index": 0}
+    if content:
+        candidate["content"] = content
+    if finish:
+        candidate["finishReason"] = finish
+    return json.dumps({"candidates": [candidate], "modelVersion": "m", "responseId": "r"})
+
+
+def gemini_events(first: str) -> tuple[list[str], str]:
+    """Gemini's events: a part given as an object (not a list, which its `join` row extends by) with a call's
+    arguments at the event's limit."""
+    events = [gemini_event({"role": "model", **({"parts": [{"text": "hi"}]} if first == "generated" else {})})]
+    deep = {"functionCall": {"name": "f", "args": nested(250)}}
+    events += [gemini_event({"parts": deep}), gemini_event(finish="STOP")]
+    return events, f"candidates[0].content.parts[{int(first == 'generated')}].functionCall.args.a.a"
+
+
+def extends(node: Any) -> bool:
+    """Whether a `combine` table extends a list anywhere (an `extend` row, or a `join` row, which implies one)."""
+    return node.policy == "extend" or any(extends(child) for child in node.children.values())
+
+
+# Every provider whose stream skips the whole-answer check (`Streaming.checked`) and extends a list: the events
+# that nest an object as deep as an event may, which the row then puts a level deeper.
+EXTEND_EVENTS = {
+    "azure-openai": chat_events,
+    "deepseek": chat_events,
+    "gemini": gemini_events,
+    "groq": chat_events,
+    "ollama": ollama_events,
+    "openai": chat_events,
+    "openrouter": chat_events,
+    "xai": chat_events,
+}
+
+
+def test_every_unchecked_stream_with_an_extend_row_has_a_too_deep_case() -> None:
+    """A provider whose rules add one skips no case: its column in EXTEND_EVENTS shows, or the gap does."""
+    unchecked = {p for p in toolnexus.providers() if (r := stream_translator(p).rules).checked and extends(r.combine)}
+    assert unchecked == set(EXTEND_EVENTS)
+
+
+@pytest.mark.parametrize("first", ["general", "generated"])
+@pytest.mark.parametrize("provider", sorted(EXTEND_EVENTS))
+def test_a_streamed_object_an_extend_row_nests_too_deep_is_refused_at_the_end(provider: str, first: str) -> None:
+    """An event nested as deep as the check allows is read; an `extend` row adds its object as one element, a level
+    deeper, so the assembled answer is checked whole and refused there, in every stream that otherwise skips that
+    check. `first`: the object is the first element (the general merge makes the list) or follows one (generated
+    code)."""
+    events, where = EXTEND_EVENTS[provider](first)
+    translator = stream_translator(provider)
     for event in events:
         translator.feed(event)
     with pytest.raises(ResponseError) as info:
         translator.finish()
-    assert info.value.path.startswith(f"choices[0].message.annotations[{len(events) - 4}].a.a")
+    assert info.value.path.startswith(where)
 
 
 def test_a_stream_whose_step_writes_deeper_than_it_reads_is_checked_whole() -> None:
