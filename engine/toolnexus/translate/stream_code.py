@@ -15,6 +15,7 @@ located ResponseError. `toolnexus explain --code PROVIDER` prints the generated 
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING as NO_DEFAULT
@@ -54,14 +55,17 @@ Run = Callable[[Any, dict[str, Any], int], bool]
 class Text:
     """A string arriving in pieces: UTF-8 bytes appended in place (a long stream costs its text, no more).
 
-    `placeholder` is the value a `json` field held before its first piece (kept when no JSON arrives).
+    `placeholder` is the value a `json` field held before its first piece (kept when no JSON arrives). `said`:
+    the watched element its pieces are said for and their role, looked up at the first piece the generated code
+    emits and kept (`StreamTranslator._said`), so that each later piece asks nothing of the element table.
     """
 
-    __slots__ = ("buf", "placeholder")
+    __slots__ = ("buf", "placeholder", "said")
 
     def __init__(self, first: str = "", placeholder: Any = MISSING) -> None:
         self.buf = bytearray(first.encode("utf-8", "surrogatepass"))
         self.placeholder = placeholder
+        self.said: tuple[Any, str | None] | tuple[()] = ()
 
     def add(self, piece: str) -> None:  # the generated code writes it inline (`appended`)
         try:
@@ -71,6 +75,12 @@ class Text:
 
     def value(self) -> str:
         return self.buf.decode("utf-8", "surrogatepass")
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Text:
+        """The text so far (`StreamTranslator.partial` copies the response): `said` stays this stream's."""
+        twin = Text(placeholder=copy.deepcopy(self.placeholder, memo))
+        twin.buf += self.buf
+        return twin
 
 
 @dataclass(slots=True)
@@ -292,12 +302,12 @@ class _Code(Namespace):
 
     def path_expr(self, pattern: Pattern, at: str, start: int = 0) -> str:
         """The concrete path of a place (from its step `start`), as an expression (its indexes from the tuple `at`)."""
-        parts, j = [], 0
+        parts, j, written = [], 0, _indexes(at)
         for step in pattern:
             if type(step) is str:
                 parts.append(repr(step))
             else:
-                parts.append(f"{at}[{j}]")
+                parts.append(f"{at}[{j}]" if written is None else written[j])
                 j += 1
         return "(" + "".join(f"{p}, " for p in parts[start:]) + ")"
 
@@ -312,7 +322,7 @@ class _Code(Namespace):
         if not self.interesting(pattern):
             return [f"plain({p}, {k}, {v})"]
         lines = []
-        if not at.isidentifier():
+        if not at.isidentifier() and _indexes(at) is None:  # (a tuple written out is built only where it is used)
             lines.append(f"at{d} = {at}")
             at = f"at{d}"
         c = f"cur{d}"
@@ -326,7 +336,7 @@ class _Code(Namespace):
             return [general]
         policy = node.policy if node is not None else None
         if policy is APPEND or policy is JSON:
-            emit = self.fragment(pattern, v, at, d)
+            emit = self.fragment(pattern, v, at, d, said=c)
             lines += [f"if type({v}) is str and type({c}) is Text:", *indent(appended(c, v), 4)]
             lines += [f"    if {v}:", *indent(emit, 8)] if emit else []
         elif policy is EXTEND:
@@ -341,7 +351,7 @@ class _Code(Namespace):
             lines += [f"if type({c}) is list and type({v}) is list:", f"    for {i}, {x} in enumerate({v}):"]
             lines += [
                 f"        if {i} < len({c}):",
-                *indent(self.element(pattern, c, i, x, f"{at} + ({i},)", d + 1), 12),
+                *indent(self.element(pattern, c, i, x, _appended_index(at, i), d + 1), 12),
             ]
             lines += ["        else:", f"            {c}.append({x})"]
             lines.append(f"            s._placed({self.path_expr(pattern, at)} + ({i},), {x})")
@@ -459,7 +469,7 @@ class _Code(Namespace):
         # its keys the field and the `same` ones, those held by both (their values agree): nothing to check or add
         alike = "".join(f" and {key!r} in {x} and {key!r} in {last}" for key in join.same)
         others = f"len({x}) > 1" + (f" and not (len({x}) == {len(join.same) + 1}{alike})" if join.same else "")
-        emit = self.fragment((*pattern, None, f), piece, ix, d, last=f"len({c}) - 1")
+        emit = self.fragment((*pattern, None, f), piece, ix, d, last=f"len({c}) - 1", said=t)
         tuple_used = any(ix in line for line in emit)
         node = self.name(self.node(pattern), "node")
         return [  # only an element with text in the join field can continue the last one
@@ -603,9 +613,12 @@ class _Code(Namespace):
         lines += ["    if type(x) is dict:", *indent(body, 8), f"    s._start({w_index}, i, x)"]
         return lines
 
-    def fragment(self, pattern: Pattern, piece: str, at: str, d: int, last: str | None = None) -> list[str]:
+    def fragment(
+        self, pattern: Pattern, piece: str, at: str, d: int, last: str | None = None, said: str = ""
+    ) -> list[str]:
         """Lines emitting a text piece appended at `pattern`, by the role the watched element's template gives it
-        (`last`: an expression of the last index of `at`, read directly rather than from the tuple)."""
+        (`last`: an expression of the last index of `at`, read directly rather than from the tuple; `said`: the
+        Text the piece was appended to, which keeps the element and role once found: `Text.said`)."""
         r = self.r
         for n in r.route_lengths:
             prefix = pattern[:n]
@@ -619,7 +632,11 @@ class _Code(Namespace):
                 return []
             position = sum(1 for step in pattern[:n] if type(step) is not str)
             indexes = sum(1 for step in pattern if type(step) is not str)
-            element = last if last is not None and position == indexes - 1 else f"{at}[{position}]"
+            written = _indexes(at)
+            if last is not None and position == indexes - 1:
+                element = last
+            else:
+                element = f"{at}[{position}]" if written is None else written[position]
             start = n + 1
         else:
             element, start = "0", n
@@ -644,7 +661,10 @@ class _Code(Namespace):
             f"if s._held: s._held.append((CHUNKS['tool_call'], {{'index': {call}, 'piece': {piece}}}))",
             "else: " + _written("tool_call", {"index": call, "piece": piece}),
         ]
-        got = f"{info} = s._elements[{w_index}].get({element})"
+        if said:  # the element and role its first piece found, else looked up (and kept once the element is known)
+            got = f"{info}, {role} = {said}.said or s._said({said}, {w_index}, {element}, {field!r})"
+        else:
+            got = f"{info} = s._elements[{w_index}].get({element})"
         w = r.watched[w_index]
         if w.src.kind is None and not w.src.kind_by_key and "" not in w.held_whole:  # one kind: its role known here
             known = w.roles.get("", {}).get(field)
@@ -666,6 +686,11 @@ class _Code(Namespace):
             (ARGUMENTS, f"{role} == {ARGUMENTS!r} and ({call} := {info}.call) is not None", arguments),
         ]
         tests = [(test, body) for kind, test, body in chain if kind in given]
+        if said:  # the role read with the element: None when there is no element
+            lines = [got]
+            for n, (test, body) in enumerate(tests):
+                lines += [f"{'if' if n == 0 else 'elif'} {test}:", *indent(body, 4)]
+            return [*lines, f"{'elif' if tests else 'if'} {role} is not None: s._emit({info}, {role}, {piece})"]
         lines = [got, f"if {info} is not None:", f"    {role} = {info}.roles.get({field!r})"]
         for n, (test, body) in enumerate(tests):
             lines += [f"    {'if' if n == 0 else 'elif'} {test}:", *indent(body, 8)]
@@ -934,6 +959,20 @@ class _Code(Namespace):
         starts = [line for w_index in range(len(r.watched)) if self.starts(w_index)
                   for line in [*self.start_code(w_index), ""]]  # fmt: skip
         return "\n".join([*starts, *events, *run]) + "\n"
+
+
+def _indexes(at: str) -> list[str] | None:
+    """The index expressions of a place's path tuple written out (`(0, i1, )`), or None for any other expression."""
+    if not (at.startswith("(") and at.endswith(")")):
+        return None
+    items = [item.strip() for item in at[1:-1].split(",") if item.strip()]
+    return items if all(item.isidentifier() or item.isdigit() for item in items) else None
+
+
+def _appended_index(at: str, i: str) -> str:
+    """The path tuple `at` with the index `i` after it: written out when `at` is, so nothing is built per element."""
+    written = _indexes(at)
+    return f"{at} + ({i},)" if written is None else "(" + "".join(f"{x}, " for x in (*written, i)) + ")"
 
 
 def _descend(steps: tuple[Any, ...], refs: list[str], var: str, tests: list[str]) -> str:
