@@ -1266,8 +1266,11 @@ def test_a_joined_text_finds_its_element_and_role_once_not_at_every_piece(monkey
     deltas = [chunk["choices"][0]["delta"] for chunk in chunks if chunk["choices"]]
     assert [d["reasoning_content"] for d in deltas if "reasoning_content" in d] == thoughts
     assert [d["content"] for d in deltas if d.get("content")] == texts
-    assert looked == 2  # the first piece of each part starts it; its second piece starts the joined text
+    assert looked == 2  # once per part (its first two pieces go the general way: the part, then its joined text)
     check_chunks(chunks, translator.result)
+    # the index of the candidate it is in is named where the code needs it, not built into a path tuple per event
+    code = RULES.get("gemini").streaming.code
+    assert "at0 = ()" not in code and "at2 = " not in code and "('candidates', i1, 'content', )" in code
 
 
 def test_a_whole_call_of_plain_reads_starts_by_a_generated_function_in_one_chunk(
@@ -1781,7 +1784,7 @@ def test_a_piece_is_tested_only_against_the_roles_the_sources_kinds_give_its_fie
     assert streaming is not None and streaming.type is not None
     code = streaming.code
     for field, role in ((("toolUse", "input"), "arguments"), (("text",), "text")):
-        read = f".roles.get({field!r})\n"
+        read = f"{field!r})\n"  # the role read: `s._said(text, w, i, field)` (`Text.said`), or `.roles.get(field)`
         assert read in code
         for after in code.split(read)[1:]:
             tests = [line for line in after.splitlines()[:4] if " == '" in line]
