@@ -302,12 +302,12 @@ class _Code(Namespace):
 
     def path_expr(self, pattern: Pattern, at: str, start: int = 0) -> str:
         """The concrete path of a place (from its step `start`), as an expression (its indexes from the tuple `at`)."""
-        parts, j, written = [], 0, _indexes(at)
+        parts, j = [], 0
         for step in pattern:
             if type(step) is str:
                 parts.append(repr(step))
             else:
-                parts.append(f"{at}[{j}]" if written is None else written[j])
+                parts.append(f"{at}[{j}]")
                 j += 1
         return "(" + "".join(f"{p}, " for p in parts[start:]) + ")"
 
@@ -322,7 +322,7 @@ class _Code(Namespace):
         if not self.interesting(pattern):
             return [f"plain({p}, {k}, {v})"]
         lines = []
-        if not at.isidentifier() and _indexes(at) is None:  # (a tuple written out is built only where it is used)
+        if not at.isidentifier():
             lines.append(f"at{d} = {at}")
             at = f"at{d}"
         c = f"cur{d}"
@@ -336,7 +336,7 @@ class _Code(Namespace):
             return [general]
         policy = node.policy if node is not None else None
         if policy is APPEND or policy is JSON:
-            emit = self.fragment(pattern, v, at, d, said=c)
+            emit = self.fragment(pattern, v, c, at, d)
             lines += [f"if type({v}) is str and type({c}) is Text:", *indent(appended(c, v), 4)]
             lines += [f"    if {v}:", *indent(emit, 8)] if emit else []
         elif policy is EXTEND:
@@ -351,7 +351,7 @@ class _Code(Namespace):
             lines += [f"if type({c}) is list and type({v}) is list:", f"    for {i}, {x} in enumerate({v}):"]
             lines += [
                 f"        if {i} < len({c}):",
-                *indent(self.element(pattern, c, i, x, _appended_index(at, i), d + 1), 12),
+                *indent(self.element(pattern, c, i, x, f"{at} + ({i},)", d + 1), 12),
             ]
             lines += ["        else:", f"            {c}.append({x})"]
             lines.append(f"            s._placed({self.path_expr(pattern, at)} + ({i},), {x})")
@@ -469,7 +469,7 @@ class _Code(Namespace):
         # its keys the field and the `same` ones, those held by both (their values agree): nothing to check or add
         alike = "".join(f" and {key!r} in {x} and {key!r} in {last}" for key in join.same)
         others = f"len({x}) > 1" + (f" and not (len({x}) == {len(join.same) + 1}{alike})" if join.same else "")
-        emit = self.fragment((*pattern, None, f), piece, ix, d, last=f"len({c}) - 1", said=t)
+        emit = self.fragment((*pattern, None, f), piece, t, ix, d, last=f"len({c}) - 1")
         tuple_used = any(ix in line for line in emit)
         node = self.name(self.node(pattern), "node")
         return [  # only an element with text in the join field can continue the last one
@@ -613,12 +613,10 @@ class _Code(Namespace):
         lines += ["    if type(x) is dict:", *indent(body, 8), f"    s._start({w_index}, i, x)"]
         return lines
 
-    def fragment(
-        self, pattern: Pattern, piece: str, at: str, d: int, last: str | None = None, said: str = ""
-    ) -> list[str]:
-        """Lines emitting a text piece appended at `pattern`, by the role the watched element's template gives it
-        (`last`: an expression of the last index of `at`, read directly rather than from the tuple; `said`: the
-        Text the piece was appended to, which keeps the element and role once found: `Text.said`)."""
+    def fragment(self, pattern: Pattern, piece: str, kept: str, at: str, d: int, last: str | None = None) -> list[str]:
+        """Lines emitting a text piece appended at `pattern` to the Text `kept`, by the role the watched element's
+        template gives it: the element and role an earlier piece found and `kept` holds (`Text.said`), else looked
+        up (`last`: an expression of the last index of `at`, read directly rather than from the tuple)."""
         r = self.r
         for n in r.route_lengths:
             prefix = pattern[:n]
@@ -632,11 +630,7 @@ class _Code(Namespace):
                 return []
             position = sum(1 for step in pattern[:n] if type(step) is not str)
             indexes = sum(1 for step in pattern if type(step) is not str)
-            written = _indexes(at)
-            if last is not None and position == indexes - 1:
-                element = last
-            else:
-                element = f"{at}[{position}]" if written is None else written[position]
+            element = last if last is not None and position == indexes - 1 else f"{at}[{position}]"
             start = n + 1
         else:
             element, start = "0", n
@@ -661,10 +655,7 @@ class _Code(Namespace):
             f"if s._held: s._held.append((CHUNKS['tool_call'], {{'index': {call}, 'piece': {piece}}}))",
             "else: " + _written("tool_call", {"index": call, "piece": piece}),
         ]
-        if said:  # the element and role its first piece found, else looked up (and kept once the element is known)
-            got = f"{info}, {role} = {said}.said or s._said({said}, {w_index}, {element}, {field!r})"
-        else:
-            got = f"{info} = s._elements[{w_index}].get({element})"
+        got = f"{info}, {role} = {kept}.said or s._said({kept}, {w_index}, {element}, {field!r})"  # none: None, None
         w = r.watched[w_index]
         if w.src.kind is None and not w.src.kind_by_key and "" not in w.held_whole:  # one kind: its role known here
             known = w.roles.get("", {}).get(field)
@@ -686,15 +677,10 @@ class _Code(Namespace):
             (ARGUMENTS, f"{role} == {ARGUMENTS!r} and ({call} := {info}.call) is not None", arguments),
         ]
         tests = [(test, body) for kind, test, body in chain if kind in given]
-        if said:  # the role read with the element: None when there is no element
-            lines = [got]
-            for n, (test, body) in enumerate(tests):
-                lines += [f"{'if' if n == 0 else 'elif'} {test}:", *indent(body, 4)]
-            return [*lines, f"{'elif' if tests else 'if'} {role} is not None: s._emit({info}, {role}, {piece})"]
-        lines = [got, f"if {info} is not None:", f"    {role} = {info}.roles.get({field!r})"]
+        lines = [got]
         for n, (test, body) in enumerate(tests):
-            lines += [f"    {'if' if n == 0 else 'elif'} {test}:", *indent(body, 8)]
-        return [*lines, f"    {'elif' if tests else 'if'} {role} is not None: s._emit({info}, {role}, {piece})"]
+            lines += [f"{'if' if n == 0 else 'elif'} {test}:", *indent(body, 4)]
+        return [*lines, f"{'elif' if tests else 'if'} {role} is not None: s._emit({info}, {role}, {piece})"]
 
     # ------------------------------------------------------------ steps and events
 
@@ -959,20 +945,6 @@ class _Code(Namespace):
         starts = [line for w_index in range(len(r.watched)) if self.starts(w_index)
                   for line in [*self.start_code(w_index), ""]]  # fmt: skip
         return "\n".join([*starts, *events, *run]) + "\n"
-
-
-def _indexes(at: str) -> list[str] | None:
-    """The index expressions of a place's path tuple written out (`(0, i1, )`), or None for any other expression."""
-    if not (at.startswith("(") and at.endswith(")")):
-        return None
-    items = [item.strip() for item in at[1:-1].split(",") if item.strip()]
-    return items if all(item.isidentifier() or item.isdigit() for item in items) else None
-
-
-def _appended_index(at: str, i: str) -> str:
-    """The path tuple `at` with the index `i` after it: written out when `at` is, so nothing is built per element."""
-    written = _indexes(at)
-    return f"{at} + ({i},)" if written is None else "(" + "".join(f"{x}, " for x in (*written, i)) + ")"
 
 
 def _descend(steps: tuple[Any, ...], refs: list[str], var: str, tests: list[str]) -> str:
