@@ -1239,6 +1239,37 @@ def test_a_call_of_plain_reads_opens_without_rendering_its_template(monkeypatch:
     check_chunks(chunks, translator.result)
 
 
+def test_a_joined_text_finds_its_element_and_role_once_not_at_every_piece(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pieces a part's text gathers (Gemini's thought summary, then its text) are said by the role their element
+    gives them, looked up at the part's first emitted piece and kept on its text (`Text.said`): one look-up per
+    part, however many pieces follow, and the same chunks."""
+    from toolnexus.translate.stream import StreamTranslator
+
+    def event(parts: list[dict[str, Any]], **more: Any) -> str:
+        return json.dumps({"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0, **more}],
+                           "modelVersion": "gemini-demo-001", "responseId": "r1"})  # fmt: skip
+
+    thoughts, texts = [f"think {i} " for i in range(6)], [f"say {i} " for i in range(6)]
+    events = [event([{"text": piece, "thought": True}]) for piece in thoughts]
+    events += [event([{"text": piece}]) for piece in texts] + [event([], finishReason="STOP")]
+    looked = 0
+    original = StreamTranslator._said
+
+    def counted(self: StreamTranslator, *args: Any) -> Any:
+        nonlocal looked
+        looked += 1
+        return original(self, *args)
+
+    monkeypatch.setattr(StreamTranslator, "_said", counted)
+    translator = toolnexus.stream_translator("gemini")
+    chunks = [chunk for data in events for chunk in translator.feed(data)] + translator.finish()
+    deltas = [chunk["choices"][0]["delta"] for chunk in chunks if chunk["choices"]]
+    assert [d["reasoning_content"] for d in deltas if "reasoning_content" in d] == thoughts
+    assert [d["content"] for d in deltas if d.get("content")] == texts
+    assert looked == 2  # once per part (its first two pieces go the general way: the part, then its joined text)
+    check_chunks(chunks, translator.result)
+
+
 def test_a_whole_call_of_plain_reads_starts_by_a_generated_function_in_one_chunk(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -1750,7 +1781,7 @@ def test_a_piece_is_tested_only_against_the_roles_the_sources_kinds_give_its_fie
     assert streaming is not None and streaming.type is not None
     code = streaming.code
     for field, role in ((("toolUse", "input"), "arguments"), (("text",), "text")):
-        read = f".roles.get({field!r})\n"
+        read = f"{field!r})\n"  # the role read: `s._said(text, w, i, field)` (`Text.said`), or `.roles.get(field)`
         assert read in code
         for after in code.split(read)[1:]:
             tests = [line for line in after.splitlines()[:4] if " == '" in line]

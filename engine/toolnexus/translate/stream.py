@@ -571,6 +571,15 @@ class StreamTranslator:
         if role is not None:
             self._emit(info, role, piece, field_path)
 
+    def _said(self, text: Text, w_index: int, element: int, field: Path) -> tuple[_Element | None, str | None]:
+        """The watched element a Text's pieces are said for and their role (`Text.said`): kept on the Text once
+        the element is known (an element's info is set once, when it starts, and a Text stays at its place)."""
+        info = self._elements[w_index].get(element)
+        if info is None:
+            return None, None  # no element (yet): asked again at the next piece
+        said = text.said = (info, info.roles.get(field))
+        return said
+
     def _emit(self, info: _Element, role: str, piece: str, part: Path = ()) -> None:
         """A piece of a watched element's field: a delta by the role its template gives the field. A reasoning
         piece of another part than the last (`part`, a `summary[].text` path) comes after the join."""

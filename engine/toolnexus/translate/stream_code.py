@@ -15,6 +15,7 @@ located ResponseError. `toolnexus explain --code PROVIDER` prints the generated 
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING as NO_DEFAULT
@@ -54,14 +55,17 @@ Run = Callable[[Any, dict[str, Any], int], bool]
 class Text:
     """A string arriving in pieces: UTF-8 bytes appended in place (a long stream costs its text, no more).
 
-    `placeholder` is the value a `json` field held before its first piece (kept when no JSON arrives).
+    `placeholder` is the value a `json` field held before its first piece (kept when no JSON arrives). `said`:
+    the watched element its pieces are said for and their role, looked up at the first piece the generated code
+    emits and kept (`StreamTranslator._said`), so that each later piece asks nothing of the element table.
     """
 
-    __slots__ = ("buf", "placeholder")
+    __slots__ = ("buf", "placeholder", "said")
 
     def __init__(self, first: str = "", placeholder: Any = MISSING) -> None:
         self.buf = bytearray(first.encode("utf-8", "surrogatepass"))
         self.placeholder = placeholder
+        self.said: tuple[Any, str | None] | tuple[()] = ()
 
     def add(self, piece: str) -> None:  # the generated code writes it inline (`appended`)
         try:
@@ -71,6 +75,12 @@ class Text:
 
     def value(self) -> str:
         return self.buf.decode("utf-8", "surrogatepass")
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Text:
+        """The text so far (`StreamTranslator.partial` copies the response): `said` stays this stream's."""
+        twin = Text(placeholder=copy.deepcopy(self.placeholder, memo))
+        twin.buf += self.buf
+        return twin
 
 
 @dataclass(slots=True)
@@ -326,7 +336,7 @@ class _Code(Namespace):
             return [general]
         policy = node.policy if node is not None else None
         if policy is APPEND or policy is JSON:
-            emit = self.fragment(pattern, v, at, d)
+            emit = self.fragment(pattern, v, c, at, d)
             lines += [f"if type({v}) is str and type({c}) is Text:", *indent(appended(c, v), 4)]
             lines += [f"    if {v}:", *indent(emit, 8)] if emit else []
         elif policy is EXTEND:
@@ -459,7 +469,7 @@ class _Code(Namespace):
         # its keys the field and the `same` ones, those held by both (their values agree): nothing to check or add
         alike = "".join(f" and {key!r} in {x} and {key!r} in {last}" for key in join.same)
         others = f"len({x}) > 1" + (f" and not (len({x}) == {len(join.same) + 1}{alike})" if join.same else "")
-        emit = self.fragment((*pattern, None, f), piece, ix, d, last=f"len({c}) - 1")
+        emit = self.fragment((*pattern, None, f), piece, t, ix, d, last=f"len({c}) - 1")
         tuple_used = any(ix in line for line in emit)
         node = self.name(self.node(pattern), "node")
         return [  # only an element with text in the join field can continue the last one
@@ -603,9 +613,10 @@ class _Code(Namespace):
         lines += ["    if type(x) is dict:", *indent(body, 8), f"    s._start({w_index}, i, x)"]
         return lines
 
-    def fragment(self, pattern: Pattern, piece: str, at: str, d: int, last: str | None = None) -> list[str]:
-        """Lines emitting a text piece appended at `pattern`, by the role the watched element's template gives it
-        (`last`: an expression of the last index of `at`, read directly rather than from the tuple)."""
+    def fragment(self, pattern: Pattern, piece: str, kept: str, at: str, d: int, last: str | None = None) -> list[str]:
+        """Lines emitting a text piece appended at `pattern` to the Text `kept`, by the role the watched element's
+        template gives it: the element and role an earlier piece found and `kept` holds (`Text.said`), else looked
+        up (`last`: an expression of the last index of `at`, read directly rather than from the tuple)."""
         r = self.r
         for n in r.route_lengths:
             prefix = pattern[:n]
@@ -644,7 +655,7 @@ class _Code(Namespace):
             f"if s._held: s._held.append((CHUNKS['tool_call'], {{'index': {call}, 'piece': {piece}}}))",
             "else: " + _written("tool_call", {"index": call, "piece": piece}),
         ]
-        got = f"{info} = s._elements[{w_index}].get({element})"
+        got = f"{info}, {role} = {kept}.said or s._said({kept}, {w_index}, {element}, {field!r})"  # none: None, None
         w = r.watched[w_index]
         if w.src.kind is None and not w.src.kind_by_key and "" not in w.held_whole:  # one kind: its role known here
             known = w.roles.get("", {}).get(field)
@@ -666,10 +677,10 @@ class _Code(Namespace):
             (ARGUMENTS, f"{role} == {ARGUMENTS!r} and ({call} := {info}.call) is not None", arguments),
         ]
         tests = [(test, body) for kind, test, body in chain if kind in given]
-        lines = [got, f"if {info} is not None:", f"    {role} = {info}.roles.get({field!r})"]
+        lines = [got]
         for n, (test, body) in enumerate(tests):
-            lines += [f"    {'if' if n == 0 else 'elif'} {test}:", *indent(body, 8)]
-        return [*lines, f"    {'elif' if tests else 'if'} {role} is not None: s._emit({info}, {role}, {piece})"]
+            lines += [f"{'if' if n == 0 else 'elif'} {test}:", *indent(body, 4)]
+        return [*lines, f"{'elif' if tests else 'if'} {role} is not None: s._emit({info}, {role}, {piece})"]
 
     # ------------------------------------------------------------ steps and events
 
