@@ -969,6 +969,26 @@ def test_only_a_digit_run_a_number_can_hold_sends_text_to_the_standard_decoder(t
     assert jsonsafe.loads(text) == json.loads(text)
 
 
+@pytest.mark.parametrize("shift", range(8))
+@pytest.mark.parametrize(
+    ("number", "long"),
+    [
+        ("-9223372036854775809", True),  # 19 digits, the fewest orjson reads otherwise
+        ("123456789012345678901234", True),
+        ("922337203685477580", False),  # 18 digits
+        ('"2025-10-15T22:02:00Z", "at": 1796083201', False),  # a date and a 10-digit time: short runs, close
+    ],
+)
+def test_a_long_text_is_screened_for_a_digit_run_at_any_offset(shift: int, number: str, long: bool) -> None:
+    """Long text is screened by every 4th byte first (`_numbers_read_alike`): a run of 19 digits is found wherever
+    it starts, and runs shorter than that send nothing to the standard decoder."""
+    text = '{"pad": "' + "x" * (300 + shift) + '", "n": ' + number + "}"
+    if jsonsafe.orjson is not None:
+        assert (jsonsafe._for_orjson(text) is None) is long
+        assert jsonsafe.standard_loads_each([text, text[:40] + '"}']) == [json.loads(text), {"pad": "x" * 31}]
+    assert jsonsafe.loads(text) == json.loads(text)
+
+
 # Pieces of JSON text where the screen before orjson decides: digit runs in numbers and in strings (an id),
 # NaN and Infinity spellings, numbers beyond a float or 64 bits, escapes (paired and lone surrogates), a lone
 # surrogate as itself, non-ASCII text.
