@@ -1322,6 +1322,26 @@ def _plain_calls_stream(n: int, id_map: dict[str, str] | None = None) -> tuple[A
     return translator, reply
 
 
+@pytest.mark.parametrize("provider", ["mistral", "openai"])
+def test_a_stream_keeps_one_object_per_opened_call_which_is_also_its_element(provider: str) -> None:
+    """A call the stream opens is its element too (`Call` extends `Element`): one kept object per call, not two, for
+    the collector to walk in a stream of thousands; opened by the generated start (Mistral's later calls) and the
+    general `_start` (Mistral's first call, OpenAI's calls, whose arguments then arrive in pieces)."""
+    reply = copy.deepcopy(tool_call_reply(provider))
+    reply["choices"][0]["message"]["tool_calls"] = [
+        {"id": f"c{i:08d}", "type": "function", "index": i, "function": {"name": "add", "arguments": f'{{"a": {i}}}'}}
+        for i in range(4)
+    ]  # fmt: skip
+    translator = toolnexus.stream_translator(provider)
+    for event in ENCODERS[provider](reply, random.Random(3), cuts=3):
+        translator.feed(data_of(provider, event))
+    elements = [e for watched in translator._elements for e in watched.values() if e.call is not None]  # calls'
+    assert len(translator._calls) == 4 and len({*map(id, elements), *map(id, translator._calls)}) == 4
+    translator.finish()
+    assert translator.result is not None
+    assert translator.result.to_dict() == toolnexus.translate_response(provider, reply).to_dict()
+
+
 def test_the_calls_a_stream_opened_by_plain_reads_are_the_results_without_a_second_translation(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

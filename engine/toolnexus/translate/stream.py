@@ -481,7 +481,8 @@ class StreamTranslator:
             call_id, name = _walk(element, plain[0]), _walk(element, plain[1])
             if type(call_id) is str and call_id and type(name) is str and name:
                 arguments = _walk(element, plain[2])
-                self._open_call(info, call_id, name, arguments if type(arguments) is str else "", None, False)
+                first = arguments if type(arguments) is str else ""
+                self._open_call(w_index, i, info, call_id, name, first, None, False)
                 return
         ctx = Ctx(self.rules.provider, outbound=True, ids=self.id_map)
         ctx.path = (src, i)
@@ -517,26 +518,40 @@ class StreamTranslator:
             first = arguments if type(arguments) is str else ""  # JSON arriving in pieces starts from nothing
             given = call.get("extra_content")
             extra = given if isinstance(given, dict) else None  # a signature the call opened with rides on it now
-            self._open_call(info, call_id, name, first, extra, held)
+            self._open_call(w_index, i, info, call_id, name, first, extra, held)
         else:
             done = outbound.tool_call(call, src, i, fields, ctx)
-            self._open_call(info, done.id, done.name, done.arguments, done.extra_content, held, restore=False)
+            self._open_call(
+                w_index, i, info, done.id, done.name, done.arguments, done.extra_content, held, restore=False
+            )
 
     def _open_call(
-        self, info: _Element, call_id: str, name: str, first: str, extra: Any, held: bool, restore: bool = True
+        self,
+        w_index: int,
+        i: int,
+        info: _Element,
+        call_id: str,
+        name: str,
+        first: str,
+        extra: Any,
+        held: bool,
+        restore: bool = True,
     ) -> None:
         """A tool call starts: its opening entry (empty arguments), then in the same delta any arguments it
-        arrived with (one chunk per whole call, as the OpenAI SDK accumulates entries in order)."""
+        arrived with (one chunk per whole call, as the OpenAI SDK accumulates entries in order). The call takes
+        the place of its element `info` (`Call`)."""
         ids = self._ids
         if restore and ids is not None:  # the caller's own id, as the whole answer restores it
             call_id = ids.restore(call_id, self.id_map or NO_IDS)
         index = len(self._calls)
-        info.call = index
         # `extra_content`: a signature rides on the call, as in tool_calls_json(); `piece`: the arguments it
         # arrived with, written in the same chunk (as held calls are sent)
         opened = {"index": index, "id": call_id, "name": name, "extra_content": extra, "piece": first}
         read = first if restore else None  # what a plain read gave (`_given`)
-        self._calls.append(_Call(str(call_id), str(name), bool(first), opened if held else None, read))
+        call = _Call(info.roles, index, info.join, info.part, id=str(call_id), name=str(name),
+                     sent_arguments=bool(first), opened=opened if held else None, arguments=read)  # fmt: skip
+        self._elements[w_index][i] = call
+        self._calls.append(call)
         self._tool_chunk(_OPEN, opened, held)
 
     def _tool_chunk(self, write: Write, scope: dict[str, Any], hold: bool = False) -> None:

@@ -96,9 +96,11 @@ class Element:
 WHOLE = Element(MappingProxyType({}))  # a held whole call's element: none of its fields streams
 
 
-@dataclass(slots=True)
-class Call:
-    """A tool call the stream has opened (a held whole call has none: the final translation gives it)."""
+@dataclass(slots=True, kw_only=True)
+class Call(Element):
+    """A tool call the stream has opened (a held whole call has none: the final translation gives it), which is also
+    the element it opened from: one object per call, not two (the collector walks every object a stream keeps, and
+    a stream of whole calls keeps thousands)."""
 
     id: str
     name: str
@@ -560,7 +562,8 @@ class _Code(Namespace):
             given = "if s.id_map: " if ids.rewrite is not None else ""
             restore = [f"        {given}cid = s._ids.restore(cid, s.id_map or NO_IDS)"]
         scope = {"index": "k", "id": "cid", "name": "nm", "extra_content": "None", "piece": "a"}
-        call = {"id": "cid", "name": "nm", "sent_arguments": "a != ''", "arguments": "a"}  # (`StreamTranslator._given`)
+        # the call, which is its element too (`Call`); `arguments`: what `StreamTranslator._given` compares
+        call = {"roles": roles, "call": "k", "id": "cid", "name": "nm", "sent_arguments": "a != ''", "arguments": "a"}
         opened = "{" + ", ".join(f"{name!r}: {expr}" for name, expr in scope.items()) + "}"
         held: dict[tuple[str | int, ...], str] = {}  # a container two reads share (the call's `function`): read once
         (id_tests, cid), (name_tests, nm), (arguments_tests, a) = (
@@ -577,10 +580,9 @@ class _Code(Namespace):
             "        s.started += 1",
             "        calls = s._calls",
             "        k = len(calls)",
-            *indent(_built(Element, "el", {"roles": roles, "call": "k"}), 8),
-            f"        s._elements[{w_index}][i] = el",
             *restore,
             *indent(_built(Call, "call", call), 8),
+            f"        s._elements[{w_index}][i] = call",
             "        calls.append(call)",
             f"        if s._held: s._held.append((OPEN, {opened}))",
             "        else: " + _written("open", scope, "OPEN", frozenset({"piece"})),  # `a`: a string
