@@ -153,6 +153,19 @@ def run(coro: Any) -> Any:
 # ---------------------------------------------------------------- what every stream must look like
 
 
+def counting(monkeypatch: pytest.MonkeyPatch, owner: type, name: str) -> list[int]:
+    """Count the calls of the method `owner.name` (still run) in the returned list's one item."""
+    calls = [0]
+    original = getattr(owner, name)
+
+    def counted(self: Any, *args: Any) -> Any:
+        calls[0] += 1
+        return original(self, *args)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
 def check_chunks(chunks: list[dict[str, Any]], result: TranslateResult) -> None:
     """The chunks follow the OpenAI streaming format and reassemble into `result` exactly."""
     assert chunks, "no chunks"
@@ -1120,17 +1133,9 @@ def test_a_whole_call_whose_id_is_synthesized_is_rendered_once_by_the_final_tran
 
     reply, events = gemini_whole_calls(5, seed=3)
     translator = toolnexus.stream_translator("gemini")
-    rendered = 0
-    original = Outbound.tool_call
-
-    def counted(self: Outbound, *args: Any) -> Any:
-        nonlocal rendered
-        rendered += 1
-        return original(self, *args)
-
-    monkeypatch.setattr(Outbound, "tool_call", counted)
+    rendered = counting(monkeypatch, Outbound, "tool_call")
     chunks = [chunk for data in events for chunk in translator.feed(data)]
-    assert rendered == 0
+    assert rendered == [0]
     chunks += translator.finish()
     want = toolnexus.translate_response("gemini", canonical("gemini", reply))
     deltas = [choice["delta"] for chunk in chunks for choice in chunk["choices"]]
@@ -1252,21 +1257,13 @@ def test_a_joined_text_finds_its_element_and_role_once_not_at_every_piece(monkey
     thoughts, texts = [f"think {i} " for i in range(6)], [f"say {i} " for i in range(6)]
     events = [event([{"text": piece, "thought": True}]) for piece in thoughts]
     events += [event([{"text": piece}]) for piece in texts] + [event([], finishReason="STOP")]
-    looked = 0
-    original = StreamTranslator._said
-
-    def counted(self: StreamTranslator, *args: Any) -> Any:
-        nonlocal looked
-        looked += 1
-        return original(self, *args)
-
-    monkeypatch.setattr(StreamTranslator, "_said", counted)
+    looked = counting(monkeypatch, StreamTranslator, "_said")
     translator = toolnexus.stream_translator("gemini")
     chunks = [chunk for data in events for chunk in translator.feed(data)] + translator.finish()
     deltas = [chunk["choices"][0]["delta"] for chunk in chunks if chunk["choices"]]
     assert [d["reasoning_content"] for d in deltas if "reasoning_content" in d] == thoughts
     assert [d["content"] for d in deltas if d.get("content")] == texts
-    assert looked == 2  # once per part (its first two pieces go the general way: the part, then its joined text)
+    assert looked == [2]  # once per part (its first two pieces go the general way: the part, then its joined text)
     check_chunks(chunks, translator.result)
 
 
