@@ -40,7 +40,7 @@ from toolnexus.http.client import encode_body
 from toolnexus.language import jsonsafe, templates
 from toolnexus.translate.rulebook import load_rules
 from toolnexus.translate.stream_code import as_checked
-from toolnexus.translate.stream_rules import Move
+from toolnexus.translate.stream_rules import EXTEND, Move
 
 PROVIDERS = ["anthropic", "gemini", "openai"]
 REPO = Path(__file__).resolve().parents[1]
@@ -1260,7 +1260,7 @@ def gemini_events(first: str) -> tuple[list[str], str]:
 
 def extends(node: Any) -> bool:
     """Whether a `combine` table extends a list anywhere (an `extend` row, or a `join` row, which implies one)."""
-    return node.policy == "extend" or any(extends(child) for child in node.children.values())
+    return node.policy == EXTEND or any(extends(child) for child in node.children.values())
 
 
 # Every provider whose stream skips the whole-answer check (`Streaming.checked`) and extends a list: the events
