@@ -275,6 +275,23 @@ def below_every_element(hub: dict[str, Any]) -> list[str]:
     return paths
 
 
+def test_a_note_path_takes_its_deepest_record_and_of_equal_ones_the_later() -> None:
+    """Among one message's records, a path takes the element's over the key's over the message's, and of two
+    records with the same key and numbers the later one (as `placed` keeps the later), whatever their order."""
+    renamed = {"function.arguments": "input"}
+    records: list[formats.Record] = [
+        ("messages[{}]", 0, 0, "early[{0}]", 0, None, {}),
+        ("messages[{}]", 0, 0, "late[{0}]", 4, None, {}),  # records come by their first number (`named` bisects)
+        ("messages[{}]", 1, 0, "message[{0}]", 1, None, {}),
+        ("messages[{}].tool_calls[{}]", 1, 0, "call[{0}]", 2, None, renamed),
+        ("messages[{}].tool_calls", 1, 0, "calls[{0}]", 3, None, {}),
+    ]
+    paths = ["messages[0].content", "messages[1].tool_calls[0].function.arguments", "messages[1].tool_calls[1]"]
+    expected = ["late[4].content", "call[2].input", "calls[3][1]"]
+    assert named(paths, {}, records) == expected
+    assert [remap(path, placed({}, list(records))) for path in paths] == expected
+
+
 @pytest.mark.parametrize("source", FORMATS)
 def test_the_notes_paths_are_placed_from_their_own_records_alone(source: str) -> None:
     """A call with notes formats only the record each note's path begins with (a message or a tool, a key of
