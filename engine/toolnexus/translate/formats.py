@@ -15,7 +15,7 @@ import hashlib
 import re
 import time
 import uuid
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
@@ -172,7 +172,6 @@ def placed(origins: Origins, records: list[Record]) -> Origins:
 
 TOOL_RECORD = "tools[{}]"  # a tool's record's key (the tools' records follow the transcript's)
 _NUMBER = itemgetter(1)  # a record's first number
-_KEY_AND_INNER = itemgetter(0, 2)  # a record's key and second number: what a prefix of a path asks of one run
 # What the reader records of a path: an element of a top list (`messages[{}]`, `tools[{}]`), a key of it
 # (`messages[{}].tool_calls`) and an element of that (`messages[{}].content[{}]`), nothing deeper.
 _RECORDED = re.compile(r"([^\[]*)\[([0-9]+)\](?:\.([^.\[]*)(?:\[([0-9]+)\])?)?")
@@ -227,16 +226,18 @@ def _deepest(path: str, found: re.Match[str], records: list[Record], tools_at: i
         key = ""  # no record begins it at this depth
     low, high = (tools_at, len(records)) if key == TOOL_RECORD else (0, tools_at)
     at = bisect_left(records, a, low, high, key=_NUMBER)
-    run = records[at : bisect_right(records, a, at, high, key=_NUMBER)]
-    # The run's records by key and second number, built in C (no loop here); a later one replaces an earlier one
-    by_key = dict(zip(map(_KEY_AND_INNER, run), run, strict=True))
-    if element is not None and (record := by_key.get((element, b))) is not None:
-        return record, element_at
-    if member is not None and (record := by_key.get((member, 0))) is not None:
-        return record, member_at
-    if key and (record := by_key.get((key, 0))) is not None:
-        return record, top_at
-    return None, 0
+    chosen: tuple[Record | None, int] = (None, 0)
+    depth = 3  # of the chosen: 0 an element of a key, 1 a key, 2 the message or tool itself
+    while at < high and records[at][1] == a:
+        record = records[at]
+        at += 1
+        if element is not None and record[0] == element and record[2] == b:
+            chosen, depth = (record, element_at), 0
+        elif depth >= 1 and record[0] == member and record[2] == 0:
+            chosen, depth = (record, member_at), 1
+        elif depth >= 2 and record[0] == key and record[2] == 0:
+            chosen, depth = (record, top_at), 2
+    return chosen
 
 
 def unread(
