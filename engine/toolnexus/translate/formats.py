@@ -965,7 +965,8 @@ class _Kind:
 
 class Waiting(Protocol):
     """Where a translator writing a format's events (`StreamTranslator.into`) holds each event's moments to its end
-    while the events are `opening` (stream.py's `_Waiting`)."""
+    while the events are `opening` (stream.py's `_Waiting`). Its `reasoning` is where the translator's reasoning
+    pieces go; while a reasoning block is open, the block's own handler is set over the method (`_straight`)."""
 
     held: list[Any]  # the moments held in this event
 
@@ -1166,7 +1167,7 @@ class SourceEvents:
             keep(piece)
             self._sequence = say(out, piece, self._sequence)
 
-        setattr(waiting, "reasoning", waited)
+        waiting.reasoning = waited  # type: ignore[method-assign]  # (over the method: see `Waiting`)
 
     def _bent(self, kind: str) -> None:
         """The open block of `kind` (`text`, `reasoning`) is closing or no longer the open one: its pieces go
