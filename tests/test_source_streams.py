@@ -818,12 +818,16 @@ def test_opening_reasoning_pieces_go_straight_and_what_follows_in_their_event_wa
     datas = [event([{"thought": True, "text": f"Thought {i}. "}]) for i in range(8)]
     datas += [event([{"thought": True, "text": "Last."}, {"text": "Look."}]), event([{"text": " Done."}], "STOP")]
     stream = toolnexus.stream_translator("gemini", source=fmt)
-    replays = stream_module.StreamTranslator._moments
-    with mock.patch.object(stream_module.StreamTranslator, "_moments", autospec=True, side_effect=replays) as spy:
+    replays, waits = stream_module.StreamTranslator._moments, stream_module._Waiting.reasoning
+    with (
+        mock.patch.object(stream_module.StreamTranslator, "_moments", autospec=True, side_effect=replays) as spy,
+        mock.patch.object(stream_module._Waiting, "reasoning", autospec=True, side_effect=waits) as asked,
+    ):
         said = [stream.feed(data) for data in datas[:8]]
     # the first events' moments wait: for the header, then while the element's text becomes a streamed one (moments
-    # the generated code writes in general); from then on every piece goes straight
-    assert spy.call_count <= 3 and all(said)
+    # the generated code writes in general); from then on every piece goes straight, to the open reasoning block's
+    # own handler (set on the translator's `_Waiting`: no step of its own between)
+    assert spy.call_count <= 3 and asked.call_count <= 1 and all(said)
     direct, fast, general = lockstep(RULES.format(fmt), "gemini", datas)
     assert direct == general and fast == general and len(direct[8]) > 2
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from itertools import compress, repeat
 from operator import itemgetter
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..errors import Note, ResponseError, RuleError, ToolnexusError, TranslationError
 from ..language.jsonsafe import WrittenTexts, checked, standard_loads_each
@@ -963,6 +963,18 @@ class _Kind:
     count: int = 0
 
 
+class Waiting(Protocol):
+    """Where a translator writing a format's events (`StreamTranslator.into`) holds each event's moments to its end
+    while the events are `opening` (stream.py's `_Waiting`). Its `reasoning` is where the translator's reasoning
+    pieces go; while a reasoning block is open, the block's own handler is set over the method (`_straight`)."""
+
+    held: list[Any]  # the moments held in this event
+
+    def reasoning(self, out: list[dict[str, Any]], piece: str) -> None: ...  # to the events, or held
+
+    def hold_reasoning(self, out: list[dict[str, Any]], piece: str) -> None: ...  # held to the end of its event
+
+
 class SourceEvents:
     """A stream's moments -> the source format's stream events (the `stream` section), for one answer.
 
@@ -1012,6 +1024,9 @@ class SourceEvents:
         self._final: tuple[dict[str, Any], list[Note], AnswerBody] | None = None  # the whole answer, once written
         self._ctx = Ctx(fmt.name, outbound=True)  # the events' (their notes are let go: see `_write`)
         self._notes = self._ctx.notes
+        # a translator writing these events (`into`): where it holds each event's moments to its end while they are
+        # `opening`; its reasoning pieces go to the open reasoning block's own handler there (`_straight`)
+        self.waiting: Waiting | None = None
 
     def _emit(self, out: list[dict[str, Any]], name: str, scope: dict[str, Any], piece: Any = None) -> None:
         """The events of moment `name` (none when the format has no such moment), numbered."""
@@ -1138,12 +1153,29 @@ class SourceEvents:
         # (set as an attribute, not through `vars`: the instance keeps its values inline, so every attribute read
         # and write on it stays specialized)
         setattr(self, block.kind, text if block.kind == "text" else reasoning)
+        if block.kind != "reasoning" or (waiting := self.waiting) is None or translator is None:
+            return
+        held, hold = waiting.held, waiting.hold_reasoning
+
+        def waited(out: list[dict[str, Any]], piece: str) -> None:
+            """`reasoning` as the translator holding its events' moments asks it (`waiting`), with no step between:
+            held to the end of the event behind what it holds, or when an element started since the last look."""
+            if held or translator.started != self._seen:
+                hold(out, piece)
+                return
+            self._said.append(piece)
+            keep(piece)
+            self._sequence = say(out, piece, self._sequence)
+
+        waiting.reasoning = waited  # type: ignore[method-assign]  # (over the method: see `Waiting`)
 
     def _bent(self, kind: str) -> None:
         """The open block of `kind` (`text`, `reasoning`) is closing or no longer the open one: its pieces go
         through the method again (`_straight`)."""
         with suppress(AttributeError):  # (none set)
             delattr(self, kind)
+            if kind == "reasoning" and self.waiting is not None:
+                delattr(self.waiting, kind)
 
     def call(self, out: list[dict[str, Any]], index: int, call_id: Any, name: Any, extra: Any, arguments: Any) -> None:
         """A tool call's entry: the call at `index` opens at its first (with its id, name and any signature),
@@ -1403,7 +1435,8 @@ class SourceEvents:
         message.result = result
         message.notes = (*result.notes, *notes)
         self.message = message
-        self.translator = None  # nothing more is read from it: no cycle (it holds these events) outlives the answer
+        self.translator = self.waiting = None  # nothing more is read from them: no cycle (they hold these events)
+        # outlives the answer
         return out
 
 

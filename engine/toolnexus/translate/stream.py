@@ -633,7 +633,7 @@ class StreamTranslator:
                 f"a stream translator writes a format's events only from its first event (it has read {self._events})"
             )
         self._writer = SourceEvents(fmt, self)
-        self._holding = self._pieces = _Waiting(self._writer, self._waiting)
+        self._holding = self._pieces = self._writer.waiting = _Waiting(self._writer, self._waiting)
         return self._writer
 
     def _moments(self, last: bool = False) -> list[dict[str, Any]]:
@@ -938,10 +938,12 @@ class _Waiting:
     to tell apart), given to them in order by `StreamTranslator._moments`. A reasoning piece that finds nothing
     of its event held and no element started since the events last looked goes to them straight (the moment
     of nearly every event of the reasoning an answer opens with): the end of its event has nothing for them to
-    look at that the piece could come after (`SourceEvents.look`). A moment held after it in the same event
-    holds the events it wrote first, so the end of the event gives them out in order."""
+    look at that the piece could come after (`SourceEvents.look`). While a reasoning block is open, its own handler
+    for this is set here as `reasoning` (`SourceEvents._straight`: it asks the same, and holds the piece here when
+    it must wait). A moment held after such a piece in the same event holds the events it wrote first, so
+    the end of the event gives them out in order."""
 
-    __slots__ = ("_arguments", "_moment", "_reasoning", "_text", "_writer", "held")
+    # (no __slots__: the events set their reasoning handler on the instance, over the method)
 
     def __init__(self, writer: SourceEvents, held: list[tuple[Callable[..., None], tuple[Any, ...]]]):
         self.held = held
@@ -964,9 +966,12 @@ class _Waiting:
     def reasoning(self, out: list[dict[str, Any]], piece: str) -> None:
         writer = self._writer
         if not self.held and writer._started and writer.translator.started == writer._seen:
-            writer.reasoning(out, piece)  # (its open block's own handler, when it has one: `SourceEvents._straight`)
+            writer.reasoning(out, piece)
         else:
-            self._hold(out, (self._reasoning, (piece,)))
+            self.hold_reasoning(out, piece)
+
+    def hold_reasoning(self, out: list[dict[str, Any]], piece: str) -> None:
+        self._hold(out, (self._reasoning, (piece,)))
 
     def arguments(self, out: list[dict[str, Any]], index: int, piece: str) -> None:
         self._hold(out, (self._arguments, (index, piece)))
