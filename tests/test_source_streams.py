@@ -747,18 +747,23 @@ def test_generated_stream_writers_write_what_the_general_walk_writes(provider: s
 
 
 @pytest.mark.parametrize("fmt", [*FORMATS, "openai"])
-@pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
+@pytest.mark.parametrize("provider", bench_stream.ROWS)
 def test_generated_stream_writers_on_long_answers_of_text_calls_and_reasoning(provider: str, fmt: str) -> None:
-    """The bench's answers (long text; parallel calls of many argument pieces; long reasoning), written the three
-    ways: the same events, nearly all of them written by the one-piece shortcut."""
+    """The bench's answers (long text; parallel calls of many argument pieces; long reasoning; each a row where the
+    provider's rules stream it), written the three ways: the same events, nearly all of them written by the
+    one-piece shortcut; the reasoning's pieces go to the open block's own handler (set on the translator's
+    `_Waiting`), the method asked at most once, for the first piece."""
     script = json.loads(demo_file(provider).read_text(encoding="utf-8"))
+    waits = stream_module._Waiting.reasoning
     for row, made in bench_stream.rows(provider, script, 60).items():
         if made is None:
             continue
         datas = [data_of(provider, e) for e in ENCODERS[provider](made[0], random.Random(1), cuts=made[1])]
-        direct, fast, general = lockstep(RULES.format(fmt), provider, datas)
+        with mock.patch.object(stream_module._Waiting, "reasoning", autospec=True, side_effect=waits) as asked:
+            direct, fast, general = lockstep(RULES.format(fmt), provider, datas)
         assert direct == general and fast == general, row
         assert sum(map(len, general)) > 60, row
+        assert asked.call_count <= 1, row
 
 
 @pytest.mark.parametrize("fmt", [*FORMATS, "openai"])
