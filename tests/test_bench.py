@@ -13,6 +13,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
+from random import Random
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ import bench
 import bench_client
 import bench_responses
 import bench_stream
+from bench_baseline import HAND_STREAMS
 from bench_inputs import tool_declarations, transcript
 from bench_litellm import TINY_PNG, compatible_copy
 
@@ -406,3 +408,48 @@ def test_the_before_side_of_a_body_row_is_called_as_the_engine_side_is(takes_byt
         assert side.name == "before"
         side.fn(side.data)
     assert seen == [("openai", body if takes_bytes else {"messages": []}), ("openai", {"a": 1})]
+
+
+def _stream_datas(provider: str, row: str, events: int = 60) -> list[str]:
+    script = json.loads(bench_stream.demo_file(provider).read_text(encoding="utf-8"))
+    made = bench_stream.rows(provider, script, events)[row]
+    assert made is not None
+    reply, cuts = made
+    return [bench_stream.data_of(provider, e) for e in bench_stream.ENCODERS[provider](reply, Random(1), cuts=cuts)]
+
+
+@pytest.mark.parametrize(
+    ("provider", "row"),
+    [(p, row) for p in bench_stream.HAND_STREAMS for row in ("text", "tools", "reasoning")
+     if bench_stream.rows(p, json.loads(bench_stream.demo_file(p).read_text(encoding="utf-8")), 8)[row]],
+)  # fmt: skip
+@pytest.mark.parametrize("events", [20, 300])
+def test_the_hand_written_stream_translators_give_the_engines_chunks_and_result(
+    provider: str, row: str, events: int
+) -> None:
+    """`--hand` times a hand-written stream translator only while it does the engine's work: same chunks, same
+    result (all but its notes), on every row it covers, short and long (the encoders cut pieces differently)."""
+    assert bench_stream.hand_differs(provider, _stream_datas(provider, row, events), HAND_STREAMS[provider]) is None
+
+
+def test_the_hand_stream_parity_check_sees_a_lost_chunk_and_a_different_result() -> None:
+    datas = _stream_datas("gemini", "tools")
+    hand = HAND_STREAMS["gemini"]
+
+    def drops_the_first_text(datas: list[str]) -> tuple[list[dict[str, Any]], Any]:
+        chunks, result = hand(datas)
+        return [chunks[0], *chunks[2:]], result
+
+    def other_finish(datas: list[str]) -> tuple[list[dict[str, Any]], Any]:
+        chunks, result = hand(datas)
+        return chunks, dataclasses.replace(result, finish_reason="stop")
+
+    assert bench_stream.hand_differs("gemini", datas, drops_the_first_text) == "the chunks"
+    assert bench_stream.hand_differs("gemini", datas, other_finish) == "result.finish_reason"
+
+
+def test_the_stream_bench_times_the_hand_written_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    bench_stream.main(["--hand", "--events", "40", "--rounds", "1", "--provider", "mistral"])
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| mistral ")]
+    assert [row[1] for row in rows] == ["text", "tools"], rows
+    assert all(cell.strip(" |").endswith("x") for row in rows for cell in row[6:]), rows

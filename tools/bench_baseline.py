@@ -28,6 +28,7 @@ import hashlib
 import json
 import mimetypes
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -742,3 +743,136 @@ HAND_WRITTEN: dict[str, tuple[Translate, Translate]] = {
     "openai": (hand_openai_request, hand_openai_response),
     "gemini": (hand_gemini_request, hand_gemini_response),
 }
+
+
+# ---------------------------------------------------------------- streams (tools/bench_stream.py --hand)
+#
+# The least a stream translator written by hand does for the same rules: read each event, send what it can as
+# a chunk at once, keep what the whole answer needs, and translate the answer rebuilt from the events with the
+# hand-written response translator above at the end. Only what the benchmark's streams carry is read.
+
+HandStream = Callable[[list[str]], tuple[list[JSON], TranslateResult]]
+
+try:  # the fastest parse installed, as the engine's own (orjson, the `fast` extra), so the parse is no difference
+    from orjson import loads as _loads
+except ImportError:
+    _loads = json.loads
+
+
+def _chunk(head: JSON, delta: JSON, finish: str | None = None) -> JSON:
+    return {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+
+
+def _closing(head: JSON, result: TranslateResult) -> list[JSON]:
+    """The finish reason's chunk and the usage's (Chat Completions' `stream_options.include_usage` shape)."""
+    return [_chunk(head, {}, result.finish_reason), {**head, "choices": [], "usage": result.usage}]
+
+
+def hand_gemini_stream(datas: list[str]) -> tuple[list[JSON], TranslateResult]:
+    """Gemini `streamGenerateContent` events -> chunks and the result: each text or thought piece sent as it
+    comes; calls without an id held whole (their ids hash the whole answer) and sent in one chunk at the end."""
+    out: list[JSON] = []
+    parts: list[JSON] = []
+    candidate: JSON = {}
+    answer: JSON = {}
+    head: JSON | None = None
+    for data in datas:
+        event = _loads(data)
+        if head is None:
+            head = {"id": event["responseId"], "object": "chat.completion.chunk", "created": int(time.time()),
+                    "model": event["modelVersion"]}  # fmt: skip
+            out.append(_chunk(head, {"role": "assistant", "content": ""}))
+        for key, value in event.items():
+            if key != "candidates":
+                _merge_into(answer, key, value)
+        for key, value in event["candidates"][0].items():
+            if key != "content":
+                _merge_into(candidate, key, value)
+        opened: JSON | None = None  # the chunk that opened the answer: its pieces in the same event said as one
+        for part in (event["candidates"][0].get("content") or {}).get("parts") or ():
+            text = part.get("text")
+            if text is None:
+                parts.append(part)
+                opened = None
+                continue
+            field = "reasoning_content" if part.get("thought") else "content"
+            last = parts[-1] if parts else None
+            if last is None or "text" not in last or bool(last.get("thought")) != bool(part.get("thought")):
+                chunk = {field: text}
+                opened = chunk if not parts else None
+                parts.append(part)
+                out.append(_chunk(head, chunk))
+                continue
+            parts[-1] = {**last, "text": last["text"] + text}
+            if opened is not None:
+                opened[field] += text
+            else:
+                out.append(_chunk(head, {field: text}))
+    assert head is not None, "a stream of no events"
+    answer["candidates"] = [{**candidate, "content": {"role": "model", "parts": parts}}]
+    result = hand_gemini_response(answer)
+    if result.tool_calls:
+        entries: list[JSON] = []
+        for index, call in enumerate(result.tool_calls):
+            entries.append({"index": index, "id": call.id, "type": "function",
+                            "function": {"name": call.name, "arguments": ""}})  # fmt: skip
+            entries.append({"index": index, "function": {"arguments": call.arguments}})
+        out.append(_chunk(head, {"tool_calls": entries}))
+    return [*out, *_closing(head, result)], result
+
+
+def hand_mistral_stream(datas: list[str]) -> tuple[list[JSON], TranslateResult]:
+    """Mistral chunks -> chunks and the result: a text piece sent as it comes, each call (whole in one event,
+    with its id) sent as its opening and its arguments at once; the answer rebuilt for the result."""
+    out: list[JSON] = []
+    calls: list[JSON] = []
+    texts: list[str] = []
+    answer: JSON = {"object": "chat.completion"}
+    choice: JSON = {"index": 0}
+    head: JSON | None = None
+    for data in datas:
+        if data == "[DONE]":
+            break
+        event = _loads(data)
+        if head is None:
+            head = {"id": event["id"], "object": "chat.completion.chunk", "created": event["created"],
+                    "model": event["model"]}  # fmt: skip
+        for key in ("id", "created", "model", "usage"):
+            if key in event:
+                answer[key] = event[key]
+        for got in event["choices"]:
+            if got.get("finish_reason") is not None:
+                choice["finish_reason"] = got["finish_reason"]
+            delta = got["delta"]
+            if "role" in delta:
+                out.append(_chunk(head, {"role": delta["role"], "content": delta.get("content") or ""}))
+            elif delta.get("content"):
+                texts.append(delta["content"])
+                out.append(_chunk(head, {"content": delta["content"]}))
+            entries: list[JSON] = []
+            for call in delta.get("tool_calls") or ():
+                index, function = call["index"], call["function"]
+                entries.append({"index": index, "id": call["id"], "type": "function",
+                                "function": {"name": function["name"], "arguments": ""}})  # fmt: skip
+                entries.append({"index": index, "function": {"arguments": function["arguments"]}})
+                calls.append(call)
+            if entries:
+                out.append(_chunk(head, {"tool_calls": entries}))
+    assert head is not None, "a stream of no events"
+    message: JSON = {"role": "assistant", "content": "".join(texts)}
+    if calls:
+        message["tool_calls"] = calls
+    answer["choices"] = [{**choice, "message": message}]
+    result = hand_mistral_response(answer)
+    return [*out, *_closing(head, result)], result
+
+
+def _merge_into(held: JSON, key: str, value: Any) -> None:
+    """A repeated top-level value: an object's keys merged into the one held, anything else replaced."""
+    if isinstance(value, dict) and isinstance(held.get(key), dict):
+        held[key].update(value)
+    else:
+        held[key] = value
+
+
+HAND_STREAMS: dict[str, HandStream] = {"gemini": hand_gemini_stream, "mistral": hand_mistral_stream}

@@ -1,7 +1,7 @@
 """The cost of `client.translate_stream` per event, against reading the same stream bare (httpx-sse for SSE).
 
     python tools/bench_stream.py [--events N] [--rounds R] [--clock wall|cpu] [--provider P] [--row ROW]
-                                 [--source FORMAT]
+                                 [--source FORMAT] [--hand | --framings]
 
 For each provider and row (a long text answer; parallel tool calls whose arguments arrive in many
 pieces, or whole calls where the provider sends them whole; a long reasoning answer where the
@@ -38,6 +38,12 @@ steadier on a shared machine. Nothing here asserts a speed.
       tests/framing_rules (`lines`: NDJSON, `frames`: the AWS event stream), each beside the same
       rule file with `framing: sse` serving the same events as SSE.
 
+`--hand` times, for the rows tools/bench_baseline.py has a hand-written stream translator for (`HAND_STREAMS`),
+the least such a translator does for the same rules (read each event, send what it can at once, translate the
+answer rebuilt from the events at the end), beside (d) and (e), no HTTP: `feed` over the hand-written one says
+what the rules' machinery costs, the hand-written one over `json.loads` what the translation itself must do.
+Before anything is timed, its chunks and result (all but `notes`, as tools/bench.py) must equal the engine's.
+
 Nothing here asserts a speed.
 """
 
@@ -46,6 +52,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import dataclasses
 import gc
 import json
 import platform
@@ -56,6 +63,7 @@ import sys
 import time
 import urllib.parse
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +78,8 @@ from toolnexus.http.limits import MAX_EVENT_BYTES
 from toolnexus.http.transport import HttpxReply
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from progress import progress  # beside this file
+from bench_baseline import HAND_STREAMS  # beside this file
+from progress import progress
 from support.frames import aws_event
 from support.sse_encoders import (  # test material: a response told as its provider's stream
     ENCODERS,
@@ -358,17 +367,10 @@ async def read_alone(framing_name: str, data: bytes, endpoint: Any) -> int:
 
 
 def timed_rounds(sides: dict[str, Any], rounds: int, desc: str) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {name: [] for name in sides}
-    for side in sides.values():  # warm up
-        asyncio.run(side())
+    """`alternated` for coroutine functions, each run in its own event loop, with a progress bar."""
     bar = progress(rounds * len(sides), desc, unit="run")
-    for r in range(rounds):
-        for name, side in list(sides.items()) if r % 2 == 0 else list(reversed(sides.items())):
-            gc.collect()  # as in `bench`: each side pays only for the garbage it makes
-            started = time.perf_counter()
-            asyncio.run(side())
-            times[name].append(time.perf_counter() - started)
-            bar.update()
+    runs = {name: (lambda side=side: asyncio.run(side())) for name, side in sides.items()}
+    times = alternated(runs, rounds, time.perf_counter, bar.update)
     bar.close()
     return times
 
@@ -503,6 +505,81 @@ def compare(args: argparse.Namespace) -> None:
                       flush=True)  # fmt: skip
 
 
+def hand_rows(args: argparse.Namespace) -> None:
+    """`--hand`: each row a hand-written stream translator covers, timed beside `feed` and `json.loads`."""
+    print(f"Python {platform.python_version()} on {platform.machine()}; median of {args.rounds} alternating rounds,"
+          f" {args.clock} clock; us per event; no HTTP")  # fmt: skip
+    print("| provider | row | events | feed | hand-written | json.loads | feed / hand-written"
+          " | hand-written / json.loads |")  # fmt: skip
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for provider, hand in HAND_STREAMS.items():
+        if args.provider and provider not in args.provider:
+            continue
+        script = json.loads(demo_file(provider).read_text(encoding="utf-8"))
+        for row, made in rows(provider, script, args.events).items():
+            if made is None or (args.row and row not in args.row):
+                continue
+            datas = [data_of(provider, e) for e in ENCODERS[provider](made[0], random.Random(1), cuts=made[1])]
+            if (differs := hand_differs(provider, datas, hand)) is not None:
+                print(f"| {provider} | {row} | NOT THE SAME WORK: {differs} | | | | | |", flush=True)
+                continue
+            sides = {"feed": partial(feed_all, provider, datas), "hand": partial(hand, datas),
+                     "json.loads": partial(loads_all, datas)}  # fmt: skip
+            times = alternated(sides, args.rounds, time.thread_time if args.clock == "cpu" else time.perf_counter)
+            per = {name: statistics.median(t) / len(datas) * 1e6 for name, t in times.items()}
+            over = {name: statistics.median(x / y for x, y in zip(times[name], times[under], strict=True))
+                    for name, under in (("feed", "hand"), ("hand", "json.loads"))}  # fmt: skip
+            print(f"| {provider} | {row} | {len(datas)} | {per['feed']:.1f} | {per['hand']:.1f} | "
+                  f"{per['json.loads']:.1f} | {over['feed']:.2f}x | {over['hand']:.2f}x |", flush=True)  # fmt: skip
+
+
+def feed_all(provider: str, datas: list[str]) -> None:
+    translator = stream_translator(provider)
+    for data in datas:
+        translator.feed(data)
+    translator.finish()
+
+
+def loads_all(datas: list[str]) -> None:
+    for data in datas:
+        if data != "[DONE]":
+            json.loads(data)
+
+
+def alternated(
+    sides: dict[str, Callable[[], Any]], rounds: int, clock: Callable[[], float], done: Callable[[], Any] = lambda: None
+) -> dict[str, list[float]]:
+    """Each side once to warm up, then `rounds` rounds, every other one in reverse order (`done` after each run)."""
+    times: dict[str, list[float]] = {name: [] for name in sides}
+    for side in sides.values():
+        side()
+    for r in range(rounds):
+        for name, side in list(sides.items()) if r % 2 == 0 else list(reversed(sides.items())):
+            gc.collect()  # as in `bench`: each side pays only for the garbage it makes
+            started = clock()
+            side()
+            times[name].append(clock() - started)
+            done()
+    return times
+
+
+def hand_differs(provider: str, datas: list[str], hand: Callable[..., Any]) -> str | None:
+    """Where the hand-written translator's chunks or result (but its notes) differ from the engine's, or None.
+    `created` is the clock's where the provider sends none, so it is not compared."""
+    translator = stream_translator(provider)
+    chunks = [chunk for data in datas for chunk in translator.feed(data)] + translator.finish()
+    their_chunks, their_result = hand(datas)
+    if [{**c, "created": 0} for c in chunks] != [{**c, "created": 0} for c in their_chunks]:
+        return "the chunks"
+    if json.dumps([{**c, "created": 0} for c in chunks]) != json.dumps([{**c, "created": 0} for c in their_chunks]):
+        return "the chunks' key order"
+    ours = translator.result
+    for name in (f.name for f in dataclasses.fields(ours) if f.name != "notes"):
+        if getattr(ours, name) != getattr(their_result, name):
+            return f"result.{name}"
+    return None
+
+
 def toolnexus_file() -> str:
     import toolnexus
 
@@ -514,6 +591,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--events", type=int, default=2000, help="events in each answer (about)")
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--framings", action="store_true", help="each stream framing against SSE instead")
+    parser.add_argument("--hand", action="store_true", help="feed against a hand-written stream translator instead")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     parser.add_argument("--provider", action="append", help="only these providers (repeatable)")
     parser.add_argument("--row", action="append", choices=("text", "tools", "reasoning"), help="only these rows")
@@ -524,6 +602,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.baseline:
         compare(args)
+        return
+    if args.hand:
+        hand_rows(args)
         return
     if args.framings:
         print(f"Python {platform.python_version()} on {platform.machine()}; median of {args.rounds} alternating rounds")
