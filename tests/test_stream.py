@@ -1771,6 +1771,9 @@ def test_an_event_whose_frame_repeats_the_last_one_merges_only_its_pieces(monkey
     walked = stream_code.compiled(Section(**{f.name: getattr(streaming, f.name) for f in fields(Section)}))
     assert walked is not None and "DUMPS" not in walked.code
     usage, text = {"promptTokenCount": 7}, lambda piece: [{"text": piece}]
+    first = {"content": {"role": "model", "parts": text("D")}, "index": 0}
+    second = [first, {"content": {"parts": text("E")}, "index": 1}]
+    grounded = [first | {"groundingMetadata": {"webSearchQueries": []}}]
     events: list[tuple[dict[str, Any], bool]] = [  # (event, whether its frame is the last one's)
         (_gemini_event(text("Hel")), False),
         (_gemini_event(text("lo"), modelVersion="gemini-demo"), True),  # equal values, new objects
@@ -1783,10 +1786,8 @@ def test_an_event_whose_frame_repeats_the_last_one_merges_only_its_pieces(monkey
         (_gemini_event(text(" "), modelVersion=None), True),
         (_gemini_event(text("A"), extra=[1]), False),
         (_gemini_event(text("B"), extra=[1.0]), False),
-        (_gemini_event(text("C"), candidates=[{"content": {"role": "model", "parts": text("D")}, "index": 0},
-                                              {"content": {"role": "model", "parts": text("E")}, "index": 1}]), False),  # fmt: skip
-        (_gemini_event(text("F"), candidates=[{"content": {"role": "model", "parts": text("G")}, "index": 0,
-                                               "groundingMetadata": {"webSearchQueries": ["q"]}}]), False),  # fmt: skip
+        (_gemini_event(text("C"), candidates=second), False),  # a second candidate: its parts are pieces too
+        (_gemini_event(text("F"), candidates=grounded), False),  # a key the rules name (its own merge)
         (_gemini_event([{"thought": True, "text": "H"}, {"functionCall": {"name": "add", "args": {"a": 1}}}]), False),
         (_gemini_event([{"text": "I"}, {"functionCall": {"name": "add", "args": {"a": 2}}}]), True),
         (_gemini_event(text("."), candidates=[{"finishReason": "STOP", "index": 0}]), False),
@@ -1794,7 +1795,7 @@ def test_an_event_whose_frame_repeats_the_last_one_merges_only_its_pieces(monkey
     runs = []
     for section in (streaming, walked):
         translator, chunks, kept = StreamTranslator(section), [], []
-        for event, repeated in events:
+        for event, _ in events:
             before = translator.response.get("responseId")
             chunks += translator.feed(json.dumps(event))
             kept.append(translator.response["responseId"] is before)
