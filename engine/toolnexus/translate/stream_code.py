@@ -987,17 +987,17 @@ class _Code(Namespace):
             return [], []
         k = self.walks
         self.walks += 1
-        tests, value = [], "e"
+        tests, values = [], ["e", *(f"y{d + 1}" for d in range(len(steps)))]  # the event's containers down the path
         for d, stp in enumerate(steps):
-            got = f"y{d + 1}"
+            value, got = values[d], values[d + 1]
             if type(stp) is int:  # the first element of a `by_position` list, the list's only one
                 tests += [f"len({value}) == 1", f"type({got} := {value}[0]) is dict"]
             else:  # no other key the rules name here
                 tests += [f"{key!r} not in {value}" for key in self.key_children(steps[:d]) if key != stp]
                 kind = "dict" if d + 1 < len(steps) and type(steps[d + 1]) is str else "list"
                 tests.append(f"type({got} := {value}.get({stp!r}, MISSING)) is {kind}")
-            value = got
-        parent, key, at, held = f"y{len(steps) - 1}", repr(steps[-1]), f"at{len(steps)}", f"cur{len(steps) - 1}"
+        parent, value, key = values[-2], values[-1], repr(steps[-1])
+        at, held = f"at{len(steps)}", f"cur{len(steps) - 1}"
         indexes = tuple(stp for stp in steps if type(stp) is int)
         before = [
             "fr = None  # the event's frame: its JSON without the pieces",
