@@ -1747,6 +1747,67 @@ def test_a_cached_walk_is_forgotten_when_the_general_merge_puts_a_new_container_
     assert result is not None and result.text == "Hello"
 
 
+def _gemini_event(parts: list[Any], **changed: Any) -> dict[str, Any]:
+    """A Gemini event: its pieces in the frame every event of a stream repeats; `changed` top-level keys replaced."""
+    frame = {"usageMetadata": {"promptTokenCount": 7}, "modelVersion": "gemini-demo", "responseId": "resp-1"}
+    return {"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}], **frame, **changed}
+
+
+def test_an_event_whose_frame_repeats_the_last_one_merges_only_its_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gemini's events repeat their frame (`candidates[0]` with its role and index, usage, model, id) around their
+    parts: an event whose frame is, as orjson writes it, the last one's merges only its parts (the frame's values
+    stay the objects the last walk put there). A frame that differs, even by values Python finds equal (1 and 1.0,
+    0 and -0.0, an object's key order), a null, a key more, a second candidate or a key the rules name, is walked:
+    the chunks, the response and the result are those of the section compiled without the repeat, every time."""
+    from dataclasses import fields
+
+    from toolnexus.translate import stream_code
+    from toolnexus.translate.stream import StreamTranslator
+    from toolnexus.translate.stream_rules import Section
+
+    streaming = RULES.get("gemini").streaming
+    assert streaming is not None and "fr = DUMPS(e)" in streaming.code
+    monkeypatch.setattr(stream_code, "orjson", None)  # no frame's bytes: every event walked
+    walked = stream_code.compiled(Section(**{f.name: getattr(streaming, f.name) for f in fields(Section)}))
+    assert walked is not None and "DUMPS" not in walked.code
+    usage, text = {"promptTokenCount": 7}, lambda piece: [{"text": piece}]
+    first = {"content": {"role": "model", "parts": text("D")}, "index": 0}
+    second = [first, {"content": {"parts": text("E")}, "index": 1}]
+    grounded = [first | {"groundingMetadata": {"webSearchQueries": []}}]
+    events: list[tuple[dict[str, Any], bool]] = [  # (event, whether its frame is the last one's)
+        (_gemini_event(text("Hel")), False),
+        (_gemini_event(text("lo"), modelVersion="gemini-demo"), True),  # equal values, new objects
+        (_gemini_event(text(","), usageMetadata={"promptTokenCount": 7.0}), False),
+        (_gemini_event(text(" w"), usageMetadata={"promptTokenCount": 7.0}), True),
+        (_gemini_event([{"text": "o"}, {"text": "r"}], usageMetadata=usage | {"thoughtsTokenCount": -0.0}), False),
+        (_gemini_event(text("l"), usageMetadata=usage | {"thoughtsTokenCount": 0.0}), False),
+        (_gemini_event(text("d"), usageMetadata={"thoughtsTokenCount": 0.0} | usage), False),  # another key order
+        (_gemini_event(text("!"), modelVersion=None), False),  # a null never replaces
+        (_gemini_event(text(" "), modelVersion=None), True),
+        (_gemini_event(text("A"), extra=[1]), False),
+        (_gemini_event(text("B"), extra=[1.0]), False),
+        (_gemini_event(text("C"), candidates=second), False),  # a second candidate: its parts are pieces too
+        (_gemini_event(text("F"), candidates=grounded), False),  # a key the rules name (its own merge)
+        (_gemini_event([{"thought": True, "text": "H"}, {"functionCall": {"name": "add", "args": {"a": 1}}}]), False),
+        (_gemini_event([{"text": "I"}, {"functionCall": {"name": "add", "args": {"a": 2}}}]), True),
+        (_gemini_event(text("."), candidates=[{"finishReason": "STOP", "index": 0}]), False),
+    ]
+    runs = []
+    for section in (streaming, walked):
+        translator, chunks, kept = StreamTranslator(section), [], []
+        for event, _ in events:
+            before = translator.response.get("responseId")
+            chunks += translator.feed(json.dumps(event))
+            kept.append(translator.response["responseId"] is before)
+        chunks += translator.finish()
+        assert translator.result is not None
+        runs.append((json.dumps([c["choices"] for c in chunks]), json.dumps(translator.response), kept))
+        runs[-1] += (repr(translator.result), json.dumps(translator.result.usage))  # its values' types shown
+    assert runs[0][:2] == runs[1][:2] and runs[0][3:] == runs[1][3:]
+    assert runs[0][2] == [repeated for _, repeated in events]  # the repeated frames: not merged again
+    assert not any(runs[1][2])  # the walk puts each event's own values
+
+
 def test_held_whole_calls_start_by_a_generated_function_that_reads_their_kind_and_id(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -47,6 +47,11 @@ from .stream_rules import (
     Steps,
 )
 
+try:
+    import orjson
+except ImportError:  # the `fast` extra is optional: every event then takes the walk (`_Code.repeats`)
+    orjson = None  # type: ignore[assignment]
+
 _FIRST_KEY = re.compile(r"keys\((.+)\)\[0\]")  # the first key of an object: a one-key union's name
 Pattern = tuple[str | int | None, ...]  # a place in the response: keys, fixed indexes, None for any other index
 Run = Callable[[Any, dict[str, Any], int], bool]
@@ -251,7 +256,7 @@ class _Code(Namespace):
         super().__init__({"MISSING": MISSING, "Text": Text, "joins": joins, "plain": plain_merge, "NO_IDS": NO_IDS,
                           "NUMBERS": _NUMBERS,
                           "VALUES": _VALUES, "Element": Element, "Call": Call, "NEW": object.__new__, "WHOLE": WHOLE,
-                          "is_empty": is_empty,
+                          "is_empty": is_empty, "DUMPS": None if orjson is None else orjson.dumps,
                           "CHUNKS": builtin_chunks().pieces, "OPEN": builtin_chunks().open})  # fmt: skip
         self.hashed: list[tuple[str, str, type | None]] | None = None  # the value of known keys of the step
         # being written (`place`, which sets it for each step)
@@ -922,9 +927,10 @@ class _Code(Namespace):
         events: list[str] = []
         self.known = {}
         if r.type is None:
+            before, after = self.repeat_code()
             run = [
                 "def run(s, e, n):  # streaming.every: each event",
-                *indent([*self.steps(r.every, "streaming.every"), f"return {bool(r.every)}"], 4),
+                *indent([*before, *self.steps(r.every, "streaming.every"), *after, f"return {bool(r.every)}"], 4),
             ]
         else:
             table: dict[str, str] = {}
@@ -947,6 +953,70 @@ class _Code(Namespace):
         starts = [line for w_index in range(len(r.watched)) if self.starts(w_index)
                   for line in [*self.start_code(w_index), ""]]  # fmt: skip
         return "\n".join([*starts, *events, *run]) + "\n"
+
+    def repeats(self) -> Pattern | None:
+        """Where a stream's pieces go when its one `every` step merges each event whole at the root: the list of the
+        one watched source an `extend` row grows and joins its text pieces in (no `continued` row: the general
+        merge's), reached by keys and the first element of `by_position` lists. The rest of an event, its frame,
+        is often the last event's (`repeat_code`); orjson writes the frame's bytes."""
+        r = self.r
+        if orjson is None or len(r.every) != 1 or not isinstance(step := r.every[0], Move):
+            return None
+        if step.into or step.at is not None or step.each is not None or step.omit or simple_steps(step.from_path):
+            return None
+        found = []
+        for w in r.watched:
+            node = self.node(w.steps)
+            if not w.src.each or node is None or node.policy is not EXTEND or node.join is None or node.continued:
+                continue
+            lists = [self.node(w.steps[:n]) for n, stp in enumerate(w.steps) if type(stp) is int]
+            if all(stp == 0 for stp in w.steps if type(stp) is int) and all(
+                node is not None and node.policy is BY_POSITION for node in lists
+            ):
+                found.append(w.steps)
+        return found[0] if len(found) == 1 else None
+
+    def repeat_code(self) -> tuple[list[str], list[str]]:
+        """Lines before and after the step's walk. An event whose frame (the event with its pieces' list set aside)
+        is, as orjson writes it, the frame the last event left merged merges to nothing new there (each value
+        replaces one of the same type and value, a null or an object said again changes nothing), so only its
+        pieces are merged. The frame's bytes and the pieces' parent are kept as a walk (`walk`), forgotten when the
+        general merge writes; a frame holding another place the rules name (a key, a second element) is walked."""
+        steps = self.repeats()
+        if steps is None:
+            return [], []
+        k = self.walks
+        self.walks += 1
+        tests, values = [], ["e", *(f"y{d + 1}" for d in range(len(steps)))]  # the event's containers down the path
+        for d, stp in enumerate(steps):
+            value, got = values[d], values[d + 1]
+            if type(stp) is int:  # the first element of a `by_position` list, the list's only one
+                tests += [f"len({value}) == 1", f"type({got} := {value}[0]) is dict"]
+            else:  # no other key the rules name here
+                tests += [f"{key!r} not in {value}" for key in self.key_children(steps[:d]) if key != stp]
+                kind = "dict" if d + 1 < len(steps) and type(steps[d + 1]) is str else "list"
+                tests.append(f"type({got} := {value}.get({stp!r}, MISSING)) is {kind}")
+        parent, value, key = values[-2], values[-1], repr(steps[-1])
+        at, held = f"at{len(steps)}", f"cur{len(steps) - 1}"
+        indexes = tuple(stp for stp in steps if type(stp) is int)
+        before = [
+            "fr = None  # the event's frame: its JSON without the pieces",
+            f"if {' and '.join(tests)}:",
+            f"    {parent}[{key}] = None",
+            "    try:",
+            "        fr = DUMPS(e)",
+            "    except TypeError:  # a value orjson does not write: walked",
+            "        pass",
+            f"    {parent}[{key}] = {value}",
+            f"    if (h := s._walks[{k}]) is not None and h[0] == fr:  # the frame said again: only the pieces",
+            f"        {held}, {at} = h[1], {indexes!r}",
+            *indent(self.merge(steps, held, key, value, at, len(steps)), 8),
+            "        return True",
+            f"s._walks[{k}] = None",
+        ]
+        walked = ["type(q0 := s._holder['']) is dict"]
+        container = _descend(steps, [repr(stp) for stp in steps], "q", walked)
+        return before, [f"if fr is not None and {' and '.join(walked)}: s._walks[{k}] = (fr, {container})"]
 
 
 def _descend(steps: tuple[Any, ...], refs: list[str], var: str, tests: list[str]) -> str:
