@@ -1375,6 +1375,62 @@ def test_the_calls_a_stream_opened_by_plain_reads_are_the_results_without_a_seco
         assert translator.result.tool_calls[2].arguments == '{"edited": true}'
 
 
+_CALLS_AT = ("choices", 0, "message", "tool_calls")
+_NEW_CALLS = [{"id": f"c{i:08d}", "type": "function", "function": {"name": "add", "arguments": "{}"}} for i in range(3)]
+_LATER_WRITES: dict[str, Callable[[Any], object]] = {  # after the calls opened, a write into one of them: an event
+    # the generated merge writes (a name), one that goes the general way (arguments grown), the calls' list put whole
+    # by an event (a choice's `message`); the general merge into an element, the general put of the list
+    "renamed": lambda t: t.feed(json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 1, "function": {"name": "subtract"}}]}}]})),
+    "grown": lambda t: t.feed(json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 1, "function": {"arguments": ', "b": 2}'}}]}}]})),
+    "list": lambda t: t.feed(json.dumps({"choices": [{"index": 0, "message": {"tool_calls": _NEW_CALLS}}]})),
+    "merged": lambda t: t._merge(t.response["choices"][0]["message"]["tool_calls"][1], "function",
+                                 {"name": "subtract"}, None, (*_CALLS_AT, 1)),
+    "put": lambda t: t._set(t.response["choices"][0]["message"], "tool_calls", copy.deepcopy(_NEW_CALLS),
+                            _CALLS_AT[:-1]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("write", [None, *_LATER_WRITES])
+def test_opened_calls_are_taken_without_comparing_them_unless_a_later_write_reached_one(
+    monkeypatch: pytest.MonkeyPatch, write: str | None
+) -> None:
+    """Calls opened by plain reads that no later write reached are taken as opened, their values not compared with
+    the answer's (`_recheck`); a later write into an opened call, or of the calls' list whole, has them compared,
+    so the result is the assembled answer's translation (a name the stream opened otherwise: the stream and the
+    answer disagree, an error, never a silent difference)."""
+    from toolnexus.translate.stream import StreamTranslator
+
+    compared: list[int] = []
+    compare = StreamTranslator._compared
+    monkeypatch.setattr(StreamTranslator, "_compared", lambda s, *a: compared.append(1) or compare(s, *a))
+    reply = copy.deepcopy(tool_call_reply("mistral"))
+    reply["choices"][0]["message"]["tool_calls"] = [
+        {"id": f"c{i:08d}", "type": "function", "index": i, "function": {"name": "add", "arguments": f'{{"a": {i}'}}
+        for i in range(3)
+    ]  # fmt: skip
+    events = [data_of("mistral", event) for event in ENCODERS["mistral"](reply, random.Random(3), cuts=1)]
+    translator = toolnexus.stream_translator("mistral")
+    for data in events[:-2]:
+        translator.feed(data)
+    if write is not None:
+        _LATER_WRITES[write](translator)
+    for data in events[-2:]:
+        translator.feed(data)
+    if write in ("renamed", "merged"):
+        with pytest.raises(ResponseError, match="streamed deltas differ"):
+            translator.finish()
+        return
+    translator.finish()
+    assert translator.result is not None and compared == ([] if write is None else [1])
+    whole = RULES.get("mistral").outbound.translate(translator.response)
+    assert translator.result.to_dict() == whole.to_dict()
+    arguments = [call.arguments for call in translator.result.tool_calls]
+    grown = ['{"a": 0', '{"a": 1, "b": 2}', '{"a": 2']
+    assert arguments == {None: ['{"a": 0', '{"a": 1', '{"a": 2'], "grown": grown}.get(write, ["{}"] * 3)
+
+
 def test_a_stream_s_rewritten_ids_come_back_with_their_notes_as_the_whole_answer_gives_them() -> None:
     """A call whose id the opening restored through the request's map is not taken as opened: the final translation
     gives every call, with the `rewritten` note of each restored id, in order, exactly as the whole answer's."""

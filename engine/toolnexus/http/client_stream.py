@@ -151,7 +151,8 @@ class TranslateStream:
         if event is not None:
             self._pending.extend(self._translator.feed(event))
             return
-        await self._caller.after(self._translator.assemble())
+        if self._caller.policy.after_llm is not None:  # handed out only to a hook (which may change it)
+            await self._caller.after(self._translator.assemble())
         self._pending.extend(self._translator.finish())
         assert self._translator.result is not None
         result = with_request_notes(self._translator.result, self._notes)

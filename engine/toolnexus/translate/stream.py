@@ -110,6 +110,7 @@ class StreamTranslator:
         self._assembled = False
         self._elements: list[dict[int, _Element]] = [{} for _ in rules.watched]
         self._calls: list[_Call | None] = []  # None: a held whole call, given whole by the final translation
+        self._recheck = False  # whether the calls opened may no longer be what the answer holds (`_given` compares)
         self._out: list[dict[str, Any]] = []  # the chunks this event wrote
         self._pending: list[tuple[Write, dict[str, Any]]] = []  # chunks to write once the header is read
         self._holding: _Held | _Waiting = _Held(self._pending)  # where moments wait for the end of their event
@@ -298,6 +299,8 @@ class StreamTranslator:
         objects merge key by key, null never replaces a value, anything else replaces. `omit`: keys of the
         value left out."""
         self._walks[:] = self._no_walks  # it may replace a container below (its scalars written in place)
+        if self._calls and self.rules.calls_lists:
+            self._reaching(self._path(parent, key, above), False)
         current = parent.get(key, MISSING) if type(parent) is dict else _get(parent, key)
         if omit and type(value) is dict and type(current) is not dict:
             value = {k: v for k, v in value.items() if k not in omit}
@@ -339,12 +342,21 @@ class StreamTranslator:
         elif node is None or type(value) is float or type(value) is not type(current) or value != current:
             self._set(parent, key, value, above, node)  # a plain place replaces, as `plain_merge`; -0.0 too
 
+    def _reaching(self, path: Path, whole: bool) -> None:
+        """A write at `path` by the general merge, with calls open: in a list whose calls the final translation may
+        take as opened (at it or below), or a value put `whole` at a place holding one, it may change a call, so
+        `_given` compares them (`_recheck`). A merge above one reaches it only through these."""
+        if any(path[: len(at)] == at or (whole and at[: len(path)] == path) for at in self.rules.calls_lists):
+            self._recheck = True
+
     def _path(self, parent: Any, key: str | int, above: Path) -> Path:
         return (*above, key) if parent is not self._holder else ()
 
     def _set(self, parent: Any, key: str | int, value: Any, above: Path, node: Node | None = None) -> None:
         """Put a new value in place; an object or list arriving whole is first combined within itself."""
         self._walks[:] = self._no_walks  # the container that was here may be on a cached walk
+        if self._calls and self.rules.calls_lists:
+            self._reaching(self._path(parent, key, above), True)
         if isinstance(value, (dict, list)) and node is not None and (node.children or node.continued):
             value = _combined(value, node, self._continue)
         if type(parent) is list and key == len(parent):
@@ -382,6 +394,8 @@ class StreamTranslator:
         self._texts.append((parent, key, text, (*above, key)))
 
     def _extend(self, parent: Any, key: str | int, current: Any, value: Any, node: Node, above: Path) -> None:
+        if self._calls and self.rules.calls_lists:
+            self._reaching(self._path(parent, key, above), False)
         if current is MISSING or current is None:
             current = []
             self._set(parent, key, current, above)
@@ -468,6 +482,7 @@ class StreamTranslator:
         id_steps = w.held_whole.get(kind) if w.held_whole and template is not None else None
         if id_steps is not None and (self._held or (found := _walk(element, id_steps)) is MISSING or not found):
             self._elements[w_index][i] = _WHOLE  # a whole call held (see finish): not rendered twice
+            self._recheck = True  # a call not opened by plain reads (`_given`)
             self._held.append(len(self._calls))
             self._calls.append(None)
             return
@@ -482,6 +497,7 @@ class StreamTranslator:
             if type(call_id) is str and call_id and type(name) is str and name:
                 arguments = _walk(element, plain[2])
                 first = arguments if type(arguments) is str else ""
+                self._recheck = self._recheck or first is not arguments  # the answer holds no text it read
                 self._open_call(w_index, i, info, call_id, name, first, None, False)
                 return
         ctx = Ctx(self.rules.provider, outbound=True, ids=self.id_map)
@@ -500,6 +516,7 @@ class StreamTranslator:
         call = item.get("tool_call")
         if call is None:
             return
+        self._recheck = True  # a call rendered, not opened by plain reads (`_given`)
         held = src.synthesize_ids and not call.get("id")
         if held and kind not in w.streamed_arguments:  # a whole call: the final translation gives it (see finish)
             self._held.append(len(self._calls))
@@ -722,8 +739,13 @@ class StreamTranslator:
     def assemble(self) -> dict[str, Any]:
         """The provider response the events built, as its non-streaming endpoint would have sent it.
 
-        Raises ProviderError (kind connection) when the stream stopped before the rules' end.
+        Raises ProviderError (kind connection) when the stream stopped before the rules' end. Handed out, it may
+        change before `finish` (an `after_llm` hook may edit it): the calls opened are then compared with it.
         """
+        self._recheck = True
+        return self._assemble()
+
+    def _assemble(self) -> dict[str, Any]:
         rules = self.rules
         if self._assembled:
             return self.response
@@ -762,7 +784,7 @@ class StreamTranslator:
         unknown event type); the streamed tool calls and text are checked against it.
         """
         rules = self.rules
-        response = self.assemble()
+        response = self._assemble()
         given = self._given(response)
         result = rules.outbound.translate(response, requested_model=self.requested_model, id_map=self.id_map,
                                           given=given, checked=rules.checked and not self._deeper)  # fmt: skip
@@ -815,41 +837,55 @@ class StreamTranslator:
     def _given(self, response: dict[str, Any]) -> tuple[ItemSource, list[Any], list[TranslatedToolCall]] | None:
         """The whole answer's tool calls, when each is one the stream opened by plain reads (`Watched.plain_calls`)
         and the answer still holds what it opened from: the final translation reads an element's id, name and
-        arguments and nothing else, so the same values (the very objects: `is`) give the same call, unless its id
-        is one the final translation restores (it gives those calls, with their notes). The final translation then
-        takes them (`Outbound.translate`'s `given`) rather than translating every call a second time. Checked
-        column by column, with no Python run per call: a stream of thousands of whole calls (one per event) is
-        read once at the end. None when anything differs."""
+        arguments and nothing else, so the same values give the same call, unless its id is one the final
+        translation restores (it gives those calls, with their notes). The final translation then takes them
+        (`Outbound.translate`'s `given`) rather than translating every call a second time. When nothing can have
+        changed them since (`_recheck`: no write reached the calls' list or an element in it once a call was open,
+        each call opened by plain reads of the text its element holds, the answer not handed out), the calls are
+        taken as opened; else their values are compared with the answer's (the very objects: `is`), column by
+        column, with no Python run per call (a stream of thousands of whole calls, one per event). None when
+        anything differs."""
         calls = self._calls
         if not calls:
             return None
-        for w in self.rules.watched:
-            src, paths = w.src, w.plain_calls.get("")
-            if (paths is None or not src.each or src.kind is not None or src.kind_by_key or src.arguments == "object"
-                    or not all(type(step) is str for path in paths for step in path)):  # fmt: skip
+        for w_index, w in enumerate(self.rules.watched):
+            paths = w.taken_calls
+            if paths is None:
                 continue
             found = _walk(response, w.steps)
             if type(found) is not list or len(found) != len(calls):
                 return None
+            rule = self._ids
+            restores = rule is not None and (self.id_map or rule.rewrite is None)  # an id the final translation gives
             try:
-                opened = list(map(_OPENED_WITH, calls))  # a held whole call (None) has none: AttributeError; a call
-                # rendered whole, None; a plain one, the text it read (a `str`, as the final translation needs)
-                columns: dict[Path, list[Any]] = {(): found}
-                ids, names, arguments = (_column(columns, path) for path in paths)
-            except (AttributeError, LookupError, TypeError):
+                if self._recheck or restores:
+                    columns = self._compared(found, paths)
+                elif len(self._elements[w_index]) == len(calls):  # every call this source's, each element a call
+                    columns = [list(map(get, calls)) for get in (_ID, _NAME, _OPENED_WITH)]
+                else:
+                    return None
+            except (AttributeError, LookupError, TypeError):  # a held whole call (None) has none
                 return None
-            if None in opened or not (all(map(is_, arguments, opened)) and all(map(is_, ids, map(_ID, calls)))
-                                      and all(map(is_, names, map(_NAME, calls)))):  # fmt: skip
+            if columns is None:
                 return None
-            rule, id_map = self._ids, self.id_map or NO_IDS  # an id the final translation restores is its to give
-            if (
-                rule is not None
-                and (self.id_map or rule.rewrite is None)
-                and list(map(rule.restore, ids, repeat(id_map))) != ids
-            ):
+            ids, names, arguments = columns
+            if restores and rule is not None and list(map(rule.restore, ids, repeat(self.id_map or NO_IDS))) != ids:
                 return None
-            return src, found, tool_calls(ids, names, arguments)
+            return w.src, found, tool_calls(ids, names, arguments)
         return None
+
+    def _compared(self, found: list[Any], paths: tuple[Path, ...]) -> list[list[Any]] | None:
+        """The id, name and arguments columns of the answer's list `found`, when each value is the very object its
+        call was opened from, else None; an AttributeError where a call is held whole (None), a LookupError or
+        TypeError where the answer holds no such value."""
+        calls = self._calls
+        opened = list(map(_OPENED_WITH, calls))  # a call rendered whole, None; a plain one, the text it read
+        columns: dict[Path, list[Any]] = {(): found}
+        ids, names, arguments = (_column(columns, path) for path in paths)
+        if None in opened or not (all(map(is_, arguments, opened)) and all(map(is_, ids, map(_ID, calls)))
+                                  and all(map(is_, names, map(_NAME, calls)))):  # fmt: skip
+            return None
+        return [ids, names, arguments]
 
     def _release(self, out: list[Any], sink: SourceEvents, calls: list[Any]) -> list[Any]:
         """The held calls, in order, as the format's events (`CHUNKS.released` writes them as a chunk's entries): a

@@ -163,6 +163,7 @@ def joins(last: Any, element: Any, join: Join) -> bool:
 _HEADER = {name: f"s._header[{i}]" for i, name in enumerate(HEADER)}
 
 
+RECHECK = "s._recheck = True"  # a write that may reach an opened call (`_Code.calls_list`)
 _PIECES = {"text": "text", "reasoning": "reasoning", "tool_call": "arguments"}  # the StreamTranslator's `_pieces`
 
 
@@ -204,6 +205,9 @@ class Streaming(Section):
     run: Run  # its entry: one event's steps (what `StreamTranslator.feed` runs)
     walks: int  # the walks to a step's container the code caches (`StreamTranslator._walks`)
     checked: bool  # the assembled response needs no check of its own (`as_checked`)
+    # the lists whose calls the final translation may take as the stream opened them (`Watched.taken_calls`): a
+    # write there or above, once a call is open, has them compared (`StreamTranslator._given`)
+    calls_lists: tuple[Path, ...]
 
 
 def compiled(section: Section | None) -> Streaming | None:
@@ -213,7 +217,9 @@ def compiled(section: Section | None) -> Streaming | None:
     code = _Code(section)
     text = code.module()
     exec(compile(text, f"<streaming {section.provider}>", "exec"), code.names)
-    return Streaming(**vars(section), code=text, run=code.names["run"], walks=code.walks, checked=as_checked(section))
+    lists = tuple(w.steps for w in section.watched if w.taken_calls is not None)
+    return Streaming(**vars(section), code=text, run=code.names["run"], walks=code.walks, checked=as_checked(section),
+                     calls_lists=lists)  # fmt: skip
 
 
 def as_checked(section: Section) -> bool:
@@ -276,6 +282,12 @@ class _Code(Namespace):
             node = node.children.get(None) if step is None else node.child(step)
         return node
 
+    def calls_list(self, pattern: Pattern) -> bool:
+        """Whether `pattern` is the list of a watched source whose calls open by plain reads: the final translation
+        takes them as opened unless a write reached the list or an element in it since (`StreamTranslator._given`),
+        which the code writing there says (`RECHECK`)."""
+        return any(w.steps == pattern and w.taken_calls is not None for w in self.r.watched)
+
     def interesting(self, pattern: Pattern) -> bool:
         """Whether merging here can do more than a plain merge: a combine policy at or below, or a watched
         source (or one of its elements) at or below."""
@@ -328,7 +340,7 @@ class _Code(Namespace):
         nothing at or below is combined or watched, else the place's own code."""
         if not self.interesting(pattern):
             return [f"plain({p}, {k}, {v})"]
-        lines = []
+        lines = [RECHECK] if self.calls_list(pattern) else []  # it may write where calls were opened from
         if not at.isidentifier():
             lines.append(f"at{d} = {at}")
             at = f"at{d}"
@@ -581,7 +593,7 @@ class _Code(Namespace):
         return [
             f"def start{w_index}(s, i, x):  # {w.src.path}[i]: a tool call of plain reads",
             f"    if {' and '.join(test)}:",
-            f"        if type(a := {a}{read}) is not str: a = ''",
+            f"        if type(a := {a}{read}) is not str: a = ''; s._recheck = True  # the answer holds no text read",
             "        s.started += 1",
             "        calls = s._calls",
             "        k = len(calls)",
@@ -817,7 +829,11 @@ class _Code(Namespace):
                     body = inner
                 else:
                     body += [f"{'if' if n == 0 else 'elif'} {test}:" if test else "else:", *indent(inner, 4)]
+            if self.calls_list(into):  # into an element a call may have opened from (a new one: `added`)
+                body.insert(0, RECHECK)
             body = ["if 0 <= ix < len(lq):", *indent(body, 4), *self.added(step, at), "else:", f"    {general}"]
+        if any(self.calls_list(into[:n]) for n in range(len(into))):  # into an element or below it
+            body.insert(0, RECHECK)
         if into or step.at is not None:
             walk = self.walk(into, step.at is not None, parent, tests)
             body = [*walk, f"if {' and '.join(tests)}:", *indent(body, 4),

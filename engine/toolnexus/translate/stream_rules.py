@@ -138,6 +138,17 @@ class Watched:
     # and nothing else the stream sends: their paths, read at the element's start without rendering it
     plain_calls: Mapping[str, tuple[tuple[str | int, ...], ...]] = field(default_factory=lambda: MappingProxyType({}))
 
+    @property
+    def taken_calls(self) -> tuple[tuple[str | int, ...], ...] | None:
+        """The id, name and arguments paths of a source whose calls the final translation may take as the stream
+        opened them (`StreamTranslator._given`): a list of one kind, each element's values read by keys, its
+        arguments as text; else None."""
+        src, paths = self.src, self.plain_calls.get("")
+        if (paths is None or not src.each or src.kind is not None or src.kind_by_key or src.arguments == "object"
+                or not all(type(step) is str for path in paths for step in path)):  # fmt: skip
+            return None
+        return paths
+
 
 @dataclass(frozen=True)
 class Section:
