@@ -477,13 +477,12 @@ class SourceFormat:
         node = self.tool_node
         if self.tools_each is None or not isinstance(node, Obj):
             return None
-        keys = {}
+        keys: dict[str, str] = {}
         for name, value in node.items:
-            if not (
-                isinstance(value, Get) and value.plain and len(value.reads) == 1 and len(value.reads[0].steps) == 1
-            ):
+            steps = value.reads[0].steps if isinstance(value, Get) and value.plain and len(value.reads) == 1 else None
+            if steps is None or len(steps) != 1 or type(steps[0]) is not str:
                 return None
-            keys[name] = value.reads[0].steps[0]
+            keys[name] = steps[0]
         listed = {
             key: (None, *rule.accept) for key, rule in self.tool_unsupported.items() if key not in self.tool_reads
         }

@@ -674,8 +674,8 @@ def compile_inbound(source: RuleSource) -> Inbound:
         return replace(inbound, messages=run, code=code_items)
     node = decl_env.parsed[("tools", "declaration")]
     tools_text, tools_run = _needed(generate_tools(inbound, node))
-    code = (*code_items, (("tools",), tools_text))
-    return replace(inbound, messages=run, tools=tools_run, code=code, declaration_node=node)
+    sections = (*code_items, (("tools",), tools_text))
+    return replace(inbound, messages=run, tools=tools_run, code=sections, declaration_node=node)
 
 
 def _needed(generated: tuple[str, Tools] | None) -> tuple[str, Tools]:

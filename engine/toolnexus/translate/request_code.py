@@ -411,7 +411,10 @@ def generate_tools(inbound: Inbound, declaration: Node, caller: CallerTools | No
         ]
         own = frozenset(caller.keys[key] for key in inbound.tool_keys_read or () if key in caller.keys)
         names["OWN_"], names["LISTED_"] = own, own | frozenset(caller.quiet)
-        silent = [f"fn_.get({key!r}) in {_named(names, 'QUIET_', values)}" for key, values in caller.quiet.items()]
+        silent = []
+        for i, (key, values) in enumerate(caller.quiet.items()):
+            names[f"QUIET_{i}_"] = values
+            silent.append(f"fn_.get({key!r}) in QUIET_{i}_")
         shape = [
             "        fn_ = tool_",
             "        if type(fn_) is not dict or not fn_.keys() <= OWN_ and not (",
@@ -457,13 +460,6 @@ def generate_tools(inbound: Inbound, declaration: Node, caller: CallerTools | No
     label = f"<tools {inbound.provider}>" if caller is None else f"<tools {caller.format} -> {inbound.provider}>"
     text, run = _compiled(lines, label, names, "tools")
     return text, run
-
-
-def _named(names: dict[str, Any], prefix: str, value: Any) -> str:
-    """A new name bound to `value` in `names`."""
-    name = f"{prefix}{len(names)}"
-    names[name] = value
-    return name
 
 
 def _compiled(lines: list[str], label: str, names: dict[str, Any], function: str) -> tuple[str, Any]:
