@@ -159,7 +159,7 @@ def test_the_provider_writes_the_callers_tool_declarations_in_place(
     monkeypatch.setattr(formats.SourceFormat, "_tools", lambda self, *a: calls.append(a) or read(self, *a))
     assert _translated("gemini", source, requests[0], "error")[0]["tools"]
     assert calls == []  # written in place: the format's own read of the tools never ran
-    for provider in ("gemini", "anthropic", "openai", "bedrock"):
+    for provider in load_rules().names():
         for request in requests:
             for policy in ("error", "drop"):
                 monkeypatch.setattr(formats.SourceFormat, "caller_tools", property(lambda self: None))
