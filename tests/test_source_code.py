@@ -105,6 +105,69 @@ def test_generated_tools_reader_hands_on_what_needs_settling() -> None:
     assert hub["tools"] == [{"type": "function", "function": {"name": n, "parameters": {}}} for n in "fg"]
 
 
+SCHEMA = {"type": "object", "properties": {"a": {"type": "number"}}}
+CALLER_TOOLS = {  # per format: tool lists the provider's tools function takes in place, declines, or refuses
+    "anthropic": [
+        [
+            {"name": "f", "description": "d", "input_schema": SCHEMA},
+            {"type": "custom", "name": "g", "input_schema": {}},
+        ],
+        [{"name": "f"}],  # no schema: a provider's default noted (taken back: read as Chat Completions tools)
+        [{"name": "f", "input_schema": SCHEMA, "cache_control": {"type": "ephemeral"}}],
+        [{"name": "f", "input_schema": SCHEMA, "type": "web_search"}],  # a listed key's other value: dropped
+        [{"name": "f", "input_schema": SCHEMA, "loud": 1}],  # a key no rule reads: refused
+        [{"name": "f", "input_schema": {"a": float("nan")}}],  # the JSON check's path, in the caller's names
+        [{"name": "f", "input_schema": SCHEMA}, {"name": "f", "input_schema": SCHEMA}],
+        [{"name": "f", "description": None, "input_schema": SCHEMA}],
+        [{"name": "f", "input_schema": SCHEMA}, "g"],
+        {"name": "f"},
+    ],
+    "openai-responses": [
+        [{"type": "function", "name": "f", "description": "d", "parameters": SCHEMA}],
+        [{"type": "function", "name": "f", "parameters": SCHEMA, "strict": True}],
+        [{"type": "function", "name": "f", "parameters": SCHEMA, "defer_loading": False, "output_schema": None}],
+        [{"type": "function", "name": "f", "parameters": SCHEMA, "output_schema": {}}],  # dropped, noted
+        [{"type": "web_search"}],  # refused
+        [{"type": "function", "name": "f", "parameters": {"a": float("inf")}}],
+    ],
+}
+
+
+def _translated(provider: str, source: str, request: Any, unknown_fields: str) -> Any:
+    try:
+        body = toolnexus.translate_request(provider, request, source=source, unknown_fields=unknown_fields)
+        return dict(body), body.notes
+    except ToolnexusError as exc:
+        return (type(exc).__name__, getattr(exc, "path", None), str(exc))
+
+
+@pytest.mark.parametrize("source", FORMATS)
+def test_the_provider_writes_the_callers_tool_declarations_in_place(
+    source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A format whose tool template writes each key from one key of the caller's tool: the provider's generated
+    tools function reads the caller's declarations where they are (no Chat Completions tool built and read again),
+    with the same body, notes and errors as reading them into Chat Completions tools first."""
+    fmt = load_rules().format(source)
+    assert fmt.caller_tools is not None
+    transcript = {"anthropic": "messages", "openai-responses": "input"}[source]
+    requests = [
+        {"model": "m", transcript: [{"role": "user", "content": "hi"}], "tools": t} for t in CALLER_TOOLS[source]
+    ]
+    read = formats.SourceFormat._tools
+    calls: list[Any] = []
+    monkeypatch.setattr(formats.SourceFormat, "_tools", lambda self, *a: calls.append(a) or read(self, *a))
+    assert _translated("gemini", source, requests[0], "error")[0]["tools"]
+    assert calls == []  # written in place: the format's own read of the tools never ran
+    for provider in load_rules().names():
+        for request in requests:
+            for policy in ("error", "drop"):
+                monkeypatch.setattr(formats.SourceFormat, "caller_tools", property(lambda self: None))
+                expected = _translated(provider, source, request, policy)
+                monkeypatch.undo()
+                assert _translated(provider, source, request, policy) == expected, (provider, request, policy)
+
+
 def test_generated_reader_hands_on_what_needs_settling() -> None:
     """A key no rule reads (noted, or refused) and a block of no kind: the generated reader gives up, and the
     general read notes it or raises at its path."""

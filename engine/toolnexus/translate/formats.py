@@ -19,6 +19,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from itertools import compress, repeat
 from operator import itemgetter
 from types import MappingProxyType
@@ -28,7 +29,7 @@ from ..errors import Note, ResponseError, RuleError, ToolnexusError, Translation
 from ..language.jsonsafe import WrittenTexts, checked, standard_loads_each
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING
-from ..language.templates import Ctx, ListPath, Node, Render, unseal
+from ..language.templates import Ctx, Get, ListPath, Node, Obj, Render, unseal
 from .result import TranslateResult
 
 PLAIN = "openai"  # the normal form itself (formats/openai.yaml, `normal: true`), today's API
@@ -131,6 +132,17 @@ class NormalForm:
         return _needed(
             None if entry is None else entry.accept, "accepted tool types (tools.unsupported.type)", self.file
         )
+
+
+@dataclass(frozen=True)
+class CallerTools:
+    """A source format's tool declarations as the provider's tools function reads them in place, when the format
+    writes each normal-form function key from one key of the caller's tool (`SourceFormat.caller_tools`): no Chat
+    Completions tool is built to be read again."""
+
+    format: str  # its name (the generated function's label)
+    keys: Mapping[str, str]  # a normal-form function key -> the caller's key it is written from
+    quiet: Mapping[str, tuple[Any, ...]]  # the caller's listed keys besides: the values that settle silently
 
 
 def _needed(found: _T | None, what: str, file: str) -> _T:
@@ -401,11 +413,13 @@ class SourceFormat:
         unknown_fields: str = "error",
         objects: bool = False,
         written: WrittenTexts | None = None,
+        tools: bool = True,
     ) -> tuple[dict[str, Any], Origins, list[Record], list[Note]]:
         """`read`, with where the transcript's elements came from partly as records (`placed` adds them).
         `objects`: the provider sends tool-call arguments as objects, so an object the format gives is kept as
         one (`Ctx.objects`) instead of written as JSON text the provider would parse back; `written`: where
-        the JSON text written of an object is recorded with the object (`Ctx.written`)."""
+        the JSON text written of an object is recorded with the object (`Ctx.written`); `tools`: the declarations
+        read too (else the caller reads them: `translate_source`)."""
         if not isinstance(request, dict):
             raise self._fail("", f"the request must be an object, got {type(request).__name__}")
         if self.normal is not None:
@@ -452,9 +466,27 @@ class SourceFormat:
                 if isinstance(part, dict) and part.keys() == TEXT_PART and part["type"] == "text":
                     message["content"] = part["text"]
         hub["messages"] = messages
-        if self.tools_each is not None and request.get(self.tools_each) is not None:
+        if tools and self.tools_each is not None and request.get(self.tools_each) is not None:
             hub["tools"] = self._tools(request[self.tools_each], records, notes, unknown_fields)
         return hub, origins, records, notes
+
+    @cached_property
+    def caller_tools(self) -> CallerTools | None:
+        """The tool declarations as a provider's tools function can read them in place (`Inbound.caller_tools`):
+        when the tool's template writes each key from one key of the tool; None otherwise."""
+        node = self.tool_node
+        if self.tools_each is None or not isinstance(node, Obj):
+            return None
+        keys: dict[str, str] = {}
+        for name, value in node.items:
+            steps = value.reads[0].steps if isinstance(value, Get) and value.plain and len(value.reads) == 1 else None
+            if steps is None or len(steps) != 1 or type(steps[0]) is not str:
+                return None
+            keys[name] = steps[0]
+        listed = {
+            key: (None, *rule.accept) for key, rule in self.tool_unsupported.items() if key not in self.tool_reads
+        }
+        return CallerTools(self.name, MappingProxyType(keys), MappingProxyType(listed))
 
     def _transcript(self, request: dict[str, Any], into: Transcript) -> None:
         """The system key's blocks and the transcript read the general way: each block's kind asked of the
@@ -1477,10 +1509,22 @@ def translate_source(
     objects = not inbound.reads_arguments_json
     # a tool-call input's text, which the provider's read takes as the object it was written of
     written: WrittenTexts | None = None if objects else {}
-    hub, origins, records, notes = fmt.read_recorded(request, unknown_fields, objects, written)
+    caller = fmt.caller_tools
+    write_tools = None if caller is None else inbound.caller_tools(caller)
+    hub, origins, records, notes = fmt.read_recorded(request, unknown_fields, objects, written, write_tools is None)
+    tools = None
+    if write_tools is not None and request.get(fmt.tools_each) is not None:  # read here, after the transcript
+        given = request[fmt.tools_each]
+        tools = _written_tools(write_tools, given, inbound.provider)
+        hub["tools"] = given if tools is not None else fmt._tools(given, records, notes, unknown_fields)
     try:
         body = inbound.translate(
-            hub, system=system, default_system=default_system, unknown_fields=unknown_fields, written=written
+            hub,
+            system=system,
+            default_system=default_system,
+            unknown_fields=unknown_fields,
+            written=written,
+            tools=tools,
         )
     except TranslationError as exc:
         raise remap_error(exc, placed(origins, records)) from None
@@ -1490,6 +1534,18 @@ def translate_source(
     else:
         body.notes = tuple(notes)
     return body
+
+
+def _written_tools(write: Any, given: Any, provider: str) -> tuple[list[Any], set[str]] | None:
+    """The caller's declarations written by the provider's tools function as they are (the hub keeps them, so
+    the request's JSON check walks them at their own paths); None when it declines them, raises or notes
+    anything: then they are read as Chat Completions tools first, where each note and error is placed."""
+    ctx = Ctx(provider)
+    try:
+        written = write(given, ctx)
+    except ToolnexusError:
+        return None
+    return written if written is not None and not ctx.notes else None
 
 
 def write_answer(fmt: SourceFormat, provider: Any, result: TranslateResult) -> AnswerBody:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import Note, TranslationError
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
@@ -45,6 +45,9 @@ from .reader import (
     system_parts,
 )
 from .request_code import Messages, Tools, Written, generate, generate_tools, settle_parts
+
+if TYPE_CHECKING:
+    from .formats import CallerTools
 
 UnknownFields = Literal["error", "drop"]
 
@@ -158,6 +161,9 @@ class Inbound:
     # messages with the same value there become one (None: only merge_consecutive merges).
     merge_same_role: str | None = None
     spliced: frozenset[str] = frozenset()  # part kinds whose template is a list: its blocks join the message's
+    declaration_node: Node | None = None  # the declaration as nodes (what a source format's tools function pastes)
+    # A source format's tools function, by format (`caller_tools`): made on first use
+    _caller_tools: dict[str, Tools | None] = field(default_factory=dict, compare=False, repr=False)
     # Each tool choice given as a string or not at all, read at load (`_choice_table`): the kinds the rules write.
     choices: Choices = field(default_factory=lambda: NO_CHOICES)
 
@@ -174,10 +180,12 @@ class Inbound:
         unknown_fields: UnknownFields = "error",
         decoded: bool = False,
         written: WrittenTexts | None = None,
+        tools: tuple[list[Any], set[str]] | None = None,
     ) -> RequestBody:
         """The provider's body for a request, checked whole for JSON no provider can read unless `decoded`: an
         object `jsonsafe.loads` returned untouched (`decode`), whose parse refused what the check refuses.
-        `written`: arguments texts written of objects a moment before, read as those objects (`loads_written`)."""
+        `written`: arguments texts written of objects a moment before, read as those objects (`loads_written`);
+        `tools`: the tools section written already (a source format's declarations, by `caller_tools`)."""
         provider = self.provider
         if not isinstance(request, dict):
             raise TranslationError(
@@ -222,7 +230,9 @@ class Inbound:
             scope["system"] = chosen
 
         declared: set[str] | None = None
-        if "tools" in scope:
+        if tools is not None:
+            scope["tools"], declared = tools
+        elif "tools" in scope:
             scope["tools"], declared = self._tools_section(scope["tools"], ctx, unknown_fields)
         given = scope.get("tool_choice", MISSING)
         known = self.choices.get((given, parallel)) if type(given) is str or given is MISSING else None
@@ -314,6 +324,16 @@ class Inbound:
     def _fast_tools(self, tools: Any, ctx: Ctx) -> tuple[list[Any], set[str]] | None:
         """The generated tools function; None when it declines the list (or the rules have none)."""
         return None if self.plain_tool_scope is None else self.tools(tools, ctx)
+
+    def caller_tools(self, caller: CallerTools) -> Tools | None:
+        """The tools section's function over a source format's own declarations (`generate_tools`), made once per
+        format; None: that format's declarations are read into Chat Completions ones first."""
+        if caller.format not in self._caller_tools:
+            made = None
+            if self.plain_tool_scope is not None and self.declaration_node is not None:
+                made = generate_tools(self, self.declaration_node, caller)
+            self._caller_tools[caller.format] = None if made is None else made[1]
+        return self._caller_tools[caller.format]
 
     def _refuse(self, path: str, message: str) -> TranslationError:
         return TranslationError(path, message, provider=self.provider)
@@ -652,8 +672,15 @@ def compile_inbound(source: RuleSource) -> Inbound:
     code_items = (*inbound.code, (("messages",), text))
     if plain_tool_scope is None:
         return replace(inbound, messages=run, code=code_items)
-    tools_text, tools_run = generate_tools(inbound, decl_env.parsed[("tools", "declaration")])
-    return replace(inbound, messages=run, tools=tools_run, code=(*code_items, (("tools",), tools_text)))
+    node = decl_env.parsed[("tools", "declaration")]
+    tools_text, tools_run = _needed(generate_tools(inbound, node))
+    sections = (*code_items, (("tools",), tools_text))
+    return replace(inbound, messages=run, tools=tools_run, code=sections, declaration_node=node)
+
+
+def _needed(generated: tuple[str, Tools] | None) -> tuple[str, Tools]:
+    assert generated is not None  # the plain tools function is always generated
+    return generated
 
 
 def _choice_table(writers: Mapping[str, Render], provider: str) -> Choices:

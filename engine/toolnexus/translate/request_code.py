@@ -44,6 +44,7 @@ from .reader import (
 )
 
 if TYPE_CHECKING:
+    from .formats import CallerTools
     from .inbound import Inbound
 
 # (the written messages, the hoisted prompts, the notes of the turns, the index of the first turn, what the
@@ -362,13 +363,17 @@ def _role(
 TOOLS = ListPath("tools", ".function")
 
 
-def generate_tools(inbound: Inbound, declaration: Node) -> tuple[str, Tools]:
+def generate_tools(inbound: Inbound, declaration: Node, caller: CallerTools | None = None) -> tuple[str, Tools] | None:
     """The tools section's function and its source: per tool, the fast test of its shape and the declaration
     written inline. The test passes a tool `{type: function, function}` whose function keys the declaration all
     reads (none null; any keys when it reads the tool whole), with a new non-empty name, a string description and
     an object of parameters if given. It declines (None) anything else, and the explain step decides: the notes
-    written before it declined are taken back."""
+    written before it declined are taken back. With `caller`, the same function over a source format's own
+    declarations: each key read where the caller keeps it, besides only the listed keys holding what settles
+    silently (None when the declaration is not read that way: it reads the tool whole, or keys it does not count)."""
     whole = inbound.plain_tool_scope == "source"
+    if whole and caller is not None:
+        return None
     if whole:
         inline = inline_node(declaration, "{'source': tool_}", "written_", is_dict=True, known={"source": "tool_"})
     else:  # the name, tested below before anything is written, is known there: written without a test
@@ -383,26 +388,57 @@ def generate_tools(inbound: Inbound, declaration: Node) -> tuple[str, Tools]:
         for key, var in tested.items()
         if key not in firsts or var == f"{key}_"
     ]
-    name, description, parameters = tested.values()
     decline = ["            del c.notes[noted_:]", "            return None"]
+    shape = [
+        "        fn_ = tool_.get('function') if type(tool_) is dict and len(tool_) == 2 else None",
+        "        if type(fn_) is not dict or tool_.get('type') != 'function':",
+        *decline,
+    ]
+    counted = not whole and inbound.tool_keys_read is not None and inbound.tool_keys_read <= firsts.keys()
+    if caller is not None:
+        if not counted:
+            return None
+        # every key the declaration reads (and the three tested) in a variable, read from the caller's key
+        held = {key: f"k{i}_" for i, key in enumerate(dict.fromkeys([*tested, *firsts]))}
+        inline = inline_node(declaration, "fn_", "written_", is_dict=True, known=held, present=frozenset({"name"}))
+        names.update(inline.names)
+        firsts, tested = {key: held[key] for key in firsts}, {key: held[key] for key in tested}
+        own_reads = [
+            f"        {var} = fn_.get({caller.keys[key]!r}, MISSING)"
+            if key in caller.keys
+            else f"        {var} = MISSING"
+            for key, var in held.items()
+        ]
+        own = frozenset(caller.keys[key] for key in inbound.tool_keys_read or () if key in caller.keys)
+        names["OWN_"], names["LISTED_"] = own, own | frozenset(caller.quiet)
+        silent = []
+        for i, (key, values) in enumerate(caller.quiet.items()):
+            names[f"QUIET_{i}_"] = values
+            silent.append(f"fn_.get({key!r}) in QUIET_{i}_")
+        shape = [
+            "        fn_ = tool_",
+            "        if type(fn_) is not dict or not fn_.keys() <= OWN_ and not (",
+            f"                {' and '.join(['fn_.keys() <= LISTED_', *silent])}):",
+            *decline,
+        ]
+    name, description, parameters = tested.values()
     lines = [
         "def tools(tools_, c):",
         "    if type(tools_) is not list: return None",
         "    out_, declared_, noted_ = [], set(), len(c.notes)",
         "    for i_, tool_ in enumerate(tools_):",
-        "        fn_ = tool_.get('function') if type(tool_) is dict and len(tool_) == 2 else None",
-        "        if type(fn_) is not dict or tool_.get('type') != 'function':",
-        *decline,
+        *shape,
     ]
     # Only keys the declaration reads, none null: with each read key in a variable, that is a count (the keys it
     # reads that are present are all its keys) and a test of the variables not tested below (name, description
     # and parameters are refused when null by their type test), cheaper than a subset test and a scan of values.
     only_read: list[str] = []
-    if not whole and inbound.tool_keys_read is not None and inbound.tool_keys_read <= firsts.keys():
-        reads = [key for key in firsts if key in inbound.tool_keys_read]
+    if counted:
+        reads = [key for key in firsts if key in (inbound.tool_keys_read or ())]
         count = " + ".join("1" if key == "name" else f"({firsts[key]} is not MISSING)" for key in reads)
         only_read = [f"                or {firsts[key]} is None" for key in reads if key not in tested]
-        only_read.append(f"                or len(fn_) != {count}")
+        if caller is None:
+            only_read.append(f"                or len(fn_) != {count}")
     elif not whole:
         lines += ["        if not fn_.keys() <= READS or None in fn_.values():", *decline]
     lines += own_reads  # first: the inline head may read below the name (a chain `name.x`, read up front)
@@ -421,7 +457,8 @@ def generate_tools(inbound: Inbound, declaration: Node) -> tuple[str, Tools]:
         "    c.path = ''",
         "    return out_, declared_",
     ]
-    text, run = _compiled(lines, f"<tools {inbound.provider}>", names, "tools")
+    label = f"<tools {inbound.provider}>" if caller is None else f"<tools {caller.format} -> {inbound.provider}>"
+    text, run = _compiled(lines, label, names, "tools")
     return text, run
 
 
