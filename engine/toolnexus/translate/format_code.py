@@ -44,13 +44,12 @@ from .formats import (
     LATE,
     ONCE,
     STRAIGHT,
-    TOOL_RECORD,
     VIEW_FIELDS,
     WHOLE,
     Bind,
     Kind,
     Moment,
-    Record,
+    Records,
     SourceFormat,
     once_moments,
     quiet,
@@ -58,11 +57,17 @@ from .formats import (
 )
 
 # (the normal-form messages, their records, each message with the role its blocks were read as)
-Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
+Read = tuple[list[dict[str, Any]], Records, list[tuple[dict[str, Any], str]]]
 Reader = Callable[[list[Any], Any, bool, WrittenTexts | None], Read | None]  # (`Ctx.written`: the last)
-ToolsReader = Callable[[Any, Callable[[Record], None]], list[Any] | None]  # the declarations (records added)
+ToolsReader = Callable[[Any, Records], list[Any] | None]  # the declarations (their records added)
 Writer = Callable[[dict[str, Any], Ctx], dict[str, Any]]
 EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+def _record(index: str, member: str | None, inner: str | None, value: str, top: str = "messages") -> str:
+    """The line recording where an element came from (`formats.Records`): keyed by the element (`top`'s element at
+    `index`, a key of it, an element of that key's list), the value its source path's format, numbers and renames."""
+    return f"R[({top!r}, {index}, {member!r}, {inner or None})] = ({value})"
 
 
 class _Gen(Namespace):
@@ -86,7 +91,7 @@ class _Gen(Namespace):
         return [
             "n = len(out)",
             f"cur = {{'role': {role!r}, 'content': []}}",
-            "R(('messages[{}]', n, 0, WS, i, None, EMPTY))",
+            _record("n", None, None, "WS, i, None, EMPTY"),
             "out.append(cur)",
             f"made.append((cur, {role!r}))",
         ]
@@ -119,7 +124,7 @@ class _Gen(Namespace):
         (`_message`)."""
         lines = ["if type(content) is str:"]
         fresh = [
-            "R(('messages[{}]', len(out), 0, WS, i, None, EMPTY))",
+            _record("len(out)", None, None, "WS, i, None, EMPTY"),
             f"cur = {{'role': {role!r}, 'content': content}}",
             "out.append(cur)",
             f"made.append((cur, {role!r}))",
@@ -129,7 +134,7 @@ class _Gen(Namespace):
                 f"    if out and out[-1]['role'] == {role!r}:",
                 *indent(self.current(role), 8),
                 "        parts = cur['content']",
-                "        R(('messages[{}].content[{}]', n, len(parts), WS, i, None, EMPTY))",
+                "        " + _record("n", "content", "len(parts)", "WS, i, None, EMPTY"),
                 "        parts.append({'type': 'text', 'text': content})",
                 "    else:",
                 *indent(fresh, 8),
@@ -189,18 +194,17 @@ class _Gen(Namespace):
         if kind.mode == "part":
             return [
                 "parts = cur['content']",
-                f"R(('messages[{{}}].content[{{}}]', n, len(parts), {source}, {renames}))",
+                _record("n", "content", "len(parts)", f"{source}, {renames}"),
                 "parts.append(w)",
             ]
-        into = kind.into.replace("{", "{{").replace("}", "}}")
         return [  # the message's list made with its first item (no empty list made for every item)
             f"items = cur.get({kind.into!r})",
             "if items is None:",
             f"    items = cur[{kind.into!r}] = [w]",
-            f"    R(('messages[{{}}].{into}', n, 0, {source}, EMPTY))",
-            f"    R(('messages[{{}}].{into}[{{}}]', n, 0, {source}, {renames}))",
+            "    " + _record("n", kind.into, None, f"{source}, EMPTY"),
+            "    " + _record("n", kind.into, "0", f"{source}, {renames}"),
             "else:",
-            f"    R(('messages[{{}}].{into}[{{}}]', n, len(items), {source}, {renames}))",
+            "    " + _record("n", kind.into, "len(items)", f"{source}, {renames}"),
             "    items.append(w)",
         ]
 
@@ -225,7 +229,7 @@ class _Gen(Namespace):
         renames = self.name(kind.renames, "RENAMES_")
         return [
             *lines,
-            f"R(('messages[{{}}]', len(out), 0, {source}, {renames}))",
+            _record("len(out)", None, None, f"{source}, {renames}"),
             "out.append(w)",
             f"made.append((w, {role!r}))",
         ]
@@ -247,7 +251,7 @@ class _Gen(Namespace):
             body = [
                 *self.shape(kind, "b2"),
                 *self.template(kind, "w2", "b2"),
-                f"R(('messages[{{}}].content[{{}}]', len(out), j2, nsrc, j2, None, {renames}))",
+                _record("len(out)", "content", "j2", f"nsrc, j2, None, {renames}"),
                 "ps.append(w2)",
             ]
             lines += indent(body, 8)
@@ -279,7 +283,7 @@ class _Gen(Namespace):
             "        if type(t) is not dict: return None",
             f"        if not t.keys() <= {reads} and not quiet(t, {reads}, {table}): return None",
             *indent([*pasted.head, *pasted.body], 8),
-            f"        R(({TOOL_RECORD!r}, i, 0, {source!r}, i, None, {renames}))",
+            "        " + _record("i", None, None, f"{source!r}, i, None, {renames}", top="tools"),
             "        out.append({'type': 'function', 'function': w})",
             "    return out",
         ]
@@ -317,8 +321,7 @@ class _Gen(Namespace):
         fmt = self.fmt
         lines = [
             "def transcript(msgs, system, objects=False, written=None):",
-            "    out, records, made = [], [], []",
-            "    R = records.append",
+            "    out, R, made = [], {}, []",
             f"    c = Ctx({fmt.name!r})",
             "    c.objects, c.written = objects, written",
         ]
@@ -359,7 +362,7 @@ class _Gen(Namespace):
             lines.append(f"        {branch} role == {role!r}:")
             lines += indent(self.message(role, role in fmt.joining_roles), 12)
             branch = "elif"
-        lines += ["        else: return None", "    return out, records, made"]
+        lines += ["        else: return None", "    return out, R, made"]
         return lines
 
 
