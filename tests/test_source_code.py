@@ -128,6 +128,9 @@ CALLER_TOOLS = {  # per format: tool lists the provider's tools function takes i
         [{"type": "function", "name": "f", "parameters": SCHEMA, "output_schema": {}}],  # dropped, noted
         [{"type": "web_search"}],  # refused
         [{"type": "function", "name": "f", "parameters": {"a": float("inf")}}],
+        [{"type": "function", "name": "f", "parameters": SCHEMA, "strict": None}, {"type": "function", "name": "g"}],
+        [{"type": "function", "name": "f", "description": 5}],
+        [{"type": "function", "description": "d"}],
     ],
 }
 
@@ -135,7 +138,7 @@ CALLER_TOOLS = {  # per format: tool lists the provider's tools function takes i
 def _translated(provider: str, source: str, request: Any, unknown_fields: str) -> Any:
     try:
         body = toolnexus.translate_request(provider, request, source=source, unknown_fields=unknown_fields)
-        return dict(body), body.notes
+        return repr(dict(body)), body.notes  # the repr: the keys' order too
     except ToolnexusError as exc:
         return (type(exc).__name__, getattr(exc, "path", None), str(exc))
 
@@ -156,7 +159,8 @@ def test_the_provider_writes_the_callers_tool_declarations_in_place(
     read = formats.SourceFormat._tools
     calls: list[Any] = []
     monkeypatch.setattr(formats.SourceFormat, "_tools", lambda self, *a: calls.append(a) or read(self, *a))
-    assert _translated("gemini", source, requests[0], "error")[0]["tools"]
+    for provider in ("gemini", "openai"):  # a declaration of the tool's keys, one of the whole tool
+        assert "'tools': [{" in _translated(provider, source, requests[0], "error")[0]
     assert calls == []  # written in place: the format's own read of the tools never ran
     for provider in load_rules().names():
         for request in requests:

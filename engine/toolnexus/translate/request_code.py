@@ -370,12 +370,12 @@ def generate_tools(inbound: Inbound, declaration: Node, caller: CallerTools | No
     an object of parameters if given. It declines (None) anything else, and the explain step decides: the notes
     written before it declined are taken back. With `caller`, the same function over a source format's own
     declarations: each key read where the caller keeps it, besides only the listed keys holding what settles
-    silently (None when the declaration is not read that way: it reads the tool whole, or keys it does not count)."""
+    silently; a declaration reading the tool whole reads it as the Chat Completions tool the format's read makes,
+    built from those keys (None when the declaration is not read that way: keys it does not count)."""
     whole = inbound.plain_tool_scope == "source"
-    if whole and caller is not None:
-        return None
     if whole:
-        inline = inline_node(declaration, "{'source': tool_}", "written_", is_dict=True, known={"source": "tool_"})
+        scope = "tool_" if caller is None else "source_"
+        inline = inline_node(declaration, f"{{'source': {scope}}}", "written_", is_dict=True, known={"source": scope})
     else:  # the name, tested below before anything is written, is known there: written without a test
         known = {"name": "name_"}
         inline = inline_node(declaration, "fn_", "written_", is_dict=True, known=known, present=frozenset(known))
@@ -395,13 +395,16 @@ def generate_tools(inbound: Inbound, declaration: Node, caller: CallerTools | No
         *decline,
     ]
     counted = not whole and inbound.tool_keys_read is not None and inbound.tool_keys_read <= firsts.keys()
+    built: list[str] = []  # what the declaration reads, made from the caller's keys first
     if caller is not None:
-        if not counted:
+        if not (counted or whole):
             return None
-        # every key the declaration reads (and the three tested) in a variable, read from the caller's key
-        held = {key: f"k{i}_" for i, key in enumerate(dict.fromkeys([*tested, *firsts]))}
-        inline = inline_node(declaration, "fn_", "written_", is_dict=True, known=held, present=frozenset({"name"}))
-        names.update(inline.names)
+        # every key the declaration reads (and the three tested; read whole: every key) in a variable, read from
+        # the caller's key
+        held = {key: f"k{i}_" for i, key in enumerate(dict.fromkeys([*tested, *(caller.keys if whole else firsts)]))}
+        if not whole:
+            inline = inline_node(declaration, "fn_", "written_", is_dict=True, known=held, present=frozenset({"name"}))
+            names.update(inline.names)
         firsts, tested = {key: held[key] for key in firsts}, {key: held[key] for key in tested}
         own_reads = [
             f"        {var} = fn_.get({caller.keys[key]!r}, MISSING)"
@@ -409,7 +412,14 @@ def generate_tools(inbound: Inbound, declaration: Node, caller: CallerTools | No
             else f"        {var} = MISSING"
             for key, var in held.items()
         ]
-        own = frozenset(caller.keys[key] for key in inbound.tool_keys_read or () if key in caller.keys)
+        if whole:  # the Chat Completions tool the format's read makes (`SourceFormat._tools`), its keys in order
+            built = ["        function_ = {}"]
+            for key in caller.keys:
+                present = "" if key == "name" else f"if {held[key]} is not MISSING: "  # the name tested: there
+                built.append(f"        {present}function_[{key!r}] = {held[key]}")
+            built.append("        source_ = {'type': 'function', 'function': function_}")
+        read = caller.keys if whole else inbound.tool_keys_read or ()
+        own = frozenset(caller.keys[key] for key in read if key in caller.keys)
         names["OWN_"], names["LISTED_"] = own, own | frozenset(caller.quiet)
         silent = []
         for i, (key, values) in enumerate(caller.quiet.items()):
@@ -422,7 +432,7 @@ def generate_tools(inbound: Inbound, declaration: Node, caller: CallerTools | No
             *decline,
         ]
     name, description, parameters = tested.values()
-    lines = [
+    lines: list[str] = [
         "def tools(tools_, c):",
         "    if type(tools_) is not list: return None",
         "    out_, declared_, noted_ = [], set(), len(c.notes)",
@@ -451,6 +461,7 @@ def generate_tools(inbound: Inbound, declaration: Node, caller: CallerTools | No
         "                ):",
         *decline,
         f"        declared_.add({name})",
+        *built,
         *(["        c.path = (TOOLS, i_)"] if USES_CONTEXT.search("\n".join(inline.body)) else []),
         *("        " + line for line in inline.body),
         "        out_.append(written_)",
