@@ -84,7 +84,7 @@ def test_generated_reader_takes_the_common_shape() -> None:
         system = request.get(fmt.system) if fmt.system else None
         assert fmt.transcript(request[fmt.each], system) is not None
         assert fmt.tools_reader is not None and fmt.tools_each is not None
-        assert fmt.tools_reader(request[fmt.tools_each], {}) is not None
+        assert fmt.tools_reader(request[fmt.tools_each], [].append) is not None
 
 
 def test_generated_tools_reader_hands_on_what_needs_settling() -> None:
@@ -93,14 +93,15 @@ def test_generated_tools_reader_hands_on_what_needs_settling() -> None:
     fmt = load_rules().format("anthropic")
     assert fmt.tools_reader is not None
     tools = [{"name": "f", "input_schema": {}}, {"name": "g", "input_schema": {}, "loud": True}]
-    assert fmt.tools_reader(tools, {}) is None
+    records: list[Any] = []
+    assert fmt.tools_reader(tools, records.append) is None
     request = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools}
     with pytest.raises(ToolnexusError) as caught:
         fmt.read(request)
     assert caught.value.path == "tools[1].loud"  # type: ignore[attr-defined]
     hub, _, records, notes = fmt.read_recorded(request, unknown_fields="drop")
     assert [(n.kind, n.path) for n in notes] == [("dropped", "tools[1].loud")]
-    assert [key for key in records if key[0] == "tools"] == [("tools", 0, None, None), ("tools", 1, None, None)]
+    assert [r[:3] for r in records if r[0] == "tools[{}]"] == [("tools[{}]", 0, 0), ("tools[{}]", 1, 0)]
     assert hub["tools"] == [{"type": "function", "function": {"name": n, "parameters": {}}} for n in "fg"]
 
 
@@ -341,23 +342,21 @@ def below_every_element(hub: dict[str, Any]) -> list[str]:
     return paths
 
 
-def test_a_note_path_takes_its_deepest_record() -> None:
-    """Among one message's records, a path takes the element's over the key's over the message's, each found by
-    its key (a prefix that does not end where `remap` cuts takes none), as `remap` over `placed` finds them."""
+def test_a_note_path_takes_its_deepest_record_and_of_equal_ones_the_later() -> None:
+    """Among one message's records, a path takes the element's over the key's over the message's, and of two
+    records with the same key and numbers the later one (as `placed` keeps the later), whatever their order."""
     renamed = {"function.arguments": "input"}
-    records: formats.Records = {
-        ("messages", 0, None, None): ("message[{0}]", 4, None, {}),
-        ("messages", 1, None, None): ("message[{0}]", 1, None, {}),
-        ("messages", 1, "tool_calls", 0): ("call[{0}]", 2, None, renamed),
-        ("messages", 1, "tool_calls", None): ("calls[{0}]", 3, None, {}),
-        ("tools", 1, None, None): ("tools[{0}]", 1, None, {"function.name": "name"}),
-    }
+    records: list[formats.Record] = [
+        ("messages[{}]", 0, 0, "early[{0}]", 0, None, {}),
+        ("messages[{}]", 0, 0, "late[{0}]", 4, None, {}),  # records come by their first number (`named` bisects)
+        ("messages[{}]", 1, 0, "message[{0}]", 1, None, {}),
+        ("messages[{}].tool_calls[{}]", 1, 0, "call[{0}]", 2, None, renamed),
+        ("messages[{}].tool_calls", 1, 0, "calls[{0}]", 3, None, {}),
+    ]
     paths = ["messages[0].content", "messages[1].tool_calls[0].function.arguments", "messages[1].tool_calls[1]"]
-    paths += ["messages[1].tool_callsx", "tools[1].function.name", "tools[1]x", "system[0]"]
-    expected = ["message[4].content", "call[2].input", "calls[3][1]", "message[1].tool_callsx", "tools[1].name"]
-    expected += ["tools[1]x", "system[0]"]
+    expected = ["late[4].content", "call[2].input", "calls[3][1]"]
     assert named(paths, {}, records) == expected
-    assert [remap(path, placed({}, dict(records))) for path in paths] == expected
+    assert [remap(path, placed({}, list(records))) for path in paths] == expected
 
 
 @pytest.mark.parametrize("source", FORMATS)
@@ -376,9 +375,29 @@ def test_the_notes_paths_are_placed_from_their_own_records_alone(source: str) ->
     paths += ["messages", "messages[x].content", "messages[3]x", "messages[3].", "system.content[0]"]
     paths += below_every_element(hub) + [f"tools[{i}].function.name" for i in range(len(hub["tools"]))]
     paths += ["messages[7].content[0]x", "tools[1]x", "messages[2].tool_calls[0].function.arguments"]
-    every = placed(dict(origins), dict(records))
-    records[("messages", len(hub["messages"]) + 5, None, None)] = ("{9}", 0, None, {})  # formatting it raises
+    every = placed(dict(origins), list(records))
+    unformattable = ("messages[{}]", len(hub["messages"]) + 5, 0, "{9}", 0, None, {})  # formatting it raises
+    tools_at = len(records) - len(hub["tools"])  # the transcript's last record, in its order (`named` bisects)
+    records[tools_at:tools_at] = [unformattable]
     assert named(paths, origins, records) == [remap(path, every) for path in paths]
+
+
+@pytest.mark.parametrize(("source", "name", "request_"), source_requests())
+def test_the_records_come_in_the_order_named_bisects(source: str, name: str, request_: Any) -> None:
+    """`named` finds a path's records by bisection: the transcript's records sorted by their first number (the
+    message's), then the tools' (TOOL_RECORD) sorted by theirs, as the generated reader appends them."""
+    fmt = load_rules().format(source)
+    try:
+        _, _, records, _ = fmt.read_recorded(copy.deepcopy(request_))
+    except ToolnexusError:
+        return  # a refused request has no notes to name
+    keys = [record[0] for record in records]
+    tools_at = keys.index(formats.TOOL_RECORD) if formats.TOOL_RECORD in keys else len(records)
+    transcript, tools = records[:tools_at], records[tools_at:]
+    assert all(record[0] == formats.TOOL_RECORD for record in tools)
+    for part in (transcript, tools):
+        numbers = [record[1] for record in part]
+        assert numbers == sorted(numbers)
 
 
 def test_a_made_id_is_made_only_where_its_item_is_written(monkeypatch: pytest.MonkeyPatch) -> None:

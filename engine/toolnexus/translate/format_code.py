@@ -44,12 +44,13 @@ from .formats import (
     LATE,
     ONCE,
     STRAIGHT,
+    TOOL_RECORD,
     VIEW_FIELDS,
     WHOLE,
     Bind,
     Kind,
     Moment,
-    Records,
+    Record,
     SourceFormat,
     once_moments,
     quiet,
@@ -57,17 +58,11 @@ from .formats import (
 )
 
 # (the normal-form messages, their records, each message with the role its blocks were read as)
-Read = tuple[list[dict[str, Any]], Records, list[tuple[dict[str, Any], str]]]
+Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
 Reader = Callable[[list[Any], Any, bool, WrittenTexts | None], Read | None]  # (`Ctx.written`: the last)
-ToolsReader = Callable[[Any, Records], list[Any] | None]  # the declarations (their records added)
+ToolsReader = Callable[[Any, Callable[[Record], None]], list[Any] | None]  # the declarations (records added)
 Writer = Callable[[dict[str, Any], Ctx], dict[str, Any]]
 EMPTY: Mapping[str, str] = MappingProxyType({})
-
-
-def _record(index: str, member: str | None, inner: str | None, value: str, top: str = "messages") -> str:
-    """The line recording where an element came from (`formats.Records`): keyed by the element (`top`'s element at
-    `index`, a key of it, an element of that key's list), the value its source path's format, numbers and renames."""
-    return f"R[({top!r}, {index}, {member!r}, {inner or None})] = ({value})"
 
 
 class _Gen(Namespace):
@@ -91,7 +86,7 @@ class _Gen(Namespace):
         return [
             "n = len(out)",
             f"cur = {{'role': {role!r}, 'content': []}}",
-            _record("n", None, None, "WS, i, None, EMPTY"),
+            "R(('messages[{}]', n, 0, WS, i, None, EMPTY))",
             "out.append(cur)",
             f"made.append((cur, {role!r}))",
         ]
@@ -124,7 +119,7 @@ class _Gen(Namespace):
         (`_message`)."""
         lines = ["if type(content) is str:"]
         fresh = [
-            _record("len(out)", None, None, "WS, i, None, EMPTY"),
+            "R(('messages[{}]', len(out), 0, WS, i, None, EMPTY))",
             f"cur = {{'role': {role!r}, 'content': content}}",
             "out.append(cur)",
             f"made.append((cur, {role!r}))",
@@ -134,7 +129,7 @@ class _Gen(Namespace):
                 f"    if out and out[-1]['role'] == {role!r}:",
                 *indent(self.current(role), 8),
                 "        parts = cur['content']",
-                "        " + _record("n", "content", "len(parts)", "WS, i, None, EMPTY"),
+                "        R(('messages[{}].content[{}]', n, len(parts), WS, i, None, EMPTY))",
                 "        parts.append({'type': 'text', 'text': content})",
                 "    else:",
                 *indent(fresh, 8),
@@ -194,17 +189,18 @@ class _Gen(Namespace):
         if kind.mode == "part":
             return [
                 "parts = cur['content']",
-                _record("n", "content", "len(parts)", f"{source}, {renames}"),
+                f"R(('messages[{{}}].content[{{}}]', n, len(parts), {source}, {renames}))",
                 "parts.append(w)",
             ]
+        into = kind.into.replace("{", "{{").replace("}", "}}")
         return [  # the message's list made with its first item (no empty list made for every item)
             f"items = cur.get({kind.into!r})",
             "if items is None:",
             f"    items = cur[{kind.into!r}] = [w]",
-            "    " + _record("n", kind.into, None, f"{source}, EMPTY"),
-            "    " + _record("n", kind.into, "0", f"{source}, {renames}"),
+            f"    R(('messages[{{}}].{into}', n, 0, {source}, EMPTY))",
+            f"    R(('messages[{{}}].{into}[{{}}]', n, 0, {source}, {renames}))",
             "else:",
-            "    " + _record("n", kind.into, "len(items)", f"{source}, {renames}"),
+            f"    R(('messages[{{}}].{into}[{{}}]', n, len(items), {source}, {renames}))",
             "    items.append(w)",
         ]
 
@@ -229,7 +225,7 @@ class _Gen(Namespace):
         renames = self.name(kind.renames, "RENAMES_")
         return [
             *lines,
-            _record("len(out)", None, None, f"{source}, {renames}"),
+            f"R(('messages[{{}}]', len(out), 0, {source}, {renames}))",
             "out.append(w)",
             f"made.append((w, {role!r}))",
         ]
@@ -251,7 +247,7 @@ class _Gen(Namespace):
             body = [
                 *self.shape(kind, "b2"),
                 *self.template(kind, "w2", "b2"),
-                _record("len(out)", "content", "j2", f"nsrc, j2, None, {renames}"),
+                f"R(('messages[{{}}].content[{{}}]', len(out), j2, nsrc, j2, None, {renames}))",
                 "ps.append(w2)",
             ]
             lines += indent(body, 8)
@@ -283,7 +279,7 @@ class _Gen(Namespace):
             "        if type(t) is not dict: return None",
             f"        if not t.keys() <= {reads} and not quiet(t, {reads}, {table}): return None",
             *indent([*pasted.head, *pasted.body], 8),
-            "        " + _record("i", None, None, f"{source!r}, i, None, {renames}", top="tools"),
+            f"        R(({TOOL_RECORD!r}, i, 0, {source!r}, i, None, {renames}))",
             "        out.append({'type': 'function', 'function': w})",
             "    return out",
         ]
@@ -321,7 +317,8 @@ class _Gen(Namespace):
         fmt = self.fmt
         lines = [
             "def transcript(msgs, system, objects=False, written=None):",
-            "    out, R, made = [], {}, []",
+            "    out, records, made = [], [], []",
+            "    R = records.append",
             f"    c = Ctx({fmt.name!r})",
             "    c.objects, c.written = objects, written",
         ]
@@ -362,7 +359,7 @@ class _Gen(Namespace):
             lines.append(f"        {branch} role == {role!r}:")
             lines += indent(self.message(role, role in fmt.joining_roles), 12)
             branch = "elif"
-        lines += ["        else: return None", "    return out, R, made"]
+        lines += ["        else: return None", "    return out, records, made"]
         return lines
 
 

@@ -15,11 +15,13 @@ import hashlib
 import re
 import time
 import uuid
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import compress, repeat
+from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, Protocol, TypeVar
 
@@ -163,68 +165,91 @@ Bind = Callable[[dict[str, Any]], Said]
 STRAIGHT = frozenset({("piece", "text"), ("piece", "reasoning")})
 Origins = dict[str, tuple[str, Mapping[str, str]]]  # normal-form path -> (the format's path, key renames below it)
 NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the policy decides
-# Where each normal-form element of the transcript (or a tool) came from, as the generated reader records it, keyed
-# by the element it describes: (its list, `messages` or `tools`; its index there; a key of it or None; an index in
-# that key's list or None), so `messages[3].tool_calls[0]` is ("messages", 3, "tool_calls", 0) -> the source path's
-# format (`{0}`, `{1}`: the numbers it takes), those numbers, the renames below it. Formatted only when a path is
-# asked (`placed`, `named`); of two records of one element the later is kept, as the general read's `origins` keep.
-RecordKey = tuple[str, int, str | None, int | None]
-Record = tuple[str, int | None, int | None, Mapping[str, str]]
-Records = dict[RecordKey, Record]
+# Where one normal-form element of the transcript (or a tool) came from, as the generated reader records it, in
+# message order, then the tools (formatted only when asked: `placed`, `named`, which bisects them by their first
+# number, so the reader appends them in that order): its path's format (`messages[...`),
+# its two numbers (a format of one number gets 0 as the second), the source path's format (`{0}`, `{1}`: the
+# numbers it takes), those numbers, the renames below it
+Record = tuple[str, int, int, str, int | None, int | None, Mapping[str, str]]
 
 
-def placed(origins: Origins, records: Records) -> Origins:
+def placed(origins: Origins, records: list[Record]) -> Origins:
     """`origins` with the records added (normal-form path -> the source path, renames): made only when an error
     needs its path named, so a call that needs none formats no path (notes: `named`)."""
-    for (top, a, member, b), (source, x, y, renames) in records.items():
-        key = f"{top}[{a}]" if member is None else f"{top}[{a}].{member}" if b is None else f"{top}[{a}].{member}[{b}]"
-        origins[key] = (source.format(x, y), renames)
+    for key, a, b, source, x, y, renames in records:
+        origins[key.format(a, b)] = (source.format(x, y), renames)
     records.clear()
     return origins
 
 
-# What the reader records of a path: an element of a top list (`messages[3]`, `tools[0]`), a key of it
-# (`messages[3].tool_calls`) and an element of that (`messages[3].content[1]`), nothing deeper.
+TOOL_RECORD = "tools[{}]"  # a tool's record's key (the tools' records follow the transcript's)
+_NUMBER = itemgetter(1)  # a record's first number
+# What the reader records of a path: an element of a top list (`messages[{}]`, `tools[{}]`), a key of it
+# (`messages[{}].tool_calls`) and an element of that (`messages[{}].content[{}]`), nothing deeper.
 _RECORDED = re.compile(r"([^\[]*)\[([0-9]+)\](?:\.([^.\[]*)(?:\[([0-9]+)\])?)?")
 
 
-def named(paths: Iterable[str], origins: Origins, records: Records) -> list[str]:
+def named(paths: Iterable[str], origins: Origins, records: list[Record]) -> list[str]:
     """Each normal-form path (a note's) as the format's request names it: what `remap` over `placed` gives, with
-    only the one record each path begins with formatted (the deepest recorded prefix, found by its key: at most
-    three lookups), and the rest of the path renamed below it; a path no record begins remapped by `origins`."""
+    only the one record each path begins with formatted (the deepest recorded prefix, found by its numbers among
+    the records, which come in order: `_deepest`), and the rest of the path renamed below it; a path no record
+    begins remapped by `origins`. No index of the records is built: a call has a few notes, hundreds of records."""
+    tools_at = -1  # where the tools' records begin, found when a path first needs a record
     out = []
     for path in paths:
         found = _RECORDED.match(path) if records else None
-        record, cut = (None, 0) if found is None else _deepest(path, found, records)
+        record = None
+        if found is not None:
+            if tools_at < 0:
+                tools_at = bisect_left(records, True, key=_is_tool)
+            record, cut = _deepest(path, found, records, tools_at)
         if record is None:
             out.append(remap(path, origins))
         else:
-            source, x, y, renames = record
+            _, _, _, source, x, y, renames = record
             out.append(_renamed(source.format(x, y), renames, path[cut:]))
     return out
 
 
-def _deepest(path: str, found: re.Match[str], records: Records) -> tuple[Record | None, int]:
+def _is_tool(record: Record) -> bool:
+    """Whether a record is a tool's (the bisection key of where the tools' records begin)."""
+    return record[0] == TOOL_RECORD
+
+
+def _deepest(path: str, found: re.Match[str], records: list[Record], tools_at: int) -> tuple[Record | None, int]:
     """The record of the deepest prefix of `path` that ends where `remap` cuts (the end, a `.` or a `[`), and
-    where that prefix ends."""
-    top, number, member, inner = found.groups()
-    a, size = int(number), len(path)
+    where that prefix ends; of records with the same key and numbers the later wins, as in `placed`. The
+    transcript's records come in message order, then the tools' in tool order (each part sorted by its first
+    number, the reader's order), so the path's are one run, found by bisection."""
+    head, number, name, inner = found.groups()
+    a, key, size = int(number), head + "[{}]", len(path)
+    element = member = None  # the keys of a deeper prefix, where it ends where remap cuts
+    element_at = member_at = b = 0
     if inner is not None:
-        at = found.end(4) + 1
-        if at == size or path[at] in ".[":
-            record = records.get((top, a, member, int(inner)))
-            if record is not None:
-                return record, at
-    if member is not None:
-        at = found.end(3)
-        if at == size or path[at] in ".[":
-            record = records.get((top, a, member, None))
-            if record is not None:
-                return record, at
-    at = found.end(2) + 1
-    if at == size or path[at] in ".[":
-        return records.get((top, a, None, None)), at
-    return None, 0
+        element_at = found.end(4) + 1
+        if element_at == size or path[element_at] in ".[":
+            element, b = f"{key}.{name}[{{}}]", int(inner)
+    if name is not None:
+        member_at = found.end(3)
+        if member_at == size or path[member_at] in ".[":
+            member = f"{key}.{name}"
+    top_at = found.end(2) + 1
+    if not (top_at == size or path[top_at] in ".["):
+        key = ""  # no record begins it at this depth
+    low, high = (tools_at, len(records)) if key == TOOL_RECORD else (0, tools_at)
+    at = bisect_left(records, a, low, high, key=_NUMBER)
+    chosen: tuple[Record | None, int] = (None, 0)
+    depth = 3  # of the chosen: 0 an element of a key, 1 a key, 2 the message or tool itself
+    while at < high and records[at][1] == a:
+        record = records[at]
+        at += 1
+        if element is not None and record[0] == element and record[2] == b:
+            chosen, depth = (record, element_at), 0
+        elif depth >= 1 and record[0] == member and record[2] == 0:
+            chosen, depth = (record, member_at), 1
+        elif depth >= 2 and record[0] == key and record[2] == 0:
+            chosen, depth = (record, top_at), 2
+    return chosen
 
 
 def unread(
@@ -325,7 +350,7 @@ class SourceFormat:
     transcript: Callable[[list[Any], Any, bool, Any], Any] | None = None
     # The tools' generated reader (format_code `tools`, in `transcript_code` too): None from it (a key to settle,
     # a refusal) and `_tools` reads them again, where each is.
-    tools_reader: Callable[[Any, Records], list[Any] | None] | None = None
+    tools_reader: Callable[[Any, Callable[[Record], None]], list[Any] | None] | None = None
     transcript_code: str = ""
     # The whole answer's generated writer (format_code.generate_writer: `answer`'s message and blocks in one
     # function over the view) and its source; None only while the format is being compiled.
@@ -389,7 +414,7 @@ class SourceFormat:
         objects: bool = False,
         written: WrittenTexts | None = None,
         tools: bool = True,
-    ) -> tuple[dict[str, Any], Origins, Records, list[Note]]:
+    ) -> tuple[dict[str, Any], Origins, list[Record], list[Note]]:
         """`read`, with where the transcript's elements came from partly as records (`placed` adds them).
         `objects`: the provider sends tool-call arguments as objects, so an object the format gives is kept as
         one (`Ctx.objects`) instead of written as JSON text the provider would parse back; `written`: where
@@ -398,7 +423,7 @@ class SourceFormat:
         if not isinstance(request, dict):
             raise self._fail("", f"the request must be an object, got {type(request).__name__}")
         if self.normal is not None:
-            return dict(request), {}, {}, []
+            return dict(request), {}, [], []
         notes: list[Note] = []
         for name, value in request.items():
             if name in self.field_reads or name == self.each or name == self.system or name == self.tools_each:
@@ -413,7 +438,7 @@ class SourceFormat:
         notes += own_notes(ctx.notes)  # a path below `provider`: the answer's own key
         origins: Origins = {name: origin for name, origin in self.field_origin.items() if name in hub}
         read = None
-        records: Records = {}
+        records: list[Record] = []
         transcript = request.get(self.each, MISSING)
         if self.transcript is not None and type(transcript) is list:
             try:
@@ -664,17 +689,17 @@ class SourceFormat:
                     below = below_key(kind.unsupported, at.rpartition(".")[0])
                     self._settle(key, inner, f"{path}.{at}", below, into.notes, into.policy)
 
-    def _tools(self, tools: Any, records: Records, notes: list[Note], unknown_fields: str) -> list[Any]:
+    def _tools(self, tools: Any, records: list[Record], notes: list[Note], unknown_fields: str) -> list[Any]:
         """The tool declarations in the normal form's shape; where each came from, as records."""
         if self.tools_reader is not None:
-            found: Records = {}
+            mark = len(records)
             try:
-                read = self.tools_reader(tools, found)
+                read = self.tools_reader(tools, records.append)
             except ToolnexusError:
                 read = None  # read again below, which raises it where it is
             if read is not None:
-                records.update(found)
                 return read
+            del records[mark:]
         if not isinstance(tools, list):
             raise self._fail(self.tools_each or "", f"must be a list, got {type(tools).__name__}")
         assert self.tool is not None
@@ -693,7 +718,7 @@ class SourceFormat:
                         path = f"{owner.element_path(i)}.{key}"
                         self._settle(key, value, path, self.tool_unsupported, notes, unknown_fields)
             ctx.path = (owner, i)
-            records[("tools", i, None, None)] = (source, i, None, renames)
+            records.append((TOOL_RECORD, i, 0, source, i, None, renames))
             out.append({"type": "function", "function": render(tool, ctx)})
         return out
 
