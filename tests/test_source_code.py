@@ -21,7 +21,7 @@ from support.cli import explain_code, run_cli
 from support.made_up import ACME_FORMAT
 from toolnexus import RuleError, ToolnexusError, load_rules
 from toolnexus.language import jsonsafe
-from toolnexus.language.paths import MISSING
+from toolnexus.language.paths import MISSING, compile_path, scope_fields
 from toolnexus.language.templates import Apply, Ctx, KeySeal, seal
 from toolnexus.translate import formats
 from toolnexus.translate.format_rules import compile_format
@@ -235,12 +235,16 @@ def test_the_whole_answer_is_one_generated_function(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("reads_input", [True, False])
 def test_a_template_reading_the_scope_whole_reads_the_view(tmp_path: Path, reads_input: bool) -> None:
-    """Rich paths (the view read whole) and a call's `@` (the call read whole) read what the view holds: the view
-    made where a template reads it (read twice, bound first; read once, in its place: in its branch), the call's
-    object of CALL_FIELDS (and `input` where the format reads one)."""
+    """Rich paths and a call's `@` read what the view holds: where rich paths alone read the view, by key, an
+    object of those keys (`paths.scope_fields`); else the view itself (`length(@)`); each made where a template
+    reads it (read twice, bound first; read once, in its place: in its branch); a call's object of CALL_FIELDS
+    (and `input` where the format reads one)."""
     rich = "    said: {$get: text}\n    either: {$get: 'text || refusal'}\n    whole: {$get: '[text, refusal]'}\n"
     call = "{ref: {$get: id}, all: {$get: '@'}" + (", args: {$get: input}}" if reads_input else "}")
-    last = "      - as: {$when: refusal, present: true, then: {why_not: {$get: 'refusal || text'}}}\n"
+    last = (
+        "      - as: {$when: refusal, present: true, then: {why_not: {$get: 'refusal || text'}}}\n"
+        "      - as: {n: {$get: 'length(@)'}}\n"
+    )
     text = ACME_FORMAT.replace("    said: {$get: text}\n", rich).replace("{ref: {$get: id}, fn: {$get: name}}", call)
     path = tmp_path / "acme.yaml"
     path.write_text(text + last)
@@ -255,16 +259,40 @@ def test_a_template_reading_the_scope_whole_reads_the_view(tmp_path: Path, reads
     if reads_input:
         fields = [fields[0] | {"input": {"a": [1]}}, fields[1] | {"input": {}}]
     blocks = [{"ref": f["id"], "all": f} | ({"args": f["input"]} if reads_input else {}) for f in fields]
-    expected = {
-        "said": "",
-        "either": "no",
-        "whole": ["", "no"],
-        "why": "end_turn",
-        "calls": [*blocks, {"why_not": "no"}],
-    }
-    assert written == expected
-    assert fmt.writer_code.count("VIEW(") == 2 and "s_m = VIEW(" in fmt.writer_code
-    assert "s_1 = " not in fmt.writer_code  # (the last entry's read: in its branch)
+    view = [*blocks, {"why_not": "no"}, {"n": len(formats.VIEW_FIELDS)}]
+    assert written == {"said": "", "either": "no", "whole": ["", "no"], "why": "end_turn", "calls": view}
+    code = fmt.writer_code
+    assert "s_m = {'refusal': V_refusal, 'text': V_text}" in code and code.count("VIEW(") == 1
+    assert "s_1 = " not in code and "s_2 = " not in code  # (the last entries' reads: in place)
+
+
+@pytest.mark.parametrize(
+    ("path", "keys"),
+    [
+        ("text || refusal", {"text", "refusal"}),
+        ("[text, refusal]", {"text", "refusal"}),
+        ("annotations[?type=='url'].{u: url, t: type}", {"annotations"}),
+        ("a.b[0]", {"a"}),
+        ("a[].b | [0]", {"a"}),
+        ("sort_by(a, &x)", {"a"}),
+        ("not_null(a, `1`)", {"a"}),
+        ("@", None),
+        ("*.x", None),
+        ("[0]", None),
+        ("[?x].y", None),
+        ("length(@)", None),
+        ("{x: a, y: @}", None),
+    ],
+)
+def test_the_keys_a_path_reads_of_its_value(path: str, keys: set[str] | None) -> None:
+    """`scope_fields`: the keys a path reads of the value it is given (None: it reads the value otherwise); over
+    any object holding those keys as they are, the path gives what it gives over the whole."""
+    found = scope_fields(path)
+    assert found == (None if keys is None else frozenset(keys))
+    whole = {"a": [{"b": 1, "x": 2}, {"b": [3], "x": 1}], "text": "", "refusal": "no", "c": 4, "x": [5]}
+    whole["annotations"] = [{"type": "url", "url": "u"}, {"type": "file"}]
+    if found is not None:
+        assert compile_path(path)({k: v for k, v in whole.items() if k in found}) == compile_path(path)(whole)
 
 
 def test_the_view_parses_arguments_only_for_a_format_that_writes_them_as_an_object() -> None:

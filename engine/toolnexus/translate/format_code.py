@@ -22,7 +22,7 @@ from ..errors import Note
 from ..language.codegen import Namespace, indent
 from ..language.jsonsafe import WrittenTexts
 from ..language.loader import Key
-from ..language.paths import MISSING, simple_steps
+from ..language.paths import MISSING, scope_fields, simple_steps
 from ..language.templates import (
     Apply,
     Array,
@@ -36,6 +36,7 @@ from ..language.templates import (
     inline_node,
     is_empty,
     read_lines,
+    reads_of,
     sealed,
     unseal,
 )
@@ -414,12 +415,18 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
         used.update(dict.fromkeys(name for name in inline.firsts if name in known))
         if not inline.whole:
             return inline.head + inline.body
-        # the view made where the lines read it whole: read once (in a branch, say: `$seal` of a field), in its place
-        bound, rest = inline.head[0], [*inline.head[1:], *inline.body]
-        held_as = re.compile(rf"(?<![\w.']){re.escape(bound.split(' = ')[0])}(?![\w'])")
+        # The view where the lines read it whole: only the fields they read where rich paths alone read it by key,
+        # else made whole; read once (in a branch, say: `$seal` of a field), in its place, else bound first.
+        bound, rest = inline.head[0].split(" = ")[0], [*inline.head[1:], *inline.body]
+        held_as = re.compile(rf"(?<![\w.']){bound}(?![\w'])")
+        fields = _keys_read(nodes[key], bound, "\n".join(rest), inline.names)
+        scope = VIEW
+        if fields is not None:
+            used.update(dict.fromkeys(name for name in sorted(fields) if name in known))
+            scope = "{" + ", ".join(f"{name!r}: {known[name]}" for name in sorted(fields) if name in known) + "}"
         if len(held_as.findall("\n".join(rest))) != 1:
-            return [bound.replace(" = view", f" = {VIEW}"), *rest]
-        return [held_as.sub(VIEW, line) for line in rest]
+            return [f"{bound} = {scope}", *rest]
+        return [held_as.sub(scope, line) for line in rest]
 
     body = [*indent(pasted(("answer", "message"), "out", "view", "_m", known)), "    blocks = []"]
     for i, (each, _) in enumerate(fmt.blocks):
@@ -454,6 +461,24 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     exec(compile(text, f"<writer {fmt.name}>", "exec"), names)
     run: Writer = names["write"]
     return text, run
+
+
+def _keys_read(node: Node, held: str, lines: str, names: Mapping[str, Any]) -> frozenset[str] | None:
+    """The keys a template's lines read of the scope they hold in `held`, when every use of it is a rich path's
+    getter given it alone and each path reads it by key (`paths.scope_fields`); else None."""
+    uses = re.findall(rf"(?<![\w.']){held}(?![\w'])", lines)
+    given = re.findall(rf"(?<![\w.'])(\w+)\({held}\)", lines)
+    if len(given) != len(uses):
+        return None
+    paths = {id(read.getter): read.expr for read in reads_of(node) if read.steps is None}
+    fields: frozenset[str] = frozenset()
+    for name in given:
+        expr = paths.get(id(names.get(name)))
+        read = None if expr is None else scope_fields(expr)
+        if read is None:
+            return None
+        fields |= read
+    return fields
 
 
 VIEW = "VIEW(IDS, r, said, answer_id, created, inputs)"  # the view, in the generated writer (`formats.answer_scope`)
