@@ -21,7 +21,7 @@ from support.cli import explain_code, run_cli
 from support.made_up import ACME_FORMAT
 from toolnexus import RuleError, ToolnexusError, load_rules
 from toolnexus.language import jsonsafe
-from toolnexus.language.paths import MISSING
+from toolnexus.language.paths import MISSING, compile_path, scope_fields
 from toolnexus.language.templates import Apply, Ctx, KeySeal, seal
 from toolnexus.translate import formats
 from toolnexus.translate.format_rules import compile_format
@@ -218,20 +218,85 @@ def test_generated_reader_of_a_made_up_format(tmp_path: Path) -> None:
 
 def test_explain_shows_the_generated_reader() -> None:
     shown = explain_code("--source", "anthropic")
-    assert "def transcript(msgs, system, objects=False, written=None):" in shown and "def write(view, c):" in shown
+    assert (
+        "def transcript(msgs, system, objects=False, written=None):" in shown
+        and "def write(r, said, answer_id, created, inputs, c):" in shown
+    )
 
 
 def test_the_whole_answer_is_one_generated_function(tmp_path: Path) -> None:
-    """The answer's message and every blocks entry (one block, or one per element walked) in one writer."""
+    """The answer's message and every blocks entry (one block, or one per element walked) in one writer, over the
+    result itself: its calls read as attributes, no object made per call and no view made."""
     path = tmp_path / "acme.yaml"
     path.write_text(ACME_FORMAT)
     fmt = compile_format(path, load_rules().providers)
-    assert fmt.writer is not None and fmt.writer_code.startswith("def write(view, c):")
-    call = {"id": "t1", "name": "f", "arguments": "{}", "extra_content": None}  # as the view makes each call
-    view = {"text": "hi", "tool_calls": [call], "provider": {"stop_reason": "x"}}
-    written = fmt.writer(view, Ctx("acme", outbound=True))
+    assert fmt.writer is not None and fmt.writer_code.startswith("def write(r, said, answer_id, created, inputs, c):")
+    result = TranslateResult("hi", [TranslatedToolCall("t1", "f", "{}")], "stop", {}, "m")
+    written = fmt.writer(result, {"stop_reason": "x"}, "r1", 1, None, Ctx("acme", outbound=True))
     assert written == {"said": "hi", "why": "x", "calls": [{"ref": "t1", "fn": "f"}]}
-    assert "e['id']" in fmt.writer_code  # the view's calls are read by key, with no test of their shape
+    assert "e.id" in fmt.writer_code and "CALL" not in fmt.writer_code and "VIEW" not in fmt.writer_code
+
+
+@pytest.mark.parametrize("reads_input", [True, False])
+def test_a_template_reading_the_scope_whole_reads_the_view(tmp_path: Path, reads_input: bool) -> None:
+    """Rich paths and a call's `@` read what the view holds: where rich paths alone read the view, by key, an
+    object of those keys (`paths.scope_fields`); else the view itself (`length(@)`); each made where a template
+    reads it (read twice, bound first; read once, in its place: in its branch); a call's object of CALL_FIELDS
+    (and `input` where the format reads one)."""
+    rich = "    said: {$get: text}\n    either: {$get: 'text || refusal'}\n    whole: {$get: '[text, refusal]'}\n"
+    call = "{ref: {$get: id}, all: {$get: '@'}" + (", args: {$get: input}}" if reads_input else "}")
+    last = (
+        "      - as: {$when: refusal, present: true, then: {why_not: {$get: 'refusal || text'}}}\n"
+        "      - as: {n: {$get: 'length(@)'}}\n"
+    )
+    text = ACME_FORMAT.replace("    said: {$get: text}\n", rich).replace("{ref: {$get: id}, fn: {$get: name}}", call)
+    path = tmp_path / "acme.yaml"
+    path.write_text(text + last)
+    fmt = compile_format(path, load_rules().providers)
+    assert fmt.reads_input is reads_input
+    calls = [TranslatedToolCall("t1", "f", '{"a": [1]}'), TranslatedToolCall("t2", "g", "")]
+    written = fmt.write(TranslateResult("", calls, "stop", {}, "m", refusal="no"), "r1")
+    fields: list[dict[str, Any]] = [
+        {"id": "t1", "name": "f", "arguments": '{"a": [1]}', "extra_content": None},
+        {"id": "t2", "name": "g", "arguments": "{}", "extra_content": None},
+    ]
+    if reads_input:
+        fields = [fields[0] | {"input": {"a": [1]}}, fields[1] | {"input": {}}]
+    blocks = [{"ref": f["id"], "all": f} | ({"args": f["input"]} if reads_input else {}) for f in fields]
+    view = [*blocks, {"why_not": "no"}, {"n": len(formats.VIEW_FIELDS)}]
+    assert written == {"said": "", "either": "no", "whole": ["", "no"], "why": "end_turn", "calls": view}
+    code = fmt.writer_code
+    assert "s_m = {'refusal': V_refusal, 'text': V_text}" in code and code.count("VIEW(") == 1
+    assert "s_1 = " not in code and "s_2 = " not in code  # (the last entries' reads: in place)
+
+
+@pytest.mark.parametrize(
+    ("path", "keys"),
+    [
+        ("text || refusal", {"text", "refusal"}),
+        ("[text, refusal]", {"text", "refusal"}),
+        ("annotations[?type=='url'].{u: url, t: type}", {"annotations"}),
+        ("a.b[0]", {"a"}),
+        ("a[].b | [0]", {"a"}),
+        ("sort_by(a, &x)", {"a"}),
+        ("not_null(a, `1`)", {"a"}),
+        ("@", None),
+        ("*.x", None),
+        ("[0]", None),
+        ("[?x].y", None),
+        ("length(@)", None),
+        ("{x: a, y: @}", None),
+    ],
+)
+def test_the_keys_a_path_reads_of_its_value(path: str, keys: set[str] | None) -> None:
+    """`scope_fields`: the keys a path reads of the value it is given (None: it reads the value otherwise); over
+    any object holding those keys as they are, the path gives what it gives over the whole."""
+    found = scope_fields(path)
+    assert found == (None if keys is None else frozenset(keys))
+    whole = {"a": [{"b": 1, "x": 2}, {"b": [3], "x": 1}], "text": "", "refusal": "no", "c": 4, "x": [5]}
+    whole["annotations"] = [{"type": "url", "url": "u"}, {"type": "file"}]
+    if found is not None:
+        assert compile_path(path)({k: v for k, v in whole.items() if k in found}) == compile_path(path)(whole)
 
 
 def test_the_view_parses_arguments_only_for_a_format_that_writes_them_as_an_object() -> None:
@@ -271,13 +336,12 @@ def test_the_writer_seals_a_call_as_seal_does(source: str) -> None:
     written as `seal` writes it."""
     fmt = load_rules().format(source)
     assert fmt.writer is not None
-    assert "sealed(e['extra_content'], e['id'])" in fmt.writer_code  # (the call's block: one display)
+    assert "sealed(e.extra_content, e.id)" in fmt.writer_code  # (the call's block: one display)
     (sealing,) = [n.function for n in nodes(fmt.plan.nodes) if isinstance(n, Apply) and isinstance(n.function, KeySeal)]
     states = [None, {}, {"sig": "s"}, {"sig": "é", "n": [1, 2.5]}]
     result = TranslateResult("hi", [TranslatedToolCall("c1", "f", "{}", s) for s in states], "stop", {}, "m")
-    view = fmt.view(result, "r1", [])
-    calls = view["tool_calls"]
-    written = fmt.writer(view, Ctx(source, True))[fmt.blocks_into or ""]
+    calls = fmt.view(result, "r1", [])["tool_calls"]
+    written = fmt.write(result, "r1")[fmt.blocks_into or ""]
     id_key, kind = {"anthropic": ("id", "tool_use"), "openai-responses": ("call_id", "function_call")}[source]
     got = [block.get(id_key, MISSING) for block in written if block.get("type") == kind]
     general = [seal(call, Ctx(source, True), state=sealing.state.getter, onto=sealing.onto.getter) for call in calls]
@@ -297,10 +361,10 @@ def test_a_call_block_with_one_key_maybe_left_out_is_two_displays(source: str) -
         "openai-responses": ("call_id", "function_call", "arguments"),
     }[source]
     shown = next(line for line in fmt.writer_code.splitlines() if f"'type': '{kind}'" in line)
-    assert "**(" not in shown and " if (e['id'] is not None) else {" in shown
+    assert "**(" not in shown and " if (e.id is not None) else {" in shown
     calls = [TranslatedToolCall("c1", "f", '{"a": 1}'), TranslatedToolCall(None, "g", "")]  # type: ignore[arg-type]
     result = TranslateResult("", calls, "stop", {}, "m")
-    written = fmt.writer(fmt.view(result, "r1", []), Ctx(source, True))[fmt.blocks_into or ""]
+    written = fmt.write(result, "r1")[fmt.blocks_into or ""]
     with_id, without = [block for block in written if block.get("type") == kind]
     assert list(with_id) == ["type", id_key, "name", last] and with_id[id_key] == "c1" and with_id["name"] == "f"
     assert list(without) == ["type", "name", last] and without["name"] == "g"

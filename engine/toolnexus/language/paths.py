@@ -162,6 +162,41 @@ def _tree(expression: str) -> Any:
         return None
 
 
+def scope_fields(expression: str) -> frozenset[str] | None:
+    """The keys a path reads of the value it is evaluated on, or None when it reads that value otherwise (`@`, a
+    projection or an index of it, a function given it) or is no path: a path whose reads of it are all keys
+    gives the same over any object holding those keys as they are."""
+    node = _tree(expression)
+    return None if node is None else _scope_fields(node)
+
+
+# Nodes whose first child is evaluated on the value, the rest on what the first gives (a step, a projection's
+# elements, a filter's condition, a pipe's right side).
+_ON_FIRST = frozenset(
+    {"subexpression", "index_expression", "projection", "value_projection", "filter_projection", "pipe"}
+)
+# Nodes every child of which is evaluated on the value itself.
+_ON_EACH = frozenset({"or_expression", "and_expression", "not_expression", "comparator", "flatten", "multi_select_list",
+                      "multi_select_dict", "key_val_pair", "function_expression"})  # fmt: skip
+
+
+def _scope_fields(node: dict[str, Any]) -> frozenset[str] | None:
+    kind = node["type"]
+    if kind == "field":
+        return frozenset({node["value"]})
+    if kind in ("literal", "expref"):  # a constant; an expression applied to elements, not to the value
+        return frozenset()
+    if kind not in _ON_FIRST and kind not in _ON_EACH:  # `@`, the identity of a projection, an index, a slice
+        return None
+    fields: frozenset[str] = frozenset()
+    for child in node["children"][:1] if kind in _ON_FIRST else node["children"]:
+        read = _scope_fields(child)
+        if read is None:
+            return None
+        fields |= read
+    return fields
+
+
 def simple_steps(expression: str) -> list[str | int] | None:
     """The key/index steps of a plain chain (`a.b[0]` -> ["a", "b", 0]), or None for richer paths."""
     node = _tree(expression)

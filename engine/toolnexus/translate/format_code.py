@@ -22,7 +22,7 @@ from ..errors import Note
 from ..language.codegen import Namespace, indent
 from ..language.jsonsafe import WrittenTexts
 from ..language.loader import Key
-from ..language.paths import MISSING, simple_steps
+from ..language.paths import MISSING, scope_fields, simple_steps
 from ..language.templates import (
     Apply,
     Array,
@@ -36,6 +36,7 @@ from ..language.templates import (
     inline_node,
     is_empty,
     read_lines,
+    reads_of,
     sealed,
     unseal,
 )
@@ -49,9 +50,13 @@ from .formats import (
     WHOLE,
     Bind,
     Kind,
+    MadeIds,
     Moment,
     Record,
     SourceFormat,
+    answer_scope,
+    call_scope,
+    call_scopes,
     once_moments,
     quiet,
     unread,
@@ -61,7 +66,7 @@ from .formats import (
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
 Reader = Callable[[list[Any], Any, bool, WrittenTexts | None], Read | None]  # (`Ctx.written`: the last)
 ToolsReader = Callable[[Any, Callable[[Record], None]], list[Any] | None]  # the declarations (records added)
-Writer = Callable[[dict[str, Any], Ctx], dict[str, Any]]
+Writer = Callable[..., dict[str, Any]]  # (the result, `SourceFormat.settle`'s four, the Ctx)
 EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
@@ -376,17 +381,26 @@ def generate(fmt: SourceFormat) -> tuple[str, Reader | None, ToolsReader | None]
 
 def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     """The whole answer's writer (the `answer` section: its message, then each `blocks` entry's blocks, per
-    element of the list it walks) as one function over the view, and its source. Each view field a template
-    reads is read once, up front, into a variable every entry reads (`V_text`); a list an entry walks at a plain
-    path is read from there; the made ids (`ids`, each hashed when read) are read where a template reads them,
-    inside its branch, so an answer writing no item of a kind makes no id for it. A tool call the view made
-    (`CALL_FIELDS`) is read by key, with no test of its shape: a call's block of plain reads of its fields is one
-    Python display (`as_python`, as a stream event's), any other its template pasted."""
-    names: dict[str, Any] = {"MISSING": MISSING, "sealed": sealed}
+    element of the list it walks) as one function over the result (`r`) and what `SourceFormat.settle` said of it,
+    and its source. Each view field a template reads is read once, up front, into a variable every entry reads
+    (`V_text = r.text`, `V_provider = said`); the made ids (`ids`, each hashed when read) are read where a template
+    reads them, inside its branch, so an answer writing no item of a kind makes no id for it. The calls are walked
+    as the result holds them, each with its `input` (`inputs`), their fields read as attributes with no test and
+    no object made per call: a call's block of plain reads of its fields is one Python display (`as_python`, as a
+    stream event's), any other its template pasted. The view itself (`formats.answer_scope`) is made only where a
+    template reads it whole (a rich path)."""
+    names: dict[str, Any] = {"MISSING": MISSING, "sealed": sealed, "MadeIds": MadeIds, "IDS": fmt.ids}
+    names.update(VIEW=answer_scope, CALL=call_scope, CALLS=call_scopes)
     nodes = fmt.plan.nodes
     known = {name: f"V_{name}" for name in VIEW_FIELDS}
+    reads = {name: f"r.{name}" for name in VIEW_FIELDS}
+    reads.update(id="answer_id", created="created", ids="MadeIds(IDS, answer_id)", provider="said")
+    reads.update(tool_calls="CALLS(r.tool_calls, inputs)")
     used: dict[str, None] = {}  # the view fields read, in the order first read
-    calls = {name: f"e[{name!r}]" for name in (*CALL_FIELDS, *(["input"] if fmt.reads_input else []))}
+    calls = {name: f"e.{name}" for name in CALL_FIELDS} | {"arguments": "(e.arguments or '{}')"}
+    call_scope_read = "CALL(e)"
+    if fmt.reads_input:
+        calls["input"], call_scope_read = "i", "CALL(e, i)"
 
     def pasted(key: Key, target: str, scope: str, tag: str, held: Mapping[str, str]) -> list[str]:
         """A template inlined over the view (`held`: its fields), a call of it (its fields, each there) or an
@@ -396,9 +410,23 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
             nodes[key], scope, target, is_dict=bool(held), known=held, present=present, tag=tag, late=LATE
         )
         names.update(inline.names)
-        if held is known:
-            used.update(dict.fromkeys(name for name in inline.firsts if name in known))
-        return inline.head + inline.body
+        if held is not known:
+            return inline.head + inline.body
+        used.update(dict.fromkeys(name for name in inline.firsts if name in known))
+        if not inline.whole:
+            return inline.head + inline.body
+        # The view where the lines read it whole: only the fields they read where rich paths alone read it by key,
+        # else made whole; read once (in a branch, say: `$seal` of a field), in its place, else bound first.
+        bound, rest = inline.head[0].split(" = ")[0], [*inline.head[1:], *inline.body]
+        held_as = re.compile(rf"(?<![\w.']){bound}(?![\w'])")
+        fields = _keys_read(nodes[key], bound, "\n".join(rest), inline.names)
+        scope = VIEW
+        if fields is not None:
+            used.update(dict.fromkeys(name for name in sorted(fields) if name in known))
+            scope = "{" + ", ".join(f"{name!r}: {known[name]}" for name in sorted(fields) if name in known) + "}"
+        if len(held_as.findall("\n".join(rest))) != 1:
+            return [f"{bound} = {scope}", *rest]
+        return [held_as.sub(scope, line) for line in rest]
 
     body = [*indent(pasted(("answer", "message"), "out", "view", "_m", known)), "    blocks = []"]
     for i, (each, _) in enumerate(fmt.blocks):
@@ -409,26 +437,51 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
         if shown is not None:  # a call's block of plain reads of its fields: one display, as a stream event's
             block = [f"blocks.append({shown})"]
         else:
-            block = pasted(key, "w", "e" if each else "view", f"_{i}", held)
+            scope = call_scope_read if held is calls else "e" if each else "view"  # (a call: its object, if read)
+            block = pasted(key, "w", scope, f"_{i}", held)
             block.append("if w is not MISSING: blocks.append(w)")
         if each is None:
             body += indent(block)
-            continue
-        if steps and all(type(step) is str for step in steps) and steps[0] in known:
-            used[str(steps[0])] = None
-            body += indent(read_lines("es", known[str(steps[0])], tuple(steps[1:])))
+        elif held is calls:  # the result's calls, each at its place in `inputs`
+            walk = "e, i in zip(r.tool_calls, inputs)" if fmt.reads_input else "e in r.tool_calls"
+            body += [f"    for {walk}:", *indent(block, 8)]
         else:
-            names[f"EACH_{i}"] = each
-            body.append(f"    es = EACH_{i}(view)")
-        body += ["    if isinstance(es, list):", "        for e in es:", *indent(block, 12)]
+            if steps and all(type(step) is str for step in steps) and steps[0] in known:
+                used[str(steps[0])] = None
+                body += indent(read_lines("es", known[str(steps[0])], tuple(steps[1:])))
+            else:
+                names[f"EACH_{i}"] = each
+                body.append(f"    es = EACH_{i}({VIEW})")
+            body += ["    if isinstance(es, list):", "        for e in es:", *indent(block, 12)]
     if fmt.blocks_into is not None:
         body.append(f"    out[{fmt.blocks_into!r}] = blocks")
-    head = [f"    {known[name]} = view.get({name!r}, MISSING)" for name in used]
-    text = "\n".join(["def write(view, c):", *head, *body, "    return out"]) + "\n"
+    head = [f"    {known[name]} = {reads[name]}" for name in used]
+    signature = "def write(r, said, answer_id, created, inputs, c):"
+    text = "\n".join([signature, *head, *body, "    return out"]) + "\n"
     exec(compile(text, f"<writer {fmt.name}>", "exec"), names)
     run: Writer = names["write"]
     return text, run
 
+
+def _keys_read(node: Node, held: str, lines: str, names: Mapping[str, Any]) -> frozenset[str] | None:
+    """The keys a template's lines read of the scope they hold in `held`, when every use of it is a rich path's
+    getter given it alone and each path reads it by key (`paths.scope_fields`); else None."""
+    uses = re.findall(rf"(?<![\w.']){held}(?![\w'])", lines)
+    given = re.findall(rf"(?<![\w.'])(\w+)\({held}\)", lines)
+    if len(given) != len(uses):
+        return None
+    paths = {id(read.getter): read.expr for read in reads_of(node) if read.steps is None}
+    fields: frozenset[str] = frozenset()
+    for name in given:
+        expr = paths.get(id(names.get(name)))
+        read = None if expr is None else scope_fields(expr)
+        if read is None:
+            return None
+        fields |= read
+    return fields
+
+
+VIEW = "VIEW(IDS, r, said, answer_id, created, inputs)"  # the view, in the generated writer (`formats.answer_scope`)
 
 # What each stream moment's scope always holds (`formats.SourceEvents` sets them, None at worst): an event reads
 # them with no test for an absent value. A moment's `sequence` (and a piece's `piece`) are the function's arguments.

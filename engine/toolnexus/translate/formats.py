@@ -23,14 +23,14 @@ from functools import cached_property
 from itertools import compress, repeat
 from operator import itemgetter
 from types import MappingProxyType
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from ..errors import Note, ResponseError, RuleError, ToolnexusError, TranslationError
 from ..language.jsonsafe import WrittenTexts, checked, standard_loads_each
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING
 from ..language.templates import Ctx, Get, ListPath, Node, Obj, Render, unseal
-from .result import TranslateResult
+from .result import TranslatedToolCall, TranslateResult
 
 PLAIN = "openai"  # the normal form itself (formats/openai.yaml, `normal: true`), today's API
 DERIVED = "provider"  # the view key holding what the format's provider would have said (derived)
@@ -353,8 +353,8 @@ class SourceFormat:
     tools_reader: Callable[[Any, Callable[[Record], None]], list[Any] | None] | None = None
     transcript_code: str = ""
     # The whole answer's generated writer (format_code.generate_writer: `answer`'s message and blocks in one
-    # function over the view) and its source; None only while the format is being compiled.
-    writer: Callable[[dict[str, Any], Ctx], dict[str, Any]] | None = None
+    # function over the result and what `settle` said of it) and its source; None only while compiling.
+    writer: Callable[..., dict[str, Any]] | None = None
     writer_code: str = ""
     # `usage` as one generated function (format_code.generate_usage): said's counts from the result's usage.
     derive_usage: Callable[[Any, dict[str, Any], list[Note]], None] | None = None
@@ -748,27 +748,9 @@ class SourceFormat:
 
     # ------------------------------------------------------------------ answer side
 
-    def view(self, result: TranslateResult, answer_id: Any, notes: list[Note], created: Any = None) -> dict[str, Any]:
-        """The result as the answer templates read it, with what the format's provider would have said
-        (`provider`: its stop reason, also as `provider.finish`, and usage, derived from its response section
-        read backwards). `created`: the answer's time where the provider's rules name it, else now."""
-        tool_calls = result.tool_calls  # each written as an object of CALL_FIELDS (and `input`): the writer trusts it
-        if self.reads_input and tool_calls:  # for a format that writes a call's arguments as an object: the object
-            # the provider sent (`given`: its text is what reading it back gives), else the text read, all at once
-            # (text that is not JSON is kept as it is: the answer still says it), "" as no arguments
-            texts = [call.arguments for call in tool_calls if call.given is None and call.arguments]
-            read = iter(standard_loads_each(texts) if texts else ())
-            calls = [
-                {"id": call.id, "name": call.name, "arguments": call.arguments or "{}",
-                 "extra_content": call.extra_content,
-                 "input": call.given if call.given is not None else next(read) if call.arguments else {}}
-                for call in tool_calls
-            ]  # fmt: skip
-        else:
-            calls = [
-                {"id": c.id, "name": c.name, "arguments": c.arguments or "{}", "extra_content": c.extra_content}
-                for c in tool_calls
-            ]
+    def settle(self, result: TranslateResult, answer_id: Any, notes: list[Note], created: Any = None) -> Settled:
+        """What the answer says beyond the result (`Settled`), its notes in this order: the stop reason, the usage,
+        the id. `created`: the answer's time where the provider's rules name it, else now."""
         said: dict[str, Any] = {}
         stop = self.stop_table.get(result.finish_reason)
         if stop is None and result.finish_reason == "tool_calls":  # a table without the row: the engine made
@@ -782,21 +764,16 @@ class SourceFormat:
         if not (isinstance(answer_id, str) and answer_id):
             answer_id = f"msg_{uuid.uuid4().hex[:24]}"
             notes.append(Note("synthesized", "id", "the provider's answer names no id"))
-        return {
-            "id": answer_id,
-            "created": created if type(created) in (int, float) else int(time.time()),
-            "ids": MadeIds(self.ids, answer_id),
-            "annotations": result.annotations,
-            "model": result.model,
-            "text": result.text,
-            "reasoning_content": result.reasoning_content,
-            "tool_calls": calls,
-            "finish_reason": result.finish_reason,
-            "usage": result.usage,
-            "message_extras": result.message_extras,
-            "refusal": result.refusal,
-            DERIVED: said,
-        }
+        return Settled(
+            said,
+            answer_id,
+            created if type(created) in (int, float) else int(time.time()),
+            call_inputs(result.tool_calls) if self.reads_input else None,
+        )
+
+    def view(self, result: TranslateResult, answer_id: Any, notes: list[Note], created: Any = None) -> dict[str, Any]:
+        """The result as the answer templates read it (`answer_scope`), what it says beyond the result settled."""
+        return answer_scope(self.ids, result, *self.settle(result, answer_id, notes, created))
 
     def made_ids(self, answer_id: str) -> dict[str, str]:
         """The ids `answer.ids` makes from the answer's id (a prefix and a hash: the same answer, the same ids),
@@ -808,16 +785,87 @@ class SourceFormat:
     ) -> dict[str, Any]:
         """A result as the format's whole answer (what it could not say, noted in `notes`)."""
         notes = [] if notes is None else notes
-        return self.write_view(self.view(result, answer_id, notes, created), notes)
+        return self.write_settled(result, self.settle(result, answer_id, notes, created), notes)
 
-    def write_view(self, view: dict[str, Any], notes: list[Note]) -> dict[str, Any]:
-        """The answer templates over a view; their notes (a default written) join `notes`."""
+    def write_settled(self, result: TranslateResult, settled: Settled, notes: list[Note]) -> dict[str, Any]:
+        """The generated writer over the result and what `settle` said of it; its notes (a default written) join
+        `notes`."""
         ctx = Ctx(self.name, True)
         assert self.writer is not None
-        written = self.writer(view, ctx)
+        written = self.writer(result, *settled, ctx)
         if ctx.notes:
             notes += own_notes(ctx.notes)  # a path below `provider`: the answer's own key
         return written
+
+
+class Settled(NamedTuple):
+    """What an answer says beyond its result, settled once for its writer and its scope alike: what the format's
+    provider would have said (`provider`: its stop reason, also as `provider.finish`, and usage, derived from its
+    response section read backwards), the answer's id and time, and each call's `input` (its arguments parsed)
+    where the format writes one (None: it writes none)."""
+
+    said: dict[str, Any]
+    answer_id: str
+    created: Any
+    inputs: list[Any] | None
+
+
+def call_inputs(tool_calls: list[TranslatedToolCall]) -> list[Any]:
+    """Each call's arguments as an object: the object the provider sent (`given`: its text is what reading it back
+    gives), else the text read, all at once (text that is not JSON is kept as it is: the answer still says it),
+    {} for no arguments."""
+    texts = [call.arguments for call in tool_calls if call.given is None and call.arguments]
+    if not texts:
+        return [{} if call.given is None else call.given for call in tool_calls]
+    read = iter(standard_loads_each(texts))
+    return [call.given if call.given is not None else next(read) if call.arguments else {} for call in tool_calls]
+
+
+def call_scope(call: TranslatedToolCall, given_input: Any = MISSING) -> dict[str, Any]:
+    """One call as the answer templates read it: an object of CALL_FIELDS, and `input` where the format reads one."""
+    fields = {
+        "id": call.id,
+        "name": call.name,
+        "arguments": call.arguments or "{}",
+        "extra_content": call.extra_content,
+    }
+    if given_input is not MISSING:
+        fields["input"] = given_input
+    return fields
+
+
+def call_scopes(tool_calls: list[TranslatedToolCall], inputs: list[Any] | None) -> list[dict[str, Any]]:
+    """The view's `tool_calls`: each call's `call_scope`, with its input where `inputs` holds them."""
+    if inputs is None:
+        return [call_scope(call) for call in tool_calls]
+    return [call_scope(call, given_input) for call, given_input in zip(tool_calls, inputs, strict=True)]
+
+
+def answer_scope(
+    ids: Mapping[str, str],
+    result: TranslateResult,
+    said: dict[str, Any],
+    answer_id: str,
+    created: Any,
+    inputs: list[Any] | None,
+) -> dict[str, Any]:
+    """The result as a template that reads the answer's scope whole reads it (a rich path, a stream's `end`): an
+    object of VIEW_FIELDS, `ids` each made when read (`MadeIds`), `provider` what the provider would have said."""
+    return {
+        "id": answer_id,
+        "created": created,
+        "ids": MadeIds(ids, answer_id),
+        "annotations": result.annotations,
+        "model": result.model,
+        "text": result.text,
+        "reasoning_content": result.reasoning_content,
+        "tool_calls": call_scopes(result.tool_calls, inputs),
+        "finish_reason": result.finish_reason,
+        "usage": result.usage,
+        "message_extras": result.message_extras,
+        "refusal": result.refusal,
+        DERIVED: said,
+    }
 
 
 def own_notes(notes: list[Note]) -> list[Note]:
@@ -1365,9 +1413,7 @@ class SourceEvents:
         if result is None:
             return None
         try:
-            answer = self.format.write_view(
-                self.format.view(replace(result, text=result.text or " "), self._id, []), []
-            )
+            answer = self.format.write(replace(result, text=result.text or " "), self._id, [])
         except ToolnexusError:  # what the answer so far lacks, the whole one will say
             return None
         return (
@@ -1379,9 +1425,10 @@ class SourceEvents:
     def _written(self, result: TranslateResult) -> tuple[dict[str, Any], list[Note], AnswerBody]:
         """The whole answer's view, notes and writing, made once."""
         if self._final is None:
-            notes: list[Note] = []
-            view = self.format.view(result, self._id, notes, self._created)
-            self._final = view, notes, AnswerBody(self.format.write_view(view, notes))
+            fmt, notes = self.format, list[Note]()
+            settled = fmt.settle(result, self._id, notes, self._created)
+            message = AnswerBody(fmt.write_settled(result, settled, notes))
+            self._final = answer_scope(fmt.ids, result, *settled), notes, message
         return self._final
 
     def _reasoning_of(self, answer: dict[str, Any], leading: bool = False) -> list[Any]:
@@ -1552,6 +1599,6 @@ def write_answer(fmt: SourceFormat, provider: Any, result: TranslateResult) -> A
     """A result as the format's whole answer, with its id where the provider's rules say the answer's is."""
     notes: list[Note] = []
     found, created = answer_header(provider, result.raw)
-    answer = AnswerBody(fmt.write_view(fmt.view(result, found, notes, created), notes))
+    answer = AnswerBody(fmt.write(result, found, notes, created))
     answer.result, answer.notes = result, (*result.notes, *notes)
     return answer
