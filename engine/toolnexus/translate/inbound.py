@@ -196,18 +196,33 @@ class Inbound:
         if default_system is not None and type(default_system) is not str:
             message = f"must be a string, got {type(default_system).__name__}"
             raise TranslationError("default_system", message, provider=provider)
-        settler = self._settle_drop if unknown_fields == "drop" else self._settle_error
         # The check of the transcript folds into the messages function's reads (`jsonsafe.read_clean`); that of
         # the rest runs first. Each refusal is `check`'s of the whole request, before any other error: a failure
         # of either, and any error raised before the transcript's verdict, asks it of the whole request first.
         folded = not decoded and self._checked_but_transcript(request)
-        try:
-            scope, ctx, parallel, sent_ids, transcript = self._read(request, settler, unknown_fields, written)
+        ctx = Ctx(provider)
+        ctx.settler = self._settle_drop if unknown_fields == "drop" else self._settle_error
+        ctx.written = written
+        try:  # the fields read and settled, then the transcript written (one block: each step is one call)
+            scope, others = read_fields(request, self.ranges, self.consumed, provider)
+            for name, value in others:
+                self._settle(name, value, name, self.unsupported, ctx, unknown_fields)
+            msgs = scope.get("messages", MISSING)
+            if msgs is MISSING:
+                raise TranslationError("messages", "is required", provider=provider)
+            if msgs == []:  # OpenAI refuses an empty transcript too; no provider answers one
+                raise TranslationError("messages", "must hold at least one message", provider=provider)
+            parallel = scope.get("parallel_tool_calls", MISSING)
+            if parallel is not MISSING and type(parallel) is not bool:
+                raise TranslationError("parallel_tool_calls", "must be true or false", provider=provider)
+            id_map, sent_ids = None, None
+            if self.tool_call_ids is not None:
+                id_map, sent_ids = self.tool_call_ids.for_request(msgs, provider)
+            turns, hoisted, turn_notes, first, left, more = self._write_messages(msgs, ctx, id_map)
         except Exception:
             if folded:
                 checked(request, "", self._refuse)
             raise
-        turns, hoisted, turn_notes, first, left, more = transcript
         if folded and (left[0] or left[1] or left[2]) and not read_clean(*left):  # an ASCII transcript: none
             checked(request, "", self._refuse)
         if hoisted or system is not None:
@@ -280,31 +295,6 @@ class Inbound:
                 pass
         checked(request, "", self._refuse)
         return False
-
-    def _read(
-        self, request: dict[str, Any], settler: Any, unknown_fields: UnknownFields, written: WrittenTexts | None
-    ) -> tuple[dict[str, Any], Ctx, Any, dict[str, str] | None, Written]:
-        """The request's fields read and settled and its transcript written: (scope, ctx, parallel_tool_calls,
-        the sent ids, the written transcript)."""
-        provider = self.provider
-        scope, others = read_fields(request, self.ranges, self.consumed, provider)
-        ctx = Ctx(provider)
-        ctx.settler, ctx.written = settler, written
-        for name, value in others:
-            self._settle(name, value, name, self.unsupported, ctx, unknown_fields)
-        msgs = scope.get("messages", MISSING)
-        if msgs is MISSING:
-            raise TranslationError("messages", "is required", provider=provider)
-        if msgs == []:  # OpenAI refuses an empty transcript too; no provider answers one
-            raise TranslationError("messages", "must hold at least one message", provider=provider)
-        parallel = scope.get("parallel_tool_calls", MISSING)
-        if parallel is not MISSING and type(parallel) is not bool:
-            raise TranslationError("parallel_tool_calls", "must be true or false", provider=provider)
-
-        id_map, sent_ids = None, None
-        if self.tool_call_ids is not None:
-            id_map, sent_ids = self.tool_call_ids.for_request(msgs, provider)
-        return scope, ctx, parallel, sent_ids, self._write_messages(msgs, ctx, id_map)
 
     def _tools_section(self, tools: Any, ctx: Ctx, unknown_fields: UnknownFields) -> tuple[list[Any], set[str]]:
         """The tools and their declared names, from the generated function (`request_code.generate_tools`: its
