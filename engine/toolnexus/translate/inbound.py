@@ -232,7 +232,7 @@ class Inbound:
         else:
             chosen = default_system if default_system is not None else MISSING
         if self.system_message is not None and chosen is not MISSING:
-            turns[:0] = self._system_message(chosen, hoisted, system, ctx)
+            turns.insert(0, self._system_message(chosen, hoisted, system, ctx))
         if more:  # else each hoisted prompt holds its role and content alone, both read
             for _, path, _, source in hoisted:
                 allowed = self.read_keys[source["role"]]
@@ -302,7 +302,7 @@ class Inbound:
         then `_write_tool` per tool) refuses, settles and notes precisely. Both write the same declarations."""
         noted = len(ctx.notes)
         try:
-            fast = self._fast_tools(tools, ctx)
+            fast = self.tools(tools, ctx)  # declines every list when the rules have no plain declaration
         except TranslationError:
             fast = None  # the reader's errors come first: it reads every tool before one is written
         if fast is not None:
@@ -310,10 +310,6 @@ class Inbound:
         del ctx.notes[noted:]
         read = read_tools(tools, self.provider)
         return [self._write_tool(t, ctx, unknown_fields) for t in read], {t["name"] for t in read}
-
-    def _fast_tools(self, tools: Any, ctx: Ctx) -> tuple[list[Any], set[str]] | None:
-        """The generated tools function; None when it declines the list (or the rules have none)."""
-        return None if self.plain_tool_scope is None else self.tools(tools, ctx)
 
     def caller_tools(self, caller: CallerTools) -> Tools | None:
         """The tools section's function over a source format's own declarations (`generate_tools`), made once per
@@ -389,6 +385,8 @@ class Inbound:
             for _, path, index, _ in hoisted:
                 if first_turn is not None and index > first_turn:
                     ctx.notes.append(Note("rewritten", path, "moved into the system prompt, ahead of earlier turns"))
+            if len(hoisted) == 1:  # the common case: no list to make, nothing to join
+                return hoisted[0][0]
             return self.join.join([text for text, _, _, _ in hoisted])  # a list: join makes one of a generator
         return default_system if default_system is not None else MISSING
 
@@ -448,16 +446,16 @@ class Inbound:
         carry, arguments_json = self.carry, self.reads_arguments_json
         read_messages(msgs, self.hoist, self.provider, arguments_json=arguments_json, tool_call_ids=ids, carry=carry)
 
-    def _system_message(self, chosen: Any, hoisted: list[Hoisted], system: str | None, ctx: Ctx) -> list[Any]:
+    def _system_message(self, chosen: Any, hoisted: list[Hoisted], system: str | None, ctx: Ctx) -> Any:
         """The system prompt as a message of its own (for rules that place it so, once one is chosen)."""
-        if self.system_message is None:
-            return []
+        assert self.system_message is not None
         written = self.system_message({"text": chosen}, ctx)
         role = written.get("role") if isinstance(written, dict) else None
-        for _, path, _, source in hoisted:
-            if role is not None and source.get("role") != role and system is None:
-                ctx.notes.append(Note("rewritten", path, f"sent as part of the one {role} message"))
-        return [written]
+        if role is not None and system is None:
+            for _, path, _, source in hoisted:
+                if source["role"] != role:  # a hoisted message's role is a string the reader read
+                    ctx.notes.append(Note("rewritten", path, f"sent as part of the one {role} message"))
+        return written
 
     def _check_message_keys(
         self, source: dict[str, Any], path: str, allowed: frozenset[str], ctx: Ctx, unknown_fields: UnknownFields
