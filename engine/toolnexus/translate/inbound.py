@@ -44,7 +44,7 @@ from .reader import (
     read_tools,
     system_parts,
 )
-from .request_code import Messages, Tools, Written, generate, generate_tools, settle_parts
+from .request_code import Messages, Tools, generate, generate_tools, settle_parts
 
 if TYPE_CHECKING:
     from .formats import CallerTools
@@ -218,7 +218,20 @@ class Inbound:
             id_map, sent_ids = None, None
             if self.tool_call_ids is not None:
                 id_map, sent_ids = self.tool_call_ids.for_request(msgs, provider)
-            turns, hoisted, turn_notes, first, left, more = self._write_messages(msgs, ctx, id_map)
+            # The transcript written by the generated function, its notes kept apart (they go in after the system
+            # prompt's). On an error its explain step, the reader, goes first: the reader's errors come before the
+            # writer's, as it reads the whole transcript before anything is written.
+            kept, ctx.notes = ctx.notes, []
+            try:
+                transcript = self.messages(msgs, ctx, id_map)
+            except TranslationError:
+                self._explain_messages(msgs, id_map)
+                raise
+            if transcript is None:  # a shape the fast test declines: the reader says what is wrong with it
+                self._explain_messages(msgs, id_map)
+                raise TranslationError("messages", "cannot be read", provider=provider)
+            ctx.notes = kept
+            turns, hoisted, turn_notes, first, left, more = transcript
         except Exception:
             if folded:
                 checked(request, "", self._refuse)
@@ -425,22 +438,6 @@ class Inbound:
             _add_blocks(blocks, self.system_blocks(part, ctx), "text" in self.spliced)
         ctx.path = ""
         return blocks
-
-    def _write_messages(self, msgs: Any, ctx: Ctx, ids: IdMap | None) -> Written:
-        """The transcript written by the generated function, in the call's context but with its notes kept apart
-        (they go in after the system prompt's). On an error its explain step, the reader, goes first: the reader's
-        errors come before the writer's, as it reads the whole transcript before anything is written."""
-        kept, ctx.notes = ctx.notes, []
-        try:
-            written = self.messages(msgs, ctx, ids)
-        except TranslationError:
-            self._explain_messages(msgs, ids)
-            raise
-        ctx.notes = kept
-        if written is None:  # a shape the fast test declines: the reader says what is wrong with it
-            self._explain_messages(msgs, ids)
-            raise TranslationError("messages", "cannot be read", provider=self.provider)
-        return written
 
     def _explain_messages(self, msgs: Any, ids: IdMap | None) -> None:
         carry, arguments_json = self.carry, self.reads_arguments_json

@@ -9,7 +9,7 @@ carry table and the hoisted roles are folded into the code, so the loop asks not
 already answered at load.
 
 The explain step is the reader: when the function raises (or declines a message that is not an object
-of a known role), `Inbound._write_messages` reads the whole transcript with `read_messages` first,
+of a known role), `Inbound.translate` reads the whole transcript with `read_messages` first,
 which raises the reader's precise TranslationError with its path, as the reader's errors come before
 any writer's; a transcript it accepts gets the generated function's own error, the first in message
 order. tests/test_request_messages.py holds the two orders to the same result.
