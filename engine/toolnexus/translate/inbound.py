@@ -199,7 +199,21 @@ class Inbound:
         # The check of the transcript folds into the messages function's reads (`jsonsafe.read_clean`); that of
         # the rest runs first. Each refusal is `check`'s of the whole request, before any other error: a failure
         # of either, and any error raised before the transcript's verdict, asks it of the whole request first.
-        folded = not decoded and self._checked_but_transcript(request)
+        # A request of one or two messages is checked whole here: within the request's one orjson call they cost
+        # less than the copy of the request without them.
+        folded = False
+        if not decoded:
+            messages = request.get("messages")
+            if type(messages) is list and len(messages) > 2:
+                rest = request.copy()
+                del rest["messages"]
+                try:  # not contextlib.suppress: its object and two calls cost more than the check of a small rest
+                    check(rest)
+                    folded = True
+                except JsonValueError:
+                    checked(request, "", self._refuse)
+            else:
+                checked(request, "", self._refuse)
         ctx = Ctx(provider)
         ctx.settler = self._settle_drop if unknown_fields == "drop" else self._settle_error
         ctx.written = written
@@ -292,22 +306,6 @@ class Inbound:
                 "tool_choice", f"a {choice['kind']!r} tool_choice cannot be sent to {provider}", provider=provider
             )
         return choice, writer
-
-    def _checked_but_transcript(self, request: dict[str, Any]) -> bool:
-        """Whether the request is checked but for its transcript (a list), which the messages function then
-        checks as it reads it; else (False) it is checked whole here, as is a request of one or two messages
-        (within the request's one orjson call they cost less than the copy of the request without them)."""
-        messages = request.get("messages")
-        if type(messages) is list and len(messages) > 2:
-            rest = request.copy()
-            del rest["messages"]
-            try:  # not contextlib.suppress: its object and two calls cost more than the check of a small rest
-                check(rest)
-                return True
-            except JsonValueError:
-                pass
-        checked(request, "", self._refuse)
-        return False
 
     def _tools_section(self, tools: Any, ctx: Ctx, unknown_fields: UnknownFields) -> tuple[list[Any], set[str]]:
         """The tools and their declared names, from the generated function (`request_code.generate_tools`: its
