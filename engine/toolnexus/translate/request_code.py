@@ -153,10 +153,11 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
         names["HOIST"] = inbound.hoist
         lines += [
             "        if role in HOIST:",
-            "            h_text = text_only(m, i, P)",
-            "            hoisted.append((h_text, f'messages[{i}]', i, m))",
-            "            if len(m) != 2 or type(m['content']) is not str: ck_msgs.append(m); h_more = True",
+            "            h_text = m.get('content')",  # a string content taken here: no call for the common prompt
+            "            if type(h_text) is not str: h_text = text_only(m, i, P); ck_msgs.append(m); h_more = True",
+            "            elif len(m) != 2: ck_msgs.append(m); h_more = True",
             "            elif not h_text.isascii(): ck_texts.append(h_text)  # role and content, both read",
+            "            hoisted.append((h_text, f'messages[{i}]', i, m))",
             "            continue",
         ]
         branch = "elif"
