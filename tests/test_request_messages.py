@@ -23,7 +23,6 @@ from support.made_up import made_up_provider
 from support.strategies import requests
 from toolnexus.devtools.conformance import lineage, parents_of
 from toolnexus.translate import inbound, request_code
-from toolnexus.translate.inbound import Inbound
 from toolnexus.translate.rulebook import Rulebook, builtin_rulebook, read_rules_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
@@ -53,14 +52,15 @@ def bench_requests() -> list[tuple[str, dict[str, Any]]]:
 
 def explained(provider: str, request: Any, options: dict[str, Any]) -> Any:
     """The outcome when the reader reads every transcript before the generated function writes it."""
-    write = Inbound._write_messages
+    rules = toolnexus.load_rules().get(provider).inbound
+    write = rules.messages
 
-    def reader_first(self: Inbound, msgs: Any, ctx: Any, ids: Any) -> Any:
-        self._explain_messages(msgs, ids)
-        return write(self, msgs, ctx, ids)
+    def reader_first(msgs: Any, ctx: Any, ids: Any) -> Any:
+        rules._explain_messages(msgs, ids)
+        return write(msgs, ctx, ids)
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Inbound, "_write_messages", reader_first)
+    with pytest.MonkeyPatch.context() as patch:  # the generated function is the rule file's own field (frozen)
+        patch.setitem(rules.__dict__, "messages", reader_first)
         return request_outcome(provider, request, options)
 
 

@@ -33,7 +33,7 @@ import base64
 import binascii
 import functools
 import hashlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
@@ -128,7 +128,7 @@ class IdRule:
         if self.rewrite is not None:
             table = self._rewritten(messages, provider)
             changed.update((sent, given) for given, sent in table.items())
-            return (lambda call_id: table.get(call_id, call_id)), changed
+            return _Rewritten(table).__getitem__, changed  # a dict's own lookup, for every id the reader reads
         pattern = self.pattern
 
         def normalize(call_id: str) -> str:
@@ -144,10 +144,9 @@ class IdRule:
         appearance; never equal to an id sent unchanged or to another rewritten one."""
         rewrite = self.rewrite
         assert rewrite is not None
-        found: dict[str, tuple[int, int | None]] = {}  # id -> where it first appears
-        for call_id, where in _transcript_ids(messages):
-            found.setdefault(call_id, where)
-        taken = {call_id for call_id in found if self.accepts(call_id)}
+        found = _transcript_ids(messages)
+        pattern = self.pattern
+        taken = {call_id for call_id in found if _accepts(pattern, call_id)}
         table: dict[str, str] = {}
         for call_id, where in found.items():
             if call_id in taken:
@@ -192,23 +191,35 @@ class IdRule:
         return all(self.accepts(sample) for sample in samples)
 
 
-def _transcript_ids(messages: Any) -> Iterator[tuple[str, tuple[int, int | None]]]:
-    """(id, where) of each tool-call id of a transcript, as the reader will find them (anything malformed is
-    skipped here: the reader refuses it, at its path); where is (message, call) or (message, None) for a
-    `tool_call_id`, formatted by `_id_path` only for an error (a long transcript has thousands of ids)."""
+class _Rewritten(dict[str, str]):
+    """A request's rewritten ids, caller's id -> sent id; any other id is sent as it is."""
+
+    def __missing__(self, call_id: str) -> str:
+        return call_id
+
+
+def _transcript_ids(messages: Any) -> dict[str, tuple[int, int | None]]:
+    """Each tool-call id of a transcript, in order of first appearance, as the reader will find them (anything
+    malformed is skipped here: the reader refuses it, at its path), with where it first appears: (message, call)
+    or (message, None) for a `tool_call_id`, formatted by `_id_path` only for an error (a long transcript has
+    thousands of ids). One loop, no generator: it runs over the whole transcript on every request."""
+    found: dict[str, tuple[int, int | None]] = {}
     if not isinstance(messages, list):
-        return
+        return found
     for i, msg in enumerate(messages):
         if not isinstance(msg, dict):
             continue
         calls = msg.get("tool_calls")
         if isinstance(calls, list):
             for k, call in enumerate(calls):
-                if isinstance(call, dict) and type(call.get("id")) is str:
-                    yield call["id"], (i, k)
+                if isinstance(call, dict):
+                    call_id = call.get("id")
+                    if type(call_id) is str and call_id not in found:
+                        found[call_id] = (i, k)
         answered = msg.get("tool_call_id")
-        if type(answered) is str:
-            yield answered, (i, None)
+        if type(answered) is str and answered not in found:
+            found[answered] = (i, None)
+    return found
 
 
 def _id_path(where: tuple[int, int | None]) -> str:

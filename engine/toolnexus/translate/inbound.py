@@ -44,7 +44,7 @@ from .reader import (
     read_tools,
     system_parts,
 )
-from .request_code import Messages, Tools, Written, generate, generate_tools, settle_parts
+from .request_code import Messages, Tools, generate, generate_tools, settle_parts
 
 if TYPE_CHECKING:
     from .formats import CallerTools
@@ -196,18 +196,60 @@ class Inbound:
         if default_system is not None and type(default_system) is not str:
             message = f"must be a string, got {type(default_system).__name__}"
             raise TranslationError("default_system", message, provider=provider)
-        settler = self._settle_drop if unknown_fields == "drop" else self._settle_error
         # The check of the transcript folds into the messages function's reads (`jsonsafe.read_clean`); that of
         # the rest runs first. Each refusal is `check`'s of the whole request, before any other error: a failure
         # of either, and any error raised before the transcript's verdict, asks it of the whole request first.
-        folded = not decoded and self._checked_but_transcript(request)
-        try:
-            scope, ctx, parallel, sent_ids, transcript = self._read(request, settler, unknown_fields, written)
+        # A request of one or two messages is checked whole here: within the request's one orjson call they cost
+        # less than the copy of the request without them.
+        folded = False
+        if not decoded:
+            messages = request.get("messages")
+            if type(messages) is list and len(messages) > 2:
+                rest = request.copy()
+                del rest["messages"]
+                try:  # not contextlib.suppress: its object and two calls cost more than the check of a small rest
+                    check(rest)
+                    folded = True
+                except JsonValueError:
+                    checked(request, "", self._refuse)
+            else:
+                checked(request, "", self._refuse)
+        ctx = Ctx(provider)
+        ctx.settler = self._settle_drop if unknown_fields == "drop" else self._settle_error
+        ctx.written = written
+        try:  # the fields read and settled, then the transcript written (one block: each step is one call)
+            scope, others = read_fields(request, self.ranges, self.consumed, provider)
+            for name, value in others:
+                self._settle(name, value, name, self.unsupported, ctx, unknown_fields)
+            msgs = scope.get("messages", MISSING)
+            if msgs is MISSING:
+                raise TranslationError("messages", "is required", provider=provider)
+            if msgs == []:  # OpenAI refuses an empty transcript too; no provider answers one
+                raise TranslationError("messages", "must hold at least one message", provider=provider)
+            parallel = scope.get("parallel_tool_calls", MISSING)
+            if parallel is not MISSING and type(parallel) is not bool:
+                raise TranslationError("parallel_tool_calls", "must be true or false", provider=provider)
+            id_map, sent_ids = None, None
+            if self.tool_call_ids is not None:
+                id_map, sent_ids = self.tool_call_ids.for_request(msgs, provider)
+            # The transcript written by the generated function, its notes kept apart (they go in after the system
+            # prompt's). On an error its explain step, the reader, goes first: the reader's errors come before the
+            # writer's, as it reads the whole transcript before anything is written.
+            kept, ctx.notes = ctx.notes, []
+            try:
+                transcript = self.messages(msgs, ctx, id_map)
+            except TranslationError:
+                self._explain_messages(msgs, id_map)
+                raise
+            if transcript is None:  # a shape the fast test declines: the reader says what is wrong with it
+                self._explain_messages(msgs, id_map)
+                raise TranslationError("messages", "cannot be read", provider=provider)
+            ctx.notes = kept
+            turns, hoisted, turn_notes, first, left, more = transcript
         except Exception:
             if folded:
                 checked(request, "", self._refuse)
             raise
-        turns, hoisted, turn_notes, first, left, more = transcript
         if folded and (left[0] or left[1] or left[2]) and not read_clean(*left):  # an ASCII transcript: none
             checked(request, "", self._refuse)
         if hoisted or system is not None:
@@ -217,7 +259,7 @@ class Inbound:
         else:
             chosen = default_system if default_system is not None else MISSING
         if self.system_message is not None and chosen is not MISSING:
-            turns[:0] = self._system_message(chosen, hoisted, system, ctx)
+            turns.insert(0, self._system_message(chosen, hoisted, system, ctx))
         if more:  # else each hoisted prompt holds its role and content alone, both read
             for _, path, _, source in hoisted:
                 allowed = self.read_keys[source["role"]]
@@ -265,54 +307,13 @@ class Inbound:
             )
         return choice, writer
 
-    def _checked_but_transcript(self, request: dict[str, Any]) -> bool:
-        """Whether the request is checked but for its transcript (a list), which the messages function then
-        checks as it reads it; else (False) it is checked whole here, as is a request of one or two messages
-        (within the request's one orjson call they cost less than the copy of the request without them)."""
-        messages = request.get("messages")
-        if type(messages) is list and len(messages) > 2:
-            rest = request.copy()
-            del rest["messages"]
-            try:  # not contextlib.suppress: its object and two calls cost more than the check of a small rest
-                check(rest)
-                return True
-            except JsonValueError:
-                pass
-        checked(request, "", self._refuse)
-        return False
-
-    def _read(
-        self, request: dict[str, Any], settler: Any, unknown_fields: UnknownFields, written: WrittenTexts | None
-    ) -> tuple[dict[str, Any], Ctx, Any, dict[str, str] | None, Written]:
-        """The request's fields read and settled and its transcript written: (scope, ctx, parallel_tool_calls,
-        the sent ids, the written transcript)."""
-        provider = self.provider
-        scope, others = read_fields(request, self.ranges, self.consumed, provider)
-        ctx = Ctx(provider)
-        ctx.settler, ctx.written = settler, written
-        for name, value in others:
-            self._settle(name, value, name, self.unsupported, ctx, unknown_fields)
-        msgs = scope.get("messages", MISSING)
-        if msgs is MISSING:
-            raise TranslationError("messages", "is required", provider=provider)
-        if msgs == []:  # OpenAI refuses an empty transcript too; no provider answers one
-            raise TranslationError("messages", "must hold at least one message", provider=provider)
-        parallel = scope.get("parallel_tool_calls", MISSING)
-        if parallel is not MISSING and type(parallel) is not bool:
-            raise TranslationError("parallel_tool_calls", "must be true or false", provider=provider)
-
-        id_map, sent_ids = None, None
-        if self.tool_call_ids is not None:
-            id_map, sent_ids = self.tool_call_ids.for_request(msgs, provider)
-        return scope, ctx, parallel, sent_ids, self._write_messages(msgs, ctx, id_map)
-
     def _tools_section(self, tools: Any, ctx: Ctx, unknown_fields: UnknownFields) -> tuple[list[Any], set[str]]:
         """The tools and their declared names, from the generated function (`request_code.generate_tools`: its
         fast test and the write, per tool). When it declines the list or raises, the explain step (the reader,
         then `_write_tool` per tool) refuses, settles and notes precisely. Both write the same declarations."""
         noted = len(ctx.notes)
         try:
-            fast = self._fast_tools(tools, ctx)
+            fast = self.tools(tools, ctx)  # declines every list when the rules have no plain declaration
         except TranslationError:
             fast = None  # the reader's errors come first: it reads every tool before one is written
         if fast is not None:
@@ -320,10 +321,6 @@ class Inbound:
         del ctx.notes[noted:]
         read = read_tools(tools, self.provider)
         return [self._write_tool(t, ctx, unknown_fields) for t in read], {t["name"] for t in read}
-
-    def _fast_tools(self, tools: Any, ctx: Ctx) -> tuple[list[Any], set[str]] | None:
-        """The generated tools function; None when it declines the list (or the rules have none)."""
-        return None if self.plain_tool_scope is None else self.tools(tools, ctx)
 
     def caller_tools(self, caller: CallerTools) -> Tools | None:
         """The tools section's function over a source format's own declarations (`generate_tools`), made once per
@@ -399,6 +396,8 @@ class Inbound:
             for _, path, index, _ in hoisted:
                 if first_turn is not None and index > first_turn:
                     ctx.notes.append(Note("rewritten", path, "moved into the system prompt, ahead of earlier turns"))
+            if len(hoisted) == 1:  # the common case: no list to make, nothing to join
+                return hoisted[0][0]
             return self.join.join([text for text, _, _, _ in hoisted])  # a list: join makes one of a generator
         return default_system if default_system is not None else MISSING
 
@@ -438,36 +437,20 @@ class Inbound:
         ctx.path = ""
         return blocks
 
-    def _write_messages(self, msgs: Any, ctx: Ctx, ids: IdMap | None) -> Written:
-        """The transcript written by the generated function, in the call's context but with its notes kept apart
-        (they go in after the system prompt's). On an error its explain step, the reader, goes first: the reader's
-        errors come before the writer's, as it reads the whole transcript before anything is written."""
-        kept, ctx.notes = ctx.notes, []
-        try:
-            written = self.messages(msgs, ctx, ids)
-        except TranslationError:
-            self._explain_messages(msgs, ids)
-            raise
-        ctx.notes = kept
-        if written is None:  # a shape the fast test declines: the reader says what is wrong with it
-            self._explain_messages(msgs, ids)
-            raise TranslationError("messages", "cannot be read", provider=self.provider)
-        return written
-
     def _explain_messages(self, msgs: Any, ids: IdMap | None) -> None:
         carry, arguments_json = self.carry, self.reads_arguments_json
         read_messages(msgs, self.hoist, self.provider, arguments_json=arguments_json, tool_call_ids=ids, carry=carry)
 
-    def _system_message(self, chosen: Any, hoisted: list[Hoisted], system: str | None, ctx: Ctx) -> list[Any]:
+    def _system_message(self, chosen: Any, hoisted: list[Hoisted], system: str | None, ctx: Ctx) -> Any:
         """The system prompt as a message of its own (for rules that place it so, once one is chosen)."""
-        if self.system_message is None:
-            return []
+        assert self.system_message is not None
         written = self.system_message({"text": chosen}, ctx)
         role = written.get("role") if isinstance(written, dict) else None
-        for _, path, _, source in hoisted:
-            if role is not None and source.get("role") != role and system is None:
-                ctx.notes.append(Note("rewritten", path, f"sent as part of the one {role} message"))
-        return [written]
+        if role is not None and system is None:
+            for _, path, _, source in hoisted:
+                if source["role"] != role:  # a hoisted message's role is a string the reader read
+                    ctx.notes.append(Note("rewritten", path, f"sent as part of the one {role} message"))
+        return written
 
     def _check_message_keys(
         self, source: dict[str, Any], path: str, allowed: frozenset[str], ctx: Ctx, unknown_fields: UnknownFields

@@ -9,7 +9,7 @@ carry table and the hoisted roles are folded into the code, so the loop asks not
 already answered at load.
 
 The explain step is the reader: when the function raises (or declines a message that is not an object
-of a known role), `Inbound._write_messages` reads the whole transcript with `read_messages` first,
+of a known role), `Inbound.translate` reads the whole transcript with `read_messages` first,
 which raises the reader's precise TranslationError with its path, as the reader's errors come before
 any writer's; a transcript it accepts gets the generated function's own error, the first in message
 order. tests/test_request_messages.py holds the two orders to the same result.
@@ -153,10 +153,11 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
         names["HOIST"] = inbound.hoist
         lines += [
             "        if role in HOIST:",
-            "            h_text = text_only(m, i, P)",
-            "            hoisted.append((h_text, f'messages[{i}]', i, m))",
-            "            if len(m) != 2 or type(m['content']) is not str: ck_msgs.append(m); h_more = True",
+            "            h_text = m.get('content')",  # a string content taken here: no call for the common prompt
+            "            if type(h_text) is not str: h_text = text_only(m, i, P); ck_msgs.append(m); h_more = True",
+            "            elif len(m) != 2: ck_msgs.append(m); h_more = True",
             "            elif not h_text.isascii(): ck_texts.append(h_text)  # role and content, both read",
+            "            hoisted.append((h_text, f'messages[{i}]', i, m))",
             "            continue",
         ]
         branch = "elif"
