@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from operator import methodcaller
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Note
@@ -397,6 +398,7 @@ def generate_tools(inbound: Inbound, declaration: Node, caller: CallerTools | No
     ]
     counted = not whole and inbound.tool_keys_read is not None and inbound.tool_keys_read <= firsts.keys()
     built: list[str] = []  # what the declaration reads, made from the caller's keys first
+    besides: list[str] = []  # the caller's keys no declaration reads, tested after the loop
     if caller is not None:
         if not (counted or whole):
             return None
@@ -420,16 +422,16 @@ def generate_tools(inbound: Inbound, declaration: Node, caller: CallerTools | No
                 built.append(f"        {present}function_[{key!r}] = {held[key]}")
             built.append("        source_ = {'type': 'function', 'function': function_}")
         read = caller.keys if whole else inbound.tool_keys_read or ()
-        own = frozenset(caller.keys[key] for key in read if key in caller.keys)
-        names["OWN_"], names["LISTED_"] = own, own | frozenset(caller.quiet)
-        silent = []
-        for i, (key, values) in enumerate(caller.quiet.items()):
-            names[f"QUIET_{i}_"] = values
-            silent.append(f"fn_.get({key!r}) in QUIET_{i}_")
-        shape = [
-            "        fn_ = tool_",
-            "        if type(fn_) is not dict or not fn_.keys() <= OWN_ and not (",
-            f"                {' and '.join(['fn_.keys() <= LISTED_', *silent])}):",
+        names["OWN_"] = frozenset(caller.keys[key] for key in read if key in caller.keys)
+        names["QUIET_"], names["methodcaller"] = caller.quiet, methodcaller
+        shape = ["        fn_ = tool_", "        if type(fn_) is not dict:", *decline]
+        # The keys besides those read (a Responses tool's `type`), tested once over the whole list after the
+        # loop: each listed, and every tool's value (None where absent) one that settles silently. A tool that
+        # fails declines either way; nothing the loop wrote is kept then.
+        besides = [
+            "    for key_ in set().union(*tools_) - OWN_:",
+            "        quiet_ = QUIET_.get(key_)",
+            "        if quiet_ is None or not all(map(quiet_.__contains__, map(methodcaller('get', key_), tools_))):",
             *decline,
         ]
     name, description, parameters = tested.values()
@@ -466,6 +468,7 @@ def generate_tools(inbound: Inbound, declaration: Node, caller: CallerTools | No
         *(["        c.path = (TOOLS, i_)"] if USES_CONTEXT.search("\n".join(inline.body)) else []),
         *("        " + line for line in inline.body),
         "        out_.append(written_)",
+        *besides,
         "    c.path = ''",
         "    return out_, declared_",
     ]
