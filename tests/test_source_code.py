@@ -120,6 +120,8 @@ CALLER_TOOLS = {  # per format: tool lists the provider's tools function takes i
         [{"name": "f", "input_schema": SCHEMA}, {"name": "f", "input_schema": SCHEMA}],
         [{"name": "f", "description": None, "input_schema": SCHEMA}],
         [{"name": "f", "input_schema": SCHEMA}, "g"],
+        # a later tool's listed key with another value (the listed keys are tested over the whole list)
+        [{"name": "f", "input_schema": SCHEMA}, {"name": "g", "input_schema": SCHEMA, "type": "web_search"}],
         {"name": "f"},
     ],
     "openai-responses": [
@@ -131,6 +133,7 @@ CALLER_TOOLS = {  # per format: tool lists the provider's tools function takes i
         [{"type": "function", "name": "f", "parameters": {"a": float("inf")}}],
         [{"type": "function", "name": "f", "parameters": SCHEMA, "strict": None}, {"type": "function", "name": "g"}],
         [{"type": "function", "name": "f", "description": 5}],
+        [{"type": "function", "name": "f"}, {"type": "function", "name": "g", "output_schema": {}}],
         [{"type": "function", "description": "d"}],
     ],
 }
