@@ -34,7 +34,7 @@ def test_a_body_is_checked_by_its_parse_alone(monkeypatch: pytest.MonkeyPatch) -
     def check(*args: Any) -> NoReturn:
         raise AssertionError("a decoded body was checked again")
 
-    for name in ("checked", "check", "read_clean"):  # the whole check, or its parts around the transcript's
+    for name in ("checked", "read_clean"):  # the whole check, or the batch of what the transcript leaves
         monkeypatch.setattr(f"toolnexus.translate.inbound.{name}", check)
     assert translate_request("anthropic", json.dumps(REQUEST).encode())["temperature"] == 0.5
     with pytest.raises(AssertionError):

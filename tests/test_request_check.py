@@ -1,6 +1,6 @@
 """The JSON check of a request given as a dict, folded into the messages function's reads (README "What the
-JSON check costs a request given as a dict"): the rest of the request is checked first, each value the direct
-branches read is tested where they read it, and the rest of the transcript is left to `jsonsafe.read_clean`.
+JSON check costs a request given as a dict"): each value the direct branches read is tested where they read it,
+and the rest of the transcript, with the request's other fields, is left to `jsonsafe.read_clean`.
 Its refusal is still the whole request's check's: the same path and words, and the first culprit in the
 request's order, before any other error the request would raise."""
 
@@ -20,7 +20,7 @@ from toolnexus import TranslationError, translate_request
 from toolnexus.language import jsonsafe
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-from bench_inputs import tool_declarations, transcript
+from bench_inputs import parity_inputs, tool_declarations, transcript
 
 PROVIDERS = tuple(toolnexus.providers())  # every rule file: each writes its transcript through the folded check
 # longer than jsonsafe._LONG and _BATCH: both of its ways; without `stop`, which the Responses API refuses (a
@@ -177,3 +177,30 @@ def test_the_check_refuses_before_an_earlier_messages_error(provider: str) -> No
     for broken in ({"role": "tool", "tool_call_id": "nowhere", "content": "x"}, {"role": "nobody"}, "not a message"):
         damaged = put(request, ("messages", 3), broken)
         assert refusal(provider, damaged) == whole_check(damaged)
+
+
+class _CountingOrjson:
+    """orjson, counting the encodings `jsonsafe` asks of it."""
+
+    def __init__(self, real: Any) -> None:
+        self.real, self.dumps_calls = real, 0
+
+    def dumps(self, *args: Any, **kwargs: Any) -> bytes:
+        self.dumps_calls += 1
+        return bytes(self.real.dumps(*args, **kwargs))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini"])
+def test_the_other_fields_go_in_the_transcripts_batch(provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ASCII transcript that leaves a container (the golden request's object arguments) and the request's other
+    fields (its tools): one encoding checks both."""
+    request = parity_inputs()[0]
+    assert len(request["messages"]) > 2 and any(with_calls(m, dict) for m in request["messages"])
+    expected = translate_request(provider, request)
+    counting = _CountingOrjson(jsonsafe.orjson)
+    monkeypatch.setattr(jsonsafe, "orjson", counting)
+    assert translate_request(provider, request) == expected
+    assert counting.dumps_calls == 1

@@ -124,11 +124,11 @@ class IdRule:
     def for_request(self, messages: Any, provider: str) -> tuple[Callable[[str], str], dict[str, str]]:
         """The id map of one request: a function the reader calls per id (a call and its result share one
         answer), and the dict it fills, sent id -> caller's id, for each id it changed."""
-        changed: dict[str, str] = {}
         if self.rewrite is not None:
             table = self._rewritten(messages, provider)
-            changed.update((sent, given) for given, sent in table.items())
-            return _Rewritten(table).__getitem__, changed  # a dict's own lookup, for every id the reader reads
+            # a dict's own lookup, for every id the reader reads
+            return _Rewritten(table).__getitem__, {sent: given for given, sent in table.items()}
+        changed: dict[str, str] = {}
         pattern = self.pattern
 
         def normalize(call_id: str) -> str:
@@ -141,29 +141,39 @@ class IdRule:
 
     def _rewritten(self, messages: Any, provider: str) -> dict[str, str]:
         """Caller's id -> sent id for every id of the transcript the pattern refuses, in order of first
-        appearance; never equal to an id sent unchanged or to another rewritten one."""
+        appearance; never equal to an id sent unchanged or to another rewritten one. The first derivation
+        fits but for a collision or a pattern it misses (`_rehashed`), so it is tried inline."""
         rewrite = self.rewrite
         assert rewrite is not None
         found = _transcript_ids(messages)
         pattern = self.pattern
-        taken = {call_id for call_id in found if _accepts(pattern, call_id)}
+        refused = [call_id for call_id in found if not _accepts(pattern, call_id)]
         table: dict[str, str] = {}
-        for call_id, where in found.items():
-            if call_id in taken:
-                continue
-            for attempt in range(REHASH_LIMIT):
-                sent = rewrite.derive(call_id, attempt)
-                if sent not in taken and self.accepts(sent):
-                    break
-                if rewrite.collisions == "error" and sent in taken:
-                    message = f"{call_id!r} rewrites to {sent!r}, an id this request already sends"
-                    raise TranslationError(_id_path(where), message, provider=provider)
-            else:
-                message = f"no free {rewrite.length}-character id for {call_id!r}"
-                raise TranslationError(_id_path(where), message, provider=provider)
+        if not refused:
+            return table
+        taken = found.keys() - refused  # the ids sent unchanged, then each rewritten one as it is made
+        alphabet, length = rewrite.alphabet, rewrite.length
+        for call_id in refused:
+            sent = _derive(alphabet, length, call_id, 0)
+            if sent in taken or not _accepts(pattern, sent):
+                sent = self._rehashed(call_id, found[call_id], taken, provider)
             taken.add(sent)
             table[call_id] = sent
         return table
+
+    def _rehashed(self, call_id: str, where: tuple[int, int | None], taken: set[str], provider: str) -> str:
+        """The rewrite of an id by attempts 0, 1, 2, ...: the first that is free and fits the pattern."""
+        rewrite = self.rewrite
+        assert rewrite is not None
+        for attempt in range(REHASH_LIMIT):
+            sent = rewrite.derive(call_id, attempt)
+            if sent not in taken and self.accepts(sent):
+                return sent
+            if rewrite.collisions == "error" and sent in taken:
+                message = f"{call_id!r} rewrites to {sent!r}, an id this request already sends"
+                raise TranslationError(_id_path(where), message, provider=provider)
+        message = f"no free {rewrite.length}-character id for {call_id!r}"
+        raise TranslationError(_id_path(where), message, provider=provider)
 
     def restore(self, sent: str, id_map: Mapping[str, str] = NO_IDS) -> str:
         """The caller's id for an id the provider hands back: from the request's map when given, else

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import Note, TranslationError
 from ..language.ids import NO_IDS, IdRule, compile_id_rule
-from ..language.jsonsafe import JsonValueError, WrittenTexts, check, checked, loads_body, read_clean
+from ..language.jsonsafe import WrittenTexts, checked, loads_body, read_clean
 from ..language.loader import Key, RuleSource, did_you_mean, dotted
 from ..language.paths import MISSING, Getter, is_piped, piped_from
 from ..language.templates import ContentLines, Ctx, Env, Node, Render, compile_template, path_getter
@@ -196,22 +196,17 @@ class Inbound:
         if default_system is not None and type(default_system) is not str:
             message = f"must be a string, got {type(default_system).__name__}"
             raise TranslationError("default_system", message, provider=provider)
-        # The check of the transcript folds into the messages function's reads (`jsonsafe.read_clean`); that of
-        # the rest runs first. Each refusal is `check`'s of the whole request, before any other error: a failure
-        # of either, and any error raised before the transcript's verdict, asks it of the whole request first.
-        # A request of one or two messages is checked whole here: within the request's one orjson call they cost
-        # less than the copy of the request without them.
-        folded = False
+        # The check of the transcript folds into the messages function's reads (`jsonsafe.read_clean`), and that
+        # of the rest goes in the same batch, after the transcript is written. Each refusal is `check`'s of the
+        # whole request, before any other error: a failed verdict, and any error raised before it, asks it of the
+        # whole request first. A request of one or two messages is checked whole here: within the request's one
+        # orjson call they cost less than the copy of the request without them.
+        rest: dict[str, Any] | None = None
         if not decoded:
             messages = request.get("messages")
             if type(messages) is list and len(messages) > 2:
                 rest = request.copy()
                 del rest["messages"]
-                try:  # not contextlib.suppress: its object and two calls cost more than the check of a small rest
-                    check(rest)
-                    folded = True
-                except JsonValueError:
-                    checked(request, "", self._refuse)
             else:
                 checked(request, "", self._refuse)
         ctx = Ctx(provider)
@@ -247,11 +242,13 @@ class Inbound:
             ctx.notes = kept
             turns, hoisted, turn_notes, first, left, more = transcript
         except Exception:
-            if folded:
+            if rest is not None:
                 checked(request, "", self._refuse)
             raise
-        if folded and (left[0] or left[1] or left[2]) and not read_clean(*left):  # an ASCII transcript: none
-            checked(request, "", self._refuse)
+        if rest is not None:
+            left[1].append(rest)  # a member of the batch, as the transcript's containers are
+            if not read_clean(*left):
+                checked(request, "", self._refuse)
         if hoisted or system is not None:
             chosen = self._choose_system(hoisted, first, system, default_system, ctx)
             if system is None and more:  # a prompt of its role and a string content alone carries nothing
