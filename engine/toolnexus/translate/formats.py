@@ -21,7 +21,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import compress, repeat
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol, TypeVar
 
@@ -813,12 +813,20 @@ class Settled(NamedTuple):
 def call_inputs(tool_calls: list[TranslatedToolCall]) -> list[Any]:
     """Each call's arguments as an object: the object the provider sent (`given`: its text is what reading it back
     gives), else the text read, all at once (text that is not JSON is kept as it is: the answer still says it),
-    {} for no arguments."""
-    texts = [call.arguments for call in tool_calls if call.given is None and call.arguments]
-    if not texts:
-        return [{} if call.given is None else call.given for call in tool_calls]
-    read = iter(standard_loads_each(texts))
-    return [call.given if call.given is not None else next(read) if call.arguments else {} for call in tool_calls]
+    {} for no arguments. The columns are read in C: where every call brought its object, or every call's arguments
+    came as text (the OpenAI family's), no Python runs per call."""
+    given = list(map(_GIVEN, tool_calls))
+    sent = len(given) - given.count(None)
+    if sent == len(given):
+        return given
+    texts = list(map(_ARGUMENTS, tool_calls))
+    if not sent and all(texts):
+        return standard_loads_each(texts)
+    read = iter(standard_loads_each([text for obj, text in zip(given, texts, strict=True) if obj is None and text]))
+    return [obj if obj is not None else next(read) if text else {} for obj, text in zip(given, texts, strict=True)]
+
+
+_GIVEN, _ARGUMENTS = attrgetter("given"), attrgetter("arguments")
 
 
 def call_scope(call: TranslatedToolCall, given_input: Any = MISSING) -> dict[str, Any]:
