@@ -38,7 +38,6 @@ import json
 import math
 import re
 from collections.abc import Callable, Sequence
-from itertools import repeat
 from typing import Any
 
 try:
@@ -519,35 +518,28 @@ def standard_loads(text: str) -> Any:
 
 def standard_loads_each(texts: list[str]) -> list[Any]:
     """`standard_loads` of each text, or the text itself where that raises ValueError (text that is not JSON):
-    an answer's tool-call arguments as objects. The texts are read by orjson in one C loop, as they are (no bytes
-    made for them; where orjson refuses one, each is read alone and the standard decoder reads the refused); whether
-    orjson read the numbers alike is asked after, once, of all the texts' UTF-8 (which orjson's reads have cached
-    in each str, so making it copies) joined by commas: a comma is what a number may follow, so the joined bytes
-    hold a long number orjson may read otherwise where one of the texts does, and one translate and search serve
-    them all. Only then is each text asked alone, and the standard decoder reads the few orjson may not have read
-    alike. The depth `_for_orjson` also counts is not asked: orjson reads text up to its own limit as the standard
-    decoder does, and refuses deeper text (and NaN, a lone surrogate), which the standard decoder then reads or
-    refuses."""
+    an answer's tool-call arguments as objects. Each text is read by orjson first, as it is (no bytes made for
+    it); whether orjson read the numbers alike is asked after, once, of all the texts' UTF-8 (which orjson's reads
+    have cached in each str, so making it copies) joined by commas: a comma is what a number may follow, so the
+    joined bytes hold a long number orjson may read otherwise where one of the texts does, and one translate and
+    search serve them all. Only then is each text asked alone, and the standard decoder reads the few orjson may
+    not have read alike. The depth `_for_orjson` also counts is not asked: orjson reads text up to its own limit
+    as the standard decoder does, and refuses deeper text (and NaN, a lone surrogate), which the standard decoder
+    then reads or refuses."""
     if orjson is None:
         return [_standard_or_text(text) for text in texts]
-    try:
-        out = list(map(orjson.loads, texts))
-    except orjson.JSONDecodeError:
-        out = [_orjson_or_standard(text) for text in texts]
-    encoded = list(map(str.encode, texts, repeat("utf-8"), repeat("surrogatepass")))
+    out: list[Any] = []
+    for text in texts:
+        try:
+            out.append(orjson.loads(text))
+        except orjson.JSONDecodeError:
+            out.append(_standard_or_text(text))
+    encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
     if not _numbers_read_alike(b",".join(encoded)):  # a long number orjson may have read otherwise: whose?
         for i, text in enumerate(texts):
             if not _numbers_read_alike(encoded[i]):
                 out[i] = _standard_or_text(text)  # as it read any it did not (the same read again)
     return out
-
-
-def _orjson_or_standard(text: str) -> Any:
-    """orjson's read of the text, else (orjson refuses it) `_standard_or_text`'s."""
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return _standard_or_text(text)
 
 
 def _standard_or_text(text: str) -> Any:
