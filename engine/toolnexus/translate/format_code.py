@@ -66,7 +66,7 @@ from .formats import (
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
 Reader = Callable[[list[Any], Any, bool, WrittenTexts | None], Read | None]  # (`Ctx.written`: the last)
 ToolsReader = Callable[[Any, Callable[[Record], None]], list[Any] | None]  # the declarations (records added)
-Writer = Callable[..., dict[str, Any]]  # (the result, `SourceFormat.settle`'s four, the Ctx)
+Writer = Callable[..., dict[str, Any]]  # (the result, the answer's id, time and inputs, the Ctx, the notes)
 EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
@@ -381,9 +381,11 @@ def generate(fmt: SourceFormat) -> tuple[str, Reader | None, ToolsReader | None]
 
 def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     """The whole answer's writer (the `answer` section: its message, then each `blocks` entry's blocks, per
-    element of the list it walks) as one function over the result (`r`) and what `SourceFormat.settle` said of it,
-    and its source. Each view field a template reads is read once, up front, into a variable every entry reads
-    (`V_text = r.text`, `V_provider = said`); the made ids (`ids`, each hashed when read) are read where a template
+    element of the list it walks) as one function over the result (`r`), the answer's id, time and inputs, and its
+    source. Its first lines derive what the provider would have said (`said_lines`: the notes `SourceFormat.said`
+    gives, each count a variable a template's plain read of it reads), so `said` is made only where a template reads
+    it otherwise. Each view field a template reads is read once, up front, into a variable every entry reads
+    (`V_text = r.text`); the made ids (`ids`, each hashed when read) are read where a template
     reads them, inside its branch, so an answer writing no item of a kind makes no id for it. The calls are walked
     as the result holds them, each with its `input` (`inputs`), their fields read as attributes with no test and
     no object made per call: a call's block of plain reads of its fields is one Python display (`as_python`, as a
