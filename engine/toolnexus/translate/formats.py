@@ -840,6 +840,8 @@ def call_inputs(tool_calls: list[TranslatedToolCall]) -> list[Any]:
     gives), else the text read, all at once (text that is not JSON is kept as it is: the answer still says it),
     {} for no arguments."""
     texts = [call.arguments for call in tool_calls if call.given is None and call.arguments]
+    if len(texts) == len(tool_calls):  # every call's arguments came as text (the OpenAI family's): read in order
+        return standard_loads_each(texts)
     if not texts:
         return [{} if call.given is None else call.given for call in tool_calls]
     read = iter(standard_loads_each(texts))
