@@ -1182,6 +1182,25 @@ def test_standard_loads_raises_json_loads_own_error() -> None:
         assert (caught.value.msg, caught.value.pos) == (standard.value.msg, standard.value.pos)
 
 
+def _standard_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(json_texts().map(lambda t: t.decode("utf-8", "surrogatepass") if isinstance(t, bytes) else t)))
+def test_standard_loads_each_gives_what_each_text_read_alone_gives(texts: list[str]) -> None:
+    """The arguments read at once (orjson over all of them, then one screen of their joined bytes) give, text by
+    text, what json.loads gives, or the text itself where json.loads refuses it: where orjson refuses one text
+    among many, where a long number sits in one, however the texts sit side by side."""
+    got = jsonsafe.standard_loads_each(texts)
+    want = [_standard_or_text(text) for text in texts]
+    assert [type(g) for g in got] == [type(w) for w in want]
+    assert json.dumps(got) == json.dumps(want)
+
+
 @pytest.mark.parametrize(
     "texts",
     [

@@ -19,7 +19,7 @@ import toolnexus
 from support.cases import CASES
 from support.cli import explain_code, run_cli
 from support.made_up import ACME_FORMAT
-from toolnexus import RuleError, ToolnexusError, load_rules
+from toolnexus import Note, RuleError, ToolnexusError, load_rules
 from toolnexus.language import jsonsafe
 from toolnexus.language.paths import MISSING, compile_path, scope_fields
 from toolnexus.language.templates import Apply, Ctx, KeySeal, seal
@@ -223,7 +223,7 @@ def test_explain_shows_the_generated_reader() -> None:
     shown = explain_code("--source", "anthropic")
     assert (
         "def transcript(msgs, system, objects=False, written=None):" in shown
-        and "def write(r, said, answer_id, created, inputs, c):" in shown
+        and "def write(r, answer_id, created, inputs, c, notes):" in shown
     )
 
 
@@ -233,11 +233,37 @@ def test_the_whole_answer_is_one_generated_function(tmp_path: Path) -> None:
     path = tmp_path / "acme.yaml"
     path.write_text(ACME_FORMAT)
     fmt = compile_format(path, load_rules().providers)
-    assert fmt.writer is not None and fmt.writer_code.startswith("def write(r, said, answer_id, created, inputs, c):")
+    assert fmt.writer is not None and fmt.writer_code.startswith("def write(r, answer_id, created, inputs, c, notes):")
     result = TranslateResult("hi", [TranslatedToolCall("t1", "f", "{}")], "stop", {}, "m")
-    written = fmt.writer(result, {"stop_reason": "x"}, "r1", 1, None, Ctx("acme", outbound=True))
-    assert written == {"said": "hi", "why": "x", "calls": [{"ref": "t1", "fn": "f"}]}
-    assert "e.id" in fmt.writer_code and "CALL" not in fmt.writer_code and "VIEW" not in fmt.writer_code
+    written = fmt.writer(result, "r1", 1, None, Ctx("acme", outbound=True), [])
+    assert written == {"said": "hi", "why": "end_turn", "calls": [{"ref": "t1", "fn": "f"}]}
+    code = fmt.writer_code
+    assert "e.id" in code and "CALL" not in code and "VIEW" not in code and "SAID" not in code
+
+
+@pytest.mark.parametrize("whole", [False, True])
+def test_the_writer_derives_what_the_provider_would_have_said_itself(tmp_path: Path, whole: bool) -> None:
+    """The writer derives the provider's stop reason and usage in its first lines, each count into a variable its
+    templates read (no `said` made); a template reading `provider.usage` whole reads `said` as `settle` makes it.
+    Either way the answer and its notes are what `settle`'s view gives, in its order: the stop reason, the usage,
+    the made id, the writer's own."""
+    text = ACME_FORMAT.replace("    out: {$get: provider.usage.output_tokens}\n", "    out: {$get: provider.usage}\n")
+    path = tmp_path / "acme.yaml"
+    path.write_text(text if whole else ACME_FORMAT)
+    fmt = compile_format(path, load_rules().providers)
+    assert ("V_provider = SAID(r, [])" in fmt.writer_code) is whole
+    usage = {"prompt_tokens": 1, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 5}}
+    result = TranslateResult("hi", [], "weird", usage, "m")
+    notes: list[Note] = []
+    written = fmt.write(result, None, notes, 7)
+    settled: list[Note] = []
+    said = fmt.said(result, [])
+    assert written["out"] == (said["usage"] if whole else said["usage"]["output_tokens"]) and "why" not in written
+    view = fmt.view(result, None, settled, 7)
+    assert view["provider"] == said and [(n.kind, n.path) for n in notes] == [(n.kind, n.path) for n in settled]
+    assert [(n.kind, n.path) for n in notes] == [
+        ("dropped", "finish_reason"), ("inconsistent", "prompt_tokens"), ("synthesized", "id")
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("reads_input", [True, False])

@@ -38,7 +38,8 @@ from toolnexus import (
 )
 from toolnexus.language.paths import MISSING, compile_path
 from toolnexus.translate.format_rules import compile_format, inverse_table
-from toolnexus.translate.formats import AnswerBody, SourceStream
+from toolnexus.translate.formats import AnswerBody, SourceStream, call_inputs
+from toolnexus.translate.result import new_tool_call
 
 
 def judge_request(request: dict[str, Any]) -> None:
@@ -829,3 +830,16 @@ def test_a_json_value_the_format_drops_is_still_dropped_with_a_note() -> None:
     request = {"model": "m", "max_tokens": 5, "service_tier": "auto", "messages": [{"role": "user", "content": "Hi."}]}
     body = translate_request("gemini", request, source="anthropic")
     assert ("dropped", "service_tier") in {(n.kind, n.path) for n in body.notes}
+
+
+def test_call_inputs_read_each_call_by_where_its_arguments_came_from() -> None:
+    """A `tool_use.input` per call: the object the provider sent, else its text read (the text itself where it is
+    not JSON), {} for none; whether every call brought an object, every call text, or they are mixed."""
+    sent = {"q": 1}
+    given = new_tool_call("a", "f", json.dumps(sent), None, sent)
+    texts = [new_tool_call(str(k), "f", text, None) for k, text in enumerate(['{"n": 12345678901234567890}', "no"])]
+    empty = new_tool_call("e", "f", "", None)
+    assert call_inputs([given, given]) == [sent, sent] and call_inputs([given])[0] is sent
+    assert call_inputs(texts) == [{"n": 12345678901234567890}, "no"]
+    assert call_inputs([texts[0], empty, given, texts[1]]) == [{"n": 12345678901234567890}, {}, sent, "no"]
+    assert call_inputs([empty, empty]) == [{}, {}] and call_inputs([]) == []

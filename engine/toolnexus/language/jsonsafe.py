@@ -529,12 +529,13 @@ def standard_loads_each(texts: list[str]) -> list[Any]:
     if orjson is None:
         return [_standard_or_text(text) for text in texts]
     out: list[Any] = []
+    encoded: list[bytes] = []
     for text in texts:
         try:
             out.append(orjson.loads(text))
         except orjson.JSONDecodeError:
             out.append(_standard_or_text(text))
-    encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
+        encoded.append(text.encode("utf-8", "surrogatepass"))
     if not _numbers_read_alike(b",".join(encoded)):  # a long number orjson may have read otherwise: whose?
         for i, text in enumerate(texts):
             if not _numbers_read_alike(encoded[i]):

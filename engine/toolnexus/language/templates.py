@@ -321,6 +321,7 @@ def inline_node(
     tag: str = "",
     present: frozenset[str] = frozenset(),
     late: frozenset[str] = frozenset(),
+    chains: Mapping[tuple[str | int, ...], str] | None = None,
 ) -> Inline:
     """`node` inlined (see Inline); `is_dict`: the caller has tested that the scope is a dict; `known`: fields of
     the scope the caller holds in a variable or an expression (field -> it), read from there (a field held as
@@ -330,11 +331,13 @@ def inline_node(
     only when the lines use it whole.
     `prefix` goes before the names it binds; `content` writes a `$content` inline (see ContentLines); `tag`
     ends every variable the lines bind (`s`, `sd`, `f0`, ...), so templates pasted into one function, one
-    inside another's loop, stay apart."""
+    inside another's loop, stay apart. `chains`: plain key chains below a known field the caller holds each in a
+    variable (`provider.usage.input_tokens` -> a count it derived), read from there with no step between."""
     known = known or {}
     absent = frozenset(name for name, var in known.items() if var == "MISSING")
     variables = {name: var for name, var in known.items() if var.isidentifier() and name not in absent}
     gen = _Codegen(prefix, content, tag, absent, variables, present & known.keys(), late)
+    gen.held_chains = chains or {}
     s, sd = f"s{tag}", f"sd{tag}"
     body = gen.emit(node, target, s)
     reads = [(name, var) for name, var in gen.firsts.items() if name not in known]
@@ -796,6 +799,7 @@ class _Codegen(Namespace):
         self.content = content  # `$content` written inline where this gives lines (else its closure is called)
         self.firsts: dict[str, str] = {}  # scope key -> the variable that reads it once, up front
         self.chains: dict[tuple[str | int, ...], str] = {}  # plain key chains read up front
+        self.held_chains: Mapping[tuple[str | int, ...], str] = {}  # plain key chains the caller holds (`inline_node`)
         self.prelude: list[str] = []  # their reads, after the `firsts`
         # The scope's dict variable where a run of plain reads is copied from it whole (`_copied`; None: never),
         # and whether the lines do so.
@@ -831,6 +835,9 @@ class _Codegen(Namespace):
     def _chain(self, first: str, steps: tuple[str | int, ...]) -> str:
         """A plain key chain read once, up front (`usage.input_tokens` feeds several sums): its variable. Each
         prefix is a chain of its own, read once (`usage.a` and `usage.b` read `usage` once)."""
+        held = self.held_chains.get(steps)
+        if held is not None:
+            return held
         source = first
         for end in range(2, len(steps) + 1):
             var = self.chains.get(steps[:end])

@@ -66,7 +66,7 @@ from .formats import (
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
 Reader = Callable[[list[Any], Any, bool, WrittenTexts | None], Read | None]  # (`Ctx.written`: the last)
 ToolsReader = Callable[[Any, Callable[[Record], None]], list[Any] | None]  # the declarations (records added)
-Writer = Callable[..., dict[str, Any]]  # (the result, `SourceFormat.settle`'s four, the Ctx)
+Writer = Callable[..., dict[str, Any]]  # (the result, the answer's id, time and inputs, the Ctx, the notes)
 EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
@@ -381,20 +381,26 @@ def generate(fmt: SourceFormat) -> tuple[str, Reader | None, ToolsReader | None]
 
 def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     """The whole answer's writer (the `answer` section: its message, then each `blocks` entry's blocks, per
-    element of the list it walks) as one function over the result (`r`) and what `SourceFormat.settle` said of it,
-    and its source. Each view field a template reads is read once, up front, into a variable every entry reads
-    (`V_text = r.text`, `V_provider = said`); the made ids (`ids`, each hashed when read) are read where a template
+    element of the list it walks) as one function over the result (`r`), the answer's id, time and inputs, and its
+    source. Its first lines derive what the provider would have said (`said_lines`: the notes `SourceFormat.said`
+    gives, each count a variable a template's plain read of it reads), so `said` is made only where a template reads
+    it otherwise. Each view field a template reads is read once, up front, into a variable every entry reads
+    (`V_text = r.text`); the made ids (`ids`, each hashed when read) are read where a template
     reads them, inside its branch, so an answer writing no item of a kind makes no id for it. The calls are walked
     as the result holds them, each with its `input` (`inputs`), their fields read as attributes with no test and
     no object made per call: a call's block of plain reads of its fields is one Python display (`as_python`, as a
     stream event's), any other its template pasted. The view itself (`formats.answer_scope`) is made only where a
     template reads it whole (a rich path)."""
     names: dict[str, Any] = {"MISSING": MISSING, "sealed": sealed, "MadeIds": MadeIds, "IDS": fmt.ids}
-    names.update(VIEW=answer_scope, CALL=call_scope, CALLS=call_scopes)
+    names.update(VIEW=answer_scope, CALL=call_scope, CALLS=call_scopes, Note=Note, STOP=dict(fmt.stop_table))
+    names.update(SAID=fmt.said)
+    derive, counts = said_lines(fmt)
+    derived: dict[tuple[str | int, ...], str] = {("provider", fmt.stop_key): "U_stop", ("provider", "finish"): "U_stop"}
+    derived.update({("provider", *path): var for path, var in counts.items()})
     nodes = fmt.plan.nodes
     known = {name: f"V_{name}" for name in VIEW_FIELDS}
     reads = {name: f"r.{name}" for name in VIEW_FIELDS}
-    reads.update(id="answer_id", created="created", ids="MadeIds(IDS, answer_id)", provider="said")
+    reads.update(id="answer_id", created="created", ids="MadeIds(IDS, answer_id)", provider=SAID)
     reads.update(tool_calls="CALLS(r.tool_calls, inputs)")
     used: dict[str, None] = {}  # the view fields read, in the order first read
     calls = {name: f"e.{name}" for name in CALL_FIELDS} | {"arguments": "(e.arguments or '{}')"}
@@ -407,7 +413,15 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
         element of another list (none: any value)."""
         present = frozenset(held) if held is calls else frozenset()
         inline = inline_node(
-            nodes[key], scope, target, is_dict=bool(held), known=held, present=present, tag=tag, late=LATE
+            nodes[key],
+            scope,
+            target,
+            is_dict=bool(held),
+            known=held,
+            present=present,
+            tag=tag,
+            late=LATE,
+            chains=derived if held is known else None,
         )
         names.update(inline.names)
         if held is not known:
@@ -455,8 +469,10 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
             body += ["    if isinstance(es, list):", "        for e in es:", *indent(block, 12)]
     if fmt.blocks_into is not None:
         body.append(f"    out[{fmt.blocks_into!r}] = blocks")
-    head = [f"    {known[name]} = {reads[name]}" for name in used]
-    signature = "def write(r, said, answer_id, created, inputs, c):"
+    if not re.search(r"(?<![\w.'])V_provider(?![\w'])", "\n".join(body)):  # read by its derived values alone
+        used.pop("provider", None)
+    head = [*indent(derive), *(f"    {known[name]} = {reads[name]}" for name in used)]
+    signature = "def write(r, answer_id, created, inputs, c, notes):"
     text = "\n".join([signature, *head, *body, "    return out"]) + "\n"
     exec(compile(text, f"<writer {fmt.name}>", "exec"), names)
     run: Writer = names["write"]
@@ -481,7 +497,10 @@ def _keys_read(node: Node, held: str, lines: str, names: Mapping[str, Any]) -> f
     return fields
 
 
-VIEW = "VIEW(IDS, r, said, answer_id, created, inputs)"  # the view, in the generated writer (`formats.answer_scope`)
+# The view and what the provider would have said, in the generated writer (`formats.answer_scope`, `SourceFormat.said`),
+# each made only where a template reads it whole (the notes `said` gives, the writer's first lines gave).
+SAID = "SAID(r, [])"
+VIEW = f"VIEW(IDS, r, {SAID}, answer_id, created, inputs)"
 
 # What each stream moment's scope always holds (`formats.SourceEvents` sets them, None at worst): an event reads
 # them with no test for an absent value. A moment's `sequence` (and a piece's `piece`) are the function's arguments.
@@ -714,10 +733,23 @@ def generate_usage(fmt: SourceFormat) -> Callable[[Any, dict[str, Any], list[Not
     """What the format's provider would have said of the result's usage (`SourceFormat.usage`, its usage section
     read backwards) as one function of straight-line reads, in the table's order: the same counts, the same notes,
     with no path walked at run time, and each object of `said` it writes into held once made."""
+    lines, _ = usage_lines(fmt, into_said=True)
+    text = "\n".join(["def derive(u, said, notes):", "    if not isinstance(u, dict): return", *indent(lines)]) + "\n"
     names: dict[str, Any] = {"Note": Note}
-    lines = ["def derive(u, said, notes):", "    if not isinstance(u, dict): return"]
+    exec(compile(text, f"<usage {fmt.name}>", "exec"), names)
+    run: Callable[[Any, dict[str, Any], list[Note]], None] = names["derive"]
+    return run
+
+
+def usage_lines(fmt: SourceFormat, *, into_said: bool) -> tuple[list[str], dict[tuple[str, ...], str]]:
+    """The usage read backwards (`generate_usage`) as lines over the result's usage `u` (an object), its notes
+    appended to `notes`; each count set into `said` (`into_said`), else held in a variable of its own: the lines and
+    each count's path below `said` -> its variable (MISSING until set), so a writer reads the counts it writes
+    with no `said` made."""
+    lines: list[str] = []
     reads: dict[tuple[str, ...], str] = {}
     holders: dict[tuple[str, ...], str] = {}  # an object of `said` (`usage`) -> its variable, None until made
+    counts: dict[tuple[str, ...], str] = {}  # (not into `said`) a count's path -> its variable
 
     def read(steps: tuple[str, ...]) -> str:
         """A result count's variable (None unless an int), its reads written once."""
@@ -726,12 +758,12 @@ def generate_usage(fmt: SourceFormat) -> Callable[[Any, dict[str, Any], list[Not
             for depth in range(1, len(steps)):
                 outer = steps[:depth]
                 if outer not in reads:
-                    reads[outer] = name = f"d{len(reads)}"
+                    reads[outer] = name = f"U_d{len(reads)}"
                     step = steps[depth - 1]
-                    lines.append(f"    {name} = {got(parent, step)}")
+                    lines.append(f"{name} = {got(parent, step)}")
                 parent = reads[outer]
-            reads[steps] = name = f"d{len(reads)}"
-            lines.append(f"    {name} = {got(parent, steps[-1])}")
+            reads[steps] = name = f"U_d{len(reads)}"
+            lines.append(f"{name} = {got(parent, steps[-1])}")
         return reads[steps]
 
     def got(parent: str, step: str) -> str:
@@ -743,24 +775,46 @@ def generate_usage(fmt: SourceFormat) -> Callable[[Any, dict[str, Any], list[Not
     for target, total, others in fmt.usage:
         value = read(total)
         parts = [read(other) for other in others]
-        lines.append(f"    if type({value}) is int:")
-        lines.append(f"        v = {value}")
-        lines += [f"        if type({part}) is int: v -= {part}" for part in parts]
+        lines.append(f"if type({value}) is int:")
+        lines.append(f"    U_v = {value}")
+        lines += [f"    if type({part}) is int: U_v -= {part}" for part in parts]
         message = f"less than the counts it includes; no {target[-1]}"
-        lines.append(f"        if v < 0: notes.append(Note('inconsistent', {'.'.join(total)!r}, {message!r}))")
-        lines.append("        else:")
+        lines.append(f"    if U_v < 0: notes.append(Note('inconsistent', {'.'.join(total)!r}, {message!r}))")
+        if not into_said:
+            var = counts.setdefault(target, f"U_{len(counts)}")
+            lines.append(f"    else: {var} = U_v")
+            continue
+        lines.append("    else:")
         holder = "said"
         for depth in range(1, len(target)):
-            name = holders.setdefault(target[:depth], f"h{len(holders)}")
-            lines.append(f"            if {name} is None: {name} = {holder}.setdefault({target[depth - 1]!r}, {{}})")
+            name = holders.setdefault(target[:depth], f"U_h{len(holders)}")
+            lines.append(f"        if {name} is None: {name} = {holder}.setdefault({target[depth - 1]!r}, {{}})")
             holder = name
-        lines.append(f"            {holder}[{target[-1]!r}] = v")
+        lines.append(f"        {holder}[{target[-1]!r}] = U_v")
     if holders:
-        lines.insert(2, f"    {' = '.join(holders.values())} = None")
-    text = "\n".join(lines) + "\n"
-    exec(compile(text, f"<usage {fmt.name}>", "exec"), names)
-    run: Callable[[Any, dict[str, Any], list[Note]], None] = names["derive"]
-    return run
+        lines.insert(0, f"{' = '.join(holders.values())} = None")
+    return lines, counts
+
+
+def said_lines(fmt: SourceFormat) -> tuple[list[str], dict[tuple[str, ...], str]]:
+    """What `SourceFormat.said` derives, as a writer's first lines over the result `r`, its notes appended to
+    `notes` in the same order: the stop reason in `U_stop` and each usage count in a variable of its own (MISSING
+    where the provider would not have said it; the count's path below `said` -> its variable)."""
+    suffix = f" has no {fmt.name} counterpart"
+    lines = [
+        "U_stop = STOP.get(r.finish_reason)",
+        "if U_stop is None:",
+        "    if r.finish_reason == 'tool_calls': U_stop = STOP.get('stop')",  # as `said` reads a table without it
+        "    if U_stop is None:",
+        f"        notes.append(Note('dropped', 'finish_reason', repr(r.finish_reason) + {suffix!r}))",
+        "        U_stop = MISSING",
+    ]
+    usage, counts = usage_lines(fmt, into_said=False)
+    if counts:
+        lines.append(f"{' = '.join(counts.values())} = MISSING")
+    if usage:
+        lines += ["u = r.usage", "if isinstance(u, dict):", *indent(usage)]
+    return lines, counts
 
 
 def inside_read(block: dict[str, Any], paths: frozenset[str], inside: frozenset[str]) -> bool:

@@ -280,6 +280,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     # The normal form's request is given back as it is (`SourceFormat.read`): it has no transcript to read.
     code, reader, tools_reader = ("", None, None) if fmt.normal is not None else generate_reader(fmt)
     fmt = replace(fmt, reads_input=_reads_name(env, "input"))  # the view's calls hold `input`: the writer reads it
+    fmt = replace(fmt, derive_usage=generate_usage(fmt))  # (the writer's `said`, where it reads one whole)
     written, writer = generate_writer(fmt)
     events_code, events, straight = generate_events(fmt)
     return replace(
@@ -292,7 +293,6 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         transcript_code=code,
         writer=writer,
         writer_code=written,
-        derive_usage=generate_usage(fmt),
         chunks_code=compile_chunks(path, display).code if fmt.normal is not None else "",
     )
 

@@ -751,6 +751,15 @@ class SourceFormat:
     def settle(self, result: TranslateResult, answer_id: Any, notes: list[Note], created: Any = None) -> Settled:
         """What the answer says beyond the result (`Settled`), its notes in this order: the stop reason, the usage,
         the id. `created`: the answer's time where the provider's rules name it, else now."""
+        said = self.said(result, notes)
+        answer_id, made = self._answer_id(answer_id)
+        if made:
+            notes.append(made)
+        return Settled(said, answer_id, self._created(created), self._inputs(result))
+
+    def said(self, result: TranslateResult, notes: list[Note]) -> dict[str, Any]:
+        """What the format's provider would have said (`provider`): its stop reason (also as `finish`) and usage,
+        read backwards from its rules; what it cannot say noted."""
         said: dict[str, Any] = {}
         stop = self.stop_table.get(result.finish_reason)
         if stop is None and result.finish_reason == "tool_calls":  # a table without the row: the engine made
@@ -761,15 +770,21 @@ class SourceFormat:
             said[self.stop_key] = said["finish"] = stop
         assert self.derive_usage is not None
         self.derive_usage(result.usage, said, notes)
-        if not (isinstance(answer_id, str) and answer_id):
-            answer_id = f"msg_{uuid.uuid4().hex[:24]}"
-            notes.append(Note("synthesized", "id", "the provider's answer names no id"))
-        return Settled(
-            said,
-            answer_id,
-            created if type(created) in (int, float) else int(time.time()),
-            call_inputs(result.tool_calls) if self.reads_input else None,
-        )
+        return said
+
+    @staticmethod
+    def _answer_id(answer_id: Any) -> tuple[str, Note | None]:
+        """The answer's id, or one made (with the note that says so) where the provider's answer names none."""
+        if isinstance(answer_id, str) and answer_id:
+            return answer_id, None
+        return f"msg_{uuid.uuid4().hex[:24]}", Note("synthesized", "id", "the provider's answer names no id")
+
+    @staticmethod
+    def _created(created: Any) -> Any:
+        return created if type(created) in (int, float) else int(time.time())
+
+    def _inputs(self, result: TranslateResult) -> list[Any] | None:
+        return call_inputs(result.tool_calls) if self.reads_input else None
 
     def view(self, result: TranslateResult, answer_id: Any, notes: list[Note], created: Any = None) -> dict[str, Any]:
         """The result as the answer templates read it (`answer_scope`), what it says beyond the result settled."""
@@ -783,16 +798,26 @@ class SourceFormat:
     def write(
         self, result: TranslateResult, answer_id: Any = None, notes: list[Note] | None = None, created: Any = None
     ) -> dict[str, Any]:
-        """A result as the format's whole answer (what it could not say, noted in `notes`)."""
+        """A result as the format's whole answer (what it could not say, noted in `notes`, in `settle`'s order).
+        The generated writer derives the provider's stop reason and usage itself, as `said` does, each count into
+        a variable the templates read (no `said` made unless a template reads it otherwise)."""
         notes = [] if notes is None else notes
-        return self.write_settled(result, self.settle(result, answer_id, notes, created), notes)
-
-    def write_settled(self, result: TranslateResult, settled: Settled, notes: list[Note]) -> dict[str, Any]:
-        """The generated writer over the result and what `settle` said of it; its notes (a default written) join
-        `notes`."""
+        answer_id, made = self._answer_id(answer_id)
         ctx = Ctx(self.name, True)
         assert self.writer is not None
-        written = self.writer(result, *settled, ctx)
+        written = self.writer(result, answer_id, self._created(created), self._inputs(result), ctx, notes)
+        if made:
+            notes.append(made)
+        if ctx.notes:
+            notes += own_notes(ctx.notes)  # a path below `provider`: the answer's own key
+        return written
+
+    def write_settled(self, result: TranslateResult, settled: Settled, notes: list[Note]) -> dict[str, Any]:
+        """The generated writer over the result as `settle` settled it (whose notes `notes` holds already: the
+        writer's own derivation's are dropped); its notes (a default written) join `notes`."""
+        ctx = Ctx(self.name, True)
+        assert self.writer is not None
+        written = self.writer(result, settled.answer_id, settled.created, settled.inputs, ctx, [])
         if ctx.notes:
             notes += own_notes(ctx.notes)  # a path below `provider`: the answer's own key
         return written
@@ -815,6 +840,8 @@ def call_inputs(tool_calls: list[TranslatedToolCall]) -> list[Any]:
     gives), else the text read, all at once (text that is not JSON is kept as it is: the answer still says it),
     {} for no arguments."""
     texts = [call.arguments for call in tool_calls if call.given is None and call.arguments]
+    if len(texts) == len(tool_calls):  # every call's arguments came as text (the OpenAI family's): read in order
+        return standard_loads_each(texts)
     if not texts:
         return [{} if call.given is None else call.given for call in tool_calls]
     read = iter(standard_loads_each(texts))
