@@ -97,19 +97,6 @@ def compile_source(template_yaml: str) -> str:
     return env.generated[("t",)]
 
 
-def test_a_value_the_template_makes_sure_of_is_written_with_no_test() -> None:
-    """A constant, a default that is one, a branch giving a value both ways, and an object or list holding one are
-    never absent: the generated code writes them with no `is not MISSING` test and never drops their container."""
-    template = "{a: {$get: a, default: 0}, b: [], c: {$when: k, is: x, then: 1, else: [{$get: d}, 2]}, d: {$get: d}}"
-    ctx = Ctx("test")
-    assert render(template, {}, ctx) == {"a": 0, "b": [], "c": [2]}
-    assert [n.kind for n in ctx.notes] == ["synthesized"]
-    assert render(template, {"a": 5, "k": "x", "d": None}) == {"a": 5, "b": [], "c": 1, "d": None}
-    code = compile_source(template)
-    assert code.count("is not MISSING") == 2  # `d` alone, in the list and in the object
-    assert "if not " not in code  # no container is ever empty
-
-
 def test_null_is_not_absent() -> None:
     assert render("{x: {$get: a}}", {"a": None}) == {"x": None}
 

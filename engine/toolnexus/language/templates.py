@@ -967,7 +967,6 @@ class _Codegen(Namespace):
                 if at in copied:
                     continue
                 value = None
-                sure = self._sure(child)
                 if isinstance(child, Const) and not isinstance(child.value, (dict, list)):
                     value = self._name(child.value)
                 else:
@@ -976,7 +975,7 @@ class _Codegen(Namespace):
                     alias = emitted[0].removeprefix(f"{tmp} = ") if len(emitted) == 1 else ""
                     if alias == "MISSING":  # absent: the key is never written
                         continue
-                    if alias in self.present_vars or (sure and alias):  # known there: a field, a display
+                    if alias in self.present_vars:  # a field known to be there
                         value = alias
                 if value is not None:
                     always = True
@@ -989,10 +988,7 @@ class _Codegen(Namespace):
                     tmp = alias
                 else:
                     lines += emitted
-                always = always or sure
-                lines.append(
-                    f"{target}[{name!r}] = {tmp}" if sure else f"if {tmp} is not MISSING: {target}[{name!r}] = {tmp}"
-                )
+                lines.append(f"if {tmp} is not MISSING: {target}[{name!r}] = {tmp}")
             lines.insert(0, f"{target} = {{{', '.join(leading)}}}")
             if not always:
                 lines.append(f"if not {target}: {target} = MISSING")
@@ -1002,28 +998,10 @@ class _Codegen(Namespace):
         for child in node.items:
             tmp = self.fresh("v")
             lines += self.emit(child, tmp, scope)
-            lines.append(
-                f"{target}.append({tmp})" if self._sure(child) else f"if {tmp} is not MISSING: {target}.append({tmp})"
-            )
-        if not self._sure(node):
+            lines.append(f"if {tmp} is not MISSING: {target}.append({tmp})")
+        if not any(isinstance(child, Const) for child in node.items):
             lines.append(f"if not {target}: {target} = MISSING")  # every element absent: the list is absent
         return lines
-
-    def _sure(self, node: Node) -> bool:
-        """Whether the node's lines never leave MISSING (a constant, a required read, a read with a sure default,
-        a branch sure both ways, an object or list with a sure member): what is known here is not tested there."""
-        if isinstance(node, Const):
-            return True
-        if isinstance(node, Get):
-            return node.required or (node.default is not None and self._sure(node.default))
-        if isinstance(node, When):
-            return node.otherwise is not None and self._sure(node.then) and self._sure(node.otherwise)
-        if isinstance(node, Obj):
-            copied = self._runs(node)[1]
-            return any(self._sure(child) for at, (_, child) in enumerate(node.items) if at not in copied)
-        if isinstance(node, Array):
-            return any(self._sure(child) for child in node.items)
-        return False
 
     def _runs(self, node: Obj) -> tuple[dict[int, list[tuple[str, str]]], set[int]]:
         """The runs of an object's keys that each copy one scope field as it is (a plain `$get` of a top-level
@@ -1097,8 +1075,10 @@ class _Codegen(Namespace):
             message = f"not given; the rule's default is sent as {node.out_name}"
             lines.append(f"if {target} is MISSING:")
             lines += indent(self.emit(node.default, target, scope))
-            note = f"c.notes.append(Note('synthesized', c.at({node.reads[-1].expr!r}), {message!r}))"
-            lines.append(f"    {note}" if self._sure(node.default) else f"    if {target} is not MISSING: {note}")
+            lines.append(
+                f"    if {target} is not MISSING:"
+                f" c.notes.append(Note('synthesized', c.at({node.reads[-1].expr!r}), {message!r}))"
+            )
         return lines
 
 
