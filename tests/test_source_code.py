@@ -25,7 +25,7 @@ from toolnexus.language.paths import MISSING, compile_path, scope_fields
 from toolnexus.language.templates import Apply, Ctx, KeySeal, seal
 from toolnexus.translate import formats
 from toolnexus.translate.format_rules import compile_format
-from toolnexus.translate.formats import SourceFormat, named, placed, remap
+from toolnexus.translate.formats import SourceFormat, answer_scope, call_scopes, named, placed, remap
 from toolnexus.translate.result import TranslatedToolCall, TranslateResult
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -223,7 +223,7 @@ def test_explain_shows_the_generated_reader() -> None:
     shown = explain_code("--source", "anthropic")
     assert (
         "def transcript(msgs, system, objects=False, written=None):" in shown
-        and "def write(r, answer_id, created, inputs, c, notes):" in shown
+        and "def write(r, answer_id, created, notes):" in shown
     )
 
 
@@ -233,9 +233,9 @@ def test_the_whole_answer_is_one_generated_function(tmp_path: Path) -> None:
     path = tmp_path / "acme.yaml"
     path.write_text(ACME_FORMAT)
     fmt = compile_format(path, load_rules().providers)
-    assert fmt.writer is not None and fmt.writer_code.startswith("def write(r, answer_id, created, inputs, c, notes):")
+    assert fmt.writer is not None and fmt.writer_code.startswith("def write(r, answer_id, created, notes):")
     result = TranslateResult("hi", [TranslatedToolCall("t1", "f", "{}")], "stop", {}, "m")
-    written = fmt.writer(result, "r1", 1, None, Ctx("acme", outbound=True), [])
+    written = fmt.writer(result, "r1", 1, [])
     assert written == {"said": "hi", "why": "end_turn", "calls": [{"ref": "t1", "fn": "f"}]}
     code = fmt.writer_code
     assert "e.id" in code and "CALL" not in code and "VIEW" not in code and "SAID" not in code
@@ -259,7 +259,8 @@ def test_the_writer_derives_what_the_provider_would_have_said_itself(tmp_path: P
     settled: list[Note] = []
     said = fmt.said(result, [])
     assert written["out"] == (said["usage"] if whole else said["usage"]["output_tokens"]) and "why" not in written
-    view = fmt.view(result, None, settled, 7)
+    view = answer_scope(fmt.ids, result, fmt.said(result, settled), "r1", 7, None)
+    settled.append(Note("synthesized", "id", "the provider's answer names no id"))
     assert view["provider"] == said and [(n.kind, n.path) for n in notes] == [(n.kind, n.path) for n in settled]
     assert [(n.kind, n.path) for n in notes] == [
         ("dropped", "finish_reason"), ("inconsistent", "prompt_tokens"), ("synthesized", "id")
@@ -352,8 +353,6 @@ def test_the_view_parses_arguments_only_for_a_format_that_writes_them_as_an_obje
     )
     messages, responses = load_rules().format("anthropic"), load_rules().format("openai-responses")
     assert messages.reads_input and not responses.reads_input
-    assert messages.view(result, "r1", [])["tool_calls"][0]["input"] == {"a": 1}
-    assert "input" not in responses.view(result, "r1", [])["tool_calls"][0]
     assert messages.write(result, "r1")["content"][0]["input"] == {"a": 1}
     assert responses.write(result, "r1")["output"][0]["arguments"] == '{"a":1}'
 
@@ -369,7 +368,7 @@ def test_the_writer_seals_a_call_as_seal_does(source: str) -> None:
     (sealing,) = [n.function for n in nodes(fmt.plan.nodes) if isinstance(n, Apply) and isinstance(n.function, KeySeal)]
     states = [None, {}, {"sig": "s"}, {"sig": "é", "n": [1, 2.5]}]
     result = TranslateResult("hi", [TranslatedToolCall("c1", "f", "{}", s) for s in states], "stop", {}, "m")
-    calls = fmt.view(result, "r1", [])["tool_calls"]
+    calls = call_scopes(result.tool_calls, None)
     written = fmt.write(result, "r1")[fmt.blocks_into or ""]
     id_key, kind = {"anthropic": ("id", "tool_use"), "openai-responses": ("call_id", "function_call")}[source]
     got = [block.get(id_key, MISSING) for block in written if block.get("type") == kind]
@@ -531,10 +530,9 @@ def test_the_made_ids_are_read_by_name_alone(tmp_path: Path, read: str) -> None:
 
 
 def test_the_usage_read_backwards_writes_each_object_once_in_the_table_order() -> None:
-    """`derive_usage` (generated): each count at its place in `said`, the objects made at their first count and
-    written into after, in the table's order; a contradicting count noted and left out."""
+    """`said` (generated, `derive_said`): the stop reason, then each count at its place in `said`, the objects made
+    at their first count and written into after, in the table's order; a contradicting count noted and left out."""
     fmt = load_rules().format("openai-responses")
-    assert fmt.derive_usage is not None
     usage = {
         "prompt_tokens": 10,
         "completion_tokens": 4,
@@ -542,19 +540,17 @@ def test_the_usage_read_backwards_writes_each_object_once_in_the_table_order() -
         "prompt_tokens_details": {"cached_tokens": 3, "cache_write_tokens": 1},
         "completion_tokens_details": {"reasoning_tokens": 2},
     }
-    said: dict[str, Any] = {"finish": "completed"}
     notes: list[Any] = []
-    fmt.derive_usage(usage, said, notes)
+    said = fmt.said(TranslateResult("", [], "stop", usage, "m"), notes)
     want = {"input_tokens": 10, "output_tokens": 4, "total_tokens": 14,
             "input_tokens_details": {"cached_tokens": 3, "cache_write_tokens": 1},
             "output_tokens_details": {"reasoning_tokens": 2}}  # fmt: skip
-    assert said == {"finish": "completed", "usage": want} and not notes
-    assert list(said) == ["finish", "usage"] and list(said["usage"]) == list(want)
+    assert said == {fmt.stop_key: "completed", "finish": "completed", "usage": want} and not notes
+    assert list(said) == [fmt.stop_key, "finish", "usage"] and list(said["usage"]) == list(want)
     messages = load_rules().format("anthropic")
-    assert messages.derive_usage is not None
-    said, notes = {}, []
-    messages.derive_usage(usage | {"prompt_tokens": 2}, said, notes)  # fewer than the cached ones it includes
-    assert said["usage"]["input_tokens"] == 6  # from the total, less what it includes
+    notes = []
+    said = messages.said(TranslateResult("", [], "stop", usage | {"prompt_tokens": 2}, "m"), notes)  # fewer than
+    assert said["usage"]["input_tokens"] == 6  # the cached ones it includes: from the total, less what it includes
     assert [(n.kind, n.path) for n in notes] == [("inconsistent", "prompt_tokens")]
 
 

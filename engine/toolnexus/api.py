@@ -106,7 +106,8 @@ def translate_response(
     A body with the provider's error shape (the rule file's `endpoint.error` paths) raises
     ProviderError with its type and message, as the client does for an HTTP error.
     """
-    rules_for = (builtin_rulebook() if rules is None else load_rules(rules)).get(provider)
+    book = builtin_rulebook() if rules is None else load_rules(rules)
+    rules_for = book.get(provider)
     outbound = rules_for.outbound
     if isinstance(response, (bytes, str)):  # a body: its parse is the check
         answer, tokens = outbound.decode(response), 0
@@ -118,7 +119,7 @@ def translate_response(
     result = outbound.run(outbound, answer, requested_model, id_map, tokens)
     if source == PLAIN:
         return result
-    return write_answer(load_rules(rules).format(source), rules_for, result)
+    return write_answer(book.format(source), rules_for, result)
 
 
 def stream_translator(

@@ -13,8 +13,11 @@ same result.
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from collections.abc import Callable, Mapping, Sequence
+from itertools import pairwise
 from types import MappingProxyType
 from typing import Any
 
@@ -24,6 +27,7 @@ from ..language.jsonsafe import WrittenTexts
 from ..language.loader import Key
 from ..language.paths import MISSING, scope_fields, simple_steps
 from ..language.templates import (
+    USES_CONTEXT,
     Apply,
     Array,
     Const,
@@ -55,9 +59,13 @@ from .formats import (
     Record,
     SourceFormat,
     answer_scope,
+    answer_time,
+    call_inputs,
     call_scope,
     call_scopes,
+    new_answer_id,
     once_moments,
+    own_notes,
     quiet,
     unread,
 )
@@ -66,7 +74,7 @@ from .formats import (
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
 Reader = Callable[[list[Any], Any, bool, WrittenTexts | None], Read | None]  # (`Ctx.written`: the last)
 ToolsReader = Callable[[Any, Callable[[Record], None]], list[Any] | None]  # the declarations (records added)
-Writer = Callable[..., dict[str, Any]]  # (the result, the answer's id, time and inputs, the Ctx, the notes)
+Writer = Callable[[Any, Any, Any, list[Note]], dict[str, Any]]  # (the result, the answer's id and time, the notes)
 EMPTY: Mapping[str, str] = MappingProxyType({})
 
 
@@ -391,8 +399,9 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     no object made per call: a call's block of plain reads of its fields is one Python display (`as_python`, as a
     stream event's), any other its template pasted. The view itself (`formats.answer_scope`) is made only where a
     template reads it whole (a rich path)."""
-    names: dict[str, Any] = {"MISSING": MISSING, "sealed": sealed, "MadeIds": MadeIds, "IDS": fmt.ids}
+    names: dict[str, Any] = {"MISSING": MISSING, "sealed": sealed, "MadeIds": MadeIds, "IDS": fmt.ids, "Ctx": Ctx}
     names.update(VIEW=answer_scope, CALL=call_scope, CALLS=call_scopes, Note=Note, STOP=dict(fmt.stop_table))
+    names.update(NEW_ID=new_answer_id, TIME=answer_time, INPUTS=call_inputs, OWN=own_notes)
     names.update(SAID=fmt.said)
     derive, counts = said_lines(fmt)
     derived: dict[tuple[str | int, ...], str] = {("provider", fmt.stop_key): "U_stop", ("provider", "finish"): "U_stop"}
@@ -471,12 +480,49 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
         body.append(f"    out[{fmt.blocks_into!r}] = blocks")
     if not re.search(r"(?<![\w.'])V_provider(?![\w'])", "\n".join(body)):  # read by its derived values alone
         used.pop("provider", None)
-    head = [*indent(derive), *(f"    {known[name]} = {reads[name]}" for name in used)]
-    signature = "def write(r, answer_id, created, inputs, c, notes):"
-    text = "\n".join([signature, *head, *body, "    return out"]) + "\n"
+    head = [*indent(derive), *indent(_header_lines(fmt, [*(reads[name] for name in used), *body]))]
+    head += [f"    {known[name]} = {reads[name]}" for name in used]
+    tail = []
+    if USES_CONTEXT.search("\n".join(body)):  # a Ctx made where a template first notes or fails, none otherwise
+        body = _lazy_context(body, f"(c := c or Ctx({fmt.name!r}, True))")
+        head.append("    c = None")
+        tail.append("    if c is not None and c.notes: notes += OWN(c.notes)  # a path below `provider`: the answer's")
+    signature = "def write(r, answer_id, created, notes):"
+    text = "\n".join([signature, *head, *body, *tail, "    return out"]) + "\n"
     exec(compile(text, f"<writer {fmt.name}>", "exec"), names)
     run: Writer = names["write"]
     return text, run
+
+
+def _header_lines(fmt: SourceFormat, reads: list[str]) -> list[str]:
+    """What the answer says beyond the result, settled where `reads` (the writer's lines) read it: its id (made,
+    and noted after the stop reason's and the usage's notes, where the provider's answer names none), its time
+    (now, where it names none) and each call's `input` (`call_inputs`, where the format reads one)."""
+    lines = [
+        "if not isinstance(answer_id, str) or not answer_id:",
+        "    answer_id = NEW_ID()",
+        "    notes.append(Note('synthesized', 'id', \"the provider's answer names no id\"))",
+    ]
+    used = "\n".join(reads)
+    if re.search(r"(?<![\w.'])created(?![\w'])", used.replace(VIEW, "")):  # (the view settles its own: `TIME`)
+        lines.append("created = TIME(created)")
+    if re.search(r"(?<![\w.'])inputs(?![\w'])", used):
+        lines.append("inputs = INPUTS(r.tool_calls)" if fmt.reads_input else "inputs = None")
+    return lines
+
+
+def _lazy_context(lines: list[str], made: str) -> list[str]:
+    """The lines with each use of the context `c` (a name, not an attribute) written as `made`, which makes it
+    where it is first used, so an answer that notes nothing makes no Ctx."""
+    spots = [
+        token.start
+        for before, token in pairwise(tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline))
+        if token.type == tokenize.NAME and token.string == "c" and before.string != "."
+    ]
+    out = list(lines)
+    for row, col in reversed(spots):
+        out[row - 1] = out[row - 1][:col] + made + out[row - 1][col + 1 :]
+    return out
 
 
 def _keys_read(node: Node, held: str, lines: str, names: Mapping[str, Any]) -> frozenset[str] | None:
@@ -500,7 +546,7 @@ def _keys_read(node: Node, held: str, lines: str, names: Mapping[str, Any]) -> f
 # The view and what the provider would have said, in the generated writer (`formats.answer_scope`, `SourceFormat.said`),
 # each made only where a template reads it whole (the notes `said` gives, the writer's first lines gave).
 SAID = "SAID(r, [])"
-VIEW = f"VIEW(IDS, r, {SAID}, answer_id, created, inputs)"
+VIEW = f"VIEW(IDS, r, {SAID}, answer_id, TIME(created), inputs)"
 
 # What each stream moment's scope always holds (`formats.SourceEvents` sets them, None at worst): an event reads
 # them with no test for an absent value. A moment's `sequence` (and a piece's `piece`) are the function's arguments.
@@ -729,20 +775,20 @@ def _literal(value: Any) -> bool:
     return type(value) is dict and all(type(k) is str and _literal(v) for k, v in value.items())
 
 
-def generate_usage(fmt: SourceFormat) -> Callable[[Any, dict[str, Any], list[Note]], None]:
-    """What the format's provider would have said of the result's usage (`SourceFormat.usage`, its usage section
-    read backwards) as one function of straight-line reads, in the table's order: the same counts, the same notes,
-    with no path walked at run time, and each object of `said` it writes into held once made."""
-    lines, _ = usage_lines(fmt, into_said=True)
-    text = "\n".join(["def derive(u, said, notes):", "    if not isinstance(u, dict): return", *indent(lines)]) + "\n"
-    names: dict[str, Any] = {"Note": Note}
-    exec(compile(text, f"<usage {fmt.name}>", "exec"), names)
-    run: Callable[[Any, dict[str, Any], list[Note]], None] = names["derive"]
+def generate_said(fmt: SourceFormat) -> Callable[[Any, list[Note]], dict[str, Any]]:
+    """What the format's provider would have said of a result (`SourceFormat.said`: its stop reason, also as
+    `finish`, and its usage section read backwards) as one function of straight-line reads, from the lines the
+    writer begins with (`said_lines`): the same notes, in the table's order, each object of `said` held once made."""
+    lines, _ = said_lines(fmt, into_said=True)
+    text = "\n".join(["def derive(r, notes):", "    said = {}", *indent(lines), "    return said"]) + "\n"
+    names: dict[str, Any] = {"Note": Note, "MISSING": MISSING, "STOP": dict(fmt.stop_table)}
+    exec(compile(text, f"<said {fmt.name}>", "exec"), names)
+    run: Callable[[Any, list[Note]], dict[str, Any]] = names["derive"]
     return run
 
 
 def usage_lines(fmt: SourceFormat, *, into_said: bool) -> tuple[list[str], dict[tuple[str, ...], str]]:
-    """The usage read backwards (`generate_usage`) as lines over the result's usage `u` (an object), its notes
+    """The usage read backwards (`said_lines`) as lines over the result's usage `u` (an object), its notes
     appended to `notes`; each count set into `said` (`into_said`), else held in a variable of its own: the lines and
     each count's path below `said` -> its variable (MISSING until set), so a writer reads the counts it writes
     with no `said` made."""
@@ -796,20 +842,23 @@ def usage_lines(fmt: SourceFormat, *, into_said: bool) -> tuple[list[str], dict[
     return lines, counts
 
 
-def said_lines(fmt: SourceFormat) -> tuple[list[str], dict[tuple[str, ...], str]]:
-    """What `SourceFormat.said` derives, as a writer's first lines over the result `r`, its notes appended to
-    `notes` in the same order: the stop reason in `U_stop` and each usage count in a variable of its own (MISSING
-    where the provider would not have said it; the count's path below `said` -> its variable)."""
+def said_lines(fmt: SourceFormat, *, into_said: bool = False) -> tuple[list[str], dict[tuple[str, ...], str]]:
+    """What `SourceFormat.said` derives, as lines over the result `r`, its notes appended to `notes` in its order:
+    the stop reason in `U_stop` (MISSING where the provider would not have said it), set into `said` with the
+    counts (`into_said`: `generate_said`), else each count in a variable of its own, MISSING until set (a writer's
+    first lines: the count's path below `said` -> its variable)."""
     suffix = f" has no {fmt.name} counterpart"
     lines = [
         "U_stop = STOP.get(r.finish_reason)",
         "if U_stop is None:",
-        "    if r.finish_reason == 'tool_calls': U_stop = STOP.get('stop')",  # as `said` reads a table without it
-        "    if U_stop is None:",
+        "    if r.finish_reason == 'tool_calls': U_stop = STOP.get('stop')",  # a table without the row: the engine
+        "    if U_stop is None:",  # made tool_calls of a stop with calls, so it reads back as that stop
         f"        notes.append(Note('dropped', 'finish_reason', repr(r.finish_reason) + {suffix!r}))",
         "        U_stop = MISSING",
     ]
-    usage, counts = usage_lines(fmt, into_said=False)
+    if into_said:
+        lines.append(f"if U_stop is not MISSING: said[{fmt.stop_key!r}] = said['finish'] = U_stop")
+    usage, counts = usage_lines(fmt, into_said=into_said)
     if counts:
         lines.append(f"{' = '.join(counts.values())} = MISSING")
     if usage:

@@ -45,7 +45,7 @@ from ..language.templates import (
     reads_of,
     walk,
 )
-from .format_code import as_python, generate_events, generate_usage, generate_writer
+from .format_code import as_python, generate_events, generate_said, generate_writer
 from .format_code import generate as generate_reader
 from .formats import PLAIN, WHOLE, Derived, Kind, NormalForm, Plan, SourceFormat, Unsupported
 
@@ -280,7 +280,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     # The normal form's request is given back as it is (`SourceFormat.read`): it has no transcript to read.
     code, reader, tools_reader = ("", None, None) if fmt.normal is not None else generate_reader(fmt)
     fmt = replace(fmt, reads_input=_reads_name(env, "input"))  # the view's calls hold `input`: the writer reads it
-    fmt = replace(fmt, derive_usage=generate_usage(fmt))  # (the writer's `said`, where it reads one whole)
+    fmt = replace(fmt, derive_said=generate_said(fmt))  # (the writer's `said`, where it reads one whole)
     written, writer = generate_writer(fmt)
     events_code, events, straight = generate_events(fmt)
     return replace(

@@ -23,7 +23,7 @@ from functools import cached_property
 from itertools import compress, repeat
 from operator import itemgetter
 from types import MappingProxyType
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..errors import Note, ResponseError, RuleError, ToolnexusError, TranslationError
 from ..language.jsonsafe import WrittenTexts, checked, standard_loads_each
@@ -356,8 +356,8 @@ class SourceFormat:
     # function over the result and what `settle` said of it) and its source; None only while compiling.
     writer: Callable[..., dict[str, Any]] | None = None
     writer_code: str = ""
-    # `usage` as one generated function (format_code.generate_usage): said's counts from the result's usage.
-    derive_usage: Callable[[Any, dict[str, Any], list[Note]], None] | None = None
+    # `said` as one generated function (format_code.generate_said): the stop reason and the usage read backwards.
+    derive_said: Callable[[Any, list[Note]], dict[str, Any]] | None = None
     reads_input: bool = True  # an answer template reads a name `input` (a call's arguments parsed): the view has it
     # The stream's generated writers (format_code.generate_events: one function per moment, by its name; a
     # `once.KIND` one an `OnceMoment`) and their source; empty: each moment's templates walked one by one
@@ -748,47 +748,12 @@ class SourceFormat:
 
     # ------------------------------------------------------------------ answer side
 
-    def settle(self, result: TranslateResult, answer_id: Any, notes: list[Note], created: Any = None) -> Settled:
-        """What the answer says beyond the result (`Settled`), its notes in this order: the stop reason, the usage,
-        the id. `created`: the answer's time where the provider's rules name it, else now."""
-        said = self.said(result, notes)
-        answer_id, made = self._answer_id(answer_id)
-        if made:
-            notes.append(made)
-        return Settled(said, answer_id, self._created(created), self._inputs(result))
-
     def said(self, result: TranslateResult, notes: list[Note]) -> dict[str, Any]:
         """What the format's provider would have said (`provider`): its stop reason (also as `finish`) and usage,
-        read backwards from its rules; what it cannot say noted."""
-        said: dict[str, Any] = {}
-        stop = self.stop_table.get(result.finish_reason)
-        if stop is None and result.finish_reason == "tool_calls":  # a table without the row: the engine made
-            stop = self.stop_table.get("stop")  # tool_calls of a stop with calls, so it reads back as that stop
-        if stop is None:
-            notes.append(Note("dropped", "finish_reason", f"{result.finish_reason!r} has no {self.name} counterpart"))
-        else:
-            said[self.stop_key] = said["finish"] = stop
-        assert self.derive_usage is not None
-        self.derive_usage(result.usage, said, notes)
-        return said
-
-    @staticmethod
-    def _answer_id(answer_id: Any) -> tuple[str, Note | None]:
-        """The answer's id, or one made (with the note that says so) where the provider's answer names none."""
-        if isinstance(answer_id, str) and answer_id:
-            return answer_id, None
-        return f"msg_{uuid.uuid4().hex[:24]}", Note("synthesized", "id", "the provider's answer names no id")
-
-    @staticmethod
-    def _created(created: Any) -> Any:
-        return created if type(created) in (int, float) else int(time.time())
-
-    def _inputs(self, result: TranslateResult) -> list[Any] | None:
-        return call_inputs(result.tool_calls) if self.reads_input else None
-
-    def view(self, result: TranslateResult, answer_id: Any, notes: list[Note], created: Any = None) -> dict[str, Any]:
-        """The result as the answer templates read it (`answer_scope`), what it says beyond the result settled."""
-        return answer_scope(self.ids, result, *self.settle(result, answer_id, notes, created))
+        read backwards from its rules; what it cannot say noted. Generated from the lines the writer begins with
+        (format_code.said_lines), so the two derive it alike."""
+        assert self.derive_said is not None
+        return self.derive_said(result, notes)
 
     def made_ids(self, answer_id: str) -> dict[str, str]:
         """The ids `answer.ids` makes from the answer's id (a prefix and a hash: the same answer, the same ids),
@@ -798,41 +763,22 @@ class SourceFormat:
     def write(
         self, result: TranslateResult, answer_id: Any = None, notes: list[Note] | None = None, created: Any = None
     ) -> dict[str, Any]:
-        """A result as the format's whole answer (what it could not say, noted in `notes`, in `settle`'s order).
-        The generated writer derives the provider's stop reason and usage itself, as `said` does, each count into
-        a variable the templates read (no `said` made unless a template reads it otherwise)."""
-        notes = [] if notes is None else notes
-        answer_id, made = self._answer_id(answer_id)
-        ctx = Ctx(self.name, True)
+        """A result as the format's whole answer (what it could not say noted in `notes`: the stop reason, the
+        usage, the id made, a template's own). The generated writer settles the id, time and inputs itself and
+        derives the provider's stop reason and usage as `said` does, each count into a variable the templates read
+        (no `said` made unless a template reads it otherwise)."""
         assert self.writer is not None
-        written = self.writer(result, answer_id, self._created(created), self._inputs(result), ctx, notes)
-        if made:
-            notes.append(made)
-        if ctx.notes:
-            notes += own_notes(ctx.notes)  # a path below `provider`: the answer's own key
-        return written
-
-    def write_settled(self, result: TranslateResult, settled: Settled, notes: list[Note]) -> dict[str, Any]:
-        """The generated writer over the result as `settle` settled it (whose notes `notes` holds already: the
-        writer's own derivation's are dropped); its notes (a default written) join `notes`."""
-        ctx = Ctx(self.name, True)
-        assert self.writer is not None
-        written = self.writer(result, settled.answer_id, settled.created, settled.inputs, ctx, [])
-        if ctx.notes:
-            notes += own_notes(ctx.notes)  # a path below `provider`: the answer's own key
-        return written
+        return self.writer(result, answer_id, created, [] if notes is None else notes)
 
 
-class Settled(NamedTuple):
-    """What an answer says beyond its result, settled once for its writer and its scope alike: what the format's
-    provider would have said (`provider`: its stop reason, also as `provider.finish`, and usage, derived from its
-    response section read backwards), the answer's id and time, and each call's `input` (its arguments parsed)
-    where the format writes one (None: it writes none)."""
+def new_answer_id() -> str:
+    """An answer's id where the provider's names none."""
+    return f"msg_{uuid.uuid4().hex[:24]}"
 
-    said: dict[str, Any]
-    answer_id: str
-    created: Any
-    inputs: list[Any] | None
+
+def answer_time(created: Any) -> Any:
+    """The answer's time as the provider's says it (a number), else now."""
+    return created if type(created) in (int, float) else int(time.time())
 
 
 def call_inputs(tool_calls: list[TranslatedToolCall]) -> list[Any]:
@@ -924,22 +870,6 @@ class MadeIds(dict[str, str]):
 
     def get(self, name: str, default: Any = None) -> Any:
         return self[name] if name in self._prefixes else default
-
-
-def answer_header(provider: Any, response: Any) -> tuple[Any, Any]:
-    """The answer's id and time where the provider's stream rules say they are (`streaming.id`,
-    `streaming.created`, compiled with its `streaming` section), each None when absent or not a string
-    (the id) or a number (the time)."""
-    streaming = provider.streaming
-    if streaming is None or not isinstance(response, dict):
-        return None, None
-    read_id, read_created = streaming.chunk_id, streaming.created
-    found = MISSING if read_id is None else read_id(response)
-    created = MISSING if read_created is None else read_created(response)
-    return (
-        found if isinstance(found, str) else None,
-        created if type(created) in (int, float) else None,
-    )
 
 
 def remap(path: str, origins: Origins) -> str:
@@ -1178,7 +1108,7 @@ class SourceEvents:
     def start(self, out: list[dict[str, Any]], header: tuple[Any, Any, Any]) -> None:
         """The stream's first moment: the answer's id, time and model (any of them None: made here)."""
         self._started = True
-        self._id = header[0] or f"msg_{uuid.uuid4().hex[:24]}"
+        self._id = header[0] or new_answer_id()
         self._model = header[2]
         self._created = header[1] or int(time.time())
         self._stream = {"answer_id": self._id, "created": self._created, "model": self._model}
@@ -1453,9 +1383,10 @@ class SourceEvents:
         """The whole answer's view, notes and writing, made once."""
         if self._final is None:
             fmt, notes = self.format, list[Note]()
-            settled = fmt.settle(result, self._id, notes, self._created)
-            message = AnswerBody(fmt.write_settled(result, settled, notes))
-            self._final = answer_scope(fmt.ids, result, *settled), notes, message
+            message = AnswerBody(fmt.write(result, self._id, notes, self._created))
+            inputs = call_inputs(result.tool_calls) if fmt.reads_input else None
+            view = answer_scope(fmt.ids, result, fmt.said(result, []), self._id, answer_time(self._created), inputs)
+            self._final = view, notes, message
         return self._final
 
     def _reasoning_of(self, answer: dict[str, Any], leading: bool = False) -> list[Any]:
@@ -1625,7 +1556,9 @@ def _written_tools(write: Any, given: Any, provider: str) -> tuple[list[Any], se
 def write_answer(fmt: SourceFormat, provider: Any, result: TranslateResult) -> AnswerBody:
     """A result as the format's whole answer, with its id where the provider's rules say the answer's is."""
     notes: list[Note] = []
-    found, created = answer_header(provider, result.raw)
-    answer = AnswerBody(fmt.write(result, found, notes, created))
+    streaming = provider.streaming  # (its `header`: where the provider's rules say the answer's id and time are)
+    found, created = (None, None) if streaming is None else streaming.header(result.raw)
+    assert fmt.writer is not None
+    answer = AnswerBody(fmt.writer(result, found, created, notes))
     answer.result, answer.notes = result, (*result.notes, *notes)
     return answer
