@@ -8,8 +8,10 @@ notes, or the same located error, for every source request the case tables, the 
 from __future__ import annotations
 
 import copy
+import re
 import sys
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from toolnexus import Note, RuleError, ToolnexusError, load_rules
 from toolnexus.language import jsonsafe
 from toolnexus.language.paths import MISSING, compile_path, scope_fields
 from toolnexus.language.templates import Apply, Ctx, KeySeal, seal
-from toolnexus.translate import formats
+from toolnexus.translate import format_code, formats
 from toolnexus.translate.format_rules import compile_format
 from toolnexus.translate.formats import SourceFormat, answer_scope, call_scopes, named, placed, remap
 from toolnexus.translate.result import TranslatedToolCall, TranslateResult
@@ -244,8 +246,8 @@ def test_the_whole_answer_is_one_generated_function(tmp_path: Path) -> None:
 @pytest.mark.parametrize("whole", [False, True])
 def test_the_writer_derives_what_the_provider_would_have_said_itself(tmp_path: Path, whole: bool) -> None:
     """The writer derives the provider's stop reason and usage in its first lines, each count into a variable its
-    templates read (no `said` made); a template reading `provider.usage` whole reads `said` as `settle` makes it.
-    Either way the answer and its notes are what `settle`'s view gives, in its order: the stop reason, the usage,
+    templates read (no `said` made); a template reading `provider.usage` whole reads `said` as `SourceFormat.said`
+    makes it. Either way the answer and its notes are what `said` gives, in its order: the stop reason, the usage,
     the made id, the writer's own."""
     text = ACME_FORMAT.replace("    out: {$get: provider.usage.output_tokens}\n", "    out: {$get: provider.usage}\n")
     path = tmp_path / "acme.yaml"
@@ -606,3 +608,58 @@ def test_a_text_is_taken_as_its_object_only_when_it_is_the_very_text_written() -
     equal = "".join(['{"a"', ":1}"])
     assert jsonsafe.loads_written(equal, written) == held and jsonsafe.loads_written(equal, written) is not held
     assert jsonsafe.loads_written(text, {}) == held and jsonsafe.loads_written(text, {}) is not held
+
+
+@pytest.mark.parametrize("source", ["anthropic", "openai-responses"])
+def test_the_writer_settles_the_answer_and_makes_its_ctx_only_where_a_template_notes(source: str) -> None:
+    """The writer settles what the answer adds itself (an id made and noted after the stop reason's and the usage's
+    notes, where none is given), makes no Ctx unless a template notes (`c = None`, made where first used) and tests
+    the result's strings (`text`, `reasoning_content`) by their own truth, no `is_empty` call."""
+    fmt = load_rules().format(source)
+    code = fmt.writer_code
+    assert "    c = None" in code and f"(c := c or Ctx({source!r}, True))" in code
+    lines = [line.strip() for line in code.splitlines()]
+    tested = [(held.split(" = ")[0], test) for held, test in pairwise(lines) if re.fullmatch(STRING, held)]
+    assert tested and all(test == f"if {var}:" for var, test in tested)  # (not `if is_empty(w) is False:`)
+    for text in ("", "hi"):
+        notes: list[Note] = []
+        written = fmt.write(TranslateResult(text, [], "weird", {}, "m", reasoning_content=text), None, notes, 7)
+        assert [(n.kind, n.path) for n in notes][:2] == [("dropped", "finish_reason"), ("synthesized", "id")]
+        assert all(n.kind == "synthesized" for n in notes[2:]) and len(notes) > 2  # the usage's defaults, noted last
+        blocks = written[fmt.blocks_into or ""]
+        assert written["id"].startswith("msg_") and len(blocks) == (2 if text else 0)  # the reasoning's, the text's
+    notes = []
+    usage = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+    if source == "openai-responses":
+        usage |= {"prompt_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                  "completion_tokens_details": {"reasoning_tokens": 0}}  # fmt: skip
+    fmt.write(TranslateResult("hi", [], "stop", usage, "m"), "r1", notes, 7)
+    assert notes == []
+
+
+STRING = r"\w+ = V_(text|reasoning_content)"  # a writer's read of a string the result always holds
+
+
+def test_lazy_context_writes_each_use_of_the_name_c_alone() -> None:
+    """Only the name `c` is made lazily: not an attribute `.c`, a longer name, or text inside a string."""
+    lines = ["x = c.at('c') + o.c + cc", "if c is not None: f(c, 'a c b')"]
+    assert format_code._lazy_context(lines, "C()") == [
+        "x = C().at('c') + o.c + cc",
+        "if C() is not None: f(C(), 'a c b')",
+    ]
+
+
+def test_the_answer_header_reads_the_streaming_paths_as_their_getters_do() -> None:
+    """`Section.header`: the answer's id (a string) and time (a number) where the provider's streaming rules read a
+    chunk's, each None otherwise, in one generated function (a plain path read inline)."""
+    answers = [{"id": "a", "created": 3, "responseId": "g"}, {"id": 5, "created": "x"}, {"created": 2.5}, [], None]
+    for name, provider in load_rules().providers.items():
+        streaming = provider.streaming
+        if streaming is None:
+            continue
+        for answer in answers:
+            found = streaming.chunk_id(answer) if streaming.chunk_id and isinstance(answer, dict) else None
+            made = streaming.created(answer) if streaming.created and isinstance(answer, dict) else None
+            want = (found if isinstance(found, str) else None, made if type(made) in (int, float) else None)
+            assert streaming.header(answer) == want, name
+    assert load_rules().get("gemini").streaming.header({"responseId": "g"}) == ("g", None)  # type: ignore[union-attr]

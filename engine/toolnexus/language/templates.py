@@ -322,6 +322,7 @@ def inline_node(
     present: frozenset[str] = frozenset(),
     late: frozenset[str] = frozenset(),
     chains: Mapping[tuple[str | int, ...], str] | None = None,
+    texts: frozenset[str] = frozenset(),
 ) -> Inline:
     """`node` inlined (see Inline); `is_dict`: the caller has tested that the scope is a dict; `known`: fields of
     the scope the caller holds in a variable or an expression (field -> it), read from there (a field held as
@@ -332,11 +333,13 @@ def inline_node(
     `prefix` goes before the names it binds; `content` writes a `$content` inline (see ContentLines); `tag`
     ends every variable the lines bind (`s`, `sd`, `f0`, ...), so templates pasted into one function, one
     inside another's loop, stay apart. `chains`: plain key chains below a known field the caller holds each in a
-    variable (`provider.usage.input_tokens` -> a count it derived), read from there with no step between."""
+    variable (`provider.usage.input_tokens` -> a count it derived), read from there with no step between. `texts`:
+    known fields that hold a string (a result's `text`): present, and their `empty` test the string's falsity."""
     known = known or {}
     absent = frozenset(name for name, var in known.items() if var == "MISSING")
     variables = {name: var for name, var in known.items() if var.isidentifier() and name not in absent}
-    gen = _Codegen(prefix, content, tag, absent, variables, present & known.keys(), late)
+    gen = _Codegen(prefix, content, tag, absent, variables, (present | texts) & known.keys(), late)
+    gen.texts = texts & known.keys()
     gen.held_chains = chains or {}
     s, sd = f"s{tag}", f"sd{tag}"
     body = gen.emit(node, target, s)
@@ -795,6 +798,7 @@ class _Codegen(Namespace):
         self.held = held or {}  # scope fields the caller holds in a variable: read from it, not copied
         self.present = present  # scope fields known to be there (not MISSING): written without a test
         self.present_vars: set[str] = set()  # the variables holding them
+        self.texts: frozenset[str] = frozenset()  # of those, fields holding a string: `empty` is its falsity
         self.prefix = prefix  # before the names bound in `names`, for several inlined templates in one namespace
         self.content = content  # `$content` written inline where this gives lines (else its closure is called)
         self.firsts: dict[str, str] = {}  # scope key -> the variable that reads it once, up front
@@ -811,6 +815,13 @@ class _Codegen(Namespace):
         if value is None or type(value) in (str, int, bool):
             return repr(value)
         return self.name(value, self.prefix + "k")
+
+    def _text(self, node: When) -> str | None:
+        """The field a `$when` tests when it is one known to hold a string (its only step), tested for a bool."""
+        steps = node.path.steps
+        if steps is None or len(steps) != 1 or steps[0] not in self.texts or type(node.expected[0]) is not bool:
+            return None
+        return str(steps[0])
 
     def _read(self, read: Read, target: str, scope: str) -> list[str]:
         if read.steps is None:
@@ -908,6 +919,8 @@ class _Codegen(Namespace):
                 return lines
             if node.test == "present":
                 lines.append(f"if ({target} is not MISSING and {target} is not None) is {node.expected[0]!r}:")
+            elif node.test == "empty" and self._text(node) is not None:
+                lines.append(f"if {'not ' if node.expected[0] is True else ''}{target}:")
             elif node.test == "empty":
                 lines.append(f"if is_empty({target}) is {node.expected[0]!r}:")
             elif len(node.expected) == 1:

@@ -49,6 +49,7 @@ from .formats import (
     LATE,
     ONCE,
     STRAIGHT,
+    STRINGS,
     TOOL_RECORD,
     VIEW_FIELDS,
     WHOLE,
@@ -389,11 +390,14 @@ def generate(fmt: SourceFormat) -> tuple[str, Reader | None, ToolsReader | None]
 
 def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     """The whole answer's writer (the `answer` section: its message, then each `blocks` entry's blocks, per
-    element of the list it walks) as one function over the result (`r`), the answer's id, time and inputs, and its
-    source. Its first lines derive what the provider would have said (`said_lines`: the notes `SourceFormat.said`
-    gives, each count a variable a template's plain read of it reads), so `said` is made only where a template reads
-    it otherwise. Each view field a template reads is read once, up front, into a variable every entry reads
-    (`V_text = r.text`); the made ids (`ids`, each hashed when read) are read where a template
+    element of the list it walks) as one function over the result (`r`), the answer's id and time (either None:
+    made) and the notes, and its source. Its first lines derive what the provider would have said (`said_lines`: the
+    notes `SourceFormat.said` gives, each count a variable a template's plain read of it reads), so `said` is made
+    only where a template reads it otherwise; then settle the answer's id (made, and noted, where it is none), its
+    time and the calls' inputs where the lines read them (`_header_lines`). The Ctx a template notes or fails into
+    is made where first used (`_lazy_context`), its notes added last. Each view field a template reads is read
+    once, up front, into a variable every entry reads (`V_text = r.text`; a string's `empty` test its truth:
+    `STRINGS`); the made ids (`ids`, each hashed when read) are read where a template
     reads them, inside its branch, so an answer writing no item of a kind makes no id for it. The calls are walked
     as the result holds them, each with its `input` (`inputs`), their fields read as attributes with no test and
     no object made per call: a call's block of plain reads of its fields is one Python display (`as_python`, as a
@@ -431,6 +435,7 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
             tag=tag,
             late=LATE,
             chains=derived if held is known else None,
+            texts=STRINGS if held is known else frozenset(),
         )
         names.update(inline.names)
         if held is not known:
@@ -544,7 +549,8 @@ def _keys_read(node: Node, held: str, lines: str, names: Mapping[str, Any]) -> f
 
 
 # The view and what the provider would have said, in the generated writer (`formats.answer_scope`, `SourceFormat.said`),
-# each made only where a template reads it whole (the notes `said` gives, the writer's first lines gave).
+# each made only where a template reads it whole (the notes `said` gives, the writer's first lines gave; the view's
+# time settled as the writer's is).
 SAID = "SAID(r, [])"
 VIEW = f"VIEW(IDS, r, {SAID}, answer_id, TIME(created), inputs)"
 

@@ -36,11 +36,12 @@ PLAIN = "openai"  # the normal form itself (formats/openai.yaml, `normal: true`)
 DERIVED = "provider"  # the view key holding what the format's provider would have said (derived)
 _T = TypeVar("_T")
 WHOLE = "/"  # a rename ending so names a value function's read: what lies below it has no counterpart
-# The view's fields (`SourceFormat.view`): what an answer template reads, the generated writer each once up front;
+# The view's fields (`answer_scope`): what an answer template reads, the generated writer each once up front;
 # `ids` (LATE) is read where a template reads it, each id made then (`MadeIds`).
 VIEW_FIELDS = ("id", "created", "ids", "annotations", "model", "text", "reasoning_content", "tool_calls",
                "finish_reason", "usage", "message_extras", "refusal", DERIVED)  # fmt: skip
 LATE = frozenset({"ids"})
+STRINGS = frozenset({"text", "reasoning_content"})  # view fields a TranslateResult always holds as a string
 TEXT_PART = frozenset({"type", "text"})  # the keys of a text part alone (`text_alone`: written as its string)
 # What each of the view's `tool_calls` always is: an object of these (and `input` where the format reads it), so
 # the generated writer reads a call's fields with no test.
@@ -353,8 +354,9 @@ class SourceFormat:
     tools_reader: Callable[[Any, Callable[[Record], None]], list[Any] | None] | None = None
     transcript_code: str = ""
     # The whole answer's generated writer (format_code.generate_writer: `answer`'s message and blocks in one
-    # function over the result and what `settle` said of it) and its source; None only while compiling.
-    writer: Callable[..., dict[str, Any]] | None = None
+    # function over the result, the answer's id and time and the notes: what the answer adds to the result settled in
+    # its first lines) and its source; None only while compiling.
+    writer: Callable[[Any, Any, Any, list[Note]], dict[str, Any]] | None = None
     writer_code: str = ""
     # `said` as one generated function (format_code.generate_said): the stop reason and the usage read backwards.
     derive_said: Callable[[Any, list[Note]], dict[str, Any]] | None = None
