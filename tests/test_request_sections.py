@@ -1,7 +1,9 @@
 """The request's tools section: tools of the common shape are written from their function object by a fast
 test, any other list goes to the explain step (the reader), and the two write the same declarations, notes
 and errors. The request's fields likewise: a request of plain mapped fields is taken by the generated fast test,
-any other by `fields.read_fields`' loop, with the same body, notes and errors."""
+any other by `fields.read_fields`' loop; and the system prompt: one prompt of its role ahead of every turn is
+written by the generated fast test, any other chosen by `Inbound._choose_system`; each with the same body, notes
+and errors."""
 
 from __future__ import annotations
 
@@ -162,18 +164,20 @@ def spoil(value: Any) -> None:
         value.append("spoiled")
 
 
-def fields_explained(monkeypatch: pytest.MonkeyPatch, provider: str, request: Any, options: dict[str, Any]) -> Any:
-    """The outcome with the fields' fast test declining every request, so `read_fields` reads them all."""
+def declined(monkeypatch: pytest.MonkeyPatch, fast: str, provider: str, request: Any, options: dict[str, Any]) -> Any:
+    """The outcome with one generated fast test (`fields`, `system`) declining everything: the general code runs."""
     with monkeypatch.context() as patch:
-        patch.setitem(toolnexus.load_rules().get(provider).inbound.__dict__, "fields", lambda request: None)
+        patch.setitem(toolnexus.load_rules().get(provider).inbound.__dict__, fast, lambda *_: None)
         return request_outcome(provider, request, options)
 
 
 @pytest.mark.parametrize(("provider", "name", "request_", "options"), CASES, ids=[f"{c[0]}/{c[1]}" for c in CASES])
-def test_the_fields_fast_test_and_the_loop_agree_on_every_case(
+def test_the_fields_and_system_fast_tests_agree_with_the_general_code_on_every_case(
     monkeypatch: pytest.MonkeyPatch, provider: str, name: str, request_: dict[str, Any], options: dict[str, Any]
 ) -> None:
-    assert request_outcome(provider, request_, options) == fields_explained(monkeypatch, provider, request_, options)
+    outcome = request_outcome(provider, request_, options)
+    assert outcome == declined(monkeypatch, "fields", provider, request_, options)
+    assert outcome == declined(monkeypatch, "system", provider, request_, options)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -212,3 +216,34 @@ def test_the_fields_fast_test_takes_only_what_the_loop_takes_as_it_is(provider: 
     scope = compiled.fields(request)
     if scope is not None:
         assert read_fields(request, compiled.ranges, compiled.consumed, provider) == (scope, [])
+
+
+SYSTEMS = [
+    [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}],
+    [{"role": "developer", "content": "be brief"}, {"role": "user", "content": "hi"}],
+    [{"role": "user", "content": "hi"}, {"role": "system", "content": "be brief"}],
+    [{"role": "system", "content": "a"}, {"role": "system", "content": "b"}, {"role": "user", "content": "hi"}],
+    [{"role": "system", "content": [{"type": "text", "text": "a"}]}, {"role": "user", "content": "hi"}],
+    [{"role": "system", "content": "a", "name": "n"}, {"role": "user", "content": "hi"}],
+]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("options", [{}, {"system": "per call"}, {"default_system": "default"}])
+@pytest.mark.parametrize("messages", SYSTEMS, ids=range(len(SYSTEMS)))
+def test_the_system_fast_test_and_the_choice_agree(
+    monkeypatch: pytest.MonkeyPatch, provider: str, options: dict[str, Any], messages: list[Any]
+) -> None:
+    request = {"model": "m", "messages": messages}
+    for unknown in ({}, {"unknown_fields": "drop"}):
+        outcome = request_outcome(provider, request, {**options, **unknown})
+        assert outcome == declined(monkeypatch, "system", provider, request, {**options, **unknown})
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_plain_system_prompt_is_never_chosen_by_the_loop(monkeypatch: pytest.MonkeyPatch, provider: str) -> None:
+    def choose(*args: Any) -> NoReturn:
+        raise AssertionError("a plain system prompt went through _choose_system")
+
+    monkeypatch.setattr(inbound.Inbound, "_choose_system", choose)
+    toolnexus.translate_request(provider, {"model": "m", "messages": SYSTEMS[0]})
