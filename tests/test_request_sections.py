@@ -1,9 +1,7 @@
 """The request's tools section: tools of the common shape are written from their function object by a fast
 test, any other list goes to the explain step (the reader), and the two write the same declarations, notes
-and errors. The request's fields likewise: a request of plain mapped fields is taken by the generated fast test,
-any other by `fields.read_fields`' loop; and the system prompt: one prompt of its role ahead of every turn is
-written by the generated fast test, any other chosen by `Inbound._choose_system`; each with the same body, notes
-and errors."""
+and errors. The system prompt likewise: one prompt of its role ahead of every turn is written by a generated fast test,
+any other chosen by `Inbound._choose_system`, with the same body, notes and errors."""
 
 from __future__ import annotations
 
@@ -17,7 +15,6 @@ from hypothesis import strategies as st
 import toolnexus
 from support.cases import request_cases, request_outcome
 from toolnexus.translate import inbound
-from toolnexus.translate.fields import read_fields
 from toolnexus.translate.reader import TOOL_CHOICES
 from toolnexus.translate.rulebook import builtin_rulebook
 
@@ -164,58 +161,18 @@ def spoil(value: Any) -> None:
         value.append("spoiled")
 
 
-def declined(monkeypatch: pytest.MonkeyPatch, fast: str, provider: str, request: Any, options: dict[str, Any]) -> Any:
-    """The outcome with one generated fast test (`fields`, `system`) declining everything: the general code runs."""
+def system_declined(monkeypatch: pytest.MonkeyPatch, provider: str, request: Any, options: dict[str, Any]) -> Any:
+    """The outcome with the system prompt's fast test declining every prompt: `_choose_system` chooses."""
     with monkeypatch.context() as patch:
-        patch.setitem(toolnexus.load_rules().get(provider).inbound.__dict__, fast, lambda *_: None)
+        patch.setitem(toolnexus.load_rules().get(provider).inbound.__dict__, "system", lambda *_: None)
         return request_outcome(provider, request, options)
 
 
 @pytest.mark.parametrize(("provider", "name", "request_", "options"), CASES, ids=[f"{c[0]}/{c[1]}" for c in CASES])
-def test_the_fields_and_system_fast_tests_agree_with_the_general_code_on_every_case(
+def test_the_system_fast_test_agrees_with_the_choice_on_every_case(
     monkeypatch: pytest.MonkeyPatch, provider: str, name: str, request_: dict[str, Any], options: dict[str, Any]
 ) -> None:
-    outcome = request_outcome(provider, request_, options)
-    assert outcome == declined(monkeypatch, "fields", provider, request_, options)
-    assert outcome == declined(monkeypatch, "system", provider, request_, options)
-
-
-@pytest.mark.parametrize("provider", PROVIDERS)
-def test_plain_fields_never_reach_the_loop(monkeypatch: pytest.MonkeyPatch, provider: str) -> None:
-    def loop(*args: Any) -> NoReturn:
-        raise AssertionError("plain fields were read one by one")
-
-    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0.5, "max_tokens": 9}
-    monkeypatch.setattr(inbound, "read_fields", loop)
-    toolnexus.translate_request(provider, request)
-
-
-FIELD_NAMES = ["model", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n", "seed", "user", "stop"]
-FIELD_VALUES = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-3, max_value=3),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from([0.0, 0.01, 0.99, 1.0, 1.5, 2.0, 2.5, -2.0, 10**400]),
-    st.text(max_size=2),
-    st.lists(st.text(max_size=1), max_size=2),
-)
-
-
-@settings(max_examples=300, deadline=None)
-@example(provider="anthropic", fields={"temperature": 1.5})
-@example(provider="openai", fields={"max_tokens": 0})
-@example(provider="openai", fields={"model": ""})
-@example(provider="gemini", fields={"seed": True})
-@example(provider="openai", fields={"temperature": float("nan")})
-@given(provider=st.sampled_from(PROVIDERS), fields=st.dictionaries(st.sampled_from(FIELD_NAMES), FIELD_VALUES))
-def test_the_fields_fast_test_takes_only_what_the_loop_takes_as_it_is(provider: str, fields: dict[str, Any]) -> None:
-    """Where the fast test takes a request, the loop takes it too: every field mapped, as given."""
-    compiled = toolnexus.load_rules().get(provider).inbound
-    request = {"messages": [], **fields}
-    scope = compiled.fields(request)
-    if scope is not None:
-        assert read_fields(request, compiled.ranges, compiled.consumed, provider) == (scope, [])
+    assert request_outcome(provider, request_, options) == system_declined(monkeypatch, provider, request_, options)
 
 
 SYSTEMS = [
@@ -237,7 +194,7 @@ def test_the_system_fast_test_and_the_choice_agree(
     request = {"model": "m", "messages": messages}
     for unknown in ({}, {"unknown_fields": "drop"}):
         outcome = request_outcome(provider, request, {**options, **unknown})
-        assert outcome == declined(monkeypatch, "system", provider, request, {**options, **unknown})
+        assert outcome == system_declined(monkeypatch, provider, request, {**options, **unknown})
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

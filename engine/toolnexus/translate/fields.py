@@ -170,50 +170,10 @@ def compile_ranges(source: RuleSource) -> dict[str, Range]:
     return out
 
 
-def sure_tests(mapped: frozenset[str], ranges: Mapping[str, Range], value: str) -> dict[str, str | None]:
-    """Per typed field the rules map, in the schema's order: a Python condition on the variable `value` that holds
-    only when `read_fields` takes that field's value as given (its schema type and bound, not a 0 max_tokens,
-    within the provider's range), for generated code to test inline; None where the schema says more than a
-    type and a bound (jsonschema decides)."""
-    return {name: _sure_test(name, value, ranges.get(name)) for name in _SCHEMA["properties"] if name in mapped}
-
-
-# Each plain schema type's test; a number is an int or a finite float (`INF` is bound where the test runs).
-_TYPE_TESTS = {
-    "string": "type({v}) is str",
-    "boolean": "type({v}) is bool",
-    "object": "type({v}) is dict",
-    "integer": "type({v}) is int",
-    "number": "(type({v}) is int or type({v}) is float and -INF < {v} < INF)",
-}
-
-
-def _sure_test(name: str, value: str, limits: Range | None) -> str | None:
-    spec = _spec(name)
-    test = _TYPE_TESTS.get(spec.get("type", ""))
-    if test is None or not spec.keys() <= {"type", "minimum", "minLength", "description"}:
-        return None
-    tests = [test.format(v=value)]
-    if "minLength" in spec:
-        tests.append(f"len({value}) >= {spec['minLength']!r}")
-    if "minimum" in spec:
-        tests.append(f"{value} >= {spec['minimum']!r}")
-    if name in ZERO_MEANS_ABSENT:
-        tests.append(f"{value} != 0")
-    if limits is not None and limits.minimum is not None:
-        tests.append(f"{value} >= {limits.minimum!r}")
-    if limits is not None and limits.maximum is not None:
-        tests.append(f"{value} <= {limits.maximum!r}")
-    return " and ".join(tests)
-
-
-def _spec(name: str) -> dict[str, Any]:
-    """A field's schema, its `$ref` resolved."""
-    spec: dict[str, Any] = _SCHEMA["properties"].get(name, {})
-    ref = spec.get("$ref", "")
-    return _SCHEMA["$defs"][ref.removeprefix("#/$defs/")] if ref.startswith("#/$defs/") else spec
-
-
 def _kind(name: str) -> str | None:
-    kind = _spec(name).get("type")
+    spec = _SCHEMA["properties"].get(name, {})
+    ref = spec.get("$ref", "")
+    if ref.startswith("#/$defs/"):
+        spec = _SCHEMA["$defs"][ref.removeprefix("#/$defs/")]
+    kind = spec.get("type")
     return kind if isinstance(kind, str) else None

@@ -45,12 +45,10 @@ from .reader import (
     system_parts,
 )
 from .request_code import (
-    Fields,
     Messages,
     System,
     Tools,
     generate,
-    generate_fields,
     generate_system,
     generate_tools,
     settle_parts,
@@ -165,7 +163,6 @@ class Inbound:
     # The declaration's scope for a tool that passes the tools section's fast test: its function object (the
     # template reads only function keys), the tool as `source` (it reads only that), or None (explain always).
     plain_tool_scope: Literal["function", "source"] | None = None
-    fields: Fields = field(default=lambda _: None)  # the request fields' generated fast test (request_code)
     messages: Messages = field(default=lambda *_: None)  # the messages section's generated function (request_code)
     system: System = field(default=lambda *_: None)  # the system prompt's generated fast test (request_code)
     tools: Tools = field(default=lambda *_: None)  # the tools section's generated function (request_code)
@@ -225,11 +222,9 @@ class Inbound:
         ctx.settler = self._settle_drop if unknown_fields == "drop" else self._settle_error
         ctx.written = written
         try:  # the fields read and settled, then the transcript written (one block: each step is one call)
-            scope = self.fields(request)
-            if scope is None:  # a field the fast test does not cover: each read and settled in the request's order
-                scope, others = read_fields(request, self.ranges, self.consumed, provider)
-                for name, value in others:
-                    self._settle(name, value, name, self.unsupported, ctx, unknown_fields)
+            scope, others = read_fields(request, self.ranges, self.consumed, provider)
+            for name, value in others:
+                self._settle(name, value, name, self.unsupported, ctx, unknown_fields)
             msgs = scope.get("messages", MISSING)
             if msgs is MISSING:
                 raise TranslationError("messages", "is required", provider=provider)
@@ -670,18 +665,17 @@ def compile_inbound(source: RuleSource) -> Inbound:
     part_reads = MappingProxyType({kind: reads for kind, (_, reads) in parts.items()})
     direct = Parts(MappingProxyType(writers), MappingProxyType(part_nodes), part_reads, spliced, _opaque_blocks)
     text, run = generate(inbound, _content_lines(writers), direct)  # the messages section's one function
-    fields_text, fields_run = generate_fields(inbound)
-    code_items = (*inbound.code, (("request",), fields_text), (("messages",), text))
+    code_items = (*inbound.code, (("messages",), text))
     system_fast = generate_system(inbound, system_node)
     if system_fast is not None:
         code_items = (*code_items, (("messages", "system"), system_fast[0]))
         inbound = replace(inbound, system=system_fast[1])
     if plain_tool_scope is None:
-        return replace(inbound, fields=fields_run, messages=run, code=code_items)
+        return replace(inbound, messages=run, code=code_items)
     node = decl_env.parsed[("tools", "declaration")]
     tools_text, tools_run = _needed(generate_tools(inbound, node))
     sections = (*code_items, (("tools",), tools_text))
-    return replace(inbound, fields=fields_run, messages=run, tools=tools_run, code=sections, declaration_node=node)
+    return replace(inbound, messages=run, tools=tools_run, code=sections, declaration_node=node)
 
 
 def _needed(generated: tuple[str, Tools] | None) -> tuple[str, Tools]:

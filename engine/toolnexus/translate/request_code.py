@@ -22,7 +22,6 @@ fails or anything raises first, so its refusal is the one the check gives (tests
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from operator import methodcaller
@@ -33,7 +32,6 @@ from ..language.codegen import indent
 from ..language.paths import MISSING
 from ..language.templates import USES_CONTEXT, Const, ContentLines, Ctx, ListPath, Node, Obj, inline_node
 from .direct_code import Parts, Shape, carried, direct_names, role_writes, shapes
-from .fields import sure_tests
 from .reader import (
     ROLES,
     IdMap,
@@ -58,8 +56,6 @@ Written = tuple[list[Any], list[tuple[str, str, int, dict[str, Any]]], list[Note
 Messages = Callable[[list[Any], Ctx, IdMap | None], Written | None]
 # (the written declarations, the declared names), or None when the fast test declines the list
 Tools = Callable[[Any, Ctx], tuple[list[Any], set[str]] | None]
-# The request's fields the rules map (its scope), or None when the fast test declines the request
-Fields = Callable[[dict[str, Any]], dict[str, Any] | None]
 # (the hoisted prompts, the index of the first turn) -> the system prompt written, or None when the fast test declines
 System = Callable[[list[Any], int | None, Ctx], Any]
 
@@ -481,22 +477,6 @@ def generate_tools(inbound: Inbound, declaration: Node, caller: CallerTools | No
     label = f"<tools {inbound.provider}>" if caller is None else f"<tools {caller.format} -> {inbound.provider}>"
     text, run = _compiled(lines, label, names, "tools")
     return text, run
-
-
-def generate_fields(inbound: Inbound) -> tuple[str, Fields]:
-    """The request fields' fast test: a request whose every key the rules map, none null, each typed field
-    passing its type and range test inline (`fields.sure_tests`), is its own scope (a copy). It declines (None)
-    anything else, and `fields.read_fields` reads that request field by field: its errors, in its order."""
-    tests = sure_tests(inbound.consumed, inbound.ranges, "v_")
-    sure = {name: test for name, test in tests.items() if test is not None}
-    lines = ["def fields(r):", "    if not r.keys() <= PLAIN or None in r.values(): return None"]
-    if sure:
-        lines += ["    for k_ in TYPED.intersection(r):", "        v_ = r[k_]"]  # a lookup per key of r
-        for i, (name, test) in enumerate(sure.items()):
-            lines += [f"        {'elif' if i else 'if'} k_ == {name!r}:", f"            if not ({test}): return None"]
-    lines.append("    return r.copy()")
-    names = {"PLAIN": (inbound.consumed - tests.keys()) | sure.keys(), "TYPED": frozenset(sure), "INF": math.inf}
-    return _compiled(lines, f"<fields {inbound.provider}>", names, "fields")
 
 
 def generate_system(inbound: Inbound, message: Node | None) -> tuple[str, System] | None:
