@@ -24,10 +24,13 @@ PROVIDERS = toolnexus.providers()
 CASES = request_cases(PROVIDERS)
 
 
-def explained(monkeypatch: pytest.MonkeyPatch, provider: str, request: Any, options: dict[str, Any]) -> Any:
-    """The outcome with the fast test refusing every tool list, so the explain step writes them all."""
+def explained(
+    monkeypatch: pytest.MonkeyPatch, provider: str, request: Any, options: dict[str, Any], fast: str = "tools"
+) -> Any:
+    """The outcome with a fast test (`tools`: every tool list; `system`: every prompt) declining, so the explain
+    step writes them all."""
     with monkeypatch.context() as patch:  # the generated function is the rule file's own field (a frozen class)
-        patch.setitem(toolnexus.load_rules().get(provider).inbound.__dict__, "tools", lambda tools, ctx: None)
+        patch.setitem(toolnexus.load_rules().get(provider).inbound.__dict__, fast, lambda *_: None)
         return request_outcome(provider, request, options)
 
 
@@ -35,7 +38,9 @@ def explained(monkeypatch: pytest.MonkeyPatch, provider: str, request: Any, opti
 def test_the_fast_test_and_the_explain_step_agree_on_every_case(
     monkeypatch: pytest.MonkeyPatch, provider: str, name: str, request_: dict[str, Any], options: dict[str, Any]
 ) -> None:
-    assert request_outcome(provider, request_, options) == explained(monkeypatch, provider, request_, options)
+    outcome = request_outcome(provider, request_, options)
+    assert outcome == explained(monkeypatch, provider, request_, options)
+    assert outcome == explained(monkeypatch, provider, request_, options, "system")
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -161,20 +166,6 @@ def spoil(value: Any) -> None:
         value.append("spoiled")
 
 
-def system_declined(monkeypatch: pytest.MonkeyPatch, provider: str, request: Any, options: dict[str, Any]) -> Any:
-    """The outcome with the system prompt's fast test declining every prompt: `_choose_system` chooses."""
-    with monkeypatch.context() as patch:
-        patch.setitem(toolnexus.load_rules().get(provider).inbound.__dict__, "system", lambda *_: None)
-        return request_outcome(provider, request, options)
-
-
-@pytest.mark.parametrize(("provider", "name", "request_", "options"), CASES, ids=[f"{c[0]}/{c[1]}" for c in CASES])
-def test_the_system_fast_test_agrees_with_the_choice_on_every_case(
-    monkeypatch: pytest.MonkeyPatch, provider: str, name: str, request_: dict[str, Any], options: dict[str, Any]
-) -> None:
-    assert request_outcome(provider, request_, options) == system_declined(monkeypatch, provider, request_, options)
-
-
 SYSTEMS = [
     [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}],
     [{"role": "developer", "content": "be brief"}, {"role": "user", "content": "hi"}],
@@ -194,7 +185,7 @@ def test_the_system_fast_test_and_the_choice_agree(
     request = {"model": "m", "messages": messages}
     for unknown in ({}, {"unknown_fields": "drop"}):
         outcome = request_outcome(provider, request, {**options, **unknown})
-        assert outcome == system_declined(monkeypatch, provider, request, {**options, **unknown})
+        assert outcome == explained(monkeypatch, provider, request, {**options, **unknown}, "system")
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
