@@ -1,6 +1,7 @@
 """The request's tools section: tools of the common shape are written from their function object by a fast
 test, any other list goes to the explain step (the reader), and the two write the same declarations, notes
-and errors."""
+and errors. The system prompt likewise: one prompt of its role ahead of every turn is written by a generated fast test,
+any other chosen by `Inbound._choose_system`, with the same body, notes and errors."""
 
 from __future__ import annotations
 
@@ -23,10 +24,13 @@ PROVIDERS = toolnexus.providers()
 CASES = request_cases(PROVIDERS)
 
 
-def explained(monkeypatch: pytest.MonkeyPatch, provider: str, request: Any, options: dict[str, Any]) -> Any:
-    """The outcome with the fast test refusing every tool list, so the explain step writes them all."""
+def explained(
+    monkeypatch: pytest.MonkeyPatch, provider: str, request: Any, options: dict[str, Any], fast: str = "tools"
+) -> Any:
+    """The outcome with a fast test (`tools`: every tool list; `system`: every prompt) declining, so the explain
+    step writes them all."""
     with monkeypatch.context() as patch:  # the generated function is the rule file's own field (a frozen class)
-        patch.setitem(toolnexus.load_rules().get(provider).inbound.__dict__, "tools", lambda tools, ctx: None)
+        patch.setitem(toolnexus.load_rules().get(provider).inbound.__dict__, fast, lambda *_: None)
         return request_outcome(provider, request, options)
 
 
@@ -34,7 +38,9 @@ def explained(monkeypatch: pytest.MonkeyPatch, provider: str, request: Any, opti
 def test_the_fast_test_and_the_explain_step_agree_on_every_case(
     monkeypatch: pytest.MonkeyPatch, provider: str, name: str, request_: dict[str, Any], options: dict[str, Any]
 ) -> None:
-    assert request_outcome(provider, request_, options) == explained(monkeypatch, provider, request_, options)
+    outcome = request_outcome(provider, request_, options)
+    assert outcome == explained(monkeypatch, provider, request_, options)
+    assert outcome == explained(monkeypatch, provider, request_, options, "system")
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -158,3 +164,34 @@ def spoil(value: Any) -> None:
         for item in value:
             spoil(item)
         value.append("spoiled")
+
+
+SYSTEMS = [
+    [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}],
+    [{"role": "developer", "content": "be brief"}, {"role": "user", "content": "hi"}],
+    [{"role": "user", "content": "hi"}, {"role": "system", "content": "be brief"}],
+    [{"role": "system", "content": "a"}, {"role": "system", "content": "b"}, {"role": "user", "content": "hi"}],
+    [{"role": "system", "content": [{"type": "text", "text": "a"}]}, {"role": "user", "content": "hi"}],
+    [{"role": "system", "content": "a", "name": "n"}, {"role": "user", "content": "hi"}],
+]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("options", [{}, {"system": "per call"}, {"default_system": "default"}])
+@pytest.mark.parametrize("messages", SYSTEMS, ids=range(len(SYSTEMS)))
+def test_the_system_fast_test_and_the_choice_agree(
+    monkeypatch: pytest.MonkeyPatch, provider: str, options: dict[str, Any], messages: list[Any]
+) -> None:
+    request = {"model": "m", "messages": messages}
+    for unknown in ({}, {"unknown_fields": "drop"}):
+        outcome = request_outcome(provider, request, {**options, **unknown})
+        assert outcome == explained(monkeypatch, provider, request, {**options, **unknown}, "system")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_plain_system_prompt_is_never_chosen_by_the_loop(monkeypatch: pytest.MonkeyPatch, provider: str) -> None:
+    def choose(*args: Any) -> NoReturn:
+        raise AssertionError("a plain system prompt went through _choose_system")
+
+    monkeypatch.setattr(inbound.Inbound, "_choose_system", choose)
+    toolnexus.translate_request(provider, {"model": "m", "messages": SYSTEMS[0]})

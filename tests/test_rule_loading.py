@@ -533,7 +533,8 @@ def test_the_compiled_request_side_is_returned_frozen_not_written_into_the_rule_
     compiled = toolnexus.load_rules(tmp_path).get(provider)
     assert not hasattr(compiled.source, "generated")
     assert {key[0] for key, _ in compiled.inbound.code} >= {"request", "tools", "messages"}
-    assert all(text.startswith(("def render(", "def messages(", "def tools(")) for _, text in compiled.inbound.code)
+    generated = ("def render(", "def system(", "def messages(", "def tools(")
+    assert all(text.startswith(generated) for _, text in compiled.inbound.code)
     with pytest.raises(dataclasses.FrozenInstanceError):
         compiled.inbound.join = "x"  # type: ignore[misc]
 

@@ -44,7 +44,15 @@ from .reader import (
     read_tools,
     system_parts,
 )
-from .request_code import Messages, Tools, generate, generate_tools, settle_parts
+from .request_code import (
+    Messages,
+    System,
+    Tools,
+    generate,
+    generate_system,
+    generate_tools,
+    settle_parts,
+)
 
 if TYPE_CHECKING:
     from .formats import CallerTools
@@ -156,6 +164,7 @@ class Inbound:
     # template reads only function keys), the tool as `source` (it reads only that), or None (explain always).
     plain_tool_scope: Literal["function", "source"] | None = None
     messages: Messages = field(default=lambda *_: None)  # the messages section's generated function (request_code)
+    system: System = field(default=lambda *_: None)  # the system prompt's generated fast test (request_code)
     tools: Tools = field(default=lambda *_: None)  # the tools section's generated function (request_code)
     # messages.merge_same_role: the written message key holding the provider's role; consecutive written
     # messages with the same value there become one (None: only merge_consecutive merges).
@@ -249,14 +258,20 @@ class Inbound:
             left[1].append(rest)  # a member of the batch, as the transcript's containers are
             if not read_clean(*left):
                 checked(request, "", self._refuse)
-        if hoisted or system is not None:
-            chosen = self._choose_system(hoisted, first, system, default_system, ctx)
-            if system is None and more:  # a prompt of its role and a string content alone carries nothing
-                chosen = self._cached_system(hoisted, chosen, ctx)
+        written = self.system(hoisted, first, ctx) if hoisted and system is None and not more else None
+        if written is not None:  # one prompt of its role and content, ahead of every turn: the generated write
+            chosen = written
+            if self.system_message is not None:
+                turns.insert(0, written)
         else:
-            chosen = default_system if default_system is not None else MISSING
-        if self.system_message is not None and chosen is not MISSING:
-            turns.insert(0, self._system_message(chosen, hoisted, system, ctx))
+            if hoisted or system is not None:
+                chosen = self._choose_system(hoisted, first, system, default_system, ctx)
+                if system is None and more:  # a prompt of its role and a string content alone carries nothing
+                    chosen = self._cached_system(hoisted, chosen, ctx)
+            else:
+                chosen = default_system if default_system is not None else MISSING
+            if self.system_message is not None and chosen is not MISSING:
+                turns.insert(0, self._system_message(chosen, hoisted, system, ctx))
         if more:  # else each hoisted prompt holds its role and content alone, both read
             for _, path, _, source in hoisted:
                 allowed = self.read_keys[source["role"]]
@@ -560,6 +575,7 @@ def compile_inbound(source: RuleSource) -> Inbound:
     if "message" in system_rule:
         system_env = Env(source, generated=code)
         system_message = compile_template(system_rule["message"], ("messages", "system", "message"), system_env)
+    system_node = system_env.parsed[("messages", "system", "message")] if system_message is not None else None
     system_blocks = None
     if system_rule.get("blocks") == "when_cached":
         if "text" not in parts:
@@ -650,6 +666,10 @@ def compile_inbound(source: RuleSource) -> Inbound:
     direct = Parts(MappingProxyType(writers), MappingProxyType(part_nodes), part_reads, spliced, _opaque_blocks)
     text, run = generate(inbound, _content_lines(writers), direct)  # the messages section's one function
     code_items = (*inbound.code, (("messages",), text))
+    system_fast = generate_system(inbound, system_node)
+    if system_fast is not None:
+        code_items = (*code_items, (("messages", "system"), system_fast[0]))
+        inbound = replace(inbound, system=system_fast[1])
     if plain_tool_scope is None:
         return replace(inbound, messages=run, code=code_items)
     node = decl_env.parsed[("tools", "declaration")]

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import Note
 from ..language.codegen import indent
 from ..language.paths import MISSING
-from ..language.templates import USES_CONTEXT, ContentLines, Ctx, ListPath, Node, inline_node
+from ..language.templates import USES_CONTEXT, Const, ContentLines, Ctx, ListPath, Node, Obj, inline_node
 from .direct_code import Parts, Shape, carried, direct_names, role_writes, shapes
 from .reader import (
     ROLES,
@@ -56,6 +56,8 @@ Written = tuple[list[Any], list[tuple[str, str, int, dict[str, Any]]], list[Note
 Messages = Callable[[list[Any], Ctx, IdMap | None], Written | None]
 # (the written declarations, the declared names), or None when the fast test declines the list
 Tools = Callable[[Any, Ctx], tuple[list[Any], set[str]] | None]
+# (the hoisted prompts, the index of the first turn) -> the system prompt written, or None when the fast test declines
+System = Callable[[list[Any], int | None, Ctx], Any]
 
 
 MESSAGES = ListPath("messages")
@@ -475,6 +477,33 @@ def generate_tools(inbound: Inbound, declaration: Node, caller: CallerTools | No
     label = f"<tools {inbound.provider}>" if caller is None else f"<tools {caller.format} -> {inbound.provider}>"
     text, run = _compiled(lines, label, names, "tools")
     return text, run
+
+
+def generate_system(inbound: Inbound, message: Node | None) -> tuple[str, System] | None:
+    """The system prompt's fast test and write: one hoisted prompt, ahead of every turn, is the prompt; with a
+    system message template (`message`; None: the body places the prompt), written inline when the template
+    writes the prompt's own role, a constant (else there is no fast test: None). It declines (None) anything
+    else, and `Inbound._choose_system` and `_system_message` choose, note and write the prompt."""
+    lines = [
+        "def system(hoisted, first, c):",
+        "    if len(hoisted) != 1: return None",
+        "    text_, _, index_, source_ = hoisted[0]",
+        "    if first is not None and index_ > first: return None",
+    ]
+    if message is None:
+        return _compiled([*lines, "    return text_"], f"<system {inbound.provider}>", {}, "system")
+    role = dict(message.items).get("role") if isinstance(message, Obj) else None
+    if not isinstance(role, Const) or type(role.value) is not str:
+        return None
+    known = {"text": "text_"}  # a string: the hoisted prompt's text
+    inline = inline_node(message, "{'text': text_}", "written_", is_dict=True, known=known, present=frozenset(known))
+    lines += [
+        f"    if source_['role'] != {role.value!r}: return None",  # else a note: sent as part of the role's message
+        *indent(inline.head),
+        *indent(inline.body),
+        "    return written_",
+    ]
+    return _compiled(lines, f"<system {inbound.provider}>", inline.names, "system")
 
 
 def _compiled(lines: list[str], label: str, names: dict[str, Any], function: str) -> tuple[str, Any]:
