@@ -24,7 +24,7 @@ from support.made_up import ACME_FORMAT
 from toolnexus import Note, RuleError, ToolnexusError, load_rules
 from toolnexus.language import jsonsafe
 from toolnexus.language.paths import MISSING, compile_path, scope_fields
-from toolnexus.language.templates import Apply, Ctx, KeySeal, seal
+from toolnexus.language.templates import Apply, Ctx, KeySeal, seal, sealed_alone, unseal
 from toolnexus.translate import format_code, formats
 from toolnexus.translate.format_rules import compile_format
 from toolnexus.translate.formats import SourceFormat, answer_scope, call_scopes, named, placed, remap
@@ -241,6 +241,23 @@ def test_the_whole_answer_is_one_generated_function(tmp_path: Path) -> None:
     assert written == {"said": "hi", "why": "end_turn", "calls": [{"ref": "t1", "fn": "f"}]}
     code = fmt.writer_code
     assert "e.id" in code and "CALL" not in code and "VIEW" not in code and "SAID" not in code
+
+
+def test_state_sealed_alone_is_read_as_a_field(tmp_path: Path) -> None:
+    """A `$seal` with no `onto` is a function of the state's value: the writer reads the state as any field (no
+    view made) and seals it with no Ctx made; null or absent state: nothing written."""
+    text = ACME_FORMAT.replace(
+        "    said: {$get: text}\n", "    said: {$get: text}\n    kept: {$seal: message_extras.k}\n"
+    )
+    path = tmp_path / "acme.yaml"
+    path.write_text(text)
+    fmt = compile_format(path, load_rules().providers)
+    code = fmt.writer_code
+    assert "VIEW(" not in code and "Ctx(" not in code and "sealed(" in code
+    for extras, kept in [({"k": {"s": 1}}, sealed_alone({"s": 1}, Ctx("t"))), ({"k": None}, None), (None, None)]:
+        result = TranslateResult("hi", [], "stop", {}, "m", message_extras=extras)
+        written = fmt.write(result, "r1")
+        assert written.get("kept") == kept and (kept is None or unseal(kept, Ctx("t"), part="state") == {"s": 1})
 
 
 @pytest.mark.parametrize("whole", [False, True])

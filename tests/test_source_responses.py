@@ -25,8 +25,7 @@ from support.cases import CASES
 from support.cli import run_cli
 from support.responses import judge_response, judge_responses_request
 from toolnexus import ResponseError, RuleError, TranslationError, load_rules, translate_request, translate_response
-from toolnexus.language.paths import compile_path
-from toolnexus.language.templates import Ctx, seal
+from toolnexus.language.templates import Ctx, sealed_alone
 from toolnexus.translate.format_rules import compile_format
 from toolnexus.translate.formats import AnswerBody
 
@@ -515,7 +514,7 @@ def test_made_up_string_transcript_and_sealed_state(tmp_path: Path) -> None:
     (without `set`) sets each of its keys on the message it joins."""
     fmt = flat(tmp_path)
     assert fmt.read({"log": "hi"})[0]["messages"] == [{"role": "user", "content": "hi"}]
-    blob = seal({"s": {"extra_content": {"k": 1}, "other": [2]}}, Ctx("t"), state=compile_path("s"), onto=None)
+    blob = sealed_alone({"extra_content": {"k": 1}, "other": [2]}, Ctx("t"))
     hub = fmt.read({"log": [{"role": "user", "content": "q"}, {"what": "thought", "blob": blob}]})[0]
     assert hub["messages"][1] == {"role": "assistant", "content": None, "extra_content": {"k": 1}, "other": [2]}
 

@@ -700,8 +700,9 @@ def _op_node(spec: dict[str, Any], ops: list[str], key: Key, env: Env) -> Node:
         if onto is not None and (not isinstance(onto, str) or not onto):
             raise env.error((*key, "onto"), "`onto` takes the path of the string the state is sealed onto")
         state = _one_read(arg, at, env)
-        text = _one_read(onto, (*key, "onto"), env) if onto is not None else None
-        return Apply(_read("@", at, env), sealer(state, text))
+        if onto is None:
+            return Apply(state, sealed_alone)
+        return Apply(_read("@", at, env), sealer(state, _one_read(onto, (*key, "onto"), env)))
     if op == "$unseal":
         part = spec.get("part")
         if part not in ("value", "state"):
@@ -899,6 +900,11 @@ class _Codegen(Namespace):
                 if fn.keywords["part"] == "value":
                     return [*lines, f"if {target} is not MISSING and not ({unsealed}): {call}"]
                 return [*lines, f"if {unsealed}: {target} = MISSING", f"elif {target} is not MISSING: {call}"]
+            if fn is sealed_alone:  # no Ctx made for it: the state sealed where there, as `sealed_alone` does
+                return [
+                    *lines,
+                    f"if {target} is not MISSING: {target} = MISSING if {target} is None else sealed({target}, '')",
+                ]
             lines.append(f"if {target} is not MISSING: {call}")
             return lines
         if isinstance(node, Merge):
@@ -1226,14 +1232,20 @@ SEAL = "_tns_"  # between a string and its sealed state: letters, digits, _ and 
 _SEALED_TEXT = json.JSONEncoder(separators=(",", ":")).encode  # `json.dumps` with these, its options set once
 
 
-def seal(scope: Any, ctx: Ctx, *, state: Getter, onto: Getter | None) -> Any:
-    """`$seal`: the state at the path sealed (base64url JSON) onto the string at `onto` (else onto ""), for a
-    format that has no field of its own to carry the state back in; no state: the `onto` string as it is."""
-    text = "" if onto is None else onto(scope)
+def seal(scope: Any, ctx: Ctx, *, state: Getter, onto: Getter) -> Any:
+    """`$seal`: the state at the path sealed (base64url JSON) onto the string at `onto`, for a format that has no
+    field of its own to carry the state back in; no state: the `onto` string as it is."""
+    text = onto(scope)
     carried = state(scope)
     if carried is MISSING or carried is None or text is MISSING or text is None:
-        return MISSING if onto is None or text is None else text
+        return MISSING if text is None else text
     return sealed(carried, text)
+
+
+def sealed_alone(state: Any, ctx: Ctx) -> Any:
+    """`$seal` with no `onto`: the state (there, not null) sealed onto "", for a field of its own to carry; else
+    absent. A function of the state's value alone, so generated code reads the state as any field (no scope)."""
+    return MISSING if state is MISSING or state is None else sealed(state, "")
 
 
 def sealed(carried: Any, text: Any) -> str:
@@ -1252,14 +1264,14 @@ def _sealed_json(state: Any) -> bytes:
     return text.encode()
 
 
-def sealer(state: Read, onto: Read | None) -> Callable[[Any, Ctx], Any]:
+def sealer(state: Read, onto: Read) -> Callable[[Any, Ctx], Any]:
     """`seal` over these reads; where both are one key of the scope (a call's `extra_content` onto its `id`,
     once per call of an answer), a KeySeal."""
     state_key = state.steps[0] if state.steps is not None and len(state.steps) == 1 else None
-    onto_key = onto.steps[0] if onto is not None and onto.steps is not None and len(onto.steps) == 1 else None
-    if onto is not None and type(state_key) is str and type(onto_key) is str:
+    onto_key = onto.steps[0] if onto.steps is not None and len(onto.steps) == 1 else None
+    if type(state_key) is str and type(onto_key) is str:
         return KeySeal(state, onto, state_key, onto_key)
-    return partial(seal, state=state.getter, onto=None if onto is None else onto.getter)
+    return partial(seal, state=state.getter, onto=onto.getter)
 
 
 class KeySeal:
@@ -1352,5 +1364,6 @@ _NAMES: dict[str, Any] = {
     "Note": Note,
     "pick_first": pick_first,
     "is_empty": is_empty,
+    "sealed": sealed,
     "typed": typed,
 }
