@@ -628,13 +628,13 @@ def test_a_text_is_taken_as_its_object_only_when_it_is_the_very_text_written() -
 
 
 @pytest.mark.parametrize("source", ["anthropic", "openai-responses"])
-def test_the_writer_settles_the_answer_and_makes_its_ctx_only_where_a_template_notes(source: str) -> None:
+def test_the_writer_settles_the_answer_and_notes_with_no_ctx(source: str) -> None:
     """The writer settles what the answer adds itself (an id made and noted after the stop reason's and the usage's
-    notes, where none is given), makes no Ctx unless a template notes (`c = None`, made where first used) and tests
-    the result's strings (`text`, `reasoning_content`) by their own truth, no `is_empty` call."""
+    notes, where none is given), makes no Ctx where its templates note only at paths known now (each note added
+    in its place) and tests the result's strings (`text`, `reasoning_content`) by their own truth, no `is_empty`."""
     fmt = load_rules().format(source)
     code = fmt.writer_code
-    assert "    c = None" in code and f"(c := c or Ctx({source!r}, True))" in code
+    assert "Ctx(" not in code and "OWN(" not in code and "notes.append(Note('synthesized', 'usage." in code
     lines = [line.strip() for line in code.splitlines()]
     tested = [(held.split(" = ")[0], test) for held, test in pairwise(lines) if re.fullmatch(STRING, held)]
     assert tested and all(test == f"if {var}:" for var, test in tested)  # (not `if is_empty(w) is False:`)
@@ -652,6 +652,27 @@ def test_the_writer_settles_the_answer_and_makes_its_ctx_only_where_a_template_n
                   "completion_tokens_details": {"reasoning_tokens": 0}}  # fmt: skip
     fmt.write(TranslateResult("hi", [], "stop", usage, "m"), "r1", notes, 7)
     assert notes == []
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_the_writer_makes_a_ctx_only_where_a_template_uses_it_beyond_noting(tmp_path: Path, fails: bool) -> None:
+    """A template's notes at paths known now go into `notes` in their place, the view's `provider.` cut (no Ctx
+    made); a template that may fail makes the Ctx where first used (`c = None`), its notes added last. The notes
+    are the same, in the same order, either way."""
+    got = "    got: {$get: model, required: true}\n" if fails else ""
+    defaulted = "    out: {$get: provider.usage.output_tokens, default: 0}\n"
+    defaulted += "    first: {$get: message_extras.k, default: no}\n"
+    text = ACME_FORMAT.replace("    out: {$get: provider.usage.output_tokens}\n", defaulted + got)
+    path = tmp_path / "acme.yaml"
+    path.write_text(text)
+    fmt = compile_format(path, load_rules().providers)
+    code = fmt.writer_code
+    assert ("    c = None" in code and "(c := c or Ctx('acme', True))" in code) is fails and ("Ctx(" in code) is fails
+    notes: list[Note] = []
+    fmt.write(TranslateResult("hi", [], "stop", {}, "m"), None, notes, 7)
+    assert [(n.kind, n.path) for n in notes] == [
+        ("synthesized", "id"), ("synthesized", "usage.output_tokens"), ("synthesized", "message_extras.k")
+    ]  # fmt: skip
 
 
 STRING = r"\w+ = V_(text|reasoning_content)"  # a writer's read of a string the result always holds

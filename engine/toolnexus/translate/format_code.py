@@ -13,6 +13,7 @@ same result.
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import tokenize
@@ -67,6 +68,7 @@ from .formats import (
     new_answer_id,
     once_moments,
     own_notes,
+    own_path,
     quiet,
     unread,
 )
@@ -488,7 +490,10 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     head = [*indent(derive), *indent(_header_lines(fmt, [*(reads[name] for name in used), *body]))]
     head += [f"    {known[name]} = {reads[name]}" for name in used]
     tail = []
-    if USES_CONTEXT.search("\n".join(body)):  # a Ctx made where a template first notes or fails, none otherwise
+    noted = _noted_directly(body)
+    if noted is not None:  # the Ctx used for notes at paths known now alone: none made, each note added in its place
+        body = noted
+    elif USES_CONTEXT.search("\n".join(body)):  # a Ctx made where a template first notes or fails, none otherwise
         body = _lazy_context(body, f"(c := c or Ctx({fmt.name!r}, True))")
         head.append("    c = None")
         tail.append("    if c is not None and c.notes: notes += OWN(c.notes)  # a path below `provider`: the answer's")
@@ -514,6 +519,26 @@ def _header_lines(fmt: SourceFormat, reads: list[str]) -> list[str]:
     if re.search(r"(?<![\w.'])inputs(?![\w'])", used):
         lines.append("inputs = INPUTS(r.tool_calls)" if fmt.reads_input else "inputs = None")
     return lines
+
+
+# A template's note at a path given as a literal, into the Ctx (`c.notes.append(Note(kind, c.at(path), ...`).
+_CONSTANT_NOTE = re.compile(r"""c\.notes\.append\(Note\(('\w+'), c\.at\(('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")\), """)
+
+
+def _noted_directly(lines: list[str]) -> list[str] | None:
+    """The writer's lines with each note a template adds to the Ctx at a literal path added to `notes` itself,
+    at that path as the answer names it (`own_path`: the writer's Ctx sits at the answer's root, `at` gives the
+    path as it is); None where the lines use the Ctx otherwise (a closure given it, a failure) or add to `notes`
+    themselves (the notes' order then the Ctx's: added last)."""
+    text = "\n".join(lines)
+    if re.search(r"(?<![\w.'])notes(?![\w'])", text):
+        return None
+
+    def direct(found: re.Match[str]) -> str:
+        return f"notes.append(Note({found[1]}, {own_path(ast.literal_eval(found[2]))!r}, "
+
+    noted = [_CONSTANT_NOTE.sub(direct, line) for line in lines]
+    return None if USES_CONTEXT.search("\n".join(noted)) else noted
 
 
 def _lazy_context(lines: list[str], made: str) -> list[str]:

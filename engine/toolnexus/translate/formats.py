@@ -846,8 +846,12 @@ def answer_scope(
 def own_notes(notes: list[Note]) -> list[Note]:
     """Template notes with a path below the view's `provider` named by the answer's own key (`usage...`), each
     built afresh (a NamedTuple's `_replace` costs several times a new one)."""
-    cut = DERIVED + "."
-    return [Note(n.kind, n.path.removeprefix(cut), n.message, n.side) for n in notes]
+    return [Note(n.kind, own_path(n.path), n.message, n.side) for n in notes]
+
+
+def own_path(path: str) -> str:
+    """A note's path as the answer names it: one below the view's `provider` by the answer's own key."""
+    return path.removeprefix(DERIVED + ".")
 
 
 def made_id(prefix: str, answer_id: str, name: str) -> str:
