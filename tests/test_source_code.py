@@ -517,8 +517,10 @@ def test_a_made_id_is_made_only_where_its_item_is_written(monkeypatch: pytest.Mo
     fmt = load_rules().format("openai-responses")
     made: list[str] = []
     real = formats.made_id
-    monkeypatch.setattr(
-        formats, "made_id", lambda prefix, answer, name: made.append(name) or real(prefix, answer, name)
+    assert fmt.writer is not None and fmt.writer.__globals__["MADE_ID"] is real  # (the writer's own name for it)
+    assert "MadeIds(" not in fmt.writer_code  # each id made where read: no object of them
+    monkeypatch.setitem(
+        fmt.writer.__globals__, "MADE_ID", lambda prefix, answer, name: made.append(name) or real(prefix, answer, name)
     )
     written = fmt.write(TranslateResult("hi", [], "stop", {}, "m"), "r1")
     assert made == ["message"]

@@ -333,7 +333,8 @@ def inline_node(
     `prefix` goes before the names it binds; `content` writes a `$content` inline (see ContentLines); `tag`
     ends every variable the lines bind (`s`, `sd`, `f0`, ...), so templates pasted into one function, one
     inside another's loop, stay apart. `chains`: plain key chains below a known field the caller holds each in a
-    variable (`provider.usage.input_tokens` -> a count it derived), read from there with no step between. `texts`:
+    variable or an expression (`provider.usage.input_tokens` -> a count it derived), read from there with no step
+    between, where the template reads it (the scope's field itself not read). `texts`:
     known fields that hold a string (a result's `text`): present, and their `empty` test the string's falsity."""
     known = known or {}
     absent = frozenset(name for name, var in known.items() if var == "MISSING")
@@ -830,6 +831,9 @@ class _Codegen(Namespace):
         steps = read.steps
         if steps and steps[0] in self.absent:
             return [f"{target} = MISSING"]
+        held = self.held_chains.get(steps)
+        if held is not None:  # the caller holds its value (a count it derived, an id it makes where read)
+            return [f"{target} = {held}"]
         if steps and isinstance(steps[0], str):
             first = self.firsts.setdefault(steps[0], self.held.get(steps[0]) or f"f{len(self.firsts)}{self.tag}")
             if steps[0] in self.present:
@@ -847,9 +851,6 @@ class _Codegen(Namespace):
     def _chain(self, first: str, steps: tuple[str | int, ...]) -> str:
         """A plain key chain read once, up front (`usage.input_tokens` feeds several sums): its variable. Each
         prefix is a chain of its own, read once (`usage.a` and `usage.b` read `usage` once)."""
-        held = self.held_chains.get(steps)
-        if held is not None:
-            return held
         source = first
         for end in range(2, len(steps) + 1):
             var = self.chains.get(steps[:end])

@@ -65,6 +65,7 @@ from .formats import (
     call_inputs,
     call_scope,
     call_scopes,
+    made_id,
     new_answer_id,
     once_moments,
     own_notes,
@@ -408,10 +409,12 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     names: dict[str, Any] = {"MISSING": MISSING, "sealed": sealed, "MadeIds": MadeIds, "IDS": fmt.ids, "Ctx": Ctx}
     names.update(VIEW=answer_scope, CALL=call_scope, CALLS=call_scopes, Note=Note, STOP=dict(fmt.stop_table))
     names.update(NEW_ID=new_answer_id, TIME=answer_time, INPUTS=call_inputs, OWN=own_notes)
-    names.update(SAID=fmt.said)
+    names.update(SAID=fmt.said, MADE_ID=made_id)
     derive, counts = said_lines(fmt)
     derived: dict[tuple[str | int, ...], str] = {("provider", fmt.stop_key): "U_stop", ("provider", "finish"): "U_stop"}
     derived.update({("provider", *path): var for path, var in counts.items()})
+    # Each made id (the only read of `ids`: `ids.message`) made where a template reads it, as `MadeIds` makes it.
+    derived.update({("ids", name): f"MADE_ID({prefix!r}, answer_id, {name!r})" for name, prefix in fmt.ids.items()})
     nodes = fmt.plan.nodes
     known = {name: f"V_{name}" for name in VIEW_FIELDS}
     reads = {name: f"r.{name}" for name in VIEW_FIELDS}
