@@ -29,6 +29,7 @@ from toolnexus.translate import format_code, formats
 from toolnexus.translate.format_rules import compile_format
 from toolnexus.translate.formats import SourceFormat, answer_scope, call_scopes, named, placed, remap
 from toolnexus.translate.result import TranslatedToolCall, TranslateResult
+from toolnexus.translate.stream_rules import answer_header
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -703,3 +704,39 @@ def test_the_answer_header_reads_the_streaming_paths_as_their_getters_do() -> No
             want = (found if isinstance(found, str) else None, made if type(made) in (int, float) else None)
             assert streaming.header(answer) == want, name
     assert load_rules().get("gemini").streaming.header({"responseId": "g"}) == ("g", None)  # type: ignore[union-attr]
+
+
+# Plain header paths of every shape `answer_header` reads inline (a key, a chain, an index inside it, a negative
+# index, a chain ending at an index), each beside an answer that holds a value there.
+HEADER_PATHS = ["id", "meta.id", "meta.inner.id", "items[0].id", "items[-1].meta.id", "items[-2].id", "meta.ids[1]"]
+
+
+def _holding(path: str, value: Any) -> Any:
+    """The smallest answer holding `value` at the plain path `path` (a list index pads with None)."""
+    steps = [int(s) if s.lstrip("-").isdigit() else s for s in re.findall(r"[^.\[\]]+", path)]
+    out: Any = value
+    for step in reversed(steps):
+        if isinstance(step, str):
+            out = {step: out}
+        else:
+            out = [None] * step + [out] if step >= 0 else [out] + [None] * (-step - 1)
+    return out
+
+
+@pytest.mark.parametrize("path", HEADER_PATHS)
+def test_the_answer_header_reads_nested_paths_as_their_getters_do(path: str) -> None:
+    """`answer_header` with each path as both the id's and the time's: a value of the right type found, of the
+    wrong type or under a key of the wrong type (a list, a string, None) not, exactly as the path's getter says;
+    an answer that is not an object has no header."""
+    getter = compile_path(path)
+    header = answer_header("made-up", (path, getter), (path, getter))
+    answers = [_holding(path, v) for v in ("i", 7, 2.5, True, None, [], {})]
+    answers += [_holding(path.rpartition(".")[0], bad) for bad in ("s", [1], None, 3) if "." in path]
+    answers += [{}, [], "x", None, {"meta": []}, {"items": {}}, {"items": [1]}, {"meta": {"ids": [1]}}]
+    hits = 0
+    for answer in answers:
+        found = getter(answer) if isinstance(answer, dict) else None
+        want = (found if isinstance(found, str) else None, found if type(found) in (int, float) else None)
+        assert header(answer) == want, (path, answer)
+        hits += want != (None, None)
+    assert hits == 3, path  # the string, the int and the float each found where the path says
