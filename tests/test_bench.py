@@ -27,6 +27,7 @@ import bench
 import bench_client
 import bench_responses
 import bench_stream
+import count
 from bench_baseline import HAND_STREAMS
 from bench_inputs import tool_declarations, transcript
 from bench_litellm import TINY_PNG, compatible_copy
@@ -453,3 +454,48 @@ def test_the_stream_bench_times_the_hand_written_rows(capsys: pytest.CaptureFixt
     rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| mistral ")]
     assert [row[1] for row in rows] == ["text", "tools"], rows
     assert all(cell.strip(" |").endswith("x") for row in rows for cell in row[6:]), rows
+
+
+def _counted(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str]]:
+    """tools/count.py's bytecode count for a row, and the code objects it lists."""
+    count.main([*argv, "--top", "40"])
+    total, *listed = capsys.readouterr().out.splitlines()
+    return int(total.split()[0].replace(",", "")), [line.split(None, 1)[1] for line in listed]
+
+
+def test_the_count_tool_counts_a_source_row_as_its_plain_row_plus_the_formats_work(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A source answer is the plain answer and then the format's writer; a source request is the format's reader
+    and then the plain request's translation: each counted more than its plain row, where the code it lists says."""
+    plain, plain_code = _counted(capsys, "answer", "openai")
+    source, source_code = _counted(capsys, "answer", "openai", "--source", "anthropic")
+    assert plain < source and "<writer anthropic>:1 write" in set(source_code) - set(plain_code)
+    plain, plain_code = _counted(capsys, "request", "gemini", "--source", "openai-responses", "--plain")
+    source, source_code = _counted(capsys, "request", "gemini", "--source", "openai-responses")
+    assert plain < source and "<reader openai-responses>:1 transcript" in set(source_code) - set(plain_code)
+    assert "<messages gemini>:1 messages" in set(plain_code) & set(source_code)
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["answer", "nobody"], "no provider 'nobody'"),
+        (["answer", "openai", "--input", "huge"], "no answer 'huge'"),
+        (["request", "openai", "--source", "cohere"], "no transcript in 'cohere'"),
+        (["request", "openai"], "request needs --source"),
+        (["parity", "openai", "--calls", "0"], "--calls and --messages must be at least 1"),
+    ],
+)
+def test_the_count_tool_refuses_a_row_it_cannot_build_in_one_line(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as raised:
+        count.main(argv)
+    assert said in f"{raised.value.code} {capsys.readouterr().err}"
+
+
+def test_the_count_tool_says_instructions_need_valgrind(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(count.shutil, "which", lambda name: None)
+    with pytest.raises(SystemExit, match="--instructions needs valgrind on PATH"):
+        count.main(["parity", "openai", "--instructions"])

@@ -1,0 +1,157 @@
+"""Work per call, counted rather than timed: a steady figure on a loaded machine.
+
+usage: tools/count.py {answer,request,parity} PROVIDER [--source FORMAT] [--input NAME] [--messages N]
+                      [--plain] [--engine CHECKOUT] [--instructions] [--calls N] [--top K]
+
+The rows are tools/bench.py's:
+- `answer PROVIDER`: the provider's generated answer `--input` ("3 tool calls" or "large") translated back,
+  as a `TranslateResult` or, with `--source anthropic|openai-responses`, in that format;
+- `request PROVIDER --source FORMAT`: a transcript of `--messages` messages in that format, translated for the
+  provider; `--plain` the same conversation as a Chat Completions request (the row a source request is within
+  1.3x of, issue 18);
+- `parity PROVIDER`: the golden parity fixture's request.
+
+Without `--instructions` it prints the bytecodes one call executes (Python's own count, through
+`sys.settrace`) and the `--top` code objects that executed most of them: where the work is. With
+`--instructions` it runs itself under `valgrind --tool=callgrind` and prints the machine instructions per call,
+counted inside the loop of `--calls` calls only (after 50 unmeasured), with `PYTHONHASHSEED=0`: the figure the
+README's rounds cite. `--engine CHECKOUT` counts another checkout's engine (say, the commit before a change).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+WARMUP = 50  # calls before the counted ones: the rulebook compiled, caches filled
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="tools/count.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("row", choices=("answer", "request", "parity"))
+    parser.add_argument("provider")
+    parser.add_argument("--source", help="the caller's format: anthropic or openai-responses")
+    parser.add_argument("--input", default="3 tool calls", help='the answer: "3 tool calls" (default) or "large"')
+    parser.add_argument("--messages", type=int, default=10, help="the request's transcript length (default 10)")
+    parser.add_argument("--plain", action="store_true", help="the request as Chat Completions (the plain row)")
+    parser.add_argument("--engine", metavar="CHECKOUT", help="count this checkout's engine instead")
+    parser.add_argument("--instructions", action="store_true", help="machine instructions, under callgrind")
+    parser.add_argument("--calls", type=int, default=20, help="calls counted with --instructions (default 20)")
+    parser.add_argument("--top", type=int, default=15, help="code objects listed with bytecodes (default 15)")
+    args = parser.parse_args(argv)
+    if args.row == "request" and args.source is None:
+        parser.error("request needs --source (anthropic or openai-responses)")
+    if args.calls < 1 or args.messages < 1:
+        parser.error("--calls and --messages must be at least 1")
+    return args
+
+
+def row_call(args: argparse.Namespace) -> Callable[[], Any]:
+    """The call the row names, its input built once, with the engine `--engine` names (else the one installed)."""
+    if args.engine:
+        sys.path.insert(0, str(Path(args.engine) / "engine"))
+    sys.path.insert(0, str(ROOT / "tools"))
+    import toolnexus
+    from bench_inputs import (
+        generated_responses,
+        messages_transcript,
+        parity_inputs,
+        responses_transcript,
+        tool_declarations,
+    )
+
+    if args.provider not in toolnexus.providers():
+        raise SystemExit(f"count.py: no provider {args.provider!r}; one of {', '.join(toolnexus.providers())}")
+    if args.row == "parity":
+        request = parity_inputs()[0]
+        return lambda: toolnexus.translate_request(args.provider, request)
+    if args.row == "answer":
+        answers = generated_responses(tool_declarations())[args.provider]
+        if args.input not in answers:
+            raise SystemExit(f"count.py: no answer {args.input!r}; one of {', '.join(answers)}")
+        answer, source = answers[args.input], args.source or "openai"
+        return lambda: toolnexus.translate_response(args.provider, answer, source=source)
+    transcripts = {"anthropic": messages_transcript, "openai-responses": responses_transcript}
+    if args.source not in transcripts:
+        raise SystemExit(f"count.py: no transcript in {args.source!r}; one of {', '.join(transcripts)}")
+    request = transcripts[args.source](args.messages, tool_declarations())
+    if args.plain:
+        plain = toolnexus.load_rules().format(args.source).read(request)[0]
+        return lambda: toolnexus.translate_request(args.provider, plain)
+    return lambda: toolnexus.translate_request(args.provider, request, source=args.source)
+
+
+def bytecodes(call: Callable[[], Any]) -> collections.Counter[str]:
+    """The bytecodes one call executes, per code object (`file:line name`)."""
+    counts: collections.Counter[str] = collections.Counter()
+
+    def trace(frame: FrameType, event: str, arg: Any) -> Any:
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            code = frame.f_code
+            counts[f"{Path(code.co_filename).name}:{code.co_firstlineno} {code.co_name}"] += 1
+        return trace
+
+    sys.settrace(trace)
+    try:
+        call()
+    finally:
+        sys.settrace(None)
+    return counts
+
+
+def counted_loop(call: Callable[[], Any], calls: int) -> None:
+    """The calls callgrind counts: inside `functools.reduce`, the function its collection is toggled on."""
+    functools.reduce(lambda _, __: call(), range(calls), None)
+
+
+def instructions(argv: list[str], calls: int) -> int:
+    """Machine instructions per call: this script again under callgrind, collecting inside `counted_loop` only."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("count.py: --instructions needs valgrind on PATH (apt install valgrind)")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--toggle-collect=functools_reduce"]
+        rest = [a for a in argv if a != "--instructions"]
+        env = {**os.environ, "PYTHONHASHSEED": "0", "TOOLNEXUS_COUNT_LOOP": "1"}
+        done = subprocess.run([*command, sys.executable, __file__, *rest], env=env, capture_output=True, text=True)
+        if done.returncode != 0 or not out.exists():
+            raise SystemExit(f"count.py: the counted run failed:\n{done.stderr[-2000:]}")
+        totals = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.MULTILINE)
+    if totals is None:
+        raise SystemExit("count.py: callgrind wrote no totals")
+    return int(totals.group(1)) // calls
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse(argv)
+    if args.instructions:
+        print(f"{instructions(argv, args.calls):,} instructions per call")
+        return
+    call = row_call(args)
+    for _ in range(WARMUP):
+        call()
+    if os.environ.get("TOOLNEXUS_COUNT_LOOP"):  # the run under callgrind
+        counted_loop(call, args.calls)
+        return
+    counts = bytecodes(call)
+    print(f"{sum(counts.values()):,} bytecodes per call")
+    for name, n in counts.most_common(args.top):
+        print(f"{n:8,}  {name}")
+
+
+if __name__ == "__main__":
+    main()
