@@ -172,6 +172,9 @@ NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the 
 # its two numbers (a format of one number gets 0 as the second), the source path's format (`{0}`, `{1}`: the
 # numbers it takes), those numbers, the renames below it
 Record = tuple[str, int, int, str, int | None, int | None, Mapping[str, str]]
+# The request's fields read (`SourceFormat.read_fields`): (the format, the request, the notes, unknown_fields) -> the
+# normal-form fields and where each came from.
+FieldsReader = Callable[["SourceFormat", dict[str, Any], list[Note], str], tuple[dict[str, Any], Origins]]
 
 
 def placed(origins: Origins, records: list[Record]) -> Origins:
@@ -185,6 +188,7 @@ def placed(origins: Origins, records: list[Record]) -> Origins:
 
 TOOL_RECORD = "tools[{}]"  # a tool's record's key (the tools' records follow the transcript's)
 _NUMBER = itemgetter(1)  # a record's first number
+_MESSAGE = itemgetter(0)  # a made message's (message, role): the message
 # What the reader records of a path: an element of a top list (`messages[{}]`, `tools[{}]`), a key of it
 # (`messages[{}].tool_calls`) and an element of that (`messages[{}].content[{}]`), nothing deeper.
 _RECORDED = re.compile(r"([^\[]*)\[([0-9]+)\](?:\.([^.\[]*)(?:\[([0-9]+)\])?)?")
@@ -272,12 +276,12 @@ def unread(
 
 def quiet(block: dict[str, Any], known: frozenset[str], table: Mapping[str, Unsupported]) -> bool:
     """Whether every key of `block` outside `known` is listed and holds what settles without a word (null, or a
-    value it accepts), as `SourceFormat._settle` finds: nothing to note, nothing to refuse."""
-    for key, value in block.items():
-        if key not in known:
-            rule = table.get(key)
-            if rule is None or not (value is None or value in rule.accept):
-                return False
+    value it accepts), as `SourceFormat._settle` finds: nothing to note, nothing to refuse. (The keys outside are
+    found in C: a request or block has a few among many read.)"""
+    for key in block.keys() - known:
+        rule, value = table.get(key), block[key]
+        if rule is None or not (value is None or value in rule.accept):
+            return False
     return True
 
 
@@ -308,7 +312,7 @@ class SourceFormat:
     file: str
     provider: str
     doc: str
-    fields: Render
+    field_tables: Mapping[str, Render]  # a normal-form field -> its constant-row table read backwards (`thinking`)
     field_reads: frozenset[str]
     field_origin: Mapping[str, tuple[str, Mapping[str, str]]]  # a normal-form field -> the format's field, renames
     unsupported: Mapping[str, Unsupported]
@@ -353,6 +357,10 @@ class SourceFormat:
     # a refusal) and `_tools` reads them again, where each is.
     tools_reader: Callable[[Any, Callable[[Record], None]], list[Any] | None] | None = None
     transcript_code: str = ""
+    # The request's top-level fields read into the normal form's (format_code.generate_fields: a fast test that no
+    # key needs settling, else `settle_fields`; the fields template inline) and its source; None for the normal form.
+    read_fields: FieldsReader | None = None
+    fields_code: str = ""
     # The whole answer's generated writer (format_code.generate_writer: `answer`'s message and blocks in one
     # function over the result, the answer's id and time and the notes: what the answer adds to the result settled in
     # its first lines) and its source; None only while compiling.
@@ -427,18 +435,8 @@ class SourceFormat:
         if self.normal is not None:
             return dict(request), {}, [], []
         notes: list[Note] = []
-        for name, value in request.items():
-            if name in self.field_reads or name == self.each or name == self.system or name == self.tools_each:
-                if isinstance(value, dict) and name in self.field_reads and name not in self.whole_fields:
-                    for path, key, inner in unread(value, name, self.field_paths, self.field_inside):
-                        below = below_key(self.unsupported, path.rpartition(".")[0])  # a key no rule reads
-                        self._settle(key, inner, path, below, notes, unknown_fields)
-                continue
-            self._settle(name, value, name, self.unsupported, notes, unknown_fields)
-        ctx = Ctx(self.name)
-        hub: dict[str, Any] = self.fields(request, ctx) or {}
-        notes += own_notes(ctx.notes)  # a path below `provider`: the answer's own key
-        origins: Origins = {name: origin for name, origin in self.field_origin.items() if name in hub}
+        assert self.read_fields is not None
+        hub, origins = self.read_fields(self, request, notes, unknown_fields)
         read = None
         records: list[Record] = []
         transcript = request.get(self.each, MISSING)
@@ -456,10 +454,11 @@ class SourceFormat:
         else:
             messages, records, made = read
         plain_text = self.plain_text
-        for message, role in made:  # each message's form, now that nothing more joins it
-            content = message.get("content")
-            if not isinstance(content, list):  # a string (or what a template wrote) is kept as it is
-                continue
+        # Each message's form, now that nothing more joins it: only a list content has one to settle (a string, or
+        # what a template wrote, is kept as it is); those messages are found in C, with no step per message.
+        lists = map(isinstance, map(dict.get, map(_MESSAGE, made), repeat("content")), repeat(list))
+        for message, role in compress(made, lists):
+            content = message["content"]
             if not content:
                 if message["role"] != "user":
                     message["content"] = None
@@ -489,6 +488,19 @@ class SourceFormat:
             key: (None, *rule.accept) for key, rule in self.tool_unsupported.items() if key not in self.tool_reads
         }
         return CallerTools(self.name, MappingProxyType(keys), MappingProxyType(listed))
+
+    def settle_fields(self, request: dict[str, Any], notes: list[Note], unknown_fields: str) -> None:
+        """Each top-level key the format does not read, and each key below a field read inside that no read
+        reaches, settled in the request's order (noted or refused, at its path): what `read_fields` runs when
+        its fast test finds one."""
+        for name, value in request.items():
+            if name in self.field_reads or name == self.each or name == self.system or name == self.tools_each:
+                if isinstance(value, dict) and name in self.field_reads and name not in self.whole_fields:
+                    for path, key, inner in unread(value, name, self.field_paths, self.field_inside):
+                        below = below_key(self.unsupported, path.rpartition(".")[0])  # a key no rule reads
+                        self._settle(key, inner, path, below, notes, unknown_fields)
+                continue
+            self._settle(name, value, name, self.unsupported, notes, unknown_fields)
 
     def _transcript(self, request: dict[str, Any], into: Transcript) -> None:
         """The system key's blocks and the transcript read the general way: each block's kind asked of the
