@@ -886,10 +886,18 @@ class _Codegen(Namespace):
             call = f"{self._name(node.render)}({scope}, c)"
             inline = None if self.content is None else self.content(node, target, scope, call, self._name)
             return inline if inline is not None else [f"{target} = {call}"]
-        if isinstance(node, Lookup):  # the value absent (most requests) inline; a row through the table's closure
-            lines = self._read(node.path, target, scope)
+        if isinstance(node, Lookup):  # the value absent (most requests) and a row of one scalar inline; another
+            lines = self._read(node.path, target, scope)  # row through the table's closure (it may need the Ctx)
             lines.append(f"if {target} is MISSING or {target} is None:")
             lines += indent(self.emit(node.default, target, scope) if node.default else [f"{target} = MISSING"])
+            scalars = {
+                value: row.value
+                for value, row in node.rows
+                if isinstance(row, Const) and not isinstance(row.value, (dict, list))
+            }
+            if scalars:
+                table = self._name(scalars)
+                lines.append(f"elif type({target}) is str and {target} in {table}: {target} = {table}[{target}]")
             return [*lines, f"else: {target} = {self._name(node.render)}({scope}, c)"]
         if isinstance(node, Apply) and isinstance(node.function, KeySeal):  # no state: the `onto` string as it is
             state = self.fresh("v")

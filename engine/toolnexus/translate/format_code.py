@@ -397,8 +397,9 @@ def generate_fields(fmt: SourceFormat) -> tuple[str, FieldsReader]:
     asks whether any key needs settling: a top-level key the format does not read (unless listed and settled
     silently: `quiet`), or a key below a field read inside that no read reaches (what `unread` finds); only then
     does `SourceFormat.settle_fields` note or refuse each, in the request's order. Then the fields template
-    (`request.fields`) inline and each table read backwards, with the Ctx a template notes or fails into made where
-    first used (`_lazy_context`), its notes after the settled ones; and where each field written came from."""
+    (`request.fields`) inline, with the Ctx a template notes or fails into made where first used (`_lazy_context`),
+    its notes after the settled ones; each table read backwards (no Ctx: it notes into `notes`); and where each
+    field written came from."""
     pasted = inline_node(fmt.plan.nodes[("request", "fields")], "request", "out", is_dict=True, runs=True)
     names = Namespace({**pasted.names, "Ctx": Ctx, "OWN": own_notes, "quiet": quiet, "ORIGIN": fmt.field_origin})
     read = fmt.field_reads | {name for name in (fmt.each, fmt.system, fmt.tools_each) if name is not None}
@@ -410,15 +411,18 @@ def generate_fields(fmt: SourceFormat) -> tuple[str, FieldsReader]:
     ]
     # (the fields are an object: with none written it is an empty one, not absent)
     body = [*pasted.head, *(line for line in pasted.body if line != "if not out: out = MISSING")]
+    tables = []  # each table read backwards, its note (a value between two rows) after the template's
     for key, backwards in fmt.field_tables.items():
-        body += [f"t_ = {names.name(backwards, 'TABLE_')}(request, c)", f"if t_ is not MISSING: out[{key!r}] = t_"]
+        table = names.name(backwards, "TABLE_")
+        tables += [f"    t_ = {table}(request, notes)", f"    if t_ is not MISSING: out[{key!r}] = t_"]
     lines = [
         "def read_fields(fmt, request, notes, policy):",
-        f"    if {' or '.join(tests)}:",
+        "    if (" + "\n            or ".join(tests) + "):",
         "        fmt.settle_fields(request, notes, policy)",
         "    c = None",
         *indent(_lazy_context(body, f"(c := c or Ctx({fmt.name!r}))")),
         "    if c is not None and c.notes: notes += OWN(c.notes)  # a path below `provider`: the answer's own key",
+        *tables,
         "    keys = ORIGIN.keys() & out.keys()",
         "    return out, dict(zip(keys, map(ORIGIN.__getitem__, keys)))",
     ]

@@ -48,7 +48,7 @@ from ..language.templates import (
 )
 from .format_code import as_python, generate_events, generate_fields, generate_said, generate_writer
 from .format_code import generate as generate_reader
-from .formats import PLAIN, WHOLE, Derived, Kind, NormalForm, Plan, SourceFormat, Unsupported
+from .formats import PLAIN, WHOLE, Derived, Kind, NormalForm, Plan, SourceFormat, TableBackwards, Unsupported
 
 FORMATS_DIR = "formats"  # the subdirectory of a rules directory that holds format files
 NORMAL_ONLY = frozenset({"keys", "lists", "others"})  # a role's keys only the normal form's file may give
@@ -478,7 +478,7 @@ def _compile_fields(
     env: Env,
     own_reads: set[Any],
     derived: dict[str, Derived],
-) -> tuple[dict[str, Render], set[str], dict[str, tuple[str, Mapping[str, str]]], set[str]]:
+) -> tuple[dict[str, TableBackwards], set[str], dict[str, tuple[str, Mapping[str, str]]], set[str]]:
     """The normal-form fields: the provider's body read backwards (`derive: [body]`) under the declared
     `fields`, kept as the template `request.fields` (which `format_code.generate_fields` pastes into the fields'
     reader). Returns the tables of constant rows read backwards (by the normal-form field each writes), the
@@ -488,7 +488,7 @@ def _compile_fields(
     theirs = Env(rules)
     origin: dict[str, str] = {}
     renamed: dict[str, str] = {}  # a normal-form path -> the format's field it is read from
-    tables: dict[str, Render] = {}  # a normal-form field -> a constant-row table read backwards
+    tables: dict[str, TableBackwards] = {}  # a normal-form field -> a constant-row table read backwards
     if "body" in request.get("derive", []):
         body = _section(rules, ("request", "body"), source, ("request", "derive"))
         for key, template in body.items():
@@ -569,13 +569,14 @@ def _unsupported(table: Mapping[str, Any]) -> Mapping[str, Unsupported]:
     )
 
 
-def _nearest(target: str, read: str, rows: Mapping[str, Any], fmt: str) -> Render:
+def _nearest(target: str, read: str, rows: Mapping[str, Any], fmt: str) -> TableBackwards:
     """A `$lookup` table of constant rows read backwards: the row equal to the value gives its key; a value
     that differs from rows of its shape in one number only takes the nearest row at or above it (else the
-    largest), noted as rewritten; a value no row resembles is an error at the read path."""
+    largest), noted as rewritten (into the notes given: it needs no Ctx); a value no row resembles is an error at
+    the read path."""
     getter = compile_path(read)
 
-    def render(scope: Any, ctx: Ctx) -> Any:
+    def render(scope: Any, notes: list[Note]) -> Any:
         value = getter(scope)
         if value is MISSING or value is None:
             return MISSING
@@ -597,7 +598,7 @@ def _nearest(target: str, read: str, rows: Mapping[str, Any], fmt: str) -> Rende
         given = value[field_name]
         above = [n for n in near if n[0] >= given]
         number, key, _ = above[0] if above else near[-1]
-        ctx.notes.append(Note("rewritten", f"{read}.{field_name}", f"{given} sent as {target} {key} ({number})"))
+        notes.append(Note("rewritten", f"{read}.{field_name}", f"{given} sent as {target} {key} ({number})"))
         return key
 
     return render

@@ -172,6 +172,8 @@ NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the 
 # its two numbers (a format of one number gets 0 as the second), the source path's format (`{0}`, `{1}`: the
 # numbers it takes), those numbers, the renames below it
 Record = tuple[str, int, int, str, int | None, int | None, Mapping[str, str]]
+# A `$lookup` table of constant rows read backwards (format_rules `_nearest`): (the request, the notes) -> the field
+TableBackwards = Callable[[Any, list[Note]], Any]
 # The request's fields read (`SourceFormat.read_fields`): (the format, the request, the notes, unknown_fields) -> the
 # normal-form fields and where each came from.
 FieldsReader = Callable[["SourceFormat", dict[str, Any], list[Note], str], tuple[dict[str, Any], Origins]]
@@ -312,7 +314,7 @@ class SourceFormat:
     file: str
     provider: str
     doc: str
-    field_tables: Mapping[str, Render]  # a normal-form field -> its constant-row table read backwards (`thinking`)
+    field_tables: Mapping[str, TableBackwards]  # a normal-form field -> its constant-row table read backwards
     field_reads: frozenset[str]
     field_origin: Mapping[str, tuple[str, Mapping[str, str]]]  # a normal-form field -> the format's field, renames
     unsupported: Mapping[str, Unsupported]
@@ -394,6 +396,10 @@ class SourceFormat:
                     )
                 ).splitlines()
             ]
+            if self.fields_code:
+                line, _ = self.plan.source.where(("request", "fields"))
+                lines.append(f"\n  # {self.file}:{line} request.fields: the request's fields' generated reader")
+                lines += [f"  {text}" for text in self.fields_code.splitlines()]
             line, _ = self.plan.source.where(("answer",))
             lines.append(f"\n  # {self.file}:{line} answer: the whole answer's generated writer")
             lines += [f"  {text}" for text in self.writer_code.splitlines()]
