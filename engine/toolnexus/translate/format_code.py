@@ -423,8 +423,7 @@ def generate_fields(fmt: SourceFormat) -> tuple[str, FieldsReader]:
         *indent(_lazy_context(body, f"(c := c or Ctx({fmt.name!r}))")),
         "    if c is not None and c.notes: notes += OWN(c.notes)  # a path below `provider`: the answer's own key",
         *tables,
-        "    keys = ORIGIN.keys() & out.keys()",
-        "    return out, dict(zip(keys, map(ORIGIN.__getitem__, keys)))",
+        "    return out, {name: ORIGIN[name] for name in out if name in ORIGIN}",
     ]
     text = "\n".join(lines) + "\n"
     exec(compile(text, f"<fields {fmt.name}>", "exec"), names.names)

@@ -190,7 +190,6 @@ def placed(origins: Origins, records: list[Record]) -> Origins:
 
 TOOL_RECORD = "tools[{}]"  # a tool's record's key (the tools' records follow the transcript's)
 _NUMBER = itemgetter(1)  # a record's first number
-_MESSAGE = itemgetter(0)  # a made message's (message, role): the message
 # What the reader records of a path: an element of a top list (`messages[{}]`, `tools[{}]`), a key of it
 # (`messages[{}].tool_calls`) and an element of that (`messages[{}].content[{}]`), nothing deeper.
 _RECORDED = re.compile(r"([^\[]*)\[([0-9]+)\](?:\.([^.\[]*)(?:\[([0-9]+)\])?)?")
@@ -460,11 +459,10 @@ class SourceFormat:
         else:
             messages, records, made = read
         plain_text = self.plain_text
-        # Each message's form, now that nothing more joins it: only a list content has one to settle (a string, or
-        # what a template wrote, is kept as it is); those messages are found in C, with no step per message.
-        lists = map(isinstance, map(dict.get, map(_MESSAGE, made), repeat("content")), repeat(list))
-        for message, role in compress(made, lists):
-            content = message["content"]
+        for message, role in made:  # each message's form, now that nothing more joins it
+            content = message.get("content")
+            if not isinstance(content, list):  # a string (or what a template wrote) is kept as it is
+                continue
             if not content:
                 if message["role"] != "user":
                     message["content"] = None
