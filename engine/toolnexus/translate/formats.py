@@ -277,12 +277,12 @@ def unread(
 
 def quiet(block: dict[str, Any], known: frozenset[str], table: Mapping[str, Unsupported]) -> bool:
     """Whether every key of `block` outside `known` is listed and holds what settles without a word (null, or a
-    value it accepts), as `SourceFormat._settle` finds: nothing to note, nothing to refuse. (The keys outside are
-    found in C: a request or block has a few among many read.)"""
-    for key in block.keys() - known:
-        rule, value = table.get(key), block[key]
-        if rule is None or not (value is None or value in rule.accept):
-            return False
+    value it accepts), as `SourceFormat._settle` finds: nothing to note, nothing to refuse."""
+    for key, value in block.items():
+        if key not in known:
+            rule = table.get(key)
+            if rule is None or not (value is None or value in rule.accept):
+                return False
     return True
 
 
