@@ -205,6 +205,47 @@ def test_generated_reader_settles_accepted_values_silently() -> None:
     assert [(n.kind, n.path) for n in notes] == [("dropped", "input[0].content[0].annotations")]
 
 
+FIELDS = [  # (format, request besides its transcript): clean, or a key to settle at the top or below a field
+    ("openai-responses", {"model": "m", "reasoning": {"effort": "low"}, "text": {"format": {"type": "text"}}}),
+    ("openai-responses", {"model": "m", "include": ["reasoning.encrypted_content"]}),  # listed, accepted: silent
+    ("openai-responses", {"model": "m", "text": {"format": "x"}}),  # an object read inside, not one: read as it is
+    ("openai-responses", {"model": "m", "include": ["logprobs"], "temprature": 1}),  # listed and dropped; unknown
+    ("openai-responses", {"model": "m", "reasoning": {"effort": "low", "summary": "auto"}}),  # listed below a field
+    ("openai-responses", {"model": "m", "text": {"verbosity": "low", "format": {"type": "text", "size": 2}}}),
+    ("openai-responses", {"model": "m", "previous_response_id": "r1"}),  # listed: refused
+    ("anthropic", {"model": "m", "metadata": {"user_id": "u"}, "tool_choice": {"type": "auto"}}),
+    ("anthropic", {"model": "m", "metadata": {"user_id": "u", "tag": 1}}),
+    ("anthropic", {"model": "m", "tool_choice": {"type": "auto", "loud": True}, "top_k": 3}),
+]
+
+
+@pytest.mark.parametrize("policy", ["error", "drop"])
+@pytest.mark.parametrize(("source", "fields"), FIELDS)
+def test_the_fields_are_settled_only_where_a_key_needs_it(
+    monkeypatch: pytest.MonkeyPatch, source: str, fields: dict[str, Any], policy: str
+) -> None:
+    """The fields' generated reader runs `settle_fields` only when its fast test finds a key to settle (a clean
+    request is not walked key by key), and then notes or refuses as `settle_fields` alone does."""
+    fmt = load_rules().format(source)
+    request = {**fields, fmt.each: [{"role": "user", "content": "hi"}]}
+    settled: list[Note] = []
+    try:
+        fmt.settle_fields(request, settled, policy)
+        expected: Any = [(n.kind, n.path, n.message) for n in settled]
+    except ToolnexusError as exc:
+        expected = (getattr(exc, "path", None), str(exc))
+    calls = []
+    settle = SourceFormat.settle_fields
+    monkeypatch.setattr(SourceFormat, "settle_fields", lambda *args: calls.append(args) or settle(*args))
+    try:
+        notes = fmt.read_recorded(request, policy)[3]
+        got: Any = [(n.kind, n.path, n.message) for n in notes]
+    except ToolnexusError as exc:
+        got = (getattr(exc, "path", None), str(exc))
+    assert got == expected
+    assert bool(calls) is (expected != [])
+
+
 def test_generated_reader_of_a_made_up_format(tmp_path: Path) -> None:
     path = tmp_path / "acme.yaml"
     path.write_text(ACME_FORMAT)
@@ -226,6 +267,7 @@ def test_explain_shows_the_generated_reader() -> None:
     shown = explain_code("--source", "anthropic")
     assert (
         "def transcript(msgs, system, objects=False, written=None):" in shown
+        and "def read_fields(fmt, request, notes, policy):" in shown
         and "def write(r, answer_id, created, notes):" in shown
     )
 

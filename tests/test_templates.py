@@ -395,6 +395,27 @@ def test_a_lookup_inside_an_object_is_written_as_the_lookup_alone(scope: dict[st
     assert render(LOOKUP_INSIDE, scope) == ({"x": alone} if alone is not MISSING else MISSING)
 
 
+SCALAR_ROWS = "t:\n  x:\n    $lookup: choice\n    table: {auto: auto, any: required, tool: {type: function}}\n"
+
+
+@pytest.mark.parametrize("choice", ["auto", "any", "tool", True, "other"])
+def test_a_lookup_row_of_one_scalar_is_written_inline_with_no_ctx(choice: Any) -> None:
+    """A row of one scalar is taken from a dict in the generated lines (no closure call: no Ctx needed); any
+    other value goes through the table's closure, which writes an object row or refuses, as before."""
+    source = parse_rule_text(SCALAR_ROWS, "test.yaml")
+    env = Env(source)
+    fn = compile_template(source.data["t"], ("t",), env)
+    assert re.search(r"elif type\((v\d+)\) is str and \1 in (k\d+): \1 = \2\[\1\]", env.generated[("t",)])
+    scope = {"choice": choice}
+    if choice in ("auto", "any"):
+        assert fn(scope, None) == {"x": {"auto": "auto", "any": "required"}[choice]}  # type: ignore[arg-type]
+    elif choice == "tool":
+        assert fn(scope, Ctx("test")) == {"x": {"type": "function"}}
+    else:
+        with pytest.raises(TranslationError):
+            fn(scope, Ctx("test"))
+
+
 def test_a_lookup_default_written_inline_is_fresh_each_time() -> None:
     first = render(LOOKUP_INSIDE, {})
     first["x"]["budget"] = 1  # a written default is the caller's to change: the next one is its own

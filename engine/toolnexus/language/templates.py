@@ -277,10 +277,16 @@ def compile_template(value: Any, key: Key, env: Env) -> Render:
     chains, plain ifs); only `$content` calls a closure (the parts table). The
     source is kept in `env.generated` for `toolnexus explain --code`.
     """
+    return compile_node(kept_template(value, key, env), key, env)
+
+
+def kept_template(value: Any, key: Key, env: Env) -> Node:
+    """One template found at `key` parsed and kept in `env` (what it reads, `parsed`), for a caller that pastes
+    it into a generated function of its own (`inline_node`) rather than compiling it alone."""
     node = parse_template(value, key, env)
     env.nodes.append(node)
     env.parsed[key] = node
-    return compile_node(node, key, env)
+    return node
 
 
 def compile_node(node: Node, key: Key, env: Env) -> Render:
@@ -323,6 +329,7 @@ def inline_node(
     late: frozenset[str] = frozenset(),
     chains: Mapping[tuple[str | int, ...], str] | None = None,
     texts: frozenset[str] = frozenset(),
+    runs: bool = False,
 ) -> Inline:
     """`node` inlined (see Inline); `is_dict`: the caller has tested that the scope is a dict; `known`: fields of
     the scope the caller holds in a variable or an expression (field -> it), read from there (a field held as
@@ -335,7 +342,9 @@ def inline_node(
     inside another's loop, stay apart. `chains`: plain key chains below a known field the caller holds each in a
     variable or an expression (`provider.usage.input_tokens` -> a count it derived), read from there with no step
     between, where the template reads it (the scope's field itself not read). `texts`:
-    known fields that hold a string (a result's `text`): present, and their `empty` test the string's falsity."""
+    known fields that hold a string (a result's `text`): present, and their `empty` test the string's falsity.
+    `runs`: a run of plain copies of scope fields is written as one loop over those the scope holds (`_Codegen._runs`,
+    as a compiled template's is), for a scope of many optional fields (a request's)."""
     known = known or {}
     absent = frozenset(name for name, var in known.items() if var == "MISSING")
     variables = {name: var for name, var in known.items() if var.isidentifier() and name not in absent}
@@ -343,11 +352,12 @@ def inline_node(
     gen.texts = texts & known.keys()
     gen.held_chains = chains or {}
     s, sd = f"s{tag}", f"sd{tag}"
+    gen.scope_dict = sd if runs else None
     body = gen.emit(node, target, s)
     reads = [(name, var) for name, var in gen.firsts.items() if name not in known]
     whole = re.search(rf"(?<![\w.']){s}(?![\w'])", "\n".join(gen.prelude + body)) is not None
     head = [f"{s} = {scope}"] if whole else []
-    if reads:
+    if reads or gen.copies:
         held = s if whole else scope
         head.append(f"{sd} = {held}" if is_dict else f"{sd} = {held} if isinstance({held}, dict) else {{}}")
     head += [f"{var} = {sd}.get({name!r}, MISSING)" for name, var in reads]
@@ -876,10 +886,18 @@ class _Codegen(Namespace):
             call = f"{self._name(node.render)}({scope}, c)"
             inline = None if self.content is None else self.content(node, target, scope, call, self._name)
             return inline if inline is not None else [f"{target} = {call}"]
-        if isinstance(node, Lookup):  # the value absent (most requests) inline; a row through the table's closure
-            lines = self._read(node.path, target, scope)
+        if isinstance(node, Lookup):  # the value absent (most requests) and a row of one scalar inline; another
+            lines = self._read(node.path, target, scope)  # row through the table's closure (it may need the Ctx)
             lines.append(f"if {target} is MISSING or {target} is None:")
             lines += indent(self.emit(node.default, target, scope) if node.default else [f"{target} = MISSING"])
+            scalars = {
+                value: row.value
+                for value, row in node.rows
+                if isinstance(row, Const) and not isinstance(row.value, (dict, list))
+            }
+            if scalars:
+                table = self._name(scalars)
+                lines.append(f"elif type({target}) is str and {target} in {table}: {target} = {table}[{target}]")
             return [*lines, f"else: {target} = {self._name(node.render)}({scope}, c)"]
         if isinstance(node, Apply) and isinstance(node.function, KeySeal):  # no state: the `onto` string as it is
             state = self.fresh("v")

@@ -55,6 +55,7 @@ from .formats import (
     VIEW_FIELDS,
     WHOLE,
     Bind,
+    FieldsReader,
     Kind,
     MadeIds,
     Moment,
@@ -389,6 +390,61 @@ def generate(fmt: SourceFormat) -> tuple[str, Reader | None, ToolsReader | None]
     namespace = dict(gen.names)
     exec(compile(text, f"<reader {fmt.name}>", "exec"), namespace)
     return text, namespace.get("transcript"), namespace.get("tools")
+
+
+def generate_fields(fmt: SourceFormat) -> tuple[str, FieldsReader]:
+    """The request's top-level fields read into the normal form's as one function, and its source. Its first test
+    asks whether any key needs settling: a top-level key the format does not read (unless listed and settled
+    silently: `quiet`), or a key below a field read inside that no read reaches (what `unread` finds); only then
+    does `SourceFormat.settle_fields` note or refuse each, in the request's order. Then the fields template
+    (`request.fields`) inline, with the Ctx a template notes or fails into made where first used (`_lazy_context`),
+    its notes after the settled ones; each table read backwards (no Ctx: it notes into `notes`); and where each
+    field written came from."""
+    pasted = inline_node(fmt.plan.nodes[("request", "fields")], "request", "out", is_dict=True, runs=True)
+    names = Namespace({**pasted.names, "Ctx": Ctx, "OWN": own_notes, "quiet": quiet, "ORIGIN": fmt.field_origin})
+    read = fmt.field_reads | {name for name in (fmt.each, fmt.system, fmt.tools_each) if name is not None}
+    known, table = names.name(frozenset(read), "READ_"), names.name(fmt.unsupported, "UNSUPPORTED_")
+    tests = [f"not request.keys() <= {known} and not quiet(request, {known}, {table})"]
+    tests += [
+        f"isinstance(h0_ := request.get({name!r}), dict) and not ({_reached_only(fmt, names, 'h0_', name, 0)})"
+        for name in sorted(fmt.field_reads - fmt.whole_fields)
+    ]
+    # (the fields are an object: with none written it is an empty one, not absent)
+    body = [*pasted.head, *(line for line in pasted.body if line != "if not out: out = MISSING")]
+    tables = []  # each table read backwards, its note (a value between two rows) after the template's
+    for key, backwards in fmt.field_tables.items():
+        table = names.name(backwards, "TABLE_")
+        tables += [f"    t_ = {table}(request, notes)", f"    if t_ is not MISSING: out[{key!r}] = t_"]
+    lines = [
+        "def read_fields(fmt, request, notes, policy):",
+        "    if (" + "\n            or ".join(tests) + "):",
+        "        fmt.settle_fields(request, notes, policy)",
+        "    c = None",
+        *indent(_lazy_context(body, f"(c := c or Ctx({fmt.name!r}))")),
+        "    if c is not None and c.notes: notes += OWN(c.notes)  # a path below `provider`: the answer's own key",
+        *tables,
+        "    return out, {name: ORIGIN[name] for name in out if name in ORIGIN}",
+    ]
+    text = "\n".join(lines) + "\n"
+    exec(compile(text, f"<fields {fmt.name}>", "exec"), names.names)
+    run: FieldsReader = names.names["read_fields"]
+    return text, run
+
+
+def _reached_only(fmt: SourceFormat, names: Namespace, var: str, at: str, depth: int) -> str:
+    """A test that the object in `var`, at the field path `at`, holds only keys some field read reaches, at any
+    depth (`unread` would find none): each key a read path or an object read inside, tested in turn."""
+    reached = fmt.field_paths | fmt.field_inside
+    below = len(at) + 1
+    keys = frozenset(p[below:] for p in reached if p.startswith(at + ".") and "." not in p[below:])
+    test = f"{var}.keys() <= {names.name(keys, 'KEYS_')}"
+    for key in sorted(keys):
+        path = f"{at}.{key}"
+        if path in fmt.field_inside and path not in fmt.field_paths:
+            inner = f"h{depth + 1}_"
+            deeper = _reached_only(fmt, names, inner, path, depth + 1)
+            test += f" and (not isinstance({inner} := {var}.get({key!r}), dict) or {deeper})"
+    return test
 
 
 def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:

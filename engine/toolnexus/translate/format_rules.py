@@ -41,13 +41,14 @@ from ..language.templates import (
     When,
     compile_template,
     is_empty,
+    kept_template,
     parse_template,
     reads_of,
     walk,
 )
-from .format_code import as_python, generate_events, generate_said, generate_writer
+from .format_code import as_python, generate_events, generate_fields, generate_said, generate_writer
 from .format_code import generate as generate_reader
-from .formats import PLAIN, WHOLE, Derived, Kind, NormalForm, Plan, SourceFormat, Unsupported
+from .formats import PLAIN, WHOLE, Derived, Kind, NormalForm, Plan, SourceFormat, TableBackwards, Unsupported
 
 FORMATS_DIR = "formats"  # the subdirectory of a rules directory that holds format files
 NORMAL_ONLY = frozenset({"keys", "lists", "others"})  # a role's keys only the normal form's file may give
@@ -194,7 +195,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     if tools_spec:
         own_reads.add(tools_spec["each"])
     derived: dict[str, Derived] = {}  # filled by what reads the provider's rules backwards
-    fields, reads, origin, derived_reads = _compile_fields(request, rules, source, env, own_reads, derived)
+    tables, reads, origin, derived_reads = _compile_fields(request, rules, source, env, own_reads, derived)
 
     roles = _compile_roles(messages["roles"], messages["kind"], env)
     items_spec = messages.get("items")
@@ -224,7 +225,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         file=display,
         provider=data["provider"],
         doc=data.get("doc", ""),
-        fields=fields,
+        field_tables=MappingProxyType(tables),
         field_reads=frozenset(reads),
         field_origin=MappingProxyType(origin),
         unsupported=_unsupported(request.get("unsupported", {})),
@@ -279,6 +280,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     _check_ids(fmt, source)
     # The normal form's request is given back as it is (`SourceFormat.read`): it has no transcript to read.
     code, reader, tools_reader = ("", None, None) if fmt.normal is not None else generate_reader(fmt)
+    fields_code, fields = ("", None) if fmt.normal is not None else generate_fields(fmt)
     fmt = replace(fmt, reads_input=_reads_name(env, "input"))  # the view's calls hold `input`: the writer reads it
     fmt = replace(fmt, derive_said=generate_said(fmt))  # (the writer's `said`, where it reads one whole)
     written, writer = generate_writer(fmt)
@@ -290,6 +292,8 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         events_code=events_code,
         transcript=reader,
         tools_reader=tools_reader,
+        read_fields=fields,
+        fields_code=fields_code,
         transcript_code=code,
         writer=writer,
         writer_code=written,
@@ -474,16 +478,17 @@ def _compile_fields(
     env: Env,
     own_reads: set[Any],
     derived: dict[str, Derived],
-) -> tuple[Render, set[str], dict[str, tuple[str, Mapping[str, str]]], set[str]]:
+) -> tuple[dict[str, TableBackwards], set[str], dict[str, tuple[str, Mapping[str, str]]], set[str]]:
     """The normal-form fields: the provider's body read backwards (`derive: [body]`) under the declared
-    `fields`. Returns the render, the format's fields it reads, each normal-form field's origin (with the
-    key renames below it), and the format's field paths the derived renames read; sets `derived` (each
-    normal-form path read backwards)."""
+    `fields`, kept as the template `request.fields` (which `format_code.generate_fields` pastes into the fields'
+    reader). Returns the tables of constant rows read backwards (by the normal-form field each writes), the
+    format's fields read, each normal-form field's origin (with the key renames below it), and the format's field
+    paths the derived renames read; sets `derived` (each normal-form path read backwards)."""
     declared = dict(request.get("fields", {}))
     theirs = Env(rules)
     origin: dict[str, str] = {}
     renamed: dict[str, str] = {}  # a normal-form path -> the format's field it is read from
-    tables: dict[str, Render] = {}  # a normal-form field -> a constant-row table read backwards
+    tables: dict[str, TableBackwards] = {}  # a normal-form field -> a constant-row table read backwards
     if "body" in request.get("derive", []):
         body = _section(rules, ("request", "body"), source, ("request", "derive"))
         for key, template in body.items():
@@ -501,7 +506,7 @@ def _compile_fields(
                 renamed.setdefault(read, ".".join(written))
                 derived.setdefault(read, Derived(("request", "body", *written)))
                 origin.setdefault(read.split(".")[0], ".".join(written))
-    render = compile_template(nest(list(renamed.items())) | declared, ("request", "fields"), env)
+    kept_template(nest(list(renamed.items())) | declared, ("request", "fields"), env)
     reads = _roots(env) | set(origin.values())
     renames: dict[str, Mapping[str, str]] = {}
     for key, template in declared.items():
@@ -514,18 +519,10 @@ def _compile_fields(
             origin.setdefault(key, ".".join(map(str, common or plain[0])))
             renames[key] = _renames_below(node, origin[key])
 
-    def fields(scope: Any, ctx: Ctx) -> Any:
-        out = render(scope, ctx) or {}
-        for key, table in tables.items():
-            value = table(scope, ctx)
-            if value is not MISSING:
-                out[key] = value
-        return out
-
     placed: dict[str, tuple[str, Mapping[str, str]]] = {
         name: (source_path, MappingProxyType(renames.get(name, {}))) for name, source_path in origin.items()
     }
-    return fields, {r.split(".")[0] for r in reads}, placed, set(renamed.values())
+    return tables, {r.split(".")[0] for r in reads}, placed, set(renamed.values())
 
 
 def _renames_below(node: Node, origin: str) -> dict[str, str]:
@@ -572,13 +569,14 @@ def _unsupported(table: Mapping[str, Any]) -> Mapping[str, Unsupported]:
     )
 
 
-def _nearest(target: str, read: str, rows: Mapping[str, Any], fmt: str) -> Render:
+def _nearest(target: str, read: str, rows: Mapping[str, Any], fmt: str) -> TableBackwards:
     """A `$lookup` table of constant rows read backwards: the row equal to the value gives its key; a value
     that differs from rows of its shape in one number only takes the nearest row at or above it (else the
-    largest), noted as rewritten; a value no row resembles is an error at the read path."""
+    largest), noted as rewritten (into the notes given: it needs no Ctx); a value no row resembles is an error at
+    the read path."""
     getter = compile_path(read)
 
-    def render(scope: Any, ctx: Ctx) -> Any:
+    def render(scope: Any, notes: list[Note]) -> Any:
         value = getter(scope)
         if value is MISSING or value is None:
             return MISSING
@@ -600,7 +598,7 @@ def _nearest(target: str, read: str, rows: Mapping[str, Any], fmt: str) -> Rende
         given = value[field_name]
         above = [n for n in near if n[0] >= given]
         number, key, _ = above[0] if above else near[-1]
-        ctx.notes.append(Note("rewritten", f"{read}.{field_name}", f"{given} sent as {target} {key} ({number})"))
+        notes.append(Note("rewritten", f"{read}.{field_name}", f"{given} sent as {target} {key} ({number})"))
         return key
 
     return render

@@ -172,6 +172,11 @@ NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the 
 # its two numbers (a format of one number gets 0 as the second), the source path's format (`{0}`, `{1}`: the
 # numbers it takes), those numbers, the renames below it
 Record = tuple[str, int, int, str, int | None, int | None, Mapping[str, str]]
+# A `$lookup` table of constant rows read backwards (format_rules `_nearest`): (the request, the notes) -> the field
+TableBackwards = Callable[[Any, list[Note]], Any]
+# The request's fields read (`SourceFormat.read_fields`): (the format, the request, the notes, unknown_fields) -> the
+# normal-form fields and where each came from.
+FieldsReader = Callable[["SourceFormat", dict[str, Any], list[Note], str], tuple[dict[str, Any], Origins]]
 
 
 def placed(origins: Origins, records: list[Record]) -> Origins:
@@ -308,7 +313,7 @@ class SourceFormat:
     file: str
     provider: str
     doc: str
-    fields: Render
+    field_tables: Mapping[str, TableBackwards]  # a normal-form field -> its constant-row table read backwards
     field_reads: frozenset[str]
     field_origin: Mapping[str, tuple[str, Mapping[str, str]]]  # a normal-form field -> the format's field, renames
     unsupported: Mapping[str, Unsupported]
@@ -353,6 +358,10 @@ class SourceFormat:
     # a refusal) and `_tools` reads them again, where each is.
     tools_reader: Callable[[Any, Callable[[Record], None]], list[Any] | None] | None = None
     transcript_code: str = ""
+    # The request's top-level fields read into the normal form's (format_code.generate_fields: a fast test that no
+    # key needs settling, else `settle_fields`; the fields template inline) and its source; None for the normal form.
+    read_fields: FieldsReader | None = None
+    fields_code: str = ""
     # The whole answer's generated writer (format_code.generate_writer: `answer`'s message and blocks in one
     # function over the result, the answer's id and time and the notes: what the answer adds to the result settled in
     # its first lines) and its source; None only while compiling.
@@ -386,6 +395,10 @@ class SourceFormat:
                     )
                 ).splitlines()
             ]
+            if self.fields_code:
+                line, _ = self.plan.source.where(("request", "fields"))
+                lines.append(f"\n  # {self.file}:{line} request.fields: the request's fields' generated reader")
+                lines += [f"  {text}" for text in self.fields_code.splitlines()]
             line, _ = self.plan.source.where(("answer",))
             lines.append(f"\n  # {self.file}:{line} answer: the whole answer's generated writer")
             lines += [f"  {text}" for text in self.writer_code.splitlines()]
@@ -427,18 +440,8 @@ class SourceFormat:
         if self.normal is not None:
             return dict(request), {}, [], []
         notes: list[Note] = []
-        for name, value in request.items():
-            if name in self.field_reads or name == self.each or name == self.system or name == self.tools_each:
-                if isinstance(value, dict) and name in self.field_reads and name not in self.whole_fields:
-                    for path, key, inner in unread(value, name, self.field_paths, self.field_inside):
-                        below = below_key(self.unsupported, path.rpartition(".")[0])  # a key no rule reads
-                        self._settle(key, inner, path, below, notes, unknown_fields)
-                continue
-            self._settle(name, value, name, self.unsupported, notes, unknown_fields)
-        ctx = Ctx(self.name)
-        hub: dict[str, Any] = self.fields(request, ctx) or {}
-        notes += own_notes(ctx.notes)  # a path below `provider`: the answer's own key
-        origins: Origins = {name: origin for name, origin in self.field_origin.items() if name in hub}
+        assert self.read_fields is not None
+        hub, origins = self.read_fields(self, request, notes, unknown_fields)
         read = None
         records: list[Record] = []
         transcript = request.get(self.each, MISSING)
@@ -489,6 +492,19 @@ class SourceFormat:
             key: (None, *rule.accept) for key, rule in self.tool_unsupported.items() if key not in self.tool_reads
         }
         return CallerTools(self.name, MappingProxyType(keys), MappingProxyType(listed))
+
+    def settle_fields(self, request: dict[str, Any], notes: list[Note], unknown_fields: str) -> None:
+        """Each top-level key the format does not read, and each key below a field read inside that no read
+        reaches, settled in the request's order (noted or refused, at its path): what `read_fields` runs when
+        its fast test finds one."""
+        for name, value in request.items():
+            if name in self.field_reads or name == self.each or name == self.system or name == self.tools_each:
+                if isinstance(value, dict) and name in self.field_reads and name not in self.whole_fields:
+                    for path, key, inner in unread(value, name, self.field_paths, self.field_inside):
+                        below = below_key(self.unsupported, path.rpartition(".")[0])  # a key no rule reads
+                        self._settle(key, inner, path, below, notes, unknown_fields)
+                continue
+            self._settle(name, value, name, self.unsupported, notes, unknown_fields)
 
     def _transcript(self, request: dict[str, Any], into: Transcript) -> None:
         """The system key's blocks and the transcript read the general way: each block's kind asked of the
