@@ -25,7 +25,7 @@ from toolnexus import Note, RuleError, ToolnexusError, load_rules
 from toolnexus.language import jsonsafe
 from toolnexus.language.paths import MISSING, compile_path, scope_fields
 from toolnexus.language.templates import Apply, Ctx, KeySeal, seal, sealed_alone, unseal
-from toolnexus.translate import format_code, formats
+from toolnexus.translate import formats
 from toolnexus.translate.format_rules import compile_format
 from toolnexus.translate.formats import SourceFormat, answer_scope, call_scopes, named, placed, remap
 from toolnexus.translate.result import TranslatedToolCall, TranslateResult
@@ -678,15 +678,6 @@ def test_the_writer_makes_a_ctx_only_where_a_template_uses_it_beyond_noting(tmp_
 
 
 STRING = r"\w+ = V_(text|reasoning_content)"  # a writer's read of a string the result always holds
-
-
-def test_lazy_context_writes_each_use_of_the_name_c_alone() -> None:
-    """Only the name `c` is made lazily: not an attribute `.c`, a longer name, or text inside a string."""
-    lines = ["x = c.at('c') + o.c + cc", "if c is not None: f(c, 'a c b')"]
-    assert format_code._lazy_context(lines, "C()") == [
-        "x = C().at('c') + o.c + cc",
-        "if C() is not None: f(C(), 'a c b')",
-    ]
 
 
 def test_the_answer_header_reads_the_streaming_paths_as_their_getters_do() -> None:
