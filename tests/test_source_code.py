@@ -293,6 +293,7 @@ def test_a_template_reading_the_scope_whole_reads_the_view(tmp_path: Path, reads
     reads it (read twice, bound first; read once, in its place: in its branch); a call's object of CALL_FIELDS
     (and `input` where the format reads one)."""
     rich = "    said: {$get: text}\n    either: {$get: 'text || refusal'}\n    whole: {$get: '[text, refusal]'}\n"
+    rich += "    swapped: {$get: 'refusal || text'}\n"
     call = "{ref: {$get: id}, all: {$get: '@'}" + (", args: {$get: input}}" if reads_input else "}")
     last = (
         "      - as: {$when: refusal, present: true, then: {why_not: {$get: 'refusal || text'}}}\n"
@@ -313,8 +314,10 @@ def test_a_template_reading_the_scope_whole_reads_the_view(tmp_path: Path, reads
         fields = [fields[0] | {"input": {"a": [1]}}, fields[1] | {"input": {}}]
     blocks = [{"ref": f["id"], "all": f} | ({"args": f["input"]} if reads_input else {}) for f in fields]
     view = [*blocks, {"why_not": "no"}, {"n": len(formats.VIEW_FIELDS)}]
-    assert written == {"said": "", "either": "no", "whole": ["", "no"], "why": "end_turn", "calls": view}
+    message = {"said": "", "either": "no", "whole": ["", "no"], "swapped": "no", "why": "end_turn"}
+    assert written == {**message, "calls": view}
     code = fmt.writer_code
+    assert "(V_text or V_refusal)" in code  # `||` after a string the result holds: Python's `or`, no rich path
     assert "s_m = {'refusal': V_refusal, 'text': V_text}" in code and code.count("VIEW(") == 1
     assert "s_1 = " not in code and "s_2 = " not in code  # (the last entries' reads: in place)
 

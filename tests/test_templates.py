@@ -963,6 +963,36 @@ def test_an_inlined_template_writes_its_notes_and_its_context_as_the_caller_says
     ]
 
 
+@pytest.mark.parametrize("scope", [{}, {"n": 3, "k": "x"}])
+def test_a_value_always_there_is_written_with_no_test(scope: dict[str, Any]) -> None:
+    """A constant, a `$get` with a constant default, a `$when` of two such branches and an object with such a key are
+    never absent: each is written with no MISSING test (the default's note none either), and the object holding
+    them is never dropped as empty."""
+    template = "{c: [], u: {n: {$get: n, default: 0}}, w: {$when: k, is: x, then: 1, else: 2}}"
+    ctx = Ctx("test")
+    expected = render(template, scope, ctx)
+    value, notes, code = inlined(template, scope)
+    assert (value, notes) == (expected, ctx.notes)
+    assert "is not MISSING" not in code and "if not " not in code and "'c': []" in code
+
+
+@pytest.mark.parametrize("refusal", [None, "", "no", 0, False])
+@pytest.mark.parametrize("text", ["", "hi"])
+def test_either_of_known_fields_after_strings_is_pythons_or(text: str, refusal: Any) -> None:
+    """`a || b` of fields the caller holds, each but the last a string: Python's `or` of them, no rich path (the
+    last as it is, as JMESPath gives it: false and 0 too)."""
+    template = "{$when: 't || r', empty: false, then: {$get: 't || r'}, else: none}"
+    source = parse_rule_text("t: " + template, "test.yaml")
+    node = parse_template(source.data["t"], ("t",), Env(source))
+    made = inline_node(node, "scope_", "v_", is_dict=True, known={"t": "T", "r": "R"}, texts=frozenset({"t"}))
+    code = "\n".join(made.head + made.body)
+    assert "(T or R)" in code and "scope_" not in code
+    names = {**made.names, "T": text, "R": refusal}
+    exec("\n".join(["def run(scope_, c):", *("    " + line for line in made.head + made.body), "    return v_"]), names)
+    scope = {"t": text, "r": refusal}
+    assert names["run"](scope, Ctx("test")) == render(template, scope)
+
+
 def test_an_inlined_template_says_when_it_reads_its_scope_whole() -> None:
     source = parse_rule_text("t: {a: {$get: '@'}, b: {$get: text}}", "test.yaml")
     whole = inline_node(parse_template(source.data["t"], ("t",), Env(source)), "scope_", "v_")

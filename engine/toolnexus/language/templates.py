@@ -105,7 +105,7 @@ from ..errors import Note, ResponseError, RuleError, TranslationError
 from .codegen import Namespace, indent
 from .jsonsafe import JsonValueError, WrittenTexts, loads_object, orjson_compact, text_encoder, where_in
 from .loader import Key, RuleSource, did_you_mean, dotted
-from .paths import MISSING, Getter, PathSyntaxError, compile_path, first_field, simple_steps
+from .paths import MISSING, Getter, PathSyntaxError, compile_path, either_fields, first_field, simple_steps
 
 
 class ListPath:
@@ -850,7 +850,8 @@ class _Codegen(Namespace):
 
     def _read(self, read: Read, target: str, scope: str) -> list[str]:
         if read.steps is None:
-            return [f"{target} = {self._name(read.getter)}({scope})"]
+            either = self._either(read.expr)
+            return [f"{target} = {either or f'{self._name(read.getter)}({scope})'}"]
         steps = read.steps
         if steps and steps[0] in self.absent:
             return [f"{target} = MISSING"]
@@ -870,6 +871,18 @@ class _Codegen(Namespace):
         else:
             lines = [f"{target} = {scope}"]
         return lines + read_lines(target, target, steps) if steps else lines
+
+    def _either(self, expr: str) -> str | None:
+        """`a || b || ...` of fields the caller holds, each but the last a string (whose truth is JMESPath's), as
+        Python's `or` of their variables (which gives the last as it is, as `||` does); else None."""
+        fields = either_fields(expr)
+        if fields is None or not all(f in self.held and f not in self.absent for f in fields):
+            return None
+        if not all(f in self.texts for f in fields[:-1]):
+            return None
+        for name in fields:
+            self.firsts.setdefault(name, self.held[name])
+        return f"({' or '.join(self.held[name] for name in fields)})"
 
     def _chain(self, first: str, steps: tuple[str | int, ...]) -> str:
         """A plain key chain read once, up front (`usage.input_tokens` feeds several sums): its variable. Each
@@ -1020,7 +1033,7 @@ class _Codegen(Namespace):
                     alias = emitted[0].removeprefix(f"{tmp} = ") if len(emitted) == 1 else ""
                     if alias == "MISSING":  # absent: the key is never written
                         continue
-                    if alias in self.present_vars:  # a field known to be there
+                    if alias in self.present_vars or isinstance(child, Const):  # a field known to be there, a display
                         value = alias
                 if value is not None:
                     always = True
@@ -1033,7 +1046,11 @@ class _Codegen(Namespace):
                     tmp = alias
                 else:
                     lines += emitted
-                lines.append(f"if {tmp} is not MISSING: {target}[{name!r}] = {tmp}")
+                if _never_missing(child):
+                    always = True
+                    lines.append(f"{target}[{name!r}] = {tmp}")
+                else:
+                    lines.append(f"if {tmp} is not MISSING: {target}[{name!r}] = {tmp}")
             lines.insert(0, f"{target} = {{{', '.join(leading)}}}")
             if not always:
                 lines.append(f"if not {target}: {target} = MISSING")
@@ -1120,8 +1137,21 @@ class _Codegen(Namespace):
             message = f"not given; the rule's default is sent as {node.out_name}"
             lines.append(f"if {target} is MISSING:")
             lines += indent(self.emit(node.default, target, scope))
-            lines.append(f"    if {target} is not MISSING: {self._noted('synthesized', node.reads[-1].expr, message)}")
+            noted = self._noted("synthesized", node.reads[-1].expr, message)
+            lines.append(f"    {noted}" if _never_missing(node.default) else f"    if {target} is not MISSING: {noted}")
         return lines
+
+
+def _never_missing(node: Node) -> bool:
+    """Whether the node's lines always leave a value (never MISSING), known now: a constant, a `$get` with a default
+    that always has one, a `$when` whose branches always have one, an object with a key always written."""
+    if isinstance(node, Const):
+        return True
+    if isinstance(node, When):
+        return node.otherwise is not None and _never_missing(node.then) and _never_missing(node.otherwise)
+    if isinstance(node, Get):
+        return node.default is not None and _never_missing(node.default)
+    return isinstance(node, Obj) and any(_never_missing(child) for _, child in node.items)
 
 
 def _constant(value: Any) -> Render:

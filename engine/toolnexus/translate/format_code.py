@@ -426,10 +426,10 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     contextual = False  # whether a template's lines use the Ctx (beyond the notes `note` writes, when given)
 
     def pasted(key: Key, target: str, scope: str, tag: str, held: Mapping[str, str]) -> list[str]:
-        """A template inlined over the view (`held`: its fields), a call of it (its fields, each there) or an
-        element of another list (none: any value)."""
+        """A template inlined over the view (`held`: its fields, each there: a result's attributes, the answer's id
+        and time settled), a call of it (its fields, each there) or an element of another list (none: any value)."""
         nonlocal contextual
-        present = frozenset(held) if held is calls else frozenset()
+        present = frozenset(held)
         inline = inline_node(
             nodes[key],
             scope,
