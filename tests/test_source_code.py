@@ -680,6 +680,14 @@ def test_the_writer_makes_a_ctx_only_where_a_template_uses_it_beyond_noting(tmp_
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize(("source", "key"), [("anthropic", "thinking_blocks"), ("openai-responses", "reasoning_items")])
+def test_the_writer_reads_a_key_several_entries_read_once(source: str, key: str) -> None:
+    """A key of the view one level down that several entries read (the list one walks, another's test) is read
+    once, up front, into a variable each reads."""
+    code = load_rules().format(source).writer_code
+    assert code.count(f".get({key!r}") == 1 and "es = H_0" in code
+
+
 STRING = r"\w+ = V_(text|reasoning_content)"  # a writer's read of a string the result always holds
 
 

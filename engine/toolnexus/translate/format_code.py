@@ -43,6 +43,7 @@ from ..language.templates import (
 )
 from .formats import (
     CALL_FIELDS,
+    DERIVED,
     LATE,
     ONCE,
     STRAIGHT,
@@ -414,6 +415,8 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     derived.update({("ids", name): f"MADE_ID({prefix!r}, answer_id, {name!r})" for name, prefix in fmt.ids.items()})
     nodes = fmt.plan.nodes
     known = {name: f"V_{name}" for name in VIEW_FIELDS}
+    shared = _shared_chains(fmt)  # read once up front, each into a variable every entry reads
+    derived.update({chain: f"H_{n}" for n, chain in enumerate(shared)})
     reads = {name: f"r.{name}" for name in VIEW_FIELDS}
     reads.update(id="answer_id", created="created", ids="MadeIds(IDS, answer_id)", provider=SAID)
     reads.update(tool_calls="CALLS(r.tool_calls, inputs)")
@@ -484,7 +487,9 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
                 walk = "e, i in zip(r.tool_calls, inputs)" if fmt.reads_input else "e in r.tool_calls"
                 body += [f"    for {walk}:", *indent(block, 8)]
             else:
-                if steps and all(type(step) is str for step in steps) and steps[0] in known:
+                if tuple(steps or ()) in shared:
+                    body.append(f"    es = {derived[tuple(steps or ())]}")
+                elif steps and all(type(step) is str for step in steps) and steps[0] in known:
                     used[str(steps[0])] = None
                     body += indent(read_lines("es", known[str(steps[0])], tuple(steps[1:])))
                 else:
@@ -510,7 +515,10 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     if not re.search(r"(?<![\w.'])V_provider(?![\w'])", "\n".join(body)):  # read by its derived values alone
         used.pop("provider", None)
     head = [*indent(derive), *indent(_header_lines(fmt, [*(reads[name] for name in used), *body]))]
+    used.update(dict.fromkeys(field for field, _ in shared))
     head += [f"    {known[name]} = {reads[name]}" for name in used]
+    for field, key in shared:
+        head += indent(read_lines(derived[field, key], known[field], (key,)))
     if contextual:
         head.append("    c = None")
     signature = "def write(r, answer_id, created, notes):"
@@ -518,6 +526,29 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     exec(compile(text, f"<writer {fmt.name}>", "exec"), names)
     run: Writer = names["write"]
     return text, run
+
+
+def _shared_chains(fmt: SourceFormat) -> list[tuple[str, str]]:
+    """The view's keys one level down (`message_extras.thinking_blocks`) that more than one of the writer's entries
+    reads as such (a template over the view, the list a `blocks` entry walks), in order: each entry's lines read
+    their chains up front anyway, so reading each once, before them all, reads the same."""
+    entries = [("answer", "message"), *(("answer", "blocks", "from", i, "as") for i, (each, _) in enumerate(fmt.blocks)
+                                        if each is None)]  # fmt: skip
+    chains = [{read.steps for read in reads_of(fmt.plan.nodes[key])} for key in entries]
+    chains += [{tuple(simple_steps(each) or ())} for each in fmt.plan.blocks_each if each]
+    found: dict[tuple[str, str], int] = {}
+    for read in chains:
+        for steps in read:
+            if steps is None or len(steps) != 2 or not all(type(step) is str for step in steps):
+                continue
+            field, key = str(steps[0]), str(steps[1])
+            if field in VIEW_FIELDS and field not in SETTLED:
+                found[field, key] = found.get((field, key), 0) + 1
+    return [chain for chain, count in found.items() if count > 1]
+
+
+# The view's fields the writer settles otherwise: what the provider would have said (derived), the ids (made).
+SETTLED = frozenset({DERIVED, *LATE})
 
 
 def _header_lines(fmt: SourceFormat, reads: list[str]) -> list[str]:
