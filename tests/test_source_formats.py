@@ -29,7 +29,6 @@ from support.messages import accumulate, judge_event, judge_message
 from support.sse_encoders import ENCODERS
 from toolnexus import (
     ConfigError,
-    Note,
     RuleError,
     TranslationError,
     load_rules,
@@ -40,7 +39,7 @@ from toolnexus import (
 from toolnexus.language.paths import MISSING, compile_path
 from toolnexus.translate.format_rules import compile_format, inverse_table
 from toolnexus.translate.formats import AnswerBody, SourceStream, call_inputs
-from toolnexus.translate.result import TranslateResult, new_tool_call
+from toolnexus.translate.result import new_tool_call
 
 
 def judge_request(request: dict[str, Any]) -> None:
@@ -328,18 +327,6 @@ def test_openai_answer_as_message() -> None:
     judge_message(dict(answer))
     assert answer["content"] == [{"type": "text", "text": "Done."}]
     assert answer["stop_reason"] == "max_tokens"
-
-
-def test_a_provider_and_formats_answer_writer_is_made_once_and_writes_what_the_format_writes() -> None:
-    """`Rulebook.answer_writer`: one function per format and provider, kept, writing the format's answer with the id
-    and time where the provider's rules say the answer's are, and the result's notes before the answer's."""
-    book = toolnexus.load_rules()
-    write = book.answer_writer("anthropic", "gemini")
-    assert book.answer_writer("anthropic", "gemini") is write and book.answer_writer("anthropic", "openai") is not write
-    result = TranslateResult("hi", [], "stop", {}, "m", raw={"responseId": "r7"}, notes=(Note("dropped", "x", "y"),))
-    answer = write(result)
-    assert answer["id"] == "r7" and answer.result is result and answer.notes[0] == result.notes[0]
-    assert dict(answer) == book.format("anthropic").write(result, "r7")
 
 
 # ---------------------------------------------------------------- streams

@@ -1559,28 +1559,12 @@ def _written_tools(write: Any, given: Any, provider: str) -> tuple[list[Any], se
     return written if written is not None and not ctx.notes else None
 
 
-AnswerWriter = Callable[[TranslateResult], AnswerBody]
-
-
-def answer_writer(fmt: SourceFormat, provider: Any) -> AnswerWriter:
-    """What writes a provider's result as the format's whole answer, with its id and time where the provider's
-    rules say the answer's are (its streaming `header`): made once per provider and format (`Rulebook.answer_writer`
-    keeps it), so a call looks nothing up."""
-    streaming = provider.streaming
-    header = _no_header if streaming is None else streaming.header
-    write = fmt.writer
-    assert write is not None
-
-    def answer(result: TranslateResult) -> AnswerBody:
-        notes: list[Note] = []
-        found, created = header(result.raw)
-        written = AnswerBody(write(result, found, created, notes))
-        written.result, written.notes = result, (*result.notes, *notes)
-        return written
-
+def write_answer(fmt: SourceFormat, provider: Any, result: TranslateResult) -> AnswerBody:
+    """A result as the format's whole answer, with its id where the provider's rules say the answer's is."""
+    notes: list[Note] = []
+    streaming = provider.streaming  # (its `header`: where the provider's rules say the answer's id and time are)
+    found, created = (None, None) if streaming is None else streaming.header(result.raw)
+    assert fmt.writer is not None
+    answer = AnswerBody(fmt.writer(result, found, created, notes))
+    answer.result, answer.notes = result, (*result.notes, *notes)
     return answer
-
-
-def _no_header(raw: Any) -> tuple[None, None]:
-    """The answer's id and time for a provider whose rules say neither (no streaming section): both made."""
-    return None, None

@@ -33,7 +33,7 @@ from ..language.loader import (
 )
 from .endpoint import Endpoint, compile_endpoint
 from .format_rules import FORMATS_DIR, builtin_formats_dir, compile_format, format_files
-from .formats import PLAIN, AnswerWriter, SourceFormat, answer_writer
+from .formats import PLAIN, SourceFormat
 from .inbound import Inbound, compile_inbound
 from .outbound import Outbound, compile_outbound
 from .stream_code import Streaming, compiled
@@ -188,7 +188,6 @@ class Rulebook:
         self.providers: Mapping[str, Provider] = MappingProxyType(dict(sorted(providers.items())))
         self.directory = directory  # the user rules directory, whose formats/ comes before the built-in one
         self._formats: dict[str, SourceFormat] = {}  # compiled on first use, then never changed
-        self._answers: dict[tuple[str, str], AnswerWriter] = {}  # (format, provider) -> its answer writer, as made
 
     def _format_dirs(self) -> tuple[Path, ...]:
         """Where format files are looked up, first match wins: the user's, then the built-in."""
@@ -216,15 +215,6 @@ class Rulebook:
                 raise ConfigError(f"no source format '{name}'{did_you_mean(name, known)}; known: {', '.join(known)}")
             found = self._formats[name] = compile_format(path, self.providers, _shown(path))
         return found
-
-    def answer_writer(self, source: str, provider: str) -> AnswerWriter:
-        """What writes `provider`'s results as the `source` format's whole answer (`formats.answer_writer`), made on
-        first use; `format` and `get` say what is asked wrongly."""
-        try:
-            return self._answers[source, provider]
-        except (KeyError, TypeError):  # TypeError: a name that cannot be a key (a list)
-            made = self._answers[source, provider] = answer_writer(self.format(source), self.get(provider))
-            return made
 
     def names(self) -> list[str]:
         return list(self.providers)
