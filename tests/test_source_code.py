@@ -25,7 +25,7 @@ from toolnexus import Note, RuleError, ToolnexusError, load_rules
 from toolnexus.language import jsonsafe
 from toolnexus.language.paths import MISSING, compile_path, scope_fields
 from toolnexus.language.templates import Apply, Ctx, KeySeal, seal, sealed_alone, unseal
-from toolnexus.translate import format_code, formats
+from toolnexus.translate import formats
 from toolnexus.translate.format_rules import compile_format
 from toolnexus.translate.formats import SourceFormat, answer_scope, call_scopes, named, placed, remap
 from toolnexus.translate.result import TranslatedToolCall, TranslateResult
@@ -336,6 +336,7 @@ def test_a_template_reading_the_scope_whole_reads_the_view(tmp_path: Path, reads
     reads it (read twice, bound first; read once, in its place: in its branch); a call's object of CALL_FIELDS
     (and `input` where the format reads one)."""
     rich = "    said: {$get: text}\n    either: {$get: 'text || refusal'}\n    whole: {$get: '[text, refusal]'}\n"
+    rich += "    swapped: {$get: 'refusal || text'}\n"
     call = "{ref: {$get: id}, all: {$get: '@'}" + (", args: {$get: input}}" if reads_input else "}")
     last = (
         "      - as: {$when: refusal, present: true, then: {why_not: {$get: 'refusal || text'}}}\n"
@@ -356,8 +357,10 @@ def test_a_template_reading_the_scope_whole_reads_the_view(tmp_path: Path, reads
         fields = [fields[0] | {"input": {"a": [1]}}, fields[1] | {"input": {}}]
     blocks = [{"ref": f["id"], "all": f} | ({"args": f["input"]} if reads_input else {}) for f in fields]
     view = [*blocks, {"why_not": "no"}, {"n": len(formats.VIEW_FIELDS)}]
-    assert written == {"said": "", "either": "no", "whole": ["", "no"], "why": "end_turn", "calls": view}
+    message = {"said": "", "either": "no", "whole": ["", "no"], "swapped": "no", "why": "end_turn"}
+    assert written == {**message, "calls": view}
     code = fmt.writer_code
+    assert "(V_text or V_refusal)" in code  # `||` after a string the result holds: Python's `or`, no rich path
     assert "s_m = {'refusal': V_refusal, 'text': V_text}" in code and code.count("VIEW(") == 1
     assert "s_1 = " not in code and "s_2 = " not in code  # (the last entries' reads: in place)
 
@@ -720,16 +723,15 @@ def test_the_writer_makes_a_ctx_only_where_a_template_uses_it_beyond_noting(tmp_
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize(("source", "key"), [("anthropic", "thinking_blocks"), ("openai-responses", "reasoning_items")])
+def test_the_writer_reads_a_key_several_entries_read_once(source: str, key: str) -> None:
+    """A key of the view one level down that several entries read (the list one walks, another's test) is read
+    once, up front, into a variable each reads."""
+    code = load_rules().format(source).writer_code
+    assert code.count(f".get({key!r}") == 1 and "es = H_0" in code
+
+
 STRING = r"\w+ = V_(text|reasoning_content)"  # a writer's read of a string the result always holds
-
-
-def test_lazy_context_writes_each_use_of_the_name_c_alone() -> None:
-    """Only the name `c` is made lazily: not an attribute `.c`, a longer name, or text inside a string."""
-    lines = ["x = c.at('c') + o.c + cc", "if c is not None: f(c, 'a c b')"]
-    assert format_code._lazy_context(lines, "C()") == [
-        "x = C().at('c') + o.c + cc",
-        "if C() is not None: f(C(), 'a c b')",
-    ]
 
 
 def test_the_answer_header_reads_the_streaming_paths_as_their_getters_do() -> None:

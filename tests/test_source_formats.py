@@ -222,6 +222,8 @@ def test_a_format_or_provider_name_not_a_string_is_a_typed_error(name: Any) -> N
         translate_request("openai", conversation(), source=name)
     with pytest.raises(ConfigError, match="known: openai, anthropic"):
         toolnexus.stream_translator("openai", source=name)
+    with pytest.raises(ConfigError, match="known: openai, anthropic"):
+        translate_response("openai", {"choices": [{"message": {"content": "hi"}}]}, source=name)
     with pytest.raises(RuleError, match="no rules for provider"):
         translate_request(name, conversation())
     with pytest.raises(RuleError, match="no rules for provider"):

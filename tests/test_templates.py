@@ -14,7 +14,17 @@ from hypothesis import strategies as st
 from toolnexus import Note, ResponseError, RuleError, TranslationError
 from toolnexus.language.loader import parse_rule_text
 from toolnexus.language.paths import MISSING, compile_path, piped_hash
-from toolnexus.language.templates import Ctx, Env, Obj, compile_template, inline_node, parse_template, reads_of, walk
+from toolnexus.language.templates import (
+    USES_CONTEXT,
+    Ctx,
+    Env,
+    Obj,
+    compile_template,
+    inline_node,
+    parse_template,
+    reads_of,
+    walk,
+)
 
 
 def render(template_yaml: str, scope: Any, ctx: Ctx | None = None) -> Any:
@@ -949,6 +959,59 @@ def test_a_field_the_caller_holds_as_missing_is_absent_at_generation(template: s
     value, notes, code = inlined(template, scope, is_dict=True, known={"gone": "MISSING", "text": "'hi'"})
     assert (value, notes) == (expected, ctx.notes)
     assert not re.search(r"\bf\d+ = MISSING", code) and "is_empty(" not in code  # never read, never tested
+
+
+def test_an_inlined_template_writes_its_notes_and_its_context_as_the_caller_says() -> None:
+    """`note`: a note at a path the template names is the caller's statement, no context used for it; `ctx`: every
+    other use of the context is written as the caller's expression (one that makes it where first used, say).
+    `contextual` says whether the lines use the context at all."""
+    source = parse_rule_text("t: {a: {$get: a, default: 1}, b: {$get: b, required: true}}", "test.yaml")
+    node = parse_template(source.data["t"], ("t",), Env(source))
+    noted = parse_rule_text("t: {a: {$get: a, default: 1}}", "test.yaml")
+    sink = inline_node(parse_template(noted.data["t"], ("t",), Env(noted)), "scope_", "v_",
+                       note=lambda kind, path, message: f"sink({kind!r}, {path!r}, {message!r})")  # fmt: skip
+    code = "\n".join(sink.head + sink.body)
+    assert "sink('synthesized', 'a', " in code and not USES_CONTEXT.search(code) and not sink.contextual
+    made = inline_node(node, "scope_", "v_", ctx="C()")
+    code = "\n".join(made.head + made.body)
+    assert "C().notes.append(Note('synthesized', C().at('a'), " in code and "raise C().fail(C().at('b'), " in code
+    assert not USES_CONTEXT.search(code) and made.contextual
+    ctx = Ctx("test")
+    names = {**made.names, "C": lambda: ctx}
+    exec("\n".join(["def run(scope_):", *("    " + line for line in made.head + made.body), "    return v_"]), names)
+    assert names["run"]({"b": 2}) == {"a": 1, "b": 2} and [(n.kind, n.path) for n in ctx.notes] == [
+        ("synthesized", "a")
+    ]
+
+
+@pytest.mark.parametrize("scope", [{}, {"n": 3, "k": "x"}])
+def test_a_value_always_there_is_written_with_no_test(scope: dict[str, Any]) -> None:
+    """A constant, a `$get` with a constant default, a `$when` of two such branches and an object with such a key are
+    never absent: each is written with no MISSING test (the default's note none either), and the object holding
+    them is never dropped as empty."""
+    template = "{c: [], u: {n: {$get: n, default: 0}}, w: {$when: k, is: x, then: 1, else: 2}}"
+    ctx = Ctx("test")
+    expected = render(template, scope, ctx)
+    value, notes, code = inlined(template, scope)
+    assert (value, notes) == (expected, ctx.notes)
+    assert "is not MISSING" not in code and "if not " not in code and "'c': []" in code
+
+
+@pytest.mark.parametrize("refusal", [None, "", "no", 0, False])
+@pytest.mark.parametrize("text", ["", "hi"])
+def test_either_of_known_fields_after_strings_is_pythons_or(text: str, refusal: Any) -> None:
+    """`a || b` of fields the caller holds, each but the last a string: Python's `or` of them, no rich path (the
+    last as it is, as JMESPath gives it: false and 0 too)."""
+    template = "{$when: 't || r', empty: false, then: {$get: 't || r'}, else: none}"
+    source = parse_rule_text("t: " + template, "test.yaml")
+    node = parse_template(source.data["t"], ("t",), Env(source))
+    made = inline_node(node, "scope_", "v_", is_dict=True, known={"t": "T", "r": "R"}, texts=frozenset({"t"}))
+    code = "\n".join(made.head + made.body)
+    assert "(T or R)" in code and "scope_" not in code
+    names = {**made.names, "T": text, "R": refusal}
+    exec("\n".join(["def run(scope_, c):", *("    " + line for line in made.head + made.body), "    return v_"]), names)
+    scope = {"t": text, "r": refusal}
+    assert names["run"](scope, Ctx("test")) == render(template, scope)
 
 
 def test_an_inlined_template_says_when_it_reads_its_scope_whole() -> None:

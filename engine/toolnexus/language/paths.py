@@ -203,6 +203,22 @@ def simple_steps(expression: str) -> list[str | int] | None:
     return None if node is None else _simple_steps(node)
 
 
+def either_fields(expression: str) -> tuple[str, ...] | None:
+    """The keys of a path that is `a || b || ...` of the value's own keys alone, in order (its value: the first
+    truthy key's, else the last's), or None for any other path."""
+    node = _tree(expression)
+    return _either_fields(node) if node is not None and node["type"] == "or_expression" else None
+
+
+def _either_fields(node: dict[str, Any]) -> tuple[str, ...] | None:
+    if node["type"] == "field":
+        return (node["value"],)
+    if node["type"] != "or_expression":
+        return None
+    left, right = (_either_fields(child) for child in node["children"])
+    return None if left is None or right is None else left + right
+
+
 def plain_hash(expression: str) -> dict[str, tuple[tuple[str, ...] | None, Any]] | None:
     """A multi-select hash whose values are chains of names or literal scalars (`{type: 'summary_text', text:
     delta}`): per key, the chain's names (None for a literal) and the literal; None for any other path."""

@@ -105,7 +105,7 @@ from ..errors import Note, ResponseError, RuleError, TranslationError
 from .codegen import Namespace, indent
 from .jsonsafe import JsonValueError, WrittenTexts, loads_object, orjson_compact, text_encoder, where_in
 from .loader import Key, RuleSource, did_you_mean, dotted
-from .paths import MISSING, Getter, PathSyntaxError, compile_path, first_field, simple_steps
+from .paths import MISSING, Getter, PathSyntaxError, compile_path, either_fields, first_field, simple_steps
 
 
 class ListPath:
@@ -191,6 +191,9 @@ class Ctx:
 
 
 Render = Callable[[Any, Ctx], Any]
+# How generated lines add a note at a path the template names, where the caller says: (the note's kind, that path,
+# its message) -> the statement (`notes.append(Note(...))` at a path known now: no context used for it).
+NoteSink = Callable[[str, str, str], str]
 # Lines that write a `$content` inline: (node, target, scope, the closure's call, a binder of names) -> the lines,
 # or None for the closure's call. The binder returns the name a value is bound to in the generated namespace.
 ContentLines = Callable[[Any, str, str, str, Callable[[Any], str]], list[str] | None]
@@ -313,6 +316,7 @@ class Inline:
     names: dict[str, Any]
     firsts: dict[str, str]
     whole: bool = False  # the lines use the scope itself (a closure given it, a rich path), not only its fields
+    contextual: bool = False  # the lines use the context (`ctx`): a closure given it, a failure, a note into it
 
 
 def inline_node(
@@ -330,6 +334,8 @@ def inline_node(
     chains: Mapping[tuple[str | int, ...], str] | None = None,
     texts: frozenset[str] = frozenset(),
     runs: bool = False,
+    ctx: str = "c",
+    note: NoteSink | None = None,
 ) -> Inline:
     """`node` inlined (see Inline); `is_dict`: the caller has tested that the scope is a dict; `known`: fields of
     the scope the caller holds in a variable or an expression (field -> it), read from there (a field held as
@@ -344,11 +350,14 @@ def inline_node(
     between, where the template reads it (the scope's field itself not read). `texts`:
     known fields that hold a string (a result's `text`): present, and their `empty` test the string's falsity.
     `runs`: a run of plain copies of scope fields is written as one loop over those the scope holds (`_Codegen._runs`,
-    as a compiled template's is), for a scope of many optional fields (a request's)."""
+    as a compiled template's is), for a scope of many optional fields (a request's).
+    `ctx`: the expression each use of the context is written as (a caller may make it where first used); `note`:
+    how a note at a path the template names is written (see NoteSink; None: into the context's notes)."""
     known = known or {}
     absent = frozenset(name for name, var in known.items() if var == "MISSING")
     variables = {name: var for name, var in known.items() if var.isidentifier() and name not in absent}
     gen = _Codegen(prefix, content, tag, absent, variables, (present | texts) & known.keys(), late)
+    gen.ctx, gen.note = ctx, note
     gen.texts = texts & known.keys()
     gen.held_chains = chains or {}
     s, sd = f"s{tag}", f"sd{tag}"
@@ -362,7 +371,7 @@ def inline_node(
         head.append(f"{sd} = {held}" if is_dict else f"{sd} = {held} if isinstance({held}, dict) else {{}}")
     head += [f"{var} = {sd}.get({name!r}, MISSING)" for name, var in reads]
     head += [f"{var} = {known[name]}" for name, var in gen.firsts.items() if name in known and var != known[name]]
-    return Inline(head + gen.prelude, body, {**_NAMES, **gen.names}, dict(gen.firsts), whole)
+    return Inline(head + gen.prelude, body, {**_NAMES, **gen.names}, dict(gen.firsts), whole, gen.contextual)
 
 
 def _copied_field(node: Node | None) -> str | None:
@@ -821,6 +830,20 @@ class _Codegen(Namespace):
         # and whether the lines do so.
         self.scope_dict: str | None = None
         self.copies = False
+        self.ctx = "c"  # what each use of the context is written as (`inline_node`)
+        self.note: NoteSink | None = None  # how a note at a path named here is written (None: into the context)
+        self.contextual = False  # whether the lines use the context
+
+    def context(self) -> str:
+        """The context as the lines use it (so they are known to)."""
+        self.contextual = True
+        return self.ctx
+
+    def _noted(self, kind: str, path: str, message: str) -> str:
+        """A note at `path` (as the template names it) added where the caller says, else to the context."""
+        if self.note is not None:
+            return self.note(kind, path, message)
+        return f"{self.context()}.notes.append(Note({kind!r}, {self.context()}.at({path!r}), {message!r}))"
 
     def _name(self, value: Any) -> str:
         """A literal for plain scalars, else a name bound in the generated function's namespace."""
@@ -837,7 +860,8 @@ class _Codegen(Namespace):
 
     def _read(self, read: Read, target: str, scope: str) -> list[str]:
         if read.steps is None:
-            return [f"{target} = {self._name(read.getter)}({scope})"]
+            either = self._either(read.expr)
+            return [f"{target} = {either or f'{self._name(read.getter)}({scope})'}"]
         steps = read.steps
         if steps and steps[0] in self.absent:
             return [f"{target} = MISSING"]
@@ -857,6 +881,18 @@ class _Codegen(Namespace):
         else:
             lines = [f"{target} = {scope}"]
         return lines + read_lines(target, target, steps) if steps else lines
+
+    def _either(self, expr: str) -> str | None:
+        """`a || b || ...` of fields the caller holds, each but the last a string (whose truth is JMESPath's), as
+        Python's `or` of their variables (which gives the last as it is, as `||` does); else None."""
+        fields = either_fields(expr)
+        if fields is None or not all(f in self.held and f not in self.absent for f in fields):
+            return None
+        if not all(f in self.texts for f in fields[:-1]):
+            return None
+        for name in fields:
+            self.firsts.setdefault(name, self.held[name])
+        return f"({' or '.join(self.held[name] for name in fields)})"
 
     def _chain(self, first: str, steps: tuple[str | int, ...]) -> str:
         """A plain key chain read once, up front (`usage.input_tokens` feeds several sums): its variable. Each
@@ -883,7 +919,7 @@ class _Codegen(Namespace):
                 return [f"{target} = {display if display is not None else f'fresh_copy({self._name(node.value)})'}"]
             return [f"{target} = {self._name(node.value)}"]
         if isinstance(node, Content):
-            call = f"{self._name(node.render)}({scope}, c)"
+            call = f"{self._name(node.render)}({scope}, {self.context()})"
             inline = None if self.content is None else self.content(node, target, scope, call, self._name)
             return inline if inline is not None else [f"{target} = {call}"]
         if isinstance(node, Lookup):  # the value absent (most requests) and a row of one scalar inline; another
@@ -898,11 +934,11 @@ class _Codegen(Namespace):
             if scalars:
                 table = self._name(scalars)
                 lines.append(f"elif type({target}) is str and {target} in {table}: {target} = {table}[{target}]")
-            return [*lines, f"else: {target} = {self._name(node.render)}({scope}, c)"]
+            return [*lines, f"else: {target} = {self._name(node.render)}({scope}, {self.context()})"]
         if isinstance(node, Apply) and isinstance(node.function, KeySeal):  # no state: the `onto` string as it is
             state = self.fresh("v")
             lines = [*self._read(node.function.state, state, scope), *self._read(node.function.onto, target, scope)]
-            call = f"{target} = {self._name(node.function)}({scope}, c)"
+            call = f"{target} = {self._name(node.function)}({scope}, {self.context()})"
             return [
                 *lines,
                 f"if {state} is not MISSING and {state} is not None: {call}",
@@ -912,18 +948,18 @@ class _Codegen(Namespace):
             lines = self._read(node.path, target, scope)
             if lines == [f"{target} = MISSING"]:  # an absent field: the function is never applied
                 return lines
-            call = f"{target} = {self._name(node.function)}({target}, c)"
-            fn = node.function
-            if isinstance(fn, partial) and fn.func is unseal:  # a string with no seal: all value, no state
-                unsealed = f"type({target}) is str and {SEAL!r} not in {target}"
-                if fn.keywords["part"] == "value":
-                    return [*lines, f"if {target} is not MISSING and not ({unsealed}): {call}"]
-                return [*lines, f"if {unsealed}: {target} = MISSING", f"elif {target} is not MISSING: {call}"]
+            function, fn = self._name(node.function), node.function
             if fn is sealed_alone:  # no Ctx made for it: the state sealed where there, as `sealed_alone` does
                 return [
                     *lines,
                     f"if {target} is not MISSING: {target} = MISSING if {target} is None else sealed({target}, '')",
                 ]
+            call = f"{target} = {function}({target}, {self.context()})"
+            if isinstance(fn, partial) and fn.func is unseal:  # a string with no seal: all value, no state
+                unsealed = f"type({target}) is str and {SEAL!r} not in {target}"
+                if fn.keywords["part"] == "value":
+                    return [*lines, f"if {target} is not MISSING and not ({unsealed}): {call}"]
+                return [*lines, f"if {unsealed}: {target} = MISSING", f"elif {target} is not MISSING: {call}"]
             lines.append(f"if {target} is not MISSING: {call}")
             return lines
         if isinstance(node, Merge):
@@ -931,8 +967,9 @@ class _Codegen(Namespace):
         if isinstance(node, Absent):
             return [f"{target} = MISSING"]
         if isinstance(node, Refuse):
-            where = f"c.at({node.at!r})" if node.at is not None else "c.where()"
-            return [f"raise c.fail({where}, {f'{node.message} ({node.where})'!r})"]
+            c = self.context()
+            where = f"{c}.at({node.at!r})" if node.at is not None else f"{c}.where()"
+            return [f"raise {c}.fail({where}, {f'{node.message} ({node.where})'!r})"]
         if isinstance(node, Get):
             return self._get(node, target, scope)
         if isinstance(node, When):
@@ -969,7 +1006,7 @@ class _Codegen(Namespace):
             lines.append(f"if type({target}) is str: {target} = [{target}]")
             lines.append(f"elif {target} is not MISSING and not isinstance({target}, list):")
             lines.append(
-                f"    raise c.fail(c.at({node.path.expr!r}),"
+                f"    raise {self.context()}.fail({self.context()}.at({node.path.expr!r}),"
                 f" 'expected a string or a list, got ' + type({target}).__name__)"
             )
             return lines
@@ -981,14 +1018,15 @@ class _Codegen(Namespace):
                 lines += self._read(read, tmp, scope)
                 lines.append(f"if {tmp} is not MISSING and {tmp} is not None:")
                 lines.append(
-                    f"    if type({tmp}) is not int or {tmp} < 0: {bad} = c.bad_count(c.at({read.expr!r}), {tmp})"
+                    f"    if type({tmp}) is not int or {tmp} < 0:"
+                    f" {bad} = {self.context()}.bad_count({self.context()}.at({read.expr!r}), {tmp})"
                 )
                 lines.append(f"    else: {target} = {tmp} if {target} is MISSING else {target} + {tmp}")
             held = []
             for read in node.holders:  # only with `empty`: read before the branch below
                 tmp = self.fresh("h")
                 lines += self._read(read, tmp, scope)
-                held.append(f"c.holder(c.at({read.expr!r}), {tmp}), ")
+                held.append(f"{self.context()}.holder({self.context()}.at({read.expr!r}), {tmp}), ")
             lines.append(f"if {bad}: {target} = MISSING")
             if node.empty is not MISSING:
                 lines.append(f"elif {target} is MISSING and all(({''.join(held)})): {target} = {node.empty!r}")
@@ -1013,7 +1051,7 @@ class _Codegen(Namespace):
                     alias = emitted[0].removeprefix(f"{tmp} = ") if len(emitted) == 1 else ""
                     if alias == "MISSING":  # absent: the key is never written
                         continue
-                    if alias in self.present_vars:  # a field known to be there
+                    if alias in self.present_vars or isinstance(child, Const):  # a field known to be there, a display
                         value = alias
                 if value is not None:
                     always = True
@@ -1026,7 +1064,11 @@ class _Codegen(Namespace):
                     tmp = alias
                 else:
                     lines += emitted
-                lines.append(f"if {tmp} is not MISSING: {target}[{name!r}] = {tmp}")
+                if _never_missing(child):
+                    always = True
+                    lines.append(f"{target}[{name!r}] = {tmp}")
+                else:
+                    lines.append(f"if {tmp} is not MISSING: {target}[{name!r}] = {tmp}")
             lines.insert(0, f"{target} = {{{', '.join(leading)}}}")
             if not always:
                 lines.append(f"if not {target}: {target} = MISSING")
@@ -1073,7 +1115,8 @@ class _Codegen(Namespace):
     def _merge(self, node: Merge, target: str, scope: str) -> list[str]:
         expr = node.path.expr
         lines = self._read(node.path, target, scope)
-        lines.append(f"if not isinstance({target}, dict): raise c.fail(c.at({expr!r}), 'expected a mapping')")
+        c = self.context()
+        lines.append(f"if not isinstance({target}, dict): raise {c}.fail({c}.at({expr!r}), 'expected a mapping')")
         lines.append(f"{target} = dict({target})")
         for name, child in node.sets:
             tmp = self.fresh("v")
@@ -1081,17 +1124,15 @@ class _Codegen(Namespace):
             # `source` is, by the middle form's convention, the input object at c's path.
             where = name if expr == "source" else f"{expr}.{name}"
             lines.append(f"if {tmp} is not MISSING: {target}[{name!r}] = {tmp}")
-            lines.append(
-                f"elif {target}.pop({name!r}, None) is not None:"
-                f" c.notes.append(Note('dropped', c.at({where!r}), 'the rules write nothing for it here'))"
-            )
+            noted = self._noted("dropped", where, "the rules write nothing for it here")
+            lines.append(f"elif {target}.pop({name!r}, None) is not None: {noted}")
         return lines
 
     def _get(self, node: Get, target: str, scope: str) -> list[str]:
         def check(read: Read, var: str) -> list[str]:
             if node.wanted is None:
                 return []
-            return [f"if {var} is not MISSING: {var} = typed(c, {var}, {node.wanted!r}, {read.expr!r})"]
+            return [f"if {var} is not MISSING: {var} = typed({self.context()}, {var}, {node.wanted!r}, {read.expr!r})"]
 
         if len(node.reads) == 1:
             lines = self._read(node.reads[0], target, scope) + check(node.reads[0], target)
@@ -1103,21 +1144,32 @@ class _Codegen(Namespace):
                 args += [repr(read.expr), tmp]
                 temps.append(tmp)
             present = " + ".join(f"({tmp} is not MISSING)" for tmp in temps)
-            lines.append(f"if {present} > 1: {target} = pick_first(c, {', '.join(args)})")
+            lines.append(f"if {present} > 1: {target} = pick_first({self.context()}, {', '.join(args)})")
             fallback = " ".join(f"{t} if {t} is not MISSING else" for t in temps[:-1])
             lines.append(f"else: {target} = {fallback} {temps[-1]}")
         if node.required:
-            lines.append(f"if {target} is MISSING: raise c.fail(c.at({node.reads[0].expr!r}), 'is required')")
+            c = self.context()
+            lines.append(f"if {target} is MISSING: raise {c}.fail({c}.at({node.reads[0].expr!r}), 'is required')")
         if node.default is not None:
             # Reported only when the default gives a value (a conditional default may give none).
             message = f"not given; the rule's default is sent as {node.out_name}"
             lines.append(f"if {target} is MISSING:")
             lines += indent(self.emit(node.default, target, scope))
-            lines.append(
-                f"    if {target} is not MISSING:"
-                f" c.notes.append(Note('synthesized', c.at({node.reads[-1].expr!r}), {message!r}))"
-            )
+            noted = self._noted("synthesized", node.reads[-1].expr, message)
+            lines.append(f"    {noted}" if _never_missing(node.default) else f"    if {target} is not MISSING: {noted}")
         return lines
+
+
+def _never_missing(node: Node) -> bool:
+    """Whether the node's lines always leave a value (never MISSING), known now: a constant, a `$get` with a default
+    that always has one, a `$when` whose branches always have one, an object with a key always written."""
+    if isinstance(node, Const):
+        return True
+    if isinstance(node, When):
+        return node.otherwise is not None and _never_missing(node.then) and _never_missing(node.otherwise)
+    if isinstance(node, Get):
+        return node.default is not None and _never_missing(node.default)
+    return isinstance(node, Obj) and any(_never_missing(child) for _, child in node.items)
 
 
 def _constant(value: Any) -> Render:

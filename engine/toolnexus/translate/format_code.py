@@ -13,12 +13,8 @@ same result.
 
 from __future__ import annotations
 
-import ast
-import io
 import re
-import tokenize
 from collections.abc import Callable, Mapping, Sequence
-from itertools import pairwise
 from types import MappingProxyType
 from typing import Any
 
@@ -28,7 +24,6 @@ from ..language.jsonsafe import WrittenTexts
 from ..language.loader import Key
 from ..language.paths import MISSING, scope_fields, simple_steps
 from ..language.templates import (
-    USES_CONTEXT,
     Apply,
     Array,
     Const,
@@ -36,6 +31,7 @@ from ..language.templates import (
     Get,
     KeySeal,
     Node,
+    NoteSink,
     Obj,
     When,
     inline_node,
@@ -47,6 +43,7 @@ from ..language.templates import (
 )
 from .formats import (
     CALL_FIELDS,
+    DERIVED,
     LATE,
     ONCE,
     STRAIGHT,
@@ -397,10 +394,11 @@ def generate_fields(fmt: SourceFormat) -> tuple[str, FieldsReader]:
     asks whether any key needs settling: a top-level key the format does not read (unless listed and settled
     silently: `quiet`), or a key below a field read inside that no read reaches (what `unread` finds); only then
     does `SourceFormat.settle_fields` note or refuse each, in the request's order. Then the fields template
-    (`request.fields`) inline, with the Ctx a template notes or fails into made where first used (`_lazy_context`),
+    (`request.fields`) inline, with the Ctx a template notes or fails into made where first used (inline_node's `ctx`),
     its notes after the settled ones; each table read backwards (no Ctx: it notes into `notes`); and where each
     field written came from."""
-    pasted = inline_node(fmt.plan.nodes[("request", "fields")], "request", "out", is_dict=True, runs=True)
+    made = f"(c := c or Ctx({fmt.name!r}))"  # the Ctx made where first used
+    pasted = inline_node(fmt.plan.nodes[("request", "fields")], "request", "out", is_dict=True, runs=True, ctx=made)
     names = Namespace({**pasted.names, "Ctx": Ctx, "OWN": own_notes, "quiet": quiet, "ORIGIN": fmt.field_origin})
     read = fmt.field_reads | {name for name in (fmt.each, fmt.system, fmt.tools_each) if name is not None}
     known, table = names.name(frozenset(read), "READ_"), names.name(fmt.unsupported, "UNSUPPORTED_")
@@ -420,7 +418,7 @@ def generate_fields(fmt: SourceFormat) -> tuple[str, FieldsReader]:
         "    if (" + "\n            or ".join(tests) + "):",
         "        fmt.settle_fields(request, notes, policy)",
         "    c = None",
-        *indent(_lazy_context(body, f"(c := c or Ctx({fmt.name!r}))")),
+        *indent(body),
         "    if c is not None and c.notes: notes += OWN(c.notes)  # a path below `provider`: the answer's own key",
         *tables,
         "    return out, {name: ORIGIN[name] for name in out if name in ORIGIN}",
@@ -453,8 +451,9 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     made) and the notes, and its source. Its first lines derive what the provider would have said (`said_lines`: the
     notes `SourceFormat.said` gives, each count a variable a template's plain read of it reads), so `said` is made
     only where a template reads it otherwise; then settle the answer's id (made, and noted, where it is none), its
-    time and the calls' inputs where the lines read them (`_header_lines`). The Ctx a template notes or fails into
-    is made where first used (`_lazy_context`), its notes added last. Each view field a template reads is read
+    time and the calls' inputs where the lines read them (`_header_lines`). A template's notes at paths known now go
+    into `notes` in their place (`_noted_in_place`); where a template uses the Ctx otherwise, every use of it makes
+    it where first used, its notes added last. Each view field a template reads is read
     once, up front, into a variable every entry reads (`V_text = r.text`; a string's `empty` test its truth:
     `STRINGS`); the made ids (`ids`, each hashed when read) are read where a template
     reads them, inside its branch, so an answer writing no item of a kind makes no id for it. The calls are walked
@@ -473,6 +472,8 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     derived.update({("ids", name): f"MADE_ID({prefix!r}, answer_id, {name!r})" for name, prefix in fmt.ids.items()})
     nodes = fmt.plan.nodes
     known = {name: f"V_{name}" for name in VIEW_FIELDS}
+    shared = _shared_chains(fmt)  # read once up front, each into a variable every entry reads
+    derived.update({chain: f"H_{n}" for n, chain in enumerate(shared)})
     reads = {name: f"r.{name}" for name in VIEW_FIELDS}
     reads.update(id="answer_id", created="created", ids="MadeIds(IDS, answer_id)", provider=SAID)
     reads.update(tool_calls="CALLS(r.tool_calls, inputs)")
@@ -482,10 +483,13 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     if fmt.reads_input:
         calls["input"], call_scope_read = "i", "CALL(e, i)"
 
+    contextual = False  # whether a template's lines use the Ctx (beyond the notes `note` writes, when given)
+
     def pasted(key: Key, target: str, scope: str, tag: str, held: Mapping[str, str]) -> list[str]:
-        """A template inlined over the view (`held`: its fields), a call of it (its fields, each there) or an
-        element of another list (none: any value)."""
-        present = frozenset(held) if held is calls else frozenset()
+        """A template inlined over the view (`held`: its fields, each there: a result's attributes, the answer's id
+        and time settled), a call of it (its fields, each there) or an element of another list (none: any value)."""
+        nonlocal contextual
+        present = frozenset(held)
         inline = inline_node(
             nodes[key],
             scope,
@@ -497,8 +501,11 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
             late=LATE,
             chains=derived if held is known else None,
             texts=STRINGS if held is known else frozenset(),
+            ctx=ctx,
+            note=note,
         )
         names.update(inline.names)
+        contextual |= inline.contextual
         if held is not known:
             return inline.head + inline.body
         used.update(dict.fromkeys(name for name in inline.firsts if name in known))
@@ -517,50 +524,88 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
             return [f"{bound} = {scope}", *rest]
         return [held_as.sub(scope, line) for line in rest]
 
-    body = [*indent(pasted(("answer", "message"), "out", "view", "_m", known)), "    blocks = []"]
-    for i, (each, _) in enumerate(fmt.blocks):
-        steps = simple_steps(fmt.plan.blocks_each[i] or "")
-        held = known if each is None else calls if steps == ["tool_calls"] else {}
-        key = ("answer", "blocks", "from", i, "as")
-        shown = as_python(nodes[key], calls, seal="sealed") if held is calls else None
-        if shown is not None:  # a call's block of plain reads of its fields: one display, as a stream event's
-            block = [f"blocks.append({shown})"]
-        else:
-            scope = call_scope_read if held is calls else "e" if each else "view"  # (a call: its object, if read)
-            block = pasted(key, "w", scope, f"_{i}", held)
-            block.append("if w is not MISSING: blocks.append(w)")
-        if each is None:
-            body += indent(block)
-        elif held is calls:  # the result's calls, each at its place in `inputs`
-            walk = "e, i in zip(r.tool_calls, inputs)" if fmt.reads_input else "e in r.tool_calls"
-            body += [f"    for {walk}:", *indent(block, 8)]
-        else:
-            if steps and all(type(step) is str for step in steps) and steps[0] in known:
-                used[str(steps[0])] = None
-                body += indent(read_lines("es", known[str(steps[0])], tuple(steps[1:])))
+    def written() -> list[str]:
+        """The message's and the blocks' lines, the templates pasted as `ctx` and `note` say."""
+        body = [*indent(pasted(("answer", "message"), "out", "view", "_m", known)), "    blocks = []"]
+        for i, (each, _) in enumerate(fmt.blocks):
+            steps = simple_steps(fmt.plan.blocks_each[i] or "")
+            held = known if each is None else calls if steps == ["tool_calls"] else {}
+            key = ("answer", "blocks", "from", i, "as")
+            shown = as_python(nodes[key], calls, seal="sealed") if held is calls else None
+            if shown is not None:  # a call's block of plain reads of its fields: one display, as a stream event's
+                block = [f"blocks.append({shown})"]
             else:
-                names[f"EACH_{i}"] = each
-                body.append(f"    es = EACH_{i}({VIEW})")
-            body += ["    if isinstance(es, list):", "        for e in es:", *indent(block, 12)]
-    if fmt.blocks_into is not None:
-        body.append(f"    out[{fmt.blocks_into!r}] = blocks")
+                scope = call_scope_read if held is calls else "e" if each else "view"  # (a call: its object, if read)
+                block = pasted(key, "w", scope, f"_{i}", held)
+                block.append("if w is not MISSING: blocks.append(w)")
+            if each is None:
+                body += indent(block)
+            elif held is calls:  # the result's calls, each at its place in `inputs`
+                walk = "e, i in zip(r.tool_calls, inputs)" if fmt.reads_input else "e in r.tool_calls"
+                body += [f"    for {walk}:", *indent(block, 8)]
+            else:
+                if tuple(steps or ()) in shared:
+                    body.append(f"    es = {derived[tuple(steps or ())]}")
+                elif steps and all(type(step) is str for step in steps) and steps[0] in known:
+                    used[str(steps[0])] = None
+                    body += indent(read_lines("es", known[str(steps[0])], tuple(steps[1:])))
+                else:
+                    names[f"EACH_{i}"] = each
+                    body.append(f"    es = EACH_{i}({VIEW})")
+                body += ["    if isinstance(es, list):", "        for e in es:", *indent(block, 12)]
+        if fmt.blocks_into is not None:
+            body.append(f"    out[{fmt.blocks_into!r}] = blocks")
+        return body
+
+    # A template's notes at paths known now go into `notes` in their place, at the path the answer names (no Ctx);
+    # where a template uses the Ctx otherwise (a closure given it, a failure), the lines are written again with
+    # every note into a Ctx made where first used, its notes added last (the same notes in the same order).
+    ctx: str = "c"
+    note: NoteSink | None = _noted_in_place
+    body = written()
+    tail = []
+    if contextual:
+        used.clear()
+        ctx, note = f"(c := c or Ctx({fmt.name!r}, True))", None
+        body = written()
+        tail.append("    if c is not None and c.notes: notes += OWN(c.notes)  # a path below `provider`: the answer's")
     if not re.search(r"(?<![\w.'])V_provider(?![\w'])", "\n".join(body)):  # read by its derived values alone
         used.pop("provider", None)
     head = [*indent(derive), *indent(_header_lines(fmt, [*(reads[name] for name in used), *body]))]
+    used.update(dict.fromkeys(field for field, _ in shared))
     head += [f"    {known[name]} = {reads[name]}" for name in used]
-    tail = []
-    noted = _noted_directly(body)
-    if noted is not None:  # the Ctx used for notes at paths known now alone: none made, each note added in its place
-        body = noted
-    elif USES_CONTEXT.search("\n".join(body)):  # a Ctx made where a template first notes or fails, none otherwise
-        body = _lazy_context(body, f"(c := c or Ctx({fmt.name!r}, True))")
+    for field, key in shared:
+        head += indent(read_lines(derived[field, key], known[field], (key,)))
+    if contextual:
         head.append("    c = None")
-        tail.append("    if c is not None and c.notes: notes += OWN(c.notes)  # a path below `provider`: the answer's")
     signature = "def write(r, answer_id, created, notes):"
     text = "\n".join([signature, *head, *body, *tail, "    return out"]) + "\n"
     exec(compile(text, f"<writer {fmt.name}>", "exec"), names)
     run: Writer = names["write"]
     return text, run
+
+
+def _shared_chains(fmt: SourceFormat) -> list[tuple[str, str]]:
+    """The view's keys one level down (`message_extras.thinking_blocks`) that more than one of the writer's entries
+    reads as such (a template over the view, the list a `blocks` entry walks), in order: each entry's lines read
+    their chains up front anyway, so reading each once, before them all, reads the same."""
+    entries = [("answer", "message"), *(("answer", "blocks", "from", i, "as") for i, (each, _) in enumerate(fmt.blocks)
+                                        if each is None)]  # fmt: skip
+    chains = [{read.steps for read in reads_of(fmt.plan.nodes[key])} for key in entries]
+    chains += [{tuple(simple_steps(each) or ())} for each in fmt.plan.blocks_each if each]
+    found: dict[tuple[str, str], int] = {}
+    for read in chains:
+        for steps in read:
+            if steps is None or len(steps) != 2 or not all(type(step) is str for step in steps):
+                continue
+            field, key = str(steps[0]), str(steps[1])
+            if field in VIEW_FIELDS and field not in SETTLED:
+                found[field, key] = found.get((field, key), 0) + 1
+    return [chain for chain, count in found.items() if count > 1]
+
+
+# The view's fields the writer settles otherwise: what the provider would have said (derived), the ids (made).
+SETTLED = frozenset({DERIVED, *LATE})
 
 
 def _header_lines(fmt: SourceFormat, reads: list[str]) -> list[str]:
@@ -580,38 +625,10 @@ def _header_lines(fmt: SourceFormat, reads: list[str]) -> list[str]:
     return lines
 
 
-# A template's note at a path given as a literal, into the Ctx (`c.notes.append(Note(kind, c.at(path), ...`).
-_CONSTANT_NOTE = re.compile(r"""c\.notes\.append\(Note\(('\w+'), c\.at\(('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")\), """)
-
-
-def _noted_directly(lines: list[str]) -> list[str] | None:
-    """The writer's lines with each note a template adds to the Ctx at a literal path added to `notes` itself,
-    at that path as the answer names it (`own_path`: the writer's Ctx sits at the answer's root, `at` gives the
-    path as it is); None where the lines use the Ctx otherwise (a closure given it, a failure) or add to `notes`
-    themselves (the notes' order then the Ctx's: added last)."""
-    text = "\n".join(lines)
-    if re.search(r"(?<![\w.'])notes(?![\w'])", text):
-        return None
-
-    def direct(found: re.Match[str]) -> str:
-        return f"notes.append(Note({found[1]}, {own_path(ast.literal_eval(found[2]))!r}, "
-
-    noted = [_CONSTANT_NOTE.sub(direct, line) for line in lines]
-    return None if USES_CONTEXT.search("\n".join(noted)) else noted
-
-
-def _lazy_context(lines: list[str], made: str) -> list[str]:
-    """The lines with each use of the context `c` (a name, not an attribute) written as `made`, which makes it
-    where it is first used, so an answer that notes nothing makes no Ctx."""
-    spots = [
-        token.start
-        for before, token in pairwise(tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline))
-        if token.type == tokenize.NAME and token.string == "c" and before.string != "."
-    ]
-    out = list(lines)
-    for row, col in reversed(spots):
-        out[row - 1] = out[row - 1][:col] + made + out[row - 1][col + 1 :]
-    return out
+def _noted_in_place(kind: str, path: str, message: str) -> str:
+    """A writer's template note at a path known now, added to `notes` in its place, at that path as the answer names
+    it (`own_path`: the writer's Ctx would sit at the answer's root)."""
+    return f"notes.append(Note({kind!r}, {own_path(path)!r}, {message!r}))"
 
 
 def _keys_read(node: Node, held: str, lines: str, names: Mapping[str, Any]) -> frozenset[str] | None:
