@@ -7,8 +7,8 @@ The rows are tools/bench.py's:
 - `answer PROVIDER`: the provider's generated answer `--input` ("3 tool calls" or "large") translated back,
   as a `TranslateResult` or, with `--source anthropic|openai-responses`, in that format;
 - `request PROVIDER --source FORMAT`: a transcript of `--messages` messages in that format, translated for the
-  provider; `--plain` the same conversation as a Chat Completions request (the row a source request is within
-  1.3x of, issue 18);
+  provider; `--plain` the same conversation as a Chat Completions request (the row a source request's cost is
+  compared with);
 - `parity PROVIDER`: the golden parity fixture's request.
 
 Without `--instructions` it prints the bytecodes one call executes (Python's own count, through
