@@ -485,6 +485,7 @@ def test_the_count_tool_counts_a_source_row_as_its_plain_row_plus_the_formats_wo
         (["request", "openai", "--source", "cohere"], "no transcript in 'cohere'"),
         (["request", "openai"], "request needs --source"),
         (["parity", "openai", "--calls", "0"], "--calls and --messages must be at least 1"),
+        (["parity", "openai", "--engine", "/nonexistent"], "/nonexistent has no engine/toolnexus"),
     ],
 )
 def test_the_count_tool_refuses_a_row_it_cannot_build_in_one_line(

@@ -60,10 +60,16 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def row_call(args: argparse.Namespace) -> Callable[[], Any]:
     """The call the row names, its input built once, with the engine `--engine` names (else the one installed)."""
+    engine = Path(args.engine or ROOT) / "engine"
     if args.engine:
-        sys.path.insert(0, str(Path(args.engine) / "engine"))
+        if not (engine / "toolnexus").is_dir():
+            raise SystemExit(f"count.py: --engine: {args.engine} has no engine/toolnexus")
+        sys.path.insert(0, str(engine))
     sys.path.insert(0, str(ROOT / "tools"))
     import toolnexus
+
+    if args.engine and Path(toolnexus.__file__).resolve().parents[1] != engine.resolve():
+        raise SystemExit(f"count.py: --engine: toolnexus came from {toolnexus.__file__}, not {engine}")
     from bench_inputs import (
         generated_responses,
         messages_transcript,

@@ -586,7 +586,7 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
 
 
 def _shared_chains(fmt: SourceFormat) -> list[tuple[str, str]]:
-    """The view's keys one level down (`message_extras.thinking_blocks`) that more than one of the writer's entries
+    """The view's keys one level down (`FIELD.KEY` of a view field) that more than one of the writer's entries
     reads as such (a template over the view, the list a `blocks` entry walks), in order: each entry's lines read
     their chains up front anyway, so reading each once, before them all, reads the same."""
     entries = [("answer", "message"), *(("answer", "blocks", "from", i, "as") for i, (each, _) in enumerate(fmt.blocks)
