@@ -193,6 +193,35 @@ def test_generated_reader_hands_on_what_needs_settling() -> None:
     assert [(n.kind, n.path) for n in notes] == [("dropped", "messages[0].content[0].loud")]
 
 
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "text", "text": "hi", "loud": True},
+        {"type": "text", "loud": True},  # as many keys as a whole text block, one of them unknown
+        {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}, "loud": True},
+    ],
+)
+def test_generated_reader_counts_a_blocks_known_keys(block: dict[str, Any]) -> None:
+    """A block's shape is told by how many of its kind's keys it holds (no view of its keys made): an unknown key
+    among them, whatever their number, hands the block on."""
+    fmt = load_rules().format("anthropic")
+    assert fmt.transcript is not None and not re.search(r"\bb2?\.keys\(\)", fmt.transcript_code)
+    assert fmt.transcript([{"role": "user", "content": [block]}], None) is None
+    clean = {key: value for key, value in block.items() if key != "loud"}
+    assert fmt.transcript([{"role": "user", "content": [clean]}], None) is not None
+
+
+@pytest.mark.parametrize("source", FORMATS)
+def test_generated_reader_counts_a_messages_known_keys(source: str) -> None:
+    """A message's shape is told the same way: an unknown key, in place of a known one or beside them, hands the
+    transcript on."""
+    fmt = load_rules().format(source)
+    assert fmt.transcript is not None and ".keys()" not in fmt.transcript_code.split("def tools")[0]
+    assert fmt.transcript([{"role": "user", "content": "hi"}], None) is not None
+    for message in ({"role": "user", "content": "hi", "loud": 1}, {"role": "user", "loud": 1}):
+        assert fmt.transcript([message], None) is None
+
+
 def test_generated_reader_settles_accepted_values_silently() -> None:
     """A listed key holding a value its rule accepts (annotations: []) is read inline, with no note."""
     fmt = load_rules().format("openai-responses")
@@ -261,6 +290,17 @@ def test_generated_reader_of_a_made_up_format(tmp_path: Path) -> None:
     }
     assert fmt.transcript(request["turns"], None) is not None
     assert outcome(fmt, request) == outcome(general(fmt), request)
+
+
+@pytest.mark.parametrize("source", FORMATS)
+def test_the_reader_reads_an_item_where_it_is_and_tests_a_role_once(source: str) -> None:
+    """An item's or block's keys are read from its own variable (no copy of it first), and a text joining the
+    last message tests its role once (its message taken in that test)."""
+    code = load_rules().format(source).transcript_code
+    assert not re.search(r"^ *(b|sd_\w+) = (m|b|b2)$", code, re.M)
+    assert "cur = out[n]" not in code
+    for line, after in pairwise(code.splitlines()):
+        assert not (line.strip().startswith("if out and") and after.strip() == line.strip()), line
 
 
 def test_explain_shows_the_generated_reader() -> None:

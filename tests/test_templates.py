@@ -168,6 +168,42 @@ def test_get_required_raises_with_the_path() -> None:
     assert info.value.path == "tools[2].function.name"
 
 
+ALWAYS = (
+    "{f: {n: {$get: n, required: true}, a: {$get: a, required: true}}, d: {$get: d, default: 0},"
+    " l: [{$get: l, required: true}]}"
+)
+
+
+def test_a_required_value_is_tested_once_and_written_in_the_display() -> None:
+    """A required value is never absent after its check (as `_never_missing` says): written with no second test,
+    tested where read up front and put in its object's display, an object or a list holding one never tested
+    empty; the values, errors and notes are the same."""
+    code = compile_source(ALWAYS)
+    assert "is not MISSING" not in code and "if not " not in code
+    assert "out = {'f': {'n': f0, 'a': f1}}" in code
+    ctx = Ctx("test")
+    assert render(ALWAYS, {"n": 1, "a": 2, "l": 3}, ctx) == {"f": {"n": 1, "a": 2}, "d": 0, "l": [3]}
+    assert [(n.kind, n.path) for n in ctx.notes] == [("synthesized", "d")]
+    for scope, path in (({}, "n"), ({"n": 1}, "a"), ({"n": 1, "a": 2}, "l")):
+        with pytest.raises(TranslationError) as info:
+            render(ALWAYS, scope)
+        assert info.value.path == path
+
+
+@pytest.mark.parametrize(
+    ("template", "scope"),
+    [
+        ("{x: {$when: k, is: 1, then: {$get: a, required: true}}}", {"k": 2}),
+        ("{x: {$lookup: k, table: {a: 1}, skip: [b], default: 3}}", {"k": "b"}),
+        ("{x: {$when: k, is: 1, then: 3, else: {$get: a}}}", {"k": 2}),
+    ],
+)
+def test_a_value_absent_on_one_branch_is_still_tested(template: str, scope: Any) -> None:
+    """A branch (`$when`'s other one, a `$lookup` row) may give nothing although another always gives a value:
+    the key is still left out then, and the object with it."""
+    assert render(template, scope) is MISSING
+
+
 def test_get_with_a_projection_uses_jmespath() -> None:
     scope = {"content": [{"type": "text", "text": "a"}, {"type": "x"}, {"type": "text", "text": "b"}]}
     assert render("{$get: \"content[?type=='text'].text\"}", scope) == ["a", "b"]
@@ -929,6 +965,12 @@ def test_an_inlined_template_reads_known_fields_from_the_callers_variables() -> 
     value, _, code = inlined("{r: {$get: role}, t: {$get: text}}", {"text": "hi"}, known={"role": "'user'"})
     assert value == {"r": "user", "t": "hi"}
     assert ".get('role'" not in code
+
+
+def test_an_inlined_template_reads_a_dict_in_the_callers_variable_in_place() -> None:
+    value, _, code = inlined("{t: {$get: text}, r: {$get: role}}", {"text": "hi"}, is_dict=True)
+    assert value == {"t": "hi"}
+    assert "sd" not in code and "= scope_.get('text', MISSING)" in code
 
 
 def test_an_inlined_template_builds_its_scope_only_when_it_reads_it_whole() -> None:

@@ -366,7 +366,9 @@ def inline_node(
     reads = [(name, var) for name, var in gen.firsts.items() if name not in known]
     whole = re.search(rf"(?<![\w.']){s}(?![\w'])", "\n".join(gen.prelude + body)) is not None
     head = [f"{s} = {scope}"] if whole else []
-    if reads or gen.copies:
+    if reads and not gen.copies and is_dict and not whole and scope.isidentifier():  # a dict in the caller's variable
+        sd = scope  # (read there, no copy of it first)
+    elif reads or gen.copies:
         held = s if whole else scope
         head.append(f"{sd} = {held}" if is_dict else f"{sd} = {held} if isinstance({held}, dict) else {{}}")
     head += [f"{var} = {sd}.get({name!r}, MISSING)" for name, var in reads]
@@ -819,6 +821,10 @@ class _Codegen(Namespace):
         self.held = held or {}  # scope fields the caller holds in a variable: read from it, not copied
         self.present = present  # scope fields known to be there (not MISSING): written without a test
         self.present_vars: set[str] = set()  # the variables holding them
+        # The lines that only refuse an absent required value read up front (`_get`), and the displays built of
+        # names and literals alone (`_obj`): an object's keys of those go into its display, the checks first.
+        self.checks: set[str] = set()
+        self.pure: set[str] = set()
         self.texts: frozenset[str] = frozenset()  # of those, fields holding a string: `empty` is its falsity
         self.prefix = prefix  # before the names bound in `names`, for several inlined templates in one namespace
         self.content = content  # `$content` written inline where this gives lines (else its closure is called)
@@ -1032,56 +1038,68 @@ class _Codegen(Namespace):
                 lines.append(f"elif {target} is MISSING and all(({''.join(held)})): {target} = {node.empty!r}")
             return lines
         if isinstance(node, Obj):
-            lines = []
-            leading: list[str] = []  # the keys always written before any that may be absent: one dict display
-            always = False
-            runs, copied = self._runs(node)
-            for at, (name, child) in enumerate(node.items):
-                run = runs.get(at)
-                if run is not None:
-                    lines += self._copied(run, target)
-                if at in copied:
-                    continue
-                value = None
-                if isinstance(child, Const) and not isinstance(child.value, (dict, list)):
-                    value = self._name(child.value)
-                else:
-                    tmp = self.fresh("v")
-                    emitted = self.emit(child, tmp, scope)
-                    alias = emitted[0].removeprefix(f"{tmp} = ") if len(emitted) == 1 else ""
-                    if alias == "MISSING":  # absent: the key is never written
-                        continue
-                    if alias in self.present_vars or isinstance(child, Const):  # a field known to be there, a display
-                        value = alias
-                if value is not None:
-                    always = True
-                    if not lines:
-                        leading.append(f"{name!r}: {value}")
-                    else:
-                        lines.append(f"{target}[{name!r}] = {value}")
-                    continue
-                if alias.isidentifier():  # a value read up front (`f0`, `p1`): written as it is, not copied first
-                    tmp = alias
-                else:
-                    lines += emitted
-                if _never_missing(child):
-                    always = True
-                    lines.append(f"{target}[{name!r}] = {tmp}")
-                else:
-                    lines.append(f"if {tmp} is not MISSING: {target}[{name!r}] = {tmp}")
-            lines.insert(0, f"{target} = {{{', '.join(leading)}}}")
-            if not always:
-                lines.append(f"if not {target}: {target} = MISSING")
-            return lines
+            return self._obj(node, target, scope)
         assert isinstance(node, Array)
         lines = [f"{target} = []"]
         for child in node.items:
-            tmp = self.fresh("v")
-            lines += self.emit(child, tmp, scope)
-            lines.append(f"if {tmp} is not MISSING: {target}.append({tmp})")
-        if not any(isinstance(child, Const) for child in node.items):
+            before, value, sure = self._value(child, scope)
+            if value == "MISSING" and not before:  # absent: never added
+                continue
+            added = f"{target}.append({value})"
+            lines += [*before, added if sure else f"if {value} is not MISSING: {added}"]
+        if not _never_missing(node):
             lines.append(f"if not {target}: {target} = MISSING")  # every element absent: the list is absent
         return lines
+
+    def _value(self, node: Node, scope: str) -> tuple[list[str], str, bool]:
+        """Lines leaving a node's value in an expression, and whether it is never MISSING (`_never_missing`, or a
+        field known to be there): a constant's literal or display, or a variable or a display of names and
+        literals the lines end by copying (the copy not made), else a fresh variable."""
+        if isinstance(node, Const) and not isinstance(node.value, (dict, list)):
+            return [], self._name(node.value), True
+        tmp = self.fresh("v")
+        lines = self.emit(node, tmp, scope)
+        *before, last = lines
+        value = last.removeprefix(f"{tmp} = ")
+        sure = _never_missing(node) or value in self.present_vars
+        copied = value != last and not re.search(rf"\b{tmp}\b", "\n".join(before))
+        if copied and (value.isidentifier() or value in self.pure or isinstance(node, Const)):
+            return before, value, sure
+        return lines, tmp, sure
+
+    def _obj(self, node: Obj, target: str, scope: str) -> list[str]:
+        """An object written key by key: the keys never absent before any other line (but the checks of required
+        values read up front, moved before it) in one dict display, then each key (one that may be absent
+        tested); an object with no key always written is absent when empty."""
+        checks: list[str] = []  # the required values' checks, before the display
+        leading: list[str] = []  # the display's keys
+        lines: list[str] = []
+        always = False
+        runs, copied = self._runs(node)
+        for at, (name, child) in enumerate(node.items):
+            run = runs.get(at)
+            if run is not None:
+                lines += self._copied(run, target)
+            if at in copied:
+                continue
+            before, value, sure = self._value(child, scope)
+            if value == "MISSING" and not before:  # absent: the key is never written
+                continue
+            if not sure:
+                lines += [*before, f"if {value} is not MISSING: {target}[{name!r}] = {value}"]
+                continue
+            always = True
+            if not lines and self.checks.issuperset(before):  # (its value a name, a literal or a display of them)
+                checks += before
+                leading.append(f"{name!r}: {value}")
+            else:
+                lines += [*before, f"{target}[{name!r}] = {value}"]
+        display = f"{{{', '.join(leading)}}}"
+        if not lines:
+            self.pure.add(display)
+        if not always:
+            lines.append(f"if not {target}: {target} = MISSING")
+        return [*checks, f"{target} = {display}", *lines]
 
     def _runs(self, node: Obj) -> tuple[dict[int, list[tuple[str, str]]], set[int]]:
         """The runs of an object's keys that each copy one scope field as it is (a plain `$get` of a top-level
@@ -1149,7 +1167,13 @@ class _Codegen(Namespace):
             lines.append(f"else: {target} = {fallback} {temps[-1]}")
         if node.required:
             c = self.context()
-            lines.append(f"if {target} is MISSING: raise {c}.fail({c}.at({node.reads[0].expr!r}), 'is required')")
+            refuse = f" is MISSING: raise {c}.fail({c}.at({node.reads[0].expr!r}), 'is required')"
+            copied = lines[0].removeprefix(f"{target} = ") if len(lines) == 1 else ""
+            if copied.isidentifier() and copied != "MISSING":  # a variable read up front: tested there, then copied
+                self.checks.add(f"if {copied}{refuse}")
+                lines = [f"if {copied}{refuse}", *lines]
+            else:
+                lines.append(f"if {target}{refuse}")
         if node.default is not None:
             # Reported only when the default gives a value (a conditional default may give none).
             message = f"not given; the rule's default is sent as {node.out_name}"
@@ -1162,13 +1186,16 @@ class _Codegen(Namespace):
 
 def _never_missing(node: Node) -> bool:
     """Whether the node's lines always leave a value (never MISSING), known now: a constant, a `$get` with a default
-    that always has one, a `$when` whose branches always have one, an object with a key always written."""
+    that always has one, a required `$get` (after its check), a `$when` whose branches always have one, an object or
+    a list with a member always written."""
     if isinstance(node, Const):
         return True
+    if isinstance(node, Array):
+        return any(_never_missing(child) for child in node.items)
     if isinstance(node, When):
         return node.otherwise is not None and _never_missing(node.then) and _never_missing(node.otherwise)
     if isinstance(node, Get):
-        return node.default is not None and _never_missing(node.default)
+        return node.required or (node.default is not None and _never_missing(node.default))
     return isinstance(node, Obj) and any(_never_missing(child) for _, child in node.items)
 
 

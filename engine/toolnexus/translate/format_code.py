@@ -78,6 +78,11 @@ Reader = Callable[[list[Any], Any, bool, WrittenTexts | None], Read | None]  # (
 ToolsReader = Callable[[Any, Callable[[Record], None]], list[Any] | None]  # the declarations (records added)
 Writer = Callable[[Any, Any, Any, list[Note]], dict[str, Any]]  # (the result, the answer's id and time, the notes)
 EMPTY: Mapping[str, str] = MappingProxyType({})
+# The last message `cur` joined (its role tested): its index `n`, its string content made a text part for more.
+_JOINED = [
+    "n = len(out) - 1",
+    "if isinstance(cur.get('content'), str): cur['content'] = [{'type': 'text', 'text': cur['content']}]",
+]
 
 
 class _Gen(Namespace):
@@ -88,11 +93,13 @@ class _Gen(Namespace):
         super().__init__({"MISSING": MISSING, "unseal": unseal, "Ctx": Ctx, "EMPTY": EMPTY, "quiet": quiet,
                           "inside_read": inside_read})  # fmt: skip
 
-    def template(self, kind: Kind, target: str, scope: str) -> list[str]:
+    def template(self, kind: Kind, target: str, scope: str) -> tuple[list[str], list[str]]:
+        """The kind's template pasted over the block at `scope`: its reads of the block, then the block's shape
+        test (`shape`); and the lines writing `target`."""
         assert kind.node is not None
         pasted = inline_node(kind.node, scope, target, is_dict=True, tag=self.fresh("_"))
         self.names.update(pasted.names)
-        return pasted.head + pasted.body
+        return [*pasted.head, *self.shape(kind, scope, pasted.firsts)], pasted.body
 
     # ------------------------------------------------------------------ messages
 
@@ -108,14 +115,7 @@ class _Gen(Namespace):
 
     def current(self, role: str) -> list[str]:
         """The last message when it has `role`, else a new one, as `cur` (`SourceFormat._current`), its index `n`."""
-        return [
-            f"if out and out[-1]['role'] == {role!r}:",
-            "    n = len(out) - 1",
-            "    cur = out[n]",
-            "    if isinstance(cur.get('content'), str): cur['content'] = [{'type': 'text', 'text': cur['content']}]",
-            "else:",
-            *indent(self.new(role)),
-        ]
+        return [f"if out and (cur := out[-1])['role'] == {role!r}:", *indent(_JOINED), "else:", *indent(self.new(role))]
 
     def opened(self, role: str, join: bool) -> list[str]:
         """`cur` opened when no block has opened it yet."""
@@ -141,8 +141,8 @@ class _Gen(Namespace):
         ]
         if join:
             lines += [
-                f"    if out and out[-1]['role'] == {role!r}:",
-                *indent(self.current(role), 8),
+                f"    if out and (cur := out[-1])['role'] == {role!r}:",
+                *indent(_JOINED, 8),
                 "        parts = cur['content']",
                 "        R(('messages[{}].content[{}]', n, len(parts), WS, i, None, EMPTY))",
                 "        parts.append({'type': 'text', 'text': content})",
@@ -164,24 +164,29 @@ class _Gen(Namespace):
         lines += ["        else: return None" if branch == "elif" else "        return None", "else: return None"]
         return lines
 
-    def shape(self, kind: Kind, scope: str) -> list[str]:
+    def shape(self, kind: Kind, scope: str, firsts: Mapping[str, str]) -> list[str]:
         """The fast test of a block's shape: only the keys its kind reads, or listed ones settled silently (else
-        the general read settles them)."""
+        the general read settles them). Its keys are those known when as many of them are there as it has: the
+        kind's own key is (its value was matched), a key the template reads up front is where its variable (in
+        `firsts`) is not MISSING; no view of its keys is made."""
         lines = []
         if kind.inside:
             paths, inside = self.name(kind.paths, "PATHS_"), self.name(kind.inside, "INSIDE_")
             lines.append(f"if not inside_read({scope}, {paths}, {inside}): return None")
         if kind.known is None:
             return lines
-        known = self.name(kind.known, "KNOWN_")
+        there = ["1"] if self.fmt.kind in kind.known else []
+        for key in sorted(kind.known - {self.fmt.kind}):
+            there.append(f"({firsts[key]} is not MISSING)" if key in firsts else f"({key!r} in {scope})")
+        other = f"len({scope}) != {' + '.join(there)}"  # a key not known
         if not kind.unsupported:
-            return [*lines, f"if not {scope}.keys() <= {known}: return None"]
-        table = self.name(kind.unsupported, "UNSUPPORTED_")
-        return [*lines, f"if not {scope}.keys() <= {known} and not quiet({scope}, {known}, {table}): return None"]
+            return [*lines, f"if {other}: return None"]
+        known, table = self.name(kind.known, "KNOWN_"), self.name(kind.unsupported, "UNSUPPORTED_")
+        return [*lines, f"if {other} and not quiet({scope}, {known}, {table}): return None"]
 
     def block(self, kind: Kind, role: str, join: bool) -> list[str]:
         """One block `b` (`BS` of `i` and `j`) of a `role` message, into `cur` (`_message`'s loop body)."""
-        lines = self.shape(kind, "b")
+        lines, written = self.template(kind, "w", "b")
         if kind.state is not None:
             lines += [
                 f"st = unseal(b.get({kind.state[0]!r}), c, part='state')",
@@ -192,10 +197,10 @@ class _Gen(Namespace):
             ]
         if kind.mode == "message":
             lines += ["cur = None", "joining = False"] if join else ["cur = None"]
-            standalone = self.standalone(kind, role, "BS, i, j")
+            standalone = self.standalone(kind, role, written, "BS, i, j")
             assert standalone is not None  # its role is given
             return lines + standalone
-        return lines + self.template(kind, "w", "b") + self.opened(role, join) + self.add(kind, "BS, i, j")
+        return lines + written + self.opened(role, join) + self.add(kind, "BS, i, j")
 
     def add(self, kind: Kind, source: str) -> list[str]:
         """A part or an item `w` added to `cur`, the last message (`_add`); `source`: where it was read from, as
@@ -219,10 +224,11 @@ class _Gen(Namespace):
             "    items.append(w)",
         ]
 
-    def standalone(self, kind: Kind, role: str | None, source: str) -> list[str] | None:
-        """A `message` kind read from `b` at `source` (as in `add`): a normal-form message of its own, its
-        `blocks` lists read as parts with the kinds of `role` (None: of the role it writes) (`_standalone`)."""
-        lines = self.template(kind, "w", "b")
+    def standalone(self, kind: Kind, role: str | None, writes: list[str], source: str) -> list[str] | None:
+        """A `message` kind (its template's lines `writes`, after its reads) read at `source` (as in `add`): a
+        normal-form message of its own, its `blocks` lists read as parts with the kinds of `role` (None: of the
+        role it writes) (`_standalone`)."""
+        lines = list(writes)
         written = _written_role(kind)  # an object template writing a constant role: `w` is an object of that role
         if written is None:
             lines.append("if type(w) is not dict: return None")
@@ -259,9 +265,10 @@ class _Gen(Namespace):
                 continue  # refused nested: the general read says where
             renames = self.name(kind.renames, "RENAMES_")
             lines.append(f"    {branch} t2 == {name!r}:")
+            read, written = self.template(kind, "w2", "b2")
             body = [
-                *self.shape(kind, "b2"),
-                *self.template(kind, "w2", "b2"),
+                *read,
+                *written,
                 f"R(('messages[{{}}].content[{{}}]', len(out), j2, nsrc, j2, None, {renames}))",
                 "ps.append(w2)",
             ]
@@ -308,9 +315,9 @@ class _Gen(Namespace):
         lines: list[str] = []
         branch = "if"
         for name, kind in fmt.items.items():
-            body = [*self.shape(kind, "m"), "b = m"]
+            body, written = self.template(kind, "w", "m")
             if kind.joins is None:
-                standalone = self.standalone(kind, None, "WS, i, None")
+                standalone = self.standalone(kind, None, written, "WS, i, None")
                 if standalone is None:
                     return None
                 body += standalone
@@ -323,7 +330,7 @@ class _Gen(Namespace):
                         *indent(_set_state(kind.state[1])),
                         "    continue",
                     ]
-                body += [*self.template(kind, "w", "m"), *self.current(kind.joins), *self.add(kind, "WS, i, None")]
+                body += [*written, *self.current(kind.joins), *self.add(kind, "WS, i, None")]
             lines += [f"{branch} t == {name!r}:", *indent(body)]
             branch = "elif"
         return [*lines, "else: return None"] if lines else ["return None"]
@@ -364,10 +371,13 @@ class _Gen(Namespace):
             ]
         known = self.name(frozenset(keys), "MESSAGE_KEYS_")
         table = self.name(fmt.message_unsupported, "UNSUPPORTED_")
-        lines += [
-            f"        if not m.keys() <= {known} and not quiet(m, {known}, {table}): return None",
-            "        role = m.get('role')",
+        there = "(role is not MISSING) + (content is not MISSING)" + (
+            f" + ({fmt.kind!r} in m)" if fmt.items is not None else ""
+        )
+        lines += [  # (its keys known when as many of them are there as it has, as in `shape`)
+            "        role = m.get('role', MISSING)",
             "        content = m.get('content', MISSING)",
+            f"        if len(m) != {there} and not quiet(m, {known}, {table}): return None",
         ]
         branch = "if"
         for role in sorted(fmt.transcript_roles):
