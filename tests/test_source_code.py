@@ -28,6 +28,7 @@ from toolnexus.language.templates import Apply, Ctx, KeySeal, seal, sealed_alone
 from toolnexus.translate import formats
 from toolnexus.translate.format_rules import compile_format
 from toolnexus.translate.formats import SourceFormat, answer_scope, call_scopes, named, placed, remap
+from toolnexus.translate.request_code import generate_tools
 from toolnexus.translate.result import TranslatedToolCall, TranslateResult
 from toolnexus.translate.stream_rules import answer_header
 
@@ -176,6 +177,32 @@ def test_the_provider_writes_the_callers_tool_declarations_in_place(
                 expected = _translated(provider, source, request, policy)
                 monkeypatch.undo()
                 assert _translated(provider, source, request, policy) == expected, (provider, request, policy)
+
+
+@pytest.mark.parametrize("source", FORMATS)
+def test_the_caller_tools_are_built_in_one_display_and_appended_as_built(source: str) -> None:
+    """A declaration reading the whole tool (OpenAI's) over a format's tools: the function object starts as a display
+    of the tested name, and the tool built is appended as it is (no copy of it first); the plain tools function
+    appends the caller's tool itself."""
+    fmt, inbound = load_rules().format(source), load_rules().get("openai").inbound
+    assert fmt.caller_tools is not None and inbound.declaration_node is not None
+    made = generate_tools(inbound, inbound.declaration_node, fmt.caller_tools)
+    plain = generate_tools(inbound, inbound.declaration_node)
+    assert made is not None and plain is not None
+    assert "function_ = {'name': k0_}" in made[0] and "out_.append(source_)" in made[0]
+    assert "written_" not in made[0] and "out_.append(tool_)" in plain[0] and "written_" not in plain[0]
+
+
+def test_the_reader_keeps_only_messages_whose_form_may_change() -> None:
+    """`made` (the messages whose form is settled at the end) holds a message only when its content is a list or a
+    later block may join it: a user message of string content is final as made, an assistant one may be joined."""
+    fmt = load_rules().format("openai-responses")
+    assert fmt.transcript is not None
+    output = {"type": "function_call_output", "call_id": "c1", "output": "done"}
+    read = fmt.transcript([{"role": "user", "content": "hi"}, output, {"role": "assistant", "content": "ok"}], None)
+    assert read is not None
+    messages, _, made = read
+    assert [role for _, role in made] == ["assistant"] and made[0][0] is messages[2]
 
 
 def test_generated_reader_hands_on_what_needs_settling() -> None:

@@ -90,6 +90,9 @@ class _Gen(Namespace):
 
     def __init__(self, fmt: SourceFormat) -> None:
         self.fmt = fmt
+        # The roles a later block may join (a string content then made a text part): a message of another role
+        # whose content is not a list keeps its form, so it is not in `made` (`SourceFormat.read_recorded`).
+        self.joined = fmt.joining_roles | {kind.joins for kind in (fmt.items or {}).values() if kind.joins}
         super().__init__({"MISSING": MISSING, "unseal": unseal, "Ctx": Ctx, "EMPTY": EMPTY, "quiet": quiet,
                           "inside_read": inside_read})  # fmt: skip
 
@@ -137,7 +140,7 @@ class _Gen(Namespace):
             "R(('messages[{}]', len(out), 0, WS, i, None, EMPTY))",
             f"cur = {{'role': {role!r}, 'content': content}}",
             "out.append(cur)",
-            f"made.append((cur, {role!r}))",
+            *([f"made.append((cur, {role!r}))"] if role in self.joined else []),
         ]
         if join:
             lines += [
@@ -244,11 +247,12 @@ class _Gen(Namespace):
             lines += indent(self.parts(kinds))
             lines.append(f"    w[{key!r}] = ps")
         renames = self.name(kind.renames, "RENAMES_")
+        listed = "if type(w.get('content')) is list: "  # (else its form is kept: see `joined`)
         return [
             *lines,
             f"R(('messages[{{}}]', len(out), 0, {source}, {renames}))",
             "out.append(w)",
-            f"made.append((w, {role!r}))",
+            f"{'' if role in self.joined else listed}made.append((w, {role!r}))",
         ]
 
     def parts(self, kinds: Mapping[str, Kind]) -> list[str]:

@@ -48,7 +48,18 @@ from ..language.templates import (
 )
 from .format_code import as_python, generate_events, generate_fields, generate_said, generate_writer
 from .format_code import generate as generate_reader
-from .formats import PLAIN, WHOLE, Derived, Kind, NormalForm, Plan, SourceFormat, TableBackwards, Unsupported
+from .formats import (
+    PLAIN,
+    WHOLE,
+    Derived,
+    Kind,
+    NormalForm,
+    Plan,
+    SourceFormat,
+    TableBackwards,
+    Unsupported,
+    fields_as_given,
+)
 
 FORMATS_DIR = "formats"  # the subdirectory of a rules directory that holds format files
 NORMAL_ONLY = frozenset({"keys", "lists", "others"})  # a role's keys only the normal form's file may give
@@ -280,7 +291,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     _check_ids(fmt, source)
     # The normal form's request is given back as it is (`SourceFormat.read`): it has no transcript to read.
     code, reader, tools_reader = ("", None, None) if fmt.normal is not None else generate_reader(fmt)
-    fields_code, fields = ("", None) if fmt.normal is not None else generate_fields(fmt)
+    fields_code, fields = ("", fields_as_given) if fmt.normal is not None else generate_fields(fmt)
     fmt = replace(fmt, reads_input=_reads_name(env, "input"))  # the view's calls hold `input`: the writer reads it
     fmt = replace(fmt, derive_said=generate_said(fmt))  # (the writer's `said`, where it reads one whole)
     written, writer = generate_writer(fmt)

@@ -179,6 +179,13 @@ TableBackwards = Callable[[Any, list[Note]], Any]
 FieldsReader = Callable[["SourceFormat", dict[str, Any], list[Note], str], tuple[dict[str, Any], Origins]]
 
 
+def fields_as_given(
+    fmt: SourceFormat, request: dict[str, Any], notes: list[Note], policy: str
+) -> tuple[dict[str, Any], Origins]:
+    """The normal form's fields: its request as it is (a shallow copy), from nowhere else (what `read` gives it)."""
+    return dict(request), {}
+
+
 def placed(origins: Origins, records: list[Record]) -> Origins:
     """`origins` with the records added (normal-form path -> the source path, renames): made only when an error
     needs its path named, so a call that needs none formats no path (notes: `named`)."""
@@ -359,8 +366,9 @@ class SourceFormat:
     tools_reader: Callable[[Any, Callable[[Record], None]], list[Any] | None] | None = None
     transcript_code: str = ""
     # The request's top-level fields read into the normal form's (format_code.generate_fields: a fast test that no
-    # key needs settling, else `settle_fields`; the fields template inline) and its source; None for the normal form.
-    read_fields: FieldsReader | None = None
+    # key needs settling, else `settle_fields`; the fields template inline) and its source; the normal form's are
+    # its request as given.
+    read_fields: FieldsReader = fields_as_given
     fields_code: str = ""
     # The whole answer's generated writer (format_code.generate_writer: `answer`'s message and blocks in one
     # function over the result, the answer's id and time and the notes: what the answer adds to the result settled in
@@ -437,11 +445,10 @@ class SourceFormat:
         read too (else the caller reads them: `translate_source`)."""
         if not isinstance(request, dict):
             raise self._fail("", f"the request must be an object, got {type(request).__name__}")
-        if self.normal is not None:
-            return dict(request), {}, [], []
         notes: list[Note] = []
-        assert self.read_fields is not None
         hub, origins = self.read_fields(self, request, notes, unknown_fields)
+        if self.normal is not None:
+            return hub, origins, [], notes
         read = None
         records: list[Record] = []
         transcript = request.get(self.each, MISSING)

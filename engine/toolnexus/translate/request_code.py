@@ -418,10 +418,12 @@ def generate_tools(inbound: Inbound, declaration: Node, caller: CallerTools | No
             for key, var in held.items()
         ]
         if whole:  # the Chat Completions tool the format's read makes (`SourceFormat._tools`), its keys in order
-            built = ["        function_ = {}"]
+            first = next(iter(caller.keys), None)  # the name, tested below, is there: in the display when first
+            built = [f"        function_ = {{'name': {held['name']}}}" if first == "name" else "        function_ = {}"]
             for key in caller.keys:
-                present = "" if key == "name" else f"if {held[key]} is not MISSING: "  # the name tested: there
-                built.append(f"        {present}function_[{key!r}] = {held[key]}")
+                present = "" if key == "name" else f"if {held[key]} is not MISSING: "
+                if key != "name" or first != "name":
+                    built.append(f"        {present}function_[{key!r}] = {held[key]}")
             built.append("        source_ = {'type': 'function', 'function': function_}")
         read = caller.keys if whole else inbound.tool_keys_read or ()
         names["OWN_"] = frozenset(caller.keys[key] for key in read if key in caller.keys)
@@ -437,6 +439,11 @@ def generate_tools(inbound: Inbound, declaration: Node, caller: CallerTools | No
             *decline,
         ]
     name, description, parameters = tested.values()
+    body = [f"        {line}" for line in inline.body]
+    copied = inline.body[0].removeprefix("written_ = ") if len(inline.body) == 1 else ""
+    written = [*body, "        out_.append(written_)"]
+    if copied.isidentifier():  # the declaration is a variable as it is (the tool read whole): appended, no copy
+        written = [f"        out_.append({copied})"]
     lines: list[str] = [
         "def tools(tools_, c):",
         "    if type(tools_) is not list: return None",
@@ -468,8 +475,7 @@ def generate_tools(inbound: Inbound, declaration: Node, caller: CallerTools | No
         f"        declared_.add({name})",
         *built,
         *(["        c.path = (TOOLS, i_)"] if USES_CONTEXT.search("\n".join(inline.body)) else []),
-        *("        " + line for line in inline.body),
-        "        out_.append(written_)",
+        *written,
         *besides,
         "    c.path = ''",
         "    return out_, declared_",
