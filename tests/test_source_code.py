@@ -24,7 +24,7 @@ from support.made_up import ACME_FORMAT
 from toolnexus import Note, RuleError, ToolnexusError, load_rules
 from toolnexus.language import jsonsafe
 from toolnexus.language.paths import MISSING, compile_path, scope_fields
-from toolnexus.language.templates import Apply, Ctx, KeySeal, seal, sealed_alone, unseal
+from toolnexus.language.templates import Apply, Ctx, KeySeal, seal, sealed, sealed_alone, unseal
 from toolnexus.translate import formats
 from toolnexus.translate.format_rules import compile_format
 from toolnexus.translate.formats import SourceFormat, answer_scope, call_scopes, named, placed, remap
@@ -203,6 +203,22 @@ def test_the_reader_keeps_only_messages_whose_form_may_change() -> None:
     assert read is not None
     messages, _, made = read
     assert [role for _, role in made] == ["assistant"] and made[0][0] is messages[2]
+
+
+SEALED = sealed({"thinking_blocks": [1]}, "")  # a reasoning item's state sealed onto no text
+
+
+@pytest.mark.parametrize("content", ["opaque", 7, None, SEALED])
+def test_the_reader_decodes_a_state_only_where_a_seal_is(content: Any) -> None:
+    """A reasoning item's state is decoded (`unseal`) only from a string holding a seal: any other value has none,
+    told with no call; read as the general read reads it."""
+    fmt = load_rules().format("openai-responses")
+    assert "st = unseal(m.get(" not in fmt.transcript_code
+    item = {"type": "reasoning", "encrypted_content": content}
+    request = {"model": "m", "input": [item, {"role": "user", "content": "hi"}]}
+    assert outcome(fmt, request) == outcome(general(fmt), request)
+    hub = outcome(fmt, request)[0]
+    assert (hub["messages"][0].get("thinking_blocks") == [1]) is (content == SEALED)
 
 
 def test_generated_reader_hands_on_what_needs_settling() -> None:

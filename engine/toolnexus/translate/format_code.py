@@ -24,6 +24,7 @@ from ..language.jsonsafe import WrittenTexts
 from ..language.loader import Key
 from ..language.paths import MISSING, scope_fields, simple_steps
 from ..language.templates import (
+    SEAL,
     Apply,
     Array,
     Const,
@@ -192,7 +193,7 @@ class _Gen(Namespace):
         lines, written = self.template(kind, "w", "b")
         if kind.state is not None:
             lines += [
-                f"st = unseal(b.get({kind.state[0]!r}), c, part='state')",
+                *_sealed_state("b", kind.state[0]),
                 "if st is not MISSING:",
                 *indent(self.opened(role, join)),
                 *indent(_set_state(kind.state[1])),
@@ -328,7 +329,7 @@ class _Gen(Namespace):
             else:
                 if kind.state is not None:
                     body += [
-                        f"st = unseal(m.get({kind.state[0]!r}), c, part='state')",
+                        *_sealed_state("m", kind.state[0]),
                         "if st is not MISSING:",
                         *indent(self.current(kind.joins)),
                         *indent(_set_state(kind.state[1])),
@@ -1000,6 +1001,15 @@ def inside_read(block: dict[str, Any], paths: frozenset[str], inside: frozenset[
 def _escaped(path: str) -> str:
     """A path as a format string's literal text."""
     return path.replace("{", "{{").replace("}", "}}")
+
+
+def _sealed_state(block: str, key: str) -> list[str]:
+    """The state sealed onto the block's `key` as `st` (`unseal`'s `part: state`): decoded where a string holds a seal;
+    anything else has none (MISSING), told with no call."""
+    return [
+        f"st = {block}.get({key!r})",
+        f"st = unseal(st, c, part='state') if type(st) is str and {SEAL!r} in st else MISSING",
+    ]
 
 
 def _set_state(key: str) -> list[str]:
