@@ -1061,7 +1061,7 @@ class _Codegen(Namespace):
         lines = self.emit(node, tmp, scope)
         *before, last = lines
         value = last.removeprefix(f"{tmp} = ")
-        sure = _never_missing(node) or value in self.present_vars
+        sure = _never_missing(node) or value in self.present_vars or value in self.pure  # (a display: a key always)
         copied = value != last and not re.search(rf"\b{tmp}\b", "\n".join(before))
         if copied and (value.isidentifier() or value in self.pure or isinstance(node, Const)):
             return before, value, sure
