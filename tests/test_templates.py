@@ -967,6 +967,16 @@ def test_an_inlined_template_reads_known_fields_from_the_callers_variables() -> 
     assert ".get('role'" not in code
 
 
+def test_an_object_of_known_fields_is_one_display_built_once() -> None:
+    """An object of fields the caller holds and knows are there is a display of them with a key always written: put
+    whole in its parent's display, never tested and never built twice."""
+    known = {"a": "A", "b": "B"}
+    source = parse_rule_text("t: {f: {a: {$get: a}, b: {$get: b}}}", "test.yaml")
+    made = inline_node(parse_template(source.data["t"], ("t",), Env(source)), "scope_", "v_", known=known,
+                       present=frozenset(known))  # fmt: skip
+    assert made.body == ["v_ = {'f': {'a': A, 'b': B}}"]
+
+
 def test_an_inlined_template_reads_a_dict_in_the_callers_variable_in_place() -> None:
     value, _, code = inlined("{t: {$get: text}, r: {$get: role}}", {"text": "hi"}, is_dict=True)
     assert value == {"t": "hi"}
