@@ -23,6 +23,8 @@ from toolnexus.language.templates import (
     inline_node,
     parse_template,
     reads_of,
+    sealed,
+    unseal,
     walk,
 )
 
@@ -656,6 +658,15 @@ def test_seal_carries_state_on_a_string_and_unseal_gives_both_back() -> None:
     # onto nothing: the state alone; a seal that does not decode is no seal
     assert render("{d: {$seal: extra}}", scope)["d"].startswith("_tns_")
     assert render("{x: {$unseal: id, part: value}}", {"id": "a_tns_!!"}) == {"x": "a_tns_!!"}
+
+
+@pytest.mark.parametrize("value", ["call_1", 7, None, "a_tns_!!", sealed({"sig": 1}, "call_1")])
+def test_unseal_of_a_plain_string_is_told_by_its_first_test(value: Any) -> None:
+    """A string with no seal (the common case: an id as sent) is its own value, told by the generated code's first
+    test (not a string, or one holding a seal, goes on to the call); every value gives what `unseal` gives."""
+    code = compile_source("{x: {$unseal: id, part: value}}")
+    assert "if (type(v1) is not str or '_tns_' in v1) and v1 is not MISSING:" in code
+    assert render("{x: {$unseal: id, part: value}}", {"id": value}) == {"x": unseal(value, Ctx("t"), part="value")}
 
 
 @pytest.mark.parametrize(

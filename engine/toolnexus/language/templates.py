@@ -963,8 +963,9 @@ class _Codegen(Namespace):
             call = f"{target} = {function}({target}, {self.context()})"
             if isinstance(fn, partial) and fn.func is unseal:  # a string with no seal: all value, no state
                 unsealed = f"type({target}) is str and {SEAL!r} not in {target}"
-                if fn.keywords["part"] == "value":
-                    return [*lines, f"if {target} is not MISSING and not ({unsealed}): {call}"]
+                if fn.keywords["part"] == "value":  # (the plain string, the common case, told by the first test)
+                    sealed_or_other = f"type({target}) is not str or {SEAL!r} in {target}"
+                    return [*lines, f"if ({sealed_or_other}) and {target} is not MISSING: {call}"]
                 return [*lines, f"if {unsealed}: {target} = MISSING", f"elif {target} is not MISSING: {call}"]
             lines.append(f"if {target} is not MISSING: {call}")
             return lines
