@@ -404,6 +404,24 @@ def orjson_compact(value: Any) -> str | None:
     return out.decode()
 
 
+def orjson_ascii(value: Any) -> bytes | None:
+    """`json.dumps(value, separators=(",", ":"))`'s text (ASCII escapes) for an object, as bytes, written by orjson
+    where it is the very same: printable ASCII (the standard encoder escapes the rest, and DEL) holding none of
+    what `orjson_compact` leaves to the standard encoder. ASCII is tested first, so a text that is not costs
+    orjson's write alone (no search, no decode). None: left to the standard encoder."""
+    if not _ORJSON_FLOATS or type(value) is not dict:
+        return None
+    try:
+        out = orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError
+        return None
+    if not out.isascii() or b"\x7f" in out:
+        return None
+    if out.rfind(b"e-") >= 0 or out.rfind(b"null") >= 0 or out.rfind(b"0.0000") >= 0:  # as `orjson_compact`
+        return None
+    return out
+
+
 def _floats_agree() -> bool:
     """Whether this orjson writes floats as json.dumps does outside the text `orjson_compact` leaves alone."""
     if orjson is None:
