@@ -304,7 +304,7 @@ def test_the_sources_run_times_messages_and_responses_in_and_out_against_chat_co
     each beside the plain path."""
     assert bench.main(["--sources", "--quick", "--rounds", "1"]) == 0
     out = capsys.readouterr().out
-    assert "parity: source and plain outputs identical on all 20 inputs" in out
+    assert "parity: source and plain outputs identical on all 24 inputs" in out
     rows = [line.split() for line in out.splitlines() if " transcript " in line or "Message: " in line or
             "Response: " in line]  # fmt: skip
     requests = {(row[0], row[1], row[3]) for row in rows if "request" in row}

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from toolnexus import Note, ResponseError, RuleError, TranslationError
+from toolnexus.language.jsonsafe import orjson_ascii
 from toolnexus.language.loader import parse_rule_text
 from toolnexus.language.paths import MISSING, compile_path, piped_hash
 from toolnexus.language.templates import (
@@ -688,6 +689,35 @@ def test_seal_writes_the_state_as_json_dumps_does(state: Any) -> None:
     packed = sealed.removeprefix("c_tns_")
     text = base64.urlsafe_b64decode(packed + "=" * (-len(packed) % 4)).decode()
     assert text == json.dumps(state, separators=(",", ":"))
+
+
+_SEAL_TEXTS = st.one_of(
+    st.text(max_size=12),  # any character but a lone surrogate: astral, control characters, DEL
+    st.sampled_from(["\x7f", "\x00\x1f", "é", "\u2028", "🧪", "a\\x41", '"\\/', "CiQB" * 40]),
+)
+_SEAL_STATES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(), _SEAL_TEXTS),
+    lambda children: st.one_of(st.lists(children, max_size=3), st.dictionaries(_SEAL_TEXTS, children, max_size=3)),
+    max_leaves=10,
+)
+
+
+@given(st.dictionaries(_SEAL_TEXTS, _SEAL_STATES, min_size=1, max_size=4) | _SEAL_STATES)
+def test_sealed_is_json_dumps_byte_for_byte(state: Any) -> None:
+    """Whichever encoder writes it (orjson where its text is the same, else the standard's built once), the sealed
+    text is `json.dumps(state, separators=(",", ":"))`'s: non-ASCII, astral characters, DEL and control characters
+    escaped, floats (tiny, huge, NaN) and big integers as json writes them, nested."""
+    packed = sealed(state, "c").removeprefix("c_tns_")
+    assert "=" not in packed and "+" not in packed and "/" not in packed
+    text = base64.urlsafe_b64decode(packed + "=" * (-len(packed) % 4)).decode("ascii")
+    assert text == json.dumps(state, separators=(",", ":"))
+
+
+def test_orjson_writes_a_printable_ascii_state_and_leaves_the_rest_to_the_standard_encoder() -> None:
+    """`orjson_ascii`, the seal's fast path: bytes where orjson's text is json.dumps's, else None (tested first)."""
+    signature = {"google": {"thought_signature": "CiQB/+=" * 40}}
+    assert orjson_ascii(signature) == json.dumps(signature, separators=(",", ":")).encode()
+    assert [orjson_ascii(s) for s in ({"t": "é"}, {"t": "\x7f"}, {"t": None}, {"f": 1e-05}, ["a"])] == [None] * 5
 
 
 def test_seal_and_unseal_options_are_checked_at_load() -> None:

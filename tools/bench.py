@@ -131,7 +131,7 @@ SOURCES = ("anthropic", "openai-responses")  # the source formats of the --sourc
 ANSWER_NAMES = {"anthropic": "Message", "openai-responses": "Response"}  # what each writes an answer as
 SOURCE_SIZES = (10, 100)
 SOURCE_REQUEST_TARGETS = ("gemini", "openai", "anthropic")
-SOURCE_ANSWERS = ("gemini", "openai")
+SOURCE_ANSWERS = ("gemini", "openai", "anthropic")
 TARGET_SOURCE_RATIO = 1.3  # a request or answer in a source format within 1.3x of the Chat Completions path
 
 

@@ -90,6 +90,7 @@ $media_type, $json_text), Merge, Content, Refuse, Absent.
 from __future__ import annotations
 
 import base64
+import binascii
 import difflib
 import json
 import mimetypes
@@ -103,7 +104,7 @@ from urllib.parse import urlsplit
 
 from ..errors import Note, ResponseError, RuleError, TranslationError
 from .codegen import Namespace, indent
-from .jsonsafe import JsonValueError, WrittenTexts, loads_object, orjson_compact, text_encoder, where_in
+from .jsonsafe import JsonValueError, WrittenTexts, loads_object, orjson_ascii, orjson_compact, text_encoder, where_in
 from .loader import Key, RuleSource, did_you_mean, dotted
 from .paths import MISSING, Getter, PathSyntaxError, compile_path, either_fields, first_field, simple_steps
 
@@ -1328,7 +1329,7 @@ def data_url(value: Any, ctx: Ctx, *, where: str) -> Any:
 
 
 SEAL = "_tns_"  # between a string and its sealed state: letters, digits, _ and - only, as ids allow
-_SEALED_TEXT = json.JSONEncoder(separators=(",", ":")).encode  # `json.dumps` with these, its options set once
+_SEALED_TEXT = text_encoder(ensure_ascii=True, compact=True, allow_nan=True)  # `json.dumps` with these, built once
 
 
 def seal(scope: Any, ctx: Ctx, *, state: Getter, onto: Getter) -> Any:
@@ -1348,19 +1349,15 @@ def sealed_alone(state: Any, ctx: Ctx) -> Any:
 
 
 def sealed(carried: Any, text: Any) -> str:
-    """State there (not null) sealed onto a string there: the string, `SEAL`, the state as base64url JSON."""
-    packed = base64.urlsafe_b64encode(_sealed_json(carried)).decode().rstrip("=")
-    return f"{text}{SEAL}{packed}"
-
-
-def _sealed_json(state: Any) -> bytes:
-    """`json.dumps(state, separators=(",", ":"))` as bytes: orjson's text where it is the same and printable
-    ASCII (so the standard encoder, which escapes the rest and DEL, escapes nothing in it; a third of its cost on
-    a call's signature), else the standard's."""
-    text = orjson_compact(state)
-    if text is None or not text.isascii() or "\x7f" in text:
-        text = _SEALED_TEXT(state)
-    return text.encode()
+    """State there (not null) sealed onto a string there: the string, `SEAL`, the state as base64url JSON. The JSON is
+    `json.dumps(state, separators=(",", ":"))`'s: orjson's where it is the same (`orjson_ascii`: a third of the
+    standard encoder's cost on a call's signature), else the standard's, its C encoder built once. base64's two
+    letters replaced: two replaces cost a tenth of `urlsafe_b64encode`'s translate."""
+    written = orjson_ascii(carried)
+    if written is None:
+        written = _SEALED_TEXT(carried).encode()
+    packed = binascii.b2a_base64(written, newline=False).rstrip(b"=")
+    return f"{text}{SEAL}{packed.replace(b'+', b'-').replace(b'/', b'_').decode()}"
 
 
 def sealer(state: Read, onto: Read) -> Callable[[Any, Ctx], Any]:
