@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from toolnexus import Note, ResponseError, RuleError, TranslationError
-from toolnexus.language.jsonsafe import orjson_ascii
+from toolnexus.language.jsonsafe import orjson_bytes
 from toolnexus.language.loader import parse_rule_text
 from toolnexus.language.paths import MISSING, compile_path, piped_hash
 from toolnexus.language.templates import (
@@ -670,25 +670,38 @@ def test_unseal_of_a_plain_string_is_told_by_its_first_test(value: Any) -> None:
     assert render("{x: {$unseal: id, part: value}}", {"id": value}) == {"x": unseal(value, Ctx("t"), part="value")}
 
 
+def _sealed_text(sealed: str, onto: str) -> bytes:
+    """The JSON a seal carries, from `<onto>_tns_<base64url>`."""
+    packed = sealed.removeprefix(onto + "_tns_")
+    assert "=" not in packed and "+" not in packed and "/" not in packed
+    return base64.urlsafe_b64decode(packed + "=" * (-len(packed) % 4))
+
+
 @pytest.mark.parametrize(
     "state",
     [
         {"google": {"thought_signature": "CiQB"}},  # printable ASCII: orjson's text
-        {"sig": "é"},  # non-ASCII, and DEL, which the standard encoder escapes: its text
+        {"sig": "é 東京 🧪"},  # non-ASCII, astral and DEL kept as they are, in UTF-8
         {"sig": "\x7f"},
         {"sig": '\x01\n"\\', "n": [1, 2.5, True]},  # escapes both write alike
-        {"sig": None, "f": 1e-07},  # what orjson_compact leaves to the standard encoder
+        {"sig": None, "f": 1e-07},  # what orjson_bytes leaves to the standard encoder
         {"n": 10**30},
         ["a", 1],  # not an object
     ],
 )
 def test_seal_writes_the_state_as_json_dumps_does(state: Any) -> None:
-    """A sealed state's text is `json.dumps(state, separators=(",", ":"))` byte for byte (ASCII escapes), however
-    it is written, so the same state seals onto the same string."""
+    """A sealed state's text is `json.dumps(state, ensure_ascii=False, separators=(",", ":"))` in UTF-8 byte for
+    byte, however it is written, so the same state seals onto the same string."""
     sealed = render("{id: {$seal: extra, onto: id}}", {"id": "c", "extra": state})["id"]
-    packed = sealed.removeprefix("c_tns_")
-    text = base64.urlsafe_b64decode(packed + "=" * (-len(packed) % 4)).decode()
-    assert text == json.dumps(state, separators=(",", ":"))
+    assert _sealed_text(sealed, "c") == json.dumps(state, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def test_a_lone_surrogate_is_sealed_escaped_and_read_back() -> None:
+    """UTF-8 cannot carry a lone surrogate: that state's text is written with ASCII escapes, which `unseal` reads."""
+    state = {"sig": "a\ud800b"}
+    sealed = render("{id: {$seal: extra, onto: id}}", {"id": "c", "extra": state})["id"]
+    assert _sealed_text(sealed, "c") == json.dumps(state, separators=(",", ":")).encode()
+    assert render("{x: {$unseal: id, part: state}}", {"id": sealed}) == {"x": state}
 
 
 _SEAL_TEXTS = st.one_of(
@@ -705,19 +718,18 @@ _SEAL_STATES = st.recursive(
 @given(st.dictionaries(_SEAL_TEXTS, _SEAL_STATES, min_size=1, max_size=4) | _SEAL_STATES)
 def test_sealed_is_json_dumps_byte_for_byte(state: Any) -> None:
     """Whichever encoder writes it (orjson where its text is the same, else the standard's built once), the sealed
-    text is `json.dumps(state, separators=(",", ":"))`'s: non-ASCII, astral characters, DEL and control characters
-    escaped, floats (tiny, huge, NaN) and big integers as json writes them, nested."""
-    packed = sealed(state, "c").removeprefix("c_tns_")
-    assert "=" not in packed and "+" not in packed and "/" not in packed
-    text = base64.urlsafe_b64decode(packed + "=" * (-len(packed) % 4)).decode("ascii")
-    assert text == json.dumps(state, separators=(",", ":"))
+    text is `json.dumps(state, ensure_ascii=False, separators=(",", ":"))` in UTF-8: non-ASCII and astral
+    characters and DEL as they are, control characters escaped, floats (tiny, huge, NaN) and big integers as json
+    writes them, nested."""
+    expected = json.dumps(state, ensure_ascii=False, separators=(",", ":")).encode()
+    assert _sealed_text(sealed(state, "c"), "c") == expected
 
 
-def test_orjson_writes_a_printable_ascii_state_and_leaves_the_rest_to_the_standard_encoder() -> None:
-    """`orjson_ascii`, the seal's fast path: bytes where orjson's text is json.dumps's, else None (tested first)."""
-    signature = {"google": {"thought_signature": "CiQB/+=" * 40}}
-    assert orjson_ascii(signature) == json.dumps(signature, separators=(",", ":")).encode()
-    assert [orjson_ascii(s) for s in ({"t": "é"}, {"t": "\x7f"}, {"t": None}, {"f": 1e-05}, ["a"])] == [None] * 5
+def test_orjson_writes_what_json_dumps_writes_and_leaves_the_rest_to_the_standard_encoder() -> None:
+    """`orjson_bytes`, the seal's fast path: UTF-8 bytes where orjson's text is json.dumps's, else None."""
+    state = {"google": {"thought_signature": "CiQB/+=" * 40}, "t": "é\x7f🧪"}
+    assert orjson_bytes(state) == json.dumps(state, ensure_ascii=False, separators=(",", ":")).encode()
+    assert [orjson_bytes(s) for s in ({"t": None}, {"f": 1e-05}, {"s": "\ud800"}, ["a"])] == [None] * 4
 
 
 def test_seal_and_unseal_options_are_checked_at_load() -> None:

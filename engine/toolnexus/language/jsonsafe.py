@@ -387,40 +387,27 @@ def text_encoder(
 
 
 def orjson_compact(value: Any) -> str | None:
-    """`json.dumps(value, ensure_ascii=False, separators=(",", ":"))`'s text for an object, written by orjson
-    (several times as fast on a tool call's arguments) where orjson's text is the very same. It writes every str,
-    int, bool and None as json does and most floats too, but not a NaN or an Infinity (null), nor a float below
+    """`orjson_bytes`'s text as a str: `json.dumps(value, ensure_ascii=False, separators=(",", ":"))`'s, or None."""
+    out = orjson_bytes(value)
+    return None if out is None else out.decode()
+
+
+def orjson_bytes(value: Any) -> bytes | None:
+    """`json.dumps(value, ensure_ascii=False, separators=(",", ":"))`'s text for an object as UTF-8, written by
+    orjson (several times as fast on a tool call's arguments) where orjson's text is the very same. It writes every
+    str, int, bool and None as json does and most floats too, but not a NaN or an Infinity (null), nor a float below
     1e-4 (`0.00001` for `1e-05`, `1e-7` for `1e-07`): text holding `null`, `0.0000` or `e-` anywhere (in a
     string too: then it is only slower) is left to the standard encoder. None: left to it, also for what orjson
     refuses (a key not a str, an int beyond 64 bits, a lone surrogate, too deep), which it writes or refuses."""
-    out = _orjson_text(value)
-    if out is None or out.rfind(b"e-") >= 0 or out.rfind(b"null") >= 0 or out.rfind(b"0.0000") >= 0:  # rfind: faster
-        return None
-    return out.decode()
-
-
-def orjson_ascii(value: Any) -> bytes | None:
-    """`json.dumps(value, separators=(",", ":"))`'s text (ASCII escapes) for an object, as bytes, written by orjson
-    where it is the very same: printable ASCII (the standard encoder escapes the rest, and DEL) holding none of
-    what `orjson_compact` leaves to the standard encoder. ASCII is tested first, so a text that is not costs
-    orjson's write alone (no search, no decode). None: left to the standard encoder."""
-    out = _orjson_text(value)
-    if out is None or not out.isascii() or b"\x7f" in out:
-        return None
-    if out.rfind(b"e-") >= 0 or out.rfind(b"null") >= 0 or out.rfind(b"0.0000") >= 0:  # as `orjson_compact`
-        return None
-    return out
-
-
-def _orjson_text(value: Any) -> bytes | None:
-    """orjson's text of an object where this orjson writes floats as json.dumps does; None for anything else, and
-    for what orjson refuses."""
     if not _ORJSON_FLOATS or type(value) is not dict:
         return None
     try:
-        return orjson.dumps(value)
+        out = orjson.dumps(value)
     except TypeError:  # orjson.JSONEncodeError
         return None
+    if out.rfind(b"e-") >= 0 or out.rfind(b"null") >= 0 or out.rfind(b"0.0000") >= 0:  # rfind: faster than `in`
+        return None
+    return out
 
 
 def _floats_agree() -> bool:

@@ -104,7 +104,7 @@ from urllib.parse import urlsplit
 
 from ..errors import Note, ResponseError, RuleError, TranslationError
 from .codegen import Namespace, indent
-from .jsonsafe import JsonValueError, WrittenTexts, loads_object, orjson_ascii, orjson_compact, text_encoder, where_in
+from .jsonsafe import JsonValueError, WrittenTexts, loads_object, orjson_bytes, orjson_compact, text_encoder, where_in
 from .loader import Key, RuleSource, did_you_mean, dotted
 from .paths import MISSING, Getter, PathSyntaxError, compile_path, either_fields, first_field, simple_steps
 
@@ -1329,7 +1329,7 @@ def data_url(value: Any, ctx: Ctx, *, where: str) -> Any:
 
 
 SEAL = "_tns_"  # between a string and its sealed state: letters, digits, _ and - only, as ids allow
-_SEALED_TEXT = text_encoder(ensure_ascii=True, compact=True, allow_nan=True)  # `json.dumps` with these, built once
+_ESCAPED_TEXT = text_encoder(ensure_ascii=True, compact=True, allow_nan=True)  # for a lone surrogate, built once
 
 
 def seal(scope: Any, ctx: Ctx, *, state: Getter, onto: Getter) -> Any:
@@ -1349,13 +1349,18 @@ def sealed_alone(state: Any, ctx: Ctx) -> Any:
 
 
 def sealed(carried: Any, text: Any) -> str:
-    """State there (not null) sealed onto a string there: the string, `SEAL`, the state as base64url JSON. The JSON is
-    `json.dumps(state, separators=(",", ":"))`'s: orjson's where it is the same (`orjson_ascii`: a third of the
-    standard encoder's cost on a call's signature), else the standard's, its C encoder built once. base64's two
-    letters replaced: two replaces cost a tenth of `urlsafe_b64encode`'s translate."""
-    written = orjson_ascii(carried)
+    """State there (not null) sealed onto a string there: the string, `SEAL`, the state as base64url JSON.
+
+    The JSON is `json.dumps(state, ensure_ascii=False, separators=(",", ":"))` in UTF-8 (orjson's where it is the
+    same): a thinking text's non-ASCII characters escaped cost the standard encoder most of a Response's seal
+    and made it longer. A lone surrogate, which UTF-8 cannot carry, is written escaped; `unseal` reads both.
+    base64's two letters replaced: two replaces cost a tenth of `urlsafe_b64encode`'s translate."""
+    written = orjson_bytes(carried)
     if written is None:
-        written = _SEALED_TEXT(carried).encode()
+        try:
+            written = _COMPACT_TEXT(carried).encode()
+        except UnicodeEncodeError:
+            written = _ESCAPED_TEXT(carried).encode()
     packed = binascii.b2a_base64(written, newline=False).rstrip(b"=")
     return f"{text}{SEAL}{packed.replace(b'+', b'-').replace(b'/', b'_').decode()}"
 
