@@ -1352,8 +1352,8 @@ def sealed(carried: Any, text: Any) -> str:
     """State there (not null) sealed onto a string there: the string, `SEAL`, the state as base64url JSON.
 
     The JSON is `json.dumps(state, ensure_ascii=False, separators=(",", ":"))` in UTF-8 (orjson's where it is the
-    same): a thinking text's non-ASCII characters escaped cost the standard encoder most of a Response's seal
-    and made it longer. A lone surrogate, which UTF-8 cannot carry, is written escaped; `unseal` reads both.
+    same): a state's non-ASCII text, escaped, cost the standard encoder most of a seal's work and made the seal
+    longer. A lone surrogate, which UTF-8 cannot carry, is written escaped; `unseal` reads both.
     base64's two letters replaced: two replaces cost a tenth of `urlsafe_b64encode`'s translate."""
     written = orjson_bytes(carried)
     if written is None:
