@@ -782,13 +782,15 @@ def test_a_text_is_taken_as_its_object_only_when_it_is_the_very_text_written() -
 def test_the_writer_settles_the_answer_and_notes_with_no_ctx(source: str) -> None:
     """The writer settles what the answer adds itself (an id made and noted after the stop reason's and the usage's
     notes, where none is given), makes no Ctx where its templates note only at paths known now (each note added
-    in its place) and tests the result's strings (`text`, `reasoning_content`) by their own truth, no `is_empty`."""
+    in its place) and tests the result's strings (`text`, `reasoning_content`) and its `message_extras` (always an
+    object) by their own truth, no `is_empty`."""
     fmt = load_rules().format(source)
     code = fmt.writer_code
     assert "Ctx(" not in code and "OWN(" not in code and "notes.append(Note('synthesized', 'usage." in code
     lines = [line.strip() for line in code.splitlines()]
-    tested = [(held.split(" = ")[0], test) for held, test in pairwise(lines) if re.fullmatch(STRING, held)]
-    assert tested and all(test == f"if {var}:" for var, test in tested)  # (not `if is_empty(w) is False:`)
+    tested = [(held.split(" = ")[0], test) for held, test in pairwise(lines) if re.fullmatch(FALSY, held)]
+    sure = [(f"if {var}:", f"{var} = sealed({var}, '')") for var, _ in tested]  # (no is_empty, no None test)
+    assert tested and all(test in tests for (_, test), tests in zip(tested, sure, strict=True))
     for text in ("", "hi"):
         notes: list[Note] = []
         written = fmt.write(TranslateResult(text, [], "weird", {}, "m", reasoning_content=text), None, notes, 7)
@@ -834,7 +836,7 @@ def test_the_writer_reads_a_key_several_entries_read_once(source: str, key: str)
     assert code.count(f".get({key!r}") == 1 and "es = H_0" in code
 
 
-STRING = r"\w+ = V_(text|reasoning_content)"  # a writer's read of a string the result always holds
+FALSY = r"\w+ = V_(text|reasoning_content|message_extras)"  # a read of a string or object the result holds
 
 
 def test_the_answer_header_reads_the_streaming_paths_as_their_getters_do() -> None:

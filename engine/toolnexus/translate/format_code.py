@@ -45,10 +45,10 @@ from ..language.templates import (
 from .formats import (
     CALL_FIELDS,
     DERIVED,
+    FALSY_EMPTY,
     LATE,
     ONCE,
     STRAIGHT,
-    STRINGS,
     TOOL_RECORD,
     VIEW_FIELDS,
     WHOLE,
@@ -470,8 +470,8 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     time and the calls' inputs where the lines read them (`_header_lines`). A template's notes at paths known now go
     into `notes` in their place (`_noted_in_place`); where a template uses the Ctx otherwise, every use of it makes
     it where first used, its notes added last. Each view field a template reads is read
-    once, up front, into a variable every entry reads (`V_text = r.text`; a string's `empty` test its truth:
-    `STRINGS`); the made ids (`ids`, each hashed when read) are read where a template
+    once, up front, into a variable every entry reads (`V_text = r.text`; a string's or an object's `empty` test its
+    truth: `FALSY_EMPTY`); the made ids (`ids`, each hashed when read) are read where a template
     reads them, inside its branch, so an answer writing no item of a kind makes no id for it. The calls are walked
     as the result holds them, each with its `input` (`inputs`), their fields read as attributes with no test and
     no object made per call: a call's block of plain reads of its fields is one Python display (`as_python`, as a
@@ -519,7 +519,7 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
             tag=tag,
             late=LATE,
             chains=derived if held is known else None,
-            texts=STRINGS if held is known else frozenset(),
+            texts=FALSY_EMPTY if held is known else frozenset(),
             ctx=ctx,
             note=note,
         )

@@ -41,7 +41,8 @@ WHOLE = "/"  # a rename ending so names a value function's read: what lies below
 VIEW_FIELDS = ("id", "created", "ids", "annotations", "model", "text", "reasoning_content", "tool_calls",
                "finish_reason", "usage", "message_extras", "refusal", DERIVED)  # fmt: skip
 LATE = frozenset({"ids"})
-STRINGS = frozenset({"text", "reasoning_content"})  # view fields a TranslateResult always holds as a string
+# View fields a TranslateResult always holds as a string or an object: never absent, empty where false
+FALSY_EMPTY = frozenset({"text", "reasoning_content", "message_extras"})
 TEXT_PART = frozenset({"type", "text"})  # the keys of a text part alone (`text_alone`: written as its string)
 # What each of the view's `tool_calls` always is: an object of these (and `input` where the format reads it), so
 # the generated writer reads a call's fields with no test.
