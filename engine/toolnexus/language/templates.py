@@ -859,14 +859,12 @@ class _Codegen(Namespace):
         return self.name(value, self.prefix + "k")
 
     def _text(self, node: When) -> str | None:
-        """The field a `$when` tests when it is one known to hold a string or an object (`_held`), tested for a
-        bool."""
-        return self._held(node.path) if type(node.expected[0]) is bool else None
-
-    def _held(self, read: Read) -> str | None:
-        """The field `read` reads when it is one known to hold a string or an object (its only step)."""
-        steps = read.steps
-        return str(steps[0]) if steps is not None and len(steps) == 1 and steps[0] in self.texts else None
+        """The field a `$when` tests when it is one known to hold a string or an object (its only step), tested for
+        a bool."""
+        steps = node.path.steps
+        if steps is None or len(steps) != 1 or steps[0] not in self.texts or type(node.expected[0]) is not bool:
+            return None
+        return str(steps[0])
 
     def _read(self, read: Read, target: str, scope: str) -> list[str]:
         if read.steps is None:
@@ -960,8 +958,6 @@ class _Codegen(Namespace):
                 return lines
             function, fn = self._name(node.function), node.function
             if fn is sealed_alone:  # no Ctx made for it: the state sealed where there, as `sealed_alone` does
-                if self._held(node.path) is not None:  # (a field always held, never null: sealed as it is)
-                    return [*lines, f"{target} = sealed({target}, '')"]
                 return [
                     *lines,
                     f"if {target} is not MISSING: {target} = MISSING if {target} is None else sealed({target}, '')",
