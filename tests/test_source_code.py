@@ -641,22 +641,42 @@ def test_the_records_come_in_the_order_named_bisects(source: str, name: str, req
 
 
 def test_a_made_id_is_made_only_where_its_item_is_written(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The writer reads `ids.NAME` inside the branch that writes its item: a Response of text alone hashes the
-    message's id and no other, and the ids it makes are those `made_ids` makes."""
+    """The writer reads `ids.NAME` inside the branch that writes its item, each cut from the answer's one digest,
+    made at the first id read: a Response of text alone hashes once, one of reasoning, text and state makes its
+    three ids from one hash, one of no item hashes nothing; the ids are those `made_ids` and the view make."""
     fmt = load_rules().format("openai-responses")
-    made: list[str] = []
-    real = formats.made_id
-    assert fmt.writer is not None and fmt.writer.__globals__["MADE_ID"] is real  # (the writer's own name for it)
+    hashed: list[str] = []
+    real = formats.ids_digest
+    assert fmt.writer is not None and fmt.writer.__globals__["IDS_DIGEST"] is real  # (the writer's own name for it)
     assert "MadeIds(" not in fmt.writer_code  # each id made where read: no object of them
-    monkeypatch.setitem(
-        fmt.writer.__globals__, "MADE_ID", lambda prefix, answer, name: made.append(name) or real(prefix, answer, name)
-    )
+    monkeypatch.setitem(fmt.writer.__globals__, "IDS_DIGEST", lambda answer: hashed.append(answer) or real(answer))
+    made = fmt.made_ids("r1")
     written = fmt.write(TranslateResult("hi", [], "stop", {}, "m"), "r1")
-    assert made == ["message"]
-    assert written["output"][0]["id"] == fmt.made_ids("r1")["message"]
-    made.clear()
+    assert hashed == ["r1"] and written["output"][0]["id"] == made["message"]
+    hashed.clear()
+    state = {"thinking_blocks": [{"type": "thinking", "thinking": "t", "signature": "s"}]}
+    written = fmt.write(TranslateResult("hi", [], "stop", {}, "m", reasoning_content="t", message_extras=state), "r1")
+    assert hashed == ["r1"]
+    assert [item["id"] for item in written["output"]] == [made["reasoning"], made["message"], made["state"]]
+    assert len(set(made.values())) == len(made) and made != fmt.made_ids("r2")
+    view = formats.MadeIds(fmt.ids, "r1")
+    assert view["state"] == made["state"] and view == made and view.get("nope") is None  # one read makes them all
+    hashed.clear()
     fmt.write(TranslateResult("", [], "stop", {}, "m"), "r1")
-    assert made == []
+    assert hashed == []
+
+
+def test_a_format_makes_as_many_ids_as_one_digest_holds(tmp_path: Path) -> None:
+    """Each made id is its own cut of one digest of the answer id: a format naming more ids than it holds is
+    refused where it names them."""
+    path = tmp_path / "acme.yaml"
+    many = ", ".join(f"i{n}: i{n}_" for n in range(formats.IDS_PER_DIGEST + 1))
+    text = ACME_FORMAT.replace("answer:\n  message:\n", f"answer:\n  ids: {{{many}}}\n  message:\n")
+    assert text != ACME_FORMAT
+    path.write_text(text)
+    with pytest.raises(RuleError, match="at most 4 made ids") as caught:
+        compile_format(path, load_rules().providers)
+    assert caught.value.file is not None and caught.value.file.endswith("acme.yaml") and caught.value.line is not None
 
 
 @pytest.mark.parametrize("read", ["{$get: ids}", "{$get: ids.nope}", '{$get: "ids.*"}'])
@@ -762,13 +782,15 @@ def test_a_text_is_taken_as_its_object_only_when_it_is_the_very_text_written() -
 def test_the_writer_settles_the_answer_and_notes_with_no_ctx(source: str) -> None:
     """The writer settles what the answer adds itself (an id made and noted after the stop reason's and the usage's
     notes, where none is given), makes no Ctx where its templates note only at paths known now (each note added
-    in its place) and tests the result's strings (`text`, `reasoning_content`) by their own truth, no `is_empty`."""
+    in its place) and tests the result's strings (`text`, `reasoning_content`) and its `message_extras` (always an
+    object) by their own truth, no `is_empty`."""
     fmt = load_rules().format(source)
     code = fmt.writer_code
     assert "Ctx(" not in code and "OWN(" not in code and "notes.append(Note('synthesized', 'usage." in code
     lines = [line.strip() for line in code.splitlines()]
     tested = [(held.split(" = ")[0], test) for held, test in pairwise(lines) if re.fullmatch(STRING, held)]
     assert tested and all(test == f"if {var}:" for var, test in tested)  # (not `if is_empty(w) is False:`)
+    assert ("w = V_message_extras", "if w:") in pairwise(lines) or "w = V_message_extras" not in lines
     for text in ("", "hi"):
         notes: list[Note] = []
         written = fmt.write(TranslateResult(text, [], "weird", {}, "m", reasoning_content=text), None, notes, 7)

@@ -349,7 +349,7 @@ def inline_node(
     inside another's loop, stay apart. `chains`: plain key chains below a known field the caller holds each in a
     variable or an expression (`provider.usage.input_tokens` -> a count it derived), read from there with no step
     between, where the template reads it (the scope's field itself not read). `texts`:
-    known fields that hold a string (a result's `text`): present, and their `empty` test the string's falsity.
+    known fields that hold a string or an object (a result's `text`): present, and their `empty` test their falsity.
     `runs`: a run of plain copies of scope fields is written as one loop over those the scope holds (`_Codegen._runs`,
     as a compiled template's is), for a scope of many optional fields (a request's).
     `ctx`: the expression each use of the context is written as (a caller may make it where first used); `note`:
@@ -826,7 +826,7 @@ class _Codegen(Namespace):
         # names and literals alone (`_obj`): an object's keys of those go into its display, the checks first.
         self.checks: set[str] = set()
         self.pure: set[str] = set()
-        self.texts: frozenset[str] = frozenset()  # of those, fields holding a string: `empty` is its falsity
+        self.texts: frozenset[str] = frozenset()  # of those, strings or objects: `empty` is falsity
         self.prefix = prefix  # before the names bound in `names`, for several inlined templates in one namespace
         self.content = content  # `$content` written inline where this gives lines (else its closure is called)
         self.firsts: dict[str, str] = {}  # scope key -> the variable that reads it once, up front
@@ -859,7 +859,8 @@ class _Codegen(Namespace):
         return self.name(value, self.prefix + "k")
 
     def _text(self, node: When) -> str | None:
-        """The field a `$when` tests when it is one known to hold a string (its only step), tested for a bool."""
+        """The field a `$when` tests when it is one known to hold a string or an object (its only step), tested for
+        a bool."""
         steps = node.path.steps
         if steps is None or len(steps) != 1 or steps[0] not in self.texts or type(node.expected[0]) is not bool:
             return None

@@ -45,10 +45,10 @@ from ..language.templates import (
 from .formats import (
     CALL_FIELDS,
     DERIVED,
+    FALSY_EMPTY,
     LATE,
     ONCE,
     STRAIGHT,
-    STRINGS,
     TOOL_RECORD,
     VIEW_FIELDS,
     WHOLE,
@@ -64,6 +64,7 @@ from .formats import (
     call_inputs,
     call_scope,
     call_scopes,
+    ids_digest,
     made_id,
     new_answer_id,
     once_moments,
@@ -469,8 +470,8 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     time and the calls' inputs where the lines read them (`_header_lines`). A template's notes at paths known now go
     into `notes` in their place (`_noted_in_place`); where a template uses the Ctx otherwise, every use of it makes
     it where first used, its notes added last. Each view field a template reads is read
-    once, up front, into a variable every entry reads (`V_text = r.text`; a string's `empty` test its truth:
-    `STRINGS`); the made ids (`ids`, each hashed when read) are read where a template
+    once, up front, into a variable every entry reads (`V_text = r.text`; a string's or an object's `empty` test its
+    truth: `FALSY_EMPTY`); the made ids (`ids`, each hashed when read) are read where a template
     reads them, inside its branch, so an answer writing no item of a kind makes no id for it. The calls are walked
     as the result holds them, each with its `input` (`inputs`), their fields read as attributes with no test and
     no object made per call: a call's block of plain reads of its fields is one Python display (`as_python`, as a
@@ -479,12 +480,15 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     names: dict[str, Any] = {"MISSING": MISSING, "sealed": sealed, "MadeIds": MadeIds, "IDS": fmt.ids, "Ctx": Ctx}
     names.update(VIEW=answer_scope, CALL=call_scope, CALLS=call_scopes, Note=Note, STOP=dict(fmt.stop_table))
     names.update(NEW_ID=new_answer_id, TIME=answer_time, INPUTS=call_inputs, OWN=own_notes)
-    names.update(SAID=fmt.said, MADE_ID=made_id)
+    names.update(SAID=fmt.said, MADE_ID=made_id, IDS_DIGEST=ids_digest)
     derive, counts = said_lines(fmt)
     derived: dict[tuple[str | int, ...], str] = {("provider", fmt.stop_key): "U_stop", ("provider", "finish"): "U_stop"}
     derived.update({("provider", *path): var for path, var in counts.items()})
-    # Each made id (the only read of `ids`: `ids.message`) made where a template reads it, as `MadeIds` makes it.
-    derived.update({("ids", name): f"MADE_ID({prefix!r}, answer_id, {name!r})" for name, prefix in fmt.ids.items()})
+    # Each made id (the only read of `ids`: `ids.message`) cut where a template reads it, as `MadeIds` cuts it, from
+    # the answer's digest, made at the first id read (`ids_digest`, '' until then).
+    digest = "(ids_digest or (ids_digest := IDS_DIGEST(answer_id)))"
+    derived.update({("ids", name): f"MADE_ID({prefix!r}, {digest}, {place})" for place, (name, prefix)
+                    in enumerate(fmt.ids.items())})  # fmt: skip
     nodes = fmt.plan.nodes
     known = {name: f"V_{name}" for name in VIEW_FIELDS}
     shared = _shared_chains(fmt)  # read once up front, each into a variable every entry reads
@@ -515,7 +519,7 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
             tag=tag,
             late=LATE,
             chains=derived if held is known else None,
-            texts=STRINGS if held is known else frozenset(),
+            texts=FALSY_EMPTY if held is known else frozenset(),
             ctx=ctx,
             note=note,
         )
@@ -587,6 +591,8 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     if not re.search(r"(?<![\w.'])V_provider(?![\w'])", "\n".join(body)):  # read by its derived values alone
         used.pop("provider", None)
     head = [*indent(derive), *indent(_header_lines(fmt, [*(reads[name] for name in used), *body]))]
+    if any("IDS_DIGEST(" in line for line in body):
+        head.append("    ids_digest = ''")
     used.update(dict.fromkeys(field for field, _ in shared))
     head += [f"    {known[name]} = {reads[name]}" for name in used]
     for field, key in shared:

@@ -49,6 +49,7 @@ from ..language.templates import (
 from .format_code import as_python, generate_events, generate_fields, generate_said, generate_writer
 from .format_code import generate as generate_reader
 from .formats import (
+    IDS_PER_DIGEST,
     PLAIN,
     WHOLE,
     Derived,
@@ -227,6 +228,8 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         _section(rules, ("response", "usage"), source, ("provider",)), ("response", "usage"), theirs
     )
     stream_spec = data.get("stream", {})
+    if len(answer.get("ids", {})) > IDS_PER_DIGEST:
+        raise source.error(("answer", "ids"), f"at most {IDS_PER_DIGEST} made ids: each is cut from one digest")
     for kind, named in stream_spec.get("item_ids", {}).items():
         if named not in answer.get("ids", {}):
             raise source.error(("stream", "item_ids", kind), f"answer.ids names no {named!r}")

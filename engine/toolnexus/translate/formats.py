@@ -41,7 +41,8 @@ WHOLE = "/"  # a rename ending so names a value function's read: what lies below
 VIEW_FIELDS = ("id", "created", "ids", "annotations", "model", "text", "reasoning_content", "tool_calls",
                "finish_reason", "usage", "message_extras", "refusal", DERIVED)  # fmt: skip
 LATE = frozenset({"ids"})
-STRINGS = frozenset({"text", "reasoning_content"})  # view fields a TranslateResult always holds as a string
+# View fields a TranslateResult always holds as a string or an object: never absent, empty where false
+FALSY_EMPTY = frozenset({"text", "reasoning_content", "message_extras"})
 TEXT_PART = frozenset({"type", "text"})  # the keys of a text part alone (`text_alone`: written as its string)
 # What each of the view's `tool_calls` always is: an object of these (and `input` where the format reads it), so
 # the generated writer reads a call's fields with no test.
@@ -783,7 +784,7 @@ class SourceFormat:
     def made_ids(self, answer_id: str) -> dict[str, str]:
         """The ids `answer.ids` makes from the answer's id (a prefix and a hash: the same answer, the same ids),
         for the whole answer and its stream alike."""
-        return {name: made_id(prefix, answer_id, name) for name, prefix in self.ids.items()}
+        return made_ids(self.ids, answer_id)
 
     def write(
         self, result: TranslateResult, answer_id: Any = None, notes: list[Note] | None = None, created: Any = None
@@ -877,15 +878,31 @@ def own_path(path: str) -> str:
     return path.removeprefix(DERIVED + ".")
 
 
-def made_id(prefix: str, answer_id: str, name: str) -> str:
-    """One id `answer.ids` makes from an answer's id: its prefix and a hash (the same answer, the same id)."""
-    return prefix + hashlib.sha256(f"{answer_id}/{name}".encode()).hexdigest()[:32]
+IDS_PER_DIGEST = 4  # an answer's made ids are cut from one BLAKE2b digest: 128 hex digits, 32 an id
+
+
+def ids_digest(answer_id: str) -> str:
+    """The hex digest an answer's made ids are cut from (`made_id`): one hash per answer however many ids it makes,
+    BLAKE2b (CPython's own, cheaper per call than OpenSSL's SHA-256)."""
+    return hashlib.blake2b(answer_id.encode()).hexdigest()
+
+
+def made_id(prefix: str, digest: str, place: int) -> str:
+    """The id `answer.ids` makes at `place` (its name's place in `answer.ids`): the prefix and that place's 32 hex
+    digits of the answer's `ids_digest` (the same answer, the same ids; each name its own)."""
+    return prefix + digest[32 * place : 32 * place + 32]
+
+
+def made_ids(prefixes: Mapping[str, str], answer_id: str) -> dict[str, str]:
+    """Every id `answer.ids` (`prefixes`) makes from an answer's id, each cut from its one digest."""
+    digest = ids_digest(answer_id)
+    return {name: made_id(prefix, digest, place) for place, (name, prefix) in enumerate(prefixes.items())}
 
 
 class MadeIds(dict[str, str]):
-    """The view's `ids` (`SourceFormat.made_ids`), each made when a template first reads it by name (`ids.message`:
-    the format's compiling refuses any other read of them), so an answer writing no item of a kind (a Response of
-    tool calls alone: no message, no reasoning) hashes no id for it."""
+    """The view's `ids` (`SourceFormat.made_ids`), made when a template first reads one by name (`ids.message`:
+    the format's compiling refuses any other read of them), so an answer writing no item of a kind that has one
+    (a Response of tool calls alone: no message, no reasoning) hashes nothing."""
 
     __slots__ = ("_answer_id", "_prefixes")
 
@@ -894,8 +911,10 @@ class MadeIds(dict[str, str]):
         self._prefixes, self._answer_id = prefixes, answer_id
 
     def __missing__(self, name: str) -> str:
-        made = self[name] = made_id(self._prefixes[name], self._answer_id, name)
-        return made
+        if name not in self._prefixes:
+            raise KeyError(name)
+        self.update(made_ids(self._prefixes, self._answer_id))  # one digest makes them all
+        return self[name]
 
     def get(self, name: str, default: Any = None) -> Any:
         return self[name] if name in self._prefixes else default
@@ -1341,7 +1360,7 @@ class SourceEvents:
             moments.get(f"piece.{kind}"),
             moments.get("close") if closes is None else closes,
             kind in fmt.index_within_kind,
-            self._id if not named else made_id(fmt.ids[named], self._id, named),
+            self._id if not named else fmt.made_ids(self._id)[named],
         )
         return known
 
