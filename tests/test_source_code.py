@@ -766,9 +766,8 @@ def test_the_writer_settles_the_answer_and_notes_with_no_ctx(source: str) -> Non
     fmt = load_rules().format(source)
     code = fmt.writer_code
     assert "Ctx(" not in code and "OWN(" not in code and "notes.append(Note('synthesized', 'usage." in code
-    lines = [line.strip() for line in code.splitlines()]
-    tested = [(held.split(" = ")[0], test) for held, test in pairwise(lines) if re.fullmatch(STRING, held)]
-    assert tested and all(test == f"if {var}:" for var, test in tested)  # (not `if is_empty(w) is False:`)
+    tested = re.findall(rf"if (?:not )?{STRING}:", code)  # the variable itself, read up front
+    assert tested and not re.search(rf"is_empty\({STRING}\)|= {STRING}\n", code)  # (not `if is_empty(w) is False:`)
     for text in ("", "hi"):
         notes: list[Note] = []
         written = fmt.write(TranslateResult(text, [], "weird", {}, "m", reasoning_content=text), None, notes, 7)
@@ -814,7 +813,7 @@ def test_the_writer_reads_a_key_several_entries_read_once(source: str, key: str)
     assert code.count(f".get({key!r}") == 1 and "es = H_0" in code
 
 
-STRING = r"\w+ = V_(text|reasoning_content)"  # a writer's read of a string the result always holds
+STRING = r"V_(?:text|reasoning_content)"  # a writer's variable of a string the result always holds
 
 
 def test_the_answer_header_reads_the_streaming_paths_as_their_getters_do() -> None:

@@ -500,9 +500,12 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
 
     contextual = False  # whether a template's lines use the Ctx (beyond the notes `note` writes, when given)
 
-    def pasted(key: Key, target: str, scope: str, tag: str, held: Mapping[str, str]) -> list[str]:
+    def pasted(
+        key: Key, target: str, scope: str, tag: str, held: Mapping[str, str], into: str | None = None
+    ) -> list[str]:
         """A template inlined over the view (`held`: its fields, each there: a result's attributes, the answer's id
-        and time settled), a call of it (its fields, each there) or an element of another list (none: any value)."""
+        and time settled), a call of it (its fields, each there) or an element of another list (none: any value);
+        `into`: the list its value is appended to (see `inline_node`)."""
         nonlocal contextual
         present = frozenset(held)
         inline = inline_node(
@@ -518,6 +521,7 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
             texts=STRINGS if held is known else frozenset(),
             ctx=ctx,
             note=note,
+            into=into,
         )
         names.update(inline.names)
         contextual |= inline.contextual
@@ -551,8 +555,7 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
                 block = [f"blocks.append({shown})"]
             else:
                 scope = call_scope_read if held is calls else "e" if each else "view"  # (a call: its object, if read)
-                block = pasted(key, "w", scope, f"_{i}", held)
-                block.append("if w is not MISSING: blocks.append(w)")
+                block = pasted(key, "w", scope, f"_{i}", held, into="blocks")
             if each is None:
                 body += indent(block)
             elif held is calls:  # the result's calls, each at its place in `inputs`
@@ -771,10 +774,9 @@ def _written(events: list[tuple[Node, dict[str, str], str]], names: dict[str, An
         known = base | {"sequence": "(q + len(out))"}
         text = as_python(node, known, seal="sealed")
         if text is None:
-            pasted = inline_node(node, scope, f"e{k}", is_dict=True, known=known, tag=f"_{k}")
+            pasted = inline_node(node, scope, f"e{k}", is_dict=True, known=known, tag=f"_{k}", into="out")
             names.update(pasted.names)
             lines += indent(pasted.head + pasted.body)
-            lines.append(f"    if e{k} is not MISSING: out.append(e{k})")
         else:
             lines.append(f"    out.append({text})")
     return [*lines, "    return out", ""]
