@@ -52,6 +52,7 @@ from .formats import (
     TOOL_RECORD,
     VIEW_FIELDS,
     WHOLE,
+    AnswerBody,
     Bind,
     FieldsReader,
     Kind,
@@ -72,12 +73,15 @@ from .formats import (
     quiet,
     unread,
 )
+from .result import TranslateResult
+from .stream_rules import NO_READS, AnswerReads
 
 # (the normal-form messages, their records, each message with the role its blocks were read as)
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
 Reader = Callable[[list[Any], Any, bool, WrittenTexts | None], Read | None]  # (`Ctx.written`: the last)
 ToolsReader = Callable[[Any, Callable[[Record], None]], list[Any] | None]  # the declarations (records added)
 Writer = Callable[[Any, Any, Any, list[Note]], dict[str, Any]]  # (the result, the answer's id and time, the notes)
+Answer = Callable[[TranslateResult, Any], AnswerBody]  # (the result, the provider's answer it was read from)
 EMPTY: Mapping[str, str] = MappingProxyType({})
 # The last message `cur` joined (its role tested): its index `n`, its string content made a text part for more.
 _JOINED = [
@@ -600,6 +604,49 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     text = "\n".join([signature, *head, *body, *tail, "    return out"]) + "\n"
     exec(compile(text, f"<writer {fmt.name}>", "exec"), names)
     run: Writer = names["write"]
+    return text, run
+
+
+def generate_answers(
+    writer: Writer, written: str, providers: Mapping[str, Any]
+) -> tuple[dict[str, str], dict[str, Answer]]:
+    """Each provider's answer function (`generate_answer`) over the format's writer (`written`: its source, which
+    says whether it reads the answer's time), and their sources, by provider."""
+    reads_time = "TIME(created)" in written  # (`_header_lines`, VIEW: every read of the time settles it so)
+    made = {
+        name: generate_answer(name, writer, NO_READS if p.streaming is None else p.streaming.answer_reads, reads_time)
+        for name, p in providers.items()
+    }
+    return {name: code for name, (code, _) in made.items()}, {name: run for name, (_, run) in made.items()}
+
+
+def generate_answer(provider: str, writer: Writer, reads: AnswerReads, reads_time: bool) -> tuple[str, Answer]:
+    """A provider's result as the format's whole answer (an AnswerBody: the result and its notes, then the writer's),
+    in one function over the result and the provider's answer: the answer's id and time read where the provider's
+    streaming section reads a chunk's (`reads`; the time only where the writer reads it), a plain chain inline, any
+    other path by its getter, none where the answer is no object or names no path. The writer is given them as found:
+    it makes an id where none is a non-empty string and takes now where the time is no number."""
+    names: dict[str, Any] = {"MISSING": MISSING, "AnswerBody": AnswerBody, "WRITE": writer}
+    found = {"found": "None", "created": "None"}
+    lines = ["def answer(r, response):", "    notes = []"]
+    for target, (path, getter) in zip(found, reads, strict=True):
+        steps = None if path is None else simple_steps(path)
+        if getter is None or (target == "created" and not reads_time):
+            continue
+        found[target] = target
+        if steps and type(steps[0]) is str:  # its first step tests that the answer is an object
+            lines += indent(read_lines(target, "response", tuple(steps)))
+        else:
+            names[f"READ_{target}"] = getter
+            lines.append(f"    {target} = READ_{target}(response) if isinstance(response, dict) else None")
+    lines += [
+        f"    body = AnswerBody(WRITE(r, {found['found']}, {found['created']}, notes))",
+        "    body.result, body.notes = r, (*r.notes, *notes)",
+        "    return body",
+    ]
+    text = "\n".join(lines) + "\n"
+    exec(compile(text, f"<answer {provider}>", "exec"), names)
+    run: Answer = names["answer"]
     return text, run
 
 
