@@ -894,3 +894,47 @@ def test_the_answer_reads_nested_paths_as_their_getters_do(path: str) -> None:
         assert answer(TranslateResult("", [], "stop", {}, "m"), given)["said"] == want, (path, given)
         hits += want != (None, None)
     assert hits == 3, path  # the string, the int and the float each found where the path says
+
+
+USAGE = {
+    "prompt_tokens": 10,
+    "completion_tokens": 4,
+    "total_tokens": 14,
+    "prompt_tokens_details": {"cached_tokens": 3, "cache_write_tokens": 1},
+    "completion_tokens_details": {"reasoning_tokens": 2},
+}
+
+
+def _leaves(value: Any, at: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
+    if not isinstance(value, dict):
+        return {at: value}
+    return {path: leaf for key, inner in value.items() for path, leaf in _leaves(inner, (*at, key)).items()}
+
+
+@pytest.mark.parametrize("source", FORMATS)
+@pytest.mark.parametrize("bad", [-1, True, 2.0, "3", None, {}, MISSING])
+def test_the_writer_settles_each_count_as_said_does(source: str, bad: Any) -> None:
+    """A count the writer reads straight into its variable (one result count no other reads: `usage_lines`) is
+    settled as `said` settles it: a negative int noted `inconsistent` and left out, anything else not an int left
+    out with no note; the notes come in the same order and the answer writes what `said` holds."""
+    fmt = load_rules().format(source)
+    assert "if type(U_0) is not int: U_0 = MISSING" in fmt.writer_code or source == "anthropic"
+    assert "if type(U_3) is not int: U_3 = MISSING" in fmt.writer_code
+    for path in _leaves(USAGE):
+        usage = copy.deepcopy(USAGE)
+        *outer, key = path
+        held = usage
+        for step in outer:
+            held = held[step]
+        held[key] = bad
+        if bad is MISSING:
+            del held[key]
+        said_notes: list[Note] = []
+        result = TranslateResult("hi", [], "stop", usage, "m")
+        said = fmt.said(result, said_notes)
+        notes: list[Note] = []
+        written = fmt.write(result, "r1", notes, 7)
+        assert [n for n in notes if n.kind != "synthesized"] == said_notes, (path, bad)
+        wrote = _leaves(written["usage"])
+        for at, value in _leaves(said.get("usage", {})).items():
+            assert wrote.get(at, value) == value, (path, bad, at)

@@ -82,6 +82,8 @@ Reader = Callable[[list[Any], Any, bool, WrittenTexts | None], Read | None]  # (
 ToolsReader = Callable[[Any, Callable[[Record], None]], list[Any] | None]  # the declarations (records added)
 Writer = Callable[[Any, Any, Any, list[Note]], dict[str, Any]]  # (the result, the answer's id and time, the notes)
 Answer = Callable[[TranslateResult, Any], AnswerBody]  # (the result, the provider's answer it was read from)
+# The usage read backwards (`SourceFormat.usage`): each count's path below `said`, its result count, those subtracted
+Usage = tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, ...], ...]], ...]
 EMPTY: Mapping[str, str] = MappingProxyType({})
 # The last message `cur` joined (its role tested): its index `n`, its string content made a text part for more.
 _JOINED = [
@@ -962,14 +964,15 @@ def usage_lines(fmt: SourceFormat, *, into_said: bool) -> tuple[list[str], dict[
     """The usage read backwards (`said_lines`) as lines over the result's usage `u` (an object), its notes
     appended to `notes`; each count set into `said` (`into_said`), else held in a variable of its own: the lines and
     each count's path below `said` -> its variable (MISSING until set), so a writer reads the counts it writes
-    with no `said` made."""
+    with no `said` made. A writer's count of one result count no other reads (`_read_alone`) is read straight into
+    its variable, then made MISSING unless a non-negative int; a count with nothing to subtract is tested as read."""
     lines: list[str] = []
     reads: dict[tuple[str, ...], str] = {}
     holders: dict[tuple[str, ...], str] = {}  # an object of `said` (`usage`) -> its variable, None until made
     counts: dict[tuple[str, ...], str] = {}  # (not into `said`) a count's path -> its variable
 
-    def read(steps: tuple[str, ...]) -> str:
-        """A result count's variable (None unless an int), its reads written once."""
+    def read(steps: tuple[str, ...], into: str | None = None) -> str:
+        """A result count's variable (None unless an int; `into`: that variable), its reads written once."""
         if steps not in reads:
             parent = "u"
             for depth in range(1, len(steps)):
@@ -979,7 +982,7 @@ def usage_lines(fmt: SourceFormat, *, into_said: bool) -> tuple[list[str], dict[
                     step = steps[depth - 1]
                     lines.append(f"{name} = {got(parent, step)}")
                 parent = reads[outer]
-            reads[steps] = name = f"U_d{len(reads)}"
+            reads[steps] = name = into or f"U_d{len(reads)}"
             lines.append(f"{name} = {got(parent, steps[-1])}")
         return reads[steps]
 
@@ -989,17 +992,26 @@ def usage_lines(fmt: SourceFormat, *, into_said: bool) -> tuple[list[str], dict[
             return f"u.get({step!r})"
         return f"{parent}.get({step!r}) if isinstance({parent}, dict) else None"
 
+    alone = _read_alone(fmt.usage) if not into_said else frozenset()
     for target, total, others in fmt.usage:
+        message = f"less than the counts it includes; no {target[-1]}"
+        noted = f"notes.append(Note('inconsistent', {'.'.join(total)!r}, {message!r}))"
+        if target in alone:
+            var = read(total, counts.setdefault(target, f"U_{len(counts)}"))
+            lines += [f"if type({var}) is not int: {var} = MISSING", f"elif {var} < 0:", f"    {noted}"]
+            lines.append(f"    {var} = MISSING")
+            continue
         value = read(total)
         parts = [read(other) for other in others]
+        held = "U_v" if parts else value
         lines.append(f"if type({value}) is int:")
-        lines.append(f"    U_v = {value}")
+        if parts:
+            lines.append(f"    U_v = {value}")
         lines += [f"    if type({part}) is int: U_v -= {part}" for part in parts]
-        message = f"less than the counts it includes; no {target[-1]}"
-        lines.append(f"    if U_v < 0: notes.append(Note('inconsistent', {'.'.join(total)!r}, {message!r}))")
+        lines.append(f"    if {held} < 0: {noted}")
         if not into_said:
             var = counts.setdefault(target, f"U_{len(counts)}")
-            lines.append(f"    else: {var} = U_v")
+            lines.append(f"    else: {var} = {held}")
             continue
         lines.append("    else:")
         holder = "said"
@@ -1007,10 +1019,23 @@ def usage_lines(fmt: SourceFormat, *, into_said: bool) -> tuple[list[str], dict[
             name = holders.setdefault(target[:depth], f"U_h{len(holders)}")
             lines.append(f"        if {name} is None: {name} = {holder}.setdefault({target[depth - 1]!r}, {{}})")
             holder = name
-        lines.append(f"        {holder}[{target[-1]!r}] = U_v")
+        lines.append(f"        {holder}[{target[-1]!r}] = {held}")
     if holders:
         lines.insert(0, f"{' = '.join(holders.values())} = None")
     return lines, counts
+
+
+def _read_alone(usage: Usage) -> frozenset[tuple[str, ...]]:
+    """The counts (their paths below `said`) each the one count read from a result count with nothing subtracted,
+    that result count read by no other: its variable may hold the result count as read, then be settled."""
+    totals = [total for _, total, _ in usage]
+    targets = [target for target, _, _ in usage]
+    parts = {other for _, _, others in usage for other in others}
+    return frozenset(
+        target
+        for target, total, others in usage
+        if not others and total not in parts and totals.count(total) == 1 and targets.count(target) == 1
+    )
 
 
 def said_lines(fmt: SourceFormat, *, into_said: bool = False) -> tuple[list[str], dict[tuple[str, ...], str]]:
