@@ -8,6 +8,7 @@ notes, or the same located error, for every source request the case tables, the 
 from __future__ import annotations
 
 import copy
+import pickle
 import re
 import sys
 from dataclasses import replace
@@ -938,3 +939,13 @@ def test_the_writer_settles_each_count_as_said_does(source: str, bad: Any) -> No
         wrote = _leaves(written["usage"])
         for at, value in _leaves(said.get("usage", {})).items():
             assert wrote.get(at, value) == value, (path, bad, at)
+
+
+def test_an_answer_holds_its_result_and_notes_in_slots() -> None:
+    """An AnswerBody keeps `result` and `notes` in slots (no instance dict made per answer), and a copy, a deep copy
+    or a pickled one keeps them."""
+    result = TranslateResult("hi", [], "weird", {"prompt_tokens": -1}, "m")
+    body = load_rules().format("anthropic").answers["openai"](result, {"id": "a"})
+    assert not hasattr(body, "__dict__") and body.result is result and body.notes
+    for made in (copy.copy(body), copy.deepcopy(body), pickle.loads(pickle.dumps(body))):
+        assert type(made) is type(body) and made == body and made.notes == body.notes and made.result == result

@@ -948,8 +948,9 @@ class AnswerBody(dict[str, Any]):
     """An answer in a source format's shape (a dict: its JSON is what the format's API returns), with the
     `result` it was written from and its `notes` (the result's)."""
 
+    __slots__ = ("notes", "result")  # (no instance dict made per answer for them)
     result: TranslateResult
-    notes: tuple[Note, ...] = ()
+    notes: tuple[Note, ...]
 
 
 def general_moments(fmt: SourceFormat) -> dict[str, Moment]:
