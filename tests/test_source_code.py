@@ -684,13 +684,7 @@ def test_the_usage_read_backwards_writes_each_object_once_in_the_table_order() -
     """`said` (generated, `derive_said`): the stop reason, then each count at its place in `said`, the objects made
     at their first count and written into after, in the table's order; a contradicting count noted and left out."""
     fmt = load_rules().format("openai-responses")
-    usage = {
-        "prompt_tokens": 10,
-        "completion_tokens": 4,
-        "total_tokens": 14,
-        "prompt_tokens_details": {"cached_tokens": 3, "cache_write_tokens": 1},
-        "completion_tokens_details": {"reasoning_tokens": 2},
-    }
+    usage = USAGE
     notes: list[Any] = []
     said = fmt.said(TranslateResult("", [], "stop", usage, "m"), notes)
     want = {"input_tokens": 10, "output_tokens": 4, "total_tokens": 14,
