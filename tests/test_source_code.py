@@ -8,6 +8,7 @@ notes, or the same located error, for every source request the case tables, the 
 from __future__ import annotations
 
 import copy
+import pickle
 import re
 import sys
 from dataclasses import replace
@@ -26,11 +27,11 @@ from toolnexus.language import jsonsafe
 from toolnexus.language.paths import MISSING, compile_path, scope_fields
 from toolnexus.language.templates import Apply, Ctx, KeySeal, seal, sealed, sealed_alone, unseal
 from toolnexus.translate import formats
+from toolnexus.translate.format_code import generate_answer
 from toolnexus.translate.format_rules import compile_format
 from toolnexus.translate.formats import SourceFormat, answer_scope, call_scopes, named, placed, remap
 from toolnexus.translate.request_code import generate_tools
 from toolnexus.translate.result import TranslatedToolCall, TranslateResult
-from toolnexus.translate.stream_rules import answer_header
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -703,13 +704,7 @@ def test_the_usage_read_backwards_writes_each_object_once_in_the_table_order() -
     """`said` (generated, `derive_said`): the stop reason, then each count at its place in `said`, the objects made
     at their first count and written into after, in the table's order; a contradicting count noted and left out."""
     fmt = load_rules().format("openai-responses")
-    usage = {
-        "prompt_tokens": 10,
-        "completion_tokens": 4,
-        "total_tokens": 14,
-        "prompt_tokens_details": {"cached_tokens": 3, "cache_write_tokens": 1},
-        "completion_tokens_details": {"reasoning_tokens": 2},
-    }
+    usage = USAGE
     notes: list[Any] = []
     said = fmt.said(TranslateResult("", [], "stop", usage, "m"), notes)
     want = {"input_tokens": 10, "output_tokens": 4, "total_tokens": 14,
@@ -787,10 +782,10 @@ def test_the_writer_settles_the_answer_and_notes_with_no_ctx(source: str) -> Non
     fmt = load_rules().format(source)
     code = fmt.writer_code
     assert "Ctx(" not in code and "OWN(" not in code and "notes.append(Note('synthesized', 'usage." in code
-    lines = [line.strip() for line in code.splitlines()]
-    tested = [(held.split(" = ")[0], test) for held, test in pairwise(lines) if re.fullmatch(STRING, held)]
-    assert tested and all(test == f"if {var}:" for var, test in tested)  # (not `if is_empty(w) is False:`)
-    assert ("w = V_message_extras", "if w:") in pairwise(lines) or "w = V_message_extras" not in lines
+    tested = re.findall(rf"if (?:not )?{STRING}:", code)  # the variable itself, read up front
+    assert tested and not re.search(rf"is_empty\({STRING}\)|= {STRING}\n", code)  # (not `if is_empty(w) is False:`)
+    if source == "openai-responses":  # its reasoning item's state: the extras sealed where they are not empty
+        assert "if V_message_extras:" in code
     for text in ("", "hi"):
         notes: list[Note] = []
         written = fmt.write(TranslateResult(text, [], "weird", {}, "m", reasoning_content=text), None, notes, 7)
@@ -836,27 +831,45 @@ def test_the_writer_reads_a_key_several_entries_read_once(source: str, key: str)
     assert code.count(f".get({key!r}") == 1 and "es = H_0" in code
 
 
-STRING = r"\w+ = V_(text|reasoning_content)"  # a writer's read of a string the result always holds
+STRING = r"V_(?:text|reasoning_content)"  # a writer's variable of a string the result always holds
 
 
-def test_the_answer_header_reads_the_streaming_paths_as_their_getters_do() -> None:
-    """`Section.header`: the answer's id (a string) and time (a number) where the provider's streaming rules read a
-    chunk's, each None otherwise, in one generated function (a plain path read inline)."""
-    answers = [{"id": "a", "created": 3, "responseId": "g"}, {"id": 5, "created": "x"}, {"created": 2.5}, [], None]
+@pytest.mark.parametrize("source", FORMATS)
+def test_the_answer_reads_its_id_and_time_where_the_streaming_paths_do(source: str) -> None:
+    """`SourceFormat.answers`: each provider's answer says the id (a non-empty string, else one made and noted) and
+    the time (a number, else now) its answer holds where the provider's streaming rules read a chunk's."""
+    answers = [{"id": "a", "created": 3, "created_at": 4, "responseId": "g"}, {"id": 5, "created": "x"}]
+    answers += [{"created": 2.5}, {"id": ""}, [], None]
+    fmt = load_rules().format(source)
+    synthesized = Note("synthesized", "id", "the provider's answer names no id")
     for name, provider in load_rules().providers.items():
         streaming = provider.streaming
-        if streaming is None:
-            continue
         for answer in answers:
-            found = streaming.chunk_id(answer) if streaming.chunk_id and isinstance(answer, dict) else None
-            made = streaming.created(answer) if streaming.created and isinstance(answer, dict) else None
-            want = (found if isinstance(found, str) else None, made if type(made) in (int, float) else None)
-            assert streaming.header(answer) == want, name
-    assert load_rules().get("gemini").streaming.header({"responseId": "g"}) == ("g", None)  # type: ignore[union-attr]
+            given = streaming is not None and isinstance(answer, dict)
+            found = streaming.chunk_id(answer) if given and streaming.chunk_id else None  # type: ignore[union-attr]
+            made = streaming.created(answer) if given and streaming.created else None  # type: ignore[union-attr]
+            body = fmt.answers[name](TranslateResult("hi", [], "stop", {}, "m"), answer)
+            if isinstance(found, str) and found:
+                assert body["id"] == found and synthesized not in body.notes, (name, answer)
+            else:
+                assert body["id"].startswith("msg_") and synthesized in body.notes, (name, answer)
+            if "created_at" in body:
+                number = type(made) in (int, float)
+                assert body["created_at"] == made if number else type(body["created_at"]) is int, (name, answer)
+    gemini = fmt.answers["gemini"](TranslateResult("hi", [], "stop", {}, "m"), {"responseId": "g"})
+    assert gemini["id"] == "g" and gemini.result.text == "hi"
 
 
-# Plain header paths of every shape `answer_header` reads inline (a key, a chain, an index inside it, a negative
-# index, a chain ending at an index), each beside an answer that holds a value there.
+def test_an_answer_reads_no_time_where_the_writer_reads_none() -> None:
+    """A writer that reads no time (Anthropic's Message has none) is given none: its answers read the id alone."""
+    anthropic = load_rules().format("anthropic").answers_code.values()
+    responses = load_rules().format("openai-responses").answers_code.values()
+    assert not any("created" in code for code in anthropic)
+    assert any("created = response.get('created', MISSING)" in code for code in responses)
+
+
+# Plain paths of every shape an answer function (`generate_answer`) reads inline (a key, a chain, an index inside
+# it, a negative index, a chain ending at an index), each beside an answer that holds a value there.
 HEADER_PATHS = ["id", "meta.id", "meta.inner.id", "items[0].id", "items[-1].meta.id", "items[-2].id", "meta.ids[1]"]
 
 
@@ -873,19 +886,83 @@ def _holding(path: str, value: Any) -> Any:
 
 
 @pytest.mark.parametrize("path", HEADER_PATHS)
-def test_the_answer_header_reads_nested_paths_as_their_getters_do(path: str) -> None:
-    """`answer_header` with each path as both the id's and the time's: a value of the right type found, of the
-    wrong type or under a key of the wrong type (a list, a string, None) not, exactly as the path's getter says;
-    an answer that is not an object has no header."""
+def test_the_answer_reads_nested_paths_as_their_getters_do(path: str) -> None:
+    """`generate_answer` with each path as both the id's and the time's: the writer is given a value of the right
+    type found, of the wrong type or under a key of the wrong type (a list, a string, None) not (as it settles
+    them: an id a non-empty string, a time a number), exactly as the path's getter says; an answer that is not an
+    object has neither."""
     getter = compile_path(path)
-    header = answer_header("made-up", (path, getter), (path, getter))
+
+    def writer(r: Any, answer_id: Any, created: Any, notes: list[Note]) -> dict[str, Any]:
+        return {
+            "said": (
+                answer_id if isinstance(answer_id, str) else None,
+                created if type(created) in (int, float) else None,
+            )
+        }
+
+    _, answer = generate_answer("made-up", writer, ((path, getter), (path, getter)), True)
     answers = [_holding(path, v) for v in ("i", 7, 2.5, True, None, [], {})]
     answers += [_holding(path.rpartition(".")[0], bad) for bad in ("s", [1], None, 3) if "." in path]
     answers += [{}, [], "x", None, {"meta": []}, {"items": {}}, {"items": [1]}, {"meta": {"ids": [1]}}]
     hits = 0
-    for answer in answers:
-        found = getter(answer) if isinstance(answer, dict) else None
+    for given in answers:
+        found = getter(given) if isinstance(given, dict) else None
         want = (found if isinstance(found, str) else None, found if type(found) in (int, float) else None)
-        assert header(answer) == want, (path, answer)
+        assert answer(TranslateResult("", [], "stop", {}, "m"), given)["said"] == want, (path, given)
         hits += want != (None, None)
     assert hits == 3, path  # the string, the int and the float each found where the path says
+
+
+USAGE = {
+    "prompt_tokens": 10,
+    "completion_tokens": 4,
+    "total_tokens": 14,
+    "prompt_tokens_details": {"cached_tokens": 3, "cache_write_tokens": 1},
+    "completion_tokens_details": {"reasoning_tokens": 2},
+}
+
+
+def _leaves(value: Any, at: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
+    if not isinstance(value, dict):
+        return {at: value}
+    return {path: leaf for key, inner in value.items() for path, leaf in _leaves(inner, (*at, key)).items()}
+
+
+@pytest.mark.parametrize("source", FORMATS)
+@pytest.mark.parametrize("bad", [-1, True, 2.0, "3", None, {}, MISSING])
+def test_the_writer_settles_each_count_as_said_does(source: str, bad: Any) -> None:
+    """A count the writer reads straight into its variable (one result count no other reads: `usage_lines`) is
+    settled as `said` settles it: a negative int noted `inconsistent` and left out, anything else not an int left
+    out with no note; the notes come in the same order and the answer writes what `said` holds."""
+    fmt = load_rules().format(source)
+    assert "if type(U_0) is not int: U_0 = MISSING" in fmt.writer_code or source == "anthropic"
+    assert "if type(U_3) is not int: U_3 = MISSING" in fmt.writer_code
+    for path in _leaves(USAGE):
+        usage = copy.deepcopy(USAGE)
+        *outer, key = path
+        held = usage
+        for step in outer:
+            held = held[step]
+        held[key] = bad
+        if bad is MISSING:
+            del held[key]
+        said_notes: list[Note] = []
+        result = TranslateResult("hi", [], "stop", usage, "m")
+        said = fmt.said(result, said_notes)
+        notes: list[Note] = []
+        written = fmt.write(result, "r1", notes, 7)
+        assert [n for n in notes if n.kind != "synthesized"] == said_notes, (path, bad)
+        wrote = _leaves(written["usage"])
+        for at, value in _leaves(said.get("usage", {})).items():
+            assert wrote.get(at, value) == value, (path, bad, at)
+
+
+def test_an_answer_holds_its_result_and_notes_in_slots() -> None:
+    """An AnswerBody keeps `result` and `notes` in slots (no instance dict made per answer), and a copy, a deep copy
+    or a pickled one keeps them."""
+    result = TranslateResult("hi", [], "weird", {"prompt_tokens": -1}, "m")
+    body = load_rules().format("anthropic").answers["openai"](result, {"id": "a"})
+    assert not hasattr(body, "__dict__") and body.result is result and body.notes
+    for made in (copy.copy(body), copy.deepcopy(body), pickle.loads(pickle.dumps(body))):
+        assert type(made) is type(body) and made == body and made.notes == body.notes and made.result == result

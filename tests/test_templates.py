@@ -1102,6 +1102,36 @@ def test_a_value_always_there_is_written_with_no_test(scope: dict[str, Any]) -> 
     assert "is not MISSING" not in code and "if not " not in code and "'c': []" in code
 
 
+@pytest.mark.parametrize("scope", [{}, {"k": "x"}, {"k": "x", "v": 2}, {"k": "y", "v": None}, {"t": "hi", "k": "x"}])
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{$when: k, is: x, then: {a: 1, v: {$get: v}}}",
+        "{$when: k, is: x, then: {v: {$get: v}}}",
+        "{$when: k, is: x, then: {$when: v, present: true, then: [1]}}",
+        "{$when: k, is: x, then: {a: 1}, else: {$get: v}}",
+        "{$when: gone, present: false, then: {$get: v}}",
+        "{$when: t, empty: false, then: {type: text, text: {$get: t}}}",
+        "{$get: v}",
+        "{a: {$get: v}}",
+    ],
+)
+def test_a_value_appended_to_a_list_is_appended_where_it_is_written(template: str, scope: dict[str, Any]) -> None:
+    """`into`: the value goes into the caller's list where it has one; a `$when` appends under its test, so a branch
+    sure to write a value writes no MISSING to be tested after (nothing is appended where no branch holds)."""
+    expected = render(template, scope, Ctx("test"))
+    source = parse_rule_text("t: " + template, "test.yaml")
+    node = parse_template(source.data["t"], ("t",), Env(source))
+    known = {"gone": "MISSING", "t": "T"}
+    inline = inline_node(node, "scope_", "v_", is_dict=True, known=known, texts=frozenset({"t"}), into="out_")
+    code = "\n".join(["def run(scope_, c):", "    out_ = []", *("    " + line for line in inline.head + inline.body)])
+    names = {**inline.names, "T": scope.get("t", "")}
+    exec(code + "\n    return out_", names)
+    assert names["run"](scope, Ctx("test")) == ([] if expected is MISSING else [expected])
+    if "else" not in template and ("a: 1" in template or "text:" in template):  # sure to write: appended as built
+        assert "v_ = MISSING" not in code and "is not MISSING: out_.append" not in code
+
+
 @pytest.mark.parametrize("refusal", [None, "", "no", 0, False])
 @pytest.mark.parametrize("text", ["", "hi"])
 def test_either_of_known_fields_after_strings_is_pythons_or(text: str, refusal: Any) -> None:

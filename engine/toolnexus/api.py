@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, overload
 
 from .errors import ConfigError, ProviderError
-from .translate.formats import PLAIN, AnswerBody, SourceStream, translate_source, write_answer
+from .translate.formats import PLAIN, AnswerBody, SourceStream, translate_source
 from .translate.inbound import RequestBody, UnknownFields
 from .translate.result import TranslateResult
 from .translate.rulebook import RulesArg, builtin_rulebook, load_rules
@@ -119,7 +119,7 @@ def translate_response(
     result = outbound.run(outbound, answer, requested_model, id_map, tokens)
     if source == PLAIN:
         return result
-    return write_answer(book.format(source), rules_for, result)
+    return book.format(source).answers[provider](result, answer)
 
 
 def stream_translator(

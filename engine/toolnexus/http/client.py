@@ -19,7 +19,7 @@ from typing import Any, Literal, overload
 from ..errors import Cancelled, ConfigError, TranslationError
 from ..toolkit.toolkit import Toolkit
 from ..translate.endpoint import check_headers
-from ..translate.formats import PLAIN, AnswerBody, translate_source, write_answer
+from ..translate.formats import PLAIN, AnswerBody, translate_source
 from ..translate.inbound import RequestBody
 from ..translate.result import TranslateResult
 from ..translate.rulebook import Provider, RulesArg, load_rules
@@ -201,7 +201,7 @@ class Client:
         result = await (call if cancel is None else self._cancellable(call, cancel))
         if source == PLAIN:
             return result
-        written: AnswerBody = write_answer(self._book.format(source), self._provider, result)
+        written: AnswerBody = self._book.format(source).answers[self._provider.name](result, result.raw)
         return written
 
     @overload

@@ -337,6 +337,7 @@ def inline_node(
     runs: bool = False,
     ctx: str = "c",
     note: NoteSink | None = None,
+    into: str | None = None,
 ) -> Inline:
     """`node` inlined (see Inline); `is_dict`: the caller has tested that the scope is a dict; `known`: fields of
     the scope the caller holds in a variable or an expression (field -> it), read from there (a field held as
@@ -353,7 +354,8 @@ def inline_node(
     `runs`: a run of plain copies of scope fields is written as one loop over those the scope holds (`_Codegen._runs`,
     as a compiled template's is), for a scope of many optional fields (a request's).
     `ctx`: the expression each use of the context is written as (a caller may make it where first used); `note`:
-    how a note at a path the template names is written (see NoteSink; None: into the context's notes)."""
+    how a note at a path the template names is written (see NoteSink; None: into the context's notes).
+    `into`: a list the lines append the value to where it has one (`target` is then not written)."""
     known = known or {}
     absent = frozenset(name for name, var in known.items() if var == "MISSING")
     variables = {name: var for name, var in known.items() if var.isidentifier() and name not in absent}
@@ -363,7 +365,7 @@ def inline_node(
     gen.held_chains = chains or {}
     s, sd = f"s{tag}", f"sd{tag}"
     gen.scope_dict = sd if runs else None
-    body = gen.emit(node, target, s)
+    body = gen.emit(node, target, s) if into is None else gen.append(node, into, s)
     reads = [(name, var) for name, var in gen.firsts.items() if name not in known]
     whole = re.search(rf"(?<![\w.']){s}(?![\w'])", "\n".join(gen.prelude + body)) is not None
     head = [f"{s} = {scope}"] if whole else []
@@ -982,34 +984,7 @@ class _Codegen(Namespace):
         if isinstance(node, Get):
             return self._get(node, target, scope)
         if isinstance(node, When):
-            lines = self._read(node.path, target, scope)
-            if lines == [f"{target} = MISSING"]:  # an absent field: the branch is known now
-                holds = {"present": False, "empty": True}.get(node.test) == node.expected[0]
-                if holds or node.otherwise is not None:
-                    return self.emit(node.then if holds else node.otherwise, target, scope)
-                return lines
-            if node.test == "present":
-                lines.append(f"if ({target} is not MISSING and {target} is not None) is {node.expected[0]!r}:")
-            elif node.test == "empty" and self._text(node) is not None:
-                lines.append(f"if {'not ' if node.expected[0] is True else ''}{target}:")
-            elif node.test == "empty":
-                lines.append(f"if is_empty({target}) is {node.expected[0]!r}:")
-            elif len(node.expected) == 1:
-                expected = self._name(node.expected[0])
-                lines.append(f"if type({target}) is type({expected}) and {target} == {expected}:")
-            elif all(type(e) is str for e in node.expected):  # strings alone: one set lookup
-                options = self._name(frozenset(node.expected))
-                lines.append(f"if type({target}) is str and {target} in {options}:")
-            else:
-                options = self._name(node.expected)
-                lines.append(f"if any(type({target}) is type(e) and {target} == e for e in {options}):")
-            lines += indent(self.emit(node.then, target, scope))
-            if node.otherwise is None:
-                lines.append(f"else: {target} = MISSING")
-            else:
-                lines.append("else:")
-                lines += indent(self.emit(node.otherwise, target, scope))
-            return lines
+            return self._when(node, target, scope, None)
         if isinstance(node, ListOf):
             lines = self._read(node.path, target, scope)
             lines.append(f"if type({target}) is str: {target} = [{target}]")
@@ -1045,14 +1020,21 @@ class _Codegen(Namespace):
         assert isinstance(node, Array)
         lines = [f"{target} = []"]
         for child in node.items:
-            before, value, sure = self._value(child, scope)
-            if value == "MISSING" and not before:  # absent: never added
-                continue
-            added = f"{target}.append({value})"
-            lines += [*before, added if sure else f"if {value} is not MISSING: {added}"]
+            lines += self.append(child, target, scope)
         if not _never_missing(node):
             lines.append(f"if not {target}: {target} = MISSING")  # every element absent: the list is absent
         return lines
+
+    def append(self, node: Node, into: str, scope: str) -> list[str]:
+        """Lines that append the node's value to the list in `into` where it has one: a `$when` appends under its
+        test (no MISSING written to be tested after), a value always there with no test, an absent one never."""
+        if isinstance(node, When):
+            return self._when(node, self.fresh("v"), scope, into)
+        before, value, sure = self._value(node, scope)
+        if value == "MISSING" and not before:  # absent: never added
+            return []
+        added = f"{into}.append({value})"
+        return [*before, added if sure else f"if {value} is not MISSING: {added}"]
 
     def _value(self, node: Node, scope: str) -> tuple[list[str], str, bool]:
         """Lines leaving a node's value in an expression, and whether it is never MISSING (`_never_missing`, or a
@@ -1103,6 +1085,47 @@ class _Codegen(Namespace):
         if not always:
             lines.append(f"if not {target}: {target} = MISSING")
         return [*checks, f"{target} = {display}", *lines]
+
+    def _when(self, node: When, target: str, scope: str, into: str | None) -> list[str]:
+        """A `$when`: its value left in `target` (an absent one where no branch holds), or with `into` appended to
+        that list by the branch that holds (nothing where none does)."""
+
+        def branch(taken: Node | None) -> list[str]:
+            if taken is None:
+                return [f"{target} = MISSING"] if into is None else []
+            return self.emit(taken, target, scope) if into is None else self.append(taken, into, scope)
+
+        lines = self._read(node.path, target, scope)
+        if lines == [f"{target} = MISSING"]:  # an absent field: the branch is known now
+            holds = {"present": False, "empty": True}.get(node.test) == node.expected[0]
+            return branch(node.then if holds else node.otherwise)
+        held = lines[0].removeprefix(f"{target} = ") if len(lines) == 1 else ""
+        if held.isidentifier():  # a variable read up front: tested as it is, not copied first
+            tested, lines = held, []
+        else:
+            tested = target
+        if node.test == "present":
+            lines.append(f"if ({tested} is not MISSING and {tested} is not None) is {node.expected[0]!r}:")
+        elif node.test == "empty" and self._text(node) is not None:
+            lines.append(f"if {'not ' if node.expected[0] is True else ''}{tested}:")
+        elif node.test == "empty":
+            lines.append(f"if is_empty({tested}) is {node.expected[0]!r}:")
+        elif len(node.expected) == 1:
+            expected = self._name(node.expected[0])
+            lines.append(f"if type({tested}) is type({expected}) and {tested} == {expected}:")
+        elif all(type(e) is str for e in node.expected):  # strings alone: one set lookup
+            options = self._name(frozenset(node.expected))
+            lines.append(f"if type({tested}) is str and {tested} in {options}:")
+        else:
+            options = self._name(node.expected)
+            lines.append(f"if any(type({tested}) is type(e) and {tested} == e for e in {options}):")
+        lines += indent(branch(node.then) or ["pass"])
+        otherwise = branch(node.otherwise)
+        if otherwise == [f"{target} = MISSING"]:
+            lines.append(f"else: {target} = MISSING")
+        elif otherwise:
+            lines += ["else:", *indent(otherwise)]
+        return lines
 
     def _runs(self, node: Obj) -> tuple[dict[int, list[tuple[str, str]]], set[int]]:
         """The runs of an object's keys that each copy one scope field as it is (a plain `$get` of a top-level

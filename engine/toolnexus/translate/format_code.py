@@ -52,6 +52,7 @@ from .formats import (
     TOOL_RECORD,
     VIEW_FIELDS,
     WHOLE,
+    AnswerBody,
     Bind,
     FieldsReader,
     Kind,
@@ -73,12 +74,17 @@ from .formats import (
     quiet,
     unread,
 )
+from .result import TranslateResult
+from .stream_rules import NO_READS, AnswerReads
 
 # (the normal-form messages, their records, each message with the role its blocks were read as)
 Read = tuple[list[dict[str, Any]], list[Record], list[tuple[dict[str, Any], str]]]
 Reader = Callable[[list[Any], Any, bool, WrittenTexts | None], Read | None]  # (`Ctx.written`: the last)
 ToolsReader = Callable[[Any, Callable[[Record], None]], list[Any] | None]  # the declarations (records added)
 Writer = Callable[[Any, Any, Any, list[Note]], dict[str, Any]]  # (the result, the answer's id and time, the notes)
+Answer = Callable[[TranslateResult, Any], AnswerBody]  # (the result, the provider's answer it was read from)
+# The usage read backwards (`SourceFormat.usage`): each count's path below `said`, its result count, those subtracted
+Usage = tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, ...], ...]], ...]
 EMPTY: Mapping[str, str] = MappingProxyType({})
 # The last message `cur` joined (its role tested): its index `n`, its string content made a text part for more.
 _JOINED = [
@@ -504,9 +510,12 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
 
     contextual = False  # whether a template's lines use the Ctx (beyond the notes `note` writes, when given)
 
-    def pasted(key: Key, target: str, scope: str, tag: str, held: Mapping[str, str]) -> list[str]:
+    def pasted(
+        key: Key, target: str, scope: str, tag: str, held: Mapping[str, str], into: str | None = None
+    ) -> list[str]:
         """A template inlined over the view (`held`: its fields, each there: a result's attributes, the answer's id
-        and time settled), a call of it (its fields, each there) or an element of another list (none: any value)."""
+        and time settled), a call of it (its fields, each there) or an element of another list (none: any value);
+        `into`: the list its value is appended to (see `inline_node`)."""
         nonlocal contextual
         present = frozenset(held)
         inline = inline_node(
@@ -522,6 +531,7 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
             texts=FALSY_EMPTY if held is known else frozenset(),
             ctx=ctx,
             note=note,
+            into=into,
         )
         names.update(inline.names)
         contextual |= inline.contextual
@@ -555,8 +565,7 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
                 block = [f"blocks.append({shown})"]
             else:
                 scope = call_scope_read if held is calls else "e" if each else "view"  # (a call: its object, if read)
-                block = pasted(key, "w", scope, f"_{i}", held)
-                block.append("if w is not MISSING: blocks.append(w)")
+                block = pasted(key, "w", scope, f"_{i}", held, into="blocks")
             if each is None:
                 body += indent(block)
             elif held is calls:  # the result's calls, each at its place in `inputs`
@@ -603,6 +612,49 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     text = "\n".join([signature, *head, *body, *tail, "    return out"]) + "\n"
     exec(compile(text, f"<writer {fmt.name}>", "exec"), names)
     run: Writer = names["write"]
+    return text, run
+
+
+def generate_answers(
+    writer: Writer, written: str, providers: Mapping[str, Any]
+) -> tuple[dict[str, str], dict[str, Answer]]:
+    """Each provider's answer function (`generate_answer`) over the format's writer (`written`: its source, which
+    says whether it reads the answer's time), and their sources, by provider."""
+    reads_time = "TIME(created)" in written  # (`_header_lines`, VIEW: every read of the time settles it so)
+    made = {
+        name: generate_answer(name, writer, NO_READS if p.streaming is None else p.streaming.answer_reads, reads_time)
+        for name, p in providers.items()
+    }
+    return {name: code for name, (code, _) in made.items()}, {name: run for name, (_, run) in made.items()}
+
+
+def generate_answer(provider: str, writer: Writer, reads: AnswerReads, reads_time: bool) -> tuple[str, Answer]:
+    """A provider's result as the format's whole answer (an AnswerBody: the result and its notes, then the writer's),
+    in one function over the result and the provider's answer: the answer's id and time read where the provider's
+    streaming section reads a chunk's (`reads`; the time only where the writer reads it), a plain chain inline, any
+    other path by its getter, none where the answer is no object or names no path. The writer is given them as found:
+    it makes an id where none is a non-empty string and takes now where the time is no number."""
+    names: dict[str, Any] = {"MISSING": MISSING, "AnswerBody": AnswerBody, "WRITE": writer}
+    found = {"found": "None", "created": "None"}
+    lines = ["def answer(r, response):", "    notes = []"]
+    for target, (path, getter) in zip(found, reads, strict=True):
+        steps = None if path is None else simple_steps(path)
+        if getter is None or (target == "created" and not reads_time):
+            continue
+        found[target] = target
+        if steps and type(steps[0]) is str:  # its first step tests that the answer is an object
+            lines += indent(read_lines(target, "response", tuple(steps)))
+        else:
+            names[f"READ_{target}"] = getter
+            lines.append(f"    {target} = READ_{target}(response) if isinstance(response, dict) else None")
+    lines += [
+        f"    body = AnswerBody(WRITE(r, {found['found']}, {found['created']}, notes))",
+        "    body.result, body.notes = r, (*r.notes, *notes)",
+        "    return body",
+    ]
+    text = "\n".join(lines) + "\n"
+    exec(compile(text, f"<answer {provider}>", "exec"), names)
+    run: Answer = names["answer"]
     return text, run
 
 
@@ -777,10 +829,9 @@ def _written(events: list[tuple[Node, dict[str, str], str]], names: dict[str, An
         known = base | {"sequence": "(q + len(out))"}
         text = as_python(node, known, seal="sealed")
         if text is None:
-            pasted = inline_node(node, scope, f"e{k}", is_dict=True, known=known, tag=f"_{k}")
+            pasted = inline_node(node, scope, f"e{k}", is_dict=True, known=known, tag=f"_{k}", into="out")
             names.update(pasted.names)
             lines += indent(pasted.head + pasted.body)
-            lines.append(f"    if e{k} is not MISSING: out.append(e{k})")
         else:
             lines.append(f"    out.append({text})")
     return [*lines, "    return out", ""]
@@ -919,14 +970,15 @@ def usage_lines(fmt: SourceFormat, *, into_said: bool) -> tuple[list[str], dict[
     """The usage read backwards (`said_lines`) as lines over the result's usage `u` (an object), its notes
     appended to `notes`; each count set into `said` (`into_said`), else held in a variable of its own: the lines and
     each count's path below `said` -> its variable (MISSING until set), so a writer reads the counts it writes
-    with no `said` made."""
+    with no `said` made. A writer's count of one result count no other reads (`_read_alone`) is read straight into
+    its variable, then made MISSING unless a non-negative int; a count with nothing to subtract is tested as read."""
     lines: list[str] = []
     reads: dict[tuple[str, ...], str] = {}
     holders: dict[tuple[str, ...], str] = {}  # an object of `said` (`usage`) -> its variable, None until made
     counts: dict[tuple[str, ...], str] = {}  # (not into `said`) a count's path -> its variable
 
-    def read(steps: tuple[str, ...]) -> str:
-        """A result count's variable (None unless an int), its reads written once."""
+    def read(steps: tuple[str, ...], into: str | None = None) -> str:
+        """A result count's variable (None unless an int; `into`: that variable), its reads written once."""
         if steps not in reads:
             parent = "u"
             for depth in range(1, len(steps)):
@@ -936,7 +988,7 @@ def usage_lines(fmt: SourceFormat, *, into_said: bool) -> tuple[list[str], dict[
                     step = steps[depth - 1]
                     lines.append(f"{name} = {got(parent, step)}")
                 parent = reads[outer]
-            reads[steps] = name = f"U_d{len(reads)}"
+            reads[steps] = name = into or f"U_d{len(reads)}"
             lines.append(f"{name} = {got(parent, steps[-1])}")
         return reads[steps]
 
@@ -946,17 +998,26 @@ def usage_lines(fmt: SourceFormat, *, into_said: bool) -> tuple[list[str], dict[
             return f"u.get({step!r})"
         return f"{parent}.get({step!r}) if isinstance({parent}, dict) else None"
 
+    alone = _read_alone(fmt.usage) if not into_said else frozenset()
     for target, total, others in fmt.usage:
+        message = f"less than the counts it includes; no {target[-1]}"
+        noted = f"notes.append(Note('inconsistent', {'.'.join(total)!r}, {message!r}))"
+        if target in alone:
+            var = read(total, counts.setdefault(target, f"U_{len(counts)}"))
+            lines += [f"if type({var}) is not int: {var} = MISSING", f"elif {var} < 0:", f"    {noted}"]
+            lines.append(f"    {var} = MISSING")
+            continue
         value = read(total)
         parts = [read(other) for other in others]
+        held = "U_v" if parts else value
         lines.append(f"if type({value}) is int:")
-        lines.append(f"    U_v = {value}")
+        if parts:
+            lines.append(f"    U_v = {value}")
         lines += [f"    if type({part}) is int: U_v -= {part}" for part in parts]
-        message = f"less than the counts it includes; no {target[-1]}"
-        lines.append(f"    if U_v < 0: notes.append(Note('inconsistent', {'.'.join(total)!r}, {message!r}))")
+        lines.append(f"    if {held} < 0: {noted}")
         if not into_said:
             var = counts.setdefault(target, f"U_{len(counts)}")
-            lines.append(f"    else: {var} = U_v")
+            lines.append(f"    else: {var} = {held}")
             continue
         lines.append("    else:")
         holder = "said"
@@ -964,10 +1025,23 @@ def usage_lines(fmt: SourceFormat, *, into_said: bool) -> tuple[list[str], dict[
             name = holders.setdefault(target[:depth], f"U_h{len(holders)}")
             lines.append(f"        if {name} is None: {name} = {holder}.setdefault({target[depth - 1]!r}, {{}})")
             holder = name
-        lines.append(f"        {holder}[{target[-1]!r}] = U_v")
+        lines.append(f"        {holder}[{target[-1]!r}] = {held}")
     if holders:
         lines.insert(0, f"{' = '.join(holders.values())} = None")
     return lines, counts
+
+
+def _read_alone(usage: Usage) -> frozenset[tuple[str, ...]]:
+    """The counts (their paths below `said`) each the one count read from a result count with nothing subtracted,
+    that result count read by no other: its variable may hold the result count as read, then be settled."""
+    totals = [total for _, total, _ in usage]
+    targets = [target for target, _, _ in usage]
+    parts = {other for _, _, others in usage for other in others}
+    return frozenset(
+        target
+        for target, total, others in usage
+        if not others and total not in parts and totals.count(total) == 1 and targets.count(target) == 1
+    )
 
 
 def said_lines(fmt: SourceFormat, *, into_said: bool = False) -> tuple[list[str], dict[tuple[str, ...], str]]:

@@ -46,7 +46,14 @@ from ..language.templates import (
     reads_of,
     walk,
 )
-from .format_code import as_python, generate_events, generate_fields, generate_said, generate_writer
+from .format_code import (
+    as_python,
+    generate_answers,
+    generate_events,
+    generate_fields,
+    generate_said,
+    generate_writer,
+)
 from .format_code import generate as generate_reader
 from .formats import (
     IDS_PER_DIGEST,
@@ -298,6 +305,7 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     fmt = replace(fmt, reads_input=_reads_name(env, "input"))  # the view's calls hold `input`: the writer reads it
     fmt = replace(fmt, derive_said=generate_said(fmt))  # (the writer's `said`, where it reads one whole)
     written, writer = generate_writer(fmt)
+    answers_code, answers = generate_answers(writer, written, providers)
     events_code, events, straight = generate_events(fmt)
     return replace(
         fmt,
@@ -311,6 +319,8 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
         transcript_code=code,
         writer=writer,
         writer_code=written,
+        answers=MappingProxyType(answers),
+        answers_code=MappingProxyType(answers_code),
         chunks_code=compile_chunks(path, display).code if fmt.normal is not None else "",
     )
 

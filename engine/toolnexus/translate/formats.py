@@ -376,6 +376,13 @@ class SourceFormat:
     # its first lines) and its source; None only while compiling.
     writer: Callable[[Any, Any, Any, list[Note]], dict[str, Any]] | None = None
     writer_code: str = ""
+    # Each provider's result as the whole answer, one generated function per provider (format_code.generate_answer:
+    # (the result, the provider's answer) -> the AnswerBody, the answer's id and time read where the provider's
+    # streaming section reads a chunk's, then the writer), and their sources, by provider.
+    answers: Mapping[str, Callable[[TranslateResult, Any], AnswerBody]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    answers_code: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # `said` as one generated function (format_code.generate_said): the stop reason and the usage read backwards.
     derive_said: Callable[[Any, list[Note]], dict[str, Any]] | None = None
     reads_input: bool = True  # an answer template reads a name `input` (a call's arguments parsed): the view has it
@@ -411,6 +418,12 @@ class SourceFormat:
             line, _ = self.plan.source.where(("answer",))
             lines.append(f"\n  # {self.file}:{line} answer: the whole answer's generated writer")
             lines += [f"  {text}" for text in self.writer_code.splitlines()]
+            shared: dict[str, list[str]] = {}  # providers whose answers read their id and time alike: one function
+            for provider, text in self.answers_code.items():
+                shared.setdefault(text, []).append(provider)
+            for text, providers in shared.items():
+                lines.append(f"\n  # the whole answer from {', '.join(providers)}: its id and time, then the writer")
+                lines += [f"  {line}" for line in text.splitlines()]
             if self.events_code:
                 line, _ = self.plan.source.where(("stream",))
                 lines.append(f"\n  # {self.file}:{line} stream: the events' generated writers, one per moment")
@@ -954,8 +967,9 @@ class AnswerBody(dict[str, Any]):
     """An answer in a source format's shape (a dict: its JSON is what the format's API returns), with the
     `result` it was written from and its `notes` (the result's)."""
 
+    __slots__ = ("notes", "result")  # (no instance dict made per answer for them)
     result: TranslateResult
-    notes: tuple[Note, ...] = ()
+    notes: tuple[Note, ...]
 
 
 def general_moments(fmt: SourceFormat) -> dict[str, Moment]:
@@ -1599,14 +1613,3 @@ def _written_tools(write: Any, given: Any, provider: str) -> tuple[list[Any], se
     except ToolnexusError:
         return None
     return written if written is not None and not ctx.notes else None
-
-
-def write_answer(fmt: SourceFormat, provider: Any, result: TranslateResult) -> AnswerBody:
-    """A result as the format's whole answer, with its id where the provider's rules say the answer's is."""
-    notes: list[Note] = []
-    streaming = provider.streaming  # (its `header`: where the provider's rules say the answer's id and time are)
-    found, created = (None, None) if streaming is None else streaming.header(result.raw)
-    assert fmt.writer is not None
-    answer = AnswerBody(fmt.writer(result, found, created, notes))
-    answer.result, answer.notes = result, (*result.notes, *notes)
-    return answer

@@ -15,14 +15,14 @@ template reads as text, as tool-call arguments, or (by `reasoning`) as reasoning
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, cast
 
 from ..language.loader import Key, RuleSource, did_you_mean
-from ..language.paths import MISSING, Getter, first_field, simple_steps
-from ..language.templates import Ctx, Env, Render, compile_template, path_getter, read_lines
+from ..language.paths import Getter, first_field, simple_steps
+from ..language.templates import Ctx, Env, Render, compile_template, path_getter
 from .endpoint import Endpoint
 from .outbound import ItemSource, Outbound, Parts
 
@@ -111,6 +111,9 @@ class Move:
 
 END = "end"
 Steps = tuple[Move | str, ...]
+# The answer's id and time where the streaming section reads a chunk's: each path (None: not given) and its getter.
+AnswerReads = tuple[tuple[str | None, Getter | None], tuple[str | None, Getter | None]]
+NO_READS: AnswerReads = ((None, None), (None, None))
 
 
 @dataclass(frozen=True)
@@ -185,9 +188,9 @@ class Section:
     type_path: str = ""
     request: Render | None = None  # the stream-only request overlay (scope: {body, options})
     error_key: str | None = None  # the top-level key the error message path reads: an event without it is no error
-    # The answer's id and time where `id` and `created` say (`answer_header`): what a source format's whole answer
-    # says they are, read in one generated function.
-    header: Callable[[Any], tuple[Any, Any]] = field(default=lambda response: (None, None))
+    # The answer's id and time where `id` and `created` say (each path and its getter): what a source format's whole
+    # answer says they are, read in its generated answer function (`format_code.generate_answer`).
+    answer_reads: AnswerReads = NO_READS
 
     def request_body(self, body: Mapping[str, Any], options: Mapping[str, str]) -> dict[str, Any]:
         """The body a streamed call sends: the translated body with `body` set, then the `request` overlay
@@ -305,7 +308,7 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
         start=dict(spec.get("start", {})),
         chunk_id=read_id,
         created=read_created,
-        header=answer_header(source.data["provider"], (spec.get("id"), read_id), (spec.get("created"), read_created)),
+        answer_reads=((spec.get("id"), read_id), (spec.get("created"), read_created)),
         combine=combine,
         reasoning=MappingProxyType(reasoning),
         reasoning_joins=MappingProxyType(joins),
@@ -316,30 +319,6 @@ def compile_streaming(source: RuleSource, outbound: Outbound, endpoint: Endpoint
         route=MappingProxyType(route),
         route_lengths=tuple(sorted({len(w.steps) for w in watched}, reverse=True)),
     )
-
-
-def answer_header(provider: str, *reads: tuple[str | None, Getter | None]) -> Callable[[Any], tuple[Any, Any]]:
-    """The answer's (id, time) where the section's `id` and `created` paths (`reads`: each path and its getter)
-    say, each None when absent or not a string (the id) or a number (the time), as one function: a plain chain
-    read inline, any other path by its getter."""
-    names: dict[str, Any] = {"MISSING": MISSING}
-    lines = ["def header(response):", "    if not isinstance(response, dict): return None, None"]
-    for target, (path, getter) in zip(("found", "created"), reads, strict=True):
-        steps = None if path is None else simple_steps(path)
-        if getter is None:
-            lines.append(f"    {target} = None")
-        elif steps and type(steps[0]) is str:  # the answer itself is an object: its first key read straight
-            lines.append(f"    {target} = response.get({steps[0]!r}, MISSING)")
-            lines += [f"    {line}" for line in read_lines(target, target, tuple(steps[1:]))]
-        else:
-            names[f"READ_{target}"] = getter
-            lines.append(f"    {target} = READ_{target}(response)")
-    lines.append(
-        "    return found if isinstance(found, str) else None, created if type(created) in (int, float) else None"
-    )
-    exec(compile("\n".join(lines) + "\n", f"<header {provider}>", "exec"), names)
-    run: Callable[[Any], tuple[Any, Any]] = names["header"]
-    return run
 
 
 def _steps(spec: list[Any], key: Key, env: Env) -> Steps:
