@@ -467,12 +467,13 @@ def _reached_only(fmt: SourceFormat, names: Namespace, var: str, at: str, depth:
     return test
 
 
-def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
+def generate_writer(fmt: SourceFormat) -> tuple[str, Writer, bool]:
     """The whole answer's writer (the `answer` section: its message, then each `blocks` entry's blocks, per
     element of the list it walks) as one function over the result (`r`), the answer's id and time (either None:
-    made) and the notes, and its source. Its first lines derive what the provider would have said (`said_lines`: the
-    notes `SourceFormat.said` gives, each count a variable a template's plain read of it reads), so `said` is made
-    only where a template reads it otherwise; then settle the answer's id (made, and noted, where it is none), its
+    made) and the notes, its source, and whether it reads the time (so the answer function reads the provider's).
+    Its first lines derive what the provider would have said (`said_lines`: the notes `SourceFormat.said` gives,
+    each count a variable a template's plain read of it reads), so `said` is made only where a template reads it
+    otherwise; then settle the answer's id (made, and noted, where it is none), its
     time and the calls' inputs where the lines read them (`_header_lines`). A template's notes at paths known now go
     into `notes` in their place (`_noted_in_place`); where a template uses the Ctx otherwise, every use of it makes
     it where first used, its notes added last. Each view field a template reads is read
@@ -599,7 +600,8 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
         tail.append("    if c is not None and c.notes: notes += OWN(c.notes)  # a path below `provider`: the answer's")
     if not re.search(r"(?<![\w.'])V_provider(?![\w'])", "\n".join(body)):  # read by its derived values alone
         used.pop("provider", None)
-    head = [*indent(derive), *indent(_header_lines(fmt, [*(reads[name] for name in used), *body]))]
+    header, reads_time = _header_lines(fmt, [*(reads[name] for name in used), *body])
+    head = [*indent(derive), *indent(header)]
     if any("IDS_DIGEST(" in line for line in body):
         head.append("    ids_digest = ''")
     used.update(dict.fromkeys(field for field, _ in shared))
@@ -612,15 +614,14 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer]:
     text = "\n".join([signature, *head, *body, *tail, "    return out"]) + "\n"
     exec(compile(text, f"<writer {fmt.name}>", "exec"), names)
     run: Writer = names["write"]
-    return text, run
+    return text, run, reads_time
 
 
 def generate_answers(
-    writer: Writer, written: str, providers: Mapping[str, Any]
+    writer: Writer, reads_time: bool, providers: Mapping[str, Any]
 ) -> tuple[dict[str, str], dict[str, Answer]]:
-    """Each provider's answer function (`generate_answer`) over the format's writer (`written`: its source, which
-    says whether it reads the answer's time), and their sources, by provider."""
-    reads_time = "TIME(created)" in written  # (`_header_lines`, VIEW: every read of the time settles it so)
+    """Each provider's answer function (`generate_answer`) over the format's writer (`reads_time`: whether it reads
+    the answer's time, so the provider's is read), and their sources, by provider."""
     made = {
         name: generate_answer(name, writer, NO_READS if p.streaming is None else p.streaming.answer_reads, reads_time)
         for name, p in providers.items()
@@ -681,21 +682,24 @@ def _shared_chains(fmt: SourceFormat) -> list[tuple[str, str]]:
 SETTLED = frozenset({DERIVED, *LATE})
 
 
-def _header_lines(fmt: SourceFormat, reads: list[str]) -> list[str]:
+def _header_lines(fmt: SourceFormat, reads: list[str]) -> tuple[list[str], bool]:
     """What the answer says beyond the result, settled where `reads` (the writer's lines) read it: its id (made,
     and noted after the stop reason's and the usage's notes, where the provider's answer names none), its time
-    (now, where it names none) and each call's `input` (`call_inputs`, where the format reads one)."""
+    (now, where it names none) and each call's `input` (`call_inputs`, where the format reads one); and whether
+    the lines read the time at all (the view settles its own, `TIME` in `VIEW`)."""
     lines = [
         "if not isinstance(answer_id, str) or not answer_id:",
         "    answer_id = NEW_ID()",
         "    notes.append(Note('synthesized', 'id', \"the provider's answer names no id\"))",
     ]
     used = "\n".join(reads)
-    if re.search(r"(?<![\w.'])created(?![\w'])", used.replace(VIEW, "")):  # (the view settles its own: `TIME`)
+    reads_time = VIEW in used
+    if re.search(r"(?<![\w.'])created(?![\w'])", used.replace(VIEW, "")):
         lines.append("created = TIME(created)")
+        reads_time = True
     if re.search(r"(?<![\w.'])inputs(?![\w'])", used):
         lines.append("inputs = INPUTS(r.tool_calls)" if fmt.reads_input else "inputs = None")
-    return lines
+    return lines, reads_time
 
 
 def _noted_in_place(kind: str, path: str, message: str) -> str:

@@ -304,8 +304,8 @@ def compile_format(path: Path, providers: Mapping[str, Any], display: str | None
     fields_code, fields = ("", fields_as_given) if fmt.normal is not None else generate_fields(fmt)
     fmt = replace(fmt, reads_input=_reads_name(env, "input"))  # the view's calls hold `input`: the writer reads it
     fmt = replace(fmt, derive_said=generate_said(fmt))  # (the writer's `said`, where it reads one whole)
-    written, writer = generate_writer(fmt)
-    answers_code, answers = generate_answers(writer, written, providers)
+    written, writer, reads_time = generate_writer(fmt)
+    answers_code, answers = generate_answers(writer, reads_time, providers)
     events_code, events, straight = generate_events(fmt)
     return replace(
         fmt,
