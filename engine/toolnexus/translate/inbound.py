@@ -48,6 +48,7 @@ from .request_code import (
     Messages,
     System,
     Tools,
+    Written,
     generate,
     generate_system,
     generate_tools,
@@ -195,6 +196,22 @@ class Inbound:
         object `jsonsafe.loads` returned untouched (`decode`), whose parse refused what the check refuses.
         `written`: arguments texts written of objects a moment before, read as those objects (`loads_written`);
         `tools`: the tools section written already (a source format's declarations, by `caller_tools`)."""
+        return self.translate_written(request, None, system, default_system, unknown_fields, decoded, written, tools)[0]
+
+    def translate_written(
+        self,
+        request: Any,
+        transcript: Written | None,
+        system: str | None,
+        default_system: str | None,
+        unknown_fields: UnknownFields,
+        decoded: bool,
+        written: WrittenTexts | None,
+        tools: tuple[list[Any], set[str]] | None,
+    ) -> tuple[RequestBody, slice]:
+        """`translate`, given the transcript written already (what `messages` returns: a source format's fused
+        function's, its paths the source's) or None (`messages` writes it), and where in the body's notes the
+        transcript's are (the system prompt's, then the turns': the caller names only the others)."""
         provider = self.provider
         if not isinstance(request, dict):
             raise TranslationError(
@@ -234,21 +251,22 @@ class Inbound:
             if parallel is not MISSING and type(parallel) is not bool:
                 raise TranslationError("parallel_tool_calls", "must be true or false", provider=provider)
             id_map, sent_ids = None, None
-            if self.tool_call_ids is not None:
-                id_map, sent_ids = self.tool_call_ids.for_request(msgs, provider)
-            # The transcript written by the generated function, its notes kept apart (they go in after the system
-            # prompt's). On an error its explain step, the reader, goes first: the reader's errors come before the
-            # writer's, as it reads the whole transcript before anything is written.
-            kept, ctx.notes = ctx.notes, []
-            try:
-                transcript = self.messages(msgs, ctx, id_map)
-            except TranslationError:
-                self._explain_messages(msgs, id_map)
-                raise
-            if transcript is None:  # a shape the fast test declines: the reader says what is wrong with it
-                self._explain_messages(msgs, id_map)
-                raise TranslationError("messages", "cannot be read", provider=provider)
-            ctx.notes = kept
+            if transcript is None:
+                if self.tool_call_ids is not None:
+                    id_map, sent_ids = self.tool_call_ids.for_request(msgs, provider)
+                # The transcript written by the generated function, its notes kept apart (they go in after the
+                # system prompt's). On an error its explain step, the reader, goes first: the reader's errors come
+                # before the writer's, as it reads the whole transcript before anything is written.
+                kept, ctx.notes = ctx.notes, []
+                try:
+                    transcript = self.messages(msgs, ctx, id_map)
+                except TranslationError:
+                    self._explain_messages(msgs, id_map)
+                    raise
+                if transcript is None:  # a shape the fast test declines: the reader says what is wrong with it
+                    self._explain_messages(msgs, id_map)
+                    raise TranslationError("messages", "cannot be read", provider=provider)
+                ctx.notes = kept
             turns, hoisted, turn_notes, first, left, more = transcript
         except Exception:
             if rest is not None:
@@ -258,6 +276,7 @@ class Inbound:
             left[1].append(rest)  # a member of the batch, as the transcript's containers are
             if not read_clean(*left):
                 checked(request, "", self._refuse)
+        starts = len(ctx.notes)  # the transcript's notes: the system prompt's, then the turns'
         written = self.system(hoisted, first, ctx) if hoisted and system is None and not more else None
         if written is not None:  # one prompt of its role and content, ahead of every turn: the generated write
             chosen = written
@@ -279,6 +298,7 @@ class Inbound:
                     self._check_message_keys(source, path, allowed, ctx, unknown_fields)
         if turn_notes:
             ctx.notes += turn_notes
+        made = slice(starts, len(ctx.notes))
         scope["messages"] = turns
         if self.system_message is None:
             scope["system"] = chosen
@@ -302,7 +322,7 @@ class Inbound:
         body.notes = tuple(ctx.notes)
         if sent_ids:
             body.id_map = sent_ids
-        return body
+        return body, made
 
     def _tool_choice(self, given: Any, parallel: Any, declared: set[str] | None) -> tuple[dict[str, Any], Render]:
         """The request's tool choice read (the reader's middle form) and the rules' writer for its kind."""
