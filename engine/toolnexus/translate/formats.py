@@ -430,6 +430,12 @@ class SourceFormat:
             for text, providers in shared.items():
                 lines.append(f"\n  # the whole answer from {', '.join(providers)}: its id and time, then the writer")
                 lines += [f"  {line}" for line in text.splitlines()]
+            fused: dict[str, list[str]] = {}  # providers whose messages are written alike: one function
+            for provider, text in self.fused_code.items():
+                fused.setdefault(text, []).append(provider)
+            for text, providers in fused.items():
+                lines.append(f"\n  # the transcript to {', '.join(providers)}: read and written in one loop")
+                lines += [f"  {line}" for line in text.splitlines()]
             if self.events_code:
                 line, _ = self.plan.source.where(("stream",))
                 lines.append(f"\n  # {self.file}:{line} stream: the events' generated writers, one per moment")

@@ -172,6 +172,9 @@ class Inbound:
     merge_same_role: str | None = None
     spliced: frozenset[str] = frozenset()  # part kinds whose template is a list: its blocks join the message's
     declaration_node: Node | None = None  # the declaration as nodes (what a source format's tools function pastes)
+    # What the messages function's roles are written with (`request_code.role_branches`' `content` and `parts`):
+    # a source format's fused function writes them the same way (fused_code).
+    writes: tuple[ContentLines, Parts] | None = None
     # A source format's tools function, by format (`caller_tools`): made on first use
     _caller_tools: dict[str, Tools | None] = field(default_factory=dict, compare=False, repr=False)
     # Each tool choice given as a string or not at all, read at load (`_choice_table`): the kinds the rules write.
@@ -684,7 +687,9 @@ def compile_inbound(source: RuleSource) -> Inbound:
     )
     part_reads = MappingProxyType({kind: reads for kind, (_, reads) in parts.items()})
     direct = Parts(MappingProxyType(writers), MappingProxyType(part_nodes), part_reads, spliced, _opaque_blocks)
-    text, run = generate(inbound, _content_lines(writers), direct)  # the messages section's one function
+    writes = (_content_lines(writers), direct)
+    inbound = replace(inbound, writes=writes)
+    text, run = generate(inbound, *writes)  # the messages section's one function
     code_items = (*inbound.code, (("messages",), text))
     system_fast = generate_system(inbound, system_node)
     if system_fast is not None:
