@@ -1,7 +1,7 @@
 """A source request's transcript written by a (format, provider) pair's fused function (`formats._fused_source`).
 
 The fused function writes what the provider's `messages` function returns straight from the format's items, its
-paths the format's; `Inbound.translate_written` takes it and says where its notes are, so only the others are
+paths the format's; `Inbound.translate` takes it and says where its notes are, so only the others are
 named. When it declines (None), or anything raises, today's route (the format's reader, then the provider's
 rules) runs from the fields already read, and names every note and error: the body, its notes and any error are
 the same either way.

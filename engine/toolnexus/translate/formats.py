@@ -1680,13 +1680,13 @@ def _fused_source(
             return None
         scope["tools"] = given
     try:
-        body, made = inbound.translate_written(scope, transcript, system, default_system, unknown_fields, False, None,
-                                               tools)  # fmt: skip
+        body = inbound.translate(scope, system=system, default_system=default_system, unknown_fields=unknown_fields,
+                                 tools=tools, transcript=transcript)  # fmt: skip
     except TranslationError:
         return None
     kept = body.notes
     if kept:
-        starts, ends = made.start, made.stop
+        starts, ends = body.transcript_notes.start, body.transcript_notes.stop
         body.notes = (
             *notes,
             *[Note(n.kind, remap(n.path, origins), n.message, n.side) for n in kept[:starts]],

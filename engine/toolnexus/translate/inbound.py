@@ -92,6 +92,9 @@ class RequestBody(dict[str, Any]):
 
     notes: tuple[Note, ...] = ()
     id_map: Mapping[str, str] = NO_IDS
+    # Where the transcript's notes are in `notes` (the system prompt's, then the turns'), when it was given written
+    # (`Inbound.translate`'s `transcript`: a source format's fused function's, its notes named already).
+    transcript_notes: slice = slice(0)
 
 
 @dataclass(frozen=True)
@@ -194,27 +197,14 @@ class Inbound:
         decoded: bool = False,
         written: WrittenTexts | None = None,
         tools: tuple[list[Any], set[str]] | None = None,
+        transcript: Written | None = None,
     ) -> RequestBody:
         """The provider's body for a request, checked whole for JSON no provider can read unless `decoded`: an
         object `jsonsafe.loads` returned untouched (`decode`), whose parse refused what the check refuses.
         `written`: arguments texts written of objects a moment before, read as those objects (`loads_written`);
-        `tools`: the tools section written already (a source format's declarations, by `caller_tools`)."""
-        return self.translate_written(request, None, system, default_system, unknown_fields, decoded, written, tools)[0]
-
-    def translate_written(
-        self,
-        request: Any,
-        transcript: Written | None,
-        system: str | None,
-        default_system: str | None,
-        unknown_fields: UnknownFields,
-        decoded: bool,
-        written: WrittenTexts | None,
-        tools: tuple[list[Any], set[str]] | None,
-    ) -> tuple[RequestBody, slice]:
-        """`translate`, given the transcript written already (what `messages` returns: a source format's fused
-        function's, its paths the source's) or None (`messages` writes it), and where in the body's notes the
-        transcript's are (the system prompt's, then the turns': the caller names only the others)."""
+        `tools`: the tools section written already (a source format's declarations, by `caller_tools`);
+        `transcript`: the transcript written already (what `messages` returns: a source format's fused function's,
+        its paths the source's); then the body tells where its notes are (`RequestBody.transcript_notes`)."""
         provider = self.provider
         if not isinstance(request, dict):
             raise TranslationError(
@@ -231,9 +221,10 @@ class Inbound:
         # whole request first. A request of one or two messages is checked whole here: within the request's one
         # orjson call they cost less than the copy of the request without them.
         rest: dict[str, Any] | None = None
+        fused = transcript is not None  # (its values are checked by what it has left, whatever the count)
         if not decoded:
             messages = request.get("messages")
-            if type(messages) is list and len(messages) > 2:
+            if type(messages) is list and (len(messages) > 2 or fused):
                 rest = request.copy()
                 del rest["messages"]
             else:
@@ -279,6 +270,8 @@ class Inbound:
             left[1].append(rest)  # a member of the batch, as the transcript's containers are
             if not read_clean(*left):
                 checked(request, "", self._refuse)
+                if fused:  # what it refuses is in the transcript's source, not here: its caller names it
+                    raise TranslationError("messages", "holds what no provider can read", provider=provider)
         starts = len(ctx.notes)  # the transcript's notes: the system prompt's, then the turns'
         written = self.system(hoisted, first, ctx) if hoisted and system is None and not more else None
         if written is not None:  # one prompt of its role and content, ahead of every turn: the generated write
@@ -301,7 +294,7 @@ class Inbound:
                     self._check_message_keys(source, path, allowed, ctx, unknown_fields)
         if turn_notes:
             ctx.notes += turn_notes
-        made = slice(starts, len(ctx.notes))
+        ends = len(ctx.notes)
         scope["messages"] = turns
         if self.system_message is None:
             scope["system"] = chosen
@@ -325,7 +318,9 @@ class Inbound:
         body.notes = tuple(ctx.notes)
         if sent_ids:
             body.id_map = sent_ids
-        return body, made
+        if fused:
+            body.transcript_notes = slice(starts, ends)
+        return body
 
     def _tool_choice(self, given: Any, parallel: Any, declared: set[str] | None) -> tuple[dict[str, Any], Render]:
         """The request's tool choice read (the reader's middle form) and the rules' writer for its kind."""
