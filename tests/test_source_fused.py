@@ -215,6 +215,7 @@ def variants() -> dict[str, dict[str, Any]]:
     edit("instructions list", base, lambda r: r.update(instructions=[{"type": "input_text", "text": "s"}]))
     edit("item not an object", base, lambda r: r[items].insert(3, "x"))
     edit("transcript empty", base, lambda r: r.update({items: []}))
+    edit("short, instructions unreadable", base, lambda r: r.update(instructions="\ud800", input=r[items][:2]))
     edit("two texts", said, lambda r: r[items][3]["content"].append({"type": "output_text", "text": "two"}))
     edit("assistant string", said, lambda r: r[items][3].update(content="as a string"))
     edit("assistant empty text", said, lambda r: r[items][3]["content"][0].update(text=""))
