@@ -175,6 +175,9 @@ NOTHING: Mapping[str, Unsupported] = MappingProxyType({})  # no key listed: the 
 Record = tuple[str, int, int, str, int | None, int | None, Mapping[str, str]]
 # A `$lookup` table of constant rows read backwards (format_rules `_nearest`): (the request, the notes) -> the field
 TableBackwards = Callable[[Any, list[Note]], Any]
+# A (format, provider) pair's fused transcript function (`fused_code`): (the format's transcript, its system
+# field) -> what the provider's `messages` returns, every path the format's; None: a shape it does not take.
+Fused = Callable[[list[Any], Any], Any]
 # The request's fields read (`SourceFormat.read_fields`): (the format, the request, the notes, unknown_fields) -> the
 # normal-form fields and where each came from.
 FieldsReader = Callable[["SourceFormat", dict[str, Any], list[Note], str], tuple[dict[str, Any], Origins]]
@@ -395,6 +398,9 @@ class SourceFormat:
     straight: Mapping[str, Bind] = field(default_factory=lambda: MappingProxyType({}))
     events_code: str = ""
     chunks_code: str = ""  # the normal form's: its stream section's generated chunk writers (format_rules.Chunks)
+    # Each provider's fused transcript function, by provider (only the pairs whose rules compose), and their sources.
+    fused: Mapping[str, Fused] = field(default_factory=lambda: MappingProxyType({}))
+    fused_code: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def explain(self, *, code: bool = False) -> str:
         """The format's file and provider (and, with `code`, its transcript's generated reader)."""
@@ -423,6 +429,12 @@ class SourceFormat:
                 shared.setdefault(text, []).append(provider)
             for text, providers in shared.items():
                 lines.append(f"\n  # the whole answer from {', '.join(providers)}: its id and time, then the writer")
+                lines += [f"  {line}" for line in text.splitlines()]
+            fused: dict[str, list[str]] = {}  # providers whose messages are written alike: one function
+            for provider, text in self.fused_code.items():
+                fused.setdefault(text, []).append(provider)
+            for text, providers in fused.items():
+                lines.append(f"\n  # the transcript to {', '.join(providers)}: read and written in one loop")
                 lines += [f"  {line}" for line in text.splitlines()]
             if self.events_code:
                 line, _ = self.plan.source.where(("stream",))
@@ -463,6 +475,22 @@ class SourceFormat:
         hub, origins = self.read_fields(self, request, notes, unknown_fields)
         if self.normal is not None:
             return hub, origins, [], notes
+        records = self.read_transcript(request, hub, origins, notes, unknown_fields, objects, written, tools)
+        return hub, origins, records, notes
+
+    def read_transcript(
+        self,
+        request: dict[str, Any],
+        hub: dict[str, Any],
+        origins: Origins,
+        notes: list[Note],
+        unknown_fields: str,
+        objects: bool,
+        written: WrittenTexts | None,
+        tools: bool,
+    ) -> list[Record]:
+        """`read_recorded` after the fields (`hub`, `origins`, `notes`: what `read_fields` gave): the transcript
+        (and the tools) read into `hub`, and the records of where their elements came from."""
         read = None
         records: list[Record] = []
         transcript = request.get(self.each, MISSING)
@@ -494,7 +522,7 @@ class SourceFormat:
         hub["messages"] = messages
         if tools and self.tools_each is not None and request.get(self.tools_each) is not None:
             hub["tools"] = self._tools(request[self.tools_each], records, notes, unknown_fields)
-        return hub, origins, records, notes
+        return records
 
     @cached_property
     def caller_tools(self) -> CallerTools | None:
@@ -1572,13 +1600,27 @@ def translate_source(
     unknown_fields: Any = "error",
 ) -> Any:
     """A request in the format -> the provider's body (`inbound`: the provider's compiled request side),
-    its errors and notes naming the format's paths."""
+    its errors and notes naming the format's paths. The fields are read once; the transcript by the pair's fused
+    function when it takes it (`_fused_source`), else by the format's reader, then the provider's rules."""
+    if not isinstance(request, dict):
+        raise fmt._fail("", f"the request must be an object, got {type(request).__name__}")
+    notes: list[Note] = []
+    hub, origins = fmt.read_fields(fmt, request, notes, unknown_fields)
+    caller = fmt.caller_tools
+    write_tools = None if caller is None else inbound.caller_tools(caller)
+    fused = fmt.fused.get(inbound.provider)
+    if fused is not None:
+        body = _fused_source(fmt, fused, inbound, request, hub, origins, notes, write_tools, system, default_system,
+                             unknown_fields)  # fmt: skip
+        if body is not None:
+            return body
     objects = not inbound.reads_arguments_json
     # a tool-call input's text, which the provider's read takes as the object it was written of
     written: WrittenTexts | None = None if objects else {}
-    caller = fmt.caller_tools
-    write_tools = None if caller is None else inbound.caller_tools(caller)
-    hub, origins, records, notes = fmt.read_recorded(request, unknown_fields, objects, written, write_tools is None)
+    records: list[Record] = []
+    if fmt.normal is None:
+        own_tools = write_tools is None  # the declarations read as Chat Completions ones, with the transcript
+        records = fmt.read_transcript(request, hub, origins, notes, unknown_fields, objects, written, own_tools)
     tools = None
     if write_tools is not None and request.get(fmt.tools_each) is not None:  # read here, after the transcript
         given = request[fmt.tools_each]
@@ -1598,6 +1640,59 @@ def translate_source(
     if body.notes:
         paths = named([n.path for n in body.notes], origins, records)
         body.notes = (*notes, *(Note(n.kind, p, n.message, n.side) for n, p in zip(body.notes, paths, strict=True)))
+    else:
+        body.notes = tuple(notes)
+    return body
+
+
+def _fused_source(
+    fmt: SourceFormat,
+    fused: Fused,
+    inbound: Any,
+    request: dict[str, Any],
+    hub: dict[str, Any],
+    origins: Origins,
+    notes: list[Note],
+    write_tools: Any,
+    system: str | None,
+    default_system: str | None,
+    unknown_fields: Any,
+) -> Any:
+    """The body with the transcript written by the pair's fused function (its notes named in the format's paths
+    already, so only the others are named, by `origins`); None when it declines, when the tools are not written
+    as they are, or on any error: then today's route runs from the transcript on, which names every error."""
+    items = request.get(fmt.each)
+    if type(items) is not list or not items:
+        return None
+    try:
+        transcript = fused(items, None if fmt.system is None else request.get(fmt.system))
+    except ToolnexusError:
+        return None
+    if transcript is None:
+        return None
+    scope = hub.copy()
+    scope["messages"] = items  # what the provider's checks of the transcript's presence and JSON read
+    tools = None
+    given = None if fmt.tools_each is None else request.get(fmt.tools_each)
+    if given is not None:
+        tools = None if write_tools is None else _written_tools(write_tools, given, inbound.provider)
+        if tools is None:
+            return None
+        scope["tools"] = given
+    try:
+        body = inbound.translate(scope, system=system, default_system=default_system, unknown_fields=unknown_fields,
+                                 tools=tools, transcript=transcript)  # fmt: skip
+    except TranslationError:
+        return None
+    kept = body.notes
+    if kept:
+        starts, ends = body.transcript_notes.start, body.transcript_notes.stop
+        body.notes = (
+            *notes,
+            *[Note(n.kind, remap(n.path, origins), n.message, n.side) for n in kept[:starts]],
+            *kept[starts:ends],
+            *[Note(n.kind, remap(n.path, origins), n.message, n.side) for n in kept[ends:]],
+        )
     else:
         body.notes = tuple(notes)
     return body

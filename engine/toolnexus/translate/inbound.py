@@ -48,6 +48,7 @@ from .request_code import (
     Messages,
     System,
     Tools,
+    Written,
     generate,
     generate_system,
     generate_tools,
@@ -91,6 +92,9 @@ class RequestBody(dict[str, Any]):
 
     notes: tuple[Note, ...] = ()
     id_map: Mapping[str, str] = NO_IDS
+    # Where the transcript's notes are in `notes` (the system prompt's, then the turns'), when it was given written
+    # (`Inbound.translate`'s `transcript`: a source format's fused function's, its notes named already).
+    transcript_notes: slice = slice(0)
 
 
 @dataclass(frozen=True)
@@ -171,6 +175,9 @@ class Inbound:
     merge_same_role: str | None = None
     spliced: frozenset[str] = frozenset()  # part kinds whose template is a list: its blocks join the message's
     declaration_node: Node | None = None  # the declaration as nodes (what a source format's tools function pastes)
+    # What the messages function's roles are written with (`request_code.role_branches`' `content` and `parts`):
+    # a source format's fused function writes them the same way (fused_code).
+    writes: tuple[ContentLines, Parts] | None = None
     # A source format's tools function, by format (`caller_tools`): made on first use
     _caller_tools: dict[str, Tools | None] = field(default_factory=dict, compare=False, repr=False)
     # Each tool choice given as a string or not at all, read at load (`_choice_table`): the kinds the rules write.
@@ -190,11 +197,14 @@ class Inbound:
         decoded: bool = False,
         written: WrittenTexts | None = None,
         tools: tuple[list[Any], set[str]] | None = None,
+        transcript: Written | None = None,
     ) -> RequestBody:
         """The provider's body for a request, checked whole for JSON no provider can read unless `decoded`: an
         object `jsonsafe.loads` returned untouched (`decode`), whose parse refused what the check refuses.
         `written`: arguments texts written of objects a moment before, read as those objects (`loads_written`);
-        `tools`: the tools section written already (a source format's declarations, by `caller_tools`)."""
+        `tools`: the tools section written already (a source format's declarations, by `caller_tools`);
+        `transcript`: the transcript written already (what `messages` returns: a source format's fused function's,
+        its paths the source's); then the body tells where its notes are (`RequestBody.transcript_notes`)."""
         provider = self.provider
         if not isinstance(request, dict):
             raise TranslationError(
@@ -211,9 +221,10 @@ class Inbound:
         # whole request first. A request of one or two messages is checked whole here: within the request's one
         # orjson call they cost less than the copy of the request without them.
         rest: dict[str, Any] | None = None
+        fused = transcript is not None  # (its values are checked by what it has left, whatever the count)
         if not decoded:
             messages = request.get("messages")
-            if type(messages) is list and len(messages) > 2:
+            if type(messages) is list and (len(messages) > 2 or fused):
                 rest = request.copy()
                 del rest["messages"]
             else:
@@ -234,21 +245,22 @@ class Inbound:
             if parallel is not MISSING and type(parallel) is not bool:
                 raise TranslationError("parallel_tool_calls", "must be true or false", provider=provider)
             id_map, sent_ids = None, None
-            if self.tool_call_ids is not None:
-                id_map, sent_ids = self.tool_call_ids.for_request(msgs, provider)
-            # The transcript written by the generated function, its notes kept apart (they go in after the system
-            # prompt's). On an error its explain step, the reader, goes first: the reader's errors come before the
-            # writer's, as it reads the whole transcript before anything is written.
-            kept, ctx.notes = ctx.notes, []
-            try:
-                transcript = self.messages(msgs, ctx, id_map)
-            except TranslationError:
-                self._explain_messages(msgs, id_map)
-                raise
-            if transcript is None:  # a shape the fast test declines: the reader says what is wrong with it
-                self._explain_messages(msgs, id_map)
-                raise TranslationError("messages", "cannot be read", provider=provider)
-            ctx.notes = kept
+            if transcript is None:
+                if self.tool_call_ids is not None:
+                    id_map, sent_ids = self.tool_call_ids.for_request(msgs, provider)
+                # The transcript written by the generated function, its notes kept apart (they go in after the
+                # system prompt's). On an error its explain step, the reader, goes first: the reader's errors come
+                # before the writer's, as it reads the whole transcript before anything is written.
+                kept, ctx.notes = ctx.notes, []
+                try:
+                    transcript = self.messages(msgs, ctx, id_map)
+                except TranslationError:
+                    self._explain_messages(msgs, id_map)
+                    raise
+                if transcript is None:  # a shape the fast test declines: the reader says what is wrong with it
+                    self._explain_messages(msgs, id_map)
+                    raise TranslationError("messages", "cannot be read", provider=provider)
+                ctx.notes = kept
             turns, hoisted, turn_notes, first, left, more = transcript
         except Exception:
             if rest is not None:
@@ -258,6 +270,9 @@ class Inbound:
             left[1].append(rest)  # a member of the batch, as the transcript's containers are
             if not read_clean(*left):
                 checked(request, "", self._refuse)
+                if fused:  # what it refuses is in the transcript's source, not here: its caller names it
+                    raise TranslationError("messages", "holds what no provider can read", provider=provider)
+        starts = len(ctx.notes)  # the transcript's notes: the system prompt's, then the turns'
         written = self.system(hoisted, first, ctx) if hoisted and system is None and not more else None
         if written is not None:  # one prompt of its role and content, ahead of every turn: the generated write
             chosen = written
@@ -279,6 +294,7 @@ class Inbound:
                     self._check_message_keys(source, path, allowed, ctx, unknown_fields)
         if turn_notes:
             ctx.notes += turn_notes
+        ends = len(ctx.notes)
         scope["messages"] = turns
         if self.system_message is None:
             scope["system"] = chosen
@@ -302,6 +318,8 @@ class Inbound:
         body.notes = tuple(ctx.notes)
         if sent_ids:
             body.id_map = sent_ids
+        if fused:
+            body.transcript_notes = slice(starts, ends)
         return body
 
     def _tool_choice(self, given: Any, parallel: Any, declared: set[str] | None) -> tuple[dict[str, Any], Render]:
@@ -664,7 +682,9 @@ def compile_inbound(source: RuleSource) -> Inbound:
     )
     part_reads = MappingProxyType({kind: reads for kind, (_, reads) in parts.items()})
     direct = Parts(MappingProxyType(writers), MappingProxyType(part_nodes), part_reads, spliced, _opaque_blocks)
-    text, run = generate(inbound, _content_lines(writers), direct)  # the messages section's one function
+    writes = (_content_lines(writers), direct)
+    inbound = replace(inbound, writes=writes)
+    text, run = generate(inbound, *writes)  # the messages section's one function
     code_items = (*inbound.code, (("messages",), text))
     system_fast = generate_system(inbound, system_node)
     if system_fast is not None:

@@ -113,13 +113,59 @@ _LAST = re.compile(r"\blast\b")
 def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts | None = None) -> tuple[str, Messages]:
     """The messages section's function and its source (`content`: writes a role's `$content` inline; `parts`:
     what the direct writer inlines, for the common shapes of each role's message, see direct_code.py)."""
-    names: dict[str, Any] = {
+    names = message_names(inbound)
+    lines = [
+        "    for i, m in enumerate(msgs):",
+        "        if type(m) is not dict: return None",
+        "        role = m.get('role')",
+        "        if type(role) is not str: return None",
+    ]
+    branch = "if"
+    for role, body in role_branches(inbound, names, content, parts, "f'messages[{i}]'").items():
+        lines += [f"        {branch} {'role in HOIST' if role is HOISTED else f'role == {role!r}'}:", *indent(body, 12)]
+        branch = "elif"
+    lines += [
+        "        else:",
+        "            return None  # not a role: the reader names it",
+        "    c.path = ''",
+        "    return out, hoisted, notes, first, (ck_texts, ck_deep, ck_msgs), h_more",
+    ]
+    head = ["def messages(msgs, c, ids):", "    if type(msgs) is not list: return None", *MESSAGES_HEAD]
+    if any(_LAST.search(line) for line in lines):  # a template writes the current turn: find its start
+        head.append("    last = -1  # the last user turn: the tool calls after it are the current turn's")
+        if "user" not in inbound.hoist:
+            head += [
+                "    for j in range(len(msgs) - 1, -1, -1):",
+                "        m = msgs[j]",
+                "        if type(m) is dict and m.get('role') == 'user':",
+                "            last = j",
+                "            break",
+            ]
+    text, run = _compiled([*head, *lines], f"<messages {inbound.provider}>", names, "messages")
+    return text, run
+
+
+# The messages function's state, before its loop (`role_branches` reads and writes it).
+MESSAGES_HEAD = (
+    "    out, hoisted, notes, held_texts = [], [], c.notes, c.written",
+    "    seen, pending, answered = {}, {}, set()",
+    "    merging, merged, first = None, False, None",
+    "    ck_texts, ck_deep, ck_msgs = [], [], []  # what the JSON check has left (jsonsafe.read_clean)",
+    "    h_more = False",
+)
+HOISTED = "(hoisted)"  # `role_branches`' key of the hoisted roles' branch
+
+
+def message_names(inbound: Inbound) -> dict[str, Any]:
+    """The names the messages function's lines use."""
+    return {
         "MISSING": MISSING,
         "Note": Note,
         "P": inbound.provider,
         "MESSAGES": MESSAGES,
         "ARGUMENTS_JSON": inbound.reads_arguments_json,
         "CARRY": inbound.carry,
+        "HOIST": inbound.hoist,
         "user_parts": _user_parts,
         "assistant_parts": _assistant_parts,
         "tool_result": _tool_result,
@@ -136,63 +182,34 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
             if rule.action == "drop" and not rule.accept
         },
     }
-    head = [
-        "def messages(msgs, c, ids):",
-        "    if type(msgs) is not list: return None",
-        "    out, hoisted, notes, held_texts = [], [], c.notes, c.written",
-        "    seen, pending, answered = {}, {}, set()",
-        "    merging, merged, first = None, False, None",
-        "    ck_texts, ck_deep, ck_msgs = [], [], []  # what the JSON check has left (jsonsafe.read_clean)",
-        "    h_more = False",
-    ]
-    lines = [
-        "    for i, m in enumerate(msgs):",
-        "        if type(m) is not dict: return None",
-        "        role = m.get('role')",
-        "        if type(role) is not str: return None",
-    ]
-    branch = "if"
+
+
+def role_branches(
+    inbound: Inbound, names: dict[str, Any], content: ContentLines | None, parts: Parts | None, hoisted_at: str
+) -> dict[str, list[str]]:
+    """Each role's branch of the loop over the messages (`m`, at `i`), by role (the hoisted roles' as `HOISTED`):
+    the direct writer's shapes, else the general read and write, then the merge; `hoisted_at`: the expression of
+    a hoisted prompt's path."""
+    branches: dict[str, list[str]] = {}
     if inbound.hoist:
-        names["HOIST"] = inbound.hoist
-        lines += [
-            "        if role in HOIST:",
-            "            h_text = m.get('content')",  # a string content taken here: no call for the common prompt
-            "            if type(h_text) is not str: h_text = text_only(m, i, P); ck_msgs.append(m); h_more = True",
-            "            elif len(m) != 2: ck_msgs.append(m); h_more = True",
-            "            elif not h_text.isascii(): ck_texts.append(h_text)  # role and content, both read",
-            "            hoisted.append((h_text, f'messages[{i}]', i, m))",
-            "            continue",
+        branches[HOISTED] = [
+            "h_text = m.get('content')",  # a string content taken here: no call for the common prompt
+            "if type(h_text) is not str: h_text = text_only(m, i, P); ck_msgs.append(m); h_more = True",
+            "elif len(m) != 2: ck_msgs.append(m); h_more = True",
+            "elif not h_text.isascii(): ck_texts.append(h_text)  # role and content, both read",
+            f"hoisted.append((h_text, {hoisted_at}, i, m))",
+            "continue",
         ]
-        branch = "elif"
     for role in ROLES:
         if role in inbound.hoist:
             continue
-        lines.append(f"        {branch} role == {role!r}:")
         general, tail = _role(role, inbound, names, content, parts)
         general.insert(0, "ck_msgs.append(m)")
         fast = None if parts is None else _direct(role, inbound, names, parts)
         if fast is not None:
             general = [*fast, *indent(general)]
-        lines += ["            " + line for line in [*general, *tail]]
-        branch = "elif"
-    lines += [
-        "        else:",
-        "            return None  # not a role: the reader names it",
-        "    c.path = ''",
-        "    return out, hoisted, notes, first, (ck_texts, ck_deep, ck_msgs), h_more",
-    ]
-    if any(_LAST.search(line) for line in lines):  # a template writes the current turn: find its start
-        head.append("    last = -1  # the last user turn: the tool calls after it are the current turn's")
-        if "user" not in inbound.hoist:
-            head += [
-                "    for j in range(len(msgs) - 1, -1, -1):",
-                "        m = msgs[j]",
-                "        if type(m) is dict and m.get('role') == 'user':",
-                "            last = j",
-                "            break",
-            ]
-    text, run = _compiled([*head, *lines], f"<messages {inbound.provider}>", names, "messages")
-    return text, run
+        branches[role] = [*general, *tail]
+    return branches
 
 
 def _direct(role: str, inbound: Inbound, names: dict[str, Any], parts: Parts) -> list[str] | None:

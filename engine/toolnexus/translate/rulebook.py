@@ -34,6 +34,7 @@ from ..language.loader import (
 from .endpoint import Endpoint, compile_endpoint
 from .format_rules import FORMATS_DIR, builtin_formats_dir, compile_format, format_files
 from .formats import PLAIN, SourceFormat
+from .fused_code import with_fused
 from .inbound import Inbound, compile_inbound
 from .outbound import Outbound, compile_outbound
 from .stream_code import Streaming, compiled
@@ -213,7 +214,8 @@ class Rulebook:
             if path is None:
                 known = self.formats()
                 raise ConfigError(f"no source format '{name}'{did_you_mean(name, known)}; known: {', '.join(known)}")
-            found = self._formats[name] = compile_format(path, self.providers, _shown(path))
+            found = compile_format(path, self.providers, _shown(path))
+            found = self._formats[name] = with_fused(found, self.providers)  # (each pair's, where they compose)
         return found
 
     def names(self) -> list[str]:

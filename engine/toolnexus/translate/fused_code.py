@@ -1,0 +1,269 @@
+"""A (source format, provider) pair's fused transcript function (issue 18; README "Source formats").
+
+Today's route reads a source request's transcript into normal-form messages with records of where each element
+came from (format_code), then the provider's messages function reads those messages again and writes them
+(request_code), and the notes are named through the records. The fused function is one loop over the format's
+items: each normal-form message is built as the format's reader builds it (the kinds' templates inline, no
+records) and, as soon as no later item can join it, written by the provider's own branch for its role (the same
+`request_code.role_branches` lines, the direct writer's shapes first), so no message list is walked twice and
+nothing is named afterwards. Its result is what the messages function returns, hoisted prompts at the format's
+paths and indexes the items' (only their order is compared).
+
+It declines (None) whatever it does not take, so today's route runs and says it exactly: a block of a shape the
+reader's fast test declines, sealed state, a key to settle, any note the provider's branch makes (naming those
+in the format's paths is a later step), anything raised. A pair gets none when its pieces do not compose: a
+format of role messages, a provider that rewrites ids (`tool_call_ids`, a scan of every message first) or reads
+the current turn (a scan for the last user message first), more than one role items join, a joined role that is
+not written as its text alone, a branch that ends a message early (`continue`) where a message is completed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from ..language.codegen import indent
+from ..language.templates import SEAL, Ctx
+from .format_code import _escaped, _Gen, _written_role
+from .formats import TEXT_PART, Fused, Kind, SourceFormat
+from .request_code import _LAST, HOISTED, MESSAGES_HEAD, message_names, role_branches
+
+if TYPE_CHECKING:
+    from .inbound import Inbound
+
+_CONTINUE = re.compile(r"\bcontinue\b")
+
+
+def with_fused(fmt: SourceFormat, providers: Mapping[str, Any]) -> SourceFormat:
+    """The format with the fused function of each provider whose pieces compose with it, and their sources."""
+    made = {name: found for name, p in providers.items() if (found := generate_fused(fmt, p.inbound)) is not None}
+    return replace(
+        fmt,
+        fused=MappingProxyType({name: run for name, (_, run) in made.items()}),
+        fused_code=MappingProxyType({name: text for name, (text, _) in made.items()}),
+    )
+
+
+def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | None:
+    """The pair's fused function and its source, or None when its pieces do not compose."""
+    items = fmt.items
+    if items is None or inbound.writes is None or inbound.tool_call_ids is not None:
+        return None
+    joined = {kind.joins for kind in items.values() if kind.joins} | fmt.joining_roles
+    if len(joined) != 1:
+        return None
+    (joins,) = joined
+    if joins not in fmt.plain_text or joins in inbound.hoist:
+        return None  # (its text is kept as a list of parts here until it is complete)
+    gen = _Gen(fmt)
+    gen.names.update(message_names(inbound))
+    branches = role_branches(inbound, gen.names, *inbound.writes, "x_path")
+    if any(_LAST.search(line) for lines in branches.values() for line in lines):
+        return None
+    writer = _Writer(fmt, gen, branches, joins)
+    lines = writer.function()
+    if lines is None:
+        return None
+    objects = not inbound.reads_arguments_json
+    gen.names.update({"Ctx": Ctx, "P": inbound.provider, "TEXT_PART": TEXT_PART, "OBJECTS": objects})
+    text = "\n".join(lines) + "\n"
+    exec(compile(text, f"<fused {fmt.name} -> {inbound.provider}>", "exec"), gen.names)
+    return text, gen.names["fused"]
+
+
+class _Writer:
+    """The fused function's lines: the format's walk (`format_code._Gen`'s templates), the provider's branches."""
+
+    def __init__(self, fmt: SourceFormat, gen: _Gen, branches: dict[str, list[str]], joins: str) -> None:
+        self.fmt, self.gen, self.branches, self.joins = fmt, gen, branches, joins
+
+    def written(self, role: str, message: str, index: str, path: str, last: bool) -> list[str] | None:
+        """A complete normal-form message `message` of `role` (its index `index`; `path`: its source path's
+        expression, for a hoisted prompt) written by the provider's branch for its role; `last`: nothing follows
+        in the item's lines (a `continue` of the branch ends the item, as it ends the message)."""
+        hoisted = role in self.gen.names["HOIST"]
+        branch = self.branches.get(HOISTED if hoisted else role)
+        if branch is None:
+            return None
+        if not last:
+            if branch and branch[-1] == "continue":  # its last line: nothing follows it in the branch anyway
+                branch = branch[:-1]
+            if any(_CONTINUE.search(line) for line in branch):
+                return None
+        at = [f"x_path = {path}"] if hoisted else []
+        return [*self.formed(message, role), *at, f"m, i = {message}, {index}", *branch]
+
+    def formed(self, message: str, role: str) -> list[str]:
+        """The message's content in its final form, as `SourceFormat.read_transcript` settles it once nothing
+        more joins it: an empty list none (but a user's), one plain text part its string where the role says so."""
+        lines = [f"x_c = {message}['content']", "if type(x_c) is list:"]
+        if role != "user":
+            lines.append(f"    if not x_c: {message}['content'] = None")
+        if role in self.fmt.plain_text:
+            lines += [
+                "    if len(x_c) == 1 and type(x_p := x_c[0]) is dict and x_p.keys() == TEXT_PART"
+                " and x_p['type'] == 'text':",
+                f"        {message}['content'] = x_p['text']",
+            ]
+        return lines if len(lines) > 2 else []
+
+    def flushed(self) -> list[str] | None:
+        """The open message (`x_open`, which items join) written, when there is one."""
+        written = self.written(self.joins, "x_open", "x_at", "None", last=False)
+        if written is None:
+            return None
+        return ["if x_open is not None:", *indent(written), "    x_open = None"]
+
+    def opened(self) -> list[str]:
+        """The message items join, opened when none is."""
+        return [
+            "if x_open is None:",
+            f"    x_open, x_at = {{'role': {self.joins!r}, 'content': []}}, x_i",
+        ]
+
+    def parts(self, kinds: Any, blocks: str, into: str) -> list[str] | None:
+        """A list of blocks read as parts (each kind's template inline) onto the list `into`."""
+        lines = [
+            f"for x_b in {blocks}:",
+            "    if type(x_b) is not dict: return None",
+            f"    x_k = x_b.get({self.fmt.kind!r})",
+        ]
+        branch = "if"
+        for name, kind in kinds.items():
+            if kind.mode != "part" or kind.state is not None:
+                continue
+            reads, writes = self.gen.template(kind, "x_q", "x_b")
+            lines += [f"    {branch} x_k == {name!r}:", *indent([*reads, *writes, f"{into}.append(x_q)"], 8)]
+            branch = "elif"
+        return [*lines, "    else: return None"] if branch == "elif" else None
+
+    def joined_item(self, kind: Kind) -> list[str] | None:
+        """An item that joins the open message (into its list `kind.into`)."""
+        reads, writes = self.gen.template(kind, "x_w", "x_m")
+        lines = list(reads)
+        if kind.state is not None:  # sealed state: today's route unseals it
+            lines += [f"x_st = x_m.get({kind.state[0]!r})", f"if type(x_st) is str and {SEAL!r} in x_st: return None"]
+        return [
+            *lines,
+            *writes,
+            *self.opened(),
+            f"x_l = x_open.get({kind.into!r})",
+            f"if x_l is None: x_open[{kind.into!r}] = [x_w]",
+            "else: x_l.append(x_w)",
+        ]
+
+    def message_item(self, kind: Kind) -> list[str] | None:
+        """An item that is a message of its own (its `blocks` read as its role's parts)."""
+        role = _written_role(kind)
+        if role is None or role == self.joins:
+            return None
+        reads, writes = self.gen.template(kind, "x_w", "x_m")
+        lines = [*reads, *writes]
+        for key in kind.blocks:
+            parts = self.parts(self.fmt.roles.get(role, {}), "x_n", "x_ps")
+            if parts is None:
+                return None
+            lines += [f"x_n = x_w.get({key!r})", "if type(x_n) is list:", "    x_ps = []", *indent(parts)]
+            lines.append(f"    x_w[{key!r}] = x_ps")
+        path = repr(_escaped(self.fmt.each) + "[{}]") + ".format(x_i)"
+        written = self.written(role, "x_w", "x_i", path, last=True)
+        return None if written is None else [*lines, *written]
+
+    def role_message(self, role: str) -> list[str] | None:
+        """A message of `role` (its content `x_c`): a string, or a list of its role's blocks."""
+        parts = self.parts(self.fmt.roles[role], "x_c", "x_ps" if role != self.joins else "x_open['content']")
+        if parts is None:
+            return None
+        if role == self.joins:  # joins the open message: each part, as the reader's `joining` does
+            return [
+                "if type(x_c) is str:",
+                *indent(self.opened()),
+                "    x_open['content'].append({'type': 'text', 'text': x_c})",
+                "elif type(x_c) is list:",
+                "    if x_c:",
+                *indent(self.opened(), 8),
+                *indent(parts),
+                "else: return None",
+            ]
+        path = repr(_escaped(self.fmt.each) + "[{}]") + ".format(x_i)"
+        written = self.written(role, "x_w", "x_i", path, last=True)
+        if written is None:
+            return None
+        return [
+            f"if type(x_c) is str: x_w = {{'role': {role!r}, 'content': x_c}}",
+            "elif type(x_c) is list and x_c:  # (none: the reader makes no message, and the open one stays open)",
+            "    x_ps = []",
+            *indent(parts),
+            f"    x_w = {{'role': {role!r}, 'content': x_ps}}",
+            "else: return None",
+            *written,
+        ]
+
+    def system(self) -> list[str]:
+        """The format's system key (`system`): a string, the hoisted prompt or first message it is."""
+        fmt = self.fmt
+        if fmt.system is None or "system" not in fmt.roles:
+            return []
+        written = self.written("system", "x_w", "-1", repr(_escaped(fmt.system)), last=False)
+        if written is None:
+            return ["    if system is not None: return None"]
+        return [
+            "    if system is not None:",
+            "        if type(system) is not str: return None",
+            "        x_w = {'role': 'system', 'content': system}",
+            *indent(written, 8),
+        ]
+
+    def function(self) -> list[str] | None:
+        fmt = self.fmt
+        assert fmt.items is not None
+        lines = [
+            "def fused(msgs, system):",
+            "    c = Ctx(P)",
+            "    c.objects, c.written = OBJECTS, None if OBJECTS else {}  # as `translate_source` reads",
+            *MESSAGES_HEAD,
+            "    ids = None",
+            "    x_open = x_at = None  # the message items join while nothing else follows it, and its index",
+            *self.system(),
+            "    for x_i, x_m in enumerate(msgs):",
+            "        if type(x_m) is not dict: return None",
+            f"        x_t = x_m.get({fmt.kind!r}, {fmt.message_kind!r})",
+        ]
+        last = self.flushed()
+        if last is None:
+            return None
+        joining = [f"x_t != {name!r}" for name, kind in fmt.items.items() if kind.joins]
+        joining.append(f"(x_t != {fmt.message_kind!r} or x_m.get('role') != {self.joins!r})")
+        lines += [f"        if x_open is not None and {' and '.join(joining)}:", *indent(last[1:], 8)]
+        branch = "if"
+        for name, kind in fmt.items.items():
+            body = self.joined_item(kind) if kind.joins else self.message_item(kind)
+            if body is None:
+                return None
+            lines += [f"        {branch} x_t == {name!r}:", *indent(body, 12)]
+            branch = "elif"
+        known = self.gen.name(frozenset({"role", "content", fmt.kind}), "MESSAGE_KEYS_")
+        table = self.gen.name(fmt.message_unsupported, "UNSUPPORTED_")
+        lines += [
+            f"        {branch} x_t == {fmt.message_kind!r}:",
+            "            x_r, x_c = x_m.get('role', MISSING), x_m.get('content', MISSING)",
+            f"            if len(x_m) != (x_r is not MISSING) + (x_c is not MISSING) + ({fmt.kind!r} in x_m)"
+            f" and not quiet(x_m, {known}, {table}): return None",
+        ]
+        inner = "if"
+        for role in sorted(fmt.transcript_roles):
+            body = self.role_message(role)
+            if body is None:
+                return None
+            lines += [f"            {inner} x_r == {role!r}:", *indent(body, 16)]
+            inner = "elif"
+        lines += ["            else: return None", "        else: return None"]
+        return [
+            *lines,
+            *indent(last),
+            "    if notes: return None  # (to be named in the format's paths: today's route names them)",
+            "    return out, hoisted, notes, first, (ck_texts, ck_deep, ck_msgs), h_more",
+        ]

@@ -1,0 +1,297 @@
+"""A source request's transcript written by a (format, provider) pair's fused function (`formats._fused_source`).
+
+The fused function writes what the provider's `messages` function returns straight from the format's items, its
+paths the format's; `Inbound.translate` takes it and says where its notes are, so only the others are
+named. When it declines (None), or anything raises, today's route (the format's reader, then the provider's
+rules) runs from the fields already read, and names every note and error: the body, its notes and any error are
+the same either way.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from support.cli import explain_code
+from toolnexus import Note, ToolnexusError, load_rules
+from toolnexus.language.templates import Ctx
+from toolnexus.translate import formats
+from toolnexus.translate.formats import SourceFormat, named, translate_source
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from bench_inputs import responses_transcript, tool_declarations  # noqa: E402
+
+SOURCE = "openai-responses"
+
+
+def outcome(fmt: SourceFormat, provider: str, request: Any, **options: Any) -> tuple[Any, ...]:
+    """The body and its notes, or the error (type, message, path), of one source request."""
+    inbound = load_rules().get(provider).inbound
+    try:
+        body = translate_source(fmt, inbound, copy.deepcopy(request), **options)
+    except ToolnexusError as exc:
+        return ("error", type(exc).__name__, str(exc), getattr(exc, "path", None))
+    return ("body", dict(body), [tuple(n) for n in body.notes], dict(body.id_map))
+
+
+def without_fused(fmt: SourceFormat) -> SourceFormat:
+    """The format with no fused function: today's route only (the test-only switch)."""
+    return replace(fmt, fused={})
+
+
+def hub_written(fmt: SourceFormat, provider: str) -> formats.Fused:
+    """A stand-in fused function: the format's reader, then the provider's `messages`, its paths named by the
+    reader's records (what a fused function writes at once)."""
+    inbound = load_rules().get(provider).inbound
+    assert fmt.transcript is not None
+
+    def written(items: list[Any], system: Any) -> Any:
+        read = fmt.transcript(items, system, False, None)
+        if read is None:
+            return None
+        messages, records, made = read
+        for message, role in made:  # the reader's post-pass (`read_transcript`)
+            content = message.get("content")
+            if isinstance(content, list) and len(content) == 1 and role in fmt.plain_text:
+                if content[0].keys() == {"type", "text"} and content[0]["type"] == "text":
+                    message["content"] = content[0]["text"]
+            elif content == [] and message["role"] != "user":
+                message["content"] = None
+        written = inbound.messages(messages, Ctx(provider), None)
+        if written is None:
+            return None
+        turns, hoisted, notes, first, left, more = written
+        hoisted = [(text, named([path], {}, records)[0], i, m) for text, path, i, m in hoisted]
+        paths = named([n.path for n in notes], {}, records)
+        notes = [Note(n.kind, path, n.message, n.side) for n, path in zip(notes, paths, strict=True)]
+        return turns, hoisted, notes, first, left, more
+
+    return written
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini"])
+def test_a_written_transcript_gives_todays_body_and_notes(provider: str) -> None:
+    fmt = load_rules().format(SOURCE)
+    request = responses_transcript(10, tool_declarations())
+    request["metadata"] = {"a": "b"}  # a field's note, named by the origins around the transcript's
+    given = replace(fmt, fused={provider: hub_written(fmt, provider)})
+    for options in ({}, {"system": "per call"}):
+        assert outcome(given, provider, request, **options) == outcome(without_fused(fmt), provider, request, **options)
+
+
+def test_the_transcripts_notes_are_named_by_position() -> None:
+    """A note the fused function makes is kept as it is, even at a path the origins would rename (the format's
+    transcript key may be the hub's, as Anthropic's `messages`); the fields' notes are named by the origins."""
+    fmt = load_rules().format(SOURCE)
+    request = responses_transcript(10, tool_declarations())
+    request["metadata"] = {"a": "b"}
+    made = hub_written(fmt, "gemini")
+    own = Note("dropped", "max_completion_tokens", "a path the origins rename")
+
+    def noting(items: list[Any], system: Any) -> Any:
+        turns, hoisted, notes, first, left, more = made(items, system)
+        return turns, hoisted, [own, *notes], first, left, more
+
+    body = translate_source(replace(fmt, fused={"gemini": noting}), load_rules().get("gemini").inbound, request)
+    today = outcome(without_fused(fmt), "gemini", request)[2]
+    assert [tuple(n) for n in body.notes if n != own] == today
+    assert own in body.notes and ("dropped", "metadata", "gemini has no counterpart", "") in today
+
+
+def test_a_decline_reads_the_fields_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    fmt = load_rules().format(SOURCE)
+    read = fmt.read_fields
+    calls = []
+
+    def counted(*args: Any) -> Any:
+        calls.append(1)
+        return read(*args)
+
+    request = responses_transcript(10, tool_declarations())
+    declining = replace(fmt, fused={"openai": lambda items, system: None}, read_fields=counted)
+    assert outcome(declining, "openai", request) == outcome(without_fused(fmt), "openai", request)
+    assert len(calls) == 1
+
+
+def test_an_error_after_the_transcript_is_todays() -> None:
+    """An error the provider's rules raise with the fused transcript in hand: today's route raises it, named."""
+    fmt = load_rules().format(SOURCE)
+    request = responses_transcript(10, tool_declarations())
+    request["tool_choice"] = {"type": "function", "name": "nope"}
+    given = replace(fmt, fused={"openai": hub_written(fmt, "openai")})
+    assert outcome(given, "openai", request) == outcome(without_fused(fmt), "openai", request)
+    assert outcome(given, "openai", request)[0] == "error"
+
+
+# ---------------------------------------------------------------- the generated fused functions (fused_code)
+
+FUSED = sorted(load_rules().format(SOURCE).fused)
+
+
+def counted(fmt: SourceFormat, provider: str, hits: list[int]) -> SourceFormat:
+    """The format with the pair's fused function counting each transcript it takes."""
+    run = fmt.fused[provider]
+
+    def counting(items: list[Any], system: Any) -> Any:
+        written = run(items, system)
+        hits.append(written is not None)
+        return written
+
+    return replace(fmt, fused={provider: counting})
+
+
+def test_the_pairs_that_compose_get_a_fused_function() -> None:
+    """Decided by the rules: a provider that rewrites ids or reads the current turn, and a format of role
+    messages, get none."""
+    assert {"openai", "groq", "xai"} <= set(FUSED)
+    assert "gemini" not in FUSED and "anthropic" not in FUSED
+    assert not load_rules().format("anthropic").fused
+
+
+@pytest.mark.parametrize("provider", FUSED)
+@pytest.mark.parametrize("size", [10, 20, 40])
+def test_the_bench_requests_take_the_fused_function(provider: str, size: int) -> None:
+    fmt, hits = load_rules().format(SOURCE), []
+    request = responses_transcript(size, tool_declarations())
+    assert outcome(counted(fmt, provider, hits), provider, request) == outcome(without_fused(fmt), provider, request)
+    assert hits == [True]
+
+
+def variants() -> dict[str, dict[str, Any]]:
+    """The bench's requests and variants of them, each a shape the fused function takes or declines."""
+    base = responses_transcript(10, tool_declarations())
+    said = responses_transcript(20, tool_declarations())
+    out = {f"bench{n}": responses_transcript(n, tool_declarations()) for n in (2, 4, 6, 10, 20, 40)}
+
+    def edit(name: str, given: dict[str, Any], change: Any) -> None:
+        request = copy.deepcopy(given)
+        change(request)
+        out[name] = request
+
+    items = "input"
+    edit("no instructions", base, lambda r: r.pop("instructions"))
+    edit("late developer", base, lambda r: r[items].insert(5, {"type": "message", "role": "developer", "content": "d"}))
+    edit("system role", base, lambda r: r[items][0].update(role="system"))
+    edit("arguments no object", base, lambda r: r[items][3].update(arguments="[1]"))
+    edit("orphan output", base, lambda r: r[items][8].update(call_id="nope"))
+    edit("lone surrogate", base, lambda r: r[items][1].update(content="bad \ud800"))
+    edit("surrogate in reasoning", base, lambda r: r[items][2]["summary"][0].update(text="bad \ud800"))
+    edit("user between", base, lambda r: r[items].insert(3, {"type": "message", "role": "user", "content": "hi"}))
+    edit("duplicate id", base, lambda r: r[items][4].update(call_id=r[items][3]["call_id"]))
+    edit("assistant text", base, lambda r: r[items].append({"type": "message", "role": "assistant", "content": "ok"}))
+    edit("list output", base, lambda r: r[items][7].update(output=[{"type": "input_text", "text": "ü"}]))
+    edit("empty list output", base, lambda r: r[items][7].update(output=[]))
+    edit("bad temperature", base, lambda r: r.update(temperature=5))
+    edit("unknown field", base, lambda r: r.update(bogus=1))
+    edit("bad choice", base, lambda r: r.update(tool_choice={"type": "function", "name": "nope"}))
+    edit(
+        "prompt between calls",
+        base,
+        lambda r: r[items].insert(4, {"type": "message", "role": "developer", "content": "x"}),
+    )
+    edit("moved prompt", base, lambda r: r[items].insert(2, {"type": "message", "role": "developer", "content": "✅"}))
+    edit("system at end", base, lambda r: r[items].append({"type": "message", "role": "system", "content": "last"}))
+    edit(
+        "call between outputs",
+        base,
+        lambda r: r[items].insert(8, {"type": "function_call", "call_id": "c9", "name": "x", "arguments": "{}"}),
+    )
+    edit("no reasoning", base, lambda r: r[items].pop(2))
+    edit("call status", base, lambda r: r[items][3].update(status="completed"))
+    edit("call unknown key", base, lambda r: r[items][3].update(bogus=1))
+    edit("sealed state", base, lambda r: r[items][2].update(encrypted_content="x_tns_y"))
+    edit("empty user list", base, lambda r: r[items].insert(4, {"type": "message", "role": "user", "content": []}))
+    edit("user image", base, lambda r: r[items][1].update(content=[{"type": "input_image", "image_url": "data:,"}]))
+    edit("user image no url", base, lambda r: r[items][1].update(content=[{"type": "input_image"}]))
+    edit("instructions list", base, lambda r: r.update(instructions=[{"type": "input_text", "text": "s"}]))
+    edit("item not an object", base, lambda r: r[items].insert(3, "x"))
+    edit("transcript empty", base, lambda r: r.update({items: []}))
+    edit("short, instructions unreadable", base, lambda r: r.update(instructions="\ud800", input=r[items][:2]))
+    edit("two texts", said, lambda r: r[items][3]["content"].append({"type": "output_text", "text": "two"}))
+    edit("assistant string", said, lambda r: r[items][3].update(content="as a string"))
+    edit("assistant empty text", said, lambda r: r[items][3]["content"][0].update(text=""))
+    edit("annotations", said, lambda r: r[items][3]["content"][0].update(annotations=[{"type": "x"}]))
+    edit("text after calls", said, lambda r: r[items].insert(5, r[items].pop(3)))
+    edit("text first", said, lambda r: r[items].pop(2))
+    edit("refusal", said, lambda r: r[items][3].update(content=[{"type": "refusal", "refusal": "no"}]))
+    return out
+
+
+VARIANTS = variants()
+OPTIONS = [{}, {"system": "per call"}, {"unknown_fields": "drop"}]
+
+
+@pytest.mark.parametrize("provider", FUSED)
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_the_fused_function_gives_todays_body_notes_and_errors(provider: str, name: str) -> None:
+    fmt = load_rules().format(SOURCE)
+    for options in OPTIONS:
+        hits: list[int] = []
+        got = outcome(counted(fmt, provider, hits), provider, VARIANTS[name], **options)
+        assert got == outcome(without_fused(fmt), provider, VARIANTS[name], **options), options
+
+
+def test_the_variants_take_and_decline() -> None:
+    """The corpus above holds both: requests the fused function takes, and shapes it declines."""
+    fmt, hits = load_rules().format(SOURCE), []
+    for request in VARIANTS.values():
+        outcome(counted(fmt, "openai", hits), "openai", request)
+    assert 20 < sum(hits) < len(hits)
+
+
+def test_explain_shows_the_fused_functions() -> None:
+    shown = explain_code("--source", SOURCE)
+    assert "def fused(msgs, system):" in shown
+    assert re.search(r"# the transcript to [a-z, -]*\bopenai\b", shown)
+
+
+# ---------------------------------------------------------------- generated Responses inputs
+
+TEXT = st.text(st.characters(max_codepoint=0x1FFFF), max_size=6)  # (lone surrogates too: the JSON check's)
+CALL_IDS = st.sampled_from(["c1", "c2", "c3", "", "c_tns_x", "ü"])
+ARGUMENTS = st.sampled_from(['{"a": 1}', "{}", "[1]", "", "{", '{"t": "\\ud800"}'])
+ROLES = st.sampled_from(["user", "developer", "system", "assistant", "tool"])
+OUTPUTS = st.one_of(TEXT, st.lists(st.builds(lambda t: {"type": "input_text", "text": t}, TEXT), max_size=2))
+QUIET = st.sampled_from([{}, {"annotations": []}, {"annotations": [1]}])
+
+
+def said(text: str, more: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "content": [{"type": "output_text", "text": text, **more}]}
+
+
+def called(call_id: str, name: str, raw: str) -> dict[str, Any]:
+    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": raw}
+
+
+def reasoned(text: str, state: str) -> dict[str, Any]:
+    return {"type": "reasoning", "summary": [{"type": "summary_text", "text": text}], "encrypted_content": state}
+
+
+ITEMS = st.one_of(
+    st.builds(lambda role, text: {"type": "message", "role": role, "content": text}, ROLES, TEXT),
+    st.builds(lambda text: {"role": "user", "content": [{"type": "input_text", "text": text}]}, TEXT),
+    st.builds(said, TEXT, QUIET),
+    st.builds(called, CALL_IDS, st.sampled_from(["get", "", "ü"]), ARGUMENTS),
+    st.builds(lambda i, out: {"type": "function_call_output", "call_id": i, "output": out}, CALL_IDS, OUTPUTS),
+    st.builds(reasoned, TEXT, st.sampled_from(["s", "x_tns_y"])),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=st.lists(ITEMS, min_size=1, max_size=8), instructions=st.one_of(st.none(), TEXT),
+       options=st.sampled_from(OPTIONS))  # fmt: skip
+def test_generated_inputs_give_todays_result(items: list[Any], instructions: Any, options: dict[str, Any]) -> None:
+    fmt = load_rules().format(SOURCE)
+    request = {"model": "m", "input": items} | ({} if instructions is None else {"instructions": instructions})
+    hits: list[int] = []
+    got = outcome(counted(fmt, "openai", hits), "openai", request, **options)
+    assert got == outcome(without_fused(fmt), "openai", request, **options)
