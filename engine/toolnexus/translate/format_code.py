@@ -93,7 +93,7 @@ _JOINED = [
 ]
 
 
-class _Gen(Namespace):
+class ReaderGen(Namespace):
     """Lines of the reader, and the names they use (bound in its namespace)."""
 
     def __init__(self, fmt: SourceFormat) -> None:
@@ -240,7 +240,7 @@ class _Gen(Namespace):
         normal-form message of its own, its `blocks` lists read as parts with the kinds of `role` (None: of the
         role it writes) (`_standalone`)."""
         lines = list(writes)
-        written = _written_role(kind)  # an object template writing a constant role: `w` is an object of that role
+        written = written_role(kind)  # an object template writing a constant role: `w` is an object of that role
         if written is None:
             lines.append("if type(w) is not dict: return None")
         if role is None:
@@ -301,7 +301,7 @@ class _Gen(Namespace):
         reads = self.name(fmt.tool_reads, "TOOL_KEYS_")
         table = self.name(fmt.tool_unsupported, "UNSUPPORTED_")
         renames = self.name(fmt.tool_renames, "RENAMES_")
-        source = _escaped(fmt.tools_each) + "[{}]"
+        source = escaped_path(fmt.tools_each) + "[{}]"
         pasted = inline_node(fmt.tool_node, "t", "w", is_dict=True, tag=self.fresh("_"))
         self.names.update(pasted.names)
         return [
@@ -357,13 +357,13 @@ class _Gen(Namespace):
             "    c.objects, c.written = objects, written",
         ]
         if fmt.system is not None and "system" in fmt.roles:
-            held = _escaped(fmt.system)
+            held = escaped_path(fmt.system)
             lines += [
                 "    if system is not None:",
                 f"        content = system; WS, BS, i = {held!r}, {held + '[{1}]'!r}, None",
                 *indent(self.message("system", False), 8),
             ]
-        each = _escaped(fmt.each)
+        each = escaped_path(fmt.each)
         lines += [
             f"    WS, BS = {each + '[{0}]'!r}, {each + '[{0}].content[{1}]'!r}  # formatted when a path is asked",
             "    for i, m in enumerate(msgs):",
@@ -402,7 +402,7 @@ class _Gen(Namespace):
 
 def generate(fmt: SourceFormat) -> tuple[str, Reader | None, ToolsReader | None]:
     """The format's transcript reader, its tools reader and their source (None: the general read serves)."""
-    gen = _Gen(fmt)
+    gen = ReaderGen(fmt)
     lines = gen.reader()
     tools = gen.tools()
     text = "\n".join([*(lines or ()), *(tools or ())]) + "\n" if lines or tools else ""
@@ -1082,7 +1082,7 @@ def inside_read(block: dict[str, Any], paths: frozenset[str], inside: frozenset[
     return True
 
 
-def _escaped(path: str) -> str:
+def escaped_path(path: str) -> str:
     """A path as a format string's literal text."""
     return path.replace("{", "{{").replace("}", "}}")
 
@@ -1103,7 +1103,7 @@ def _set_state(key: str) -> list[str]:
     return ["if isinstance(st, dict): cur.update(st)"]
 
 
-def _written_role(kind: Kind) -> str | None:
+def written_role(kind: Kind) -> str | None:
     """The role a `message` kind's template writes, when it is a constant."""
     node = kind.node
     if isinstance(node, Obj):

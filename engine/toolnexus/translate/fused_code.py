@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..language.codegen import indent
 from ..language.templates import SEAL, Ctx
-from .format_code import _escaped, _Gen, _written_role
+from .format_code import ReaderGen, escaped_path, written_role
 from .formats import TEXT_PART, Fused, Kind, SourceFormat
-from .request_code import _LAST, HOISTED, MESSAGES_HEAD, message_names, role_branches
+from .request_code import HOISTED, MESSAGES_HEAD, READS_LAST, message_names, role_branches
 
 if TYPE_CHECKING:
     from .inbound import Inbound
@@ -58,10 +58,10 @@ def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | N
     (joins,) = joined
     if joins not in fmt.plain_text or joins in inbound.hoist:
         return None  # (its text is kept as a list of parts here until it is complete)
-    gen = _Gen(fmt)
+    gen = ReaderGen(fmt)
     gen.names.update(message_names(inbound))
     branches = role_branches(inbound, gen.names, *inbound.writes, "x_path")
-    if any(_LAST.search(line) for lines in branches.values() for line in lines):
+    if any(READS_LAST.search(line) for lines in branches.values() for line in lines):
         return None
     writer = _Writer(fmt, gen, branches, joins)
     lines = writer.function()
@@ -75,9 +75,9 @@ def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | N
 
 
 class _Writer:
-    """The fused function's lines: the format's walk (`format_code._Gen`'s templates), the provider's branches."""
+    """The fused function's lines: the format's walk (`format_code.ReaderGen`'s templates), the provider's branches."""
 
-    def __init__(self, fmt: SourceFormat, gen: _Gen, branches: dict[str, list[str]], joins: str) -> None:
+    def __init__(self, fmt: SourceFormat, gen: ReaderGen, branches: dict[str, list[str]], joins: str) -> None:
         self.fmt, self.gen, self.branches, self.joins = fmt, gen, branches, joins
 
     def written(self, role: str, message: str, index: str, path: str, last: bool) -> list[str] | None:
@@ -157,7 +157,7 @@ class _Writer:
 
     def message_item(self, kind: Kind) -> list[str] | None:
         """An item that is a message of its own (its `blocks` read as its role's parts)."""
-        role = _written_role(kind)
+        role = written_role(kind)
         if role is None or role == self.joins:
             return None
         reads, writes = self.gen.template(kind, "x_w", "x_m")
@@ -168,7 +168,7 @@ class _Writer:
                 return None
             lines += [f"x_n = x_w.get({key!r})", "if type(x_n) is list:", "    x_ps = []", *indent(parts)]
             lines.append(f"    x_w[{key!r}] = x_ps")
-        path = repr(_escaped(self.fmt.each) + "[{}]") + ".format(x_i)"
+        path = repr(escaped_path(self.fmt.each) + "[{}]") + ".format(x_i)"
         written = self.written(role, "x_w", "x_i", path, last=True)
         return None if written is None else [*lines, *written]
 
@@ -188,7 +188,7 @@ class _Writer:
                 *indent(parts),
                 "else: return None",
             ]
-        path = repr(_escaped(self.fmt.each) + "[{}]") + ".format(x_i)"
+        path = repr(escaped_path(self.fmt.each) + "[{}]") + ".format(x_i)"
         written = self.written(role, "x_w", "x_i", path, last=True)
         if written is None:
             return None
@@ -207,7 +207,7 @@ class _Writer:
         fmt = self.fmt
         if fmt.system is None or "system" not in fmt.roles:
             return []
-        written = self.written("system", "x_w", "-1", repr(_escaped(fmt.system)), last=False)
+        written = self.written("system", "x_w", "-1", repr(escaped_path(fmt.system)), last=False)
         if written is None:
             return ["    if system is not None: return None"]
         return [

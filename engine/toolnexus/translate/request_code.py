@@ -107,7 +107,7 @@ _READ = {
 _TEXT = ["parts = [{'kind': 'text', 'text': text_only(m, i, P)}]"]  # a system or developer role not hoisted
 # The tool calls after the last user turn marked as the current turn's, for a tool-call template that reads it.
 _CURRENT_TURN = ["if i > last:", "    for p in parts:", "        if p['kind'] == 'tool_call': p['current_turn'] = True"]
-_LAST = re.compile(r"\blast\b")
+READS_LAST = re.compile(r"\blast\b")
 
 
 def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts | None = None) -> tuple[str, Messages]:
@@ -131,7 +131,7 @@ def generate(inbound: Inbound, content: ContentLines | None = None, parts: Parts
         "    return out, hoisted, notes, first, (ck_texts, ck_deep, ck_msgs), h_more",
     ]
     head = ["def messages(msgs, c, ids):", "    if type(msgs) is not list: return None", *MESSAGES_HEAD]
-    if any(_LAST.search(line) for line in lines):  # a template writes the current turn: find its start
+    if any(READS_LAST.search(line) for line in lines):  # a template writes the current turn: find its start
         head.append("    last = -1  # the last user turn: the tool calls after it are the current turn's")
         if "user" not in inbound.hoist:
             head += [
