@@ -17,11 +17,12 @@ import pytest
 import toolnexus
 from support.cli import explain_code
 from support.faults import get_at, set_at, walk
-from toolnexus import ResponseError, load_rules, translate_response
+from toolnexus import ResponseError, api, load_rules, translate_response
 from toolnexus.devtools.conformance import load_cases
 from toolnexus.language import jsonsafe
 from toolnexus.language.paths import MISSING
 from toolnexus.language.templates import Ctx
+from toolnexus.translate.endpoint import Endpoint
 from toolnexus.translate.outbound import Outbound, _Code, _explain_counts, _Found, check_usage
 from toolnexus.translate.result import TranslatedToolCall, TranslateResult, new_tool_call, tool_calls
 
@@ -118,6 +119,21 @@ def test_a_body_in_the_providers_error_shape_is_its_provider_error() -> None:
     with pytest.raises(toolnexus.ProviderError) as info:
         translate_response("anthropic", body)
     assert info.value.error_type == "overloaded_error" and "Overloaded" in str(info.value)
+
+
+def test_a_dict_answer_is_told_by_its_type_and_its_error_root_by_one_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`translate_response` tells a dict from a body by its type alone, and calls `Endpoint.error_in` only for an
+    answer holding the root field of the error message's path: the rest of that test would say no error anyway."""
+    answer = {"type": "message", "model": "m", "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn"}
+    looked: list[Any] = []
+    error_in = Endpoint.error_in
+    monkeypatch.setattr(Endpoint, "error_in", lambda self, data: looked.append(data) or error_in(self, data))
+    monkeypatch.setattr(api, "isinstance", lambda v, kinds: looked.append(kinds) or isinstance(v, kinds), raising=False)
+    assert translate_response("anthropic", answer).text == "hi" and looked == []
+    error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    with pytest.raises(toolnexus.ProviderError):
+        translate_response("anthropic", error)
+    assert looked == [error]
 
 
 def test_a_body_is_checked_by_its_parse_alone(monkeypatch: pytest.MonkeyPatch) -> None:
