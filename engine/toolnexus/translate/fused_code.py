@@ -1,4 +1,4 @@
-"""A (source format, provider) pair's fused transcript function (issue 18; README "Source formats").
+"""A (source format, provider) pair's fused transcript function (README "Performance": what it saves).
 
 Today's route reads a source request's transcript into normal-form messages with records of where each element
 came from (format_code), then the provider's messages function reads those messages again and writes them
