@@ -115,7 +115,7 @@ def translate_response(
     else:  # the generated function checks it first (`Outbound.translate`)
         answer, tokens = response, -1
     endpoint = rules_for.endpoint
-    root = endpoint.error_root  # an answer without the error message's root field is no error: one lookup, no call
+    root = endpoint.error_root  # `error_in`'s own first screen, here without the call: an answer has no such root
     if root is None or type(answer) is not dict or answer.get(root) is not None:
         error = endpoint.error_in(answer)
         if error is not None:

@@ -218,6 +218,8 @@ class _Writer:
         ]
 
     def function(self) -> list[str] | None:
+        """The whole function's lines (the system key, then one branch per item kind and per role of the format's
+        message kind, the open message written last), or None when a piece does not compose."""
         fmt = self.fmt
         assert fmt.items is not None
         lines = [
