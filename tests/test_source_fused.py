@@ -122,6 +122,19 @@ def test_a_decline_reads_the_fields_once(monkeypatch: pytest.MonkeyPatch) -> Non
     assert len(calls) == 1
 
 
+def test_a_fused_function_that_raises_declines() -> None:
+    """Whatever the generated loop raises (a shape it did not foresee) is a decline: today's route answers."""
+    fmt = load_rules().format(SOURCE)
+    request = responses_transcript(10, tool_declarations())
+
+    def raising(items: list[Any], system: Any) -> Any:
+        raise TypeError("unhashable type: 'list'")
+
+    assert outcome(replace(fmt, fused={"openai": raising}), "openai", request) == outcome(
+        without_fused(fmt), "openai", request
+    )
+
+
 def test_an_error_after_the_transcript_is_todays() -> None:
     """An error the provider's rules raise with the fused transcript in hand: today's route raises it, named."""
     fmt = load_rules().format(SOURCE)
