@@ -318,6 +318,9 @@ class Inline:
     firsts: dict[str, str]
     whole: bool = False  # the lines use the scope itself (a closure given it, a rich path), not only its fields
     contextual: bool = False  # the lines use the context (`ctx`): a closure given it, a failure, a note into it
+    # The variable holding each object key's value once the lines ran (a key of the object written or of an
+    # object inside its keys, so always computed), by the key's node's id: a caller reads it there, not back.
+    key_values: dict[int, str] = field(default_factory=dict)
 
 
 def inline_node(
@@ -376,7 +379,8 @@ def inline_node(
         head.append(f"{sd} = {held}" if is_dict else f"{sd} = {held} if isinstance({held}, dict) else {{}}")
     head += [f"{var} = {sd}.get({name!r}, MISSING)" for name, var in reads]
     head += [f"{var} = {known[name]}" for name, var in gen.firsts.items() if name in known and var != known[name]]
-    return Inline(head + gen.prelude, body, {**_NAMES, **gen.names}, dict(gen.firsts), whole, gen.contextual)
+    names = {**_NAMES, **gen.names}
+    return Inline(head + gen.prelude, body, names, dict(gen.firsts), whole, gen.contextual, dict(gen.key_values))
 
 
 def _copied_field(node: Node | None) -> str | None:
@@ -842,6 +846,7 @@ class _Codegen(Namespace):
         self.ctx = "c"  # what each use of the context is written as (`inline_node`)
         self.note: NoteSink | None = None  # how a note at a path named here is written (None: into the context)
         self.contextual = False  # whether the lines use the context
+        self.key_values: dict[int, str] = {}  # each object key's variable, by its node's id (see Inline)
 
     def context(self) -> str:
         """The context as the lines use it (so they are known to)."""
@@ -1068,6 +1073,8 @@ class _Codegen(Namespace):
             if at in copied:
                 continue
             before, value, sure = self._value(child, scope)
+            if value.isidentifier():
+                self.key_values[id(child)] = value
             if value == "MISSING" and not before:  # absent: the key is never written
                 continue
             if not sure:

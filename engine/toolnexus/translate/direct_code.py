@@ -349,18 +349,23 @@ def _calls_group(arguments_json: bool) -> Group:
     )
 
 
-def _read_calls(arguments_json: bool) -> list[str]:
+# The assistant message's calls (the hub's key), and where a call holds what its check reads (`call_check`).
+CALLS = "tool_calls"
+CALL_FIELDS = {
+    "d_fn": ("function",),
+    "d_id": ("id",),
+    "d_name": ("function", "name"),
+    "d_raw": ("function", "arguments"),
+}
+
+
+def _read_calls(arguments_json: bool, done: str | None) -> list[str]:
     """The assistant's tool calls read into `d_calls` ((call, id, sent id, name, arguments, their JSON text,
-    given as an object)) and `d_new` (id -> name); `d_ok` False for a shape the general branch reads."""
-    raw = (
-        [
-            "                try: d_raw = ARGUMENTS_TEXT(d_raw)",
-            "                except (TypeError, ValueError): d_ok = False; break",
-        ]
-        if arguments_json
-        else ["                d_raw = MISSING"]
-    )
-    return [
+    given as an object)) and `d_new` (id -> name); `d_ok` False for a shape the general branch reads.
+    `done`: a test that they are read already, each where the caller had it (`call_check` run on it there)."""
+    read = {name: f"d_fn.get({keys[1]!r})" if len(keys) == 2 else f"d_call.get({keys[0]!r})" for name, keys in
+            CALL_FIELDS.items() if name != "d_fn"}  # fmt: skip
+    loop = [
         "d_calls, d_new, d_deep = [], {}, False",
         "if d_ok and d_tc is not None:",
         "    if type(d_tc) is not list: d_ok = False",
@@ -368,23 +373,37 @@ def _read_calls(arguments_json: bool) -> list[str]:
         "        for d_call in d_tc:",
         "            d_fn = d_call.get('function') if type(d_call) is dict else None",
         "            if type(d_fn) is not dict: d_ok = False; break",
-        "            d_id, d_name, d_raw = d_call.get('id'), d_fn.get('name'), d_fn.get('arguments')",
-        "            if (type(d_id) is not str or not d_id or type(d_name) is not str or not d_name or d_id in seen",
-        "                    or d_id in d_new or d_call.get('type', 'function') != 'function'): d_ok = False; break",
-        "            if not d_id.isascii(): ck_texts.append(d_id)",
-        "            if not d_name.isascii(): ck_texts.append(d_name)",
-        "            if len(d_fn) != 2 or len(d_call) != 2 + ('type' in d_call): d_deep = True",
-        "            if type(d_raw) is str and d_raw:",
-        "                try: d_args = WRITTEN_LOADS(d_raw, held_texts) if held_texts else LOADS(d_raw)",
-        "                except ValueError: d_ok = False; break",
-        "                if type(d_args) is not dict: d_ok = False; break",
-        "                d_obj = False",
-        "            elif type(d_raw) is dict:",
-        "                d_args, d_obj, d_deep = d_raw, True, True",
+        f"            {', '.join(read)} = {', '.join(read.values())}",
+        *indent(call_check(arguments_json, "d_ok = False; break"), 12),
+    ]
+    return loop if done is None else [f"if not {done}:", *indent(loop)]
+
+
+def call_check(arguments_json: bool, fail: str) -> list[str]:
+    """One tool call's check (`d_call`, its `CALL_FIELDS` read), taken into `d_calls` and `d_new` when it holds;
+    `fail`: what gives its message to the general branch (it ends the check)."""
+    raw = (
+        ["    try: d_raw = ARGUMENTS_TEXT(d_raw)", f"    except (TypeError, ValueError): {fail}"]
+        if arguments_json
+        else ["    d_raw = MISSING"]
+    )
+    return [
+        "if (type(d_id) is not str or not d_id or type(d_name) is not str or not d_name or d_id in seen",
+        f"        or d_id in d_new or d_call.get('type', 'function') != 'function'): {fail}",
+        "if not d_id.isascii(): ck_texts.append(d_id)",
+        "if not d_name.isascii(): ck_texts.append(d_name)",
+        "if len(d_fn) != 2 or len(d_call) != 2 + ('type' in d_call): d_deep = True",
+        "if type(d_raw) is str and d_raw:",
+        "    try: d_args = WRITTEN_LOADS(d_raw, held_texts) if held_texts else LOADS(d_raw)",
+        f"    except ValueError: {fail}",
+        f"    if type(d_args) is not dict: {fail}",
+        "    d_obj = False",
+        "elif type(d_raw) is dict:",
+        "    d_args, d_obj, d_deep = d_raw, True, True",
         *raw,
-        "            else: d_ok = False; break",
-        "            d_new[d_id] = d_name",
-        "            d_calls.append((d_call, d_id, d_id if ids is None else ids(d_id), d_name, d_args, d_raw, d_obj))",
+        f"else: {fail}",
+        "d_new[d_id] = d_name",
+        "d_calls.append((d_call, d_id, d_id if ids is None else ids(d_id), d_name, d_args, d_raw, d_obj))",
     ]
 
 
@@ -434,8 +453,9 @@ def carried(shape: Shape, placed: tuple[tuple[str, str | None], ...]) -> Shape:
     return replace(shape, test=" and ".join(tests), take=tuple(take), groups=tuple(groups), orphans=tuple(orphans))
 
 
-def shapes(role: str, arguments_json: bool) -> tuple[list[str], list[Shape]] | None:
-    """A role's reads and the shapes the direct writer writes (None: the general branch only)."""
+def shapes(role: str, arguments_json: bool, calls_read: str | None = None) -> tuple[list[str], list[Shape]] | None:
+    """A role's reads and the shapes the direct writer writes (None: the general branch only); `calls_read`: a
+    test that the assistant's calls are read and checked already (`_read_calls`)."""
     take: tuple[str, ...]
     checks: tuple[str, ...]
     if role == "user":
@@ -448,9 +468,9 @@ def shapes(role: str, arguments_json: bool) -> tuple[list[str], list[Shape]] | N
         ]
     if role == "assistant":
         reads = [
-            "d_c, d_tc = m.get('content'), m.get('tool_calls')",
+            f"d_c, d_tc = m.get('content'), m.get({CALLS!r})",
             "d_ok = d_c is None or type(d_c) is str",
-            *_read_calls(arguments_json),
+            *_read_calls(arguments_json, calls_read),
         ]
         take = (
             "pending, answered = d_new, set()",

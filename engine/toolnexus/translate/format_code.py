@@ -103,6 +103,7 @@ class ReaderGen(Namespace):
         self.joined = fmt.joining_roles | {kind.joins for kind in (fmt.items or {}).values() if kind.joins}
         super().__init__({"MISSING": MISSING, "unseal": unseal, "Ctx": Ctx, "EMPTY": EMPTY, "quiet": quiet,
                           "inside_read": inside_read})  # fmt: skip
+        self.key_values: dict[int, str] = {}  # the last pasted template's (`Inline.key_values`)
 
     def template(self, kind: Kind, target: str, scope: str) -> tuple[list[str], list[str]]:
         """The kind's template pasted over the block at `scope`: its reads of the block, then the block's shape
@@ -110,6 +111,7 @@ class ReaderGen(Namespace):
         assert kind.node is not None
         pasted = inline_node(kind.node, scope, target, is_dict=True, tag=self.fresh("_"))
         self.names.update(pasted.names)
+        self.key_values = pasted.key_values
         return [*pasted.head, *self.shape(kind, scope, pasted.firsts)], pasted.body
 
     # ------------------------------------------------------------------ messages

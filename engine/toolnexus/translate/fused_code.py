@@ -26,7 +26,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..language.codegen import indent
-from ..language.templates import SEAL, Ctx
+from ..language.templates import SEAL, Ctx, Obj
+from .direct_code import CALL_FIELDS, CALLS, call_check
 from .format_code import ReaderGen, escaped_path, written_role
 from .formats import TEXT_PART, Fused, Kind, SourceFormat
 from .request_code import HOISTED, MESSAGES_HEAD, READS_LAST, message_names, role_branches
@@ -60,10 +61,11 @@ def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | N
         return None  # (its text is kept as a list of parts here until it is complete)
     gen = ReaderGen(fmt)
     gen.names.update(message_names(inbound))
-    branches = role_branches(inbound, gen.names, *inbound.writes, "x_path")
+    calls_read = "x_ok" if joins == "assistant" else None  # the role whose calls are checked at their items
+    branches = role_branches(inbound, gen.names, *inbound.writes, "x_path", calls_read)
     if any(READS_LAST.search(line) for lines in branches.values() for line in lines):
         return None
-    writer = _Writer(fmt, gen, branches, joins)
+    writer = _Writer(fmt, gen, branches, joins, None if calls_read is None else inbound.reads_arguments_json)
     lines = writer.function()
     if lines is None:
         return None
@@ -77,8 +79,11 @@ def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | N
 class _Writer:
     """The fused function's lines: the format's walk (`format_code.ReaderGen`'s templates), the provider's branches."""
 
-    def __init__(self, fmt: SourceFormat, gen: ReaderGen, branches: dict[str, list[str]], joins: str) -> None:
+    def __init__(
+        self, fmt: SourceFormat, gen: ReaderGen, branches: dict[str, list[str]], joins: str, calls: bool | None
+    ) -> None:
         self.fmt, self.gen, self.branches, self.joins = fmt, gen, branches, joins
+        self.calls = calls  # None: the branch checks the joined calls itself; else its `arguments_json`
 
     def written(self, role: str, message: str, index: str, path: str, last: bool) -> list[str] | None:
         """A complete normal-form message `message` of `role` (its index `index`; `path`: its source path's
@@ -118,10 +123,35 @@ class _Writer:
         return ["if x_open is not None:", *indent(written), "    x_open = None"]
 
     def opened(self) -> list[str]:
-        """The message items join, opened when none is."""
+        """The message items join, opened when none is (with none of its calls checked yet, `call_checked`)."""
         return [
             "if x_open is None:",
             f"    x_open, x_at = {{'role': {self.joins!r}, 'content': []}}, x_i",
+            *(["    x_ok = True", "    d_calls, d_new, d_deep = [], {}, False"] if self.calls is not None else []),
+        ]
+
+    def call_checked(self, kind: Kind) -> list[str]:
+        """A tool call that joins the open message (`x_w`), checked at its item as the provider's assistant branch
+        checks each of its calls (`direct_code.call_check`), its fields read where the item's template left them:
+        that branch then takes the open message's calls as checked (`x_ok`). A call whose fields are not so held,
+        or that fails the check, leaves them all to the branch's own reading."""
+        if self.calls is None or kind.into != CALLS:
+            return []
+        fields: dict[str, str] = {"d_call": "x_w"}
+        for name, keys in CALL_FIELDS.items():
+            node = kind.node
+            for key in keys:
+                node = dict(node.items).get(key) if isinstance(node, Obj) else None
+            held = self.gen.key_values.get(id(node))
+            if held is None and not isinstance(node, Obj):
+                return ["x_ok = False"]
+            fields[name] = held or "x_w" + "".join(f"[{key!r}]" for key in keys)  # (an object: always a dict)
+        return [
+            "if x_ok:",
+            *(f"    {name} = {value}" for name, value in fields.items()),  # (one by one: no tuple made)
+            "    while True:  # one pass: a failed check ends it (`break`) as it ends the branch's loop",
+            *indent(call_check(self.calls, "x_ok = False; break"), 8),
+            "        break",
         ]
 
     def parts(self, kinds: Any, blocks: str, into: str) -> list[str] | None:
@@ -146,6 +176,7 @@ class _Writer:
         lines = list(reads)
         if kind.state is not None:  # sealed state: today's route unseals it
             lines += [f"x_st = x_m.get({kind.state[0]!r})", f"if type(x_st) is str and {SEAL!r} in x_st: return None"]
+        checked = self.call_checked(kind)
         return [
             *lines,
             *writes,
@@ -153,6 +184,7 @@ class _Writer:
             f"x_l = x_open.get({kind.into!r})",
             f"if x_l is None: x_open[{kind.into!r}] = [x_w]",
             "else: x_l.append(x_w)",
+            *checked,
         ]
 
     def message_item(self, kind: Kind) -> list[str] | None:

@@ -185,11 +185,17 @@ def message_names(inbound: Inbound) -> dict[str, Any]:
 
 
 def role_branches(
-    inbound: Inbound, names: dict[str, Any], content: ContentLines | None, parts: Parts | None, hoisted_at: str
+    inbound: Inbound,
+    names: dict[str, Any],
+    content: ContentLines | None,
+    parts: Parts | None,
+    hoisted_at: str,
+    calls_read: str | None = None,
 ) -> dict[str, list[str]]:
     """Each role's branch of the loop over the messages (`m`, at `i`), by role (the hoisted roles' as `HOISTED`):
     the direct writer's shapes, else the general read and write, then the merge; `hoisted_at`: the expression of
-    a hoisted prompt's path."""
+    a hoisted prompt's path; `calls_read`: a test that the assistant's calls are read and checked already, where
+    the caller built them (`direct_code.call_check`)."""
     branches: dict[str, list[str]] = {}
     if inbound.hoist:
         branches[HOISTED] = [
@@ -205,18 +211,20 @@ def role_branches(
             continue
         general, tail = _role(role, inbound, names, content, parts)
         general.insert(0, "ck_msgs.append(m)")
-        fast = None if parts is None else _direct(role, inbound, names, parts)
+        fast = None if parts is None else _direct(role, inbound, names, parts, calls_read)
         if fast is not None:
             general = [*fast, *indent(general)]
         branches[role] = [*general, *tail]
     return branches
 
 
-def _direct(role: str, inbound: Inbound, names: dict[str, Any], parts: Parts) -> list[str] | None:
+def _direct(
+    role: str, inbound: Inbound, names: dict[str, Any], parts: Parts, calls_read: str | None
+) -> list[str] | None:
     """The direct writer's branches for a role's common shapes (direct_code.py), each ending where the general
     branch ends (`written` set), and the `else:` the general branch goes under; None when there is none."""
     rule = inbound.roles[role]
-    found = shapes(role, inbound.reads_arguments_json)
+    found = shapes(role, inbound.reads_arguments_json, calls_read)
     if rule.node is None or rule.spliced or found is None:
         return None
     names.update(direct_names(parts))
