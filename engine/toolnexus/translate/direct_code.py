@@ -26,6 +26,7 @@ write, its rewritten id or arguments, then what its template notes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -94,6 +95,7 @@ class Group:
     last: str | None = None  # in the loop `header` starts: true for its last part
     maybe: frozenset[str] = frozenset()  # the fields of `known` that may be absent (MISSING)
     carried: tuple[tuple[str, str], ...] = ()  # message keys placed on its last part: (key, the variable holding it)
+    written: str | None = None  # a list of its parts written already, where the caller read them: added as they are
 
     @property
     def has_part(self) -> str:
@@ -215,6 +217,8 @@ def _message_key(key: str) -> str:
 
 def _part_lines(gen: _Gen, group: Group, blocks: str) -> list[str] | None:
     """One group's parts written through their kind's template, inline, onto `blocks`."""
+    if group.written is not None:
+        return [f"{blocks} += {group.written}"]
     node = gen.parts.nodes.get(group.kind)
     reads = gen.parts.reads.get(group.kind)
     plan_entry = _plan_entry(gen, group.kind)
@@ -375,13 +379,14 @@ def _read_calls(arguments_json: bool, done: str | None) -> list[str]:
         "            if type(d_fn) is not dict: d_ok = False; break",
         f"            {', '.join(read)} = {', '.join(read.values())}",
         *indent(call_check(arguments_json, "d_ok = False; break"), 12),
+        "            d_calls.append((d_call, d_id, d_sent, d_name, d_args, d_raw, d_obj))",
     ]
     return loop if done is None else [f"if not {done}:", *indent(loop)]
 
 
 def call_check(arguments_json: bool, fail: str) -> list[str]:
-    """One tool call's check (`d_call`, its `CALL_FIELDS` read), taken into `d_calls` and `d_new` when it holds;
-    `fail`: what gives its message to the general branch (it ends the check)."""
+    """One tool call's check (`d_call`, its `CALL_FIELDS` read), its id sent (`d_sent`) and taken into `d_new`
+    when it holds; `fail`: what gives its message to the general branch (it ends the check)."""
     raw = (
         ["    try: d_raw = ARGUMENTS_TEXT(d_raw)", f"    except (TypeError, ValueError): {fail}"]
         if arguments_json
@@ -403,8 +408,31 @@ def call_check(arguments_json: bool, fail: str) -> list[str]:
         *raw,
         f"else: {fail}",
         "d_new[d_id] = d_name",
-        "d_calls.append((d_call, d_id, d_id if ids is None else ids(d_id), d_name, d_args, d_raw, d_obj))",
+        "d_sent = d_id if ids is None else ids(d_id)",
     ]
+
+
+WRITTEN_CALLS = "d_written"  # the assistant's calls a caller wrote where it read them (`call_write`), in order
+
+
+def call_write(
+    arguments_json: bool, parts: Parts, names: dict[str, Any], keys: Mapping[str, str | None]
+) -> list[str] | None:
+    """One call checked (`call_check`) written by the tool-call template onto `WRITTEN_CALLS`, as the assistant
+    branch writes each (at message `i`, position `d_k`); None when it cannot be written there. `keys`: every key
+    the call may hold and the variable holding it (None: none), so its own keys are read there, not looked up."""
+    group = replace(_calls_group(arguments_json), header=None, last=None)
+    if arguments_json:  # checked: its JSON text is there
+        group = replace(group, maybe=group.maybe - {"arguments_json"})
+    reads = parts.reads.get("tool_call")
+    own = {key: var for key, var in keys.items() if key not in MIDDLE_FIELDS | TOOL_CALL_KEYS}
+    if reads is not None and own.keys() <= reads and None not in own.values():  # (each read: none left to settle)
+        given = {key: f"({var} if {var} is not None else MISSING)" for key, var in own.items()}  # (null: not given)
+        group = replace(group, known={**group.known, **given}, maybe=group.maybe | given.keys(), extras_of=None)
+    lines = _part_lines(_Gen(parts, names, "call"), group, WRITTEN_CALLS)
+    if lines is None or any(re.search(r"\bd_ct\b", line) for line in lines):  # (the current turn: not known there)
+        return None
+    return lines
 
 
 @dataclass(frozen=True)
@@ -438,9 +466,8 @@ def carried(shape: Shape, placed: tuple[tuple[str, str | None], ...]) -> Shape:
         var = f"d_y{n}"
         found = [j for j, group in enumerate(groups) if kind is None or group.kind == kind]
         group = groups[found[-1]] if found else None
-        if key in MIDDLE_FIELDS or (
-            group is not None and ((len(found) > 1 and group.empty is not None) or group.extras_of is not None)
-        ):
+        held = group is not None and (group.extras_of is not None or group.written is not None)
+        if key in MIDDLE_FIELDS or held or (group is not None and len(found) > 1 and group.empty is not None):
             tests.append(f"m.get({key!r}) is None")
             continue
         take += [f"{var} = m.get({key!r}, MISSING)", f"if {var} is None: {var} = MISSING"]
@@ -481,8 +508,15 @@ def shapes(role: str, arguments_json: bool, calls_read: str | None = None) -> tu
         text = Group("text", known, ("CONTENT", "i"), "if d_c:", flat="(d_c or '')", empty="not d_c")
         checks = ("if d_c and not d_c.isascii(): ck_texts.append(d_c)", "if d_deep: ck_deep.append(d_tc)")
         keys = frozenset({"role", "content", "tool_calls"})
-        groups = (text, _calls_group(arguments_json))
-        return reads, [Shape("d_ok", take, groups, "not d_c and not d_calls", checks=checks, keys=keys)]
+        calls = _calls_group(arguments_json)
+        shape = Shape("d_ok", take, (text, calls), "not d_c and not d_calls", checks=checks, keys=keys)
+        if calls_read is None:
+            return reads, [shape]
+        written = replace(calls, written=WRITTEN_CALLS, empty=f"not {WRITTEN_CALLS}")
+        fast = replace(
+            shape, test=f"d_ok and {calls_read}", groups=(text, written), empty=f"not d_c and not {written.empty}"
+        )
+        return reads, [fast, replace(shape, test=f"d_ok and not {calls_read}")]
     if role == "tool":
         reads = [
             "d_c, d_id = m.get('content'), m.get('tool_call_id')",

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..language.codegen import indent
 from ..language.templates import SEAL, Ctx, Obj
-from .direct_code import CALL_FIELDS, CALLS, call_check
+from .direct_code import CALL_FIELDS, CALLS, WRITTEN_CALLS, call_check, call_write
 from .format_code import ReaderGen, escaped_path, written_role
 from .formats import TEXT_PART, Fused, Kind, SourceFormat
 from .request_code import HOISTED, MESSAGES_HEAD, READS_LAST, message_names, role_branches
@@ -65,7 +65,7 @@ def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | N
     branches = role_branches(inbound, gen.names, *inbound.writes, "x_path", calls_read)
     if any(READS_LAST.search(line) for lines in branches.values() for line in lines):
         return None
-    writer = _Writer(fmt, gen, branches, joins, None if calls_read is None else inbound.reads_arguments_json)
+    writer = _Writer(fmt, gen, branches, joins, None if calls_read is None else inbound)
     lines = writer.function()
     if lines is None:
         return None
@@ -80,10 +80,10 @@ class _Writer:
     """The fused function's lines: the format's walk (`format_code.ReaderGen`'s templates), the provider's branches."""
 
     def __init__(
-        self, fmt: SourceFormat, gen: ReaderGen, branches: dict[str, list[str]], joins: str, calls: bool | None
+        self, fmt: SourceFormat, gen: ReaderGen, branches: dict[str, list[str]], joins: str, calls: Inbound | None
     ) -> None:
         self.fmt, self.gen, self.branches, self.joins = fmt, gen, branches, joins
-        self.calls = calls  # None: the branch checks the joined calls itself; else its `arguments_json`
+        self.calls = calls  # the provider whose joined calls are written at their items; None: its branch reads them
 
     def written(self, role: str, message: str, index: str, path: str, last: bool) -> list[str] | None:
         """A complete normal-form message `message` of `role` (its index `index`; `path`: its source path's
@@ -123,34 +123,43 @@ class _Writer:
         return ["if x_open is not None:", *indent(written), "    x_open = None"]
 
     def opened(self) -> list[str]:
-        """The message items join, opened when none is (with none of its calls checked yet, `call_checked`)."""
+        """The message items join, opened when none is (with none of its calls written yet, `call_checked`)."""
+        calls = [f"x_ok, {WRITTEN_CALLS} = True, []", "d_new, d_deep = {}, False"] if self.calls is not None else []
         return [
             "if x_open is None:",
             f"    x_open, x_at = {{'role': {self.joins!r}, 'content': []}}, x_i",
-            *(["    x_ok = True", "    d_calls, d_new, d_deep = [], {}, False"] if self.calls is not None else []),
+            *indent(calls),
         ]
 
     def call_checked(self, kind: Kind) -> list[str]:
-        """A tool call that joins the open message (`x_w`), checked at its item as the provider's assistant branch
-        checks each of its calls (`direct_code.call_check`), its fields read where the item's template left them:
-        that branch then takes the open message's calls as checked (`x_ok`). A call whose fields are not so held,
-        or that fails the check, leaves them all to the branch's own reading."""
-        if self.calls is None or kind.into != CALLS:
+        """A tool call that joins the open message (`x_w`), its fields read where the item's template left them,
+        checked as the provider's assistant branch checks each call (`direct_code.call_check`) and written as it
+        writes each (`call_write`) onto the open message's calls: that branch then takes them as written (`x_ok`).
+        A call whose fields are not so held, or that fails the check, leaves them all to the branch's reading."""
+        inbound = self.calls
+        if inbound is None or inbound.writes is None or kind.into != CALLS:
             return []
         fields: dict[str, str] = {"d_call": "x_w"}
         for name, keys in CALL_FIELDS.items():
             node = kind.node
             for key in keys:
                 node = dict(node.items).get(key) if isinstance(node, Obj) else None
-            held = self.gen.key_values.get(id(node))
-            if held is None and not isinstance(node, Obj):
+            var = self.gen.key_values.get(id(node))
+            if var is None and not isinstance(node, Obj):
                 return ["x_ok = False"]
-            fields[name] = held or "x_w" + "".join(f"[{key!r}]" for key in keys)  # (an object: always a dict)
+            fields[name] = var or "x_w" + "".join(f"[{key!r}]" for key in keys)  # (an object: always a dict)
+        assert isinstance(kind.node, Obj)
+        held = {key: self.gen.key_values.get(id(node)) for key, node in kind.node.items}
+        written = call_write(inbound.reads_arguments_json, inbound.writes[1], self.gen.names, held)
+        if written is None:
+            return ["x_ok = False"]
         return [
             "if x_ok:",
             *(f"    {name} = {value}" for name, value in fields.items()),  # (one by one: no tuple made)
             "    while True:  # one pass: a failed check ends it (`break`) as it ends the branch's loop",
-            *indent(call_check(self.calls, "x_ok = False; break"), 8),
+            *indent(call_check(inbound.reads_arguments_json, "x_ok = False; break"), 8),
+            f"        i, d_k = x_at, len({WRITTEN_CALLS})",
+            *indent(written, 8),
             "        break",
         ]
 
