@@ -367,8 +367,9 @@ def _read_calls(arguments_json: bool, done: str | None) -> list[str]:
     """The assistant's tool calls read into `d_calls` ((call, id, sent id, name, arguments, their JSON text,
     given as an object)) and `d_new` (id -> name); `d_ok` False for a shape the general branch reads.
     `done`: a test that they are read already, each where the caller had it (`call_check` run on it there)."""
-    read = {name: f"d_fn.get({keys[1]!r})" if len(keys) == 2 else f"d_call.get({keys[0]!r})" for name, keys in
-            CALL_FIELDS.items() if name != "d_fn"}  # fmt: skip
+    call, function = "d_call.get({!r})", "d_fn.get({!r})"  # (`d_fn` read first: it is tested to be a dict)
+    read = {name: (function if keys[1:] else call).format(keys[-1]) for name, keys in CALL_FIELDS.items()}
+    del read["d_fn"]
     loop = [
         "d_calls, d_new, d_deep = [], {}, False",
         "if d_ok and d_tc is not None:",
@@ -420,7 +421,7 @@ def call_write(
 ) -> list[str] | None:
     """One call checked (`call_check`) written by the tool-call template onto `WRITTEN_CALLS`, as the assistant
     branch writes each (at message `i`, position `d_k`); None when it cannot be written there. `keys`: every key
-    the call may hold and the variable holding it (None: none), so its own keys are read there, not looked up."""
+    the call may hold and the variable holding it (None: not held in one), so its own keys are read there."""
     group = replace(_calls_group(arguments_json), header=None, last=None)
     if arguments_json:  # checked: its JSON text is there
         group = replace(group, maybe=group.maybe - {"arguments_json"})
@@ -466,8 +467,8 @@ def carried(shape: Shape, placed: tuple[tuple[str, str | None], ...]) -> Shape:
         var = f"d_y{n}"
         found = [j for j, group in enumerate(groups) if kind is None or group.kind == kind]
         group = groups[found[-1]] if found else None
-        held = group is not None and (group.extras_of is not None or group.written is not None)
-        if key in MIDDLE_FIELDS or held or (group is not None and len(found) > 1 and group.empty is not None):
+        closed = group is not None and (group.extras_of is not None or group.written is not None)  # (see Group)
+        if key in MIDDLE_FIELDS or closed or (group is not None and len(found) > 1 and group.empty is not None):
             tests.append(f"m.get({key!r}) is None")
             continue
         take += [f"{var} = m.get({key!r}, MISSING)", f"if {var} is None: {var} = MISSING"]
@@ -482,7 +483,8 @@ def carried(shape: Shape, placed: tuple[tuple[str, str | None], ...]) -> Shape:
 
 def shapes(role: str, arguments_json: bool, calls_read: str | None = None) -> tuple[list[str], list[Shape]] | None:
     """A role's reads and the shapes the direct writer writes (None: the general branch only); `calls_read`: a
-    test that the assistant's calls are read and checked already (`_read_calls`)."""
+    test that the assistant's calls were checked and written already where the caller read them (`call_check`,
+    `call_write`), so its shape adds them as they are."""
     take: tuple[str, ...]
     checks: tuple[str, ...]
     if role == "user":

@@ -6,8 +6,10 @@ came from (format_code), then the provider's messages function reads those messa
 items: each normal-form message is built as the format's reader builds it (the kinds' templates inline, no
 records) and, as soon as no later item can join it, written by the provider's own branch for its role (the same
 `request_code.role_branches` lines, the direct writer's shapes first), so no message list is walked twice and
-nothing is named afterwards. Its result is what the messages function returns, hoisted prompts at the format's
-paths and indexes the items' (only their order is compared).
+nothing is named afterwards. A tool call that joins it is checked and written at its item, from the variables
+the item's template holds (`direct_code.call_check`, `call_write`): the branch adds the calls as written. Its
+result is what the messages function returns, hoisted prompts at the format's paths and indexes the items' (only
+their order is compared).
 
 It declines (None) whatever it does not take, so today's route runs and says it exactly: a block of a shape the
 reader's fast test declines, sealed state, a key to settle, any note the provider's branch makes (naming those
