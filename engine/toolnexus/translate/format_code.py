@@ -650,7 +650,7 @@ def generate_answer(provider: str, writer: Writer, reads: AnswerReads, reads_tim
             lines.append(f"    {target} = READ_{target}(response) if isinstance(response, dict) else None")
     lines += [
         f"    body = AnswerBody(WRITE(r, {found['found']}, {found['created']}, notes))",
-        "    body.result, body.notes = r, (*r.notes, *notes)",
+        "    body.made, body.notes = r, (*r.notes, *notes)",
         "    return body",
     ]
     text = "\n".join(lines) + "\n"

@@ -993,11 +993,27 @@ def remap_error(exc: TranslationError, origins: Origins) -> TranslationError:
 
 class AnswerBody(dict[str, Any]):
     """An answer in a source format's shape (a dict: its JSON is what the format's API returns), with the
-    `result` it was written from and its `notes` (the result's)."""
+    `result` it was written from and its `notes` (the result's).
 
-    __slots__ = ("notes", "result")  # (no instance dict made per answer for them)
-    result: TranslateResult
+    A fused answer (`fused_answer_code`) writes the body with no TranslateResult between: it keeps the result's
+    fields as it read them (`made_of`, in `TranslateResult`'s order, the answer's later changes no part of them),
+    and the result is made of them on first read, so an answer whose result is never read builds none."""
+
+    __slots__ = ("made", "made_of", "notes")  # (no instance dict made per answer for them)
     notes: tuple[Note, ...]
+    made: TranslateResult | None  # the result, once set or made
+    made_of: tuple[Any, ...]  # what a fused answer makes it of
+
+    @property
+    def result(self) -> TranslateResult:
+        made = self.made
+        if made is None:
+            made = self.made = TranslateResult(*self.made_of)
+        return made
+
+    @result.setter
+    def result(self, value: TranslateResult) -> None:
+        self.made = value
 
 
 def general_moments(fmt: SourceFormat) -> dict[str, Moment]:
