@@ -33,7 +33,8 @@ from ..language.loader import (
 )
 from .endpoint import Endpoint, compile_endpoint
 from .format_rules import FORMATS_DIR, builtin_formats_dir, compile_format, format_files
-from .formats import PLAIN, SourceFormat
+from .formats import PLAIN, FusedAnswer, SourceFormat
+from .fused_answer_code import with_fused_answers
 from .fused_code import with_fused
 from .inbound import Inbound, compile_inbound
 from .outbound import Outbound, compile_outbound
@@ -215,8 +216,15 @@ class Rulebook:
                 known = self.formats()
                 raise ConfigError(f"no source format '{name}'{did_you_mean(name, known)}; known: {', '.join(known)}")
             found = compile_format(path, self.providers, _shown(path))
-            found = self._formats[name] = with_fused(found, self.providers)  # (each pair's, where they compose)
+            found = with_fused_answers(with_fused(found, self.providers), self.providers)  # (where pairs compose)
+            self._formats[name] = found
         return found
+
+    def fused_answer(self, provider: str, name: str) -> FusedAnswer | None:
+        """The pair's fused answer function, where the format is compiled already and the pair's rules compose: a
+        format not compiled yet (a bad name, a broken file) is `format`'s to report, after the answer's own error."""
+        found = self._formats.get(name) if type(name) is str else None
+        return None if found is None else found.fused_answers.get(provider)
 
     def names(self) -> list[str]:
         return list(self.providers)
