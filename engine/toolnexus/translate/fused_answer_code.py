@@ -56,7 +56,9 @@ def _declined(*_: Any) -> NoReturn:
 
 def held_inputs(calls: list[tuple[Any, ...]]) -> list[Any]:
     """`formats.call_inputs` of calls held as new_tool_call's arguments, each given as text: each read, all at once
-    ({} for none)."""
+    ({} for none; no read at all for no calls, a text answer's)."""
+    if not calls:
+        return []
     texts = [call[2] for call in calls if call[2]]
     if len(texts) == len(calls):
         return standard_loads_each(texts)
