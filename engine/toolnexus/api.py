@@ -120,13 +120,12 @@ def translate_response(
         error = endpoint.error_in(answer)
         if error is not None:
             raise ProviderError(error[1], provider=provider, kind="http", error_type=error[0])
-    if source != PLAIN:  # the pair's fused function, where it has one: None, and today's route runs from the start
-        fused = book.fused_answer(provider, source)
-        if fused is not None and (body := fused(answer, requested_model, id_map, tokens)) is not None:
-            return body
-    result = outbound.run(outbound, answer, requested_model, id_map, tokens)
     if source == PLAIN:
-        return result
+        return outbound.run(outbound, answer, requested_model, id_map, tokens)
+    fused = book.fused_answer(provider, source)  # the pair's, where it has one: None, and today's route runs whole
+    if fused is not None and (body := fused(answer, requested_model, id_map, tokens)) is not None:
+        return body
+    result = outbound.run(outbound, answer, requested_model, id_map, tokens)  # (its error before a bad name's)
     return book.format(source).answers[provider](result, answer)
 
 
