@@ -21,7 +21,6 @@ from toolnexus import ToolnexusError, load_rules, translate_response
 from toolnexus.errors import ResponseError
 from toolnexus.translate import formats
 from toolnexus.translate.formats import AnswerBody
-from toolnexus.translate.rulebook import Rulebook
 
 ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -169,7 +168,7 @@ def test_a_fused_answer_is_todays(provider: str, source: str, monkeypatch: pytes
     fused = []
     expected = {}
     with monkeypatch.context() as today:
-        today.setattr(Rulebook, "fused_answer", lambda *_: None)
+        today.setitem(book.fused_answers, source, {})
         for name, answer, options in answers:
             expected[name], _ = _outcome(provider, answer, source, options)
     for name, answer, options in answers:
@@ -200,12 +199,14 @@ def test_the_fused_answer_is_asked_only_of_a_compiled_format() -> None:
     """A format not compiled yet has no fused function to ask (its name may be wrong, its file broken): the answer's
     own error still comes before the name's, and the first answer of a pair takes today's route."""
     book = load_rules(ROOT / "rules", reload=True)
-    assert book.fused_answer("openai", "anthropic") is None
-    assert book.fused_answer("openai", ["not", "a", "name"]) is None  # type: ignore[arg-type]
+    assert book.fused_answers == {}
     with pytest.raises(ResponseError):
         translate_response("openai", {"choices": "x"}, source="no-such-format", rules=book)
+    with pytest.raises(ResponseError):
+        translate_response("openai", {"choices": "x"}, source=["not", "a", "name"], rules=book)  # type: ignore[call-overload]
     body = translate_response("openai", BENCH["openai"]["text"], source="anthropic", rules=book)
-    assert body.made is not None and book.fused_answer("openai", "anthropic") is not None
+    assert body.made is not None and "openai" in book.fused_answers["anthropic"]
+    assert translate_response("openai", BENCH["openai"]["text"], source="anthropic", rules=book).made is None
 
 
 def test_translate_response_takes_the_fused_body_and_runs_todays_route_on_a_decline(
@@ -225,12 +226,12 @@ def test_translate_response_takes_the_fused_body_and_runs_todays_route_on_a_decl
 
         return fused
 
-    monkeypatch.setattr(Rulebook, "fused_answer", lambda *_: fake(False))
+    monkeypatch.setitem(load_rules().fused_answers, "anthropic", {"openai": fake(False)})
     assert translate_response("openai", json.dumps(answer), source="anthropic", id_map={"a": "b"}) is made
     assert asked == [(answer, None, {"a": "b"}, 0)]
     with pytest.raises(toolnexus.ProviderError):
         translate_response("openai", {"error": {"message": "no", "type": "server_error"}}, source="anthropic")
     assert len(asked) == 1
-    monkeypatch.setattr(Rulebook, "fused_answer", lambda *_: fake(True))
+    monkeypatch.setitem(load_rules().fused_answers, "anthropic", {"openai": fake(True)})
     declined = translate_response("openai", answer, source="anthropic", requested_model="m")
     assert asked[1] == (answer, "m", None, -1) and declined == today and declined.made is not None

@@ -122,7 +122,8 @@ def translate_response(
             raise ProviderError(error[1], provider=provider, kind="http", error_type=error[0])
     if source == PLAIN:
         return outbound.run(outbound, answer, requested_model, id_map, tokens)
-    fused = book.fused_answer(provider, source)  # the pair's, where it has one: None, and today's route runs whole
+    pairs = book.fused_answers.get(source) if type(source) is str else None  # (a format compiled already)
+    fused = pairs.get(provider) if pairs else None  # the pair's, where it composes: None, and today's route runs
     if fused is not None and (body := fused(answer, requested_model, id_map, tokens)) is not None:
         return body
     result = outbound.run(outbound, answer, requested_model, id_map, tokens)  # (its error before a bad name's)

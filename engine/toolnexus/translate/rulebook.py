@@ -190,6 +190,9 @@ class Rulebook:
         self.providers: Mapping[str, Provider] = MappingProxyType(dict(sorted(providers.items())))
         self.directory = directory  # the user rules directory, whose formats/ comes before the built-in one
         self._formats: dict[str, SourceFormat] = {}  # compiled on first use, then never changed
+        # Each compiled format's fused answer functions, by provider (`SourceFormat.fused_answers`): a format not
+        # compiled yet (a bad name, a broken file) is `format`'s to report, after the answer's own error.
+        self.fused_answers: dict[str, Mapping[str, FusedAnswer]] = {}
 
     def _format_dirs(self) -> tuple[Path, ...]:
         """Where format files are looked up, first match wins: the user's, then the built-in."""
@@ -218,13 +221,8 @@ class Rulebook:
             found = compile_format(path, self.providers, _shown(path))
             found = with_fused_answers(with_fused(found, self.providers), self.providers)  # (where pairs compose)
             self._formats[name] = found
+            self.fused_answers[name] = found.fused_answers
         return found
-
-    def fused_answer(self, provider: str, name: str) -> FusedAnswer | None:
-        """The pair's fused answer function, where the format is compiled already and the pair's rules compose: a
-        format not compiled yet (a bad name, a broken file) is `format`'s to report, after the answer's own error."""
-        found = self._formats.get(name) if type(name) is str else None
-        return None if found is None else found.fused_answers.get(provider)
 
     def names(self) -> list[str]:
         return list(self.providers)
