@@ -23,7 +23,7 @@ from toolnexus.language import jsonsafe
 from toolnexus.language.paths import MISSING
 from toolnexus.language.templates import Ctx
 from toolnexus.translate.endpoint import Endpoint
-from toolnexus.translate.outbound import Outbound, _Code, _explain_counts, _Found, check_usage
+from toolnexus.translate.outbound import Outbound, ResponseGen, _explain_counts, _Found, check_usage
 from toolnexus.translate.result import TranslatedToolCall, TranslateResult, new_tool_call, tool_calls
 
 PROVIDERS = toolnexus.providers()
@@ -1036,7 +1036,7 @@ def _count_holders(value: dict[str, Any], path: tuple[str, ...]) -> Iterator[tup
 def test_clean_counts_take_the_straight_usage_path(provider: str) -> None:
     """A clean usage is built by the straight path: the checked path's `ok` flag is never set."""
     outbound = load_rules().get(provider).outbound
-    builder = _Code(outbound)
+    builder = ResponseGen(outbound)
     straight = builder.function().replace("    ok = True", "    ok = 1 / 0")  # the checked path fails if it runs
     exec(compile(straight, "<straight>", "exec"), builder.names)
     result = builder.names["respond"](outbound, copy.deepcopy(USAGE_ANSWERS[provider]), None)

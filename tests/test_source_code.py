@@ -966,3 +966,19 @@ def test_an_answer_holds_its_result_and_notes_in_slots() -> None:
     assert not hasattr(body, "__dict__") and body.result is result and body.notes
     for made in (copy.copy(body), copy.deepcopy(body), pickle.loads(pickle.dumps(body))):
         assert type(made) is type(body) and made == body and made.notes == body.notes and made.result == result
+
+
+def test_a_fused_answers_result_is_made_on_first_read_and_copies_alike() -> None:
+    """A fused answer keeps its result's fields (`made_of`, each call as new_tool_call's arguments) and makes the
+    result of them on first read, once; a copy, a deep copy or a pickled one, taken before the read or after, gives
+    the same result."""
+    call = TranslatedToolCall("c1", "f", '{"a": 1}')
+    held = ("c1", "f", '{"a": 1}', None, None)
+    fields = ("hi", [held], "tool_calls", {"prompt_tokens": 1}, "m", {"id": "a"}, (), "", {}, [], None)
+    body = formats.AnswerBody({"id": "a"})
+    body.made, body.made_of, body.notes = None, fields, ()
+    expected = TranslateResult("hi", [call], "tool_calls", {"prompt_tokens": 1}, "m", {"id": "a"})
+    unread = [copy.copy(body), copy.deepcopy(body), pickle.loads(pickle.dumps(body))]
+    assert body.made is None and body.result == expected and body.result is body.result
+    for made in [*unread, copy.copy(body), copy.deepcopy(body), pickle.loads(pickle.dumps(body))]:
+        assert type(made) is type(body) and made == body and made.notes == () and made.result == expected

@@ -120,9 +120,13 @@ def translate_response(
         error = endpoint.error_in(answer)
         if error is not None:
             raise ProviderError(error[1], provider=provider, kind="http", error_type=error[0])
-    result = outbound.run(outbound, answer, requested_model, id_map, tokens)
     if source == PLAIN:
-        return result
+        return outbound.run(outbound, answer, requested_model, id_map, tokens)
+    pairs = book.fused_answers.get(source) if type(source) is str else None  # (a format compiled already)
+    fused = pairs.get(provider) if pairs else None  # the pair's, where it composes: None, and today's route runs
+    if fused is not None and (body := fused(answer, requested_model, id_map, tokens)) is not None:
+        return body
+    result = outbound.run(outbound, answer, requested_model, id_map, tokens)  # (its error before a bad name's)
     return book.format(source).answers[provider](result, answer)
 
 

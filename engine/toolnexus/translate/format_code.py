@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -470,6 +471,15 @@ def _reached_only(fmt: SourceFormat, names: Namespace, var: str, at: str, depth:
 
 
 def generate_writer(fmt: SourceFormat) -> tuple[str, Writer, bool]:
+    """The whole answer's writer (`writer_lines`, over the result `r`), its source, and whether it reads the time."""
+    lines, names, reads_time = writer_lines(fmt, RESULT)
+    text = "\n".join(["def write(r, answer_id, created, notes):", *lines, "    return out"]) + "\n"
+    exec(compile(text, f"<writer {fmt.name}>", "exec"), names)
+    run: Writer = names["write"]
+    return text, run, reads_time
+
+
+def writer_lines(fmt: SourceFormat, held: ResultAt) -> tuple[list[str], dict[str, Any], bool]:
     """The whole answer's writer (the `answer` section: its message, then each `blocks` entry's blocks, per
     element of the list it walks) as one function over the result (`r`), the answer's id and time (either None:
     made) and the notes, its source, and whether it reads the time (so the answer function reads the provider's).
@@ -485,12 +495,14 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer, bool]:
     as the result holds them, each with its `input` (`inputs`), their fields read as attributes with no test and
     no object made per call: a call's block of plain reads of its fields is one Python display (`as_python`, as a
     stream event's), any other its template pasted. The view itself (`formats.answer_scope`) is made only where a
-    template reads it whole (a rich path)."""
+    template reads it whole (a rich path). Its lines (in a function's body, the answer in `out`), their names, and
+    whether they read the time; `held` says where the result's fields are (`RESULT`: the result `r`'s)."""
     names: dict[str, Any] = {"MISSING": MISSING, "sealed": sealed, "MadeIds": MadeIds, "IDS": fmt.ids, "Ctx": Ctx}
     names.update(VIEW=answer_scope, CALL=call_scope, CALLS=call_scopes, Note=Note, STOP=dict(fmt.stop_table))
     names.update(NEW_ID=new_answer_id, TIME=answer_time, INPUTS=call_inputs, OWN=own_notes)
     names.update(SAID=fmt.said, MADE_ID=made_id, IDS_DIGEST=ids_digest)
-    derive, counts = said_lines(fmt)
+    field = held.field
+    derive, counts = said_lines(fmt, field=field)
     derived: dict[tuple[str | int, ...], str] = {("provider", fmt.stop_key): "U_stop", ("provider", "finish"): "U_stop"}
     derived.update({("provider", *path): var for path, var in counts.items()})
     # Each made id (the only read of `ids`: `ids.message`) cut where a template reads it, as `MadeIds` cuts it, from
@@ -502,11 +514,12 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer, bool]:
     known = {name: f"V_{name}" for name in VIEW_FIELDS}
     shared = _shared_chains(fmt)  # read once up front, each into a variable every entry reads
     derived.update({chain: f"H_{n}" for n, chain in enumerate(shared)})
-    reads = {name: f"r.{name}" for name in VIEW_FIELDS}
+    reads = {name: field.format(name) for name in VIEW_FIELDS}
     reads.update(id="answer_id", created="created", ids="MadeIds(IDS, answer_id)", provider=SAID)
-    reads.update(tool_calls="CALLS(r.tool_calls, inputs)")
+    reads.update(tool_calls=f"CALLS({field.format('tool_calls')}, inputs)")
     used: dict[str, None] = {}  # the view fields read, in the order first read
-    calls = {name: f"e.{name}" for name in CALL_FIELDS} | {"arguments": "(e.arguments or '{}')"}
+    calls = {name: held.call.format(place=place, name=name) for place, name in enumerate(CALL_FIELDS)}
+    calls["arguments"] = f"({calls['arguments']} or '{{}}')"
     call_scope_read = "CALL(e)"
     if fmt.reads_input:
         calls["input"], call_scope_read = "i", "CALL(e, i)"
@@ -572,7 +585,8 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer, bool]:
             if each is None:
                 body += indent(block)
             elif held is calls:  # the result's calls, each at its place in `inputs`
-                walk = "e, i in zip(r.tool_calls, inputs)" if fmt.reads_input else "e in r.tool_calls"
+                calls_held = field.format("tool_calls")
+                walk = f"e, i in zip({calls_held}, inputs)" if fmt.reads_input else f"e in {calls_held}"
                 body += [f"    for {walk}:", *indent(block, 8)]
             else:
                 if tuple(steps or ()) in shared:
@@ -602,7 +616,7 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer, bool]:
         tail.append("    if c is not None and c.notes: notes += OWN(c.notes)  # a path below `provider`: the answer's")
     if not re.search(r"(?<![\w.'])V_provider(?![\w'])", "\n".join(body)):  # read by its derived values alone
         used.pop("provider", None)
-    header, reads_time = _header_lines(fmt, [*(reads[name] for name in used), *body])
+    header, reads_time = _header_lines(fmt, [*(reads[name] for name in used), *body], held)
     head = [*indent(derive), *indent(header)]
     if any("IDS_DIGEST(" in line for line in body):
         head.append("    ids_digest = ''")
@@ -612,11 +626,7 @@ def generate_writer(fmt: SourceFormat) -> tuple[str, Writer, bool]:
         head += indent(read_lines(derived[field, key], known[field], (key,)))
     if contextual:
         head.append("    c = None")
-    signature = "def write(r, answer_id, created, notes):"
-    text = "\n".join([signature, *head, *body, *tail, "    return out"]) + "\n"
-    exec(compile(text, f"<writer {fmt.name}>", "exec"), names)
-    run: Writer = names["write"]
-    return text, run, reads_time
+    return [*head, *body, *tail], names, reads_time
 
 
 def generate_answers(
@@ -638,27 +648,38 @@ def generate_answer(provider: str, writer: Writer, reads: AnswerReads, reads_tim
     other path by its getter, none where the answer is no object or names no path. The writer is given them as found:
     it makes an id where none is a non-empty string and takes now where the time is no number."""
     names: dict[str, Any] = {"MISSING": MISSING, "AnswerBody": AnswerBody, "WRITE": writer}
-    found = {"found": "None", "created": "None"}
-    lines = ["def answer(r, response):", "    notes = []"]
-    for target, (path, getter) in zip(found, reads, strict=True):
-        steps = None if path is None else simple_steps(path)
-        if getter is None or (target == "created" and not reads_time):
-            continue
-        found[target] = target
-        if steps and type(steps[0]) is str:  # its first step tests that the answer is an object
-            lines += indent(read_lines(target, "response", tuple(steps)))
-        else:
-            names[f"READ_{target}"] = getter
-            lines.append(f"    {target} = READ_{target}(response) if isinstance(response, dict) else None")
+    read, found = answer_reads(reads, reads_time, names, "response")
+    lines = ["def answer(r, response):", "    notes = []", *indent(read)]
     lines += [
         f"    body = AnswerBody(WRITE(r, {found['found']}, {found['created']}, notes))",
-        "    body.result, body.notes = r, (*r.notes, *notes)",
+        "    body.made, body.notes = r, (*r.notes, *notes)",
         "    return body",
     ]
     text = "\n".join(lines) + "\n"
     exec(compile(text, f"<answer {provider}>", "exec"), names)
     run: Answer = names["answer"]
     return text, run
+
+
+def answer_reads(
+    reads: AnswerReads, reads_time: bool, names: dict[str, Any], response: str
+) -> tuple[list[str], dict[str, str]]:
+    """Lines reading the provider's answer's id and time (`found`, `created`; the time only where the writer reads
+    it) from the answer in `response`, a plain chain inline, any other path by its getter (bound in `names`), and
+    the expression of each (None where not read)."""
+    found = {"found": "None", "created": "None"}
+    lines: list[str] = []
+    for target, (path, getter) in zip(found, reads, strict=True):
+        steps = None if path is None else simple_steps(path)
+        if getter is None or (target == "created" and not reads_time):
+            continue
+        found[target] = target
+        if steps and type(steps[0]) is str:  # its first step tests that the answer is an object
+            lines += read_lines(target, response, tuple(steps))
+        else:
+            names[f"READ_{target}"] = getter
+            lines.append(f"{target} = READ_{target}({response}) if isinstance({response}, dict) else None")
+    return lines, found
 
 
 def _shared_chains(fmt: SourceFormat) -> list[tuple[str, str]]:
@@ -684,7 +705,7 @@ def _shared_chains(fmt: SourceFormat) -> list[tuple[str, str]]:
 SETTLED = frozenset({DERIVED, *LATE})
 
 
-def _header_lines(fmt: SourceFormat, reads: list[str]) -> tuple[list[str], bool]:
+def _header_lines(fmt: SourceFormat, reads: list[str], held: ResultAt) -> tuple[list[str], bool]:
     """What the answer says beyond the result, settled where `reads` (the writer's lines) read it: its id (made,
     and noted after the stop reason's and the usage's notes, where the provider's answer names none), its time
     (now, where it names none) and each call's `input` (`call_inputs`, where the format reads one); and whether
@@ -700,7 +721,8 @@ def _header_lines(fmt: SourceFormat, reads: list[str]) -> tuple[list[str], bool]
         lines.append("created = TIME(created)")
         reads_time = True
     if re.search(r"(?<![\w.'])inputs(?![\w'])", used):
-        lines.append("inputs = INPUTS(r.tool_calls)" if fmt.reads_input else "inputs = None")
+        inputs = held.inputs.format(held.field.format("tool_calls"))
+        lines.append(f"inputs = {inputs}" if fmt.reads_input else "inputs = None")
     return lines, reads_time
 
 
@@ -728,9 +750,24 @@ def _keys_read(node: Node, held: str, lines: str, names: Mapping[str, Any]) -> f
     return fields
 
 
+@dataclass(frozen=True)
+class ResultAt:
+    """Where the writer's lines read the result: each field (`field`, a pattern of its name), each call's (`call`, of
+    its name and its place in CALL_FIELDS) and the calls' inputs (`inputs`, of the calls), e.g. a fused answer's own
+    variables (`fused_answer_code`)."""
+
+    field: str = "r.{}"
+    call: str = "e.{name}"
+    inputs: str = "INPUTS({})"
+
+
+RESULT = ResultAt()  # the result `r`, a TranslateResult
+
+
 # The view and what the provider would have said, in the generated writer (`formats.answer_scope`, `SourceFormat.said`),
 # each made only where a template reads it whole (the notes `said` gives, the writer's first lines gave; the view's
 # time settled as the writer's is).
+
 SAID = "SAID(r, [])"
 VIEW = f"VIEW(IDS, r, {SAID}, answer_id, TIME(created), inputs)"
 
@@ -1050,18 +1087,22 @@ def _read_alone(usage: Usage) -> frozenset[tuple[str, ...]]:
     )
 
 
-def said_lines(fmt: SourceFormat, *, into_said: bool = False) -> tuple[list[str], dict[tuple[str, ...], str]]:
-    """What `SourceFormat.said` derives, as lines over the result `r`, its notes appended to `notes` in its order:
+def said_lines(
+    fmt: SourceFormat, *, into_said: bool = False, field: str = RESULT.field
+) -> tuple[list[str], dict[tuple[str, ...], str]]:
+    """What `SourceFormat.said` derives, as lines over the result's fields (`field`), its notes appended to `notes`
+    in its order:
     the stop reason in `U_stop` (MISSING where the provider would not have said it), set into `said` with the
     counts (`into_said`: `generate_said`), else each count in a variable of its own, MISSING until set (a writer's
     first lines: the count's path below `said` -> its variable)."""
     suffix = f" has no {fmt.name} counterpart"
+    finish = field.format("finish_reason")
     lines = [
-        "U_stop = STOP.get(r.finish_reason)",
+        f"U_stop = STOP.get({finish})",
         "if U_stop is None:",
-        "    if r.finish_reason == 'tool_calls': U_stop = STOP.get('stop')",  # a table without the row: the engine
+        f"    if {finish} == 'tool_calls': U_stop = STOP.get('stop')",  # a table without the row: the engine
         "    if U_stop is None:",  # made tool_calls of a stop with calls, so it reads back as that stop
-        f"        notes.append(Note('dropped', 'finish_reason', repr(r.finish_reason) + {suffix!r}))",
+        f"        notes.append(Note('dropped', 'finish_reason', repr({finish}) + {suffix!r}))",
         "        U_stop = MISSING",
     ]
     if into_said:
@@ -1070,7 +1111,7 @@ def said_lines(fmt: SourceFormat, *, into_said: bool = False) -> tuple[list[str]
     if counts:
         lines.append(f"{' = '.join(counts.values())} = MISSING")
     if usage:
-        lines += ["u = r.usage", "if isinstance(u, dict):", *indent(usage)]
+        lines += [f"u = {field.format('usage')}", "if isinstance(u, dict):", *indent(usage)]
     return lines, counts
 
 

@@ -30,7 +30,7 @@ from ..language.jsonsafe import WrittenTexts, checked, standard_loads_each
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING
 from ..language.templates import Ctx, Get, ListPath, Node, Obj, Render, unseal
-from .result import TranslatedToolCall, TranslateResult
+from .result import TranslatedToolCall, TranslateResult, new_tool_call
 
 PLAIN = "openai"  # the normal form itself (formats/openai.yaml, `normal: true`), today's API
 DERIVED = "provider"  # the view key holding what the format's provider would have said (derived)
@@ -178,6 +178,10 @@ TableBackwards = Callable[[Any, list[Note]], Any]
 # A (format, provider) pair's fused transcript function (`fused_code`): (the format's transcript, its system
 # field) -> what the provider's `messages` returns, every path the format's; None: a shape it does not take.
 Fused = Callable[[list[Any], Any], Any]
+# A (format, provider) pair's fused answer function (`fused_answer_code`): (the provider's answer, the requested
+# model, the request's id map, its null tokens as the response function takes them) -> the AnswerBody, or None
+# where today's route must run.
+FusedAnswer = Callable[[Any, "str | None", "Mapping[str, str] | None", int], "AnswerBody | None"]
 # The request's fields read (`SourceFormat.read_fields`): (the format, the request, the notes, unknown_fields) -> the
 # normal-form fields and where each came from.
 FieldsReader = Callable[["SourceFormat", dict[str, Any], list[Note], str], tuple[dict[str, Any], Origins]]
@@ -401,6 +405,9 @@ class SourceFormat:
     # Each provider's fused transcript function, by provider (only the pairs whose rules compose), and their sources.
     fused: Mapping[str, Fused] = field(default_factory=lambda: MappingProxyType({}))
     fused_code: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # Each provider's fused answer function, by provider (only the pairs whose rules compose), and their sources.
+    fused_answers: Mapping[str, FusedAnswer] = field(default_factory=lambda: MappingProxyType({}))
+    fused_answers_code: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def explain(self, *, code: bool = False) -> str:
         """The format's file and provider (and, with `code`, its transcript's generated reader)."""
@@ -435,6 +442,9 @@ class SourceFormat:
                 fused.setdefault(text, []).append(provider)
             for text, providers in fused.items():
                 lines.append(f"\n  # the transcript to {', '.join(providers)}: read and written in one loop")
+                lines += [f"  {line}" for line in text.splitlines()]
+            for provider, text in self.fused_answers_code.items():
+                lines.append(f"\n  # the whole answer from {provider}: read and written in one function")
                 lines += [f"  {line}" for line in text.splitlines()]
             if self.events_code:
                 line, _ = self.plan.source.where(("stream",))
@@ -993,11 +1003,29 @@ def remap_error(exc: TranslationError, origins: Origins) -> TranslationError:
 
 class AnswerBody(dict[str, Any]):
     """An answer in a source format's shape (a dict: its JSON is what the format's API returns), with the
-    `result` it was written from and its `notes` (the result's)."""
+    `result` it was written from and its `notes` (the result's).
 
-    __slots__ = ("notes", "result")  # (no instance dict made per answer for them)
-    result: TranslateResult
+    A fused answer (`fused_answer_code`) writes the body with no TranslateResult between: it keeps the result's
+    fields as it read them (`made_of`, in `TranslateResult`'s order, each call as `new_tool_call`'s arguments; the
+    answer's later changes no part of them), and the result is made of them on first read, so an answer whose result
+    is never read builds none."""
+
+    __slots__ = ("made", "made_of", "notes")  # (no instance dict made per answer for them)
     notes: tuple[Note, ...]
+    made: TranslateResult | None  # the result, once set or made
+    made_of: tuple[Any, ...]  # what a fused answer makes it of
+
+    @property
+    def result(self) -> TranslateResult:
+        made = self.made
+        if made is None:
+            text, calls, *rest = self.made_of
+            made = self.made = TranslateResult(text, [new_tool_call(*call) for call in calls], *rest)
+        return made
+
+    @result.setter
+    def result(self, value: TranslateResult) -> None:
+        self.made = value
 
 
 def general_moments(fmt: SourceFormat) -> dict[str, Moment]:

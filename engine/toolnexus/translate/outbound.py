@@ -983,6 +983,12 @@ def synthesized_id(digest: str, position: int) -> str:
 
 
 RESULT_FIELDS = tuple(spec.name for spec in fields(TranslateResult))
+# Each field of the result, as the response function's lines (`ResponseGen.read`) leave it, in RESULT_FIELDS' order.
+RESULT_VALUES = [
+    '"".join(texts)', "calls", "finish", "u", "mo", "r", "() if c is None else tuple(c.notes)",
+    '"" if f is None else "".join(f.reasoning)', "{} if f is None else f.extras",
+    "[] if f is None else f.annotations", "refusal",
+]  # fmt: skip
 
 
 def result_lines(values: list[str]) -> list[str]:
@@ -994,7 +1000,7 @@ def result_lines(values: list[str]) -> list[str]:
     return ["res = new_object(TranslateResult)", *stores, "return res"]
 
 
-class _Code(Namespace):
+class ResponseGen(Namespace):
     """The one function a rule file's `response` section compiles to, built line by line.
 
     The function reads the common response inline: each source's list, each element's kind, the fields
@@ -1003,6 +1009,9 @@ class _Code(Namespace):
     to the explain step (`Outbound._read_element`, `_read_source`, `_finish_reason`), which renders
     it by its whole template and gives the same result, its note, or the precise ResponseError.
     """
+
+    # How a tool call is held: new_tool_call's arguments given it (a fused answer holds them as a tuple)
+    call = "new_tool_call({})"
 
     def __init__(self, outbound: Outbound) -> None:
         self.o = outbound
@@ -1129,6 +1138,13 @@ class _Code(Namespace):
         return [*lines, f"if {absent}: {target} = MISSING", "else:", *indent(writes, 4)]
 
     def function(self) -> str:
+        head = "def respond(o, r, requested_model, id_map=None, tokens=0, given=None):\n"
+        body = "".join(f"        {line}\n" for line in [*self.read(), *result_lines(RESULT_VALUES)])
+        return head + "".join(f"    {line}\n" for line in self.check()) + "    try:\n" + body + self.settled()
+
+    def read(self) -> list[str]:
+        """The body's lines up to the result: the answer read (each field of the result in a variable of
+        `RESULT_VALUES`), its notes in the Ctx where any, and its check settled."""
         o = self.o
         lines = ["c = None", "texts = []", "calls = []", "f = None"]
         index = 0
@@ -1143,15 +1159,7 @@ class _Code(Namespace):
         lines += self.finish()
         lines += self.usage_and_model()
         lines += self.refusal()
-        lines += self.nulls()
-        lines += result_lines([
-            '"".join(texts)', "calls", "finish", "u", "mo", "r", "() if c is None else tuple(c.notes)",
-            '"" if f is None else "".join(f.reasoning)', "{} if f is None else f.extras",
-            "[] if f is None else f.annotations", "refusal",
-        ])  # fmt: skip
-        head = "def respond(o, r, requested_model, id_map=None, tokens=0, given=None):\n"
-        body = "".join(f"        {line}\n" for line in lines)
-        return head + "".join(f"    {line}\n" for line in self.check()) + "    try:\n" + body + self.settled()
+        return lines + self.nulls()
 
     @staticmethod
     def apart(src: ItemSource, var: str, part: Part) -> list[str]:
@@ -1425,7 +1433,7 @@ class _Code(Namespace):
                 # a rewritten id comes back only through the request's map (its hash cannot be decoded): without
                 # one, every call's id stays as it is, with no call made per call
                 writes += ["if id_map:", *indent(restore, 4)] if o.tool_call_ids.rewrite is not None else restore
-            writes.append(f"calls.append(new_tool_call(ci, cn, {text}, {extra}, {given}))")
+            writes.append(f"calls.append({self.call.format(f'ci, cn, {text}, {extra}, {given}')})")
         if present:  # an element whose every field is absent is noted by the explain step
             tests.append("(" + " or ".join(f"{var} is not MISSING" for var in present) + ")")
         if not tests:  # a kind the rules know and read nothing of, or only its annotations
@@ -1740,7 +1748,7 @@ class _Code(Namespace):
 
 
 def _straight_entry(name: str, node: Node) -> bool:
-    """Whether `_Code.usage_straight` builds this usage entry: a plain read, a `$sum` of plain reads without
+    """Whether `ResponseGen.usage_straight` builds this usage entry: a plain read, a `$sum` of plain reads without
     `empty` (not a details mapping), or a details mapping of plain reads."""
     details = name.endswith("_details")
     if plain_read(node) is not None:
@@ -1757,7 +1765,7 @@ FOUND = "(f := f or Found(texts, calls))"  # the generated function's `_Found`, 
 
 def generate(outbound: Outbound) -> tuple[str, Run]:
     """The response section's one function, and its source (returned, never stored in the rule source)."""
-    code = _Code(outbound)
+    code = ResponseGen(outbound)
     text = code.function()
     exec(compile(text, f"<response {outbound.provider}>", "exec"), code.names)
     run: Run = code.names["respond"]

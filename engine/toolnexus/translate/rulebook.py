@@ -33,7 +33,8 @@ from ..language.loader import (
 )
 from .endpoint import Endpoint, compile_endpoint
 from .format_rules import FORMATS_DIR, builtin_formats_dir, compile_format, format_files
-from .formats import PLAIN, SourceFormat
+from .formats import PLAIN, FusedAnswer, SourceFormat
+from .fused_answer_code import with_fused_answers
 from .fused_code import with_fused
 from .inbound import Inbound, compile_inbound
 from .outbound import Outbound, compile_outbound
@@ -189,6 +190,9 @@ class Rulebook:
         self.providers: Mapping[str, Provider] = MappingProxyType(dict(sorted(providers.items())))
         self.directory = directory  # the user rules directory, whose formats/ comes before the built-in one
         self._formats: dict[str, SourceFormat] = {}  # compiled on first use, then never changed
+        # Each compiled format's fused answer functions, by provider (`SourceFormat.fused_answers`): a format not
+        # compiled yet (a bad name, a broken file) is `format`'s to report, after the answer's own error.
+        self.fused_answers: dict[str, Mapping[str, FusedAnswer]] = {}
 
     def _format_dirs(self) -> tuple[Path, ...]:
         """Where format files are looked up, first match wins: the user's, then the built-in."""
@@ -215,7 +219,9 @@ class Rulebook:
                 known = self.formats()
                 raise ConfigError(f"no source format '{name}'{did_you_mean(name, known)}; known: {', '.join(known)}")
             found = compile_format(path, self.providers, _shown(path))
-            found = self._formats[name] = with_fused(found, self.providers)  # (each pair's, where they compose)
+            found = with_fused_answers(with_fused(found, self.providers), self.providers)  # (where pairs compose)
+            self._formats[name] = found
+            self.fused_answers[name] = found.fused_answers
         return found
 
     def names(self) -> list[str]:

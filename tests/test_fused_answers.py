@@ -1,0 +1,237 @@
+"""A pair's fused answer function (`fused_answer_code`) gives today's answer: every answer fixture (the case tables'
+responses, the demo replies, the bench's answers and variants of them) in every source format, its body, notes,
+result and error compared with today's route (the response function, then the format's answer function), and the
+fused route counted where it is taken."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolnexus
+from support.cases import CASES
+from support.cli import explain_code
+from toolnexus import ToolnexusError, load_rules, translate_response
+from toolnexus.errors import ResponseError
+from toolnexus.translate import formats
+from toolnexus.translate.formats import AnswerBody
+
+ROOT = Path(__file__).parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import bench_inputs  # noqa: E402
+
+BENCH = bench_inputs.generated_responses(bench_inputs.tool_declarations())
+FORMATS = [name for name in load_rules().formats() if name != "openai"]
+PROVIDERS = toolnexus.providers()
+Answer = tuple[str, Any, dict[str, Any]]  # (what it is, the answer, translate_response's options)
+
+
+def _fixtures(provider: str) -> Iterator[Answer]:
+    """The provider's answers the fixtures hold: the case tables' responses, the demo replies, the bench's."""
+    for case in CASES:
+        if case.provider == provider and "response" in case.data:
+            options = {k: v for k, v in (case.data.get("options") or {}).items() if k in ("id_map", "requested_model")}
+            yield case.name, case.data["response"], options
+    demo = ROOT / "fixtures" / "demo" / f"{provider}.json"
+    if demo.is_file():
+        for n, reply in enumerate(json.loads(demo.read_text())["replies"]):
+            yield f"demo reply {n}", reply, {}
+    for name, answer in BENCH.get(provider, {}).items():
+        yield f"bench {name}", answer, {}
+
+
+def _changed(answer: Any, change: Callable[[Any], Any]) -> Any:
+    """A deep copy of the answer changed in place by `change` (None where its shape has no such place)."""
+    made = copy.deepcopy(answer)
+    try:
+        change(made)
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return None
+    return made
+
+
+def _message(answer: Any) -> Any:
+    return answer["choices"][0]["message"]
+
+
+def _calls(answer: Any) -> list[Any]:
+    calls = _message(answer)["tool_calls"]
+    if not calls:
+        raise IndexError("no calls")
+    return calls
+
+
+# Changes any answer may take (where its shape has the place), and the Chat Completions shape's own: each declines
+# to today's route or is fused, and either way the answer is today's.
+_CHANGES: dict[str, Callable[[Any], Any]] = {
+    "no usage": lambda a: a.pop("usage"),
+    "usage null": lambda a: a.__setitem__("usage", None),
+    "no id": lambda a: a.pop("id"),
+    "no model": lambda a: a.pop("model"),
+    "extra keys": lambda a: a.update(extra=[1, None], system_fingerprint="fp_1"),
+    "a deep null": lambda a: a.__setitem__("logprobs", {"content": None}),
+    "a deep inf": lambda a: a.__setitem__("logprobs", {"content": float("inf")}),
+    "length": lambda a: a["choices"][0].__setitem__("finish_reason", "length"),
+    "unknown finish": lambda a: a["choices"][0].__setitem__("finish_reason", "weird"),
+    "no finish": lambda a: a["choices"][0].pop("finish_reason"),
+    "content_filter": lambda a: a["choices"][0].__setitem__("finish_reason", "content_filter"),
+    "finish tool_calls": lambda a: a["choices"][0].__setitem__("finish_reason", "tool_calls"),
+    "no choices": lambda a: a.__setitem__("choices", a["choices"][:0]),
+    "lone surrogate": lambda a: _message(a).__setitem__("content", "a \ud800 b"),
+    "refusal": lambda a: _message(a).update(content=None, refusal="I can't help with that."),
+    "no content": lambda a: _message(a).pop("content"),
+    "empty content": lambda a: _message(a).__setitem__("content", ""),
+    "annotations": lambda a: _message(a).__setitem__("annotations", [{"type": "url_citation", "url_citation": {}}]),
+    "message extra_content": lambda a: _message(a).__setitem__("extra_content", {"google": {"thought_signature": "c"}}),
+    "usage total off": lambda a: a["usage"].__setitem__("total_tokens", a["usage"]["total_tokens"] + 1),
+    "cached > prompt": lambda a: a["usage"].__setitem__("prompt_tokens_details", {"cached_tokens": 10**6}),
+    "cache write": lambda a: a["usage"].__setitem__("prompt_tokens_details", {"cache_write_tokens": 1}),
+    "negative count": lambda a: a["usage"].__setitem__("completion_tokens", -1),
+    "NaN in usage": lambda a: a["usage"].__setitem__("prompt_tokens_details", {"audio_tokens": float("nan")}),
+    "empty tool_calls": lambda a: _message(a).__setitem__("tool_calls", []),
+    "null tool_calls": lambda a: _message(a).__setitem__("tool_calls", None),
+    "tool_calls not a list": lambda a: _message(a).__setitem__("tool_calls", {"a": 1}),
+    "bad arguments": lambda a: _calls(a)[-1]["function"].__setitem__("arguments", "{not json"),
+    "empty arguments": lambda a: _calls(a)[0]["function"].__setitem__("arguments", ""),
+    "array arguments": lambda a: _calls(a)[0]["function"].__setitem__("arguments", "[1, 2]"),
+    "long number": lambda a: _calls(a)[-1]["function"].__setitem__("arguments", '{"n": 12345678901234567890123}'),
+    "escaped surrogate": lambda a: _calls(a)[0]["function"].__setitem__("arguments", '{"a": "\\ud800"}'),
+    "call extra_content": lambda a: _calls(a)[-1].__setitem__("extra_content", {"google": {"thought_signature": "c"}}),
+    "call extra_content null": lambda a: _calls(a)[0].__setitem__("extra_content", None),
+    "call extra key": lambda a: _calls(a)[0].__setitem__("index", 0),
+    "empty call id": lambda a: _calls(a)[-1].__setitem__("id", ""),
+    "no name": lambda a: _calls(a)[0]["function"].pop("name"),
+    "arguments an object": lambda a: _calls(a)[0]["function"].__setitem__("arguments", {"a": 1}),
+    "call not an object": lambda a: _calls(a).__setitem__(0, "x"),
+}
+
+
+def _answers(provider: str) -> Iterator[Answer]:
+    """The provider's fixtures, each also as a body and not an object, with an id map and with a model asked; the
+    bench's answers with each change too."""
+    for name, answer, options in _fixtures(provider):
+        yield name, answer, options
+        if not name.startswith("bench"):
+            continue
+        yield f"{name} as bytes", json.dumps(answer).encode(), options
+        yield f"{name} not an object", [answer], options
+        yield f"{name} id_map", answer, {"id_map": {"call_x": "orig"}}
+        for label, change in _CHANGES.items():
+            changed = _changed(answer, change)
+            if changed is not None:
+                yield f"{name} {label}", changed, {"requested_model": "asked"}
+
+
+def _outcome(provider: str, answer: Any, source: str, options: dict[str, Any]) -> tuple[Any, bool]:
+    """The answer's body (its items, notes and result as a tuple) or its error, and whether it was fused."""
+    try:
+        body = translate_response(provider, copy.deepcopy(answer), source=source, **options)
+    except ToolnexusError as exc:
+        return (type(exc).__name__, str(exc), getattr(exc, "path", None)), False
+    assert isinstance(body, AnswerBody)
+    fused = body.made is None  # (a fused body makes its result when first read)
+    result = body.result
+    view = (result.to_dict(), result.notes, result.refusal, result.annotations, result.message_extras,
+            result.reasoning_content, result.tool_calls, [call.given for call in result.tool_calls])  # fmt: skip
+    return (repr(dict(body)), body.notes, repr(view), type(result.raw)), fused
+
+
+class _Fixed:
+    """`uuid` and `time` as the writer reads them (a made answer id, now): one answer, one id and time on either
+    route."""
+
+    hex = "0" * 32
+
+    @classmethod
+    def uuid4(cls) -> type[_Fixed]:
+        return cls
+
+    @staticmethod
+    def time() -> float:
+        return 1_700_000_000.0
+
+
+@pytest.mark.parametrize("source", FORMATS)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_fused_answer_is_todays(provider: str, source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    book = load_rules()
+    fmt = book.format(source)
+    monkeypatch.setattr(formats, "uuid", _Fixed)
+    monkeypatch.setattr(formats, "time", _Fixed)
+    answers = list(_answers(provider))
+    fused = []
+    expected = {}
+    with monkeypatch.context() as today:
+        today.setitem(book.fused_answers, source, {})
+        for name, answer, options in answers:
+            expected[name], _ = _outcome(provider, answer, source, options)
+    for name, answer, options in answers:
+        got, taken = _outcome(provider, answer, source, options)
+        assert got == expected[name], name
+        if taken:
+            fused.append(name)
+    bench = [f"bench {name}" for name in BENCH.get(provider, {})]
+    if provider in fmt.fused_answers:
+        assert set(bench) <= set(fused) and len(fused) > len(bench), fused
+    else:
+        assert not fused
+
+
+def test_the_fused_pairs_and_their_code() -> None:
+    """The OpenAI family's answers (arguments as text, no ids to restore) are fused into Messages; a format that makes
+    ids (a Response) waits for its step; `explain --source --code` shows each pair's function."""
+    book = load_rules()
+    taken = set(book.format("anthropic").fused_answers)
+    assert {"openai", "groq", "xai", "deepseek", "azure-openai", "openrouter"} <= taken
+    assert not taken & {"anthropic", "gemini", "mistral", "bedrock"}
+    assert not book.format("openai-responses").fused_answers
+    shown = explain_code("--source", "anthropic")
+    assert "# the whole answer from openai: read and written in one function" in shown
+
+
+def test_the_fused_answer_is_asked_only_of_a_compiled_format() -> None:
+    """A format not compiled yet has no fused function to ask (its name may be wrong, its file broken): the answer's
+    own error still comes before the name's, and the first answer of a pair takes today's route."""
+    book = load_rules(ROOT / "rules", reload=True)
+    assert book.fused_answers == {}
+    with pytest.raises(ResponseError):
+        translate_response("openai", {"choices": "x"}, source="no-such-format", rules=book)
+    with pytest.raises(ResponseError):
+        translate_response("openai", {"choices": "x"}, source=["not", "a", "name"], rules=book)  # type: ignore[call-overload]
+    body = translate_response("openai", BENCH["openai"]["text"], source="anthropic", rules=book)
+    assert body.made is not None and "openai" in book.fused_answers["anthropic"]
+    assert translate_response("openai", BENCH["openai"]["text"], source="anthropic", rules=book).made is None
+
+
+def test_translate_response_takes_the_fused_body_and_runs_todays_route_on_a_decline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fused function is asked after the error-body test, with the answer as the response function takes it (a
+    body decoded, its check done: tokens 0); its body is the answer, and its None runs today's route from the start."""
+    answer = BENCH["openai"]["text"]
+    today = translate_response("openai", answer, source="anthropic")
+    asked: list[tuple[Any, ...]] = []
+    made = AnswerBody(fused=True)
+
+    def fake(decline: bool) -> Callable[..., AnswerBody | None]:
+        def fused(*given: Any) -> AnswerBody | None:
+            asked.append(given)
+            return None if decline else made
+
+        return fused
+
+    monkeypatch.setitem(load_rules().fused_answers, "anthropic", {"openai": fake(False)})
+    assert translate_response("openai", json.dumps(answer), source="anthropic", id_map={"a": "b"}) is made
+    assert asked == [(answer, None, {"a": "b"}, 0)]
+    with pytest.raises(toolnexus.ProviderError):
+        translate_response("openai", {"error": {"message": "no", "type": "server_error"}}, source="anthropic")
+    assert len(asked) == 1
+    monkeypatch.setitem(load_rules().fused_answers, "anthropic", {"openai": fake(True)})
+    declined = translate_response("openai", answer, source="anthropic", requested_model="m")
+    assert asked[1] == (answer, "m", None, -1) and declined == today and declined.made is not None
