@@ -163,10 +163,11 @@ def counted(fmt: SourceFormat, provider: str, hits: list[int]) -> SourceFormat:
 
 
 def test_the_pairs_that_compose_get_a_fused_function() -> None:
-    """Decided by the rules: a provider that rewrites ids or reads the current turn, and a format of role
-    messages, get none."""
-    assert {"openai", "groq", "xai"} <= set(FUSED)
-    assert "gemini" not in FUSED and "anthropic" not in FUSED
+    """Decided by the rules: a provider that rewrites ids, and a format of role messages, get none; one whose
+    roles read the current turn (Gemini) or end a turn early (Cohere: an empty turn dropped) gets one."""
+    assert {"openai", "groq", "xai", "gemini", "vertex-gemini", "cohere", "openai-responses"} <= set(FUSED)
+    assert "anthropic" not in FUSED and "bedrock" not in FUSED
+    assert "ollama" not in FUSED  # its calls' ids are dropped by a general branch, at the hub's paths: all decline
     assert not load_rules().format("anthropic").fused
 
 
@@ -253,12 +254,25 @@ def test_the_fused_function_gives_todays_body_notes_and_errors(provider: str, na
         assert got == outcome(without_fused(fmt), provider, VARIANTS[name], **options), options
 
 
-def test_the_variants_take_and_decline() -> None:
+@pytest.mark.parametrize("provider", ["openai", "gemini"])
+def test_the_variants_take_and_decline(provider: str) -> None:
     """The corpus above holds both: requests the fused function takes, and shapes it declines."""
     fmt, hits = load_rules().format(SOURCE), []
     for request in VARIANTS.values():
-        outcome(counted(fmt, "openai", hits), "openai", request)
+        outcome(counted(fmt, provider, hits), provider, request)
     assert 20 < sum(hits) < len(hits)
+
+
+@pytest.mark.parametrize("size", [10, 40])
+def test_the_fused_functions_notes_are_named_where_they_are_made(size: int) -> None:
+    """Gemini's notes of the transcript (a dropped reasoning item, a call's synthesized thought signature) are
+    made by the fused function at the format's paths (its own: the body says where they are), today's paths."""
+    fmt = load_rules().format(SOURCE)
+    request = responses_transcript(size, tool_declarations())
+    body = translate_source(fmt, load_rules().get("gemini").inbound, request)
+    made = body.notes[body.transcript_notes]
+    assert {n.kind for n in made} == {"dropped", "synthesized"}
+    assert [tuple(n) for n in body.notes] == outcome(without_fused(fmt), "gemini", request)[2]
 
 
 def test_explain_shows_the_fused_functions() -> None:
@@ -299,12 +313,15 @@ ITEMS = st.one_of(
 )
 
 
+@pytest.mark.parametrize("provider", ["openai", "gemini"])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(items=st.lists(ITEMS, min_size=1, max_size=8), instructions=st.one_of(st.none(), TEXT),
        options=st.sampled_from(OPTIONS))  # fmt: skip
-def test_generated_inputs_give_todays_result(items: list[Any], instructions: Any, options: dict[str, Any]) -> None:
+def test_generated_inputs_give_todays_result(
+    provider: str, items: list[Any], instructions: Any, options: dict[str, Any]
+) -> None:
     fmt = load_rules().format(SOURCE)
     request = {"model": "m", "input": items} | ({} if instructions is None else {"instructions": instructions})
     hits: list[int] = []
-    got = outcome(counted(fmt, "openai", hits), "openai", request, **options)
-    assert got == outcome(without_fused(fmt), "openai", request, **options)
+    got = outcome(counted(fmt, provider, hits), provider, request, **options)
+    assert got == outcome(without_fused(fmt), provider, request, **options)
