@@ -342,18 +342,16 @@ class _Writer:
         as the messages function finds it among the normal-form messages: their order is the items')."""
         if not self.reads_last:
             return []
-        lines = ["    last = -1  # the last user message: the tool calls after it are the current turn's"]
         if "user" in self.gen.names["HOIST"]:
-            return lines
+            return ["    last = -1"]
         fmt = self.fmt
-        return [
-            *lines,
-            "    for x_j in range(len(msgs) - 1, -1, -1):",
-            "        x_m = msgs[x_j]",
-            f"        if type(x_m) is dict and x_m.get('role') == 'user'"
+        return [  # (an item not an object raises here: declined, as the loop declines it)
+            "    last = len(msgs) - 1  # the last user message: the tool calls after it are the current turn's",
+            "    for x_m in reversed(msgs):",
+            f"        if x_m.get('role') == 'user'"
             f" and x_m.get({fmt.kind!r}, {fmt.message_kind!r}) == {fmt.message_kind!r}:",
-            "            last = x_j",
             "            break",
+            "        last -= 1",
         ]
 
     def function(self) -> list[str] | None:
