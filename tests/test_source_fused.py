@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from support.cases import CASES
 from support.cli import explain_code
 from toolnexus import Note, ToolnexusError, load_rules
 from toolnexus.language.templates import Ctx
@@ -273,6 +274,19 @@ def test_the_fused_functions_notes_are_named_where_they_are_made(size: int) -> N
     made = body.notes[body.transcript_notes]
     assert {n.kind for n in made} == {"dropped", "synthesized"}
     assert [tuple(n) for n in body.notes] == outcome(without_fused(fmt), "gemini", request)[2]
+
+
+CASE_REQUESTS = {c.name: c.data["request"] for c in CASES if (c.data.get("options") or {}).get("source") == SOURCE}
+
+
+@pytest.mark.parametrize("provider", FUSED)
+def test_the_case_tables_responses_inputs_give_todays_result(provider: str) -> None:
+    """Each body, note (its path too) and error of the case tables' Responses inputs is today's."""
+    fmt, hits = load_rules().format(SOURCE), []
+    for name, request in CASE_REQUESTS.items():
+        got = outcome(counted(fmt, provider, hits), provider, request)
+        assert got == outcome(without_fused(fmt), provider, request), name
+    assert any(hits)
 
 
 def test_explain_shows_the_fused_functions() -> None:

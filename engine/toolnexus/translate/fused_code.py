@@ -7,14 +7,18 @@ items: each normal-form message is built as the format's reader builds it (the k
 records) and, as soon as no later item can join it, written by the provider's own branch for its role (the same
 `request_code.role_branches` lines, the direct writer's shapes first), so no message list is walked twice and
 nothing is named afterwards. Its result is what the messages function returns, hoisted prompts at the format's
-paths and indexes the items' (only their order is compared).
+paths and indexes the items' (only their order is compared: `first`, and `last`, the current turn's start, found
+by a scan of the items for the last user message when a branch reads it). Each note a branch makes is made at
+its path in the format's request, as `formats.named` would find it through the reader's records (`sourced`: an
+f-string of the item's index, the rest renamed at generation; an element of a list items joined, at its own
+item), and the body keeps them as they are (`RequestBody.transcript_notes`).
 
 It declines (None) whatever it does not take, so today's route runs and says it exactly: a block of a shape the
-reader's fast test declines, sealed state, a key to settle, any note the provider's branch makes (naming those
-in the format's paths is a later step), anything raised. A pair gets none when its pieces do not compose: a
-format of role messages, a provider that rewrites ids (`tool_call_ids`, a scan of every message first) or reads
-the current turn (a scan for the last user message first), more than one role items join, a joined role that is
-not written as its text alone, a branch that ends a message early (`continue`) where a message is completed.
+reader's fast test declines, sealed state, a key to settle, a note at a path not known here (any a helper makes,
+at the normal form's paths), anything raised. A pair gets none when its pieces do not compose: a format of role
+messages, a provider that rewrites ids (`tool_call_ids`, a scan of every message first), more than one role items
+join, a joined role that is not written as its text alone, a joined role's branch that notes its parts' unwritten
+fields at the normal form's paths (every transcript with one would decline).
 """
 
 from __future__ import annotations
