@@ -74,7 +74,7 @@ def hub_written(fmt: SourceFormat, provider: str) -> formats.Fused:
         hoisted = [(text, named([path], {}, records)[0], i, m) for text, path, i, m in hoisted]
         paths = named([n.path for n in notes], {}, records)
         notes = [Note(n.kind, path, n.message, n.side) for n, path in zip(notes, paths, strict=True)]
-        return turns, hoisted, notes, first, left, more
+        return (turns, hoisted, notes, first, left, more), None
 
     return written
 
@@ -99,8 +99,8 @@ def test_the_transcripts_notes_are_named_by_position() -> None:
     own = Note("dropped", "max_completion_tokens", "a path the origins rename")
 
     def noting(items: list[Any], system: Any) -> Any:
-        turns, hoisted, notes, first, left, more = made(items, system)
-        return turns, hoisted, [own, *notes], first, left, more
+        (turns, hoisted, notes, first, left, more), sent = made(items, system)
+        return (turns, hoisted, [own, *notes], first, left, more), sent
 
     body = translate_source(replace(fmt, fused={"gemini": noting}), load_rules().get("gemini").inbound, request)
     today = outcome(without_fused(fmt), "gemini", request)[2]
@@ -164,10 +164,11 @@ def counted(fmt: SourceFormat, provider: str, hits: list[int]) -> SourceFormat:
 
 
 def test_the_pairs_that_compose_get_a_fused_function() -> None:
-    """Decided by the rules: a provider that rewrites ids, and a format of role messages, get none; one whose
-    roles read the current turn (Gemini) or end a turn early (Cohere: an empty turn dropped) gets one."""
+    """Decided by the rules: a provider that rewrites ids by a hash (a scan of every id first), and a format of role
+    messages, get none; one whose roles read the current turn (Gemini), end a turn early (Cohere: an empty turn
+    dropped) or encode ids one by one (Anthropic, Bedrock) gets one."""
     assert {"openai", "groq", "xai", "gemini", "vertex-gemini", "cohere", "openai-responses"} <= set(FUSED)
-    assert "anthropic" not in FUSED and "bedrock" not in FUSED
+    assert {"anthropic", "vertex-anthropic", "bedrock"} <= set(FUSED) and "mistral" not in FUSED
     assert "ollama" not in FUSED  # its calls' ids are dropped by a general branch, at the hub's paths: all decline
     assert not load_rules().format("anthropic").fused
 
@@ -221,6 +222,7 @@ def variants() -> dict[str, dict[str, Any]]:
         lambda r: r[items].insert(8, {"type": "function_call", "call_id": "c9", "name": "x", "arguments": "{}"}),
     )
     edit("no reasoning", base, lambda r: r[items].pop(2))
+    edit("id to encode", base, lambda r: [r[items][n].update(call_id="é/1") for n in (3, 7)])
     edit("call status", base, lambda r: r[items][3].update(status="completed"))
     edit("call unknown key", base, lambda r: r[items][3].update(bogus=1))
     edit("sealed state", base, lambda r: r[items][2].update(encrypted_content="x_tns_y"))
@@ -255,7 +257,7 @@ def test_the_fused_function_gives_todays_body_notes_and_errors(provider: str, na
         assert got == outcome(without_fused(fmt), provider, VARIANTS[name], **options), options
 
 
-@pytest.mark.parametrize("provider", ["openai", "gemini"])
+@pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
 def test_the_variants_take_and_decline(provider: str) -> None:
     """The corpus above holds both: requests the fused function takes, and shapes it declines."""
     fmt, hits = load_rules().format(SOURCE), []
@@ -274,6 +276,16 @@ def test_the_fused_functions_notes_are_named_where_they_are_made(size: int) -> N
     made = body.notes[body.transcript_notes]
     assert {n.kind for n in made} == {"dropped", "synthesized"}
     assert [tuple(n) for n in body.notes] == outcome(without_fused(fmt), "gemini", request)[2]
+
+
+def test_an_id_encoded_one_by_one_is_noted_and_mapped_by_the_fused_function() -> None:
+    """Anthropic's ids fit its pattern or are encoded as read (no scan first): the rewrite is noted at the items'
+    paths and the body maps the sent id back, as today."""
+    fmt, hits = load_rules().format(SOURCE), []
+    got = outcome(counted(fmt, "anthropic", hits), "anthropic", VARIANTS["id to encode"])
+    assert got == outcome(without_fused(fmt), "anthropic", VARIANTS["id to encode"]) and hits == [True]
+    assert [n[1] for n in got[2] if n[0] == "rewritten"] == ["input[3].call_id", "input[7].call_id"]
+    assert list(got[3].values()) == ["é/1"]
 
 
 CASE_REQUESTS = {c.name: c.data["request"] for c in CASES if (c.data.get("options") or {}).get("source") == SOURCE}
@@ -327,7 +339,7 @@ ITEMS = st.one_of(
 )
 
 
-@pytest.mark.parametrize("provider", ["openai", "gemini"])
+@pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(items=st.lists(ITEMS, min_size=1, max_size=8), instructions=st.one_of(st.none(), TEXT),
        options=st.sampled_from(OPTIONS))  # fmt: skip

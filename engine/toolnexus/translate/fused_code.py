@@ -52,6 +52,7 @@ _ELEMENT = re.compile(r"\{(\w+)\.element_path\((.*?)\)\}")
 _SCOPE = re.compile(r"( *)c\.path = (.*)")
 _AT = re.compile(r"c\.at\('([^']*)'\)")
 _UNKNOWN = "\0"  # a scope not known here
+_ROLE = re.compile(r"(?<![\w'])role\b(?!')")  # the messages function's variable of the message's role, read
 # What follows the message in a hub path: a key (or `{k}`, one known at run time), an element of it, below it.
 _REST = re.compile(r"\.(\w+|\{\w+\})(?:\[\{(\w+)\}\])?((?:\..*)?)")
 
@@ -156,8 +157,9 @@ def with_fused(fmt: SourceFormat, providers: Mapping[str, Any]) -> SourceFormat:
 def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | None:
     """The pair's fused function and its source, or None when its pieces do not compose."""
     items = fmt.items
-    if items is None or inbound.writes is None or inbound.tool_call_ids is not None:
-        return None
+    ids = inbound.tool_call_ids
+    if items is None or inbound.writes is None or (ids is not None and ids.rewrite is not None):
+        return None  # (a rewrite scans every id of the transcript first)
     joined = {kind.joins for kind in items.values() if kind.joins} | fmt.joining_roles
     if len(joined) != 1:
         return None
@@ -178,7 +180,7 @@ def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | N
         return None
     objects = not inbound.reads_arguments_json
     gen.names.update({"Ctx": Ctx, "P": inbound.provider, "TEXT_PART": TEXT_PART, "OBJECTS": objects})
-    gen.names.update({"ONCE": (None,), "joined_at": joined_at, "JOINED": writer.joined})
+    gen.names.update({"ONCE": (None,), "joined_at": joined_at, "JOINED": writer.joined, "TOOL_CALL_IDS": ids})
     text = "\n".join(lines) + "\n"
     exec(compile(text, f"<fused {fmt.name} -> {inbound.provider}>", "exec"), gen.names)
     return text, gen.names["fused"]
@@ -217,6 +219,8 @@ class _Writer:
             if any(_CONTINUE.search(line) for line in branch):
                 branch = ["for _ in ONCE:", *indent(branch)]
         at = [f"x_path = {path}"] if hoisted else []
+        if any(_ROLE.search(line.partition("  #")[0]) for line in branch):  # (a `lead` block's getter reads it)
+            at.append(f"role = {message}['role']")
         return [*self.formed(message, role), *at, f"m, i = {message}, {index}", *branch]
 
     def formed(self, message: str, role: str) -> list[str]:
@@ -369,7 +373,7 @@ class _Writer:
             "    c.objects, c.written = OBJECTS, None if OBJECTS else {}  # as `translate_source` reads",
             *MESSAGES_HEAD,
             "    notes = []  # the transcript's, at the format's paths (any made at the hub's, in c.notes, declines)",
-            "    ids = None",
+            "    ids, sent_ids = (None, None) if TOOL_CALL_IDS is None else TOOL_CALL_IDS.for_request(None, P)",
             *self.current_turn(),
             "    x_open = x_at = None  # the message items join while nothing else follows it, and its index",
             *self.system(),
@@ -410,5 +414,5 @@ class _Writer:
             *lines,
             *indent(last),
             "    if c.notes: return None  # (a helper's, at the hub's paths: today's route names them)",
-            "    return out, hoisted, notes, first, (ck_texts, ck_deep, ck_msgs), h_more",
+            "    return (out, hoisted, notes, first, (ck_texts, ck_deep, ck_msgs), h_more), sent_ids",
         ]
