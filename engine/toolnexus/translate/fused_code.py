@@ -73,21 +73,17 @@ class _Source:
         if not rest:
             return self.at
         found = _REST.fullmatch(rest)
-        if found is None:
+        if found is None or "{" in found[3]:  # (a key below the element known at run time: not renamed here)
             return None
         key, index, deeper = found.groups()
-        if key[0] == "{":  # one of the lists (any other key raises at run time: declined)
-            known = f"JOINED[{key[1:-1]}]"
-        elif key in self.lists:
-            known = f'JOINED["{key}"]'
-        elif index is None and "{" not in deeper:
-            return remap("m" + rest, {"m": (self.at, self.renames)})
-        else:
+        if key not in self.lists and key[0] != "{":  # a key of the message itself
+            return None if index is not None else remap("m" + rest, {"m": (self.at, self.renames)})
+        if not self.lists or (key[0] == "{" and index is not None) or (index is None and deeper):
             return None
-        if not self.lists or (index is None and deeper) or "{" in deeper:  # (a key below known at run time)
-            return None
+        # A list items joined (a key known at run time: one of them, or a KeyError that declines), at its item.
+        known = f"JOINED[{key[1:-1]}]" if key[0] == "{" else f'JOINED["{key}"]'
         item = self.at.replace("{i}", f"{{joined_at(msgs, i, {known}, {index or 0})}}")
-        return item if index is None else remap("m" + deeper, {"m": (item, self.lists.get(key, {}))})
+        return item if index is None else remap("m" + deeper, {"m": (item, self.lists[key])})
 
 
 def joined_at(items: list[Any], start: int, kinds: tuple[str, frozenset[str]], n: int) -> int:
