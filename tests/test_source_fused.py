@@ -288,17 +288,6 @@ def test_an_id_encoded_one_by_one_is_noted_and_mapped_by_the_fused_function() ->
     assert list(got[3].values()) == ["é/1"]
 
 
-@pytest.mark.parametrize("provider", ["openai", "gemini"])
-def test_a_joined_messages_lists_are_left_to_the_json_check_as_containers(provider: str) -> None:
-    """The reasoning items a message joined are checked as they are (a lone surrogate in one still refuses: the
-    variants above), and the message is not looked at again whole: its shape's values were checked as read."""
-    fmt = load_rules().format(SOURCE)
-    request = responses_transcript(10, tool_declarations())
-    written, _ = fmt.fused[provider](request["input"], request["instructions"])
-    _, deep, messages = written[4]
-    assert messages == [] and [[item["type"] for item in held] for held in deep] == [["reasoning"], ["reasoning"]]
-
-
 CASE_REQUESTS = {c.name: c.data["request"] for c in CASES if (c.data.get("options") or {}).get("source") == SOURCE}
 
 

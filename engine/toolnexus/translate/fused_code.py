@@ -52,9 +52,6 @@ _ELEMENT = re.compile(r"\{(\w+)\.element_path\((.*?)\)\}")
 _SCOPE = re.compile(r"( *)c\.path = (.*)")
 _AT = re.compile(r"c\.at\('([^']*)'\)")
 _UNKNOWN = "\0"  # a scope not known here
-# A direct branch's JSON check of a message holding keys besides its shape's (`request_code._checks`): the message
-# left to the check whole.
-_OTHER_KEYS = re.compile(r" *if not m\.keys\(\) <= (SHAPE_KEYS_\w+):")
 _ROLE = re.compile(r"(?<![\w'])role\b(?!')")  # the messages function's variable of the message's role, read
 # What follows the message in a hub path: a key (or `{k}`, one known at run time), an element of it, below it.
 _REST = re.compile(r"\.(\w+|\{\w+\})(?:\[\{(\w+)\}\])?((?:\..*)?)")
@@ -127,18 +124,6 @@ def sourced(lines: list[str], source: _Source, names: Mapping[str, Any]) -> list
         elif (noted := _NOTE.search(line)) is not None:
             line = line[: noted.start()] + _noted(line[noted.start() :], scope, source, names)
         out.append(line)
-    return out
-
-
-def members_checked(lines: list[str]) -> list[str]:
-    """A joined message's branch with its keys besides the shape's (the lists items joined: the caller's items,
-    whole) left to the JSON check as containers, not the message again: its shape's values are checked as read."""
-    out = list(lines)
-    for at, line in enumerate(lines[:-1]):
-        found = _OTHER_KEYS.fullmatch(line)
-        if found is not None and lines[at + 1].strip() == "ck_msgs.append(m)":
-            indent_ = lines[at + 1][: len(lines[at + 1]) - len(lines[at + 1].lstrip())]
-            out[at + 1] = f"{indent_}ck_deep.extend([m[k] for k in m.keys() - {found[1]}])"
     return out
 
 
@@ -224,8 +209,6 @@ class _Writer:
         if branch is None:
             return None
         branch = sourced(branch, source, self.gen.names)
-        if source.lists:
-            branch = members_checked(branch)
         if not last:
             if branch and branch[-1] == "continue":  # its last line: nothing follows it in the branch anyway
                 branch = branch[:-1]
