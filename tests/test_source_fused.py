@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from support.cases import CASES
 from support.cli import explain_code
 from toolnexus import Note, ToolnexusError, load_rules
 from toolnexus.language.templates import SEAL, Ctx, sealed
@@ -73,7 +74,7 @@ def hub_written(fmt: SourceFormat, provider: str) -> formats.Fused:
         hoisted = [(text, named([path], {}, records)[0], i, m) for text, path, i, m in hoisted]
         paths = named([n.path for n in notes], {}, records)
         notes = [Note(n.kind, path, n.message, n.side) for n, path in zip(notes, paths, strict=True)]
-        return turns, hoisted, notes, first, left, more
+        return (turns, hoisted, notes, first, left, more), None
 
     return written
 
@@ -98,8 +99,8 @@ def test_the_transcripts_notes_are_named_by_position() -> None:
     own = Note("dropped", "max_completion_tokens", "a path the origins rename")
 
     def noting(items: list[Any], system: Any) -> Any:
-        turns, hoisted, notes, first, left, more = made(items, system)
-        return turns, hoisted, [own, *notes], first, left, more
+        (turns, hoisted, notes, first, left, more), sent = made(items, system)
+        return (turns, hoisted, [own, *notes], first, left, more), sent
 
     body = translate_source(replace(fmt, fused={"gemini": noting}), load_rules().get("gemini").inbound, request)
     today = outcome(without_fused(fmt), "gemini", request)[2]
@@ -163,10 +164,12 @@ def counted(fmt: SourceFormat, provider: str, hits: list[int]) -> SourceFormat:
 
 
 def test_the_pairs_that_compose_get_a_fused_function() -> None:
-    """Decided by the rules: a provider that rewrites ids or reads the current turn, and a format of role
-    messages, get none."""
-    assert {"openai", "groq", "xai"} <= set(FUSED)
-    assert "gemini" not in FUSED and "anthropic" not in FUSED
+    """Decided by the rules: a provider that rewrites ids by a hash (a scan of every id first), and a format of role
+    messages, get none; one whose roles read the current turn (Gemini), end a turn early (Cohere: an empty turn
+    dropped) or encode ids one by one (Anthropic, Bedrock) gets one."""
+    assert {"openai", "groq", "xai", "gemini", "vertex-gemini", "cohere", "openai-responses"} <= set(FUSED)
+    assert {"anthropic", "vertex-anthropic", "bedrock"} <= set(FUSED) and "mistral" not in FUSED
+    assert "ollama" not in FUSED  # its calls' ids are dropped by a general branch, at the hub's paths: all decline
     assert not load_rules().format("anthropic").fused
 
 
@@ -219,6 +222,7 @@ def variants() -> dict[str, dict[str, Any]]:
         lambda r: r[items].insert(8, {"type": "function_call", "call_id": "c9", "name": "x", "arguments": "{}"}),
     )
     edit("no reasoning", base, lambda r: r[items].pop(2))
+    edit("id to encode", base, lambda r: [r[items][n].update(call_id="é/1") for n in (3, 7)])
     edit("call status", base, lambda r: r[items][3].update(status="completed"))
     edit("call unknown key", base, lambda r: r[items][3].update(bogus=1))
     edit("sealed state", base, lambda r: r[items][2].update(encrypted_content="x_tns_y"))
@@ -259,11 +263,12 @@ def test_the_fused_function_gives_todays_body_notes_and_errors(provider: str, na
         assert got == outcome(without_fused(fmt), provider, VARIANTS[name], **options), options
 
 
-def test_the_variants_take_and_decline() -> None:
+@pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
+def test_the_variants_take_and_decline(provider: str) -> None:
     """The corpus above holds both: requests the fused function takes, and shapes it declines."""
     fmt, hits = load_rules().format(SOURCE), []
     for request in VARIANTS.values():
-        outcome(counted(fmt, "openai", hits), "openai", request)
+        outcome(counted(fmt, provider, hits), provider, request)
     assert 20 < sum(hits) < len(hits)
 
 
@@ -293,13 +298,62 @@ def read_back(provider: str, request: dict[str, Any]) -> bool:
     return bool(ran)
 
 
-@pytest.mark.parametrize("provider", FUSED)
+# The pairs whose calls are not written at their items, and why.
+CALLS_NOT_WRITTEN = {
+    "gemini": "its tool-call template reads the current turn (a call's thought signature), not known at the item",
+    "vertex-gemini": "as gemini",
+    "openai-responses": "its assistant branch is the general one: no shape of it takes calls written",
+}
+CALLS_WRITTEN = sorted(set(FUSED) - CALLS_NOT_WRITTEN.keys())
+
+
+def test_which_pairs_write_their_calls_at_the_items() -> None:
+    fmt = load_rules().format(SOURCE)
+    assert {p for p in FUSED if "d_written.append(" in fmt.fused_code[p]} == set(CALLS_WRITTEN)
+
+
+@pytest.mark.parametrize("provider", CALLS_WRITTEN)
 def test_the_calls_are_written_at_their_items(provider: str) -> None:
     """Each joined call is checked and written at its item, its fields where the item's template holds them (a
     sealed id unsealed); the assistant branch reads them back only when one fails the check there."""
     for name in ("bench10", "bench40", "sealed call id", "sealed null state"):
         assert not read_back(provider, VARIANTS[name]), name
     assert read_back(provider, VARIANTS["call id not a string"])
+
+
+@pytest.mark.parametrize("size", [10, 40])
+def test_the_fused_functions_notes_are_named_where_they_are_made(size: int) -> None:
+    """Gemini's notes of the transcript (a dropped reasoning item, a call's synthesized thought signature) are
+    made by the fused function at the format's paths (its own: the body says where they are), today's paths."""
+    fmt = load_rules().format(SOURCE)
+    request = responses_transcript(size, tool_declarations())
+    body = translate_source(fmt, load_rules().get("gemini").inbound, request)
+    made = body.notes[body.transcript_notes]
+    assert {n.kind for n in made} == {"dropped", "synthesized"}
+    assert [tuple(n) for n in body.notes] == outcome(without_fused(fmt), "gemini", request)[2]
+
+
+def test_an_id_encoded_one_by_one_is_noted_and_mapped_by_the_fused_function() -> None:
+    """Anthropic's ids fit its pattern or are encoded as read (no scan first): the rewrite is noted at the items'
+    paths and the body maps the sent id back, as today."""
+    fmt, hits = load_rules().format(SOURCE), []
+    got = outcome(counted(fmt, "anthropic", hits), "anthropic", VARIANTS["id to encode"])
+    assert got == outcome(without_fused(fmt), "anthropic", VARIANTS["id to encode"]) and hits == [True]
+    assert [n[1] for n in got[2] if n[0] == "rewritten"] == ["input[3].call_id", "input[7].call_id"]
+    assert list(got[3].values()) == ["é/1"]
+
+
+CASE_REQUESTS = {c.name: c.data["request"] for c in CASES if (c.data.get("options") or {}).get("source") == SOURCE}
+
+
+@pytest.mark.parametrize("provider", FUSED)
+def test_the_case_tables_responses_inputs_give_todays_result(provider: str) -> None:
+    """Each body, note (its path too) and error of the case tables' Responses inputs is today's."""
+    fmt, hits = load_rules().format(SOURCE), []
+    for name, request in CASE_REQUESTS.items():
+        got = outcome(counted(fmt, provider, hits), provider, request)
+        assert got == outcome(without_fused(fmt), provider, request), name
+    assert any(hits)
 
 
 def test_explain_shows_the_fused_functions() -> None:
@@ -340,12 +394,15 @@ ITEMS = st.one_of(
 )
 
 
+@pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(items=st.lists(ITEMS, min_size=1, max_size=8), instructions=st.one_of(st.none(), TEXT),
        options=st.sampled_from(OPTIONS))  # fmt: skip
-def test_generated_inputs_give_todays_result(items: list[Any], instructions: Any, options: dict[str, Any]) -> None:
+def test_generated_inputs_give_todays_result(
+    provider: str, items: list[Any], instructions: Any, options: dict[str, Any]
+) -> None:
     fmt = load_rules().format(SOURCE)
     request = {"model": "m", "input": items} | ({} if instructions is None else {"instructions": instructions})
     hits: list[int] = []
-    got = outcome(counted(fmt, "openai", hits), "openai", request, **options)
-    assert got == outcome(without_fused(fmt), "openai", request, **options)
+    got = outcome(counted(fmt, provider, hits), provider, request, **options)
+    assert got == outcome(without_fused(fmt), provider, request, **options)

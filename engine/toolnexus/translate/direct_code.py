@@ -218,7 +218,7 @@ def _message_key(key: str) -> str:
 def _part_lines(gen: _Gen, group: Group, blocks: str) -> list[str] | None:
     """One group's parts written through their kind's template, inline, onto `blocks`."""
     if group.written is not None:
-        return [f"{blocks} += {group.written}"]
+        return [f"{blocks} += {group.written}", f"if {WRITTEN_NOTES}: notes += {WRITTEN_NOTES}"]
     node = gen.parts.nodes.get(group.kind)
     reads = gen.parts.reads.get(group.kind)
     plan_entry = _plan_entry(gen, group.kind)
@@ -414,6 +414,7 @@ def call_check(arguments_json: bool, fail: str) -> list[str]:
 
 
 WRITTEN_CALLS = "d_written"  # the assistant's calls a caller wrote where it read them (`call_write`), in order
+WRITTEN_NOTES = "d_written_notes"  # the notes their writes made, in order: noted where the calls are added
 
 
 def call_write(
@@ -516,7 +517,7 @@ def shapes(role: str, arguments_json: bool, calls_read: str | None = None) -> tu
             return reads, [shape]
         written = replace(calls, written=WRITTEN_CALLS, empty=f"not {WRITTEN_CALLS}")
         fast = replace(
-            shape, test=f"d_ok and {calls_read}", groups=(text, written), empty=f"not d_c and not {written.empty}"
+            shape, test=f"d_ok and {calls_read}", groups=(text, written), empty=f"not d_c and {written.empty}"
         )
         return reads, [fast, replace(shape, test=f"d_ok and not {calls_read}")]
     if role == "tool":

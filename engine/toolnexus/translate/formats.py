@@ -176,7 +176,8 @@ Record = tuple[str, int, int, str, int | None, int | None, Mapping[str, str]]
 # A `$lookup` table of constant rows read backwards (format_rules `_nearest`): (the request, the notes) -> the field
 TableBackwards = Callable[[Any, list[Note]], Any]
 # A (format, provider) pair's fused transcript function (`fused_code`): (the format's transcript, its system
-# field) -> what the provider's `messages` returns, every path the format's; None: a shape it does not take.
+# field) -> what the provider's `messages` returns, every path the format's, and the ids it rewrote (sent -> given,
+# or None); None: a shape it does not take.
 Fused = Callable[[list[Any], Any], Any]
 # A (format, provider) pair's fused answer function (`fused_answer_code`): (the provider's answer, the requested
 # model, the request's id map, its null tokens as the response function takes them) -> the AnswerBody, or None
@@ -1693,11 +1694,12 @@ def _fused_source(
     if type(items) is not list or not items:
         return None
     try:
-        transcript = fused(items, None if fmt.system is None else request.get(fmt.system))
+        written = fused(items, None if fmt.system is None else request.get(fmt.system))
     except Exception:  # (generated code meeting a shape it did not foresee: today's route reads it, or names it)
         return None
-    if transcript is None:
+    if written is None:
         return None
+    transcript, sent_ids = written
     scope = hub.copy()
     scope["messages"] = items  # what the provider's checks of the transcript's presence and JSON read
     tools = None
@@ -1712,6 +1714,8 @@ def _fused_source(
                                  tools=tools, transcript=transcript)  # fmt: skip
     except ToolnexusError:
         return None
+    if sent_ids:
+        body.id_map = sent_ids
     kept = body.notes
     if kept:
         starts, ends = body.transcript_notes.start, body.transcript_notes.stop

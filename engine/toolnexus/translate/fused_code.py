@@ -9,35 +9,138 @@ records) and, as soon as no later item can join it, written by the provider's ow
 nothing is named afterwards. A tool call that joins it is checked and written at its item, from the variables
 the item's template holds (`direct_code.call_check`, `call_write`): the branch adds the calls as written. Its
 result is what the messages function returns, hoisted prompts at the format's paths and indexes the items' (only
-their order is compared).
+their order is compared: `first`, and `last`, the current turn's start, found by a scan of the items for the last
+user message when a branch reads it). Each note a branch makes is made at its path in the format's request, as
+`formats.named` would find it through the reader's records (`sourced`: an f-string of the item's index, the rest
+renamed at generation; an element of a list items joined, at its own item), and the body keeps them as they are
+(`RequestBody.transcript_notes`).
 
 It declines (None) whatever it does not take, so today's route runs and says it exactly: a block of a shape the
-reader's fast test declines, sealed state, a key to settle, any note the provider's branch makes (naming those
-in the format's paths is a later step), anything raised. A pair gets none when its pieces do not compose: a
-format of role messages, a provider that rewrites ids (`tool_call_ids`, a scan of every message first) or reads
-the current turn (a scan for the last user message first), more than one role items join, a joined role that is
-not written as its text alone, a branch that ends a message early (`continue`) where a message is completed.
+reader's fast test declines, sealed state, a key to settle, a note at a path not known here (any a helper makes,
+at the normal form's paths), anything raised. A pair gets none when its pieces do not compose: a format of role
+messages, a provider that rewrites ids (`tool_call_ids`, a scan of every message first), more than one role items
+join, a joined role that is not written as its text alone, a joined role's branch that notes its parts' unwritten
+fields at the normal form's paths (every transcript with one would decline).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..language.codegen import indent
-from ..language.templates import SEAL, Ctx, Obj
-from .direct_code import CALL_FIELDS, CALLS, WRITTEN_CALLS, call_check, call_write
+from ..language.templates import SEAL, Ctx, ListPath, Obj
+from .direct_code import CALL_FIELDS, CALLS, WRITTEN_CALLS, WRITTEN_NOTES, At, call_check, call_write
 from .format_code import ReaderGen, escaped_path, written_role
-from .formats import TEXT_PART, Fused, Kind, SourceFormat
-from .request_code import HOISTED, MESSAGES_HEAD, READS_LAST, message_names, role_branches
+from .formats import TEXT_PART, Fused, Kind, SourceFormat, remap
+from .request_code import HOISTED, MESSAGES, MESSAGES_HEAD, READS_LAST, message_names, role_branches
 
 if TYPE_CHECKING:
     from .inbound import Inbound
 
 _CONTINUE = re.compile(r"\bcontinue\b")
+# A general branch's settling of the fields its part template leaves unwritten, for every part of a kind (inbound's
+# `_settle_gaps`, as Ollama's call ids are dropped): noted at the hub's paths, so in the branch of the message items
+# join (the calls) every transcript with one would decline, and run both routes.
+_GAPS = re.compile(r" *\w+\(s, part_, \w+, c\)")
+# A branch's note (or a key it settles) and the hub paths it is written at: an f-string of the message index, a
+# part's `element_path` in one, `c.at` below the scope `c.path` was last set to (`(MESSAGES, i)`, `(CALL, ...)`).
+_NOTES = re.compile(r"\bnotes\.append\(")  # a note a sourced line makes
+_NOTE = re.compile(r"(?:c\.)?notes\.append\(|c\.settle\(")
+_HUB_PATH = re.compile(r"f'" + re.escape(MESSAGES.name) + r"\[\{i\}\]([^']*)'")
+_ELEMENT = re.compile(r"\{(\w+)\.element_path\((.*?)\)\}")
+_SCOPE = re.compile(r"( *)c\.path = (.*)")
+_AT = re.compile(r"c\.at\('([^']*)'\)")
+_UNKNOWN = "\0"  # a scope not known here
+_ROLE = re.compile(r"(?<![\w'])role\b(?!')")  # the messages function's variable of the message's role, read
+# What follows the message in a hub path: a key (or `{k}`, one known at run time), an element of it, below it.
+_REST = re.compile(r"\.(\w+|\{\w+\})(?:\[\{(\w+)\}\])?((?:\..*)?)")
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where a written message's notes are in the format's request, as `formats.named` finds them through the
+    reader's records: at its item (`at`: f-string text, `i` the item's index), its keys renamed by `renames`;
+    an element of a list items join it into (`lists`: their kinds' renames) at its own item, the list itself at
+    its first (the items a message joined are a run from its first: `joined_at` counts them)."""
+
+    at: str
+    renames: Mapping[str, str] = field(default_factory=dict)
+    lists: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def path(self, rest: str) -> str | None:
+        """The f-string text of the source path of the message's hub path followed by `rest`; None: unknown here."""
+        if not rest:
+            return self.at
+        found = _REST.fullmatch(rest)
+        if found is None or "{" in found[3]:  # (a key below the element known at run time: not renamed here)
+            return None
+        key, index, deeper = found.groups()
+        if key not in self.lists and key[0] != "{":  # a key of the message itself
+            return None if index is not None else remap("m" + rest, {"m": (self.at, self.renames)})
+        if not self.lists or (key[0] == "{" and index is not None) or (index is None and deeper):
+            return None
+        # A list items joined (a key known at run time: one of them, or a KeyError that declines), at its item.
+        known = f"JOINED[{key[1:-1]}]" if key[0] == "{" else f'JOINED["{key}"]'
+        item = self.at.replace("{i}", f"{{joined_at(msgs, i, {known}, {index or 0})}}")
+        return item if index is None else remap("m" + deeper, {"m": (item, self.lists[key])})
+
+
+def joined_at(items: list[Any], start: int, kinds: tuple[str, frozenset[str]], n: int) -> int:
+    """The index of the `n`th item from `start` of one of the kinds that join a list (`kinds`: the kind key and
+    those kinds), for a note's path: the items a message joined are a run from its first."""
+    key, names = kinds
+    for at in range(start, len(items)):
+        if items[at].get(key) in names:
+            if not n:
+                return at
+            n -= 1
+    raise LookupError(n)
+
+
+def _hub_scope(expr: str, names: Mapping[str, Any]) -> str | None:
+    """The hub path (f-string text) of a `c.path` or `element_path` scope `(OWNER, index)`; None: not one of these."""
+    found = re.fullmatch(r"\((\w+), (.*)\)", expr)
+    if found is None:
+        return None
+    owner = names.get(found[1])
+    if not isinstance(owner, At | ListPath):
+        return None
+    held = tuple(f"{{{var}}}" for var in re.findall(r"\w+", found[2]))  # each index a placeholder of its variable
+    index: Any = held if len(held) > 1 else held[0]
+    return str(owner.element_path(index))
+
+
+def sourced(lines: list[str], source: _Source, names: Mapping[str, Any]) -> list[str]:
+    """A branch's lines with each note it makes at its path in the format's request (`source`), so nothing is
+    named afterwards; a note whose path is not known here (a key to settle, a part's) declines instead."""
+    out, scope, depth = [], None, 0
+    for line in lines:
+        if scope is not None and len(line) - len(line.lstrip()) < depth:
+            scope = None  # (set in a block that has ended)
+        found = _SCOPE.fullmatch(line)
+        if found is not None:
+            scope, depth = _hub_scope(found[2], names), len(found[1])
+        elif (noted := _NOTE.search(line)) is not None:
+            line = line[: noted.start()] + _noted(line[noted.start() :], scope, source, names)
+        out.append(line)
+    return out
+
+
+def _noted(call: str, scope: str | None, source: _Source, names: Mapping[str, Any]) -> str:
+    """A note's statement at its source path, or `return None` when that path is not known here."""
+    call = _ELEMENT.sub(lambda found: _hub_scope(f"({found[1]}, {found[2]})", names) or _UNKNOWN, call)
+    if scope is not None:
+        call = _AT.sub(lambda found: f"f'{scope}{'' if found[1][:1] == '[' else '.'}{found[1]}'", call)
+    paths = [source.path(rest) for rest in _HUB_PATH.findall(call)]
+    if call.startswith("c.settle(") or not paths or None in paths or "c.at(" in call or _UNKNOWN in call:
+        return "return None"
+    for path in paths:
+        call = _HUB_PATH.sub(lambda _: f"f'{path}'", call, count=1)  # noqa: B023 (used at once)
+    return call.removeprefix("c.")
 
 
 def with_fused(fmt: SourceFormat, providers: Mapping[str, Any]) -> SourceFormat:
@@ -53,8 +156,9 @@ def with_fused(fmt: SourceFormat, providers: Mapping[str, Any]) -> SourceFormat:
 def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | None:
     """The pair's fused function and its source, or None when its pieces do not compose."""
     items = fmt.items
-    if items is None or inbound.writes is None or inbound.tool_call_ids is not None:
-        return None
+    ids = inbound.tool_call_ids
+    if items is None or inbound.writes is None or (ids is not None and ids.rewrite is not None):
+        return None  # (a rewrite scans every id of the transcript first)
     joined = {kind.joins for kind in items.values() if kind.joins} | fmt.joining_roles
     if len(joined) != 1:
         return None
@@ -65,14 +169,19 @@ def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | N
     gen.names.update(message_names(inbound))
     calls_read = "x_ok" if joins == "assistant" else None  # the role whose calls are checked at their items
     branches = role_branches(inbound, gen.names, *inbound.writes, "x_path", calls_read)
-    if any(READS_LAST.search(line) for lines in branches.values() for line in lines):
+    if any(_GAPS.fullmatch(line) for line in branches.get(joins, ())):
         return None
-    writer = _Writer(fmt, gen, branches, joins, None if calls_read is None else inbound)
+    reads_last = any(READS_LAST.search(line) for lines in branches.values() for line in lines)
+    if reads_last and (joins == "user" or any(written_role(kind) == "user" for kind in items.values())):
+        return None  # (the current turn's start is found among the format's role messages only)
+    takes_calls = calls_read is not None and any(WRITTEN_CALLS in line for line in branches.get(joins, ()))
+    writer = _Writer(fmt, gen, branches, joins, reads_last, inbound if takes_calls else None)
     lines = writer.function()
     if lines is None:
         return None
     objects = not inbound.reads_arguments_json
     gen.names.update({"Ctx": Ctx, "P": inbound.provider, "TEXT_PART": TEXT_PART, "OBJECTS": objects})
+    gen.names.update({"ONCE": (None,), "joined_at": joined_at, "JOINED": writer.joined, "TOOL_CALL_IDS": ids})
     text = "\n".join(lines) + "\n"
     exec(compile(text, f"<fused {fmt.name} -> {inbound.provider}>", "exec"), gen.names)
     return text, gen.names["fused"]
@@ -82,25 +191,44 @@ class _Writer:
     """The fused function's lines: the format's walk (`format_code.ReaderGen`'s templates), the provider's branches."""
 
     def __init__(
-        self, fmt: SourceFormat, gen: ReaderGen, branches: dict[str, list[str]], joins: str, calls: Inbound | None
+        self,
+        fmt: SourceFormat,
+        gen: ReaderGen,
+        branches: dict[str, list[str]],
+        joins: str,
+        reads_last: bool,
+        calls: Inbound | None,
     ) -> None:
-        self.fmt, self.gen, self.branches, self.joins = fmt, gen, branches, joins
+        self.fmt, self.gen, self.branches, self.joins, self.reads_last = fmt, gen, branches, joins, reads_last
         self.calls = calls  # the provider whose joined calls are written at their items; None: its branch reads them
+        self.item = escaped_path(fmt.each) + "[{i}]"  # an item's path (f-string text)
+        assert fmt.items is not None
+        lists: dict[str, list[str]] = {}
+        for name, kind in fmt.items.items():
+            if kind.joins:
+                lists.setdefault(kind.into, []).append(name)
+        # Each list items join a message into: (the kind key, the kinds that join it), for `joined_at`.
+        self.joined = {into: (fmt.kind, frozenset(kinds)) for into, kinds in lists.items()}
+        self.lists = {kind.into: kind.renames for kind in fmt.items.values() if kind.joins}
 
-    def written(self, role: str, message: str, index: str, path: str, last: bool) -> list[str] | None:
+    def written(self, role: str, message: str, index: str, path: str, last: bool, source: _Source) -> list[str] | None:
         """A complete normal-form message `message` of `role` (its index `index`; `path`: its source path's
-        expression, for a hoisted prompt) written by the provider's branch for its role; `last`: nothing follows
-        in the item's lines (a `continue` of the branch ends the item, as it ends the message)."""
+        expression, for a hoisted prompt) written by the provider's branch for its role, its notes at their paths
+        in `source`; `last`: nothing follows in the item's lines (a `continue` of the branch ends the item, as it
+        ends the message; else it ends a loop of one turn around the branch)."""
         hoisted = role in self.gen.names["HOIST"]
         branch = self.branches.get(HOISTED if hoisted else role)
         if branch is None:
             return None
+        branch = sourced(branch, source, self.gen.names)
         if not last:
             if branch and branch[-1] == "continue":  # its last line: nothing follows it in the branch anyway
                 branch = branch[:-1]
             if any(_CONTINUE.search(line) for line in branch):
-                return None
+                branch = ["for _ in ONCE:", *indent(branch)]
         at = [f"x_path = {path}"] if hoisted else []
+        if any(_ROLE.search(line.partition("  #")[0]) for line in branch):  # (a `lead` block's getter reads it)
+            at.append(f"role = {message}['role']")
         return [*self.formed(message, role), *at, f"m, i = {message}, {index}", *branch]
 
     def formed(self, message: str, role: str) -> list[str]:
@@ -119,14 +247,18 @@ class _Writer:
 
     def flushed(self) -> list[str] | None:
         """The open message (`x_open`, which items join) written, when there is one."""
-        written = self.written(self.joins, "x_open", "x_at", "None", last=False)
+        written = self.written(self.joins, "x_open", "x_at", "None", False, _Source(self.item, {}, self.lists))
         if written is None:
             return None
         return ["if x_open is not None:", *indent(written), "    x_open = None"]
 
     def opened(self) -> list[str]:
         """The message items join, opened when none is (with none of its calls written yet, `call_checked`)."""
-        calls = [f"x_ok, {WRITTEN_CALLS} = True, []", "d_new, d_deep = {}, False"] if self.calls is not None else []
+        calls = (
+            [f"x_ok, {WRITTEN_CALLS}, {WRITTEN_NOTES} = True, [], []", "d_new, d_deep = {}, False"]
+            if self.calls is not None
+            else []
+        )
         return [
             "if x_open is None:",
             f"    x_open, x_at = {{'role': {self.joins!r}, 'content': []}}, x_i",
@@ -155,6 +287,11 @@ class _Writer:
         written = call_write(inbound.reads_arguments_json, inbound.writes[1], self.gen.names, held)
         if written is None:
             return ["x_ok = False"]
+        # Its notes at its item, kept until the branch adds the calls (where today's route notes them, in order).
+        written = [
+            _NOTES.sub(f"{WRITTEN_NOTES}.append(", line)
+            for line in sourced(written, _Source(self.item, {}, self.lists), self.gen.names)
+        ]
         return [
             "if x_ok:",
             *(f"    {name} = {value}" for name, value in fields.items()),  # (one by one: no tuple made)
@@ -212,7 +349,7 @@ class _Writer:
             lines += [f"x_n = x_w.get({key!r})", "if type(x_n) is list:", "    x_ps = []", *indent(parts)]
             lines.append(f"    x_w[{key!r}] = x_ps")
         path = repr(escaped_path(self.fmt.each) + "[{}]") + ".format(x_i)"
-        written = self.written(role, "x_w", "x_i", path, last=True)
+        written = self.written(role, "x_w", "x_i", path, True, _Source(self.item, kind.renames))
         return None if written is None else [*lines, *written]
 
     def role_message(self, role: str) -> list[str] | None:
@@ -232,7 +369,7 @@ class _Writer:
                 "else: return None",
             ]
         path = repr(escaped_path(self.fmt.each) + "[{}]") + ".format(x_i)"
-        written = self.written(role, "x_w", "x_i", path, last=True)
+        written = self.written(role, "x_w", "x_i", path, True, _Source(self.item))
         if written is None:
             return None
         return [
@@ -250,7 +387,8 @@ class _Writer:
         fmt = self.fmt
         if fmt.system is None or "system" not in fmt.roles:
             return []
-        written = self.written("system", "x_w", "-1", repr(escaped_path(fmt.system)), last=False)
+        held = escaped_path(fmt.system)
+        written = self.written("system", "x_w", "-1", repr(held), False, _Source(held))
         if written is None:
             return ["    if system is not None: return None"]
         return [
@@ -258,6 +396,23 @@ class _Writer:
             "        if type(system) is not str: return None",
             "        x_w = {'role': 'system', 'content': system}",
             *indent(written, 8),
+        ]
+
+    def current_turn(self) -> list[str]:
+        """The index of the last user message's item, when a branch reads where the current turn starts (`last`,
+        as the messages function finds it among the normal-form messages: their order is the items')."""
+        if not self.reads_last:
+            return []
+        if "user" in self.gen.names["HOIST"]:
+            return ["    last = -1"]
+        fmt = self.fmt
+        return [  # (an item not an object raises here: declined, as the loop declines it)
+            "    last = len(msgs) - 1  # the last user message: the tool calls after it are the current turn's",
+            "    for x_m in reversed(msgs):",
+            f"        if x_m.get('role') == 'user'"
+            f" and x_m.get({fmt.kind!r}, {fmt.message_kind!r}) == {fmt.message_kind!r}:",
+            "            break",
+            "        last -= 1",
         ]
 
     def function(self) -> list[str] | None:
@@ -270,7 +425,9 @@ class _Writer:
             "    c = Ctx(P)",
             "    c.objects, c.written = OBJECTS, None if OBJECTS else {}  # as `translate_source` reads",
             *MESSAGES_HEAD,
-            "    ids = None",
+            "    notes = []  # the transcript's, at the format's paths (any made at the hub's, in c.notes, declines)",
+            "    ids, sent_ids = (None, None) if TOOL_CALL_IDS is None else TOOL_CALL_IDS.for_request(None, P)",
+            *self.current_turn(),
             "    x_open = x_at = None  # the message items join while nothing else follows it, and its index",
             *self.system(),
             "    for x_i, x_m in enumerate(msgs):",
@@ -309,6 +466,6 @@ class _Writer:
         return [
             *lines,
             *indent(last),
-            "    if notes: return None  # (to be named in the format's paths: today's route names them)",
-            "    return out, hoisted, notes, first, (ck_texts, ck_deep, ck_msgs), h_more",
+            "    if c.notes: return None  # (a helper's, at the hub's paths: today's route names them)",
+            "    return (out, hoisted, notes, first, (ck_texts, ck_deep, ck_msgs), h_more), sent_ids",
         ]
