@@ -184,13 +184,14 @@ def test_a_fused_answer_is_todays(provider: str, source: str, monkeypatch: pytes
 
 
 def test_the_fused_pairs_and_their_code() -> None:
-    """The OpenAI family's answers (arguments as text, no ids to restore) are fused into Messages; a format that makes
-    ids (a Response) waits for its step; `explain --source --code` shows each pair's function."""
+    """The OpenAI family's answers (arguments as text, no ids to restore) are fused into Messages and into a Response
+    (a writer that makes ids: each cut where it is written); `explain --source --code` shows each pair's function."""
     book = load_rules()
-    taken = set(book.format("anthropic").fused_answers)
-    assert {"openai", "groq", "xai", "deepseek", "azure-openai", "openrouter"} <= taken
-    assert not taken & {"anthropic", "gemini", "mistral", "bedrock"}
-    assert not book.format("openai-responses").fused_answers
+    family = {"openai", "groq", "xai", "deepseek", "azure-openai", "openrouter"}
+    for source in ("anthropic", "openai-responses"):
+        taken = set(book.format(source).fused_answers)
+        assert family <= taken
+        assert not taken & {"anthropic", "gemini", "mistral", "bedrock"}
     shown = explain_code("--source", "anthropic")
     assert "# the whole answer from openai: read and written in one function" in shown
 

@@ -11,8 +11,9 @@ It declines (None) whatever today's route would note or explain, so that route r
 exactly: every explain step of the response function (an element or a source its fast test does not take, a finish
 reason not in the table, a null the check must settle) and every Ctx it would make (a note, a rendered template),
 and anything raised. A pair gets none where the pieces are not yet taken (README: the step plan): a provider that
-dispatches elements by kind, takes arguments as anything but text or restores ids; a writer that makes ids, reads the
-view or the provider's said answer whole, or notes through a Ctx.
+dispatches elements by kind, takes arguments as anything but text or restores ids; a writer that reads the view or
+the provider's said answer whole, or notes through a Ctx (a writer's made ids are cut in its own lines, from the
+answer id the fused function read).
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def generate_fused_answer(
     fmt: SourceFormat, writer: tuple[list[str], dict[str, Any], bool], outbound: Outbound, streaming: Any
 ) -> tuple[str, FusedAnswer] | None:
     """The pair's fused answer function and its source, or None when its pieces do not compose."""
-    if fmt.ids or outbound.tool_call_ids is not None:
+    if outbound.tool_call_ids is not None:
         return None
     for src in outbound.sources:
         calls = any(parts.tool_call is not None for parts in src.parts.values())
