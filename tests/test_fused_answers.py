@@ -184,14 +184,13 @@ def test_a_fused_answer_is_todays(provider: str, source: str, monkeypatch: pytes
 
 
 def test_the_fused_pairs_and_their_code() -> None:
-    """The OpenAI family's answers (arguments as text, no ids to restore) are fused into Messages and into a Response
-    (a writer that makes ids: each cut where it is written); `explain --source --code` shows each pair's function."""
+    """Every provider's answers are fused into Messages and into a Response: a writer that makes ids (each cut where
+    it is written), a provider that dispatches by kind, takes arguments as objects, restores or makes call ids or
+    seals a reasoning state (its lines, its Ctx's notes first); `explain --source --code` shows each pair's
+    function."""
     book = load_rules()
-    family = {"openai", "groq", "xai", "deepseek", "azure-openai", "openrouter"}
     for source in ("anthropic", "openai-responses"):
-        taken = set(book.format(source).fused_answers)
-        assert family <= taken
-        assert not taken & {"anthropic", "gemini", "mistral", "bedrock"}
+        assert set(book.format(source).fused_answers) == set(PROVIDERS)
     shown = explain_code("--source", "anthropic")
     assert "# the whole answer from openai: read and written in one function" in shown
 
