@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import sys
+from base64 import urlsafe_b64encode
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -109,7 +110,37 @@ _CHANGES: dict[str, Callable[[Any], Any]] = {
     "no name": lambda a: _calls(a)[0]["function"].pop("name"),
     "arguments an object": lambda a: _calls(a)[0]["function"].__setitem__("arguments", {"a": 1}),
     "call not an object": lambda a: _calls(a).__setitem__(0, "x"),
+    # Anthropic's shape (content blocks of a kind, calls' input objects, ids restored, a reasoning state sealed)
+    "redacted thinking": lambda a: _blocks(a).insert(0, {"type": "redacted_thinking", "data": "EqQ"}),
+    "thinking twice": lambda a: _blocks(a).append({"type": "thinking", "thinking": "more", "signature": "s2"}),
+    "server tool block": lambda a: _blocks(a).append({"type": "server_tool_use", "id": "srvtoolu_1", "name": "w"}),
+    "a citation": lambda a: _blocks(a).append({"type": "text", "text": "t", "citations": [{"type": "x"}]}),
+    "unknown block": lambda a: _blocks(a).append({"type": "weird"}),
+    "input not an object": lambda a: _uses(a)[0].__setitem__("input", "x"),
+    "input empty": lambda a: _uses(a)[-1].__setitem__("input", {}),
+    "a tn_ call id": lambda a: _uses(a)[0].__setitem__("id", "tn_" + urlsafe_b64encode(b"call.1").decode()),
+    "thinking tokens": lambda a: a["usage"].__setitem__("output_tokens_details", {"thinking_tokens": 5}),
+    "stop refusal": lambda a: a.update(stop_reason="refusal", stop_details={"explanation": "no"}),
+    # Gemini's shape (parts by key, call ids made, signatures sealed)
+    "a call's own id": lambda a: _parts(a)[-1]["functionCall"].__setitem__("id", "fc_1"),
+    "a text's signature": lambda a: _parts(a)[1].__setitem__("thoughtSignature", "sig"),
+    "no thought": lambda a: _parts(a).pop(0),
 }
+
+
+def _blocks(answer: Any) -> list[Any]:
+    return answer["content"]
+
+
+def _uses(answer: Any) -> list[Any]:
+    uses = [block for block in _blocks(answer) if block["type"] == "tool_use"]
+    if not uses:
+        raise IndexError("no calls")
+    return uses
+
+
+def _parts(answer: Any) -> list[Any]:
+    return answer["candidates"][0]["content"]["parts"]
 
 
 def _answers(provider: str) -> Iterator[Answer]:
