@@ -22,6 +22,7 @@ from toolnexus import ToolnexusError, load_rules, translate_response
 from toolnexus.errors import ResponseError
 from toolnexus.translate import formats
 from toolnexus.translate.formats import AnswerBody
+from toolnexus.translate.fused_answer_code import held_inputs
 
 ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -266,3 +267,13 @@ def test_translate_response_takes_the_fused_body_and_runs_todays_route_on_a_decl
     monkeypatch.setitem(load_rules().fused_answers, "anthropic", {"openai": fake(True)})
     declined = translate_response("openai", answer, source="anthropic", requested_model="m")
     assert asked[1] == (answer, "m", None, -1) and declined == today and declined.made is not None
+
+
+def test_a_held_call_gives_the_object_its_arguments_came_as() -> None:
+    """A call held as new_tool_call's arguments gives the writer the object it was given as (Anthropic's `input`,
+    not its text read again: the same object, as `call_inputs` gives), else its text read, {} for none."""
+    given = {"n": 1.0}
+    calls = [("a", "f", '{"n":1.0}', None, given), ("b", "f", '{"m": 2}', None), ("c", "f", "", None)]
+    inputs = held_inputs(calls)
+    assert inputs[0] is given and inputs[1:] == [{"m": 2}, {}]
+    assert held_inputs([calls[0]])[0] is given and held_inputs([]) == []
