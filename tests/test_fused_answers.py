@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import sys
+from base64 import urlsafe_b64encode
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from toolnexus import ToolnexusError, load_rules, translate_response
 from toolnexus.errors import ResponseError
 from toolnexus.translate import formats
 from toolnexus.translate.formats import AnswerBody
+from toolnexus.translate.fused_answer_code import held_inputs
 
 ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -109,7 +111,37 @@ _CHANGES: dict[str, Callable[[Any], Any]] = {
     "no name": lambda a: _calls(a)[0]["function"].pop("name"),
     "arguments an object": lambda a: _calls(a)[0]["function"].__setitem__("arguments", {"a": 1}),
     "call not an object": lambda a: _calls(a).__setitem__(0, "x"),
+    # Anthropic's shape (content blocks of a kind, calls' input objects, ids restored, a reasoning state sealed)
+    "redacted thinking": lambda a: _blocks(a).insert(0, {"type": "redacted_thinking", "data": "EqQ"}),
+    "thinking twice": lambda a: _blocks(a).append({"type": "thinking", "thinking": "more", "signature": "s2"}),
+    "server tool block": lambda a: _blocks(a).append({"type": "server_tool_use", "id": "srvtoolu_1", "name": "w"}),
+    "a citation": lambda a: _blocks(a).append({"type": "text", "text": "t", "citations": [{"type": "x"}]}),
+    "unknown block": lambda a: _blocks(a).append({"type": "weird"}),
+    "input not an object": lambda a: _uses(a)[0].__setitem__("input", "x"),
+    "input empty": lambda a: _uses(a)[-1].__setitem__("input", {}),
+    "a tn_ call id": lambda a: _uses(a)[0].__setitem__("id", "tn_" + urlsafe_b64encode(b"call.1").decode()),
+    "thinking tokens": lambda a: a["usage"].__setitem__("output_tokens_details", {"thinking_tokens": 5}),
+    "stop refusal": lambda a: a.update(stop_reason="refusal", stop_details={"explanation": "no"}),
+    # Gemini's shape (parts by key, call ids made, signatures sealed)
+    "a call's own id": lambda a: _parts(a)[-1]["functionCall"].__setitem__("id", "fc_1"),
+    "a text's signature": lambda a: _parts(a)[1].__setitem__("thoughtSignature", "sig"),
+    "no thought": lambda a: _parts(a).pop(0),
 }
+
+
+def _blocks(answer: Any) -> list[Any]:
+    return answer["content"]
+
+
+def _uses(answer: Any) -> list[Any]:
+    uses = [block for block in _blocks(answer) if block["type"] == "tool_use"]
+    if not uses:
+        raise IndexError("no calls")
+    return uses
+
+
+def _parts(answer: Any) -> list[Any]:
+    return answer["candidates"][0]["content"]["parts"]
 
 
 def _answers(provider: str) -> Iterator[Answer]:
@@ -184,13 +216,13 @@ def test_a_fused_answer_is_todays(provider: str, source: str, monkeypatch: pytes
 
 
 def test_the_fused_pairs_and_their_code() -> None:
-    """The OpenAI family's answers (arguments as text, no ids to restore) are fused into Messages; a format that makes
-    ids (a Response) waits for its step; `explain --source --code` shows each pair's function."""
+    """Every provider's answers are fused into Messages and into a Response: a writer that makes ids (each cut where
+    it is written), a provider that dispatches by kind, takes arguments as objects, restores or makes call ids or
+    seals a reasoning state (its lines, its Ctx's notes first); `explain --source --code` shows each pair's
+    function."""
     book = load_rules()
-    taken = set(book.format("anthropic").fused_answers)
-    assert {"openai", "groq", "xai", "deepseek", "azure-openai", "openrouter"} <= taken
-    assert not taken & {"anthropic", "gemini", "mistral", "bedrock"}
-    assert not book.format("openai-responses").fused_answers
+    for source in ("anthropic", "openai-responses"):
+        assert set(book.format(source).fused_answers) == set(PROVIDERS)
     shown = explain_code("--source", "anthropic")
     assert "# the whole answer from openai: read and written in one function" in shown
 
@@ -235,3 +267,13 @@ def test_translate_response_takes_the_fused_body_and_runs_todays_route_on_a_decl
     monkeypatch.setitem(load_rules().fused_answers, "anthropic", {"openai": fake(True)})
     declined = translate_response("openai", answer, source="anthropic", requested_model="m")
     assert asked[1] == (answer, "m", None, -1) and declined == today and declined.made is not None
+
+
+def test_a_held_call_gives_the_object_its_arguments_came_as() -> None:
+    """A call held as new_tool_call's arguments gives the writer the object it was given as (Anthropic's `input`,
+    not its text read again: the same object, as `call_inputs` gives), else its text read, {} for none."""
+    given = {"n": 1.0}
+    calls = [("a", "f", '{"n":1.0}', None, given), ("b", "f", '{"m": 2}', None), ("c", "f", "", None)]
+    inputs = held_inputs(calls)
+    assert inputs[0] is given and inputs[1:] == [{"m": 2}, {}]
+    assert held_inputs([calls[0]])[0] is given and held_inputs([]) == []

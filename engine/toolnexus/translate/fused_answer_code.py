@@ -7,12 +7,13 @@ the result left in a variable (`outbound.RESULT_VALUES`), then the writer's own 
 variables (`format_code.writer_lines`), with no TranslateResult made: the body keeps its fields, and the result is
 made of them when first read (`AnswerBody.result`).
 
-It declines (None) whatever today's route would note or explain, so that route runs from the start and says it
-exactly: every explain step of the response function (an element or a source its fast test does not take, a finish
-reason not in the table, a null the check must settle) and every Ctx it would make (a note, a rendered template),
-and anything raised. A pair gets none where the pieces are not yet taken (README: the step plan): a provider that
-dispatches elements by kind, takes arguments as anything but text or restores ids; a writer that makes ids, reads the
-view or the provider's said answer whole, or notes through a Ctx.
+It declines (None) where today's route would explain, so that route runs from the start and says it exactly: every
+explain step of the response function (an element or a source its fast test does not take, a finish reason not in
+the table, a null the check must settle), and anything raised. The read's own notes (its Ctx's: a restored or made
+call id, a rendered template's) are the result's, first in the body's notes as today. Any provider's lines compose
+(its kinds, arguments as objects, restored ids: all in its lines); a writer composes unless it reads the view or the
+provider's said answer whole, or notes through a Ctx (its made ids are cut in its own lines, from the answer id the
+fused function read).
 """
 
 from __future__ import annotations
@@ -38,32 +39,35 @@ _NEEDS_RESULT = re.compile(r"(?<![\w.'])(r\.|e\.|VIEW\(|SAID\(|CALLS?\(|INPUTS\(
 
 
 class Declined(Exception):
-    """Raised where the response function's lines would explain, note or settle: the fused function returns None."""
+    """Raised where the response function's lines would explain or settle: the fused function returns None."""
 
 
 class _Declines:
     """The fused function's `o`: each Outbound step the response function's lines reach (the explain steps, the
-    settling of nulls, the refusal of an answer that is no object) declines."""
+    settling of nulls, the refusal of an answer that is no object) declines; its provider is read as it is."""
+
+    def __init__(self, provider: str) -> None:
+        self.provider = provider  # (the one thing the lines read of it: the name a made call id is hashed with)
 
     def __getattr__(self, name: str) -> NoReturn:
         raise Declined(name)
 
 
-def _declined(*_: Any) -> NoReturn:
-    """The fused function's `Ctx`: a note or a rendered template is today's route's to make."""
-    raise Declined("Ctx")
-
-
 def held_inputs(calls: list[tuple[Any, ...]]) -> list[Any]:
-    """`formats.call_inputs` of calls held as new_tool_call's arguments, each given as text: each read, all at once
-    ({} for none; no read at all for no calls, a text answer's)."""
+    """`formats.call_inputs` of calls held as new_tool_call's arguments: the object a call was given as (its fifth),
+    else its text read, all at once ({} for none; no read at all for no calls, a text answer's)."""
     if not calls:
         return []
-    texts = [call[2] for call in calls if call[2]]
+    texts = [call[2] for call in calls if call[2] and _given(call) is None]
     if len(texts) == len(calls):
         return standard_loads_each(texts)
-    read = iter(standard_loads_each(texts))
-    return [next(read) if call[2] else {} for call in calls]
+    read = iter(standard_loads_each(texts) if texts else ())
+    return [given if (given := _given(call)) is not None else next(read) if call[2] else {} for call in calls]
+
+
+def _given(call: tuple[Any, ...]) -> Any:
+    """The object a held call's arguments were given as (new_tool_call's `given`), None for text."""
+    return call[4] if len(call) > 4 else None
 
 
 def with_fused_answers(fmt: SourceFormat, providers: Mapping[str, Any]) -> SourceFormat:
@@ -85,12 +89,6 @@ def generate_fused_answer(
     fmt: SourceFormat, writer: tuple[list[str], dict[str, Any], bool], outbound: Outbound, streaming: Any
 ) -> tuple[str, FusedAnswer] | None:
     """The pair's fused answer function and its source, or None when its pieces do not compose."""
-    if fmt.ids or outbound.tool_call_ids is not None:
-        return None
-    for src in outbound.sources:
-        calls = any(parts.tool_call is not None for parts in src.parts.values())
-        if src.kind is not None or src.kind_by_key or (calls and src.arguments != "text"):
-            return None
     lines, writer_names, reads_time = writer
     if any(_NEEDS_RESULT.search(line) for line in lines):
         return None
@@ -101,7 +99,7 @@ def generate_fused_answer(
     found, at = answer_reads(NO_READS if streaming is None else streaming.answer_reads, reads_time, names, "r")
     if any(gen.names[name] is not value for name, value in names.items() if name in gen.names):
         return None  # (a name bound to two values: the two pieces' namespaces do not compose)
-    names.update(gen.names, DECLINES=_Declines(), Ctx=_declined, AnswerBody=AnswerBody, HELD_INPUTS=held_inputs)
+    names.update(gen.names, DECLINES=_Declines(outbound.provider), AnswerBody=AnswerBody, HELD_INPUTS=held_inputs)
     fields = [f"{HELD.field.format(name)} = {value}" for name, value in zip(RESULT_FIELDS, RESULT_VALUES, strict=True)]
     made_of = ", ".join(HELD.field.format(name) for name in RESULT_FIELDS)
     body = [
@@ -114,14 +112,14 @@ def generate_fused_answer(
     ]
     text = "\n".join([
         "def fused_answer(r, requested_model, id_map=None, tokens=0, given=None):",
-        "    o = DECLINES  # each explain step, note or settling the lines reach declines: today's route takes it",
+        "    o = DECLINES  # each explain step or settling the lines reach declines: today's route takes it",
         "    try:",
         *indent(body, 8),
         *indent(lines, 4),
         "    except Exception:",
         "        return None",
         "    body = AnswerBody(out)",
-        f"    body.made, body.made_of, body.notes = None, ({made_of}), tuple(notes)",
+        f"    body.made, body.made_of, body.notes = None, ({made_of}), (*{HELD.field.format('notes')}, *notes)",
         "    return body",
     ]) + "\n"  # fmt: skip
     exec(compile(text, f"<fused answer {outbound.provider} -> {fmt.name}>", "exec"), names)
