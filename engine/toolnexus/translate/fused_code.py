@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 _CONTINUE = re.compile(r"\bcontinue\b")
 # A general branch's settling of the fields its part template leaves unwritten, for every part of a kind (inbound's
-# `_settle_gaps`, as Ollama's call ids are dropped): noted at the hub's paths, so in the branch of the message items
+# `_settle_gaps`, as call ids a provider drops are): noted at the hub's paths, so in the branch of the message items
 # join (the calls) every transcript with one would decline, and run both routes.
 _GAPS = re.compile(r" *\w+\(s, part_, \w+, c\)")
 # A branch's note (or a key it settles) and the hub paths it is written at: an f-string of the message index, a
