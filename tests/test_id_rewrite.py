@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from support.strategies import SETTINGS
 from toolnexus import RuleError, TranslationError, create_client, load_rules, translate_request, translate_response
-from toolnexus.language.ids import IdRule, Rewrite, compile_pattern, expand_alphabet
+from toolnexus.language.ids import IdRule, Rewrite, compile_pattern, encode, expand_alphabet
 
 NINE = "^[a-zA-Z0-9]{9}$"
 RULE_FILE = """\
@@ -263,3 +263,67 @@ def test_an_id_first_met_in_a_tool_result_is_refused_at_its_tool_call_id() -> No
     with pytest.raises(TranslationError) as info:
         tiny.for_request(results, "tiny")
     assert info.value.path == "messages[2].tool_call_id"
+
+
+def _messages_answer(call_id: str) -> dict[str, Any]:
+    return {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "tool_use",
+        "content": [{"type": "tool_use", "id": call_id, "name": "f", "input": {}}],
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }  # fmt: skip
+
+
+def _converse_answer(call_id: str) -> dict[str, Any]:
+    return {
+        "output": {"message": {"role": "assistant", "content": [
+            {"toolUse": {"toolUseId": call_id, "name": "f", "input": {}}}
+        ]}},
+        "stopReason": "tool_use", "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
+    }  # fmt: skip
+
+
+# An answer holding one call of the given id, in each id-encoding provider's shape.
+ANSWER = {"anthropic": _messages_answer, "vertex-anthropic": _messages_answer, "bedrock": _converse_answer}
+CALL_AND_RESULT = [
+    {"role": "user", "content": "go"},
+    {"role": "assistant", "tool_calls": [
+        {"id": "é/1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    ]},
+    {"role": "tool", "tool_call_id": "é/1", "content": "done"},
+]  # fmt: skip
+
+
+ENCODING = sorted(
+    name
+    for name, provider in load_rules().providers.items()
+    if provider.outbound.tool_call_ids is not None and provider.outbound.tool_call_ids.rewrite is None
+)
+
+
+@pytest.mark.parametrize("provider", ENCODING)
+def test_an_answers_call_id_is_looked_up_only_where_it_can_come_back_changed(
+    provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where ids are encoded one by one, an answer's call id changes only through the request's map or as an
+    encoded id: any other is kept as it is with no lookup per call; those two are restored and noted as before."""
+    looked_up: list[str] = []
+    restore = IdRule.restore
+
+    def counted(rule: IdRule, sent: str, id_map: Any = None) -> str:
+        looked_up.append(sent)
+        return restore(rule, sent) if id_map is None else restore(rule, sent, id_map)
+
+    monkeypatch.setattr(IdRule, "restore", counted)
+    sent = translate_request(provider, {"model": "m", "messages": CALL_AND_RESULT})
+    encoded = encode("é/1")
+    assert encoded in json.dumps(sent) and not looked_up  # (sent encoded, as the answer's call id comes back)
+    for answer_id, id_map, caller_id in (
+        ("toolu_plain", None, "toolu_plain"),
+        (encoded, None, "é/1"),
+        ("toolu_mapped", {"toolu_mapped": "given"}, "given"),
+    ):
+        looked_up.clear()
+        result = translate_response(provider, ANSWER[provider](answer_id), id_map=id_map)
+        assert [call.id for call in result.tool_calls] == [caller_id]
+        assert looked_up == ([] if answer_id == "toolu_plain" else [answer_id])
+        assert any(n.kind == "rewritten" for n in result.notes) is (caller_id != answer_id)

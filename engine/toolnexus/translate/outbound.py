@@ -31,7 +31,7 @@ from typing import Any, NoReturn, Protocol
 from ..errors import Note, ResponseError
 from ..language.ask import plain_read, read_path, written
 from ..language.codegen import Namespace, indent
-from ..language.ids import NO_IDS, IdRule, compile_id_rule
+from ..language.ids import MARK, NO_IDS, IdRule, compile_id_rule
 from ..language.jsonsafe import LONG_TEXT, JsonValueError, answer_nulls, loads_body, settle_nulls, text_encoder
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, Getter, simple_steps
@@ -1430,9 +1430,11 @@ class ResponseGen(Namespace):
                     f"    {self.ctx}.notes.append(Note('rewritten', {s}.element_path(i),"
                     " f'id {given!r} restored to {ci!r}'))",
                 ]
-                # a rewritten id comes back only through the request's map (its hash cannot be decoded): without
-                # one, every call's id stays as it is, with no call made per call
-                writes += ["if id_map:", *indent(restore, 4)] if o.tool_call_ids.rewrite is not None else restore
+                # an id comes back changed only through the request's map or, where ids are encoded (no rewrite:
+                # a rewrite's hash cannot be decoded), as an encoded one: any other stays as it is, with no call
+                # made per call
+                back = "id_map" if o.tool_call_ids.rewrite is not None else f"id_map or ci.startswith({MARK!r})"
+                writes += [f"if {back}:", *indent(restore, 4)]
             writes.append(f"calls.append({self.call.format(f'ci, cn, {text}, {extra}, {given}')})")
         if present:  # an element whose every field is absent is noted by the explain step
             tests.append("(" + " or ".join(f"{var} is not MISSING" for var in present) + ")")
