@@ -1007,9 +1007,9 @@ class AnswerBody(dict[str, Any]):
     `result` it was written from and its `notes` (the result's).
 
     A fused answer (`fused_answer_code`) writes the body with no TranslateResult between: it keeps the result's
-    fields as it read them (`made_of`, in `TranslateResult`'s order, each call as `new_tool_call`'s arguments; the
-    answer's later changes no part of them), and the result is made of them on first read, so an answer whose result
-    is never read builds none."""
+    fields as it read them (`made_of`, in `TranslateResult`'s order, each call as `new_tool_call`'s arguments: the
+    values today's result holds, the raw answer and a call's given object the caller's own as there), and the result
+    is made of them on first read, so an answer whose result is never read builds none."""
 
     __slots__ = ("made", "made_of", "notes")  # (no instance dict made per answer for them)
     notes: tuple[Note, ...]
