@@ -111,7 +111,7 @@ from bench_inputs import (  # noqa: E402
     twenty_tools_request,
 )
 from bench_litellm import LiteLLM, compatible_copy, first_line, load  # noqa: E402
-from bench_responses import SHAPES, response_baseline  # noqa: E402
+from bench_responses import provider_answers, response_baseline  # noqa: E402
 from progress import progress  # noqa: E402
 from toolnexus import TranslateResult  # noqa: E402
 from toolnexus.devtools.conformance import parents_of  # noqa: E402
@@ -286,12 +286,7 @@ def build_cases(
     generated = generated_responses(tools)
     cases: list[Case] = []
     for provider in providers:
-        shape, hand = response_baseline(provider, parent_of) or (provider, None)
-        if shape in SHAPES:  # the Anthropic answers as this provider would have sent them
-            parity_answers[shape] = {k: SHAPES[shape](a) for k, a in parity_answers["anthropic"].items()}
-            generated[shape] = {k: SHAPES[shape](a) for k, a in generated["anthropic"].items()}
-        answers = [(f"parity {branch}", answer) for branch, answer in parity_answers[shape].items()]
-        answers += [(f"generated: {name}", answer) for name, answer in generated[shape].items()]
+        answers, hand = provider_answers(provider, parent_of, parity_answers, generated)
         answer_cases = [
             make_case(provider, name, "response", a, litellm, checked=checked, hand=hand) for name, a in answers
         ]

@@ -365,3 +365,21 @@ def response_baseline(provider: str, parent: Callable[[str], str | None]) -> tup
             return root, HAND_WRITTEN_RESPONSES[root]
         root = parent(root)
     return None
+
+
+def provider_answers(
+    provider: str,
+    parent: Callable[[str], str | None],
+    parity_answers: dict[str, dict[str, JSON]],
+    generated: dict[str, dict[str, JSON]],
+) -> tuple[list[tuple[str, JSON]], Translate | None]:
+    """A provider's answer rows (`parity finishStop`, ..., `generated: text`, ...: tools/bench.py's inputs, in its
+    order) in the shape it answers in, and the hand-written translator of that shape (None when there is none).
+    The two answer tables gain the shape's answers as they are first made."""
+    shape, hand = response_baseline(provider, parent) or (provider, None)
+    if shape in SHAPES and shape not in parity_answers:  # the Anthropic answers as this provider would send them
+        parity_answers[shape] = {k: SHAPES[shape](a) for k, a in parity_answers["anthropic"].items()}
+        generated[shape] = {k: SHAPES[shape](a) for k, a in generated["anthropic"].items()}
+    answers = [(f"parity {branch}", answer) for branch, answer in parity_answers[shape].items()]
+    answers += [(f"generated: {name}", answer) for name, answer in generated[shape].items()]
+    return answers, hand

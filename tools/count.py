@@ -1,11 +1,15 @@
 """Work per call, counted rather than timed: a steady figure on a loaded machine.
 
 usage: tools/count.py {answer,request,parity} PROVIDER [--source FORMAT] [--input NAME] [--messages N]
-                      [--plain] [--engine CHECKOUT] [--instructions] [--calls N] [--top K]
+                      [--plain] [--baseline] [--engine CHECKOUT] [--instructions] [--calls N] [--top K]
 
 The rows are tools/bench.py's:
-- `answer PROVIDER`: the provider's generated answer `--input` ("3 tool calls" or "large") translated back,
-  as a `TranslateResult` or, with `--source anthropic|openai-responses`, in that format;
+- `answer PROVIDER`: the provider's answer `--input` translated back, as a `TranslateResult` or, with
+  `--source anthropic|openai-responses`, in that format. The inputs are tools/bench.py's answer rows, in the
+  shape the provider answers in: "stop" and "tools" (the parity fixture's finishStop and finishTools), "text",
+  "3 tool calls" (the default) and "large" (the generated answers), or a row's own name ("parity finishStop");
+  `--baseline` counts the hand-written translator tools/bench.py times that row against instead, so the
+  engine's count over it is the row's ratio in instructions;
 - `request PROVIDER --source FORMAT`: a transcript of `--messages` messages in that format, translated for the
   provider; `--plain` the same conversation as a Chat Completions request (the row a source request's cost is
   compared with);
@@ -36,6 +40,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 WARMUP = 50  # calls before the counted ones: the rulebook compiled, caches filled
+ANSWER_NAMES = {  # `--input`'s short names for tools/bench.py's answer rows
+    "stop": "parity finishStop",
+    "tools": "parity finishTools",
+    "text": "generated: text",
+    "3 tool calls": "generated: 3 tool calls",
+    "large": "generated: large",
+}
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -43,9 +54,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("row", choices=("answer", "request", "parity"))
     parser.add_argument("provider")
     parser.add_argument("--source", help="the caller's format: anthropic or openai-responses")
-    parser.add_argument("--input", default="3 tool calls", help='the answer: "3 tool calls" (default) or "large"')
+    parser.add_argument(
+        "--input", default="3 tool calls", help='the answer: stop, tools, text, "3 tool calls" (default) or large'
+    )
     parser.add_argument("--messages", type=int, default=10, help="the request's transcript length (default 10)")
     parser.add_argument("--plain", action="store_true", help="the request as Chat Completions (the plain row)")
+    parser.add_argument("--baseline", action="store_true", help="an answer row's hand-written translator instead")
     parser.add_argument("--engine", metavar="CHECKOUT", help="count this checkout's engine instead")
     parser.add_argument("--instructions", action="store_true", help="machine instructions, under callgrind")
     parser.add_argument("--calls", type=int, default=20, help="calls counted with --instructions (default 20)")
@@ -53,6 +67,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.row == "request" and args.source is None:
         parser.error("request needs --source (anthropic or openai-responses)")
+    if args.baseline and (args.row != "answer" or args.source is not None):
+        parser.error("--baseline counts a plain answer row's hand-written translator: answer without --source")
     if args.calls < 1 or args.messages < 1:
         parser.error("--calls and --messages must be at least 1")
     return args
@@ -84,10 +100,22 @@ def row_call(args: argparse.Namespace) -> Callable[[], Any]:
         request = parity_inputs()[0]
         return lambda: toolnexus.translate_request(args.provider, request)
     if args.row == "answer":
-        answers = generated_responses(tool_declarations())[args.provider]
-        if args.input not in answers:
-            raise SystemExit(f"count.py: no answer {args.input!r}; one of {', '.join(answers)}")
-        answer, source = answers[args.input], args.source or "openai"
+        from bench_responses import provider_answers
+        from toolnexus.devtools.conformance import parents_of
+
+        parents = parents_of(toolnexus.load_rules())
+        rows, hand = provider_answers(
+            args.provider, parents.get, parity_inputs()[1], generated_responses(tool_declarations())
+        )
+        answers = dict(rows)
+        name = ANSWER_NAMES.get(args.input, args.input)
+        if name not in answers:
+            raise SystemExit(f"count.py: no answer {args.input!r}; one of {', '.join([*ANSWER_NAMES, *answers])}")
+        answer, source = answers[name], args.source or "openai"
+        if args.baseline:
+            if hand is None:
+                raise SystemExit(f"count.py: no hand-written answer translator for {args.provider}")
+            return functools.partial(hand, answer)
         return lambda: toolnexus.translate_response(args.provider, answer, source=source)
     transcripts = {"anthropic": messages_transcript, "openai-responses": responses_transcript}
     if args.source not in transcripts:
