@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 import json
 import math
 import random
@@ -941,6 +942,17 @@ USAGE_ANSWERS = {  # an answer whose every usage count is clean, per provider wh
             "output_tokens_details": {"thinking_tokens": 1},
         },
     },
+    "gemini": {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "x"}]}, "finishReason": "STOP"}],
+        "usageMetadata": {
+            "promptTokenCount": 9,
+            "toolUsePromptTokenCount": 1,
+            "candidatesTokenCount": 4,
+            "thoughtsTokenCount": 1,
+            "totalTokenCount": 15,
+            "cachedContentTokenCount": 2,
+        },
+    },
     "openai-responses": {
         "output": [],
         "status": "completed",
@@ -956,11 +968,15 @@ USAGE_ANSWERS = {  # an answer whose every usage count is clean, per provider wh
 COUNT_DAMAGE = (MISSING, None, -1, True, 1.5, "3", {}, [], {"n": 1}, 10**6)
 
 
+def usage_key(answer: dict[str, Any]) -> str:
+    """Where the answer holds its usage (Gemini's `usageMetadata`)."""
+    return "usageMetadata" if "usageMetadata" in answer else "usage"
+
+
 def damaged_counts(answer: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Copies of the answer with one place inside its usage changed (every place, every damage), and one with
     the answer's totals made inconsistent."""
-    usage_key = "usage"
-    stack: list[tuple[Any, Any]] = [(answer, usage_key)]
+    stack: list[tuple[Any, Any]] = [(answer, usage_key(answer))]
     while stack:
         node, key = stack.pop()
         value = node[key]
@@ -1009,7 +1025,8 @@ def test_straight_usage_notes_a_count_one_past_its_invariant(provider: str) -> N
     one more noted."""
     outbound = load_rules().get(provider).outbound
     answer = USAGE_ANSWERS[provider]
-    places = [(path, key) for path, holder in _count_holders(answer["usage"], ("usage",)) for key in holder]
+    usage = usage_key(answer)
+    places = [(path, key) for path, holder in _count_holders(answer[usage], (usage,)) for key in holder]
     noted = set()
     for path, key in places:
         for count in range(16):
@@ -1030,6 +1047,49 @@ def _count_holders(value: dict[str, Any], path: tuple[str, ...]) -> Iterator[tup
     for key, inner in value.items():
         if isinstance(inner, dict):
             yield from _count_holders(inner, (*path, key))
+
+
+SUM_LATER_COUNTS = {  # per provider whose usage sums counts straight: a sum's counts after its first, in USAGE_ANSWERS
+    "anthropic": ("cache_read_input_tokens", "cache_creation_input_tokens"),
+    "gemini": ("toolUsePromptTokenCount", "thoughtsTokenCount"),  # the second sum's, with `empty: 0`
+}
+
+
+def without_later_counts(provider: str) -> Iterator[dict[str, Any]]:
+    """The provider's clean answer without each non-empty subset of a sum's later counts (an answer without its
+    cache counts, as the parity fixture's Anthropic answers are)."""
+    later = SUM_LATER_COUNTS[provider]
+    for size in range(1, len(later) + 1):
+        for left_out in itertools.combinations(later, size):
+            answer = copy.deepcopy(USAGE_ANSWERS[provider])
+            for key in left_out:
+                del answer[usage_key(answer)][key]
+            yield answer
+
+
+@pytest.mark.parametrize("provider", sorted(SUM_LATER_COUNTS))
+def test_a_sum_without_its_later_counts_takes_a_straight_usage_path(provider: str) -> None:
+    """A sum's later counts absent (counted 0): the usage is built by the second straight path, never the checked
+    one (its `ok` flag never set), and it is the explain steps' usage, in the same key order, with the same notes;
+    each such answer with one more count made inconsistent too."""
+    outbound = load_rules().get(provider).outbound
+    builder = ResponseGen(outbound)
+    straight = builder.function().replace("    ok = True", "    ok = 1 / 0")  # the checked path fails if it runs
+    exec(compile(straight, "<straight>", "exec"), builder.names)
+    for answer in without_later_counts(provider):
+        result = builder.names["respond"](outbound, copy.deepcopy(answer), None)
+        slow = by_explain_steps(outbound, answer)
+        assert list(result.usage.items()) == list(slow.usage.items()), answer
+        assert result.to_dict() == slow.to_dict(), answer
+        usage = usage_key(answer)
+        for key in answer[usage]:
+            if type(answer[usage][key]) is int:
+                changed = copy.deepcopy(answer)
+                changed[usage][key] += 7
+                fast, slow = outbound.translate(changed), by_explain_steps(outbound, changed)
+                assert fast.to_dict() == slow.to_dict(), changed
+        for damaged in damaged_counts(answer):
+            assert outbound.translate(copy.deepcopy(damaged)).to_dict() == by_explain_steps(outbound, damaged).to_dict()
 
 
 @pytest.mark.parametrize("provider", sorted(USAGE_ANSWERS))

@@ -1513,6 +1513,9 @@ class ResponseGen(Namespace):
             f"c.notes += check_usage(u, {within})",
         ]
         straight = self.usage_straight(o.usage_node, within)  # first: its reads serve the checked path too
+        node = o.usage_node
+        sums = isinstance(node, Obj) and any(isinstance(n, Sum) and len(n.reads) > 1 for _, n in node.items)
+        relaxed = self.usage_straight(node, within, absent_terms=True) if sums else None
         inline = self.usage_inline(o.usage_node)
         if inline is None:
             lines = generic
@@ -1522,6 +1525,9 @@ class ResponseGen(Namespace):
             lines = [*inline, "if not ok:", *indent(generic, 4)]
             if test:
                 lines += ["else:", *indent(test, 4)]
+            if relaxed is not None:  # tried only when the first fails: its reads are the ones not made yet
+                reads, clean, body = relaxed
+                lines = [*reads, f"if {clean}:", *indent(body, 4), "else:", *indent(lines, 4)]
             if straight is not None:
                 reads, clean, body = straight
                 lines = [*reads, f"if {clean}:", *indent(body, 4), "else:", *indent(lines, 4)]
@@ -1570,14 +1576,17 @@ class ResponseGen(Namespace):
                 return None
         return lines
 
-    def usage_straight(self, node: Node | None, within: str) -> tuple[list[str], str, list[str]] | None:
+    def usage_straight(
+        self, node: Node | None, within: str, absent_terms: bool = False
+    ) -> tuple[list[str], str, list[str]] | None:
         """The common usage, all of whose counts are clean, built straight: (the reads, the test that every count is
         clean, the lines building `u` and testing the invariants). A count a total reads must be an integer from 0;
         one only a `*_details` mapping reads may also be absent (no key), as may a provider's object of counts
-        copied whole. Anything else (a null, a bad count) fails the test, and the checked path (`usage_inline`)
-        builds the same usage with its notes. None: the template is not of this shape (`empty:` sums, richer
-        templates), and the checked path alone is generated."""
-        if not isinstance(node, Obj) or not all(_straight_entry(name, child) for name, child in node.items):
+        copied whole; with `absent_terms`, a `$sum`'s counts after its first too (counted 0, as `count_sum` counts
+        them: the second straight path, for an answer without its cache counts). Anything else (a null, a bad
+        count) fails the test, and the checked path (`usage_inline`) builds the same usage with its notes. None: the
+        template is not of this shape (`empty:` sums, richer templates), and the checked path alone is generated."""
+        if not isinstance(node, Obj) or not all(_straight_entry(n, child, absent_terms) for n, child in node.items):
             return None
         reads: list[str] = []
         required: dict[str, None] = {}  # count variables a total reads: clean integers
@@ -1602,10 +1611,13 @@ class ResponseGen(Namespace):
             elif read is not None:
                 entries.append((name, count(read, required), None))
                 known[name] = entries[-1][1]  # type: ignore[assignment]
-            elif isinstance(child, Sum):
+            elif isinstance(child, Sum):  # `absent_terms`: its first count there, any other may be absent (0)
                 known[name] = total = self.name(None, "s")
-                terms = [count(term, required) for term in child.reads]
-                entries.append((name, f"({total} := {' + '.join(terms)})", None))
+                terms = [
+                    count(read, optional if k and absent_terms else required) for k, read in enumerate(child.reads)
+                ]
+                summed = [var if var in required else f"(0 if {var} is MISSING else {var})" for var in terms]
+                entries.append((name, f"({total} := {' + '.join(summed)})", None))
             else:
                 assert isinstance(child, Obj)
                 inner = [(key, plain_read(value)) for key, value in child.items]
@@ -1749,14 +1761,15 @@ class ResponseGen(Namespace):
         return [f"rf = {call}"]
 
 
-def _straight_entry(name: str, node: Node) -> bool:
+def _straight_entry(name: str, node: Node, absent_terms: bool = False) -> bool:
     """Whether `ResponseGen.usage_straight` builds this usage entry: a plain read, a `$sum` of plain reads without
-    `empty` (not a details mapping), or a details mapping of plain reads."""
+    `empty` (not a details mapping), or a details mapping of plain reads. With `absent_terms` a sum's `empty` does
+    not matter: its first count is there, so the sum is never empty."""
     details = name.endswith("_details")
     if plain_read(node) is not None:
         return True
     if isinstance(node, Sum):
-        return not details and node.empty is MISSING and bool(node.reads)
+        return not details and (node.empty is MISSING or absent_terms) and bool(node.reads)
     if isinstance(node, Obj):
         return details and bool(node.items) and all(plain_read(value) is not None for _, value in node.items)
     return False
