@@ -137,6 +137,38 @@ def test_a_dict_answer_is_told_by_its_type_and_its_error_root_by_one_lookup(monk
     assert looked == [error]
 
 
+class Text(str):
+    """A str subclass: `error_in` takes it as a message, so the screen must too."""
+
+
+ROOT_ONLY = sorted(p for p in PROVIDERS if load_rules().get(p).endpoint.error_root_only)
+
+
+def test_the_error_screen_where_the_message_is_its_root_field_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the error message's path is one field (`message`), an answer whose field there holds no text (a
+    Cohere-shaped answer's `message` object) is not handed to `Endpoint.error_in`, and on every value there the
+    screen and `error_in` agree: a text (a str subclass too) is the provider's error, anything else an answer."""
+    assert "cohere" in ROOT_ONLY and "openai" not in ROOT_ONLY  # a message path of one field, and one of two
+    looked: list[Any] = []
+    error_in = Endpoint.error_in
+    monkeypatch.setattr(Endpoint, "error_in", lambda self, data: looked.append(data) or error_in(self, data))
+    answer = {"id": "x", "message": {"role": "assistant", "content": [{"type": "text", "text": "hi"}]}}
+    assert translate_response("cohere", {**answer, "finish_reason": "COMPLETE"}).text == "hi" and looked == []
+    for provider in ROOT_ONLY:
+        endpoint = load_rules().get(provider).endpoint
+        for held in ("bad key", Text("bad key"), "", {"role": "assistant"}, ["x"], 3, 1.5, True, None):
+            body = {endpoint.error_root: held, "id": "x"}
+            expected = error_in(endpoint, body)
+            try:
+                translate_response(provider, body)
+            except toolnexus.ProviderError as exc:
+                assert expected is not None and str(exc).endswith(expected[1]), (provider, held)
+            except toolnexus.TranslationError:
+                assert expected is None, (provider, held)  # an answer, refused as one
+            else:
+                assert expected is None, (provider, held)
+
+
 def test_a_body_is_checked_by_its_parse_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """The body's strict parse is its check: the whole-answer check of a dict is not run on it."""
     body = json.dumps(CLEAN[0][2]).encode()

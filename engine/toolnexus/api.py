@@ -115,8 +115,14 @@ def translate_response(
     else:  # the generated function checks it first (`Outbound.translate`)
         answer, tokens = response, -1
     endpoint = rules_for.endpoint
-    root = endpoint.error_root  # `error_in`'s own first screen, here without the call: an answer has no such root
-    if root is None or type(answer) is not dict or answer.get(root) is not None:
+    # `error_in`'s own first screens, here without the call: an answer has no such root, or, where the message is
+    # that field alone, no text there
+    root = endpoint.error_root
+    if (
+        root is None
+        or type(answer) is not dict
+        or ((held := answer.get(root)) is not None and (not endpoint.error_root_only or isinstance(held, str)))
+    ):
         error = endpoint.error_in(answer)
         if error is not None:
             raise ProviderError(error[1], provider=provider, kind="http", error_type=error[0])

@@ -74,6 +74,9 @@ class Endpoint:
     option_headers: tuple[tuple[str, str], ...] = ()  # headers whose value names placeholders
     # the field a plain error message path starts at: a body without it (an answer) is no error, told by one lookup
     error_root: str | None = None
+    # the message path is that field alone (`message`): a body whose field there is no str is no error either (a
+    # Cohere-shaped answer's `message` object), told without the call
+    error_root_only: bool = False
 
     def values(self, model: str, given: Mapping[str, Any] | None = None) -> dict[str, str]:
         """What the placeholders take: the model, and each option as given, else its default."""
@@ -320,6 +323,7 @@ def compile_endpoint(source: RuleSource) -> Endpoint:
         query=tuple(spec.get("query", {}).items()),
         option_headers=tuple((k, v) for k, v in headers.items() if PLACEHOLDER.search(v)),
         error_root=_plain_root(error.get("message")),
+        error_root_only=isinstance(error.get("message"), str) and simple_steps(error["message"]) == [error["message"]],
     )
 
 
