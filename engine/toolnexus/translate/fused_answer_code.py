@@ -18,6 +18,7 @@ fused function read).
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -25,7 +26,9 @@ from types import MappingProxyType
 from typing import Any, NoReturn
 
 from ..language.codegen import indent
+from ..language.fold import folded
 from ..language.jsonsafe import standard_loads_each
+from ..language.paths import MISSING
 from .format_code import ResultAt, answer_reads, writer_lines
 from .formats import AnswerBody, FusedAnswer, SourceFormat
 from .outbound import RESULT_FIELDS, RESULT_VALUES, Outbound, ResponseGen
@@ -54,20 +57,18 @@ class _Declines:
 
 
 def held_inputs(calls: list[tuple[Any, ...]]) -> list[Any]:
-    """`formats.call_inputs` of calls held as new_tool_call's arguments: the object a call was given as (its fifth),
-    else its text read, all at once ({} for none; no read at all for no calls, a text answer's)."""
+    """`formats.call_inputs` of calls held as new_tool_call's five arguments: the object a call was given as (its
+    fifth), else its text read, all at once ({} for none; no read at all for no calls, a text answer's). Each test
+    is an index of the tuple, in the comprehension: a function per call cost more than the read it serves."""
     if not calls:
         return []
-    texts = [call[2] for call in calls if call[2] and _given(call) is None]
+    texts = [call[2] for call in calls if call[4] is None and call[2]]
     if len(texts) == len(calls):
         return standard_loads_each(texts)
-    read = iter(standard_loads_each(texts) if texts else ())
-    return [given if (given := _given(call)) is not None else next(read) if call[2] else {} for call in calls]
-
-
-def _given(call: tuple[Any, ...]) -> Any:
-    """The object a held call's arguments were given as (new_tool_call's `given`), None for text."""
-    return call[4] if len(call) > 4 else None
+    if not texts:
+        return [{} if (given := call[4]) is None else given for call in calls]
+    read = iter(standard_loads_each(texts))
+    return [given if (given := call[4]) is not None else next(read) if call[2] else {} for call in calls]
 
 
 def with_fused_answers(fmt: SourceFormat, providers: Mapping[str, Any]) -> SourceFormat:
@@ -110,17 +111,55 @@ def generate_fused_answer(
         *found,
         f"answer_id, created = {at['found']}, {at['created']}",
     ]
+    tail = [
+        "body = AnswerBody(out)",
+        f"body.made, body.made_of, body.notes = None, ({made_of}), (*{HELD.field.format('notes')}, *notes)",
+        "return body",
+    ]
     text = "\n".join([
         "def fused_answer(r, requested_model, id_map=None, tokens=0, given=None):",
         "    o = DECLINES  # each explain step or settling the lines reach declines: today's route takes it",
         "    try:",
         *indent(body, 8),
-        *indent(lines, 4),
+        *indent(unmade_split(lines, set(re.findall(r"\w+", "\n".join(tail)))), 4),
         "    except Exception:",
         "        return None",
-        "    body = AnswerBody(out)",
-        f"    body.made, body.made_of, body.notes = None, ({made_of}), (*{HELD.field.format('notes')}, *notes)",
-        "    return body",
+        *indent(tail),
     ]) + "\n"  # fmt: skip
     exec(compile(text, f"<fused answer {outbound.provider} -> {fmt.name}>", "exec"), names)
     return text, names["fused_answer"]
+
+
+def unmade_fields() -> dict[str, dict[str, Any]]:
+    """Each result field the read leaves at a value known at generation unless it made a piece of its state (the
+    `VALUE if PIECE is None else ...` of `RESULT_VALUES`: no Found, no extras, reasoning or annotations), by piece."""
+    unmade: dict[str, dict[str, Any]] = {}
+    for name, value in zip(RESULT_FIELDS, RESULT_VALUES, strict=True):
+        node = ast.parse(value, mode="eval").body
+        if not isinstance(node, ast.IfExp) or not isinstance(test := node.test, ast.Compare):
+            continue
+        if isinstance(test.left, ast.Name) and isinstance(test.ops[0], ast.Is) and _is_none(test.comparators[0]):
+            unmade.setdefault(test.left.id, {})[HELD.field.format(name)] = ast.literal_eval(node.body)
+    return unmade
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def unmade_split(lines: list[str], keep: set[str]) -> list[str]:
+    """The writer's lines (a function body's) run as two branches: where the read made none of the pieces whose
+    fields the lines read (one test), the lines folded over those fields' known values (`fold.folded`: the extras'
+    and reasoning's reads and tests gone); else as written. The lines alone where the fold changes nothing."""
+    text = "\n".join(lines)
+    pieces = {piece: fields for piece, fields in unmade_fields().items()
+              if any(re.search(rf"(?<![\w.']){name}(?![\w'])", text) for name in fields)}  # fmt: skip
+    if not pieces:
+        return lines
+    known = {name: value for fields in pieces.values() for name, value in fields.items()}
+    plain = [line[4:] for line in lines]
+    fast = folded(plain, known, {"MISSING": MISSING}, keep)
+    if fast == folded(plain, {}, {"MISSING": MISSING}, keep):
+        return lines
+    test = " and ".join(f"{piece} is None" for piece in pieces)
+    return [f"    if {test}:", *indent(fast, 8), "    else:", *indent(plain, 8)]
