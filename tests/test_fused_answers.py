@@ -308,6 +308,10 @@ def test_a_held_call_gives_the_object_its_arguments_came_as() -> None:
     assert held_inputs([calls[0]])[0] is given and held_inputs([]) == []
     assert held_inputs(calls[1:]) == [{"m": 2}, {}] and held_inputs([calls[0], calls[2]]) == [given, {}]
     assert held_inputs([calls[1], calls[1]]) == [{"m": 2}, {"m": 2}]
+    both = held_inputs([calls[0], calls[0]])
+    assert both == [given, given] and both[1] is given
+    mixed = held_inputs([calls[2], calls[0], calls[1]])
+    assert mixed == [{}, given, {"m": 2}] and mixed[1] is given
 
 
 def _lines_run(provider: str, source: str, answer: Any) -> list[str]:

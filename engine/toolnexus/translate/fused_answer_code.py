@@ -58,16 +58,21 @@ class _Declines:
 
 def held_inputs(calls: list[tuple[Any, ...]]) -> list[Any]:
     """`formats.call_inputs` of calls held as new_tool_call's five arguments: the object a call was given as (its
-    fifth), else its text read, all at once ({} for none; no read at all for no calls, a text answer's). Each test
-    is an index of the tuple, in the comprehension: a function per call cost more than the read it serves."""
+    fifth), else its text read, all at once ({} for none; no read at all for no calls, a text answer's). A provider
+    gives all its calls' arguments one way (text, or objects), so the first call's says which list to try first,
+    each made by one comprehension of tuple indexes: a function per call cost more than the read it serves."""
     if not calls:
         return []
-    texts = [call[2] for call in calls if call[4] is None and call[2]]
-    if len(texts) == len(calls):
-        return standard_loads_each(texts)
-    if not texts:
-        return [{} if (given := call[4]) is None else given for call in calls]
-    read = iter(standard_loads_each(texts))
+    if calls[0][4] is None:
+        texts = [call[2] for call in calls if call[4] is None and call[2]]
+        if len(texts) == len(calls):
+            return standard_loads_each(texts)
+    else:
+        givens = [call[4] for call in calls]
+        if None not in givens:
+            return givens
+        texts = [call[2] for call in calls if call[4] is None and call[2]]
+    read = iter(standard_loads_each(texts) if texts else ())
     return [given if (given := call[4]) is not None else next(read) if call[2] else {} for call in calls]
 
 
