@@ -14,6 +14,11 @@ call id, a rendered template's) are the result's, first in the body's notes as t
 (its kinds, arguments as objects, restored ids: all in its lines); a writer composes unless it reads the view or the
 provider's said answer whole, or notes through a Ctx (its made ids are cut in its own lines, from the answer id the
 fused function read).
+
+Where the read made no piece of its state (no `Found`: no extras, reasoning or annotations, OpenAI's answers), those
+fields are values known at generation (`{}`, `""`, `[]`), so the writer's lines run in a copy folded over them
+(`unmade_split`, `fold.folded`): their reads of the extras and reasoning and the tests of them gone, one test (`f is
+None`) choosing the copy; an answer that made one runs the lines as written.
 """
 
 from __future__ import annotations
@@ -39,6 +44,15 @@ from .stream_rules import NO_READS
 HELD = ResultAt("R_{}", "e[{place}]", "HELD_INPUTS({})")
 # What only a result object, a call object, a whole view or a Ctx gives the writer's lines.
 _NEEDS_RESULT = re.compile(r"(?<![\w.'])(r\.|e\.|VIEW\(|SAID\(|CALLS?\(|INPUTS\(|Ctx\()")
+
+
+# The fused function's last lines: the body, its result's fields kept (`made_of`), the read's notes then the writer's.
+TAIL = (
+    "body = AnswerBody(out)",
+    f"body.made, body.made_of, body.notes = None, ({', '.join(HELD.field.format(name) for name in RESULT_FIELDS)}),"
+    f" (*{HELD.field.format('notes')}, *notes)",
+    "return body",
+)
 
 
 class Declined(Exception):
@@ -78,7 +92,8 @@ def held_inputs(calls: list[tuple[Any, ...]]) -> list[Any]:
 
 def with_fused_answers(fmt: SourceFormat, providers: Mapping[str, Any]) -> SourceFormat:
     """The format with the fused answer function of each provider whose pieces compose with it, and their sources."""
-    writer = writer_lines(fmt, HELD)
+    lines, writer_names, reads_time = writer_lines(fmt, HELD)
+    writer = unmade_split(lines, set(re.findall(r"\w+", "\n".join(TAIL)))), writer_names, reads_time  # (once a format)
     made = {
         name: found
         for name, p in providers.items()
@@ -107,7 +122,6 @@ def generate_fused_answer(
         return None  # (a name bound to two values: the two pieces' namespaces do not compose)
     names.update(gen.names, DECLINES=_Declines(outbound.provider), AnswerBody=AnswerBody, HELD_INPUTS=held_inputs)
     fields = [f"{HELD.field.format(name)} = {value}" for name, value in zip(RESULT_FIELDS, RESULT_VALUES, strict=True)]
-    made_of = ", ".join(HELD.field.format(name) for name in RESULT_FIELDS)
     body = [
         *ResponseGen.check(),
         *read,
@@ -116,20 +130,15 @@ def generate_fused_answer(
         *found,
         f"answer_id, created = {at['found']}, {at['created']}",
     ]
-    tail = [
-        "body = AnswerBody(out)",
-        f"body.made, body.made_of, body.notes = None, ({made_of}), (*{HELD.field.format('notes')}, *notes)",
-        "return body",
-    ]
     text = "\n".join([
         "def fused_answer(r, requested_model, id_map=None, tokens=0, given=None):",
         "    o = DECLINES  # each explain step or settling the lines reach declines: today's route takes it",
         "    try:",
         *indent(body, 8),
-        *indent(unmade_split(lines, set(re.findall(r"\w+", "\n".join(tail)))), 4),
+        *indent(lines, 4),
         "    except Exception:",
         "        return None",
-        *indent(tail),
+        *indent([*TAIL]),
     ]) + "\n"  # fmt: skip
     exec(compile(text, f"<fused answer {outbound.provider} -> {fmt.name}>", "exec"), names)
     return text, names["fused_answer"]
