@@ -382,3 +382,5 @@ def test_the_fold_decides_what_known_values_decide_and_nothing_else() -> None:
         "if (d := h()):",
         "    out.append(d)",
     ]
+    keyed = ["x = E.get(L, MISSING)", "y = E.get('k', L)", "out.append(x if y else 0)"]
+    assert folded(keyed, {"E": {}, "L": []}, missing, {"out"}) == keyed

@@ -140,9 +140,10 @@ class _Folder:
             return _UNKNOWN
         if isinstance(func, ast.Attribute) and func.attr == "get" and 1 <= len(args) <= 2:
             held = self.value(func.value, env)
-            if type(held) is dict:
+            if type(held) is dict and isinstance(args[0], _IMMUTABLE):
                 found = held.get(*args)
-                return found if isinstance(found, _IMMUTABLE) or found in self.constants.values() else _UNKNOWN
+                sure = isinstance(found, _IMMUTABLE) or any(found is one for one in self.constants.values())
+                return found if sure else _UNKNOWN
         return _UNKNOWN
 
 
