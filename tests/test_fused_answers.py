@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import sys
 from base64 import urlsafe_b64encode
 from collections.abc import Callable, Iterator
@@ -20,6 +21,8 @@ from support.cases import CASES
 from support.cli import explain_code
 from toolnexus import ToolnexusError, load_rules, translate_response
 from toolnexus.errors import ResponseError
+from toolnexus.language.fold import folded
+from toolnexus.language.paths import MISSING
 from toolnexus.translate import formats
 from toolnexus.translate.formats import AnswerBody
 from toolnexus.translate.fused_answer_code import held_inputs
@@ -122,11 +125,37 @@ _CHANGES: dict[str, Callable[[Any], Any]] = {
     "a tn_ call id": lambda a: _uses(a)[0].__setitem__("id", "tn_" + urlsafe_b64encode(b"call.1").decode()),
     "thinking tokens": lambda a: a["usage"].__setitem__("output_tokens_details", {"thinking_tokens": 5}),
     "stop refusal": lambda a: a.update(stop_reason="refusal", stop_details={"explanation": "no"}),
+    "no thinking": lambda a: _blocks(a).remove(_kind(_blocks(a), "thinking")),
+    "no thinking, a tn_ call id": lambda a: (
+        _blocks(a).remove(_kind(_blocks(a), "thinking")),
+        _uses(a)[0].__setitem__("id", "tn_" + urlsafe_b64encode(b"call.1").decode()),
+    ),
+    "no thinking, a citation": lambda a: (
+        _blocks(a).remove(_kind(_blocks(a), "thinking")),
+        _blocks(a).append({"type": "text", "text": "t", "citations": [{"type": "x"}]}),
+    ),
+    "negative input tokens": lambda a: a["usage"].__setitem__("input_tokens", -1),
+    "cache read counted": lambda a: a["usage"].__setitem__("cache_read_input_tokens", 7),
     # Gemini's shape (parts by key, call ids made, signatures sealed)
     "a call's own id": lambda a: _parts(a)[-1]["functionCall"].__setitem__("id", "fc_1"),
     "a text's signature": lambda a: _parts(a)[1].__setitem__("thoughtSignature", "sig"),
     "no thought": lambda a: _parts(a).pop(0),
+    "no thought, grounded": lambda a: (
+        _parts(a).pop(0),
+        a["candidates"][0].__setitem__("groundingMetadata", {"webSearchQueries": ["q"], "groundingChunks": []}),
+    ),
+    "gemini total off": lambda a: a["usageMetadata"].__setitem__("totalTokenCount", 10**6),
+    "gemini negative count": lambda a: a["usageMetadata"].__setitem__("candidatesTokenCount", -1),
+    "gemini cached > prompt": lambda a: a["usageMetadata"].__setitem__("cachedContentTokenCount", 10**6),
 }
+
+
+def _kind(blocks: list[Any], kind: str) -> Any:
+    """The first block of a kind (a KeyError where there is none: the change has no place in this answer)."""
+    for block in blocks:
+        if block.get("type") == kind:
+            return block
+    raise KeyError(kind)
 
 
 def _blocks(answer: Any) -> list[Any]:
@@ -273,7 +302,85 @@ def test_a_held_call_gives_the_object_its_arguments_came_as() -> None:
     """A call held as new_tool_call's arguments gives the writer the object it was given as (Anthropic's `input`,
     not its text read again: the same object, as `call_inputs` gives), else its text read, {} for none."""
     given = {"n": 1.0}
-    calls = [("a", "f", '{"n":1.0}', None, given), ("b", "f", '{"m": 2}', None), ("c", "f", "", None)]
+    calls = [("a", "f", '{"n":1.0}', None, given), ("b", "f", '{"m": 2}', None, None), ("c", "f", "", None, None)]
     inputs = held_inputs(calls)
     assert inputs[0] is given and inputs[1:] == [{"m": 2}, {}]
     assert held_inputs([calls[0]])[0] is given and held_inputs([]) == []
+    assert held_inputs(calls[1:]) == [{"m": 2}, {}] and held_inputs([calls[0], calls[2]]) == [given, {}]
+    assert held_inputs([calls[1], calls[1]]) == [{"m": 2}, {"m": 2}]
+    both = held_inputs([calls[0], calls[0]])
+    assert both == [given, given] and both[1] is given
+    mixed = held_inputs([calls[2], calls[0], calls[1]])
+    assert mixed == [{}, given, {"m": 2}] and mixed[1] is given
+
+
+def _lines_run(provider: str, source: str, answer: Any) -> list[str]:
+    """The source lines of the pair's fused function that one translation of the answer runs, in order."""
+    fmt = load_rules().format(source)
+    code = fmt.fused_answers_code[provider].splitlines()
+    run: list[str] = []
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code.co_name != "fused_answer":
+            return None
+        if event == "line":
+            run.append(code[frame.f_lineno - 1])
+        return trace
+
+    sys.settrace(trace)
+    try:
+        translate_response(provider, copy.deepcopy(answer), source=source)
+    finally:
+        sys.settrace(None)
+    return run
+
+
+@pytest.mark.parametrize("source", FORMATS)
+def test_an_answer_whose_read_made_no_pieces_runs_the_writer_folded(source: str) -> None:
+    """Where the read made no extras, reasoning or annotations (OpenAI's bench answers), the writer's lines run
+    folded over their known values: no line run reads the message's extras or reasoning (each `{}`, `""`), and its
+    tests of them are gone; an answer that has extras runs the lines as written."""
+    for name, answer in BENCH["openai"].items():
+        run = _lines_run("openai", source, answer)
+        writer = run[next(n for n, line in enumerate(run) if "answer_id, created =" in line) :]
+        folded_reads = [line for line in writer if re.search(r"V_message_extras|V_reasoning_content", line)]
+        assert writer and not folded_reads, name
+    extras = _changed(BENCH["openai"]["text"], _CHANGES["message extra_content"])
+    assert any("V_message_extras" in line for line in _lines_run("openai", source, extras))
+
+
+def test_the_fold_decides_what_known_values_decide_and_nothing_else() -> None:
+    """`fold.folded`: a test of a known value is its branch, a `.get` of a known dict its value, a store nothing
+    reads gone; a known container a line may change (a store into it, a call given it) is not known after it, two
+    strings are not taken for one object, and a loop's later turn is not folded from its first."""
+    missing = {"MISSING": MISSING}
+    lines = [
+        "x = E.get('k', MISSING) if isinstance(E, dict) else MISSING",
+        "if x is not MISSING:",
+        "    out.append(x)",
+        "if S:",
+        "    out.append(S)",
+        "y = S is ''",
+        "out.append(y)",
+    ]
+    assert folded(lines, {"E": {}, "S": ""}, missing, {"out"}) == ["y = S is ''", "out.append(y)"]
+    changed = ["E['k'] = 1", "if E.get('k', MISSING) is MISSING:", "    out.append(0)"]
+    assert folded(changed, {"E": {}}, missing, {"out"}) == changed
+    handed = ["F = E", "grow(F)", "if E:", "    out.append(E)"]
+    assert folded(handed, {"E": {}}, missing, {"out"}) == handed
+    looped = ["for n in ns:", "    if not E:", "        out.append(n)", "    E['n'] = n"]
+    assert folded(looped, {"E": {}}, missing, {"out"}) == looped
+    assert folded(["isinstance = 1", "if isinstance(E, dict):", "    out.append(E)"], {"E": {}}, missing, set()) == [
+        "isinstance = 1",
+        "if isinstance(E, dict):",
+        "    out.append(E)",
+    ]
+    walrus = ["d = ''", "m = f(d or (d := g()), d or (d := g()))", "if (d := h()):", "    out.append(d)"]
+    assert folded(walrus, {}, missing, {"out", "f", "g", "h"}) == [
+        "d = ''",
+        "m = f(d or (d := g()), d or (d := g()))",
+        "if (d := h()):",
+        "    out.append(d)",
+    ]
+    keyed = ["x = E.get(L, MISSING)", "y = E.get('k', L)", "out.append(x if y else 0)"]
+    assert folded(keyed, {"E": {}, "L": []}, missing, {"out"}) == keyed

@@ -14,10 +14,16 @@ call id, a rendered template's) are the result's, first in the body's notes as t
 (its kinds, arguments as objects, restored ids: all in its lines); a writer composes unless it reads the view or the
 provider's said answer whole, or notes through a Ctx (its made ids are cut in its own lines, from the answer id the
 fused function read).
+
+Where the read made no piece of its state (no `Found`: no extras, reasoning or annotations, OpenAI's answers), those
+fields are values known at generation (`{}`, `""`, `[]`), so the writer's lines run in a copy folded over them
+(`unmade_split`, `fold.folded`): their reads of the extras and reasoning and the tests of them gone, one test (`f is
+None`) choosing the copy; an answer that made one runs the lines as written.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -25,7 +31,9 @@ from types import MappingProxyType
 from typing import Any, NoReturn
 
 from ..language.codegen import indent
+from ..language.fold import folded
 from ..language.jsonsafe import standard_loads_each
+from ..language.paths import MISSING
 from .format_code import ResultAt, answer_reads, writer_lines
 from .formats import AnswerBody, FusedAnswer, SourceFormat
 from .outbound import RESULT_FIELDS, RESULT_VALUES, Outbound, ResponseGen
@@ -36,6 +44,15 @@ from .stream_rules import NO_READS
 HELD = ResultAt("R_{}", "e[{place}]", "HELD_INPUTS({})")
 # What only a result object, a call object, a whole view or a Ctx gives the writer's lines.
 _NEEDS_RESULT = re.compile(r"(?<![\w.'])(r\.|e\.|VIEW\(|SAID\(|CALLS?\(|INPUTS\(|Ctx\()")
+
+
+# The fused function's last lines: the body, its result's fields kept (`made_of`), the read's notes then the writer's.
+TAIL = (
+    "body = AnswerBody(out)",
+    f"body.made, body.made_of, body.notes = None, ({', '.join(HELD.field.format(name) for name in RESULT_FIELDS)}),"
+    f" (*{HELD.field.format('notes')}, *notes)",
+    "return body",
+)
 
 
 class Declined(Exception):
@@ -54,25 +71,29 @@ class _Declines:
 
 
 def held_inputs(calls: list[tuple[Any, ...]]) -> list[Any]:
-    """`formats.call_inputs` of calls held as new_tool_call's arguments: the object a call was given as (its fifth),
-    else its text read, all at once ({} for none; no read at all for no calls, a text answer's)."""
+    """`formats.call_inputs` of calls held as new_tool_call's five arguments: the object a call was given as (its
+    fifth), else its text read, all at once ({} for none; no read at all for no calls, a text answer's). A provider
+    gives all its calls' arguments one way (text, or objects), so the first call's says which list to try first,
+    each made by one comprehension of tuple indexes: a function per call cost more than the read it serves."""
     if not calls:
         return []
-    texts = [call[2] for call in calls if call[2] and _given(call) is None]
-    if len(texts) == len(calls):
-        return standard_loads_each(texts)
+    if calls[0][4] is None:
+        texts = [call[2] for call in calls if call[4] is None and call[2]]
+        if len(texts) == len(calls):
+            return standard_loads_each(texts)
+    else:
+        givens = [call[4] for call in calls]
+        if None not in givens:
+            return givens
+        texts = [call[2] for call in calls if call[4] is None and call[2]]
     read = iter(standard_loads_each(texts) if texts else ())
-    return [given if (given := _given(call)) is not None else next(read) if call[2] else {} for call in calls]
-
-
-def _given(call: tuple[Any, ...]) -> Any:
-    """The object a held call's arguments were given as (new_tool_call's `given`), None for text."""
-    return call[4] if len(call) > 4 else None
+    return [given if (given := call[4]) is not None else next(read) if call[2] else {} for call in calls]
 
 
 def with_fused_answers(fmt: SourceFormat, providers: Mapping[str, Any]) -> SourceFormat:
     """The format with the fused answer function of each provider whose pieces compose with it, and their sources."""
-    writer = writer_lines(fmt, HELD)
+    lines, writer_names, reads_time = writer_lines(fmt, HELD)
+    writer = unmade_split(lines, set(re.findall(r"\w+", "\n".join(TAIL)))), writer_names, reads_time  # (once a format)
     made = {
         name: found
         for name, p in providers.items()
@@ -101,7 +122,6 @@ def generate_fused_answer(
         return None  # (a name bound to two values: the two pieces' namespaces do not compose)
     names.update(gen.names, DECLINES=_Declines(outbound.provider), AnswerBody=AnswerBody, HELD_INPUTS=held_inputs)
     fields = [f"{HELD.field.format(name)} = {value}" for name, value in zip(RESULT_FIELDS, RESULT_VALUES, strict=True)]
-    made_of = ", ".join(HELD.field.format(name) for name in RESULT_FIELDS)
     body = [
         *ResponseGen.check(),
         *read,
@@ -118,9 +138,42 @@ def generate_fused_answer(
         *indent(lines, 4),
         "    except Exception:",
         "        return None",
-        "    body = AnswerBody(out)",
-        f"    body.made, body.made_of, body.notes = None, ({made_of}), (*{HELD.field.format('notes')}, *notes)",
-        "    return body",
+        *indent([*TAIL]),
     ]) + "\n"  # fmt: skip
     exec(compile(text, f"<fused answer {outbound.provider} -> {fmt.name}>", "exec"), names)
     return text, names["fused_answer"]
+
+
+def unmade_fields() -> dict[str, dict[str, Any]]:
+    """Each result field the read leaves at a value known at generation unless it made a piece of its state (the
+    `VALUE if PIECE is None else ...` of `RESULT_VALUES`: no Found, no extras, reasoning or annotations), by piece."""
+    unmade: dict[str, dict[str, Any]] = {}
+    for name, value in zip(RESULT_FIELDS, RESULT_VALUES, strict=True):
+        node = ast.parse(value, mode="eval").body
+        if not isinstance(node, ast.IfExp) or not isinstance(test := node.test, ast.Compare):
+            continue
+        if isinstance(test.left, ast.Name) and isinstance(test.ops[0], ast.Is) and _is_none(test.comparators[0]):
+            unmade.setdefault(test.left.id, {})[HELD.field.format(name)] = ast.literal_eval(node.body)
+    return unmade
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def unmade_split(lines: list[str], keep: set[str]) -> list[str]:
+    """The writer's lines (a function body's) run as two branches: where the read made none of the pieces whose
+    fields the lines read (one test), the lines folded over those fields' known values (`fold.folded`: the extras'
+    and reasoning's reads and tests gone); else as written. The lines alone where the fold changes nothing."""
+    text = "\n".join(lines)
+    pieces = {piece: fields for piece, fields in unmade_fields().items()
+              if any(re.search(rf"(?<![\w.']){name}(?![\w'])", text) for name in fields)}  # fmt: skip
+    if not pieces:
+        return lines
+    known = {name: value for fields in pieces.values() for name, value in fields.items()}
+    plain = [line[4:] for line in lines]
+    fast = folded(plain, known, {"MISSING": MISSING}, keep)
+    if fast == folded(plain, {}, {"MISSING": MISSING}, keep):
+        return lines
+    test = " and ".join(f"{piece} is None" for piece in pieces)
+    return [f"    if {test}:", *indent(fast, 8), "    else:", *indent(plain, 8)]

@@ -1,0 +1,278 @@
+"""Generated lines folded where some of their variables hold values known at generation (a partial evaluation).
+
+A generated function that holds a value known in one of its branches (say, a field that is `{}` unless a piece of
+the answer filled it) can run a copy of its lines with that value folded in: the tests it decides dropped, the
+reads of it that give a known value replaced by that value, the stores no line reads any more removed. `folded`
+does it for the few forms the engine's generators write (`isinstance`, `.get` with a constant key, `is`, `==`,
+`and`/`or`/`not`, a conditional expression, `if`), and leaves anything else as it was: a line it cannot decide
+runs as written, so the copy does what the lines do wherever the known values hold.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# Calls whose result a known argument decides (none of them can be rebound by the lines: `folded` checks).
+_TYPES = {"dict": dict, "list": list, "str": str, "int": int, "tuple": tuple, "bool": bool, "float": float}
+_IMMUTABLE = (str, int, float, bool, tuple, type(None))
+_UNKNOWN = object()  # (a value the folder does not know)
+
+
+def folded(lines: list[str], known: Mapping[str, Any], constants: Mapping[str, Any], keep: Iterable[str]) -> list[str]:
+    """`lines` (a block of statements at no indent) run where each name of `known` holds its value (never mutated by
+    the lines unless read as it is: a container stays named); `constants` are the module's names of fixed values
+    (`MISSING`), `keep` the names read after the lines (their stores stay)."""
+    tree = ast.parse("\n".join(lines))
+    assigned = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+    if assigned & ({"isinstance", *_TYPES} | set(constants)):
+        return lines  # (a name the folder reads as a builtin or a constant is rebound: nothing is folded)
+    env: dict[str, Any] = {**known}
+    body = _Folder(constants).block(tree.body, env)
+    body = _without_dead_stores(body, set(keep))
+    return ast.unparse(ast.Module(body=body, type_ignores=[])).splitlines() if body else ["pass"]
+
+
+class _Folder:
+    """The statements' and expressions' folding over an environment of known values (`_UNKNOWN` for any other)."""
+
+    def __init__(self, constants: Mapping[str, Any]) -> None:
+        self.constants = constants
+
+    def block(self, statements: list[ast.stmt], env: dict[str, Any]) -> list[ast.stmt]:
+        """The statements folded in order, `env` updated as they store; a known container the folded statement may
+        change (anything but a `.get`, an `isinstance`, a test of it or a store of it whole) no longer known."""
+        out: list[ast.stmt] = []
+        for statement in statements:
+            if isinstance(statement, (ast.For, ast.While)):
+                _escape(env, statement, top=False)  # (a change in a later turn reaches an earlier turn's read)
+            made = self.statement(statement, env)
+            for node in made:
+                _escape(env, node, top=True)
+            out += made
+        return out
+
+    def statement(self, node: ast.stmt, env: dict[str, Any]) -> list[ast.stmt]:
+        """One statement folded: an `if` decided is its branch, a store of a known value remembered. A name its
+        expressions store (`:=`) is not known anywhere in it (a later read in it may follow the store)."""
+        for inner in ast.walk(node.test if isinstance(node, (ast.If, ast.While)) else node):
+            if isinstance(inner, ast.NamedExpr):
+                env.pop(inner.target.id, None)
+        if isinstance(node, ast.If):
+            test = self.value(node.test, env)
+            if test is not _UNKNOWN:
+                return self.block(node.body if test else node.orelse, env)
+            node.test = self.expr(node.test, env)
+            branches = [dict(env), dict(env)]
+            node.body = self.block(node.body, branches[0]) or [ast.Pass()]
+            node.orelse = self.block(node.orelse, branches[1])
+            _forget(env, node)
+            return [node]
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = self.value(node.value, env)
+            node.value = self.expr(node.value, env)
+            env[node.targets[0].id] = value
+            return [node]
+        if isinstance(node, (ast.For, ast.While, ast.With, ast.Try)):
+            _forget(env, node)  # (a loop's stores reach its next turn: nothing stored in it is known inside or after)
+            for field in ("body", "orelse", "finalbody"):
+                if hasattr(node, field):
+                    setattr(node, field, self.block(getattr(node, field), dict(env)) or [])
+            if isinstance(node, (ast.For, ast.While, ast.With)) and not node.body:
+                node.body = [ast.Pass()]
+            _forget(env, node)
+            return [node]
+        _forget(env, node)
+        substituted: ast.stmt = _Substituted(self, env).visit(node)
+        return [substituted]
+
+    def expr(self, node: ast.expr, env: dict[str, Any]) -> ast.expr:
+        """The expression with each part that is known and immutable written as its value."""
+        written: ast.expr = _Substituted(self, env).visit(node)
+        return written
+
+    def value(self, node: ast.expr, env: dict[str, Any]) -> Any:
+        """The expression's value where the known values decide it and reading it runs nothing, else `_UNKNOWN`."""
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id in env:
+                return env[node.id]
+            return self.constants.get(node.id, _UNKNOWN)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            operand = self.value(node.operand, env)
+            return _UNKNOWN if operand is _UNKNOWN else not operand
+        if isinstance(node, ast.BoolOp):
+            return self._bool_op(node, env)
+        if isinstance(node, ast.IfExp):
+            test = self.value(node.test, env)
+            return _UNKNOWN if test is _UNKNOWN else self.value(node.body if test else node.orelse, env)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            left, right = self.value(node.left, env), self.value(node.comparators[0], env)
+            if left is _UNKNOWN or right is _UNKNOWN:
+                return _UNKNOWN
+            return _compare(node.ops[0], left, right, self.constants.values())
+        if isinstance(node, ast.Call) and not node.keywords:
+            return self._call(node, env)
+        return _UNKNOWN
+
+    def _bool_op(self, node: ast.BoolOp, env: dict[str, Any]) -> Any:
+        """`and`/`or` of known operands (its value: the operand it stops at)."""
+        for operand in node.values:
+            value = self.value(operand, env)
+            if value is _UNKNOWN:
+                return _UNKNOWN
+            if bool(value) is isinstance(node.op, ast.Or):
+                return value
+        return value
+
+    def _call(self, node: ast.Call, env: dict[str, Any]) -> Any:
+        """`isinstance(known, TYPE)`, `type(known)`, and `known.get(KEY[, DEFAULT])` of a known dict."""
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "isinstance" and len(node.args) == 2:
+            held, kind = self.value(node.args[0], env), node.args[1]
+            if held is _UNKNOWN or not isinstance(kind, ast.Name) or kind.id not in _TYPES:
+                return _UNKNOWN
+            return isinstance(held, _TYPES[kind.id])
+        args = [self.value(arg, env) for arg in node.args]
+        if any(arg is _UNKNOWN for arg in args):
+            return _UNKNOWN
+        if isinstance(func, ast.Attribute) and func.attr == "get" and 1 <= len(args) <= 2:
+            held = self.value(func.value, env)
+            if type(held) is dict and isinstance(args[0], _IMMUTABLE):
+                found = held.get(*args)
+                sure = isinstance(found, _IMMUTABLE) or any(found is one for one in self.constants.values())
+                return found if sure else _UNKNOWN
+        return _UNKNOWN
+
+
+class _Substituted(ast.NodeTransformer):
+    """An expression with each known immutable part written as its value (a name of a constant: that name)."""
+
+    def __init__(self, folder: _Folder, env: dict[str, Any]) -> None:
+        self.folder = folder
+        self.env = env
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, ast.expr) and not isinstance(node, ast.Constant):
+            value = self.folder.value(node, self.env)
+            written = _written(value, self.folder.constants)
+            if written is not None and not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)):
+                return ast.copy_location(written, node)
+        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+            # (an operand of `is` written as its value only where that is a singleton: a string's identity is its own)
+            node.left = self._operand(node.left)
+            node.comparators = [self._operand(part) for part in node.comparators]
+            return node
+        return super().generic_visit(node)
+
+    def _operand(self, node: ast.expr) -> ast.expr:
+        """An operand of `is`: written as its value where that is None, a bool or a constant; else only its parts."""
+        value = self.folder.value(node, self.env)
+        if any(value is one for one in (None, True, False, *self.folder.constants.values())):
+            return self.visit(node)  # type: ignore[no-any-return]
+        return super().generic_visit(node)  # type: ignore[return-value]
+
+
+def _written(value: Any, constants: Mapping[str, Any]) -> ast.expr | None:
+    """A known value as an expression: a literal of an immutable value, or the name of a constant; else None."""
+    if value is _UNKNOWN:
+        return None
+    for name, constant in constants.items():
+        if value is constant:
+            return ast.Name(id=name, ctx=ast.Load())
+    if isinstance(value, _IMMUTABLE) and not isinstance(value, tuple):
+        return ast.Constant(value=value)
+    return None
+
+
+def _compare(op: ast.cmpop, left: Any, right: Any, singletons: Iterable[Any]) -> Any:
+    """A comparison of two known values (`singletons`: the constants, each the one object of its kind)."""
+    if isinstance(op, (ast.Is, ast.IsNot)):
+        sure = [None, True, False, *singletons]
+        if not any(value is one for value in (left, right) for one in sure):
+            return _UNKNOWN  # (two strings or numbers alike may or may not be one object)
+        return (left is right) is isinstance(op, ast.Is)
+    if isinstance(op, ast.Eq) and isinstance(left, _IMMUTABLE) and isinstance(right, _IMMUTABLE):
+        return left == right
+    if isinstance(op, ast.NotEq) and isinstance(left, _IMMUTABLE) and isinstance(right, _IMMUTABLE):
+        return left != right
+    return _UNKNOWN
+
+
+def _escape(env: dict[str, Any], node: ast.AST, *, top: bool) -> None:
+    """Forget each known container the statement may change or hand on (`top`: a store of it whole, `x = NAME`,
+    is the statement's own and keeps it known, as `x` too)."""
+    held = {name for name, value in env.items() if isinstance(value, (dict, list))}
+    if not held:
+        return
+    allowed: set[int] = set()
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "get":
+            allowed.add(id(inner.func.value))
+        elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "isinstance":
+            allowed.update(id(arg) for arg in inner.args[:1])
+        elif isinstance(inner, (ast.If, ast.IfExp, ast.While)):
+            allowed.add(id(inner.test))
+        elif isinstance(inner, ast.UnaryOp) and isinstance(inner.op, ast.Not):
+            allowed.add(id(inner.operand))
+        elif isinstance(inner, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in inner.ops):
+            allowed.update(id(part) for part in (inner.left, *inner.comparators))
+    if top and isinstance(node, ast.Assign):
+        allowed.add(id(node.value))
+    for inner in ast.walk(node):
+        if (
+            isinstance(inner, ast.Name)
+            and isinstance(inner.ctx, ast.Load)
+            and inner.id in held
+            and id(inner) not in allowed
+        ):
+            gone = env[inner.id]
+            for name in [name for name, value in env.items() if value is gone]:
+                del env[name]
+            held.discard(inner.id)
+
+
+def _forget(env: dict[str, Any], node: ast.AST) -> None:
+    """Every name the statement stores (anywhere in it) no longer known."""
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name) and not isinstance(inner.ctx, ast.Load):
+            env.pop(inner.id, None)
+
+
+def _without_dead_stores(body: list[ast.stmt], keep: set[str]) -> list[ast.stmt]:
+    """The statements without the stores of a name or a constant into a name nothing reads (not in `keep`)."""
+    while True:
+        module = ast.Module(body=body, type_ignores=[])
+        read = keep | {n.id for n in ast.walk(module) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        dead = _DeadStores(read)
+        body = dead.visit(module).body
+        if not dead.removed:
+            return body
+
+
+class _DeadStores(ast.NodeTransformer):
+    """Removes `name = NAME_OR_CONSTANT` where nothing reads `name` (an emptied block gets `pass`)."""
+
+    def __init__(self, read: set[str]) -> None:
+        self.read = read
+        self.removed = False
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST | None:
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if (
+            isinstance(target, ast.Name)
+            and target.id not in self.read
+            and isinstance(node.value, (ast.Name, ast.Constant))
+        ):
+            self.removed = True
+            return None
+        return node
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        super().generic_visit(node)
+        for field in ("body", "orelse"):
+            if isinstance(node, (ast.If, ast.For, ast.While)) and field == "body" and not getattr(node, field):
+                node.body = [ast.Pass()]
+        return node
