@@ -502,3 +502,34 @@ def test_the_count_tool_says_instructions_need_valgrind(monkeypatch: pytest.Monk
     monkeypatch.setattr(count.shutil, "which", lambda name: None)
     with pytest.raises(SystemExit, match="--instructions needs valgrind on PATH"):
         count.main(["parity", "openai", "--instructions"])
+
+
+def test_the_count_tool_counts_the_hand_written_translator_on_the_rows_input(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--baseline` counts tools/bench_baseline.py's function for the row's provider on the same input (a request
+    row's conversation as Chat Completions): it runs none of the engine's code, and costs less than the engine."""
+    engine, _ = _counted(capsys, "request", "gemini", "--source", "anthropic", "--plain")
+    hand, hand_code = _counted(capsys, "request", "gemini", "--source", "anthropic", "--baseline")
+    assert hand < engine
+    assert "bench_baseline.py:496 hand_gemini_request" in hand_code
+    assert not any(name.startswith("<") or name.startswith("inbound.py") for name in hand_code), hand_code
+    plain, _ = _counted(capsys, "request", "gemini", "--source", "anthropic", "--plain", "--baseline")
+    assert plain == hand  # the hand-written side reads the plain request either way
+    answer, answer_code = _counted(capsys, "answer", "mistral", "--baseline")
+    assert "bench_baseline.py:723 hand_mistral_response" in answer_code and answer > 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["parity", "cohere", "--baseline"], "no hand-written cohere"),
+        (["answer", "openai", "--source", "anthropic", "--baseline"], "leave out --source"),
+    ],
+)
+def test_the_count_tool_refuses_a_baseline_it_has_not(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as raised:
+        count.main(argv)
+    assert said in f"{raised.value.code} {capsys.readouterr().err}"

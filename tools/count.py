@@ -8,8 +8,6 @@ The rows are tools/bench.py's:
   `--source anthropic|openai-responses`, in that format. The inputs are tools/bench.py's answer rows, in the
   shape the provider answers in: "stop" and "tools" (the parity fixture's finishStop and finishTools), "text",
   "3 tool calls" (the default) and "large" (the generated answers), or a row's own name ("parity finishStop");
-  `--baseline` counts the hand-written translator tools/bench.py times that row against instead, so the
-  engine's count over it is the row's ratio in instructions;
 - `request PROVIDER --source FORMAT`: a transcript of `--messages` messages in that format, translated for the
   provider; `--plain` the same conversation as a Chat Completions request (the row a source request's cost is
   compared with);
@@ -20,6 +18,9 @@ Without `--instructions` it prints the bytecodes one call executes (Python's own
 `--instructions` it runs itself under `valgrind --tool=callgrind` and prints the machine instructions per call,
 counted inside the loop of `--calls` calls only (after 50 unmeasured), with `PYTHONHASHSEED=0`: the figure the
 README's rounds cite. `--engine CHECKOUT` counts another checkout's engine (say, the commit before a change).
+`--baseline` counts the hand-written translator of tools/bench_baseline.py on the same input instead (a request
+row's conversation as Chat Completions, which is what it reads); with `--instructions` it counts both sides and
+prints the engine's, the hand-written one's and their ratio: the ratio tools/bench.py times, in instructions.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--messages", type=int, default=10, help="the request's transcript length (default 10)")
     parser.add_argument("--plain", action="store_true", help="the request as Chat Completions (the plain row)")
-    parser.add_argument("--baseline", action="store_true", help="an answer row's hand-written translator instead")
+    parser.add_argument("--baseline", action="store_true", help="the row's hand-written translator (bench_baseline.py)")
     parser.add_argument("--engine", metavar="CHECKOUT", help="count this checkout's engine instead")
     parser.add_argument("--instructions", action="store_true", help="machine instructions, under callgrind")
     parser.add_argument("--calls", type=int, default=20, help="calls counted with --instructions (default 20)")
@@ -67,10 +68,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.row == "request" and args.source is None:
         parser.error("request needs --source (anthropic or openai-responses)")
-    if args.baseline and (args.row != "answer" or args.source is not None):
-        parser.error("--baseline counts a plain answer row's hand-written translator: answer without --source")
     if args.calls < 1 or args.messages < 1:
         parser.error("--calls and --messages must be at least 1")
+    if args.baseline and args.row == "answer" and args.source is not None:
+        parser.error("--baseline translates answers to Chat Completions only: leave out --source")
     return args
 
 
@@ -96,15 +97,23 @@ def row_call(args: argparse.Namespace) -> Callable[[], Any]:
 
     if args.provider not in toolnexus.providers():
         raise SystemExit(f"count.py: no provider {args.provider!r}; one of {', '.join(toolnexus.providers())}")
+    if args.row != "answer" and args.baseline:
+        from bench_baseline import HAND_WRITTEN
+
+        if args.provider not in HAND_WRITTEN:
+            raise SystemExit(f"count.py: --baseline: no hand-written {args.provider}; one of {', '.join(HAND_WRITTEN)}")
+    hand = HAND_WRITTEN[args.provider] if args.row != "answer" and args.baseline else None
     if args.row == "parity":
         request = parity_inputs()[0]
+        if hand is not None:
+            return functools.partial(hand[0], request)
         return lambda: toolnexus.translate_request(args.provider, request)
     if args.row == "answer":
         from bench_responses import provider_answers
         from toolnexus.devtools.conformance import parents_of
 
         parents = parents_of(toolnexus.load_rules())
-        rows, hand = provider_answers(
+        rows, answer_hand = provider_answers(
             args.provider, parents.get, parity_inputs()[1], generated_responses(tool_declarations())
         )
         answers = dict(rows)
@@ -113,16 +122,18 @@ def row_call(args: argparse.Namespace) -> Callable[[], Any]:
             raise SystemExit(f"count.py: no answer {args.input!r}; one of {', '.join([*ANSWER_NAMES, *answers])}")
         answer, source = answers[name], args.source or "openai"
         if args.baseline:
-            if hand is None:
-                raise SystemExit(f"count.py: no hand-written answer translator for {args.provider}")
-            return functools.partial(hand, answer)
+            if answer_hand is None:
+                raise SystemExit(f"count.py: --baseline: no hand-written {args.provider} answer translator")
+            return functools.partial(answer_hand, answer)
         return lambda: toolnexus.translate_response(args.provider, answer, source=source)
     transcripts = {"anthropic": messages_transcript, "openai-responses": responses_transcript}
     if args.source not in transcripts:
         raise SystemExit(f"count.py: no transcript in {args.source!r}; one of {', '.join(transcripts)}")
     request = transcripts[args.source](args.messages, tool_declarations())
-    if args.plain:
+    if args.plain or hand is not None:
         plain = toolnexus.load_rules().format(args.source).read(request)[0]
+        if hand is not None:
+            return functools.partial(hand[0], plain)
         return lambda: toolnexus.translate_request(args.provider, plain)
     return lambda: toolnexus.translate_request(args.provider, request, source=args.source)
 
@@ -173,7 +184,14 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     args = parse(argv)
     if args.instructions:
-        print(f"{instructions(argv, args.calls):,} instructions per call")
+        counted = instructions(argv, args.calls)
+        if not args.baseline:
+            print(f"{counted:,} instructions per call")
+            return
+        engine = instructions([a for a in argv if a != "--baseline"], args.calls)
+        print(f"{engine:,} instructions per call (engine)")
+        print(f"{counted:,} instructions per call (hand-written)")
+        print(f"{engine / counted:.2f}x of hand-written")
         return
     call = row_call(args)
     for _ in range(WARMUP):
