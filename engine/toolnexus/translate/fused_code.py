@@ -35,7 +35,7 @@ from ..language.codegen import indent
 from ..language.templates import SEAL, Ctx, ListPath, Obj
 from .direct_code import CALL_FIELDS, CALLS, WRITTEN_CALLS, WRITTEN_NOTES, At, call_check, call_write
 from .format_code import ReaderGen, escaped_path, written_role
-from .formats import TEXT_PART, Fused, Kind, SourceFormat, remap
+from .formats import OWN_PATH, TEXT_PART, Fused, Kind, SourceFormat, named_alone, remap
 from .request_code import HOISTED, MESSAGES, MESSAGES_HEAD, READS_LAST, message_names, role_branches
 
 if TYPE_CHECKING:
@@ -118,9 +118,10 @@ def _hub_scope(expr: str, names: Mapping[str, Any]) -> str | None:
     return str(owner.element_path(index))
 
 
-def sourced(lines: list[str], source: _Source, names: Mapping[str, Any]) -> list[str]:
+def sourced(lines: list[str], source: _Source, names: Mapping[str, Any], mark: str = "") -> list[str]:
     """A branch's lines with each note it makes at its path in the format's request (`source`), so nothing is
-    named afterwards; a note whose path is not known here (a key to settle, a part's) declines instead."""
+    named afterwards (`mark` begins each such path, where the function's notes and a helper's share a list); a note
+    whose path is not known here (a key to settle, a part's) declines instead."""
     out, scope, depth = [], None, 0
     for line in lines:
         if scope is not None and len(line) - len(line.lstrip()) < depth:
@@ -129,12 +130,12 @@ def sourced(lines: list[str], source: _Source, names: Mapping[str, Any]) -> list
         if found is not None:
             scope, depth = _hub_scope(found[2], names), len(found[1])
         elif (noted := _NOTE.search(line)) is not None:
-            line = line[: noted.start()] + _noted(line[noted.start() :], scope, source, names)
+            line = line[: noted.start()] + _noted(line[noted.start() :], scope, source, names, mark)
         out.append(line)
     return out
 
 
-def _noted(call: str, scope: str | None, source: _Source, names: Mapping[str, Any]) -> str:
+def _noted(call: str, scope: str | None, source: _Source, names: Mapping[str, Any], mark: str) -> str:
     """A note's statement at its source path, or `return None` when that path is not known here."""
     call = _ELEMENT.sub(lambda found: _hub_scope(f"({found[1]}, {found[2]})", names) or _UNKNOWN, call)
     if scope is not None:
@@ -143,7 +144,7 @@ def _noted(call: str, scope: str | None, source: _Source, names: Mapping[str, An
     if call.startswith("c.settle(") or not paths or None in paths or "c.at(" in call or _UNKNOWN in call:
         return "return None"
     for path in paths:
-        call = _HUB_PATH.sub(lambda _: f"f'{path}'", call, count=1)  # noqa: B023 (used at once)
+        call = _HUB_PATH.sub(lambda _: f"f'{mark}{path}'", call, count=1)  # noqa: B023 (used at once)
     return call.removeprefix("c.")
 
 
@@ -192,7 +193,8 @@ def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | N
     objects = not inbound.reads_arguments_json
     gen.names.update({"Ctx": Ctx, "P": inbound.provider, "TEXT_PART": TEXT_PART, "OBJECTS": objects})
     gen.names.update({"ONCE": (None,), "joined_at": joined_at, "JOINED": writer.joined, "TOOL_CALL_IDS": ids})
-    gen.names.update({"ALONE": writer.alone})
+    gen.names.update({"ALONE": writer.alone, "NAMED_ALONE": named_alone, "FORMAT": fmt})
+    gen.names["SETTLE"] = inbound._settle_error  # (a key not mapped raises, and declines: today's route notes it)
     text = "\n".join(lines) + "\n"
     exec(compile(text, f"<fused {fmt.name} -> {inbound.provider}>", "exec"), gen.names)
     return text, gen.names["fused"]
@@ -232,6 +234,9 @@ class _Writer:
         self.alone = {
             role: frozenset(n for n, k in kinds.items() if k.mode == "message") for role, kinds in fmt.roles.items()
         }
+        # A format of role messages: a helper's notes (at the normal form's paths) are named at the end, where a
+        # role message made one message (`formats.named_alone`), so the function's own share their list, marked.
+        self.mark = "" if fmt.items is not None else repr(OWN_PATH)[1:-1]
         if fmt.items is not None:
             self.joined_source = _Source(self.item, {}, self.lists, self.item.replace("{i}", "{@}"))
         else:  # an element of a list at its block of the message's content
@@ -251,7 +256,7 @@ class _Writer:
         branch = self.branches.get(HOISTED if hoisted else role)
         if branch is None:
             return None
-        branch = sourced(branch, source, self.gen.names)
+        branch = sourced(branch, source, self.gen.names, self.mark)
         if not last:
             if branch and branch[-1] == "continue":  # its last line: nothing follows it in the branch anyway
                 branch = branch[:-1]
@@ -323,7 +328,7 @@ class _Writer:
         # Its notes at its item, kept until the branch adds the calls (where today's route notes them, in order).
         written = [
             _NOTES.sub(f"{WRITTEN_NOTES}.append(", line)
-            for line in sourced(written, self.joined_source, self.gen.names)
+            for line in sourced(written, self.joined_source, self.gen.names, self.mark)
         ]
         return [
             "if x_ok:",
@@ -522,12 +527,17 @@ class _Writer:
         """The whole function's lines (the system key, then one branch per item kind and per role of the format's
         message kind, the open message written last), or None when a piece does not compose."""
         fmt = self.fmt
+        own = (  # the function's notes: apart from a helper's (at the hub's paths: declines), or with them (marked)
+            "    notes = []  # the transcript's, at the format's paths (any made at the hub's, in c.notes, declines)"
+            if not self.mark
+            else "    c.settler = SETTLE  # a helper's notes are kept: settled as today's (a key not mapped: raised)"
+        )
         lines = [
             "def fused(msgs, system):",
             "    c = Ctx(P)",
             "    c.objects, c.written = OBJECTS, None if OBJECTS else {}  # as `translate_source` reads",
             *MESSAGES_HEAD,
-            "    notes = []  # the transcript's, at the format's paths (any made at the hub's, in c.notes, declines)",
+            own,
             "    ids, sent_ids = (None, None) if TOOL_CALL_IDS is None else TOOL_CALL_IDS.for_request(None, P)",
             *self.current_turn(),
             "    x_open = x_at = None  # the message items join while nothing else follows it, and its index",
@@ -587,7 +597,14 @@ class _Writer:
                 return None
             lines += [f"        {branch} x_r == {role!r}:", *indent(body, 12)]
             branch = "elif"
-        return [*lines, "        else: return None", *_END]
+        return [
+            *lines,
+            "        else: return None",
+            "    if notes:  # (the function's own at the format's paths, marked; a helper's at the hub's, named here)",
+            "        notes = NAMED_ALONE(notes, msgs, FORMAT)",
+            "        if notes is None: return None",
+            _END[1],
+        ]
 
 
 # The fused function's last lines: what it made, unless a helper noted at the normal form's paths.
