@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from support.cases import CASES
 from support.cli import explain_code
+from support.fused import counted, outcome, without_fused
 from toolnexus import Note, ToolnexusError, load_rules
 from toolnexus.language.templates import SEAL, Ctx, sealed
 from toolnexus.translate import formats
@@ -32,21 +33,6 @@ sys.path.insert(0, str(ROOT / "tools"))
 from bench_inputs import responses_transcript, tool_declarations  # noqa: E402
 
 SOURCE = "openai-responses"
-
-
-def outcome(fmt: SourceFormat, provider: str, request: Any, **options: Any) -> tuple[Any, ...]:
-    """The body and its notes, or the error (type, message, path), of one source request."""
-    inbound = load_rules().get(provider).inbound
-    try:
-        body = translate_source(fmt, inbound, copy.deepcopy(request), **options)
-    except ToolnexusError as exc:
-        return ("error", type(exc).__name__, str(exc), getattr(exc, "path", None))
-    return ("body", dict(body), [tuple(n) for n in body.notes], dict(body.id_map))
-
-
-def without_fused(fmt: SourceFormat) -> SourceFormat:
-    """The format with no fused function: today's route only (the test-only switch)."""
-    return replace(fmt, fused={})
 
 
 def hub_written(fmt: SourceFormat, provider: str) -> formats.Fused:
@@ -149,18 +135,6 @@ def test_an_error_after_the_transcript_is_todays() -> None:
 # ---------------------------------------------------------------- the generated fused functions (fused_code)
 
 FUSED = sorted(load_rules().format(SOURCE).fused)
-
-
-def counted(fmt: SourceFormat, provider: str, hits: list[int]) -> SourceFormat:
-    """The format with the pair's fused function counting each transcript it takes."""
-    run = fmt.fused[provider]
-
-    def counting(items: list[Any], system: Any) -> Any:
-        written = run(items, system)
-        hits.append(written is not None)
-        return written
-
-    return replace(fmt, fused={provider: counting})
 
 
 def test_the_pairs_that_compose_get_a_fused_function() -> None:

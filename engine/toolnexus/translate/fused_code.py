@@ -237,6 +237,9 @@ class _Writer:
         # A format of role messages: a helper's notes (at the normal form's paths) are named at the end, where a
         # role message made one message (`formats.named_alone`), so the function's own share their list, marked.
         self.mark = "" if fmt.items is not None else repr(OWN_PATH)[1:-1]
+        # The Ctx the format's templates render with: the reader's notes are not kept (a Ctx of their own, `x_rc`),
+        # where a helper's are; else any note declines.
+        self.ctx = "c" if fmt.items is not None else "x_rc"
         if fmt.items is not None:
             self.joined_source = _Source(self.item, {}, self.lists, self.item.replace("{i}", "{@}"))
         else:  # an element of a list at its block of the message's content
@@ -351,14 +354,14 @@ class _Writer:
         for name, kind in kinds.items():
             if kind.mode != "part" or kind.state is not None:
                 continue
-            reads, writes = self.gen.template(kind, "x_q", "x_b")
+            reads, writes = self.gen.template(kind, "x_q", "x_b", self.ctx)
             lines += [f"    {branch} x_k == {name!r}:", *indent([*reads, *writes, f"{into}.append(x_q)"], 8)]
             branch = "elif"
         return [*lines, "    else: return None"] if branch == "elif" else None
 
     def joined_item(self, kind: Kind, role: str, scope: str = "x_m") -> list[str]:
         """An item (or a block, at `scope`) that joins the open message of `role` (into its list `kind.into`)."""
-        reads, writes = self.gen.template(kind, "x_w", scope)
+        reads, writes = self.gen.template(kind, "x_w", scope, self.ctx)
         lines = list(reads)
         if kind.state is not None:  # sealed state: today's route unseals it
             lines += [
@@ -381,7 +384,7 @@ class _Writer:
         role = written_role(kind)
         if role is None or role == self.joins:
             return None
-        reads, writes = self.gen.template(kind, "x_w", "x_m")
+        reads, writes = self.gen.template(kind, "x_w", "x_m", self.ctx)
         lines = [*reads, *writes]
         for key in kind.blocks:
             parts = self.parts(self.fmt.roles.get(role, {}), "x_n", "x_ps")
@@ -447,7 +450,7 @@ class _Writer:
         branch = "if"
         for name, kind in fmt.roles[role].items():
             if kind.mode == "part":
-                reads, writes = self.gen.template(kind, "x_q", "x_b")
+                reads, writes = self.gen.template(kind, "x_q", "x_b", self.ctx)
                 body = [*reads, *writes, *self.opened(role), "x_open['content'].append(x_q)"]
             elif kind.mode == "item":
                 body = self.joined_item(kind, role, "x_b")
@@ -466,7 +469,7 @@ class _Writer:
         written_as = written_role(kind)
         if written_as is None or kind.state is not None:
             return None
-        reads, writes = self.gen.template(kind, "x_w", "x_b")
+        reads, writes = self.gen.template(kind, "x_w", "x_b", self.ctx)
         lines = [*reads, *writes]
         for key in kind.blocks:
             parts = self.parts(self.fmt.roles[role], "x_n", "x_ps")
@@ -482,7 +485,8 @@ class _Writer:
         return [*lines, *flushed, *written]
 
     def system(self) -> list[str]:
-        """The format's system key (`system`): a string, the hoisted prompt or first message it is."""
+        """The format's system key (`system`): a string, the hoisted prompt or first message it is (a list of
+        blocks declines: a hoisted prompt's parts are noted at the normal form's paths, after the transcript)."""
         fmt = self.fmt
         if fmt.system is None or "system" not in fmt.roles:
             return []
@@ -532,12 +536,18 @@ class _Writer:
             if not self.mark
             else "    c.settler = SETTLE  # a helper's notes are kept: settled as today's (a key not mapped: raised)"
         )
+        read = (
+            []
+            if self.ctx == "c"
+            else [f"    {self.ctx} = Ctx(P)", f"    {self.ctx}.objects, {self.ctx}.written = c.objects, c.written"]
+        )
         lines = [
             "def fused(msgs, system):",
             "    c = Ctx(P)",
             "    c.objects, c.written = OBJECTS, None if OBJECTS else {}  # as `translate_source` reads",
             *MESSAGES_HEAD,
             own,
+            *read,
             "    ids, sent_ids = (None, None) if TOOL_CALL_IDS is None else TOOL_CALL_IDS.for_request(None, P)",
             *self.current_turn(),
             "    x_open = x_at = None  # the message items join while nothing else follows it, and its index",
