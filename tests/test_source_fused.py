@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from support.cases import CASES
 from support.cli import explain_code
-from support.fused import counted, outcome, without_fused
+from support.fused import OPTIONS, assert_todays, counted, outcome, without_fused
 from toolnexus import Note, ToolnexusError, load_rules
 from toolnexus.language.templates import SEAL, Ctx, sealed
 from toolnexus.translate import formats
@@ -224,17 +224,12 @@ def variants() -> dict[str, dict[str, Any]]:
 
 
 VARIANTS = variants()
-OPTIONS = [{}, {"system": "per call"}, {"unknown_fields": "drop"}]
 
 
 @pytest.mark.parametrize("provider", FUSED)
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_the_fused_function_gives_todays_body_notes_and_errors(provider: str, name: str) -> None:
-    fmt = load_rules().format(SOURCE)
-    for options in OPTIONS:
-        hits: list[int] = []
-        got = outcome(counted(fmt, provider, hits), provider, VARIANTS[name], **options)
-        assert got == outcome(without_fused(fmt), provider, VARIANTS[name], **options), options
+    assert_todays(load_rules().format(SOURCE), provider, VARIANTS[name])
 
 
 @pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])

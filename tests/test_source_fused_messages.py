@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support.fused import counted, outcome, without_fused
+from support.fused import OPTIONS, assert_todays, counted, outcome, without_fused
 from toolnexus import Note, load_rules
 from toolnexus.language.templates import SEAL, sealed
 from toolnexus.translate.formats import OWN_PATH, named_alone, translate_source
@@ -147,17 +147,12 @@ def variants() -> dict[str, dict[str, Any]]:
 
 
 VARIANTS = variants()
-OPTIONS = [{}, {"system": "per call"}, {"unknown_fields": "drop"}]
 
 
 @pytest.mark.parametrize("provider", FUSED)
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_the_fused_function_gives_todays_body_notes_and_errors(provider: str, name: str) -> None:
-    fmt = load_rules().format(SOURCE)
-    for options in OPTIONS:
-        hits: list[int] = []
-        got = outcome(counted(fmt, provider, hits), provider, VARIANTS[name], **options)
-        assert got == outcome(without_fused(fmt), provider, VARIANTS[name], **options), options
+    assert_todays(load_rules().format(SOURCE), provider, VARIANTS[name])
 
 
 @pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic", "cohere"])

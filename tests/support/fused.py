@@ -36,3 +36,14 @@ def counted(fmt: SourceFormat, provider: str, hits: list[int]) -> SourceFormat:
         return written
 
     return replace(fmt, fused={provider: counting})
+
+
+OPTIONS = [{}, {"system": "per call"}, {"unknown_fields": "drop"}]  # the call options each request is compared under
+
+
+def assert_todays(fmt: SourceFormat, provider: str, request: Any) -> None:
+    """The request's outcome with the pair's fused function is today's, under each of `OPTIONS`."""
+    for options in OPTIONS:
+        hits: list[int] = []
+        got = outcome(counted(fmt, provider, hits), provider, request, **options)
+        assert got == outcome(without_fused(fmt), provider, request, **options), options

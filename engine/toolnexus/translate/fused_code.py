@@ -26,7 +26,7 @@ fields at the normal form's paths (every transcript with one would decline).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -572,44 +572,41 @@ class _Writer:
                 return None
             lines += [f"        {branch} x_t == {name!r}:", *indent(body, 12)]
             branch = "elif"
-        known = self.gen.name(frozenset({"role", "content", fmt.kind}), "MESSAGE_KEYS_")
-        table = self.gen.name(fmt.message_unsupported, "UNSUPPORTED_")
-        lines += [
-            f"        {branch} x_t == {fmt.message_kind!r}:",
-            "            x_r, x_c = x_m.get('role', MISSING), x_m.get('content', MISSING)",
-            f"            if len(x_m) != (x_r is not MISSING) + (x_c is not MISSING) + ({fmt.kind!r} in x_m)"
-            f" and not quiet(x_m, {known}, {table}): return None",
-        ]
-        inner = "if"
-        for role in sorted(fmt.transcript_roles):
-            body = self.role_message(role)
-            if body is None:
-                return None
-            lines += [f"            {inner} x_r == {role!r}:", *indent(body, 16)]
-            inner = "elif"
-        lines += ["            else: return None", "        else: return None"]
+        roles = self.by_role(self.role_message, 12, keyed=True)
+        if roles is None:
+            return None
+        lines += [f"        {branch} x_t == {fmt.message_kind!r}:", *roles, "        else: return None"]
         return [*lines, *indent(last), *_END]
 
-    def role_messages(self, lines: list[str]) -> list[str] | None:
-        """The function's loop over a format of role messages (`lines`: up to the loop's first test)."""
-        fmt = self.fmt
-        known = self.gen.name(frozenset({"role", "content"}), "MESSAGE_KEYS_")
+    def by_role(self, message: Callable[[str], list[str] | None], depth: int, keyed: bool) -> list[str] | None:
+        """A role message's keys tested (`keyed`: the format's kind key among them), then its branch for each
+        transcript role (`message`: its lines), at `depth`; None when one does not compose."""
+        fmt, pad = self.fmt, " " * depth
+        known = self.gen.name(frozenset({"role", "content", *([fmt.kind] if keyed else [])}), "MESSAGE_KEYS_")
         table = self.gen.name(fmt.message_unsupported, "UNSUPPORTED_")
-        lines += [
-            "        x_r, x_c = x_m.get('role', MISSING), x_m.get('content', MISSING)",
-            "        if len(x_m) != (x_r is not MISSING) + (x_c is not MISSING)"
-            f" and not quiet(x_m, {known}, {table}): return None",
+        lines = [
+            f"{pad}x_r, x_c = x_m.get('role', MISSING), x_m.get('content', MISSING)",
+            f"{pad}if len(x_m) != (x_r is not MISSING) + (x_c is not MISSING)"
+            + (f" + ({fmt.kind!r} in x_m)" if keyed else "")
+            + f" and not quiet(x_m, {known}, {table}): return None",
         ]
         branch = "if"
         for role in sorted(fmt.transcript_roles):
-            body = self.blocks_message(role)
+            body = message(role)
             if body is None:
                 return None
-            lines += [f"        {branch} x_r == {role!r}:", *indent(body, 12)]
+            lines += [f"{pad}{branch} x_r == {role!r}:", *indent(body, depth + 4)]
             branch = "elif"
+        return [*lines, f"{pad}else: return None"]
+
+    def role_messages(self, lines: list[str]) -> list[str] | None:
+        """The function's loop over a format of role messages (`lines`: up to the loop's first test)."""
+        roles = self.by_role(self.blocks_message, 8, keyed=False)
+        if roles is None:
+            return None
         return [
             *lines,
-            "        else: return None",
+            *roles,
             "    if notes:  # (the function's own at the format's paths, marked; a helper's at the hub's, named here)",
             "        notes = NAMED_ALONE(notes, msgs, FORMAT)",
             "        if notes is None: return None",
