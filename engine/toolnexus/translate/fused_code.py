@@ -15,10 +15,19 @@ user message when a branch reads it). Each note a branch makes is made at its pa
 renamed at generation; an element of a list items joined, at its own item), and the body keeps them as they are
 (`RequestBody.transcript_notes`).
 
+A format of role messages (no `items`: Anthropic Messages) composes the same way, one role message at a time:
+its blocks in order, parts and items (`item` kinds: a `tool_use` one of the calls, thinking riding along) joining
+the message its role message opens, a block that is a message of its own (a `tool_result`) writing the open one
+first, then itself, the open one written at the role message's end; an element of a list at its block of the
+role message's content. The format's templates render with a Ctx of their own (the reader keeps none of their
+notes), and a helper's notes at the normal form's paths (a part's key it drops, say) are kept with the function's
+own, in order, and named at the end by the reader's records of their one role message read again
+(`formats.named_alone`); one that made several messages declines.
+
 It declines (None) whatever it does not take, so today's route runs and says it exactly: a block of a shape the
 reader's fast test declines, sealed state, a key to settle, a note at a path not known here (any a helper makes,
-at the normal form's paths), anything raised. A pair gets none when its pieces do not compose: a format of role
-messages, a provider that rewrites ids (`tool_call_ids`, a scan of every message first), more than one role items
+at the normal form's paths, in a format of items), anything raised. A pair gets none when its pieces do not
+compose: a provider that rewrites ids (`tool_call_ids`, a scan of every message first), more than one role items
 join, a joined role that is not written as its text alone, a joined role's branch that notes its parts' unwritten
 fields at the normal form's paths (every transcript with one would decline).
 """
