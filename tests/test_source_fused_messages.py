@@ -140,6 +140,8 @@ def variants() -> dict[str, dict[str, Any]]:
     edit("message not an object", lambda r: r[m].insert(1, "x"))
     edit("content a number", lambda r: r[m][0].update(content=7))
     edit("transcript empty", lambda r: r.update(messages=[]))
+    edit("no message made", lambda r: r.update(messages=[{"role": "user", "content": []}]))
+    edit("no message made, a system", lambda r: r.update(messages=[{"role": "assistant", "content": []}]))
     edit("bad temperature", lambda r: r.update(temperature=5))
     edit("unknown field", lambda r: r.update(bogus=1))
     edit("bad choice", lambda r: r.update(tool_choice={"type": "tool", "name": "nope"}))

@@ -616,6 +616,7 @@ class _Writer:
         return [
             *lines,
             *roles,
+            "    if first is None and not hoisted: return None  # (no message: today's route refuses the transcript)",
             "    if notes:  # (the function's own at the format's paths, marked; a helper's at the hub's, named here)",
             "        notes = NAMED_ALONE(notes, msgs, FORMAT)",
             "        if notes is None: return None",
