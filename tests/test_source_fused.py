@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from support.cases import CASES
 from support.cli import explain_code
+from support.fused import OPTIONS, assert_todays, counted, outcome, without_fused
 from toolnexus import Note, ToolnexusError, load_rules
 from toolnexus.language.templates import SEAL, Ctx, sealed
 from toolnexus.translate import formats
@@ -32,21 +33,6 @@ sys.path.insert(0, str(ROOT / "tools"))
 from bench_inputs import responses_transcript, tool_declarations  # noqa: E402
 
 SOURCE = "openai-responses"
-
-
-def outcome(fmt: SourceFormat, provider: str, request: Any, **options: Any) -> tuple[Any, ...]:
-    """The body and its notes, or the error (type, message, path), of one source request."""
-    inbound = load_rules().get(provider).inbound
-    try:
-        body = translate_source(fmt, inbound, copy.deepcopy(request), **options)
-    except ToolnexusError as exc:
-        return ("error", type(exc).__name__, str(exc), getattr(exc, "path", None))
-    return ("body", dict(body), [tuple(n) for n in body.notes], dict(body.id_map))
-
-
-def without_fused(fmt: SourceFormat) -> SourceFormat:
-    """The format with no fused function: today's route only (the test-only switch)."""
-    return replace(fmt, fused={})
 
 
 def hub_written(fmt: SourceFormat, provider: str) -> formats.Fused:
@@ -151,26 +137,14 @@ def test_an_error_after_the_transcript_is_todays() -> None:
 FUSED = sorted(load_rules().format(SOURCE).fused)
 
 
-def counted(fmt: SourceFormat, provider: str, hits: list[int]) -> SourceFormat:
-    """The format with the pair's fused function counting each transcript it takes."""
-    run = fmt.fused[provider]
-
-    def counting(items: list[Any], system: Any) -> Any:
-        written = run(items, system)
-        hits.append(written is not None)
-        return written
-
-    return replace(fmt, fused={provider: counting})
-
-
 def test_the_pairs_that_compose_get_a_fused_function() -> None:
-    """Decided by the rules: a provider that rewrites ids by a hash (a scan of every id first), and a format of role
-    messages, get none; one whose roles read the current turn (Gemini), end a turn early (Cohere: an empty turn
-    dropped) or encode ids one by one (Anthropic, Bedrock) gets one."""
+    """Decided by the rules: a provider that rewrites ids by a hash (a scan of every id first) gets none; one whose
+    roles read the current turn (Gemini), end a turn early (Cohere: an empty turn dropped) or encode ids one by one
+    (Anthropic, Bedrock) gets one; a format of role messages composes as a format of items does."""
     assert {"openai", "groq", "xai", "gemini", "vertex-gemini", "cohere", "openai-responses"} <= set(FUSED)
     assert {"anthropic", "vertex-anthropic", "bedrock"} <= set(FUSED) and "mistral" not in FUSED
     assert "ollama" not in FUSED  # its calls' ids are dropped by a general branch, at the hub's paths: all decline
-    assert not load_rules().format("anthropic").fused
+    assert set(load_rules().format("anthropic").fused) == set(FUSED)
 
 
 @pytest.mark.parametrize("provider", FUSED)
@@ -250,17 +224,12 @@ def variants() -> dict[str, dict[str, Any]]:
 
 
 VARIANTS = variants()
-OPTIONS = [{}, {"system": "per call"}, {"unknown_fields": "drop"}]
 
 
 @pytest.mark.parametrize("provider", FUSED)
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_the_fused_function_gives_todays_body_notes_and_errors(provider: str, name: str) -> None:
-    fmt = load_rules().format(SOURCE)
-    for options in OPTIONS:
-        hits: list[int] = []
-        got = outcome(counted(fmt, provider, hits), provider, VARIANTS[name], **options)
-        assert got == outcome(without_fused(fmt), provider, VARIANTS[name], **options), options
+    assert_todays(load_rules().format(SOURCE), provider, VARIANTS[name])
 
 
 @pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])

@@ -106,11 +106,11 @@ class ReaderGen(Namespace):
                           "inside_read": inside_read})  # fmt: skip
         self.key_values: dict[int, str] = {}  # the last pasted template's (`Inline.key_values`)
 
-    def template(self, kind: Kind, target: str, scope: str) -> tuple[list[str], list[str]]:
+    def template(self, kind: Kind, target: str, scope: str, ctx: str = "c") -> tuple[list[str], list[str]]:
         """The kind's template pasted over the block at `scope`: its reads of the block, then the block's shape
-        test (`shape`); and the lines writing `target`."""
+        test (`shape`); and the lines writing `target` (rendering with the Ctx named `ctx`)."""
         assert kind.node is not None
-        pasted = inline_node(kind.node, scope, target, is_dict=True, tag=self.fresh("_"))
+        pasted = inline_node(kind.node, scope, target, is_dict=True, tag=self.fresh("_"), ctx=ctx)
         self.names.update(pasted.names)
         self.key_values = pasted.key_values
         return [*pasted.head, *self.shape(kind, scope, pasted.firsts)], pasted.body

@@ -233,6 +233,43 @@ def named(paths: Iterable[str], origins: Origins, records: list[Record]) -> list
     return out
 
 
+OWN_PATH = "\0"  # what begins a note's path a fused function made at the format's path already (`named_alone`)
+
+
+def named_alone(notes: list[Note], messages: list[Any], fmt: SourceFormat) -> list[Note] | None:
+    """A fused function's notes (`fused_code`, a format of role messages) as today's route names them: a path
+    begun by `OWN_PATH` is the format's already; any other a helper made at the normal form's path of the message
+    the role message at its index made (`messages[i]...`), named by the reader's records of that role message
+    read again alone (its index 0 there). None where that is not known: it made more or fewer than one message,
+    or no record begins the path."""
+    out, alone = [], f"{fmt.each}[0]"
+    reads: dict[int, list[Record] | None] = {}
+    for note in notes:
+        path = note.path
+        if path[:1] == OWN_PATH:
+            out.append(Note(note.kind, path[1:], note.message, note.side))
+            continue
+        found = _RECORDED.match(path)
+        if found is None or found[1] != "messages" or fmt.transcript is None:
+            return None
+        at = int(found[2])
+        if at not in reads:
+            read = fmt.transcript([messages[at]], None, False, None)
+            reads[at] = read[1] if read is not None and len(read[0]) == 1 else None
+        records = reads[at]
+        local = f"messages[0]{path[found.end(2) + 1 :]}"
+        found = _RECORDED.match(local)
+        record, cut = (None, 0) if records is None or found is None else _deepest(local, found, records, len(records))
+        if record is None:
+            return None
+        _, _, _, source, x, y, renames = record
+        named = _renamed(source.format(x, y), renames, local[cut:])
+        if not named.startswith(alone) or named[len(alone) : len(alone) + 1] not in ("", ".", "["):
+            return None
+        out.append(Note(note.kind, f"{fmt.each}[{at}]{named[len(alone) :]}", note.message, note.side))
+    return out
+
+
 def _is_tool(record: Record) -> bool:
     """Whether a record is a tool's (the bisection key of where the tools' records begin)."""
     return record[0] == TOOL_RECORD

@@ -15,10 +15,19 @@ user message when a branch reads it). Each note a branch makes is made at its pa
 renamed at generation; an element of a list items joined, at its own item), and the body keeps them as they are
 (`RequestBody.transcript_notes`).
 
+A format of role messages (no `items`: Anthropic Messages) composes the same way, one role message at a time:
+its blocks in order, parts and items (`item` kinds: a `tool_use` one of the calls, thinking riding along) joining
+the message its role message opens, a block that is a message of its own (a `tool_result`) writing the open one
+first, then itself, the open one written at the role message's end; an element of a list at its block of the
+role message's content. The format's templates render with a Ctx of their own (the reader keeps none of their
+notes), and a helper's notes at the normal form's paths (a part's key it drops, say) are kept with the function's
+own, in order, and named at the end by the reader's records of their one role message read again
+(`formats.named_alone`); one that made several messages declines.
+
 It declines (None) whatever it does not take, so today's route runs and says it exactly: a block of a shape the
 reader's fast test declines, sealed state, a key to settle, a note at a path not known here (any a helper makes,
-at the normal form's paths), anything raised. A pair gets none when its pieces do not compose: a format of role
-messages, a provider that rewrites ids (`tool_call_ids`, a scan of every message first), more than one role items
+at the normal form's paths, in a format of items), anything raised. A pair gets none when its pieces do not
+compose: a provider that rewrites ids (`tool_call_ids`, a scan of every message first), more than one role items
 join, a joined role that is not written as its text alone, a joined role's branch that notes its parts' unwritten
 fields at the normal form's paths (every transcript with one would decline).
 """
@@ -26,7 +35,7 @@ fields at the normal form's paths (every transcript with one would decline).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -35,7 +44,7 @@ from ..language.codegen import indent
 from ..language.templates import SEAL, Ctx, ListPath, Obj
 from .direct_code import CALL_FIELDS, CALLS, WRITTEN_CALLS, WRITTEN_NOTES, At, call_check, call_write
 from .format_code import ReaderGen, escaped_path, written_role
-from .formats import TEXT_PART, Fused, Kind, SourceFormat, remap
+from .formats import OWN_PATH, TEXT_PART, Fused, Kind, SourceFormat, named_alone, remap
 from .request_code import HOISTED, MESSAGES, MESSAGES_HEAD, READS_LAST, message_names, role_branches
 
 if TYPE_CHECKING:
@@ -70,6 +79,10 @@ class _Source:
     at: str
     renames: Mapping[str, str] = field(default_factory=dict)
     lists: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # Where the list's `n`th element is, `@` standing for its index: an item from the message's first (a format of
+    # items), or a block of the message's content (a format of role messages); and what `joined_at` counts from.
+    element: str = "{@}"
+    counted: str = "msgs, i"
 
     def path(self, rest: str) -> str | None:
         """The f-string text of the source path of the message's hub path followed by `rest`; None: unknown here."""
@@ -85,7 +98,7 @@ class _Source:
             return None
         # A list items joined (a key known at run time: one of them, or a KeyError that declines), at its item.
         known = f"JOINED[{key[1:-1]}]" if key[0] == "{" else f'JOINED["{key}"]'
-        item = self.at.replace("{i}", f"{{joined_at(msgs, i, {known}, {index or 0})}}")
+        item = self.element.replace("@", f"joined_at({self.counted}, {known}, {index or 0})")
         return item if index is None else remap("m" + deeper, {"m": (item, self.lists[key])})
 
 
@@ -114,9 +127,10 @@ def _hub_scope(expr: str, names: Mapping[str, Any]) -> str | None:
     return str(owner.element_path(index))
 
 
-def sourced(lines: list[str], source: _Source, names: Mapping[str, Any]) -> list[str]:
+def sourced(lines: list[str], source: _Source, names: Mapping[str, Any], mark: str = "") -> list[str]:
     """A branch's lines with each note it makes at its path in the format's request (`source`), so nothing is
-    named afterwards; a note whose path is not known here (a key to settle, a part's) declines instead."""
+    named afterwards (`mark` begins each such path, where the function's notes and a helper's share a list); a note
+    whose path is not known here (a key to settle, a part's) declines instead."""
     out, scope, depth = [], None, 0
     for line in lines:
         if scope is not None and len(line) - len(line.lstrip()) < depth:
@@ -125,12 +139,12 @@ def sourced(lines: list[str], source: _Source, names: Mapping[str, Any]) -> list
         if found is not None:
             scope, depth = _hub_scope(found[2], names), len(found[1])
         elif (noted := _NOTE.search(line)) is not None:
-            line = line[: noted.start()] + _noted(line[noted.start() :], scope, source, names)
+            line = line[: noted.start()] + _noted(line[noted.start() :], scope, source, names, mark)
         out.append(line)
     return out
 
 
-def _noted(call: str, scope: str | None, source: _Source, names: Mapping[str, Any]) -> str:
+def _noted(call: str, scope: str | None, source: _Source, names: Mapping[str, Any], mark: str) -> str:
     """A note's statement at its source path, or `return None` when that path is not known here."""
     call = _ELEMENT.sub(lambda found: _hub_scope(f"({found[1]}, {found[2]})", names) or _UNKNOWN, call)
     if scope is not None:
@@ -139,7 +153,7 @@ def _noted(call: str, scope: str | None, source: _Source, names: Mapping[str, An
     if call.startswith("c.settle(") or not paths or None in paths or "c.at(" in call or _UNKNOWN in call:
         return "return None"
     for path in paths:
-        call = _HUB_PATH.sub(lambda _: f"f'{path}'", call, count=1)  # noqa: B023 (used at once)
+        call = _HUB_PATH.sub(lambda _: f"f'{mark}{path}'", call, count=1)  # noqa: B023 (used at once)
     return call.removeprefix("c.")
 
 
@@ -157,24 +171,30 @@ def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | N
     """The pair's fused function and its source, or None when its pieces do not compose."""
     items = fmt.items
     ids = inbound.tool_call_ids
-    if items is None or inbound.writes is None or (ids is not None and ids.rewrite is not None):
+    if inbound.writes is None or (ids is not None and ids.rewrite is not None):
         return None  # (a rewrite scans every id of the transcript first)
-    joined = {kind.joins for kind in items.values() if kind.joins} | fmt.joining_roles
-    if len(joined) != 1:
+    if items is not None:  # a format of items: those that join make one message of one role
+        joined = {kind.joins for kind in items.values() if kind.joins} | fmt.joining_roles
+        if len(joined) != 1:
+            return None
+        (joins,) = joined
+        opened: frozenset[str] = frozenset({joins})
+    elif fmt.joining_roles:
         return None
-    (joins,) = joined
-    if joins not in fmt.plain_text or joins in inbound.hoist:
+    else:  # a format of role messages: each one's blocks make messages of its own (`_Writer.blocks_message`)
+        joins, opened = None, fmt.transcript_roles
+    if not opened <= fmt.plain_text or not opened.isdisjoint(inbound.hoist):
         return None  # (its text is kept as a list of parts here until it is complete)
     gen = ReaderGen(fmt)
     gen.names.update(message_names(inbound))
-    calls_read = "x_ok" if joins == "assistant" else None  # the role whose calls are checked at their items
+    calls_read = "x_ok" if "assistant" in opened else None  # the role whose calls are checked at their items
     branches = role_branches(inbound, gen.names, *inbound.writes, "x_path", calls_read)
-    if any(_GAPS.fullmatch(line) for line in branches.get(joins, ())):
+    if any(_GAPS.fullmatch(line) for role in opened for line in branches.get(role, ())):
         return None
     reads_last = any(READS_LAST.search(line) for lines in branches.values() for line in lines)
-    if reads_last and (joins == "user" or any(written_role(kind) == "user" for kind in items.values())):
+    if reads_last and (joins == "user" or any(written_role(kind) == "user" for kind in (items or {}).values())):
         return None  # (the current turn's start is found among the format's role messages only)
-    takes_calls = calls_read is not None and any(WRITTEN_CALLS in line for line in branches.get(joins, ()))
+    takes_calls = calls_read is not None and any(WRITTEN_CALLS in line for line in branches.get("assistant", ()))
     writer = _Writer(fmt, gen, branches, joins, reads_last, inbound if takes_calls else None)
     lines = writer.function()
     if lines is None:
@@ -182,6 +202,8 @@ def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | N
     objects = not inbound.reads_arguments_json
     gen.names.update({"Ctx": Ctx, "P": inbound.provider, "TEXT_PART": TEXT_PART, "OBJECTS": objects})
     gen.names.update({"ONCE": (None,), "joined_at": joined_at, "JOINED": writer.joined, "TOOL_CALL_IDS": ids})
+    gen.names.update({"ALONE": writer.alone, "NAMED_ALONE": named_alone, "FORMAT": fmt})
+    gen.names["SETTLE"] = inbound._settle_error  # (a key not mapped raises, and declines: today's route notes it)
     text = "\n".join(lines) + "\n"
     exec(compile(text, f"<fused {fmt.name} -> {inbound.provider}>", "exec"), gen.names)
     return text, gen.names["fused"]
@@ -195,32 +217,58 @@ class _Writer:
         fmt: SourceFormat,
         gen: ReaderGen,
         branches: dict[str, list[str]],
-        joins: str,
+        joins: str | None,
         reads_last: bool,
         calls: Inbound | None,
     ) -> None:
         self.fmt, self.gen, self.branches, self.joins, self.reads_last = fmt, gen, branches, joins, reads_last
         self.calls = calls  # the provider whose joined calls are written at their items; None: its branch reads them
         self.item = escaped_path(fmt.each) + "[{i}]"  # an item's path (f-string text)
-        assert fmt.items is not None
+        # The kinds that join a list of a message: items that join one (a format of items), or a role's `item`
+        # blocks (a format of role messages: the message their role message makes).
+        if fmt.items is not None:
+            joining = {name: kind for name, kind in fmt.items.items() if kind.joins}
+        else:
+            joining = {
+                name: kind for kinds in fmt.roles.values() for name, kind in kinds.items() if kind.mode == "item"
+            }
         lists: dict[str, list[str]] = {}
-        for name, kind in fmt.items.items():
-            if kind.joins:
-                lists.setdefault(kind.into, []).append(name)
+        for name, kind in joining.items():
+            lists.setdefault(kind.into, []).append(name)
         # Each list items join a message into: (the kind key, the kinds that join it), for `joined_at`.
         self.joined = {into: (fmt.kind, frozenset(kinds)) for into, kinds in lists.items()}
-        self.lists = {kind.into: kind.renames for kind in fmt.items.values() if kind.joins}
+        self.lists = {kind.into: kind.renames for kind in joining.values()}
+        # Each role's kinds that make a message of their own (the current turn's scan: a user message of only
+        # these makes no user message).
+        self.alone = {
+            role: frozenset(n for n, k in kinds.items() if k.mode == "message") for role, kinds in fmt.roles.items()
+        }
+        # A format of role messages: a helper's notes (at the normal form's paths) are named at the end, where a
+        # role message made one message (`formats.named_alone`), so the function's own share their list, marked.
+        self.mark = "" if fmt.items is not None else repr(OWN_PATH)[1:-1]
+        # The Ctx the format's templates render with: the reader's notes are not kept (a Ctx of their own, `x_rc`),
+        # where a helper's are; else any note declines.
+        self.ctx = "c" if fmt.items is not None else "x_rc"
+        if fmt.items is not None:
+            self.joined_source = _Source(self.item, {}, self.lists, self.item.replace("{i}", "{@}"))
+        else:  # an element of a list at its block of the message's content
+            self.joined_source = _Source(
+                self.item, {}, self.lists, self.item + ".content[{@}]", 'msgs[i]["content"], 0'
+            )
 
-    def written(self, role: str, message: str, index: str, path: str, last: bool, source: _Source) -> list[str] | None:
+    def written(
+        self, role: str, message: str, index: str, path: str, last: bool, source: _Source, read_as: str | None = None
+    ) -> list[str] | None:
         """A complete normal-form message `message` of `role` (its index `index`; `path`: its source path's
         expression, for a hoisted prompt) written by the provider's branch for its role, its notes at their paths
         in `source`; `last`: nothing follows in the item's lines (a `continue` of the branch ends the item, as it
-        ends the message; else it ends a loop of one turn around the branch)."""
+        ends the message; else it ends a loop of one turn around the branch); `read_as`: the role whose blocks it
+        was read from (its own, unless said)."""
         hoisted = role in self.gen.names["HOIST"]
         branch = self.branches.get(HOISTED if hoisted else role)
         if branch is None:
             return None
-        branch = sourced(branch, source, self.gen.names)
+        branch = sourced(branch, source, self.gen.names, self.mark)
         if not last:
             if branch and branch[-1] == "continue":  # its last line: nothing follows it in the branch anyway
                 branch = branch[:-1]
@@ -229,15 +277,16 @@ class _Writer:
         at = [f"x_path = {path}"] if hoisted else []
         if any(_ROLE.search(line.partition("  #")[0]) for line in branch):  # (a `lead` block's getter reads it)
             at.append(f"role = {message}['role']")
-        return [*self.formed(message, role), *at, f"m, i = {message}, {index}", *branch]
+        return [*self.formed(message, role, read_as or role), *at, f"m, i = {message}, {index}", *branch]
 
-    def formed(self, message: str, role: str) -> list[str]:
+    def formed(self, message: str, role: str, read_as: str) -> list[str]:
         """The message's content in its final form, as `SourceFormat.read_transcript` settles it once nothing
-        more joins it: an empty list none (but a user's), one plain text part its string where the role says so."""
+        more joins it: an empty list none (but a user's), one plain text part its string where the role its
+        blocks were read as says so."""
         lines = [f"x_c = {message}['content']", "if type(x_c) is list:"]
         if role != "user":
             lines.append(f"    if not x_c: {message}['content'] = None")
-        if role in self.fmt.plain_text:
+        if read_as in self.fmt.plain_text:
             lines += [
                 "    if len(x_c) == 1 and type(x_p := x_c[0]) is dict and x_p.keys() == TEXT_PART"
                 " and x_p['type'] == 'text':",
@@ -245,24 +294,25 @@ class _Writer:
             ]
         return lines if len(lines) > 2 else []
 
-    def flushed(self) -> list[str] | None:
-        """The open message (`x_open`, which items join) written, when there is one."""
-        written = self.written(self.joins, "x_open", "x_at", "None", False, _Source(self.item, {}, self.lists))
+    def flushed(self, role: str, last: bool = False) -> list[str] | None:
+        """The open message (`x_open`, of `role`: which items or blocks join) written, when there is one."""
+        written = self.written(role, "x_open", "x_at", "None", last, self.joined_source)
         if written is None:
             return None
         return ["if x_open is not None:", *indent(written), "    x_open = None"]
 
-    def opened(self) -> list[str]:
-        """The message items join, opened when none is (with none of its calls written yet, `call_checked`)."""
-        calls = (
-            [f"x_ok, {WRITTEN_CALLS}, {WRITTEN_NOTES} = True, [], []", "d_new, d_deep = {}, False"]
-            if self.calls is not None
-            else []
-        )
+    def no_calls(self, role: str) -> list[str]:
+        """None of a message's calls written yet (`call_checked`), where they are written at their items."""
+        if self.calls is None or role != "assistant":
+            return []
+        return [f"x_ok, {WRITTEN_CALLS}, {WRITTEN_NOTES} = True, [], []", "d_new, d_deep = {}, False"]
+
+    def opened(self, role: str) -> list[str]:
+        """The message of `role` items or blocks join, opened when none is."""
         return [
             "if x_open is None:",
-            f"    x_open, x_at = {{'role': {self.joins!r}, 'content': []}}, x_i",
-            *indent(calls),
+            f"    x_open, x_at = {{'role': {role!r}, 'content': []}}, x_i",
+            *indent(self.no_calls(role)),
         ]
 
     def call_checked(self, kind: Kind) -> list[str]:
@@ -290,7 +340,7 @@ class _Writer:
         # Its notes at its item, kept until the branch adds the calls (where today's route notes them, in order).
         written = [
             _NOTES.sub(f"{WRITTEN_NOTES}.append(", line)
-            for line in sourced(written, _Source(self.item, {}, self.lists), self.gen.names)
+            for line in sourced(written, self.joined_source, self.gen.names, self.mark)
         ]
         return [
             "if x_ok:",
@@ -313,22 +363,25 @@ class _Writer:
         for name, kind in kinds.items():
             if kind.mode != "part" or kind.state is not None:
                 continue
-            reads, writes = self.gen.template(kind, "x_q", "x_b")
+            reads, writes = self.gen.template(kind, "x_q", "x_b", self.ctx)
             lines += [f"    {branch} x_k == {name!r}:", *indent([*reads, *writes, f"{into}.append(x_q)"], 8)]
             branch = "elif"
         return [*lines, "    else: return None"] if branch == "elif" else None
 
-    def joined_item(self, kind: Kind) -> list[str] | None:
-        """An item that joins the open message (into its list `kind.into`)."""
-        reads, writes = self.gen.template(kind, "x_w", "x_m")
+    def joined_item(self, kind: Kind, role: str, scope: str = "x_m") -> list[str]:
+        """An item (or a block, at `scope`) that joins the open message of `role` (into its list `kind.into`)."""
+        reads, writes = self.gen.template(kind, "x_w", scope, self.ctx)
         lines = list(reads)
         if kind.state is not None:  # sealed state: today's route unseals it
-            lines += [f"x_st = x_m.get({kind.state[0]!r})", f"if type(x_st) is str and {SEAL!r} in x_st: return None"]
+            lines += [
+                f"x_st = {scope}.get({kind.state[0]!r})",
+                f"if type(x_st) is str and {SEAL!r} in x_st: return None",
+            ]
         checked = self.call_checked(kind)
         return [
             *lines,
             *writes,
-            *self.opened(),
+            *self.opened(role),
             f"x_l = x_open.get({kind.into!r})",
             f"if x_l is None: x_open[{kind.into!r}] = [x_w]",
             "else: x_l.append(x_w)",
@@ -340,7 +393,7 @@ class _Writer:
         role = written_role(kind)
         if role is None or role == self.joins:
             return None
-        reads, writes = self.gen.template(kind, "x_w", "x_m")
+        reads, writes = self.gen.template(kind, "x_w", "x_m", self.ctx)
         lines = [*reads, *writes]
         for key in kind.blocks:
             parts = self.parts(self.fmt.roles.get(role, {}), "x_n", "x_ps")
@@ -360,11 +413,11 @@ class _Writer:
         if role == self.joins:  # joins the open message: each part, as the reader's `joining` does
             return [
                 "if type(x_c) is str:",
-                *indent(self.opened()),
+                *indent(self.opened(role)),
                 "    x_open['content'].append({'type': 'text', 'text': x_c})",
                 "elif type(x_c) is list:",
                 "    if x_c:",
-                *indent(self.opened(), 8),
+                *indent(self.opened(role), 8),
                 *indent(parts),
                 "else: return None",
             ]
@@ -382,8 +435,67 @@ class _Writer:
             *written,
         ]
 
+    def blocks_message(self, role: str) -> list[str] | None:
+        """A role message of a format of role messages (its content `x_c`): a string, or its role's blocks in
+        order, as the reader reads them: parts and items join the message they open, a block that is a message
+        of its own (a tool result) first writes that one, then itself; the open one is written at the end."""
+        fmt = self.fmt
+        path = repr(escaped_path(fmt.each) + "[{}]") + ".format(x_i)"
+        whole = self.written(role, "x_w", "x_i", path, True, _Source(self.item))
+        last = self.flushed(role, True)
+        if whole is None or last is None:
+            return None
+        lines = [
+            "if type(x_c) is str:",
+            f"    x_w = {{'role': {role!r}, 'content': x_c}}",
+            *indent(self.no_calls(role)),
+            *indent(whole[len(self.formed("x_w", role, role)) :]),  # (a string: in its final form)
+            "elif type(x_c) is list:",
+            "    x_open = None",
+            "    for x_j, x_b in enumerate(x_c):",
+            "        if type(x_b) is not dict: return None",
+            f"        x_k = x_b.get({fmt.kind!r})",
+        ]
+        branch = "if"
+        for name, kind in fmt.roles[role].items():
+            if kind.mode == "part":
+                reads, writes = self.gen.template(kind, "x_q", "x_b", self.ctx)
+                body = [*reads, *writes, *self.opened(role), "x_open['content'].append(x_q)"]
+            elif kind.mode == "item":
+                body = self.joined_item(kind, role, "x_b")
+            else:
+                own = self.own_message(kind, role)
+                if own is None:
+                    return None
+                body = own
+            lines += [f"        {branch} x_k == {name!r}:", *indent(body, 12)]
+            branch = "elif"
+        return [*lines, "        else: return None", *indent(last), "else: return None"]
+
+    def own_message(self, kind: Kind, role: str) -> list[str] | None:
+        """A block of `role` that is a message of its own (`x_b`, its `blocks` read as that role's parts): the open
+        message written first, as the reader closes it there."""
+        written_as = written_role(kind)
+        if written_as is None or kind.state is not None:
+            return None
+        reads, writes = self.gen.template(kind, "x_w", "x_b", self.ctx)
+        lines = [*reads, *writes]
+        for key in kind.blocks:
+            parts = self.parts(self.fmt.roles[role], "x_n", "x_ps")
+            if parts is None:
+                return None
+            lines += [f"x_n = x_w.get({key!r})", "if type(x_n) is list:", "    x_ps = []", *indent(parts)]
+            lines.append(f"    x_w[{key!r}] = x_ps")
+        flushed = self.flushed(role)
+        source = _Source(self.item + ".content[{x_j}]", kind.renames)
+        written = self.written(written_as, "x_w", "x_i", "None", False, source, role)
+        if flushed is None or written is None:
+            return None
+        return [*lines, *flushed, *written]
+
     def system(self) -> list[str]:
-        """The format's system key (`system`): a string, the hoisted prompt or first message it is."""
+        """The format's system key (`system`): a string, the hoisted prompt or first message it is (a list of
+        blocks declines: a hoisted prompt's parts are noted at the normal form's paths, after the transcript)."""
         fmt = self.fmt
         if fmt.system is None or "system" not in fmt.roles:
             return []
@@ -406,6 +518,15 @@ class _Writer:
         if "user" in self.gen.names["HOIST"]:
             return ["    last = -1"]
         fmt = self.fmt
+        if fmt.items is None:  # a role message makes a user message unless its blocks are all messages of their own
+            return [
+                "    last = len(msgs) - 1  # the last user message: the tool calls after it are the current turn's",
+                "    for x_m in reversed(msgs):",
+                "        if x_m.get('role') == 'user' and (type(x_c := x_m.get('content')) is str or any(",
+                f"            type(x_b) is not dict or x_b.get({fmt.kind!r}) not in ALONE['user'] for x_b in x_c)):",
+                "            break",
+                "        last -= 1",
+            ]
         return [  # (an item not an object raises here: declined, as the loop declines it)
             "    last = len(msgs) - 1  # the last user message: the tool calls after it are the current turn's",
             "    for x_m in reversed(msgs):",
@@ -419,22 +540,35 @@ class _Writer:
         """The whole function's lines (the system key, then one branch per item kind and per role of the format's
         message kind, the open message written last), or None when a piece does not compose."""
         fmt = self.fmt
-        assert fmt.items is not None
+        own = (  # the function's notes: apart from a helper's (at the hub's paths: declines), or with them (marked)
+            "    notes = []  # the transcript's, at the format's paths (any made at the hub's, in c.notes, declines)"
+            if not self.mark
+            else "    c.settler = SETTLE  # a helper's notes are kept: settled as today's (a key not mapped: raised)"
+        )
+        read = (
+            []
+            if self.ctx == "c"
+            else [f"    {self.ctx} = Ctx(P)", f"    {self.ctx}.objects, {self.ctx}.written = c.objects, c.written"]
+        )
         lines = [
             "def fused(msgs, system):",
             "    c = Ctx(P)",
             "    c.objects, c.written = OBJECTS, None if OBJECTS else {}  # as `translate_source` reads",
             *MESSAGES_HEAD,
-            "    notes = []  # the transcript's, at the format's paths (any made at the hub's, in c.notes, declines)",
+            own,
+            *read,
             "    ids, sent_ids = (None, None) if TOOL_CALL_IDS is None else TOOL_CALL_IDS.for_request(None, P)",
             *self.current_turn(),
             "    x_open = x_at = None  # the message items join while nothing else follows it, and its index",
             *self.system(),
             "    for x_i, x_m in enumerate(msgs):",
             "        if type(x_m) is not dict: return None",
-            f"        x_t = x_m.get({fmt.kind!r}, {fmt.message_kind!r})",
         ]
-        last = self.flushed()
+        if fmt.items is None:
+            return self.role_messages(lines)
+        lines.append(f"        x_t = x_m.get({fmt.kind!r}, {fmt.message_kind!r})")
+        assert self.joins is not None
+        last = self.flushed(self.joins)
         if last is None:
             return None
         joining = [f"x_t != {name!r}" for name, kind in fmt.items.items() if kind.joins]
@@ -442,30 +576,56 @@ class _Writer:
         lines += [f"        if x_open is not None and {' and '.join(joining)}:", *indent(last[1:], 8)]
         branch = "if"
         for name, kind in fmt.items.items():
-            body = self.joined_item(kind) if kind.joins else self.message_item(kind)
+            body = self.joined_item(kind, kind.joins) if kind.joins else self.message_item(kind)
             if body is None:
                 return None
             lines += [f"        {branch} x_t == {name!r}:", *indent(body, 12)]
             branch = "elif"
-        known = self.gen.name(frozenset({"role", "content", fmt.kind}), "MESSAGE_KEYS_")
+        roles = self.by_role(self.role_message, 12, keyed=True)
+        if roles is None:
+            return None
+        lines += [f"        {branch} x_t == {fmt.message_kind!r}:", *roles, "        else: return None"]
+        return [*lines, *indent(last), *_END]
+
+    def by_role(self, message: Callable[[str], list[str] | None], depth: int, keyed: bool) -> list[str] | None:
+        """A role message's keys tested (`keyed`: the format's kind key among them), then its branch for each
+        transcript role (`message`: its lines), at `depth`; None when one does not compose."""
+        fmt, pad = self.fmt, " " * depth
+        known = self.gen.name(frozenset({"role", "content", *([fmt.kind] if keyed else [])}), "MESSAGE_KEYS_")
         table = self.gen.name(fmt.message_unsupported, "UNSUPPORTED_")
-        lines += [
-            f"        {branch} x_t == {fmt.message_kind!r}:",
-            "            x_r, x_c = x_m.get('role', MISSING), x_m.get('content', MISSING)",
-            f"            if len(x_m) != (x_r is not MISSING) + (x_c is not MISSING) + ({fmt.kind!r} in x_m)"
-            f" and not quiet(x_m, {known}, {table}): return None",
+        lines = [
+            f"{pad}x_r, x_c = x_m.get('role', MISSING), x_m.get('content', MISSING)",
+            f"{pad}if len(x_m) != (x_r is not MISSING) + (x_c is not MISSING)"
+            + (f" + ({fmt.kind!r} in x_m)" if keyed else "")
+            + f" and not quiet(x_m, {known}, {table}): return None",
         ]
-        inner = "if"
+        branch = "if"
         for role in sorted(fmt.transcript_roles):
-            body = self.role_message(role)
+            body = message(role)
             if body is None:
                 return None
-            lines += [f"            {inner} x_r == {role!r}:", *indent(body, 16)]
-            inner = "elif"
-        lines += ["            else: return None", "        else: return None"]
+            lines += [f"{pad}{branch} x_r == {role!r}:", *indent(body, depth + 4)]
+            branch = "elif"
+        return [*lines, f"{pad}else: return None"]
+
+    def role_messages(self, lines: list[str]) -> list[str] | None:
+        """The function's loop over a format of role messages (`lines`: up to the loop's first test)."""
+        roles = self.by_role(self.blocks_message, 8, keyed=False)
+        if roles is None:
+            return None
         return [
             *lines,
-            *indent(last),
-            "    if c.notes: return None  # (a helper's, at the hub's paths: today's route names them)",
-            "    return (out, hoisted, notes, first, (ck_texts, ck_deep, ck_msgs), h_more), sent_ids",
+            *roles,
+            "    if first is None and not hoisted: return None  # (no message: today's route refuses the transcript)",
+            "    if notes:  # (the function's own at the format's paths, marked; a helper's at the hub's, named here)",
+            "        notes = NAMED_ALONE(notes, msgs, FORMAT)",
+            "        if notes is None: return None",
+            _END[1],
         ]
+
+
+# The fused function's last lines: what it made, unless a helper noted at the normal form's paths.
+_END = (
+    "    if c.notes: return None  # (a helper's, at the hub's paths: today's route names them)",
+    "    return (out, hoisted, notes, first, (ck_texts, ck_deep, ck_msgs), h_more), sent_ids",
+)
