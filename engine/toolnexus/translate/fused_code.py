@@ -32,8 +32,9 @@ A provider that rewrites ids by a table (`tool_call_ids.rewrite`: every id of th
 first message is written) gets its table from a scan of the format's items first (`transcript_ids`: the ids at the
 keys its kinds' templates read them from, `id_keys`, in the order the normal form holds them), then the one loop;
 a rewrite that fails raises, and today's route says it. A pair gets none when its pieces do not compose: a
-rewrite whose ids a template reads otherwise than as one key's value, more than one role items join, a joined role that is not written as its text alone, a joined role's branch that notes its parts' unwritten
-fields at the normal form's paths (every transcript with one would decline).
+rewrite whose ids a template reads otherwise than as one key's value, more than one role items join, a joined
+role that is not written as its text alone, a joined role's branch that notes its parts' unwritten fields at the
+normal form's paths (every transcript with one would decline: Ollama's, which settles each call's id).
 """
 
 from __future__ import annotations
