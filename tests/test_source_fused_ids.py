@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from support.fused import counted, outcome, without_fused
 from support.strategies import SETTINGS
 from toolnexus import load_rules, translate_request, translate_response
-from toolnexus.translate.rulebook import Rulebook
 from toolnexus.translate.fused_code import id_keys, transcript_ids
+from toolnexus.translate.rulebook import Rulebook
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
