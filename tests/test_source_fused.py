@@ -138,11 +138,11 @@ FUSED = sorted(load_rules().format(SOURCE).fused)
 
 
 def test_the_pairs_that_compose_get_a_fused_function() -> None:
-    """Decided by the rules: a provider that rewrites ids by a hash (a scan of every id first) gets none; one whose
-    roles read the current turn (Gemini), end a turn early (Cohere: an empty turn dropped) or encode ids one by one
-    (Anthropic, Bedrock) gets one; a format of role messages composes as a format of items does."""
+    """Decided by the rules: a provider that rewrites ids by a hash (Mistral: the format's items scanned for every
+    id first), one whose roles read the current turn (Gemini), end a turn early (Cohere: an empty turn dropped)
+    or encode ids one by one (Anthropic, Bedrock) gets one; a format of role messages composes as one of items."""
     assert {"openai", "groq", "xai", "gemini", "vertex-gemini", "cohere", "openai-responses"} <= set(FUSED)
-    assert {"anthropic", "vertex-anthropic", "bedrock"} <= set(FUSED) and "mistral" not in FUSED
+    assert {"anthropic", "vertex-anthropic", "bedrock", "mistral"} <= set(FUSED)
     assert "ollama" not in FUSED  # its calls' ids are dropped by a general branch, at the hub's paths: all decline
     assert set(load_rules().format("anthropic").fused) == set(FUSED)
 

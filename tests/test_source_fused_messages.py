@@ -33,10 +33,10 @@ FUSED = sorted(load_rules().format(SOURCE).fused)
 
 
 def test_the_messages_format_composes_for_every_pair_the_responses_format_does() -> None:
-    """Decided by the rules alone: the same providers (Mistral rewrites ids by a hash, Ollama settles each call's
-    id at the normal form's paths: none)."""
+    """Decided by the rules alone: the same providers (Mistral, which rewrites ids by a hash, too; Ollama settles
+    each call's id at the normal form's paths: none)."""
     assert sorted(load_rules().format("openai-responses").fused) == FUSED
-    assert {"openai", "gemini", "anthropic", "cohere", "bedrock"} <= set(FUSED) and "mistral" not in FUSED
+    assert {"openai", "gemini", "anthropic", "cohere", "bedrock", "mistral"} <= set(FUSED) and "ollama" not in FUSED
 
 
 @pytest.mark.parametrize("provider", FUSED)

@@ -11,9 +11,10 @@ from toolnexus import ToolnexusError, load_rules
 from toolnexus.translate.formats import SourceFormat, translate_source
 
 
-def outcome(fmt: SourceFormat, provider: str, request: Any, **options: Any) -> tuple[Any, ...]:
-    """The body and its notes, or the error (type, message, path), of one source request."""
-    inbound = load_rules().get(provider).inbound
+def outcome(fmt: SourceFormat, provider: str, request: Any, rules: Any = None, **options: Any) -> tuple[Any, ...]:
+    """The body and its notes, or the error (type, message, path), of one source request (`rules`: the rulebook
+    the format was compiled against, when not the built-in one)."""
+    inbound = load_rules(rules).get(provider).inbound
     try:
         body = translate_source(fmt, inbound, copy.deepcopy(request), **options)
     except ToolnexusError as exc:

@@ -105,6 +105,11 @@ def _normalized(pattern: Any, call_id: str) -> str:
     return encode(call_id)
 
 
+# Each tool-call id of a transcript, in order of first appearance, with where it first appears: (message, call), or
+# (message, None) for a result's `tool_call_id` (`_transcript_ids`).
+IdsFound = dict[str, tuple[int, int | None]]
+
+
 @dataclass(frozen=True)
 class IdRule:
     """A provider's accepted tool-call id form (a regular expression the whole id must match), and how
@@ -124,8 +129,13 @@ class IdRule:
     def for_request(self, messages: Any, provider: str) -> tuple[Callable[[str], str], dict[str, str]]:
         """The id map of one request: a function the reader calls per id (a call and its result share one
         answer), and the dict it fills, sent id -> caller's id, for each id it changed."""
+        return self.for_ids(_transcript_ids(messages) if self.rewrite is not None else {}, provider)
+
+    def for_ids(self, found: IdsFound, provider: str) -> tuple[Callable[[str], str], dict[str, str]]:
+        """`for_request` given the transcript's ids already (`found`, as `_transcript_ids` finds them: what a
+        rewrite needs; a source format's fused transcript scans its own items for them)."""
         if self.rewrite is not None:
-            table = self._rewritten(messages, provider)
+            table = self._rewritten(found, provider)
             # a dict's own lookup, for every id the reader reads
             return _Rewritten(table).__getitem__, {sent: given for given, sent in table.items()}
         changed: dict[str, str] = {}
@@ -139,13 +149,12 @@ class IdRule:
 
         return normalize, changed
 
-    def _rewritten(self, messages: Any, provider: str) -> dict[str, str]:
+    def _rewritten(self, found: IdsFound, provider: str) -> dict[str, str]:
         """Caller's id -> sent id for every id of the transcript the pattern refuses, in order of first
         appearance; never equal to an id sent unchanged or to another rewritten one. The first derivation
         fits but for a collision or a pattern it misses (`_rehashed`), so it is tried inline."""
         rewrite = self.rewrite
         assert rewrite is not None
-        found = _transcript_ids(messages)
         pattern = self.pattern
         refused = [call_id for call_id in found if not _accepts(pattern, call_id)]
         table: dict[str, str] = {}
@@ -208,12 +217,12 @@ class _Rewritten(dict[str, str]):
         return call_id
 
 
-def _transcript_ids(messages: Any) -> dict[str, tuple[int, int | None]]:
+def _transcript_ids(messages: Any) -> IdsFound:
     """Each tool-call id of a transcript, in order of first appearance, as the reader will find them (anything
     malformed is skipped here: the reader refuses it, at its path), with where it first appears: (message, call)
     or (message, None) for a `tool_call_id`, formatted by `_id_path` only for an error (a long transcript has
     thousands of ids). One loop, no generator: it runs over the whole transcript on every request."""
-    found: dict[str, tuple[int, int | None]] = {}
+    found: IdsFound = {}
     if not isinstance(messages, list):
         return found
     for i, msg in enumerate(messages):

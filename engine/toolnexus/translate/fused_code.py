@@ -26,10 +26,15 @@ own, in order, and named at the end by the reader's records of their one role me
 
 It declines (None) whatever it does not take, so today's route runs and says it exactly: a block of a shape the
 reader's fast test declines, sealed state, a key to settle, a note at a path not known here (any a helper makes,
-at the normal form's paths, in a format of items), anything raised. A pair gets none when its pieces do not
-compose: a provider that rewrites ids (`tool_call_ids`, a scan of every message first), more than one role items
-join, a joined role that is not written as its text alone, a joined role's branch that notes its parts' unwritten
-fields at the normal form's paths (every transcript with one would decline).
+at the normal form's paths, in a format of items), anything raised.
+
+A provider that rewrites ids by a table (`tool_call_ids.rewrite`: every id of the transcript is needed before the
+first message is written) gets its table from a scan of the format's items first (`transcript_ids`: the ids at the
+keys its kinds' templates read them from, `id_keys`, in the order the normal form holds them), then the one loop;
+a rewrite that fails raises, and today's route says it. A pair gets none when its pieces do not compose: a
+rewrite whose ids a template reads otherwise than as one key's value, more than one role items join, a joined
+role that is not written as its text alone, a joined role's branch that notes its parts' unwritten fields at the
+normal form's paths (every transcript with one would decline: Ollama's, which settles each call's id).
 """
 
 from __future__ import annotations
@@ -37,11 +42,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from ..language.codegen import indent
-from ..language.templates import SEAL, Ctx, ListPath, Obj
+from ..language.ids import IdsFound
+from ..language.templates import SEAL, Apply, Ctx, Get, ListPath, Obj, unseal
 from .direct_code import CALL_FIELDS, CALLS, WRITTEN_CALLS, WRITTEN_NOTES, At, call_check, call_write
 from .format_code import ReaderGen, escaped_path, written_role
 from .formats import OWN_PATH, TEXT_PART, Fused, Kind, SourceFormat, named_alone, remap
@@ -157,6 +164,90 @@ def _noted(call: str, scope: str | None, source: _Source, names: Mapping[str, An
     return call.removeprefix("c.")
 
 
+@dataclass(frozen=True)
+class IdKeys:
+    """Where a format's blocks hold the tool-call ids its templates read into the normal form, for a rewrite's
+    scan of every id before the first message is written (`transcript_ids`): by kind, the key of a call's `id`
+    (an item of `tool_calls`) or of a result's `tool_call_id` (a message of its own), and whether it is read
+    `$unseal`ed (the id before its seal); `blocks`: the kinds are blocks of each role message's `content`."""
+
+    kind: str
+    keys: Mapping[Any, tuple[str, bool]]  # (read with a block's kind, whatever it is: a miss)
+    blocks: bool
+
+
+def id_keys(fmt: SourceFormat) -> IdKeys | None:
+    """The format's `IdKeys`, from its kinds' templates; None when an id is read otherwise than as one key's
+    value (its scan would not find the ids the normal form holds)."""
+    kinds = [fmt.items] if fmt.items is not None else list(fmt.roles.values())
+    keys: dict[str, tuple[str, bool]] = {}
+    for name, kind in ((name, kind) for found in kinds for name, kind in found.items()):
+        if kind.mode == "item" and kind.into == CALLS:
+            held = "id"
+        elif kind.mode == "message":
+            held = "tool_call_id"
+        else:
+            continue
+        read = dict(kind.node.items).get(held) if isinstance(kind.node, Obj) else None
+        if read is None and not isinstance(kind.node, Obj):
+            return None  # (a message or a call the template makes whole: where its id is is not known here)
+        if read is None:
+            continue
+        key = _id_key(read)
+        if key is None or keys.setdefault(name, key) != key:
+            return None
+    return IdKeys(fmt.kind, MappingProxyType(keys), fmt.items is None)
+
+
+def _id_key(node: Any) -> tuple[str, bool] | None:
+    """The key an id's template reads as it is (`$get`, or `$unseal`'s value: True), or None."""
+    if isinstance(node, Get) and node.plain and len(node.reads) == 1:
+        read, unsealed = node.reads[0], False
+    elif isinstance(node, Apply) and _unseals(node.function):
+        read, unsealed = node.path, True
+    else:
+        return None
+    steps = read.steps
+    return (steps[0], unsealed) if steps is not None and len(steps) == 1 and type(steps[0]) is str else None
+
+
+def _unseals(function: Any) -> bool:
+    """Whether a template's value function is `$unseal`'s value part (the id before its seal)."""
+    return isinstance(function, partial) and function.func is unseal and function.keywords == VALUE
+
+
+def transcript_ids(items: list[Any], keys: IdKeys) -> IdsFound:
+    """Each tool-call id of the format's transcript, in order of first appearance, as the normal form holds them
+    (`language.ids._transcript_ids` over the messages the reader makes: its messages are in the items' order, a
+    message's calls in its blocks'); anything malformed is skipped (the fused function declines it). Where an id
+    is, is its item alone: a rewrite that fails raises, and the fused function's caller runs today's route."""
+    found: IdsFound = {}
+    kind, held = keys.kind, keys.keys
+    for i, item in enumerate(items):
+        if type(item) is not dict:
+            continue
+        blocks = item.get("content") if keys.blocks else (item,)
+        if type(blocks) is not list and type(blocks) is not tuple:
+            continue
+        for block in blocks:
+            if type(block) is not dict:
+                continue
+            read = held.get(block.get(kind))
+            if read is None:
+                continue
+            call_id = block.get(read[0])
+            if type(call_id) is str:
+                if read[1] and SEAL in call_id:
+                    call_id = unseal(call_id, UNSEALING, part="value")
+                if call_id not in found:
+                    found[call_id] = (i, None)
+    return found
+
+
+UNSEALING = Ctx("")  # (`unseal` notes nothing: its value part reads no Ctx)
+VALUE = {"part": "value"}  # (`$unseal`'s keywords when it reads the id before the seal)
+
+
 def with_fused(fmt: SourceFormat, providers: Mapping[str, Any]) -> SourceFormat:
     """The format with the fused function of each provider whose pieces compose with it, and their sources."""
     made = {name: found for name, p in providers.items() if (found := generate_fused(fmt, p.inbound)) is not None}
@@ -171,8 +262,10 @@ def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | N
     """The pair's fused function and its source, or None when its pieces do not compose."""
     items = fmt.items
     ids = inbound.tool_call_ids
-    if inbound.writes is None or (ids is not None and ids.rewrite is not None):
-        return None  # (a rewrite scans every id of the transcript first)
+    rewrites = ids is not None and ids.rewrite is not None  # (a rewrite scans every id of the transcript first)
+    keys = id_keys(fmt) if rewrites else None
+    if inbound.writes is None or (rewrites and keys is None):
+        return None
     if items is not None:  # a format of items: those that join make one message of one role
         joined = {kind.joins for kind in items.values() if kind.joins} | fmt.joining_roles
         if len(joined) != 1:
@@ -195,13 +288,14 @@ def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | N
     if reads_last and (joins == "user" or any(written_role(kind) == "user" for kind in (items or {}).values())):
         return None  # (the current turn's start is found among the format's role messages only)
     takes_calls = calls_read is not None and any(WRITTEN_CALLS in line for line in branches.get("assistant", ()))
-    writer = _Writer(fmt, gen, branches, joins, reads_last, inbound if takes_calls else None)
+    writer = _Writer(fmt, gen, branches, joins, reads_last, inbound if takes_calls else None, keys is not None)
     lines = writer.function()
     if lines is None:
         return None
     objects = not inbound.reads_arguments_json
     gen.names.update({"Ctx": Ctx, "P": inbound.provider, "TEXT_PART": TEXT_PART, "OBJECTS": objects})
     gen.names.update({"ONCE": (None,), "joined_at": joined_at, "JOINED": writer.joined, "TOOL_CALL_IDS": ids})
+    gen.names.update({"TRANSCRIPT_IDS": transcript_ids, "ID_KEYS": keys})
     gen.names.update({"ALONE": writer.alone, "NAMED_ALONE": named_alone, "FORMAT": fmt})
     gen.names["SETTLE"] = inbound._settle_error  # (a key not mapped raises, and declines: today's route notes it)
     text = "\n".join(lines) + "\n"
@@ -220,8 +314,10 @@ class _Writer:
         joins: str | None,
         reads_last: bool,
         calls: Inbound | None,
+        scans_ids: bool,
     ) -> None:
         self.fmt, self.gen, self.branches, self.joins, self.reads_last = fmt, gen, branches, joins, reads_last
+        self.scans_ids = scans_ids  # a provider that rewrites ids: every id of the items first (`transcript_ids`)
         self.calls = calls  # the provider whose joined calls are written at their items; None: its branch reads them
         self.item = escaped_path(fmt.each) + "[{i}]"  # an item's path (f-string text)
         # The kinds that join a list of a message: items that join one (a format of items), or a role's `item`
@@ -557,7 +653,9 @@ class _Writer:
             *MESSAGES_HEAD,
             own,
             *read,
-            "    ids, sent_ids = (None, None) if TOOL_CALL_IDS is None else TOOL_CALL_IDS.for_request(None, P)",
+            "    ids, sent_ids = TOOL_CALL_IDS.for_ids(TRANSCRIPT_IDS(msgs, ID_KEYS), P)"
+            if self.scans_ids
+            else "    ids, sent_ids = (None, None) if TOOL_CALL_IDS is None else TOOL_CALL_IDS.for_request(None, P)",
             *self.current_turn(),
             "    x_open = x_at = None  # the message items join while nothing else follows it, and its index",
             *self.system(),
