@@ -294,7 +294,7 @@ def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | N
         return None
     objects = not inbound.reads_arguments_json
     gen.names.update({"Ctx": Ctx, "P": inbound.provider, "TEXT_PART": TEXT_PART, "OBJECTS": objects})
-    gen.names.update({"ONCE": (None,), "joined_at": joined_at, "JOINED": writer.joined, "TOOL_CALL_IDS": ids})
+    gen.names.update({"ONE_TURN": (None,), "joined_at": joined_at, "JOINED": writer.joined, "TOOL_CALL_IDS": ids})
     gen.names.update({"TRANSCRIPT_IDS": transcript_ids, "ID_KEYS": keys})
     gen.names.update({"ALONE": writer.alone, "NAMED_ALONE": named_alone, "FORMAT": fmt})
     gen.names["SETTLE"] = inbound._settle_error  # (a key not mapped raises, and declines: today's route notes it)
@@ -369,7 +369,7 @@ class _Writer:
             if branch and branch[-1] == "continue":  # its last line: nothing follows it in the branch anyway
                 branch = branch[:-1]
             if any(_CONTINUE.search(line) for line in branch):
-                branch = ["for _ in ONCE:", *indent(branch)]
+                branch = ["for _ in ONE_TURN:", *indent(branch)]
         at = [f"x_path = {path}"] if hoisted else []
         if any(_ROLE.search(line.partition("  #")[0]) for line in branch):  # (a `lead` block's getter reads it)
             at.append(f"role = {message}['role']")
