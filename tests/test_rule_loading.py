@@ -21,6 +21,7 @@ A new case is a new file; no Python changes.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import os
 import shlex
@@ -544,3 +545,46 @@ def test_the_compiled_request_tables_are_read_only() -> None:
     for table in (inbound.roles, inbound.unsupported, inbound.message_unsupported, inbound.tool_choice, inbound.ranges):
         with pytest.raises(TypeError):
             table["x"] = None  # type: ignore[index]
+
+
+def test_the_engines_parses_take_turns_across_threads() -> None:
+    """CPython 3.11 raises SystemError ("AST constructor recursion depth mismatch") when two threads make AST
+    objects at once and a collection runs a finalizer in between: a format compiled on first use from several
+    threads did (the folded answer writer parses generated lines). The engine's parses take turns."""
+    from toolnexus.language.fold import parsed, parsed_expression
+
+    class Finalized:
+        """Garbage whose finalizer runs Python code, so a collection inside a parse lets another thread run."""
+
+        def __init__(self) -> None:
+            self.cycle = self
+
+        def __del__(self) -> None:
+            sum(range(50))
+
+    source = "\n".join(f"x{i} = (a if b else [c, {{'k': d.get('e')}}]) and f(g, h)" for i in range(300))
+    problems: list[BaseException] = []
+
+    def run() -> None:
+        for _ in range(25):
+            try:
+                for _ in range(20):
+                    Finalized()
+                parsed(source)
+                parsed_expression("a if b is None else c")
+            except SystemError as exc:
+                problems.append(exc)
+
+    interval, thresholds = sys.getswitchinterval(), gc.get_threshold()
+    sys.setswitchinterval(1e-6)
+    gc.set_threshold(50, 1, 1)
+    try:
+        threads = [threading.Thread(target=run) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+        gc.set_threshold(*thresholds)
+    assert problems == []

@@ -11,6 +11,7 @@ runs as written, so the copy does what the lines do wherever the known values ho
 from __future__ import annotations
 
 import ast
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -18,13 +19,28 @@ from typing import Any
 _TYPES = {"dict": dict, "list": list, "str": str, "int": int, "tuple": tuple, "bool": bool, "float": float}
 _IMMUTABLE = (str, int, float, bool, tuple, type(None))
 _UNKNOWN = object()  # (a value the folder does not know)
+# CPython 3.11 keeps the AST objects' recursion depth once per interpreter: two threads making them at once (a format
+# compiled on first use from several threads) can raise SystemError, so the engine's parses take turns.
+_PARSING = threading.Lock()
+
+
+def parsed(text: str) -> ast.Module:
+    """`ast.parse` of statements, one thread at a time (every parse the engine makes goes through `_PARSING`)."""
+    with _PARSING:
+        return ast.parse(text)
+
+
+def parsed_expression(text: str) -> ast.expr:
+    """`ast.parse` of one expression, one thread at a time."""
+    with _PARSING:
+        return ast.parse(text, mode="eval").body
 
 
 def folded(lines: list[str], known: Mapping[str, Any], constants: Mapping[str, Any], keep: Iterable[str]) -> list[str]:
     """`lines` (a block of statements at no indent) run where each name of `known` holds its value (never mutated by
     the lines unless read as it is: a container stays named); `constants` are the module's names of fixed values
     (`MISSING`), `keep` the names read after the lines (their stores stay)."""
-    tree = ast.parse("\n".join(lines))
+    tree = parsed("\n".join(lines))
     assigned = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
     if assigned & ({"isinstance", *_TYPES} | set(constants)):
         return lines  # (a name the folder reads as a builtin or a constant is rebound: nothing is folded)

@@ -31,7 +31,7 @@ from types import MappingProxyType
 from typing import Any, NoReturn
 
 from ..language.codegen import indent
-from ..language.fold import folded
+from ..language.fold import folded, parsed_expression
 from ..language.jsonsafe import standard_loads_each
 from ..language.paths import MISSING
 from .format_code import ResultAt, answer_reads, writer_lines
@@ -149,7 +149,7 @@ def unmade_fields() -> dict[str, dict[str, Any]]:
     `VALUE if PIECE is None else ...` of `RESULT_VALUES`: no Found, no extras, reasoning or annotations), by piece."""
     unmade: dict[str, dict[str, Any]] = {}
     for name, value in zip(RESULT_FIELDS, RESULT_VALUES, strict=True):
-        node = ast.parse(value, mode="eval").body
+        node = parsed_expression(value)
         if not isinstance(node, ast.IfExp) or not isinstance(test := node.test, ast.Compare):
             continue
         if isinstance(test.left, ast.Name) and isinstance(test.ops[0], ast.Is) and _is_none(test.comparators[0]):
