@@ -29,6 +29,7 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -425,6 +426,21 @@ def test_a_backtracking_pattern_matches_in_linear_time(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- compiled rules are shared by threads
 
 
+def run_interleaved(target: Callable[[int], None], count: int = 8) -> None:
+    """`target(i)` in `count` threads at once, switching every microsecond (so they interleave inside the engine);
+    the switch interval restored after."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=target, args=(i,)) for i in range(count)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+
+
 def test_a_fresh_rulebook_translates_the_same_from_many_threads_at_once() -> None:
     """Compiled rules are complete at load and never change after: the first calls may come from
     many threads at once (a tiny switch interval makes them interleave inside the engine), and each
@@ -461,16 +477,7 @@ def test_a_fresh_rulebook_translates_the_same_from_many_threads_at_once() -> Non
             except Exception as exc:  # anything else escaping is the failure this test looks for
                 problems.append(f"case {i}: {exc!r}")
 
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        threads = [threading.Thread(target=run, args=(i % 2,)) for i in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        sys.setswitchinterval(interval)
+    run_interleaved(lambda i: run(i % 2))
     assert not problems, problems[:3]
     alone = read_rules_dir(builtin_rules_dir())
     assert len(seen) == 4 * len(cases)
@@ -575,16 +582,10 @@ def test_the_engines_parses_take_turns_across_threads() -> None:
             except SystemError as exc:
                 problems.append(exc)
 
-    interval, thresholds = sys.getswitchinterval(), gc.get_threshold()
-    sys.setswitchinterval(1e-6)
+    thresholds = gc.get_threshold()
     gc.set_threshold(50, 1, 1)
     try:
-        threads = [threading.Thread(target=run) for _ in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        run_interleaved(lambda _: run())
     finally:
-        sys.setswitchinterval(interval)
         gc.set_threshold(*thresholds)
     assert problems == []
