@@ -20,12 +20,14 @@ import toolnexus
 from support.cases import CASES
 from support.cli import explain_code
 from toolnexus import ToolnexusError, load_rules, translate_response
-from toolnexus.errors import ResponseError
+from toolnexus.errors import Note, ResponseError
 from toolnexus.language.fold import folded
 from toolnexus.language.paths import MISSING
 from toolnexus.translate import formats
+from toolnexus.translate.format_code import straight_usage_lines, usage_lines
 from toolnexus.translate.formats import AnswerBody
 from toolnexus.translate.fused_answer_code import held_inputs
+from toolnexus.translate.outbound import ResponseGen
 
 ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -98,6 +100,17 @@ _CHANGES: dict[str, Callable[[Any], Any]] = {
     "cached > prompt": lambda a: a["usage"].__setitem__("prompt_tokens_details", {"cached_tokens": 10**6}),
     "cache write": lambda a: a["usage"].__setitem__("prompt_tokens_details", {"cache_write_tokens": 1}),
     "negative count": lambda a: a["usage"].__setitem__("completion_tokens", -1),
+    "cached and written": lambda a: a["usage"].__setitem__(
+        "prompt_tokens_details", {"cached_tokens": 1, "cache_write_tokens": 2}
+    ),
+    "written > prompt": lambda a: a["usage"].__setitem__("prompt_tokens_details", {"cache_write_tokens": 10**6}),
+    "other details": lambda a: a["usage"].update(
+        prompt_tokens_details={"audio_tokens": 3}, completion_tokens_details={"reasoning_tokens": 2}
+    ),
+    "all counts 0": lambda a: a["usage"].update(
+        prompt_tokens=0, completion_tokens=0, total_tokens=0, completion_tokens_details={"reasoning_tokens": 0}
+    ),
+    "total < output": lambda a: a["usage"].__setitem__("total_tokens", 0),
     "NaN in usage": lambda a: a["usage"].__setitem__("prompt_tokens_details", {"audio_tokens": float("nan")}),
     "empty tool_calls": lambda a: _message(a).__setitem__("tool_calls", []),
     "null tool_calls": lambda a: _message(a).__setitem__("tool_calls", None),
@@ -136,6 +149,13 @@ _CHANGES: dict[str, Callable[[Any], Any]] = {
     ),
     "negative input tokens": lambda a: a["usage"].__setitem__("input_tokens", -1),
     "cache read counted": lambda a: a["usage"].__setitem__("cache_read_input_tokens", 7),
+    "both cache counts": lambda a: a["usage"].update(cache_read_input_tokens=7, cache_creation_input_tokens=3),
+    "cache counts, thinking": lambda a: a["usage"].update(
+        cache_read_input_tokens=0, cache_creation_input_tokens=0, output_tokens_details={"thinking_tokens": 5}
+    ),
+    "all anthropic counts 0": lambda a: a["usage"].update(
+        input_tokens=0, output_tokens=0, cache_read_input_tokens=0, cache_creation_input_tokens=0
+    ),
     # Gemini's shape (parts by key, call ids made, signatures sealed)
     "a call's own id": lambda a: _parts(a)[-1]["functionCall"].__setitem__("id", "fc_1"),
     "a text's signature": lambda a: _parts(a)[1].__setitem__("thoughtSignature", "sig"),
@@ -147,6 +167,11 @@ _CHANGES: dict[str, Callable[[Any], Any]] = {
     "gemini total off": lambda a: a["usageMetadata"].__setitem__("totalTokenCount", 10**6),
     "gemini negative count": lambda a: a["usageMetadata"].__setitem__("candidatesTokenCount", -1),
     "gemini cached > prompt": lambda a: a["usageMetadata"].__setitem__("cachedContentTokenCount", 10**6),
+    "gemini cached": lambda a: a["usageMetadata"].__setitem__("cachedContentTokenCount", 2),
+    "gemini thoughts": lambda a: a["usageMetadata"].__setitem__("thoughtsTokenCount", 4),
+    "gemini all 0": lambda a: a["usageMetadata"].update(
+        promptTokenCount=0, candidatesTokenCount=0, totalTokenCount=0, thoughtsTokenCount=0
+    ),
 }
 
 
@@ -349,6 +374,22 @@ def test_an_answer_whose_read_made_no_pieces_runs_the_writer_folded(source: str)
     assert any("V_message_extras" in line for line in _lines_run("openai", source, extras))
 
 
+@pytest.mark.parametrize("source", FORMATS)
+def test_usage_the_read_built_straight_is_written_from_its_counts(source: str) -> None:
+    """Where the provider's straight usage path ran (every count clean: the bench's answers), the writer reads the
+    counts from the read's own variables (`straight_usage_lines`): no line of the writer run reads the usage object
+    the read built; where it did not (a count null), the usage is derived from that object as written."""
+    for provider in ("openai", "anthropic", "gemini", "mistral"):
+        for name, answer in BENCH[provider].items():
+            run = _lines_run(provider, source, answer)
+            assert any(line.strip() == "u_straight = True" for line in run), (provider, name)
+            writer = run[next(n for n, line in enumerate(run) if "answer_id, created =" in line) :]
+            assert not [line for line in writer if re.search(r"u = R_usage|u\.get\(", line)], (provider, name)
+    nulled = _changed(BENCH["openai"]["text"], lambda a: a["usage"].__setitem__("completion_tokens", None))
+    run = _lines_run("openai", source, nulled)
+    assert any("u = R_usage" in line for line in run) and not any("u_straight = True" in line for line in run)
+
+
 def test_the_fold_decides_what_known_values_decide_and_nothing_else() -> None:
     """`fold.folded`: a test of a known value is its branch, a `.get` of a known dict its value, a store nothing
     reads gone; a known container a line may change (a store into it, a call given it) is not known after it, two
@@ -384,3 +425,61 @@ def test_the_fold_decides_what_known_values_decide_and_nothing_else() -> None:
     ]
     keyed = ["x = E.get(L, MISSING)", "y = E.get('k', L)", "out.append(x if y else 0)"]
     assert folded(keyed, {"E": {}, "L": []}, missing, {"out"}) == keyed
+
+
+def _straight_maps() -> dict[str, Any]:
+    """Each provider's straight usage path's map (`ResponseGen.straight_usage`), as a fused function's read makes it."""
+    maps = {}
+    for name, provider in load_rules().providers.items():
+        gen = ResponseGen(provider.outbound)
+        gen.straight_mark = "u_straight"
+        gen.read()
+        if gen.straight_usage:
+            maps[name] = gen.straight_usage
+    return maps
+
+
+def _usage_of(known: Any, values: dict[str, Any]) -> dict[str, Any]:
+    """The usage the straight path builds from its variables' values (a details mapping kept where not empty)."""
+    usage: dict[str, Any] = {}
+    for path, (var, kind) in known.items():
+        if len(path) == 1 and kind == "sure":
+            usage[path[0]] = values[var]
+        elif kind == "holder" and values[var] is not MISSING:
+            usage[path[0]] = dict(values[var])
+        elif len(path) == 2 and values[var] is not MISSING:
+            usage.setdefault(path[0], {})[path[1]] = values[var]
+    return usage
+
+
+@pytest.mark.parametrize("source", FORMATS)
+def test_the_straight_counts_are_the_ones_derived_from_the_usage(source: str) -> None:
+    """`straight_usage_lines` over what each provider's straight path leaves gives every count and note that the
+    derivation from the usage that path built gives (counts small and large, absent, 0; differences below 0)."""
+    fmt = load_rules().format(source)
+    derive, counts = usage_lines(fmt, into_said=False)
+    start = f"{' = '.join(counts.values())} = MISSING"
+    names = {"MISSING": MISSING, "Note": Note}
+    maps = _straight_maps()
+    assert {"openai", "anthropic", "gemini"} <= set(maps)
+    for provider, known in maps.items():
+        straight = straight_usage_lines(fmt, known, frozenset(counts.values()))
+        assert straight, provider
+        variables = sorted({var for var, kind in known.values() if var})
+        for n, pick in enumerate([0, 1, 5, 10**6, "absent", "mixed"] * 2):
+            values: dict[str, Any] = {}
+            for k, var in enumerate(variables):
+                kinds = {kind for v, kind in known.values() if v == var}
+                count = (n * 7 + k * 13) % 40 if pick == "mixed" else 3 if pick == "absent" else pick
+                if "holder" in kinds:
+                    values[var] = MISSING if pick == "absent" else {"cached_tokens": count, "audio_tokens": 1}
+                elif kinds == {"maybe"} and (pick == "absent" or n % 2):
+                    values[var] = MISSING
+                else:
+                    values[var] = count
+            got: dict[str, Any] = {**names, **values, "notes": []}
+            exec("\n".join([start, *straight]), got)
+            want: dict[str, Any] = {**names, "u": _usage_of(known, values), "notes": []}
+            exec("\n".join([start, *derive]), want)
+            assert [got[var] for var in counts.values()] == [want[var] for var in counts.values()], (provider, values)
+            assert got["notes"] == want["notes"], (provider, values)

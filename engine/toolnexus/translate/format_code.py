@@ -502,7 +502,7 @@ def writer_lines(fmt: SourceFormat, held: ResultAt) -> tuple[list[str], dict[str
     names.update(NEW_ID=new_answer_id, TIME=answer_time, INPUTS=call_inputs, OWN=own_notes)
     names.update(SAID=fmt.said, MADE_ID=made_id, IDS_DIGEST=ids_digest)
     field = held.field
-    derive, counts = said_lines(fmt, field=field)
+    derive, counts = said_lines(fmt, field=field, straight=held.straight)
     derived: dict[tuple[str | int, ...], str] = {("provider", fmt.stop_key): "U_stop", ("provider", "finish"): "U_stop"}
     derived.update({("provider", *path): var for path, var in counts.items()})
     # Each made id (the only read of `ids`: `ids.message`) cut where a template reads it, as `MadeIds` cuts it, from
@@ -754,11 +754,13 @@ def _keys_read(node: Node, held: str, lines: str, names: Mapping[str, Any]) -> f
 class ResultAt:
     """Where the writer's lines read the result: each field (`field`, a pattern of its name), each call's (`call`, of
     its name and its place in CALL_FIELDS) and the calls' inputs (`inputs`, of the calls), e.g. a fused answer's own
-    variables (`fused_answer_code`)."""
+    variables (`fused_answer_code`), and the flag saying the counts were read straight (`straight`: the usage
+    derived again only where it is false; `straight_usage_lines` fills the other branch per provider)."""
 
     field: str = "r.{}"
     call: str = "e.{name}"
     inputs: str = "INPUTS({})"
+    straight: str | None = None
 
 
 RESULT = ResultAt()  # the result `r`, a TranslateResult
@@ -1087,8 +1089,65 @@ def _read_alone(usage: Usage) -> frozenset[tuple[str, ...]]:
     )
 
 
+def straight_usage_lines(
+    fmt: SourceFormat, known: Mapping[tuple[str, ...], tuple[str, str]], wanted: frozenset[str]
+) -> list[str] | None:
+    """`usage_lines`' counts (no `said`) read from what a provider's straight usage path left (`known`: each
+    usage path -> its expression and kind, `ResponseGen.straight_usage`) rather than from the usage it built: a
+    `sure` count (an integer from 0) read with no test, a `maybe` one (or MISSING) tested for presence only, an absent
+    one not read; only a difference is tested for below 0, with the same note, and a count that can note nothing
+    set only where the writer reads its variable (`wanted`). None where the writer reads a path this cannot tell
+    (an object read as a count, a path three deep)."""
+    _, counts = usage_lines(fmt, into_said=False)
+    lines: list[str] = []
+    held: dict[tuple[str, ...], tuple[str, str]] = {}  # a path read -> (its variable, its kind)
+
+    def read(steps: tuple[str, ...]) -> tuple[str, str] | None:
+        """The count's variable and kind (`sure`, `maybe`, `absent`), its read written once; None: not told."""
+        if steps in held:
+            return held[steps]
+        outer = known.get(steps[:1], ("", "absent"))
+        if len(steps) == 1:
+            found = None if outer[1] in ("holder", "mapping") else outer
+        elif len(steps) == 2 and outer[1] == "holder":
+            var = f"U_s{len(held)}"
+            lines.append(f"{var} = MISSING if {outer[0]} is MISSING else {outer[0]}.get({steps[1]!r}, MISSING)")
+            found = (var, "maybe")
+        elif len(steps) == 2:
+            found = known.get(steps, ("", "absent")) if outer[1] == "mapping" else ("", "absent")
+        else:
+            found = None
+        if found is not None:
+            held[steps] = found
+        return found
+
+    alone = _read_alone(fmt.usage)
+    for target, total, others in fmt.usage:
+        var = counts[target]
+        if not others and var not in wanted:  # (clean, it notes nothing: a count the writer never writes)
+            continue
+        value, parts = read(total), [found for other in others if (found := read(other)) is not None]
+        if value is None or len(parts) < len(others):
+            return None
+        present = [(part, kind) for part, kind in parts if kind != "absent"]
+        if value[1] == "absent":
+            continue
+        if target in alone or not present:  # an integer from 0 or MISSING, as the derivation leaves it
+            lines.append(f"{var} = {value[0]}")
+            continue
+        test = [f"if {value[0]} is not MISSING:"] if value[1] == "maybe" else []
+        body = [f"U_v = {value[0]}"]
+        body += [f"if {part} is not MISSING: U_v -= {part}" if kind == "maybe" else f"U_v -= {part}"
+                 for part, kind in present]  # fmt: skip
+        message = f"less than the counts it includes; no {target[-1]}"
+        body += [f"if U_v < 0: notes.append(Note('inconsistent', {'.'.join(total)!r}, {message!r}))"]
+        body.append(f"else: {var} = U_v")
+        lines += [*test, *indent(body, 4 if test else 0)]
+    return lines
+
+
 def said_lines(
-    fmt: SourceFormat, *, into_said: bool = False, field: str = RESULT.field
+    fmt: SourceFormat, *, into_said: bool = False, field: str = RESULT.field, straight: str | None = None
 ) -> tuple[list[str], dict[tuple[str, ...], str]]:
     """What `SourceFormat.said` derives, as lines over the result's fields (`field`), its notes appended to `notes`
     in its order:
@@ -1111,7 +1170,8 @@ def said_lines(
     if counts:
         lines.append(f"{' = '.join(counts.values())} = MISSING")
     if usage:
-        lines += [f"u = {field.format('usage')}", "if isinstance(u, dict):", *indent(usage)]
+        derived = [f"u = {field.format('usage')}", "if isinstance(u, dict):", *indent(usage)]
+        lines += [f"if not {straight}:", *indent(derived)] if straight and counts else derived
     return lines, counts
 
 

@@ -34,14 +34,14 @@ from ..language.codegen import indent
 from ..language.fold import folded, parsed_expression
 from ..language.jsonsafe import standard_loads_each
 from ..language.paths import MISSING
-from .format_code import ResultAt, answer_reads, writer_lines
+from .format_code import ResultAt, answer_reads, straight_usage_lines, writer_lines
 from .formats import AnswerBody, FusedAnswer, SourceFormat
 from .outbound import RESULT_FIELDS, RESULT_VALUES, Outbound, ResponseGen
 from .stream_rules import NO_READS
 
 # Where the fused function holds the result's fields, each in a variable, each call as `new_tool_call`'s arguments
 # (the writer reads them there: `writer_lines`), their inputs read by `held_inputs`.
-HELD = ResultAt("R_{}", "e[{place}]", "HELD_INPUTS({})")
+HELD = ResultAt("R_{}", "e[{place}]", "HELD_INPUTS({})", "u_straight")
 # What only a result object, a call object, a whole view or a Ctx gives the writer's lines.
 _NEEDS_RESULT = re.compile(r"(?<![\w.'])(r\.|e\.|VIEW\(|SAID\(|CALLS?\(|INPUTS\(|Ctx\()")
 
@@ -115,7 +115,11 @@ def generate_fused_answer(
         return None
     gen = ResponseGen(outbound)
     gen.call = "({})"  # (a call held as new_tool_call's arguments: made a TranslatedToolCall if the result is read)
+    gen.straight_mark = HELD.straight
     read = gen.read()
+    lines, straight = with_straight_usage(lines, fmt, gen.straight_usage)
+    if not straight:  # (the derivation from the usage always runs: the flag is never set)
+        read = [line for line in read if line.strip() != f"{HELD.straight} = True"]
     names = {**writer_names}
     found, at = answer_reads(NO_READS if streaming is None else streaming.answer_reads, reads_time, names, "r")
     if any(gen.names[name] is not value for name, value in names.items() if name in gen.names):
@@ -124,6 +128,7 @@ def generate_fused_answer(
     fields = [f"{HELD.field.format(name)} = {value}" for name, value in zip(RESULT_FIELDS, RESULT_VALUES, strict=True)]
     body = [
         *ResponseGen.check(),
+        f"{HELD.straight} = False",
         *read,
         *fields,
         "notes = []",
@@ -142,6 +147,51 @@ def generate_fused_answer(
     ]) + "\n"  # fmt: skip
     exec(compile(text, f"<fused answer {outbound.provider} -> {fmt.name}>", "exec"), names)
     return text, names["fused_answer"]
+
+
+def with_straight_usage(
+    lines: list[str], fmt: SourceFormat, known: Mapping[tuple[str, ...], tuple[str, str]]
+) -> tuple[list[str], bool]:
+    """The writer's lines with the usage's counts read from the provider's read where its straight usage path ran
+    (`known`, `format_code.straight_usage_lines`): each `if not FLAG:` block deriving them from the usage (one in
+    each copy `unmade_split` made) given an `else:` of those lines; and whether they were. The lines as they are
+    where the provider has no straight path or the writer reads a count it cannot tell (its read must then never
+    set the flag)."""
+    flag = f"if not {HELD.straight}:"
+    wanted = frozenset(re.findall(r"(?<![\w.'])U_\d+(?![\w'])", "\n".join(_outside(lines, flag))))
+    straight = straight_usage_lines(fmt, known, wanted) if known else None
+    if straight is None:
+        return lines, False
+    if not straight:  # (nothing to set: the counts the writer reads are absent from that usage)
+        return lines, True
+    out: list[str] = []
+    opened: str | None = None  # the indent of the `if not FLAG:` whose block is being copied
+    for line in lines:
+        if opened is not None and not line.startswith(opened + " "):
+            out += [f"{opened}else:", *indent(straight, len(opened) + 4)]
+            opened = None
+        if line.strip() == flag:
+            opened = line[: len(line) - len(line.lstrip())]
+        out.append(line)
+    if opened is not None:
+        out += [f"{opened}else:", *indent(straight, len(opened) + 4)]
+    return out, True
+
+
+def _outside(lines: list[str], flag: str) -> list[str]:
+    """The lines but the blocks opened by `flag` and the line setting every count MISSING first (`said_lines`):
+    where the writer reads the counts it writes."""
+    kept: list[str] = []
+    opened: str | None = None
+    for line in lines:
+        if opened is not None and line.startswith(opened + " "):
+            continue
+        opened = None
+        if line.strip() == flag:
+            opened = line[: len(line) - len(line.lstrip())]
+        elif not re.fullmatch(r"\s*(U_\d+ = )+MISSING", line):
+            kept.append(line)
+    return kept
 
 
 def unmade_fields() -> dict[str, dict[str, Any]]:

@@ -1012,6 +1012,10 @@ class ResponseGen(Namespace):
 
     # How a tool call is held: new_tool_call's arguments given it (a fused answer holds them as a tuple)
     call = "new_tool_call({})"
+    # A fused answer's flag the straight usage path sets (None: not set), and what that path leaves where: each usage
+    # path -> its expression and kind (`usage_straight`), so the writer reads the counts with no `u` read again.
+    straight_mark: str | None = None
+    straight_usage: Mapping[tuple[str, ...], tuple[str, str]] = MappingProxyType({})
 
     def __init__(self, outbound: Outbound) -> None:
         self.o = outbound
@@ -1657,6 +1661,9 @@ class ResponseGen(Namespace):
                 body.append(f"if {present}: u[{name!r}] = {value}")
         body.insert(0, "u = {" + ", ".join(literal) + "}")
         body += self.usage_test({name for name, _ in node.items}, within, known)
+        if self.straight_mark is not None and not self.straight_usage:  # (the first path made: of two, the common)
+            body.append(f"{self.straight_mark} = True")
+            self.straight_usage = _straight_usage(entries, required)
         return reads, " and ".join(clean) or "True", body
 
     def count_map(self, var: str, name: str) -> list[str]:
@@ -1759,6 +1766,25 @@ class ResponseGen(Namespace):
             expected = self.name(frozenset(node.expected), "expected")
             return [*lines, f"rf = {call} if type({var}) is str and {var} in {expected} else MISSING"]
         return [f"rf = {call}"]
+
+
+def _straight_usage(
+    entries: list[tuple[str, str | list[tuple[str, str]], str | None]], required: Mapping[str, None]
+) -> dict[tuple[str, ...], tuple[str, str]]:
+    """What the straight usage path leaves where, by usage path: a count always there, an integer from 0 (`sure`:
+    its variable), a count clean or absent (`maybe`: its variable, MISSING when absent), or a provider's object of
+    counts (`holder`: its variable, a dict of clean counts or MISSING; `mapping`: a details mapping built of the
+    counts below it). A path not here is not in that usage."""
+    known: dict[tuple[str, ...], tuple[str, str]] = {}
+    for name, value, present in entries:
+        if isinstance(value, list):
+            known[name,] = ("", "mapping")
+            known.update({(name, key): (var, "sure" if var in required else "maybe") for key, var in value})
+        elif present is not None:  # a copied object of counts: `VAR.copy()`
+            known[name,] = (value.removesuffix(".copy()"), "holder")
+        else:
+            known[name,] = (value.split(" := ")[0].lstrip("("), "sure")  # a sum's `(s := ...)`: its variable
+    return known
 
 
 def _straight_entry(name: str, node: Node, absent_terms: bool = False) -> bool:
