@@ -19,6 +19,11 @@ Where the read made no piece of its state (no `Found`: no extras, reasoning or a
 fields are values known at generation (`{}`, `""`, `[]`), so the writer's lines run in a copy folded over them
 (`unmade_split`, `fold.folded`): their reads of the extras and reasoning and the tests of them gone, one test (`f is
 None`) choosing the copy; an answer that made one runs the lines as written.
+
+Where the provider's usage took its straight path (every count clean: `ResponseGen.usage_straight`), that path
+sets a flag and the writer's counts are read from the read's own variables (`with_straight_usage`,
+`format_code.straight_usage_lines`: no type or sign test of a count known clean, only a difference tested below
+0); else they are derived from the usage object the read built, as the format's own writer does.
 """
 
 from __future__ import annotations
