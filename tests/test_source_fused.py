@@ -143,7 +143,7 @@ def test_the_pairs_that_compose_get_a_fused_function() -> None:
     or encode ids one by one (Anthropic, Bedrock) gets one; a format of role messages composes as one of items."""
     assert {"openai", "groq", "xai", "gemini", "vertex-gemini", "cohere", "openai-responses"} <= set(FUSED)
     assert {"anthropic", "vertex-anthropic", "bedrock", "mistral"} <= set(FUSED)
-    assert "ollama" not in FUSED  # its calls' ids are dropped by a general branch, at the hub's paths: all decline
+    assert "ollama" in FUSED  # its calls' ids dropped at their items (a part field its template leaves unwritten)
     assert set(load_rules().format("anthropic").fused) == set(FUSED)
 
 
@@ -310,6 +310,21 @@ def test_an_id_encoded_one_by_one_is_noted_and_mapped_by_the_fused_function() ->
     assert got == outcome(without_fused(fmt), "anthropic", VARIANTS["id to encode"]) and hits == [True]
     assert [n[1] for n in got[2] if n[0] == "rewritten"] == ["input[3].call_id", "input[7].call_id"]
     assert list(got[3].values()) == ["é/1"]
+
+
+@pytest.mark.parametrize("size", [10, 40])
+def test_ollamas_dropped_ids_are_noted_at_their_items_by_the_fused_function(size: int) -> None:
+    """Ollama's rules write no call id: each call's and each result's id is dropped and noted at its item's
+    `call_id` by the fused function (its own notes: the body says where they are), as today's route names them."""
+    fmt, hits = load_rules().format(SOURCE), []
+    request = responses_transcript(size, tool_declarations())
+    got = outcome(counted(fmt, "ollama", hits), "ollama", request)
+    assert got == outcome(without_fused(fmt), "ollama", request) and hits == [True]
+    dropped = [path for kind, path, *_ in got[2] if kind == "dropped" and path.endswith(".call_id")]
+    items = request["input"]
+    assert dropped == [f"input[{n}].call_id" for n, item in enumerate(items) if "call_id" in item]
+    body = translate_source(fmt, load_rules().get("ollama").inbound, request)
+    assert set(dropped) <= {n.path for n in body.notes[body.transcript_notes]}
 
 
 CASE_REQUESTS = {c.name: c.data["request"] for c in CASES if (c.data.get("options") or {}).get("source") == SOURCE}

@@ -33,8 +33,10 @@ first message is written) gets its table from a scan of the format's items first
 keys its kinds' templates read them from, `id_keys`, in the order the normal form holds them), then the one loop;
 a rewrite that fails raises, and today's route says it. A pair gets none when its pieces do not compose: a
 rewrite whose ids a template reads otherwise than as one key's value, more than one role items join, a joined
-role that is not written as its text alone, a joined role's branch that notes its parts' unwritten fields at the
-normal form's paths (every transcript with one would decline: Ollama's, which settles each call's id).
+role that is not written as its text alone, a joined role's branch with no direct shape that settles its parts'
+unwritten fields at the normal form's paths (every transcript with one would decline). A field the direct writer
+settles at the part's path (`direct_code._gap_lines`: Ollama's rules write no call id, and drop it) is noted at the
+call's item, as a rewritten id is.
 """
 
 from __future__ import annotations
@@ -52,15 +54,15 @@ from ..language.templates import SEAL, Apply, Ctx, Get, ListPath, Obj, unseal
 from .direct_code import CALL_FIELDS, CALLS, WRITTEN_CALLS, WRITTEN_NOTES, At, call_check, call_write
 from .format_code import ReaderGen, escaped_path, written_role
 from .formats import OWN_PATH, TEXT_PART, Fused, Kind, SourceFormat, named_alone, remap
-from .request_code import HOISTED, MESSAGES, MESSAGES_HEAD, READS_LAST, message_names, role_branches
+from .request_code import GENERAL_HEAD, HOISTED, MESSAGES, MESSAGES_HEAD, READS_LAST, message_names, role_branches
 
 if TYPE_CHECKING:
     from .inbound import Inbound
 
 _CONTINUE = re.compile(r"\bcontinue\b")
 # A general branch's settling of the fields its part template leaves unwritten, for every part of a kind (inbound's
-# `_settle_gaps`, as call ids a provider drops are): noted at the hub's paths, so in the branch of the message items
-# join (the calls) every transcript with one would decline, and run both routes.
+# `_settle_gaps`): noted at the hub's paths, so where the branch of the message items join (the calls) has no direct
+# shape that settles them at the part's path, every transcript with one would decline, and run both routes.
 _GAPS = re.compile(r" *\w+\(s, part_, \w+, c\)")
 # A branch's note (or a key it settles) and the hub paths it is written at: an f-string of the message index, a
 # part's `element_path` in one, `c.at` below the scope `c.path` was last set to (`(MESSAGES, i)`, `(CALL, ...)`).
@@ -282,7 +284,7 @@ def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | N
     gen.names.update(message_names(inbound))
     calls_read = "x_ok" if "assistant" in opened else None  # the role whose calls are checked at their items
     branches = role_branches(inbound, gen.names, *inbound.writes, "x_path", calls_read)
-    if any(_GAPS.fullmatch(line) for role in opened for line in branches.get(role, ())):
+    if any(_settles_every_part(branches.get(role, [])) for role in opened):
         return None
     reads_last = any(READS_LAST.search(line) for lines in branches.values() for line in lines)
     if reads_last and (joins == "user" or any(written_role(kind) == "user" for kind in (items or {}).values())):
@@ -301,6 +303,13 @@ def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | N
     text = "\n".join(lines) + "\n"
     exec(compile(text, f"<fused {fmt.name} -> {inbound.provider}>", "exec"), gen.names)
     return text, gen.names["fused"]
+
+
+def _settles_every_part(branch: list[str]) -> bool:
+    """Whether a branch of the role items join settles its parts' unwritten fields at the normal form's paths
+    on every message (`_settle_gaps`: it has no direct shape that writes them at the part's path), so every
+    transcript with such a part would decline."""
+    return branch[:1] == [GENERAL_HEAD] and any(_GAPS.fullmatch(line) for line in branch)
 
 
 class _Writer:
