@@ -327,6 +327,18 @@ def test_ollamas_dropped_ids_are_noted_at_their_items_by_the_fused_function(size
     assert set(dropped) <= {n.path for n in body.notes[body.transcript_notes]}
 
 
+@pytest.mark.parametrize("source", [SOURCE, "anthropic"])
+def test_a_call_written_at_its_item_is_noted_at_that_item(source: str) -> None:
+    """The notes of a call checked and written at its item (a dropped or rewritten id) name that item's path: no
+    run of the message's items is counted for them (`joined_at`), as it is for the calls its branch reads back."""
+    fmt = load_rules().format(source)
+    for provider in ("ollama", "mistral", "anthropic"):
+        code = fmt.fused_code[provider]
+        assert "d_written_notes.append(" in code and 'JOINED["tool_calls"], d_k)' in code, provider
+        written = [line for line in code.splitlines() if "d_written_notes.append(" in line]
+        assert not any("joined_at" in line for line in written), provider
+
+
 CASE_REQUESTS = {c.name: c.data["request"] for c in CASES if (c.data.get("options") or {}).get("source") == SOURCE}
 
 

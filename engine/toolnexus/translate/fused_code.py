@@ -73,6 +73,7 @@ _ELEMENT = re.compile(r"\{(\w+)\.element_path\((.*?)\)\}")
 _SCOPE = re.compile(r"( *)c\.path = (.*)")
 _AT = re.compile(r"c\.at\('([^']*)'\)")
 _UNKNOWN = "\0"  # a scope not known here
+_CALL_INDEX = "d_k"  # the index of a call `direct_code.call_write` writes, in its notes' paths (`tool_calls[{d_k}]`)
 _ROLE = re.compile(r"(?<![\w'])role\b(?!')")  # the messages function's variable of the message's role, read
 # What follows the message in a hub path: a key (or `{k}`, one known at run time), an element of it, below it.
 _REST = re.compile(r"\.(\w+|\{\w+\})(?:\[\{(\w+)\}\])?((?:\..*)?)")
@@ -92,6 +93,9 @@ class _Source:
     # items), or a block of the message's content (a format of role messages); and what `joined_at` counts from.
     element: str = "{@}"
     counted: str = "msgs, i"
+    # A call written at its own item (`_Writer.call_checked`): that item's path, for its element of the list (the
+    # index `call_write` notes it at), so no run is counted.
+    here: str | None = None
 
     def path(self, rest: str) -> str | None:
         """The f-string text of the source path of the message's hub path followed by `rest`; None: unknown here."""
@@ -107,7 +111,10 @@ class _Source:
             return None
         # A list items joined (a key known at run time: one of them, or a KeyError that declines), at its item.
         known = f"JOINED[{key[1:-1]}]" if key[0] == "{" else f'JOINED["{key}"]'
-        item = self.element.replace("@", f"joined_at({self.counted}, {known}, {index or 0})")
+        if self.here is not None and index == _CALL_INDEX:
+            item = self.here
+        else:
+            item = self.element.replace("@", f"joined_at({self.counted}, {known}, {index or 0})")
         return item if index is None else remap("m" + deeper, {"m": (item, self.lists[key])})
 
 
@@ -443,9 +450,10 @@ class _Writer:
         if written is None:
             return ["x_ok = False"]
         # Its notes at its item, kept until the branch adds the calls (where today's route notes them, in order).
+        here = self.item.replace("{i}", "{x_i}") if self.fmt.items is not None else self.item + ".content[{x_j}]"
+        source = replace(self.joined_source, here=here)
         written = [
-            _NOTES.sub(f"{WRITTEN_NOTES}.append(", line)
-            for line in sourced(written, self.joined_source, self.gen.names, self.mark)
+            _NOTES.sub(f"{WRITTEN_NOTES}.append(", line) for line in sourced(written, source, self.gen.names, self.mark)
         ]
         return [
             "if x_ok:",
