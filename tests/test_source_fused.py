@@ -30,7 +30,7 @@ from toolnexus.translate.formats import SourceFormat, named, translate_source
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-from bench_inputs import responses_transcript, tool_declarations  # noqa: E402
+from bench_inputs import messages_transcript, responses_transcript, tool_declarations  # noqa: E402
 
 SOURCE = "openai-responses"
 
@@ -154,6 +154,39 @@ def test_the_bench_requests_take_the_fused_function(provider: str, size: int) ->
     request = responses_transcript(size, tool_declarations())
     assert outcome(counted(fmt, provider, hits), provider, request) == outcome(without_fused(fmt), provider, request)
     assert hits == [True]
+
+
+@pytest.mark.parametrize("source", [SOURCE, "anthropic"])
+@pytest.mark.parametrize("size", [10, 40])
+def test_every_pair_and_option_writes_the_bench_requests_through_the_fused_function(
+    source: str, size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each provider, under each call option, writes the bench's request through its fused function to the end
+    (`formats._fused_source` gives the body: no decline after the transcript either), unless the provider refuses
+    the request (today's route then says why: Ollama refuses Messages' thinking budget, the Responses API its
+    stop sequences)."""
+    fmt = load_rules().format(source)
+    made = responses_transcript if source == SOURCE else messages_transcript
+    request = made(size, tool_declarations())
+    fused_source, bodies = formats._fused_source, []
+
+    def spied(*args: Any, **kwargs: Any) -> Any:
+        body = fused_source(*args, **kwargs)
+        bodies.append(body is not None)
+        return body
+
+    monkeypatch.setattr(formats, "_fused_source", spied)
+    refused = set()
+    for provider in sorted(fmt.fused):
+        for options in OPTIONS:
+            bodies.clear()
+            try:
+                translate_source(fmt, load_rules().get(provider).inbound, copy.deepcopy(request), **options)
+            except ToolnexusError:
+                refused.add(provider)
+                continue
+            assert bodies == [True], (provider, options)
+    assert refused == ({"ollama", "openai-responses"} if source == "anthropic" else set())
 
 
 def variants() -> dict[str, dict[str, Any]]:
