@@ -271,11 +271,7 @@ def test_a_made_up_providers_messages_are_written_directly_as_through_the_middle
         {"call": "c2", "fn": "f", "args": {"y": 2}},
     ]
     assert {(n.kind, n.path) for n in notes} >= {("dropped", "messages[3].sig"), ("dropped", "messages[6].sig")}
-    with pytest.MonkeyPatch.context() as patch:
-        for name in ("_assistant_parts", "_tool_result", "_user_parts", "place"):
-            patch.setattr(request_code, name, lambda *args: pytest.fail("read into the middle form"))
-        only_direct = read_rules_dir(tmp_path)
-    assert request_outcome("kappa", request, {"rules": only_direct}) == direct
+    assert request_outcome("kappa", request, {"rules": written_without_the_middle_form(tmp_path)}) == direct
 
 
 def test_a_part_template_the_direct_writer_cannot_inline_takes_the_general_branch(tmp_path: Path) -> None:
