@@ -467,16 +467,16 @@ def test_the_count_tool_counts_a_source_row_as_its_plain_row_plus_the_formats_wo
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A source answer is the provider's answer read and the format's written in one fused function; a source
-    request is the format's reader and then the plain request's translation (to a provider with no fused function:
-    Ollama settles each call's id at the normal form's paths): each counted more than its plain row, where the code
-    it lists says."""
+    request's transcript is written by the pair's fused function where the plain request runs the provider's
+    messages function (Ollama's too: its dropped call ids noted at their items): each counted more than its plain
+    row, where the code it lists says."""
     plain, plain_code = _counted(capsys, "answer", "openai")
     source, source_code = _counted(capsys, "answer", "openai", "--source", "anthropic")
     assert plain < source and "<fused answer openai -> anthropic>:1 fused_answer" in set(source_code) - set(plain_code)
     plain, plain_code = _counted(capsys, "request", "ollama", "--source", "openai-responses", "--plain")
     source, source_code = _counted(capsys, "request", "ollama", "--source", "openai-responses")
-    assert plain < source and "<reader openai-responses>:1 transcript" in set(source_code) - set(plain_code)
-    assert "<messages ollama>:1 messages" in set(plain_code) & set(source_code)
+    assert plain < source and "<fused openai-responses -> ollama>:1 fused" in set(source_code) - set(plain_code)
+    assert "<messages ollama>:1 messages" in set(plain_code) - set(source_code)
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -270,11 +271,7 @@ def test_a_made_up_providers_messages_are_written_directly_as_through_the_middle
         {"call": "c2", "fn": "f", "args": {"y": 2}},
     ]
     assert {(n.kind, n.path) for n in notes} >= {("dropped", "messages[3].sig"), ("dropped", "messages[6].sig")}
-    with pytest.MonkeyPatch.context() as patch:
-        for name in ("_assistant_parts", "_tool_result", "_user_parts", "place"):
-            patch.setattr(request_code, name, lambda *args: pytest.fail("read into the middle form"))
-        only_direct = read_rules_dir(tmp_path)
-    assert request_outcome("kappa", request, {"rules": only_direct}) == direct
+    assert request_outcome("kappa", request, {"rules": written_without_the_middle_form(tmp_path)}) == direct
 
 
 def test_a_part_template_the_direct_writer_cannot_inline_takes_the_general_branch(tmp_path: Path) -> None:
@@ -292,6 +289,78 @@ def test_a_part_template_the_direct_writer_cannot_inline_takes_the_general_branc
     outcome = request_outcome("kappa", request, {"rules": rules})
     assert outcome == request_outcome("kappa", request, {"rules": general})
     assert outcome[0]["turns"][2]["say"][2]["fn"] == "F"
+
+
+# A transcript of calls and results (a result as a string and as text parts), for a provider whose part
+# templates leave the ids unwritten (Ollama: its calls carry no id, a result names its function).
+UNWRITTEN_IDS = [
+    {"role": "system", "content": "be brief"},
+    {"role": "user", "content": "hi"},
+    {
+        "role": "assistant",
+        "content": "calling",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}},
+            {"id": "c2", "type": "function", "function": {"name": "g", "arguments": {"y": 2}}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "one"},
+    {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "t"}, {"type": "text", "text": "wo"}]},
+    {"role": "assistant", "content": None, "tool_calls": [{"id": "c3", "function": {"name": "f", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "c3", "content": "three"},
+]
+
+
+def written_without_the_middle_form(directory: Path | None = None) -> Rulebook:
+    """The rules (built-in, or `directory`'s) compiled with the reader's helpers refusing to be called."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("_assistant_parts", "_tool_result", "_user_parts", "place"):
+            patch.setattr(request_code, name, lambda *args: pytest.fail("read into the middle form"))
+        return builtin_rulebook.__wrapped__() if directory is None else read_rules_dir(directory)
+
+
+def test_a_field_the_part_template_leaves_unwritten_is_settled_by_the_direct_branch(general: Rulebook) -> None:
+    """Ollama's calls and results are written directly, each id its template writes nothing for dropped at the
+    part's path as `messages.unsupported` says (`direct_code._gap_lines`), as the general branch drops it."""
+    request = {"model": "m", "messages": UNWRITTEN_IDS}
+    outcome = request_outcome("ollama", request, {})
+    assert outcome == request_outcome("ollama", request, {"rules": general})
+    assert request_outcome("ollama", request, {"rules": written_without_the_middle_form()}) == outcome
+    body, notes = outcome
+    assert body["messages"][2]["tool_calls"] == [
+        {"function": {"name": "f", "arguments": {"x": 1}}},
+        {"function": {"name": "g", "arguments": {"y": 2}}},
+    ]
+    assert [n.path for n in notes if n.kind == "dropped"] == [
+        "messages[2].tool_calls[0].id",
+        "messages[2].tool_calls[1].id",
+        "messages[3].tool_call_id",
+        "messages[4].tool_call_id",
+        "messages[5].tool_calls[0].id",
+        "messages[6].tool_call_id",
+    ]
+
+
+@pytest.mark.parametrize("unknown_fields", ["error", "drop"])
+def test_an_unwritten_field_no_rule_names_is_settled_by_the_direct_branch(tmp_path: Path, unknown_fields: str) -> None:
+    """With no `messages.unsupported` rule for a call's id, the direct branch settles it (`c.settle`) at the
+    call's path: refused, or dropped and noted with unknown_fields="drop", as through the middle form."""
+    text = (Path(__file__).resolve().parents[1] / "rules" / "ollama.yaml").read_text(encoding="utf-8")
+    rule = re.compile(r"^    id: \{action: drop.*\n", re.MULTILINE)
+    assert rule.search(text) is not None
+    (tmp_path / "ollama.yaml").write_text(rule.sub("", text), encoding="utf-8")
+    request = {"model": "m", "messages": UNWRITTEN_IDS}
+    options = {"unknown_fields": unknown_fields}
+    outcome = request_outcome("ollama", request, {**options, "rules": written_without_the_middle_form(tmp_path)})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(request_code, "_direct", lambda *args: None)
+        general = read_rules_dir(tmp_path)
+    assert outcome == request_outcome("ollama", request, {**options, "rules": general})
+    if unknown_fields == "error":
+        assert outcome[:2] == ("TranslationError", "messages[2].tool_calls[0].id")
+    else:
+        noted = ("dropped", "messages[5].tool_calls[0].id", "not mapped by the ollama rules")
+        assert noted in [tuple(n)[:3] for n in outcome[1]]
 
 
 @pytest.mark.parametrize("general_branch", [False, True])

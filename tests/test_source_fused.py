@@ -30,7 +30,7 @@ from toolnexus.translate.formats import SourceFormat, named, translate_source
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-from bench_inputs import responses_transcript, tool_declarations  # noqa: E402
+from bench_inputs import messages_transcript, responses_transcript, tool_declarations  # noqa: E402
 
 SOURCE = "openai-responses"
 
@@ -143,7 +143,7 @@ def test_the_pairs_that_compose_get_a_fused_function() -> None:
     or encode ids one by one (Anthropic, Bedrock) gets one; a format of role messages composes as one of items."""
     assert {"openai", "groq", "xai", "gemini", "vertex-gemini", "cohere", "openai-responses"} <= set(FUSED)
     assert {"anthropic", "vertex-anthropic", "bedrock", "mistral"} <= set(FUSED)
-    assert "ollama" not in FUSED  # its calls' ids are dropped by a general branch, at the hub's paths: all decline
+    assert "ollama" in FUSED  # its calls' ids dropped at their items (a part field its template leaves unwritten)
     assert set(load_rules().format("anthropic").fused) == set(FUSED)
 
 
@@ -154,6 +154,39 @@ def test_the_bench_requests_take_the_fused_function(provider: str, size: int) ->
     request = responses_transcript(size, tool_declarations())
     assert outcome(counted(fmt, provider, hits), provider, request) == outcome(without_fused(fmt), provider, request)
     assert hits == [True]
+
+
+@pytest.mark.parametrize("source", [SOURCE, "anthropic"])
+@pytest.mark.parametrize("size", [10, 40])
+def test_every_pair_and_option_writes_the_bench_requests_through_the_fused_function(
+    source: str, size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each provider, under each call option, writes the bench's request through its fused function to the end
+    (`formats._fused_source` gives the body: no decline after the transcript either), unless the provider refuses
+    the request (today's route then says why: Ollama refuses Messages' thinking budget, the Responses API its
+    stop sequences)."""
+    fmt = load_rules().format(source)
+    made = responses_transcript if source == SOURCE else messages_transcript
+    request = made(size, tool_declarations())
+    fused_source, bodies = formats._fused_source, []
+
+    def spied(*args: Any, **kwargs: Any) -> Any:
+        body = fused_source(*args, **kwargs)
+        bodies.append(body is not None)
+        return body
+
+    monkeypatch.setattr(formats, "_fused_source", spied)
+    refused = set()
+    for provider in sorted(fmt.fused):
+        for options in OPTIONS:
+            bodies.clear()
+            try:
+                translate_source(fmt, load_rules().get(provider).inbound, copy.deepcopy(request), **options)
+            except ToolnexusError:
+                refused.add(provider)
+                continue
+            assert bodies == [True], (provider, options)
+    assert refused == ({"ollama", "openai-responses"} if source == "anthropic" else set())
 
 
 def variants() -> dict[str, dict[str, Any]]:
@@ -310,6 +343,33 @@ def test_an_id_encoded_one_by_one_is_noted_and_mapped_by_the_fused_function() ->
     assert got == outcome(without_fused(fmt), "anthropic", VARIANTS["id to encode"]) and hits == [True]
     assert [n[1] for n in got[2] if n[0] == "rewritten"] == ["input[3].call_id", "input[7].call_id"]
     assert list(got[3].values()) == ["é/1"]
+
+
+@pytest.mark.parametrize("size", [10, 40])
+def test_ollamas_dropped_ids_are_noted_at_their_items_by_the_fused_function(size: int) -> None:
+    """Ollama's rules write no call id: each call's and each result's id is dropped and noted at its item's
+    `call_id` by the fused function (its own notes: the body says where they are), as today's route names them."""
+    fmt, hits = load_rules().format(SOURCE), []
+    request = responses_transcript(size, tool_declarations())
+    got = outcome(counted(fmt, "ollama", hits), "ollama", request)
+    assert got == outcome(without_fused(fmt), "ollama", request) and hits == [True]
+    dropped = [path for kind, path, *_ in got[2] if kind == "dropped" and path.endswith(".call_id")]
+    items = request["input"]
+    assert dropped == [f"input[{n}].call_id" for n, item in enumerate(items) if "call_id" in item]
+    body = translate_source(fmt, load_rules().get("ollama").inbound, request)
+    assert set(dropped) <= {n.path for n in body.notes[body.transcript_notes]}
+
+
+@pytest.mark.parametrize("source", [SOURCE, "anthropic"])
+def test_a_call_written_at_its_item_is_noted_at_that_item(source: str) -> None:
+    """The notes of a call checked and written at its item (a dropped or rewritten id) name that item's path: no
+    run of the message's items is counted for them (`joined_at`), as it is for the calls its branch reads back."""
+    fmt = load_rules().format(source)
+    for provider in ("ollama", "mistral", "anthropic"):
+        code = fmt.fused_code[provider]
+        assert "d_written_notes.append(" in code and 'JOINED["tool_calls"], d_k)' in code, provider
+        written = [line for line in code.splitlines() if "d_written_notes.append(" in line]
+        assert not any("joined_at" in line for line in written), provider
 
 
 CASE_REQUESTS = {c.name: c.data["request"] for c in CASES if (c.data.get("options") or {}).get("source") == SOURCE}

@@ -33,10 +33,10 @@ FUSED = sorted(load_rules().format(SOURCE).fused)
 
 
 def test_the_messages_format_composes_for_every_pair_the_responses_format_does() -> None:
-    """Decided by the rules alone: the same providers (Mistral, which rewrites ids by a hash, too; Ollama settles
-    each call's id at the normal form's paths: none)."""
+    """Decided by the rules alone: the same providers (Mistral, which rewrites ids by a hash, too; Ollama, whose
+    rules drop each call's id: noted at its block)."""
     assert sorted(load_rules().format("openai-responses").fused) == FUSED
-    assert {"openai", "gemini", "anthropic", "cohere", "bedrock", "mistral"} <= set(FUSED) and "ollama" not in FUSED
+    assert {"openai", "gemini", "anthropic", "cohere", "bedrock", "mistral", "ollama"} <= set(FUSED)
 
 
 @pytest.mark.parametrize("provider", FUSED)
@@ -231,6 +231,26 @@ def test_an_id_encoded_one_by_one_is_noted_and_mapped_by_the_fused_function() ->
         "messages[2].content[0].tool_use_id",
     ]
     assert list(got[3].values()) == ["é/1"]
+
+
+@pytest.mark.parametrize("size", [10, 40])
+def test_ollamas_dropped_ids_are_noted_at_their_blocks_by_the_fused_function(size: int) -> None:
+    """Ollama's rules write no call id: each `tool_use` block's `id` and each `tool_result` block's `tool_use_id`
+    is dropped and noted at its block by the fused function, as today's route names them (the bench request's
+    thinking budget, which Ollama refuses, left out)."""
+    fmt, hits = load_rules().format(SOURCE), []
+    request = messages_transcript(size, tool_declarations())
+    request.pop("thinking")
+    got = outcome(counted(fmt, "ollama", hits), "ollama", request)
+    assert got == outcome(without_fused(fmt), "ollama", request) and hits == [True]
+    dropped = [path for kind, path, *_ in got[2] if kind == "dropped" and path.endswith(("].id", ".tool_use_id"))]
+    assert dropped == [
+        f"messages[{i}].content[{j}].{'id' if block['type'] == 'tool_use' else 'tool_use_id'}"
+        for i, m in enumerate(request["messages"])
+        if type(m["content"]) is list
+        for j, block in enumerate(m["content"])
+        if block["type"] in ("tool_use", "tool_result")
+    ]
 
 
 def test_the_body_says_where_the_transcripts_notes_are() -> None:

@@ -16,12 +16,13 @@ Round-trip keys are ordinary template values: a tool call's own keys (`extra_con
 tool-call template reads them (and settled where none does), a message key `messages.carry` places rides
 on its part as the reader's `place` puts it (`carried`), and the role template reads the message's own keys
 (`lead` blocks, `$merge: source`) as it reads them. Anything else, and a role or part template this writer
-cannot write inline (one that reads its scope whole, a lookup, a spliced template, a part kind whose fields
-a template leaves unwritten, a carried key whose part is known only at run time), falls to the general
-branch: the reader's helpers for that message, with the same output, notes and errors. The notes the
-general branch writes for these shapes are written here where they arise, in its order: the message keys
+cannot write inline (one that reads its scope whole, a lookup, a spliced template, a part field carried by
+one of several keys that its template leaves unwritten, a carried key whose part is known only at run time),
+falls to the general branch: the reader's helpers for that message, with the same output, notes and errors. The
+notes the general branch writes for these shapes are written here where they arise, in its order: the message keys
 settled, a carried key no part takes, an empty turn dropped, then per part the keys its template does not
-write, its rewritten id or arguments, then what its template notes.
+write, its rewritten id or arguments, the fields its template leaves unwritten (`_gap_lines`: Ollama's call ids,
+dropped at the call's path), then what its template notes.
 """
 
 from __future__ import annotations
@@ -226,8 +227,8 @@ def _part_lines(gen: _Gen, group: Group, blocks: str) -> list[str] | None:
         return None
     reporting, gaps = plan_entry
     nested = {g.kind for g in group.nested}
-    if gaps is not None and (gaps.unread or (gaps.kinds is not None and not nested <= gaps.kinds)):
-        return None  # it leaves a field of these parts unwritten (its own parts it writes: nothing to settle)
+    if gaps is not None and gaps.kinds is not None and not nested <= gaps.kinds:
+        return None  # it leaves some of its own parts unwritten
     known: dict[str, str] = {}
     body: list[str] = []
     if group.extras_of is not None and reporting is not None:  # its own keys no template reads, settled
@@ -270,6 +271,10 @@ def _part_lines(gen: _Gen, group: Group, blocks: str) -> list[str] | None:
         for name, test, path, how in group.derived:
             if name in reporting:
                 body.append(f"if {test}: notes.append(Note('rewritten', {path}, {how}))")
+    settled = [] if gaps is None else _gap_lines(gen, group, gaps.unread)
+    if settled is None:
+        return None
+    body += settled
     if USES_CONTEXT.search("\n".join(inline.head + inline.body)):
         body.append(f"c.path = ({group.at[0]}, {group.at[1]})")
     body += inline.head + inline.body
@@ -280,6 +285,25 @@ def _part_lines(gen: _Gen, group: Group, blocks: str) -> list[str] | None:
     if group.header is None:
         return body
     return [group.header, *indent(body)]
+
+
+def _gap_lines(gen: _Gen, group: Group, unread: tuple[tuple[str, str, frozenset[str]], ...]) -> list[str] | None:
+    """Each field of the group's parts their template writes nothing for (`Gaps.unread`: a call's id a provider
+    drops), settled at the part's path as the general branch's `_settle_gaps` settles it, after the part's
+    rewritten notes: the note `messages.unsupported` writes for it, else `c.settle`. None: a field carried by
+    one of several keys (which one the part holds is the general branch's to find)."""
+    lines = []
+    where = f"{group.at[0]}.element_path({group.at[1]})"
+    for name, at, keys in unread:
+        if len(keys) != 1:
+            return None
+        (key,) = keys
+        value = group.known.get(key)
+        if value is None:  # (the part never holds it: nothing to settle)
+            continue
+        settled = gen.settle(name, value, f"f'{{{where}}}.{at}'" if "source" in group.known else f"f'{{{where}}}'")
+        lines.append(f"if {value} is not MISSING: {settled}" if key in group.maybe else settled)
+    return lines
 
 
 def _plan_entry(gen: _Gen, kind: str) -> tuple[frozenset[str] | None, Any] | None:

@@ -33,8 +33,10 @@ first message is written) gets its table from a scan of the format's items first
 keys its kinds' templates read them from, `id_keys`, in the order the normal form holds them), then the one loop;
 a rewrite that fails raises, and today's route says it. A pair gets none when its pieces do not compose: a
 rewrite whose ids a template reads otherwise than as one key's value, more than one role items join, a joined
-role that is not written as its text alone, a joined role's branch that notes its parts' unwritten fields at the
-normal form's paths (every transcript with one would decline: Ollama's, which settles each call's id).
+role that is not written as its text alone, a joined role's branch with no direct shape that settles its parts'
+unwritten fields at the normal form's paths (every transcript with one would decline). A field the direct writer
+settles at the part's path (`direct_code._gap_lines`: Ollama's rules write no call id, and drop it) is noted at the
+call's item, as a rewritten id is.
 """
 
 from __future__ import annotations
@@ -52,15 +54,15 @@ from ..language.templates import SEAL, Apply, Ctx, Get, ListPath, Obj, unseal
 from .direct_code import CALL_FIELDS, CALLS, WRITTEN_CALLS, WRITTEN_NOTES, At, call_check, call_write
 from .format_code import ReaderGen, escaped_path, written_role
 from .formats import OWN_PATH, TEXT_PART, Fused, Kind, SourceFormat, named_alone, remap
-from .request_code import HOISTED, MESSAGES, MESSAGES_HEAD, READS_LAST, message_names, role_branches
+from .request_code import GENERAL_HEAD, HOISTED, MESSAGES, MESSAGES_HEAD, READS_LAST, message_names, role_branches
 
 if TYPE_CHECKING:
     from .inbound import Inbound
 
 _CONTINUE = re.compile(r"\bcontinue\b")
 # A general branch's settling of the fields its part template leaves unwritten, for every part of a kind (inbound's
-# `_settle_gaps`, as call ids a provider drops are): noted at the hub's paths, so in the branch of the message items
-# join (the calls) every transcript with one would decline, and run both routes.
+# `_settle_gaps`): noted at the hub's paths, so where the branch of the message items join (the calls) has no direct
+# shape that settles them at the part's path, every transcript with one would decline, and run both routes.
 _GAPS = re.compile(r" *\w+\(s, part_, \w+, c\)")
 # A branch's note (or a key it settles) and the hub paths it is written at: an f-string of the message index, a
 # part's `element_path` in one, `c.at` below the scope `c.path` was last set to (`(MESSAGES, i)`, `(CALL, ...)`).
@@ -71,6 +73,7 @@ _ELEMENT = re.compile(r"\{(\w+)\.element_path\((.*?)\)\}")
 _SCOPE = re.compile(r"( *)c\.path = (.*)")
 _AT = re.compile(r"c\.at\('([^']*)'\)")
 _UNKNOWN = "\0"  # a scope not known here
+_CALL_INDEX = "d_k"  # the index of a call `direct_code.call_write` writes, in its notes' paths (`tool_calls[{d_k}]`)
 _ROLE = re.compile(r"(?<![\w'])role\b(?!')")  # the messages function's variable of the message's role, read
 # What follows the message in a hub path: a key (or `{k}`, one known at run time), an element of it, below it.
 _REST = re.compile(r"\.(\w+|\{\w+\})(?:\[\{(\w+)\}\])?((?:\..*)?)")
@@ -90,6 +93,9 @@ class _Source:
     # items), or a block of the message's content (a format of role messages); and what `joined_at` counts from.
     element: str = "{@}"
     counted: str = "msgs, i"
+    # A call written at its own item (`_Writer.call_checked`): that item's path, for its element of the list (the
+    # index `call_write` notes it at), so no run is counted.
+    here: str | None = None
 
     def path(self, rest: str) -> str | None:
         """The f-string text of the source path of the message's hub path followed by `rest`; None: unknown here."""
@@ -105,7 +111,10 @@ class _Source:
             return None
         # A list items joined (a key known at run time: one of them, or a KeyError that declines), at its item.
         known = f"JOINED[{key[1:-1]}]" if key[0] == "{" else f'JOINED["{key}"]'
-        item = self.element.replace("@", f"joined_at({self.counted}, {known}, {index or 0})")
+        if self.here is not None and index == _CALL_INDEX:
+            item = self.here
+        else:
+            item = self.element.replace("@", f"joined_at({self.counted}, {known}, {index or 0})")
         return item if index is None else remap("m" + deeper, {"m": (item, self.lists[key])})
 
 
@@ -282,7 +291,7 @@ def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | N
     gen.names.update(message_names(inbound))
     calls_read = "x_ok" if "assistant" in opened else None  # the role whose calls are checked at their items
     branches = role_branches(inbound, gen.names, *inbound.writes, "x_path", calls_read)
-    if any(_GAPS.fullmatch(line) for role in opened for line in branches.get(role, ())):
+    if any(_settles_every_part(branches.get(role, [])) for role in opened):
         return None
     reads_last = any(READS_LAST.search(line) for lines in branches.values() for line in lines)
     if reads_last and (joins == "user" or any(written_role(kind) == "user" for kind in (items or {}).values())):
@@ -301,6 +310,13 @@ def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | N
     text = "\n".join(lines) + "\n"
     exec(compile(text, f"<fused {fmt.name} -> {inbound.provider}>", "exec"), gen.names)
     return text, gen.names["fused"]
+
+
+def _settles_every_part(branch: list[str]) -> bool:
+    """Whether a branch of the role items join settles its parts' unwritten fields at the normal form's paths
+    on every message (`_settle_gaps`: it has no direct shape that writes them at the part's path), so every
+    transcript with such a part would decline."""
+    return branch[:1] == [GENERAL_HEAD] and any(_GAPS.fullmatch(line) for line in branch)
 
 
 class _Writer:
@@ -434,9 +450,10 @@ class _Writer:
         if written is None:
             return ["x_ok = False"]
         # Its notes at its item, kept until the branch adds the calls (where today's route notes them, in order).
+        here = self.item.replace("{i}", "{x_i}") if self.fmt.items is not None else self.item + ".content[{x_j}]"
+        source = replace(self.joined_source, here=here)
         written = [
-            _NOTES.sub(f"{WRITTEN_NOTES}.append(", line)
-            for line in sourced(written, self.joined_source, self.gen.names, self.mark)
+            _NOTES.sub(f"{WRITTEN_NOTES}.append(", line) for line in sourced(written, source, self.gen.names, self.mark)
         ]
         return [
             "if x_ok:",

@@ -154,6 +154,7 @@ MESSAGES_HEAD = (
     "    h_more = False",
 )
 HOISTED = "(hoisted)"  # `role_branches`' key of the hoisted roles' branch
+GENERAL_HEAD = "ck_msgs.append(m)"  # the general branch's first line: a role's branch with no direct shape begins so
 
 
 def message_names(inbound: Inbound) -> dict[str, Any]:
@@ -210,7 +211,7 @@ def role_branches(
         if role in inbound.hoist:
             continue
         general, tail = _role(role, inbound, names, content, parts)
-        general.insert(0, "ck_msgs.append(m)")
+        general.insert(0, GENERAL_HEAD)
         fast = None if parts is None else _direct(role, inbound, names, parts, calls_read)
         if fast is not None:
             general = [*fast, *indent(general)]
