@@ -269,8 +269,6 @@ def read_back(provider: str, request: dict[str, Any]) -> bool:
 
 # The pairs whose calls are not written at their items, and why.
 CALLS_NOT_WRITTEN = {
-    "gemini": "its tool-call template reads the current turn (a call's thought signature), not known at the item",
-    "vertex-gemini": "as gemini",
     "openai-responses": "its assistant branch is the general one: no shape of it takes calls written",
 }
 CALLS_WRITTEN = sorted(set(FUSED) - CALLS_NOT_WRITTEN.keys())

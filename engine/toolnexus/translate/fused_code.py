@@ -492,7 +492,8 @@ class _Writer:
             fields[name] = var or "x_w" + "".join(f"[{key!r}]" for key in keys)  # (an object: always a dict)
         assert isinstance(kind.node, Obj)
         held = {key: self.gen.key_values.get(id(node)) for key, node in kind.node.items}
-        written = call_write(inbound.reads_arguments_json, inbound.writes[1], self.gen.names, held)
+        turn = "True if i > last else MISSING" if self.reads_last else None  # (`last`: found before the loop)
+        written = call_write(inbound.reads_arguments_json, inbound.writes[1], self.gen.names, held, turn)
         if written is None:
             return ["x_ok = False"]
         # Its notes at its item, kept until the branch adds the calls (where today's route notes them, in order).
