@@ -399,6 +399,10 @@ class _Writer:
             self.joined_source = _Source(
                 self.item, {}, self.lists, self.item + ".content[{@}]", 'msgs[i]["content"], 0'
             )
+        # A call's notes made at its own item (or block: `x_i`, `x_j`), where no item need be counted: the calls
+        # written there are each one before it of the message (`joined_at`'s count from the message's first).
+        at = self.item.replace("{i}", "{x_i}") if fmt.items is not None else self.item + ".content[{x_j}]"
+        self.call_source = replace(self.joined_source, element=at)
 
     def written(
         self,
@@ -499,7 +503,7 @@ class _Writer:
         # Its notes at its item, kept until the branch adds the calls (where today's route notes them, in order).
         written = [
             _NOTES.sub(f"{WRITTEN_NOTES}.append(", line)
-            for line in sourced(written, self.joined_source, self.gen.names, self.mark)
+            for line in sourced(written, self.call_source, self.gen.names, self.mark)
         ]
         return [
             "if x_ok:",
