@@ -284,7 +284,7 @@ def _bound(lines: list[str], held: Mapping[str, Held]) -> list[str]:
             return found[0]
         return where.var if where.always or missing else f"(None if {where.var} is MISSING else {where.var})"
 
-    out = []
+    out: list[str] = []
     for at, line in enumerate(lines):
         if _STORED.search(line):
             return [*out, *lines[at:]]
