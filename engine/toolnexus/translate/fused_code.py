@@ -7,7 +7,10 @@ items: each normal-form message is built as the format's reader builds it (the k
 records) and, as soon as no later item can join it, written by the provider's own branch for its role (the same
 `request_code.role_branches` lines, the direct writer's shapes first), so no message list is walked twice and
 nothing is named afterwards. A tool call that joins it is checked and written at its item, from the variables
-the item's template holds (`direct_code.call_check`, `call_write`): the branch adds the calls as written. Its
+the item's template holds (`direct_code.call_check`, `call_write`; the current turn, where its template reads it,
+from `last`), its notes at that item's own index: the branch adds the calls as written. An item that is a message
+of its own (a `function_call_output`) is read by the branch from the variables its template wrote its keys from
+(`_held`, `_bound`), not from the message again. Its
 result is what the messages function returns, hoisted prompts at the format's paths and indexes the items' (only
 their order is compared: `first`, and `last`, the current turn's start, found by a scan of the items for the last
 user message when a branch reads it). Each note a branch makes is made at its path in the format's request, as
