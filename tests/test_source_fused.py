@@ -253,6 +253,7 @@ def variants() -> dict[str, dict[str, Any]]:
     edit("call id not a string", base, lambda r: r[items][3].update(call_id=7))
     edit("call id missing", base, lambda r: r[items][3].pop("call_id"))
     edit("arguments an object", base, lambda r: r[items][3].update(arguments={"a": 1}))
+    edit("later arguments an object", base, lambda r: r[items][5].update(arguments={"a": 1}))
     return out
 
 
@@ -302,8 +303,6 @@ def read_back(provider: str, request: dict[str, Any]) -> bool:
 
 # The pairs whose calls are not written at their items, and why.
 CALLS_NOT_WRITTEN = {
-    "gemini": "its tool-call template reads the current turn (a call's thought signature), not known at the item",
-    "vertex-gemini": "as gemini",
     "openai-responses": "its assistant branch is the general one: no shape of it takes calls written",
 }
 CALLS_WRITTEN = sorted(set(FUSED) - CALLS_NOT_WRITTEN.keys())
@@ -333,6 +332,30 @@ def test_the_fused_functions_notes_are_named_where_they_are_made(size: int) -> N
     made = body.notes[body.transcript_notes]
     assert {n.kind for n in made} == {"dropped", "synthesized"}
     assert [tuple(n) for n in body.notes] == outcome(without_fused(fmt), "gemini", request)[2]
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini"])
+def test_a_calls_notes_are_made_at_its_own_item(provider: str) -> None:
+    """A call written at its item notes at that item's index (the message's third call, its message opened by a
+    reasoning item): no count of the message's items from its first."""
+    fmt, hits = load_rules().format(SOURCE), []
+    name = "later arguments an object" if provider == "openai" else "bench10"
+    got = outcome(counted(fmt, provider, hits), provider, VARIANTS[name])
+    assert got == outcome(without_fused(fmt), provider, VARIANTS[name]) and hits == [True]
+    made = [n[1] for n in got[2] if n[1].endswith((".arguments", ".call_id"))]
+    assert made == (["input[5].arguments"] if provider == "openai" else ["input[3].call_id", "input[12].call_id"])
+    written = [line for line in fmt.fused_code[provider].splitlines() if "d_written_notes.append(" in line]
+    assert written and not any("joined_at(" in line for line in written)
+
+
+@pytest.mark.parametrize("provider", FUSED)
+def test_a_tool_output_is_not_read_back_from_its_message(provider: str) -> None:
+    """A function_call_output's output and call id are where its template put them: its message's content is not
+    read again (nor a key its template never writes), so the tool branch reads the variables."""
+    code = load_rules().format(SOURCE).fused_code[provider]
+    output = code[code.index("x_t == 'function_call_output'") : code.index("x_t == 'reasoning'")]
+    assert "x_w.get('content')" not in output and "x_c = x_w['content']" not in output
+    assert "m.get('is_error')" not in output and "m.get('tool_call_id')" not in output
 
 
 def test_an_id_encoded_one_by_one_is_noted_and_mapped_by_the_fused_function() -> None:
@@ -435,3 +458,28 @@ def test_generated_inputs_give_todays_result(
     hits: list[int] = []
     got = outcome(counted(fmt, provider, hits), provider, request, **options)
     assert got == outcome(without_fused(fmt), provider, request, **options)
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_an_echoed_text_parts_annotations_are_told_without_quiet(fused: bool) -> None:
+    """A text part holding one listed key more, at a value settled silently (`annotations: []`, as every
+    Responses answer writes it), is told by the shape test itself: `quiet` is not called for it, by the fused
+    function nor by today's reader; the body is today's."""
+    fmt = load_rules().format(SOURCE)
+    request = responses_transcript(20, tool_declarations())
+    parts = [p for item in request["input"] if item.get("role") == "assistant" for p in item["content"]]
+    assert parts and all(p.get("annotations") == [] for p in parts)
+    asked: list[Any] = []
+
+    def trace(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code is formats.quiet.__code__:
+            asked.append(frame.f_locals["block"].get("type"))
+
+    given = fmt if fused else without_fused(fmt)
+    sys.setprofile(trace)
+    try:
+        got = outcome(given, "openai", request)
+    finally:
+        sys.setprofile(None)
+    assert "output_text" not in asked
+    assert got == outcome(without_fused(fmt), "openai", request)

@@ -442,11 +442,16 @@ WRITTEN_NOTES = "d_written_notes"  # the notes their writes made, in order: note
 
 
 def call_write(
-    arguments_json: bool, parts: Parts, names: dict[str, Any], keys: Mapping[str, str | None]
+    arguments_json: bool,
+    parts: Parts,
+    names: dict[str, Any],
+    keys: Mapping[str, str | None],
+    turn: str | None = None,
 ) -> list[str] | None:
     """One call checked (`call_check`) written by the tool-call template onto `WRITTEN_CALLS`, as the assistant
     branch writes each (at message `i`, position `d_k`); None when it cannot be written there. `keys`: every key
-    the call may hold and the variable holding it (None: not held in one), so its own keys are read there."""
+    the call may hold and the variable holding it (None: not held in one), so its own keys are read there;
+    `turn`: whether the message is in the current turn (`d_ct`), where the caller knows it (None: not known)."""
     group = replace(_calls_group(arguments_json), header=None, last=None)
     if arguments_json:  # checked: its JSON text is there
         group = replace(group, maybe=group.maybe - {"arguments_json"})
@@ -456,8 +461,10 @@ def call_write(
         given = {key: f"({var} if {var} is not None else MISSING)" for key, var in own.items()}  # (null: not given)
         group = replace(group, known={**group.known, **given}, maybe=group.maybe | given.keys(), extras_of=None)
     lines = _part_lines(_Gen(parts, names, "call"), group, WRITTEN_CALLS)
-    if lines is None or any(re.search(r"\bd_ct\b", line) for line in lines):  # (the current turn: not known there)
+    if lines is None:
         return None
+    if any(re.search(r"\bd_ct\b", line) for line in lines):  # (the current turn: known there, or not written)
+        return None if turn is None else [f"d_ct = {turn}", *lines]
     return lines
 
 
