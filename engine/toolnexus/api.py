@@ -107,10 +107,7 @@ def translate_response(
     ProviderError with its type and message, as the client does for an HTTP error.
     """
     book = builtin_rulebook() if rules is None else load_rules(rules)
-    try:  # the provider's rules looked up here, one frame fewer per answer; `get` names an unknown one
-        rules_for = book.providers[provider]
-    except (KeyError, TypeError):
-        rules_for = book.get(provider)
+    rules_for = book.get(provider)
     outbound = rules_for.outbound
     # `type` first: a dict (the common case) is not tested against the tuple, which costs about 1K instructions
     if type(response) is not dict and isinstance(response, (bytes, str)):  # a body: its parse is the check

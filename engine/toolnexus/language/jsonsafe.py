@@ -120,7 +120,7 @@ def answer_nulls(value: dict[str, Any], apart: Sequence[tuple[str | int, ...]] =
                 for place in apart:
                     rest = _set_apart(rest, place, 0, texts)
                 orjson.dumps(texts)
-            out = orjson.dumps(rest, _refuse, _ORJSON_OPTIONS)  # (positional: no keywords parsed)
+            out = orjson.dumps(rest, default=_refuse, option=_ORJSON_OPTIONS)
         except (TypeError, RecursionError):  # not JSON, too deep, or a deep caller: `locate` decides
             pass
         else:
