@@ -1133,3 +1133,30 @@ def test_clean_counts_take_the_straight_usage_path(provider: str) -> None:
     exec(compile(straight, "<straight>", "exec"), builder.names)
     result = builder.names["respond"](outbound, copy.deepcopy(USAGE_ANSWERS[provider]), None)
     assert result.usage == outbound.translate(USAGE_ANSWERS[provider]).usage
+
+
+@pytest.mark.parametrize("provider", sorted(USAGE_ANSWERS))
+def test_the_straight_usage_test_reads_details_counts_where_they_were_read(provider: str) -> None:
+    """On the straight usage path(s) the invariant test adds up each details count from the variable it was read
+    into (or the provider's object of counts), never looking `u` up again; its verdict is the explain steps'
+    (the tests above), and a clean answer with every details count raised past its total is noted alike."""
+    outbound = load_rules().get(provider).outbound
+    builder = ResponseGen(outbound)
+    paths = [builder.usage_straight(outbound.usage_node, "W", absent_terms=absent) for absent in (False, True)]
+    bodies = ["\n".join(path[2]) for path in paths if path is not None]
+    assert bodies
+    for body in bodies:
+        assert "u.get(" not in body and "NO_KEYS" not in body, body
+    answer = USAGE_ANSWERS[provider]
+    usage = usage_key(answer)
+    for path, holder in _count_holders(answer[usage], (usage,)):
+        if len(path) < 2:
+            continue
+        for key in holder:
+            changed = copy.deepcopy(answer)
+            target = changed
+            for step in path:
+                target = target[step]
+            target[key] = 10**9
+            fast, slow = outbound.translate(changed), by_explain_steps(outbound, changed)
+            assert fast.to_dict() == slow.to_dict(), changed

@@ -1000,6 +1000,16 @@ def result_lines(values: list[str]) -> list[str]:
     return ["res = new_object(TranslateResult)", *stores, "return res"]
 
 
+def _held_count(where: str | Mapping[str, str], key: str) -> str:
+    """The expression of a details count the usage test adds up (0 where absent), on the straight path: read from
+    the provider's object of counts copied whole (`where`: its variable, MISSING or a mapping of clean counts), or
+    a details mapping's count expressions (`where`: key -> expression). Either is what `u` holds there, without
+    looking it up in `u` again."""
+    if isinstance(where, str):
+        return f"(0 if {where} is MISSING else {where}.get({key!r}, 0))"
+    return where.get(key, "0")
+
+
 class ResponseGen(Namespace):
     """The one function a rule file's `response` section compiles to, built line by line.
 
@@ -1469,12 +1479,21 @@ class ResponseGen(Namespace):
             lines.append(f"elif {blocked} is not MISSING and {blocked} is not None: finish = {o.blocked[2]!r}")
         return [*lines, "else:", f"    {found}", f"    {explain}"]
 
-    def usage_test(self, written: set[str], within: str, known: Mapping[str, str] | None = None) -> list[str]:
+    def usage_test(
+        self,
+        written: set[str],
+        within: str,
+        known: Mapping[str, str] | None = None,
+        held: Mapping[str, str | Mapping[str, str]] | None = None,
+    ) -> list[str]:
         """The fast test of the usage invariants on the usage the inline code built (`written`: the keys it can
         write; a total or a details object it never writes is absent, so its part of the test is left out), and
         `check_usage`, which writes the notes, when it fails. `known`: a total the straight path always writes ->
-        the variable holding it (read there, not looked up in `u`, and an int from 0: not tested for None)."""
+        the variable holding it (read there, not looked up in `u`, and an int from 0: not tested for None).
+        `held`: a details mapping the straight path writes -> where its counts are, read there rather than looked
+        up in `u` again (`_held_count`)."""
         known = known or {}
+        held = held or {}
         names = {name: known.get(name) or var for name, var in (("prompt_tokens", "pt"), ("completion_tokens", "ct"))}
         totals = {name: var for name, var in names.items() if name in written}
         lines = [f"{var} = u.get({name!r})" for name, var in totals.items() if name not in known]
@@ -1491,6 +1510,9 @@ class ResponseGen(Namespace):
             parts = []
             for holder, count in self.o.within.get(total, ()):
                 if holder not in written:
+                    continue
+                if holder in held:
+                    parts.append(_held_count(held[holder], count))
                     continue
                 if holder not in details:
                     details[holder] = f"d{len(details)}"
@@ -1599,6 +1621,7 @@ class ResponseGen(Namespace):
         # (key, its value's expression or a details mapping's (key, count variable) pairs, the test of presence)
         entries: list[tuple[str, str | list[tuple[str, str]], str | None]] = []
         known: dict[str, str] = {}  # a total always written -> the variable holding it
+        counted: dict[str, str | Mapping[str, str]] = {}  # a details mapping -> its object's or counts' variables
 
         def count(read: Read, into: dict[str, None]) -> str:
             lines, var = self.top(read.expr, read.getter)
@@ -1610,7 +1633,7 @@ class ResponseGen(Namespace):
             details = name.endswith("_details")
             read = plain_read(child)
             if read is not None and details:
-                var = count(read, copied)
+                counted[name] = var = count(read, copied)
                 entries.append((name, f"{var}.copy()", f"{var} is not MISSING"))
             elif read is not None:
                 entries.append((name, count(read, required), None))
@@ -1625,7 +1648,11 @@ class ResponseGen(Namespace):
             else:
                 assert isinstance(child, Obj)
                 inner = [(key, plain_read(value)) for key, value in child.items]
-                entries.append((name, [(key, count(found, optional)) for key, found in inner if found], None))
+                pairs = [(key, count(found, optional)) for key, found in inner if found]
+                entries.append((name, pairs, None))
+                counted[name] = {  # each count's expression, 0 where absent
+                    key: var if var in required else f"(0 if {var} is MISSING else {var})" for key, var in pairs
+                }
         clean = [f"type({var}) is int and {var} >= 0" for var in required]
         clean += [f"({var} is MISSING or type({var}) is int and {var} >= 0)" for var in optional if var not in required]
         for var in copied:  # a provider's object of counts: its values tested in a loop, before the test
@@ -1660,7 +1687,7 @@ class ResponseGen(Namespace):
             else:
                 body.append(f"if {present}: u[{name!r}] = {value}")
         body.insert(0, "u = {" + ", ".join(literal) + "}")
-        body += self.usage_test({name for name, _ in node.items}, within, known)
+        body += self.usage_test({name for name, _ in node.items}, within, known, counted)
         if self.straight_mark is not None and not self.straight_usage:  # (the first path made: of two, the common)
             body.append(f"{self.straight_mark} = True")
             self.straight_usage = _straight_usage(entries, required)
