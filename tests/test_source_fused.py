@@ -458,28 +458,3 @@ def test_generated_inputs_give_todays_result(
     hits: list[int] = []
     got = outcome(counted(fmt, provider, hits), provider, request, **options)
     assert got == outcome(without_fused(fmt), provider, request, **options)
-
-
-@pytest.mark.parametrize("fused", [True, False])
-def test_an_echoed_text_parts_annotations_are_told_without_quiet(fused: bool) -> None:
-    """A text part holding one listed key more, at a value settled silently (`annotations: []`, as every
-    Responses answer writes it), is told by the shape test itself: `quiet` is not called for it, by the fused
-    function nor by today's reader; the body is today's."""
-    fmt = load_rules().format(SOURCE)
-    request = responses_transcript(20, tool_declarations())
-    parts = [p for item in request["input"] if item.get("role") == "assistant" for p in item["content"]]
-    assert parts and all(p.get("annotations") == [] for p in parts)
-    asked: list[Any] = []
-
-    def trace(frame: Any, event: str, arg: Any) -> None:
-        if event == "call" and frame.f_code is formats.quiet.__code__:
-            asked.append(frame.f_locals["block"].get("type"))
-
-    given = fmt if fused else without_fused(fmt)
-    sys.setprofile(trace)
-    try:
-        got = outcome(given, "openai", request)
-    finally:
-        sys.setprofile(None)
-    assert "output_text" not in asked
-    assert got == outcome(without_fused(fmt), "openai", request)
