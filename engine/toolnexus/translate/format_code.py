@@ -196,20 +196,7 @@ class ReaderGen(Namespace):
         if not kind.unsupported:
             return [*lines, f"if {other}: return None"]
         known, table = self.name(kind.known, "KNOWN_"), self.name(kind.unsupported, "UNSUPPORTED_")
-        echoed = self.echoed(kind, scope)
-        if echoed:  # (the count of keys more than known, kept for the test of one more)
-            other = f"(more_ := len({scope}) - ({' + '.join(there)}))"
-        return [*lines, f"if {other}{echoed} and not quiet({scope}, {known}, {table}): return None"]
-
-    def echoed(self, kind: Kind, scope: str) -> str:
-        """The shape test's case of one key more than the kind's, its first listed key holding a value settled
-        silently (a Responses text part's `annotations: []`, echoed from every answer): told there, not by
-        `quiet`'s loop over every key (the test `quiet` makes of that key alone)."""
-        key, rule = next(((key, rule) for key, rule in kind.unsupported.items() if rule.accept), (None, None))
-        if key is None or rule is None:
-            return ""
-        accepted = self.name((None, *rule.accept), "ACCEPT_")
-        return f" and not (more_ == 1 and {scope}.get({key!r}, MISSING) in {accepted})"
+        return [*lines, f"if {other} and not quiet({scope}, {known}, {table}): return None"]
 
     def block(self, kind: Kind, role: str, join: bool) -> list[str]:
         """One block `b` (`BS` of `i` and `j`) of a `role` message, into `cur` (`_message`'s loop body)."""
