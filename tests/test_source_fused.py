@@ -348,16 +348,6 @@ def test_a_calls_notes_are_made_at_its_own_item(provider: str) -> None:
     assert written and not any("joined_at(" in line for line in written)
 
 
-@pytest.mark.parametrize("provider", FUSED)
-def test_a_tool_output_is_not_read_back_from_its_message(provider: str) -> None:
-    """A function_call_output's output and call id are where its template put them: its message's content is not
-    read again (nor a key its template never writes), so the tool branch reads the variables."""
-    code = load_rules().format(SOURCE).fused_code[provider]
-    output = code[code.index("x_t == 'function_call_output'") : code.index("x_t == 'reasoning'")]
-    assert "x_w.get('content')" not in output and "x_c = x_w['content']" not in output
-    assert "m.get('is_error')" not in output and "m.get('tool_call_id')" not in output
-
-
 def test_an_id_encoded_one_by_one_is_noted_and_mapped_by_the_fused_function() -> None:
     """Anthropic's ids fit its pattern or are encoded as read (no scan first): the rewrite is noted at the items'
     paths and the body maps the sent id back, as today."""

@@ -8,10 +8,7 @@ records) and, as soon as no later item can join it, written by the provider's ow
 `request_code.role_branches` lines, the direct writer's shapes first), so no message list is walked twice and
 nothing is named afterwards. A tool call that joins it is checked and written at its item, from the variables
 the item's template holds (`direct_code.call_check`, `call_write`; the current turn, where its template reads it,
-from `last`), its notes at that item's own index: the branch adds the calls as written. An item that is a message
-of its own (a `function_call_output`) is read by the branch from the variables its template wrote its keys from
-(`_held`, `_bound`), not from the message again. Its
-result is what the messages function returns, hoisted prompts at the format's paths and indexes the items' (only
+from `last`), its notes at that item's own index: the branch adds the calls as written. Its result is what the messages function returns, hoisted prompts at the format's paths and indexes the items' (only
 their order is compared: `first`, and `last`, the current turn's start, found by a scan of the items for the last
 user message when a branch reads it). Each note a branch makes is made at its path in the format's request, as
 `formats.named` would find it through the reader's records (`sourced`: an f-string of the item's index, the rest
@@ -256,54 +253,6 @@ def transcript_ids(items: list[Any], keys: IdKeys) -> IdsFound:
     return found
 
 
-def _held(kind: Kind, writes: list[str], values: Mapping[int, str], target: str) -> dict[str, Held] | None:
-    """Each key an item's message can have once its template wrote it (`target`, an object of the template's
-    keys only) and the variable holding its value (`Held`): what the branch reads of them is read there rather
-    than from the message again; None when the template is not such an object (what it holds is not known)."""
-    if not isinstance(kind.node, Obj):
-        return None
-    held = {}
-    for key, node in kind.node.items:
-        var = values.get(id(node))  # (MISSING where the key is not written)
-        held[key] = Held(var, var is not None and f"{target}[{key!r}] = {var}" in writes)
-    return held
-
-
-@dataclass(frozen=True)
-class Held:
-    """Where a message's key is held: `var` (None: in the message only), MISSING where the key is absent;
-    `always`: the key is written whenever the item's lines go on (never MISSING)."""
-
-    var: str | None
-    always: bool
-
-
-_GOT = re.compile(r"\bm\.get\('(\w+)'(, MISSING)?\)")  # a branch's read of one of its message's keys
-_STORED = re.compile(r"\b(?:m|written)\b(?:\[[^]]*\])?\s*=[^=]|\bplace\(")  # a line after which `m` may differ
-
-
-def _bound(lines: list[str], held: Mapping[str, Held]) -> list[str]:
-    """A branch's lines with its reads of the message's keys (`m.get(key)`, up to the first line that may change
-    the message) taken from the variables holding them (`held`, `_held`); a key the message never has: the
-    read's default."""
-
-    def value(found: re.Match[str]) -> str:
-        key, missing = found[1], found[2] is not None
-        where = held.get(key)
-        if where is None:
-            return "MISSING" if missing else "None"
-        if where.var is None:
-            return found[0]
-        return where.var if where.always or missing else f"(None if {where.var} is MISSING else {where.var})"
-
-    out: list[str] = []
-    for at, line in enumerate(lines):
-        if _STORED.search(line):
-            return [*out, *lines[at:]]
-        out.append(_GOT.sub(value, line))
-    return out
-
-
 UNSEALING = Ctx("")  # (`unseal` notes nothing: its value part reads no Ctx)
 VALUE = {"part": "value"}  # (`$unseal`'s keywords when it reads the id before the seal)
 
@@ -420,29 +369,18 @@ class _Writer:
             )
 
     def written(
-        self,
-        role: str,
-        message: str,
-        index: str,
-        path: str,
-        last: bool,
-        source: _Source,
-        read_as: str | None = None,
-        held: Mapping[str, Held] | None = None,
+        self, role: str, message: str, index: str, path: str, last: bool, source: _Source, read_as: str | None = None
     ) -> list[str] | None:
         """A complete normal-form message `message` of `role` (its index `index`; `path`: its source path's
         expression, for a hoisted prompt) written by the provider's branch for its role, its notes at their paths
         in `source`; `last`: nothing follows in the item's lines (a `continue` of the branch ends the item, as it
         ends the message; else it ends a loop of one turn around the branch); `read_as`: the role whose blocks it
-        was read from (its own, unless said); `held`: each of its keys' values in a variable (`_held`): the
-        branch's reads of them taken from there."""
+        was read from (its own, unless said)."""
         hoisted = role in self.gen.names["HOIST"]
         branch = self.branches.get(HOISTED if hoisted else role)
         if branch is None:
             return None
         branch = sourced(branch, source, self.gen.names, self.mark)
-        if held is not None:
-            branch = _bound(branch, held)
         if not last:
             if branch and branch[-1] == "continue":  # its last line: nothing follows it in the branch anyway
                 branch = branch[:-1]
@@ -451,23 +389,20 @@ class _Writer:
         at = [f"x_path = {path}"] if hoisted else []
         if any(_ROLE.search(line.partition("  #")[0]) for line in branch):  # (a `lead` block's getter reads it)
             at.append(f"role = {message}['role']")
-        content = None if held is None else held.get("content")
-        formed = self.formed(message, role, read_as or role, content.var if content and content.always else None)
-        return [*formed, *at, f"m, i = {message}, {index}", *branch]
+        return [*self.formed(message, role, read_as or role), *at, f"m, i = {message}, {index}", *branch]
 
-    def formed(self, message: str, role: str, read_as: str, held: str | None = None) -> list[str]:
+    def formed(self, message: str, role: str, read_as: str) -> list[str]:
         """The message's content in its final form, as `SourceFormat.read_transcript` settles it once nothing
         more joins it: an empty list none (but a user's), one plain text part its string where the role its
-        blocks were read as says so; `held`: the variable holding it (kept so)."""
-        kept = f"{message}['content'] = {held} =" if held else f"{message}['content'] ="
-        lines = [f"x_c = {held or f'{message}[{chr(39)}content{chr(39)}]'}", "if type(x_c) is list:"]
+        blocks were read as says so."""
+        lines = [f"x_c = {message}['content']", "if type(x_c) is list:"]
         if role != "user":
-            lines.append(f"    if not x_c: {kept} None")
+            lines.append(f"    if not x_c: {message}['content'] = None")
         if read_as in self.fmt.plain_text:
             lines += [
                 "    if len(x_c) == 1 and type(x_p := x_c[0]) is dict and x_p.keys() == TEXT_PART"
                 " and x_p['type'] == 'text':",
-                f"        {kept} x_p['text']",
+                f"        {message}['content'] = x_p['text']",
             ]
         return lines if len(lines) > 2 else []
 
@@ -573,18 +508,15 @@ class _Writer:
         if role is None or role == self.joins:
             return None
         reads, writes = self.gen.template(kind, "x_w", "x_m", self.ctx)
-        held = _held(kind, writes, self.gen.key_values, "x_w")
         lines = [*reads, *writes]
         for key in kind.blocks:
             parts = self.parts(self.fmt.roles.get(role, {}), "x_n", "x_ps")
             if parts is None:
                 return None
-            kept = held.get(key) if held is not None else None
-            var = kept.var if kept is not None and kept.always else None
-            lines += [f"x_n = {var or f'x_w.get({key!r})'}", "if type(x_n) is list:", "    x_ps = []", *indent(parts)]
-            lines.append(f"    x_w[{key!r}] = {f'{var} = ' if var else ''}x_ps")
+            lines += [f"x_n = x_w.get({key!r})", "if type(x_n) is list:", "    x_ps = []", *indent(parts)]
+            lines.append(f"    x_w[{key!r}] = x_ps")
         path = repr(escaped_path(self.fmt.each) + "[{}]") + ".format(x_i)"
-        written = self.written(role, "x_w", "x_i", path, True, _Source(self.item, kind.renames), held=held)
+        written = self.written(role, "x_w", "x_i", path, True, _Source(self.item, kind.renames))
         return None if written is None else [*lines, *written]
 
     def role_message(self, role: str) -> list[str] | None:
