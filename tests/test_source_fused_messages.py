@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import copy
 import sys
+from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -20,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from support.fused import OPTIONS, assert_todays, counted, outcome, without_fused
-from toolnexus import Note, load_rules
+from toolnexus import Note, ToolnexusError, load_rules
 from toolnexus.language.templates import SEAL, sealed
 from toolnexus.translate.formats import OWN_PATH, named_alone, translate_source
 
@@ -310,3 +312,73 @@ def test_generated_transcripts_give_todays_result(
     hits: list[int] = []
     got = outcome(counted(fmt, provider, hits), provider, request, **options)
     assert got == outcome(without_fused(fmt), provider, request, **options)
+
+
+def reading_again(fmt: Any) -> Any:
+    """The format with no block kinds known (`SourceFormat.block_lists`): `named_alone` reads each role message
+    again, as before the notes were named at their blocks."""
+    again = replace(fmt)
+    again.__dict__["block_lists"] = MappingProxyType({})  # (the cached property's slot, set before it is read)
+    return again
+
+
+def test_a_helpers_note_at_a_block_is_named_without_reading_its_message_again() -> None:
+    """The bench's dropped cache breakpoint (a helper's, at the normal form's path of a user part) is named at its
+    block from the rule data alone: the reader is not run again, and the name is the one its records give."""
+    fmt, reads = load_rules().format(SOURCE), []
+
+    def transcript(*args: Any) -> Any:
+        reads.append(args)
+        return fmt.transcript(*args)
+
+    counting = replace(fmt, transcript=transcript)
+    msgs = messages_transcript(10, tool_declarations())["messages"]
+    notes = [
+        Note("dropped", "messages[0].content[0].cache_control", "m"),
+        Note("dropped", "messages[1].thinking_blocks[0]", "m"),
+    ]
+    got = named_alone(notes, msgs, counting)
+    assert reads == []
+    assert got == named_alone(notes, msgs, reading_again(counting))
+    assert got == [
+        Note("dropped", "messages[0].content[0].cache_control", "m"),
+        Note("dropped", "messages[1].content[0]", "m"),
+    ]
+    assert reads  # (the way it is compared with reads it again)
+
+
+def element_paths(msgs: list[Any]) -> list[str]:
+    """Normal-form paths at the elements of each role message's lists, and below them (a part's, a call's keys)."""
+    out = []
+    for i, message in enumerate(msgs):
+        for name in ("content", "tool_calls", "thinking_blocks", "server_blocks", "unknown"):
+            for n in range(4):
+                at = f"messages[{i}].{name}[{n}]"
+                out += [at, f"{at}.cache_control", f"{at}.id", f"{at}.function.name", f"{at}[0]", f"{at}x"]
+        out += [f"messages[{i}]", f"messages[{i}].content", f"messages[{i}].tool_calls", f"messages[{i}].role"]
+    return out
+
+
+def reads_alone(fmt: Any, message: Any) -> bool:
+    """Whether the reader's fast test takes the role message alone (neither declines nor raises)."""
+    try:
+        return fmt.transcript([message], None, False, None) is not None
+    except ToolnexusError:
+        return False
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_a_note_named_at_its_block_is_named_as_its_records_name_it(name: str) -> None:
+    """Every path a helper could note at, in every role message of the corpus: named at its block where the rule
+    data tells the block, the same name as the message read again gives (or None, the same decline). A role
+    message the reader's fast test declines alone is left out: the fused function declines it before naming."""
+    fmt = load_rules().format(SOURCE)
+    assert fmt.transcript is not None
+    msgs = VARIANTS[name]["messages"]
+    again = reading_again(fmt)
+    read = [reads_alone(fmt, message) for message in msgs]
+    for path in element_paths(msgs):
+        if not read[int(path.split("[")[1].split("]")[0])]:
+            continue
+        note = [Note("dropped", path, "m")]
+        assert named_alone(note, msgs, fmt) == named_alone(note, msgs, again), path

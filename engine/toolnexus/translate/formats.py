@@ -253,6 +253,10 @@ def named_alone(notes: list[Note], messages: list[Any], fmt: SourceFormat) -> li
         if found is None or found[1] != "messages" or fmt.transcript is None:
             return None
         at = int(found[2])
+        by_block = _named_by_block(found, path, messages[at], at, fmt)
+        if by_block is not None:
+            out.append(Note(note.kind, by_block, note.message, note.side))
+            continue
         if at not in reads:
             read = fmt.transcript([messages[at]], None, False, None)
             reads[at] = read[1] if read is not None and len(read[0]) == 1 else None
@@ -268,6 +272,34 @@ def named_alone(notes: list[Note], messages: list[Any], fmt: SourceFormat) -> li
             return None
         out.append(Note(note.kind, f"{fmt.each}[{at}]{named[len(alone) :]}", note.message, note.side))
     return out
+
+
+def _named_by_block(found: re.Match[str], path: str, message: Any, at: int, fmt: SourceFormat) -> str | None:
+    """A helper's note at an element of a list of the one message a role message made (`messages[i].content[n]`,
+    `.tool_calls[n]`, below it), named at the block it came from without reading the message again: the `n`th of
+    the role message's blocks whose kind joins that list (`SourceFormat.block_lists`), its keys renamed as the
+    reader's record of it renames them. None where that is not known so (a block of a kind that makes a message
+    of its own or sets state, a path of another shape): `named_alone` reads the message again."""
+    head, number, name, inner = found.groups()
+    end = found.end(4) + 1 if inner is not None else 0
+    if inner is None or not (end == len(path) or path[end] in ".["):
+        return None
+    content = message.get("content") if type(message) is dict else None
+    kinds = fmt.block_lists.get(message.get("role")) if type(content) is list else None
+    if kinds is None:
+        return None
+    n, kind_key, found_at, renames = int(inner), fmt.kind, -1, None
+    for j, block in enumerate(content):
+        joins = kinds.get(block.get(kind_key)) if type(block) is dict else None
+        if joins is None:
+            return None  # (a block whose place in the normal form is not one list's next element)
+        if found_at < 0 and joins[0] == name:
+            if not n:
+                found_at, renames = j, joins[1]
+            n -= 1
+    if renames is None:
+        return None
+    return _renamed(f"{fmt.each}[{at}].content[{found_at}]", renames, path[end:])
 
 
 def _is_tool(record: Record) -> bool:
@@ -571,6 +603,25 @@ class SourceFormat:
         if tools and self.tools_each is not None and request.get(self.tools_each) is not None:
             hub["tools"] = self._tools(request[self.tools_each], records, notes, unknown_fields)
         return records
+
+    @cached_property
+    def block_lists(self) -> Mapping[str, Mapping[str, tuple[str, Mapping[str, str]]]]:
+        """By role, each block kind that joins the message its role message makes: the normal-form list it
+        joins (`content` for a part, its `into` for an item) and its key renames, as the reader records it
+        (`_add`); a kind that is a message of its own or sets sealed state is left out (where its blocks go is
+        not one list's next element). What `named_alone` names a helper's note by without reading again."""
+        return MappingProxyType(
+            {
+                role: MappingProxyType(
+                    {
+                        name: ("content" if kind.mode == "part" else kind.into, kind.renames)
+                        for name, kind in kinds.items()
+                        if kind.mode in ("part", "item") and kind.state is None
+                    }
+                )
+                for role, kinds in self.roles.items()
+            }
+        )
 
     @cached_property
     def caller_tools(self) -> CallerTools | None:
