@@ -350,7 +350,7 @@ def test_a_helpers_note_at_a_block_is_named_without_reading_its_message_again() 
 def element_paths(msgs: list[Any]) -> list[str]:
     """Normal-form paths at the elements of each role message's lists, and below them (a part's, a call's keys)."""
     out = []
-    for i, message in enumerate(msgs):
+    for i in range(len(msgs)):
         for name in ("content", "tool_calls", "thinking_blocks", "server_blocks", "unknown"):
             for n in range(4):
                 at = f"messages[{i}].{name}[{n}]"

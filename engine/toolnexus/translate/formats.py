@@ -239,9 +239,9 @@ OWN_PATH = "\0"  # what begins a note's path a fused function made at the format
 def named_alone(notes: list[Note], messages: list[Any], fmt: SourceFormat) -> list[Note] | None:
     """A fused function's notes (`fused_code`, a format of role messages) as today's route names them: a path
     begun by `OWN_PATH` is the format's already; any other a helper made at the normal form's path of the message
-    the role message at its index made (`messages[i]...`), named by the reader's records of that role message
-    read again alone (its index 0 there). None where that is not known: it made more or fewer than one message,
-    or no record begins the path."""
+    the role message at its index made (`messages[i]...`): at its block where the rule data tells which
+    (`_named_by_block`), else by the reader's records of that role message read again alone (its index 0 there).
+    None where that is not known: it made more or fewer than one message, or no record begins the path."""
     out, alone = [], f"{fmt.each}[0]"
     reads: dict[int, list[Record] | None] = {}
     for note in notes:
@@ -280,17 +280,19 @@ def _named_by_block(found: re.Match[str], path: str, message: Any, at: int, fmt:
     the role message's blocks whose kind joins that list (`SourceFormat.block_lists`), its keys renamed as the
     reader's record of it renames them. None where that is not known so (a block of a kind that makes a message
     of its own or sets state, a path of another shape): `named_alone` reads the message again."""
-    head, number, name, inner = found.groups()
+    _, _, name, inner = found.groups()
     end = found.end(4) + 1 if inner is not None else 0
-    if inner is None or not (end == len(path) or path[end] in ".["):
+    if inner is None or not (end == len(path) or path[end] in ".[") or type(message) is not dict:
         return None
-    content = message.get("content") if type(message) is dict else None
-    kinds = fmt.block_lists.get(message.get("role")) if type(content) is list else None
-    if kinds is None:
+    content, role = message.get("content"), message.get("role")
+    kinds = fmt.block_lists.get(role) if type(role) is str else None
+    if kinds is None or type(content) is not list:
         return None
     n, kind_key, found_at, renames = int(inner), fmt.kind, -1, None
     for j, block in enumerate(content):
-        joins = kinds.get(block.get(kind_key)) if type(block) is dict else None
+        if type(block) is not dict:
+            return None  # (the fused function declines it before naming)
+        joins = kinds.get(block.get(kind_key, ""))  # (no kind: none of these)
         if joins is None:
             return None  # (a block whose place in the normal form is not one list's next element)
         if found_at < 0 and joins[0] == name:

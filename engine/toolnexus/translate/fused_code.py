@@ -21,8 +21,10 @@ the message its role message opens, a block that is a message of its own (a `too
 first, then itself, the open one written at the role message's end; an element of a list at its block of the
 role message's content. The format's templates render with a Ctx of their own (the reader keeps none of their
 notes), and a helper's notes at the normal form's paths (a part's key it drops, say) are kept with the function's
-own, in order, and named at the end by the reader's records of their one role message read again
-(`formats.named_alone`); one that made several messages declines.
+own, in order, and named at the end (`formats.named_alone`): one at an element of a list of the one message its
+role message made (a part's `content[n]`, a call's `tool_calls[n]`) at the `n`th block whose kind joins that list,
+from the rule data (`SourceFormat.block_lists`); any other by the reader's records of its role message read again;
+one that made several messages declines.
 
 It declines (None) whatever it does not take, so today's route runs and says it exactly: a block of a shape the
 reader's fast test declines, sealed state, a key to settle, a note at a path not known here (any a helper makes,
