@@ -156,6 +156,21 @@ _CHANGES: dict[str, Callable[[Any], Any]] = {
     "all anthropic counts 0": lambda a: a["usage"].update(
         input_tokens=0, output_tokens=0, cache_read_input_tokens=0, cache_creation_input_tokens=0
     ),
+    # an answer without its cache counts (the second straight usage path), or with one of them
+    "no cache counts": lambda a: _without_cache_counts(a["usage"]),
+    "no cache counts, thinking": lambda a: (
+        _without_cache_counts(a["usage"]),
+        a["usage"].__setitem__("output_tokens_details", {"thinking_tokens": 5}),
+    ),
+    "no cache counts, thinking > output": lambda a: (
+        _without_cache_counts(a["usage"]),
+        a["usage"].__setitem__("output_tokens_details", {"thinking_tokens": 10**6}),
+    ),
+    "only a cache write": lambda a: a["usage"].pop("cache_read_input_tokens"),
+    "only a cache read, all 0": lambda a: (
+        a["usage"].pop("cache_creation_input_tokens"),
+        a["usage"].update(input_tokens=0, output_tokens=0, cache_read_input_tokens=0),
+    ),
     # Gemini's shape (parts by key, call ids made, signatures sealed)
     "a call's own id": lambda a: _parts(a)[-1]["functionCall"].__setitem__("id", "fc_1"),
     "a text's signature": lambda a: _parts(a)[1].__setitem__("thoughtSignature", "sig"),
@@ -173,6 +188,12 @@ _CHANGES: dict[str, Callable[[Any], Any]] = {
         promptTokenCount=0, candidatesTokenCount=0, totalTokenCount=0, thoughtsTokenCount=0
     ),
 }
+
+
+def _without_cache_counts(usage: dict[str, Any]) -> None:
+    """Anthropic's usage as an answer without cache counts has it (a KeyError where the usage has none)."""
+    usage.pop("cache_read_input_tokens")
+    usage.pop("cache_creation_input_tokens")
 
 
 def _kind(blocks: list[Any], kind: str) -> Any:
@@ -379,15 +400,22 @@ def test_usage_the_read_built_straight_is_written_from_its_counts(source: str) -
     """Where the provider's straight usage path ran (every count clean: the bench's answers), the writer reads the
     counts from the read's own variables (`straight_usage_lines`): no line of the writer run reads the usage object
     the read built; where it did not (a count null), the usage is derived from that object as written."""
-    for provider in ("openai", "anthropic", "gemini", "mistral"):
-        for name, answer in BENCH[provider].items():
-            run = _lines_run(provider, source, answer)
-            assert any(line.strip() == "u_straight = True" for line in run), (provider, name)
-            writer = run[next(n for n, line in enumerate(run) if "answer_id, created =" in line) :]
-            assert not [line for line in writer if re.search(r"u = R_usage|u\.get\(", line)], (provider, name)
+    answers = [(provider, name, answer) for provider in ("openai", "anthropic", "gemini", "mistral")
+               for name, answer in BENCH[provider].items()]  # fmt: skip
+    answers += [("anthropic", f"{name} {label}", _changed(answer, _CHANGES[label]))
+                for name, answer in BENCH["anthropic"].items()
+                for label in ("no cache counts", "no cache counts, thinking", "only a cache write")]  # fmt: skip
+    for provider, name, answer in answers:
+        run = _lines_run(provider, source, answer)
+        path = 2 if "cache" in name else 1  # (Anthropic's second path: an answer without all its cache counts)
+        assert any(line.strip() == f"u_straight = {path}" for line in run), (provider, name)
+        writer = run[next(n for n, line in enumerate(run) if "answer_id, created =" in line) :]
+        assert not [line for line in writer if re.search(r"u = R_usage|u\.get\(", line)], (provider, name)
     nulled = _changed(BENCH["openai"]["text"], lambda a: a["usage"].__setitem__("completion_tokens", None))
     run = _lines_run("openai", source, nulled)
-    assert any("u = R_usage" in line for line in run) and not any("u_straight = True" in line for line in run)
+    assert any("u = R_usage" in line for line in run) and not any(
+        re.search(r"u_straight = [1-9]", line) for line in run
+    )
 
 
 def test_the_fold_decides_what_known_values_decide_and_nothing_else() -> None:
@@ -428,14 +456,14 @@ def test_the_fold_decides_what_known_values_decide_and_nothing_else() -> None:
 
 
 def _straight_maps() -> dict[str, Any]:
-    """Each provider's straight usage path's map (`ResponseGen.straight_usage`), as a fused function's read makes it."""
+    """Each provider's straight usage paths' maps (`ResponseGen.straight_usage`), as a fused function's read makes
+    them, by provider and path number."""
     maps = {}
     for name, provider in load_rules().providers.items():
         gen = ResponseGen(provider.outbound)
         gen.straight_mark = "u_straight"
         gen.read()
-        if gen.straight_usage:
-            maps[name] = gen.straight_usage
+        maps.update({f"{name} {number}": known for number, known in enumerate(gen.straight_usage, 1)})
     return maps
 
 
@@ -461,7 +489,7 @@ def test_the_straight_counts_are_the_ones_derived_from_the_usage(source: str) ->
     start = f"{' = '.join(counts.values())} = MISSING"
     names = {"MISSING": MISSING, "Note": Note}
     maps = _straight_maps()
-    assert {"openai", "anthropic", "gemini"} <= set(maps)
+    assert {"openai 1", "anthropic 1", "anthropic 2", "gemini 1"} <= set(maps)
     for provider, known in maps.items():
         straight = straight_usage_lines(fmt, known, frozenset(counts.values()))
         assert straight, provider

@@ -20,10 +20,12 @@ fields are values known at generation (`{}`, `""`, `[]`), so the writer's lines 
 (`unmade_split`, `fold.folded`): their reads of the extras and reasoning and the tests of them gone, one test (`f is
 None`) choosing the copy; an answer that made one runs the lines as written.
 
-Where the provider's usage took its straight path (every count clean: `ResponseGen.usage_straight`), that path
-sets a flag and the writer's counts are read from the read's own variables (`with_straight_usage`,
-`format_code.straight_usage_lines`: no type or sign test of a count known clean, only a difference tested below
-0); else they are derived from the usage object the read built, as the format's own writer does.
+Where the provider's usage took one of its straight paths (every count clean: `ResponseGen.usage_straight`; a
+second one where a `$sum`'s later counts are absent, Anthropic's answers without cache counts), that path sets a
+flag to its number and the writer's counts are read from the read's own variables, one branch per path
+(`with_straight_usage`, `format_code.straight_usage_lines`: no type or sign test of a count known clean, only a
+difference tested below 0); else they are derived from the usage object the read built, as the format's own
+writer does.
 """
 
 from __future__ import annotations
@@ -122,9 +124,9 @@ def generate_fused_answer(
     gen.call = "({})"  # (a call held as new_tool_call's arguments: made a TranslatedToolCall if the result is read)
     gen.straight_mark = HELD.straight
     read = gen.read()
-    lines, straight = with_straight_usage(lines, fmt, gen.straight_usage)
-    if not straight:  # (the derivation from the usage always runs: the flag is never set)
-        read = [line for line in read if line.strip() != f"{HELD.straight} = True"]
+    lines, told = with_straight_usage(lines, fmt, gen.straight_usage)
+    untold = {f"{HELD.straight} = {number}" for number in range(1, len(gen.straight_usage) + 1)} - told
+    read = [line for line in read if line.strip() not in untold]  # (there the derivation from the usage runs)
     names = {**writer_names}
     found, at = answer_reads(NO_READS if streaming is None else streaming.answer_reads, reads_time, names, "r")
     if any(gen.names[name] is not value for name, value in names.items() if name in gen.names):
@@ -133,7 +135,7 @@ def generate_fused_answer(
     fields = [f"{HELD.field.format(name)} = {value}" for name, value in zip(RESULT_FIELDS, RESULT_VALUES, strict=True)]
     body = [
         *ResponseGen.check(),
-        f"{HELD.straight} = False",
+        f"{HELD.straight} = 0",
         *read,
         *fields,
         "notes = []",
@@ -155,32 +157,52 @@ def generate_fused_answer(
 
 
 def with_straight_usage(
-    lines: list[str], fmt: SourceFormat, known: Mapping[tuple[str, ...], tuple[str, str]]
-) -> tuple[list[str], bool]:
-    """The writer's lines with the usage's counts read from the provider's read where its straight usage path ran
-    (`known`, `format_code.straight_usage_lines`): each `if not FLAG:` block deriving them from the usage (one in
-    each copy `unmade_split` made) given an `else:` of those lines; and whether they were. The lines as they are
-    where the provider has no straight path or the writer reads a count it cannot tell (its read must then never
-    set the flag)."""
+    lines: list[str], fmt: SourceFormat, paths: tuple[Mapping[tuple[str, ...], tuple[str, str]], ...]
+) -> tuple[list[str], set[str]]:
+    """The writer's lines with the usage's counts read from the provider's read where one of its straight usage
+    paths ran (`paths`, the flag set to each one's number from 1; `format_code.straight_usage_lines`): each `if not
+    FLAG:` block deriving them from the usage (one in each copy `unmade_split` made) followed by a branch per path
+    the writer's counts can be told from; and the flag's settings (`FLAG = N`) those paths keep. A path whose
+    counts the writer reads but it cannot tell keeps none (its read must then never set the flag: the derivation
+    runs)."""
     flag = f"if not {HELD.straight}:"
     wanted = frozenset(re.findall(r"(?<![\w.'])U_\d+(?![\w'])", "\n".join(_outside(lines, flag))))
-    straight = straight_usage_lines(fmt, known, wanted) if known else None
-    if straight is None:
-        return lines, False
-    if not straight:  # (nothing to set: the counts the writer reads are absent from that usage)
-        return lines, True
+    told = {
+        number: straight
+        for number, known in enumerate(paths, 1)
+        if (straight := straight_usage_lines(fmt, known, wanted)) is not None
+    }
+    kept = {f"{HELD.straight} = {number}" for number in told}
+    # (none: nothing to set; the common path, the first, last: the `else:` no test reaches)
+    branches = [(number, straight) for number, straight in reversed(told.items()) if straight]
+    if not branches:
+        return lines, kept
+
+    def closing(opened: str) -> list[str]:
+        """The branches after an `if not FLAG:` block at the indent `opened`: one per path told, the last `else:`
+        (any other flag value is a path whose counts are all absent there: nothing to set, no line reached)."""
+        out: list[str] = []
+        for k, (number, straight) in enumerate(branches):
+            test = (
+                "else:"
+                if k == len(branches) - 1 and len(told) == len(branches)
+                else f"elif {HELD.straight} == {number}:"
+            )
+            out += [f"{opened}{test}", *indent(straight, len(opened) + 4)]
+        return out
+
     out: list[str] = []
     opened: str | None = None  # the indent of the `if not FLAG:` whose block is being copied
     for line in lines:
         if opened is not None and not line.startswith(opened + " "):
-            out += [f"{opened}else:", *indent(straight, len(opened) + 4)]
+            out += closing(opened)
             opened = None
         if line.strip() == flag:
             opened = line[: len(line) - len(line.lstrip())]
         out.append(line)
     if opened is not None:
-        out += [f"{opened}else:", *indent(straight, len(opened) + 4)]
-    return out, True
+        out += closing(opened)
+    return out, kept
 
 
 def _outside(lines: list[str], flag: str) -> list[str]:

@@ -1022,10 +1022,11 @@ class ResponseGen(Namespace):
 
     # How a tool call is held: new_tool_call's arguments given it (a fused answer holds them as a tuple)
     call = "new_tool_call({})"
-    # A fused answer's flag the straight usage path sets (None: not set), and what that path leaves where: each usage
-    # path -> its expression and kind (`usage_straight`), so the writer reads the counts with no `u` read again.
+    # A fused answer's flag each straight usage path sets to its number (from 1, in `straight_usage`'s order; None:
+    # not set), and what each path leaves where: each usage path -> its expression and kind (`usage_straight`), so
+    # the writer reads the counts with no `u` read again.
     straight_mark: str | None = None
-    straight_usage: Mapping[tuple[str, ...], tuple[str, str]] = MappingProxyType({})
+    straight_usage: tuple[Mapping[tuple[str, ...], tuple[str, str]], ...] = ()
 
     def __init__(self, outbound: Outbound) -> None:
         self.o = outbound
@@ -1688,9 +1689,9 @@ class ResponseGen(Namespace):
                 body.append(f"if {present}: u[{name!r}] = {value}")
         body.insert(0, "u = {" + ", ".join(literal) + "}")
         body += self.usage_test({name for name, _ in node.items}, within, known, counted)
-        if self.straight_mark is not None and not self.straight_usage:  # (the first path made: of two, the common)
-            body.append(f"{self.straight_mark} = True")
-            self.straight_usage = _straight_usage(entries, required)
+        if self.straight_mark is not None:  # (the common path first, then the one without a sum's later counts)
+            self.straight_usage += (_straight_usage(entries, required),)
+            body.append(f"{self.straight_mark} = {len(self.straight_usage)}")
         return reads, " and ".join(clean) or "True", body
 
     def count_map(self, var: str, name: str) -> list[str]:
