@@ -441,6 +441,8 @@ class _Generator(Namespace):
         block in (what they read is not known after); `fallback`: the value where an `&&` chain turns out false.
         Whether `out` always holds a boolean."""
         known, boolean = self.scope(), head in self.bools and (not fallback or fallback in self.bools)
+        if kind == "and_expression" and not fallback:  # true only where every operand was
+            self.proves[out] = self.proves.get(out, frozenset()) | self.proves.get(head, frozenset())
         self.line(pad, f"{out} = {head}")
         if not rest:
             test = self.false_test(head)
@@ -452,8 +454,6 @@ class _Generator(Namespace):
             self.passed(head)
         following = self.emit(rest[0], src, pad + "    ")
         boolean = self.steps(kind, following, rest[1:], src, pad + "    ", out, fallback) and boolean
-        if kind == "and_expression" and not fallback:  # true only where every operand was
-            self.proves[out] = self.proves.get(out, frozenset()) | self.proves.get(head, frozenset())
         if fallback:
             self.line(pad, f"else: {out} = {fallback}")
         self.leave(known)
@@ -636,16 +636,13 @@ def _generated(node: Any) -> Getter | None:
     is not compiled. One that reads several fields of the value it is given gets a second body, run when that
     value is a plain dict, reading them without testing its type each time (any other value takes the first)."""
     try:
-        general = _generated_read(node, frozenset(), None)
-        if general is None or general[1] < 2:
-            return None if general is None else general[0]
-        on_dict = _generated_read(node, frozenset({"data"}), general[0])
+        general, tests = _generated_read(node, frozenset(), None)
+        return general if tests < 2 else _generated_read(node, frozenset({"data"}), general)[0]
     except (_Unsupported, SyntaxError, RecursionError):  # CPython nests at most 20 loops in one function
         return None
-    return general[0] if on_dict is None else on_dict[0]
 
 
-def _generated_read(node: Any, dicts: frozenset[str], general: Getter | None) -> tuple[Getter, int] | None:
+def _generated_read(node: Any, dicts: frozenset[str], general: Getter | None) -> tuple[Getter, int]:
     """`node` read by one generated function, `dicts` the names known to be objects from its start, any value
     other than a plain dict handed to `general` first; with the times it tests the given value's type."""
     gen = _Generator()
