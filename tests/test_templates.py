@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import sys
 from typing import Any
 
 import pytest
@@ -782,6 +783,15 @@ RICH_PATHS = [
     "!(a[].b)",
     "a[][].b",  # a projection over a flatten: one loop in another, one list built
     "a[?b == 'x'].c[].b",
+    "a[?b == 'x'].c",  # an element whose field equals a string is an object: its other field read untested
+    "a[?c.b == 'x'].c.d",  # ... and so is the object that field was in
+    "a[?b == 'x' && c == `2`].d || b",  # every operand of a passing `&&` test
+    "b == 'x' && a.c || a",  # `b == 'x'` tells nothing of `a`
+    "a[?type(b) == 'object'].b.c",  # `type(b) == 'object'`: b is one
+    "a[?type(b) == 'array'] | [0]",
+    "a[?type(c) != 'string' || b == 'x'].c",  # `||`: neither operand known true
+    "!(a[?b != 'x']) && a[0].c",
+    "a && a.b && b || c",  # several fields of the value given: a second body for a plain dict
     "a[0:2]",  # not compiled: jmespath's interpreter
     "sort_by(a, &b)[0]",  # not compiled: an expression argument
 ]
@@ -854,6 +864,44 @@ def test_every_rich_path_reads_any_data_as_jmespath_reads_it(data: Any) -> None:
     compiled path gives jmespath's answer (nothing where jmespath gives null or refuses the value's type)."""
     for expression in RICH_PATHS:
         assert_reads_as_jmespath(expression, data)
+
+
+class _Object(dict):  # type: ignore[type-arg]
+    """An object that is not a plain dict: the general body reads it."""
+
+
+@pytest.mark.parametrize("data", [{"a": {"b": 1}, "b": 2}, _Object(a=_Object(b=1), b=2), [1], None])
+def test_a_dict_given_and_any_other_value_read_alike(data: Any) -> None:
+    """A path that reads several fields of the value it is given has a body for a plain dict and one for any
+    other value: both give jmespath's answer."""
+    assert_reads_as_jmespath("a && a.b && b || c", data)
+    assert_reads_as_jmespath("a.b || b", data)
+
+
+def _type_tests(expression: str, data: Any) -> int:
+    """How many times reading `expression` from `data` calls isinstance."""
+    read, calls = compile_path(expression), 0
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        nonlocal calls
+        calls += event == "c_call" and arg is isinstance
+
+    sys.setprofile(profile)
+    try:
+        read(data)
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def test_a_field_is_read_without_testing_again_what_a_passing_test_proved() -> None:
+    """Where a field equal to a string let the read through, the object it was read from is one: its other
+    fields are read without testing its type; a plain dict given is told by its class, not tested per field."""
+    elements = {"a": [{"b": "x", "c": {"d": 1}}, {"b": "y"}]}
+    assert _type_tests("a[?b == 'x'].c", elements) == 1 + 1 + 2  # the given value, the list, each element's b
+    assert _type_tests("a[?c.b == 'x'].c.d", {"a": [{"c": {"b": "x", "d": 1}}]}) == 1 + 1 + 2
+    assert _type_tests("type == 'x' && a", {"type": "x", "a": 1}) == 1  # one test for the value given
+    assert _type_tests("a.b || a.c || b", {"a": {}, "b": 1}) == 2  # a plain dict given: told by its class
 
 
 def test_rich_paths_are_compiled_not_interpreted(monkeypatch: pytest.MonkeyPatch) -> None:

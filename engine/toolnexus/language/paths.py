@@ -347,6 +347,9 @@ def _never_raises(node: Any) -> bool:
     return ok and all(_never_raises(child) for child in node["children"] if isinstance(child, dict))
 
 
+_Scope = tuple[dict[tuple[str, str], str], frozenset[str]]  # the fields read, the names proved objects
+
+
 class _Generator(Namespace):
     """Emits the statements of one rich path; each `emit` gives the name that holds its node's value."""
 
@@ -356,6 +359,29 @@ class _Generator(Namespace):
         self.lines: list[str] = []
         self.bools: set[str] = set()  # names that always hold True or False (comparisons, `!`)
         self.read: dict[tuple[str, str], str] = {}  # (name, key) -> the name its field was read into, in scope
+        self.dicts: frozenset[str] = frozenset()  # names a test passed on the way here proved objects, in scope
+        self.holders: dict[str, str] = {}  # a field's name -> the name it was read from (an object if it is not null)
+        self.proves: dict[str, frozenset[str]] = {}  # a test's name -> the names that are objects where it is true
+
+    def scope(self) -> _Scope:
+        """What is known here (fields read, objects proved), to go back to where a block ends."""
+        return dict(self.read), self.dicts
+
+    def leave(self, scope: _Scope) -> None:
+        """Back to what was known at `scope` (the block that learned more has ended)."""
+        self.read, self.dicts = scope
+
+    def passed(self, test: str) -> None:
+        """In a block that runs only where `test` is true: the objects it proves are objects there (their fields
+        read without testing their type again)."""
+        self.dicts |= self.proves.get(test, frozenset())
+
+    def non_null(self, name: str) -> frozenset[str]:
+        """The names that are objects where `name` is not null: the ones its field was read from, outward."""
+        held: set[str] = set()
+        while (name := self.holders.get(name, "")) and name not in held:
+            held.add(name)
+        return frozenset(held)
 
     def false_test(self, name: str) -> str:
         """jmespath's falsehood of `name` as Python: `not` for a boolean, decided here for a literal."""
@@ -367,11 +393,11 @@ class _Generator(Namespace):
 
     def nested(self, node: Any, src: str, pad: str) -> str:
         """Read `node` in a block that may not run: the fields it reads are not known after it."""
-        known = dict(self.read)
+        known = self.scope()
         try:
             return self.emit(node, src, pad)
         finally:
-            self.read = known
+            self.leave(known)
 
     def true_test(self, name: str) -> str:
         """jmespath's truth of `name` as Python."""
@@ -414,7 +440,9 @@ class _Generator(Namespace):
         """`out = head`, then, where the value is still open (true for `&&`, false for `||`), the next operand one
         block in (what they read is not known after); `fallback`: the value where an `&&` chain turns out false.
         Whether `out` always holds a boolean."""
-        known, boolean = dict(self.read), head in self.bools and (not fallback or fallback in self.bools)
+        known, boolean = self.scope(), head in self.bools and (not fallback or fallback in self.bools)
+        if kind == "and_expression" and not fallback:  # true only where every operand was
+            self.proves[out] = self.proves.get(out, frozenset()) | self.proves.get(head, frozenset())
         self.line(pad, f"{out} = {head}")
         if not rest:
             test = self.false_test(head)
@@ -422,11 +450,13 @@ class _Generator(Namespace):
                 self.line(pad, f"{out} = {fallback}" if test == "True" else f"if {test}: {out} = {fallback}")
             return boolean
         self.line(pad, f"if {self.true_test(head) if kind == 'and_expression' else self.false_test(head)}:")
+        if kind == "and_expression":
+            self.passed(head)
         following = self.emit(rest[0], src, pad + "    ")
         boolean = self.steps(kind, following, rest[1:], src, pad + "    ", out, fallback) and boolean
         if fallback:
             self.line(pad, f"else: {out} = {fallback}")
-        self.read = known
+        self.leave(known)
         return boolean
 
     def line(self, pad: str, text: str) -> None:
@@ -467,8 +497,12 @@ class _Generator(Namespace):
             return self.read[src, value]
         out = self.fresh("v")
         if kind == "field":
-            self.line(pad, f"{out} = {src}.get({value!r}) if isinstance({src}, dict) else None")
+            if src in self.dicts:
+                self.line(pad, f"{out} = {src}.get({value!r})")
+            else:
+                self.line(pad, f"{out} = {src}.get({value!r}) if isinstance({src}, dict) else None")
             self.read[src, value] = out
+            self.holders[out] = src
         elif kind == "index" and value in (0, -1):
             self.line(pad, f"{out} = {src}[{value}] if isinstance({src}, list) and {src} else None")
         elif kind == "index":
@@ -537,12 +571,12 @@ class _Generator(Namespace):
                 self.line(at, f"if {out} is not None: break")
         else:
             self.line(body, f"if {found} is not None: {out}.append({found})")
-        self.read = known  # what the loops read is not known after them
+        self.leave(known)  # what the loops read or proved is not known after them
         return out
 
     def elements(
         self, node: Any, src: str, pad: str, start: str = "", outer: bool = False
-    ) -> tuple[str, str, list[str], dict[tuple[str, str], str]]:
+    ) -> tuple[str, str, list[str], _Scope]:
         """Loops over the elements of the list `node` reads, a projection or flatten under it looped over in place
         (no list built between; `start`: a line run first where the list is one): the element's name (with
         `outer`, a projection's null still to be left out), the pad of the loops' body, the pad of each loop
@@ -552,7 +586,9 @@ class _Generator(Namespace):
             base_node, rest_node, *test = node["children"]
             item, body, loops, known = self.elements(base_node, src, pad, start)
             if test:
-                self.line(body, f"if {self.false_test(self.emit(test[0], item, body))}: continue")
+                passing = self.emit(test[0], item, body)
+                self.line(body, f"if {self.false_test(passing)}: continue")
+                self.passed(passing)
             found = self.emit(rest_node, item, body)
             if not outer:
                 self.line(body, f"if {found} is None: continue")
@@ -567,7 +603,7 @@ class _Generator(Namespace):
         if start:
             self.line(pad, f"    {start}")
         self.line(pad, f"    for {item} in {base}:")
-        return item, pad + "        ", [pad + "    "], dict(self.read)
+        return item, pad + "        ", [pad + "    "], self.scope()
 
     def compare(self, node: Any, src: str, pad: str, out: str) -> None:
         """`==` / `!=`: against a string or number literal inline, else jmespath's equality."""
@@ -581,42 +617,56 @@ class _Generator(Namespace):
             self.line(pad, f"{out} = {self.name(_EQUALITY[node['value']], 'k')}({a}, {b})")
             return
         lit, exact = plain
+        if left["type"] == "function_expression" and left["value"] == "type" and lit in _TYPE_CLASSES:
+            held = self.emit(left["children"][0], src, pad)  # `type(x) == 'string'`: x's class, no name made
+            self.line(pad, f"{out} = {'' if eq else 'not '}isinstance({held}, {_TYPE_CLASSES[lit]})")
+            if eq:
+                self.proves[out] = self.non_null(held) | ({held} if lit == "object" else set())
+            return
         a, k = self.emit(left, src, pad), repr(lit) if type(lit) is str else self.name(lit, "k")  # no name to look up
         if eq:
             self.line(pad, f"{out} = {a} == {k}" + (f" and type({a}) is not bool" if exact else ""))
+            self.proves[out] = self.non_null(a)  # equal to a string or number: not null
         else:
             self.line(pad, f"{out} = {a} != {k}" + (f" or type({a}) is bool" if exact else ""))
 
 
 def _generated(node: Any) -> Getter | None:
     """The rich path `node` as one generated function (MISSING for jmespath's None), or None if a node in it
-    is not compiled."""
-    gen = _Generator()
+    is not compiled. One that reads several fields of the value it is given gets a second body, run when that
+    value is a plain dict, reading them without testing its type each time (any other value takes the first)."""
     try:
-        result = gen.emit(node, "data", "    ")
-        body = [*gen.lines, f"    return MISSING if {result} is None else {result}"]
-        source = "\n".join(
-            # a function given a value of another type (`keys(7)`) reads nothing, as a path over a non-object
-            [
-                "def read(data):",
-                "  try:",
-                *("  " + line for line in body),
-                "  except JMESPathTypeError:",
-                "    return MISSING",
-                "",
-            ]
-        )
-        code = compile(source, "<rich path>", "exec")
+        general, tests = _generated_read(node, frozenset(), None)
+        return general if tests < 2 else _generated_read(node, frozenset({"data"}), general)[0]
     except (_Unsupported, SyntaxError, RecursionError):  # CPython nests at most 20 loops in one function
         return None
+
+
+def _generated_read(node: Any, dicts: frozenset[str], general: Getter | None) -> tuple[Getter, int]:
+    """`node` read by one generated function, `dicts` the names known to be objects from its start, any value
+    other than a plain dict handed to `general` first; with the times it tests the given value's type."""
+    gen = _Generator()
+    gen.dicts = dicts
+    result = gen.emit(node, "data", "    ")
+    head = [] if general is None else ["  if type(data) is not dict:", "    return general(data)"]
+    body = [*gen.lines, f"    return MISSING if {result} is None else {result}"]
+    source = "\n".join(
+        # a function given a value of another type (`keys(7)`) reads nothing, as a path over a non-object
+        ["def read(data):", *head, "  try:", *("  " + line for line in body), "  except JMESPathTypeError:",
+         "    return MISSING", ""]
+    )  # fmt: skip
+    code = compile(source, "<rich path>", "exec")
+    gen.names["general"] = general
     exec(code, gen.names)
     read: Getter = gen.names["read"]
-    return read
+    return read, sum(line.count("isinstance(data, dict)") for line in gen.lines)
 
 
 # jmespath's type() of the JSON types (a subclass asks jmespath itself).
 _TYPE_NAMES = {str: "string", bool: "boolean", int: "number", float: "number", list: "array", dict: "object"}
 _TYPE_NAMES[type(None)] = "null"
+# The type() names one class tells exactly (jmespath's type() tests isinstance of these first, or only them).
+_TYPE_CLASSES = {"string": "str", "array": "list", "object": "dict"}
 
 
 def _plain_equality(node: Any) -> tuple[Any, bool] | None:
