@@ -1622,7 +1622,6 @@ class ResponseGen(Namespace):
         # (key, its value's expression or a details mapping's (key, count variable) pairs, the test of presence)
         entries: list[tuple[str, str | list[tuple[str, str]], str | None]] = []
         known: dict[str, str] = {}  # a total always written -> the variable holding it
-        counted: dict[str, str | Mapping[str, str]] = {}  # a details mapping -> its object's or counts' variables
 
         def count(read: Read, into: dict[str, None]) -> str:
             lines, var = self.top(read.expr, read.getter)
@@ -1634,7 +1633,7 @@ class ResponseGen(Namespace):
             details = name.endswith("_details")
             read = plain_read(child)
             if read is not None and details:
-                counted[name] = var = count(read, copied)
+                var = count(read, copied)
                 entries.append((name, f"{var}.copy()", f"{var} is not MISSING"))
             elif read is not None:
                 entries.append((name, count(read, required), None))
@@ -1649,11 +1648,7 @@ class ResponseGen(Namespace):
             else:
                 assert isinstance(child, Obj)
                 inner = [(key, plain_read(value)) for key, value in child.items]
-                pairs = [(key, count(found, optional)) for key, found in inner if found]
-                entries.append((name, pairs, None))
-                counted[name] = {  # each count's expression, 0 where absent
-                    key: var if var in required else f"(0 if {var} is MISSING else {var})" for key, var in pairs
-                }
+                entries.append((name, [(key, count(found, optional)) for key, found in inner if found], None))
         clean = [f"type({var}) is int and {var} >= 0" for var in required]
         clean += [f"({var} is MISSING or type({var}) is int and {var} >= 0)" for var in optional if var not in required]
         for var in copied:  # a provider's object of counts: its values tested in a loop, before the test
@@ -1688,9 +1683,10 @@ class ResponseGen(Namespace):
             else:
                 body.append(f"if {present}: u[{name!r}] = {value}")
         body.insert(0, "u = {" + ", ".join(literal) + "}")
-        body += self.usage_test({name for name, _ in node.items}, within, known, counted)
+        straight = _straight_usage(entries, required)
+        body += self.usage_test({name for name, _ in node.items}, within, known, _details_held(straight))
         if self.straight_mark is not None:  # (the common path first, then the one without a sum's later counts)
-            self.straight_usage += (_straight_usage(entries, required),)
+            self.straight_usage += (straight,)
             body.append(f"{self.straight_mark} = {len(self.straight_usage)}")
         return reads, " and ".join(clean) or "True", body
 
@@ -1794,6 +1790,22 @@ class ResponseGen(Namespace):
             expected = self.name(frozenset(node.expected), "expected")
             return [*lines, f"rf = {call} if type({var}) is str and {var} in {expected} else MISSING"]
         return [f"rf = {call}"]
+
+
+def _details_held(straight: Mapping[tuple[str, ...], tuple[str, str]]) -> dict[str, str | Mapping[str, str]]:
+    """Where the straight path's details counts are, for its usage test (`_held_count`), from what it leaves where
+    (`_straight_usage`): a provider's object of counts -> its variable; a details mapping built of counts -> each
+    count's expression, 0 where absent."""
+    held: dict[str, str | Mapping[str, str]] = {}
+    built: dict[str, dict[str, str]] = {}
+    for path, (var, kind) in straight.items():
+        if kind == "holder":
+            held[path[0]] = var
+        elif kind == "mapping":
+            held[path[0]] = built[path[0]] = {}
+        elif len(path) == 2:
+            built[path[0]][path[1]] = var if kind == "sure" else f"(0 if {var} is MISSING else {var})"
+    return held
 
 
 def _straight_usage(
