@@ -490,6 +490,8 @@ def test_the_count_tool_counts_a_source_row_as_its_plain_row_plus_the_formats_wo
         (["parity", "openai", "--engine", "/nonexistent"], "/nonexistent has no engine/toolnexus"),
         (["parity", "cohere", "--baseline"], "no hand-written cohere"),  # tools/bench_baseline.py has none
         (["answer", "openai", "--source", "anthropic", "--baseline"], "leave out --source"),
+        # the Messages transcript's 'minimal' thinking budget, which Ollama's rules refuse: one line, no traceback
+        (["request", "ollama", "--source", "anthropic"], "ollama refuses this row's input: thinking: 'minimal'"),
     ],
 )
 def test_the_count_tool_refuses_a_row_it_cannot_build_in_one_line(

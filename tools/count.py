@@ -180,10 +180,26 @@ def instructions(argv: list[str], calls: int) -> int:
     return int(totals.group(1)) // calls
 
 
+def working_call(args: argparse.Namespace) -> Callable[[], Any]:
+    """The row's call, run once: a row the provider refuses (Ollama takes neither the Messages transcript's
+    `'minimal'` thinking budget nor its image URLs) ends in one line naming the refusal, not a traceback, before
+    anything is counted."""
+    call = row_call(args)
+    from toolnexus import ToolnexusError
+
+    try:
+        call()
+    except ToolnexusError as exc:
+        said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SystemExit(f"count.py: {args.provider} refuses this row's input: {said}") from None
+    return call
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     args = parse(argv)
     if args.instructions:
+        working_call(args)  # a refused row said in one line here, not in the counted run's traceback
         counted = instructions(argv, args.calls)
         if not args.baseline:
             print(f"{counted:,} instructions per call")
@@ -193,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{counted:,} instructions per call (hand-written)")
         print(f"{engine / counted:.2f}x of hand-written")
         return
-    call = row_call(args)
+    call = working_call(args)
     for _ in range(WARMUP):
         call()
     if os.environ.get("TOOLNEXUS_COUNT_LOOP"):  # the run under callgrind
