@@ -25,10 +25,11 @@ from toolnexus.language.jsonsafe import JsonValueError
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import bench
 import bench_client
+import bench_inputs
 import bench_responses
 import bench_stream
 import count
-from bench_baseline import HAND_STREAMS
+from bench_baseline import HAND_STREAMS, hand_openai_message
 from bench_inputs import tool_declarations, transcript
 from bench_litellm import TINY_PNG, compatible_copy
 
@@ -489,7 +490,7 @@ def test_the_count_tool_counts_a_source_row_as_its_plain_row_plus_the_formats_wo
         (["parity", "openai", "--calls", "0"], "--calls and --messages must be at least 1"),
         (["parity", "openai", "--engine", "/nonexistent"], "/nonexistent has no engine/toolnexus"),
         (["parity", "cohere", "--baseline"], "no hand-written cohere"),  # tools/bench_baseline.py has none
-        (["answer", "openai", "--source", "anthropic", "--baseline"], "leave out --source"),
+        (["answer", "mistral", "--source", "anthropic", "--baseline"], "no hand-written mistral answer as anthropic"),
         # the Messages transcript's 'minimal' thinking budget, which Ollama's rules refuse: one line, no traceback
         (["request", "ollama", "--source", "anthropic"], "ollama refuses this row's input: thinking: 'minimal'"),
     ],
@@ -522,3 +523,15 @@ def test_the_count_tool_counts_the_hand_written_translator_on_the_rows_input(
     assert plain == hand  # the hand-written side reads the plain request either way
     answer, answer_code = _counted(capsys, "answer", "mistral", "--baseline")
     assert "bench_baseline.py:723 hand_mistral_response" in answer_code and answer > 0
+    message, message_code = _counted(capsys, "answer", "groq", "--source", "anthropic", "--baseline")
+    assert "bench_baseline.py:746 hand_openai_message" in message_code and message > 0  # the family's shape
+    assert not any(name.startswith("<") for name in message_code), message_code
+
+
+@pytest.mark.parametrize("name", ["3 tool calls", "large", "text"])
+def test_the_hand_written_message_writes_the_engines_message(name: str) -> None:
+    """`hand_openai_message`, the floor tools/count.py counts for OpenAI's answers as a `Message`, writes the
+    engine's `Message` byte for byte (same keys in the same order) on the bench's answers, and no notes are due."""
+    answer = bench_inputs.generated_responses(tool_declarations())["openai"][name]
+    body = toolnexus.translate_response("openai", answer, source="anthropic")
+    assert json.dumps(hand_openai_message(answer)) == json.dumps(body) and not body.notes

@@ -737,12 +737,59 @@ def hand_mistral_response(response: JSON, requested_model: str | None = None) ->
     )
 
 
+# ---------------------------------------------------------------- OpenAI's answer as a Messages `Message`
+
+# The Anthropic stop reason of each finish reason: ANTHROPIC_FINISH read backwards, its first row for each.
+ANTHROPIC_STOP = {finish: stop for stop, finish in reversed(ANTHROPIC_FINISH.items())}
+
+
+def hand_openai_message(response: JSON, requested_model: str | None = None) -> JSON:
+    """OpenAI response -> Anthropic `Message` (rules/formats/anthropic.yaml's answer), in one step with no result
+    in between: the floor of `translate_response("openai", answer, source="anthropic")` (tools/count.py
+    `--baseline --source anthropic`). Reads what the bench's answers carry (no extra_content, no reasoning)."""
+    choice = response["choices"][0]
+    message = choice["message"]
+    calls = message.get("tool_calls") or ()
+    text = message.get("content")
+    content: list[JSON] = [{"type": "text", "text": text}] if text else []
+    for call in calls:
+        function = call["function"]
+        arguments = function["arguments"]
+        content.append({"type": "tool_use", "id": call["id"], "name": function["name"],
+                        "input": _loads(arguments) if arguments.strip() else {}})  # fmt: skip
+    tokens = response.get("usage") or {}
+    details = tokens.get("prompt_tokens_details") or {}
+    cached, written = details.get("cached_tokens"), details.get("cache_write_tokens")
+    usage: JSON = {
+        "input_tokens": tokens.get("prompt_tokens", 0) - (cached or 0) - (written or 0),
+        "output_tokens": tokens.get("completion_tokens", 0),
+    }
+    if cached is not None:
+        usage["cache_read_input_tokens"] = cached
+    if written is not None:
+        usage["cache_creation_input_tokens"] = written
+    model = response.get("model")
+    finish = "tool_calls" if calls else OPENAI_FINISH.get(choice.get("finish_reason"), "stop")
+    return {
+        "id": response["id"],
+        "type": "message",
+        "role": "assistant",
+        "model": model if isinstance(model, str) else requested_model or "",
+        "content": content,
+        "stop_reason": ANTHROPIC_STOP[finish],
+        "stop_sequence": None,
+        "usage": usage,
+    }
+
+
 HAND_WRITTEN: dict[str, tuple[Translate, Translate]] = {
     "mistral": (hand_mistral_request, hand_mistral_response),
     "anthropic": (hand_anthropic_request, hand_anthropic_response),
     "openai": (hand_openai_request, hand_openai_response),
     "gemini": (hand_gemini_request, hand_gemini_response),
 }
+# Each answer shape's hand-written translation into a source format's answer, by format (tools/count.py).
+HAND_SOURCE_ANSWERS: dict[str, dict[str, Callable[[JSON], JSON]]] = {"anthropic": {"openai": hand_openai_message}}
 
 
 # ---------------------------------------------------------------- streams (tools/bench_stream.py --hand)

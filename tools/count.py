@@ -19,8 +19,10 @@ Without `--instructions` it prints the bytecodes one call executes (Python's own
 counted inside the loop of `--calls` calls only (after 50 unmeasured), with `PYTHONHASHSEED=0`: the figure the
 README's rounds cite. `--engine CHECKOUT` counts another checkout's engine (say, the commit before a change).
 `--baseline` counts the hand-written translator of tools/bench_baseline.py on the same input instead (a request
-row's conversation as Chat Completions, which is what it reads); with `--instructions` it counts both sides and
-prints the engine's, the hand-written one's and their ratio: the ratio tools/bench.py times, in instructions.
+row's conversation as Chat Completions, which is what it reads; an answer row with `--source`, the answer written
+in that format by hand, `HAND_SOURCE_ANSWERS`: OpenAI's as a Messages `Message`); with `--instructions` it counts
+both sides and prints the engine's, the hand-written one's and their ratio: the ratio tools/bench.py times, in
+instructions.
 """
 
 from __future__ import annotations
@@ -71,8 +73,6 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("request needs --source (anthropic or openai-responses)")
     if args.calls < 1 or args.messages < 1:
         parser.error("--calls and --messages must be at least 1")
-    if args.baseline and args.row == "answer" and args.source is not None:
-        parser.error("--baseline translates answers to Chat Completions only: leave out --source")
     return args
 
 
@@ -122,6 +122,15 @@ def row_call(args: argparse.Namespace) -> Callable[[], Any]:
         if name not in answers:
             raise SystemExit(f"count.py: no answer {args.input!r}; one of {', '.join([*ANSWER_NAMES, *answers])}")
         answer, source = answers[name], args.source or "openai"
+        if args.baseline and args.source is not None:  # the answer written in that format by hand
+            from bench_baseline import HAND_SOURCE_ANSWERS
+            from bench_responses import response_baseline
+
+            shape = (response_baseline(args.provider, parents.get) or (args.provider,))[0]
+            source_hand = HAND_SOURCE_ANSWERS.get(args.source, {}).get(shape)
+            if source_hand is None:
+                raise SystemExit(f"count.py: --baseline: no hand-written {shape} answer as {args.source}")
+            return functools.partial(source_hand, answer)
         if args.baseline:
             if answer_hand is None:
                 raise SystemExit(f"count.py: --baseline: no hand-written {args.provider} answer translator")
