@@ -132,8 +132,8 @@ def variants() -> dict[str, dict[str, Any]]:
     edit("tool_use no name", lambda r: first(r, "assistant", "tool_use").pop("name"))
     edit("tool_use input a list", lambda r: first(r, "assistant", "tool_use").update(input=[1]))
     edit("tool_use input text", lambda r: first(r, "assistant", "tool_use").update(input='{"a": 1}'))
-    for name, given in {"nan": float("nan"), "tiny float": 1e-05, "int key": {1: "a"}, "null": None}.items():
-        edit(f"tool_use input {name}", lambda r, given=given: first(r, "assistant", "tool_use").update(input={"a": given}))
+    for name, value in {"nan": float("nan"), "tiny float": 1e-05, "int key": {1: "a"}, "null": None}.items():
+        edit(f"tool_use input {name}", lambda r, v=value: first(r, "assistant", "tool_use").update(input={"a": v}))
     edit("tool_use input empty", lambda r: first(r, "assistant", "tool_use").update(input={}))
     edit("duplicate tool_use id", lambda r: r[m][3]["content"][-1].update(id=first(r, "assistant", "tool_use")["id"]))
     edit("block unknown key", lambda r: r[m][0]["content"][0].update(bogus=1))

@@ -450,9 +450,10 @@ class _Writer:
             if match is not None and self.gen.names.get(match[2]) is json_text:
                 pad, function, ctx = match.groups()
                 self.gen.names["ORJSON_BYTES"] = orjson_bytes
+                written = f"(d_a := ORJSON_BYTES({var})) is not None: d_a, {var} = {var}, d_a.decode()"
                 inline = [
                     f"if {var} is not MISSING:",
-                    f"    if type({var}) is dict and (d_a := ORJSON_BYTES({var})) is not None: d_a, {var} = {var}, d_a.decode()",
+                    f"    if type({var}) is dict and {written}",
                     f"    else: d_a, {var} = None, {function}({var}, {ctx})",
                 ]
                 return [*writes[:n], *(pad + each for each in inline), *writes[n + 1 :]], "d_a"
