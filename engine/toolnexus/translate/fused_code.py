@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 from ..language.codegen import indent
 from ..language.ids import IdsFound
 from ..language.jsonsafe import orjson_bytes
-from ..language.templates import SEAL, Apply, Ctx, Get, ListPath, Obj, json_text, unseal
+from ..language.templates import SEAL, Apply, Const, Ctx, Get, ListPath, Obj, json_text, unseal
 from .direct_code import CALL_FIELDS, CALLS, WRITTEN_CALLS, WRITTEN_NOTES, At, call_check, call_write
 from .format_code import ReaderGen, escaped_path, written_role
 from .formats import OWN_PATH, TEXT_PART, Fused, Kind, SourceFormat, named_alone, remap
@@ -480,6 +480,7 @@ class _Writer:
             fields[name] = var or "x_w" + "".join(f"[{key!r}]" for key in keys)  # (an object: always a dict)
         assert isinstance(kind.node, Obj)
         held = {key: self.gen.key_values.get(id(node)) for key, node in kind.node.items}
+        typed = dict(kind.node.items).get("type") == Const("function")  # (written so: never tested again)
         turn = "True if i > last else MISSING" if self.reads_last else None  # (`last`: found before the loop)
         written = call_write(inbound.reads_arguments_json, inbound.writes[1], self.gen.names, held, turn)
         if written is None:
@@ -494,7 +495,7 @@ class _Writer:
             "if x_ok:",
             *(f"    {name} = {value}" for name, value in fields.items()),  # (one by one: no tuple made)
             "    while True:  # one pass: a failed check ends it (`break`) as it ends the branch's loop",
-            *indent(call_check(inbound.reads_arguments_json, "x_ok = False; break", given), 8),
+            *indent(call_check(inbound.reads_arguments_json, "x_ok = False; break", given, typed), 8),
             f"        i, d_k = x_at, len({WRITTEN_CALLS})",
             *indent(written, 8),
             "        break",
