@@ -448,3 +448,15 @@ def test_generated_inputs_give_todays_result(
     hits: list[int] = []
     got = outcome(counted(fmt, provider, hits), provider, request, **options)
     assert got == outcome(without_fused(fmt), provider, request, **options)
+
+
+@pytest.mark.parametrize("source", ["openai-responses", "anthropic"])
+def test_a_call_checked_at_its_item_is_not_tested_for_the_type_its_template_wrote(source: str) -> None:
+    """A joined call's template writes `type: function`, so its check at the item (`call_check`'s `typed`) does not
+    read it back; a call the assistant branch reads from the message (`_read_calls`) is still tested for it."""
+    fmt = load_rules().format(source)
+    for provider in CALLS_WRITTEN:
+        code = fmt.fused_code[provider]
+        at_items = code.count("while True:  # one pass")
+        assert at_items and code.count("or d_id in d_new): x_ok = False; break") == at_items, provider
+        assert "or d_id in d_new or d_call.get('type', 'function') != 'function'): d_ok = False" in code, provider

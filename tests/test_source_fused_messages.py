@@ -132,6 +132,9 @@ def variants() -> dict[str, dict[str, Any]]:
     edit("tool_use no name", lambda r: first(r, "assistant", "tool_use").pop("name"))
     edit("tool_use input a list", lambda r: first(r, "assistant", "tool_use").update(input=[1]))
     edit("tool_use input text", lambda r: first(r, "assistant", "tool_use").update(input='{"a": 1}'))
+    for name, value in {"nan": float("nan"), "tiny float": 1e-05, "int key": {1: "a"}, "null": None}.items():
+        edit(f"tool_use input {name}", lambda r, v=value: first(r, "assistant", "tool_use").update(input={"a": v}))
+    edit("tool_use input empty", lambda r: first(r, "assistant", "tool_use").update(input={}))
     edit("duplicate tool_use id", lambda r: r[m][3]["content"][-1].update(id=first(r, "assistant", "tool_use")["id"]))
     edit("block unknown key", lambda r: r[m][0]["content"][0].update(bogus=1))
     edit("block unknown kind", lambda r: r[m][0]["content"].append({"type": "bogus"}))
@@ -382,3 +385,20 @@ def test_a_note_named_at_its_block_is_named_as_its_records_name_it(name: str) ->
             continue
         note = [Note("dropped", path, "m")]
         assert named_alone(note, msgs, fmt) == named_alone(note, msgs, again), path
+
+
+@pytest.mark.parametrize("provider", ["openai", "groq", "mistral", "cohere"])
+def test_a_tool_use_input_written_as_text_is_not_parsed_back(provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """For a provider that reads a call's arguments as JSON text, each `tool_use` input that orjson writes is
+    handed to the call's check as the object it was written of (`fused_code._Writer.arguments_written`): no text
+    parsed back. The body is today's (the variants above hold the inputs orjson leaves to the standard encoder)."""
+    fmt = load_rules().format(SOURCE)
+    names, parsed = fmt.fused[provider].__globals__, []
+    for name in ("WRITTEN_LOADS", "LOADS"):
+        monkeypatch.setitem(names, name, lambda text, *more, real=names[name]: parsed.append(text) or real(text, *more))
+    request = messages_transcript(10, tool_declarations())
+    hits: list[int] = []
+    got = outcome(counted(fmt, provider, hits), provider, request)
+    assert hits == [True]
+    assert parsed == []
+    assert got == outcome(without_fused(fmt), provider, request)

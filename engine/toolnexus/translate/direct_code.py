@@ -409,22 +409,29 @@ def _read_calls(arguments_json: bool, done: str | None) -> list[str]:
     return loop if done is None else [f"if not {done}:", *indent(loop)]
 
 
-def call_check(arguments_json: bool, fail: str) -> list[str]:
+def call_check(arguments_json: bool, fail: str, given: str | None = None, typed: bool = False) -> list[str]:
     """One tool call's check (`d_call`, its `CALL_FIELDS` read), its id sent (`d_sent`) and taken into `d_new`
-    when it holds; `fail`: what gives its message to the general branch (it ends the check)."""
+    when it holds; `fail`: what gives its message to the general branch (it ends the check). `given`: a variable
+    holding the object the caller had orjson write the arguments text of (else None), taken as their parse;
+    `typed`: the caller wrote the call's `type` as 'function' (not tested again)."""
     raw = (
         ["    try: d_raw = ARGUMENTS_TEXT(d_raw)", f"    except (TypeError, ValueError): {fail}"]
         if arguments_json
         else ["    d_raw = MISSING"]
     )
+    typed_test = "" if typed else " or d_call.get('type', 'function') != 'function'"
+    call_keys = "3" if typed else "2 + ('type' in d_call)"  # (its id and function; its type, where it has one)
+    loads = "WRITTEN_LOADS(d_raw, held_texts) if held_texts else LOADS(d_raw)"
+    if given is not None:
+        loads = f"{given} if {given} is not None else {loads}"
     return [
         "if (type(d_id) is not str or not d_id or type(d_name) is not str or not d_name or d_id in seen",
-        f"        or d_id in d_new or d_call.get('type', 'function') != 'function'): {fail}",
+        f"        or d_id in d_new{typed_test}): {fail}",
         "if not d_id.isascii(): ck_texts.append(d_id)",
         "if not d_name.isascii(): ck_texts.append(d_name)",
-        "if len(d_fn) != 2 or len(d_call) != 2 + ('type' in d_call): d_deep = True",
+        f"if len(d_fn) != 2 or len(d_call) != {call_keys}: d_deep = True",
         "if type(d_raw) is str and d_raw:",
-        "    try: d_args = WRITTEN_LOADS(d_raw, held_texts) if held_texts else LOADS(d_raw)",
+        f"    try: d_args = {loads}",
         f"    except ValueError: {fail}",
         f"    if type(d_args) is not dict: {fail}",
         "    d_obj = False",

@@ -8,10 +8,12 @@ as no later item can join it, written by the provider's own branch for its role 
 `request_code.role_branches` lines, the direct writer's shapes first), so no message list is walked twice and
 nothing is named afterwards. A tool call that joins it is checked and written at its item, from the variables the
 item's template holds (`direct_code.call_check`, `call_write`; the current turn, where its template reads it, from
-`last`), its notes at that item's own index: the branch adds the calls as written. Its result is what the messages
-function returns, hoisted prompts at the format's paths and indexes the items' (only their order is compared:
-`first`, and `last`, the current turn's start, found by a scan of the items for the last user message when a branch
-reads it). Each note a branch makes is made at its path in the format's request, as `formats.named` would find it
+`last`), its notes at that item's own index: the branch adds the calls as written; arguments a `$json_text` writes
+for a provider that reads text are written there by orjson inline and their object handed to that check
+(`arguments_written`: no text parsed back). Its result is what the messages function returns, hoisted prompts at
+the format's paths and indexes the items' (only their order is compared: `first`, and `last`, the current turn's
+start, found by a scan of the items for the last user message when a branch reads it). Each note a branch makes is
+made at its path in the format's request, as `formats.named` would find it
 through the reader's records (`sourced`: an f-string of the item's index, the rest renamed at generation; an element
 of a list items joined, at its own item), and the body keeps them as they are (`RequestBody.transcript_notes`).
 
@@ -52,7 +54,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..language.codegen import indent
 from ..language.ids import IdsFound
-from ..language.templates import SEAL, Apply, Ctx, Get, ListPath, Obj, unseal
+from ..language.jsonsafe import orjson_bytes
+from ..language.templates import SEAL, Apply, Const, Ctx, Get, ListPath, Obj, json_text, unseal
 from .direct_code import CALL_FIELDS, CALLS, WRITTEN_CALLS, WRITTEN_NOTES, At, call_check, call_write
 from .format_code import ReaderGen, escaped_path, written_role
 from .formats import OWN_PATH, TEXT_PART, Fused, Kind, SourceFormat, named_alone, remap
@@ -429,7 +432,36 @@ class _Writer:
             *indent(self.no_calls(role)),
         ]
 
-    def call_checked(self, kind: Kind) -> list[str]:
+    def arguments_written(self, kind: Kind, writes: list[str]) -> tuple[list[str], str | None]:
+        """The item's template lines with the `$json_text` a call's arguments are written by, where the provider
+        reads text, written inline for an object orjson writes (`json_text`'s own first way, unrecorded), its object
+        kept in `d_a` for the call's check (`call_check`'s `given`), which then parses nothing back; with `d_a`, or
+        the lines as they are and None. (The object is the very one `Ctx.written` would hand the check.)"""
+        inbound = self.calls
+        if inbound is None or not inbound.reads_arguments_json or kind.into != CALLS:
+            return writes, None
+        node = kind.node
+        for key in CALL_FIELDS["d_raw"]:
+            node = dict(node.items).get(key) if isinstance(node, Obj) else None
+        var = self.gen.key_values.get(id(node)) if isinstance(node, Apply) and node.function is json_text else None
+        if var is None:
+            return writes, None
+        applied = re.compile(rf"( *)if {var} is not MISSING: {var} = (\w+)\({var}, (\w+)\)")
+        for n, line in enumerate(writes):
+            match = applied.fullmatch(line)
+            if match is not None and self.gen.names.get(match[2]) is json_text:
+                pad, function, ctx = match.groups()
+                self.gen.names["ORJSON_BYTES"] = orjson_bytes
+                written = f"(d_a := ORJSON_BYTES({var})) is not None: d_a, {var} = {var}, d_a.decode()"
+                inline = [
+                    f"if {var} is not MISSING:",
+                    f"    if type({var}) is dict and {written}",
+                    f"    else: d_a, {var} = None, {function}({var}, {ctx})",
+                ]
+                return [*writes[:n], *(pad + each for each in inline), *writes[n + 1 :]], "d_a"
+        return writes, None
+
+    def call_checked(self, kind: Kind, given: str | None = None) -> list[str]:
         """A tool call that joins the open message (`x_w`), its fields read where the item's template left them,
         checked as the provider's assistant branch checks each call (`direct_code.call_check`) and written as it
         writes each (`call_write`) onto the open message's calls: that branch then takes them as written (`x_ok`).
@@ -448,6 +480,7 @@ class _Writer:
             fields[name] = var or "x_w" + "".join(f"[{key!r}]" for key in keys)  # (an object: always a dict)
         assert isinstance(kind.node, Obj)
         held = {key: self.gen.key_values.get(id(node)) for key, node in kind.node.items}
+        typed = dict(kind.node.items).get("type") == Const("function")  # (written so: never tested again)
         turn = "True if i > last else MISSING" if self.reads_last else None  # (`last`: found before the loop)
         written = call_write(inbound.reads_arguments_json, inbound.writes[1], self.gen.names, held, turn)
         if written is None:
@@ -462,7 +495,7 @@ class _Writer:
             "if x_ok:",
             *(f"    {name} = {value}" for name, value in fields.items()),  # (one by one: no tuple made)
             "    while True:  # one pass: a failed check ends it (`break`) as it ends the branch's loop",
-            *indent(call_check(inbound.reads_arguments_json, "x_ok = False; break"), 8),
+            *indent(call_check(inbound.reads_arguments_json, "x_ok = False; break", given, typed), 8),
             f"        i, d_k = x_at, len({WRITTEN_CALLS})",
             *indent(written, 8),
             "        break",
@@ -493,7 +526,10 @@ class _Writer:
                 f"x_st = {scope}.get({kind.state[0]!r})",
                 f"if type(x_st) is str and {SEAL!r} in x_st: return None",
             ]
-        checked = self.call_checked(kind)
+        inline, given = self.arguments_written(kind, writes)
+        checked = self.call_checked(kind, given)
+        if len(checked) > 1:  # (checked here: its `d_a` read)
+            writes = inline
         return [
             *lines,
             *writes,
