@@ -75,6 +75,9 @@ _ELEMENT = re.compile(r"\{(\w+)\.element_path\((.*?)\)\}")
 _SCOPE = re.compile(r"( *)c\.path = (.*)")
 _AT = re.compile(r"c\.at\('([^']*)'\)")
 _UNKNOWN = "\0"  # a scope not known here
+# A direct branch's JSON check of a message holding keys besides its shape's (`request_code._checks`): the whole
+# message left to the check, on the line after the test or on the test's own.
+_OTHER_KEYS = re.compile(r"( *)if not m\.keys\(\) <= (SHAPE_KEYS_\w+):( ck_msgs\.append\(m\))?")
 _CALL_INDEX = "d_k"  # the index of a call `direct_code.call_write` writes, in its notes' paths (`tool_calls[{d_k}]`)
 _ROLE = re.compile(r"(?<![\w'])role\b(?!')")  # the messages function's variable of the message's role, read
 # What follows the message in a hub path: a key (or `{k}`, one known at run time), an element of it, below it.
@@ -159,6 +162,24 @@ def sourced(lines: list[str], source: _Source, names: Mapping[str, Any], mark: s
         elif (noted := _NOTE.search(line)) is not None:
             line = line[: noted.start()] + _noted(line[noted.start() :], scope, source, names, mark)
         out.append(line)
+    return out
+
+
+def members_checked(lines: list[str]) -> list[str]:
+    """The open message's branch with its keys besides the shape's left to the JSON check as containers, not the
+    whole message again (its shape's values are checked as read, its calls at their items). Those keys are the
+    lists items joined (the rule data's names; a reasoning item there is the caller's, whole), each a member of
+    the message as `jsonsafe._members_clean` would have taken it: the same containers at the same depth."""
+    out = list(lines)
+    for at, line in enumerate(lines):
+        found = _OTHER_KEYS.fullmatch(line)
+        if found is None:
+            continue
+        deep = f"ck_deep.extend([m[k] for k in m.keys() - {found[2]}])"
+        if found[3]:
+            out[at] = f"{found[1]}if not m.keys() <= {found[2]}: {deep}"
+        elif at + 1 < len(lines) and lines[at + 1].strip() == "ck_msgs.append(m)":
+            out[at + 1] = lines[at + 1].replace("ck_msgs.append(m)", deep)
     return out
 
 
@@ -413,7 +434,7 @@ class _Writer:
         written = self.written(role, "x_open", "x_at", "None", last, self.joined_source)
         if written is None:
             return None
-        return ["if x_open is not None:", *indent(written), "    x_open = None"]
+        return ["if x_open is not None:", *indent(members_checked(written)), "    x_open = None"]
 
     def no_calls(self, role: str) -> list[str]:
         """None of a message's calls written yet (`call_checked`), where they are written at their items."""
