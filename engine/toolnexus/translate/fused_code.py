@@ -8,12 +8,14 @@ as no later item can join it, written by the provider's own branch for its role 
 `request_code.role_branches` lines, the direct writer's shapes first), so no message list is walked twice and
 nothing is named afterwards. A tool call that joins it is checked and written at its item, from the variables the
 item's template holds (`direct_code.call_check`, `call_write`; the current turn, where its template reads it, from
-`last`), its notes at that item's own index: the branch adds the calls as written. Its result is what the messages
-function returns, hoisted prompts at the format's paths and indexes the items' (only their order is compared:
-`first`, and `last`, the current turn's start, found by a scan of the items for the last user message when a branch
-reads it). Each note a branch makes is made at its path in the format's request, as `formats.named` would find it
-through the reader's records (`sourced`: an f-string of the item's index, the rest renamed at generation; an element
-of a list items joined, at its own item), and the body keeps them as they are (`RequestBody.transcript_notes`).
+`last`), its notes at that item's own index: the branch adds the calls as written; the JSON check takes the lists
+items joined (reasoning items) as the message's containers, not the message whole (`members_checked`). Its result is
+what the messages function returns, hoisted prompts at the format's paths and indexes the items' (only their order
+is compared: `first`, and `last`, the current turn's start, found by a scan of the items for the last user message
+when a branch reads it). Each note a branch makes is made at its path in the format's request, as `formats.named`
+would find it through the reader's records (`sourced`: an f-string of the item's index, the rest renamed at
+generation; an element of a list items joined, at its own item), and the body keeps them as they are
+(`RequestBody.transcript_notes`).
 
 A format of role messages (no `items`: Anthropic Messages) composes the same way, one role message at a time:
 its blocks in order, parts and items (`item` kinds: a `tool_use` one of the calls, thinking riding along) joining
