@@ -208,6 +208,10 @@ def variants() -> dict[str, dict[str, Any]]:
     edit("orphan output", base, lambda r: r[items][8].update(call_id="nope"))
     edit("lone surrogate", base, lambda r: r[items][1].update(content="bad \ud800"))
     edit("surrogate in reasoning", base, lambda r: r[items][2]["summary"][0].update(text="bad \ud800"))
+    # What the JSON check finds in a reasoning item a message joined, checked as a container of that message.
+    edit("nan in reasoning", base, lambda r: r[items][2]["summary"][0].update(size=float("nan")))
+    edit("big int in reasoning", base, lambda r: r[items][2].update(count=2**70))
+    edit("key not a string in reasoning", base, lambda r: r[items][2]["summary"][0].update({1: "x"}))
     edit("user between", base, lambda r: r[items].insert(3, {"type": "message", "role": "user", "content": "hi"}))
     edit("duplicate id", base, lambda r: r[items][4].update(call_id=r[items][3]["call_id"]))
     edit("assistant text", base, lambda r: r[items].append({"type": "message", "role": "assistant", "content": "ok"}))
@@ -383,6 +387,18 @@ def test_a_call_written_at_its_item_is_noted_at_that_item(source: str) -> None:
         assert "d_written_notes.append(" in code and 'JOINED["tool_calls"], d_k)' in code, provider
         written = [line for line in code.splitlines() if "d_written_notes.append(" in line]
         assert not any("joined_at" in line for line in written), provider
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini", "anthropic"])
+def test_a_joined_messages_lists_are_left_to_the_json_check_as_containers(provider: str) -> None:
+    """The reasoning items a message joined go to the JSON check as that message's containers (a lone surrogate,
+    NaN or a key that is not a string in one still refuses: the variants above), and the message is not looked
+    at again whole: its shape's values were checked as read, its calls at their items."""
+    fmt = load_rules().format(SOURCE)
+    request = responses_transcript(10, tool_declarations())
+    written, _ = fmt.fused[provider](request["input"], request["instructions"])
+    _, deep, messages = written[4]
+    assert messages == [] and [[item["type"] for item in held] for held in deep] == [["reasoning"], ["reasoning"]]
 
 
 CASE_REQUESTS = {c.name: c.data["request"] for c in CASES if (c.data.get("options") or {}).get("source") == SOURCE}

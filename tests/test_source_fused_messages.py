@@ -112,6 +112,10 @@ def variants() -> dict[str, dict[str, Any]]:
     edit("assistant text only", lambda r: r[m].append({"role": "assistant", "content": [block("done")]}))
     edit("assistant two texts", lambda r: r[m].append({"role": "assistant", "content": [block("a"), block("b")]}))
     edit("thinking no signature", lambda r: first(r, "assistant", "thinking").pop("signature"))
+    # What the JSON check finds in a thinking block a message joined, checked as a container of that message.
+    edit("thinking lone surrogate", lambda r: first(r, "assistant", "thinking").update(thinking="bad \ud800"))
+    edit("thinking nan", lambda r: first(r, "assistant", "thinking").update(size=float("nan")))
+    edit("thinking key not a string", lambda r: first(r, "assistant", "thinking").update({1: "x"}))
     edit(
         "redacted thinking",
         lambda r: r[m][1]["content"].insert(0, {"type": "redacted_thinking", "data": "opaque"}),

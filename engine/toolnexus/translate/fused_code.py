@@ -10,12 +10,13 @@ nothing is named afterwards. A tool call that joins it is checked and written at
 item's template holds (`direct_code.call_check`, `call_write`; the current turn, where its template reads it, from
 `last`), its notes at that item's own index: the branch adds the calls as written; arguments a `$json_text` writes
 for a provider that reads text are written there by orjson inline and their object handed to that check
-(`arguments_written`: no text parsed back). Its result is what the messages function returns, hoisted prompts at
-the format's paths and indexes the items' (only their order is compared: `first`, and `last`, the current turn's
-start, found by a scan of the items for the last user message when a branch reads it). Each note a branch makes is
-made at its path in the format's request, as `formats.named` would find it
-through the reader's records (`sourced`: an f-string of the item's index, the rest renamed at generation; an element
-of a list items joined, at its own item), and the body keeps them as they are (`RequestBody.transcript_notes`).
+(`arguments_written`: no text parsed back); the JSON check takes the lists items joined (reasoning items) as the
+message's containers, not the message whole (`members_checked`). Its result is what the messages function returns,
+hoisted prompts at the format's paths and indexes the items' (only their order is compared: `first`, and `last`,
+the current turn's start, found by a scan of the items for the last user message when a branch reads it). Each note
+a branch makes is made at its path in the format's request, as `formats.named` would find it through the reader's
+records (`sourced`: an f-string of the item's index, the rest renamed at generation; an element of a list items
+joined, at its own item), and the body keeps them as they are (`RequestBody.transcript_notes`).
 
 A format of role messages (no `items`: Anthropic Messages) composes the same way, one role message at a time:
 its blocks in order, parts and items (`item` kinds: a `tool_use` one of the calls, thinking riding along) joining
@@ -78,6 +79,9 @@ _ELEMENT = re.compile(r"\{(\w+)\.element_path\((.*?)\)\}")
 _SCOPE = re.compile(r"( *)c\.path = (.*)")
 _AT = re.compile(r"c\.at\('([^']*)'\)")
 _UNKNOWN = "\0"  # a scope not known here
+# A direct branch's JSON check of a message holding keys besides its shape's (`request_code._checks`): the whole
+# message left to the check, on the line after the test or on the test's own.
+_OTHER_KEYS = re.compile(r"( *)if not m\.keys\(\) <= (SHAPE_KEYS_\w+):( ck_msgs\.append\(m\))?")
 _CALL_INDEX = "d_k"  # the index of a call `direct_code.call_write` writes, in its notes' paths (`tool_calls[{d_k}]`)
 _ROLE = re.compile(r"(?<![\w'])role\b(?!')")  # the messages function's variable of the message's role, read
 # What follows the message in a hub path: a key (or `{k}`, one known at run time), an element of it, below it.
@@ -162,6 +166,24 @@ def sourced(lines: list[str], source: _Source, names: Mapping[str, Any], mark: s
         elif (noted := _NOTE.search(line)) is not None:
             line = line[: noted.start()] + _noted(line[noted.start() :], scope, source, names, mark)
         out.append(line)
+    return out
+
+
+def members_checked(lines: list[str]) -> list[str]:
+    """The open message's branch with its keys besides the shape's left to the JSON check as containers, not the
+    whole message again (its shape's values are checked as read, its calls at their items). Those keys are the
+    lists items joined (the rule data's names; a reasoning item there is the caller's, whole), each a member of
+    the message as `jsonsafe._members_clean` would have taken it: the same containers at the same depth."""
+    out = list(lines)
+    for at, line in enumerate(lines):
+        found = _OTHER_KEYS.fullmatch(line)
+        if found is None:
+            continue
+        deep = f"ck_deep.extend([m[k] for k in m.keys() - {found[2]}])"
+        if found[3]:
+            out[at] = f"{found[1]}if not m.keys() <= {found[2]}: {deep}"
+        elif at + 1 < len(lines) and lines[at + 1].strip() == "ck_msgs.append(m)":
+            out[at + 1] = lines[at + 1].replace("ck_msgs.append(m)", deep)
     return out
 
 
@@ -416,7 +438,7 @@ class _Writer:
         written = self.written(role, "x_open", "x_at", "None", last, self.joined_source)
         if written is None:
             return None
-        return ["if x_open is not None:", *indent(written), "    x_open = None"]
+        return ["if x_open is not None:", *indent(members_checked(written)), "    x_open = None"]
 
     def no_calls(self, role: str) -> list[str]:
         """None of a message's calls written yet (`call_checked`), where they are written at their items."""
