@@ -169,6 +169,56 @@ def sourced(lines: list[str], source: _Source, names: Mapping[str, Any], mark: s
     return out
 
 
+def _extra_keys_test(call: Obj) -> str | None:
+    """The test that a call its template writes (its `type` a constant, checked as `call_check` checks it: its id
+    a string, so there) holds keys besides its id, type and function, where that function is an object of the two
+    fields the check reads, each required (always written): any of the template's other keys there; None when the
+    template is not of that shape (the check counts the keys)."""
+    items = dict(call.items)
+    (function,) = CALL_FIELDS["d_fn"]
+    fields = {keys[1] for keys in CALL_FIELDS.values() if len(keys) == 2 and keys[0] == function}
+    written = items.get(function)
+    if not isinstance(written, Obj) or {key for key, _ in written.items} != fields or len(written.items) != 2:
+        return None
+    if not all(isinstance(node, Get) and node.required for _, node in written.items):
+        return None
+    others = sorted(items.keys() - {function, "type", *CALL_FIELDS["d_id"]})
+    return " or ".join(f"{key!r} in d_call" for key in others) or "False"
+
+
+_KEYS_TEST = re.compile(r"( *)if not d_call\.keys\(\) <= (\w+):")
+
+
+def _kept_keys_untested(lines: list[str], keys: frozenset[str], names: Mapping[str, Any]) -> list[str]:
+    """A call's written lines with their test of the call's keys against those its template keeps narrowed to the
+    keys its template writes that are not kept (`keys`: every key it may write; none: the test and the settling
+    under it dropped), where the call can hold no other."""
+    out: list[str] = []
+    depth: int | None = None
+    for line in lines:
+        if depth is not None and len(line) - len(line.lstrip()) > depth:
+            continue
+        depth = None
+        found = _KEYS_TEST.fullmatch(line)
+        kept = names.get(found[2]) if found is not None else None
+        if found is None or not isinstance(kept, frozenset):
+            out.append(line)
+        elif keys <= kept:
+            depth = len(found[1])
+        else:
+            out.append(f"{found[1]}if {' or '.join(f'{key!r} in d_call' for key in sorted(keys - kept))}:")
+    return out
+
+
+_FUNCTION_NOTE = re.compile(r"(?<![\w.])notes(?:\.append\(| \+=)")  # a note on the function's own list
+
+
+def joined_notes(lines: list[str], noted: bool) -> bool:
+    """Whether a joined item's lines make no note on the function's list but the one of a list noted at its
+    first item (`noted`): else that note could come before one the branch makes after it (the function declines)."""
+    return sum(bool(_FUNCTION_NOTE.search(line)) for line in lines) == noted
+
+
 def members_checked(lines: list[str]) -> list[str]:
     """The open message's branch with its keys besides the shape's left to the JSON check as containers, not the
     whole message again (its shape's values are checked as read, its calls at their items). Those keys are the
@@ -388,6 +438,7 @@ class _Writer:
         # The Ctx the format's templates render with: the reader's notes are not kept (a Ctx of their own, `x_rc`),
         # where a helper's are; else any note declines.
         self.ctx = "c" if fmt.items is not None else "x_rc"
+        self.noted: frozenset[str] = frozenset()  # the lists noted at their first item (`noted_at_items`)
         if fmt.items is not None:
             self.joined_source = _Source(self.item, {}, self.lists, self.item.replace("{i}", "{@}"))
         else:  # an element of a list at its block of the message's content
@@ -438,7 +489,23 @@ class _Writer:
         written = self.written(role, "x_open", "x_at", "None", last, self.joined_source)
         if written is None:
             return None
+        if self.noted and role == self.joins:  # (their notes made at their items: not again)
+            allowed = f"ALLOWED_{role}"
+            self.gen.names[f"{allowed}_OR_NOTED"] = self.gen.names[allowed] | self.noted
+            written = [re.sub(rf"\b{allowed}\b", f"{allowed}_OR_NOTED", line) for line in written]
         return ["if x_open is not None:", *indent(members_checked(written)), "    x_open = None"]
+
+    def noted_at_items(self, role: str) -> frozenset[str]:
+        """The lists items join a message of `role` into that its branch drops with a note (keys its rules read
+        nothing for, which `messages.unsupported` drops: `DROPPED`): noted at the list's first item instead, where
+        the branch would say that item's index (`joined_at`) after every other item of the message was read. The
+        same order: a joined item makes no other note of the function's (a template's go to `c.notes`, a call's
+        to `WRITTEN_NOTES`; `joined_notes` holds them to it), and the branch's first note is this key's."""
+        allowed, dropped = self.gen.names.get(f"ALLOWED_{role}"), self.gen.names.get("DROPPED", {})
+        if self.fmt.items is None or allowed is None:
+            return frozenset()
+        kinds = self.fmt.items.values()
+        return frozenset(k.into for k in kinds if k.joins == role and k.into not in allowed and k.into in dropped)
 
     def no_calls(self, role: str) -> list[str]:
         """None of a message's calls written yet (`call_checked`), where they are written at their items."""
@@ -503,23 +570,29 @@ class _Writer:
         assert isinstance(kind.node, Obj)
         held = {key: self.gen.key_values.get(id(node)) for key, node in kind.node.items}
         typed = dict(kind.node.items).get("type") == Const("function")  # (written so: never tested again)
+        extra = _extra_keys_test(kind.node) if typed else None
         turn = "True if i > last else MISSING" if self.reads_last else None  # (`last`: found before the loop)
         written = call_write(inbound.reads_arguments_json, inbound.writes[1], self.gen.names, held, turn)
         if written is None:
             return ["x_ok = False"]
+        written = _kept_keys_untested(written, frozenset(held), self.gen.names)
         # Its notes at its item, kept until the branch adds the calls (where today's route notes them, in order).
         here = self.item.replace("{i}", "{x_i}") if self.fmt.items is not None else self.item + ".content[{x_j}]"
         source = replace(self.joined_source, here=here)
         written = [
             _NOTES.sub(f"{WRITTEN_NOTES}.append(", line) for line in sourced(written, source, self.gen.names, self.mark)
         ]
-        return [
-            "if x_ok:",
-            *(f"    {name} = {value}" for name, value in fields.items()),  # (one by one: no tuple made)
-            "    while True:  # one pass: a failed check ends it (`break`) as it ends the branch's loop",
-            *indent(call_check(inbound.reads_arguments_json, "x_ok = False; break", given, typed), 8),
+        checked = [
+            *indent(call_check(inbound.reads_arguments_json, "x_ok = False; break", given, typed, extra), 8),
             f"        i, d_k = x_at, len({WRITTEN_CALLS})",
             *indent(written, 8),
+        ]
+        used = [name for name in fields if any(re.search(rf"\b{name}\b", line) for line in checked)]
+        return [
+            "if x_ok:",
+            *(f"    {name} = {fields[name]}" for name in used),  # (one by one: no tuple made)
+            "    while True:  # one pass: a failed check ends it (`break`) as it ends the branch's loop",
+            *checked,
             "        break",
         ]
 
@@ -552,12 +625,17 @@ class _Writer:
         checked = self.call_checked(kind, given)
         if len(checked) > 1:  # (checked here: its `d_a` read)
             writes = inline
+        first = [f"if x_l is None: x_open[{kind.into!r}] = [x_w]"]
+        if kind.into in self.noted:
+            path = self.mark + self.joined_source.element.replace("@", "x_i")
+            note = f"    notes.append(Note('dropped', f'{path}', DROPPED[{kind.into!r}]))  # (first: its index)"
+            first = ["if x_l is None:", f"    x_open[{kind.into!r}] = [x_w]", note]
         return [
             *lines,
             *writes,
             *self.opened(role),
             f"x_l = x_open.get({kind.into!r})",
-            f"if x_l is None: x_open[{kind.into!r}] = [x_w]",
+            *first,
             "else: x_l.append(x_w)",
             *checked,
         ]
@@ -744,6 +822,7 @@ class _Writer:
             return self.role_messages(lines)
         lines.append(f"        x_t = x_m.get({fmt.kind!r}, {fmt.message_kind!r})")
         assert self.joins is not None
+        self.noted = self.noted_at_items(self.joins)
         last = self.flushed(self.joins)
         if last is None:
             return None
@@ -753,7 +832,7 @@ class _Writer:
         branch = "if"
         for name, kind in fmt.items.items():
             body = self.joined_item(kind, kind.joins) if kind.joins else self.message_item(kind)
-            if body is None:
+            if body is None or (kind.joins and not joined_notes(body, kind.into in self.noted)):
                 return None
             lines += [f"        {branch} x_t == {name!r}:", *indent(body, 12)]
             branch = "elif"
