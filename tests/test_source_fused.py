@@ -401,6 +401,78 @@ def test_a_joined_messages_lists_are_left_to_the_json_check_as_containers(provid
     assert messages == [] and [[item["type"] for item in held] for held in deep] == [["reasoning"], ["reasoning"]]
 
 
+def test_a_call_checked_at_its_item_tests_its_other_keys_by_name() -> None:
+    """A joined call's template writes its id, its type and a function of the two required fields the check reads,
+    so its check at the item tests the template's other key by name (`_extra_keys_test`) instead of counting the
+    call's keys and its function's, and its kept-keys test names that key alone (`_kept_keys_untested`)."""
+    fmt = load_rules().format(SOURCE)
+    for provider in CALLS_WRITTEN:
+        code = fmt.fused_code[provider]
+        assert code.count("if 'extra_content' in d_call: d_deep = True") == 1, provider
+        assert code.count("len(d_fn) != 2") == code.count("d_fn = d_call.get('function')"), provider
+        lines = code.splitlines()
+        start = next(n for n, line in enumerate(lines) if line.strip().startswith("while True:  # one pass"))
+        pad = " " * (len(lines[start]) - len(lines[start].lstrip()) + 4)
+        check = lines[start : lines.index(pad + "break", start)]
+        assert not any("d_call.keys() <=" in line for line in check), provider  # (at most a key named)
+
+
+def _reasoning(text: str) -> dict[str, Any]:
+    return {"type": "reasoning", "summary": [{"type": "summary_text", "text": text}]}
+
+
+def _call(n: int) -> list[dict[str, Any]]:
+    call_id = f"call_{n}"
+    return [
+        {"type": "function_call", "call_id": call_id, "name": "get_weather", "arguments": '{"city": "Oslo"}'},
+        {"type": "function_call_output", "call_id": call_id, "output": "sunny"},
+    ]
+
+
+def _said(role: str, text: str) -> dict[str, Any]:
+    return {"type": "message", "role": role, "content": text}
+
+
+SEALED_ID = sealed({"sig": "x"}, "c1")
+# Reasoning items where a message opens, after its text, after a call, twice in one message, alone (an empty
+# assistant turn), last, and a call's item sealed (its state dropped) after them.
+REASONING_PLACES = {
+    "first": [_said("user", "hi"), _reasoning("a"), _said("assistant", "b"), _said("user", "c")],
+    "after text": [_said("user", "hi"), _said("assistant", "b"), _reasoning("a"), *_call(1), _said("user", "c")],
+    "after a call": [_said("user", "hi"), *_call(1)[:1], _reasoning("a"), _reasoning("b"), *_call(1)[1:]],
+    "twice": [_said("user", "hi"), _reasoning("a"), *_call(1), _reasoning("b"), _said("assistant", "d")],
+    "alone": [_said("user", "hi"), _reasoning("a"), _said("user", "c"), _reasoning("b"), _said("assistant", "e")],
+    "last": [_said("user", "hi"), *_call(1), _said("assistant", "b"), _reasoning("a")],
+    "sealed": [
+        _said("user", "hi"),
+        _reasoning("a"),
+        {"type": "function_call", "call_id": SEALED_ID, "name": "get_weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": SEALED_ID, "output": "sunny"},
+    ],
+}
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini", "mistral", "ollama"])
+def test_a_list_its_branch_drops_is_noted_at_its_first_item(provider: str) -> None:
+    """A provider that drops a message's reasoning items (a key its rules read nothing for) has the fused function
+    note the list at its first item (`noted_at_items`), and its branch not again: each note, its path and its
+    order among the others (an empty turn's, a call's) is today's, wherever the items are."""
+    fmt = load_rules().format(SOURCE)
+    code = fmt.fused_code[provider]
+    assert "DROPPED['reasoning_items']))  # (first: its index)" in code
+    assert "ALLOWED_assistant_OR_NOTED" in code and "k not in ALLOWED_assistant and" not in code
+    for name, items in REASONING_PLACES.items():
+        hits: list[int] = []
+        request = {"model": "m", "input": items}
+        got = outcome(counted(fmt, provider, hits), provider, request)
+        assert got == outcome(without_fused(fmt), provider, request), name
+        assert got[0] == "body" and any(kind == "dropped" for kind, *_ in got[2]), name
+    bench = responses_transcript(40, tool_declarations())
+    hits = []
+    assert outcome(counted(fmt, provider, hits), provider, bench) == outcome(without_fused(fmt), provider, bench)
+    assert hits == [True]
+
+
 CASE_REQUESTS = {c.name: c.data["request"] for c in CASES if (c.data.get("options") or {}).get("source") == SOURCE}
 
 
