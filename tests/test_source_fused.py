@@ -401,22 +401,6 @@ def test_a_joined_messages_lists_are_left_to_the_json_check_as_containers(provid
     assert messages == [] and [[item["type"] for item in held] for held in deep] == [["reasoning"], ["reasoning"]]
 
 
-def test_a_call_checked_at_its_item_tests_its_other_keys_by_name() -> None:
-    """A joined call's template writes its id, its type and a function of the two required fields the check reads,
-    so its check at the item tests the template's other key by name (`_extra_keys_test`) instead of counting the
-    call's keys and its function's, and its kept-keys test names that key alone (`_kept_keys_untested`)."""
-    fmt = load_rules().format(SOURCE)
-    for provider in CALLS_WRITTEN:
-        code = fmt.fused_code[provider]
-        assert code.count("if 'extra_content' in d_call: d_deep = True") == 1, provider
-        assert code.count("len(d_fn) != 2") == code.count("d_fn = d_call.get('function')"), provider
-        lines = code.splitlines()
-        start = next(n for n, line in enumerate(lines) if line.strip().startswith("while True:  # one pass"))
-        pad = " " * (len(lines[start]) - len(lines[start].lstrip()) + 4)
-        check = lines[start : lines.index(pad + "break", start)]
-        assert not any("d_call.keys() <=" in line for line in check), provider  # (at most a key named)
-
-
 def _reasoning(text: str) -> dict[str, Any]:
     return {"type": "reasoning", "summary": [{"type": "summary_text", "text": text}]}
 

@@ -409,15 +409,11 @@ def _read_calls(arguments_json: bool, done: str | None) -> list[str]:
     return loop if done is None else [f"if not {done}:", *indent(loop)]
 
 
-def call_check(
-    arguments_json: bool, fail: str, given: str | None = None, typed: bool = False, extra: str | None = None
-) -> list[str]:
+def call_check(arguments_json: bool, fail: str, given: str | None = None, typed: bool = False) -> list[str]:
     """One tool call's check (`d_call`, its `CALL_FIELDS` read), its id sent (`d_sent`) and taken into `d_new`
     when it holds; `fail`: what gives its message to the general branch (it ends the check). `given`: a variable
     holding the object the caller had orjson write the arguments text of (else None), taken as their parse;
-    `typed`: the caller wrote the call's `type` as 'function' (not tested again); `extra`: the caller's test that
-    the call holds keys besides its id, type and function (whose two fields it wrote), instead of counting them
-    ('False': it never does)."""
+    `typed`: the caller wrote the call's `type` as 'function' (not tested again)."""
     raw = (
         ["    try: d_raw = ARGUMENTS_TEXT(d_raw)", f"    except (TypeError, ValueError): {fail}"]
         if arguments_json
@@ -433,8 +429,7 @@ def call_check(
         f"        or d_id in d_new{typed_test}): {fail}",
         "if not d_id.isascii(): ck_texts.append(d_id)",
         "if not d_name.isascii(): ck_texts.append(d_name)",
-        *([f"if len(d_fn) != 2 or len(d_call) != {call_keys}: d_deep = True"] if extra is None else []),
-        *([f"if {extra}: d_deep = True"] if extra not in (None, "False") else []),
+        f"if len(d_fn) != 2 or len(d_call) != {call_keys}: d_deep = True",
         "if type(d_raw) is str and d_raw:",
         f"    try: d_args = {loads}",
         f"    except ValueError: {fail}",

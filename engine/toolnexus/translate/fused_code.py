@@ -169,47 +169,6 @@ def sourced(lines: list[str], source: _Source, names: Mapping[str, Any], mark: s
     return out
 
 
-def _extra_keys_test(call: Obj) -> str | None:
-    """The test that a call its template writes (its `type` a constant, checked as `call_check` checks it: its id
-    a string, so there) holds keys besides its id, type and function, where that function is an object of the two
-    fields the check reads, each required (always written): any of the template's other keys there; None when the
-    template is not of that shape (the check counts the keys)."""
-    items = dict(call.items)
-    (function,) = CALL_FIELDS["d_fn"]
-    fields = {keys[1] for keys in CALL_FIELDS.values() if len(keys) == 2 and keys[0] == function}
-    written = items.get(function)
-    if not isinstance(written, Obj) or {key for key, _ in written.items} != fields or len(written.items) != 2:
-        return None
-    if not all(isinstance(node, Get) and node.required for _, node in written.items):
-        return None
-    others = sorted(items.keys() - {function, "type", *CALL_FIELDS["d_id"]})
-    return " or ".join(f"{key!r} in d_call" for key in others) or "False"
-
-
-_KEYS_TEST = re.compile(r"( *)if not d_call\.keys\(\) <= (\w+):")
-
-
-def _kept_keys_untested(lines: list[str], keys: frozenset[str], names: Mapping[str, Any]) -> list[str]:
-    """A call's written lines with their test of the call's keys against those its template keeps narrowed to the
-    keys its template writes that are not kept (`keys`: every key it may write; none: the test and the settling
-    under it dropped), where the call can hold no other."""
-    out: list[str] = []
-    depth: int | None = None
-    for line in lines:
-        if depth is not None and len(line) - len(line.lstrip()) > depth:
-            continue
-        depth = None
-        found = _KEYS_TEST.fullmatch(line)
-        kept = names.get(found[2]) if found is not None else None
-        if found is None or not isinstance(kept, frozenset):
-            out.append(line)
-        elif keys <= kept:
-            depth = len(found[1])
-        else:
-            out.append(f"{found[1]}if {' or '.join(f'{key!r} in d_call' for key in sorted(keys - kept))}:")
-    return out
-
-
 _FUNCTION_NOTE = re.compile(r"(?<![\w.])notes(?:\.append\(| \+=)")  # a note on the function's own list
 
 
@@ -570,29 +529,23 @@ class _Writer:
         assert isinstance(kind.node, Obj)
         held = {key: self.gen.key_values.get(id(node)) for key, node in kind.node.items}
         typed = dict(kind.node.items).get("type") == Const("function")  # (written so: never tested again)
-        extra = _extra_keys_test(kind.node) if typed else None
         turn = "True if i > last else MISSING" if self.reads_last else None  # (`last`: found before the loop)
         written = call_write(inbound.reads_arguments_json, inbound.writes[1], self.gen.names, held, turn)
         if written is None:
             return ["x_ok = False"]
-        written = _kept_keys_untested(written, frozenset(held), self.gen.names)
         # Its notes at its item, kept until the branch adds the calls (where today's route notes them, in order).
         here = self.item.replace("{i}", "{x_i}") if self.fmt.items is not None else self.item + ".content[{x_j}]"
         source = replace(self.joined_source, here=here)
         written = [
             _NOTES.sub(f"{WRITTEN_NOTES}.append(", line) for line in sourced(written, source, self.gen.names, self.mark)
         ]
-        checked = [
-            *indent(call_check(inbound.reads_arguments_json, "x_ok = False; break", given, typed, extra), 8),
-            f"        i, d_k = x_at, len({WRITTEN_CALLS})",
-            *indent(written, 8),
-        ]
-        used = [name for name in fields if any(re.search(rf"\b{name}\b", line) for line in checked)]
         return [
             "if x_ok:",
-            *(f"    {name} = {fields[name]}" for name in used),  # (one by one: no tuple made)
+            *(f"    {name} = {value}" for name, value in fields.items()),  # (one by one: no tuple made)
             "    while True:  # one pass: a failed check ends it (`break`) as it ends the branch's loop",
-            *checked,
+            *indent(call_check(inbound.reads_arguments_json, "x_ok = False; break", given, typed), 8),
+            f"        i, d_k = x_at, len({WRITTEN_CALLS})",
+            *indent(written, 8),
             "        break",
         ]
 
