@@ -29,7 +29,7 @@ import bench_inputs
 import bench_responses
 import bench_stream
 import count
-from bench_baseline import HAND_STREAMS, hand_openai_message
+from bench_baseline import HAND_STREAMS, hand_openai_as_response, hand_openai_message
 from bench_inputs import tool_declarations, transcript
 from bench_litellm import TINY_PNG, compatible_copy
 
@@ -525,6 +525,8 @@ def test_the_count_tool_counts_the_hand_written_translator_on_the_rows_input(
     assert "bench_baseline.py:723 hand_mistral_response" in answer_code and answer > 0
     message, message_code = _counted(capsys, "answer", "groq", "--source", "anthropic", "--baseline")
     assert "bench_baseline.py:746 hand_openai_message" in message_code and message > 0  # the family's shape
+    response, response_code = _counted(capsys, "answer", "openai", "--source", "openai-responses", "--baseline")
+    assert "bench_baseline.py:796 hand_openai_as_response" in response_code and response > 0
     assert not any(name.startswith("<") for name in message_code), message_code
 
 
@@ -535,3 +537,14 @@ def test_the_hand_written_message_writes_the_engines_message(name: str) -> None:
     answer = bench_inputs.generated_responses(tool_declarations())["openai"][name]
     body = toolnexus.translate_response("openai", answer, source="anthropic")
     assert json.dumps(hand_openai_message(answer)) == json.dumps(body) and not body.notes
+
+
+@pytest.mark.parametrize("name", ["3 tool calls", "large", "text"])
+def test_the_hand_written_response_writes_the_engines_response(name: str) -> None:
+    """`hand_openai_as_response`, the floor tools/count.py counts for OpenAI's answers as a `Response`, writes the
+    engine's `Response` byte for byte (same keys in the same order, the message's made id included) on the bench's
+    answers; the engine's one note (the cache-write count the answer does not give) is no byte of it."""
+    answer = bench_inputs.generated_responses(tool_declarations())["openai"][name]
+    body = toolnexus.translate_response("openai", answer, source="openai-responses")
+    assert json.dumps(hand_openai_as_response(answer)) == json.dumps(body)
+    assert [note.path for note in body.notes] == ["usage.input_tokens_details.cache_write_tokens"]

@@ -511,3 +511,29 @@ def test_the_straight_counts_are_the_ones_derived_from_the_usage(source: str) ->
             exec("\n".join([start, *derive]), want)
             assert [got[var] for var in counts.values()] == [want[var] for var in counts.values()], (provider, values)
             assert got["notes"] == want["notes"], (provider, values)
+
+
+@pytest.mark.parametrize("source", FORMATS)
+def test_a_writer_note_known_at_generation_is_made_once(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A writer's note whose kind, path and message are known at generation (a template's default at a path it
+    names: OpenAI's answers give no cache-write count; the id made where the answer names none) is one Note made at
+    generation, appended as it is on either route (no line run makes one), equal to the note it was: the same object
+    in every answer's notes."""
+    answer = BENCH["openai"]["3 tool calls"]
+    unnamed = _changed(answer, lambda a: a.pop("id"))
+    translate_response("openai", answer, source=source)  # (the format compiled: the fused function asked from now)
+    for route in ("fused", "today"):
+        with monkeypatch.context() as today:
+            if route == "today":
+                today.setitem(load_rules().fused_answers, source, {})
+            first, again = (translate_response("openai", copy.deepcopy(answer), source=source) for _ in range(2))
+            made = [translate_response("openai", copy.deepcopy(unnamed), source=source) for _ in range(2)]
+        assert first.notes == again.notes and all(a is b for a, b in zip(first.notes, again.notes, strict=True))
+        id_notes = [[n for n in body.notes if n.path == "id"] for body in made]
+        assert id_notes[0] == [Note("synthesized", "id", "the provider's answer names no id")], route
+        assert id_notes[0][0] is id_notes[1][0], route
+    if source == "openai-responses":
+        assert [note.path for note in first.notes] == ["usage.input_tokens_details.cache_write_tokens"]
+    writer = _lines_run("openai", source, answer)
+    writer = writer[next(n for n, line in enumerate(writer) if "answer_id, created =" in line) :]
+    assert not [line for line in writer if line.strip().startswith("notes.append(Note(")]  # (run: one made)

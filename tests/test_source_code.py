@@ -781,7 +781,10 @@ def test_the_writer_settles_the_answer_and_notes_with_no_ctx(source: str) -> Non
     object) by their own truth, no `is_empty`."""
     fmt = load_rules().format(source)
     code = fmt.writer_code
-    assert "Ctx(" not in code and "OWN(" not in code and "notes.append(Note('synthesized', 'usage." in code
+    assert "Ctx(" not in code and "OWN(" not in code and re.search(r"notes\.append\(NOTED_\d+\)", code)
+    assert fmt.writer is not None
+    noted = [value for name, value in fmt.writer.__globals__.items() if name.startswith("NOTED_")]  # (made once)
+    assert any(n.kind == "synthesized" and n.path.startswith("usage.") for n in noted)
     tested = re.findall(rf"if (?:not )?{STRING}:", code)  # the variable itself, read up front
     assert tested and not re.search(rf"is_empty\({STRING}\)|= {STRING}\n", code)  # (not `if is_empty(w) is False:`)
     if source == "openai-responses":  # its reasoning item's state: the extras sealed where they are not empty

@@ -782,6 +782,75 @@ def hand_openai_message(response: JSON, requested_model: str | None = None) -> J
     }
 
 
+# ---------------------------------------------------------------- OpenAI's answer as a Responses `Response`
+
+# The Responses stop of each finish reason: rules/openai-responses.yaml's finish table read backwards, its first row
+# for each (a call's answer stops as `stop` does), as rules/formats/openai-responses.yaml's answer says.
+RESPONSES_STOP = {"stop": "completed", "length": "max_output_tokens", "content_filter": "content_filter"}
+RESPONSES_STOP["tool_calls"] = RESPONSES_STOP["stop"]
+RESPONSES_INCOMPLETE = ("max_output_tokens", "incomplete", "content_filter")  # the answer's status then
+RESPONSES_INCOMPLETE_WHY = ("max_output_tokens", "content_filter")  # its incomplete_details then
+RESPONSES_MESSAGE_INCOMPLETE = ("max_output_tokens", "incomplete")  # the message item's status then
+
+
+def hand_openai_as_response(response: JSON, requested_model: str | None = None) -> JSON:
+    """OpenAI response -> Responses `Response` (rules/formats/openai-responses.yaml's answer), in one step with no
+    result in between: the floor of `translate_response("openai", answer, source="openai-responses")`
+    (tools/count.py `--baseline --source openai-responses`). Reads what the bench's answers carry (no extra_content,
+    no reasoning, no annotations); the answer's id and time as given, the message's id cut from the answer id's
+    BLAKE2b digest as the format's `ids` make it (a made id is part of the answer's bytes)."""
+    choice = response["choices"][0]
+    message = choice["message"]
+    calls = message.get("tool_calls") or ()
+    stop = RESPONSES_STOP[OPENAI_FINISH.get(choice.get("finish_reason"), "stop") if not calls else "tool_calls"]
+    answer_id = response["id"]
+    output: list[JSON] = []
+    text, refusal = message.get("content"), message.get("refusal")
+    if text or refusal:
+        content: list[JSON] = [{"type": "output_text", "text": text, "annotations": []}] if text else []
+        if refusal:
+            content.append({"type": "refusal", "refusal": refusal})
+        output.append({
+            "type": "message",
+            "id": "msg_" + hashlib.blake2b(answer_id.encode()).hexdigest()[:32],
+            "role": "assistant",
+            "status": "incomplete" if stop in RESPONSES_MESSAGE_INCOMPLETE else "completed",
+            "content": content,
+        })  # fmt: skip
+    for call in calls:
+        function = call["function"]
+        output.append({"type": "function_call", "call_id": call["id"], "name": function["name"],
+                       "arguments": function["arguments"] or "{}"})  # fmt: skip
+    tokens = response.get("usage") or {}
+    details = tokens.get("prompt_tokens_details") or {}
+    model = response.get("model")
+    return {
+        "id": answer_id,
+        "object": "response",
+        "created_at": response["created"],
+        "status": "incomplete" if stop in RESPONSES_INCOMPLETE else "completed",
+        "error": None,
+        "incomplete_details": {"reason": stop} if stop in RESPONSES_INCOMPLETE_WHY else None,
+        "model": model if isinstance(model, str) else requested_model or "",
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": tokens.get("prompt_tokens", 0),
+            "input_tokens_details": {
+                "cached_tokens": details.get("cached_tokens", 0),
+                "cache_write_tokens": details.get("cache_write_tokens", 0),
+            },
+            "output_tokens": tokens.get("completion_tokens", 0),
+            "output_tokens_details": {
+                "reasoning_tokens": (tokens.get("completion_tokens_details") or {}).get("reasoning_tokens", 0)
+            },
+            "total_tokens": tokens.get("total_tokens", 0),
+        },
+    }
+
+
 HAND_WRITTEN: dict[str, tuple[Translate, Translate]] = {
     "mistral": (hand_mistral_request, hand_mistral_response),
     "anthropic": (hand_anthropic_request, hand_anthropic_response),
@@ -789,7 +858,10 @@ HAND_WRITTEN: dict[str, tuple[Translate, Translate]] = {
     "gemini": (hand_gemini_request, hand_gemini_response),
 }
 # Each answer shape's hand-written translation into a source format's answer, by format (tools/count.py).
-HAND_SOURCE_ANSWERS: dict[str, dict[str, Callable[[JSON], JSON]]] = {"anthropic": {"openai": hand_openai_message}}
+HAND_SOURCE_ANSWERS: dict[str, dict[str, Callable[[JSON], JSON]]] = {
+    "anthropic": {"openai": hand_openai_message},
+    "openai-responses": {"openai": hand_openai_as_response},
+}
 
 
 # ---------------------------------------------------------------- streams (tools/bench_stream.py --hand)

@@ -20,9 +20,9 @@ counted inside the loop of `--calls` calls only (after 50 unmeasured), with `PYT
 README's rounds cite. `--engine CHECKOUT` counts another checkout's engine (say, the commit before a change).
 `--baseline` counts the hand-written translator of tools/bench_baseline.py on the same input instead (a request
 row's conversation as Chat Completions, which is what it reads; an answer row with `--source`, the answer written
-in that format by hand, `HAND_SOURCE_ANSWERS`: OpenAI's as a Messages `Message`); with `--instructions` it counts
-both sides and prints the engine's, the hand-written one's and their ratio: the ratio tools/bench.py times, in
-instructions.
+in that format by hand, `HAND_SOURCE_ANSWERS`: OpenAI's as a Messages `Message` and as a Responses `Response`);
+with `--instructions` it counts both sides and prints the engine's, the hand-written one's and their ratio: the
+ratio tools/bench.py times, in instructions.
 """
 
 from __future__ import annotations

@@ -487,8 +487,8 @@ def writer_lines(fmt: SourceFormat, held: ResultAt) -> tuple[list[str], dict[str
     each count a variable a template's plain read of it reads), so `said` is made only where a template reads it
     otherwise; then settle the answer's id (made, and noted, where it is none), its
     time and the calls' inputs where the lines read them (`_header_lines`). A template's notes at paths known now go
-    into `notes` in their place (`_noted_in_place`); where a template uses the Ctx otherwise, every use of it makes
-    it where first used, its notes added last. Each view field a template reads is read
+    into `notes` in their place, each one Note made now (`_NotedInPlace`); where a template uses the Ctx otherwise,
+    every use of it makes it where first used, its notes added last. Each view field a template reads is read
     once, up front, into a variable every entry reads (`V_text = r.text`; a string's or an object's `empty` test its
     truth: `FALSY_EMPTY`); the made ids (`ids`, each hashed when read) are read where a template
     reads them, inside its branch, so an answer writing no item of a kind makes no id for it. The calls are walked
@@ -606,7 +606,8 @@ def writer_lines(fmt: SourceFormat, held: ResultAt) -> tuple[list[str], dict[str
     # where a template uses the Ctx otherwise (a closure given it, a failure), the lines are written again with
     # every note into a Ctx made where first used, its notes added last (the same notes in the same order).
     ctx: str = "c"
-    note: NoteSink | None = _noted_in_place
+    noted = _NotedInPlace(names)
+    note: NoteSink | None = noted
     body = written()
     tail = []
     if contextual:
@@ -616,7 +617,7 @@ def writer_lines(fmt: SourceFormat, held: ResultAt) -> tuple[list[str], dict[str
         tail.append("    if c is not None and c.notes: notes += OWN(c.notes)  # a path below `provider`: the answer's")
     if not re.search(r"(?<![\w.'])V_provider(?![\w'])", "\n".join(body)):  # read by its derived values alone
         used.pop("provider", None)
-    header, reads_time = _header_lines(fmt, [*(reads[name] for name in used), *body], held)
+    header, reads_time = _header_lines(fmt, [*(reads[name] for name in used), *body], held, noted)
     head = [*indent(derive), *indent(header)]
     if any("IDS_DIGEST(" in line for line in body):
         head.append("    ids_digest = ''")
@@ -705,16 +706,13 @@ def _shared_chains(fmt: SourceFormat) -> list[tuple[str, str]]:
 SETTLED = frozenset({DERIVED, *LATE})
 
 
-def _header_lines(fmt: SourceFormat, reads: list[str], held: ResultAt) -> tuple[list[str], bool]:
+def _header_lines(fmt: SourceFormat, reads: list[str], held: ResultAt, noted: _NotedInPlace) -> tuple[list[str], bool]:
     """What the answer says beyond the result, settled where `reads` (the writer's lines) read it: its id (made,
     and noted after the stop reason's and the usage's notes, where the provider's answer names none), its time
     (now, where it names none) and each call's `input` (`call_inputs`, where the format reads one); and whether
     the lines read the time at all (the view settles its own, `TIME` in `VIEW`)."""
-    lines = [
-        "if not isinstance(answer_id, str) or not answer_id:",
-        "    answer_id = NEW_ID()",
-        "    notes.append(Note('synthesized', 'id', \"the provider's answer names no id\"))",
-    ]
+    made = noted.line(Note("synthesized", "id", "the provider's answer names no id"))
+    lines = ["if not isinstance(answer_id, str) or not answer_id:", "    answer_id = NEW_ID()", f"    {made}"]
     used = "\n".join(reads)
     reads_time = VIEW in used
     if re.search(r"(?<![\w.'])created(?![\w'])", used.replace(VIEW, "")):
@@ -726,10 +724,28 @@ def _header_lines(fmt: SourceFormat, reads: list[str], held: ResultAt) -> tuple[
     return lines, reads_time
 
 
-def _noted_in_place(kind: str, path: str, message: str) -> str:
-    """A writer's template note at a path known now, added to `notes` in its place, at that path as the answer names
-    it (`own_path`: the writer's Ctx would sit at the answer's root)."""
-    return f"notes.append(Note({kind!r}, {own_path(path)!r}, {message!r}))"
+class _NotedInPlace:
+    """A writer's note whose kind, path and message are known now (a template's default at a path it names, the id
+    the writer makes), added to `notes` in its place as one Note made here, at generation, and bound in the writer's
+    namespace (`names`): a Note is an immutable value, and making one per answer cost about 2.7K instructions (its
+    NamedTuple `__new__` a Python call). A template's path is the one the answer names (`own_path`: the writer's
+    Ctx would sit at the answer's root)."""
+
+    def __init__(self, names: dict[str, Any]) -> None:
+        self.names = names
+        self.bound: dict[Note, str] = {}  # each note made, by value: the name it is bound to
+
+    def __call__(self, kind: str, path: str, message: str) -> str:
+        """The line adding the template's note at `path` (as the template names it)."""
+        return self.line(Note(kind, own_path(path), message))  # type: ignore[arg-type]
+
+    def line(self, note: Note) -> str:
+        """The line adding `note`, bound once (`NOTED_<n>`)."""
+        name = self.bound.get(note)
+        if name is None:
+            name = self.bound[note] = f"NOTED_{len(self.bound)}"
+            self.names[name] = note
+        return f"notes.append({name})"
 
 
 def _keys_read(node: Node, held: str, lines: str, names: Mapping[str, Any]) -> frozenset[str] | None:
