@@ -21,6 +21,7 @@ from support.cases import CASES
 from support.cli import explain_code
 from toolnexus import ToolnexusError, load_rules, translate_response
 from toolnexus.errors import Note, ResponseError
+from toolnexus.language import templates
 from toolnexus.language.fold import folded
 from toolnexus.language.paths import MISSING
 from toolnexus.translate import formats
@@ -139,6 +140,14 @@ _CHANGES: dict[str, Callable[[Any], Any]] = {
     "thinking tokens": lambda a: a["usage"].__setitem__("output_tokens_details", {"thinking_tokens": 5}),
     "stop refusal": lambda a: a.update(stop_reason="refusal", stop_details={"explanation": "no"}),
     "no thinking": lambda a: _blocks(a).remove(_kind(_blocks(a), "thinking")),
+    # a thinking block holding more than strings: its seal screened as today (orjson writes a small float otherwise)
+    "thinking small float": lambda a: _kind(_blocks(a), "thinking").__setitem__("x", 1e-07),
+    "thinking number": lambda a: _kind(_blocks(a), "thinking").__setitem__("signature", 5),
+    "thinking null": lambda a: _kind(_blocks(a), "thinking").__setitem__("signature", None),
+    "thinking nested": lambda a: _kind(_blocks(a), "thinking").__setitem__("x", {"y": "z"}),
+    "thinking surrogate": lambda a: _kind(_blocks(a), "thinking").__setitem__("signature", "a \ud800"),
+    "thinking twice, a float": lambda a: _blocks(a).append({"type": "thinking", "thinking": "m", "signature": 0.00001}),
+    "redacted thinking, a float": lambda a: _blocks(a).insert(0, {"type": "redacted_thinking", "data": 1e-05}),
     "no thinking, a tn_ call id": lambda a: (
         _blocks(a).remove(_kind(_blocks(a), "thinking")),
         _uses(a)[0].__setitem__("id", "tn_" + urlsafe_b64encode(b"call.1").decode()),
@@ -537,3 +546,44 @@ def test_a_writer_note_known_at_generation_is_made_once(source: str, monkeypatch
     writer = _lines_run("openai", source, answer)
     writer = writer[next(n for n, line in enumerate(writer) if "answer_id, created =" in line) :]
     assert not [line for line in writer if line.strip().startswith("notes.append(Note(")]  # (run: one made)
+
+
+def test_a_seal_of_extras_holding_only_strings_is_not_screened(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fused Response's seal of message extras whose every merged object held only strings (the read tests each
+    thinking block's values where it meets it) is orjson's text unscreened (`sealed_texts`), the same seal as
+    today's; a block holding anything else clears the flag and the seal is screened as before."""
+    code = load_rules().format("openai-responses").fused_answers_code["anthropic"]
+    assert "(SEALED_TEXTS if m_texts else sealed)(" in code and "m_texts = True" in code
+    screened: list[Any] = []
+    real = templates.orjson_bytes
+    monkeypatch.setattr(templates, "orjson_bytes", lambda value: screened.append(value) or real(value))
+    answer = BENCH["anthropic"]["3 tool calls"]
+    body = translate_response("anthropic", copy.deepcopy(answer), source="openai-responses")
+    assert body.made is None and screened == []  # fused, and the state written with no screen
+    (item,) = [item for item in body["output"] if "encrypted_content" in item]
+    block = _kind(answer["content"], "thinking")
+    assert templates.unseal(item["encrypted_content"], None, part="state") == {"thinking_blocks": [block]}
+    assert item["encrypted_content"] == templates.sealed({"thinking_blocks": [block]}, "")
+    screened.clear()
+    floated = _changed(answer, lambda a: _kind(_blocks(a), "thinking").__setitem__("x", 1e-07))
+    body = translate_response("anthropic", floated, source="openai-responses")
+    assert body.made is None and len(screened) == 1
+    (item,) = [item for item in body["output"] if "encrypted_content" in item]
+    state = templates.unseal(item["encrypted_content"], None, part="state")
+    assert state["thinking_blocks"][0]["x"] == 1e-07
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"thinking_blocks": [{"type": "thinking", "thinking": 'Grüße ✅ "q"\n\u0001', "signature": "EqQ"}]},
+        {"a": "b", "c": {"d": ["e", {"f": "g"}]}},
+        {"thinking_blocks": [{"type": "redacted_thinking", "data": "a \ud800 b"}]},  # orjson refuses: today's
+        {},
+    ],
+)
+def test_sealed_texts_is_sealed_for_an_object_of_strings(state: dict[str, Any]) -> None:
+    """`sealed_texts` writes the seal `sealed` writes (today's bytes, so every seal opens as before)."""
+    assert templates.sealed_texts(state, "") == templates.sealed(state, "")
+    assert templates.sealed_texts(state, "call_1") == templates.sealed(state, "call_1")
+    assert templates.unseal(templates.sealed_texts(state, "x"), None, part="state") == json.loads(json.dumps(state))

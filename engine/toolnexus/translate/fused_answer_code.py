@@ -26,6 +26,13 @@ flag to its number and the writer's counts are read from the read's own variable
 (`with_straight_usage`, `format_code.straight_usage_lines`: no type or sign test of a count known clean, only a
 difference tested below 0); else they are derived from the usage object the read built, as the format's own
 writer does.
+
+Where the writer seals the message extras alone (a Response's reasoning item's `encrypted_content`), the read keeps a
+flag (`TEXTS`, `ResponseGen.texts`): true until an object merged into the extras may hold anything but strings (a
+kind whose template copies the element, `{thinking_blocks: [{$get: "@"}]}`, has the element's values tested where
+the read meets it; any other kind's merge clears it). Where it holds, the seal is orjson's text with no search for
+what orjson writes otherwise (`templates.sealed_texts`, `texts_sealed`): the same bytes, a third of the seal's work
+saved.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from ..language.codegen import indent
 from ..language.fold import folded, parsed_expression
 from ..language.jsonsafe import standard_loads_each
 from ..language.paths import MISSING
+from ..language.templates import sealed_texts
 from .format_code import ResultAt, answer_reads, straight_usage_lines, writer_lines
 from .formats import AnswerBody, FusedAnswer, SourceFormat
 from .outbound import RESULT_FIELDS, RESULT_VALUES, Outbound, ResponseGen
@@ -49,6 +57,10 @@ from .stream_rules import NO_READS
 # Where the fused function holds the result's fields, each in a variable, each call as `new_tool_call`'s arguments
 # (the writer reads them there: `writer_lines`), their inputs read by `held_inputs`.
 HELD = ResultAt("R_{}", "e[{place}]", "HELD_INPUTS({})", "u_straight")
+# The read's flag saying the message extras hold only strings (`ResponseGen.texts`), and the writer's seal of them:
+# a line taking the extras' view field into a variable, the next sealing that variable alone (`$seal` with no `onto`).
+TEXTS = "m_texts"
+_EXTRAS_SEALED = re.compile(r"^( *)(\w+) = V_message_extras\n(.*)\bsealed\(\2, ''\)", re.MULTILINE)
 # What only a result object, a call object, a whole view or a Ctx gives the writer's lines.
 _NEEDS_RESULT = re.compile(r"(?<![\w.'])(r\.|e\.|VIEW\(|SAID\(|CALLS?\(|INPUTS\(|Ctx\()")
 
@@ -123,6 +135,7 @@ def generate_fused_answer(
     gen = ResponseGen(outbound)
     gen.call = "({})"  # (a call held as new_tool_call's arguments: made a TranslatedToolCall if the result is read)
     gen.straight_mark = HELD.straight
+    lines, gen.texts = texts_sealed(lines)
     read = gen.read()
     lines, told = with_straight_usage(lines, fmt, gen.straight_usage)
     untold = {f"{HELD.straight} = {number}" for number in range(1, len(gen.straight_usage) + 1)} - told
@@ -132,10 +145,12 @@ def generate_fused_answer(
     if any(gen.names[name] is not value for name, value in names.items() if name in gen.names):
         return None  # (a name bound to two values: the two pieces' namespaces do not compose)
     names.update(gen.names, DECLINES=_Declines(outbound.provider), AnswerBody=AnswerBody, HELD_INPUTS=held_inputs)
+    names.update(SEALED_TEXTS=sealed_texts)
     fields = [f"{HELD.field.format(name)} = {value}" for name, value in zip(RESULT_FIELDS, RESULT_VALUES, strict=True)]
     body = [
         *ResponseGen.check(),
         f"{HELD.straight} = 0",
+        *([f"{gen.texts} = True"] if gen.texts else []),
         *read,
         *fields,
         "notes = []",
@@ -154,6 +169,15 @@ def generate_fused_answer(
     ]) + "\n"  # fmt: skip
     exec(compile(text, f"<fused answer {outbound.provider} -> {fmt.name}>", "exec"), names)
     return text, names["fused_answer"]
+
+
+def texts_sealed(lines: list[str]) -> tuple[list[str], str | None]:
+    """The writer's lines with its seal of the message extras taken by `sealed_texts` where the read's flag
+    (`TEXTS`) says they hold only strings (the seal's text then searched for nothing), and the flag; the lines as
+    they are and None where no line seals them alone."""
+    text = "\n".join(lines)
+    told = _EXTRAS_SEALED.sub(rf"\1\2 = V_message_extras\n\3(SEALED_TEXTS if {TEXTS} else sealed)(\2, '')", text)
+    return (told.split("\n"), TEXTS) if told != text else (lines, None)
 
 
 def with_straight_usage(

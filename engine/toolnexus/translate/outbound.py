@@ -36,6 +36,7 @@ from ..language.jsonsafe import LONG_TEXT, JsonValueError, answer_nulls, loads_b
 from ..language.loader import Key, RuleSource
 from ..language.paths import MISSING, Getter, simple_steps
 from ..language.templates import (
+    Array,
     Const,
     Ctx,
     Env,
@@ -71,6 +72,9 @@ class Part:
     # `{$get: a.b, default: ...}`: the plain path read inline, `render` (the default and its note) only when absent
     defaulted: tuple[str | int, ...] | None = None
     getter: Getter | None = None
+    # its value made of objects and lists holding only the element itself and strings (`{x: [{$get: "@"}]}`): all
+    # strings where the element's values are (what a fused answer's seal of the message extras is told, `texts`)
+    copies_element: bool = False
 
 
 @dataclass(frozen=True)
@@ -765,7 +769,8 @@ def _parts(template: dict[str, Any], key: Key, env: Env, annotations: Annotation
         inline = isinstance(node, Get) and not node.required and node.wanted is None  # a default alone: read inline
         defaulted = read.steps if read is not None and inline else None
         mapping = node if isinstance(node, Obj) and _plain_mapping(node) else None
-        return Part(steps, render, read, mapping, defaulted if steps is None else None, getter)
+        copies = _copies_element(node)
+        return Part(steps, render, read, mapping, defaulted if steps is None else None, getter, copies)
 
     call = template.get("tool_call")
     return Parts(
@@ -804,6 +809,16 @@ def _plain_mapping(node: Node) -> bool:
         if (plain is None or plain.steps is None) and not _plain_mapping(child):
             return False
     return True
+
+
+def _copies_element(node: Node) -> bool:
+    """Whether a template's value is made only of objects and lists (each written whole: no `$when`, no default)
+    holding the element itself (a plain `$get` of `@`) and string constants."""
+    if isinstance(node, Obj | Array):
+        return all(_copies_element(child) for child in node.children())
+    if isinstance(node, Get):
+        return node.plain and len(node.reads) == 1 and node.reads[0].steps == ()
+    return isinstance(node, Const) and type(node.value) is str
 
 
 OPENAI_WITHIN: dict[str, tuple[tuple[str, str], ...]] = {  # what OpenAI's own usage totals include
@@ -1027,6 +1042,10 @@ class ResponseGen(Namespace):
     # the writer reads the counts with no `u` read again.
     straight_mark: str | None = None
     straight_usage: tuple[Mapping[tuple[str, ...], tuple[str, str]], ...] = ()
+    # A fused answer's flag, True until an object merged into the message extras may hold anything but strings (in
+    # objects and lists): where its template copies the element (`Part.copies_element`), the element's values are
+    # tested there; any other template's clears it. None: not kept.
+    texts: str | None = None
 
     def __init__(self, outbound: Outbound) -> None:
         self.o = outbound
@@ -1398,6 +1417,14 @@ class ResponseGen(Namespace):
             present.append("m")
             at = "" if renders else f"{self.ctx}.path = ({s}, i); "  # a clash is noted at the element
             writes.append(f'if type(m) is dict: {at}merge_extras({FOUND}.extras, m, "", c)')
+            if self.texts is not None and parts.message.copies_element:
+                writes += [
+                    f"if {self.texts} and type(m) is dict:",
+                    "    for v in e.values():",
+                    f"        if type(v) is not str: {self.texts} = False; break",
+                ]
+            elif self.texts is not None:
+                writes.append(f"if type(m) is dict: {self.texts} = False")
         call = parts.tool_call
         if call is not None:
             for field_name, var in (("id", "ci"), ("name", "cn"), ("arguments", "ca"), ("extra_content", "cx")):
