@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, NoReturn
 
 from ..language.codegen import indent
 from ..language.fold import folded, parsed_expression
-from ..language.jsonsafe import standard_loads_each
+from ..language.jsonsafe import orjson, standard_loads_each, texts_read_alike
 from ..language.paths import MISSING
 from .format_code import ResultAt, answer_reads, straight_usage_lines, writer_lines
 from .formats import AnswerBody, FusedAnswer, SourceFormat
@@ -49,6 +49,8 @@ from .stream_rules import NO_READS
 # Where the fused function holds the result's fields, each in a variable, each call as `new_tool_call`'s arguments
 # (the writer reads them there: `writer_lines`), their inputs read by `held_inputs`.
 HELD = ResultAt("R_{}", "e[{place}]", "HELD_INPUTS({})", "u_straight")
+# The writer's walk of the held calls, each block one expression of the call (`e`) and its input (`i`).
+_CALL_WALK = re.compile(r"^( *)for e, i in zip\(R_tool_calls, inputs\):\n\1    blocks\.append\((.*)\)$", re.MULTILINE)
 # What only a result object, a call object, a whole view or a Ctx gives the writer's lines.
 _NEEDS_RESULT = re.compile(r"(?<![\w.'])(r\.|e\.|VIEW\(|SAID\(|CALLS?\(|INPUTS\(|Ctx\()")
 
@@ -123,6 +125,10 @@ def generate_fused_answer(
     gen = ResponseGen(outbound)
     gen.call = "({})"  # (a call held as new_tool_call's arguments: made a TranslatedToolCall if the result is read)
     gen.straight_mark = HELD.straight
+    walked = at_each_call(lines, writer_names)
+    if walked is not None:
+        lines, gen.at_call = walked
+        gen.call = "(held_call := ({}))"
     read = gen.read()
     lines, told = with_straight_usage(lines, fmt, gen.straight_usage)
     untold = {f"{HELD.straight} = {number}" for number in range(1, len(gen.straight_usage) + 1)} - told
@@ -132,11 +138,15 @@ def generate_fused_answer(
     if any(gen.names[name] is not value for name, value in names.items() if name in gen.names):
         return None  # (a name bound to two values: the two pieces' namespaces do not compose)
     names.update(gen.names, DECLINES=_Declines(outbound.provider), AnswerBody=AnswerBody, HELD_INPUTS=held_inputs)
+    if walked is not None:
+        names.update(LOADS=orjson.loads, TEXTS_READ_ALIKE=texts_read_alike)
     fields = [f"{HELD.field.format(name)} = {value}" for name, value in zip(RESULT_FIELDS, RESULT_VALUES, strict=True)]
     body = [
         *ResponseGen.check(),
         f"{HELD.straight} = 0",
+        *(["call_texts = []", "call_blocks = []"] if walked else []),
         *read,
+        *(["if call_texts and not TEXTS_READ_ALIKE(call_texts): o.numbers_read_otherwise()"] if walked else []),
         *fields,
         "notes = []",
         *found,
@@ -154,6 +164,48 @@ def generate_fused_answer(
     ]) + "\n"  # fmt: skip
     exec(compile(text, f"<fused answer {outbound.provider} -> {fmt.name}>", "exec"), names)
     return text, names["fused_answer"]
+
+
+def at_each_call(
+    lines: list[str], names: Mapping[str, Any]
+) -> tuple[list[str], Callable[[str, str], list[str]]] | None:
+    """Each call's block made where the read holds the call, its input parsed there (orjson; anything it refuses
+    declines, so today's route reads it), not walked after the read with the inputs read apart (`held_inputs`): the
+    writer's lines with each walk of the calls (one block expression of the call and its input, in each copy
+    `unmade_split` made) as the blocks made so (`call_blocks`), and the read's lines at each call
+    (`ResponseGen.at_call`); the texts parsed are screened once after the read (`jsonsafe.texts_read_alike`: a
+    number orjson may read otherwise declines). None where the walk reads anything but the call, its input and the
+    writer's constants, the lines read the inputs elsewhere, or orjson is missing."""
+    text = "\n".join(lines)
+    walks = list(_CALL_WALK.finditer(text))
+    if orjson is None or not walks:
+        return None
+    blocks = {ast.dump(parsed_expression(walk.group(2))) for walk in walks}
+    expression = walks[0].group(2)
+    read = {node.id for node in ast.walk(parsed_expression(expression)) if isinstance(node, ast.Name)}
+    if len(blocks) != 1 or not read <= {"e", "i", *names}:
+        return None
+    text = _CALL_WALK.sub(r"\1blocks += call_blocks", text)
+    kept = [line for line in text.split("\n") if line.strip() != f"inputs = {HELD.inputs.format('R_tool_calls')}"]
+    if any(re.search(r"(?<![\w.'])inputs(?![\w'])", line) for line in kept):
+        return None
+    block = re.sub(r"(?<![\w.'])e(?![\w'])", "held_call", expression)
+    block = re.sub(r"(?<![\w.'])i(?![\w'])", "call_input", block)
+
+    def at_call(arguments: str, given: str) -> list[str]:
+        """The call's input (the object it came as, else its text parsed, else {}: `formats.call_inputs`) and block."""
+        parsed = f"call_input = LOADS({arguments}); call_texts.append({arguments})"
+        if given == "None":
+            lines = [f"if {arguments}: {parsed}", "else: call_input = {}"]
+        else:
+            lines = [
+                f"if {given} is not None: call_input = {given}",
+                f"elif {arguments}: {parsed}",
+                "else: call_input = {}",
+            ]
+        return [*lines, f"call_blocks.append({block})"]
+
+    return kept, at_call
 
 
 def with_straight_usage(
