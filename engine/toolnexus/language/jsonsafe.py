@@ -622,6 +622,10 @@ def _numbers_read_alike(encoded: bytes, quoted: bool = True) -> bool:
     return run < 0 or (quoted and _long_numbers_quoted(classes, run))
 
 
+ORJSON_LOADS: Callable[[str | bytes], Any] | None = None if orjson is None else orjson.loads
+"""orjson's parse, None without orjson (a generated fused answer's per-call parse: `fused_answer_code`)."""
+
+
 def texts_read_alike(texts: list[str]) -> bool:
     """Whether orjson, having read each text, read every number in them as the standard decoder does: no run of
     19 digits anywhere in orjson's one write of them all (a number's digits are written as they are; False also for

@@ -39,7 +39,7 @@ from typing import Any, NoReturn
 
 from ..language.codegen import indent
 from ..language.fold import folded, parsed_expression
-from ..language.jsonsafe import orjson, standard_loads_each, texts_read_alike
+from ..language.jsonsafe import ORJSON_LOADS, standard_loads_each, texts_read_alike
 from ..language.paths import MISSING
 from .format_code import ResultAt, answer_reads, straight_usage_lines, writer_lines
 from .formats import AnswerBody, FusedAnswer, SourceFormat
@@ -139,7 +139,7 @@ def generate_fused_answer(
         return None  # (a name bound to two values: the two pieces' namespaces do not compose)
     names.update(gen.names, DECLINES=_Declines(outbound.provider), AnswerBody=AnswerBody, HELD_INPUTS=held_inputs)
     if walked is not None:
-        names.update(LOADS=orjson.loads, TEXTS_READ_ALIKE=texts_read_alike)
+        names.update(LOADS=ORJSON_LOADS, TEXTS_READ_ALIKE=texts_read_alike)
     fields = [f"{HELD.field.format(name)} = {value}" for name, value in zip(RESULT_FIELDS, RESULT_VALUES, strict=True)]
     body = [
         *ResponseGen.check(),
@@ -178,7 +178,7 @@ def at_each_call(
     writer's constants, the lines read the inputs elsewhere, or orjson is missing."""
     text = "\n".join(lines)
     walks = list(_CALL_WALK.finditer(text))
-    if orjson is None or not walks:
+    if ORJSON_LOADS is None or not walks:
         return None
     blocks = {ast.dump(parsed_expression(walk.group(2))) for walk in walks}
     expression = walks[0].group(2)
