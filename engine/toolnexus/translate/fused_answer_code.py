@@ -20,6 +20,10 @@ fields are values known at generation (`{}`, `""`, `[]`), so the writer's lines 
 (`unmade_split`, `fold.folded`): their reads of the extras and reasoning and the tests of them gone, one test (`f is
 None`) choosing the copy; an answer that made one runs the lines as written.
 
+Where the writer walks the calls with their inputs (a `Message`'s `tool_use` blocks), each block is made where the
+read holds its call, the input parsed there by orjson (`at_each_call`: a refusal declines), and the texts parsed are
+screened once after the read for a number orjson may read otherwise (`jsonsafe.texts_read_alike`: one declines).
+
 Where the provider's usage took one of its straight paths (every count clean: `ResponseGen.usage_straight`; a
 second one where a `$sum`'s later counts are absent, Anthropic's answers without cache counts), that path sets a
 flag to its number and the writer's counts are read from the read's own variables, one branch per path
