@@ -121,6 +121,16 @@ _CHANGES: dict[str, Callable[[Any], Any]] = {
     "array arguments": lambda a: _calls(a)[0]["function"].__setitem__("arguments", "[1, 2]"),
     "long number": lambda a: _calls(a)[-1]["function"].__setitem__("arguments", '{"n": 12345678901234567890123}'),
     "escaped surrogate": lambda a: _calls(a)[0]["function"].__setitem__("arguments", '{"a": "\\ud800"}'),
+    "long number after a newline": lambda a: _calls(a)[0]["function"].__setitem__(
+        "arguments", '{"n": [\n12345678901234567890123]}'
+    ),
+    "long negative number": lambda a: _calls(a)[0]["function"].__setitem__("arguments", '{"n": -9223372036854775809}'),
+    "long digits in a string": lambda a: _calls(a)[0]["function"].__setitem__(
+        "arguments", '{"id": "12345678901234567890123"}'
+    ),
+    "NaN arguments": lambda a: _calls(a)[0]["function"].__setitem__("arguments", '{"x": NaN, "y": Infinity}'),
+    "duplicate keys": lambda a: _calls(a)[0]["function"].__setitem__("arguments", '{"a": 1, "a": 2}'),
+    "lone surrogate text": lambda a: _calls(a)[0]["function"].__setitem__("arguments", '{"a": "\ud800"}'),
     "call extra_content": lambda a: _calls(a)[-1].__setitem__("extra_content", {"google": {"thought_signature": "c"}}),
     "call extra_content null": lambda a: _calls(a)[0].__setitem__("extra_content", None),
     "call extra key": lambda a: _calls(a)[0].__setitem__("index", 0),
@@ -351,6 +361,20 @@ def test_translate_response_takes_the_fused_body_and_runs_todays_route_on_a_decl
     monkeypatch.setitem(load_rules().fused_answers, "anthropic", {"openai": fake(True)})
     declined = translate_response("openai", answer, source="anthropic", requested_model="m")
     assert asked[1] == (answer, "m", None, -1) and declined == today and declined.made is not None
+
+
+def test_a_message_parses_each_call_where_the_read_holds_it() -> None:
+    """Into Messages, each call's input is parsed and its block made where the read holds the call (no inputs read
+    after the read), its texts screened once: a long number declines (today's route gives the standard decoder's
+    int), a clean answer is fused."""
+    code = load_rules().format("anthropic").fused_answers_code["openai"]
+    assert "HELD_INPUTS(" not in code and code.count("blocks += call_blocks") == 2
+    assert "call_blocks.append(" in code and "TEXTS_READ_ALIKE(call_texts)" in code
+    answer = copy.deepcopy(BENCH["openai"]["3 tool calls"])
+    assert translate_response("openai", answer, source="anthropic").made is None
+    _calls(answer)[0]["function"]["arguments"] = '{"n": [\n12345678901234567890123]}'
+    body = translate_response("openai", answer, source="anthropic")
+    assert body.made is not None and body["content"][1]["input"] == {"n": [12345678901234567890123]}
 
 
 def test_a_held_call_gives_the_object_its_arguments_came_as() -> None:

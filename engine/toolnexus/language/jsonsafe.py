@@ -609,15 +609,28 @@ def _writes(value: Any) -> bool:
     return True
 
 
-def _numbers_read_alike(encoded: bytes) -> bool:
+def _numbers_read_alike(encoded: bytes, quoted: bool = True) -> bool:
     """Whether orjson reads every number of the text as the standard decoder does (see below). Any 19 bytes in a
     row hold four bytes at a multiple of 4, one after another: text whose every 4th byte shows no 4 digits in a row
-    holds no run of 19 digits, and only a quarter of it is classed; else the whole text's classes say."""
+    holds no run of 19 digits, and only a quarter of it is classed; else the whole text's classes say. `quoted`
+    False: any run of 19 digits says no, one inside a string too (for orjson's text of texts, `texts_read_alike`,
+    whose escapes hide what a run in a text follows)."""
     if len(encoded) >= _SAMPLED_FROM and encoded[::_SAMPLE_STEP].translate(_NUMBER_CLASSES).find(_SAMPLED_RUN) < 0:
         return True
     classes = encoded.translate(_NUMBER_CLASSES)
     run = classes.find(_LONG_NUMBER)
-    return run < 0 or _long_numbers_quoted(classes, run)
+    return run < 0 or (quoted and _long_numbers_quoted(classes, run))
+
+
+ORJSON_LOADS: Callable[[str | bytes], Any] | None = None if orjson is None else orjson.loads
+"""orjson's parse, None without orjson (a generated fused answer's per-call parse: `fused_answer_code`)."""
+
+
+def texts_read_alike(texts: list[str]) -> bool:
+    """Whether orjson, having read each text, read every number in them as the standard decoder does: no run of
+    19 digits anywhere in orjson's one write of them all (a number's digits are written as they are; False also for
+    a run inside a string, where the caller takes the exact route)."""
+    return _numbers_read_alike(orjson.dumps(texts), False)
 
 
 def _long_numbers_quoted(classes: bytes, run: int) -> bool:

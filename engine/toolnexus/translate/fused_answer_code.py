@@ -20,6 +20,10 @@ fields are values known at generation (`{}`, `""`, `[]`), so the writer's lines 
 (`unmade_split`, `fold.folded`): their reads of the extras and reasoning and the tests of them gone, one test (`f is
 None`) choosing the copy; an answer that made one runs the lines as written.
 
+Where the writer walks the calls with their inputs (a `Message`'s `tool_use` blocks), each block is made where the
+read holds its call, the input parsed there by orjson (`at_each_call`: a refusal declines), and the texts parsed are
+screened once after the read for a number orjson may read otherwise (`jsonsafe.texts_read_alike`: one declines).
+
 Where the provider's usage took one of its straight paths (every count clean: `ResponseGen.usage_straight`; a
 second one where a `$sum`'s later counts are absent, Anthropic's answers without cache counts), that path sets a
 flag to its number and the writer's counts are read from the read's own variables, one branch per path
@@ -39,14 +43,14 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, NoReturn
 
 from ..language.codegen import indent
 from ..language.fold import folded, parsed_expression
-from ..language.jsonsafe import standard_loads_each
+from ..language.jsonsafe import ORJSON_LOADS, standard_loads_each, texts_read_alike
 from ..language.paths import MISSING
 from ..language.templates import sealed_texts
 from .format_code import ResultAt, answer_reads, straight_usage_lines, writer_lines
@@ -61,6 +65,8 @@ HELD = ResultAt("R_{}", "e[{place}]", "HELD_INPUTS({})", "u_straight")
 # a line taking the extras' view field into a variable, the next sealing that variable alone (`$seal` with no `onto`).
 TEXTS = "m_texts"
 _EXTRAS_SEALED = re.compile(r"^( *)(\w+) = V_message_extras\n(.*)\bsealed\(\2, ''\)", re.MULTILINE)
+# The writer's walk of the held calls, each block one expression of the call (`e`) and its input (`i`).
+_CALL_WALK = re.compile(r"^( *)for e, i in zip\(R_tool_calls, inputs\):\n\1    blocks\.append\((.*)\)$", re.MULTILINE)
 # What only a result object, a call object, a whole view or a Ctx gives the writer's lines.
 _NEEDS_RESULT = re.compile(r"(?<![\w.'])(r\.|e\.|VIEW\(|SAID\(|CALLS?\(|INPUTS\(|Ctx\()")
 
@@ -136,6 +142,10 @@ def generate_fused_answer(
     gen.call = "({})"  # (a call held as new_tool_call's arguments: made a TranslatedToolCall if the result is read)
     gen.straight_mark = HELD.straight
     lines, gen.texts = texts_sealed(lines)
+    walked = at_each_call(lines, writer_names)
+    if walked is not None:
+        lines, gen.at_call = walked
+        gen.call = "(held_call := ({}))"
     read = gen.read()
     lines, told = with_straight_usage(lines, fmt, gen.straight_usage)
     untold = {f"{HELD.straight} = {number}" for number in range(1, len(gen.straight_usage) + 1)} - told
@@ -146,12 +156,16 @@ def generate_fused_answer(
         return None  # (a name bound to two values: the two pieces' namespaces do not compose)
     names.update(gen.names, DECLINES=_Declines(outbound.provider), AnswerBody=AnswerBody, HELD_INPUTS=held_inputs)
     names.update(SEALED_TEXTS=sealed_texts)
+    if walked is not None:
+        names.update(LOADS=ORJSON_LOADS, TEXTS_READ_ALIKE=texts_read_alike)
     fields = [f"{HELD.field.format(name)} = {value}" for name, value in zip(RESULT_FIELDS, RESULT_VALUES, strict=True)]
     body = [
         *ResponseGen.check(),
         f"{HELD.straight} = 0",
         *([f"{gen.texts} = True"] if gen.texts else []),
+        *(["call_texts = []", "call_blocks = []"] if walked else []),
         *read,
+        *(["if call_texts and not TEXTS_READ_ALIKE(call_texts): o.numbers_read_otherwise()"] if walked else []),
         *fields,
         "notes = []",
         *found,
@@ -178,6 +192,48 @@ def texts_sealed(lines: list[str]) -> tuple[list[str], str | None]:
     text = "\n".join(lines)
     told = _EXTRAS_SEALED.sub(rf"\1\2 = V_message_extras\n\3(SEALED_TEXTS if {TEXTS} else sealed)(\2, '')", text)
     return (told.split("\n"), TEXTS) if told != text else (lines, None)
+
+
+def at_each_call(
+    lines: list[str], names: Mapping[str, Any]
+) -> tuple[list[str], Callable[[str, str], list[str]]] | None:
+    """Each call's block made where the read holds the call, its input parsed there (orjson; anything it refuses
+    declines, so today's route reads it), not walked after the read with the inputs read apart (`held_inputs`): the
+    writer's lines with each walk of the calls (one block expression of the call and its input, in each copy
+    `unmade_split` made) as the blocks made so (`call_blocks`), and the read's lines at each call
+    (`ResponseGen.at_call`); the texts parsed are screened once after the read (`jsonsafe.texts_read_alike`: a
+    number orjson may read otherwise declines). None where the walk reads anything but the call, its input and the
+    writer's constants, the lines read the inputs elsewhere, or orjson is missing."""
+    text = "\n".join(lines)
+    walks = list(_CALL_WALK.finditer(text))
+    if ORJSON_LOADS is None or not walks:
+        return None
+    blocks = {ast.dump(parsed_expression(walk.group(2))) for walk in walks}
+    expression = walks[0].group(2)
+    read = {node.id for node in ast.walk(parsed_expression(expression)) if isinstance(node, ast.Name)}
+    if len(blocks) != 1 or not read <= {"e", "i", *names}:
+        return None
+    text = _CALL_WALK.sub(r"\1blocks += call_blocks", text)
+    kept = [line for line in text.split("\n") if line.strip() != f"inputs = {HELD.inputs.format('R_tool_calls')}"]
+    if any(re.search(r"(?<![\w.'])inputs(?![\w'])", line) for line in kept):
+        return None
+    block = re.sub(r"(?<![\w.'])e(?![\w'])", "held_call", expression)
+    block = re.sub(r"(?<![\w.'])i(?![\w'])", "call_input", block)
+
+    def at_call(arguments: str, given: str) -> list[str]:
+        """The call's input (the object it came as, else its text parsed, else {}: `formats.call_inputs`) and block."""
+        parsed = f"call_input = LOADS({arguments}); call_texts.append({arguments})"
+        if given == "None":
+            lines = [f"if {arguments}: {parsed}", "else: call_input = {}"]
+        else:
+            lines = [
+                f"if {given} is not None: call_input = {given}",
+                f"elif {arguments}: {parsed}",
+                "else: call_input = {}",
+            ]
+        return [*lines, f"call_blocks.append({block})"]
+
+    return kept, at_call
 
 
 def with_straight_usage(
