@@ -258,6 +258,14 @@ def variants() -> dict[str, dict[str, Any]]:
     edit("call id missing", base, lambda r: r[items][3].pop("call_id"))
     edit("arguments an object", base, lambda r: r[items][3].update(arguments={"a": 1}))
     edit("later arguments an object", base, lambda r: r[items][5].update(arguments={"a": 1}))
+    # A call's id scanned once for a seal (its value and state), an output's content not read back.
+    edit("later sealed call id", base, lambda r: r[items][5].update(call_id=sealed({"x": 1}, r[items][5]["call_id"])))
+    edit("sealed id not a string", base, lambda r: r[items][3].update(call_id=["a" + SEAL + "b"]))
+    edit("output missing", base, lambda r: r[items][7].pop("output"))
+    edit("output null", base, lambda r: r[items][7].update(output=None))
+    edit("output a number", base, lambda r: r[items][7].update(output=3))
+    edit("output one text", base, lambda r: r[items][7].update(output=[{"type": "input_text", "text": "t"}]))
+    edit("output image", base, lambda r: r[items][7].update(output=[{"type": "input_image", "image_url": "u"}]))
     return out
 
 
@@ -532,3 +540,16 @@ def test_a_call_checked_at_its_item_is_not_tested_for_the_type_its_template_wrot
         at_items = code.count("while True:  # one pass")
         assert at_items and code.count("or d_id in d_new): x_ok = False; break") == at_items, provider
         assert "or d_id in d_new or d_call.get('type', 'function') != 'function'): d_ok = False" in code, provider
+
+
+@pytest.mark.parametrize("provider", CALLS_WRITTEN)
+def test_a_joined_items_and_an_outputs_written_keys_are_not_read_back(provider: str) -> None:
+    """A call written at its item: its sizes told from the keys its template writes (`call_sized`), its id scanned
+    for a seal once for value and state (`seals_scanned_once`); an output's content read from the variable its
+    template wrote it from, its final form settled where it is a list (`written_last`)."""
+    code = load_rules().format(SOURCE).fused_code[provider]
+    assert "while True:  # one pass" in code and "len(d_call) != 3" not in code, provider
+    assert "if v6_1 is not MISSING: d_deep = True" in code, provider
+    assert code.count("not in f0_1: v1_1, v6_1 = f0_1, MISSING") == 1, provider
+    assert f"type(v6_1) is str and {SEAL!r} not in v6_1" not in code, provider
+    assert "x_n = x_w.get('content')" not in code and "if not x_ps: x_w['content'] = None" in code, provider
