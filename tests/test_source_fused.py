@@ -287,30 +287,36 @@ def test_the_variants_take_and_decline(provider: str) -> None:
     assert 20 < sum(hits) < len(hits)
 
 
-def read_back(provider: str, request: dict[str, Any]) -> bool:
-    """Whether the pair's fused function took the request with its assistant branch reading calls back from a
-    message (its own loop over `tool_calls`), not as they were checked and written at their items."""
-    fmt = load_rules().format(SOURCE)
-    loop = {n for n, line in enumerate(fmt.fused_code[provider].splitlines(), 1) if "for d_call in d_tc:" in line}
+def runs(provider: str, request: dict[str, Any], marker: str, source: str = SOURCE) -> int:
+    """How many times the pair's fused function ran a line holding `marker`, given the request (of `source`)."""
+    fmt = load_rules().format(source)
+    at = {n for n, line in enumerate(fmt.fused_code[provider].splitlines(), 1) if marker in line}
+    assert at, marker
     ran: list[int] = []
 
     def trace(frame: Any, event: str, arg: Any) -> Any:
         if not frame.f_code.co_filename.startswith("<fused"):
             return None
-        if event == "line" and frame.f_lineno in loop:
+        if event == "line" and frame.f_lineno in at:
             ran.append(frame.f_lineno)
         return trace
 
     given = copy.deepcopy(request)
+    items, system = ("input", "instructions") if source == SOURCE else ("messages", "system")
     sys.settrace(trace)
     try:
-        fmt.fused[provider](given["input"], given.get("instructions"))
+        fmt.fused[provider](given[items], given.get(system))
     except ToolnexusError:
         pass  # (the general branch's error: today's route raises it, named)
     finally:
         sys.settrace(None)
-    assert loop
-    return bool(ran)
+    return len(ran)
+
+
+def read_back(provider: str, request: dict[str, Any]) -> bool:
+    """Whether the pair's fused function took the request with its assistant branch reading calls back from a
+    message (its own loop over `tool_calls`), not as they were checked and written at their items."""
+    return runs(provider, request, "for d_call in d_tc:") > 0
 
 
 # The pairs whose calls are not written at their items, and why.
@@ -553,3 +559,29 @@ def test_a_joined_items_and_an_outputs_written_keys_are_not_read_back(provider: 
     assert code.count("not in f0_1: v1_1, v6_1 = f0_1, MISSING") == 1, provider
     assert f"type(v6_1) is str and {SEAL!r} not in v6_1" not in code, provider
     assert "x_n = x_w.get('content')" not in code and "if not x_ps: x_w['content'] = None" in code, provider
+
+
+ALIKE = "(the call as its item wrote it: alike)"
+OPENAI_FAMILY = ["azure-openai", "deepseek", "groq", "openai", "openrouter", "xai"]
+
+
+@pytest.mark.parametrize("source", [SOURCE, "anthropic"])
+def test_a_call_its_item_wrote_as_the_provider_writes_it_is_not_made_again(source: str) -> None:
+    """Where the provider's call template writes what the item's template wrote (the OpenAI family's), a call
+    checked at its item whose id is sent as given, its arguments as given, and no null state beside it, is added
+    to the message as its item made it (`written_once`); any other is written by the template, as before."""
+    fmt = load_rules().format(source)
+    assert sorted(p for p in fmt.fused if ALIKE in fmt.fused_code[p]) == OPENAI_FAMILY
+    if source == SOURCE:
+        bench = responses_transcript(10, tool_declarations())
+        calls = sum(item.get("type") == "function_call" for item in bench["input"])
+    else:
+        bench = messages_transcript(10, tool_declarations())
+        blocks = [b for m in bench["messages"] if type(m["content"]) is list for b in m["content"]]
+        calls = sum(block.get("type") == "tool_use" for block in blocks)
+    for provider in OPENAI_FAMILY:
+        assert runs(provider, bench, ALIKE, source) == calls > 0, provider
+        assert runs(provider, bench, "w_call1 = {", source) == 0, provider
+    if source == SOURCE:  # a null state, arguments given as an object: made by the template (today's body: above)
+        for name in ("sealed null state", "arguments an object"):
+            assert runs("openai", VARIANTS[name], "w_call1 = {") == 1, name

@@ -49,6 +49,7 @@ call's item, as a rewritten id is.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -442,6 +443,152 @@ def call_sized(writes: list[str], checked: set[str]) -> str | None:
     return " or ".join(f"{var} is not MISSING" for var in given if var not in checked)
 
 
+# A call's entries as lines make them: (key, value, the variable whose presence it needs, or None: always).
+_Entries = list[tuple[str, ast.expr, str | None]]
+_NEVER_MISSING = frozenset({"d_id", "d_sent", "d_name", "d_raw"})  # (strings once `call_check` holds)
+
+
+def _dicts_made(lines: list[str]) -> tuple[dict[str, _Entries], dict[str, str]] | None:
+    """The dicts lines make at their top level, each as its entries in order (`x_w = {}` then its keys set, a
+    display), and the variables holding another's value where not null (`f = (v if v is not None else MISSING)`);
+    None where a line touches a dict otherwise (inside a block, or another way) or sets again a value one holds."""
+    made: dict[str, _Entries] = {}
+    not_null: dict[str, str] = {}
+    for line in lines:
+        code = line.partition("  #")[0]
+        held = {name for entries in made.values() for _, value, _ in entries for name in _names(value)}
+        try:
+            stmt = ast.parse(code.strip()).body[0]
+        except SyntaxError:  # (a block's head, `else: ...`: not known, so it may touch nothing known)
+            if any(re.search(rf"\b{name}\b", code) for name in [*made, *held]):
+                return None
+            continue
+        if any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id in held for n in ast.walk(stmt)):
+            return None
+        mentions = any(re.search(rf"\b{name}\b", code) for name in made)
+        if code != code.lstrip():  # (inside a block: a dict touched there is not known)
+            if mentions:
+                return None
+            continue
+        needs = None
+        if isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1:
+            test = stmt.test
+            if (
+                isinstance(test, ast.Compare)
+                and isinstance(test.left, ast.Name)
+                and isinstance(test.ops[0], ast.IsNot)
+                and ast.unparse(test.comparators[0]) == "MISSING"
+            ):
+                needs, stmt = test.left.id, stmt.body[0]
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+        value = stmt.value if isinstance(stmt, ast.Assign) else None
+        if isinstance(target, ast.Name) and isinstance(value, ast.Dict) and needs is None:
+            entries = _entries(value)
+            if entries is None:
+                return None
+            made[target.id] = entries
+        elif isinstance(target, ast.Name) and isinstance(value, ast.IfExp) and needs is None and not mentions:
+            body = ast.unparse(value.body)
+            if ast.unparse(value) == f"{body} if {body} is not None else MISSING":
+                not_null[target.id] = body
+        elif (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.value, ast.Name)
+            and target.value.id in made
+            and isinstance(target.slice, ast.Constant)
+            and type(target.slice.value) is str
+            and value is not None
+            and target.slice.value not in [key for key, _, _ in made[target.value.id]]
+        ):
+            made[target.value.id].append((target.slice.value, value, needs))
+        elif mentions and not re.fullmatch(r"\w+\.append\(\w+\)", code):  # (added to a list: not changed)
+            return None
+    return made, not_null
+
+
+def _entries(display: ast.Dict) -> _Entries | None:
+    """A dict display's entries (None: a key not a string constant)."""
+    keys = [key.value if isinstance(key, ast.Constant) and type(key.value) is str else None for key in display.keys]
+    if None in keys:
+        return None
+    return [(str(key), value, None) for key, value in zip(keys, display.values, strict=True)]
+
+
+def _names(node: ast.expr) -> set[str]:
+    """The variables an expression reads."""
+    return {each.id for each in ast.walk(node) if isinstance(each, ast.Name)}
+
+
+def _alike(
+    ours: _Entries, theirs: _Entries, made: Mapping[str, _Entries], not_null: Mapping[str, str], tests: list[str]
+) -> bool:
+    """Whether the dict of entries `ours` (the written call's) equals the one of `theirs` (the item's) wherever
+    `tests` (added to) hold: the same keys in the same order, each there when the other is, the same values."""
+    if [key for key, _, _ in ours] != [key for key, _, _ in theirs]:
+        return False
+    for (_, value, needs), (_, their_value, their_needs) in zip(ours, theirs, strict=True):
+        if needs is not None:  # (written where not null, theirs where given: alike where it is not null)
+            if their_needs is None or not_null.get(needs) != their_needs or ast.unparse(value) != needs:
+                return False
+            if ast.unparse(their_value) != their_needs:
+                return False
+            tests.append(f"{their_needs} is not None")
+            continue
+        always = isinstance(value, ast.Name) and value.id in _NEVER_MISSING  # (and theirs given: the same string)
+        if their_needs is not None and (not always or ast.unparse(their_value) != their_needs):
+            return False
+        if not _same(value, their_value, made, not_null, tests):
+            return False
+    return True
+
+
+def _same(
+    value: ast.expr, theirs: ast.expr, made: Mapping[str, _Entries], not_null: Mapping[str, str], tests: list[str]
+) -> bool:
+    """Whether a value the written call holds equals the item's (`_alike`'s, for one of their entries)."""
+    if isinstance(value, ast.Constant) and isinstance(theirs, ast.Constant):
+        return type(value.value) is type(theirs.value) and value.value == theirs.value
+    if isinstance(value, ast.Dict):
+        entries = _entries(value)
+        if entries is None:
+            return False
+        if isinstance(theirs, ast.Dict):
+            their_entries = _entries(theirs)
+            return their_entries is not None and _alike(entries, their_entries, made, not_null, tests)
+        if isinstance(theirs, ast.Name) and theirs.id in made:
+            return _alike(entries, made[theirs.id], made, not_null, tests)
+        return False
+    if isinstance(value, ast.Name) and isinstance(theirs, ast.Name) and value.id in _NEVER_MISSING:
+        tests.append(f"{value.id} is {theirs.id}")
+        return True
+    return False
+
+
+def written_once(writes: list[str], written: list[str]) -> list[str]:
+    """A call's write (`call_write`'s lines, `written`) that makes a dict equal to the call its item's template
+    lines (`writes`) made (`x_w`) wherever a few identity tests hold (no id rewritten, the arguments text as
+    given, a value the write drops where null not null): those tests, and the item's call appended as it is;
+    the write as it was otherwise. The written lines as they are where that is not known."""
+    calls = WRITTEN_CALLS
+    at = next((n for n, line in enumerate(written) if re.fullmatch(r"\w+ = (\{.*\}|\(.*\))", line)), None)
+    last = written[-1] if written else ""
+    appended = re.fullmatch(rf"{calls}\.append\((\w+)\)", last)
+    if at is None or appended is None:
+        return written
+    ours, theirs = _dicts_made(written[at:]), _dicts_made(writes)
+    if ours is None or theirs is None or appended[1] not in ours[0] or "x_w" not in theirs[0]:
+        return written
+    tests: list[str] = []
+    if not _alike(ours[0][appended[1]], theirs[0]["x_w"], theirs[0], ours[1], tests) or not tests:
+        return written
+    return [
+        *written[:at],
+        f"if {' and '.join(dict.fromkeys(tests))}: {calls}.append(x_w)  # (the call as its item wrote it: alike)",
+        "else:",
+        *indent(written[at:]),
+    ]
+
+
 def _settles_every_part(branch: list[str]) -> bool:
     """Whether a branch of the role items join settles its parts' unwritten fields at the normal form's paths
     on every message (`_settle_gaps`: it has no direct shape that writes them at the part's path), so every
@@ -644,6 +791,7 @@ class _Writer:
         written = [
             _NOTES.sub(f"{WRITTEN_NOTES}.append(", line) for line in sourced(written, source, self.gen.names, self.mark)
         ]
+        written = written_once(writes or [], written)
         checks = call_check(inbound.reads_arguments_json, "x_ok = False; break", given, typed, sized)
         used = " ".join(line.partition("  #")[0] for line in [*checks, *written])  # (a field none reads: not held)
         at = [f"i, d_k = x_at, len({WRITTEN_CALLS})"] if re.search(r"\b(i|d_k)\b", used) else []
