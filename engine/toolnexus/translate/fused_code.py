@@ -564,11 +564,17 @@ def _same(
     return False
 
 
-def written_once(writes: list[str], written: list[str]) -> list[str]:
+def _sets(name: str, line: str) -> bool:
+    """Whether a line of code sets the variable `name` (alone or among others)."""
+    return re.search(rf"\b{name}\b(?:, \w+)* =(?!=)", line) is not None
+
+
+def written_once(writes: list[str], written: list[str], kept: Mapping[str, str]) -> list[str]:
     """A call's write (`call_write`'s lines, `written`) that makes a dict equal to the call its item's template
     lines (`writes`) made (`x_w`) wherever a few identity tests hold (no id rewritten, the arguments text as
     given, a value the write drops where null not null): those tests, and the item's call appended as it is;
-    the write as it was otherwise. The written lines as they are where that is not known."""
+    the write as it was otherwise. The written lines as they are where that is not known. `kept`: the check's
+    variables that hold the item's as they were (`d_name = f1_1`, never set again): no test of those."""
     calls = WRITTEN_CALLS
     at = next((n for n, line in enumerate(written) if re.fullmatch(r"\w+ = (\{.*\}|\(.*\))", line)), None)
     last = written[-1] if written else ""
@@ -581,9 +587,11 @@ def written_once(writes: list[str], written: list[str]) -> list[str]:
     tests: list[str] = []
     if not _alike(ours[0][appended[1]], theirs[0]["x_w"], theirs[0], ours[1], tests) or not tests:
         return written
+    same = {f"{name} is {var}" for name, var in kept.items()}
+    tests = [test for test in dict.fromkeys(tests) if test not in same] or ["True"]
     return [
         *written[:at],
-        f"if {' and '.join(dict.fromkeys(tests))}: {calls}.append(x_w)  # (the call as its item wrote it: alike)",
+        f"if {' and '.join(tests)}: {calls}.append(x_w)  # (the call as its item wrote it: alike)",
         "else:",
         *indent(written[at:]),
     ]
@@ -791,8 +799,9 @@ class _Writer:
         written = [
             _NOTES.sub(f"{WRITTEN_NOTES}.append(", line) for line in sourced(written, source, self.gen.names, self.mark)
         ]
-        written = written_once(writes or [], written)
         checks = call_check(inbound.reads_arguments_json, "x_ok = False; break", given, typed, sized)
+        kept = {name: var for name, var in fields.items() if not any(_sets(name, line) for line in checks)}
+        written = written_once(writes or [], written, kept)
         used = " ".join(line.partition("  #")[0] for line in [*checks, *written])  # (a field none reads: not held)
         at = [f"i, d_k = x_at, len({WRITTEN_CALLS})"] if re.search(r"\b(i|d_k)\b", used) else []
         return [
