@@ -14,7 +14,9 @@ for a provider that reads text are written there by orjson inline and their obje
 message's containers, not the message whole (`members_checked`). What an item's template lines show is not
 tested again: a call's sizes from the keys they write always or only given (`call_sized`), a field read for a
 seal's value and its state scanned for the seal once (`seals_scanned_once`), an item that is a message of its
-own read from the variable they wrote its blocks from (`written_last`). Its result is what the messages function
+own read from the variable they wrote its blocks from (`written_last`); a call they made as the provider's call
+template would write it is added as made, not made again, where a few identity tests hold (`written_once`: the
+two dicts compared at generation). Its result is what the messages function
 returns, hoisted prompts at the format's paths and indexes the items' (only their order is compared: `first`, and
 `last`, the current turn's start, found by a scan of the items for the last user message when a branch reads it).
 Each note a branch makes is made at its path in the format's request, as `formats.named` would find it through the
