@@ -133,8 +133,7 @@ CALLER_TOOLS = {  # per format: tool lists the provider's tools function takes i
     "openai-responses": [
         [{"type": "function", "name": "f", "description": "d", "parameters": SCHEMA}],
         [{"type": "function", "name": "f", "parameters": SCHEMA, "strict": True}],
-        # the usual keys (one display), the usual keys and another (each set in turn), then one without them
-        [
+        [  # the usual keys, the usual keys and another, then one without them
             {"type": "function", "name": "f", "description": "d", "parameters": SCHEMA},
             {"type": "function", "name": "g", "description": "e", "parameters": SCHEMA, "strict": False},
             {"type": "function", "name": "h", "description": "e"},
@@ -189,18 +188,15 @@ def test_the_provider_writes_the_callers_tool_declarations_in_place(
 
 @pytest.mark.parametrize("source", FORMATS)
 def test_the_caller_tools_are_built_in_one_display_and_appended_as_built(source: str) -> None:
-    """A declaration reading the whole tool (OpenAI's) over a format's tools: a tool with its usual keys (name,
-    description, parameters) and no other is one display, its function inside; any other's function starts as a
-    display of the tested name; the tool built is appended as it is (no copy of it first); the plain tools
-    function appends the caller's tool itself."""
+    """A declaration reading the whole tool (OpenAI's) over a format's tools: the function object starts as a display
+    of the tested name, and the tool built is appended as it is (no copy of it first); the plain tools function
+    appends the caller's tool itself."""
     fmt, inbound = load_rules().format(source), load_rules().get("openai").inbound
     assert fmt.caller_tools is not None and inbound.declaration_node is not None
     made = generate_tools(inbound, inbound.declaration_node, fmt.caller_tools)
     plain = generate_tools(inbound, inbound.declaration_node)
     assert made is not None and plain is not None
     assert "function_ = {'name': k0_}" in made[0] and "out_.append(source_)" in made[0]
-    usual = "source_ = {'type': 'function', 'function': {'name': k0_, 'description': k1_, 'parameters': k2_}}"
-    assert f"k2_ is not MISSING and k3_ is MISSING: {usual}" in made[0]
     assert "written_" not in made[0] and "out_.append(tool_)" in plain[0] and "written_" not in plain[0]
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from itertools import count, repeat
 from typing import TYPE_CHECKING, Any
 
 from ..language.codegen import Namespace, indent
@@ -410,15 +409,11 @@ def _read_calls(arguments_json: bool, done: str | None) -> list[str]:
     return loop if done is None else [f"if not {done}:", *indent(loop)]
 
 
-def call_check(
-    arguments_json: bool, fail: str, given: str | None = None, typed: bool = False, sized: str | None = None
-) -> list[str]:
+def call_check(arguments_json: bool, fail: str, given: str | None = None, typed: bool = False) -> list[str]:
     """One tool call's check (`d_call`, its `CALL_FIELDS` read), its id sent (`d_sent`) and taken into `d_new`
     when it holds; `fail`: what gives its message to the general branch (it ends the check). `given`: a variable
     holding the object the caller had orjson write the arguments text of (else None), taken as their parse;
-    `typed`: the caller wrote the call's `type` as 'function' (not tested again); `sized`: where the caller knows
-    the call's and its function's sizes from what it wrote, the test that either holds a key more (empty: never),
-    so neither is counted again."""
+    `typed`: the caller wrote the call's `type` as 'function' (not tested again)."""
     raw = (
         ["    try: d_raw = ARGUMENTS_TEXT(d_raw)", f"    except (TypeError, ValueError): {fail}"]
         if arguments_json
@@ -434,7 +429,7 @@ def call_check(
         f"        or d_id in d_new{typed_test}): {fail}",
         "if not d_id.isascii(): ck_texts.append(d_id)",
         "if not d_name.isascii(): ck_texts.append(d_name)",
-        *([] if sized == "" else [f"if {sized or f'len(d_fn) != 2 or len(d_call) != {call_keys}'}: d_deep = True"]),
+        f"if len(d_fn) != 2 or len(d_call) != {call_keys}: d_deep = True",
         "if type(d_raw) is str and d_raw:",
         f"    try: d_args = {loads}",
         f"    except ValueError: {fail}",
@@ -547,7 +542,7 @@ def shapes(role: str, arguments_json: bool, calls_read: str | None = None) -> tu
         ]
         take = (
             "pending, answered = d_new, set()",
-            "seen.update(zip(d_new, zip(REPEAT(i), COUNT())))  # each call's (i, d_k), its place, in C",
+            "for d_k, d_id in enumerate(d_new): seen[d_id] = (i, d_k)",
             "d_ct = True if i > last else MISSING",
         )
         known = {"kind": "'text'", "text": "d_c"}
@@ -604,8 +599,6 @@ def direct_names(parts: Parts) -> dict[str, Any]:
         "ORPHANED": orphaned,
         "OPAQUE": parts.opaque,
         "TEXT_PARTS": text_parts,
-        "REPEAT": repeat,
-        "COUNT": count,
     }
 
 

@@ -11,17 +11,12 @@ item's template holds (`direct_code.call_check`, `call_write`; the current turn,
 `last`), its notes at that item's own index: the branch adds the calls as written; arguments a `$json_text` writes
 for a provider that reads text are written there by orjson inline and their object handed to that check
 (`arguments_written`: no text parsed back); the JSON check takes the lists items joined (reasoning items) as the
-message's containers, not the message whole (`members_checked`). What an item's template lines show is not
-tested again: a call's sizes from the keys they write always or only given (`call_sized`), a field read for a
-seal's value and its state scanned for the seal once (`seals_scanned_once`), an item that is a message of its
-own read from the variable they wrote its blocks from (`written_last`); a call they made as the provider's call
-template would write it is added as made, not made again, where a few identity tests hold (`written_once`: the
-two dicts compared at generation). Its result is what the messages function
-returns, hoisted prompts at the format's paths and indexes the items' (only their order is compared: `first`, and
-`last`, the current turn's start, found by a scan of the items for the last user message when a branch reads it).
-Each note a branch makes is made at its path in the format's request, as `formats.named` would find it through the
-reader's records (`sourced`: an f-string of the item's index, the rest renamed at generation; an element of a list
-items joined, at its own item), and the body keeps them as they are (`RequestBody.transcript_notes`).
+message's containers, not the message whole (`members_checked`). Its result is what the messages function returns,
+hoisted prompts at the format's paths and indexes the items' (only their order is compared: `first`, and `last`,
+the current turn's start, found by a scan of the items for the last user message when a branch reads it). Each note
+a branch makes is made at its path in the format's request, as `formats.named` would find it through the reader's
+records (`sourced`: an f-string of the item's index, the rest renamed at generation; an element of a list items
+joined, at its own item), and the body keeps them as they are (`RequestBody.transcript_notes`).
 
 A format of role messages (no `items`: Anthropic Messages) composes the same way, one role message at a time:
 its blocks in order, parts and items (`item` kinds: a `tool_use` one of the calls, thinking riding along) joining
@@ -51,7 +46,6 @@ call's item, as a rewritten id is.
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -354,251 +348,6 @@ def generate_fused(fmt: SourceFormat, inbound: Inbound) -> tuple[str, Fused] | N
     return text, gen.names["fused"]
 
 
-_SET_KEY = re.compile(r"x_w\[('\w+')\] = (.+)")
-_SET_GIVEN = re.compile(r"if (\w+) is not MISSING: x_w\[('\w+')\] = \1")
-_FUNCTION = re.compile(r"\{'name': \w+, 'arguments': \w+\}")  # (the two `d_fn` holds when not deep)
-
-
-_FORMED_LIST = ["x_c = x_w['content']", "if type(x_c) is list:"]  # (`_Writer.formed`'s first lines, for `x_w`)
-
-
-def written_last(writes: list[str], key: str) -> str | None:
-    """The variable template lines `writes` last wrote at `key` of `x_w` whatever happened, where none of the
-    lines after it writes `x_w` (None: not known so)."""
-    for line in reversed(writes):
-        if "x_w" not in line:
-            continue
-        held = re.fullmatch(rf"x_w\[{re.escape(repr(key))}\] = (\w+)", line)
-        return None if held is None or held[1] == "MISSING" else held[1]
-    return None
-
-
-# `unseal`'s lines as a template writes them (`templates.Emitter.emit`): a field read, its value part's scan
-# (the function applied to a string with a seal, or to another value), its state part's scan and call.
-_VALUE_READ = re.compile(r"(v\d+_\d+) = (f\d+_\d+)")
-_VALUE_SCAN = re.compile(
-    rf"if \(type\((\w+)\) is not str or {re.escape(repr(SEAL))} in \1\) and \1 is not MISSING: \1 = (.+)"
-)
-_STATE_SCAN = re.compile(r"elif (\w+) is not MISSING: \1 = (.+)")
-
-
-def seals_scanned_once(writes: list[str]) -> list[str]:
-    """Template lines where one field is read twice, once for the value a seal holds and once for its state
-    (`unseal`'s two parts, each scanning the string for the seal): a string with no seal told once, giving the
-    string as the value and no state, the rest as before (each function applied where it was)."""
-    lines = list(writes)
-    for n, line in enumerate(lines[:-1]):
-        value = _VALUE_READ.fullmatch(line)
-        scan = _VALUE_SCAN.fullmatch(lines[n + 1])
-        if value is None or scan is None or scan[1] != value[1]:
-            continue
-        var, source = value[1], value[2]
-        for m in range(n + 2, len(lines) - 2):
-            state = _VALUE_READ.fullmatch(lines[m])
-            if re.search(rf"\b{source}\b(?! is)", " ".join(lines[n + 2 : m])):  # (the field read again: unsure)
-                break
-            if state is None or state[2] != source or re.search(rf"\b{state[1]}\b", " ".join(lines[n:m])):
-                continue
-            other, plain, sealed = state[1], lines[m + 1], _STATE_SCAN.fullmatch(lines[m + 2])
-            if plain != f"if type({other}) is str and {SEAL!r} not in {other}: {other} = MISSING" or not sealed:
-                break
-            if sealed[1] != other:
-                break
-            lines[m : m + 3] = [f"if {other} is not MISSING: {other} = {sealed[2]}"]
-            lines[n : n + 2] = [
-                f"if type({source}) is str and {SEAL!r} not in {source}: {var}, {other} = {source}, MISSING",
-                "else:",
-                f"    {var} = {other} = {source}",
-                f"    if {var} is not MISSING: {var} = {scan[2]}",
-            ]
-            return lines
-    return lines
-
-
-def call_sized(writes: list[str], checked: set[str]) -> str | None:
-    """The test that a call its item's template lines `writes` wrote (`x_w`, its type 'function') holds a key
-    beyond its id, type and function, or its function one beyond name and arguments (`call_check`'s `sized`),
-    told from which keys the lines write always and which only given (a variable in `checked` is there once
-    the check holds); None where any line writes the call otherwise (its sizes then counted, as today)."""
-    always: set[str] = set()
-    given: dict[str, str] = {}
-    for line in writes:
-        if "x_w" not in line:
-            continue
-        key = _SET_KEY.fullmatch(line)
-        when = _SET_GIVEN.fullmatch(line)
-        if line == "x_w = {}":
-            continue
-        if key is not None and key[1] not in always and key[1] not in given.values():
-            if key[1] == "'function'" and _FUNCTION.fullmatch(key[2]) is None:
-                return None
-            always.add(key[1])
-        elif when is not None and when[2] not in always and when[2] not in given.values():
-            given[when[1]] = when[2]
-        else:
-            return None
-    if "'function'" not in always:
-        return None
-    there = always | {key for var, key in given.items() if var in checked}
-    if there != {"'id'", "'type'", "'function'"}:
-        return None
-    return " or ".join(f"{var} is not MISSING" for var in given if var not in checked)
-
-
-# A call's entries as lines make them: (key, value, the variable whose presence it needs, or None: always).
-_Entries = list[tuple[str, ast.expr, str | None]]
-_NEVER_MISSING = frozenset({"d_id", "d_sent", "d_name", "d_raw"})  # (strings once `call_check` holds)
-
-
-def _dicts_made(lines: list[str]) -> tuple[dict[str, _Entries], dict[str, str]] | None:
-    """The dicts lines make at their top level, each as its entries in order (`x_w = {}` then its keys set, a
-    display), and the variables holding another's value where not null (`f = (v if v is not None else MISSING)`);
-    None where a line touches a dict otherwise (inside a block, or another way) or sets again a value one holds."""
-    made: dict[str, _Entries] = {}
-    not_null: dict[str, str] = {}
-    for line in lines:
-        code = line.partition("  #")[0]
-        held = {name for entries in made.values() for _, value, _ in entries for name in _names(value)}
-        try:
-            stmt = ast.parse(code.strip()).body[0]
-        except SyntaxError:  # (a block's head, `else: ...`: not known, so it may touch nothing known)
-            if any(re.search(rf"\b{name}\b", code) for name in [*made, *held]):
-                return None
-            continue
-        if any(isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id in held for n in ast.walk(stmt)):
-            return None
-        mentions = any(re.search(rf"\b{name}\b", code) for name in made)
-        if code != code.lstrip():  # (inside a block: a dict touched there is not known)
-            if mentions:
-                return None
-            continue
-        needs = None
-        if isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1:
-            test = stmt.test
-            if (
-                isinstance(test, ast.Compare)
-                and isinstance(test.left, ast.Name)
-                and isinstance(test.ops[0], ast.IsNot)
-                and ast.unparse(test.comparators[0]) == "MISSING"
-            ):
-                needs, stmt = test.left.id, stmt.body[0]
-        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
-        value = stmt.value if isinstance(stmt, ast.Assign) else None
-        if isinstance(target, ast.Name) and isinstance(value, ast.Dict) and needs is None:
-            entries = _entries(value)
-            if entries is None:
-                return None
-            made[target.id] = entries
-        elif isinstance(target, ast.Name) and isinstance(value, ast.IfExp) and needs is None and not mentions:
-            body = ast.unparse(value.body)
-            if ast.unparse(value) == f"{body} if {body} is not None else MISSING":
-                not_null[target.id] = body
-        elif (
-            isinstance(target, ast.Subscript)
-            and isinstance(target.value, ast.Name)
-            and target.value.id in made
-            and isinstance(target.slice, ast.Constant)
-            and type(target.slice.value) is str
-            and value is not None
-            and target.slice.value not in [key for key, _, _ in made[target.value.id]]
-        ):
-            made[target.value.id].append((target.slice.value, value, needs))
-        elif mentions and not re.fullmatch(r"\w+\.append\(\w+\)", code):  # (added to a list: not changed)
-            return None
-    return made, not_null
-
-
-def _entries(display: ast.Dict) -> _Entries | None:
-    """A dict display's entries (None: a key not a string constant)."""
-    keys = [key.value if isinstance(key, ast.Constant) and type(key.value) is str else None for key in display.keys]
-    if None in keys:
-        return None
-    return [(str(key), value, None) for key, value in zip(keys, display.values, strict=True)]
-
-
-def _names(node: ast.expr) -> set[str]:
-    """The variables an expression reads."""
-    return {each.id for each in ast.walk(node) if isinstance(each, ast.Name)}
-
-
-def _alike(
-    ours: _Entries, theirs: _Entries, made: Mapping[str, _Entries], not_null: Mapping[str, str], tests: list[str]
-) -> bool:
-    """Whether the dict of entries `ours` (the written call's) equals the one of `theirs` (the item's) wherever
-    `tests` (added to) hold: the same keys in the same order, each there when the other is, the same values."""
-    if [key for key, _, _ in ours] != [key for key, _, _ in theirs]:
-        return False
-    for (_, value, needs), (_, their_value, their_needs) in zip(ours, theirs, strict=True):
-        if needs is not None:  # (written where not null, theirs where given: alike where it is not null)
-            if their_needs is None or not_null.get(needs) != their_needs or ast.unparse(value) != needs:
-                return False
-            if ast.unparse(their_value) != their_needs:
-                return False
-            tests.append(f"{their_needs} is not None")
-            continue
-        always = isinstance(value, ast.Name) and value.id in _NEVER_MISSING  # (and theirs given: the same string)
-        if their_needs is not None and (not always or ast.unparse(their_value) != their_needs):
-            return False
-        if not _same(value, their_value, made, not_null, tests):
-            return False
-    return True
-
-
-def _same(
-    value: ast.expr, theirs: ast.expr, made: Mapping[str, _Entries], not_null: Mapping[str, str], tests: list[str]
-) -> bool:
-    """Whether a value the written call holds equals the item's (`_alike`'s, for one of their entries)."""
-    if isinstance(value, ast.Constant) and isinstance(theirs, ast.Constant):
-        return type(value.value) is type(theirs.value) and value.value == theirs.value
-    if isinstance(value, ast.Dict):
-        entries = _entries(value)
-        if entries is None:
-            return False
-        if isinstance(theirs, ast.Dict):
-            their_entries = _entries(theirs)
-            return their_entries is not None and _alike(entries, their_entries, made, not_null, tests)
-        if isinstance(theirs, ast.Name) and theirs.id in made:
-            return _alike(entries, made[theirs.id], made, not_null, tests)
-        return False
-    if isinstance(value, ast.Name) and isinstance(theirs, ast.Name) and value.id in _NEVER_MISSING:
-        tests.append(f"{value.id} is {theirs.id}")
-        return True
-    return False
-
-
-def _sets(name: str, line: str) -> bool:
-    """Whether a line of code sets the variable `name` (alone or among others)."""
-    return re.search(rf"\b{name}\b(?:, \w+)* =(?!=)", line) is not None
-
-
-def written_once(writes: list[str], written: list[str], kept: Mapping[str, str]) -> list[str]:
-    """A call's write (`call_write`'s lines, `written`) that makes a dict equal to the call its item's template
-    lines (`writes`) made (`x_w`) wherever a few identity tests hold (no id rewritten, the arguments text as
-    given, a value the write drops where null not null): those tests, and the item's call appended as it is;
-    the write as it was otherwise. The written lines as they are where that is not known. `kept`: the check's
-    variables that hold the item's as they were (`d_name = f1_1`, never set again): no test of those."""
-    calls = WRITTEN_CALLS
-    at = next((n for n, line in enumerate(written) if re.fullmatch(r"\w+ = (\{.*\}|\(.*\))", line)), None)
-    last = written[-1] if written else ""
-    appended = re.fullmatch(rf"{calls}\.append\((\w+)\)", last)
-    if at is None or appended is None:
-        return written
-    ours, theirs = _dicts_made(written[at:]), _dicts_made(writes)
-    if ours is None or theirs is None or appended[1] not in ours[0] or "x_w" not in theirs[0]:
-        return written
-    tests: list[str] = []
-    if not _alike(ours[0][appended[1]], theirs[0]["x_w"], theirs[0], ours[1], tests) or not tests:
-        return written
-    same = {f"{name} is {var}" for name, var in kept.items()}
-    tests = [test for test in dict.fromkeys(tests) if test not in same] or ["True"]
-    return [
-        *written[:at],
-        f"if {' and '.join(tests)}: {calls}.append(x_w)  # (the call as its item wrote it: alike)",
-        "else:",
-        *indent(written[at:]),
-    ]
-
-
 def _settles_every_part(branch: list[str]) -> bool:
     """Whether a branch of the role items join settles its parts' unwritten fields at the normal form's paths
     on every message (`_settle_gaps`: it has no direct shape that writes them at the part's path), so every
@@ -657,21 +406,13 @@ class _Writer:
             )
 
     def written(
-        self,
-        role: str,
-        message: str,
-        index: str,
-        path: str,
-        last: bool,
-        source: _Source,
-        read_as: str | None = None,
-        formed: bool = True,
+        self, role: str, message: str, index: str, path: str, last: bool, source: _Source, read_as: str | None = None
     ) -> list[str] | None:
         """A complete normal-form message `message` of `role` (its index `index`; `path`: its source path's
         expression, for a hoisted prompt) written by the provider's branch for its role, its notes at their paths
         in `source`; `last`: nothing follows in the item's lines (a `continue` of the branch ends the item, as it
         ends the message; else it ends a loop of one turn around the branch); `read_as`: the role whose blocks it
-        was read from (its own, unless said); `formed`: its content's final form still to settle (else settled)."""
+        was read from (its own, unless said)."""
         hoisted = role in self.gen.names["HOIST"]
         branch = self.branches.get(HOISTED if hoisted else role)
         if branch is None:
@@ -685,8 +426,7 @@ class _Writer:
         at = [f"x_path = {path}"] if hoisted else []
         if any(_ROLE.search(line.partition("  #")[0]) for line in branch):  # (a `lead` block's getter reads it)
             at.append(f"role = {message}['role']")
-        settled = self.formed(message, role, read_as or role) if formed else []
-        return [*settled, *at, f"m, i = {message}, {index}", *branch]
+        return [*self.formed(message, role, read_as or role), *at, f"m, i = {message}, {index}", *branch]
 
     def formed(self, message: str, role: str, read_as: str) -> list[str]:
         """The message's content in its final form, as `SourceFormat.read_transcript` settles it once nothing
@@ -769,7 +509,7 @@ class _Writer:
                 return [*writes[:n], *(pad + each for each in inline), *writes[n + 1 :]], "d_a"
         return writes, None
 
-    def call_checked(self, kind: Kind, given: str | None = None, writes: list[str] | None = None) -> list[str]:
+    def call_checked(self, kind: Kind, given: str | None = None) -> list[str]:
         """A tool call that joins the open message (`x_w`), its fields read where the item's template left them,
         checked as the provider's assistant branch checks each call (`direct_code.call_check`) and written as it
         writes each (`call_write`) onto the open message's calls: that branch then takes them as written (`x_ok`).
@@ -789,8 +529,6 @@ class _Writer:
         assert isinstance(kind.node, Obj)
         held = {key: self.gen.key_values.get(id(node)) for key, node in kind.node.items}
         typed = dict(kind.node.items).get("type") == Const("function")  # (written so: never tested again)
-        checked = {fields["d_id"], fields["d_name"], fields["d_raw"]}  # (each there once the check holds)
-        sized = call_sized(writes or [], checked) if typed else None
         turn = "True if i > last else MISSING" if self.reads_last else None  # (`last`: found before the loop)
         written = call_write(inbound.reads_arguments_json, inbound.writes[1], self.gen.names, held, turn)
         if written is None:
@@ -801,16 +539,13 @@ class _Writer:
         written = [
             _NOTES.sub(f"{WRITTEN_NOTES}.append(", line) for line in sourced(written, source, self.gen.names, self.mark)
         ]
-        checks = call_check(inbound.reads_arguments_json, "x_ok = False; break", given, typed, sized)
-        kept = {name: var for name, var in fields.items() if not any(_sets(name, line) for line in checks)}
-        written = written_once(writes or [], written, kept)
-        used = " ".join(line.partition("  #")[0] for line in [*checks, *written])  # (a field none reads: not held)
-        at = [f"i, d_k = x_at, len({WRITTEN_CALLS})"] if re.search(r"\b(i|d_k)\b", used) else []
         return [
             "if x_ok:",
-            *(f"    {name} = {value}" for name, value in fields.items() if re.search(rf"\b{name}\b", used)),
+            *(f"    {name} = {value}" for name, value in fields.items()),  # (one by one: no tuple made)
             "    while True:  # one pass: a failed check ends it (`break`) as it ends the branch's loop",
-            *indent([*checks, *at, *written], 8),
+            *indent(call_check(inbound.reads_arguments_json, "x_ok = False; break", given, typed), 8),
+            f"        i, d_k = x_at, len({WRITTEN_CALLS})",
+            *indent(written, 8),
             "        break",
         ]
 
@@ -833,7 +568,6 @@ class _Writer:
     def joined_item(self, kind: Kind, role: str, scope: str = "x_m") -> list[str]:
         """An item (or a block, at `scope`) that joins the open message of `role` (into its list `kind.into`)."""
         reads, writes = self.gen.template(kind, "x_w", scope, self.ctx)
-        writes = seals_scanned_once(writes)
         lines = list(reads)
         if kind.state is not None:  # sealed state: today's route unseals it
             lines += [
@@ -841,7 +575,7 @@ class _Writer:
                 f"if type(x_st) is str and {SEAL!r} in x_st: return None",
             ]
         inline, given = self.arguments_written(kind, writes)
-        checked = self.call_checked(kind, given, inline)
+        checked = self.call_checked(kind, given)
         if len(checked) > 1:  # (checked here: its `d_a` read)
             writes = inline
         first = [f"if x_l is None: x_open[{kind.into!r}] = [x_w]"]
@@ -866,22 +600,14 @@ class _Writer:
             return None
         reads, writes = self.gen.template(kind, "x_w", "x_m", self.ctx)
         lines = [*reads, *writes]
-        settled = False
         for key in kind.blocks:
             parts = self.parts(self.fmt.roles.get(role, {}), "x_n", "x_ps")
             if parts is None:
                 return None
-            held = written_last(writes, key)  # (the value the lines just wrote there: not read back)
-            lines += [f"x_n = {held or f'x_w.get({key!r})'}", "if type(x_n) is list:", "    x_ps = []", *indent(parts)]
+            lines += [f"x_n = x_w.get({key!r})", "if type(x_n) is list:", "    x_ps = []", *indent(parts)]
             lines.append(f"    x_w[{key!r}] = x_ps")
-            formed = self.formed("x_w", role, role)
-            if held is not None and kind.blocks == ("content",) and formed[:2] == _FORMED_LIST:
-                # Its final form settled where it is a list (else written as it was: not a list, left so).
-                lines += [re.sub(r"\bx_c\b", "x_ps", line) for line in formed[2:]]
-                settled = True
         path = repr(escaped_path(self.fmt.each) + "[{}]") + ".format(x_i)"
-        source = _Source(self.item, kind.renames)
-        written = self.written(role, "x_w", "x_i", path, True, source, formed=not settled)
+        written = self.written(role, "x_w", "x_i", path, True, _Source(self.item, kind.renames))
         return None if written is None else [*lines, *written]
 
     def role_message(self, role: str) -> list[str] | None:

@@ -23,7 +23,7 @@ fails or anything raises first, so its refusal is the one the check gives (tests
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from operator import methodcaller
 from typing import TYPE_CHECKING, Any
 
@@ -391,31 +391,6 @@ def _role(
 
 
 TOOLS = ListPath("tools", ".function")
-USUAL_TOOL_KEYS = ("name", "description", "parameters")  # a declaration's usual keys (each tested below)
-
-
-def _tool_built(keys: Mapping[str, str], held: Mapping[str, str]) -> list[str]:
-    """The lines making `source_`, the Chat Completions tool a format's read makes from a caller's tool (`keys`:
-    its function's keys in order, `held`: each one's variable, MISSING where absent): one display where the tool
-    has its usual keys and none of the others (no key tested and set one at a time); else each present key set
-    in turn. The same keys in the same order either way."""
-    first = next(iter(keys), None)  # the name, tested before this, is there: in the display when first
-    one_by_one = [f"function_ = {{'name': {held['name']}}}" if first == "name" else "function_ = {}"]
-    for key in keys:
-        if key != "name" or first != "name":
-            present = "" if key == "name" else f"if {held[key]} is not MISSING: "
-            one_by_one.append(f"{present}function_[{key!r}] = {held[key]}")
-    one_by_one.append("source_ = {'type': 'function', 'function': function_}")
-    if "name" not in keys:
-        return [f"        {line}" for line in one_by_one]
-    usual = [key for key in keys if key in USUAL_TOOL_KEYS]
-    tests = [f"{held[key]} is not MISSING" for key in usual if key != "name"]
-    tests += [f"{held[key]} is MISSING" for key in keys if key not in USUAL_TOOL_KEYS]
-    function = "{" + ", ".join(f"{key!r}: {held[key]}" for key in usual) + "}"
-    display = f"source_ = {{'type': 'function', 'function': {function}}}"
-    if not tests:
-        return [f"        {display}"]
-    return [f"        if {' and '.join(tests)}: {display}", "        else:", *[f"            {x}" for x in one_by_one]]
 
 
 def generate_tools(inbound: Inbound, declaration: Node, caller: CallerTools | None = None) -> tuple[str, Tools] | None:
@@ -469,7 +444,13 @@ def generate_tools(inbound: Inbound, declaration: Node, caller: CallerTools | No
             for key, var in held.items()
         ]
         if whole:  # the Chat Completions tool the format's read makes (`SourceFormat._tools`), its keys in order
-            built = _tool_built(caller.keys, held)
+            first = next(iter(caller.keys), None)  # the name, tested below, is there: in the display when first
+            built = [f"        function_ = {{'name': {held['name']}}}" if first == "name" else "        function_ = {}"]
+            for key in caller.keys:
+                present = "" if key == "name" else f"if {held[key]} is not MISSING: "
+                if key != "name" or first != "name":
+                    built.append(f"        {present}function_[{key!r}] = {held[key]}")
+            built.append("        source_ = {'type': 'function', 'function': function_}")
         read = caller.keys if whole else inbound.tool_keys_read or ()
         names["OWN_"] = frozenset(caller.keys[key] for key in read if key in caller.keys)
         names["QUIET_"], names["methodcaller"] = caller.quiet, methodcaller
