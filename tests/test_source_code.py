@@ -119,6 +119,7 @@ CALLER_TOOLS = {  # per format: tool lists the provider's tools function takes i
         ],
         [{"name": "f"}],  # no schema: a provider's default noted (taken back: read as Chat Completions tools)
         [{"name": "f", "input_schema": SCHEMA, "cache_control": {"type": "ephemeral"}}],
+        [{"name": "f", "description": "d", "input_schema": SCHEMA, "cache_control": {"type": "ephemeral"}}],
         [{"name": "f", "input_schema": SCHEMA, "type": "web_search"}],  # a listed key's other value: dropped
         [{"name": "f", "input_schema": SCHEMA, "loud": 1}],  # a key no rule reads: refused
         [{"name": "f", "input_schema": {"a": float("nan")}}],  # the JSON check's path, in the caller's names
@@ -132,6 +133,11 @@ CALLER_TOOLS = {  # per format: tool lists the provider's tools function takes i
     "openai-responses": [
         [{"type": "function", "name": "f", "description": "d", "parameters": SCHEMA}],
         [{"type": "function", "name": "f", "parameters": SCHEMA, "strict": True}],
+        [  # the usual keys, the usual keys and another, then one without them
+            {"type": "function", "name": "f", "description": "d", "parameters": SCHEMA},
+            {"type": "function", "name": "g", "description": "e", "parameters": SCHEMA, "strict": False},
+            {"type": "function", "name": "h", "description": "e"},
+        ],
         [{"type": "function", "name": "f", "parameters": SCHEMA, "defer_loading": False, "output_schema": None}],
         [{"type": "function", "name": "f", "parameters": SCHEMA, "output_schema": {}}],  # dropped, noted
         [{"type": "web_search"}],  # refused

@@ -258,6 +258,14 @@ def variants() -> dict[str, dict[str, Any]]:
     edit("call id missing", base, lambda r: r[items][3].pop("call_id"))
     edit("arguments an object", base, lambda r: r[items][3].update(arguments={"a": 1}))
     edit("later arguments an object", base, lambda r: r[items][5].update(arguments={"a": 1}))
+    # A call's id sealed later, or holding the seal but not a string; an output missing, null, not a string.
+    edit("later sealed call id", base, lambda r: r[items][5].update(call_id=sealed({"x": 1}, r[items][5]["call_id"])))
+    edit("sealed id not a string", base, lambda r: r[items][3].update(call_id=["a" + SEAL + "b"]))
+    edit("output missing", base, lambda r: r[items][7].pop("output"))
+    edit("output null", base, lambda r: r[items][7].update(output=None))
+    edit("output a number", base, lambda r: r[items][7].update(output=3))
+    edit("output one text", base, lambda r: r[items][7].update(output=[{"type": "input_text", "text": "t"}]))
+    edit("output image", base, lambda r: r[items][7].update(output=[{"type": "input_image", "image_url": "u"}]))
     return out
 
 
