@@ -22,7 +22,7 @@ from support.cli import explain_code
 from toolnexus import ToolnexusError, load_rules, translate_response
 from toolnexus.errors import Note, ResponseError
 from toolnexus.language import templates
-from toolnexus.language.fold import folded
+from toolnexus.language.fold import Typed, folded
 from toolnexus.language.paths import MISSING
 from toolnexus.translate import formats
 from toolnexus.translate.format_code import straight_usage_lines, usage_lines
@@ -93,6 +93,9 @@ _CHANGES: dict[str, Callable[[Any], Any]] = {
     "no choices": lambda a: a.__setitem__("choices", a["choices"][:0]),
     "lone surrogate": lambda a: _message(a).__setitem__("content", "a \ud800 b"),
     "refusal": lambda a: _message(a).update(content=None, refusal="I can't help with that."),
+    "refusal and text": lambda a: _message(a).update(content="Partly.", refusal="Not the rest."),
+    "empty refusal": lambda a: _message(a).update(content=None, refusal=""),
+    "empty annotations": lambda a: _message(a).__setitem__("annotations", []),
     "no content": lambda a: _message(a).pop("content"),
     "empty content": lambda a: _message(a).__setitem__("content", ""),
     "annotations": lambda a: _message(a).__setitem__("annotations", [{"type": "url_citation", "url_citation": {}}]),
@@ -486,6 +489,50 @@ def test_the_fold_decides_what_known_values_decide_and_nothing_else() -> None:
     ]
     keyed = ["x = E.get(L, MISSING)", "y = E.get('k', L)", "out.append(x if y else 0)"]
     assert folded(keyed, {"E": {}, "L": []}, missing, {"out"}) == keyed
+
+
+@pytest.mark.parametrize("source", ["openai-responses"])
+def test_the_folded_writer_tests_what_the_read_leaves_by_type_and_runs_known_rich_paths_at_generation(
+    source: str,
+) -> None:
+    """Where the read made no annotations, the writer's rich path over them (an empty list) ran at generation: no
+    line run calls it or tests its result; and the text-or-refusal test (a string or None, `RESULT_TYPES`) is that
+    value's truth, no `is_empty` call; an answer with extras runs the lines as written."""
+    for name, answer in BENCH["openai"].items():
+        run = _lines_run("openai", source, answer)
+        writer = run[next(n for n, line in enumerate(run) if "answer_id, created =" in line) :]
+        assert writer and not [line for line in writer if re.search(r"V_annotations|is_empty\(", line)], name
+    extras = _changed(BENCH["openai"]["text"], _CHANGES["message extra_content"])
+    assert any("is_empty(" in line for line in _lines_run("openai", source, extras))
+
+
+def test_the_fold_runs_pure_functions_and_tests_by_known_types() -> None:
+    """`fold.folded`'s `pure` functions run on known values at generation (a fresh display of a JSON result; kept
+    where the result shares a container with its argument, or the call raises, or the name is rebound), and a
+    `falsity` function of a value known to be of its types is that value's falsity (kept for any other type)."""
+    missing = {"MISSING": MISSING}
+
+    def cited(data: Any) -> Any:
+        return [dict(x) for x in data["a"]]
+
+    lines = ["v = cited({'a': L})", "if v is MISSING:", "    v = []", "out.append(v)"]
+    assert folded(lines, {"L": []}, missing, {"out"}, {"cited": cited}) == ["v = []", "out.append(v)"]
+    assert folded(lines, {"L": []}, missing, {"out"}, {"cited": lambda data: data["a"]}) == lines  # (shared)
+    assert folded(lines, {"L": []}, missing, {"out"}, {"cited": lambda data: data["b"]}) == lines  # (raises)
+    assert folded(lines, {"L": []}, missing, {"out"}, {"cited": lambda data: MISSING}) == [
+        "v = MISSING",
+        "v = []",
+        "out.append(v)",
+    ]
+    rebound = ["cited = f", *lines]
+    assert folded(rebound, {"L": []}, missing, {"out"}, {"cited": cited}) == rebound
+    empty = {"is_empty": frozenset({str, type(None)})}
+    tested = ["v = T or R", "if is_empty(v) is False:", "    out.append(v)"]
+    typed = {"T": Typed(frozenset({str})), "R": Typed(frozenset({str, type(None)}))}
+    assert folded(tested, typed, missing, {"out"}, falsity=empty) == ["v = T or R", "if v:", "    out.append(v)"]
+    numbered = {**typed, "R": Typed(frozenset({str, int}))}
+    assert folded(tested, numbered, missing, {"out"}, falsity=empty) == tested
+    assert folded(tested, {}, missing, {"out"}, falsity=empty) == tested
 
 
 def _straight_maps() -> dict[str, Any]:

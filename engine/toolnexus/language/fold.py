@@ -6,22 +6,37 @@ reads of it that give a known value replaced by that value, the stores no line r
 does it for the few forms the engine's generators write (`isinstance`, `.get` with a constant key, `is`, `==`,
 `and`/`or`/`not`, a conditional expression, `if`), and leaves anything else as it was: a line it cannot decide
 runs as written, so the copy does what the lines do wherever the known values hold.
+
+A name may also be known by its types alone (`Typed`: a string or None), and some functions by what they are:
+`pure` ones (a function of its arguments alone, no state, no effect) run at generation on known arguments, their
+result written afresh where it is a JSON value sharing nothing with them; `falsity` ones (`is_empty`) written as
+`not VALUE` where the value's types are those whose result is its falsity.
 """
 
 from __future__ import annotations
 
 import ast
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 # Calls whose result a known argument decides (none of them can be rebound by the lines: `folded` checks).
 _TYPES = {"dict": dict, "list": list, "str": str, "int": int, "tuple": tuple, "bool": bool, "float": float}
 _IMMUTABLE = (str, int, float, bool, tuple, type(None))
 _UNKNOWN = object()  # (a value the folder does not know)
+_NONE: Mapping[str, Any] = {}
+_BOOL: frozenset[type] = frozenset({bool})
 # CPython 3.11 keeps the AST objects' recursion depth once per interpreter: two threads making them at once (a format
 # compiled on first use from several threads) can raise SystemError, so the engine's parses take turns.
 _PARSING = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Typed:
+    """A value known by its exact types only (`type(value)` is one of them), not by its value."""
+
+    types: frozenset[type]
 
 
 def parsed(text: str) -> ast.Module:
@@ -36,16 +51,25 @@ def parsed_expression(text: str) -> ast.expr:
         return ast.parse(text, mode="eval").body
 
 
-def folded(lines: list[str], known: Mapping[str, Any], constants: Mapping[str, Any], keep: Iterable[str]) -> list[str]:
+def folded(
+    lines: list[str],
+    known: Mapping[str, Any],
+    constants: Mapping[str, Any],
+    keep: Iterable[str],
+    pure: Mapping[str, Callable[..., Any]] = _NONE,
+    falsity: Mapping[str, frozenset[type]] = _NONE,
+) -> list[str]:
     """`lines` (a block of statements at no indent) run where each name of `known` holds its value (never mutated by
-    the lines unless read as it is: a container stays named); `constants` are the module's names of fixed values
-    (`MISSING`), `keep` the names read after the lines (their stores stay)."""
+    the lines unless read as it is: a container stays named) or one of its types (`Typed`); `constants` are the
+    module's names of fixed values (`MISSING`), `keep` the names read after the lines (their stores stay); `pure`
+    the module's functions of their arguments alone, `falsity` those whose result is `not VALUE` for a value of one
+    of their types."""
     tree = parsed("\n".join(lines))
     assigned = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
-    if assigned & ({"isinstance", *_TYPES} | set(constants)):
-        return lines  # (a name the folder reads as a builtin or a constant is rebound: nothing is folded)
+    if assigned & ({"isinstance", *_TYPES} | set(constants) | set(pure) | set(falsity)):
+        return lines  # (a name the folder reads as a builtin, a constant or a known function is rebound: no fold)
     env: dict[str, Any] = {**known}
-    body = _Folder(constants).block(tree.body, env)
+    body = _Folder(constants, pure, falsity).block(tree.body, env)
     body = _without_dead_stores(body, set(keep))
     return ast.unparse(ast.Module(body=body, type_ignores=[])).splitlines() if body else ["pass"]
 
@@ -53,8 +77,15 @@ def folded(lines: list[str], known: Mapping[str, Any], constants: Mapping[str, A
 class _Folder:
     """The statements' and expressions' folding over an environment of known values (`_UNKNOWN` for any other)."""
 
-    def __init__(self, constants: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        constants: Mapping[str, Any],
+        pure: Mapping[str, Callable[..., Any]] = _NONE,
+        falsity: Mapping[str, frozenset[type]] = _NONE,
+    ) -> None:
         self.constants = constants
+        self.pure = pure
+        self.falsity = falsity
 
     def block(self, statements: list[ast.stmt], env: dict[str, Any]) -> list[ast.stmt]:
         """The statements folded in order, `env` updated as they store; a known container the folded statement may
@@ -79,7 +110,7 @@ class _Folder:
             test = self.value(node.test, env)
             if test is not _UNKNOWN:
                 return self.block(node.body if test else node.orelse, env)
-            node.test = self.expr(node.test, env)
+            node.test = _truth(self.expr(node.test, env))
             branches = [dict(env), dict(env)]
             node.body = self.block(node.body, branches[0]) or [ast.Pass()]
             node.orelse = self.block(node.orelse, branches[1])
@@ -87,8 +118,9 @@ class _Folder:
             return [node]
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             value = self.value(node.value, env)
+            kinds = self.kinds(node.value, env) if value is _UNKNOWN else None
             node.value = self.expr(node.value, env)
-            env[node.targets[0].id] = value
+            env[node.targets[0].id] = value if kinds is None else Typed(kinds)
             return [node]
         if isinstance(node, (ast.For, ast.While, ast.With, ast.Try)):
             _forget(env, node)  # (a loop's stores reach its next turn: nothing stored in it is known inside or after)
@@ -114,7 +146,8 @@ class _Folder:
             return node.value
         if isinstance(node, ast.Name):
             if node.id in env:
-                return env[node.id]
+                held = env[node.id]
+                return _UNKNOWN if isinstance(held, Typed) else held
             return self.constants.get(node.id, _UNKNOWN)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             operand = self.value(node.operand, env)
@@ -151,6 +184,8 @@ class _Folder:
             if held is _UNKNOWN or not isinstance(kind, ast.Name) or kind.id not in _TYPES:
                 return _UNKNOWN
             return isinstance(held, _TYPES[kind.id])
+        if isinstance(func, ast.Name) and func.id in self.pure and func.id not in env:
+            return _run(self.pure[func.id], node.args, env, self)
         args = [self.value(arg, env) for arg in node.args]
         if any(arg is _UNKNOWN for arg in args):
             return _UNKNOWN
@@ -161,6 +196,96 @@ class _Folder:
                 sure = isinstance(found, _IMMUTABLE) or any(found is one for one in self.constants.values())
                 return found if sure else _UNKNOWN
         return _UNKNOWN
+
+    def kinds(self, node: ast.expr, env: dict[str, Any]) -> frozenset[type] | None:
+        """The exact types the expression's value is one of, where the known values and types tell; else None."""
+        value = self.value(node, env)
+        if value is not _UNKNOWN:
+            return frozenset({type(value)})
+        if isinstance(node, ast.Name):
+            held = env.get(node.id)
+            return held.types if isinstance(held, Typed) else None
+        if isinstance(node, (ast.BoolOp, ast.IfExp)):  # (its value is one of its operands')
+            parts = [self.kinds(part, env) for part in (node.values if isinstance(node, ast.BoolOp) else
+                                                        (node.body, node.orelse))]  # fmt: skip
+            return None if any(part is None for part in parts) else frozenset().union(*parts)  # type: ignore[arg-type]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return _BOOL
+        if isinstance(node, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+            return _BOOL
+        if self.falsity_of(node, env) is not None:
+            return _BOOL
+        return None
+
+    def falsity_of(self, node: ast.expr, env: dict[str, Any]) -> ast.expr | None:
+        """The value a `falsity` function's call tests (`is_empty(VALUE)` of a value of its types: `not VALUE`)."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1):
+            return None
+        types = self.falsity.get(node.func.id) if node.func.id not in env and not node.keywords else None
+        kinds = self.kinds(node.args[0], env) if types is not None else None
+        return node.args[0] if kinds is not None and types is not None and kinds <= types else None
+
+
+def _run(function: Callable[..., Any], args: list[ast.expr], env: dict[str, Any], folder: _Folder) -> Any:
+    """A pure function's result on arguments known at generation (a display of known values made), where it is a
+    JSON value sharing no container with them (so that a display of it, made afresh each run, is the same); else
+    `_UNKNOWN`."""
+    given = [_given(arg, env, folder) for arg in args]
+    if any(arg is _UNKNOWN for arg in given):
+        return _UNKNOWN
+    try:
+        result = function(*given)
+    except Exception:  # (it raises at run time too: the lines keep the call)
+        return _UNKNOWN
+    if any(result is constant for constant in folder.constants.values()):
+        return result
+    held = {id(part) for arg in given for part in _containers(arg)}
+    if not _json(result) or any(id(part) in held for part in _containers(result)):
+        return _UNKNOWN
+    return result
+
+
+def _given(node: ast.expr, env: dict[str, Any], folder: _Folder) -> Any:
+    """An argument's value: a known value, or a dict or list display of known values made now."""
+    if isinstance(node, ast.Dict) and all(key is not None for key in node.keys):
+        keys = [_given(key, env, folder) for key in node.keys if key is not None]
+        values = [_given(value, env, folder) for value in node.values]
+        if _UNKNOWN in keys or _UNKNOWN in values or not all(isinstance(key, _IMMUTABLE) for key in keys):
+            return _UNKNOWN
+        return dict(zip(keys, values, strict=True))
+    if isinstance(node, ast.List):
+        items = [_given(item, env, folder) for item in node.elts]
+        return _UNKNOWN if _UNKNOWN in items else items
+    return folder.value(node, env)
+
+
+def _containers(value: Any) -> Iterable[Any]:
+    """The value's lists and dicts, itself and nested."""
+    if isinstance(value, (list, dict)):
+        yield value
+        for part in value.values() if isinstance(value, dict) else value:
+            yield from _containers(part)
+
+
+def _json(value: Any) -> bool:
+    """A JSON value Python's display writes as it is (strings, ints, booleans, null, lists and str-keyed dicts)."""
+    if value is None or type(value) in (str, int, bool):
+        return True
+    if type(value) is list:
+        return all(_json(part) for part in value)
+    return type(value) is dict and all(type(key) is str and _json(part) for key, part in value.items())
+
+
+def _truth(test: ast.expr) -> ast.expr:
+    """A test written by its truth: `not not X` as `X` (an `if` tests only the truth)."""
+    while (
+        isinstance(test, ast.UnaryOp)
+        and isinstance(test.op, ast.Not)
+        and isinstance(test.operand, ast.UnaryOp)
+        and isinstance(test.operand.op, ast.Not)
+    ):
+        test = test.operand.operand
+    return test
 
 
 class _Substituted(ast.NodeTransformer):
@@ -176,6 +301,15 @@ class _Substituted(ast.NodeTransformer):
             written = _written(value, self.folder.constants)
             if written is not None and not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)):
                 return ast.copy_location(written, node)
+            if isinstance(node, ast.Call) and isinstance(value, (list, dict)):  # (a pure call's fresh JSON value)
+                return ast.copy_location(parsed_expression(repr(value)), node)
+        tested = self.folder.falsity_of(node, self.env) if isinstance(node, ast.expr) else None
+        if tested is not None:
+            return ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=self.visit(tested)), node)
+        said = _said_bool(node)
+        if isinstance(node, ast.Compare) and said is not None and self.folder.kinds(node.left, self.env) == _BOOL:
+            left: ast.expr = self.visit(node.left)  # (`B is True` of a bool: `B`; `B is False`: `not B`)
+            return left if said else ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=left), node)
         if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
             # (an operand of `is` written as its value only where that is a singleton: a string's identity is its own)
             node.left = self._operand(node.left)
@@ -189,6 +323,15 @@ class _Substituted(ast.NodeTransformer):
         if any(value is one for one in (None, True, False, *self.folder.constants.values())):
             return self.visit(node)  # type: ignore[no-any-return]
         return super().generic_visit(node)  # type: ignore[return-value]
+
+
+def _said_bool(node: ast.AST) -> bool | None:
+    """The boolean `X is True` or `X is False` compares with; None for any other node."""
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Is):
+        said = node.comparators[0]
+        if isinstance(said, ast.Constant) and type(said.value) is bool:
+            return said.value
+    return None
 
 
 def _written(value: Any, constants: Mapping[str, Any]) -> ast.expr | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from operator import countOf
 from typing import Any, Final
+from weakref import WeakSet
 
 import jmespath
 from jmespath.exceptions import JMESPathError, JMESPathTypeError, ParseError
@@ -76,7 +77,27 @@ def _describe(exc: JMESPathError) -> str:
 
 
 def compile_path(expression: str) -> Getter:
-    """Compile `expression` into a getter; raise PathSyntaxError when it does not parse."""
+    """Compile `expression` into a getter (`is_path_read`); raise PathSyntaxError when it does not parse."""
+    getter = _compiled(expression)
+    _PATH_READS.add(getter)
+    return getter
+
+
+# Every getter `compile_path` made: a JMESPath read, a function of its data alone (no state, no effect), so generated
+# lines calling one on values known at generation may be run then (`fold.folded`'s `pure`).
+_PATH_READS: WeakSet[Getter] = WeakSet()
+
+
+def is_path_read(value: Any) -> bool:
+    """Whether `value` is a getter `compile_path` made (a function of its data alone)."""
+    try:
+        return value in _PATH_READS
+    except TypeError:  # (a value no weak reference can name: no getter)
+        return False
+
+
+def _compiled(expression: str) -> Getter:
+    """`compile_path`'s getter of `expression`."""
     parsed = _parse(expression)
     steps = _simple_steps(parsed.parsed)
     if steps is None:

@@ -1284,6 +1284,11 @@ def is_empty(value: Any) -> bool:
     return value is MISSING or value is None or (type(value) in (str, list, dict) and not value)
 
 
+# The types whose `is_empty` is their falsity (`not value`): a value known to be of one is tested by its truth
+# (`fold.folded`'s `falsity`).
+EMPTY_IS_FALSITY: frozenset[type] = frozenset({str, list, dict, type(None)})
+
+
 _COMPACT_TEXT = text_encoder(ensure_ascii=False, compact=True, allow_nan=True)  # json.dumps's output, built once
 
 

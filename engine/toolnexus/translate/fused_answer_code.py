@@ -49,13 +49,13 @@ from types import MappingProxyType
 from typing import Any, NoReturn
 
 from ..language.codegen import indent
-from ..language.fold import folded, parsed_expression
+from ..language.fold import Typed, folded, parsed_expression
 from ..language.jsonsafe import ORJSON_LOADS, standard_loads_each, texts_read_alike
-from ..language.paths import MISSING
-from ..language.templates import sealed_texts
+from ..language.paths import MISSING, is_path_read
+from ..language.templates import EMPTY_IS_FALSITY, is_empty, sealed_texts
 from .format_code import ResultAt, answer_reads, straight_usage_lines, writer_lines
 from .formats import AnswerBody, FusedAnswer, SourceFormat
-from .outbound import RESULT_FIELDS, RESULT_VALUES, Outbound, ResponseGen
+from .outbound import RESULT_FIELDS, RESULT_TYPES, RESULT_VALUES, Outbound, ResponseGen
 from .stream_rules import NO_READS
 
 # Where the fused function holds the result's fields, each in a variable, each call as `new_tool_call`'s arguments
@@ -118,7 +118,8 @@ def held_inputs(calls: list[tuple[Any, ...]]) -> list[Any]:
 def with_fused_answers(fmt: SourceFormat, providers: Mapping[str, Any]) -> SourceFormat:
     """The format with the fused answer function of each provider whose pieces compose with it, and their sources."""
     lines, writer_names, reads_time = writer_lines(fmt, HELD)
-    writer = unmade_split(lines, set(re.findall(r"\w+", "\n".join(TAIL)))), writer_names, reads_time  # (once a format)
+    kept = set(re.findall(r"\w+", "\n".join(TAIL)))
+    writer = unmade_split(lines, kept, writer_names), writer_names, reads_time  # (once a format)
     made = {
         name: found
         for name, p in providers.items()
@@ -318,18 +319,24 @@ def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
-def unmade_split(lines: list[str], keep: set[str]) -> list[str]:
+def unmade_split(lines: list[str], keep: set[str], names: Mapping[str, Any] = MappingProxyType({})) -> list[str]:
     """The writer's lines (a function body's) run as two branches: where the read made none of the pieces whose
     fields the lines read (one test), the lines folded over those fields' known values (`fold.folded`: the extras'
-    and reasoning's reads and tests gone); else as written. The lines alone where the fold changes nothing."""
+    and reasoning's reads and tests gone), the types the read always leaves (`RESULT_TYPES`: a string's or a
+    refusal's `is_empty` its truth) and the writer's rich paths (`names`' `paths.is_path_read`: run on a known
+    value at generation, an empty annotations list's); else as written. The lines alone where the fold changes
+    nothing."""
     text = "\n".join(lines)
     pieces = {piece: fields for piece, fields in unmade_fields().items()
               if any(re.search(rf"(?<![\w.']){name}(?![\w'])", text) for name in fields)}  # fmt: skip
     if not pieces:
         return lines
-    known = {name: value for fields in pieces.values() for name, value in fields.items()}
+    known: dict[str, Any] = {HELD.field.format(name): Typed(types) for name, types in RESULT_TYPES.items()}
+    known.update((name, value) for fields in pieces.values() for name, value in fields.items())
     plain = [line[4:] for line in lines]
-    fast = folded(plain, known, {"MISSING": MISSING}, keep)
+    pure = {name: value for name, value in names.items() if is_path_read(value)}
+    falsity = {name: EMPTY_IS_FALSITY for name, value in names.items() if value is is_empty}
+    fast = folded(plain, known, {"MISSING": MISSING}, keep, pure, falsity)
     if fast == folded(plain, {}, {"MISSING": MISSING}, keep):
         return lines
     test = " and ".join(f"{piece} is None" for piece in pieces)

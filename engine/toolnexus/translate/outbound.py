@@ -1004,6 +1004,11 @@ RESULT_VALUES = [
     '"" if f is None else "".join(f.reasoning)', "{} if f is None else f.extras",
     "[] if f is None else f.annotations", "refusal",
 ]  # fmt: skip
+# The exact types some of those values are always of, whatever the answer (a join is a string; `ResponseGen.refusal`
+# leaves a string or None), so that the writer's tests of them can be folded (`fused_answer_code.unmade_split`).
+RESULT_TYPES: dict[str, frozenset[type]] = {
+    "text": frozenset({str}), "reasoning_content": frozenset({str}), "refusal": frozenset({str, type(None)}),
+}  # fmt: skip
 
 
 def result_lines(values: list[str]) -> list[str]:
