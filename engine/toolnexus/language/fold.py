@@ -240,7 +240,7 @@ def _run(function: Callable[..., Any], args: list[ast.expr], env: dict[str, Any]
     if any(result is constant for constant in folder.constants.values()):
         return result
     held = {id(part) for arg in given for part in _containers(arg)}
-    if not _json(result) or any(id(part) in held for part in _containers(result)):
+    if not displayed_afresh(result) or any(id(part) in held for part in _containers(result)):
         return _UNKNOWN
     return result
 
@@ -267,13 +267,16 @@ def _containers(value: Any) -> Iterable[Any]:
             yield from _containers(part)
 
 
-def _json(value: Any) -> bool:
-    """A JSON value Python's display writes as it is (strings, ints, booleans, null, lists and str-keyed dicts)."""
+def displayed_afresh(value: Any) -> bool:
+    """A constant Python's own display writes afresh each time (JSON strings, integers, booleans, null,
+    finite floats, and lists and objects of them)."""
     if value is None or type(value) in (str, int, bool):
         return True
+    if type(value) is float:
+        return value == value and value not in (float("inf"), float("-inf"))
     if type(value) is list:
-        return all(_json(part) for part in value)
-    return type(value) is dict and all(type(key) is str and _json(part) for key, part in value.items())
+        return all(displayed_afresh(v) for v in value)
+    return type(value) is dict and all(type(k) is str and displayed_afresh(v) for k, v in value.items())
 
 
 def _truth(test: ast.expr) -> ast.expr:

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import Note
 from ..language.codegen import Namespace, indent
+from ..language.fold import displayed_afresh
 from ..language.jsonsafe import WrittenTexts
 from ..language.loader import Key
 from ..language.paths import MISSING, scope_fields, simple_steps
@@ -918,7 +919,7 @@ def as_python(
     string, whose `empty` test is the string's own truth. `seal`: the name the caller binds `templates.sealed`
     to, so that a `$seal` of one such name onto another is written too (None: it is not)."""
     if isinstance(node, Const):
-        return repr(node.value) if _literal(node.value) else None
+        return repr(node.value) if displayed_afresh(node.value) else None
     if isinstance(node, Get):
         read = node.reads[0]
         plain = len(node.reads) == 1 and node.plain and read.steps is not None
@@ -1001,18 +1002,6 @@ def _test(node: When, names: Mapping[str, str], texts: frozenset[str] = frozense
             f"(not {value})" if node.expected[0] is True else value)  # fmt: skip
     test = f"({value} is not None)" if node.test == "present" else f"is_empty({value})"
     return test if node.expected[0] is True else f"(not {test})"
-
-
-def _literal(value: Any) -> bool:
-    """A constant Python's own display writes afresh each time (JSON strings, integers, booleans, null,
-    finite floats, and lists and objects of them)."""
-    if value is None or type(value) in (str, int, bool):
-        return True
-    if type(value) is float:
-        return value == value and value not in (float("inf"), float("-inf"))
-    if type(value) is list:
-        return all(_literal(v) for v in value)
-    return type(value) is dict and all(type(k) is str and _literal(v) for k, v in value.items())
 
 
 def generate_said(fmt: SourceFormat) -> Callable[[Any, list[Note]], dict[str, Any]]:
