@@ -18,7 +18,10 @@ fused function read).
 Where the read made no piece of its state (no `Found`: no extras, reasoning or annotations, OpenAI's answers), those
 fields are values known at generation (`{}`, `""`, `[]`), so the writer's lines run in a copy folded over them
 (`unmade_split`, `fold.folded`): their reads of the extras and reasoning and the tests of them gone, one test (`f is
-None`) choosing the copy; an answer that made one runs the lines as written.
+None`) choosing the copy; an answer that made one runs the lines as written. The copy also knows the types the
+read always leaves (`outbound.RESULT_TYPES`: the text a string, the refusal a string or None, so `is_empty` of them is
+their truth) and runs the writer's rich paths on known values at generation (`paths.is_path_read`: the empty
+annotations' path, its result written as a fresh display).
 
 Where the writer walks the calls with their inputs (a `Message`'s `tool_use` blocks), each block is made where the
 read holds its call, the input parsed there by orjson (`at_each_call`: a refusal declines), and the texts parsed are
