@@ -21,7 +21,7 @@ from support.cases import CASES
 from support.cli import explain_code
 from toolnexus import ToolnexusError, load_rules, translate_response
 from toolnexus.errors import Note, ResponseError
-from toolnexus.language import templates
+from toolnexus.language import jsonsafe, templates
 from toolnexus.language.fold import Typed, folded
 from toolnexus.language.paths import MISSING
 from toolnexus.translate import formats
@@ -653,8 +653,16 @@ def test_a_seal_of_extras_holding_only_strings_is_not_screened(monkeypatch: pyte
         {},
     ],
 )
-def test_sealed_texts_is_sealed_for_an_object_of_strings(state: dict[str, Any]) -> None:
-    """`sealed_texts` writes the seal `sealed` writes (today's bytes, so every seal opens as before)."""
-    assert templates.sealed_texts(state, "") == templates.sealed(state, "")
-    assert templates.sealed_texts(state, "call_1") == templates.sealed(state, "call_1")
+@pytest.mark.parametrize("fast", [True, False], ids=["orjson", "no orjson"])
+def test_sealed_texts_is_sealed_for_an_object_of_strings(
+    state: dict[str, Any], fast: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sealed_texts` writes the seal `sealed` writes (today's bytes, so every seal opens as before), also where
+    orjson is not installed (jsonsafe's one optional import: `orjson_strings_bytes` gives None)."""
+    expected = [templates.sealed(state, text) for text in ("", "call_1")]
+    if not fast:
+        monkeypatch.setattr(jsonsafe, "orjson", None)
+        monkeypatch.setattr(jsonsafe, "_ORJSON_FLOATS", False)  # as its import-time test finds with no orjson
+        assert jsonsafe.orjson_strings_bytes(state) is None
+    assert [templates.sealed_texts(state, text) for text in ("", "call_1")] == expected
     assert templates.unseal(templates.sealed_texts(state, "x"), None, part="state") == json.loads(json.dumps(state))

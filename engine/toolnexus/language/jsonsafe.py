@@ -411,6 +411,17 @@ def orjson_bytes(value: Any) -> bytes | None:
     return out
 
 
+def orjson_strings_bytes(value: Any) -> bytes | None:
+    """`orjson_bytes` of a value its caller knows holds only strings, in objects and lists: orjson writes that as
+    json.dumps does, so its text is not searched. None where orjson refuses it (a lone surrogate) or is absent."""
+    if orjson is None:
+        return None
+    try:
+        return orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError
+        return None
+
+
 def _floats_agree() -> bool:
     """Whether this orjson writes floats as json.dumps does outside the text `orjson_compact` leaves alone."""
     if orjson is None:

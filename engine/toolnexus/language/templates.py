@@ -102,14 +102,18 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
-try:
-    import orjson
-except ImportError:  # the `fast` extra is optional: every seal takes `sealed`'s way
-    orjson = None  # type: ignore[assignment]
-
 from ..errors import Note, ResponseError, RuleError, TranslationError
 from .codegen import Namespace, indent
-from .jsonsafe import JsonValueError, WrittenTexts, loads_object, orjson_bytes, orjson_compact, text_encoder, where_in
+from .jsonsafe import (
+    JsonValueError,
+    WrittenTexts,
+    loads_object,
+    orjson_bytes,
+    orjson_compact,
+    orjson_strings_bytes,
+    text_encoder,
+    where_in,
+)
 from .loader import Key, RuleSource, did_you_mean, dotted
 from .paths import MISSING, Getter, PathSyntaxError, compile_path, either_fields, first_field, simple_steps
 
@@ -1410,14 +1414,10 @@ def sealed(carried: Any, text: Any, written: bytes | None = None) -> str:
 
 def sealed_texts(carried: dict[str, Any], text: str) -> str:
     """`sealed` of an object its caller knows holds only strings, in objects and lists (a fused answer's message
-    extras, each object merged into them tested where the read met it): orjson writes that as json.dumps does, so
-    its text is not searched for what orjson writes otherwise (null for NaN, its short small floats), the searches
-    that cost a third of a seal. Where orjson refuses it (a lone surrogate) or is not installed: `sealed`."""
-    try:
-        written = None if orjson is None else orjson.dumps(carried)
-    except TypeError:  # orjson.JSONEncodeError
-        written = None
-    return sealed(carried, text, written)
+    extras, each object merged into them tested where the read met it): its text is not searched for what orjson
+    writes otherwise (null for NaN, its short small floats), the searches that cost a third of a seal
+    (`orjson_strings_bytes`). Where orjson refuses it (a lone surrogate) or is not installed: `sealed`."""
+    return sealed(carried, text, orjson_strings_bytes(carried))
 
 
 def sealer(state: Read, onto: Read) -> Callable[[Any, Ctx], Any]:
