@@ -473,6 +473,8 @@ def test_the_fold_decides_what_known_values_decide_and_nothing_else() -> None:
     assert folded(changed, {"E": {}}, missing, {"out"}) == changed
     handed = ["F = E", "grow(F)", "if E:", "    out.append(E)"]
     assert folded(handed, {"E": {}}, missing, {"out"}) == handed
+    boxed = ["box['e'] = E", "grow(box['e'])", "if not E:", "    out.append(0)"]  # (handed on inside a container)
+    assert folded(boxed, {"E": {}}, missing, {"out", "box"}) == boxed
     looped = ["for n in ns:", "    if not E:", "        out.append(n)", "    E['n'] = n"]
     assert folded(looped, {"E": {}}, missing, {"out"}) == looped
     assert folded(["isinstance = 1", "if isinstance(E, dict):", "    out.append(E)"], {"E": {}}, missing, set()) == [

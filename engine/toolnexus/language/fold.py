@@ -364,8 +364,9 @@ def _compare(op: ast.cmpop, left: Any, right: Any, singletons: Iterable[Any]) ->
 
 
 def _escape(env: dict[str, Any], node: ast.AST, *, top: bool) -> None:
-    """Forget each known container the statement may change or hand on (`top`: a store of it whole, `x = NAME`,
-    is the statement's own and keeps it known, as `x` too)."""
+    """Forget each known container the statement may change or hand on (`top`: a store of it whole into names,
+    `x = NAME`, is the statement's own and keeps it known, as `x` too; into a subscript or an attribute, the
+    container is handed on)."""
     held = {name for name, value in env.items() if isinstance(value, (dict, list))}
     if not held:
         return
@@ -381,7 +382,7 @@ def _escape(env: dict[str, Any], node: ast.AST, *, top: bool) -> None:
             allowed.add(id(inner.operand))
         elif isinstance(inner, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in inner.ops):
             allowed.update(id(part) for part in (inner.left, *inner.comparators))
-    if top and isinstance(node, ast.Assign):
+    if top and isinstance(node, ast.Assign) and all(isinstance(target, ast.Name) for target in node.targets):
         allowed.add(id(node.value))
     for inner in ast.walk(node):
         if (
