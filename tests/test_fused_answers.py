@@ -145,6 +145,9 @@ _CHANGES: dict[str, Callable[[Any], Any]] = {
     "long number the whole text": lambda a: _calls(a)[-1]["function"].__setitem__(
         "arguments", "12345678901234567890123"
     ),
+    "a BOM, then a long number": lambda a: _calls(a)[0]["function"].__setitem__(
+        "arguments", "\ufeff12345678901234567890123"
+    ),
     "long exponent": lambda a: _calls(a)[0]["function"].__setitem__("arguments", '{"x": 1.5e-12345678901234567890}'),
     "long fraction": lambda a: _calls(a)[0]["function"].__setitem__("arguments", '{"x": 0.12345678901234567890123}'),
     "long digits in a key": lambda a: _calls(a)[0]["function"].__setitem__(
