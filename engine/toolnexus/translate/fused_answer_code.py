@@ -24,8 +24,10 @@ their truth) and runs the writer's rich paths on known values at generation (`pa
 annotations' path, its result written as a fresh display).
 
 Where the writer walks the calls with their inputs (a `Message`'s `tool_use` blocks), each block is made where the
-read holds its call, the input parsed there by orjson (`at_each_call`: a refusal declines), and the texts parsed are
-screened once after the read for a number orjson may read otherwise (`jsonsafe.texts_read_alike`: one declines).
+read holds its call, the input parsed there by orjson (`at_each_call`: a refusal declines; the call's id and name read
+from the read's own names, not the held tuple: `held_block`), and the texts parsed are screened once after the read,
+as they are (their UTF-8, a run of digits inside a string passing), for a number orjson may read otherwise
+(`jsonsafe.texts_read_alike`: one declines).
 
 Where the provider's usage took one of its straight paths (every count clean: `ResponseGen.usage_straight`; a
 second one where a `$sum`'s later counts are absent, Anthropic's answers without cache counts), that path sets a
