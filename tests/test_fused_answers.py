@@ -23,11 +23,12 @@ from toolnexus import ToolnexusError, load_rules, translate_response
 from toolnexus.errors import Note, ResponseError
 from toolnexus.language import jsonsafe, templates
 from toolnexus.language.fold import Typed, folded
+from toolnexus.language.jsonsafe import texts_read_alike
 from toolnexus.language.paths import MISSING
 from toolnexus.translate import formats
 from toolnexus.translate.format_code import straight_usage_lines, usage_lines
 from toolnexus.translate.formats import AnswerBody
-from toolnexus.translate.fused_answer_code import held_inputs
+from toolnexus.translate.fused_answer_code import held_block, held_inputs
 from toolnexus.translate.outbound import ResponseGen
 
 ROOT = Path(__file__).parent.parent
@@ -130,6 +131,27 @@ _CHANGES: dict[str, Callable[[Any], Any]] = {
     "long negative number": lambda a: _calls(a)[0]["function"].__setitem__("arguments", '{"n": -9223372036854775809}'),
     "long digits in a string": lambda a: _calls(a)[0]["function"].__setitem__(
         "arguments", '{"id": "12345678901234567890123"}'
+    ),
+    # where the screen of the texts as they are (`jsonsafe.texts_read_alike`) meets a run of 19 digits
+    "long digits after an escaped quote": lambda a: _calls(a)[0]["function"].__setitem__(
+        "arguments", '{"id": "a \\"12345678901234567890123\\" b"}'
+    ),
+    "long digits after an escape": lambda a: _calls(a)[0]["function"].__setitem__(
+        "arguments", '{"id": "a\\n12345678901234567890123"}'
+    ),
+    "long number after a tab": lambda a: _calls(a)[-1]["function"].__setitem__(
+        "arguments", '{"n":\t12345678901234567890123}'
+    ),
+    "long number the whole text": lambda a: _calls(a)[-1]["function"].__setitem__(
+        "arguments", "12345678901234567890123"
+    ),
+    "a BOM, then a long number": lambda a: _calls(a)[0]["function"].__setitem__(
+        "arguments", "\ufeff12345678901234567890123"
+    ),
+    "long exponent": lambda a: _calls(a)[0]["function"].__setitem__("arguments", '{"x": 1.5e-12345678901234567890}'),
+    "long fraction": lambda a: _calls(a)[0]["function"].__setitem__("arguments", '{"x": 0.12345678901234567890123}'),
+    "long digits in a key": lambda a: _calls(a)[0]["function"].__setitem__(
+        "arguments", '{"12345678901234567890123": 1}'
     ),
     "NaN arguments": lambda a: _calls(a)[0]["function"].__setitem__("arguments", '{"x": NaN, "y": Infinity}'),
     "duplicate keys": lambda a: _calls(a)[0]["function"].__setitem__("arguments", '{"a": 1, "a": 2}'),
@@ -378,6 +400,48 @@ def test_a_message_parses_each_call_where_the_read_holds_it() -> None:
     _calls(answer)[0]["function"]["arguments"] = '{"n": [\n12345678901234567890123]}'
     body = translate_response("openai", answer, source="anthropic")
     assert body.made is not None and body["content"][1]["input"] == {"n": [12345678901234567890123]}
+    _calls(answer)[0]["function"]["arguments"] = '{"id": "a\\"12345678901234567890123"}'  # in a string: fused
+    body = translate_response("openai", answer, source="anthropic")
+    assert body.made is None and body["content"][1]["input"] == {"id": 'a"12345678901234567890123'}
+
+
+def test_a_message_block_reads_the_call_from_the_read_s_own_names() -> None:
+    """Each call's block reads a member the call is held as a plain name (its id, its name) from that name, not the
+    held tuple; a member held as an expression (the extra content tested a dict) from the tuple."""
+    code = load_rules().format("anthropic").fused_answers_code["openai"]
+    blocks = [line.strip() for line in code.splitlines() if "call_blocks.append(" in line]
+    assert blocks and all("held_call[0]" not in b and "held_call[1]" not in b for b in blocks)
+    assert all("'name': cn" in b and "sealed(held_call[3], ci)" in b for b in blocks)
+    held = ("ci", "cn", "arguments_json(ca)", "cx if type(cx) is dict else None", "None")
+    assert held_block("(e[0], e[2], e[3], e[4], e, i)", held) == (
+        "(ci, held_call[2], held_call[3], None, held_call, i)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("texts", "alike"),
+    [
+        (['{"id": "12345678901234567890123"}'], True),  # inside a string: orjson reads it as it is
+        (['{"id": "a \\"12345678901234567890123"}'], True),
+        (['{"id": "a\\n12345678901234567890123"}'], True),
+        (['{"12345678901234567890123": 1}'], True),
+        (['{"n": 1234567890123456789}'], False),  # 19 digits: a number that may pass 64 bits
+        (['{"n":12345678901234567890123}'], False),
+        (['{"n": [\n12345678901234567890123]}'], False),
+        (['{"n":\t-12345678901234567890123}'], False),
+        (["12345678901234567890123"], False),  # the first text's start
+        (['{"a": 1}', "12345678901234567890123"], False),  # a later text's start, after the joining comma
+        (['{"x": 1e12345678901234567890}'], False),
+        (['{"x": 0.12345678901234567890123}'], False),
+        (['{"a": "' + "x" * 300 + '", "n": 12345678901234567890123}'], False),  # long: the sampled screen
+        (['{"a": "' + "x" * 300 + '", "id": "12345678901234567890123"}'], True),
+        (['{"a": "f\u00e7ade \U0001f680", "n": 1}', '{"b": "\u00fcber"}'], True),
+    ],
+)
+def test_texts_read_alike_screens_the_texts_as_they_are(texts: list[str], alike: bool) -> None:
+    """The screen of the arguments orjson read: a run of 19 digits a number may hold (at a text's start, after what
+    a number's digits follow) says no; one inside a string (after a quote, a letter or an escape) passes."""
+    assert texts_read_alike(texts) is alike
 
 
 def test_a_held_call_gives_the_object_its_arguments_came_as() -> None:

@@ -24,8 +24,10 @@ their truth) and runs the writer's rich paths on known values at generation (`pa
 annotations' path, its result written as a fresh display).
 
 Where the writer walks the calls with their inputs (a `Message`'s `tool_use` blocks), each block is made where the
-read holds its call, the input parsed there by orjson (`at_each_call`: a refusal declines), and the texts parsed are
-screened once after the read for a number orjson may read otherwise (`jsonsafe.texts_read_alike`: one declines).
+read holds its call, the input parsed there by orjson (`at_each_call`: a refusal declines; the call's id and name read
+from the read's own names, not the held tuple: `held_block`), and the texts parsed are screened once after the read,
+as they are (their UTF-8, a run of digits inside a string passing), for a number orjson may read otherwise
+(`jsonsafe.texts_read_alike`: one declines).
 
 Where the provider's usage took one of its straight paths (every count clean: `ResponseGen.usage_straight`; a
 second one where a `$sum`'s later counts are absent, Anthropic's answers without cache counts), that path sets a
@@ -200,7 +202,7 @@ def texts_sealed(lines: list[str]) -> tuple[list[str], str | None]:
 
 def at_each_call(
     lines: list[str], names: Mapping[str, Any]
-) -> tuple[list[str], Callable[[str, str], list[str]]] | None:
+) -> tuple[list[str], Callable[[tuple[str, ...]], list[str]]] | None:
     """Each call's block made where the read holds the call, its input parsed there (orjson; anything it refuses
     declines, so today's route reads it), not walked after the read with the inputs read apart (`held_inputs`): the
     writer's lines with each walk of the calls (one block expression of the call and its input, in each copy
@@ -221,11 +223,12 @@ def at_each_call(
     kept = [line for line in text.split("\n") if line.strip() != f"inputs = {HELD.inputs.format('R_tool_calls')}"]
     if any(re.search(r"(?<![\w.'])inputs(?![\w'])", line) for line in kept):
         return None
-    block = re.sub(r"(?<![\w.'])e(?![\w'])", "held_call", expression)
-    block = re.sub(r"(?<![\w.'])i(?![\w'])", "call_input", block)
+    block = re.sub(r"(?<![\w.'])i(?![\w'])", "call_input", expression)
 
-    def at_call(arguments: str, given: str) -> list[str]:
-        """The call's input (the object it came as, else its text parsed, else {}: `formats.call_inputs`) and block."""
+    def at_call(held: tuple[str, ...]) -> list[str]:
+        """The call's input (the object it came as, else its text parsed, else {}: `formats.call_inputs`) and block
+        (`held_block`)."""
+        arguments, given = held[2], held[-1]
         parsed = f"call_input = LOADS({arguments}); call_texts.append({arguments})"
         if given == "None":
             lines = [f"if {arguments}: {parsed}", "else: call_input = {}"]
@@ -235,9 +238,23 @@ def at_each_call(
                 f"elif {arguments}: {parsed}",
                 "else: call_input = {}",
             ]
-        return [*lines, f"call_blocks.append({block})"]
+        return [*lines, f"call_blocks.append({held_block(block, held)})"]
 
     return kept, at_call
+
+
+def held_block(block: str, held: tuple[str, ...]) -> str:
+    """The writer's block expression of a call (`e`) as the read holds it (`held_call`, `new_tool_call`'s arguments
+    made of the expressions `held`): a member held as a plain name or constant read from that name (a variable's
+    read, not a tuple's subscript; the line right after the call is held, so the name still holds it), any other
+    from the held call."""
+
+    def member(found: re.Match[str]) -> str:
+        expression = held[int(found.group(1))]
+        return expression if expression.isidentifier() else found.group(0)
+
+    block = re.sub(r"(?<![\w.'])e\[(\d)\]", member, block)
+    return re.sub(r"(?<![\w.'])e(?![\w'])", "held_call", block)
 
 
 def with_straight_usage(

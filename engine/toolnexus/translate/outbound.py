@@ -1051,9 +1051,10 @@ class ResponseGen(Namespace):
     # objects and lists): where its template copies the element (`Part.copies_element`), the element's values are
     # tested there; any other template's clears it. None: not kept.
     texts: str | None = None
-    # A fused answer's lines run where each call is read, after it is held (`call`), given the call's arguments text
-    # and the object it came as ("None": as text), e.g. its `input` parsed there (`fused_answer_code.at_each_call`).
-    at_call: Callable[[str, str], list[str]] | None = None
+    # A fused answer's lines run where each call is read, after it is held (`call`), given the expressions it is
+    # held of (`new_tool_call`'s five arguments: its arguments text third, the object it came as last, "None": as
+    # text), e.g. its `input` parsed there (`fused_answer_code.at_each_call`).
+    at_call: Callable[[tuple[str, ...]], list[str]] | None = None
 
     def __init__(self, outbound: Outbound) -> None:
         self.o = outbound
@@ -1485,9 +1486,10 @@ class ResponseGen(Namespace):
                 # made per call
                 back = "id_map" if o.tool_call_ids.rewrite is not None else f"id_map or ci.startswith({MARK!r})"
                 writes += [f"if {back}:", *indent(restore, 4)]
-            writes.append(f"calls.append({self.call.format(f'ci, cn, {text}, {extra}, {given}')})")
+            held = ("ci", "cn", text, extra, given)
+            writes.append(f"calls.append({self.call.format(', '.join(held))})")
             if self.at_call is not None:
-                writes += self.at_call(text, given)
+                writes += self.at_call(held)
         if present:  # an element whose every field is absent is noted by the explain step
             tests.append("(" + " or ".join(f"{var} is not MISSING" for var in present) + ")")
         if not tests:  # a kind the rules know and read nothing of, or only its annotations
