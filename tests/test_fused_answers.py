@@ -690,3 +690,20 @@ def test_a_responses_made_id_is_cut_in_the_writers_line(provider: str, monkeypat
     monkeypatch.setitem(load_rules().fused_answers, source, {})  # today's route: the format's writer
     today = translate_response(provider, copy.deepcopy(answer), source=source)
     assert json.dumps(today) == json.dumps(body) and today.notes == body.notes
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_responses_objects_are_made_whole_by_one_display(provider: str) -> None:
+    """The writer makes the Response and its message item each at its size (`inline_node`'s `ahead`): every key's
+    lines first, then one display, two where one key may be absent (the Response's `incomplete_details`, the
+    message's `content`), the made id never absent; no line run grows either key by key. The body is today's."""
+    source = "openai-responses"
+    answer = BENCH[provider]["3 tool calls"]
+    run = _lines_run(provider, source, answer)
+    grown = [line for line in run if re.match(r"\s*(out|v\d+_\d+)\['(?!output')\w+'\] = ", line)]
+    assert not grown, grown
+    assert any(re.match(r"\s*(else: |if .*: )?out = \{'id': ", line) for line in run)
+    body = translate_response(provider, copy.deepcopy(answer), source=source)
+    message = next(item for item in body["output"] if item["type"] == "message")
+    assert list(message) == ["type", "id", "role", "status", "content"]
+    assert list(body)[:5] == ["id", "object", "created_at", "status", "error"] and list(body)[-1] == "usage"
