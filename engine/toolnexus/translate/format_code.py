@@ -493,7 +493,9 @@ def writer_lines(fmt: SourceFormat, held: ResultAt) -> tuple[list[str], dict[str
     every use of it makes it where first used, its notes added last. Each view field a template reads is read
     once, up front, into a variable every entry reads (`V_text = r.text`; a string's or an object's `empty` test its
     truth: `FALSY_EMPTY`); the made ids (`ids`, each hashed when read) are read where a template
-    reads them, inside its branch, so an answer writing no item of a kind makes no id for it. The calls are walked
+    reads them, inside its branch, so an answer writing no item of a kind makes no id for it, hashed and cut in the
+    line (no call) and never absent. Each object a template writes is made at its size: its keys' lines first, then
+    one display, two where one key may be absent (`inline_node`'s `ahead`), not grown key by key. The calls are walked
     as the result holds them, each with its `input` (`inputs`), their fields read as attributes with no test and
     no object made per call: a call's block of plain reads of its fields is one Python display (`as_python`, as a
     stream event's), any other its template pasted. The view itself (`formats.answer_scope`) is made only where a
