@@ -732,3 +732,52 @@ def test_sealed_texts_is_sealed_for_an_object_of_strings(
         assert jsonsafe.orjson_strings_bytes(state) is None
     assert [templates.sealed_texts(state, text) for text in ("", "call_1")] == expected
     assert templates.unseal(templates.sealed_texts(state, "x"), None, part="state") == json.loads(json.dumps(state))
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_responses_made_id_is_cut_in_the_writers_line(provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Response's made ids (the message's; Anthropic's reasoning and state items' too) are hashed and cut in the
+    fused function's own lines (`formats.IDS_DIGEST_CODE`, `made_id_code`): no Python function runs for them, one
+    hash makes them all, and they are the ids `made_ids` makes, on the fused route and today's."""
+    source = "openai-responses"
+    answer = BENCH[provider]["3 tool calls"]
+    fmt = load_rules().format(source)
+    translate_response(provider, answer, source=source)  # (the format compiled: the fused function asked from now)
+    fused = fmt.fused_answers[provider]
+    hashed: list[bytes] = []
+    monkeypatch.setitem(fused.__globals__, "IDS_HASH", lambda data: hashed.append(data) or formats.IDS_HASH(data))
+    called: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code.co_filename == formats.__file__:
+            called.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        body = translate_response(provider, copy.deepcopy(answer), source=source)
+    finally:
+        sys.setprofile(None)
+    made = fmt.made_ids(body["id"])
+    ids = [item["id"] for item in body["output"] if item["type"] != "function_call"]
+    assert not {"made_id", "ids_digest", "made_ids"} & set(called), called
+    assert ids and set(ids) <= set(made.values()) and hashed == [body["id"].encode()]
+    monkeypatch.setitem(load_rules().fused_answers, source, {})  # today's route: the format's writer
+    today = translate_response(provider, copy.deepcopy(answer), source=source)
+    assert json.dumps(today) == json.dumps(body) and today.notes == body.notes
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_responses_objects_are_made_whole_by_one_display(provider: str) -> None:
+    """The writer makes the Response and its message item each at its size (`inline_node`'s `ahead`): every key's
+    lines first, then one display, two where one key may be absent (the Response's `incomplete_details`, the
+    message's `content`), the made id never absent; no line run grows either key by key. The body is today's."""
+    source = "openai-responses"
+    answer = BENCH[provider]["3 tool calls"]
+    run = _lines_run(provider, source, answer)
+    grown = [line for line in run if re.match(r"\s*(out|v\d+_\d+)\['(?!output')\w+'\] = ", line)]
+    assert not grown, grown
+    assert any(re.match(r"\s*(else: |if .*: )?out = \{'id': ", line) for line in run)
+    body = translate_response(provider, copy.deepcopy(answer), source=source)
+    message = next(item for item in body["output"] if item["type"] == "message")
+    assert list(message) == ["type", "id", "role", "status", "content"]
+    assert list(body)[:5] == ["id", "object", "created_at", "status", "error"] and list(body)[-1] == "usage"

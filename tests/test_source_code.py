@@ -669,10 +669,10 @@ def test_a_made_id_is_made_only_where_its_item_is_written(monkeypatch: pytest.Mo
     three ids from one hash, one of no item hashes nothing; the ids are those `made_ids` and the view make."""
     fmt = load_rules().format("openai-responses")
     hashed: list[str] = []
-    real = formats.ids_digest
-    assert fmt.writer is not None and fmt.writer.__globals__["IDS_DIGEST"] is real  # (the writer's own name for it)
+    real = formats.IDS_HASH
+    assert fmt.writer is not None and fmt.writer.__globals__["IDS_HASH"] is real  # (the writer's own name for it)
     assert "MadeIds(" not in fmt.writer_code  # each id made where read: no object of them
-    monkeypatch.setitem(fmt.writer.__globals__, "IDS_DIGEST", lambda answer: hashed.append(answer) or real(answer))
+    monkeypatch.setitem(fmt.writer.__globals__, "IDS_HASH", lambda data: hashed.append(data.decode()) or real(data))
     made = fmt.made_ids("r1")
     written = fmt.write(TranslateResult("hi", [], "stop", {}, "m"), "r1")
     assert hashed == ["r1"] and written["output"][0]["id"] == made["message"]

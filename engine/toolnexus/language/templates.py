@@ -350,6 +350,8 @@ def inline_node(
     ctx: str = "c",
     note: NoteSink | None = None,
     into: str | None = None,
+    ahead: bool = False,
+    made: frozenset[str] = frozenset(),
 ) -> Inline:
     """`node` inlined (see Inline); `is_dict`: the caller has tested that the scope is a dict; `known`: fields of
     the scope the caller holds in a variable or an expression (field -> it), read from there (a field held as
@@ -367,14 +369,19 @@ def inline_node(
     as a compiled template's is), for a scope of many optional fields (a request's).
     `ctx`: the expression each use of the context is written as (a caller may make it where first used); `note`:
     how a note at a path the template names is written (see NoteSink; None: into the context's notes).
-    `into`: a list the lines append the value to where it has one (`target` is then not written)."""
+    `into`: a list the lines append the value to where it has one (`target` is then not written).
+    `ahead`: an object's keys never absent, up to the first that may be, all go into its one display, their values'
+    lines (any, reading nothing of the object) run before it in their order: the object made at its size, not grown
+    key by key (without it, only keys of names, literals and required values' checks); `made`: the expressions of
+    `chains` never absent (an id made where read), written with no test."""
     known = known or {}
     absent = frozenset(name for name, var in known.items() if var == "MISSING")
     variables = {name: var for name, var in known.items() if var.isidentifier() and name not in absent}
     gen = _Codegen(prefix, content, tag, absent, variables, (present | texts) & known.keys(), late)
-    gen.ctx, gen.note = ctx, note
+    gen.ctx, gen.note, gen.ahead = ctx, note, ahead
     gen.texts = texts & known.keys()
     gen.held_chains = chains or {}
+    gen.made = made
     s, sd = f"s{tag}", f"sd{tag}"
     gen.scope_dict = sd if runs else None
     body = gen.emit(node, target, s) if into is None else gen.append(node, into, s)
@@ -841,12 +848,14 @@ class _Codegen(Namespace):
         # names and literals alone (`_obj`): an object's keys of those go into its display, the checks first.
         self.checks: set[str] = set()
         self.pure: set[str] = set()
+        self.ahead = False  # any lines of a key's value before the display (`inline_node`'s `ahead`)
         self.texts: frozenset[str] = frozenset()  # of those, strings or objects: `empty` is falsity
         self.prefix = prefix  # before the names bound in `names`, for several inlined templates in one namespace
         self.content = content  # `$content` written inline where this gives lines (else its closure is called)
         self.firsts: dict[str, str] = {}  # scope key -> the variable that reads it once, up front
         self.chains: dict[tuple[str | int, ...], str] = {}  # plain key chains read up front
         self.held_chains: Mapping[tuple[str | int, ...], str] = {}  # plain key chains the caller holds (`inline_node`)
+        self.made: frozenset[str] = frozenset()  # of their expressions, those never absent
         self.prelude: list[str] = []  # their reads, after the `firsts`
         # The scope's dict variable where a run of plain reads is copied from it whole (`_copied`; None: never),
         # and whether the lines do so.
@@ -891,6 +900,8 @@ class _Codegen(Namespace):
             return [f"{target} = MISSING"]
         held = self.held_chains.get(steps)
         if held is not None:  # the caller holds its value (a count it derived, an id it makes where read)
+            if held in self.made:
+                self.present_vars.add(held)
             return [f"{target} = {held}"]
         if steps and isinstance(steps[0], str):
             first = self.firsts.setdefault(steps[0], self.held.get(steps[0]) or f"f{len(self.firsts)}{self.tag}")
@@ -1069,12 +1080,14 @@ class _Codegen(Namespace):
     def _obj(self, node: Obj, target: str, scope: str) -> list[str]:
         """An object written key by key: the keys never absent before any other line (but the checks of required
         values read up front, moved before it) in one dict display, then each key (one that may be absent
-        tested); an object with no key always written is absent when empty."""
+        tested); an object with no key always written is absent when empty. With `ahead` (`inline_node`), every
+        key's lines first and the object one display, two where one key may be absent (`_displayed`)."""
         checks: list[str] = []  # the required values' checks, before the display
         leading: list[str] = []  # the display's keys
         lines: list[str] = []
         always = False
         runs, copied = self._runs(node)
+        keys: list[tuple[str, list[str], str, bool]] = []  # each written key: its name, lines, value, never absent
         for at, (name, child) in enumerate(node.items):
             run = runs.get(at)
             if run is not None:
@@ -1086,21 +1099,44 @@ class _Codegen(Namespace):
                 self.key_values[id(child)] = value
             if value == "MISSING" and not before:  # absent: the key is never written
                 continue
+            keys.append((name, before, value, sure))
             if not sure:
                 lines += [*before, f"if {value} is not MISSING: {target}[{name!r}] = {value}"]
                 continue
             always = True
-            if not lines and self.checks.issuperset(before):  # (its value a name, a literal or a display of them)
+            # (its value a name, a literal or a display of them; with `ahead`, any lines not reading the object)
+            ahead = self.ahead and not re.search(rf"(?<![\w.']){re.escape(target)}(?![\w'])", "\n".join(before))
+            if not lines and (ahead or self.checks.issuperset(before)):
                 checks += before
                 leading.append(f"{name!r}: {value}")
             else:
                 lines += [*before, f"{target}[{name!r}] = {value}"]
+        displayed = self._displayed(keys, target) if self.ahead and not runs and lines else None
+        if displayed is not None:
+            return displayed
         display = f"{{{', '.join(leading)}}}"
         if not lines:
             self.pure.add(display)
         if not always:
             lines.append(f"if not {target}: {target} = MISSING")
         return [*checks, f"{target} = {display}", *lines]
+
+    def _displayed(self, keys: list[tuple[str, list[str], str, bool]], target: str) -> list[str] | None:
+        """An object of keys never absent but one, written as two displays (with that key and without) after every
+        key's lines in their order: made at its size, not grown key by key; None where the lines read the object,
+        or more or fewer keys than one may be absent, or none is always there."""
+        maybe = [n for n, (_, _, _, sure) in enumerate(keys) if not sure]
+        ahead = [line for _, before, _, _ in keys for line in before]
+        if len(maybe) != 1 or len(keys) < 2 or re.search(rf"(?<![\w.']){re.escape(target)}(?![\w'])", "\n".join(ahead)):
+            return None
+        value = keys[maybe[0]][2]
+        both = [f"{name!r}: {value}" for name, _, value, _ in keys]
+        without = [item for n, item in enumerate(both) if n != maybe[0]]
+        return [
+            *ahead,
+            f"if {value} is not MISSING: {target} = {{{', '.join(both)}}}",
+            f"else: {target} = {{{', '.join(without)}}}",
+        ]
 
     def _when(self, node: When, target: str, scope: str, into: str | None) -> list[str]:
         """A `$when`: its value left in `target` (an absent one where no branch holds), or with `into` appended to

@@ -48,6 +48,8 @@ from .formats import (
     CALL_FIELDS,
     DERIVED,
     FALSY_EMPTY,
+    IDS_DIGEST_CODE,
+    IDS_HASH,
     LATE,
     ONCE,
     STRAIGHT,
@@ -67,8 +69,7 @@ from .formats import (
     call_inputs,
     call_scope,
     call_scopes,
-    ids_digest,
-    made_id,
+    made_id_code,
     new_answer_id,
     once_moments,
     own_notes,
@@ -492,7 +493,9 @@ def writer_lines(fmt: SourceFormat, held: ResultAt) -> tuple[list[str], dict[str
     every use of it makes it where first used, its notes added last. Each view field a template reads is read
     once, up front, into a variable every entry reads (`V_text = r.text`; a string's or an object's `empty` test its
     truth: `FALSY_EMPTY`); the made ids (`ids`, each hashed when read) are read where a template
-    reads them, inside its branch, so an answer writing no item of a kind makes no id for it. The calls are walked
+    reads them, inside its branch, so an answer writing no item of a kind makes no id for it, hashed and cut in the
+    line (no call) and never absent. Each object a template writes is made at its size: its keys' lines first, then
+    one display, two where one key may be absent (`inline_node`'s `ahead`), not grown key by key. The calls are walked
     as the result holds them, each with its `input` (`inputs`), their fields read as attributes with no test and
     no object made per call: a call's block of plain reads of its fields is one Python display (`as_python`, as a
     stream event's), any other its template pasted. The view itself (`formats.answer_scope`) is made only where a
@@ -501,15 +504,16 @@ def writer_lines(fmt: SourceFormat, held: ResultAt) -> tuple[list[str], dict[str
     names: dict[str, Any] = {"MISSING": MISSING, "sealed": sealed, "MadeIds": MadeIds, "IDS": fmt.ids, "Ctx": Ctx}
     names.update(VIEW=answer_scope, CALL=call_scope, CALLS=call_scopes, Note=Note, STOP=dict(fmt.stop_table))
     names.update(NEW_ID=new_answer_id, TIME=answer_time, INPUTS=call_inputs, OWN=own_notes)
-    names.update(SAID=fmt.said, MADE_ID=made_id, IDS_DIGEST=ids_digest)
+    names.update(SAID=fmt.said, IDS_HASH=IDS_HASH)
     field = held.field
     derive, counts = said_lines(fmt, field=field, straight=held.straight)
     derived: dict[tuple[str | int, ...], str] = {("provider", fmt.stop_key): "U_stop", ("provider", "finish"): "U_stop"}
     derived.update({("provider", *path): var for path, var in counts.items()})
     # Each made id (the only read of `ids`: `ids.message`) cut where a template reads it, as `MadeIds` cuts it, from
-    # the answer's digest, made at the first id read (`ids_digest`, '' until then).
-    digest = "(ids_digest or (ids_digest := IDS_DIGEST(answer_id)))"
-    derived.update({("ids", name): f"MADE_ID({prefix!r}, {digest}, {place})" for place, (name, prefix)
+    # the answer's digest, made at the first id read (`ids_digest`, '' until then), the hash and the cut in the line.
+    digest = f"(ids_digest or (ids_digest := {IDS_DIGEST_CODE.format('answer_id')}))"
+    made_ids = frozenset(made_id_code(prefix, digest, place) for place, prefix in enumerate(fmt.ids.values()))
+    derived.update({("ids", name): made_id_code(prefix, digest, place) for place, (name, prefix)
                     in enumerate(fmt.ids.items())})  # fmt: skip
     nodes = fmt.plan.nodes
     known = {name: f"V_{name}" for name in VIEW_FIELDS}
@@ -549,6 +553,8 @@ def writer_lines(fmt: SourceFormat, held: ResultAt) -> tuple[list[str], dict[str
             ctx=ctx,
             note=note,
             into=into,
+            ahead=True,
+            made=made_ids,
         )
         names.update(inline.names)
         contextual |= inline.contextual
@@ -620,7 +626,7 @@ def writer_lines(fmt: SourceFormat, held: ResultAt) -> tuple[list[str], dict[str
         used.pop("provider", None)
     header, reads_time = _header_lines(fmt, [*(reads[name] for name in used), *body], held, noted)
     head = [*indent(derive), *indent(header)]
-    if any("IDS_DIGEST(" in line for line in body):
+    if any("(ids_digest := " in line for line in body):
         head.append("    ids_digest = ''")
     used.update(dict.fromkeys(field for field, _ in shared))
     head += [f"    {known[name]} = {reads[name]}" for name in used]
