@@ -734,7 +734,7 @@ def test_sealed_texts_is_sealed_for_an_object_of_strings(
     assert templates.unseal(templates.sealed_texts(state, "x"), None, part="state") == json.loads(json.dumps(state))
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", list(BENCH))  # (each answer shape the bench generates)
 def test_a_responses_made_id_is_cut_in_the_writers_line(provider: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A Response's made ids (the message's; Anthropic's reasoning and state items' too) are hashed and cut in the
     fused function's own lines (`formats.IDS_DIGEST_CODE`, `made_id_code`): no Python function runs for them, one
@@ -766,7 +766,7 @@ def test_a_responses_made_id_is_cut_in_the_writers_line(provider: str, monkeypat
     assert json.dumps(today) == json.dumps(body) and today.notes == body.notes
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", list(BENCH))  # (each answer shape the bench generates)
 def test_a_responses_objects_are_made_whole_by_one_display(provider: str) -> None:
     """The writer makes the Response and its message item each at its size (`inline_node`'s `ahead`): every key's
     lines first, then one display, two where one key may be absent (the Response's `incomplete_details`, the
